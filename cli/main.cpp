@@ -1,0 +1,46 @@
+// bmpipe: the thin executable. It parses arguments, calls the libraries and prints.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+
+namespace {
+
+constexpr const char* kUsage = R"(bmpipe - pipeline-parallel training simulator and planner
+
+Usage: bmpipe <command> [options]
+
+Commands:
+  simulate CONFIG   replay one training iteration of a schedule, event by event, and
+                    report iteration time, bubbles and per-device memory
+  schedules         list the built-in schedules
+
+Run 'bmpipe <command> --help' for the options of a command.
+
+Exit codes: 0 success (including "does not fit in memory", which is a result),
+            1 the simulation failed (deadlock), 2 bad input or usage.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::string command = argv[1];
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (command == "--version") {
+    std::cout << "bmpipe 0.1.0\n";
+    return 0;
+  }
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "simulate") return bmpipe::cli::run_simulate(args);
+  if (command == "schedules") return bmpipe::cli::run_schedules(args);
+  std::cerr << "bmpipe: unknown command '" << command << "'\n\n" << kUsage;
+  return 2;
+}

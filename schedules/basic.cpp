@@ -1,0 +1,98 @@
+// GPipe and 1F1B: one stage per device, stage s on rank s.
+#include <algorithm>
+
+#include "schedules/registry.hpp"
+
+namespace bmpipe {
+namespace {
+
+void check_basic(const ScheduleParams& params, std::string_view name) {
+  if (params.pp < 1) throw ScheduleError(std::string(name) + ": pp must be at least 1");
+  if (params.microbatches < 1)
+    throw ScheduleError(std::string(name) + ": microbatches must be at least 1");
+  if (params.vpp != 1)
+    throw ScheduleError(std::string(name) + " holds one stage per device; vpp must be 1 (got " +
+                        std::to_string(params.vpp) + ")");
+}
+
+Schedule one_stage_per_device(std::string name, const ScheduleParams& params) {
+  Schedule s;
+  s.name = std::move(name);
+  s.num_devices = params.pp;
+  s.num_stages = params.pp;
+  s.num_microbatches = params.microbatches;
+  s.stage_device.resize(params.pp);
+  for (int r = 0; r < params.pp; ++r) s.stage_device[r] = r;
+  s.ops.resize(params.pp);
+  return s;
+}
+
+}  // namespace
+
+Schedule make_gpipe(const ScheduleParams& params) {
+  check_basic(params, "gpipe");
+  Schedule s = one_stage_per_device("gpipe", params);
+  const int m = params.microbatches;
+  for (int r = 0; r < params.pp; ++r) {
+    auto& list = s.ops[r];
+    list.reserve(2 * m);
+    // All forwards, then all backwards in the same micro-batch order (as
+    // torch.distributed.pipelining's ScheduleGPipe does).
+    for (int mb = 0; mb < m; ++mb) list.push_back(Op::f(r, mb));
+    for (int mb = 0; mb < m; ++mb) list.push_back(Op::b(r, mb));
+  }
+  return s;
+}
+
+Schedule make_1f1b(const ScheduleParams& params) {
+  check_basic(params, "1f1b");
+  Schedule s = one_stage_per_device("1f1b", params);
+  const int p = params.pp;
+  const int m = params.microbatches;
+  for (int r = 0; r < p; ++r) {
+    auto& list = s.ops[r];
+    list.reserve(2 * m);
+    // PipeDream-flush order (Narayanan et al., "Memory-Efficient Pipeline-Parallel DNN
+    // Training", 2021; Megatron-LM's forward_backward_pipelining_without_interleaving):
+    // p-r-1 warm-up forwards, then one forward and one backward alternately, then the
+    // remaining backwards.
+    const int warmup = std::min(p - r - 1, m);
+    int next_f = 0;
+    int next_b = 0;
+    for (; next_f < warmup; ++next_f) list.push_back(Op::f(r, next_f));
+    while (next_f < m) {
+      list.push_back(Op::f(r, next_f++));
+      list.push_back(Op::b(r, next_b++));
+    }
+    while (next_b < m) list.push_back(Op::b(r, next_b++));
+  }
+  return s;
+}
+
+namespace {
+constexpr ScheduleInfo kBuiltins[] = {
+    {"gpipe", "GPipe: all forwards, then all backwards; holds m micro-batches of activations",
+     &make_gpipe},
+    {"1f1b", "1F1B (PipeDream-flush): p-r-1 warm-up forwards, then alternate F and B",
+     &make_1f1b},
+};
+}  // namespace
+
+std::span<const ScheduleInfo> builtin_schedules() { return kBuiltins; }
+
+const ScheduleInfo* find_schedule(std::string_view name) {
+  for (const auto& info : kBuiltins)
+    if (info.name == name) return &info;
+  return nullptr;
+}
+
+std::string schedule_names() {
+  std::string names;
+  for (const auto& info : kBuiltins) {
+    if (!names.empty()) names += ", ";
+    names += info.name;
+  }
+  return names;
+}
+
+}  // namespace bmpipe
