@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "schedules/registry.hpp"
+#include "sim/config/yaml_reader.hpp"
 
 namespace bmpipe {
 
@@ -38,106 +39,7 @@ void Config::fail(const std::string& key, const std::string& message) const {
 
 namespace {
 
-/// Walks a YAML document, remembering the key path and line of everything it reads, and
-/// turns every surprise into a ConfigError.
-class Reader {
- public:
-  Reader(Config& config) : config_(config) {}
-
-  [[noreturn]] void fail(const YAML::Node& node, const std::string& key, const std::string& msg) {
-    throw ConfigError(config_.file, node.IsDefined() ? node.Mark().line + 1 : 0, key, msg);
-  }
-
-  /// A mapping whose keys must all be in `allowed`.
-  void expect_map(const YAML::Node& node, const std::string& key,
-                  std::initializer_list<std::string_view> allowed) {
-    if (!node.IsMap()) fail(node, key, "expected a mapping of keys");
-    for (const auto& kv : node) {
-      const std::string name = kv.first.as<std::string>();
-      if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
-        std::string known;
-        for (auto a : allowed) known += (known.empty() ? "" : ", ") + std::string(a);
-        fail(kv.first, join(key, name), "unknown key (expected one of: " + known + ")");
-      }
-    }
-    note(node, key);
-  }
-
-  YAML::Node child(const YAML::Node& map, const std::string& key, const char* name,
-                   bool required) {
-    YAML::Node n = map[name];
-    if (!n.IsDefined() || n.IsNull()) {
-      if (required) fail(map, join(key, name), "missing required key");
-      return YAML::Node(YAML::NodeType::Undefined);
-    }
-    note(n, join(key, name));
-    return n;
-  }
-
-  double number(const YAML::Node& map, const std::string& key, const char* name, bool required,
-                double fallback, double min, bool min_exclusive) {
-    YAML::Node n = child(map, key, name, required);
-    if (!n.IsDefined()) return fallback;
-    const std::string path = join(key, name);
-    double v = 0;
-    if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !std::isfinite(v))
-      fail(n, path, "expected a number, got '" + text(n) + "'");
-    if (v < min || (min_exclusive && v == min))
-      fail(n, path, "must be " + std::string(min_exclusive ? "greater than " : "at least ") +
-                        shortest(min) + ", got " + text(n));
-    return v;
-  }
-
-  std::int64_t integer(const YAML::Node& map, const std::string& key, const char* name,
-                       bool required, std::int64_t fallback, std::int64_t min) {
-    YAML::Node n = child(map, key, name, required);
-    if (!n.IsDefined()) return fallback;
-    return integer_value(n, join(key, name), min);
-  }
-
-  std::int64_t integer_value(const YAML::Node& n, const std::string& path, std::int64_t min) {
-    std::int64_t v = 0;
-    if (!n.IsScalar() || !YAML::convert<std::int64_t>::decode(n, v))
-      fail(n, path, "expected an integer, got '" + text(n) + "'");
-    if (v < min) fail(n, path, "must be at least " + std::to_string(min) + ", got " + text(n));
-    note(n, path);
-    return v;
-  }
-
-  int small_int(const YAML::Node& map, const std::string& key, const char* name, bool required,
-                int fallback, int min) {
-    const std::int64_t v = integer(map, key, name, required, fallback, min);
-    if (v > 1'000'000'000) fail(map[name], join(key, name), "is implausibly large");
-    return static_cast<int>(v);
-  }
-
-  std::string string(const YAML::Node& map, const std::string& key, const char* name,
-                     bool required, std::string fallback) {
-    YAML::Node n = child(map, key, name, required);
-    if (!n.IsDefined()) return fallback;
-    if (!n.IsScalar()) fail(n, join(key, name), "expected a string");
-    return n.as<std::string>();
-  }
-
-  static std::string join(const std::string& key, const std::string& name) {
-    return key.empty() ? name : key + "." + name;
-  }
-
- private:
-  void note(const YAML::Node& n, const std::string& path) { config_.lines[path] = n.Mark().line + 1; }
-  static std::string text(const YAML::Node& n) {
-    if (n.IsScalar()) return n.Scalar();
-    if (n.IsSequence()) return "a list";
-    if (n.IsMap()) return "a mapping";
-    return "nothing";
-  }
-  static std::string shortest(double v) {
-    std::ostringstream os;
-    os << v;
-    return os.str();
-  }
-  Config& config_;
-};
+using detail::Reader;
 
 void read_link(Reader& rd, const YAML::Node& cluster, const char* name, bool required,
                LinkSpec& out) {
@@ -202,7 +104,8 @@ void read_model(Reader& rd, const YAML::Node& root, Config& c) {
 void read_training(Reader& rd, const YAML::Node& root, Config& c) {
   YAML::Node n = rd.child(root, "", "training", true);
   rd.expect_map(n, "training",
-                {"schedule", "pp", "vpp", "tp", "dp", "microbatches", "partition"});
+                {"schedule", "pp", "vpp", "tp", "dp", "microbatches", "partition", "overlap_factor",
+                 "overlap_ms", "activation_limit_microbatches"});
   TrainingConfig& t = c.training;
   t.schedule = rd.string(n, "training", "schedule", false, "1f1b");
   t.pp = rd.small_int(n, "training", "pp", true, 1, 1);
@@ -210,6 +113,10 @@ void read_training(Reader& rd, const YAML::Node& root, Config& c) {
   t.tp = rd.small_int(n, "training", "tp", false, 1, 1);
   t.dp = rd.small_int(n, "training", "dp", false, 0, 1);
   t.microbatches = rd.small_int(n, "training", "microbatches", true, 1, 1);
+  t.overlap_factor = rd.number(n, "training", "overlap_factor", false, 1.0, 0.0, true);
+  t.overlap_ms = rd.number(n, "training", "overlap_ms", false, 0.0, 0.0, false);
+  t.activation_limit_microbatches =
+      rd.small_int(n, "training", "activation_limit_microbatches", false, 0, 1);
   YAML::Node part = rd.child(n, "training", "partition", false);
   if (part.IsDefined()) {
     if (!part.IsSequence()) rd.fail(part, "training.partition", "expected a list of layer counts");

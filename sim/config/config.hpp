@@ -69,6 +69,14 @@ struct TrainingConfig {
   int dp = 0;  ///< 0: derived as devices / (pp * tp)
   int microbatches = 1;
   std::vector<int> partition;  ///< layers per stage; empty = uniform
+  /// Duration of an overlapped forward-and-backward pair (DualPipeV's F&B) as a factor of
+  /// F + B of its two halves; 1 = no gain from overlapping.
+  double overlap_factor = 1.0;
+  /// Alternatively, the pair's duration in ms (overrides overlap_factor when > 0).
+  double overlap_ms = 0.0;
+  /// Activation-memory limit per device, in micro-batches of one stage's activations, for
+  /// schedules that take one (zb-auto). 0 = not given.
+  int activation_limit_microbatches = 0;
 };
 
 struct Config {

@@ -21,18 +21,6 @@ std::vector<int> stage_layer_counts(const Config& c, int num_stages) {
   return counts;
 }
 
-Schedule make_schedule(const Config& c) {
-  const ScheduleInfo* info = find_schedule(c.training.schedule);
-  if (!info)
-    c.fail("training.schedule",
-           "unknown schedule '" + c.training.schedule + "' (known: " + schedule_names() + ")");
-  try {
-    return info->generate(ScheduleParams{c.training.pp, c.training.microbatches, c.training.vpp});
-  } catch (const ScheduleError& e) {
-    c.fail("training.schedule", e.what());
-  }
-}
-
 SimInput make_sim_input(const Config& c, const Topology& topology, const Schedule& schedule) {
   SimInput in;
   in.topology = &topology;
