@@ -158,6 +158,7 @@ Time Engine::duration(const Op& op) const {
     case OpKind::I: return c.backward_input + c.recompute;
     case OpKind::W: return c.backward_weight;
     case OpKind::FB: {
+      if (in_.fb_pair_time > 0) return in_.fb_pair_time;
       const StageCost& b = in_.stages[op.stage2];
       const double pair = static_cast<double>(c.forward + b.backward_full() + b.recompute);
       return static_cast<Time>(std::llround(pair * in_.fb_overlap_factor));

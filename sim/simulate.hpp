@@ -77,6 +77,8 @@ struct SimInput {
   const Topology* topology = nullptr;
   /// Duration of an overlapped FB pair as a factor of (F + B + recompute) of its halves.
   double fb_overlap_factor = 1.0;
+  /// Or a fixed duration for every FB pair; used instead of the factor when positive.
+  Time fb_pair_time = 0;
 };
 
 /// Why an op could not start earlier than it did.

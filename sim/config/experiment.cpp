@@ -24,6 +24,8 @@ std::vector<int> stage_layer_counts(const Config& c, int num_stages) {
 SimInput make_sim_input(const Config& c, const Topology& topology, const Schedule& schedule) {
   SimInput in;
   in.topology = &topology;
+  in.fb_overlap_factor = c.training.overlap_factor;
+  in.fb_pair_time = ms_to_ns(c.training.overlap_ms);
   const std::vector<int> counts = stage_layer_counts(c, schedule.num_stages);
 
   // Expand layer groups into a flat list of layers, then sum each stage's share. Every
