@@ -1,0 +1,137 @@
+// The bmpipe executable end to end: exit codes, messages, JSON contract, overrides.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct Outcome {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Outcome run(const std::string& args) {
+  const std::string cmd = std::string(BMPIPE_BINARY) + " " + args + " 2>&1";
+  Outcome r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string stdout_of(const std::string& args) {
+  const std::string cmd = std::string(BMPIPE_BINARY) + " " + args + " 2>/dev/null";
+  std::string out;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  pclose(pipe);
+  return out;
+}
+
+const std::string kTiny = std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/tiny.yaml";
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(Cli, HelpExplainsEveryOption) {
+  const Outcome top = run("--help");
+  EXPECT_EQ(top.code, 0);
+  EXPECT_NE(top.out.find("simulate"), std::string::npos);
+  const Outcome sim = run("simulate --help");
+  EXPECT_EQ(sim.code, 0);
+  for (const char* opt : {"--json", "--schedule", "--pp", "--microbatches"})
+    EXPECT_NE(sim.out.find(opt), std::string::npos) << opt;
+}
+
+TEST(Cli, JsonSummaryHasTheContractKeys) {
+  const Outcome r = run("simulate --json " + kTiny);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"schedule", "pp", "vpp", "microbatches", "iteration_time_ms",
+                          "pipeline_time_ms", "bubble_ratio", "fits", "devices"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  ASSERT_EQ(j["devices"].size(), 4u);
+  for (const char* key : {"rank", "busy_ms", "idle_ms", "peak_memory_bytes", "capacity_bytes", "fits"})
+    EXPECT_TRUE(j["devices"][0].contains(key)) << key;
+  // tiny.yaml: p = 4, m = 8, F = 1 ms, B = 2 ms per stage: (m + p - 1)(F + B) = 33 ms.
+  EXPECT_DOUBLE_EQ(j["pipeline_time_ms"].get<double>(), 33.0);
+  EXPECT_NEAR(j["bubble_ratio"].get<double>(), 3.0 / 11.0, 1e-12);
+  EXPECT_DOUBLE_EQ(j["devices"][0]["idle_ms"].get<double>(), 9.0);
+}
+
+TEST(Cli, OverridesWinOverTheFile) {
+  const auto j = nlohmann::json::parse(
+      stdout_of("simulate --json --schedule gpipe --pp 2 --microbatches 4 " + kTiny));
+  EXPECT_EQ(j["schedule"], "gpipe");
+  EXPECT_EQ(j["pp"], 2);
+  // 8 layers on 2 stages: F = 2 ms, B = 4 ms per stage; (4 + 2 - 1) x 6 ms.
+  EXPECT_DOUBLE_EQ(j["pipeline_time_ms"].get<double>(), 30.0);
+  EXPECT_EQ(j["devices"][0]["peak_inflight_microbatches"], 4);
+}
+
+TEST(Cli, SameInputGivesByteIdenticalOutput) {
+  EXPECT_EQ(stdout_of("simulate --json " + kTiny), stdout_of("simulate --json " + kTiny));
+  EXPECT_EQ(stdout_of("simulate " + kTiny), stdout_of("simulate " + kTiny));
+}
+
+TEST(Cli, TableShowsOneRowPerDeviceWithUnits) {
+  const Outcome r = run("simulate " + kTiny);
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("iteration time   33.000 ms"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bubble ratio     27.27 %"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GiB"), std::string::npos);
+}
+
+TEST(Cli, BadConfigExitsTwoWithFileLineAndKey) {
+  std::ifstream in(kTiny);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text.replace(text.find("  pp: 4"), 7, "  pp: 3");
+  const std::string path = write_temp("bad_pp.yaml", text);
+  const Outcome r = run("simulate " + path);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find(path + ":"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("training.pp"), std::string::npos) << r.out;
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+  EXPECT_EQ(run("").code, 2);
+  EXPECT_EQ(run("frobnicate").code, 2);
+  EXPECT_EQ(run("simulate").code, 2);
+  EXPECT_EQ(run("simulate --pp notanumber " + kTiny).code, 2);
+  EXPECT_EQ(run("simulate --pp 0 " + kTiny).code, 2);
+  EXPECT_EQ(run("simulate /nonexistent.yaml").code, 2);
+}
+
+TEST(Cli, DoesNotFitIsAResultNotAFailure) {
+  std::ifstream in(kTiny);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text.replace(text.find("memory_GiB: 1"), 13, "memory_GiB: 0.005");
+  const Outcome r = run("simulate --json " + write_temp("small.yaml", text));
+  EXPECT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j["fits"].get<bool>());
+  EXPECT_FALSE(j["devices"][0]["fits"].get<bool>());
+}
+
+TEST(Cli, SchedulesAreListed) {
+  const Outcome r = run("schedules");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("gpipe"), std::string::npos);
+  EXPECT_NE(r.out.find("1f1b"), std::string::npos);
+}
+
+}  // namespace
