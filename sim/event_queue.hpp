@@ -16,19 +16,25 @@ namespace bmpipe {
 template <typename Payload>
 class EventQueue {
  public:
+  /// `order` packs the priority above a 48-bit insertion sequence, so one integer
+  /// comparison breaks ties in (priority, sequence) order and events stay small.
   struct Event {
     Time time;
-    std::uint32_t priority;
-    std::uint64_t sequence;
+    std::uint64_t order;
     Payload payload;
+    std::uint32_t priority() const { return static_cast<std::uint32_t>(order >> kSequenceBits); }
   };
+  static constexpr int kSequenceBits = 48;
 
   void reserve(std::size_t n) { heap_.reserve(n); }
   bool empty() const { return heap_.empty(); }
   std::size_t size() const { return heap_.size(); }
 
+  /// `priority` must fit in 16 bits; lower runs first among events at the same time.
   void push(Time time, std::uint32_t priority, const Payload& payload) {
-    heap_.push_back(Event{time, priority, next_sequence_++, payload});
+    const std::uint64_t order = (static_cast<std::uint64_t>(priority) << kSequenceBits) |
+                                (next_sequence_++ & ((std::uint64_t{1} << kSequenceBits) - 1));
+    heap_.push_back(Event{time, order, payload});
     std::push_heap(heap_.begin(), heap_.end(), Later{});
   }
 
@@ -45,8 +51,7 @@ class EventQueue {
   struct Later {
     bool operator()(const Event& a, const Event& b) const {
       if (a.time != b.time) return a.time > b.time;
-      if (a.priority != b.priority) return a.priority > b.priority;
-      return a.sequence > b.sequence;
+      return a.order > b.order;
     }
   };
   std::vector<Event> heap_;

@@ -10,14 +10,18 @@
 namespace bmpipe {
 namespace {
 
+// Priorities: at equal times, completions are handled before arrivals. Either order
+// gives the same timings (ops only start at event times once all inputs are present);
+// fixing it keeps observer call order reproducible.
 enum EventKind : std::uint32_t { kOpDone = 0, kArrive = 1 };
 
+// 8 bytes, so the heap moves little. `what` is kOpDoneTag for a completion, otherwise the
+// arriving slot: (stage * M + micro-batch) * 2 + is_gradient.
 struct Payload {
-  std::uint32_t kind;
   std::uint32_t rank;
-  std::uint32_t slot;      // kArrive: (stage * M + micro-batch) * 2 + is_gradient
-  std::int32_t transfer;   // kArrive: transfer id
+  std::uint32_t what;
 };
+constexpr std::uint32_t kOpDoneTag = 0xFFFFFFFFu;
 
 struct RankState {
   std::size_t next = 0;  // index of the op running or about to run
@@ -107,6 +111,8 @@ std::string Engine::check_input() {
         c.activation_bytes < 0 || c.output_bytes < 0)
       return "stage costs must not be negative";
   if (!(in_.fb_overlap_factor > 0.0)) return "fb_overlap_factor must be positive";
+  if (static_cast<std::int64_t>(S_) * M_ >= (std::int64_t{1} << 30))
+    return "stages x micro-batches must stay below 2^30";
   for (std::size_t r = 0; r < p; ++r) {
     const int d = in_.rank_device[r];
     const int limit = in_.topology ? in_.topology->num_devices() : static_cast<int>(p);
@@ -218,7 +224,7 @@ void Engine::try_start(int rank) {
   if (st.first_start == kNever) st.first_start = now_;
   if (op.kind == OpKind::F || op.kind == OpKind::FB)
     allocate(rank, in_.stages[op.stage].activation_bytes, 1);
-  queue_.push(now_ + duration(op), kOpDone, Payload{kOpDone, static_cast<std::uint32_t>(rank), 0, 0});
+  queue_.push(now_ + duration(op), kOpDone, Payload{static_cast<std::uint32_t>(rank), kOpDoneTag});
 }
 
 void Engine::send(int from_stage, int to_stage, int mb, bool gradient) {
@@ -237,9 +243,10 @@ void Engine::send(int from_stage, int to_stage, int mb, bool gradient) {
   const Time arrive = start + hop.serialization + hop.route.latency;
   const std::int32_t id = transfers_++;
   const int dst_rank = sch_.stage_device[to_stage];
+  src[k] = id;  // read only once the arrival has set ready[k]
   queue_.push(arrive, kArrive,
-              Payload{kArrive, static_cast<std::uint32_t>(dst_rank),
-                      static_cast<std::uint32_t>(k * 2 + (gradient ? 1 : 0)), id});
+              Payload{static_cast<std::uint32_t>(dst_rank),
+                      static_cast<std::uint32_t>(k * 2 + (gradient ? 1 : 0))});
   if (obs_) {
     TransferRecord t;
     t.id = id;
@@ -428,17 +435,11 @@ SimResult Engine::run() {
     const auto e = queue_.pop();
     now_ = e.time;
     const int rank = static_cast<int>(e.payload.rank);
-    if (e.payload.kind == kOpDone) {
+    if (e.payload.what == kOpDoneTag) {
       finish(rank);
     } else {
-      const std::size_t k = e.payload.slot / 2;
-      if (e.payload.slot % 2) {
-        grad_ready_[k] = now_;
-        grad_src_[k] = e.payload.transfer;
-      } else {
-        fwd_ready_[k] = now_;
-        fwd_src_[k] = e.payload.transfer;
-      }
+      const std::size_t k = e.payload.what / 2;
+      (e.payload.what % 2 ? grad_ready_ : fwd_ready_)[k] = now_;
     }
     try_start(rank);
   }
