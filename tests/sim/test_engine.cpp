@@ -1,6 +1,8 @@
 // Communication, memory over time, determinism and deadlock reports.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "sim/summary.hpp"
 #include "test_helpers.hpp"
 
@@ -168,6 +170,27 @@ TEST(Validation, MalformedSchedulesAreErrorsNotCrashes) {
   SimInput short_costs = in;
   short_costs.stages.pop_back();
   EXPECT_NE(simulate(short_costs, sch).error.find("stages"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace bmpipe
+
+namespace bmpipe {
+namespace {
+
+TEST(Reentrancy, ConcurrentRunsOnSharedInputsAgree) {
+  // The planner calls simulate() from several threads with one Topology: results must be
+  // the same as a lone run (routes are memoized under a lock, nothing else is shared).
+  const Schedule sch = make_1f1b(ScheduleParams{8, 32, 1});
+  const Topology topo(ClusterSpec{2, 4, LinkSpec{100, 3}, LinkSpec{10, 9}});
+  SimInput in = test::uniform_input(sch, topo, test::Uniform{1000, 1100, 900, 64, 99999});
+  const SimResult alone = simulate(in, sch);
+  std::vector<Time> times(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] { times[t] = simulate(in, sch).pipeline_time; });
+  for (auto& th : threads) th.join();
+  for (Time t : times) EXPECT_EQ(t, alone.pipeline_time);
 }
 
 }  // namespace
