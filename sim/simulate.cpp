@@ -10,18 +10,18 @@
 namespace bmpipe {
 namespace {
 
-// Priorities: at equal times, completions are handled before arrivals. Either order
-// gives the same timings (ops only start at event times once all inputs are present);
-// fixing it keeps observer call order reproducible.
-enum EventKind : std::uint32_t { kOpDone = 0, kArrive = 1 };
+// Two kinds of event. kOpDone: the op running on `rank` ends. kWake: an input `rank` may
+// be waiting for arrives; the rank re-checks its next op. Arrivals are not events of their
+// own: a transfer writes its arrival time into the consumer's slot when it is placed, and
+// a wake-up is queued only if the consumer could be idle then. Most transfers land while
+// their consumer is busy, so this halves the heap traffic. At equal times completions go
+// first; either order gives the same timings, fixing it keeps observer calls reproducible.
+enum EventKind : std::uint32_t { kOpDone = 0, kWake = 1 };
 
-// 8 bytes, so the heap moves little. `what` is kOpDoneTag for a completion, otherwise the
-// arriving slot: (stage * M + micro-batch) * 2 + is_gradient.
 struct Payload {
   std::uint32_t rank;
-  std::uint32_t what;
+  std::uint32_t kind;
 };
-constexpr std::uint32_t kOpDoneTag = 0xFFFFFFFFu;
 
 struct RankState {
   std::size_t next = 0;  // index of the op running or about to run
@@ -38,6 +38,7 @@ struct RankState {
   std::int64_t activation_peak = 0;
   int inflight = 0;
   int inflight_peak = 0;
+  Time wake_at = kNever;  // latest wake-up queued for this rank, to avoid duplicates
 };
 
 // A precomputed route for one stage boundary in one direction.
@@ -77,8 +78,8 @@ class Engine {
   Time now_ = 0;
   EventQueue<Payload> queue_;
   std::vector<RankState> ranks_;
-  // Per (stage, micro-batch): when each input became available here, and which transfer
-  // carried it (-1 if produced on the same rank).
+  // Per (stage, micro-batch): when each input is (or will be) present here, kNever while
+  // its producer has not run, and which transfer carries it (-1 if produced on this rank).
   std::vector<Time> fwd_ready_, grad_ready_, f_done_, i_done_;
   std::vector<std::int32_t> fwd_src_, grad_src_;
   std::vector<Hop> fwd_hop_;   // [s]: stage s -> s+1
@@ -190,7 +191,8 @@ void Engine::try_start(int rank) {
 
   Time ready = 0;
   int stage = -1, transfer = -1;
-  // Each dependency: false if not met yet; otherwise remember the latest one.
+  // Each dependency: false if its producer has not run yet; otherwise remember the latest
+  // one, which may still be in flight (a time after now).
   auto need = [&](Time t, int producer, int via) {
     if (t == kNever) return false;
     if (t >= ready) ready = t, stage = producer, transfer = via;
@@ -215,6 +217,13 @@ void Engine::try_start(int rank) {
       break;
   }
   if (!ok) return;
+  if (ready > now_) {  // every input is on its way; look again when the last one lands
+    if (st.wake_at != ready) {
+      st.wake_at = ready;
+      queue_.push(ready, kWake, Payload{static_cast<std::uint32_t>(rank), kWake});
+    }
+    return;
+  }
 
   st.busy = true;
   st.start = now_;
@@ -224,7 +233,7 @@ void Engine::try_start(int rank) {
   if (st.first_start == kNever) st.first_start = now_;
   if (op.kind == OpKind::F || op.kind == OpKind::FB)
     allocate(rank, in_.stages[op.stage].activation_bytes, 1);
-  queue_.push(now_ + duration(op), kOpDone, Payload{static_cast<std::uint32_t>(rank), kOpDoneTag});
+  queue_.push(now_ + duration(op), kOpDone, Payload{static_cast<std::uint32_t>(rank), kOpDone});
 }
 
 void Engine::send(int from_stage, int to_stage, int mb, bool gradient) {
@@ -243,10 +252,14 @@ void Engine::send(int from_stage, int to_stage, int mb, bool gradient) {
   const Time arrive = start + hop.serialization + hop.route.latency;
   const std::int32_t id = transfers_++;
   const int dst_rank = sch_.stage_device[to_stage];
-  src[k] = id;  // read only once the arrival has set ready[k]
-  queue_.push(arrive, kArrive,
-              Payload{static_cast<std::uint32_t>(dst_rank),
-                      static_cast<std::uint32_t>(k * 2 + (gradient ? 1 : 0))});
+  ready[k] = arrive;
+  src[k] = id;
+  // A busy consumer re-checks when its op ends; an idle one must be woken.
+  RankState& dst = ranks_[dst_rank];
+  if (!dst.busy && dst.wake_at != arrive) {
+    dst.wake_at = arrive;
+    queue_.push(arrive, kWake, Payload{static_cast<std::uint32_t>(dst_rank), kWake});
+  }
   if (obs_) {
     TransferRecord t;
     t.id = id;
@@ -435,12 +448,7 @@ SimResult Engine::run() {
     const auto e = queue_.pop();
     now_ = e.time;
     const int rank = static_cast<int>(e.payload.rank);
-    if (e.payload.what == kOpDoneTag) {
-      finish(rank);
-    } else {
-      const std::size_t k = e.payload.what / 2;
-      (e.payload.what % 2 ? grad_ready_ : fwd_ready_)[k] = now_;
-    }
+    if (e.payload.kind == kOpDone) finish(rank);
     try_start(rank);
   }
   return collect();
