@@ -24,7 +24,9 @@
 /// - Memory per rank = static bytes (weights, gradients, optimizer state, reserved) +
 ///   live activations. F(s, m) allocates stage s's activation bytes when it starts. A full
 ///   backward frees them when it ends; a split backward frees all but the W-retained part
-///   at the end of I and the rest at the end of W.
+///   at the end of I and the rest at the end of W. This is stage granularity, but the peak
+///   equals per-layer accounting: a rank runs one op at a time, so between an F's start
+///   and its end nothing is freed, and the stage total is reached by the F's end anyway.
 /// - An order that cannot complete is not a hang: when no event is left while ops remain,
 ///   the result carries an error and, for every stuck rank, its blocked op and what it
 ///   waits for.
