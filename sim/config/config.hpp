@@ -13,6 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "sim/cost/cost_model.hpp"
+#include "sim/cost/hardware.hpp"
+#include "sim/cost/model_shape.hpp"
 #include "sim/topology.hpp"
 
 namespace bmpipe {
@@ -37,6 +40,11 @@ struct DeviceSpec {
   std::string name = "device";
   double memory_GiB = 0.0;
   double reserved_GiB = 0.0;  ///< taken by the framework before any tensor
+  /// Compute figures for the analytic cost model: from `preset:` with any key overriding
+  /// it, or from explicit peak_tflops + hbm_GBps. Empty for a device described only by
+  /// its memory (enough for measured layer costs). Its links mirror cluster.intra_node /
+  /// inter_node.
+  std::optional<HardwareSpec> hardware;
 };
 
 /// A run of identical layers with measured costs (per micro-batch).
@@ -57,8 +65,21 @@ struct LayerGroup {
 
 struct ModelConfig {
   std::string name = "model";
+  /// Measured form: layer groups with their costs. Empty for an analytic model.
   std::vector<LayerGroup> layers;
+  /// Analytic form (`preset:`, `hf_config:` or explicit shape keys): the cost model
+  /// (sim/cost) turns it into per-layer costs in make_sim_input.
+  std::optional<ModelShape> shape;
+  bool analytic() const { return shape.has_value(); }
   int num_layers() const;
+};
+
+/// Where recomputation applies. A layer's mode is its `layers` entry if any, else its
+/// stage's `stages` entry, else `global`.
+struct RecomputeSpec {
+  Recompute global = Recompute::none;
+  std::map<int, Recompute> stages;  ///< stage index (0 .. pp*vpp-1) -> mode
+  std::map<int, Recompute> layers;  ///< decoder-layer index (0 .. num_layers-1) -> mode
 };
 
 struct TrainingConfig {
@@ -77,6 +98,22 @@ struct TrainingConfig {
   /// Activation-memory limit per device, in micro-batches of one stage's activations, for
   /// schedules that take one (zb-auto). 0 = not given.
   int activation_limit_microbatches = 0;
+
+  // Batch: microbatches = global_batch_size / (micro_batch_size * dp). Either key may be
+  // given; both must then agree.
+  int seq_length = 0;         ///< tokens per sample; required by the analytic model
+  int micro_batch_size = 1;
+  int global_batch_size = 0;  ///< 0 = not given
+  bool microbatches_given = false;  ///< `microbatches` was in the file (or an override)
+  // Analytic model only.
+  std::string dtype = "bf16";  ///< bf16 or fp16 (2 bytes, tensor-core peak)
+  bool sequence_parallel = false;
+  OptimizerSettings optimizer;
+  RecomputeSpec recompute;
+
+  /// dp as given, or devices / (pp * tp).
+  int data_parallel(int devices) const { return dp > 0 ? dp : devices / (pp * tp); }
+  int dtype_bytes() const { return 2; }
 };
 
 struct Config {
@@ -105,6 +142,11 @@ struct Overrides {
   std::optional<int> vpp;
   std::optional<int> microbatches;
 };
+
+/// Derives training.microbatches from global_batch_size (or checks that the two agree).
+/// load_config and apply_overrides call it; call it after changing pp, tp, dp or the batch
+/// of a Config by hand.
+void resolve_batch(Config& config);
 
 /// Applies overrides and re-runs the cross-field checks. An override that makes the
 /// experiment impossible names the option, e.g. "--pp".

@@ -98,6 +98,33 @@ class Reader {
     return n.as<std::string>();
   }
 
+  bool boolean(const YAML::Node& map, const std::string& key, const char* name, bool fallback) {
+    YAML::Node n = child(map, key, name, false);
+    if (!n.IsDefined()) return fallback;
+    bool v = false;
+    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v))
+      fail(n, join(key, name), "expected true or false, got '" + text(n) + "'");
+    return v;
+  }
+
+  /// A string that must be one of `allowed`; the message lists them.
+  std::string choice(const YAML::Node& map, const std::string& key, const char* name,
+                     std::string fallback, std::initializer_list<std::string_view> allowed) {
+    YAML::Node n = child(map, key, name, false);
+    if (!n.IsDefined()) return fallback;
+    if (!n.IsScalar()) fail(n, join(key, name), "expected a string");
+    const std::string v = n.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
+      std::string known;
+      for (auto a : allowed) known += (known.empty() ? "" : ", ") + std::string(a);
+      fail(n, join(key, name), "unknown value '" + v + "' (expected one of: " + known + ")");
+    }
+    return v;
+  }
+
+  /// Records that `path` was read at `n`'s line, for checks made after parsing.
+  void mark(const YAML::Node& n, const std::string& path) { note(n, path); }
+
   static std::string join(const std::string& key, const std::string& name) {
     return key.empty() ? name : key + "." + name;
   }

@@ -1,0 +1,339 @@
+#include "sim/cost/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace bmpipe {
+
+std::string to_string(Recompute r) {
+  switch (r) {
+    case Recompute::none:
+      return "none";
+    case Recompute::selective:
+      return "selective";
+    case Recompute::full:
+      return "full";
+  }
+  return "none";
+}
+
+std::optional<Recompute> parse_recompute(const std::string& text) {
+  if (text == "none") return Recompute::none;
+  if (text == "selective") return Recompute::selective;
+  if (text == "full") return Recompute::full;
+  return std::nullopt;
+}
+
+double collective_time_s(const HardwareSpec& hw, Collective kind, int group, double bytes,
+                         bool crosses_nodes) {
+  if (group <= 1 || bytes <= 0) return 0.0;
+  const double k = group;
+  const LinkSpec& link = crosses_nodes ? hw.inter_node : hw.intra_node;
+  // A mesh node drives all k-1 peer links at once; a switched node or the NIC has one.
+  const double lanes = (!crosses_nodes && hw.intra_node_mesh) ? k - 1 : 1.0;
+  const double bw = link.bandwidth_GBps * 1e9 * lanes * hw.collective_efficiency;
+  const double fraction = (kind == Collective::all_reduce ? 2.0 : 1.0) * (k - 1) / k;
+  const double steps = (kind == Collective::all_reduce ? 2.0 : 1.0) * (k - 1);
+  return fraction * bytes / bw + steps * link.latency_us * 1e-6;
+}
+
+std::int64_t static_bytes(std::int64_t params, int dtype_bytes, const OptimizerSettings& opt,
+                          int dp) {
+  // Adam keeps m and v in fp32 (8 bytes), plus an fp32 master copy with mixed precision
+  // (ZeRO paper, Rajbhandari et al. 2020, sec. 3.1: 12 bytes of optimizer state).
+  const double state = 8.0 + (opt.master_weights ? 4.0 : 0.0);
+  const double shard = opt.zero_stage >= 1 ? std::max(dp, 1) : 1;
+  const double bytes = static_cast<double>(params) * (dtype_bytes + opt.grad_bytes + state / shard);
+  return static_cast<std::int64_t>(std::llround(bytes));
+}
+
+double optimizer_step_s(std::int64_t params, int dtype_bytes, const OptimizerSettings& opt, int dp,
+                        const HardwareSpec& hw) {
+  // Per parameter of this device's shard: read grad, read+write m, v and the master copy,
+  // write the low-precision weight.
+  const double shard = opt.zero_stage >= 1 ? std::max(dp, 1) : 1;
+  const double per_param =
+      opt.grad_bytes + 2.0 * (8.0 + (opt.master_weights ? 4.0 : 0.0)) + dtype_bytes;
+  return static_cast<double>(params) / shard * per_param /
+         (hw.hbm_GBps * 1e9 * hw.memory_efficiency);
+}
+
+namespace {
+
+/// Accumulates sub-ops into a LayerCost.
+class Builder {
+ public:
+  Builder(const HardwareSpec& hw, const CostSettings& st, std::string name) : hw_(hw), st_(st) {
+    cost_.name = std::move(name);
+    peak_ = hw.peak_tflops * 1e12;
+    bw_ = hw.hbm_GBps * 1e9 * hw.memory_efficiency;
+    launch_ = hw.kernel_launch_us * 1e-6;
+  }
+
+  /// Roofline of one kernel.
+  double roof(double flops, double bytes, double efficiency) const {
+    return std::max(flops / (peak_ * efficiency), bytes / bw_);
+  }
+  double memory(double bytes) const { return bytes / bw_; }
+  /// `n` kernel launches.
+  double launches(int n) const { return n * launch_; }
+
+  /// `count` GEMMs [m x k] x [k x n] (n summed over them) in forward, input-grad and
+  /// weight-grad. `grad_adds`: extra kernels summing the input-grads of GEMMs that share
+  /// one input (HF's separate q, k, v and gate, up projections).
+  void linear(const std::string& name, double m, double k, double n, int count = 1,
+              int grad_adds = 0) {
+    const double e = st_.dtype_bytes, flops = 2 * m * k * n;
+    const double bytes = e * (m * k + k * n + m * n);
+    const double f = roof(flops, bytes, hw_.matmul_efficiency) + launches(count);
+    const double w = roof(flops, bytes, hw_.matmul_backward_efficiency) + launches(count);
+    const double i = w + grad_adds * (memory(3 * e * m * k) + launches(1));
+    add(name, f, i, w);
+    cost_.forward_flops += flops;
+  }
+
+  /// A memory-bound sub-op: bytes moved and kernels launched per pass.
+  void elementwise(const std::string& name, double f_bytes, double i_bytes, double w_bytes,
+                   int f_kernels, int i_kernels, int w_kernels) {
+    add(name, f_bytes > 0 ? memory(f_bytes) + launches(f_kernels) : 0.0,
+        i_bytes > 0 ? memory(i_bytes) + launches(i_kernels) : 0.0,
+        w_bytes > 0 ? memory(w_bytes) + launches(w_kernels) : 0.0);
+  }
+
+  void add(const std::string& name, double f, double i, double w) {
+    cost_.ops.push_back({name, f, i, w});
+    cost_.forward_s += f;
+    cost_.backward_input_s += i;
+    cost_.backward_weight_s += w;
+  }
+
+  /// A collective in forward and its mirror in the input-grad.
+  void tp_collective(const std::string& name, Collective fwd, Collective bwd, double bytes) {
+    const auto t = [&](Collective c) {
+      return collective_time_s(hw_, c, st_.tp, bytes, st_.tp_crosses_nodes);
+    };
+    if (st_.tp > 1) add(name, t(fwd), t(bwd), 0.0);
+  }
+
+  LayerCost& cost() { return cost_; }
+
+ private:
+  const HardwareSpec& hw_;
+  const CostSettings& st_;
+  LayerCost cost_;
+  double peak_ = 0, bw_ = 0, launch_ = 0;
+};
+
+std::int64_t to_bytes(double v) {
+  return static_cast<std::int64_t>(std::llround(v));
+}
+
+}  // namespace
+
+LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st) {
+  Builder b(hw, st, "decoder");
+  const bool llama = m.architecture == Architecture::llama;
+  const double e = st.dtype_bytes;
+  const double t = st.tp;
+  const double s = st.seq_length, mb = st.micro_batch_size;
+  const double T = s * mb;  // tokens of one micro-batch
+  const double h = m.hidden_size;
+  const double d = m.head_dim();
+  const double heads = m.num_attention_heads / t;  // this device's heads
+  // kv heads split over tp, replicated when tp exceeds them (Megatron does the same).
+  const double kv_heads = std::max(1.0, std::ceil(m.num_kv_heads / t));
+  const double q_cols = heads * d, kv_cols = kv_heads * d;
+  const double f = m.ffn_hidden_size / t;
+  const double Hn = T * h;                               // full hidden tensor
+  const double Hs = st.sequence_parallel ? Hn / t : Hn;  // replicated-region share
+  const double F = T * f;                                // MLP intermediate
+  const double S2 = heads * mb * s * s;                  // score-matrix elements
+
+  // Per-element HBM traffic of memory-bound sub-ops (reads + writes, bytes), forward /
+  // input-grad / weight-grad. Llama's RMSNorm is HF's unfused one: cast to fp32, pow,
+  // mean, rsqrt-mul, cast back, scale: six kernels forward; autograd runs about ten
+  // backward. gpt's LayerNorm and activations are Megatron's fused kernels.
+  const double norm_f = llama ? 18 * e : 2 * e;
+  const double norm_i = llama ? 36 * e : 3 * e;
+  const double norm_w = llama ? 4 * e : 2 * e;
+  const int norm_kf = llama ? 6 : 1, norm_ki = llama ? 10 : 1, norm_kw = llama ? 2 : 1;
+
+  // --- attention block ---
+  b.elementwise("input_norm", norm_f * Hs, norm_i * Hs, norm_w * Hs, norm_kf, norm_ki, norm_kw);
+  if (st.sequence_parallel)
+    b.tp_collective("qkv_all_gather", Collective::all_gather, Collective::reduce_scatter, e * Hn);
+  if (llama)
+    b.linear("qkv_proj", T, h, q_cols + 2 * kv_cols, 3, 2);  // HF: separate q, k, v
+  else
+    b.linear("qkv_proj", T, h, q_cols + 2 * kv_cols);
+  if (llama) {
+    // HF applies RoPE to q and k with five elementwise kernels (mul, neg, cat, mul, add).
+    const double el = T * (q_cols + kv_cols);
+    b.elementwise("rope", 10 * e * el, 8 * e * el, 0, 10, 8, 0);
+  }
+  double core_f = 0, core_flops = 0;
+  if (m.flash_attention) {
+    // Causal: half of the s x s scores computed. Backward re-forms the scores and runs
+    // four more matmuls: 2.5x the forward FLOPs.
+    core_flops = 2 * 2 * T * s * q_cols * 0.5;
+    const double io = e * T * (2 * q_cols + 2 * kv_cols);
+    core_f = b.roof(core_flops, io, hw.attention_efficiency) + b.launches(1);
+    b.add("attention", core_f,
+          b.roof(2.5 * core_flops, 2 * io, hw.attention_backward_efficiency) + b.launches(2), 0.0);
+  } else {
+    // Megatron's unfused core: QK^T and xV batched GEMMs over the full s x s (the mask is
+    // applied after), fused scale-mask-softmax, dropout on the probabilities.
+    core_flops = 2 * 2 * T * s * q_cols;
+    const double io = e * (T * (q_cols + kv_cols) + S2);
+    const double bmm = b.roof(core_flops / 2, io, hw.matmul_efficiency) + b.launches(1);
+    const double bmm_b = b.roof(core_flops / 2, io, hw.matmul_backward_efficiency) + b.launches(1);
+    const double softmax_f = b.memory(2 * e * S2) + b.launches(1);
+    const double softmax_i = b.memory(3 * e * S2) + b.launches(1);
+    const double drop_f = m.dropout ? b.memory((2 * e + 1) * S2) + b.launches(1) : 0.0;
+    const double drop_i = m.dropout ? b.memory((2 * e + 1) * S2) + b.launches(1) : 0.0;
+    core_f = 2 * bmm + softmax_f + drop_f;
+    b.add("attention", core_f, 4 * bmm_b + softmax_i + drop_i, 0.0);
+  }
+  b.cost().forward_flops += core_flops;
+  b.linear("out_proj", T, q_cols, h);
+  b.tp_collective(st.sequence_parallel ? "out_reduce_scatter" : "out_all_reduce",
+                  st.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce,
+                  st.sequence_parallel ? Collective::all_gather : Collective::all_reduce, e * Hn);
+  // Residual add (gpt: fused bias-dropout-add, which also writes a 1-byte mask).
+  const double add_f = (3 * e + (m.dropout ? 1 : 0)) * Hs;
+  b.elementwise("residual_1", add_f, add_f, llama ? 0.0 : e * Hs, 1, 1, 1);
+
+  // --- MLP block ---
+  b.elementwise("post_norm", norm_f * Hs, norm_i * Hs, norm_w * Hs, norm_kf, norm_ki, norm_kw);
+  if (st.sequence_parallel)
+    b.tp_collective("mlp_all_gather", Collective::all_gather, Collective::reduce_scatter, e * Hn);
+  if (llama) {
+    b.linear("gate_up_proj", T, h, 2 * f, 2, 1);  // HF: separate gate and up
+    // SiLU(gate) * up: silu (r+w), mul (2r+w) forward; mul and silu backward.
+    b.elementwise("swiglu", 5 * e * F, 9 * e * F, 0, 2, 4, 0);
+  } else {
+    b.linear("fc1", T, h, f);
+    // Fused bias-GeLU; the bias gradient is a reduction over the tokens.
+    b.elementwise("gelu", 2 * e * F, 3 * e * F, e * F, 1, 1, 1);
+  }
+  b.linear(llama ? "down_proj" : "fc2", T, f, h);
+  b.tp_collective(st.sequence_parallel ? "mlp_reduce_scatter" : "mlp_all_reduce",
+                  st.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce,
+                  st.sequence_parallel ? Collective::all_gather : Collective::all_reduce, e * Hn);
+  b.elementwise("residual_2", add_f, add_f, llama ? 0.0 : e * Hs, 1, 1, 1);
+
+  LayerCost& c = b.cost();
+
+  // --- saved activations (bytes), recompute none ---
+  const double drop_mask = m.dropout ? 1.0 * Hs : 0.0;
+  const double Ts = Hs / h;  // tokens this device normalizes (T / tp with sequence parallel)
+  double saved = 0;
+  double core_only = 0;  // what selective recompute drops
+  if (llama) {
+    saved += e * Hs;                       // layer input (counted, as the profile does)
+    saved += 2 * ((4 + e) * Hs + 4 * Ts);  // two RMSNorms: fp32 input, bf16 normalized, rsqrt
+    saved += 2 * e * Hs;                   // inputs of the qkv and gate/up projections
+    saved += 4 * e * F;                    // gate, silu(gate), up, product
+  } else {
+    saved += 2 * (e * Hs + 8 * Ts);  // two LayerNorm inputs (+ fp32 mean, rstd)
+    saved += 2 * e * Hs;             // qkv and fc1 inputs
+    saved += 2 * e * F;              // GeLU input, fc2 input
+    saved += 2 * drop_mask;          // after attention and after the MLP
+  }
+  saved += e * T * (q_cols + 2 * kv_cols);  // q, k, v (the core's inputs)
+  saved += e * T * q_cols;                  // core output = out_proj input
+  if (m.flash_attention) {
+    core_only = 4 * mb * heads * s;  // fp32 logsumexp
+  } else {
+    core_only = e * S2 + (m.dropout ? (1 + e) * S2 : 0.0);  // softmax, mask, dropped probs
+  }
+  c.activation_bytes[0] = to_bytes(saved + core_only);
+  c.activation_bytes[1] = to_bytes(saved);
+  c.activation_bytes[2] = to_bytes(e * Hs);  // only the layer input
+  // W needs the inputs of the four projections (qkv and MLP-in: e Hs each; out_proj:
+  // the core output; MLP-out: e F) and, for the norm scales, the normalized tensors
+  // (llama) or the LayerNorm inputs (gpt): e Hs each.
+  const double proj_inputs = 2 * e * Hs + e * T * q_cols + e * F;
+  const double norm_outputs = 2 * e * Hs;
+  c.weight_grad_bytes[0] = std::min(c.activation_bytes[0], to_bytes(proj_inputs + norm_outputs));
+  c.weight_grad_bytes[1] = std::min(c.activation_bytes[1], c.weight_grad_bytes[0]);
+  c.weight_grad_bytes[2] = c.activation_bytes[2];
+  c.recompute_extra_s[1] = core_f;
+  c.recompute_extra_s[2] = c.forward_s;
+  c.recompute_flops[1] = core_flops;
+  c.recompute_flops[2] = c.forward_flops;
+  c.output_bytes = to_bytes(e * Hs);
+  const long long kv_params = static_cast<long long>(kv_cols * h);
+  if (llama)
+    c.param_count = static_cast<std::int64_t>(2 * h * q_cols + 2 * kv_params + 3 * h * f + 2 * h);
+  else
+    c.param_count = static_cast<std::int64_t>(h * (q_cols + 2 * kv_cols) + q_cols + 2 * kv_cols +
+                                              q_cols * h + h + 2 * h * f + f + h + 4 * h);
+  return c;
+}
+
+LayerCost embedding_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st) {
+  Builder b(hw, st, "embedding");
+  const double e = st.dtype_bytes, t = st.tp;
+  const double T = static_cast<double>(st.seq_length) * st.micro_batch_size;
+  const double h = m.hidden_size;
+  const double Hn = T * h, Hs = st.sequence_parallel ? Hn / t : Hn;
+  // Vocab-parallel lookup: each device writes its rows (others zero), then the tp group
+  // sums them. The gradient is a scatter-add into the table: weight-grad only.
+  const double pos = m.architecture == Architecture::gpt ? 3 * e * Hn : 0.0;
+  b.elementwise("lookup", 2 * e * Hn + pos, 0, 3 * e * Hn, 2, 0, 2);
+  // Forward only: the first stage needs no gradient of its input, and the backward of
+  // the sum is the identity (of the scatter, an all-gather the next layer does anyway).
+  if (st.tp > 1)
+    b.add(st.sequence_parallel ? "embed_reduce_scatter" : "embed_all_reduce",
+          collective_time_s(
+              hw, st.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce, st.tp,
+              e * Hn, st.tp_crosses_nodes),
+          0.0, 0.0);
+  LayerCost& c = b.cost();
+  const double saved = 8 * T + (m.dropout ? Hs : 0.0);  // token ids (+ dropout mask)
+  c.activation_bytes.fill(to_bytes(saved));
+  c.weight_grad_bytes.fill(to_bytes(8 * T));  // token ids for the scatter-add
+  c.output_bytes = to_bytes(e * Hs);
+  c.param_count =
+      static_cast<std::int64_t>(m.vocab_size / t * h) +
+      (m.architecture == Architecture::gpt ? static_cast<std::int64_t>(st.seq_length * h) : 0);
+  return c;
+}
+
+LayerCost head_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st,
+                    bool holds_head_weights) {
+  Builder b(hw, st, "lm_head");
+  const bool llama = m.architecture == Architecture::llama;
+  const double e = st.dtype_bytes, t = st.tp;
+  const double T = static_cast<double>(st.seq_length) * st.micro_batch_size;
+  const double h = m.hidden_size, v = m.vocab_size / t;
+  const double Hn = T * h, Hs = st.sequence_parallel ? Hn / t : Hn;
+  const double L = T * v;  // this device's logits
+  const double norm_f = llama ? 18 * e : 2 * e, norm_i = llama ? 36 * e : 3 * e;
+  b.elementwise("final_norm", norm_f * Hs, norm_i * Hs, 2 * e * Hs, llama ? 6 : 1, llama ? 10 : 1,
+                llama ? 2 : 1);
+  if (st.sequence_parallel)
+    b.tp_collective("head_all_gather", Collective::all_gather, Collective::reduce_scatter, e * Hn);
+  b.linear("lm_head", T, h, v);
+  // Vocab-parallel cross-entropy in fp32 (Megatron): cast, max, subtract, exp, sum,
+  // normalize forward (~10 fp32 passes); softmax minus one-hot, scale, cast back.
+  b.elementwise("cross_entropy", 38 * L, 26 * L, 0, 8, 4, 0);
+  if (st.tp > 1) {
+    const auto ar = [&](double bytes) {
+      return collective_time_s(hw, Collective::all_reduce, st.tp, bytes, st.tp_crosses_nodes);
+    };
+    b.add("loss_all_reduce", 3 * ar(4 * T), 0.0, 0.0);  // max, sum-exp, target logit
+  }
+  LayerCost& c = b.cost();
+  const double norm_saved = llama ? (4 + e) * Hs + 4 * Hs / h : e * Hs + 8 * Hs / h;
+  // The fp32 logits (softmax) dominate: b * s * V * 4 bytes over tp.
+  c.activation_bytes.fill(to_bytes(norm_saved + e * Hn + 4 * L));
+  c.weight_grad_bytes.fill(to_bytes(e * Hn + (llama ? e : 2.0 * e) * Hs));  // head input, norm
+  c.output_bytes = 0;
+  c.param_count =
+      static_cast<std::int64_t>(h) + (holds_head_weights ? static_cast<std::int64_t>(v * h) : 0);
+  return c;
+}
+
+}  // namespace bmpipe

@@ -1,0 +1,121 @@
+#pragma once
+/// \file
+/// The analytic cost model: per-layer forward, input-grad (I) and weight-grad (W) time,
+/// activation bytes per recompute mode and parameter counts, from a model shape, a
+/// hardware spec and the parallel layout, for one micro-batch on one device.
+///
+/// How it is built (bottom-up, as a roofline model):
+/// - A layer is a list of sub-ops (QKV and output projections, attention core, norms,
+///   RoPE, MLP, activations, residual adds, dropout) with FLOPs and HBM bytes for each of
+///   forward, input-grad and weight-grad. A sub-op takes
+///     max(FLOPs / (peak * efficiency), bytes / (HBM bandwidth * memory_efficiency)),
+///   with the GEMM efficiency for projections, the attention efficiencies for a fused
+///   attention core.
+/// - Tensor parallelism (tp) splits heads, the MLP and the vocabulary, and adds per layer
+///   two all-reduces in forward and two in backward, or with sequence parallelism an
+///   all-gather plus a reduce-scatter in their place (same bytes) and norms, dropout and
+///   residuals sharded over the sequence.
+/// - Activation bytes follow what autograd saves (Korthikanti et al. 2022, "Reducing
+///   Activation Recomputation in Large Transformer Models", sec. 4): for a gpt layer
+///   without flash attention sbh(34 + 5as/h) at tp 1; selective recompute drops the
+///   attention core's s x s tensors; full recompute keeps the layer input, 2sbh.
+/// - Llama layers follow HF transformers' LlamaDecoderLayer (what the H200 profile
+///   measured): the unfused RMSNorm keeps an fp32 copy of its input, the layer input is
+///   counted as kept, SDPA keeps q, k, v, output and logsumexp.
+///
+/// All times are seconds; the engine rounds them to ns in one place (sim/time.hpp).
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/cost/hardware.hpp"
+#include "sim/cost/model_shape.hpp"
+
+namespace bmpipe {
+
+/// What a layer keeps for its backward. Indexes LayerCost's per-mode arrays.
+enum class Recompute { none = 0, selective = 1, full = 2 };
+inline constexpr int kRecomputeModes = 3;
+std::string to_string(Recompute r);
+std::optional<Recompute> parse_recompute(const std::string& text);
+
+struct CostSettings {
+  int seq_length = 0;
+  int micro_batch_size = 1;
+  int tp = 1;
+  bool sequence_parallel = false;
+  int dtype_bytes = 2;  ///< bf16 / fp16
+  /// The tp group crosses nodes (tp larger than a node): its collectives use inter_node.
+  bool tp_crosses_nodes = false;
+};
+
+/// One sub-op's share, kept for `bmpipe cost` and for calibration.
+struct SubOpCost {
+  std::string name;
+  double forward_s = 0;
+  double backward_input_s = 0;
+  double backward_weight_s = 0;
+};
+
+struct LayerCost {
+  std::string name;
+  double forward_s = 0;
+  double backward_input_s = 0;
+  double backward_weight_s = 0;
+  /// Kept from forward to backward, per recompute mode (index with Recompute).
+  std::array<std::int64_t, kRecomputeModes> activation_bytes{};
+  /// Of activation_bytes, what the weight-grad pass still needs after the input-grad
+  /// (the inputs of the projections and the normalized tensors of the norms), so a split
+  /// backward can free the rest at the end of I. Under full recompute: all of it.
+  std::array<std::int64_t, kRecomputeModes> weight_grad_bytes{};
+  /// Extra backward time the mode costs (re-running forward work).
+  std::array<double, kRecomputeModes> recompute_extra_s{};
+  std::int64_t output_bytes = 0;  ///< sent onward (to the next layer / stage)
+  std::int64_t param_count = 0;   ///< parameters one device holds (its tp share)
+  /// Model FLOPs of one device's forward (what the layer must compute: no recompute, the
+  /// attention matmuls counted as the kernel runs them). Training = 3x this.
+  double forward_flops = 0;
+  /// FLOPs the recompute mode adds.
+  std::array<double, kRecomputeModes> recompute_flops{};
+  std::vector<SubOpCost> ops;
+};
+
+/// One decoder layer.
+LayerCost decoder_layer_cost(const ModelShape& model, const HardwareSpec& hw,
+                             const CostSettings& settings);
+/// Word (and, for gpt, position) embedding: runs on the first stage.
+LayerCost embedding_cost(const ModelShape& model, const HardwareSpec& hw,
+                         const CostSettings& settings);
+/// Final norm, LM head and cross-entropy loss on fp32 logits: runs on the last stage.
+/// `holds_head_weights`: false when tied embeddings share the first stage's matrix (pp 1).
+LayerCost head_cost(const ModelShape& model, const HardwareSpec& hw, const CostSettings& settings,
+                    bool holds_head_weights);
+
+enum class Collective { all_reduce, all_gather, reduce_scatter };
+
+/// Time of a ring (or, on a mesh node, direct) collective over `group` devices on
+/// `bytes` (the full, unsharded buffer): all-reduce moves 2(k-1)/k of it per device,
+/// all-gather and reduce-scatter (k-1)/k. `crosses_nodes` selects the NIC bandwidth.
+double collective_time_s(const HardwareSpec& hw, Collective kind, int group, double bytes,
+                         bool crosses_nodes);
+
+/// Optimizer-state bytes per parameter and step time come from these.
+struct OptimizerSettings {
+  int zero_stage = 0;          ///< 0: replicated; 1: optimizer state sharded over dp
+  bool master_weights = true;  ///< fp32 copy of the weights (mixed precision)
+  int grad_bytes = 4;          ///< gradient buffer dtype: 4 (fp32, Megatron's main_grad) or 2
+};
+
+/// Static bytes (weights, gradients, Adam m and v, master weights) of `params` parameters
+/// on one device, with state sharded over `dp` when zero_stage is 1.
+std::int64_t static_bytes(std::int64_t params, int dtype_bytes, const OptimizerSettings& opt,
+                          int dp);
+
+/// Adam step over one device's share: memory-bound, reads and writes every state once.
+double optimizer_step_s(std::int64_t params, int dtype_bytes, const OptimizerSettings& opt, int dp,
+                        const HardwareSpec& hw);
+
+}  // namespace bmpipe

@@ -1,0 +1,54 @@
+#pragma once
+/// \file
+/// What the analytic cost model needs to know about one accelerator and the links around
+/// it. Presets hold public datasheet figures (each with its source in hardware.cpp) plus
+/// efficiencies: the fraction of a peak a real kernel reaches. Efficiencies are the knobs
+/// of the roofline; the h200 ones are fitted to measured layers, the others are carried
+/// over from that fit (see the comments in hardware.cpp). Every value can be overridden
+/// in YAML under cluster.device.
+
+#include <string>
+#include <vector>
+
+#include "sim/topology.hpp"
+
+namespace bmpipe {
+
+struct HardwareSpec {
+  std::string name;
+  double peak_tflops = 0.0;   ///< dense fp16/bf16 tensor-core peak, 1e12 FLOP/s
+  double memory_GiB = 0.0;    ///< usable HBM capacity
+  double reserved_GiB = 0.0;  ///< taken by the runtime before any tensor (context, buffers)
+  double hbm_GBps = 0.0;      ///< HBM bandwidth, 1e9 bytes/s
+  /// Fraction of peak_tflops a forward GEMM reaches.
+  double matmul_efficiency = 0.7;
+  /// Same for the backward GEMMs (input-grad and weight-grad run transposed operands and
+  /// reach less).
+  double matmul_backward_efficiency = 0.6;
+  /// Fraction of peak_tflops reached by fused (flash) attention, forward and backward.
+  /// Attention kernels run well below GEMM throughput, the backward lower still.
+  double attention_efficiency = 0.5;
+  double attention_backward_efficiency = 0.4;
+  /// Fraction of hbm_GBps reached by memory-bound kernels (norms, activations, casts).
+  double memory_efficiency = 0.8;
+  /// Fixed cost of one kernel launch; a layer of unfused ops launches dozens, which is
+  /// what keeps short sequences from scaling down linearly.
+  double kernel_launch_us = 3.0;
+  /// Fraction of link bandwidth a collective (all-reduce, all-gather, reduce-scatter)
+  /// reaches.
+  double collective_efficiency = 0.8;
+  LinkSpec intra_node;  ///< one directed device-to-device link (the topology's unit)
+  /// True when a node is a full mesh of point-to-point links (Ascend HCCS): a collective
+  /// over k devices of a node drives k - 1 links at once. False for a switch (NVSwitch),
+  /// where a device's whole bandwidth is its one intra_node link.
+  bool intra_node_mesh = false;
+  LinkSpec inter_node;       ///< one device's NIC into the fabric
+  int devices_per_node = 8;  ///< the usual node size: cluster.devices_per_node when not given
+};
+
+/// The preset called `name` (ascend-910b, a100-80g, h100-sxm, h200), or nullptr.
+const HardwareSpec* find_hardware_preset(const std::string& name);
+/// Every preset name, comma-separated, for error messages.
+std::string hardware_preset_names();
+
+}  // namespace bmpipe

@@ -1,0 +1,67 @@
+// `bmpipe cost CONFIG --json`: the JSON contract (layers with times, activation bytes per
+// recompute mode, recompute cost, parameters; static_bytes_per_stage) and its exit codes.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct CliRun {
+  int code = 0;
+  std::string out;
+};
+
+CliRun run(const std::string& args) {
+  const std::string cmd = std::string(BMPIPE_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  CliRun r;
+  if (!p) return {-1, ""};
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), p)) r.out += buf.data();
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+const std::string kExamples = std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/";
+
+TEST(CostCli, JsonContract) {
+  const CliRun r = run("cost " + kExamples + "gpt3_175b_a100.yaml --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j["layers"].is_array());
+  ASSERT_EQ(j["layers"].size(), 3u);
+  for (const auto& l : j["layers"]) {
+    for (const char* k : {"name", "forward_ms", "backward_input_ms", "backward_weight_ms",
+                          "activation_bytes", "recompute_extra_ms", "param_count"})
+      EXPECT_TRUE(l.contains(k)) << k;
+    for (const char* k : {"none", "selective", "full"})
+      EXPECT_TRUE(l["activation_bytes"].contains(k));
+    for (const char* k : {"selective", "full"}) EXPECT_TRUE(l["recompute_extra_ms"].contains(k));
+  }
+  EXPECT_EQ(j["layers"][1]["name"], "decoder");
+  EXPECT_EQ(j["layers"][1]["count"], 96);
+  ASSERT_EQ(j["static_bytes_per_stage"].size(), 16u);
+  // The stages holding the embedding and the head hold more than the middle ones.
+  EXPECT_GT(j["static_bytes_per_stage"][0].get<double>(),
+            j["static_bytes_per_stage"][1].get<double>());
+  EXPECT_GT(j["static_bytes_per_stage"][15].get<double>(),
+            j["static_bytes_per_stage"][1].get<double>());
+}
+
+TEST(CostCli, TableAndErrors) {
+  const CliRun table = run("cost " + kExamples + "ascend910b_llama2_13b_analytic.yaml");
+  EXPECT_EQ(table.code, 0) << table.out;
+  EXPECT_NE(table.out.find("decoder"), std::string::npos);
+  EXPECT_NE(table.out.find("lm_head"), std::string::npos);
+  const CliRun measured = run("cost " + kExamples + "tiny.yaml");
+  EXPECT_EQ(measured.code, 2);
+  EXPECT_NE(measured.out.find("needs an analytic model"), std::string::npos);
+  EXPECT_EQ(run("cost").code, 2);
+  EXPECT_EQ(run("cost --help").code, 0);
+}
+
+}  // namespace
