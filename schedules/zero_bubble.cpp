@@ -1,0 +1,401 @@
+// Zero-bubble schedules: ZB-H1, ZB-H2 and the automatic scheduler of Qi et al., "Zero
+// Bubble Pipeline Parallelism" (ICLR 2024), and the V-shaped ZB-V of Qi et al., "Pipeline
+// Parallelism with Controllable Memory" (2024). (V-Min, built differently, is in
+// v_min.cpp.)
+//
+// ZB-H1 and ZB-H2 are written out directly from the paper's figures (below).
+//
+// ZB-V and zb-auto come out of one greedy list scheduler, the way the Zero Bubble
+// paper's automatic scheduling works: run a small simulation of the pipeline and,
+// whenever a rank is free, pick
+//   1. a ready I (input gradient), because the previous stage is waiting for it -- but
+//      right after an I a ready F goes first, 1F1B's rhythm, so the next rank is fed;
+//   2. else a ready F, if the rank's activation budget allows another micro-batch;
+//   3. else the oldest pending W (weight gradient), which nobody waits for and so fills
+//      the bubbles.
+// The budget counts (stage, micro-batch) activations held from F until W. A few variants
+// of the tie-breaks are planned and the fastest, replayed under the real costs, is kept.
+// ZB-V uses V placement (rank r holds stages r and 2p-1-r) and a budget of 2p half-size
+// stages, i.e. 1F1B's memory; zb-auto uses one stage per rank and tries every budget up
+// to the user's limit.
+#include <algorithm>
+#include <limits>
+
+#include "schedules/registry.hpp"
+
+namespace bmpipe {
+namespace {
+
+using Cost = std::int64_t;
+constexpr Cost kNever = std::numeric_limits<Cost>::max();
+
+struct Plan {
+  int p = 1;
+  int m = 1;
+  bool v_shape = false;
+  std::vector<Cost> f, i, w;  // per stage
+  Cost transfer = 0;
+  int budget = 1;  // activation budget per rank, in (stage, micro-batch) units
+  /// When both an F and a W could run: true runs the W first (trades a little time for
+  /// fewer live activations; one of the variants zb-auto tries).
+  bool w_before_f = false;
+  /// V placement: true always prefers a chunk-1 forward (it finishes a micro-batch's V
+  /// and so frees memory sooner); false takes the oldest micro-batch first.
+  bool chunk1_first = false;
+  /// false: after an I, a ready F goes first (1F1B's rhythm); true: Is always first.
+  bool i_always_first = false;
+};
+
+int stage_of(const Plan& plan, int rank, int chunk) {
+  return chunk == 0 ? rank : 2 * plan.p - 1 - rank;
+}
+
+Schedule empty_schedule(const char* name, int p, int m, bool v_shape) {
+  Schedule s;
+  s.name = name;
+  s.num_devices = p;
+  s.num_stages = v_shape ? 2 * p : p;
+  s.num_microbatches = m;
+  s.stage_device.resize(s.num_stages);
+  for (int st = 0; st < s.num_stages; ++st)
+    s.stage_device[st] = st < p ? st : 2 * p - 1 - st;
+  s.ops.resize(p);
+  return s;
+}
+
+/// Runs the greedy list scheduler. Returns the schedule and, through `makespan`, the time
+/// the planning simulation needed.
+Schedule greedy(const char* name, const Plan& plan, Cost* makespan = nullptr) {
+  const int p = plan.p;
+  const int m = plan.m;
+  const int chunks = plan.v_shape ? 2 : 1;
+  const int stages = p * chunks;
+  Schedule s = empty_schedule(name, p, m, plan.v_shape);
+  auto idx = [m](int st, int mb) { return static_cast<std::size_t>(st) * m + mb; };
+  // When the output of F / I of (stage, mb) is usable on the rank that needs it next.
+  std::vector<Cost> f_out(static_cast<std::size_t>(stages) * m, kNever);
+  std::vector<Cost> i_out(static_cast<std::size_t>(stages) * m, kNever);
+  std::vector<Cost> f_end(static_cast<std::size_t>(stages) * m, kNever);
+  std::vector<int> next_f(stages, 0), next_i(stages, 0);
+  std::vector<Cost> free_at(p, 0);
+  std::vector<int> live(p, 0);
+  std::vector<char> last_was_i(p, 0);
+  std::vector<std::vector<std::pair<int, int>>> pending_w(p);  // FIFO of (stage, mb)
+  std::vector<std::size_t> w_head(p, 0);
+  std::vector<int> left(p, 3 * m * chunks);
+  for (int r = 0; r < p; ++r) s.ops[r].reserve(3 * m * chunks);
+  auto crosses = [&](int from, int to) { return s.stage_device[from] != s.stage_device[to]; };
+
+  auto f_ready = [&](int st) -> Cost {
+    const int mb = next_f[st];
+    if (mb >= m) return kNever;
+    return st == 0 ? 0 : f_out[idx(st - 1, mb)];
+  };
+  auto i_ready = [&](int st) -> Cost {
+    const int mb = next_i[st];
+    if (mb >= m || f_end[idx(st, mb)] == kNever) return kNever;
+    const Cost own = f_end[idx(st, mb)];
+    if (st == stages - 1) return own;
+    return std::max(own, i_out[idx(st + 1, mb)]);
+  };
+
+  int remaining = p;
+  for (int r = 0; r < p; ++r)
+    if (left[r] == 0) --remaining;
+  Cost end = 0;
+  while (remaining > 0) {
+    Cost now = kNever;
+    for (int r = 0; r < p; ++r)
+      if (left[r] > 0) now = std::min(now, free_at[r]);
+    bool progressed = false;
+    Cost next_event = kNever;
+    for (int r = 0; r < p; ++r) {
+      if (left[r] == 0 || free_at[r] != now) continue;
+      // Candidates on this rank: best ready I (oldest micro-batch, then later stage),
+      // best ready F (later stage first: it brings a micro-batch closer to its loss).
+      int best_i = -1, best_f = -1;
+      for (int c = chunks - 1; c >= 0; --c) {
+        const int st = stage_of(plan, r, c);
+        const Cost ti = i_ready(st);
+        if (ti <= now && (best_i < 0 || next_i[st] < next_i[best_i])) best_i = st;
+        else if (ti != kNever && ti > now) next_event = std::min(next_event, ti);
+        const Cost tf = f_ready(st);
+        if (tf <= now && (best_f < 0 || (!plan.chunk1_first && next_f[st] < next_f[best_f])))
+          best_f = st;
+        else if (tf != kNever && tf > now) next_event = std::min(next_event, tf);
+      }
+      // A forward that starts a micro-batch on this rank (chunk 0) leaves one slot free
+      // for a chunk-1 forward, or a V placement could fill every rank with chunk-0
+      // activations that nobody can finish.
+      const bool starts_new = plan.v_shape && best_f >= 0 && best_f < p;
+      const bool can_f =
+          best_f >= 0 && live[r] + (starts_new ? 1 : 0) < plan.budget;
+      const bool has_w = w_head[r] < pending_w[r].size();
+      Op op;
+      Cost dur = 0;
+      // 1F1B's rhythm: after an I, a ready forward goes first, so the next rank is fed.
+      const bool take_i = best_i >= 0 && (plan.i_always_first || !(last_was_i[r] && can_f));
+      if (take_i) {
+        const int mb = next_i[best_i]++;
+        op = Op::i(best_i, mb);
+        dur = plan.i[best_i];
+        const Cost done = now + dur;
+        const bool to_prev = best_i > 0 && crosses(best_i, best_i - 1);
+        i_out[idx(best_i, mb)] = done + (to_prev ? plan.transfer : 0);
+        pending_w[r].emplace_back(best_i, mb);
+      } else if (can_f && !(plan.w_before_f && has_w)) {
+        const int mb = next_f[best_f]++;
+        op = Op::f(best_f, mb);
+        dur = plan.f[best_f];
+        const Cost done = now + dur;
+        f_end[idx(best_f, mb)] = done;
+        const bool to_next = best_f + 1 < stages && crosses(best_f, best_f + 1);
+        f_out[idx(best_f, mb)] = done + (to_next ? plan.transfer : 0);
+        ++live[r];
+      } else if (has_w) {
+        const auto [st, mb] = pending_w[r][w_head[r]++];
+        op = Op::w(st, mb);
+        dur = plan.w[st];
+        --live[r];  // the rank makes no decision before this W ends
+      } else {
+        continue;  // nothing ready: wait for the next event
+      }
+      s.ops[r].push_back(op);
+      last_was_i[r] = op.kind == OpKind::I;
+      free_at[r] = now + dur;
+      end = std::max(end, free_at[r]);
+      if (--left[r] == 0) --remaining;
+      progressed = true;
+    }
+    if (progressed) continue;
+    // Nobody could start at `now`: jump to the next time something changes.
+    for (int r = 0; r < p; ++r)
+      if (left[r] > 0 && free_at[r] > now) next_event = std::min(next_event, free_at[r]);
+    if (next_event == kNever)
+      throw ScheduleError(std::string(name) + ": an activation budget of " +
+                          std::to_string(plan.budget) +
+                          " micro-batches per device is too small for this pipeline");
+    for (int r = 0; r < p; ++r)
+      if (left[r] > 0 && free_at[r] == now) free_at[r] = next_event;
+  }
+  if (makespan) *makespan = end;
+  return s;
+}
+
+void check(const ScheduleParams& params, const char* name, bool takes_vpp_2) {
+  if (params.pp < 1) throw ScheduleError(std::string(name) + ": pp must be at least 1");
+  if (params.microbatches < 1)
+    throw ScheduleError(std::string(name) + ": microbatches must be at least 1");
+  if (params.vpp != 1 && !(takes_vpp_2 && params.vpp == 2))
+    throw ScheduleError(std::string(name) +
+                        (takes_vpp_2 ? " always holds 2 stages per device (V placement); vpp must be 1 or 2 (got "
+                                     : " holds one stage per device; vpp must be 1 (got ") +
+                        std::to_string(params.vpp) + ")");
+}
+
+Plan unit_plan(const ScheduleParams& params, bool v_shape, int budget) {
+  Plan plan;
+  plan.p = params.pp;
+  plan.m = params.microbatches;
+  plan.v_shape = v_shape;
+  const int stages = v_shape ? 2 * plan.p : plan.p;
+  plan.f.assign(stages, 1);
+  plan.i.assign(stages, 1);
+  plan.w.assign(stages, 1);
+  plan.budget = budget;
+  return plan;
+}
+
+/// The unit plan with the caller's costs, when it gave any (zb-auto, and zb-v through the
+/// config layer); they must cover every stage of the placement.
+Plan costed_plan(const ScheduleParams& params, bool v_shape, int budget, const char* name) {
+  Plan plan = unit_plan(params, v_shape, budget);
+  const ScheduleCosts& c = params.costs;
+  if (c.forward.empty()) return plan;
+  const std::size_t stages = plan.f.size();
+  if (c.forward.size() != stages || c.backward_input.size() != stages ||
+      c.backward_weight.size() != stages)
+    throw ScheduleError(std::string(name) + ": needs F, I and W times for each of the " +
+                        std::to_string(stages) + " stages");
+  plan.f = c.forward;
+  plan.i = c.backward_input;
+  plan.w = c.backward_weight;
+  plan.transfer = c.transfer;
+  return plan;
+}
+
+/// Time of a fixed schedule under `plan`'s costs, with the same rules as the greedy
+/// planner (and the engine with uncontended links). kNever if the order cannot finish.
+Cost replay_time(const Schedule& s, const Plan& plan) {
+  const int m = s.num_microbatches;
+  const int stages = s.num_stages;
+  auto idx = [m](int st, int mb) { return static_cast<std::size_t>(st) * m + mb; };
+  std::vector<Cost> f_end(static_cast<std::size_t>(stages) * m, kNever);
+  std::vector<Cost> i_end(static_cast<std::size_t>(stages) * m, kNever);
+  std::vector<std::size_t> pos(s.num_devices, 0);
+  std::vector<Cost> free_at(s.num_devices, 0);
+  auto hop = [&](int a, int b) { return s.stage_device[a] != s.stage_device[b] ? plan.transfer : 0; };
+  Cost end = 0;
+  bool moved = true;
+  while (moved) {
+    moved = false;
+    for (int r = 0; r < s.num_devices; ++r) {
+      while (pos[r] < s.ops[r].size()) {
+        const Op& op = s.ops[r][pos[r]];
+        Cost ready = free_at[r];
+        Cost dur = 0;
+        if (op.kind == OpKind::F) {
+          if (op.stage > 0) {
+            const Cost prev = f_end[idx(op.stage - 1, op.microbatch)];
+            if (prev == kNever) break;
+            ready = std::max(ready, prev + hop(op.stage - 1, op.stage));
+          }
+          dur = plan.f[op.stage];
+          f_end[idx(op.stage, op.microbatch)] = ready + dur;
+        } else if (op.kind == OpKind::I || op.kind == OpKind::B) {
+          const Cost own = f_end[idx(op.stage, op.microbatch)];
+          if (own == kNever) break;
+          ready = std::max(ready, own);
+          if (op.stage + 1 < stages) {
+            const Cost next = i_end[idx(op.stage + 1, op.microbatch)];
+            if (next == kNever) break;
+            ready = std::max(ready, next + hop(op.stage + 1, op.stage));
+          }
+          dur = plan.i[op.stage] + (op.kind == OpKind::B ? plan.w[op.stage] : 0);
+          i_end[idx(op.stage, op.microbatch)] = ready + dur;
+        } else if (op.kind == OpKind::W) {
+          dur = plan.w[op.stage];
+        } else {
+          return kNever;  // FB pairs are not planned here
+        }
+        free_at[r] = ready + dur;
+        end = std::max(end, free_at[r]);
+        ++pos[r];
+        moved = true;
+      }
+    }
+  }
+  for (int r = 0; r < s.num_devices; ++r)
+    if (pos[r] < s.ops[r].size()) return kNever;
+  return end;
+}
+
+}  // namespace
+
+Schedule make_zb_h1(const ScheduleParams& params) {
+  check(params, "zb-h1", false);
+  const int p = params.pp;
+  const int m = params.microbatches;
+  Schedule s = empty_schedule("zb-h1", p, m, false);
+  // Qi et al. 2024, figure 3 (ZB-H1): 1F1B's order with B replaced by I, and rank r's W
+  // running r steps after its I. Rank r starts with p-r forwards (1F1B's p-r-1 warm-up
+  // plus the first steady one), then repeats I, the delayed W, F. Rank r holds at most
+  // (p-r) + r = p micro-batches, which is 1F1B's peak (rank 0), and the delayed Ws fill
+  // the cool-down, leaving a bubble of (p-1)(F+I-W) where 1F1B has (p-1)(F+I+W).
+  for (int r = 0; r < p; ++r) {
+    auto& list = s.ops[r];
+    list.reserve(3 * m);
+    const int delay = r;
+    int nf = 0;
+    int nw = 0;
+    for (; nf < std::min(p - r, m); ++nf) list.push_back(Op::f(r, nf));
+    for (int k = 0; k < m; ++k) {
+      list.push_back(Op::i(r, k));
+      if (k >= delay) list.push_back(Op::w(r, nw++));
+      if (nf < m) list.push_back(Op::f(r, nf++));
+    }
+    while (nw < m) list.push_back(Op::w(r, nw++));
+  }
+  return s;
+}
+
+Schedule make_zb_h2(const ScheduleParams& params) {
+  check(params, "zb-h2", false);
+  const int p = params.pp;
+  const int m = params.microbatches;
+  Schedule s = empty_schedule("zb-h2", p, m, false);
+  // Qi et al. 2024, figure 4 (ZB-H2): rank r runs forwards until its first I can arrive,
+  // which with F = I = W is 2(p-r)-1 of them, then repeats I, W, F like ZB-H1 but with
+  // each W running 2r steps after its I, so every rank holds up to 2p-1 micro-batches.
+  // The deferred Ws let the input gradients race back to rank 0, which then works from
+  // its first op to its last without a gap; the bubble per device (from its first op to
+  // its last) is (p-1)(F+I-2W), 0 at F = I = W.
+  for (int r = 0; r < p; ++r) {
+    auto& list = s.ops[r];
+    list.reserve(3 * m);
+    const int delay = 2 * r;
+    int nf = 0;
+    int nw = 0;
+    for (; nf < std::min(2 * (p - r) - 1, m); ++nf) list.push_back(Op::f(r, nf));
+    for (int k = 0; k < m; ++k) {
+      list.push_back(Op::i(r, k));
+      if (k >= delay) list.push_back(Op::w(r, nw++));
+      if (nf < m) list.push_back(Op::f(r, nf++));
+    }
+    while (nw < m) list.push_back(Op::w(r, nw++));
+  }
+  return s;
+}
+
+namespace {
+
+/// The fastest of the greedy variants for a V placement and budget, each planned with
+/// unit costs and (when given) with the real ones, judged under the real costs.
+Schedule best_v(const char* name, const ScheduleParams& params, int budget) {
+  const Plan real = costed_plan(params, true, budget, name);
+  const bool costed = !params.costs.forward.empty();
+  Schedule best;
+  Cost best_time = kNever;
+  for (bool use_real : {false, true}) {
+    if (use_real && !costed) break;
+    for (int variant = 0; variant < 8; ++variant) {
+      Plan plan = use_real ? real : unit_plan(params, true, budget);
+      plan.chunk1_first = variant & 1;
+      plan.w_before_f = variant & 2;
+      plan.i_always_first = variant & 4;
+      Schedule s = greedy(name, plan);
+      const Cost t = replay_time(s, real);
+      if (t < best_time) best_time = t, best = std::move(s);
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+Schedule make_zb_v(const ScheduleParams& params) {
+  check(params, "zb-v", true);
+  // 1F1B holds p micro-batches of a whole device's layers = 2p of half-device stages.
+  return best_v("zb-v", params, 2 * params.pp);
+}
+
+Schedule make_zb_auto(const ScheduleParams& params) {
+  check(params, "zb-auto", false);
+  const int p = params.pp;
+  const ScheduleCosts& c = params.costs;
+  const Plan plan = costed_plan(params, false, 0, "zb-auto");
+  const int limit = c.activation_limit > 0 ? c.activation_limit : 2 * p;
+  // Candidates: every budget up to the limit (the budget is the warm-up depth of rank 0),
+  // each with W preferred over F or not, plus the handcrafted ZB-H1 / ZB-H2 when they fit
+  // the limit, so zb-auto never loses to them. Kept: the fastest under the real costs.
+  Schedule best;
+  Cost best_time = kNever;
+  auto consider = [&](Schedule candidate) {
+    const Cost t = replay_time(candidate, plan);
+    if (t < best_time) best_time = t, best = std::move(candidate);
+  };
+  const int top = std::min(limit, params.microbatches);  // more than m changes nothing
+  for (int budget = 1; budget <= top; ++budget)
+    for (bool w_first : {false, true}) {
+      Plan variant = plan;
+      variant.budget = budget;
+      variant.w_before_f = w_first;
+      consider(greedy("zb-auto", variant));
+    }
+  if (limit >= p) consider(make_zb_h1(ScheduleParams{p, params.microbatches, 1, {}}));
+  if (limit >= 2 * p - 1) consider(make_zb_h2(ScheduleParams{p, params.microbatches, 1, {}}));
+  best.name = "zb-auto";
+  return best;
+}
+
+}  // namespace bmpipe

@@ -1,0 +1,222 @@
+// Schedule files (torch.distributed.pipelining compute-only CSV): parsing, errors with row
+// and column, and the round trip of every built-in schedule.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+#include "schedule_test_util.hpp"
+#include "schedules/schedule_file.hpp"
+#include "schedules/validate.hpp"
+#include "sim/summary.hpp"
+
+namespace bmpipe {
+namespace {
+
+Schedule parse(const std::string& text) { return parse_schedule_csv(text, "t.csv", "t"); }
+
+/// The (row, column, message) a malformed text is rejected with.
+struct Rejection {
+  int row = 0, column = 0;
+  std::string message;
+};
+Rejection rejection(const std::string& text) {
+  try {
+    parse(text);
+  } catch (const ScheduleFileError& e) {
+    return {e.row(), e.column(), e.message()};
+  }
+  ADD_FAILURE() << "accepted:\n" << text;
+  return {};
+}
+
+TEST(ScheduleFile, ParsesTheTorchFormat) {
+  // Two ranks, loop placement with 2 chunks: stages 0, 2 on rank 0 and 1, 3 on rank 1,
+  // empty cells and spaces allowed.
+  const Schedule s = parse(
+      "0F0,,2F0, 2I0 ,2W0,0B0\n"
+      "1F0,3F0,3B0,1I0,1W0,\n");
+  EXPECT_EQ(s.num_devices, 2);
+  EXPECT_EQ(s.num_stages, 4);
+  EXPECT_EQ(s.num_microbatches, 1);
+  EXPECT_EQ(s.stage_device, (std::vector<int>{0, 1, 0, 1}));
+  ASSERT_EQ(s.ops[0].size(), 5u);
+  EXPECT_EQ(s.ops[0][2], Op::i(2, 0));
+  EXPECT_EQ(s.ops[0][4], Op::b(0, 0));
+  EXPECT_EQ(s.ops[1][3], Op::i(1, 0));
+}
+
+TEST(ScheduleFile, ParsesOverlappedPairs) {
+  // V placement on one rank: stages 0 and 1; the pair overlaps F of micro-batch 1 on
+  // stage 0 with the backward of micro-batch 0 on stage 1.
+  const Schedule s = parse("0F0,1F0,(0F1;1B0)OVERLAP_F_B,1F1,1B1,0B0,0B1\r\n\n");
+  EXPECT_EQ(s.num_devices, 1);
+  EXPECT_EQ(s.ops[0][2], Op::fb(0, 1, 1, 0));
+  EXPECT_EQ(schedule_to_csv(s), "0F0,1F0,(0F1;1B0)OVERLAP_F_B,1F1,1B1,0B0,0B1\n");
+}
+
+TEST(ScheduleFile, UnknownToken) {
+  const Rejection r = rejection("0F0,0B0\n1F0, 1X0,1B0\n");
+  EXPECT_EQ(r.row, 2);
+  EXPECT_EQ(r.column, 6);
+  EXPECT_NE(r.message.find("unknown token '1X0'"), std::string::npos) << r.message;
+  EXPECT_EQ(rejection("0F0,F0,0B0\n").column, 5);
+  EXPECT_EQ(rejection("0F0,(0F1;0B0)OVERLAP,0B1\n").column, 5);
+}
+
+TEST(ScheduleFile, OpRunTwice) {
+  const Rejection r = rejection("0F0,0F0,0B0\n");
+  EXPECT_EQ(r.row, 1);
+  EXPECT_EQ(r.column, 5);
+  EXPECT_NE(r.message.find("twice"), std::string::npos) << r.message;
+}
+
+TEST(ScheduleFile, OpNeverRun) {
+  // Micro-batch 1 exists (rank 0 runs it), but rank 1 never runs its forward.
+  const Rejection r = rejection("0F0,0F1,0B0,0B1\n1F0,1B0\n");
+  EXPECT_EQ(r.row, 2);
+  EXPECT_NE(r.message.find("never run"), std::string::npos) << r.message;
+}
+
+TEST(ScheduleFile, WeightBeforeItsInputGradient) {
+  const Rejection r = rejection("0F0,0W0,0I0\n");
+  EXPECT_EQ(r.row, 1);
+  EXPECT_EQ(r.column, 5);
+  EXPECT_NE(r.message.find("before its I"), std::string::npos) << r.message;
+}
+
+TEST(ScheduleFile, StageHeldByTwoRanks) {
+  const Rejection r = rejection("0F0,1F0,1B0,0B0\n1F0\n");
+  EXPECT_EQ(r.row, 2);
+  EXPECT_EQ(r.column, 1);
+  EXPECT_NE(r.message.find("held by two ranks"), std::string::npos) << r.message;
+}
+
+TEST(ScheduleFile, ErrorTextIsFileRowColumn) {
+  try {
+    parse_schedule_csv("0F0,0Q0\n", "dir/s.csv", "s");
+    FAIL();
+  } catch (const ScheduleFileError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("dir/s.csv:1:5: ", 0), 0u) << e.what();
+  }
+}
+
+// Every built-in schedule, exported and replayed from the text, gives byte-identical JSON.
+TEST(ScheduleFile, EveryBuiltinRoundTripsToIdenticalJson) {
+  for (const auto& info : builtin_schedules())
+    for (const auto& [p, m] : {std::pair{4, 8}, std::pair{3, 9}, std::pair{1, 4}}) {
+      const int v = info.chunks == 0 ? 2 : info.chunks;
+      SCOPED_TRACE(std::string(info.name) + " p=" + std::to_string(p) + " m=" + std::to_string(m));
+      const Schedule original = info.generate(ScheduleParams{p, m, v, {}});
+      const std::string csv = schedule_to_csv(original);
+      const Schedule replayed = parse_schedule_csv(csv, "x.csv", original.name);
+      EXPECT_EQ(replayed.stage_device, original.stage_device);
+      EXPECT_EQ(replayed.ops, original.ops);
+      EXPECT_EQ(schedule_to_csv(replayed), csv);
+      // Non-uniform costs and real transfers, so a reordering would show.
+      const Topology topo(ClusterSpec{1, p, LinkSpec{100, 2}, LinkSpec{}});
+      auto input = [&](const Schedule& s) {
+        SimInput in;
+        in.topology = &topo;
+        for (int st = 0; st < s.num_stages; ++st) {
+          StageCost c;
+          c.forward = 1000 + 37 * st;
+          c.backward_input = 1100 + 11 * st;
+          c.backward_weight = 700;
+          c.activation_bytes = 1 << 20;
+          c.weight_grad_retained_bytes = 1 << 18;
+          c.output_bytes = 1 << 16;
+          in.stages.push_back(c);
+        }
+        for (int r = 0; r < p; ++r) in.rank_device.push_back(r);
+        in.fb_overlap_factor = 0.8;
+        return in;
+      };
+      const RunInfo run{original.name, p, v, m};
+      const std::string a = summary_json(run, simulate(input(original), original)).dump(2);
+      const std::string b = summary_json(run, simulate(input(replayed), replayed)).dump(2);
+      EXPECT_EQ(a, b);
+    }
+}
+
+// ---- through the CLI ---------------------------------------------------------------------
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int run_cli(const std::string& args, const std::string& out, const std::string& err) {
+  const std::string cmd = std::string(BMPIPE_BINARY) + " " + args + " >" + out + " 2>" + err;
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+const std::string kTiny = std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/tiny.yaml";
+
+TEST(ScheduleFileCli, MalformedFileExitsTwoWithRowAndColumn) {
+  const std::string dir = ::testing::TempDir();
+  const std::string bad = dir + "bmpipe_bad_schedule.csv";
+  std::ofstream(bad) << "0F0,0B0\n1F0,1W0,1I0\n";
+  const int rc = run_cli("simulate " + kTiny + " --schedule-file " + bad, dir + "o.txt", dir + "e.txt");
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(slurp(dir + "e.txt").find(bad + ":2:5: "), std::string::npos) << slurp(dir + "e.txt");
+}
+
+TEST(ScheduleFileCli, ExportThenReplayGivesTheSameJson) {
+  const std::string dir = ::testing::TempDir();
+  for (const char* name : {"1f1b", "zb-h1", "zb-v", "dualpipe-v", "zb-auto"}) {
+    const std::string csv = dir + "bmpipe_export_" + name + ".csv";
+    ASSERT_EQ(run_cli(std::string("simulate ") + kTiny + " --json --schedule " + name +
+                          " --export-schedule " + csv,
+                      dir + "a.json", dir + "e.txt"),
+              0)
+        << slurp(dir + "e.txt");
+    ASSERT_EQ(run_cli("simulate " + kTiny + " --json --schedule-file " + csv, dir + "b.json",
+                      dir + "e.txt"),
+              0)
+        << slurp(dir + "e.txt");
+    // The file's schedule is named after its path; everything else is identical.
+    std::string a = slurp(dir + "a.json"), b = slurp(dir + "b.json");
+    const std::string named_a = "\"schedule\": \"" + std::string(name) + "\"";
+    const std::string named_b = "\"schedule\": \"" + csv + "\"";
+    ASSERT_NE(a.find(named_a), std::string::npos);
+    ASSERT_NE(b.find(named_b), std::string::npos);
+    a.replace(a.find(named_a), named_a.size(), "");
+    b.replace(b.find(named_b), named_b.size(), "");
+    EXPECT_EQ(a, b) << name;
+  }
+}
+
+TEST(CompareCli, SortsByTimeAndPrintsJsonSummaries) {
+  const std::string dir = ::testing::TempDir();
+  // tiny.yaml: p = 4, m = 8, F = I = W = 1 ms per stage: 1F1B 33 ms, ZB-H1 27 ms
+  // (3m + (p-1)), GPipe 33 ms.
+  ASSERT_EQ(run_cli("compare " + kTiny + " --schedules 1f1b,zb-h1,gpipe --json", dir + "c.json",
+                    dir + "e.txt"),
+            0)
+      << slurp(dir + "e.txt");
+  const auto list = nlohmann::json::parse(slurp(dir + "c.json"));
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(list[0]["schedule"], "zb-h1");
+  EXPECT_DOUBLE_EQ(list[0]["iteration_time_ms"].get<double>(), 27.0);
+  EXPECT_EQ(list[1]["schedule"], "1f1b");
+  EXPECT_EQ(list[2]["schedule"], "gpipe");
+  EXPECT_DOUBLE_EQ(list[1]["iteration_time_ms"].get<double>(), 33.0);
+
+  ASSERT_EQ(run_cli("compare " + kTiny + " --schedules 1f1b,zb-v,dualpipe-v", dir + "c.txt", dir + "e.txt"), 0);
+  const std::string table = slurp(dir + "c.txt");
+  EXPECT_NE(table.find("zb-v"), std::string::npos) << table;
+  EXPECT_NE(table.find("fits"), std::string::npos) << table;
+
+  EXPECT_EQ(run_cli("compare " + kTiny + " --schedules 1f1b,nope", dir + "c.txt", dir + "e.txt"), 2);
+  EXPECT_NE(slurp(dir + "e.txt").find("unknown schedule 'nope'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace bmpipe
