@@ -1,0 +1,105 @@
+// `bmpipe simulate --trace --svg` and `bmpipe compare --svg` end to end: the files the
+// executable writes pass the same checks as the library's output.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/config/experiment.hpp"
+#include "trace_checks.hpp"
+
+namespace bmpipe {
+namespace {
+
+namespace fs = std::filesystem;
+
+int run(const std::string& args, std::string* out = nullptr) {
+  const std::string cmd = std::string(BMPIPE_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return -1;
+  std::array<char, 4096> buf{};
+  std::string text;
+  std::size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) text.append(buf.data(), n);
+  const int status = pclose(pipe);
+  if (out) *out = text;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("bmpipe_traces_" + std::to_string(::getpid()));
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+const std::string kTiny = std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/tiny.yaml";
+
+TEST(CliOutputs, SimulateWritesTraceSvgAndBreakdown) {
+  TempDir dir;
+  const fs::path trace = dir.path / "t.json", svg = dir.path / "t.svg";
+  std::string out;
+  ASSERT_EQ(
+      run("simulate " + kTiny + " --json --trace " + trace.string() + " --svg " + svg.string(),
+          &out),
+      0)
+      << out;
+  const auto summary = nlohmann::json::parse(out);
+  // tiny.yaml: balanced 1F1B, p = 4, m = 8, free communication: 9 ms ideal per device.
+  EXPECT_DOUBLE_EQ(summary["bubble_breakdown_ms"]["ideal"].get<double>(), 36.0);
+  EXPECT_DOUBLE_EQ(summary["bubble_breakdown_ms"]["communication"].get<double>(), 0.0);
+
+  // The same run in-process is the reference for the file's invariants.
+  const Config config = load_config(kTiny);
+  const Topology topo(config.cluster);
+  const Schedule sch = make_schedule(config);
+  const SimResult r = simulate(make_sim_input(config, topo, sch), sch);
+  const test::ParsedTrace t = test::check_trace_invariants(slurp(trace), sch, r);
+  // Layer ranges come from the config: 8 layers over 4 stages.
+  for (const auto& s : t.threads.at({2, 0}))
+    if (s.cat == "op") {
+      EXPECT_EQ(s.args["layers"], "layers 4-5");
+    }
+  const std::string picture = slurp(svg);
+  EXPECT_EQ(count(picture, "<rect class=\"op "), sch.total_ops());
+  EXPECT_NE(picture.find("</svg>"), std::string::npos);
+}
+
+TEST(CliOutputs, CompareStacksOneTimelinePerSchedule) {
+  TempDir dir;
+  const fs::path svg = dir.path / "c.svg";
+  std::string out;
+  ASSERT_EQ(run("compare " + kTiny + " --schedules 1f1b,gpipe --svg " + svg.string(), &out), 0)
+      << out;
+  const std::string picture = slurp(svg);
+  EXPECT_EQ(count(picture, "<rect class=\"op "), 2u * 64u);  // 2 x p m (F + B)
+  EXPECT_EQ(count(picture, "class=\"axis\""), 2u);
+}
+
+TEST(CliOutputs, UnwritableTraceIsBadInput) {
+  std::string out;
+  EXPECT_EQ(run("simulate " + kTiny + " --trace /nonexistent-dir/t.json", &out), 2) << out;
+  EXPECT_NE(out.find("--trace"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace bmpipe

@@ -1,0 +1,122 @@
+#pragma once
+/// \file
+/// A Chrome / Perfetto trace of one simulated iteration, written while it runs.
+///
+/// ChromeTraceWriter is an Observer: hand it to simulate() and it streams Trace Event
+/// Format JSON (ts and dur in microseconds) to an std::ostream. It holds per-device state
+/// and the transfers still in flight, never the trace itself, so p = 64, m = 1024 writes
+/// hundreds of MB with a few MB of memory. Output is a pure function of the run: the same
+/// input gives a byte-identical file (no clocks, no pointer order, no hash-map iteration).
+///
+/// What a device (one process, named "rank 3 · node 0 · dev 3 · stage 3,11") shows:
+/// - thread "compute": every op as a complete event named F, B, I, W or F&B (args: stage,
+///   chunk, microbatch, layers, recompute; F&B also carries the backward half), and every
+///   idle gap as a slice named "bubble" whose args.cause is one of
+///     "warm-up"                                  before the device's first op
+///     "waiting for input from stage s on device d"  the producer had not finished
+///     "waiting for transfer"                     the producer had finished; data in flight
+///     "cool-down"                                after the device's last op
+///     "dp all-reduce/optimizer"                  waiting for other devices' tail work
+///   A gap whose producer finished part-way is split into an input wait and a transfer
+///   wait at the producer's end. The device's own tail work (SimInput::tail_time) is a
+///   slice "dp all-reduce + optimizer". Ops, bubbles and tail tile [0, iteration time]
+///   exactly; with no tail work that is [0, pipeline time].
+/// - threads "comm", "comm 2", ...: the point-to-point transfers this device sends, from
+///   the links being acquired to the data arriving. Transfers overlap (latency), and
+///   Perfetto only accepts perfectly nested slices on one thread, so each transfer goes on
+///   the first comm lane that is free by then; lanes never hold overlapping slices.
+/// - flow arrows (ph "s" / "f", id = transfer id) from the producing op to the consuming
+///   op, both bound to their enclosing compute slices. A flow is written when its consumer
+///   runs, so every flow in the file has both ends.
+/// - counter "memory" with series activations, static and total (bytes), one sample at
+///   time 0 and one at every change the engine reports, and an instant event "peak memory"
+///   at the first time the device reaches its peak (written at the end; events need not
+///   be sorted).
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/simulate.hpp"
+
+namespace bmpipe {
+
+/// Per-stage labels the engine does not know about. Either vector may be empty (then
+/// "layers" is omitted and "recompute" is derived from StageCost::recompute).
+struct TraceLabels {
+  std::vector<std::string> stage_layers;     ///< e.g. "layers 0-3", one per stage
+  std::vector<std::string> stage_recompute;  ///< e.g. "full" or "none", one per stage
+};
+
+/// Layer ranges "layers a-b" from layer counts per stage (as the config partitions them).
+std::vector<std::string> layer_range_labels(const std::vector<int>& layers_per_stage);
+
+class ChromeTraceWriter final : public Observer {
+ public:
+  /// `input` and `schedule` must outlive the writer; they are the ones given to simulate().
+  ChromeTraceWriter(std::ostream& out, const SimInput& input, const Schedule& schedule,
+                    TraceLabels labels = {});
+  ~ChromeTraceWriter() override;
+  ChromeTraceWriter(const ChromeTraceWriter&) = delete;
+  ChromeTraceWriter& operator=(const ChromeTraceWriter&) = delete;
+
+  void on_op(const OpRecord& record) override;
+  void on_transfer(const TransferRecord& record) override;
+  void on_memory(int rank, Time time, std::int64_t activation_bytes) override;
+
+  /// Writes what needs the whole run (trailing bubbles, tail work, peak markers), closes
+  /// the JSON and flushes. Call once after simulate() returns; the destructor calls it if
+  /// you did not. A deadlocked run still gives a valid file that ends where the run stopped.
+  void finish();
+
+ private:
+  struct RankState {
+    int ops_done = 0;
+    Time last_end = 0;
+    std::int64_t static_bytes = 0;
+    std::int64_t peak_total = -1;
+    std::int64_t peak_activation = 0;
+    Time peak_time = 0;
+    std::vector<Time> lane_free;                   ///< per comm lane: when its last transfer ends
+    std::vector<std::int32_t> sent_by_current_op;  ///< transfer ids awaiting their producer's on_op
+  };
+  /// A transfer between its placement and the end of the op that consumes it.
+  struct InFlight {
+    std::int32_t id = 0;
+    int src_rank = 0;
+    int src_stage = 0;
+    Time requested = 0;
+    Time producer_ts = -1;  ///< inside the producing op's slice, in ns
+  };
+
+  std::uint64_t key(int stage, int microbatch, bool gradient) const;
+  void write_metadata();
+  void write_op(const OpRecord& r);
+  void write_bubble(int rank, Time from, Time to, const std::string& cause,
+                    const std::string& extra);
+  void explain_gap(const OpRecord& r, bool first);
+  void consume(const OpRecord& r, int stage, int microbatch, bool gradient, Time ts);
+  void begin_event();
+  void append_us(Time ns);
+  void append_escaped(const std::string& text);
+  void flush_if_large();
+
+  std::ostream& out_;
+  const SimInput& input_;
+  const Schedule& schedule_;
+  TraceLabels labels_;
+  std::vector<int> stage_chunk_;  ///< index of a stage among its device's stages
+  std::vector<RankState> ranks_;
+  std::unordered_map<std::uint64_t, InFlight> in_flight_;
+  std::string buf_;
+  bool first_event_ = true;
+  bool finished_ = false;
+};
+
+/// Runs simulate() with a ChromeTraceWriter on `out` and finishes the trace.
+SimResult simulate_with_trace(const SimInput& input, const Schedule& schedule, std::ostream& out,
+                              const TraceLabels& labels = {});
+
+}  // namespace bmpipe
