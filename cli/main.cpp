@@ -15,6 +15,10 @@ Commands:
   simulate CONFIG   replay one training iteration of a schedule, event by event, and
                     report iteration time, bubbles and per-device memory
   schedules         list the built-in schedules
+  cost CONFIG       print the analytic cost model's per-layer table (time, activation
+                    bytes per recompute mode, parameters) and static bytes per stage
+  compare CONFIG    run several schedules (--schedules a,b,c) on one config and print
+                    them side by side, fastest first
 
 Run 'bmpipe <command> --help' for the options of a command.
 
@@ -41,6 +45,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "simulate") return bmpipe::cli::run_simulate(args);
   if (command == "schedules") return bmpipe::cli::run_schedules(args);
+  if (command == "cost") return bmpipe::cli::run_cost(args);
+  if (command == "compare") return bmpipe::cli::run_compare(args);
   std::cerr << "bmpipe: unknown command '" << command << "'\n\n" << kUsage;
   return 2;
 }

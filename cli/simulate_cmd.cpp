@@ -1,10 +1,17 @@
 #include <boost/program_options.hpp>
+#include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "schedules/registry.hpp"
+#include "schedules/schedule_file.hpp"
 #include "sim/config/experiment.hpp"
+#include "sim/bubbles.hpp"
 #include "sim/summary.hpp"
+#include "traces/chrome_trace.hpp"
+#include "traces/svg.hpp"
+#include "traces/tee.hpp"
 
 namespace po = boost::program_options;
 
@@ -17,8 +24,15 @@ int run_simulate(const std::vector<std::string>& args) {
       ("help,h", "show this help")
       ("config", po::value<std::string>(), "YAML experiment file (cluster, model, training)")
       ("json", po::bool_switch(), "print the summary as JSON on stdout instead of a table")
+      ("trace", po::value<std::string>(), "write a Chrome/Perfetto trace (JSON) of the run to FILE")
+      ("svg", po::value<std::string>(),
+       "write an SVG timeline of the run (ops, bubbles, memory) to FILE")
       ("schedule", po::value<std::string>(),
        ("schedule to run, overriding training.schedule (" + schedule_names() + ")").c_str())
+      ("schedule-file", po::value<std::string>(),
+       "replay the op order in FILE (torch.distributed.pipelining compute-only CSV: one row per "
+       "rank, e.g. 0F0,0F1,0I0,0W0); pp becomes the number of rows")
+      ("export-schedule", po::value<std::string>(), "write the schedule that runs to FILE in the same CSV format")
       ("pp", po::value<int>(), "pipeline devices, overriding training.pp")
       ("vpp", po::value<int>(), "chunks per device, overriding training.vpp")
       ("microbatches", po::value<int>(), "micro-batches per iteration, overriding training.microbatches");
@@ -51,18 +65,77 @@ int run_simulate(const std::vector<std::string>& args) {
     if (vm.count("pp")) o.pp = vm["pp"].as<int>();
     if (vm.count("vpp")) o.vpp = vm["vpp"].as<int>();
     if (vm.count("microbatches")) o.microbatches = vm["microbatches"].as<int>();
+    // A schedule file decides pp (its rows), the chunks per rank and the micro-batches.
+    std::optional<Schedule> from_file;
+    if (vm.count("schedule-file")) {
+      if (vm.count("schedule") || vm.count("pp") || vm.count("vpp") || vm.count("microbatches")) {
+        std::cerr << "bmpipe simulate: --schedule-file sets the schedule, pp, vpp and "
+                     "micro-batches; do not combine it with --schedule/--pp/--vpp/--microbatches\n";
+        return 2;
+      }
+      try {
+        from_file = load_schedule_file(vm["schedule-file"].as<std::string>());
+      } catch (const ScheduleFileError& e) {
+        std::cerr << e.what() << "\n";
+        return 2;
+      }
+      o.pp = from_file->num_devices;
+      o.vpp = from_file->num_stages % from_file->num_devices == 0 ? from_file->chunks_per_device() : 1;
+      o.microbatches = from_file->num_microbatches;
+    }
     apply_overrides(config, o);
 
     const Topology topology(config.cluster);
-    const Schedule schedule = make_schedule(config);
+    const Schedule schedule = from_file ? std::move(*from_file) : make_schedule(config);
+    if (vm.count("export-schedule")) {
+      try {
+        save_schedule_file(schedule, vm["export-schedule"].as<std::string>());
+      } catch (const std::runtime_error& e) {
+        std::cerr << "bmpipe simulate: --export-schedule: " << e.what() << "\n";
+        return 2;
+      }
+    }
     const SimInput input = make_sim_input(config, topology, schedule);
-    const SimResult result = simulate(input, schedule);
-    const RunInfo info{schedule.name, config.training.pp, config.training.vpp,
-                       config.training.microbatches};
+    // Optional outputs are opened before the run so that a bad path fails fast.
+    std::ofstream trace_file, svg_file;
+    auto open = [&](std::ofstream& f, const char* option) {
+      const std::string path = vm[option].as<std::string>();
+      f.open(path, std::ios::binary | std::ios::trunc);
+      if (!f) throw ConfigError(path, 0, std::string("--") + option, "cannot open for writing");
+    };
+    std::optional<ChromeTraceWriter> trace;
+    std::optional<TimelineRecorder> recorder;
+    if (vm.count("trace")) {
+      open(trace_file, "trace");
+      trace.emplace(trace_file, input, schedule,
+                    TraceLabels{layer_range_labels(stage_layer_counts(config, schedule.num_stages)),
+                                {}});
+    }
+    if (vm.count("svg")) {
+      open(svg_file, "svg");
+      recorder.emplace(input, schedule, schedule.name);
+    }
+    TeeObserver observers({trace ? &*trace : nullptr, recorder ? &*recorder : nullptr});
+    const SimResult result = simulate(input, schedule, observers.get());
+    if (trace) {
+      trace->finish();
+      if (!trace_file)
+        throw ConfigError(vm["trace"].as<std::string>(), 0, "--trace", "write failed");
+    }
+    if (recorder) {
+      write_timeline_svg(svg_file, recorder->take(result));
+      svg_file.flush();
+      if (!svg_file) throw ConfigError(vm["svg"].as<std::string>(), 0, "--svg", "write failed");
+    }
+    RunInfo info = make_run_info(config, schedule);
+    info.vpp = schedule.chunks_per_device();
+    std::optional<BubbleBreakdown> bubbles;
+    if (result.ok) bubbles = decompose_bubbles(input, schedule, result);
     if (json)
-      std::cout << summary_json(info, result).dump(2) << "\n";
+      std::cout << summary_json(info, result, bubbles ? &*bubbles : nullptr).dump(2) << "\n";
     else
-      std::cout << "bmpipe simulate " << config.file << "\n" << summary_text(info, result);
+      std::cout << "bmpipe simulate " << config.file << "\n"
+                << summary_text(info, result, bubbles ? &*bubbles : nullptr);
     return result.ok ? 0 : 1;
   } catch (const ConfigError& e) {
     std::cerr << "bmpipe simulate: " << e.what() << "\n";

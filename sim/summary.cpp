@@ -10,7 +10,8 @@ std::string format_gib(std::int64_t bytes) {
   return buf;
 }
 
-nlohmann::json summary_json(const RunInfo& info, const SimResult& r) {
+nlohmann::json summary_json(const RunInfo& info, const SimResult& r,
+                            const BubbleBreakdown* bubbles) {
   nlohmann::json j;
   j["schedule"] = info.schedule;
   j["pp"] = info.pp;
@@ -33,6 +34,13 @@ nlohmann::json summary_json(const RunInfo& info, const SimResult& r) {
   j["bubble_ratio"] = r.bubble_ratio;
   j["fits"] = r.fits;
   j["ops_executed"] = r.ops_executed;
+  const double seconds = static_cast<double>(r.iteration_time) * 1e-9;
+  if (info.tokens_per_iteration > 0 && seconds > 0)
+    j["tokens_per_s"] = info.tokens_per_iteration / seconds;
+  if (info.model_flops_per_iteration > 0 && info.devices > 0 && seconds > 0) {
+    j["mfu"] = info.model_flops_per_iteration / (seconds * info.peak_flops_per_device * info.devices);
+    j["tflops_per_device"] = info.hardware_flops_per_iteration / (seconds * info.devices) / 1e12;
+  }
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& d : r.devices)
     devices.push_back({{"rank", d.rank},
@@ -45,11 +53,26 @@ nlohmann::json summary_json(const RunInfo& info, const SimResult& r) {
                        {"capacity_bytes", d.capacity_bytes},
                        {"peak_inflight_microbatches", d.peak_inflight},
                        {"fits", d.fits}});
+  if (bubbles && bubbles->ok) {
+    auto parts = [](const BubbleParts& b) {
+      return nlohmann::json{{"ideal", ns_to_ms(b.ideal)},
+                            {"imbalance", ns_to_ms(b.imbalance)},
+                            {"communication", ns_to_ms(b.communication)},
+                            {"recompute", ns_to_ms(b.recompute)},
+                            {"idle", ns_to_ms(b.total())}};
+    };
+    for (std::size_t i = 0; i < devices.size() && i < bubbles->devices.size(); ++i)
+      devices[i]["bubble_ms"] = parts(bubbles->devices[i]);
+    j["bubble_breakdown_ms"] = parts(bubbles->total);
+  } else if (bubbles) {
+    j["bubble_breakdown_error"] = bubbles->error;
+  }
   j["devices"] = devices;
   return j;
 }
 
-std::string summary_text(const RunInfo& info, const SimResult& r) {
+std::string summary_text(const RunInfo& info, const SimResult& r,
+                         const BubbleBreakdown* bubbles) {
   std::string out;
   char buf[256];
   std::snprintf(buf, sizeof buf, "schedule %s   pp %d   vpp %d   micro-batches %d\n",
@@ -64,6 +87,18 @@ std::string summary_text(const RunInfo& info, const SimResult& r) {
   out += buf;
   std::snprintf(buf, sizeof buf, "bubble ratio     %.2f %%\n", 100.0 * r.bubble_ratio);
   out += buf;
+  const double seconds = static_cast<double>(r.iteration_time) * 1e-9;
+  if (info.tokens_per_iteration > 0 && seconds > 0) {
+    std::snprintf(buf, sizeof buf, "throughput       %.0f tokens/s\n", info.tokens_per_iteration / seconds);
+    out += buf;
+  }
+  if (info.model_flops_per_iteration > 0 && info.devices > 0 && seconds > 0) {
+    std::snprintf(buf, sizeof buf, "per device       %.1f TFLOP/s (with recompute)   MFU %.1f %%\n",
+                  info.hardware_flops_per_iteration / (seconds * info.devices) / 1e12,
+                  100.0 * info.model_flops_per_iteration /
+                      (seconds * info.peak_flops_per_device * info.devices));
+    out += buf;
+  }
   int over = 0;
   for (const auto& d : r.devices) over += d.fits ? 0 : 1;
   if (over == 0)
@@ -81,6 +116,24 @@ std::string summary_text(const RunInfo& info, const SimResult& r) {
                   format_gib(d.peak_bytes).c_str(), format_gib(d.capacity_bytes).c_str(),
                   d.peak_inflight, d.fits ? "yes" : "NO");
     out += buf;
+  }
+  if (bubbles && bubbles->ok) {
+    const BubbleBreakdown& bb = *bubbles;
+    out += "\nwhere the bubble comes from (ms; ideal = balanced stages, free communication)\n";
+    std::snprintf(buf, sizeof buf, "%5s %12s %12s %12s %12s %12s\n", "rank", "ideal", "imbalance",
+                  "comm", "recompute", "idle");
+    out += buf;
+    auto row = [&](const char* rank, const BubbleParts& b) {
+      std::snprintf(buf, sizeof buf, "%5s %12.3f %12.3f %12.3f %12.3f %12.3f\n", rank,
+                    ns_to_ms(b.ideal), ns_to_ms(b.imbalance), ns_to_ms(b.communication),
+                    ns_to_ms(b.recompute), ns_to_ms(b.total()));
+      out += buf;
+    };
+    for (std::size_t i = 0; i < bb.devices.size(); ++i)
+      row(std::to_string(i).c_str(), bb.devices[i]);
+    row("total", bb.total);
+  } else if (bubbles) {
+    out += "\nbubble breakdown unavailable: " + bubbles->error + "\n";
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "sim/bubbles.hpp"
 #include "sim/simulate.hpp"
 
 namespace bmpipe {
@@ -16,17 +17,33 @@ struct RunInfo {
   int pp = 1;
   int vpp = 1;
   int microbatches = 1;
+  /// Throughput inputs (make_run_info in sim/config/experiment.hpp fills them). With
+  /// tokens_per_iteration > 0 the summary adds tokens_per_s; with the FLOP counts (analytic
+  /// models) also mfu (model FLOPs without recompute / (time x peak x devices)) and
+  /// tflops_per_device (FLOPs including recompute, the figure Megatron-LM reports).
+  double tokens_per_iteration = 0;
+  double model_flops_per_iteration = 0;     ///< all devices, no recompute
+  double hardware_flops_per_iteration = 0;  ///< all devices, with recompute
+  double peak_flops_per_device = 0;         ///< FLOP/s
+  int devices = 0;                          ///< pp x tp x dp
 };
 
 /// JSON keys: schedule, pp, vpp, microbatches, iteration_time_ms, pipeline_time_ms,
 /// bubble_ratio, fits, ops_executed, devices[{rank, device, busy_ms, idle_ms,
 /// peak_memory_bytes, static_bytes, peak_activation_bytes, capacity_bytes,
 /// peak_inflight_microbatches, fits}]; on failure also error and blocked[{rank, position,
-/// op, waiting_for}].
-nlohmann::json summary_json(const RunInfo& info, const SimResult& result);
+/// op, waiting_for}]. From RunInfo's throughput inputs: tokens_per_s, mfu,
+/// tflops_per_device.
+/// With `bubbles` (sim/bubbles.hpp) also "bubble_breakdown_ms" {ideal, imbalance,
+/// communication, recompute, idle} (totals in device-ms) and "bubble_ms" per device; if the
+/// breakdown failed, "bubble_breakdown_error".
+nlohmann::json summary_json(const RunInfo& info, const SimResult& result,
+                            const BubbleBreakdown* bubbles = nullptr);
 
 /// The same as a human-readable table.
-std::string summary_text(const RunInfo& info, const SimResult& result);
+/// With `bubbles`, a second table: where each device's idle time comes from.
+std::string summary_text(const RunInfo& info, const SimResult& result,
+                         const BubbleBreakdown* bubbles = nullptr);
 
 /// Bytes as GiB with two decimals, e.g. "61.25 GiB".
 std::string format_gib(std::int64_t bytes);

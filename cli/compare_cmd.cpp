@@ -1,0 +1,194 @@
+// bmpipe compare: the same config under several schedules, side by side.
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "schedules/registry.hpp"
+#include "sim/config/experiment.hpp"
+#include "sim/summary.hpp"
+#include "traces/svg.hpp"
+
+namespace po = boost::program_options;
+
+namespace bmpipe::cli {
+
+namespace {
+
+std::vector<std::string> split_names(const std::string& list) {
+  std::vector<std::string> names;
+  std::stringstream in(list);
+  std::string name;
+  while (std::getline(in, name, ','))
+    if (!name.empty()) names.push_back(name);
+  return names;
+}
+
+struct Row {
+  RunInfo info;
+  SimResult result;
+  std::string refused;  ///< why the schedule cannot run on this config (empty: it ran)
+};
+
+std::int64_t max_peak(const SimResult& r) {
+  std::int64_t peak = 0;
+  for (const auto& d : r.devices) peak = std::max(peak, d.peak_bytes);
+  return peak;
+}
+
+}  // namespace
+
+int run_compare(const std::vector<std::string>& args) {
+  po::options_description opts("bmpipe compare CONFIG --schedules a,b,c [options]\n\nOptions");
+  // clang-format off
+  opts.add_options()
+      ("help,h", "show this help")
+      ("config", po::value<std::string>(), "YAML experiment file (cluster, model, training)")
+      ("schedules", po::value<std::string>(),
+       ("comma-separated schedules to run (" + schedule_names() + ")").c_str())
+      ("json", po::bool_switch(), "print a JSON list of summaries, sorted by iteration time")
+      ("svg", po::value<std::string>(),
+       "write the timelines, stacked on one time scale, as SVG to FILE")
+      ("pp", po::value<int>(), "pipeline devices, overriding training.pp")
+      ("vpp", po::value<int>(), "chunks per device for schedules that take vpp (interleaved)")
+      ("microbatches", po::value<int>(), "micro-batches per iteration, overriding training.microbatches");
+  // clang-format on
+  po::positional_options_description pos;
+  pos.add("config", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "bmpipe compare: " << e.what() << "\n\n" << opts;
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << opts
+              << "\nEach schedule runs on the same config. Schedules with a fixed shape use it\n"
+                 "(zb-v, v-min, dualpipe-v hold 2 stages per device; gpipe, 1f1b, zb-h1, zb-h2,\n"
+                 "zb-auto one); interleaved takes vpp from the config or --vpp. A schedule that\n"
+                 "refuses the config is listed as REFUSED with the reason; the others still run.\n"
+                 "Exit codes: 0 success, 1 a simulation failed (deadlock), 2 bad input or a\n"
+                 "schedule refused the config.\n";
+    return 0;
+  }
+  if (!vm.count("config")) {
+    std::cerr << "bmpipe compare: missing CONFIG (a YAML file)\n\n" << opts;
+    return 2;
+  }
+  if (!vm.count("schedules")) {
+    std::cerr << "bmpipe compare: missing --schedules a,b,c\n\n" << opts;
+    return 2;
+  }
+  const std::vector<std::string> names = split_names(vm["schedules"].as<std::string>());
+  if (names.empty()) {
+    std::cerr << "bmpipe compare: --schedules is empty\n";
+    return 2;
+  }
+  for (const auto& n : names)
+    if (!find_schedule(n)) {
+      std::cerr << "bmpipe compare: unknown schedule '" << n << "' (known: " << schedule_names()
+                << ")\n";
+      return 2;
+    }
+  const bool json = vm["json"].as<bool>();
+  std::vector<Row> rows;
+  std::string file;
+  // With --svg, each run is recorded for the picture (in the order asked for).
+  std::vector<Timeline> timelines;
+  const bool svg = vm.count("svg") > 0;
+  auto run_one = [&](const SimInput& in, const Schedule& sch) {
+    if (!svg) return simulate(in, sch);
+    SimResult r;
+    timelines.push_back(record_timeline(in, sch, sch.name, &r));
+    return r;
+  };
+  try {
+    Config base = load_config(vm["config"].as<std::string>());
+    file = base.file;
+    Overrides common;
+    if (vm.count("pp")) common.pp = vm["pp"].as<int>();
+    if (vm.count("vpp")) common.vpp = vm["vpp"].as<int>();
+    if (vm.count("microbatches")) common.microbatches = vm["microbatches"].as<int>();
+    apply_overrides(base, common);
+    const Topology topology(base.cluster);
+    for (const auto& name : names) {
+      Config config = base;
+      Overrides o;
+      o.schedule = name;
+      o.vpp = effective_vpp(*find_schedule(name), base.training.vpp);
+      // One schedule refusing this config (DualPipeV with m < 2p, a partition sized for
+      // another vpp, ...) does not stop the others from being compared.
+      try {
+        apply_overrides(config, o);
+        const Schedule schedule = make_schedule(config);
+        const SimInput input = make_sim_input(config, topology, schedule);
+        RunInfo info = make_run_info(config, schedule);
+        info.vpp = schedule.chunks_per_device();
+        rows.push_back({std::move(info), run_one(input, schedule), {}});
+      } catch (const ConfigError& e) {
+        Row row{RunInfo{name, config.training.pp, *o.vpp, config.training.microbatches}, {}, e.what()};
+        row.result.error = e.what();
+        rows.push_back(std::move(row));
+      }
+    }
+  } catch (const ConfigError& e) {
+    std::cerr << "bmpipe compare: " << e.what() << "\n";
+    return 2;
+  }
+  // Failed runs go last; ties keep the order asked for.
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    if (a.result.ok != b.result.ok) return a.result.ok;
+    return a.result.iteration_time < b.result.iteration_time;
+  });
+  if (svg) {
+    const std::string path = vm["svg"].as<std::string>();
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (out) write_compare_svg(out, timelines);
+    if (!out) {
+      std::cerr << "bmpipe compare: cannot write " << path << "\n";
+      return 2;
+    }
+  }
+  // Exit code: 2 if a schedule refused the config, else 1 if one failed to run.
+  int rc = 0;
+  for (const auto& r : rows) rc = std::max(rc, !r.refused.empty() ? 2 : r.result.ok ? 0 : 1);
+  if (json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& r : rows) {
+      if (!r.refused.empty())
+        list.push_back({{"schedule", r.info.schedule}, {"ok", false}, {"error", r.refused}});
+      else
+        list.push_back(summary_json(r.info, r.result));
+    }
+    std::cout << list.dump(2) << "\n";
+    return rc;
+  }
+  std::cout << "bmpipe compare " << file << "\n";
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%-12s %4s %16s %10s %14s %5s\n", "schedule", "vpp",
+                "iteration ms", "bubble %", "max peak mem", "fits");
+  std::cout << buf;
+  for (const auto& r : rows) {
+    if (!r.refused.empty()) {
+      std::cout << r.info.schedule << "  REFUSED: " << r.refused << "\n";
+      continue;
+    }
+    if (!r.result.ok) {
+      std::cout << r.info.schedule << "  FAILED: " << r.result.error << "\n";
+      continue;
+    }
+    std::snprintf(buf, sizeof buf, "%-12s %4d %16.3f %10.2f %14s %5s\n", r.info.schedule.c_str(),
+                  r.info.vpp, ns_to_ms(r.result.iteration_time),
+                  100.0 * r.result.bubble_ratio, format_gib(max_peak(r.result)).c_str(),
+                  r.result.fits ? "yes" : "NO");
+    std::cout << buf;
+  }
+  return rc;
+}
+
+}  // namespace bmpipe::cli

@@ -1,0 +1,169 @@
+// bmpipe cost CONFIG [--json]: the analytic cost model's per-layer table for a config.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "sim/config/experiment.hpp"
+#include "sim/summary.hpp"
+
+namespace po = boost::program_options;
+
+namespace bmpipe::cli {
+
+namespace {
+
+nlohmann::json layer_json(const LayerCost& c, int count, bool with_ops) {
+  nlohmann::json j{
+      {"name", c.name},
+      {"count", count},
+      {"forward_ms", c.forward_s * 1e3},
+      {"backward_input_ms", c.backward_input_s * 1e3},
+      {"backward_weight_ms", c.backward_weight_s * 1e3},
+      {"activation_bytes",
+       {{"none", c.activation_bytes[0]},
+        {"selective", c.activation_bytes[1]},
+        {"full", c.activation_bytes[2]}}},
+      {"recompute_extra_ms",
+       {{"selective", c.recompute_extra_s[1] * 1e3}, {"full", c.recompute_extra_s[2] * 1e3}}},
+      {"output_bytes", c.output_bytes},
+      {"param_count", c.param_count},
+      {"forward_tflop", c.forward_flops / 1e12}};
+  if (with_ops) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (const auto& op : c.ops)
+      ops.push_back({{"name", op.name},
+                     {"forward_ms", op.forward_s * 1e3},
+                     {"backward_input_ms", op.backward_input_s * 1e3},
+                     {"backward_weight_ms", op.backward_weight_s * 1e3}});
+    j["ops"] = ops;
+  }
+  return j;
+}
+
+std::string mib(std::int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(bytes) / 1048576.0);
+  return buf;
+}
+
+}  // namespace
+
+int run_cost(const std::vector<std::string>& args) {
+  po::options_description opts("bmpipe cost CONFIG [options]\n\nOptions");
+  // clang-format off
+  opts.add_options()
+      ("help,h", "show this help")
+      ("config", po::value<std::string>(), "YAML experiment file with an analytic model")
+      ("json", po::bool_switch(), "print JSON on stdout instead of a table")
+      ("ops", po::bool_switch(), "also break every layer down into its sub-ops");
+  // clang-format on
+  po::positional_options_description pos;
+  pos.add("config", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "bmpipe cost: " << e.what() << "\n\n" << opts;
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << opts
+              << "\nPer-layer forward, input-grad and weight-grad time, activation bytes per\n"
+                 "recompute mode, recompute cost and parameters of one device (its tp share),\n"
+                 "for one micro-batch; then static bytes per stage.\n"
+                 "Exit codes: 0 success, 2 bad input.\n";
+    return 0;
+  }
+  if (!vm.count("config")) {
+    std::cerr << "bmpipe cost: missing CONFIG (a YAML file)\n\n" << opts;
+    return 2;
+  }
+  const bool json = vm["json"].as<bool>(), with_ops = vm["ops"].as<bool>();
+  try {
+    const Config config = load_config(vm["config"].as<std::string>());
+    if (!config.model.analytic()) {
+      std::cerr << "bmpipe cost: " << config.file
+                << ": model has measured layers; bmpipe cost needs an analytic model "
+                   "(model.preset, model.hf_config or shape keys)\n";
+      return 2;
+    }
+    const Schedule schedule = make_schedule(config);
+    const std::vector<int> counts = stage_layer_counts(config, schedule.num_stages);
+    const AnalyticCosts a = analytic_costs(config, schedule.num_stages);
+    const std::vector<LayerGroup> layers = expand_layers(config, counts);
+    std::vector<std::int64_t> stage_static(schedule.num_stages, 0);
+    std::vector<std::int64_t> rank_params(schedule.num_devices, 0);
+    std::size_t next = 0;
+    for (int s = 0; s < schedule.num_stages; ++s)
+      for (int i = 0; i < counts[s]; ++i, ++next) {
+        const LayerGroup& g = layers[next];
+        stage_static[s] += g.param_bytes + g.grad_bytes + g.optimizer_bytes;
+        rank_params[schedule.stage_device[s]] += g.param_bytes / a.settings.dtype_bytes;
+      }
+    std::vector<double> tail_ms;
+    for (int r = 0; r < schedule.num_devices; ++r)
+      tail_ms.push_back(ns_to_ms(tail_time(config, a, r, rank_params[r])));
+    const ModelShape& m = *config.model.shape;
+    const int num_layers = m.num_layers;
+
+    if (json) {
+      nlohmann::json j;
+      j["model"] = config.model.name;
+      j["device"] = a.hardware.name;
+      j["seq_length"] = a.settings.seq_length;
+      j["micro_batch_size"] = a.settings.micro_batch_size;
+      j["tp"] = a.settings.tp;
+      j["sequence_parallel"] = a.settings.sequence_parallel;
+      j["dp"] = a.dp;
+      j["layers"] = nlohmann::json::array({layer_json(a.embedding, 1, with_ops),
+                                           layer_json(a.decoder, num_layers, with_ops),
+                                           layer_json(a.head, 1, with_ops)});
+      j["static_bytes_per_stage"] = stage_static;
+      j["reserved_bytes"] = static_cast<std::int64_t>(config.device.reserved_GiB * 1073741824.0);
+      j["tail_ms_per_rank"] = tail_ms;
+      std::cout << j.dump(2) << "\n";
+      return 0;
+    }
+    std::printf("bmpipe cost %s\n", config.file.c_str());
+    std::printf("model %s (%s, %d layers, h %d, %d heads / %d kv, ffn %d, vocab %d)\n",
+                config.model.name.c_str(), to_string(m.architecture).c_str(), m.num_layers,
+                m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.ffn_hidden_size,
+                m.vocab_size);
+    std::printf("device %s   seq %d   micro-batch %d   tp %d%s   dp %d\n", a.hardware.name.c_str(),
+                a.settings.seq_length, a.settings.micro_batch_size, a.settings.tp,
+                a.settings.sequence_parallel ? " (sequence parallel)" : "", a.dp);
+    std::printf("per micro-batch, per device (ms; activations in MiB):\n\n");
+    std::printf("%-10s %5s %9s %9s %9s %10s %10s %10s %9s %9s %13s\n", "layer", "count", "F", "I",
+                "W", "act none", "act sel", "act full", "rc sel", "rc full", "params");
+    auto row = [&](const LayerCost& c, int count) {
+      std::printf("%-10s %5d %9.3f %9.3f %9.3f %10s %10s %10s %9.3f %9.3f %13lld\n", c.name.c_str(),
+                  count, c.forward_s * 1e3, c.backward_input_s * 1e3, c.backward_weight_s * 1e3,
+                  mib(c.activation_bytes[0]).c_str(), mib(c.activation_bytes[1]).c_str(),
+                  mib(c.activation_bytes[2]).c_str(), c.recompute_extra_s[1] * 1e3,
+                  c.recompute_extra_s[2] * 1e3, static_cast<long long>(c.param_count));
+      if (with_ops)
+        for (const auto& op : c.ops)
+          std::printf("  %-18s %9.3f %9.3f %9.3f\n", op.name.c_str(), op.forward_s * 1e3,
+                      op.backward_input_s * 1e3, op.backward_weight_s * 1e3);
+    };
+    row(a.embedding, 1);
+    row(a.decoder, num_layers);
+    row(a.head, 1);
+    std::printf("\n%5s %7s %14s %14s\n", "stage", "layers", "static", "dp+optimizer");
+    for (int s = 0; s < schedule.num_stages; ++s)
+      std::printf("%5d %7d %14s %11.3f ms\n", s, counts[s], format_gib(stage_static[s]).c_str(),
+                  tail_ms[schedule.stage_device[s]]);
+    std::printf(
+        "(static = weights + gradients + optimizer state; plus %s reserved per device)\n",
+        format_gib(static_cast<std::int64_t>(config.device.reserved_GiB * 1073741824.0)).c_str());
+    return 0;
+  } catch (const ConfigError& e) {
+    std::cerr << "bmpipe cost: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace bmpipe::cli
