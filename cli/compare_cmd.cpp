@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "schedules/registry.hpp"
 #include "sim/config/experiment.hpp"
 #include "sim/summary.hpp"
@@ -43,43 +44,27 @@ std::int64_t max_peak(const SimResult& r) {
 
 int run_compare(const std::vector<std::string>& args) {
   po::options_description opts("bmpipe compare CONFIG --schedules a,b,c [options]\n\nOptions");
+  add_config_options(opts);
   // clang-format off
   opts.add_options()
-      ("help,h", "show this help")
-      ("config", po::value<std::string>(), "YAML experiment file (cluster, model, training)")
       ("schedules", po::value<std::string>(),
        ("comma-separated schedules to run (" + schedule_names() + ")").c_str())
       ("json", po::bool_switch(), "print a JSON list of summaries, sorted by iteration time")
       ("svg", po::value<std::string>(),
-       "write the timelines, stacked on one time scale, as SVG to FILE")
-      ("pp", po::value<int>(), "pipeline devices, overriding training.pp")
-      ("vpp", po::value<int>(), "chunks per device for schedules that take vpp (interleaved)")
-      ("microbatches", po::value<int>(), "micro-batches per iteration, overriding training.microbatches");
+       "write the timelines, stacked on one time scale, as SVG to FILE");
   // clang-format on
-  po::positional_options_description pos;
-  pos.add("config", 1);
+  add_override_options(opts, "chunks per device for schedules that take vpp (interleaved)");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "bmpipe compare: " << e.what() << "\n\n" << opts;
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << opts
-              << "\nEach schedule runs on the same config. Schedules with a fixed shape use it\n"
-                 "(zb-v, v-min, dualpipe-v hold 2 stages per device; gpipe, 1f1b, zb-h1, zb-h2,\n"
-                 "zb-auto one); interleaved takes vpp from the config or --vpp. A schedule that\n"
-                 "refuses the config is listed as REFUSED with the reason; the others still run.\n"
-                 "Exit codes: 0 success, 1 a simulation failed (deadlock), 2 bad input or a\n"
-                 "schedule refused the config.\n";
-    return 0;
-  }
-  if (!vm.count("config")) {
-    std::cerr << "bmpipe compare: missing CONFIG (a YAML file)\n\n" << opts;
-    return 2;
-  }
+  if (auto stop = parse_command_line(
+          "compare", args, opts,
+          "Each schedule runs on the same config. Schedules with a fixed shape use it\n"
+          "(zb-v, v-min, dualpipe-v hold 2 stages per device; gpipe, 1f1b, zb-h1, zb-h2,\n"
+          "zb-auto one); interleaved takes vpp from the config or --vpp. A schedule that\n"
+          "refuses the config is listed as REFUSED with the reason; the others still run.\n"
+          "Exit codes: 0 success, 1 a simulation failed (deadlock), 2 bad input or a\n"
+          "schedule refused the config.\n",
+          vm))
+    return *stop;
   if (!vm.count("schedules")) {
     std::cerr << "bmpipe compare: missing --schedules a,b,c\n\n" << opts;
     return 2;
@@ -110,11 +95,7 @@ int run_compare(const std::vector<std::string>& args) {
   try {
     Config base = load_config(vm["config"].as<std::string>());
     file = base.file;
-    Overrides common;
-    if (vm.count("pp")) common.pp = vm["pp"].as<int>();
-    if (vm.count("vpp")) common.vpp = vm["vpp"].as<int>();
-    if (vm.count("microbatches")) common.microbatches = vm["microbatches"].as<int>();
-    apply_overrides(base, common);
+    apply_overrides(base, overrides_from(vm));
     const Topology topology(base.cluster);
     for (const auto& name : names) {
       Config config = base;

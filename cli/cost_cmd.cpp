@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "sim/config/experiment.hpp"
 #include "sim/summary.hpp"
 
@@ -52,35 +53,21 @@ std::string mib(std::int64_t bytes) {
 
 int run_cost(const std::vector<std::string>& args) {
   po::options_description opts("bmpipe cost CONFIG [options]\n\nOptions");
+  add_config_options(opts);
   // clang-format off
   opts.add_options()
-      ("help,h", "show this help")
-      ("config", po::value<std::string>(), "YAML experiment file with an analytic model")
       ("json", po::bool_switch(), "print JSON on stdout instead of a table")
       ("ops", po::bool_switch(), "also break every layer down into its sub-ops");
   // clang-format on
-  po::positional_options_description pos;
-  pos.add("config", 1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "bmpipe cost: " << e.what() << "\n\n" << opts;
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << opts
-              << "\nPer-layer forward, input-grad and weight-grad time, activation bytes per\n"
-                 "recompute mode, recompute cost and parameters of one device (its tp share),\n"
-                 "for one micro-batch; then static bytes per stage.\n"
-                 "Exit codes: 0 success, 2 bad input.\n";
-    return 0;
-  }
-  if (!vm.count("config")) {
-    std::cerr << "bmpipe cost: missing CONFIG (a YAML file)\n\n" << opts;
-    return 2;
-  }
+  if (auto stop = parse_command_line(
+          "cost", args, opts,
+          "Per-layer forward, input-grad and weight-grad time, activation bytes per\n"
+          "recompute mode, recompute cost and parameters of one device (its tp share),\n"
+          "for one micro-batch; then static bytes per stage.\n"
+          "Exit codes: 0 success, 2 bad input.\n",
+          vm))
+    return *stop;
   const bool json = vm["json"].as<bool>(), with_ops = vm["ops"].as<bool>();
   try {
     const Config config = load_config(vm["config"].as<std::string>());

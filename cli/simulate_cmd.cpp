@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
 #include "sim/config/experiment.hpp"
@@ -19,10 +20,9 @@ namespace bmpipe::cli {
 
 int run_simulate(const std::vector<std::string>& args) {
   po::options_description opts("bmpipe simulate CONFIG [options]\n\nOptions");
+  add_config_options(opts);
   // clang-format off
   opts.add_options()
-      ("help,h", "show this help")
-      ("config", po::value<std::string>(), "YAML experiment file (cluster, model, training)")
       ("json", po::bool_switch(), "print the summary as JSON on stdout instead of a table")
       ("trace", po::value<std::string>(), "write a Chrome/Perfetto trace (JSON) of the run to FILE")
       ("svg", po::value<std::string>(),
@@ -32,39 +32,21 @@ int run_simulate(const std::vector<std::string>& args) {
       ("schedule-file", po::value<std::string>(),
        "replay the op order in FILE (torch.distributed.pipelining compute-only CSV: one row per "
        "rank, e.g. 0F0,0F1,0I0,0W0); pp becomes the number of rows")
-      ("export-schedule", po::value<std::string>(), "write the schedule that runs to FILE in the same CSV format")
-      ("pp", po::value<int>(), "pipeline devices, overriding training.pp")
-      ("vpp", po::value<int>(), "chunks per device, overriding training.vpp")
-      ("microbatches", po::value<int>(), "micro-batches per iteration, overriding training.microbatches");
+      ("export-schedule", po::value<std::string>(), "write the schedule that runs to FILE in the same CSV format");
   // clang-format on
-  po::positional_options_description pos;
-  pos.add("config", 1);
+  add_override_options(opts, "chunks per device, overriding training.vpp");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "bmpipe simulate: " << e.what() << "\n\n" << opts;
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << opts
-              << "\nExit codes: 0 success (also when a device does not fit: that is a result),\n"
-                 "            1 simulation failed (deadlock), 2 bad input.\n";
-    return 0;
-  }
-  if (!vm.count("config")) {
-    std::cerr << "bmpipe simulate: missing CONFIG (a YAML file)\n\n" << opts;
-    return 2;
-  }
+  if (auto stop = parse_command_line(
+          "simulate", args, opts,
+          "Exit codes: 0 success (also when a device does not fit: that is a result),\n"
+          "            1 simulation failed (deadlock), 2 bad input.\n",
+          vm))
+    return *stop;
   const bool json = vm["json"].as<bool>();
   try {
     Config config = load_config(vm["config"].as<std::string>());
-    Overrides o;
+    Overrides o = overrides_from(vm);
     if (vm.count("schedule")) o.schedule = vm["schedule"].as<std::string>();
-    if (vm.count("pp")) o.pp = vm["pp"].as<int>();
-    if (vm.count("vpp")) o.vpp = vm["vpp"].as<int>();
-    if (vm.count("microbatches")) o.microbatches = vm["microbatches"].as<int>();
     // A schedule file decides pp (its rows), the chunks per rank and the micro-batches.
     std::optional<Schedule> from_file;
     if (vm.count("schedule-file")) {

@@ -1,0 +1,33 @@
+#pragma once
+// What every subcommand that takes a CONFIG shares: the positional CONFIG, --help, the
+// messages for bad options, and the --pp/--vpp/--microbatches overrides.
+
+#include <boost/program_options.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/config/config.hpp"
+
+namespace bmpipe::cli {
+
+/// Adds --help and the positional CONFIG to `opts`.
+void add_config_options(boost::program_options::options_description& opts);
+
+/// Adds --pp, --vpp and --microbatches; `vpp_help` says what vpp means for the command.
+void add_override_options(boost::program_options::options_description& opts,
+                          const char* vpp_help);
+
+/// Parses `args` for `bmpipe <command>`. Returns an exit code when the command should stop
+/// now: 0 after printing --help (followed by `epilogue`), 2 after a usage error (bad
+/// option, or no CONFIG), each printed with the option list. nullopt: go on with `vm`.
+std::optional<int> parse_command_line(const std::string& command,
+                                      const std::vector<std::string>& args,
+                                      const boost::program_options::options_description& opts,
+                                      const std::string& epilogue,
+                                      boost::program_options::variables_map& vm);
+
+/// The --pp/--vpp/--microbatches values present in `vm`.
+Overrides overrides_from(const boost::program_options::variables_map& vm);
+
+}  // namespace bmpipe::cli
