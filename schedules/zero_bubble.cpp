@@ -282,26 +282,27 @@ Cost replay_time(const Schedule& s, const Plan& plan) {
 
 }  // namespace
 
-Schedule make_zb_h1(const ScheduleParams& params) {
-  check(params, "zb-h1", false);
+namespace {
+
+/// ZB-H1 and ZB-H2 share one shape: rank r runs `warmup(r)` forwards, then repeats I,
+/// the W of the micro-batch `delay(r)` steps earlier, and the next F; the remaining Ws
+/// close the list.
+template <typename Warmup, typename Delay>
+Schedule handcrafted_zero_bubble(const ScheduleParams& params, const char* name, Warmup warmup,
+                                 Delay delay) {
+  check(params, name, false);
   const int p = params.pp;
   const int m = params.microbatches;
-  Schedule s = empty_schedule("zb-h1", p, m, false);
-  // Qi et al. 2024, figure 3 (ZB-H1): 1F1B's order with B replaced by I, and rank r's W
-  // running r steps after its I. Rank r starts with p-r forwards (1F1B's p-r-1 warm-up
-  // plus the first steady one), then repeats I, the delayed W, F. Rank r holds at most
-  // (p-r) + r = p micro-batches, which is 1F1B's peak (rank 0), and the delayed Ws fill
-  // the cool-down, leaving a bubble of (p-1)(F+I-W) where 1F1B has (p-1)(F+I+W).
+  Schedule s = empty_schedule(name, p, m, false);
   for (int r = 0; r < p; ++r) {
     auto& list = s.ops[r];
     list.reserve(3 * m);
-    const int delay = r;
     int nf = 0;
     int nw = 0;
-    for (; nf < std::min(p - r, m); ++nf) list.push_back(Op::f(r, nf));
+    for (; nf < std::min(warmup(r), m); ++nf) list.push_back(Op::f(r, nf));
     for (int k = 0; k < m; ++k) {
       list.push_back(Op::i(r, k));
-      if (k >= delay) list.push_back(Op::w(r, nw++));
+      if (k >= delay(r)) list.push_back(Op::w(r, nw++));
       if (nf < m) list.push_back(Op::f(r, nf++));
     }
     while (nw < m) list.push_back(Op::w(r, nw++));
@@ -309,32 +310,29 @@ Schedule make_zb_h1(const ScheduleParams& params) {
   return s;
 }
 
-Schedule make_zb_h2(const ScheduleParams& params) {
-  check(params, "zb-h2", false);
+}  // namespace
+
+Schedule make_zb_h1(const ScheduleParams& params) {
+  // Qi et al. 2024, figure 3 (ZB-H1): 1F1B's order with B replaced by I, and rank r's W
+  // running r steps after its I. Rank r starts with p-r forwards (1F1B's p-r-1 warm-up
+  // plus the first steady one). Rank r holds at most (p-r) + r = p micro-batches, which
+  // is 1F1B's peak (rank 0), and the delayed Ws fill the cool-down, leaving a bubble of
+  // (p-1)(F+I-W) where 1F1B has (p-1)(F+I+W).
   const int p = params.pp;
-  const int m = params.microbatches;
-  Schedule s = empty_schedule("zb-h2", p, m, false);
+  return handcrafted_zero_bubble(
+      params, "zb-h1", [p](int r) { return p - r; }, [](int r) { return r; });
+}
+
+Schedule make_zb_h2(const ScheduleParams& params) {
   // Qi et al. 2024, figure 4 (ZB-H2): rank r runs forwards until its first I can arrive,
-  // which with F = I = W is 2(p-r)-1 of them, then repeats I, W, F like ZB-H1 but with
-  // each W running 2r steps after its I, so every rank holds up to 2p-1 micro-batches.
-  // The deferred Ws let the input gradients race back to rank 0, which then works from
-  // its first op to its last without a gap; the bubble per device (from its first op to
-  // its last) is (p-1)(F+I-2W), 0 at F = I = W.
-  for (int r = 0; r < p; ++r) {
-    auto& list = s.ops[r];
-    list.reserve(3 * m);
-    const int delay = 2 * r;
-    int nf = 0;
-    int nw = 0;
-    for (; nf < std::min(2 * (p - r) - 1, m); ++nf) list.push_back(Op::f(r, nf));
-    for (int k = 0; k < m; ++k) {
-      list.push_back(Op::i(r, k));
-      if (k >= delay) list.push_back(Op::w(r, nw++));
-      if (nf < m) list.push_back(Op::f(r, nf++));
-    }
-    while (nw < m) list.push_back(Op::w(r, nw++));
-  }
-  return s;
+  // which with F = I = W is 2(p-r)-1 of them, and each W runs 2r steps after its I, so
+  // every rank holds up to 2p-1 micro-batches. The deferred Ws let the input gradients
+  // race back to rank 0, which then works from its first op to its last without a gap;
+  // the bubble per device (from its first op to its last) is (p-1)(F+I-2W), 0 at
+  // F = I = W.
+  const int p = params.pp;
+  return handcrafted_zero_bubble(
+      params, "zb-h2", [p](int r) { return 2 * (p - r) - 1; }, [](int r) { return 2 * r; });
 }
 
 namespace {
