@@ -21,6 +21,11 @@ constexpr ScheduleInfo kBuiltins[] = {
      &make_zb_v, 2},
     {"v-min", "V-Min (Qi et al., Controllable Memory): V placement, ~1/3 of 1F1B's activations, ~2/3 of its bubble",
      &make_v_min, 2},
+    {"v-half",
+     "V-Half (Qi et al., Controllable Memory): V placement, repeated block; ~1/2 of 1F1B's "
+     "activations (p+2 of 2p half-stages for even p, p+1 for odd), 1/2 of its bubble at F=I=W "
+     "(~0.7 at F=I=2W); steady state keeps full speed for F <= I <= F+W",
+     &make_v_half, 2},
     {"zb-auto",
      "automatic zero-bubble: greedy on the config's F/I/W, transfer time and "
      "training.activation_limit_microbatches (default 2p)",

@@ -81,6 +81,9 @@ Schedule make_zb_v(const ScheduleParams& params);
 /// V-Min (same paper): V placement at about 1/3 of 1F1B's activation memory, about 2/3
 /// of its bubble, built by repeating one tightly drawn block per micro-batch.
 Schedule make_v_min(const ScheduleParams& params);
+/// V-Half (same paper): V placement at about 1/2 of 1F1B's activation memory and, with
+/// F = I = W, 1/2 of its bubble; one repeated block per micro-batch (see v_half.cpp).
+Schedule make_v_half(const ScheduleParams& params);
 /// The automatic zero-bubble scheduler: greedy, cost-aware, under a memory limit.
 Schedule make_zb_auto(const ScheduleParams& params);
 /// DeepSeek's DualPipeV (DeepSeek-V3 technical report, 2024): V placement with

@@ -49,7 +49,8 @@ Schedule make_schedule(const Config& c) {
   try {
     ScheduleParams params{c.training.pp, c.training.microbatches, c.training.vpp, {}};
     if (info->generate == &make_zb_auto) params.costs = planning_costs(c, false);
-    if (info->generate == &make_zb_v) params.costs = planning_costs(c, true);
+    if (info->generate == &make_zb_v || info->generate == &make_v_half)
+      params.costs = planning_costs(c, true);
     return info->generate(params);
   } catch (const ScheduleError& e) {
     c.fail("training.schedule", e.what());
