@@ -39,17 +39,39 @@ void run_schedule(benchmark::State& state, const char* name, int vpp) {
   state.SetItemsProcessed(static_cast<std::int64_t>(ops));
 }
 
-void BM_Simulate_1f1b(benchmark::State& state) { run_schedule(state, "1f1b", 1); }
-void BM_Simulate_gpipe(benchmark::State& state) { run_schedule(state, "gpipe", 1); }
-void BM_Simulate_interleaved(benchmark::State& state) { run_schedule(state, "interleaved", 2); }
-void BM_Simulate_zb_h1(benchmark::State& state) { run_schedule(state, "zb-h1", 1); }
-void BM_Simulate_zb_h2(benchmark::State& state) { run_schedule(state, "zb-h2", 1); }
-void BM_Simulate_zb_v(benchmark::State& state) { run_schedule(state, "zb-v", 2); }
-void BM_Simulate_v_min(benchmark::State& state) { run_schedule(state, "v-min", 2); }
-void BM_Simulate_zb_auto(benchmark::State& state) { run_schedule(state, "zb-auto", 1); }
-void BM_Simulate_dualpipe_v(benchmark::State& state) { run_schedule(state, "dualpipe-v", 2); }
+void BM_Simulate_1f1b(benchmark::State& state) {
+  run_schedule(state, "1f1b", 1);
+}
+void BM_Simulate_gpipe(benchmark::State& state) {
+  run_schedule(state, "gpipe", 1);
+}
+void BM_Simulate_interleaved(benchmark::State& state) {
+  run_schedule(state, "interleaved", 2);
+}
+void BM_Simulate_zb_h1(benchmark::State& state) {
+  run_schedule(state, "zb-h1", 1);
+}
+void BM_Simulate_zb_h2(benchmark::State& state) {
+  run_schedule(state, "zb-h2", 1);
+}
+void BM_Simulate_zb_v(benchmark::State& state) {
+  run_schedule(state, "zb-v", 2);
+}
+void BM_Simulate_v_min(benchmark::State& state) {
+  run_schedule(state, "v-min", 2);
+}
+void BM_Simulate_zb_auto(benchmark::State& state) {
+  run_schedule(state, "zb-auto", 1);
+}
+void BM_Simulate_dualpipe_v(benchmark::State& state) {
+  run_schedule(state, "dualpipe-v", 2);
+}
 
-BENCHMARK(BM_Simulate_1f1b)->Args({8, 64})->Args({16, 256})->Args({64, 1024})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Simulate_1f1b)
+    ->Args({8, 64})
+    ->Args({16, 256})
+    ->Args({64, 1024})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Simulate_gpipe)->Args({16, 256})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Simulate_interleaved)->Args({16, 256})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Simulate_zb_h1)->Args({16, 256})->Unit(benchmark::kMillisecond);

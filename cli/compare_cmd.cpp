@@ -112,7 +112,8 @@ int run_compare(const std::vector<std::string>& args) {
         info.vpp = schedule.chunks_per_device();
         rows.push_back({std::move(info), run_one(input, schedule), {}});
       } catch (const ConfigError& e) {
-        Row row{RunInfo{name, config.training.pp, *o.vpp, config.training.microbatches}, {}, e.what()};
+        Row row{
+            RunInfo{name, config.training.pp, *o.vpp, config.training.microbatches}, {}, e.what()};
         row.result.error = e.what();
         rows.push_back(std::move(row));
       }
@@ -164,9 +165,8 @@ int run_compare(const std::vector<std::string>& args) {
       continue;
     }
     std::snprintf(buf, sizeof buf, "%-12s %4d %16.3f %10.2f %14s %5s\n", r.info.schedule.c_str(),
-                  r.info.vpp, ns_to_ms(r.result.iteration_time),
-                  100.0 * r.result.bubble_ratio, format_gib(max_peak(r.result)).c_str(),
-                  r.result.fits ? "yes" : "NO");
+                  r.info.vpp, ns_to_ms(r.result.iteration_time), 100.0 * r.result.bubble_ratio,
+                  format_gib(max_peak(r.result)).c_str(), r.result.fits ? "yes" : "NO");
     std::cout << buf;
   }
   return rc;

@@ -7,8 +7,8 @@ namespace po = boost::program_options;
 namespace bmpipe::cli {
 
 void add_config_options(po::options_description& opts) {
-  opts.add_options()("help,h", "show this help")(
-      "config", po::value<std::string>(), "YAML experiment file (cluster, model, training)");
+  opts.add_options()("help,h", "show this help")("config", po::value<std::string>(),
+                                                 "YAML experiment file (cluster, model, training)");
 }
 
 void add_override_options(po::options_description& opts, const char* vpp_help) {

@@ -15,8 +15,7 @@ namespace bmpipe::cli {
 void add_config_options(boost::program_options::options_description& opts);
 
 /// Adds --pp, --vpp and --microbatches; `vpp_help` says what vpp means for the command.
-void add_override_options(boost::program_options::options_description& opts,
-                          const char* vpp_help);
+void add_override_options(boost::program_options::options_description& opts, const char* vpp_help);
 
 /// Parses `args` for `bmpipe <command>`. Returns an exit code when the command should stop
 /// now: 0 after printing --help (followed by `epilogue`), 2 after a usage error (bad

@@ -7,8 +7,8 @@
 #include "cli/options.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
-#include "sim/config/experiment.hpp"
 #include "sim/bubbles.hpp"
+#include "sim/config/experiment.hpp"
 #include "sim/summary.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/svg.hpp"
@@ -62,7 +62,8 @@ int run_simulate(const std::vector<std::string>& args) {
         return 2;
       }
       o.pp = from_file->num_devices;
-      o.vpp = from_file->num_stages % from_file->num_devices == 0 ? from_file->chunks_per_device() : 1;
+      o.vpp =
+          from_file->num_stages % from_file->num_devices == 0 ? from_file->chunks_per_device() : 1;
       o.microbatches = from_file->num_microbatches;
     }
     apply_overrides(config, o);
@@ -89,9 +90,9 @@ int run_simulate(const std::vector<std::string>& args) {
     std::optional<TimelineRecorder> recorder;
     if (vm.count("trace")) {
       open(trace_file, "trace");
-      trace.emplace(trace_file, input, schedule,
-                    TraceLabels{layer_range_labels(stage_layer_counts(config, schedule.num_stages)),
-                                {}});
+      trace.emplace(
+          trace_file, input, schedule,
+          TraceLabels{layer_range_labels(stage_layer_counts(config, schedule.num_stages)), {}});
     }
     if (vm.count("svg")) {
       open(svg_file, "svg");

@@ -57,8 +57,9 @@ Schedule make_dualpipe_v(const ScheduleParams& params) {
   const int m = params.microbatches;
   if (p < 1) throw ScheduleError("dualpipe-v: pp must be at least 1");
   if (params.vpp != 1 && params.vpp != 2)
-    throw ScheduleError("dualpipe-v always holds 2 stages per device (V placement); vpp must be 1 or 2 (got " +
-                        std::to_string(params.vpp) + ")");
+    throw ScheduleError(
+        "dualpipe-v always holds 2 stages per device (V placement); vpp must be 1 or 2 (got " +
+        std::to_string(params.vpp) + ")");
   if (m < 2 * p)
     throw ScheduleError("dualpipe-v needs at least 2p = " + std::to_string(2 * p) +
                         " micro-batches (got " + std::to_string(m) + ")");

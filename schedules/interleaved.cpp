@@ -18,9 +18,10 @@ Schedule make_interleaved(const ScheduleParams& params) {
   // has not yet sent on), so such m is refused rather than silently reordered. A single
   // group (m <= p) is fine.
   if (m > p && m % p != 0)
-    throw ScheduleError("interleaved needs microbatches to be a multiple of pp (or at most pp); got m = " +
-                        std::to_string(m) + ", pp = " + std::to_string(p) + " (try m = " +
-                        std::to_string((m / p) * p) + " or " + std::to_string((m / p + 1) * p) + ")");
+    throw ScheduleError(
+        "interleaved needs microbatches to be a multiple of pp (or at most pp); got m = " +
+        std::to_string(m) + ", pp = " + std::to_string(p) + " (try m = " +
+        std::to_string((m / p) * p) + " or " + std::to_string((m / p + 1) * p) + ")");
 
   Schedule s;
   s.name = "interleaved";

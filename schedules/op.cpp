@@ -4,11 +4,16 @@ namespace bmpipe {
 
 char op_kind_char(OpKind kind) {
   switch (kind) {
-    case OpKind::F: return 'F';
-    case OpKind::B: return 'B';
-    case OpKind::I: return 'I';
-    case OpKind::W: return 'W';
-    case OpKind::FB: return 'X';
+    case OpKind::F:
+      return 'F';
+    case OpKind::B:
+      return 'B';
+    case OpKind::I:
+      return 'I';
+    case OpKind::W:
+      return 'W';
+    case OpKind::FB:
+      return 'X';
   }
   return '?';
 }

@@ -7,19 +7,23 @@ namespace {
 constexpr ScheduleInfo kBuiltins[] = {
     {"gpipe", "GPipe: all forwards, then all backwards; holds m micro-batches of activations",
      &make_gpipe, 1},
-    {"1f1b", "1F1B (PipeDream-flush): p-r-1 warm-up forwards, then alternate F and B",
-     &make_1f1b, 1},
+    {"1f1b", "1F1B (PipeDream-flush): p-r-1 warm-up forwards, then alternate F and B", &make_1f1b,
+     1},
     {"interleaved",
      "Megatron interleaved 1F1B, vpp chunks per device (stage s on rank s mod p); "
      "m must be a multiple of p (or at most p)",
      &make_interleaved, 0},
-    {"zb-h1", "Zero Bubble H1 (Qi et al. 2024): split backward (I, W); 1F1B's memory, bubble (p-1)(F+I-W)",
+    {"zb-h1",
+     "Zero Bubble H1 (Qi et al. 2024): split backward (I, W); 1F1B's memory, bubble (p-1)(F+I-W)",
      &make_zb_h1, 1},
-    {"zb-h2", "Zero Bubble H2: extra warm-up forwards, up to 2p-1 micro-batches; bubble (p-1)(F+I-2W)",
+    {"zb-h2",
+     "Zero Bubble H2: extra warm-up forwards, up to 2p-1 micro-batches; bubble (p-1)(F+I-2W)",
      &make_zb_h2, 1},
     {"zb-v", "ZB-V: V placement (rank r holds stages r, 2p-1-r), split backward; 1F1B's memory",
      &make_zb_v, 2},
-    {"v-min", "V-Min (Qi et al., Controllable Memory): V placement, ~1/3 of 1F1B's activations, ~2/3 of its bubble",
+    {"v-min",
+     "V-Min (Qi et al., Controllable Memory): V placement, ~1/3 of 1F1B's activations, ~2/3 of its "
+     "bubble",
      &make_v_min, 2},
     {"v-half",
      "V-Half (Qi et al., Controllable Memory): V placement, repeated block; ~1/2 of 1F1B's "
@@ -37,7 +41,9 @@ constexpr ScheduleInfo kBuiltins[] = {
 };
 }  // namespace
 
-std::span<const ScheduleInfo> builtin_schedules() { return kBuiltins; }
+std::span<const ScheduleInfo> builtin_schedules() {
+  return kBuiltins;
+}
 
 const ScheduleInfo* find_schedule(std::string_view name) {
   for (const auto& info : kBuiltins)

@@ -30,9 +30,9 @@ struct ScheduleCosts {
 };
 
 struct ScheduleParams {
-  int pp = 1;            ///< pipeline devices
-  int microbatches = 1;  ///< micro-batches per iteration
-  int vpp = 1;           ///< chunks (virtual stages) per device, for schedules that use them
+  int pp = 1;                ///< pipeline devices
+  int microbatches = 1;      ///< micro-batches per iteration
+  int vpp = 1;               ///< chunks (virtual stages) per device, for schedules that use them
   ScheduleCosts costs = {};  ///< only cost-aware generators (zb-auto) read these
 };
 

@@ -35,14 +35,24 @@ std::optional<Action> parse_action(std::string_view t) {
   if (k == 0 || k > 9 || k + 1 >= t.size()) return std::nullopt;
   Action a{};
   switch (t[k]) {
-    case 'F': a.kind = OpKind::F; break;
-    case 'B': a.kind = OpKind::B; break;
-    case 'I': a.kind = OpKind::I; break;
-    case 'W': a.kind = OpKind::W; break;
-    default: return std::nullopt;
+    case 'F':
+      a.kind = OpKind::F;
+      break;
+    case 'B':
+      a.kind = OpKind::B;
+      break;
+    case 'I':
+      a.kind = OpKind::I;
+      break;
+    case 'W':
+      a.kind = OpKind::W;
+      break;
+    default:
+      return std::nullopt;
   }
   const std::string_view mb = t.substr(k + 1);
-  if (mb.size() > 9 || !std::all_of(mb.begin(), mb.end(), [](char c) { return c >= '0' && c <= '9'; }))
+  if (mb.size() > 9 ||
+      !std::all_of(mb.begin(), mb.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
   a.stage = std::stoi(std::string(t.substr(0, k)));
   a.microbatch = std::stoi(std::string(mb));
@@ -65,7 +75,8 @@ Schedule parse_schedule_csv(const std::string& text, const std::string& file,
     while (!rows.empty() && rows.back().find_first_not_of(" \t") == std::string::npos)
       rows.pop_back();
   }
-  if (rows.empty()) throw ScheduleFileError(file, 1, 1, "no rows: a schedule needs one row per rank");
+  if (rows.empty())
+    throw ScheduleFileError(file, 1, 1, "no rows: a schedule needs one row per rank");
 
   Schedule s;
   s.name = name;
@@ -104,8 +115,10 @@ Schedule parse_schedule_csv(const std::string& text, const std::string& file,
         const auto bwd =
             parse_action(cell.substr(semi + 1, cell.size() - kOverlapSuffix.size() - semi - 1));
         if (!fwd || !bwd || fwd->kind != OpKind::F || bwd->kind != OpKind::B)
-          throw fail("an overlapped pair must hold a forward then a full backward, e.g. "
-                     "(0F7;7B3)OVERLAP_F_B, not '" + std::string(cell) + "'");
+          throw fail(
+              "an overlapped pair must hold a forward then a full backward, e.g. "
+              "(0F7;7B3)OVERLAP_F_B, not '" +
+              std::string(cell) + "'");
         op = Op::fb(fwd->stage, fwd->microbatch, bwd->stage, bwd->microbatch);
         held = {{fwd->stage, fwd->microbatch}, {bwd->stage, bwd->microbatch}};
       } else {
@@ -138,13 +151,14 @@ Schedule parse_schedule_csv(const std::string& text, const std::string& file,
   for (int st = 0; st < s.num_stages; ++st)
     if (s.stage_device[st] < 0)
       throw ScheduleFileError(file, 1, 1,
-                              "stage " + std::to_string(st) + " is listed by no rank (stages go 0.." +
+                              "stage " + std::to_string(st) +
+                                  " is listed by no rank (stages go 0.." +
                                   std::to_string(max_stage) + ")");
 
   if (const auto issue = validate_schedule(s)) {
     const int r = std::max(issue->rank, 0);
-    const int col = issue->position >= 0 ? columns[r][issue->position]
-                                         : static_cast<int>(rows[r].size()) + 1;
+    const int col =
+        issue->position >= 0 ? columns[r][issue->position] : static_cast<int>(rows[r].size()) + 1;
     throw ScheduleFileError(file, r + 1, col, issue->message);
   }
   return s;

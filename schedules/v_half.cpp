@@ -85,8 +85,9 @@ Schedule make_v_half(const ScheduleParams& params) {
   if (p < 1) throw ScheduleError("v-half: pp must be at least 1");
   if (m < 1) throw ScheduleError("v-half: microbatches must be at least 1");
   if (params.vpp != 1 && params.vpp != 2)
-    throw ScheduleError("v-half always holds 2 stages per device (V placement); vpp must be 1 or 2 (got " +
-                        std::to_string(params.vpp) + ")");
+    throw ScheduleError(
+        "v-half always holds 2 stages per device (V placement); vpp must be 1 or 2 (got " +
+        std::to_string(params.vpp) + ")");
   const Pattern& pattern = tight_fits(params.costs) ? kTight : kBalanced;
   const int stages = 2 * p;
   Schedule s;
@@ -117,9 +118,12 @@ Schedule make_v_half(const ScheduleParams& params) {
     const bool chunk0 = stage < p;
     const bool even = rank % 2 == 0;
     int x = 0;
-    if (kind == 'F') x = f_slots[chunk0 == even ? 0 : 1];
-    else if (kind == 'I') x = i_slots[chunk0 != even ? 0 : 1];
-    else x = w_slots[chunk0 == even ? 0 : 1];
+    if (kind == 'F')
+      x = f_slots[chunk0 == even ? 0 : 1];
+    else if (kind == 'I')
+      x = i_slots[chunk0 != even ? 0 : 1];
+    else
+      x = w_slots[chunk0 == even ? 0 : 1];
     return (pattern.pair_shift * (rank / 2) + x) % kPeriod;
   };
   // First slot at or after `earliest` with the residue of (stage, kind).

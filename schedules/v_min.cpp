@@ -27,8 +27,9 @@ Schedule make_v_min(const ScheduleParams& params) {
   if (p < 1) throw ScheduleError("v-min: pp must be at least 1");
   if (m < 1) throw ScheduleError("v-min: microbatches must be at least 1");
   if (params.vpp != 1 && params.vpp != 2)
-    throw ScheduleError("v-min always holds 2 stages per device (V placement); vpp must be 1 or 2 (got " +
-                        std::to_string(params.vpp) + ")");
+    throw ScheduleError(
+        "v-min always holds 2 stages per device (V placement); vpp must be 1 or 2 (got " +
+        std::to_string(params.vpp) + ")");
   constexpr int kPeriod = 6;
   const int stages = 2 * p;
   Schedule s;

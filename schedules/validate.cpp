@@ -15,11 +15,13 @@ std::optional<ScheduleIssue> validate_schedule(const Schedule& sch) {
   if (p < 1 || S < 1 || M < 1)
     return ScheduleIssue{-1, -1, "schedule needs at least one device, stage and micro-batch"};
   if (static_cast<int>(sch.stage_device.size()) != S)
-    return ScheduleIssue{-1, -1, "stage_device has " + std::to_string(sch.stage_device.size()) +
-                                     " entries for " + std::to_string(S) + " stages"};
+    return ScheduleIssue{-1, -1,
+                         "stage_device has " + std::to_string(sch.stage_device.size()) +
+                             " entries for " + std::to_string(S) + " stages"};
   if (static_cast<int>(sch.ops.size()) != p)
-    return ScheduleIssue{-1, -1, "schedule has op lists for " + std::to_string(sch.ops.size()) +
-                                     " devices, expected " + std::to_string(p)};
+    return ScheduleIssue{-1, -1,
+                         "schedule has op lists for " + std::to_string(sch.ops.size()) +
+                             " devices, expected " + std::to_string(p)};
   for (int s = 0; s < S; ++s)
     if (sch.stage_device[s] < 0 || sch.stage_device[s] >= p)
       return ScheduleIssue{-1, -1,
@@ -31,13 +33,14 @@ std::optional<ScheduleIssue> validate_schedule(const Schedule& sch) {
   auto mark = [&](int r, int pos, int stage, int mb, OpKind kind) -> std::optional<ScheduleIssue> {
     const Op shown{kind, stage, mb, -1, -1};
     if (stage < 0 || stage >= S || mb < 0 || mb >= M)
-      return ScheduleIssue{r, pos, to_string(shown) + " is outside " + std::to_string(S) +
-                                       " stages x " + std::to_string(M) + " micro-batches"};
+      return ScheduleIssue{r, pos,
+                           to_string(shown) + " is outside " + std::to_string(S) + " stages x " +
+                               std::to_string(M) + " micro-batches"};
     if (sch.stage_device[stage] != r)
-      return ScheduleIssue{r, pos, to_string(shown) + " runs on device " + std::to_string(r) +
-                                       " but stage " + std::to_string(stage) +
-                                       " is held by device " +
-                                       std::to_string(sch.stage_device[stage])};
+      return ScheduleIssue{r, pos,
+                           to_string(shown) + " runs on device " + std::to_string(r) +
+                               " but stage " + std::to_string(stage) + " is held by device " +
+                               std::to_string(sch.stage_device[stage])};
     unsigned& bits = seen[static_cast<std::size_t>(stage) * M + mb];
     const unsigned bit = kind == OpKind::F   ? kSeenF
                          : kind == OpKind::B ? kSeenB
@@ -72,8 +75,7 @@ std::optional<ScheduleIssue> validate_schedule(const Schedule& sch) {
     for (int mb = 0; mb < M; ++mb) {
       const unsigned bits = seen[static_cast<std::size_t>(s) * M + mb];
       const int r = sch.stage_device[s];
-      if (!(bits & kSeenF))
-        return ScheduleIssue{r, -1, to_string(Op::f(s, mb)) + " is never run"};
+      if (!(bits & kSeenF)) return ScheduleIssue{r, -1, to_string(Op::f(s, mb)) + " is never run"};
       if (!(bits & (kSeenB | kSeenI)))
         return ScheduleIssue{r, -1, "backward of " + to_string(Op::f(s, mb)) + " is never run"};
       if ((bits & kSeenI) && !(bits & kSeenW))

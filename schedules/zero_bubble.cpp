@@ -57,8 +57,7 @@ Schedule empty_schedule(const char* name, int p, int m, bool v_shape) {
   s.num_stages = v_shape ? 2 * p : p;
   s.num_microbatches = m;
   s.stage_device.resize(s.num_stages);
-  for (int st = 0; st < s.num_stages; ++st)
-    s.stage_device[st] = st < p ? st : 2 * p - 1 - st;
+  for (int st = 0; st < s.num_stages; ++st) s.stage_device[st] = st < p ? st : 2 * p - 1 - st;
   s.ops.resize(p);
   return s;
 }
@@ -117,19 +116,21 @@ Schedule greedy(const char* name, const Plan& plan, Cost* makespan = nullptr) {
       for (int c = chunks - 1; c >= 0; --c) {
         const int st = stage_of(plan, r, c);
         const Cost ti = i_ready(st);
-        if (ti <= now && (best_i < 0 || next_i[st] < next_i[best_i])) best_i = st;
-        else if (ti != kNever && ti > now) next_event = std::min(next_event, ti);
+        if (ti <= now && (best_i < 0 || next_i[st] < next_i[best_i]))
+          best_i = st;
+        else if (ti != kNever && ti > now)
+          next_event = std::min(next_event, ti);
         const Cost tf = f_ready(st);
         if (tf <= now && (best_f < 0 || (!plan.chunk1_first && next_f[st] < next_f[best_f])))
           best_f = st;
-        else if (tf != kNever && tf > now) next_event = std::min(next_event, tf);
+        else if (tf != kNever && tf > now)
+          next_event = std::min(next_event, tf);
       }
       // A forward that starts a micro-batch on this rank (chunk 0) leaves one slot free
       // for a chunk-1 forward, or a V placement could fill every rank with chunk-0
       // activations that nobody can finish.
       const bool starts_new = plan.v_shape && best_f >= 0 && best_f < p;
-      const bool can_f =
-          best_f >= 0 && live[r] + (starts_new ? 1 : 0) < plan.budget;
+      const bool can_f = best_f >= 0 && live[r] + (starts_new ? 1 : 0) < plan.budget;
       const bool has_w = w_head[r] < pending_w[r].size();
       Op op;
       Cost dur = 0;
@@ -187,10 +188,11 @@ void check(const ScheduleParams& params, const char* name, bool takes_vpp_2) {
   if (params.microbatches < 1)
     throw ScheduleError(std::string(name) + ": microbatches must be at least 1");
   if (params.vpp != 1 && !(takes_vpp_2 && params.vpp == 2))
-    throw ScheduleError(std::string(name) +
-                        (takes_vpp_2 ? " always holds 2 stages per device (V placement); vpp must be 1 or 2 (got "
-                                     : " holds one stage per device; vpp must be 1 (got ") +
-                        std::to_string(params.vpp) + ")");
+    throw ScheduleError(
+        std::string(name) +
+        (takes_vpp_2 ? " always holds 2 stages per device (V placement); vpp must be 1 or 2 (got "
+                     : " holds one stage per device; vpp must be 1 (got ") +
+        std::to_string(params.vpp) + ")");
 }
 
 Plan unit_plan(const ScheduleParams& params, bool v_shape, int budget) {
@@ -234,7 +236,9 @@ Cost replay_time(const Schedule& s, const Plan& plan) {
   std::vector<Cost> i_end(static_cast<std::size_t>(stages) * m, kNever);
   std::vector<std::size_t> pos(s.num_devices, 0);
   std::vector<Cost> free_at(s.num_devices, 0);
-  auto hop = [&](int a, int b) { return s.stage_device[a] != s.stage_device[b] ? plan.transfer : 0; };
+  auto hop = [&](int a, int b) {
+    return s.stage_device[a] != s.stage_device[b] ? plan.transfer : 0;
+  };
   Cost end = 0;
   bool moved = true;
   while (moved) {

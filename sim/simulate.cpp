@@ -98,8 +98,8 @@ std::string Engine::check_input() {
   }
   const std::size_t p = static_cast<std::size_t>(sch_.num_devices);
   if (in_.stages.size() != static_cast<std::size_t>(S_))
-    return "costs are given for " + std::to_string(in_.stages.size()) + " stages but the schedule has " +
-           std::to_string(S_);
+    return "costs are given for " + std::to_string(in_.stages.size()) +
+           " stages but the schedule has " + std::to_string(S_);
   if (in_.rank_device.size() != p)
     return "rank_device has " + std::to_string(in_.rank_device.size()) + " entries for " +
            std::to_string(p) + " ranks";
@@ -160,10 +160,14 @@ void Engine::prepare() {
 Time Engine::duration(const Op& op) const {
   const StageCost& c = in_.stages[op.stage];
   switch (op.kind) {
-    case OpKind::F: return c.forward;
-    case OpKind::B: return c.backward_full() + c.recompute;
-    case OpKind::I: return c.backward_input + c.recompute;
-    case OpKind::W: return c.backward_weight;
+    case OpKind::F:
+      return c.forward;
+    case OpKind::B:
+      return c.backward_full() + c.recompute;
+    case OpKind::I:
+      return c.backward_input + c.recompute;
+    case OpKind::W:
+      return c.backward_weight;
     case OpKind::FB: {
       if (in_.fb_pair_time > 0) return in_.fb_pair_time;
       const StageCost& b = in_.stages[op.stage2];
@@ -208,10 +212,16 @@ void Engine::try_start(int rank) {
   };
   bool ok = false;
   switch (op.kind) {
-    case OpKind::F: ok = forward_inputs(op.stage, op.microbatch); break;
+    case OpKind::F:
+      ok = forward_inputs(op.stage, op.microbatch);
+      break;
     case OpKind::B:
-    case OpKind::I: ok = backward_inputs(op.stage, op.microbatch); break;
-    case OpKind::W: ok = need(i_done_[slot(op.stage, op.microbatch)], op.stage, -1); break;
+    case OpKind::I:
+      ok = backward_inputs(op.stage, op.microbatch);
+      break;
+    case OpKind::W:
+      ok = need(i_done_[slot(op.stage, op.microbatch)], op.stage, -1);
+      break;
     case OpKind::FB:
       ok = forward_inputs(op.stage, op.microbatch) && backward_inputs(op.stage2, op.microbatch2);
       break;
@@ -311,14 +321,21 @@ void Engine::finish(int rank) {
   st.last_end = now_;
   ++executed_;
   switch (op.kind) {
-    case OpKind::F: complete_forward(rank, op.stage, op.microbatch); break;
-    case OpKind::B: complete_backward_input(rank, op.stage, op.microbatch, true); break;
-    case OpKind::I: complete_backward_input(rank, op.stage, op.microbatch, false); break;
+    case OpKind::F:
+      complete_forward(rank, op.stage, op.microbatch);
+      break;
+    case OpKind::B:
+      complete_backward_input(rank, op.stage, op.microbatch, true);
+      break;
+    case OpKind::I:
+      complete_backward_input(rank, op.stage, op.microbatch, false);
+      break;
     case OpKind::W: {
       const StageCost& c = in_.stages[op.stage];
-      const std::int64_t retained = c.weight_grad_retained_bytes < 0
-                                        ? c.activation_bytes
-                                        : std::min(c.weight_grad_retained_bytes, c.activation_bytes);
+      const std::int64_t retained =
+          c.weight_grad_retained_bytes < 0
+              ? c.activation_bytes
+              : std::min(c.weight_grad_retained_bytes, c.activation_bytes);
       allocate(rank, -retained, -1);
       break;
     }
@@ -348,19 +365,27 @@ std::string Engine::unmet(const Op& op) const {
   auto rank_of = [&](int s) { return std::to_string(sch_.stage_device[s]); };
   auto forward_inputs = [&](int s, int mb) {
     if (s > 0 && fwd_ready_[slot(s, mb)] == kNever)
-      parts.push_back("output of " + to_string(Op::f(s - 1, mb)) + " from device " + rank_of(s - 1));
+      parts.push_back("output of " + to_string(Op::f(s - 1, mb)) + " from device " +
+                      rank_of(s - 1));
   };
   auto backward_inputs = [&](int s, int mb) {
-    if (f_done_[slot(s, mb)] == kNever) parts.push_back(to_string(Op::f(s, mb)) + " on this device");
+    if (f_done_[slot(s, mb)] == kNever)
+      parts.push_back(to_string(Op::f(s, mb)) + " on this device");
     if (s + 1 < S_ && grad_ready_[slot(s, mb)] == kNever)
       parts.push_back("gradient of backward " + std::to_string(mb) + "@s" + std::to_string(s + 1) +
                       " from device " + rank_of(s + 1));
   };
   switch (op.kind) {
-    case OpKind::F: forward_inputs(op.stage, op.microbatch); break;
+    case OpKind::F:
+      forward_inputs(op.stage, op.microbatch);
+      break;
     case OpKind::B:
-    case OpKind::I: backward_inputs(op.stage, op.microbatch); break;
-    case OpKind::W: parts.push_back(to_string(Op::i(op.stage, op.microbatch)) + " on this device"); break;
+    case OpKind::I:
+      backward_inputs(op.stage, op.microbatch);
+      break;
+    case OpKind::W:
+      parts.push_back(to_string(Op::i(op.stage, op.microbatch)) + " on this device");
+      break;
     case OpKind::FB:
       forward_inputs(op.stage, op.microbatch);
       backward_inputs(op.stage2, op.microbatch2);

@@ -136,25 +136,25 @@ struct BlockedOp {
 struct DeviceResult {
   int rank = 0;
   int device = 0;
-  Time busy = 0;                    ///< sum of op durations
-  Time first_start = 0;             ///< start of its first op
-  Time last_end = 0;                ///< end of its last pipeline op
+  Time busy = 0;         ///< sum of op durations
+  Time first_start = 0;  ///< start of its first op
+  Time last_end = 0;     ///< end of its last pipeline op
   std::int64_t static_bytes = 0;
   std::int64_t peak_activation_bytes = 0;
-  std::int64_t peak_bytes = 0;      ///< static + peak activations
+  std::int64_t peak_bytes = 0;  ///< static + peak activations
   std::int64_t capacity_bytes = 0;
-  int peak_inflight = 0;            ///< most (stage, micro-batch) activations alive at once
+  int peak_inflight = 0;  ///< most (stage, micro-batch) activations alive at once
   bool fits = true;
 };
 
 struct SimResult {
-  bool ok = false;          ///< false: `error` says why (deadlock, invalid schedule or input)
+  bool ok = false;  ///< false: `error` says why (deadlock, invalid schedule or input)
   std::string error;
   std::vector<BlockedOp> blocked;  ///< on deadlock, one per stuck rank
-  Time pipeline_time = 0;   ///< first op's start to last pipeline op's end
-  Time iteration_time = 0;  ///< pipeline plus each rank's tail work, whichever ends last
-  double bubble_ratio = 0;  ///< 1 - busy device-time / (ranks x pipeline time)
-  bool fits = true;         ///< every rank within its capacity
+  Time pipeline_time = 0;          ///< first op's start to last pipeline op's end
+  Time iteration_time = 0;         ///< pipeline plus each rank's tail work, whichever ends last
+  double bubble_ratio = 0;         ///< 1 - busy device-time / (ranks x pipeline time)
+  bool fits = true;                ///< every rank within its capacity
   std::uint64_t ops_executed = 0;
   std::vector<DeviceResult> devices;
 };

@@ -38,7 +38,8 @@ nlohmann::json summary_json(const RunInfo& info, const SimResult& r,
   if (info.tokens_per_iteration > 0 && seconds > 0)
     j["tokens_per_s"] = info.tokens_per_iteration / seconds;
   if (info.model_flops_per_iteration > 0 && info.devices > 0 && seconds > 0) {
-    j["mfu"] = info.model_flops_per_iteration / (seconds * info.peak_flops_per_device * info.devices);
+    j["mfu"] =
+        info.model_flops_per_iteration / (seconds * info.peak_flops_per_device * info.devices);
     j["tflops_per_device"] = info.hardware_flops_per_iteration / (seconds * info.devices) / 1e12;
   }
   nlohmann::json devices = nlohmann::json::array();
@@ -71,8 +72,7 @@ nlohmann::json summary_json(const RunInfo& info, const SimResult& r,
   return j;
 }
 
-std::string summary_text(const RunInfo& info, const SimResult& r,
-                         const BubbleBreakdown* bubbles) {
+std::string summary_text(const RunInfo& info, const SimResult& r, const BubbleBreakdown* bubbles) {
   std::string out;
   char buf[256];
   std::snprintf(buf, sizeof buf, "schedule %s   pp %d   vpp %d   micro-batches %d\n",
@@ -89,7 +89,8 @@ std::string summary_text(const RunInfo& info, const SimResult& r,
   out += buf;
   const double seconds = static_cast<double>(r.iteration_time) * 1e-9;
   if (info.tokens_per_iteration > 0 && seconds > 0) {
-    std::snprintf(buf, sizeof buf, "throughput       %.0f tokens/s\n", info.tokens_per_iteration / seconds);
+    std::snprintf(buf, sizeof buf, "throughput       %.0f tokens/s\n",
+                  info.tokens_per_iteration / seconds);
     out += buf;
   }
   if (info.model_flops_per_iteration > 0 && info.devices > 0 && seconds > 0) {

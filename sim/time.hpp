@@ -17,13 +17,23 @@ inline constexpr Time kNsPerMs = 1'000'000;
 inline constexpr Time kNever = std::numeric_limits<Time>::max();
 
 /// Milliseconds to nanoseconds, rounded to nearest.
-inline Time ms_to_ns(double ms) { return static_cast<Time>(std::llround(ms * 1e6)); }
+inline Time ms_to_ns(double ms) {
+  return static_cast<Time>(std::llround(ms * 1e6));
+}
 /// Microseconds to nanoseconds, rounded to nearest.
-inline Time us_to_ns(double us) { return static_cast<Time>(std::llround(us * 1e3)); }
+inline Time us_to_ns(double us) {
+  return static_cast<Time>(std::llround(us * 1e3));
+}
 /// Seconds to nanoseconds, rounded to nearest.
-inline Time s_to_ns(double s) { return static_cast<Time>(std::llround(s * 1e9)); }
+inline Time s_to_ns(double s) {
+  return static_cast<Time>(std::llround(s * 1e9));
+}
 
-inline double ns_to_ms(Time ns) { return static_cast<double>(ns) / 1e6; }
-inline double ns_to_us(Time ns) { return static_cast<double>(ns) / 1e3; }
+inline double ns_to_ms(Time ns) {
+  return static_cast<double>(ns) / 1e6;
+}
+inline double ns_to_us(Time ns) {
+  return static_cast<double>(ns) / 1e3;
+}
 
 }  // namespace bmpipe

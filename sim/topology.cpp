@@ -7,8 +7,8 @@
 
 namespace bmpipe {
 struct Topology::Graph {
-  using Type = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS,
-                                     boost::no_property, boost::property<boost::edge_index_t, int>>;
+  using Type = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+                                     boost::property<boost::edge_index_t, int>>;
   explicit Graph(int vertices) : g(vertices) {}
   Type g;
 };

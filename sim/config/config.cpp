@@ -57,7 +57,8 @@ void read_link(Reader& rd, const YAML::Node& cluster, const char* name, bool req
 
 double read_efficiency(Reader& rd, const YAML::Node& dev, const char* name, double fallback) {
   const double v = rd.number(dev, "cluster.device", name, false, fallback, 0, true);
-  if (v > 1.0) rd.fail(dev[name], std::string("cluster.device.") + name, "is a fraction of peak: at most 1");
+  if (v > 1.0)
+    rd.fail(dev[name], std::string("cluster.device.") + name, "is a fraction of peak: at most 1");
   return v;
 }
 
@@ -80,11 +81,13 @@ void read_cluster(Reader& rd, const YAML::Node& root, Config& c) {
   if (!preset_name.empty()) {
     preset = find_hardware_preset(preset_name);
     if (!preset)
-      rd.fail(dev["preset"], key + ".preset",
-              "unknown hardware preset '" + preset_name + "' (known: " + hardware_preset_names() + ")");
+      rd.fail(
+          dev["preset"], key + ".preset",
+          "unknown hardware preset '" + preset_name + "' (known: " + hardware_preset_names() + ")");
   }
   c.device.name = rd.string(dev, key, "name", false, preset ? preset->name : "device");
-  c.device.memory_GiB = rd.number(dev, key, "memory_GiB", !preset, preset ? preset->memory_GiB : 0, 0, true);
+  c.device.memory_GiB =
+      rd.number(dev, key, "memory_GiB", !preset, preset ? preset->memory_GiB : 0, 0, true);
   c.device.reserved_GiB =
       rd.number(dev, key, "reserved_GiB", false, preset ? preset->reserved_GiB : 0, 0, false);
   if (c.cluster.devices_per_node == 0) {
@@ -103,13 +106,15 @@ void read_cluster(Reader& rd, const YAML::Node& root, Config& c) {
     hw.matmul_efficiency = read_efficiency(rd, dev, "matmul_efficiency", hw.matmul_efficiency);
     hw.matmul_backward_efficiency =
         read_efficiency(rd, dev, "matmul_backward_efficiency", hw.matmul_backward_efficiency);
-    hw.attention_efficiency = read_efficiency(rd, dev, "attention_efficiency", hw.attention_efficiency);
+    hw.attention_efficiency =
+        read_efficiency(rd, dev, "attention_efficiency", hw.attention_efficiency);
     hw.attention_backward_efficiency =
         read_efficiency(rd, dev, "attention_backward_efficiency", hw.attention_backward_efficiency);
     hw.memory_efficiency = read_efficiency(rd, dev, "memory_efficiency", hw.memory_efficiency);
     hw.collective_efficiency =
         read_efficiency(rd, dev, "collective_efficiency", hw.collective_efficiency);
-    hw.kernel_launch_us = rd.number(dev, key, "kernel_launch_us", false, hw.kernel_launch_us, 0, false);
+    hw.kernel_launch_us =
+        rd.number(dev, key, "kernel_launch_us", false, hw.kernel_launch_us, 0, false);
     hw.intra_node_mesh = rd.boolean(dev, key, "intra_node_mesh", hw.intra_node_mesh);
     c.device.hardware = hw;
   } else {
@@ -117,13 +122,14 @@ void read_cluster(Reader& rd, const YAML::Node& root, Config& c) {
                           "attention_backward_efficiency", "memory_efficiency",
                           "collective_efficiency", "kernel_launch_us", "intra_node_mesh"})
       if (dev[k].IsDefined())
-        rd.fail(dev[k], key + "." + k, "needs the device's compute figures: give preset (known: " +
-                                           hardware_preset_names() + ") or peak_tflops and hbm_GBps");
+        rd.fail(dev[k], key + "." + k,
+                "needs the device's compute figures: give preset (known: " +
+                    hardware_preset_names() + ") or peak_tflops and hbm_GBps");
   }
   // Intra-node links are needed as soon as a node holds two devices; inter-node links as
   // soon as there are two nodes. A device preset supplies both.
-  read_link(rd, n, "intra_node", c.cluster.devices_per_node > 1, preset ? &preset->intra_node : nullptr,
-            c.cluster.intra_node);
+  read_link(rd, n, "intra_node", c.cluster.devices_per_node > 1,
+            preset ? &preset->intra_node : nullptr, c.cluster.intra_node);
   read_link(rd, n, "inter_node", c.cluster.nodes > 1, preset ? &preset->inter_node : nullptr,
             c.cluster.inter_node);
   if (c.device.hardware) {
@@ -159,13 +165,15 @@ void read_shape(Reader& rd, const YAML::Node& n, Config& c) {
     }
   }
   const bool base = has_preset || has_hf;
-  const std::string arch = rd.choice(n, key, "architecture", to_string(m.architecture), {"llama", "gpt"});
+  const std::string arch =
+      rd.choice(n, key, "architecture", to_string(m.architecture), {"llama", "gpt"});
   m.architecture = arch == "gpt" ? Architecture::gpt : Architecture::llama;
   m.num_layers = rd.small_int(n, key, "num_layers", !base, m.num_layers, 1);
   m.hidden_size = rd.small_int(n, key, "hidden_size", !base, m.hidden_size, 1);
-  m.num_attention_heads = rd.small_int(n, key, "num_attention_heads", !base, m.num_attention_heads, 1);
-  m.num_kv_heads = rd.small_int(n, key, "num_kv_heads", false,
-                                base ? m.num_kv_heads : m.num_attention_heads, 1);
+  m.num_attention_heads =
+      rd.small_int(n, key, "num_attention_heads", !base, m.num_attention_heads, 1);
+  m.num_kv_heads =
+      rd.small_int(n, key, "num_kv_heads", false, base ? m.num_kv_heads : m.num_attention_heads, 1);
   m.ffn_hidden_size = rd.small_int(n, key, "ffn_hidden_size", !base, m.ffn_hidden_size, 1);
   m.vocab_size = rd.small_int(n, key, "vocab_size", !base, m.vocab_size, 1);
   m.tied_embeddings = rd.boolean(n, key, "tied_embeddings", m.tied_embeddings);
@@ -214,8 +222,8 @@ void read_model(Reader& rd, const YAML::Node& root, Config& c) {
     const YAML::Node g = layers[i];
     rd.expect_map(g, key,
                   {"name", "count", "forward_ms", "backward_input_ms", "backward_weight_ms",
-                   "recompute_ms", "activation_bytes", "weight_grad_retained_bytes",
-                   "output_bytes", "param_bytes", "grad_bytes", "optimizer_bytes"});
+                   "recompute_ms", "activation_bytes", "weight_grad_retained_bytes", "output_bytes",
+                   "param_bytes", "grad_bytes", "optimizer_bytes"});
     LayerGroup lg;
     lg.name = rd.string(g, key, "name", true, "");
     lg.count = rd.small_int(g, key, "count", false, 1, 1);
@@ -239,7 +247,9 @@ void read_model(Reader& rd, const YAML::Node& root, Config& c) {
 Recompute recompute_value(Reader& rd, const YAML::Node& v, const std::string& path) {
   if (!v.IsScalar()) rd.fail(v, path, "expected none, selective or full");
   const auto r = parse_recompute(v.Scalar());
-  if (!r) rd.fail(v, path, "unknown recompute mode '" + v.Scalar() + "' (expected none, selective or full)");
+  if (!r)
+    rd.fail(v, path,
+            "unknown recompute mode '" + v.Scalar() + "' (expected none, selective or full)");
   rd.mark(v, path);
   return *r;
 }
@@ -247,7 +257,8 @@ Recompute recompute_value(Reader& rd, const YAML::Node& v, const std::string& pa
 // {index: mode} for recompute.stages / recompute.layers.
 void read_recompute_map(Reader& rd, const YAML::Node& n, const std::string& path,
                         std::map<int, Recompute>& out) {
-  if (!n.IsMap()) rd.fail(n, path, "expected a mapping of index: mode, e.g. {0: full, 3: selective}");
+  if (!n.IsMap())
+    rd.fail(n, path, "expected a mapping of index: mode, e.g. {0: full, 3: selective}");
   for (const auto& kv : n) {
     const int index = static_cast<int>(rd.integer_value(kv.first, path, 0));
     const std::string entry = path + "." + std::to_string(index);
@@ -272,7 +283,9 @@ void read_analytic_training(Reader& rd, const YAML::Node& n, Config& c) {
     rd.expect_map(opt, key, {"type", "zero_stage", "master_weights", "grad_dtype"});
     rd.choice(opt, key, "type", "adam", {"adam"});
     const std::int64_t zero = rd.integer(opt, key, "zero_stage", false, 0, 0);
-    if (zero > 1) rd.fail(opt["zero_stage"], key + ".zero_stage", "must be 0 or 1 (ZeRO-1 shards optimizer state over dp)");
+    if (zero > 1)
+      rd.fail(opt["zero_stage"], key + ".zero_stage",
+              "must be 0 or 1 (ZeRO-1 shards optimizer state over dp)");
     t.optimizer.zero_stage = static_cast<int>(zero);
     t.optimizer.master_weights = rd.boolean(opt, key, "master_weights", true);
     t.optimizer.grad_bytes =
@@ -285,9 +298,12 @@ void read_analytic_training(Reader& rd, const YAML::Node& n, Config& c) {
       t.recompute.global = recompute_value(rd, rc, key);
     } else {
       rd.expect_map(rc, key, {"default", "stages", "layers"});
-      if (rc["default"].IsDefined()) t.recompute.global = recompute_value(rd, rc["default"], key + ".default");
-      if (rc["stages"].IsDefined()) read_recompute_map(rd, rc["stages"], key + ".stages", t.recompute.stages);
-      if (rc["layers"].IsDefined()) read_recompute_map(rd, rc["layers"], key + ".layers", t.recompute.layers);
+      if (rc["default"].IsDefined())
+        t.recompute.global = recompute_value(rd, rc["default"], key + ".default");
+      if (rc["stages"].IsDefined())
+        read_recompute_map(rd, rc["stages"], key + ".stages", t.recompute.stages);
+      if (rc["layers"].IsDefined())
+        read_recompute_map(rd, rc["layers"], key + ".layers", t.recompute.layers);
     }
   }
 }
@@ -338,8 +354,8 @@ void check_config(const Config& c) {
     c.fail("training.tp", "pp * tp = " + std::to_string(t.pp * t.tp) + " does not divide the " +
                               std::to_string(devices) + " devices");
   if (t.dp != 0 && t.pp * t.tp * t.dp != devices)
-    c.fail("training.dp", "pp * tp * dp = " + std::to_string(t.pp * t.tp * t.dp) + " but the cluster has " +
-                              std::to_string(devices) + " devices");
+    c.fail("training.dp", "pp * tp * dp = " + std::to_string(t.pp * t.tp * t.dp) +
+                              " but the cluster has " + std::to_string(devices) + " devices");
   if (t.microbatches < 1) c.fail("training.microbatches", "must be at least 1");
   const int stages = t.pp * t.vpp;
   const int layers = c.model.num_layers();
@@ -348,9 +364,10 @@ void check_config(const Config& c) {
     if (t.seq_length < 1)
       c.fail("training", "the analytic model needs training.seq_length (tokens per sample)");
     if (!c.device.hardware)
-      c.fail("cluster.device", "the analytic model needs the device's compute figures: give "
-                               "preset (known: " + hardware_preset_names() +
-                               ") or peak_tflops and hbm_GBps");
+      c.fail("cluster.device",
+             "the analytic model needs the device's compute figures: give "
+             "preset (known: " +
+                 hardware_preset_names() + ") or peak_tflops and hbm_GBps");
     if (m.num_attention_heads % t.tp != 0)
       c.fail("training.tp", "tp = " + std::to_string(t.tp) + " does not divide the " +
                                 std::to_string(m.num_attention_heads) + " attention heads of " +
@@ -381,8 +398,8 @@ void check_config(const Config& c) {
       c.fail("training.partition", "adds up to " + std::to_string(sum) +
                                        " layers but the model has " + std::to_string(layers));
   } else if (layers < stages) {
-    c.fail("training.pp", "the model's " + std::to_string(layers) +
-                              " layers cannot fill " + std::to_string(stages) + " stages");
+    c.fail("training.pp", "the model's " + std::to_string(layers) + " layers cannot fill " +
+                              std::to_string(stages) + " stages");
   }
 }
 
@@ -396,16 +413,15 @@ void resolve_batch(Config& c) {
     const std::string per_text = "micro_batch_size x dp = " + std::to_string(t.micro_batch_size) +
                                  " x " + std::to_string(dp) + " = " + std::to_string(per);
     if (t.global_batch_size % per != 0)
-      c.fail("training.global_batch_size", "global_batch_size = " +
-                                               std::to_string(t.global_batch_size) +
-                                               " is not a multiple of " + per_text);
+      c.fail("training.global_batch_size",
+             "global_batch_size = " + std::to_string(t.global_batch_size) +
+                 " is not a multiple of " + per_text);
     const int m = static_cast<int>(t.global_batch_size / per);
     if (t.microbatches_given && t.microbatches != m)
-      c.fail("training.microbatches",
-             "microbatches = " + std::to_string(t.microbatches) +
-                 " contradicts global_batch_size / (" + per_text + ") = " +
-                 std::to_string(t.global_batch_size) + " / " + std::to_string(per) + " = " +
-                 std::to_string(m));
+      c.fail("training.microbatches", "microbatches = " + std::to_string(t.microbatches) +
+                                          " contradicts global_batch_size / (" + per_text +
+                                          ") = " + std::to_string(t.global_batch_size) + " / " +
+                                          std::to_string(per) + " = " + std::to_string(m));
     t.microbatches = m;
   } else if (!t.microbatches_given) {
     auto it = c.lines.find("training");
@@ -424,7 +440,8 @@ Config parse_config(const std::string& yaml_text, const std::string& name) {
     throw ConfigError(name, e.mark.line + 1, "", "malformed YAML: " + e.msg);
   }
   Reader rd(c);
-  if (!root.IsMap()) throw ConfigError(name, 0, "", "expected a mapping with cluster, model and training");
+  if (!root.IsMap())
+    throw ConfigError(name, 0, "", "expected a mapping with cluster, model and training");
   try {
     rd.expect_map(root, "", {"cluster", "model", "training"});
     read_cluster(rd, root, c);

@@ -54,13 +54,13 @@ struct LayerGroup {
   double forward_ms = 0.0;
   double backward_input_ms = 0.0;
   double backward_weight_ms = 0.0;
-  double recompute_ms = 0.0;                       ///< extra backward time, if recomputed
-  std::int64_t activation_bytes = 0;               ///< kept from forward to backward
-  std::int64_t weight_grad_retained_bytes = -1;    ///< kept until W; -1 = all of it
-  std::int64_t output_bytes = 0;                   ///< sent to the next layer / stage
-  std::int64_t param_bytes = 0;                    ///< weights
-  std::int64_t grad_bytes = 0;                     ///< gradient buffers
-  std::int64_t optimizer_bytes = 0;                ///< optimizer state (and master weights)
+  double recompute_ms = 0.0;                     ///< extra backward time, if recomputed
+  std::int64_t activation_bytes = 0;             ///< kept from forward to backward
+  std::int64_t weight_grad_retained_bytes = -1;  ///< kept until W; -1 = all of it
+  std::int64_t output_bytes = 0;                 ///< sent to the next layer / stage
+  std::int64_t param_bytes = 0;                  ///< weights
+  std::int64_t grad_bytes = 0;                   ///< gradient buffers
+  std::int64_t optimizer_bytes = 0;              ///< optimizer state (and master weights)
 };
 
 struct ModelConfig {
@@ -101,9 +101,9 @@ struct TrainingConfig {
 
   // Batch: microbatches = global_batch_size / (micro_batch_size * dp). Either key may be
   // given; both must then agree.
-  int seq_length = 0;         ///< tokens per sample; required by the analytic model
+  int seq_length = 0;  ///< tokens per sample; required by the analytic model
   int micro_batch_size = 1;
-  int global_batch_size = 0;  ///< 0 = not given
+  int global_batch_size = 0;        ///< 0 = not given
   bool microbatches_given = false;  ///< `microbatches` was in the file (or an override)
   // Analytic model only.
   std::string dtype = "bf16";  ///< bf16 or fp16 (2 bytes, tensor-core peak)

@@ -18,7 +18,8 @@ ScheduleCosts planning_costs(const Config& c, bool v_shape) {
   shape.num_stages = v_shape ? 2 * p : p;
   shape.num_microbatches = 1;
   shape.stage_device.resize(shape.num_stages);
-  for (int st = 0; st < shape.num_stages; ++st) shape.stage_device[st] = st < p ? st : 2 * p - 1 - st;
+  for (int st = 0; st < shape.num_stages; ++st)
+    shape.stage_device[st] = st < p ? st : 2 * p - 1 - st;
   shape.ops.resize(p);
   const Topology topology(c.cluster);
   const SimInput in = make_sim_input(c, topology, shape);

@@ -42,8 +42,7 @@ class Reader {
     note(node, key);
   }
 
-  YAML::Node child(const YAML::Node& map, const std::string& key, const char* name,
-                   bool required) {
+  YAML::Node child(const YAML::Node& map, const std::string& key, const char* name, bool required) {
     YAML::Node n = map[name];
     if (!n.IsDefined() || n.IsNull()) {
       if (required) fail(map, join(key, name), "missing required key");
@@ -62,8 +61,9 @@ class Reader {
     if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !std::isfinite(v))
       fail(n, path, "expected a number, got '" + text(n) + "'");
     if (v < min || (min_exclusive && v == min))
-      fail(n, path, "must be " + std::string(min_exclusive ? "greater than " : "at least ") +
-                        shortest(min) + ", got " + text(n));
+      fail(n, path,
+           "must be " + std::string(min_exclusive ? "greater than " : "at least ") + shortest(min) +
+               ", got " + text(n));
     return v;
   }
 
@@ -90,8 +90,8 @@ class Reader {
     return static_cast<int>(v);
   }
 
-  std::string string(const YAML::Node& map, const std::string& key, const char* name,
-                     bool required, std::string fallback) {
+  std::string string(const YAML::Node& map, const std::string& key, const char* name, bool required,
+                     std::string fallback) {
     YAML::Node n = child(map, key, name, required);
     if (!n.IsDefined()) return fallback;
     if (!n.IsScalar()) fail(n, join(key, name), "expected a string");
@@ -130,7 +130,9 @@ class Reader {
   }
 
  private:
-  void note(const YAML::Node& n, const std::string& path) { config_.lines[path] = n.Mark().line + 1; }
+  void note(const YAML::Node& n, const std::string& path) {
+    config_.lines[path] = n.Mark().line + 1;
+  }
   static std::string text(const YAML::Node& n) {
     if (n.IsScalar()) return n.Scalar();
     if (n.IsSequence()) return "a list";

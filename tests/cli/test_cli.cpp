@@ -1,12 +1,12 @@
 // The bmpipe executable end to end: exit codes, messages, JSON contract, overrides.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <sys/wait.h>
 
 namespace {
 
@@ -65,7 +65,8 @@ TEST(Cli, JsonSummaryHasTheContractKeys) {
                           "pipeline_time_ms", "bubble_ratio", "fits", "devices"})
     EXPECT_TRUE(j.contains(key)) << key;
   ASSERT_EQ(j["devices"].size(), 4u);
-  for (const char* key : {"rank", "busy_ms", "idle_ms", "peak_memory_bytes", "capacity_bytes", "fits"})
+  for (const char* key :
+       {"rank", "busy_ms", "idle_ms", "peak_memory_bytes", "capacity_bytes", "fits"})
     EXPECT_TRUE(j["devices"][0].contains(key)) << key;
   // tiny.yaml: p = 4, m = 8, F = 1 ms, B = 2 ms per stage: (m + p - 1)(F + B) = 33 ms.
   EXPECT_DOUBLE_EQ(j["pipeline_time_ms"].get<double>(), 33.0);

@@ -139,7 +139,8 @@ TEST(Config, MissingFileIsAConfigError) {
 }
 
 TEST(Config, OverridesAreCheckedAndNamedAsCommandLine) {
-  Config c = parse_config(replaced("  pp: 4\n", "  pp: 4\n  partition: [2, 2, 2, 2]\n"), "exp.yaml");
+  Config c =
+      parse_config(replaced("  pp: 4\n", "  pp: 4\n  partition: [2, 2, 2, 2]\n"), "exp.yaml");
   Overrides o;
   o.pp = 2;
   try {

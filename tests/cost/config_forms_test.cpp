@@ -126,8 +126,8 @@ TEST(ConfigForms, MeasuredFormUnchanged) {
 }
 
 TEST(ConfigForms, AnalyticExamplesRunAndFit) {
-  for (const char* f : {"gpt3_175b_a100.yaml", "ascend910b_llama2_13b_analytic.yaml",
-                        "h200_llama3_8b_hf.yaml"}) {
+  for (const char* f :
+       {"gpt3_175b_a100.yaml", "ascend910b_llama2_13b_analytic.yaml", "h200_llama3_8b_hf.yaml"}) {
     const Config c = load_config(std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/" + f);
     EXPECT_TRUE(c.model.analytic()) << f;
     const Topology topo(c.cluster);

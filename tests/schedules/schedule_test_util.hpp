@@ -36,7 +36,9 @@ inline Schedule generate(const char* name, int p, int m, int v = 1) {
 }
 
 /// Idle time of a device between its own first op and its last.
-inline Time span_idle(const DeviceResult& d) { return d.last_end - d.first_start - d.busy; }
+inline Time span_idle(const DeviceResult& d) {
+  return d.last_end - d.first_start - d.busy;
+}
 
 inline Time max_span_idle(const SimResult& r) {
   Time t = 0;

@@ -16,7 +16,7 @@ struct Outcome {
 };
 
 Outcome run(const char* name, int p, int m, int v, const Costs& c, double fb_factor = 1.0,
-        Time fb_pair = 0) {
+            Time fb_pair = 0) {
   Outcome out{test::generate(name, p, m, v), {}};
   const auto topo = test::one_node(p);
   SimInput in = test::uniform(out.schedule, *topo, c);
@@ -31,7 +31,7 @@ Outcome run(const char* name, int p, int m, int v, const Costs& c, double fb_fac
 TEST(Generators, EveryBuiltinIsValidAndRunsOnAGrid) {
   const Costs costs{2, 3, 1, 1};
   for (const auto& info : builtin_schedules()) {
-    std::vector<int> vs = info.chunks == 0 ? std::vector<int>{1, 2, 3}
+    std::vector<int> vs = info.chunks == 0   ? std::vector<int>{1, 2, 3}
                           : info.chunks == 2 ? std::vector<int>{1, 2}
                                              : std::vector<int>{1};
     for (int p : {1, 2, 3, 4, 5, 8})
@@ -123,8 +123,9 @@ TEST(Generators, ZbH1ClosedFormAndMemory) {
   for (const Costs c : {Costs{1, 1, 1, 1}, Costs{3, 3, 3, 1}, Costs{2, 2, 1, 1}, Costs{1, 2, 1, 1}})
     for (int p : {1, 2, 4, 8})
       for (int m : {p, 2 * p, 3 * p + 1}) {
-        SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m) + " F=" +
-                     std::to_string(c.f) + " I=" + std::to_string(c.i) + " W=" + std::to_string(c.w));
+        SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m) +
+                     " F=" + std::to_string(c.f) + " I=" + std::to_string(c.i) +
+                     " W=" + std::to_string(c.w));
         const Outcome r = run("zb-h1", p, m, 1, c);
         ASSERT_TRUE(r.result.ok) << r.result.error;
         EXPECT_EQ(test::max_span_idle(r.result), std::max<Time>(0, (p - 1) * (c.f + c.i - c.w)));
@@ -139,11 +140,13 @@ TEST(Generators, ZbH2ClosedFormAndMemory) {
   for (const Costs c : {Costs{1, 1, 1, 1}, Costs{4, 4, 4, 1}, Costs{3, 3, 2, 1}, Costs{2, 3, 1, 1}})
     for (int p : {1, 2, 4, 8})
       for (int m : {2 * p - 1, 2 * p, 3 * p + 1}) {
-        SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m) + " F=" +
-                     std::to_string(c.f) + " I=" + std::to_string(c.i) + " W=" + std::to_string(c.w));
+        SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m) +
+                     " F=" + std::to_string(c.f) + " I=" + std::to_string(c.i) +
+                     " W=" + std::to_string(c.w));
         const Outcome r = run("zb-h2", p, m, 1, c);
         ASSERT_TRUE(r.result.ok) << r.result.error;
-        EXPECT_EQ(test::max_span_idle(r.result), std::max<Time>(0, (p - 1) * (c.f + c.i - 2 * c.w)));
+        EXPECT_EQ(test::max_span_idle(r.result),
+                  std::max<Time>(0, (p - 1) * (c.f + c.i - 2 * c.w)));
         EXPECT_LE(test::max_inflight(r.result), 2 * p - 1);
       }
 }
@@ -156,7 +159,8 @@ TEST(Generators, ZbVHasNoBubbleBeyondWarmupAtEqualCosts) {
   for (Time c : {1, 2, 5})
     for (int p : {1, 2, 4, 8})
       for (int m : {p, 2 * p, 3 * p + 1}) {
-        SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m) + " c=" + std::to_string(c));
+        SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m) +
+                     " c=" + std::to_string(c));
         const Outcome r = run("zb-v", p, m, 2, Costs{c, c, c, 1});
         ASSERT_TRUE(r.result.ok) << r.result.error;
         EXPECT_EQ(r.result.pipeline_time, 6 * m * c + (p - 1) * c);
@@ -172,7 +176,8 @@ TEST(Generators, ZbVHoldsNoMoreThanOneFOneB) {
       const Outcome base = run("1f1b", p, m, 1, Costs{2, 2, 2, 2});
       std::int64_t peak_v = 0, peak_base = 0;
       for (const auto& d : v.result.devices) peak_v = std::max(peak_v, d.peak_activation_bytes);
-      for (const auto& d : base.result.devices) peak_base = std::max(peak_base, d.peak_activation_bytes);
+      for (const auto& d : base.result.devices)
+        peak_base = std::max(peak_base, d.peak_activation_bytes);
       EXPECT_LE(peak_v, peak_base) << "p=" << p << " m=" << m;
       EXPECT_LT(v.result.pipeline_time, base.result.pipeline_time + (p == 1 ? 1 : 0));
     }
@@ -187,7 +192,8 @@ TEST(Generators, VMinHoldsAThirdAtTwoThirdsOfTheBubble) {
   for (Time c : {1, 2})
     for (int p : {1, 2, 3, 4, 5, 6, 8, 12, 16})
       for (int m : {p, 4 * p}) {
-        SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m) + " c=" + std::to_string(c));
+        SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m) +
+                     " c=" + std::to_string(c));
         const Outcome r = run("v-min", p, m, 2, Costs{c, c, c, 1});
         ASSERT_TRUE(r.result.ok) << r.result.error;
         EXPECT_LE(test::max_inflight(r.result), (2 * p + 2) / 3 + 2);
@@ -220,7 +226,8 @@ TEST(Generators, DualPipeVBubbleMatchesTheTable) {
           const Time b = 2 * c;
           const Time fb = pair > 0 ? pair : 3 * c;  // overlap factor 1: F + B
           Time worst = 0;
-          for (const auto& d : r.result.devices) worst = std::max(worst, r.result.pipeline_time - d.busy);
+          for (const auto& d : r.result.devices)
+            worst = std::max(worst, r.result.pipeline_time - d.busy);
           EXPECT_EQ(worst, (p - 1) * (fb + b - 3 * c));
         }
 }
@@ -270,8 +277,8 @@ TEST(Generators, ZbAutoRespectsItsLimitAndBeatsTheHandcrafted) {
           return r;
         };
         for (int limit : {1, 2, p, p + 1, 2 * p - 1, 2 * p, 3 * p}) {
-          SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m) + " limit=" +
-                       std::to_string(limit) + " F/I/W=" + std::to_string(c.f) + "/" +
+          SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m) +
+                       " limit=" + std::to_string(limit) + " F/I/W=" + std::to_string(c.f) + "/" +
                        std::to_string(c.i) + "/" + std::to_string(c.w));
           const Schedule s = auto_schedule(p, m, c, limit);
           ASSERT_FALSE(validate_schedule(s).has_value());

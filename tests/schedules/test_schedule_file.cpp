@@ -2,11 +2,11 @@
 // and column, and the round trip of every built-in schedule.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <sys/wait.h>
 
 #include "schedule_test_util.hpp"
 #include "schedules/schedule_file.hpp"
@@ -16,7 +16,9 @@
 namespace bmpipe {
 namespace {
 
-Schedule parse(const std::string& text) { return parse_schedule_csv(text, "t.csv", "t"); }
+Schedule parse(const std::string& text) {
+  return parse_schedule_csv(text, "t.csv", "t");
+}
 
 /// The (row, column, message) a malformed text is rejected with.
 struct Rejection {
@@ -163,7 +165,8 @@ TEST(ScheduleFileCli, MalformedFileExitsTwoWithRowAndColumn) {
   const std::string dir = ::testing::TempDir();
   const std::string bad = dir + "bmpipe_bad_schedule.csv";
   std::ofstream(bad) << "0F0,0B0\n1F0,1W0,1I0\n";
-  const int rc = run_cli("simulate " + kTiny + " --schedule-file " + bad, dir + "o.txt", dir + "e.txt");
+  const int rc =
+      run_cli("simulate " + kTiny + " --schedule-file " + bad, dir + "o.txt", dir + "e.txt");
   EXPECT_EQ(rc, 2);
   EXPECT_NE(slurp(dir + "e.txt").find(bad + ":2:5: "), std::string::npos) << slurp(dir + "e.txt");
 }
@@ -209,12 +212,15 @@ TEST(CompareCli, SortsByTimeAndPrintsJsonSummaries) {
   EXPECT_EQ(list[2]["schedule"], "gpipe");
   EXPECT_DOUBLE_EQ(list[1]["iteration_time_ms"].get<double>(), 33.0);
 
-  ASSERT_EQ(run_cli("compare " + kTiny + " --schedules 1f1b,zb-v,dualpipe-v", dir + "c.txt", dir + "e.txt"), 0);
+  ASSERT_EQ(run_cli("compare " + kTiny + " --schedules 1f1b,zb-v,dualpipe-v", dir + "c.txt",
+                    dir + "e.txt"),
+            0);
   const std::string table = slurp(dir + "c.txt");
   EXPECT_NE(table.find("zb-v"), std::string::npos) << table;
   EXPECT_NE(table.find("fits"), std::string::npos) << table;
 
-  EXPECT_EQ(run_cli("compare " + kTiny + " --schedules 1f1b,nope", dir + "c.txt", dir + "e.txt"), 2);
+  EXPECT_EQ(run_cli("compare " + kTiny + " --schedules 1f1b,nope", dir + "c.txt", dir + "e.txt"),
+            2);
   EXPECT_NE(slurp(dir + "e.txt").find("unknown schedule 'nope'"), std::string::npos);
 }
 

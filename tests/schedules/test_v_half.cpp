@@ -42,7 +42,9 @@ Time bubble(const SimResult& r) {
 }
 
 /// 1F1B's bubble on the same model: its stage is two V chunks, F = 2f, B = 2(i + w).
-Time one_f_one_b_bubble(int p, const Costs& c) { return (p - 1) * (2 * c.f + 2 * (c.i + c.w)); }
+Time one_f_one_b_bubble(int p, const Costs& c) {
+  return (p - 1) * (2 * c.f + 2 * (c.i + c.w));
+}
 
 std::string where(int p, int m, const Costs& c) {
   return "p=" + std::to_string(p) + " m=" + std::to_string(m) + " F/I/W=" + std::to_string(c.f) +
@@ -149,7 +151,8 @@ TEST(VHalf, CheaperWeightGradientsKeepTheSteadyStateFull) {
         SCOPED_TRACE(where(p, m, k.c));
         const SimResult r = run(test::generate("v-half", p, m, 2), k.c);
         ASSERT_TRUE(r.ok) << r.error;
-        EXPECT_LE(static_cast<double>(bubble(r)), k.ratio * static_cast<double>(one_f_one_b_bubble(p, k.c)));
+        EXPECT_LE(static_cast<double>(bubble(r)),
+                  k.ratio * static_cast<double>(one_f_one_b_bubble(p, k.c)));
         const SimResult longer = run(test::generate("v-half", p, m + 2 * p, 2), k.c);
         EXPECT_EQ(bubble(longer), bubble(r));
       }

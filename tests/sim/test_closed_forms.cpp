@@ -36,11 +36,11 @@ TEST_P(ClosedForm, PipelineTimeBubbleAndInflight) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Schedules, ClosedForm,
-    ::testing::Combine(::testing::Values("gpipe", "1f1b"),
-                       ::testing::Values(Case{1, 1}, Case{1, 4}, Case{2, 2}, Case{4, 4},
-                                         Case{4, 8}, Case{4, 3}, Case{8, 32}, Case{5, 7})));
+INSTANTIATE_TEST_SUITE_P(Schedules, ClosedForm,
+                         ::testing::Combine(::testing::Values("gpipe", "1f1b"),
+                                            ::testing::Values(Case{1, 1}, Case{1, 4}, Case{2, 2},
+                                                              Case{4, 4}, Case{4, 8}, Case{4, 3},
+                                                              Case{8, 32}, Case{5, 7})));
 
 TEST(ClosedForm, OneFOneBOrderIsPipeDreamFlush) {
   // Rank r: p-r-1 warm-up forwards, then F and B alternate, then the remaining B.
