@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "schedules/registry.hpp"
+#include "schedules/repeated_block.hpp"
 
 namespace bmpipe {
 
@@ -140,25 +141,7 @@ Schedule make_v_half(const ScheduleParams& params) {
   for (int st = stages - 1; st >= 0; --st) tw[st] = place(st, 'W', ti[st] + 1);
 
   // Repeat the block every period and read each rank's order off the timeline.
-  std::vector<std::vector<std::pair<long, Op>>> timeline(p);
-  for (int st = 0; st < stages; ++st) {
-    auto& line = timeline[s.stage_device[st]];
-    line.reserve(static_cast<std::size_t>(6) * m);
-    for (int k = 0; k < m; ++k) {
-      const long shift = static_cast<long>(k) * kPeriod;
-      line.emplace_back(tf[st] + shift, Op::f(st, k));
-      line.emplace_back(ti[st] + shift, Op::i(st, k));
-      line.emplace_back(tw[st] + shift, Op::w(st, k));
-    }
-  }
-  for (int r = 0; r < p; ++r) {
-    auto& line = timeline[r];
-    // Slots on one rank are all distinct (six residues, six ops), so the sort is total.
-    std::sort(line.begin(), line.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    s.ops[r].reserve(line.size());
-    for (const auto& [t, op] : line) s.ops[r].push_back(op);
-  }
+  detail::fill_from_repeated_block(s, tf, ti, tw, kPeriod);
   return s;
 }
 

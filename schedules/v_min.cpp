@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "schedules/registry.hpp"
+#include "schedules/repeated_block.hpp"
 
 namespace bmpipe {
 
@@ -57,23 +58,9 @@ Schedule make_v_min(const ScheduleParams& params) {
   for (int st = stages - 1; st >= 0; --st) tw[st] = place(st, ti[st] + 1);
 
   // Repeat the block every period and read each rank's order off the timeline.
-  std::vector<std::vector<std::pair<long, Op>>> timeline(p);
-  for (int st = 0; st < stages; ++st) {
-    auto& line = timeline[s.stage_device[st]];
-    for (int k = 0; k < m; ++k) {
-      const long shift = static_cast<long>(k) * kPeriod;
-      line.emplace_back(tf[st] + shift, Op::f(st, k));
-      line.emplace_back(ti[st] + shift, Op::i(st, k));
-      line.emplace_back(tw[st] + shift, Op::w(st, k));
-    }
-  }
-  for (int r = 0; r < p; ++r) {
-    auto& line = timeline[r];
-    std::sort(line.begin(), line.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    s.ops[r].reserve(line.size());
-    for (const auto& [t, op] : line) s.ops[r].push_back(op);
-  }
+  detail::fill_from_repeated_block(s, std::vector<long>(tf.begin(), tf.end()),
+                                   std::vector<long>(ti.begin(), ti.end()),
+                                   std::vector<long>(tw.begin(), tw.end()), kPeriod);
   return s;
 }
 
