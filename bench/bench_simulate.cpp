@@ -19,7 +19,7 @@ SimInput uniform_input(const Schedule& sch, const Topology& topo) {
   c.activation_bytes = 1 << 20;
   c.output_bytes = 1 << 20;
   in.stages.assign(sch.num_stages, c);
-  for (int r = 0; r < sch.num_devices; ++r) in.rank_device.push_back(r);
+  for (int r = 0; r < sch.num_ranks; ++r) in.rank_device.push_back(r);
   return in;
 }
 

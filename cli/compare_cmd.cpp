@@ -9,8 +9,8 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "schedules/registry.hpp"
-#include "sim/config/experiment.hpp"
-#include "sim/summary.hpp"
+#include "experiment/experiment.hpp"
+#include "traces/summary.hpp"
 #include "traces/svg.hpp"
 
 namespace po = boost::program_options;

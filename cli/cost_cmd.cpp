@@ -6,8 +6,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
-#include "sim/config/experiment.hpp"
-#include "sim/summary.hpp"
+#include "experiment/experiment.hpp"
+#include "traces/summary.hpp"
 
 namespace po = boost::program_options;
 
@@ -82,16 +82,16 @@ int run_cost(const std::vector<std::string>& args) {
     const AnalyticCosts a = analytic_costs(config, schedule.num_stages);
     const std::vector<LayerGroup> layers = expand_layers(config, counts);
     std::vector<std::int64_t> stage_static(schedule.num_stages, 0);
-    std::vector<std::int64_t> rank_params(schedule.num_devices, 0);
+    std::vector<std::int64_t> rank_params(schedule.num_ranks, 0);
     std::size_t next = 0;
     for (int s = 0; s < schedule.num_stages; ++s)
       for (int i = 0; i < counts[s]; ++i, ++next) {
         const LayerGroup& g = layers[next];
         stage_static[s] += g.param_bytes + g.grad_bytes + g.optimizer_bytes;
-        rank_params[schedule.stage_device[s]] += g.param_bytes / a.settings.dtype_bytes;
+        rank_params[schedule.stage_rank[s]] += g.param_bytes / a.settings.dtype_bytes;
       }
     std::vector<double> tail_ms;
-    for (int r = 0; r < schedule.num_devices; ++r)
+    for (int r = 0; r < schedule.num_ranks; ++r)
       tail_ms.push_back(ns_to_ms(tail_time(config, a, r, rank_params[r])));
     const ModelShape& m = *config.model.shape;
     const int num_layers = m.num_layers;
@@ -142,7 +142,7 @@ int run_cost(const std::vector<std::string>& args) {
     std::printf("\n%5s %7s %14s %14s\n", "stage", "layers", "static", "dp+optimizer");
     for (int s = 0; s < schedule.num_stages; ++s)
       std::printf("%5d %7d %14s %11.3f ms\n", s, counts[s], format_gib(stage_static[s]).c_str(),
-                  tail_ms[schedule.stage_device[s]]);
+                  tail_ms[schedule.stage_rank[s]]);
     std::printf(
         "(static = weights + gradients + optimizer state; plus %s reserved per device)\n",
         format_gib(static_cast<std::int64_t>(config.device.reserved_GiB * 1073741824.0)).c_str());

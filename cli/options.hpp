@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/config/config.hpp"
+#include "experiment/config.hpp"
 
 namespace bmpipe::cli {
 

@@ -8,8 +8,8 @@
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
 #include "sim/bubbles.hpp"
-#include "sim/config/experiment.hpp"
-#include "sim/summary.hpp"
+#include "experiment/experiment.hpp"
+#include "traces/summary.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/svg.hpp"
 #include "traces/tee.hpp"
@@ -61,9 +61,9 @@ int run_simulate(const std::vector<std::string>& args) {
         std::cerr << e.what() << "\n";
         return 2;
       }
-      o.pp = from_file->num_devices;
+      o.pp = from_file->num_ranks;
       o.vpp =
-          from_file->num_stages % from_file->num_devices == 0 ? from_file->chunks_per_device() : 1;
+          from_file->num_stages % from_file->num_ranks == 0 ? from_file->chunks_per_device() : 1;
       o.microbatches = from_file->num_microbatches;
     }
     apply_overrides(config, o);

@@ -18,11 +18,11 @@ void check_basic(const ScheduleParams& params, std::string_view name) {
 Schedule one_stage_per_device(std::string name, const ScheduleParams& params) {
   Schedule s;
   s.name = std::move(name);
-  s.num_devices = params.pp;
+  s.num_ranks = params.pp;
   s.num_stages = params.pp;
   s.num_microbatches = params.microbatches;
-  s.stage_device.resize(params.pp);
-  for (int r = 0; r < params.pp; ++r) s.stage_device[r] = r;
+  s.stage_rank.resize(params.pp);
+  for (int r = 0; r < params.pp; ++r) s.stage_rank[r] = r;
   s.ops.resize(params.pp);
   return s;
 }

@@ -65,11 +65,11 @@ Schedule make_dualpipe_v(const ScheduleParams& params) {
                         " micro-batches (got " + std::to_string(m) + ")");
   Schedule s;
   s.name = "dualpipe-v";
-  s.num_devices = p;
+  s.num_ranks = p;
   s.num_stages = 2 * p;
   s.num_microbatches = m;
-  s.stage_device.resize(2 * p);
-  for (int st = 0; st < 2 * p; ++st) s.stage_device[st] = st < p ? st : 2 * p - 1 - st;
+  s.stage_rank.resize(2 * p);
+  for (int st = 0; st < 2 * p; ++st) s.stage_rank[st] = st < p ? st : 2 * p - 1 - st;
   s.ops.resize(p);
 
   // The eight phases of DualPipeV, per rank r (counts as in the DualPipe repository).

@@ -25,12 +25,12 @@ Schedule make_interleaved(const ScheduleParams& params) {
 
   Schedule s;
   s.name = "interleaved";
-  s.num_devices = p;
+  s.num_ranks = p;
   s.num_stages = p * v;
   s.num_microbatches = m;
   // Loop placement: stage s on rank s mod p, so chunk c of rank r is stage c*p + r.
-  s.stage_device.resize(p * v);
-  for (int st = 0; st < p * v; ++st) s.stage_device[st] = st % p;
+  s.stage_rank.resize(p * v);
+  for (int st = 0; st < p * v; ++st) s.stage_rank[st] = st % p;
   s.ops.resize(p);
 
   // Micro-batches go in groups of p: every chunk runs the whole group before the next

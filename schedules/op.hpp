@@ -45,21 +45,21 @@ struct Op {
 std::string to_string(const Op& op);
 
 /// A complete schedule: which device holds which stage, and what each device runs in order.
-/// Devices here are pipeline ranks 0..num_devices-1; mapping ranks to physical devices is
+/// Devices here are pipeline ranks 0..num_ranks-1; mapping ranks to physical devices is
 /// the experiment's business, not the schedule's.
 struct Schedule {
   std::string name;
-  int num_devices = 0;
+  int num_ranks = 0;
   int num_stages = 0;
   int num_microbatches = 0;
-  /// stage_device[s] is the rank that holds stage s.
-  std::vector<int> stage_device;
+  /// stage_rank[s] is the rank that holds stage s.
+  std::vector<int> stage_rank;
   /// ops[r] is rank r's op list, in execution order.
   std::vector<std::vector<Op>> ops;
 
   std::size_t total_ops() const;
-  /// Number of stages each device holds (num_stages / num_devices for regular placements).
-  int chunks_per_device() const { return num_devices ? num_stages / num_devices : 0; }
+  /// Number of stages each device holds (num_stages / num_ranks for regular placements).
+  int chunks_per_device() const { return num_ranks ? num_stages / num_ranks : 0; }
 };
 
 }  // namespace bmpipe

@@ -8,9 +8,9 @@ namespace bmpipe::detail {
 void fill_from_repeated_block(Schedule& s, const std::vector<long>& tf, const std::vector<long>& ti,
                               const std::vector<long>& tw, long period) {
   const int m = s.num_microbatches;
-  std::vector<std::vector<std::pair<long, Op>>> timeline(s.num_devices);
+  std::vector<std::vector<std::pair<long, Op>>> timeline(s.num_ranks);
   for (int st = 0; st < s.num_stages; ++st) {
-    auto& line = timeline[s.stage_device[st]];
+    auto& line = timeline[s.stage_rank[st]];
     line.reserve(line.size() + static_cast<std::size_t>(3) * m);
     for (int k = 0; k < m; ++k) {
       const long shift = static_cast<long>(k) * period;
@@ -19,7 +19,7 @@ void fill_from_repeated_block(Schedule& s, const std::vector<long>& tf, const st
       line.emplace_back(tw[st] + shift, Op::w(st, k));
     }
   }
-  for (int r = 0; r < s.num_devices; ++r) {
+  for (int r = 0; r < s.num_ranks; ++r) {
     auto& line = timeline[r];
     std::sort(line.begin(), line.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -9,7 +9,7 @@
 
 namespace bmpipe::detail {
 
-/// Fills `s.ops` (whose stage_device and sizes are set) from the block slots tf/ti/tw of
+/// Fills `s.ops` (whose stage_rank and sizes are set) from the block slots tf/ti/tw of
 /// every stage, repeated for each micro-batch every `period` slots. Slots of one rank must
 /// be distinct, so each rank's order is the slot order.
 void fill_from_repeated_block(Schedule& s, const std::vector<long>& tf, const std::vector<long>& ti,

@@ -80,7 +80,7 @@ Schedule parse_schedule_csv(const std::string& text, const std::string& file,
 
   Schedule s;
   s.name = name;
-  s.num_devices = static_cast<int>(rows.size());
+  s.num_ranks = static_cast<int>(rows.size());
   s.ops.resize(rows.size());
   std::vector<std::vector<int>> columns(rows.size());  // 1-based column of every op
   std::map<int, std::pair<int, int>> holder;           // stage -> (rank, column first seen)
@@ -146,10 +146,10 @@ Schedule parse_schedule_csv(const std::string& text, const std::string& file,
   if (max_stage < 0) throw ScheduleFileError(file, 1, 1, "the file lists no ops");
   s.num_stages = max_stage + 1;
   s.num_microbatches = max_mb + 1;
-  s.stage_device.assign(s.num_stages, -1);
-  for (const auto& [stage, where] : holder) s.stage_device[stage] = where.first;
+  s.stage_rank.assign(s.num_stages, -1);
+  for (const auto& [stage, where] : holder) s.stage_rank[stage] = where.first;
   for (int st = 0; st < s.num_stages; ++st)
-    if (s.stage_device[st] < 0)
+    if (s.stage_rank[st] < 0)
       throw ScheduleFileError(file, 1, 1,
                               "stage " + std::to_string(st) +
                                   " is listed by no rank (stages go 0.." +

@@ -93,11 +93,11 @@ Schedule make_v_half(const ScheduleParams& params) {
   const int stages = 2 * p;
   Schedule s;
   s.name = "v-half";
-  s.num_devices = p;
+  s.num_ranks = p;
   s.num_stages = stages;
   s.num_microbatches = m;
-  s.stage_device.resize(stages);
-  for (int st = 0; st < stages; ++st) s.stage_device[st] = st < p ? st : 2 * p - 1 - st;
+  s.stage_rank.resize(stages);
+  for (int st = 0; st < stages; ++st) s.stage_rank[st] = st < p ? st : 2 * p - 1 - st;
   s.ops.resize(p);
 
   // The two slots of each kind in the pattern, in order.
@@ -115,7 +115,7 @@ Schedule make_v_half(const ScheduleParams& params) {
   // Residue (slot mod 6) of a stage's op of the given kind. Even ranks: chunk 0 takes the
   // first F slot, chunk 1 the first I slot, chunk 0 the first W slot; odd ranks the other.
   auto residue = [&](int stage, char kind) {
-    const int rank = s.stage_device[stage];
+    const int rank = s.stage_rank[stage];
     const bool chunk0 = stage < p;
     const bool even = rank % 2 == 0;
     int x = 0;

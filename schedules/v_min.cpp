@@ -35,17 +35,17 @@ Schedule make_v_min(const ScheduleParams& params) {
   const int stages = 2 * p;
   Schedule s;
   s.name = "v-min";
-  s.num_devices = p;
+  s.num_ranks = p;
   s.num_stages = stages;
   s.num_microbatches = m;
-  s.stage_device.resize(stages);
-  for (int st = 0; st < stages; ++st) s.stage_device[st] = st < p ? st : 2 * p - 1 - st;
+  s.stage_rank.resize(stages);
+  for (int st = 0; st < stages; ++st) s.stage_rank[st] = st < p ? st : 2 * p - 1 - st;
   s.ops.resize(p);
 
   // The block: slot of F, I and W of every stage for micro-batch 0.
   std::vector<std::array<bool, kPeriod>> used(p, std::array<bool, kPeriod>{});
   auto place = [&](int stage, int earliest) {
-    std::array<bool, kPeriod>& u = used[s.stage_device[stage]];
+    std::array<bool, kPeriod>& u = used[s.stage_rank[stage]];
     int t = earliest;
     while (u[t % kPeriod]) ++t;  // at most 5 steps: a rank has exactly 6 ops per block
     u[t % kPeriod] = true;

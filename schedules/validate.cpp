@@ -11,22 +11,22 @@ constexpr unsigned kSeenF = 1, kSeenB = 2, kSeenI = 4, kSeenW = 8;
 }  // namespace
 
 std::optional<ScheduleIssue> validate_schedule(const Schedule& sch) {
-  const int p = sch.num_devices, S = sch.num_stages, M = sch.num_microbatches;
+  const int p = sch.num_ranks, S = sch.num_stages, M = sch.num_microbatches;
   if (p < 1 || S < 1 || M < 1)
     return ScheduleIssue{-1, -1, "schedule needs at least one device, stage and micro-batch"};
-  if (static_cast<int>(sch.stage_device.size()) != S)
+  if (static_cast<int>(sch.stage_rank.size()) != S)
     return ScheduleIssue{-1, -1,
-                         "stage_device has " + std::to_string(sch.stage_device.size()) +
+                         "stage_rank has " + std::to_string(sch.stage_rank.size()) +
                              " entries for " + std::to_string(S) + " stages"};
   if (static_cast<int>(sch.ops.size()) != p)
     return ScheduleIssue{-1, -1,
                          "schedule has op lists for " + std::to_string(sch.ops.size()) +
                              " devices, expected " + std::to_string(p)};
   for (int s = 0; s < S; ++s)
-    if (sch.stage_device[s] < 0 || sch.stage_device[s] >= p)
+    if (sch.stage_rank[s] < 0 || sch.stage_rank[s] >= p)
       return ScheduleIssue{-1, -1,
                            "stage " + std::to_string(s) + " is placed on device " +
-                               std::to_string(sch.stage_device[s]) + ", outside 0.." +
+                               std::to_string(sch.stage_rank[s]) + ", outside 0.." +
                                std::to_string(p - 1)};
 
   std::vector<unsigned> seen(static_cast<std::size_t>(S) * M, 0);
@@ -36,11 +36,11 @@ std::optional<ScheduleIssue> validate_schedule(const Schedule& sch) {
       return ScheduleIssue{r, pos,
                            to_string(shown) + " is outside " + std::to_string(S) + " stages x " +
                                std::to_string(M) + " micro-batches"};
-    if (sch.stage_device[stage] != r)
+    if (sch.stage_rank[stage] != r)
       return ScheduleIssue{r, pos,
                            to_string(shown) + " runs on device " + std::to_string(r) +
                                " but stage " + std::to_string(stage) + " is held by device " +
-                               std::to_string(sch.stage_device[stage])};
+                               std::to_string(sch.stage_rank[stage])};
     unsigned& bits = seen[static_cast<std::size_t>(stage) * M + mb];
     const unsigned bit = kind == OpKind::F   ? kSeenF
                          : kind == OpKind::B ? kSeenB
@@ -74,7 +74,7 @@ std::optional<ScheduleIssue> validate_schedule(const Schedule& sch) {
   for (int s = 0; s < S; ++s)
     for (int mb = 0; mb < M; ++mb) {
       const unsigned bits = seen[static_cast<std::size_t>(s) * M + mb];
-      const int r = sch.stage_device[s];
+      const int r = sch.stage_rank[s];
       if (!(bits & kSeenF)) return ScheduleIssue{r, -1, to_string(Op::f(s, mb)) + " is never run"};
       if (!(bits & (kSeenB | kSeenI)))
         return ScheduleIssue{r, -1, "backward of " + to_string(Op::f(s, mb)) + " is never run"};

@@ -53,11 +53,11 @@ int stage_of(const Plan& plan, int rank, int chunk) {
 Schedule empty_schedule(const char* name, int p, int m, bool v_shape) {
   Schedule s;
   s.name = name;
-  s.num_devices = p;
+  s.num_ranks = p;
   s.num_stages = v_shape ? 2 * p : p;
   s.num_microbatches = m;
-  s.stage_device.resize(s.num_stages);
-  for (int st = 0; st < s.num_stages; ++st) s.stage_device[st] = st < p ? st : 2 * p - 1 - st;
+  s.stage_rank.resize(s.num_stages);
+  for (int st = 0; st < s.num_stages; ++st) s.stage_rank[st] = st < p ? st : 2 * p - 1 - st;
   s.ops.resize(p);
   return s;
 }
@@ -83,7 +83,7 @@ Schedule greedy(const char* name, const Plan& plan, Cost* makespan = nullptr) {
   std::vector<std::size_t> w_head(p, 0);
   std::vector<int> left(p, 3 * m * chunks);
   for (int r = 0; r < p; ++r) s.ops[r].reserve(3 * m * chunks);
-  auto crosses = [&](int from, int to) { return s.stage_device[from] != s.stage_device[to]; };
+  auto crosses = [&](int from, int to) { return s.stage_rank[from] != s.stage_rank[to]; };
 
   auto f_ready = [&](int st) -> Cost {
     const int mb = next_f[st];
@@ -234,16 +234,16 @@ Cost replay_time(const Schedule& s, const Plan& plan) {
   auto idx = [m](int st, int mb) { return static_cast<std::size_t>(st) * m + mb; };
   std::vector<Cost> f_end(static_cast<std::size_t>(stages) * m, kNever);
   std::vector<Cost> i_end(static_cast<std::size_t>(stages) * m, kNever);
-  std::vector<std::size_t> pos(s.num_devices, 0);
-  std::vector<Cost> free_at(s.num_devices, 0);
+  std::vector<std::size_t> pos(s.num_ranks, 0);
+  std::vector<Cost> free_at(s.num_ranks, 0);
   auto hop = [&](int a, int b) {
-    return s.stage_device[a] != s.stage_device[b] ? plan.transfer : 0;
+    return s.stage_rank[a] != s.stage_rank[b] ? plan.transfer : 0;
   };
   Cost end = 0;
   bool moved = true;
   while (moved) {
     moved = false;
-    for (int r = 0; r < s.num_devices; ++r) {
+    for (int r = 0; r < s.num_ranks; ++r) {
       while (pos[r] < s.ops[r].size()) {
         const Op& op = s.ops[r][pos[r]];
         Cost ready = free_at[r];
@@ -279,7 +279,7 @@ Cost replay_time(const Schedule& s, const Plan& plan) {
       }
     }
   }
-  for (int r = 0; r < s.num_devices; ++r)
+  for (int r = 0; r < s.num_ranks; ++r)
     if (pos[r] < s.ops[r].size()) return kNever;
   return end;
 }

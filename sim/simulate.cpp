@@ -96,7 +96,7 @@ std::string Engine::check_input() {
     if (issue->position >= 0) where += ", op " + std::to_string(issue->position);
     return "invalid schedule" + (where.empty() ? "" : " (" + where + ")") + ": " + issue->message;
   }
-  const std::size_t p = static_cast<std::size_t>(sch_.num_devices);
+  const std::size_t p = static_cast<std::size_t>(sch_.num_ranks);
   if (in_.stages.size() != static_cast<std::size_t>(S_))
     return "costs are given for " + std::to_string(in_.stages.size()) +
            " stages but the schedule has " + std::to_string(S_);
@@ -133,17 +133,17 @@ void Engine::prepare() {
   fwd_src_.assign(n, -1);
   grad_src_.assign(n, -1);
   for (int mb = 0; mb < M_; ++mb) fwd_ready_[slot(0, mb)] = 0;  // the batch is already here
-  ranks_.assign(sch_.num_devices, RankState{});
+  ranks_.assign(sch_.num_ranks, RankState{});
   if (in_.topology) link_free_.assign(in_.topology->links().size(), 0);
 
   fwd_hop_.assign(S_, Hop{});
   grad_hop_.assign(S_, Hop{});
   auto make_hop = [&](int from, int to, std::int64_t bytes) {
     Hop h;
-    const int a = in_.rank_device[sch_.stage_device[from]];
-    const int b = in_.rank_device[sch_.stage_device[to]];
+    const int a = in_.rank_device[sch_.stage_rank[from]];
+    const int b = in_.rank_device[sch_.stage_rank[to]];
     h.bytes = bytes;
-    if (sch_.stage_device[from] == sch_.stage_device[to]) return h;
+    if (sch_.stage_rank[from] == sch_.stage_rank[to]) return h;
     h.remote = true;
     if (a != b) {
       if (!in_.topology) throw std::invalid_argument("stages on different devices need a topology");
@@ -154,7 +154,7 @@ void Engine::prepare() {
   };
   for (int s = 0; s + 1 < S_; ++s) fwd_hop_[s] = make_hop(s, s + 1, in_.stages[s].output_bytes);
   for (int s = 1; s < S_; ++s) grad_hop_[s] = make_hop(s, s - 1, in_.stages[s - 1].output_bytes);
-  queue_.reserve(static_cast<std::size_t>(sch_.num_devices) * 4);
+  queue_.reserve(static_cast<std::size_t>(sch_.num_ranks) * 4);
 }
 
 Time Engine::duration(const Op& op) const {
@@ -261,7 +261,7 @@ void Engine::send(int from_stage, int to_stage, int mb, bool gradient) {
   for (int link : hop.route.links) link_free_[link] = start + hop.serialization;
   const Time arrive = start + hop.serialization + hop.route.latency;
   const std::int32_t id = transfers_++;
-  const int dst_rank = sch_.stage_device[to_stage];
+  const int dst_rank = sch_.stage_rank[to_stage];
   ready[k] = arrive;
   src[k] = id;
   // A busy consumer re-checks when its op ends; an idle one must be woken.
@@ -273,7 +273,7 @@ void Engine::send(int from_stage, int to_stage, int mb, bool gradient) {
   if (obs_) {
     TransferRecord t;
     t.id = id;
-    t.src_rank = sch_.stage_device[from_stage];
+    t.src_rank = sch_.stage_rank[from_stage];
     t.dst_rank = dst_rank;
     t.src_stage = from_stage;
     t.dst_stage = to_stage;
@@ -362,7 +362,7 @@ void Engine::finish(int rank) {
 
 std::string Engine::unmet(const Op& op) const {
   std::vector<std::string> parts;
-  auto rank_of = [&](int s) { return std::to_string(sch_.stage_device[s]); };
+  auto rank_of = [&](int s) { return std::to_string(sch_.stage_rank[s]); };
   auto forward_inputs = [&](int s, int mb) {
     if (s > 0 && fwd_ready_[slot(s, mb)] == kNever)
       parts.push_back("output of " + to_string(Op::f(s - 1, mb)) + " from device " +
@@ -399,7 +399,7 @@ std::string Engine::unmet(const Op& op) const {
 SimResult Engine::collect() {
   SimResult r;
   r.ops_executed = executed_;
-  const int p = sch_.num_devices;
+  const int p = sch_.num_ranks;
   for (int rank = 0; rank < p; ++rank) {
     const RankState& st = ranks_[rank];
     if (st.next < sch_.ops[rank].size()) {
@@ -468,7 +468,7 @@ SimResult Engine::run() {
     r.error = e.what();
     return r;
   }
-  for (int rank = 0; rank < sch_.num_devices; ++rank) try_start(rank);
+  for (int rank = 0; rank < sch_.num_ranks; ++rank) try_start(rank);
   while (!queue_.empty()) {
     const auto e = queue_.pop();
     now_ = e.time;

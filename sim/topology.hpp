@@ -37,7 +37,7 @@ struct ClusterSpec {
 };
 
 struct Link {
-  int from = 0;  ///< vertex; devices are 0..num_devices-1, the fabric is num_devices
+  int from = 0;  ///< vertex; devices are 0..num_devices()-1, the fabric is num_devices()
   int to = 0;
   double bytes_per_ns = 0.0;
   Time latency = 0;

@@ -58,14 +58,14 @@ std::vector<std::string> layer_range_labels(const std::vector<int>& layers_per_s
 ChromeTraceWriter::ChromeTraceWriter(std::ostream& out, const SimInput& input,
                                      const Schedule& schedule, TraceLabels labels)
     : out_(out), input_(input), schedule_(schedule), labels_(std::move(labels)) {
-  const int p = schedule_.num_devices;
+  const int p = schedule_.num_ranks;
   ranks_.resize(static_cast<std::size_t>(std::max(p, 0)));
   stage_chunk_.assign(static_cast<std::size_t>(std::max(schedule_.num_stages, 0)), 0);
   std::vector<int> seen(ranks_.size(), 0);
   for (int s = 0;
-       s < schedule_.num_stages && static_cast<std::size_t>(s) < schedule_.stage_device.size();
+       s < schedule_.num_stages && static_cast<std::size_t>(s) < schedule_.stage_rank.size();
        ++s) {
-    const int r = schedule_.stage_device[s];
+    const int r = schedule_.stage_rank[s];
     if (r >= 0 && r < p) stage_chunk_[s] = seen[r]++;
   }
   for (int r = 0; r < p; ++r)
@@ -152,7 +152,7 @@ void ChromeTraceWriter::flush_if_large() {
 }
 
 void ChromeTraceWriter::write_metadata() {
-  const int p = schedule_.num_devices;
+  const int p = schedule_.num_ranks;
   auto meta = [&](int pid, int tid, const char* name, const std::string& args) {
     begin_event();
     buf_ += "\"ph\":\"M\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) +
@@ -165,8 +165,8 @@ void ChromeTraceWriter::write_metadata() {
                          ? input_.topology->node_of(device)
                          : 0;
     std::string stages;
-    for (std::size_t s = 0; s < schedule_.stage_device.size(); ++s)
-      if (schedule_.stage_device[s] == r) {
+    for (std::size_t s = 0; s < schedule_.stage_rank.size(); ++s)
+      if (schedule_.stage_rank[s] == r) {
         if (!stages.empty()) stages += ',';
         stages += std::to_string(s);
       }
@@ -241,7 +241,7 @@ void ChromeTraceWriter::explain_gap(const OpRecord& r, bool first) {
       write_bubble(r.rank, from, r.start, "warm-up", "");
     } else {
       const auto [cause, extra] =
-          input_wait(r.binding_stage, schedule_.stage_device[r.binding_stage]);
+          input_wait(r.binding_stage, schedule_.stage_rank[r.binding_stage]);
       write_bubble(r.rank, from, r.start, cause, extra);
     }
     return;

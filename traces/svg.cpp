@@ -171,8 +171,8 @@ class Painter {
 
   double block_height(const Timeline& t) const {
     if (!t.ok) return kBlockTitle + 20;
-    double h = kBlockTitle + t.num_devices * kRowPitch + kAxis;
-    if (options_.memory_panels) h += kMemHeading + t.num_devices * kMemPitch;
+    double h = kBlockTitle + t.num_ranks * kRowPitch + kAxis;
+    if (options_.memory_panels) h += kMemHeading + t.num_ranks * kMemPitch;
     return h;
   }
 
@@ -242,7 +242,7 @@ class Painter {
             escape(t.title) + "<tspan dx=\"8\" font-weight=\"normal\">" + escape(buf) +
             "</tspan></text>\n";
     const double rows_top = y + kBlockTitle;
-    const double rows_bottom = rows_top + t.num_devices * kRowPitch;
+    const double rows_bottom = rows_top + t.num_ranks * kRowPitch;
     const Axis axis = make_axis(span_, std::max(4, static_cast<int>(plot_width_ / 110)));
 
     // Grid first, so boxes paint over it.
@@ -253,7 +253,7 @@ class Painter {
     buf_ += "</g>\n";
 
     // Rows: a light band per device, so gaps (bubbles) read as empty track.
-    for (int r = 0; r < t.num_devices; ++r) {
+    for (int r = 0; r < t.num_ranks; ++r) {
       const double ry = rows_top + r * kRowPitch;
       const int dev = static_cast<std::size_t>(r) < t.rank_device.size() ? t.rank_device[r] : r;
       buf_ += "<rect class=\"row\" x=\"" + num(kLeft) + "\" y=\"" + num(ry) + "\" width=\"" +
@@ -319,7 +319,7 @@ class Painter {
             "\" font-size=\"11\" font-weight=\"bold\">memory per device (static + activations; "
             "dashed: capacity)</text>\n";
     y += kMemHeading;
-    for (int r = 0; r < t.num_devices; ++r) {
+    for (int r = 0; r < t.num_ranks; ++r) {
       const double top = y + r * kMemPitch;
       const double bottom = top + kMemHeight;
       const std::int64_t stat =
@@ -415,18 +415,18 @@ class Painter {
 TimelineRecorder::TimelineRecorder(const SimInput& input, const Schedule& schedule,
                                    std::string title) {
   timeline_.title = title.empty() ? schedule.name : std::move(title);
-  timeline_.num_devices = schedule.num_devices;
+  timeline_.num_ranks = schedule.num_ranks;
   timeline_.rank_device = input.rank_device;
   timeline_.stage_chunk.assign(static_cast<std::size_t>(std::max(schedule.num_stages, 0)), 0);
-  std::vector<int> seen(static_cast<std::size_t>(std::max(schedule.num_devices, 0)), 0);
-  for (std::size_t s = 0; s < timeline_.stage_chunk.size() && s < schedule.stage_device.size();
+  std::vector<int> seen(static_cast<std::size_t>(std::max(schedule.num_ranks, 0)), 0);
+  for (std::size_t s = 0; s < timeline_.stage_chunk.size() && s < schedule.stage_rank.size();
        ++s) {
-    const int r = schedule.stage_device[s];
+    const int r = schedule.stage_rank[s];
     if (r >= 0 && static_cast<std::size_t>(r) < seen.size()) timeline_.stage_chunk[s] = seen[r]++;
   }
   timeline_.static_bytes = input.static_bytes;
   timeline_.capacity_bytes = input.capacity_bytes;
-  timeline_.memory.resize(static_cast<std::size_t>(std::max(schedule.num_devices, 0)));
+  timeline_.memory.resize(static_cast<std::size_t>(std::max(schedule.num_ranks, 0)));
   timeline_.boxes.reserve(schedule.total_ops());
 }
 

@@ -35,7 +35,7 @@ struct Timeline {
     std::int64_t activation_bytes = 0;
   };
   std::string title;  ///< e.g. the schedule name
-  int num_devices = 0;
+  int num_ranks = 0;
   std::vector<int> rank_device;  ///< physical device of each rank, for row labels
   /// Index of each stage among its device's stages (0 for the first chunk). Boxes of odd
   /// chunks are drawn in a lighter tint, as the papers draw V and interleaved schedules.

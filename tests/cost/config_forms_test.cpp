@@ -3,7 +3,7 @@
 // layer), that the measured form still works, and one bad-input test per error class.
 #include <gtest/gtest.h>
 
-#include "sim/config/experiment.hpp"
+#include "experiment/experiment.hpp"
 
 namespace bmpipe {
 namespace {

@@ -2,27 +2,19 @@
 // recompute mode, recompute cost, parameters; static_bytes_per_stage) and its exit codes.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/support.hpp"
+
 namespace {
 
-struct CliRun {
-  int code = 0;
-  std::string out;
-};
+using bmpipe::test::CliRun;
 
+// stdout and stderr together: the messages tested here go to either.
 CliRun run(const std::string& args) {
-  const std::string cmd = std::string(BMPIPE_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  CliRun r;
-  if (!p) return {-1, ""};
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), p)) r.out += buf.data();
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  CliRun r = bmpipe::test::run_cli(args);
+  r.out += r.err;
   return r;
 }
 

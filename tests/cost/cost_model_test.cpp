@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "sim/config/experiment.hpp"
+#include "experiment/experiment.hpp"
 
 namespace bmpipe {
 namespace {

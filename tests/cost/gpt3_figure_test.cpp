@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "sim/config/experiment.hpp"
+#include "experiment/experiment.hpp"
 
 namespace bmpipe {
 namespace {

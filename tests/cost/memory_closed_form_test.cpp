@@ -10,7 +10,7 @@
 // token per layer). And 1F1B's first stage holds p micro-batches of activations.
 #include <gtest/gtest.h>
 
-#include "sim/config/experiment.hpp"
+#include "experiment/experiment.hpp"
 
 namespace bmpipe {
 namespace {

@@ -66,7 +66,7 @@ inline ParsedTrace check_trace_invariants(const std::string& text, const Schedul
                                           const SimResult& result) {
   ParsedTrace t = parse_trace(text);
   EXPECT_TRUE(result.ok) << result.error;
-  const int p = schedule.num_devices;
+  const int p = schedule.num_ranks;
   const Time end = result.iteration_time;
 
   std::size_t op_slices = 0;
@@ -181,7 +181,7 @@ inline SimInput uniform(const Schedule& sch, const Topology& topo, Time f, Time 
   c.activation_bytes = activation;
   c.output_bytes = output;
   in.stages.assign(sch.num_stages, c);
-  for (int r = 0; r < sch.num_devices; ++r) in.rank_device.push_back(r);
+  for (int r = 0; r < sch.num_ranks; ++r) in.rank_device.push_back(r);
   return in;
 }
 

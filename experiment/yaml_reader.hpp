@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "sim/config/config.hpp"
+#include "experiment/config.hpp"
 
 namespace bmpipe::detail {
 

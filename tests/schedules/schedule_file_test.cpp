@@ -2,16 +2,12 @@
 // and column, and the round trip of every built-in schedule.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <nlohmann/json.hpp>
 
-#include "schedule_test_util.hpp"
+#include "support/support.hpp"
 #include "schedules/schedule_file.hpp"
 #include "schedules/validate.hpp"
-#include "sim/summary.hpp"
+#include "traces/summary.hpp"
 
 namespace bmpipe {
 namespace {
@@ -41,10 +37,10 @@ TEST(ScheduleFile, ParsesTheTorchFormat) {
   const Schedule s = parse(
       "0F0,,2F0, 2I0 ,2W0,0B0\n"
       "1F0,3F0,3B0,1I0,1W0,\n");
-  EXPECT_EQ(s.num_devices, 2);
+  EXPECT_EQ(s.num_ranks, 2);
   EXPECT_EQ(s.num_stages, 4);
   EXPECT_EQ(s.num_microbatches, 1);
-  EXPECT_EQ(s.stage_device, (std::vector<int>{0, 1, 0, 1}));
+  EXPECT_EQ(s.stage_rank, (std::vector<int>{0, 1, 0, 1}));
   ASSERT_EQ(s.ops[0].size(), 5u);
   EXPECT_EQ(s.ops[0][2], Op::i(2, 0));
   EXPECT_EQ(s.ops[0][4], Op::b(0, 0));
@@ -55,7 +51,7 @@ TEST(ScheduleFile, ParsesOverlappedPairs) {
   // V placement on one rank: stages 0 and 1; the pair overlaps F of micro-batch 1 on
   // stage 0 with the backward of micro-batch 0 on stage 1.
   const Schedule s = parse("0F0,1F0,(0F1;1B0)OVERLAP_F_B,1F1,1B1,0B0,0B1\r\n\n");
-  EXPECT_EQ(s.num_devices, 1);
+  EXPECT_EQ(s.num_ranks, 1);
   EXPECT_EQ(s.ops[0][2], Op::fb(0, 1, 1, 0));
   EXPECT_EQ(schedule_to_csv(s), "0F0,1F0,(0F1;1B0)OVERLAP_F_B,1F1,1B1,0B0,0B1\n");
 }
@@ -115,7 +111,7 @@ TEST(ScheduleFile, EveryBuiltinRoundTripsToIdenticalJson) {
       const Schedule original = info.generate(ScheduleParams{p, m, v, {}});
       const std::string csv = schedule_to_csv(original);
       const Schedule replayed = parse_schedule_csv(csv, "x.csv", original.name);
-      EXPECT_EQ(replayed.stage_device, original.stage_device);
+      EXPECT_EQ(replayed.stage_rank, original.stage_rank);
       EXPECT_EQ(replayed.ops, original.ops);
       EXPECT_EQ(schedule_to_csv(replayed), csv);
       // Non-uniform costs and real transfers, so a reordering would show.
@@ -146,46 +142,31 @@ TEST(ScheduleFile, EveryBuiltinRoundTripsToIdenticalJson) {
 
 // ---- through the CLI ---------------------------------------------------------------------
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::run_cli;
+using test::ScratchDir;
 
-int run_cli(const std::string& args, const std::string& out, const std::string& err) {
-  const std::string cmd = std::string(BMPIPE_BINARY) + " " + args + " >" + out + " 2>" + err;
-  const int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-const std::string kTiny = std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/tiny.yaml";
+const std::string kTiny = test::examples() + "tiny.yaml";
 
 TEST(ScheduleFileCli, MalformedFileExitsTwoWithRowAndColumn) {
-  const std::string dir = ::testing::TempDir();
-  const std::string bad = dir + "bmpipe_bad_schedule.csv";
-  std::ofstream(bad) << "0F0,0B0\n1F0,1W0,1I0\n";
-  const int rc =
-      run_cli("simulate " + kTiny + " --schedule-file " + bad, dir + "o.txt", dir + "e.txt");
-  EXPECT_EQ(rc, 2);
-  EXPECT_NE(slurp(dir + "e.txt").find(bad + ":2:5: "), std::string::npos) << slurp(dir + "e.txt");
+  const ScratchDir dir;
+  const std::string bad = test::write_file(dir.file("bad_schedule.csv"), "0F0,0B0\n1F0,1W0,1I0\n");
+  const test::CliRun r = run_cli("simulate " + kTiny + " --schedule-file " + bad);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(bad + ":2:5: "), std::string::npos) << r.err;
 }
 
 TEST(ScheduleFileCli, ExportThenReplayGivesTheSameJson) {
-  const std::string dir = ::testing::TempDir();
+  const ScratchDir dir;
   for (const char* name : {"1f1b", "zb-h1", "zb-v", "dualpipe-v", "zb-auto"}) {
-    const std::string csv = dir + "bmpipe_export_" + name + ".csv";
-    ASSERT_EQ(run_cli(std::string("simulate ") + kTiny + " --json --schedule " + name +
-                          " --export-schedule " + csv,
-                      dir + "a.json", dir + "e.txt"),
-              0)
-        << slurp(dir + "e.txt");
-    ASSERT_EQ(run_cli("simulate " + kTiny + " --json --schedule-file " + csv, dir + "b.json",
-                      dir + "e.txt"),
-              0)
-        << slurp(dir + "e.txt");
+    const std::string csv = dir.file(std::string("export_") + name + ".csv");
+    const test::CliRun exported =
+        run_cli(std::string("simulate ") + kTiny + " --json --schedule " + name +
+                " --export-schedule " + csv);
+    ASSERT_EQ(exported.code, 0) << exported.err;
+    const test::CliRun replayed = run_cli("simulate " + kTiny + " --json --schedule-file " + csv);
+    ASSERT_EQ(replayed.code, 0) << replayed.err;
     // The file's schedule is named after its path; everything else is identical.
-    std::string a = slurp(dir + "a.json"), b = slurp(dir + "b.json");
+    std::string a = exported.out, b = replayed.out;
     const std::string named_a = "\"schedule\": \"" + std::string(name) + "\"";
     const std::string named_b = "\"schedule\": \"" + csv + "\"";
     ASSERT_NE(a.find(named_a), std::string::npos);
@@ -197,14 +178,11 @@ TEST(ScheduleFileCli, ExportThenReplayGivesTheSameJson) {
 }
 
 TEST(CompareCli, SortsByTimeAndPrintsJsonSummaries) {
-  const std::string dir = ::testing::TempDir();
   // tiny.yaml: p = 4, m = 8, F = I = W = 1 ms per stage: 1F1B 33 ms, ZB-H1 27 ms
   // (3m + (p-1)), GPipe 33 ms.
-  ASSERT_EQ(run_cli("compare " + kTiny + " --schedules 1f1b,zb-h1,gpipe --json", dir + "c.json",
-                    dir + "e.txt"),
-            0)
-      << slurp(dir + "e.txt");
-  const auto list = nlohmann::json::parse(slurp(dir + "c.json"));
+  const test::CliRun json = run_cli("compare " + kTiny + " --schedules 1f1b,zb-h1,gpipe --json");
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto list = nlohmann::json::parse(json.out);
   ASSERT_EQ(list.size(), 3u);
   EXPECT_EQ(list[0]["schedule"], "zb-h1");
   EXPECT_DOUBLE_EQ(list[0]["iteration_time_ms"].get<double>(), 27.0);
@@ -212,16 +190,14 @@ TEST(CompareCli, SortsByTimeAndPrintsJsonSummaries) {
   EXPECT_EQ(list[2]["schedule"], "gpipe");
   EXPECT_DOUBLE_EQ(list[1]["iteration_time_ms"].get<double>(), 33.0);
 
-  ASSERT_EQ(run_cli("compare " + kTiny + " --schedules 1f1b,zb-v,dualpipe-v", dir + "c.txt",
-                    dir + "e.txt"),
-            0);
-  const std::string table = slurp(dir + "c.txt");
-  EXPECT_NE(table.find("zb-v"), std::string::npos) << table;
-  EXPECT_NE(table.find("fits"), std::string::npos) << table;
+  const test::CliRun table = run_cli("compare " + kTiny + " --schedules 1f1b,zb-v,dualpipe-v");
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("zb-v"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("fits"), std::string::npos) << table.out;
 
-  EXPECT_EQ(run_cli("compare " + kTiny + " --schedules 1f1b,nope", dir + "c.txt", dir + "e.txt"),
-            2);
-  EXPECT_NE(slurp(dir + "e.txt").find("unknown schedule 'nope'"), std::string::npos);
+  const test::CliRun unknown = run_cli("compare " + kTiny + " --schedules 1f1b,nope");
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.err.find("unknown schedule 'nope'"), std::string::npos) << unknown.err;
 }
 
 }  // namespace

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "schedules/registry.hpp"
-#include "sim/config/config.hpp"
+#include "experiment/config.hpp"
 #include "sim/cost/cost_model.hpp"
 #include "sim/simulate.hpp"
-#include "sim/summary.hpp"
+#include "sim/run_info.hpp"
 #include "sim/topology.hpp"
 
 namespace bmpipe {

@@ -2,14 +2,12 @@
 // executable writes pass the same checks as the library's output.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "sim/config/experiment.hpp"
+#include "experiment/experiment.hpp"
+#include "support/support.hpp"
 #include "trace_checks.hpp"
 
 namespace bmpipe {
@@ -18,23 +16,9 @@ namespace {
 namespace fs = std::filesystem;
 
 int run(const std::string& args, std::string* out = nullptr) {
-  const std::string cmd = std::string(BMPIPE_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return -1;
-  std::array<char, 4096> buf{};
-  std::string text;
-  std::size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) text.append(buf.data(), n);
-  const int status = pclose(pipe);
-  if (out) *out = text;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  const test::CliRun r = test::run_cli(args);
+  if (out) *out = r.out + r.err;
+  return r.code;
 }
 
 std::size_t count(const std::string& text, const std::string& what) {
@@ -43,20 +27,11 @@ std::size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("bmpipe_traces_" + std::to_string(::getpid()));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
 const std::string kTiny = std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/tiny.yaml";
 
 TEST(CliOutputs, SimulateWritesTraceSvgAndBreakdown) {
-  TempDir dir;
-  const fs::path trace = dir.path / "t.json", svg = dir.path / "t.svg";
+  const test::ScratchDir dir;
+  const fs::path trace = dir.path() / "t.json", svg = dir.path() / "t.svg";
   std::string out;
   ASSERT_EQ(
       run("simulate " + kTiny + " --json --trace " + trace.string() + " --svg " + svg.string(),
@@ -73,24 +48,24 @@ TEST(CliOutputs, SimulateWritesTraceSvgAndBreakdown) {
   const Topology topo(config.cluster);
   const Schedule sch = make_schedule(config);
   const SimResult r = simulate(make_sim_input(config, topo, sch), sch);
-  const test::ParsedTrace t = test::check_trace_invariants(slurp(trace), sch, r);
+  const test::ParsedTrace t = test::check_trace_invariants(test::slurp(trace.string()), sch, r);
   // Layer ranges come from the config: 8 layers over 4 stages.
   for (const auto& s : t.threads.at({2, 0}))
     if (s.cat == "op") {
       EXPECT_EQ(s.args["layers"], "layers 4-5");
     }
-  const std::string picture = slurp(svg);
+  const std::string picture = test::slurp(svg.string());
   EXPECT_EQ(count(picture, "<rect class=\"op "), sch.total_ops());
   EXPECT_NE(picture.find("</svg>"), std::string::npos);
 }
 
 TEST(CliOutputs, CompareStacksOneTimelinePerSchedule) {
-  TempDir dir;
-  const fs::path svg = dir.path / "c.svg";
+  const test::ScratchDir dir;
+  const fs::path svg = dir.path() / "c.svg";
   std::string out;
   ASSERT_EQ(run("compare " + kTiny + " --schedules 1f1b,gpipe --svg " + svg.string(), &out), 0)
       << out;
-  const std::string picture = slurp(svg);
+  const std::string picture = test::slurp(svg.string());
   EXPECT_EQ(count(picture, "<rect class=\"op "), 2u * 64u);  // 2 x p m (F + B)
   EXPECT_EQ(count(picture, "class=\"axis\""), 2u);
 }

@@ -4,8 +4,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/config/config.hpp"
-#include "sim/config/experiment.hpp"
+#include "experiment/config.hpp"
+#include "experiment/experiment.hpp"
 
 namespace bmpipe {
 namespace {

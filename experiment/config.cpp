@@ -1,4 +1,4 @@
-#include "sim/config/config.hpp"
+#include "experiment/config.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "schedules/registry.hpp"
-#include "sim/config/yaml_reader.hpp"
+#include "experiment/yaml_reader.hpp"
 
 namespace bmpipe {
 

@@ -1,6 +1,6 @@
 #include <algorithm>
 
-#include "sim/config/experiment.hpp"
+#include "experiment/experiment.hpp"
 
 namespace bmpipe {
 
@@ -14,12 +14,12 @@ ScheduleCosts planning_costs(const Config& c, bool v_shape) {
   // make_sim_input only needs the shape of the schedule (stages and their ranks), so an
   // empty schedule of that shape gives exactly the stage costs the real one will get.
   Schedule shape;
-  shape.num_devices = p;
+  shape.num_ranks = p;
   shape.num_stages = v_shape ? 2 * p : p;
   shape.num_microbatches = 1;
-  shape.stage_device.resize(shape.num_stages);
+  shape.stage_rank.resize(shape.num_stages);
   for (int st = 0; st < shape.num_stages; ++st)
-    shape.stage_device[st] = st < p ? st : 2 * p - 1 - st;
+    shape.stage_rank[st] = st < p ? st : 2 * p - 1 - st;
   shape.ops.resize(p);
   const Topology topology(c.cluster);
   const SimInput in = make_sim_input(c, topology, shape);
@@ -31,7 +31,7 @@ ScheduleCosts planning_costs(const Config& c, bool v_shape) {
   }
   for (int st = 0; st + 1 < shape.num_stages; ++st) {
     const std::int64_t bytes = in.stages[st].output_bytes;
-    const int from = shape.stage_device[st], to = shape.stage_device[st + 1];
+    const int from = shape.stage_rank[st], to = shape.stage_rank[st + 1];
     if (bytes <= 0 || from == to) continue;
     const Route route = topology.route(in.rank_device[from], in.rank_device[to], bytes);
     costs.transfer = std::max(costs.transfer, route.latency + route.serialization(bytes));

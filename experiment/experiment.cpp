@@ -1,4 +1,4 @@
-#include "sim/config/experiment.hpp"
+#include "experiment/experiment.hpp"
 
 #include <cmath>
 
@@ -172,7 +172,7 @@ SimInput make_sim_input(const Config& c, const Topology& topology, const Schedul
     in.stages.push_back(cost);
   }
 
-  const int p = schedule.num_devices;
+  const int p = schedule.num_ranks;
   const int devices = topology.num_devices();
   const int per_pipeline_rank = devices / c.training.pp;  // tp * dp devices per pp rank
   const auto gib = [](double v) {
@@ -183,13 +183,13 @@ SimInput make_sim_input(const Config& c, const Topology& topology, const Schedul
   in.capacity_bytes.assign(p, gib(c.device.memory_GiB));
   for (int r = 0; r < p; ++r) in.rank_device[r] = r * per_pipeline_rank;
   for (int s = 0; s < schedule.num_stages; ++s)
-    in.static_bytes[schedule.stage_device[s]] += stage_static[s];
+    in.static_bytes[schedule.stage_rank[s]] += stage_static[s];
 
   if (c.model.analytic()) {
     const AnalyticCosts a = analytic_costs(c, schedule.num_stages);
     std::vector<std::int64_t> rank_params(p, 0);
     for (int s = 0; s < schedule.num_stages; ++s)
-      rank_params[schedule.stage_device[s]] += stage_params[s] / a.settings.dtype_bytes;
+      rank_params[schedule.stage_rank[s]] += stage_params[s] / a.settings.dtype_bytes;
     in.tail_time.resize(p);
     for (int r = 0; r < p; ++r) in.tail_time[r] = tail_time(c, a, r, rank_params[r]);
   }

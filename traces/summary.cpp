@@ -1,4 +1,4 @@
-#include "sim/summary.hpp"
+#include "traces/summary.hpp"
 
 #include <cstdio>
 

@@ -7,26 +7,11 @@
 #include <string>
 
 #include "sim/bubbles.hpp"
+#include "sim/run_info.hpp"
 #include "sim/simulate.hpp"
 
 namespace bmpipe {
 
-/// What the run was, beyond what the SimResult holds.
-struct RunInfo {
-  std::string schedule;
-  int pp = 1;
-  int vpp = 1;
-  int microbatches = 1;
-  /// Throughput inputs (make_run_info in sim/config/experiment.hpp fills them). With
-  /// tokens_per_iteration > 0 the summary adds tokens_per_s; with the FLOP counts (analytic
-  /// models) also mfu (model FLOPs without recompute / (time x peak x devices)) and
-  /// tflops_per_device (FLOPs including recompute, the figure Megatron-LM reports).
-  double tokens_per_iteration = 0;
-  double model_flops_per_iteration = 0;     ///< all devices, no recompute
-  double hardware_flops_per_iteration = 0;  ///< all devices, with recompute
-  double peak_flops_per_device = 0;         ///< FLOP/s
-  int devices = 0;                          ///< pp x tp x dp
-};
 
 /// JSON keys: schedule, pp, vpp, microbatches, iteration_time_ms, pipeline_time_ms,
 /// bubble_ratio, fits, ops_executed, devices[{rank, device, busy_ms, idle_ms,

@@ -4,7 +4,7 @@
 // micro-batches on rank 0 and idles (p-1)(F+B) per device, F and B of the whole device.
 #include <gtest/gtest.h>
 
-#include "schedule_test_util.hpp"
+#include "support/support.hpp"
 #include "schedules/validate.hpp"
 
 namespace bmpipe {
@@ -13,8 +13,8 @@ namespace {
 using test::Costs;
 
 SimResult run(const Schedule& s, const Costs& c) {
-  const auto topo = test::one_node(s.num_devices);
-  return simulate(test::uniform(s, *topo, c), s);
+  const auto topo = test::one_node(s.num_ranks);
+  return simulate(test::uniform_input(s, *topo, c), s);
 }
 
 Schedule v_half(int p, int m, const Costs* planning = nullptr) {
@@ -70,7 +70,7 @@ TEST(VHalf, ValidAndDeadlockFreeForEveryShape) {
         for (int vpp : {1, 2}) {
           SCOPED_TRACE(where(p, m, c) + " vpp=" + std::to_string(vpp));
           const Schedule s = test::generate("v-half", p, m, vpp);
-          EXPECT_EQ(s.num_devices, p);
+          EXPECT_EQ(s.num_ranks, p);
           EXPECT_EQ(s.num_stages, 2 * p);
           EXPECT_EQ(s.num_microbatches, m);
           const auto issue = validate_schedule(s);

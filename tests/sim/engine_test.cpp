@@ -3,8 +3,8 @@
 
 #include <thread>
 
-#include "sim/summary.hpp"
-#include "test_helpers.hpp"
+#include "traces/summary.hpp"
+#include "support/support.hpp"
 
 namespace bmpipe {
 namespace {
@@ -15,7 +15,7 @@ TEST(Communication, EachCrossDeviceDependencyAddsLatency) {
     const Schedule sch = make_gpipe(ScheduleParams{p, 1, 1});
     const double lambda_us = 7;
     const auto topo = test::one_node(p, lambda_us);
-    const test::Uniform u{1000, 2000, 3000, 0, 0};
+    const test::Costs u{1000, 2000, 3000, 0, 0};
     const SimResult r = simulate(test::uniform_input(sch, *topo, u), sch);
     ASSERT_TRUE(r.ok) << r.error;
     EXPECT_EQ(r.pipeline_time, p * (u.f + u.i + u.w) + 2 * (p - 1) * 7000) << "p=" << p;
@@ -30,7 +30,7 @@ TEST(Communication, LatencyAddsPerHopInOneFOneB) {
   const Schedule sch = make_1f1b(ScheduleParams{p, 1, 1});
   const auto free = test::one_node(p, 0);
   const auto slow = test::one_node(p, 3);
-  const test::Uniform u{100, 100, 100, 0, 0};
+  const test::Costs u{100, 100, 100, 0, 0};
   const SimResult a = simulate(test::uniform_input(sch, *free, u), sch);
   const SimResult b = simulate(test::uniform_input(sch, *slow, u), sch);
   ASSERT_TRUE(a.ok && b.ok);
@@ -43,7 +43,7 @@ TEST(Communication, TransfersSharingALinkQueueUp) {
   // 21, 31 ms, so rank 1's forwards start then.
   const Schedule sch = make_gpipe(ScheduleParams{2, 3, 1});
   const auto topo = test::one_node(2, 0, 1.0);
-  const test::Uniform u{1'000'000, 500'000, 500'000, 0, 10'000'000};
+  const test::Costs u{1'000'000, 500'000, 500'000, 0, 10'000'000};
   test::Recorder rec;
   const SimResult r = simulate(test::uniform_input(sch, *topo, u), sch, &rec);
   ASSERT_TRUE(r.ok) << r.error;
@@ -88,13 +88,13 @@ TEST(Memory, SplitBackwardFreesInTwoSteps) {
   // One device, one micro-batch, F then I then W: 100 bytes at F, 30 kept until W.
   Schedule sch;
   sch.name = "handmade";
-  sch.num_devices = 1;
+  sch.num_ranks = 1;
   sch.num_stages = 1;
   sch.num_microbatches = 1;
-  sch.stage_device = {0};
+  sch.stage_rank = {0};
   sch.ops = {{Op::f(0, 0), Op::i(0, 0), Op::w(0, 0)}};
   const auto topo = test::one_node(1);
-  SimInput in = test::uniform_input(sch, *topo, test::Uniform{1, 2, 3, 100, 0});
+  SimInput in = test::uniform_input(sch, *topo, test::Costs{1, 2, 3, 100, 0});
   in.stages[0].weight_grad_retained_bytes = 30;
   test::Recorder rec;
   const SimResult r = simulate(in, sch, &rec);
@@ -112,7 +112,7 @@ TEST(Memory, SplitBackwardFreesInTwoSteps) {
 TEST(Determinism, SameInputGivesByteIdenticalJson) {
   const Schedule sch = make_1f1b(ScheduleParams{4, 16, 1});
   const Topology topo(ClusterSpec{2, 2, LinkSpec{100, 3}, LinkSpec{10, 9}});
-  SimInput in = test::uniform_input(sch, topo, test::Uniform{1000, 1100, 900, 64, 123456});
+  SimInput in = test::uniform_input(sch, topo, test::Costs{1000, 1100, 900, 64, 123456});
   in.rank_device = {0, 1, 2, 3};
   const RunInfo info{"1f1b", 4, 1, 16};
   const std::string a = summary_json(info, simulate(in, sch)).dump();
@@ -126,14 +126,14 @@ TEST(Deadlock, CyclicOrderIsReportedWithBlockedOps) {
   // the gradient of B0@s1, which rank 1 runs after F1@s1: a cycle.
   Schedule sch;
   sch.name = "cyclic";
-  sch.num_devices = 2;
+  sch.num_ranks = 2;
   sch.num_stages = 2;
   sch.num_microbatches = 2;
-  sch.stage_device = {0, 1};
+  sch.stage_rank = {0, 1};
   sch.ops = {{Op::f(0, 0), Op::b(0, 0), Op::f(0, 1), Op::b(0, 1)},
              {Op::f(1, 1), Op::f(1, 0), Op::b(1, 0), Op::b(1, 1)}};
   const auto topo = test::one_node(2);
-  const SimResult r = simulate(test::uniform_input(sch, *topo, test::Uniform{1, 1, 1, 0, 0}), sch);
+  const SimResult r = simulate(test::uniform_input(sch, *topo, test::Costs{1, 1, 1, 0, 0}), sch);
   ASSERT_FALSE(r.ok);
   ASSERT_EQ(r.blocked.size(), 2u);
   EXPECT_EQ(r.blocked[0].rank, 0);
@@ -154,7 +154,7 @@ TEST(Deadlock, CyclicOrderIsReportedWithBlockedOps) {
 TEST(Validation, MalformedSchedulesAreErrorsNotCrashes) {
   const auto topo = test::one_node(2);
   Schedule sch = make_1f1b(ScheduleParams{2, 2, 1});
-  const SimInput in = test::uniform_input(sch, *topo, test::Uniform{1, 1, 1, 0, 0});
+  const SimInput in = test::uniform_input(sch, *topo, test::Costs{1, 1, 1, 0, 0});
   Schedule dup = sch;
   dup.ops[0].push_back(Op::f(0, 0));
   EXPECT_NE(simulate(in, dup).error.find("twice"), std::string::npos);
@@ -183,7 +183,7 @@ TEST(Reentrancy, ConcurrentRunsOnSharedInputsAgree) {
   // the same as a lone run (routes are memoized under a lock, nothing else is shared).
   const Schedule sch = make_1f1b(ScheduleParams{8, 32, 1});
   const Topology topo(ClusterSpec{2, 4, LinkSpec{100, 3}, LinkSpec{10, 9}});
-  SimInput in = test::uniform_input(sch, topo, test::Uniform{1000, 1100, 900, 64, 99999});
+  SimInput in = test::uniform_input(sch, topo, test::Costs{1000, 1100, 900, 64, 99999});
   const SimResult alone = simulate(in, sch);
   std::vector<Time> times(4);
   std::vector<std::thread> threads;

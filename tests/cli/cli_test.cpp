@@ -1,64 +1,41 @@
 // The bmpipe executable end to end: exit codes, messages, JSON contract, overrides.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <array>
-#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/support.hpp"
+
 namespace {
 
-struct Outcome {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
+using bmpipe::test::CliRun;
 
-Outcome run(const std::string& args) {
-  const std::string cmd = std::string(BMPIPE_BINARY) + " " + args + " 2>&1";
-  Outcome r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+// stdout and stderr together: the messages tested here go to either.
+CliRun run(const std::string& args) {
+  CliRun r = bmpipe::test::run_cli(args);
+  r.out += r.err;
   return r;
 }
 
 std::string stdout_of(const std::string& args) {
-  const std::string cmd = std::string(BMPIPE_BINARY) + " " + args + " 2>/dev/null";
-  std::string out;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  std::size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  pclose(pipe);
-  return out;
+  return bmpipe::test::run_cli(args).out;
 }
 
-const std::string kTiny = std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/tiny.yaml";
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
-  std::ofstream(path) << text;
-  return path;
-}
+const std::string kTiny = bmpipe::test::examples() + "tiny.yaml";
 
 TEST(Cli, HelpExplainsEveryOption) {
-  const Outcome top = run("--help");
+  const CliRun top = run("--help");
   EXPECT_EQ(top.code, 0);
   EXPECT_NE(top.out.find("simulate"), std::string::npos);
-  const Outcome sim = run("simulate --help");
+  const CliRun sim = run("simulate --help");
   EXPECT_EQ(sim.code, 0);
   for (const char* opt : {"--json", "--schedule", "--pp", "--microbatches"})
     EXPECT_NE(sim.out.find(opt), std::string::npos) << opt;
 }
 
 TEST(Cli, JsonSummaryHasTheContractKeys) {
-  const Outcome r = run("simulate --json " + kTiny);
+  const CliRun r = run("simulate --json " + kTiny);
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   for (const char* key : {"schedule", "pp", "vpp", "microbatches", "iteration_time_ms",
@@ -90,7 +67,7 @@ TEST(Cli, SameInputGivesByteIdenticalOutput) {
 }
 
 TEST(Cli, TableShowsOneRowPerDeviceWithUnits) {
-  const Outcome r = run("simulate " + kTiny);
+  const CliRun r = run("simulate " + kTiny);
   ASSERT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("iteration time   33.000 ms"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("bubble ratio     27.27 %"), std::string::npos) << r.out;
@@ -101,8 +78,9 @@ TEST(Cli, BadConfigExitsTwoWithFileLineAndKey) {
   std::ifstream in(kTiny);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   text.replace(text.find("  pp: 4"), 7, "  pp: 3");
-  const std::string path = write_temp("bad_pp.yaml", text);
-  const Outcome r = run("simulate " + path);
+  const bmpipe::test::ScratchDir dir;
+  const std::string path = bmpipe::test::write_file(dir.file("bad_pp.yaml"), text);
+  const CliRun r = run("simulate " + path);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find(path + ":"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("training.pp"), std::string::npos) << r.out;
@@ -121,7 +99,8 @@ TEST(Cli, DoesNotFitIsAResultNotAFailure) {
   std::ifstream in(kTiny);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   text.replace(text.find("memory_GiB: 1"), 13, "memory_GiB: 0.005");
-  const Outcome r = run("simulate --json " + write_temp("small.yaml", text));
+  const bmpipe::test::ScratchDir dir;
+  const CliRun r = run("simulate --json " + bmpipe::test::write_file(dir.file("small.yaml"), text));
   EXPECT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_FALSE(j["fits"].get<bool>());
@@ -129,7 +108,7 @@ TEST(Cli, DoesNotFitIsAResultNotAFailure) {
 }
 
 TEST(Cli, SchedulesAreListed) {
-  const Outcome r = run("schedules");
+  const CliRun r = run("schedules");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("gpipe"), std::string::npos);
   EXPECT_NE(r.out.find("1f1b"), std::string::npos);

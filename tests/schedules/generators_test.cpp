@@ -2,7 +2,7 @@
 // Expectations are computed here from p, m, v, F, I, W, never from the code under test.
 #include <gtest/gtest.h>
 
-#include "schedule_test_util.hpp"
+#include "support/support.hpp"
 #include "schedules/validate.hpp"
 
 namespace bmpipe {
@@ -19,7 +19,7 @@ Outcome run(const char* name, int p, int m, int v, const Costs& c, double fb_fac
             Time fb_pair = 0) {
   Outcome out{test::generate(name, p, m, v), {}};
   const auto topo = test::one_node(p);
-  SimInput in = test::uniform(out.schedule, *topo, c);
+  SimInput in = test::uniform_input(out.schedule, *topo, c);
   in.fb_overlap_factor = fb_factor;
   in.fb_pair_time = fb_pair;
   out.result = simulate(in, out.schedule);
@@ -54,12 +54,12 @@ TEST(Generators, EveryBuiltinIsValidAndRunsOnAGrid) {
             }
             continue;
           }
-          EXPECT_EQ(s.num_devices, p);
+          EXPECT_EQ(s.num_ranks, p);
           EXPECT_EQ(s.num_microbatches, m);
           const auto issue = validate_schedule(s);
           EXPECT_FALSE(issue.has_value()) << (issue ? issue->message : "");
           const auto topo = test::one_node(p);
-          const SimResult r = simulate(test::uniform(s, *topo, costs), s);
+          const SimResult r = simulate(test::uniform_input(s, *topo, costs), s);
           EXPECT_TRUE(r.ok) << r.error;
           EXPECT_EQ(r.ops_executed, s.total_ops());
         }
@@ -272,7 +272,7 @@ TEST(Generators, ZbAutoRespectsItsLimitAndBeatsTheHandcrafted) {
       for (int m : {p, 2 * p + 1, 4 * p}) {
         const auto topo = test::one_node(p);
         auto time_of = [&](const Schedule& s) {
-          const SimResult r = simulate(test::uniform(s, *topo, c), s);
+          const SimResult r = simulate(test::uniform_input(s, *topo, c), s);
           EXPECT_TRUE(r.ok) << r.error;
           return r;
         };

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "test_helpers.hpp"
+#include "support/support.hpp"
 
 namespace bmpipe {
 namespace {
@@ -20,7 +20,7 @@ TEST_P(ClosedForm, PipelineTimeBubbleAndInflight) {
   const auto [name, c] = GetParam();
   const Schedule sch = find_schedule(name)->generate(ScheduleParams{c.p, c.m, 1});
   const auto topo = test::one_node(c.p);
-  const test::Uniform u{3, 2, 5, 7, 0};  // F = 3, B = I + W = 7 (ns)
+  const test::Costs u{3, 2, 5, 7, 0};  // F = 3, B = I + W = 7 (ns)
   const SimResult r = simulate(test::uniform_input(sch, *topo, u), sch);
   ASSERT_TRUE(r.ok) << r.error;
   const Time fb = u.f + u.i + u.w;
@@ -54,7 +54,7 @@ TEST(ClosedForm, OneFOneBOrderIsPipeDreamFlush) {
 TEST(ClosedForm, StaticMemoryAddsToActivationsAndCapacityDecidesFit) {
   const Schedule sch = make_1f1b(ScheduleParams{2, 4, 1});
   const auto topo = test::one_node(2);
-  SimInput in = test::uniform_input(sch, *topo, test::Uniform{1, 1, 1, 100, 0});
+  SimInput in = test::uniform_input(sch, *topo, test::Costs{1, 1, 1, 100, 0});
   in.static_bytes = {1000, 1000};
   in.capacity_bytes = {1150, 1150};  // rank 0 holds 2 x 100, rank 1 holds 1 x 100
   const SimResult r = simulate(in, sch);
@@ -69,7 +69,7 @@ TEST(ClosedForm, StaticMemoryAddsToActivationsAndCapacityDecidesFit) {
 TEST(ClosedForm, TailWorkExtendsIterationNotPipeline) {
   const Schedule sch = make_1f1b(ScheduleParams{2, 2, 1});
   const auto topo = test::one_node(2);
-  SimInput in = test::uniform_input(sch, *topo, test::Uniform{1, 1, 1, 0, 0});
+  SimInput in = test::uniform_input(sch, *topo, test::Costs{1, 1, 1, 0, 0});
   // Rank 1 finishes its last backward at 3 * (F+B) - B = 7; rank 0 at 9.
   in.tail_time = {5, 10};
   const SimResult r = simulate(in, sch);

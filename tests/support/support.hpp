@@ -1,0 +1,168 @@
+#pragma once
+// Shared by every test binary: small topologies, uniform engine inputs, a recording
+// observer, schedule helpers, per-test scratch folders and a runner for the bmpipe
+// executable. Tests include it as "support/support.hpp".
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "schedules/registry.hpp"
+#include "sim/simulate.hpp"
+
+namespace bmpipe::test {
+
+// ---- engine inputs -------------------------------------------------------------------------
+
+/// Per-stage costs for a uniform pipeline, in ns and bytes.
+struct Costs {
+  Time f = 1, i = 1, w = 1;
+  std::int64_t activation = 1;
+  std::int64_t output = 0;  ///< 0: free communication
+};
+
+/// One node of `devices` devices joined by links of `latency_us` and `bandwidth_GBps`.
+inline std::unique_ptr<Topology> one_node(int devices, double latency_us = 0.0,
+                                          double bandwidth_GBps = 1e6) {
+  return std::make_unique<Topology>(
+      ClusterSpec{1, devices, LinkSpec{bandwidth_GBps, latency_us}, LinkSpec{}});
+}
+
+/// Every stage of `sch` costs `c`; rank r runs on device r of `topo`.
+inline SimInput uniform_input(const Schedule& sch, const Topology& topo, const Costs& c) {
+  SimInput in;
+  in.topology = &topo;
+  StageCost sc;
+  sc.forward = c.f;
+  sc.backward_input = c.i;
+  sc.backward_weight = c.w;
+  sc.activation_bytes = c.activation;
+  sc.output_bytes = c.output;
+  in.stages.assign(sch.num_stages, sc);
+  for (int r = 0; r < sch.num_ranks; ++r) in.rank_device.push_back(r);
+  return in;
+}
+
+/// Records everything an Observer is told.
+struct Recorder : Observer {
+  std::vector<OpRecord> ops;
+  std::vector<TransferRecord> transfers;
+  struct Mem {
+    int rank;
+    Time time;
+    std::int64_t bytes;
+  };
+  std::vector<Mem> memory;
+  void on_op(const OpRecord& r) override { ops.push_back(r); }
+  void on_transfer(const TransferRecord& t) override { transfers.push_back(t); }
+  void on_memory(int rank, Time t, std::int64_t b) override { memory.push_back({rank, t, b}); }
+  const OpRecord* find(int rank, const Op& op) const {
+    for (const auto& r : ops)
+      if (r.rank == rank && r.op == op) return &r;
+    return nullptr;
+  }
+};
+
+// ---- schedules -----------------------------------------------------------------------------
+
+inline Schedule generate(const char* name, int p, int m, int v = 1) {
+  return find_schedule(name)->generate(ScheduleParams{p, m, v, {}});
+}
+
+/// Idle time of a device between its own first op and its last.
+inline Time span_idle(const DeviceResult& d) {
+  return d.last_end - d.first_start - d.busy;
+}
+
+inline Time max_span_idle(const SimResult& r) {
+  Time t = 0;
+  for (const auto& d : r.devices) t = std::max(t, span_idle(d));
+  return t;
+}
+
+inline int max_inflight(const SimResult& r) {
+  int n = 0;
+  for (const auto& d : r.devices) n = std::max(n, d.peak_inflight);
+  return n;
+}
+
+// ---- files and the executable --------------------------------------------------------------
+
+/// A folder of the running test's own, removed at the end: ctest runs every test as its own
+/// process, in parallel, so no two tests may share a file name.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = "bmpipe_";
+    if (info) name += std::string(info->test_suite_name()) + "." + info->name() + "_";
+    std::replace(name.begin(), name.end(), '/', '_');
+    std::string templ = (std::filesystem::temp_directory_path() / (name + "XXXXXX")).string();
+    if (!mkdtemp(templ.data())) throw std::runtime_error("mkdtemp failed for " + templ);
+    path_ = templ;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  /// The path of `name` inside the folder.
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline std::string write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+/// What one run of the executable did.
+struct CliRun {
+  int code = -1;  ///< exit code; -1 if it did not exit normally (signal)
+  std::string out;
+  std::string err;
+  std::string all() const { return out + err; }
+};
+
+/// Runs `bmpipe ARGS` (ARGS as a shell would split them), capturing stdout and stderr apart.
+inline CliRun run_cli(const std::string& args) {
+  ScratchDir dir;
+  const std::string out = dir.file("stdout"), err = dir.file("stderr");
+  const std::string cmd =
+      std::string(BMPIPE_BINARY) + " " + args + " >'" + out + "' 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  CliRun r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+/// The examples folder, ending in '/'.
+inline std::string examples() {
+  return std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/";
+}
+
+}  // namespace bmpipe::test
