@@ -15,6 +15,12 @@ namespace bmpipe::cli {
 
 namespace {
 
+nlohmann::json per_mode_json(const PerMode<std::int64_t>& v) {
+  nlohmann::json j;
+  for (Recompute r : kAllRecompute) j[std::string(recompute_name(r))] = v[r];
+  return j;
+}
+
 nlohmann::json layer_json(const LayerCost& c, int count, bool with_ops) {
   nlohmann::json j{
       {"name", c.name},
@@ -22,12 +28,10 @@ nlohmann::json layer_json(const LayerCost& c, int count, bool with_ops) {
       {"forward_ms", c.forward_s * 1e3},
       {"backward_input_ms", c.backward_input_s * 1e3},
       {"backward_weight_ms", c.backward_weight_s * 1e3},
-      {"activation_bytes",
-       {{"none", c.activation_bytes[0]},
-        {"selective", c.activation_bytes[1]},
-        {"full", c.activation_bytes[2]}}},
+      {"activation_bytes", per_mode_json(c.activation_bytes)},
       {"recompute_extra_ms",
-       {{"selective", c.recompute_extra_s[1] * 1e3}, {"full", c.recompute_extra_s[2] * 1e3}}},
+       {{"selective", c.recompute_extra_s[Recompute::selective] * 1e3},
+        {"full", c.recompute_extra_s[Recompute::full] * 1e3}}},
       {"output_bytes", c.output_bytes},
       {"param_count", c.param_count},
       {"forward_tflop", c.forward_flops / 1e12}};
@@ -128,9 +132,11 @@ int run_cost(const std::vector<std::string>& args) {
     auto row = [&](const LayerCost& c, int count) {
       std::printf("%-10s %5d %9.3f %9.3f %9.3f %10s %10s %10s %9.3f %9.3f %13lld\n", c.name.c_str(),
                   count, c.forward_s * 1e3, c.backward_input_s * 1e3, c.backward_weight_s * 1e3,
-                  mib(c.activation_bytes[0]).c_str(), mib(c.activation_bytes[1]).c_str(),
-                  mib(c.activation_bytes[2]).c_str(), c.recompute_extra_s[1] * 1e3,
-                  c.recompute_extra_s[2] * 1e3, static_cast<long long>(c.param_count));
+                  mib(c.activation_bytes[Recompute::none]).c_str(),
+                  mib(c.activation_bytes[Recompute::selective]).c_str(),
+                  mib(c.activation_bytes[Recompute::full]).c_str(),
+                  c.recompute_extra_s[Recompute::selective] * 1e3,
+                  c.recompute_extra_s[Recompute::full] * 1e3, static_cast<long long>(c.param_count));
       if (with_ops)
         for (const auto& op : c.ops)
           std::printf("  %-18s %9.3f %9.3f %9.3f\n", op.name.c_str(), op.forward_s * 1e3,

@@ -232,8 +232,9 @@ void read_model(Reader& rd, const YAML::Node& root, Config& c) {
     lg.backward_weight_ms = rd.number(g, key, "backward_weight_ms", true, 0, 0, false);
     lg.recompute_ms = rd.number(g, key, "recompute_ms", false, 0, 0, false);
     lg.activation_bytes = rd.integer(g, key, "activation_bytes", true, 0, 0);
-    lg.weight_grad_retained_bytes = rd.integer(g, key, "weight_grad_retained_bytes", false, -1, 0);
-    if (lg.weight_grad_retained_bytes > lg.activation_bytes)
+    if (g["weight_grad_retained_bytes"].IsDefined())
+      lg.weight_grad_retained_bytes = rd.integer(g, key, "weight_grad_retained_bytes", true, 0, 0);
+    if (lg.weight_grad_retained_bytes && *lg.weight_grad_retained_bytes > lg.activation_bytes)
       rd.fail(g["weight_grad_retained_bytes"], key + ".weight_grad_retained_bytes",
               "cannot exceed activation_bytes (" + std::to_string(lg.activation_bytes) + ")");
     lg.output_bytes = rd.integer(g, key, "output_bytes", true, 0, 0);
@@ -319,17 +320,20 @@ void read_training(Reader& rd, const YAML::Node& root, Config& c) {
   t.pp = rd.small_int(n, "training", "pp", true, 1, 1);
   t.vpp = rd.small_int(n, "training", "vpp", false, 1, 1);
   t.tp = rd.small_int(n, "training", "tp", false, 1, 1);
-  t.dp = rd.small_int(n, "training", "dp", false, 0, 1);
+  if (n["dp"].IsDefined()) t.dp = rd.small_int(n, "training", "dp", true, 0, 1);
   t.microbatches_given = n["microbatches"].IsDefined();
   t.microbatches = rd.small_int(n, "training", "microbatches", false, 1, 1);
-  t.seq_length = rd.small_int(n, "training", "seq_length", false, 0, 1);
+  if (n["seq_length"].IsDefined()) t.seq_length = rd.small_int(n, "training", "seq_length", true, 0, 1);
   t.micro_batch_size = rd.small_int(n, "training", "micro_batch_size", false, 1, 1);
-  t.global_batch_size = rd.small_int(n, "training", "global_batch_size", false, 0, 1);
+  if (n["global_batch_size"].IsDefined())
+    t.global_batch_size = rd.small_int(n, "training", "global_batch_size", true, 0, 1);
   read_analytic_training(rd, n, c);
   t.overlap_factor = rd.number(n, "training", "overlap_factor", false, 1.0, 0.0, true);
-  t.overlap_ms = rd.number(n, "training", "overlap_ms", false, 0.0, 0.0, false);
-  t.activation_limit_microbatches =
-      rd.small_int(n, "training", "activation_limit_microbatches", false, 0, 1);
+  if (n["overlap_ms"].IsDefined() && rd.number(n, "training", "overlap_ms", true, 0.0, 0.0, false) > 0)
+    t.overlap_ms = rd.number(n, "training", "overlap_ms", true, 0.0, 0.0, false);
+  if (n["activation_limit_microbatches"].IsDefined())
+    t.activation_limit_microbatches =
+        rd.small_int(n, "training", "activation_limit_microbatches", true, 0, 1);
   YAML::Node part = rd.child(n, "training", "partition", false);
   if (part.IsDefined()) {
     if (!part.IsSequence()) rd.fail(part, "training.partition", "expected a list of layer counts");
@@ -353,15 +357,15 @@ void check_config(const Config& c) {
   if (devices % (t.pp * t.tp) != 0)
     c.fail("training.tp", "pp * tp = " + std::to_string(t.pp * t.tp) + " does not divide the " +
                               std::to_string(devices) + " devices");
-  if (t.dp != 0 && t.pp * t.tp * t.dp != devices)
-    c.fail("training.dp", "pp * tp * dp = " + std::to_string(t.pp * t.tp * t.dp) +
+  if (t.dp && t.pp * t.tp * *t.dp != devices)
+    c.fail("training.dp", "pp * tp * dp = " + std::to_string(t.pp * t.tp * *t.dp) +
                               " but the cluster has " + std::to_string(devices) + " devices");
   if (t.microbatches < 1) c.fail("training.microbatches", "must be at least 1");
   const int stages = t.pp * t.vpp;
   const int layers = c.model.num_layers();
   if (c.model.analytic()) {
     const ModelShape& m = *c.model.shape;
-    if (t.seq_length < 1)
+    if (!t.seq_length)
       c.fail("training", "the analytic model needs training.seq_length (tokens per sample)");
     if (!c.device.hardware)
       c.fail("cluster.device",
@@ -408,19 +412,19 @@ void resolve_batch(Config& c) {
   const int devices = c.cluster.nodes * c.cluster.devices_per_node;
   if (t.pp < 1 || t.tp < 1 || devices % (t.pp * t.tp) != 0) return;  // check_config reports it
   const int dp = t.data_parallel(devices);
-  if (t.global_batch_size > 0) {
+  if (t.global_batch_size) {
     const std::int64_t per = static_cast<std::int64_t>(t.micro_batch_size) * dp;
     const std::string per_text = "micro_batch_size x dp = " + std::to_string(t.micro_batch_size) +
                                  " x " + std::to_string(dp) + " = " + std::to_string(per);
-    if (t.global_batch_size % per != 0)
+    if (*t.global_batch_size % per != 0)
       c.fail("training.global_batch_size",
-             "global_batch_size = " + std::to_string(t.global_batch_size) +
+             "global_batch_size = " + std::to_string(*t.global_batch_size) +
                  " is not a multiple of " + per_text);
-    const int m = static_cast<int>(t.global_batch_size / per);
+    const int m = static_cast<int>(*t.global_batch_size / per);
     if (t.microbatches_given && t.microbatches != m)
       c.fail("training.microbatches", "microbatches = " + std::to_string(t.microbatches) +
                                           " contradicts global_batch_size / (" + per_text +
-                                          ") = " + std::to_string(t.global_batch_size) + " / " +
+                                          ") = " + std::to_string(*t.global_batch_size) + " / " +
                                           std::to_string(per) + " = " + std::to_string(m));
     t.microbatches = m;
   } else if (!t.microbatches_given) {
@@ -472,7 +476,7 @@ void apply_overrides(Config& c, const Overrides& o) {
     // The override wins over a global_batch_size from the file.
     c.training.microbatches = *o.microbatches, mark("training.microbatches");
     c.training.microbatches_given = true;
-    c.training.global_batch_size = 0;
+    c.training.global_batch_size.reset();
   }
   auto positive = [&](const std::optional<int>& v, const char* flag) {
     if (v && *v < 1) throw ConfigError(c.file, 0, flag, "must be at least 1");

@@ -16,6 +16,7 @@
 #include "sim/cost/cost_model.hpp"
 #include "sim/cost/hardware.hpp"
 #include "sim/cost/model_shape.hpp"
+#include "sim/recompute.hpp"
 #include "sim/topology.hpp"
 
 namespace bmpipe {
@@ -47,6 +48,13 @@ struct DeviceSpec {
   std::optional<HardwareSpec> hardware;
 };
 
+/// What a measured layer costs when it runs in one recompute mode other than none.
+struct LayerModeCosts {
+  double recompute_ms = 0.0;                               ///< extra backward time
+  std::int64_t activation_bytes = 0;                       ///< kept from forward to backward
+  std::optional<std::int64_t> weight_grad_retained_bytes;  ///< kept until W; none = all
+};
+
 /// A run of identical layers with measured costs (per micro-batch).
 struct LayerGroup {
   std::string name;
@@ -56,11 +64,15 @@ struct LayerGroup {
   double backward_weight_ms = 0.0;
   double recompute_ms = 0.0;                     ///< extra backward time, if recomputed
   std::int64_t activation_bytes = 0;             ///< kept from forward to backward
-  std::int64_t weight_grad_retained_bytes = -1;  ///< kept until W; -1 = all of it
+  std::optional<std::int64_t> weight_grad_retained_bytes;  ///< kept until W; none = all of it
   std::int64_t output_bytes = 0;                 ///< sent to the next layer / stage
   std::int64_t param_bytes = 0;                  ///< weights
   std::int64_t grad_bytes = 0;                   ///< gradient buffers
   std::int64_t optimizer_bytes = 0;              ///< optimizer state (and master weights)
+  /// The modes this group can run besides none, from its `recompute` map; the keys above
+  /// are the none mode (with recompute_ms, if given, as extra time it always pays).
+  /// [Recompute::none] is never set.
+  PerMode<std::optional<LayerModeCosts>> recompute;
 };
 
 struct ModelConfig {
@@ -87,23 +99,23 @@ struct TrainingConfig {
   int pp = 1;
   int vpp = 1;
   int tp = 1;
-  int dp = 0;  ///< 0: derived as devices / (pp * tp)
+  std::optional<int> dp;  ///< not given: derived as devices / (pp * tp)
   int microbatches = 1;
   std::vector<int> partition;  ///< layers per stage; empty = uniform
   /// Duration of an overlapped forward-and-backward pair (DualPipeV's F&B) as a factor of
   /// F + B of its two halves; 1 = no gain from overlapping.
   double overlap_factor = 1.0;
-  /// Alternatively, the pair's duration in ms (overrides overlap_factor when > 0).
-  double overlap_ms = 0.0;
+  /// Alternatively, the pair's duration in ms (overrides overlap_factor when given).
+  std::optional<double> overlap_ms;
   /// Activation-memory limit per device, in micro-batches of one stage's activations, for
-  /// schedules that take one (zb-auto). 0 = not given.
-  int activation_limit_microbatches = 0;
+  /// schedules that take one (zb-auto).
+  std::optional<int> activation_limit_microbatches;
 
   // Batch: microbatches = global_batch_size / (micro_batch_size * dp). Either key may be
   // given; both must then agree.
-  int seq_length = 0;  ///< tokens per sample; required by the analytic model
+  std::optional<int> seq_length;  ///< tokens per sample; required by the analytic model
   int micro_batch_size = 1;
-  int global_batch_size = 0;        ///< 0 = not given
+  std::optional<int> global_batch_size;
   bool microbatches_given = false;  ///< `microbatches` was in the file (or an override)
   // Analytic model only.
   std::string dtype = "bf16";  ///< bf16 or fp16 (2 bytes, tensor-core peak)
@@ -112,7 +124,7 @@ struct TrainingConfig {
   RecomputeSpec recompute;
 
   /// dp as given, or devices / (pp * tp).
-  int data_parallel(int devices) const { return dp > 0 ? dp : devices / (pp * tp); }
+  int data_parallel(int devices) const { return dp ? *dp : devices / (pp * tp); }
   int dtype_bytes() const { return 2; }
 };
 

@@ -31,7 +31,7 @@ AnalyticCosts analytic_costs(const Config& c, int num_stages) {
   a.hardware = *c.device.hardware;
   a.hardware.intra_node = c.cluster.intra_node;
   a.hardware.inter_node = c.cluster.inter_node;
-  a.settings.seq_length = t.seq_length;
+  a.settings.seq_length = t.seq_length.value_or(0);
   a.settings.micro_batch_size = t.micro_batch_size;
   a.settings.tp = t.tp;
   a.settings.sequence_parallel = t.sequence_parallel;
@@ -65,9 +65,9 @@ LayerGroup group_of(const LayerCost& cost, Recompute mode, const AnalyticCosts& 
   g.forward_ms = cost.forward_s * 1e3;
   g.backward_input_ms = cost.backward_input_s * 1e3;
   g.backward_weight_ms = cost.backward_weight_s * 1e3;
-  g.recompute_ms = cost.recompute_extra_s[static_cast<int>(mode)] * 1e3;
-  g.activation_bytes = cost.activation_bytes[static_cast<int>(mode)];
-  g.weight_grad_retained_bytes = cost.weight_grad_bytes[static_cast<int>(mode)];
+  g.recompute_ms = cost.recompute_extra_s[mode] * 1e3;
+  g.activation_bytes = cost.activation_bytes[mode];
+  g.weight_grad_retained_bytes = cost.weight_grad_bytes[mode];
   g.output_bytes = cost.output_bytes;
   const int e = a.settings.dtype_bytes;
   g.param_bytes = cost.param_count * e;
@@ -83,7 +83,9 @@ void fold(LayerGroup& into, const LayerGroup& extra) {
   into.backward_weight_ms += extra.backward_weight_ms;
   into.recompute_ms += extra.recompute_ms;
   into.activation_bytes += extra.activation_bytes;
-  into.weight_grad_retained_bytes += extra.weight_grad_retained_bytes;
+  into.weight_grad_retained_bytes =
+      into.weight_grad_retained_bytes.value_or(into.activation_bytes - extra.activation_bytes) +
+      extra.weight_grad_retained_bytes.value_or(extra.activation_bytes);
   into.param_bytes += extra.param_bytes;
   into.grad_bytes += extra.grad_bytes;
   into.optimizer_bytes += extra.optimizer_bytes;
@@ -140,7 +142,7 @@ SimInput make_sim_input(const Config& c, const Topology& topology, const Schedul
   SimInput in;
   in.topology = &topology;
   in.fb_overlap_factor = c.training.overlap_factor;
-  in.fb_pair_time = ms_to_ns(c.training.overlap_ms);
+  if (c.training.overlap_ms) in.fb_pair_time = ms_to_ns(*c.training.overlap_ms);
   const std::vector<int> counts = stage_layer_counts(c, schedule.num_stages);
 
   // A flat list of layers, then each stage's share summed. Every layer's times are
@@ -161,14 +163,13 @@ SimInput make_sim_input(const Config& c, const Topology& topology, const Schedul
       cost.backward_weight += ms_to_ns(g.backward_weight_ms);
       cost.recompute += ms_to_ns(g.recompute_ms);
       cost.activation_bytes += g.activation_bytes;
-      all_retained = all_retained && g.weight_grad_retained_bytes < 0;
-      retained +=
-          g.weight_grad_retained_bytes < 0 ? g.activation_bytes : g.weight_grad_retained_bytes;
+      all_retained = all_retained && !g.weight_grad_retained_bytes;
+      retained += g.weight_grad_retained_bytes.value_or(g.activation_bytes);
       cost.output_bytes = g.output_bytes;
       stage_static[s] += g.param_bytes + g.grad_bytes + g.optimizer_bytes;
       stage_params[s] += g.param_bytes;
     }
-    cost.weight_grad_retained_bytes = all_retained ? -1 : retained;
+    if (!all_retained) cost.weight_grad_retained_bytes = retained;
     in.stages.push_back(cost);
   }
 
@@ -205,9 +206,9 @@ RunInfo make_run_info(const Config& c, const Schedule& schedule) {
   const TrainingConfig& t = c.training;
   const int devices = c.cluster.nodes * c.cluster.devices_per_node;
   const int dp = t.data_parallel(devices);
-  if (t.seq_length > 0)
+  if (t.seq_length)
     info.tokens_per_iteration =
-        static_cast<double>(t.microbatches) * t.micro_batch_size * dp * t.seq_length;
+        static_cast<double>(t.microbatches) * t.micro_batch_size * dp * *t.seq_length;
   if (!c.model.analytic() || !c.device.hardware) return info;
   const std::vector<int> counts = stage_layer_counts(c, schedule.num_stages);
   const AnalyticCosts a = analytic_costs(c, schedule.num_stages);
@@ -218,7 +219,7 @@ RunInfo make_run_info(const Config& c, const Schedule& schedule) {
   for (int s = 0; s < static_cast<int>(counts.size()); ++s)
     for (int i = 0; i < counts[s]; ++i, ++layer) {
       forward += a.decoder.forward_flops;
-      recompute += a.decoder.recompute_flops[static_cast<int>(recompute_mode(c, s, layer))];
+      recompute += a.decoder.recompute_flops[recompute_mode(c, s, layer)];
     }
   const double scale = static_cast<double>(t.tp) * dp * t.microbatches;
   // Training = forward + input-grad + weight-grad = 3x forward (the usual model-FLOPs

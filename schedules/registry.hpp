@@ -4,6 +4,8 @@
 /// pure functions of ScheduleParams; nothing registers itself at static-init time.
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -25,15 +27,22 @@ struct ScheduleCosts {
   /// Time one activation or gradient takes to reach the neighbouring rank, ns.
   std::int64_t transfer = 0;
   /// Most micro-batches of one stage's activations a device may hold at once
-  /// (F started, W not finished). 0 means 2p, which is what zb-h2 needs.
-  int activation_limit = 0;
+  /// (F started, W not finished). Not given: 2p, which is what zb-h2 needs.
+  std::optional<int> activation_limit;
 };
+
+/// Scores a candidate schedule: its simulated iteration time in ns, or nullopt when it
+/// cannot run (deadlock). Generators that try several candidates (zb-auto, zb-v) keep the
+/// fastest by this measure. The experiment layer passes one that runs the real engine on
+/// the real stage costs; schedules/ itself does not depend on the engine.
+using ScheduleEvaluator = std::function<std::optional<std::int64_t>(const Schedule&)>;
 
 struct ScheduleParams {
   int pp = 1;                ///< pipeline devices
   int microbatches = 1;      ///< micro-batches per iteration
   int vpp = 1;               ///< chunks (virtual stages) per device, for schedules that use them
   ScheduleCosts costs = {};  ///< only cost-aware generators (zb-auto) read these
+  ScheduleEvaluator evaluate = {};  ///< only generators that rank candidates call it
 };
 
 /// Thrown by a generator when its parameters are impossible (pp < 1, m < 1, ...).

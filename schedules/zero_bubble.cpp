@@ -376,7 +376,7 @@ Schedule make_zb_auto(const ScheduleParams& params) {
   const int p = params.pp;
   const ScheduleCosts& c = params.costs;
   const Plan plan = costed_plan(params, false, 0, "zb-auto");
-  const int limit = c.activation_limit > 0 ? c.activation_limit : 2 * p;
+  const int limit = c.activation_limit.value_or(2 * p);
   // Candidates: every budget up to the limit (the budget is the warm-up depth of rank 0),
   // each with W preferred over F or not, plus the handcrafted ZB-H1 / ZB-H2 when they fit
   // the limit, so zb-auto never loses to them. Kept: the fastest under the real costs.

@@ -4,16 +4,16 @@
 
 namespace bmpipe {
 
-SimInput bubble_counterfactual(const SimInput& input, int level) {
+SimInput bubble_counterfactual(const SimInput& input, BubbleRun run) {
   SimInput in = input;
-  if (level < 0 || level > 2) return in;
+  if (run == BubbleRun::measured) return in;
   for (StageCost& c : in.stages) c.recompute = 0;
-  if (level <= 1) {
+  if (run != BubbleRun::communication) {
     // Free communication: with every rank on one physical device a transfer has an empty
     // route, so it arrives the moment it is sent and never queues on a link.
     std::fill(in.rank_device.begin(), in.rank_device.end(), 0);
   }
-  if (level == 0 && !in.stages.empty()) {
+  if (run == BubbleRun::balanced && !in.stages.empty()) {
     Time f = 0, i = 0, w = 0;
     for (const StageCost& c : in.stages)
       f += c.forward, i += c.backward_input, w += c.backward_weight;
@@ -41,7 +41,8 @@ BubbleBreakdown decompose_bubbles(const SimInput& input, const Schedule& schedul
                                        "real stages, free communication, no recompute",
                                        "real stages and communication, no recompute"};
   for (int level = 0; level < 3; ++level) {
-    const SimResult r = simulate(bubble_counterfactual(input, level), schedule);
+    const SimResult r =
+        simulate(bubble_counterfactual(input, static_cast<BubbleRun>(level)), schedule);
     if (!r.ok) {
       out.error = std::string("the run with ") + kNames[level] + " failed: " + r.error;
       return out;

@@ -52,8 +52,16 @@ struct BubbleBreakdown {
 BubbleBreakdown decompose_bubbles(const SimInput& input, const Schedule& schedule,
                                   const SimResult& measured);
 
-/// The inputs of runs 0, 1 and 2 (exposed for tests and for anyone who wants to look at
-/// those runs). `level` 0, 1 or 2; anything else returns `input` unchanged.
-SimInput bubble_counterfactual(const SimInput& input, int level);
+/// The runs of the breakdown, in the order their factors are added.
+enum class BubbleRun {
+  balanced,       ///< run 0: mean stages, free communication, no recompute
+  real_stages,    ///< run 1: real stage costs, free communication, no recompute
+  communication,  ///< run 2: plus real communication, still no recompute
+  measured,       ///< run 3: the input itself
+};
+
+/// The input of one run of the breakdown (exposed for tests and for anyone who wants to
+/// look at those runs).
+SimInput bubble_counterfactual(const SimInput& input, BubbleRun run);
 
 }  // namespace bmpipe

@@ -169,7 +169,7 @@ Time Engine::duration(const Op& op) const {
     case OpKind::W:
       return c.backward_weight;
     case OpKind::FB: {
-      if (in_.fb_pair_time > 0) return in_.fb_pair_time;
+      if (in_.fb_pair_time) return *in_.fb_pair_time;
       const StageCost& b = in_.stages[op.stage2];
       const double pair = static_cast<double>(c.forward + b.backward_full() + b.recompute);
       return static_cast<Time>(std::llround(pair * in_.fb_overlap_factor));
@@ -305,9 +305,8 @@ void Engine::complete_backward_input(int rank, int stage, int mb, bool full) {
     allocate(rank, -c.activation_bytes, -1);
   } else {
     i_done_[slot(stage, mb)] = now_;
-    const std::int64_t retained = c.weight_grad_retained_bytes < 0
-                                      ? c.activation_bytes
-                                      : std::min(c.weight_grad_retained_bytes, c.activation_bytes);
+    const std::int64_t retained =
+        std::min(c.weight_grad_retained_bytes.value_or(c.activation_bytes), c.activation_bytes);
     allocate(rank, -(c.activation_bytes - retained), 0);
   }
   if (stage > 0) send(stage, stage - 1, mb, true);
@@ -333,9 +332,7 @@ void Engine::finish(int rank) {
     case OpKind::W: {
       const StageCost& c = in_.stages[op.stage];
       const std::int64_t retained =
-          c.weight_grad_retained_bytes < 0
-              ? c.activation_bytes
-              : std::min(c.weight_grad_retained_bytes, c.activation_bytes);
+          std::min(c.weight_grad_retained_bytes.value_or(c.activation_bytes), c.activation_bytes);
       allocate(rank, -retained, -1);
       break;
     }

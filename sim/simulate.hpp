@@ -35,6 +35,7 @@
 /// threads at once with shared inputs.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,8 +56,8 @@ struct StageCost {
   /// Activation bytes held from the start of F until the backward has finished with them.
   std::int64_t activation_bytes = 0;
   /// Of activation_bytes, the part a split backward keeps until W (the rest goes at the
-  /// end of I). Negative means all of it, which is the conservative default.
-  std::int64_t weight_grad_retained_bytes = -1;
+  /// end of I). Not given means all of it, which is the conservative default.
+  std::optional<std::int64_t> weight_grad_retained_bytes;
   /// Bytes F sends to the next stage; the gradient coming back has the same size.
   std::int64_t output_bytes = 0;
 
@@ -79,8 +80,8 @@ struct SimInput {
   const Topology* topology = nullptr;
   /// Duration of an overlapped FB pair as a factor of (F + B + recompute) of its halves.
   double fb_overlap_factor = 1.0;
-  /// Or a fixed duration for every FB pair; used instead of the factor when positive.
-  Time fb_pair_time = 0;
+  /// Or a fixed duration for every FB pair; used instead of the factor when given.
+  std::optional<Time> fb_pair_time;
 };
 
 /// Why an op could not start earlier than it did.

@@ -5,25 +5,6 @@
 
 namespace bmpipe {
 
-std::string to_string(Recompute r) {
-  switch (r) {
-    case Recompute::none:
-      return "none";
-    case Recompute::selective:
-      return "selective";
-    case Recompute::full:
-      return "full";
-  }
-  return "none";
-}
-
-std::optional<Recompute> parse_recompute(const std::string& text) {
-  if (text == "none") return Recompute::none;
-  if (text == "selective") return Recompute::selective;
-  if (text == "full") return Recompute::full;
-  return std::nullopt;
-}
-
 double collective_time_s(const HardwareSpec& hw, Collective kind, int group, double bytes,
                          bool crosses_nodes) {
   if (group <= 1 || bytes <= 0) return 0.0;
@@ -247,21 +228,21 @@ LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const 
   } else {
     core_only = e * S2 + (m.dropout ? (1 + e) * S2 : 0.0);  // softmax, mask, dropped probs
   }
-  c.activation_bytes[0] = to_bytes(saved + core_only);
-  c.activation_bytes[1] = to_bytes(saved);
-  c.activation_bytes[2] = to_bytes(e * Hs);  // only the layer input
+  c.activation_bytes[Recompute::none] = to_bytes(saved + core_only);
+  c.activation_bytes[Recompute::selective] = to_bytes(saved);
+  c.activation_bytes[Recompute::full] = to_bytes(e * Hs);  // only the layer input
   // W needs the inputs of the four projections (qkv and MLP-in: e Hs each; out_proj:
   // the core output; MLP-out: e F) and, for the norm scales, the normalized tensors
   // (llama) or the LayerNorm inputs (gpt): e Hs each.
   const double proj_inputs = 2 * e * Hs + e * T * q_cols + e * F;
   const double norm_outputs = 2 * e * Hs;
-  c.weight_grad_bytes[0] = std::min(c.activation_bytes[0], to_bytes(proj_inputs + norm_outputs));
-  c.weight_grad_bytes[1] = std::min(c.activation_bytes[1], c.weight_grad_bytes[0]);
-  c.weight_grad_bytes[2] = c.activation_bytes[2];
-  c.recompute_extra_s[1] = core_f;
-  c.recompute_extra_s[2] = c.forward_s;
-  c.recompute_flops[1] = core_flops;
-  c.recompute_flops[2] = c.forward_flops;
+  c.weight_grad_bytes[Recompute::none] = std::min(c.activation_bytes[Recompute::none], to_bytes(proj_inputs + norm_outputs));
+  c.weight_grad_bytes[Recompute::selective] = std::min(c.activation_bytes[Recompute::selective], c.weight_grad_bytes[Recompute::none]);
+  c.weight_grad_bytes[Recompute::full] = c.activation_bytes[Recompute::full];
+  c.recompute_extra_s[Recompute::selective] = core_f;
+  c.recompute_extra_s[Recompute::full] = c.forward_s;
+  c.recompute_flops[Recompute::selective] = core_flops;
+  c.recompute_flops[Recompute::full] = c.forward_flops;
   c.output_bytes = to_bytes(e * Hs);
   const long long kv_params = static_cast<long long>(kv_cols * h);
   if (llama)

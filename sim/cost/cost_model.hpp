@@ -33,14 +33,10 @@
 
 #include "sim/cost/hardware.hpp"
 #include "sim/cost/model_shape.hpp"
+#include "sim/recompute.hpp"
 
 namespace bmpipe {
 
-/// What a layer keeps for its backward. Indexes LayerCost's per-mode arrays.
-enum class Recompute { none = 0, selective = 1, full = 2 };
-inline constexpr int kRecomputeModes = 3;
-std::string to_string(Recompute r);
-std::optional<Recompute> parse_recompute(const std::string& text);
 
 struct CostSettings {
   int seq_length = 0;
@@ -65,21 +61,21 @@ struct LayerCost {
   double forward_s = 0;
   double backward_input_s = 0;
   double backward_weight_s = 0;
-  /// Kept from forward to backward, per recompute mode (index with Recompute).
-  std::array<std::int64_t, kRecomputeModes> activation_bytes{};
+  /// Kept from forward to backward, per recompute mode .
+  PerMode<std::int64_t> activation_bytes;
   /// Of activation_bytes, what the weight-grad pass still needs after the input-grad
   /// (the inputs of the projections and the normalized tensors of the norms), so a split
   /// backward can free the rest at the end of I. Under full recompute: all of it.
-  std::array<std::int64_t, kRecomputeModes> weight_grad_bytes{};
+  PerMode<std::int64_t> weight_grad_bytes;
   /// Extra backward time the mode costs (re-running forward work).
-  std::array<double, kRecomputeModes> recompute_extra_s{};
+  PerMode<double> recompute_extra_s;
   std::int64_t output_bytes = 0;  ///< sent onward (to the next layer / stage)
   std::int64_t param_count = 0;   ///< parameters one device holds (its tp share)
   /// Model FLOPs of one device's forward (what the layer must compute: no recompute, the
   /// attention matmuls counted as the kernel runs them). Training = 3x this.
   double forward_flops = 0;
   /// FLOPs the recompute mode adds.
-  std::array<double, kRecomputeModes> recompute_flops{};
+  PerMode<double> recompute_flops;
   std::vector<SubOpCost> ops;
 };
 

@@ -154,16 +154,16 @@ TEST(ConfigForms, RecomputeGlobalPerStagePerLayer) {
   const SimInput in = make_sim_input(c, topo, s);
   const AnalyticCosts a = analytic_costs(c, s.num_stages);
   // Stage 1: eight selective layers.
-  EXPECT_EQ(in.stages[1].activation_bytes, 8 * a.decoder.activation_bytes[1]);
-  EXPECT_EQ(in.stages[1].recompute, 8 * ms_to_ns(a.decoder.recompute_extra_s[1] * 1e3));
+  EXPECT_EQ(in.stages[1].activation_bytes, 8 * a.decoder.activation_bytes[Recompute::selective]);
+  EXPECT_EQ(in.stages[1].recompute, 8 * ms_to_ns(a.decoder.recompute_extra_s[Recompute::selective] * 1e3));
   // A split backward keeps only what W needs (projection inputs, normalized tensors).
-  EXPECT_EQ(in.stages[1].weight_grad_retained_bytes, 8 * a.decoder.weight_grad_bytes[1]);
+  EXPECT_EQ(in.stages[1].weight_grad_retained_bytes, 8 * a.decoder.weight_grad_bytes[Recompute::selective]);
   EXPECT_LT(in.stages[1].weight_grad_retained_bytes, in.stages[1].activation_bytes);
   EXPECT_GT(in.stages[1].weight_grad_retained_bytes, 0);
   // Stage 0: seven full layers, one none, plus the embedding.
-  EXPECT_EQ(in.stages[0].activation_bytes, 7 * a.decoder.activation_bytes[2] +
-                                               a.decoder.activation_bytes[0] +
-                                               a.embedding.activation_bytes[0]);
+  EXPECT_EQ(in.stages[0].activation_bytes, 7 * a.decoder.activation_bytes[Recompute::full] +
+                                               a.decoder.activation_bytes[Recompute::none] +
+                                               a.embedding.activation_bytes[Recompute::none]);
   // Global form.
   const Config g = parse_config(
       yaml("model: {preset: llama2-7b}", "  global_batch_size: 64\n  recompute: full\n"), "a.yaml");

@@ -65,8 +65,8 @@ TEST(CostModel, TensorParallelismSplitsWorkAndAddsCollectives) {
   EXPECT_EQ(collectives, 2);
   // Sequence parallelism shards the replicated norms: fewer activation bytes, same flops.
   const LayerCost sp = decoder_layer_cost(m, hw, settings(4, true));
-  EXPECT_LT(sp.activation_bytes[0], four.activation_bytes[0]);
-  EXPECT_EQ(sp.activation_bytes[2] * 4, four.activation_bytes[2]);
+  EXPECT_LT(sp.activation_bytes[Recompute::none], four.activation_bytes[Recompute::none]);
+  EXPECT_EQ(sp.activation_bytes[Recompute::full] * 4, four.activation_bytes[Recompute::full]);
   EXPECT_DOUBLE_EQ(sp.forward_flops, four.forward_flops);
   EXPECT_LT(sp.forward_s, four.forward_s);
 }
@@ -74,12 +74,12 @@ TEST(CostModel, TensorParallelismSplitsWorkAndAddsCollectives) {
 TEST(CostModel, RecomputeModesOrderAndCost) {
   const ModelShape& m = *find_model_preset("gpt3-175b");
   const LayerCost c = decoder_layer_cost(m, *find_hardware_preset("a100-80g"), settings(8, false));
-  EXPECT_GT(c.activation_bytes[0], c.activation_bytes[1]);
-  EXPECT_GT(c.activation_bytes[1], c.activation_bytes[2]);
-  EXPECT_EQ(c.recompute_extra_s[0], 0.0);
-  EXPECT_GT(c.recompute_extra_s[1], 0.0);
-  EXPECT_DOUBLE_EQ(c.recompute_extra_s[2], c.forward_s);  // full: the whole forward again
-  EXPECT_LT(c.recompute_extra_s[1], 0.2 * c.forward_s);   // selective is cheap
+  EXPECT_GT(c.activation_bytes[Recompute::none], c.activation_bytes[Recompute::selective]);
+  EXPECT_GT(c.activation_bytes[Recompute::selective], c.activation_bytes[Recompute::full]);
+  EXPECT_EQ(c.recompute_extra_s[Recompute::none], 0.0);
+  EXPECT_GT(c.recompute_extra_s[Recompute::selective], 0.0);
+  EXPECT_DOUBLE_EQ(c.recompute_extra_s[Recompute::full], c.forward_s);  // full: the whole forward again
+  EXPECT_LT(c.recompute_extra_s[Recompute::selective], 0.2 * c.forward_s);   // selective is cheap
 }
 
 TEST(CostModel, CollectiveTimes) {

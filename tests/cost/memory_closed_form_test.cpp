@@ -45,26 +45,26 @@ LayerCost layer(int tp, bool sp) {
 TEST(KorthikantiClosedForm, NoParallelism) {
   const LayerCost c = layer(1, false);
   const double sbh = kS * kB * kH;
-  EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[0]),
+  EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[Recompute::none]),
                    sbh * (34 + 5 * kA * kS / kH) + kLnStats);
-  EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[1]), sbh * 34 + kLnStats);
-  EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[2]), 2 * sbh);
+  EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[Recompute::selective]), sbh * 34 + kLnStats);
+  EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[Recompute::full]), 2 * sbh);
 }
 
 TEST(KorthikantiClosedForm, TensorParallel) {
   const double t = 4, sbh = kS * kB * kH;
   const LayerCost c = layer(4, false);
-  EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[0]),
+  EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[Recompute::none]),
                    sbh * (10 + 24 / t + 5 * kA * kS / (kH * t)) + kLnStats);
 }
 
 TEST(KorthikantiClosedForm, TensorAndSequenceParallel) {
   const double t = 4, sbh = kS * kB * kH;
   const LayerCost c = layer(4, true);
-  EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[0]),
+  EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[Recompute::none]),
                    sbh / t * (34 + 5 * kA * kS / kH) + kLnStats / t);
-  EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[1]), sbh / t * 34 + kLnStats / t);
-  EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[2]), 2 * sbh / t);
+  EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[Recompute::selective]), sbh / t * 34 + kLnStats / t);
+  EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[Recompute::full]), 2 * sbh / t);
 }
 
 TEST(KorthikantiClosedForm, LogitsAreFp32OnTheLastStage) {
@@ -75,8 +75,8 @@ TEST(KorthikantiClosedForm, LogitsAreFp32OnTheLastStage) {
   const ModelShape m = korthikanti_gpt();
   const LayerCost head = head_cost(m, *find_hardware_preset("a100-80g"), st, true);
   const double logits = kB * kS * m.vocab_size * 4 / 2;  // b s V 4 bytes, vocab split by tp
-  EXPECT_GE(static_cast<double>(head.activation_bytes[0]), logits);
-  EXPECT_LE(static_cast<double>(head.activation_bytes[0]), logits + 8 * kS * kB * kH);
+  EXPECT_GE(static_cast<double>(head.activation_bytes[Recompute::none]), logits);
+  EXPECT_LE(static_cast<double>(head.activation_bytes[Recompute::none]), logits + 8 * kS * kB * kH);
 }
 
 // 1F1B with p stages and recompute none: rank 0 holds p micro-batches at its peak.

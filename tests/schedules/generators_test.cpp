@@ -21,7 +21,7 @@ Outcome run(const char* name, int p, int m, int v, const Costs& c, double fb_fac
   const auto topo = test::one_node(p);
   SimInput in = test::uniform_input(out.schedule, *topo, c);
   in.fb_overlap_factor = fb_factor;
-  in.fb_pair_time = fb_pair;
+  if (fb_pair > 0) in.fb_pair_time = fb_pair;
   out.result = simulate(in, out.schedule);
   return out;
 }
