@@ -8,8 +8,9 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
-#include "schedules/registry.hpp"
+#include "cli/outputs.hpp"
 #include "experiment/experiment.hpp"
+#include "schedules/registry.hpp"
 #include "traces/summary.hpp"
 #include "traces/svg.hpp"
 
@@ -96,24 +97,19 @@ int run_compare(const std::vector<std::string>& args) {
     Config base = load_config(vm["config"].as<std::string>());
     file = base.file;
     apply_overrides(base, overrides_from(vm));
-    const Topology topology(base.cluster);
+    // One experiment for every schedule: the layer table does not depend on the schedule.
+    const std::shared_ptr<const Experiment> experiment = prepare(base);
     for (const auto& name : names) {
-      Config config = base;
-      Overrides o;
-      o.schedule = name;
-      o.vpp = effective_vpp(*find_schedule(name), base.training.vpp);
+      const int vpp = effective_vpp(*find_schedule(name), base.training.vpp);
       // One schedule refusing this config (DualPipeV with m < 2p, a partition sized for
       // another vpp, ...) does not stop the others from being compared.
       try {
-        apply_overrides(config, o);
-        const Schedule schedule = make_schedule(config);
-        const SimInput input = make_sim_input(config, topology, schedule);
-        RunInfo info = make_run_info(config, schedule);
-        info.vpp = schedule.chunks_per_device();
-        rows.push_back({std::move(info), run_one(input, schedule), {}});
+        const Schedule schedule = make_schedule(*experiment, name, vpp);
+        const Plan plan = config_plan(*experiment, schedule.num_stages);
+        const SimInput input = assemble(*experiment, plan, schedule);
+        rows.push_back({make_run_info(*experiment, plan, schedule), run_one(input, schedule), {}});
       } catch (const ConfigError& e) {
-        Row row{
-            RunInfo{name, config.training.pp, *o.vpp, config.training.microbatches}, {}, e.what()};
+        Row row{RunInfo{name, base.training.pp, vpp, base.training.microbatches}, {}, e.what()};
         row.result.error = e.what();
         rows.push_back(std::move(row));
       }
@@ -129,10 +125,13 @@ int run_compare(const std::vector<std::string>& args) {
   });
   if (svg) {
     const std::string path = vm["svg"].as<std::string>();
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (out) write_compare_svg(out, timelines);
-    if (!out) {
-      std::cerr << "bmpipe compare: cannot write " << path << "\n";
+    try {
+      std::ofstream out;
+      open_output(out, path, "--svg");
+      write_compare_svg(out, timelines);
+      close_output(out, path, "--svg");
+    } catch (const OutputError& e) {
+      std::cerr << "bmpipe compare: " << e.what() << "\n";
       return 2;
     }
   }
@@ -147,7 +146,7 @@ int run_compare(const std::vector<std::string>& args) {
       else
         list.push_back(summary_json(r.info, r.result));
     }
-    std::cout << list.dump(2) << "\n";
+    std::cout << json_text(list) << "\n";
     return rc;
   }
   std::cout << "bmpipe compare " << file << "\n";

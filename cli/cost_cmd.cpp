@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "cli/outputs.hpp"
 #include "experiment/experiment.hpp"
 #include "traces/summary.hpp"
 
@@ -22,19 +23,18 @@ nlohmann::json per_mode_json(const PerMode<std::int64_t>& v) {
 }
 
 nlohmann::json layer_json(const LayerCost& c, int count, bool with_ops) {
-  nlohmann::json j{
-      {"name", c.name},
-      {"count", count},
-      {"forward_ms", c.forward_s * 1e3},
-      {"backward_input_ms", c.backward_input_s * 1e3},
-      {"backward_weight_ms", c.backward_weight_s * 1e3},
-      {"activation_bytes", per_mode_json(c.activation_bytes)},
-      {"recompute_extra_ms",
-       {{"selective", c.recompute_extra_s[Recompute::selective] * 1e3},
-        {"full", c.recompute_extra_s[Recompute::full] * 1e3}}},
-      {"output_bytes", c.output_bytes},
-      {"param_count", c.param_count},
-      {"forward_tflop", c.forward_flops / 1e12}};
+  nlohmann::json j{{"name", c.name},
+                   {"count", count},
+                   {"forward_ms", c.forward_s * 1e3},
+                   {"backward_input_ms", c.backward_input_s * 1e3},
+                   {"backward_weight_ms", c.backward_weight_s * 1e3},
+                   {"activation_bytes", per_mode_json(c.activation_bytes)},
+                   {"recompute_extra_ms",
+                    {{"selective", c.recompute_extra_s[Recompute::selective] * 1e3},
+                     {"full", c.recompute_extra_s[Recompute::full] * 1e3}}},
+                   {"output_bytes", c.output_bytes},
+                   {"param_count", c.param_count},
+                   {"forward_tflop", c.forward_flops / 1e12}};
   if (with_ops) {
     nlohmann::json ops = nlohmann::json::array();
     for (const auto& op : c.ops)
@@ -75,28 +75,23 @@ int run_cost(const std::vector<std::string>& args) {
   const bool json = vm["json"].as<bool>(), with_ops = vm["ops"].as<bool>();
   try {
     const Config config = load_config(vm["config"].as<std::string>());
-    if (!config.model.analytic()) {
-      std::cerr << "bmpipe cost: " << config.file
-                << ": model has measured layers; bmpipe cost needs an analytic model "
-                   "(model.preset, model.hf_config or shape keys)\n";
-      return 2;
-    }
-    const Schedule schedule = make_schedule(config);
-    const std::vector<int> counts = stage_layer_counts(config, schedule.num_stages);
-    const AnalyticCosts a = analytic_costs(config, schedule.num_stages);
-    const std::vector<LayerGroup> layers = expand_layers(config, counts);
-    std::vector<std::int64_t> stage_static(schedule.num_stages, 0);
-    std::vector<std::int64_t> rank_params(schedule.num_ranks, 0);
-    std::size_t next = 0;
-    for (int s = 0; s < schedule.num_stages; ++s)
-      for (int i = 0; i < counts[s]; ++i, ++next) {
-        const LayerGroup& g = layers[next];
-        stage_static[s] += g.param_bytes + g.grad_bytes + g.optimizer_bytes;
-        rank_params[schedule.stage_rank[s]] += g.param_bytes / a.settings.dtype_bytes;
-      }
+    if (!config.model.analytic())
+      config.fail("model.layers",
+                  "are measured costs; bmpipe cost needs an analytic model (model.preset, "
+                  "model.hf_config or shape keys)");
+    // parse -> prepare -> run (assemble the config's plan) -> print
+    const std::shared_ptr<const Experiment> experiment = prepare(config);
+    const AnalyticCosts& a = *experiment->analytic;
+    const Schedule schedule = make_schedule(*experiment);
+    const Plan plan = config_plan(*experiment, schedule.num_stages);
+    const std::vector<StageInfo> stages = stage_info(*experiment, plan);
+    const SimInput input = assemble(*experiment, plan, schedule);
+    std::vector<std::int64_t> stage_static;
+    for (const StageInfo& st : stages) stage_static.push_back(st.static_bytes);
     std::vector<double> tail_ms;
-    for (int r = 0; r < schedule.num_ranks; ++r)
-      tail_ms.push_back(ns_to_ms(tail_time(config, a, r, rank_params[r])));
+    for (Time t : input.tail_time) tail_ms.push_back(ns_to_ms(t));
+    const LayerCost& head = a.head_for(schedule.num_stages);
+    const std::vector<int>& counts = plan.partition;
     const ModelShape& m = *config.model.shape;
     const int num_layers = m.num_layers;
 
@@ -111,11 +106,11 @@ int run_cost(const std::vector<std::string>& args) {
       j["dp"] = a.dp;
       j["layers"] = nlohmann::json::array({layer_json(a.embedding, 1, with_ops),
                                            layer_json(a.decoder, num_layers, with_ops),
-                                           layer_json(a.head, 1, with_ops)});
+                                           layer_json(head, 1, with_ops)});
       j["static_bytes_per_stage"] = stage_static;
-      j["reserved_bytes"] = static_cast<std::int64_t>(config.device.reserved_GiB * 1073741824.0);
+      j["reserved_bytes"] = experiment->reserved_bytes;
       j["tail_ms_per_rank"] = tail_ms;
-      std::cout << j.dump(2) << "\n";
+      std::cout << json_text(j) << "\n";
       return 0;
     }
     std::printf("bmpipe cost %s\n", config.file.c_str());
@@ -136,7 +131,8 @@ int run_cost(const std::vector<std::string>& args) {
                   mib(c.activation_bytes[Recompute::selective]).c_str(),
                   mib(c.activation_bytes[Recompute::full]).c_str(),
                   c.recompute_extra_s[Recompute::selective] * 1e3,
-                  c.recompute_extra_s[Recompute::full] * 1e3, static_cast<long long>(c.param_count));
+                  c.recompute_extra_s[Recompute::full] * 1e3,
+                  static_cast<long long>(c.param_count));
       if (with_ops)
         for (const auto& op : c.ops)
           std::printf("  %-18s %9.3f %9.3f %9.3f\n", op.name.c_str(), op.forward_s * 1e3,
@@ -144,14 +140,13 @@ int run_cost(const std::vector<std::string>& args) {
     };
     row(a.embedding, 1);
     row(a.decoder, num_layers);
-    row(a.head, 1);
+    row(head, 1);
     std::printf("\n%5s %7s %14s %14s\n", "stage", "layers", "static", "dp+optimizer");
     for (int s = 0; s < schedule.num_stages; ++s)
       std::printf("%5d %7d %14s %11.3f ms\n", s, counts[s], format_gib(stage_static[s]).c_str(),
                   tail_ms[schedule.stage_rank[s]]);
-    std::printf(
-        "(static = weights + gradients + optimizer state; plus %s reserved per device)\n",
-        format_gib(static_cast<std::int64_t>(config.device.reserved_GiB * 1073741824.0)).c_str());
+    std::printf("(static = weights + gradients + optimizer state; plus %s reserved per device)\n",
+                format_gib(experiment->reserved_bytes).c_str());
     return 0;
   } catch (const ConfigError& e) {
     std::cerr << "bmpipe cost: " << e.what() << "\n";

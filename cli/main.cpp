@@ -23,8 +23,21 @@ Commands:
 Run 'bmpipe <command> --help' for the options of a command.
 
 Exit codes: 0 success (including "does not fit in memory", which is a result),
-            1 the simulation failed (deadlock), 2 bad input or usage.
+            1 the simulation failed (deadlock), 2 bad input or usage,
+            70 internal error (a bug in bmpipe: please report it with the command line).
 )";
+
+/// Runs the command; what no command handles is a bug, reported as such.
+int dispatch(const std::string& command, const std::vector<std::string>& args) {
+  if (command == "simulate") return bmpipe::cli::run_simulate(args);
+  if (command == "schedules") return bmpipe::cli::run_schedules(args);
+  if (command == "cost") return bmpipe::cli::run_cost(args);
+  if (command == "compare") return bmpipe::cli::run_compare(args);
+  std::cerr << "bmpipe: unknown command '" << command << "'\n\n" << kUsage;
+  return 2;
+}
+
+constexpr int kInternalError = 70;  // EX_SOFTWARE (sysexits.h)
 
 }  // namespace
 
@@ -42,11 +55,16 @@ int main(int argc, char** argv) {
     std::cout << "bmpipe 0.1.0\n";
     return 0;
   }
-  std::vector<std::string> args(argv + 2, argv + argc);
-  if (command == "simulate") return bmpipe::cli::run_simulate(args);
-  if (command == "schedules") return bmpipe::cli::run_schedules(args);
-  if (command == "cost") return bmpipe::cli::run_cost(args);
-  if (command == "compare") return bmpipe::cli::run_compare(args);
-  std::cerr << "bmpipe: unknown command '" << command << "'\n\n" << kUsage;
-  return 2;
+  try {
+    return dispatch(command, std::vector<std::string>(argv + 2, argv + argc));
+  } catch (const std::exception& e) {
+    // The last line of defence: every expected failure is handled where it happens, so
+    // reaching here is a bug. Say so instead of aborting.
+    std::cerr << "bmpipe: internal error: " << e.what()
+              << "\nThis is a bug in bmpipe; please report it with the command line.\n";
+  } catch (...) {
+    std::cerr << "bmpipe: internal error: unknown exception\n"
+                 "This is a bug in bmpipe; please report it with the command line.\n";
+  }
+  return kInternalError;
 }

@@ -5,12 +5,13 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "cli/outputs.hpp"
+#include "experiment/experiment.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
 #include "sim/bubbles.hpp"
-#include "experiment/experiment.hpp"
-#include "traces/summary.hpp"
 #include "traces/chrome_trace.hpp"
+#include "traces/summary.hpp"
 #include "traces/svg.hpp"
 #include "traces/tee.hpp"
 
@@ -68,58 +69,53 @@ int run_simulate(const std::vector<std::string>& args) {
     }
     apply_overrides(config, o);
 
-    const Topology topology(config.cluster);
-    const Schedule schedule = from_file ? std::move(*from_file) : make_schedule(config);
+    // parse -> prepare -> run -> print
+    const std::shared_ptr<const Experiment> experiment = prepare(config);
+    const Schedule schedule = from_file ? std::move(*from_file) : make_schedule(*experiment);
     if (vm.count("export-schedule")) {
       try {
         save_schedule_file(schedule, vm["export-schedule"].as<std::string>());
       } catch (const std::runtime_error& e) {
-        std::cerr << "bmpipe simulate: --export-schedule: " << e.what() << "\n";
-        return 2;
+        throw OutputError(vm["export-schedule"].as<std::string>(), "--export-schedule", e.what());
       }
     }
-    const SimInput input = make_sim_input(config, topology, schedule);
+    const Plan plan = config_plan(*experiment, schedule.num_stages);
+    const SimInput input = assemble(*experiment, plan, schedule);
+    const Schedule& compiled = schedule;  // TODO(engine merge): CompiledSchedule
     // Optional outputs are opened before the run so that a bad path fails fast.
     std::ofstream trace_file, svg_file;
-    auto open = [&](std::ofstream& f, const char* option) {
-      const std::string path = vm[option].as<std::string>();
-      f.open(path, std::ios::binary | std::ios::trunc);
-      if (!f) throw ConfigError(path, 0, std::string("--") + option, "cannot open for writing");
-    };
     std::optional<ChromeTraceWriter> trace;
     std::optional<TimelineRecorder> recorder;
     if (vm.count("trace")) {
-      open(trace_file, "trace");
-      trace.emplace(
-          trace_file, input, schedule,
-          TraceLabels{layer_range_labels(stage_layer_counts(config, schedule.num_stages)), {}});
+      open_output(trace_file, vm["trace"].as<std::string>(), "--trace");
+      trace.emplace(trace_file, input, schedule, trace_labels(*experiment, plan));
     }
     if (vm.count("svg")) {
-      open(svg_file, "svg");
+      open_output(svg_file, vm["svg"].as<std::string>(), "--svg");
       recorder.emplace(input, schedule, schedule.name);
     }
     TeeObserver observers({trace ? &*trace : nullptr, recorder ? &*recorder : nullptr});
-    const SimResult result = simulate(input, schedule, observers.get());
+    const SimResult result = simulate(input, compiled, observers.get());
     if (trace) {
       trace->finish();
-      if (!trace_file)
-        throw ConfigError(vm["trace"].as<std::string>(), 0, "--trace", "write failed");
+      close_output(trace_file, vm["trace"].as<std::string>(), "--trace");
     }
     if (recorder) {
       write_timeline_svg(svg_file, recorder->take(result));
-      svg_file.flush();
-      if (!svg_file) throw ConfigError(vm["svg"].as<std::string>(), 0, "--svg", "write failed");
+      close_output(svg_file, vm["svg"].as<std::string>(), "--svg");
     }
-    RunInfo info = make_run_info(config, schedule);
-    info.vpp = schedule.chunks_per_device();
+    const RunInfo info = make_run_info(*experiment, plan, schedule);
     std::optional<BubbleBreakdown> bubbles;
-    if (result.ok) bubbles = decompose_bubbles(input, schedule, result);
+    if (result.ok) bubbles = decompose_bubbles(input, compiled, result);
     if (json)
-      std::cout << summary_json(info, result, bubbles ? &*bubbles : nullptr).dump(2) << "\n";
+      std::cout << json_text(summary_json(info, result, bubbles ? &*bubbles : nullptr)) << "\n";
     else
       std::cout << "bmpipe simulate " << config.file << "\n"
                 << summary_text(info, result, bubbles ? &*bubbles : nullptr);
     return result.ok ? 0 : 1;
+  } catch (const OutputError& e) {
+    std::cerr << "bmpipe simulate: " << e.what() << "\n";
+    return 2;
   } catch (const ConfigError& e) {
     std::cerr << "bmpipe simulate: " << e.what() << "\n";
     return 2;

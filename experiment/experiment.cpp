@@ -1,8 +1,32 @@
 #include "experiment/experiment.hpp"
 
 #include <cmath>
+#include <stdexcept>
 
 namespace bmpipe {
+
+namespace {
+
+std::int64_t gib_to_bytes(double gib) {
+  return static_cast<std::int64_t>(std::llround(gib * 1073741824.0));
+}
+
+}  // namespace
+
+std::shared_ptr<const Experiment> prepare(const Config& config) {
+  auto e = std::make_shared<Experiment>();
+  e->config = config;
+  e->topology = std::make_shared<const Topology>(config.cluster);
+  if (config.model.analytic()) e->analytic = analytic_costs(config);
+  e->layers = layer_costs(config, e->analytic ? &*e->analytic : nullptr);
+  const int pp = config.training.pp;
+  const int per_pipeline_rank = e->topology->num_devices() / pp;  // tp * dp devices per rank
+  e->rank_device.resize(pp);
+  for (int r = 0; r < pp; ++r) e->rank_device[r] = r * per_pipeline_rank;
+  e->reserved_bytes = gib_to_bytes(config.device.reserved_GiB);
+  e->capacity_bytes = gib_to_bytes(config.device.memory_GiB);
+  return e;
+}
 
 std::vector<int> stage_layer_counts(const Config& c, int num_stages) {
   if (!c.training.partition.empty()) {
@@ -21,35 +45,6 @@ std::vector<int> stage_layer_counts(const Config& c, int num_stages) {
   return counts;
 }
 
-AnalyticCosts analytic_costs(const Config& c, int num_stages) {
-  if (!c.model.analytic() || !c.device.hardware)
-    c.fail("model",
-           "needs an analytic model (preset, hf_config or shape keys) and a device "
-           "with compute figures");
-  const TrainingConfig& t = c.training;
-  AnalyticCosts a;
-  a.hardware = *c.device.hardware;
-  a.hardware.intra_node = c.cluster.intra_node;
-  a.hardware.inter_node = c.cluster.inter_node;
-  a.settings.seq_length = t.seq_length.value_or(0);
-  a.settings.micro_batch_size = t.micro_batch_size;
-  a.settings.tp = t.tp;
-  a.settings.sequence_parallel = t.sequence_parallel;
-  a.settings.dtype_bytes = t.dtype_bytes();
-  // Megatron placement puts a tp group on consecutive devices: it leaves the node only
-  // when it is larger than one.
-  a.settings.tp_crosses_nodes = t.tp > c.cluster.devices_per_node;
-  a.optimizer = t.optimizer;
-  a.dp = t.data_parallel(c.cluster.nodes * c.cluster.devices_per_node);
-  const ModelShape& m = *c.model.shape;
-  a.decoder = decoder_layer_cost(m, a.hardware, a.settings);
-  a.embedding = embedding_cost(m, a.hardware, a.settings);
-  // Tied embeddings: with one stage the head reuses the embedding matrix; with more, the
-  // last stage keeps its own copy (Megatron-LM keeps the two in sync with an all-reduce).
-  a.head = head_cost(m, a.hardware, a.settings, !(m.tied_embeddings && num_stages == 1));
-  return a;
-}
-
 Recompute recompute_mode(const Config& c, int stage, int layer) {
   const RecomputeSpec& r = c.training.recompute;
   if (auto it = r.layers.find(layer); it != r.layers.end()) return it->second;
@@ -59,70 +54,196 @@ Recompute recompute_mode(const Config& c, int stage, int layer) {
 
 namespace {
 
-LayerGroup group_of(const LayerCost& cost, Recompute mode, const AnalyticCosts& a) {
-  LayerGroup g;
-  g.name = cost.name;
-  g.forward_ms = cost.forward_s * 1e3;
-  g.backward_input_ms = cost.backward_input_s * 1e3;
-  g.backward_weight_ms = cost.backward_weight_s * 1e3;
-  g.recompute_ms = cost.recompute_extra_s[mode] * 1e3;
-  g.activation_bytes = cost.activation_bytes[mode];
-  g.weight_grad_retained_bytes = cost.weight_grad_bytes[mode];
-  g.output_bytes = cost.output_bytes;
-  const int e = a.settings.dtype_bytes;
-  g.param_bytes = cost.param_count * e;
-  g.grad_bytes = cost.param_count * a.optimizer.grad_bytes;
-  g.optimizer_bytes =
-      static_bytes(cost.param_count, e, a.optimizer, a.dp) - g.param_bytes - g.grad_bytes;
-  return g;
+/// "none, selective" etc.: the modes a layer can run.
+std::string mode_list(const LayerRow& row) {
+  std::string text;
+  for (Recompute r : kAllRecompute)
+    if (row.has(r)) text += (text.empty() ? "" : ", ") + std::string(recompute_name(r));
+  return text;
 }
 
-void fold(LayerGroup& into, const LayerGroup& extra) {
-  into.forward_ms += extra.forward_ms;
-  into.backward_input_ms += extra.backward_input_ms;
-  into.backward_weight_ms += extra.backward_weight_ms;
-  into.recompute_ms += extra.recompute_ms;
-  into.activation_bytes += extra.activation_bytes;
-  into.weight_grad_retained_bytes =
-      into.weight_grad_retained_bytes.value_or(into.activation_bytes - extra.activation_bytes) +
-      extra.weight_grad_retained_bytes.value_or(extra.activation_bytes);
-  into.param_bytes += extra.param_bytes;
-  into.grad_bytes += extra.grad_bytes;
-  into.optimizer_bytes += extra.optimizer_bytes;
+/// The config key that set the mode of `layer` in `stage` (for messages).
+std::string recompute_key(const Config& c, int stage, int layer) {
+  const RecomputeSpec& r = c.training.recompute;
+  if (r.layers.count(layer)) return "training.recompute.layers." + std::to_string(layer);
+  if (r.stages.count(stage)) return "training.recompute.stages." + std::to_string(stage);
+  return c.lines.count("training.recompute.default") ? "training.recompute.default"
+                                                     : "training.recompute";
 }
 
 }  // namespace
 
-std::vector<LayerGroup> expand_layers(const Config& c, const std::vector<int>& counts) {
-  std::vector<LayerGroup> out;
-  if (!c.model.analytic()) {
-    for (const auto& g : c.model.layers)
-      for (int i = 0; i < g.count; ++i) {
-        out.push_back(g);
-        out.back().count = 1;
-      }
-    return out;
-  }
-  const AnalyticCosts a = analytic_costs(c, static_cast<int>(counts.size()));
+Plan config_plan(const Experiment& e, int num_stages) {
+  const Config& c = e.config;
+  Plan plan;
+  plan.partition = stage_layer_counts(c, num_stages);
+  for (const auto& [stage, mode] : c.training.recompute.stages)
+    if (stage >= num_stages)
+      c.fail("training.recompute.stages." + std::to_string(stage),
+             "stage " + std::to_string(stage) + " does not exist: the schedule has " +
+                 std::to_string(num_stages) + " stages");
+  plan.recompute.reserve(e.num_layers());
   int layer = 0;
-  for (int s = 0; s < static_cast<int>(counts.size()); ++s)
-    for (int i = 0; i < counts[s]; ++i, ++layer) {
-      LayerGroup g = group_of(a.decoder, recompute_mode(c, s, layer), a);
-      g.name = "decoder." + std::to_string(layer);
-      out.push_back(g);
+  for (int s = 0; s < num_stages; ++s)
+    for (int i = 0; i < plan.partition[s] && layer < e.num_layers(); ++i, ++layer) {
+      const Recompute mode = recompute_mode(c, s, layer);
+      const LayerRow& row = e.layers.layers[layer];
+      if (!row.has(mode))
+        c.fail(recompute_key(c, s, layer), "layer " + std::to_string(layer) + " (group '" +
+                                               row.name + "') has no '" +
+                                               std::string(recompute_name(mode)) +
+                                               "' recompute costs; it can run: " + mode_list(row));
+      plan.recompute.push_back(mode);
     }
-  if (out.empty()) return out;
-  fold(out.front(), group_of(a.embedding, Recompute::none, a));
-  out.front().name += "+embedding";
-  fold(out.back(), group_of(a.head, Recompute::none, a));
-  out.back().name += "+lm_head";
+  return plan;
+}
+
+std::string check_plan(const Experiment& e, const Plan& plan, int num_stages) {
+  if (static_cast<int>(plan.partition.size()) != num_stages)
+    return "the plan has " + std::to_string(plan.partition.size()) +
+           " stages but the schedule has " + std::to_string(num_stages);
+  std::int64_t sum = 0;
+  for (int n : plan.partition) {
+    if (n < 0) return "a stage of the plan has a negative layer count";
+    sum += n;
+  }
+  if (sum != e.num_layers())
+    return "the plan's stages hold " + std::to_string(sum) + " layers but the model has " +
+           std::to_string(e.num_layers());
+  if (static_cast<int>(plan.recompute.size()) != e.num_layers())
+    return "the plan gives " + std::to_string(plan.recompute.size()) + " recompute modes for " +
+           std::to_string(e.num_layers()) + " layers";
+  for (int l = 0; l < e.num_layers(); ++l)
+    if (!e.layers.layers[l].has(plan.recompute[l]))
+      return "layer " + std::to_string(l) + " cannot run recompute mode " +
+             std::string(recompute_name(plan.recompute[l]));
+  return {};
+}
+
+void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, SimInput& out) {
+  const int num_stages = schedule.num_stages;
+  const int p = schedule.num_ranks;
+  if (static_cast<int>(plan.partition.size()) != num_stages ||
+      static_cast<int>(plan.recompute.size()) != e.num_layers() ||
+      p != static_cast<int>(e.rank_device.size()))
+    throw std::invalid_argument("assemble: " + check_plan(e, plan, num_stages) +
+                                (p != static_cast<int>(e.rank_device.size())
+                                     ? " (the schedule has " + std::to_string(p) +
+                                           " ranks, the experiment pp " +
+                                           std::to_string(e.rank_device.size()) + ")"
+                                     : ""));
+  const TrainingConfig& t = e.config.training;
+  out.topology = e.topology.get();
+  out.fb_overlap_factor = t.overlap_factor;
+  out.fb_pair_time.reset();
+  if (t.overlap_ms) out.fb_pair_time = ms_to_ns(*t.overlap_ms);
+  out.stages.assign(num_stages, StageCost{});
+  out.rank_device.assign(e.rank_device.begin(), e.rank_device.end());
+  out.static_bytes.assign(p, e.reserved_bytes);
+  out.capacity_bytes.assign(p, e.capacity_bytes);
+  // Parameters per rank are gathered in tail_time's slots, then turned into times.
+  const bool analytic = e.analytic.has_value();
+  out.tail_time.assign(analytic ? p : 0, 0);
+
+  const int last_layer = e.num_layers() - 1;
+  int layer = 0;
+  for (int s = 0; s < num_stages; ++s) {
+    StageCost& cost = out.stages[s];
+    const int rank = schedule.stage_rank[s];
+    std::int64_t retained = 0;
+    bool all_retained = true;
+    for (int i = 0; i < plan.partition[s]; ++i, ++layer) {
+      if (layer > last_layer)
+        throw std::invalid_argument("assemble: the plan holds too many layers");
+      const LayerRow& row = e.layers.layers[layer];
+      const auto& mode = row.modes[plan.recompute[layer]];
+      if (!mode)
+        throw std::invalid_argument("assemble: layer " + std::to_string(layer) +
+                                    " cannot run recompute mode " +
+                                    std::string(recompute_name(plan.recompute[layer])));
+      cost.forward += row.forward;
+      cost.backward_input += row.backward_input;
+      cost.backward_weight += row.backward_weight;
+      cost.recompute += mode->recompute;
+      cost.activation_bytes += mode->activation_bytes;
+      all_retained = all_retained && !mode->weight_grad_retained_bytes;
+      retained += mode->weight_grad_retained_bytes.value_or(mode->activation_bytes);
+      cost.output_bytes = row.output_bytes;
+      std::int64_t static_bytes = row.static_bytes, params = row.param_count;
+      if (layer == last_layer && num_stages > 1) {
+        static_bytes += e.layers.head_copy_static_bytes;
+        params += e.layers.head_copy_params;
+      }
+      out.static_bytes[rank] += static_bytes;
+      if (analytic) out.tail_time[rank] += params;
+    }
+    if (!all_retained) cost.weight_grad_retained_bytes = retained;
+  }
+  if (layer != e.num_layers())
+    throw std::invalid_argument("assemble: " + check_plan(e, plan, num_stages));
+  for (int r = 0; r < static_cast<int>(out.tail_time.size()); ++r)
+    out.tail_time[r] = tail_time(e, r, out.tail_time[r]);
+}
+
+SimInput assemble(const Experiment& e, const Plan& plan, const Schedule& schedule) {
+  SimInput in;
+  assemble(e, plan, schedule, in);
+  return in;
+}
+
+std::vector<StageInfo> stage_info(const Experiment& e, const Plan& plan) {
+  std::vector<StageInfo> stages(plan.partition.size());
+  int layer = 0;
+  const int last_layer = e.num_layers() - 1;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    StageInfo& st = stages[s];
+    st.first_layer = layer;
+    st.num_layers = plan.partition[s];
+    for (int i = 0; i < plan.partition[s] && layer <= last_layer; ++i, ++layer) {
+      ++st.modes[plan.recompute[layer]];
+      st.static_bytes += e.layers.layers[layer].static_bytes;
+      if (layer == last_layer && stages.size() > 1)
+        st.static_bytes += e.layers.head_copy_static_bytes;
+    }
+  }
+  return stages;
+}
+
+std::vector<std::string> stage_recompute_labels(const std::vector<StageInfo>& stages) {
+  std::vector<std::string> labels;
+  labels.reserve(stages.size());
+  for (const StageInfo& st : stages) {
+    std::string label = "none";
+    for (Recompute r : kAllRecompute)
+      if (st.modes[r] == st.num_layers && st.num_layers > 0) label = recompute_name(r);
+    int kinds = 0;
+    for (Recompute r : kAllRecompute) kinds += st.modes[r] > 0;
+    labels.push_back(kinds > 1 ? "mixed" : label);
+  }
+  return labels;
+}
+
+std::vector<std::string> stage_recompute_counts(const std::vector<StageInfo>& stages) {
+  std::vector<std::string> out;
+  out.reserve(stages.size());
+  for (const StageInfo& st : stages) {
+    std::string text;
+    for (Recompute r : kAllRecompute)
+      if (st.modes[r] > 0)
+        text += (text.empty() ? "" : ", ") + std::string(recompute_name(r)) + " " +
+                std::to_string(st.modes[r]);
+    out.push_back(text.empty() ? "no layers" : text);
+  }
   return out;
 }
 
-Time tail_time(const Config& c, const AnalyticCosts& a, int rank, std::int64_t params) {
+Time tail_time(const Experiment& e, int rank, std::int64_t params) {
+  if (!e.analytic) return 0;
+  const Config& c = e.config;
+  const AnalyticCosts& a = *e.analytic;
   const int tp = c.training.tp, dp = a.dp;
-  const int e = a.settings.dtype_bytes;
-  double seconds = optimizer_step_s(params, e, a.optimizer, dp, a.hardware);
+  const int bytes = a.settings.dtype_bytes;
+  double seconds = optimizer_step_s(params, bytes, a.optimizer, dp, a.hardware);
   if (dp > 1) {
     // The dp group of pipeline rank `rank` (tp rank 0): devices base + j * tp.
     const int base = rank * tp * dp, last = base + (dp - 1) * tp;
@@ -131,102 +252,41 @@ Time tail_time(const Config& c, const AnalyticCosts& a, int rank, std::int64_t p
     if (a.optimizer.zero_stage >= 1)
       seconds += collective_time_s(a.hardware, Collective::reduce_scatter, dp, grads, crosses) +
                  collective_time_s(a.hardware, Collective::all_gather, dp,
-                                   static_cast<double>(params) * e, crosses);
+                                   static_cast<double>(params) * bytes, crosses);
     else
       seconds += collective_time_s(a.hardware, Collective::all_reduce, dp, grads, crosses);
   }
   return s_to_ns(seconds);
 }
 
-SimInput make_sim_input(const Config& c, const Topology& topology, const Schedule& schedule) {
-  SimInput in;
-  in.topology = &topology;
-  in.fb_overlap_factor = c.training.overlap_factor;
-  if (c.training.overlap_ms) in.fb_pair_time = ms_to_ns(*c.training.overlap_ms);
-  const std::vector<int> counts = stage_layer_counts(c, schedule.num_stages);
-
-  // A flat list of layers, then each stage's share summed. Every layer's times are
-  // rounded to ns once, here.
-  const std::vector<LayerGroup> layers = expand_layers(c, counts);
-
-  std::vector<std::int64_t> stage_static(schedule.num_stages, 0);
-  std::vector<std::int64_t> stage_params(schedule.num_stages, 0);
-  std::size_t next = 0;
-  for (int s = 0; s < schedule.num_stages; ++s) {
-    StageCost cost;
-    std::int64_t retained = 0;
-    bool all_retained = true;
-    for (int i = 0; i < counts[s]; ++i) {
-      const LayerGroup& g = layers[next++];
-      cost.forward += ms_to_ns(g.forward_ms);
-      cost.backward_input += ms_to_ns(g.backward_input_ms);
-      cost.backward_weight += ms_to_ns(g.backward_weight_ms);
-      cost.recompute += ms_to_ns(g.recompute_ms);
-      cost.activation_bytes += g.activation_bytes;
-      all_retained = all_retained && !g.weight_grad_retained_bytes;
-      retained += g.weight_grad_retained_bytes.value_or(g.activation_bytes);
-      cost.output_bytes = g.output_bytes;
-      stage_static[s] += g.param_bytes + g.grad_bytes + g.optimizer_bytes;
-      stage_params[s] += g.param_bytes;
-    }
-    if (!all_retained) cost.weight_grad_retained_bytes = retained;
-    in.stages.push_back(cost);
-  }
-
-  const int p = schedule.num_ranks;
-  const int devices = topology.num_devices();
-  const int per_pipeline_rank = devices / c.training.pp;  // tp * dp devices per pp rank
-  const auto gib = [](double v) {
-    return static_cast<std::int64_t>(std::llround(v * 1073741824.0));
-  };
-  in.rank_device.resize(p);
-  in.static_bytes.assign(p, gib(c.device.reserved_GiB));
-  in.capacity_bytes.assign(p, gib(c.device.memory_GiB));
-  for (int r = 0; r < p; ++r) in.rank_device[r] = r * per_pipeline_rank;
-  for (int s = 0; s < schedule.num_stages; ++s)
-    in.static_bytes[schedule.stage_rank[s]] += stage_static[s];
-
-  if (c.model.analytic()) {
-    const AnalyticCosts a = analytic_costs(c, schedule.num_stages);
-    std::vector<std::int64_t> rank_params(p, 0);
-    for (int s = 0; s < schedule.num_stages; ++s)
-      rank_params[schedule.stage_rank[s]] += stage_params[s] / a.settings.dtype_bytes;
-    in.tail_time.resize(p);
-    for (int r = 0; r < p; ++r) in.tail_time[r] = tail_time(c, a, r, rank_params[r]);
-  }
-  return in;
-}
-
-RunInfo make_run_info(const Config& c, const Schedule& schedule) {
+RunInfo make_run_info(const Experiment& e, const Plan& plan, const Schedule& schedule) {
+  const Config& c = e.config;
+  const TrainingConfig& t = c.training;
   RunInfo info;
   info.schedule = schedule.name;
-  info.pp = c.training.pp;
-  info.vpp = c.training.vpp;
-  info.microbatches = c.training.microbatches;
-  const TrainingConfig& t = c.training;
+  info.pp = schedule.num_ranks;
+  info.vpp = schedule.chunks_per_device();
+  info.microbatches = schedule.num_microbatches;
   const int devices = c.cluster.nodes * c.cluster.devices_per_node;
   const int dp = t.data_parallel(devices);
   if (t.seq_length)
     info.tokens_per_iteration =
-        static_cast<double>(t.microbatches) * t.micro_batch_size * dp * *t.seq_length;
-  if (!c.model.analytic() || !c.device.hardware) return info;
-  const std::vector<int> counts = stage_layer_counts(c, schedule.num_stages);
-  const AnalyticCosts a = analytic_costs(c, schedule.num_stages);
+        static_cast<double>(schedule.num_microbatches) * t.micro_batch_size * dp * *t.seq_length;
+  if (!e.analytic) return info;
   // One device's forward FLOPs per micro-batch summed over the pipeline, times the tp x
   // dp devices that share each stage and the micro-batches.
-  double forward = a.embedding.forward_flops + a.head.forward_flops, recompute = 0;
-  int layer = 0;
-  for (int s = 0; s < static_cast<int>(counts.size()); ++s)
-    for (int i = 0; i < counts[s]; ++i, ++layer) {
-      forward += a.decoder.forward_flops;
-      recompute += a.decoder.recompute_flops[recompute_mode(c, s, layer)];
-    }
-  const double scale = static_cast<double>(t.tp) * dp * t.microbatches;
+  double forward = e.layers.fixed_forward_flops, recompute = 0;
+  for (int l = 0; l < e.num_layers() && l < static_cast<int>(plan.recompute.size()); ++l) {
+    const LayerRow& row = e.layers.layers[l];
+    forward += row.forward_flops;
+    recompute += row.recompute_flops[plan.recompute[l]];
+  }
+  const double scale = static_cast<double>(t.tp) * dp * schedule.num_microbatches;
   // Training = forward + input-grad + weight-grad = 3x forward (the usual model-FLOPs
   // convention behind MFU, e.g. Chowdhery et al. 2022, appendix B).
   info.model_flops_per_iteration = 3 * forward * scale;
   info.hardware_flops_per_iteration = (3 * forward + recompute) * scale;
-  info.peak_flops_per_device = a.hardware.peak_tflops * 1e12;
+  info.peak_flops_per_device = e.analytic->hardware.peak_tflops * 1e12;
   info.devices = t.pp * t.tp * dp;
   return info;
 }

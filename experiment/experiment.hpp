@@ -1,68 +1,119 @@
 #pragma once
 /// \file
-/// From a checked Config to what the engine runs: the device graph, the schedule, and the
-/// per-stage costs and per-rank memory of one pipeline.
+/// From a checked Config to what the engine runs, through one narrow door in three steps:
+///
+///   layer_costs(config)        the layer table: every layer's costs in every recompute
+///                              mode (layer_table.hpp). The cost model runs once.
+///   prepare(config)            an immutable Experiment: the config, the device graph, the
+///                              layer table, where each pipeline rank runs, and what its
+///                              end-of-iteration work depends on. Built once, shared by
+///                              threads (the planner evaluates plans on all cores).
+///   assemble(e, plan, sched)   the engine's SimInput for one Plan (layers per stage and a
+///                              recompute mode per layer) under one schedule: a
+///                              re-summation of table rows, nothing else.
+///
+/// Every command is parse -> prepare -> run -> print: simulate, compare, cost, plan and
+/// search all go through here, so a candidate plan costs one assemble plus one simulate().
 ///
 /// Placement follows Megatron-LM: tp is innermost inside a node, then dp, then pp. The
 /// simulated pipeline is the one with dp rank 0 and tp rank 0, so pipeline rank r runs on
 /// physical device r * tp * dp, and its transfers cross the links that device really has.
 
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
-#include "schedules/registry.hpp"
 #include "experiment/config.hpp"
-#include "sim/cost/cost_model.hpp"
-#include "sim/simulate.hpp"
+#include "experiment/layer_table.hpp"
+#include "schedules/registry.hpp"
 #include "sim/run_info.hpp"
+#include "sim/simulate.hpp"
 #include "sim/topology.hpp"
 
 namespace bmpipe {
 
-/// Layer counts per stage: the config's partition, or as even as possible with the
-/// remainder going to the earliest stages.
-std::vector<int> stage_layer_counts(const Config& config, int num_stages);
-
-/// Builds the schedule the config names. Throws ConfigError for parameters the schedule
-/// refuses (the message names training.schedule).
-Schedule make_schedule(const Config& config);
-
-/// Costs and memory of one pipeline running `schedule`. Needs `topology` to outlive the
-/// returned input. For an analytic model the per-layer costs come from the cost model
-/// (sim/cost), the embedding is added to the first stage, LM head and loss to the last,
-/// and each rank's tail_time is its dp gradient reduction plus the optimizer step.
-SimInput make_sim_input(const Config& config, const Topology& topology, const Schedule& schedule);
-
-/// The cost model's view of an analytic config: its inputs and the three kinds of layer.
-struct AnalyticCosts {
-  HardwareSpec hardware;
-  CostSettings settings;
-  OptimizerSettings optimizer;
-  int dp = 1;
-  LayerCost decoder;
-  LayerCost embedding;  ///< on the first stage
-  LayerCost head;       ///< final norm, LM head and loss, on the last stage
+/// One way to run the model: how many layers each stage holds and how every layer treats
+/// its activations. Stages are the schedule's (pp x chunks), in stage order.
+struct Plan {
+  std::vector<int> partition;        ///< layers per stage
+  std::vector<Recompute> recompute;  ///< mode of every layer, in model order
+  friend bool operator==(const Plan&, const Plan&) = default;
 };
 
-/// Throws ConfigError when the model is not analytic. `num_stages` decides whether tied
-/// embeddings put a second copy of the matrix on the last stage (they do when > 1).
-AnalyticCosts analytic_costs(const Config& config, int num_stages);
+struct Experiment {
+  Config config;
+  std::shared_ptr<const Topology> topology;
+  LayerTable layers;
+  /// The cost model's layers; set for analytic models only.
+  std::optional<AnalyticCosts> analytic;
+  std::vector<int> rank_device;     ///< physical device of each pipeline rank
+  std::int64_t reserved_bytes = 0;  ///< per device, before any tensor
+  std::int64_t capacity_bytes = 0;  ///< per device
 
-/// The recompute mode of decoder layer `layer`, which sits in stage `stage`.
+  int num_layers() const { return layers.size(); }
+  int pp() const { return config.training.pp; }
+};
+
+/// Builds the experiment of a checked config (load_config, apply_overrides). Throws
+/// ConfigError when the cost model refuses the model.
+std::shared_ptr<const Experiment> prepare(const Config& config);
+
+/// Layer counts per stage: the config's partition, or as even as possible with the
+/// remainder going to the earliest stages. Throws ConfigError when the partition does not
+/// match `num_stages` or the layers cannot fill them.
+std::vector<int> stage_layer_counts(const Config& config, int num_stages);
+
+/// The recompute mode the config gives decoder layer `layer`, which sits in stage `stage`:
+/// its `layers` entry, else its stage's `stages` entry, else the default.
 Recompute recompute_mode(const Config& config, int stage, int layer);
 
-/// One entry per decoder layer, in order, with per-micro-batch costs and static bytes. For
-/// an analytic model the embedding is folded into layer 0 of stage 0 and the head into the
-/// last layer, and each layer carries its recompute mode's costs. `counts`: layers per
-/// stage (stage_layer_counts).
-std::vector<LayerGroup> expand_layers(const Config& config, const std::vector<int>& counts);
+/// The plan the config describes for a schedule of `num_stages` stages. Throws ConfigError
+/// as stage_layer_counts does, and when a layer is asked for a mode it cannot run.
+Plan config_plan(const Experiment& e, int num_stages);
 
-/// End-of-iteration work of a device holding `params` parameters of an analytic model: dp
-/// gradient reduction (all-reduce, or reduce-scatter + all-gather with ZeRO-1, over the
-/// links the dp group of pipeline rank `rank` crosses) and the Adam step.
-Time tail_time(const Config& config, const AnalyticCosts& costs, int rank, std::int64_t params);
+/// Why `plan` cannot run on `e` with `num_stages` stages (sizes, sums, unknown modes), or
+/// an empty string.
+std::string check_plan(const Experiment& e, const Plan& plan, int num_stages);
 
-/// What the summary needs beyond the result: schedule, sizes, and for an analytic model
-/// tokens and FLOPs per iteration (tokens_per_s, mfu, tflops_per_device).
-RunInfo make_run_info(const Config& config, const Schedule& schedule);
+/// The engine input for `plan` under `schedule` (its stages and their ranks). Precondition:
+/// check_plan is empty (throws std::invalid_argument otherwise). `out` keeps its capacity,
+/// so a caller that reuses it assembles without allocating. The SimInput points at
+/// e.topology: `e` must outlive it.
+void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, SimInput& out);
+SimInput assemble(const Experiment& e, const Plan& plan, const Schedule& schedule);
+
+/// What a plan puts on each stage, for tables, traces and exports.
+struct StageInfo {
+  int first_layer = 0;
+  int num_layers = 0;
+  PerMode<int> modes;             ///< layers per recompute mode
+  std::int64_t static_bytes = 0;  ///< weights, gradients, optimizer state (no reserve)
+};
+std::vector<StageInfo> stage_info(const Experiment& e, const Plan& plan);
+
+/// Per stage: "none", "selective" or "full" when all its layers agree, else "mixed".
+std::vector<std::string> stage_recompute_labels(const std::vector<StageInfo>& stages);
+/// Per stage: its layers per mode, e.g. "none 2, full 1" (modes without layers left out).
+std::vector<std::string> stage_recompute_counts(const std::vector<StageInfo>& stages);
+
+/// End-of-iteration work of pipeline rank `rank` holding `params` parameters of an
+/// analytic model: dp gradient reduction (all-reduce, or reduce-scatter + all-gather with
+/// ZeRO-1, over the links the dp group crosses) and the Adam step. 0 for measured models.
+Time tail_time(const Experiment& e, int rank, std::int64_t params);
+
+/// Builds the schedule `name` (a built-in) with `vpp` chunks where it takes them, for the
+/// plan's costs where the schedule plans with costs (the config's plan when `plan` is
+/// null). Throws ConfigError naming training.schedule for parameters the schedule refuses.
+Schedule make_schedule(const Experiment& e, std::string_view name, int vpp,
+                       const Plan* plan = nullptr);
+/// The schedule the config names.
+Schedule make_schedule(const Experiment& e);
+
+/// What the summary needs beyond the result: schedule, sizes (vpp from the schedule), and
+/// for an analytic model tokens and FLOPs per iteration (tokens_per_s, mfu,
+/// tflops_per_device).
+RunInfo make_run_info(const Experiment& e, const Plan& plan, const Schedule& schedule);
 
 }  // namespace bmpipe

@@ -63,8 +63,7 @@ ChromeTraceWriter::ChromeTraceWriter(std::ostream& out, const SimInput& input,
   stage_chunk_.assign(static_cast<std::size_t>(std::max(schedule_.num_stages, 0)), 0);
   std::vector<int> seen(ranks_.size(), 0);
   for (int s = 0;
-       s < schedule_.num_stages && static_cast<std::size_t>(s) < schedule_.stage_rank.size();
-       ++s) {
+       s < schedule_.num_stages && static_cast<std::size_t>(s) < schedule_.stage_rank.size(); ++s) {
     const int r = schedule_.stage_rank[s];
     if (r >= 0 && r < p) stage_chunk_[s] = seen[r]++;
   }
@@ -282,10 +281,17 @@ void ChromeTraceWriter::write_op(const OpRecord& r) {
     buf_ += "recompute\":";
     if (stage >= 0 && static_cast<std::size_t>(stage) < labels_.stage_recompute.size()) {
       append_escaped(labels_.stage_recompute[stage]);
+      if (labels_.stage_recompute[stage] == "mixed" &&
+          static_cast<std::size_t>(stage) < labels_.stage_recompute_layers.size()) {
+        buf_ += ",\"";
+        buf_ += prefix;
+        buf_ += "recompute_layers\":";
+        append_escaped(labels_.stage_recompute_layers[stage]);
+      }
     } else {
       const bool on = stage >= 0 && static_cast<std::size_t>(stage) < input_.stages.size() &&
                       input_.stages[stage].recompute > 0;
-      buf_ += on ? "\"full\"" : "\"none\"";
+      buf_ += on ? "\"yes\"" : "\"none\"";
     }
   };
   begin_event();

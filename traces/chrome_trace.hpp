@@ -10,7 +10,8 @@
 ///
 /// What a device (one process, named "rank 3 · node 0 · dev 3 · stage 3,11") shows:
 /// - thread "compute": every op as a complete event named F, B, I, W or F&B (args: stage,
-///   chunk, microbatch, layers, recompute; F&B also carries the backward half), and every
+///   chunk, microbatch, layers, recompute and, for a stage whose layers use several modes,
+///   recompute_layers; F&B also carries the backward half), and every
 ///   idle gap as a slice named "bubble" whose args.cause is one of
 ///     "warm-up"                                  before the device's first op
 ///     "waiting for input from stage s on device d"  the producer had not finished
@@ -43,11 +44,15 @@
 
 namespace bmpipe {
 
-/// Per-stage labels the engine does not know about. Either vector may be empty (then
-/// "layers" is omitted and "recompute" is derived from StageCost::recompute).
+/// Per-stage labels the engine does not know about; the experiment layer makes them from
+/// the plan that ran. Any vector may be empty: then "layers" is omitted and "recompute"
+/// only says whether the stage's backward re-runs forward work ("none" or "yes"), since
+/// the engine's costs cannot tell selective from full recomputation.
 struct TraceLabels {
   std::vector<std::string> stage_layers;     ///< e.g. "layers 0-3", one per stage
-  std::vector<std::string> stage_recompute;  ///< e.g. "full" or "none", one per stage
+  std::vector<std::string> stage_recompute;  ///< "none", "selective", "full" or "mixed"
+  /// Layers per mode, e.g. "none 2, full 1"; written as "recompute_layers" for mixed stages.
+  std::vector<std::string> stage_recompute_layers;
 };
 
 /// Layer ranges "layers a-b" from layer counts per stage (as the config partitions them).

@@ -114,4 +114,38 @@ TEST(Cli, SchedulesAreListed) {
   EXPECT_NE(r.out.find("1f1b"), std::string::npos);
 }
 
+TEST(Cli, NonUtf8PathsDoNotAbortTheJsonWriter) {
+  // Regression: a schedule file whose name is not UTF-8 became the schedule's name, and
+  // the JSON writer threw (exit 134). It now prints U+FFFD in its place.
+  const bmpipe::test::ScratchDir dir;
+  const std::string csv = dir.file("sched_\xe9.csv");
+  ASSERT_EQ(run("simulate " + kTiny + " --export-schedule '" + csv + "'").code, 0);
+  const CliRun r =
+      bmpipe::test::run_cli("simulate " + kTiny + " --json --schedule-file '" + csv + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_NE(j["schedule"].get<std::string>().find("\xef\xbf\xbd"), std::string::npos);
+}
+
+TEST(Cli, UnwritableOutputsAreNamedAndExitTwo) {
+  for (const char* option : {"--svg", "--trace", "--export-schedule"}) {
+    const CliRun r = run("simulate " + kTiny + " " + option + " /nonexistent-dir/out");
+    EXPECT_EQ(r.code, 2) << option;
+    EXPECT_NE(r.out.find(std::string("/nonexistent-dir/out: ") + option), std::string::npos)
+        << r.out;
+  }
+}
+
+TEST(Cli, VppInTheSummaryIsTheScheduleOne) {
+  const auto j = nlohmann::json::parse(stdout_of("simulate --json --schedule zb-v " + kTiny));
+  EXPECT_EQ(j["vpp"], 2);
+  EXPECT_EQ(j["schedule"], "zb-v");
+}
+
+TEST(Cli, InternalErrorsHaveTheirOwnExitCode) {
+  // 70 (EX_SOFTWARE) is documented for bugs; the usage text says so.
+  const CliRun r = run("--help");
+  EXPECT_NE(r.out.find("70 internal error"), std::string::npos) << r.out;
+}
+
 }  // namespace

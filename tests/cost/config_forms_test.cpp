@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "experiment/experiment.hpp"
+#include "support/run_config.hpp"
 
 namespace bmpipe {
 namespace {
@@ -117,11 +118,10 @@ TEST(ConfigForms, MeasuredFormUnchanged) {
     const Config c = load_config(std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/" + f);
     EXPECT_FALSE(c.model.analytic()) << f;
     EXPECT_FALSE(c.device.hardware) << f;
-    const Topology topo(c.cluster);
-    const Schedule s = make_schedule(c);
-    const SimInput in = make_sim_input(c, topo, s);
+    const test::Prepared run = test::prepare_run(c);
+    const SimInput& in = run.input;
     EXPECT_TRUE(in.tail_time.empty()) << f;
-    EXPECT_TRUE(simulate(in, s).ok) << f;
+    EXPECT_TRUE(simulate(in, run.schedule).ok) << f;
   }
 }
 
@@ -130,9 +130,8 @@ TEST(ConfigForms, AnalyticExamplesRunAndFit) {
        {"gpt3_175b_a100.yaml", "ascend910b_llama2_13b_analytic.yaml", "h200_llama3_8b_hf.yaml"}) {
     const Config c = load_config(std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/" + f);
     EXPECT_TRUE(c.model.analytic()) << f;
-    const Topology topo(c.cluster);
-    const Schedule s = make_schedule(c);
-    const SimResult r = simulate(make_sim_input(c, topo, s), s);
+    const test::Prepared run = test::prepare_run(c);
+    const SimResult r = simulate(run.input, run.schedule);
     EXPECT_TRUE(r.ok) << f;
     EXPECT_TRUE(r.fits) << f;
   }
@@ -149,15 +148,16 @@ TEST(ConfigForms, RecomputeGlobalPerStagePerLayer) {
   EXPECT_EQ(recompute_mode(c, 1, 8), Recompute::selective);
   EXPECT_EQ(recompute_mode(c, 3, 30), Recompute::none);
   EXPECT_EQ(recompute_mode(c, 3, 31), Recompute::full);
-  const Topology topo(c.cluster);
-  const Schedule s = make_schedule(c);
-  const SimInput in = make_sim_input(c, topo, s);
-  const AnalyticCosts a = analytic_costs(c, s.num_stages);
+  const test::Prepared run = test::prepare_run(c);
+  const SimInput& in = run.input;
+  const AnalyticCosts a = analytic_costs(c);
   // Stage 1: eight selective layers.
   EXPECT_EQ(in.stages[1].activation_bytes, 8 * a.decoder.activation_bytes[Recompute::selective]);
-  EXPECT_EQ(in.stages[1].recompute, 8 * ms_to_ns(a.decoder.recompute_extra_s[Recompute::selective] * 1e3));
+  EXPECT_EQ(in.stages[1].recompute,
+            8 * ms_to_ns(a.decoder.recompute_extra_s[Recompute::selective] * 1e3));
   // A split backward keeps only what W needs (projection inputs, normalized tensors).
-  EXPECT_EQ(in.stages[1].weight_grad_retained_bytes, 8 * a.decoder.weight_grad_bytes[Recompute::selective]);
+  EXPECT_EQ(in.stages[1].weight_grad_retained_bytes,
+            8 * a.decoder.weight_grad_bytes[Recompute::selective]);
   EXPECT_LT(in.stages[1].weight_grad_retained_bytes, in.stages[1].activation_bytes);
   EXPECT_GT(in.stages[1].weight_grad_retained_bytes, 0);
   // Stage 0: seven full layers, one none, plus the embedding.
@@ -172,9 +172,8 @@ TEST(ConfigForms, RecomputeGlobalPerStagePerLayer) {
 
 TEST(ConfigForms, AnalyticSimulationHasTailsAndImbalance) {
   const Config c = parse_config(yaml(), "a.yaml");
-  const Topology topo(c.cluster);
-  const Schedule s = make_schedule(c);
-  const SimInput in = make_sim_input(c, topo, s);
+  const test::Prepared run = test::prepare_run(c);
+  const SimInput& in = run.input;
   ASSERT_EQ(in.tail_time.size(), 4u);
   for (Time t : in.tail_time) EXPECT_GT(t, 0);
   // The LM head (fp32 logits over a 32000 vocabulary) makes the last stage heavier.
@@ -182,10 +181,10 @@ TEST(ConfigForms, AnalyticSimulationHasTailsAndImbalance) {
   EXPECT_GT(in.stages[3].activation_bytes, in.stages[1].activation_bytes);
   // Megatron placement: pipeline rank r on device r * tp * dp = 4r.
   EXPECT_EQ(in.rank_device, (std::vector<int>{0, 4, 8, 12}));
-  const SimResult r = simulate(in, s);
+  const SimResult r = simulate(in, run.schedule);
   ASSERT_TRUE(r.ok);
   EXPECT_GT(r.iteration_time, r.pipeline_time);
-  const RunInfo info = make_run_info(c, s);
+  const RunInfo& info = run.info;
   EXPECT_DOUBLE_EQ(info.tokens_per_iteration, 64.0 * 4096);
   EXPECT_EQ(info.devices, 16);
   const double mfu = info.model_flops_per_iteration /

@@ -78,8 +78,9 @@ TEST(CostModel, RecomputeModesOrderAndCost) {
   EXPECT_GT(c.activation_bytes[Recompute::selective], c.activation_bytes[Recompute::full]);
   EXPECT_EQ(c.recompute_extra_s[Recompute::none], 0.0);
   EXPECT_GT(c.recompute_extra_s[Recompute::selective], 0.0);
-  EXPECT_DOUBLE_EQ(c.recompute_extra_s[Recompute::full], c.forward_s);  // full: the whole forward again
-  EXPECT_LT(c.recompute_extra_s[Recompute::selective], 0.2 * c.forward_s);   // selective is cheap
+  EXPECT_DOUBLE_EQ(c.recompute_extra_s[Recompute::full],
+                   c.forward_s);  // full: the whole forward again
+  EXPECT_LT(c.recompute_extra_s[Recompute::selective], 0.2 * c.forward_s);  // selective is cheap
 }
 
 TEST(CostModel, CollectiveTimes) {
@@ -115,16 +116,15 @@ TEST(CostModel, DpTailCrossesNodesOnlyWhenTheGroupDoes) {
       "model: {preset: llama2-7b}\n"
       "training: {pp: 2, seq_length: 4096, global_batch_size: 64}\n",
       "t.yaml");
-  const AnalyticCosts a = analytic_costs(c, 2);
-  const Time in_node = tail_time(c, a, 0, 1'000'000'000);
+  const Time in_node = tail_time(*prepare(c), 0, 1'000'000'000);
   Config wide = c;
   wide.cluster.devices_per_node = 4;  // now the dp group of 8 spans two nodes (NICs)
   wide.cluster.nodes = 4;
-  const Time across = tail_time(wide, analytic_costs(wide, 2), 0, 1'000'000'000);
+  const Time across = tail_time(*prepare(wide), 0, 1'000'000'000);
   EXPECT_GT(across, 5 * in_node);
   Config zero = c;
   zero.training.optimizer.zero_stage = 1;
-  EXPECT_LT(tail_time(zero, analytic_costs(zero, 2), 0, 1'000'000'000), in_node);
+  EXPECT_LT(tail_time(*prepare(zero), 0, 1'000'000'000), in_node);
 }
 
 }  // namespace

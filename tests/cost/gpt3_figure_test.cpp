@@ -1,7 +1,7 @@
 // The published end-to-end figure: GPT-3 175B on 1024 A100-80GB with Megatron-LM
 // (README weak-scaling table; Narayanan et al. 2021): tp 8, pp 16, dp 8, mbs 1, gbs 1536,
 // seq 2048, full recompute, 1F1B -> about 138 TFLOP/s per GPU and about 32 s per iteration.
-// configs/examples/gpt3_175b_a100.yaml runs through make_sim_input + simulate with the
+// configs/examples/gpt3_175b_a100.yaml runs through prepare + assemble + simulate with the
 // a100-80g preset; both figures must land within 15 %.
 #include <gtest/gtest.h>
 
@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "experiment/experiment.hpp"
+#include "support/run_config.hpp"
 
 namespace bmpipe {
 namespace {
@@ -19,13 +20,14 @@ TEST(Gpt3Figure, MegatronA100WithinFifteenPercent) {
   const Config c =
       load_config(std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/gpt3_175b_a100.yaml");
   ASSERT_EQ(c.training.microbatches, 192);
-  const Topology topology(c.cluster);
-  ASSERT_EQ(topology.num_devices(), 1024);
-  const Schedule schedule = make_schedule(c);
-  const SimInput input = make_sim_input(c, topology, schedule);
+
+  const test::Prepared run = test::prepare_run(c);
+  ASSERT_EQ(run.experiment->topology->num_devices(), 1024);
+  const Schedule& schedule = run.schedule;
+  const SimInput& input = run.input;
   const SimResult r = simulate(input, schedule);
   ASSERT_TRUE(r.ok) << r.error;
-  const RunInfo info = make_run_info(c, schedule);
+  const RunInfo& info = run.info;
   const double seconds = static_cast<double>(r.iteration_time) * 1e-9;
   const double tflops = info.hardware_flops_per_iteration / (seconds * info.devices) / 1e12;
   const double mfu =

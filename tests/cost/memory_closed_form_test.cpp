@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "experiment/experiment.hpp"
+#include "support/run_config.hpp"
 
 namespace bmpipe {
 namespace {
@@ -47,7 +48,8 @@ TEST(KorthikantiClosedForm, NoParallelism) {
   const double sbh = kS * kB * kH;
   EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[Recompute::none]),
                    sbh * (34 + 5 * kA * kS / kH) + kLnStats);
-  EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[Recompute::selective]), sbh * 34 + kLnStats);
+  EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[Recompute::selective]),
+                   sbh * 34 + kLnStats);
   EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[Recompute::full]), 2 * sbh);
 }
 
@@ -63,7 +65,8 @@ TEST(KorthikantiClosedForm, TensorAndSequenceParallel) {
   const LayerCost c = layer(4, true);
   EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[Recompute::none]),
                    sbh / t * (34 + 5 * kA * kS / kH) + kLnStats / t);
-  EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[Recompute::selective]), sbh / t * 34 + kLnStats / t);
+  EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[Recompute::selective]),
+                   sbh / t * 34 + kLnStats / t);
   EXPECT_DOUBLE_EQ(static_cast<double>(c.activation_bytes[Recompute::full]), 2 * sbh / t);
 }
 
@@ -104,9 +107,9 @@ training:
 )";
   const Config c = parse_config(yaml, "korthikanti.yaml");
   EXPECT_EQ(c.training.microbatches, 8);
-  const Topology topo(c.cluster);
-  const Schedule s = make_schedule(c);
-  const SimInput in = make_sim_input(c, topo, s);
+  const test::Prepared run = test::prepare_run(c);
+  const Schedule& s = run.schedule;
+  const SimInput& in = run.input;
   const SimResult r = simulate(in, s);
   ASSERT_TRUE(r.ok) << r.error;
   const double sbh = kS * kB * kH;

@@ -6,6 +6,7 @@
 
 #include "experiment/config.hpp"
 #include "experiment/experiment.hpp"
+#include "support/run_config.hpp"
 
 namespace bmpipe {
 namespace {
@@ -163,9 +164,8 @@ TEST(Config, OverridesAreCheckedAndNamedAsCommandLine) {
 TEST(Experiment, UniformPartitionGivesRemainderToEarlyStagesAndSumsCosts) {
   Config c = parse_config(replaced("count: 8", "count: 10"), "exp.yaml");
   EXPECT_EQ(stage_layer_counts(c, 4), (std::vector<int>{3, 3, 2, 2}));
-  const Topology topo(c.cluster);
-  const Schedule sch = make_schedule(c);
-  const SimInput in = make_sim_input(c, topo, sch);
+  const test::Prepared run = test::prepare_run(c);
+  const SimInput& in = run.input;
   ASSERT_EQ(in.stages.size(), 4u);
   EXPECT_EQ(in.stages[0].forward, 1'500'000);  // 3 layers x 0.5 ms
   EXPECT_EQ(in.stages[3].forward, 1'000'000);
@@ -183,8 +183,8 @@ TEST(Experiment, PipelineRanksFollowMegatronPlacement) {
   Overrides o;
   o.pp = 2;
   apply_overrides(c, o);
-  const Topology topo(c.cluster);
-  const SimInput in = make_sim_input(c, topo, make_schedule(c));
+  const test::Prepared run = test::prepare_run(c);
+  const SimInput& in = run.input;
   EXPECT_EQ(in.rank_device, (std::vector<int>{0, 4}));
 }
 

@@ -67,7 +67,7 @@ TEST(ChromeTrace, ProcessesThreadsAndOpArgs) {
   const SimInput in = test::uniform(sch, *topo, 1 * kMs, 1 * kMs, 1 * kMs);
   SimResult r;
   const std::string text = trace_of(
-      in, sch, &r, TraceLabels{{"layers 0-1", "layers 2-3", "layers 4-5", "layers 6-7"}, {}});
+      in, sch, &r, TraceLabels{{"layers 0-1", "layers 2-3", "layers 4-5", "layers 6-7"}, {}, {}});
   const ParsedTrace t = check_trace_invariants(text, sch, r);
   EXPECT_EQ(t.process_names.at(3), "rank 3 \u00b7 node 0 \u00b7 dev 3 \u00b7 stage 3");
   int threads_named = 0;

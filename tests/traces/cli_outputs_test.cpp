@@ -4,9 +4,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "experiment/experiment.hpp"
+#include "support/run_config.hpp"
 #include "support/support.hpp"
 #include "trace_checks.hpp"
 
@@ -45,9 +48,9 @@ TEST(CliOutputs, SimulateWritesTraceSvgAndBreakdown) {
 
   // The same run in-process is the reference for the file's invariants.
   const Config config = load_config(kTiny);
-  const Topology topo(config.cluster);
-  const Schedule sch = make_schedule(config);
-  const SimResult r = simulate(make_sim_input(config, topo, sch), sch);
+  const test::Prepared run = test::prepare_run(config);
+  const Schedule& sch = run.schedule;
+  const SimResult r = simulate(run.input, sch);
   const test::ParsedTrace t = test::check_trace_invariants(test::slurp(trace.string()), sch, r);
   // Layer ranges come from the config: 8 layers over 4 stages.
   for (const auto& s : t.threads.at({2, 0}))
@@ -74,6 +77,33 @@ TEST(CliOutputs, UnwritableTraceIsBadInput) {
   std::string out;
   EXPECT_EQ(run("simulate " + kTiny + " --trace /nonexistent-dir/t.json", &out), 2) << out;
   EXPECT_NE(out.find("--trace"), std::string::npos) << out;
+}
+
+TEST(CliOutputs, TraceNamesTheRecomputeModeOfEachStage) {
+  // Regression: selective recompute was labelled "full" in the trace.
+  const test::ScratchDir dir;
+  const std::string config =
+      test::write_file(dir.file("selective.yaml"),
+                       "cluster: {nodes: 1, devices_per_node: 4, device: {preset: h200}}\n"
+                       "model: {preset: llama2-7b}\n"
+                       "training: {pp: 4, seq_length: 1024, microbatches: 4,\n"
+                       "           recompute: {stages: {0: selective}, layers: {9: full}}}\n");
+  const std::string trace = dir.file("t.json");
+  std::string out;
+  ASSERT_EQ(run("simulate " + config + " --trace " + trace, &out), 0) << out;
+  const auto j = nlohmann::json::parse(test::slurp(trace));
+  std::map<int, std::set<std::string>> labels;
+  std::set<std::string> counts;
+  for (const auto& ev : j["traceEvents"])
+    if (ev.value("cat", "") == "op") {
+      labels[ev["pid"].get<int>()].insert(ev["args"]["recompute"].get<std::string>());
+      if (ev["args"].contains("recompute_layers"))
+        counts.insert(ev["args"]["recompute_layers"].get<std::string>());
+    }
+  EXPECT_EQ(labels[0], (std::set<std::string>{"selective"}));
+  EXPECT_EQ(labels[1], (std::set<std::string>{"mixed"}));
+  EXPECT_EQ(labels[2], (std::set<std::string>{"none"}));
+  EXPECT_EQ(counts, (std::set<std::string>{"none 7, full 1"}));
 }
 
 }  // namespace

@@ -1,0 +1,35 @@
+#pragma once
+// What every command shares on the way out: output files that fail are their own error
+// (not bad input), JSON that never throws on odd bytes, and the trace labels of a plan.
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "experiment/experiment.hpp"
+#include "traces/chrome_trace.hpp"
+
+namespace bmpipe::cli {
+
+/// An output file (--trace, --svg, --out, ...) that cannot be opened or written.
+class OutputError : public std::runtime_error {
+ public:
+  OutputError(const std::string& path, const std::string& option, const std::string& what)
+      : std::runtime_error(path + ": " + option + ": " + what) {}
+};
+
+/// Opens `path` for writing (binary, truncated) or throws OutputError naming `option`.
+void open_output(std::ofstream& file, const std::string& path, const std::string& option);
+
+/// Flushes `file` and throws OutputError if anything written to it failed.
+void close_output(std::ofstream& file, const std::string& path, const std::string& option);
+
+/// `j` as indented text; bytes that are not UTF-8 (a path, say) become U+FFFD instead of
+/// throwing.
+std::string json_text(const nlohmann::json& j);
+
+/// Layer ranges and recompute modes of each stage of `plan`, for the trace.
+TraceLabels trace_labels(const Experiment& e, const Plan& plan);
+
+}  // namespace bmpipe::cli

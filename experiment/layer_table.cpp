@@ -1,0 +1,134 @@
+#include "experiment/layer_table.hpp"
+
+namespace bmpipe {
+
+AnalyticCosts analytic_costs(const Config& c) {
+  if (!c.model.analytic() || !c.device.hardware)
+    c.fail("model",
+           "needs an analytic model (preset, hf_config or shape keys) and a device "
+           "with compute figures");
+  const TrainingConfig& t = c.training;
+  AnalyticCosts a;
+  a.hardware = *c.device.hardware;
+  a.hardware.intra_node = c.cluster.intra_node;
+  a.hardware.inter_node = c.cluster.inter_node;
+  a.settings.seq_length = t.seq_length.value_or(0);
+  a.settings.micro_batch_size = t.micro_batch_size;
+  a.settings.tp = t.tp;
+  a.settings.sequence_parallel = t.sequence_parallel;
+  a.settings.dtype_bytes = t.dtype_bytes();
+  // Megatron placement puts a tp group on consecutive devices: it leaves the node only
+  // when it is larger than one.
+  a.settings.tp_crosses_nodes = t.tp > c.cluster.devices_per_node;
+  a.optimizer = t.optimizer;
+  a.dp = t.data_parallel(c.cluster.nodes * c.cluster.devices_per_node);
+  const ModelShape& m = *c.model.shape;
+  a.decoder = decoder_layer_cost(m, a.hardware, a.settings);
+  a.embedding = embedding_cost(m, a.hardware, a.settings);
+  // Tied embeddings: with one stage the head reuses the embedding matrix; with more, the
+  // last stage keeps its own copy.
+  a.head = head_cost(m, a.hardware, a.settings, true);
+  a.head_single_stage = head_cost(m, a.hardware, a.settings, !m.tied_embeddings);
+  return a;
+}
+
+namespace {
+
+LayerRow measured_row(const LayerGroup& g, int group) {
+  LayerRow row;
+  row.name = g.name;
+  row.group = group;
+  row.forward = ms_to_ns(g.forward_ms);
+  row.backward_input = ms_to_ns(g.backward_input_ms);
+  row.backward_weight = ms_to_ns(g.backward_weight_ms);
+  row.output_bytes = g.output_bytes;
+  row.static_bytes = g.param_bytes + g.grad_bytes + g.optimizer_bytes;
+  row.modes[Recompute::none] =
+      LayerModeCost{ms_to_ns(g.recompute_ms), g.activation_bytes, g.weight_grad_retained_bytes};
+  for (Recompute r : {Recompute::selective, Recompute::full})
+    if (const auto& m = g.recompute[r])
+      row.modes[r] = LayerModeCost{ms_to_ns(m->recompute_ms), m->activation_bytes,
+                                   m->weight_grad_retained_bytes};
+  return row;
+}
+
+/// A layer of the cost model in one mode, its time still in seconds so that folding the
+/// embedding or the head into it rounds once.
+struct Seconds {
+  double forward = 0, backward_input = 0, backward_weight = 0;
+  PerMode<double> recompute;
+  PerMode<std::int64_t> activation, retained;
+  std::int64_t static_bytes = 0, params = 0;
+
+  static Seconds of(const LayerCost& c, const AnalyticCosts& a, bool all_modes) {
+    Seconds s;
+    s.forward = c.forward_s;
+    s.backward_input = c.backward_input_s;
+    s.backward_weight = c.backward_weight_s;
+    for (Recompute r : kAllRecompute) {
+      // The embedding and the head always keep their activations.
+      const Recompute from = all_modes ? r : Recompute::none;
+      s.recompute[r] = c.recompute_extra_s[from];
+      s.activation[r] = c.activation_bytes[from];
+      s.retained[r] = c.weight_grad_bytes[from];
+    }
+    s.static_bytes = bmpipe::static_bytes(c.param_count, a.settings.dtype_bytes, a.optimizer, a.dp);
+    s.params = c.param_count;
+    return s;
+  }
+  void add(const Seconds& o) {
+    forward += o.forward;
+    backward_input += o.backward_input;
+    backward_weight += o.backward_weight;
+    for (Recompute r : kAllRecompute) {
+      recompute[r] += o.recompute[r];
+      activation[r] += o.activation[r];
+      retained[r] += o.retained[r];
+    }
+    static_bytes += o.static_bytes;
+    params += o.params;
+  }
+};
+
+}  // namespace
+
+LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
+  LayerTable table;
+  if (!c.model.analytic()) {
+    for (int gi = 0; gi < static_cast<int>(c.model.layers.size()); ++gi)
+      for (int i = 0; i < c.model.layers[gi].count; ++i)
+        table.layers.push_back(measured_row(c.model.layers[gi], gi));
+    return table;
+  }
+  if (!a) c.fail("model", "internal: the analytic layer table needs the cost model's layers");
+  const int n = c.model.num_layers();
+  const Seconds decoder = Seconds::of(a->decoder, *a, true);
+  const Seconds embedding = Seconds::of(a->embedding, *a, false);
+  const Seconds head = Seconds::of(a->head_single_stage, *a, false);
+  table.head_copy_static_bytes = Seconds::of(a->head, *a, false).static_bytes - head.static_bytes;
+  table.head_copy_params = a->head.param_count - a->head_single_stage.param_count;
+  table.fixed_forward_flops = a->embedding.forward_flops + a->head.forward_flops;
+  table.layers.reserve(n);
+  for (int l = 0; l < n; ++l) {
+    Seconds s = decoder;
+    std::string name = "decoder." + std::to_string(l);
+    if (l == 0) s.add(embedding), name += "+embedding";
+    if (l == n - 1) s.add(head), name += "+lm_head";
+    LayerRow row;
+    row.name = std::move(name);
+    row.forward = s_to_ns(s.forward);
+    row.backward_input = s_to_ns(s.backward_input);
+    row.backward_weight = s_to_ns(s.backward_weight);
+    row.output_bytes = a->decoder.output_bytes;
+    row.static_bytes = s.static_bytes;
+    row.param_count = s.params;
+    for (Recompute r : kAllRecompute)
+      row.modes[r] = LayerModeCost{s_to_ns(s.recompute[r]), s.activation[r], s.retained[r]};
+    row.forward_flops = a->decoder.forward_flops;
+    row.recompute_flops = a->decoder.recompute_flops;
+    table.layers.push_back(std::move(row));
+  }
+  return table;
+}
+
+}  // namespace bmpipe

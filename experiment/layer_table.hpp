@@ -1,0 +1,89 @@
+#pragma once
+/// \file
+/// The layer table: what every layer of the model costs, for one micro-batch on one device,
+/// in every recompute mode it can run, in the engine's units (Time in ns, bytes). It is
+/// computed once per experiment (layer_costs), from measured layer groups or from the
+/// analytic cost model, and every plan is then a re-summation of its rows (assemble in
+/// experiment.hpp). Nothing here depends on the partition or on the schedule.
+///
+/// Analytic models fold the embedding into the first layer and the final norm, LM head and
+/// loss into the last: those always sit on the first and the last stage, whatever the
+/// partition, so folding them is exact.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "experiment/config.hpp"
+#include "sim/recompute.hpp"
+#include "sim/time.hpp"
+
+namespace bmpipe {
+
+/// What one layer costs in one recompute mode.
+struct LayerModeCost {
+  Time recompute = 0;                 ///< extra time every backward of the layer spends
+  std::int64_t activation_bytes = 0;  ///< kept from the start of F until the backward
+  /// Of those, what a split backward keeps until W; not given: all of them.
+  std::optional<std::int64_t> weight_grad_retained_bytes;
+};
+
+struct LayerRow {
+  std::string name;  ///< "decoder.5", or the measured group's name
+  int group = 0;     ///< index of the measured layer group (0 for analytic models)
+  Time forward = 0;
+  Time backward_input = 0;
+  Time backward_weight = 0;
+  std::int64_t output_bytes = 0;  ///< sent to the next layer (and stage)
+  std::int64_t static_bytes = 0;  ///< weights, gradients and optimizer state on one device
+  std::int64_t param_count = 0;   ///< parameters on one device (analytic models; else 0)
+  /// The modes the layer can run; [Recompute::none] is always set.
+  PerMode<std::optional<LayerModeCost>> modes;
+  /// Analytic models: forward FLOPs of the decoder layer (the embedding and head are in
+  /// LayerTable::fixed_forward_flops) and the FLOPs each mode adds.
+  double forward_flops = 0;
+  PerMode<double> recompute_flops;
+
+  bool has(Recompute r) const { return modes[r].has_value(); }
+};
+
+struct LayerTable {
+  std::vector<LayerRow> layers;  ///< in model order
+  /// Tied embeddings: what the last stage adds for its own copy of the output matrix when
+  /// the model spans more than one stage (Megatron-LM keeps the copies in sync with an
+  /// all-reduce). Zero otherwise.
+  std::int64_t head_copy_static_bytes = 0;
+  std::int64_t head_copy_params = 0;
+  /// Analytic models: forward FLOPs of the embedding plus the head, per micro-batch.
+  double fixed_forward_flops = 0;
+
+  int size() const { return static_cast<int>(layers.size()); }
+};
+
+/// The cost model's view of an analytic config: its inputs and the kinds of layer.
+struct AnalyticCosts {
+  HardwareSpec hardware;
+  CostSettings settings;
+  OptimizerSettings optimizer;
+  int dp = 1;
+  LayerCost decoder;
+  LayerCost embedding;          ///< on the first stage
+  LayerCost head;               ///< final norm, LM head and loss on the last stage, own weights
+  LayerCost head_single_stage;  ///< the same when one stage holds the whole model (tied: shared)
+
+  /// The head as it runs when the model spans `num_stages` stages.
+  const LayerCost& head_for(int num_stages) const {
+    return num_stages == 1 ? head_single_stage : head;
+  }
+};
+
+/// Runs the cost model for an analytic config. Throws ConfigError when the model is not
+/// analytic.
+AnalyticCosts analytic_costs(const Config& config);
+
+/// The table for `config`: measured groups expanded one row per layer, or the analytic
+/// model's layers. `analytic` must be analytic_costs(config) for an analytic model.
+LayerTable layer_costs(const Config& config, const AnalyticCosts* analytic);
+
+}  // namespace bmpipe
