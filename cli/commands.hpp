@@ -14,5 +14,6 @@ int run_simulate(const std::vector<std::string>& args);
 int run_schedules(const std::vector<std::string>& args);
 int run_cost(const std::vector<std::string>& args);
 int run_compare(const std::vector<std::string>& args);
+int run_plan(const std::vector<std::string>& args);
 
 }  // namespace bmpipe::cli

@@ -19,6 +19,9 @@ Commands:
                     bytes per recompute mode, parameters) and static bytes per stage
   compare CONFIG    run several schedules (--schedules a,b,c) on one config and print
                     them side by side, fastest first
+  plan CONFIG       search the layers of every stage and the recompute mode of every
+                    layer for the fastest iteration that fits in memory, simulating
+                    every candidate; export it for MindFormers or Megatron-LM
 
 Run 'bmpipe <command> --help' for the options of a command.
 
@@ -33,6 +36,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "schedules") return bmpipe::cli::run_schedules(args);
   if (command == "cost") return bmpipe::cli::run_cost(args);
   if (command == "compare") return bmpipe::cli::run_compare(args);
+  if (command == "plan") return bmpipe::cli::run_plan(args);
   std::cerr << "bmpipe: unknown command '" << command << "'\n\n" << kUsage;
   return 2;
 }

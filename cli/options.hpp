@@ -4,12 +4,20 @@
 
 #include <boost/program_options.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "experiment/config.hpp"
 
 namespace bmpipe::cli {
+
+/// A command-line value that makes no sense (not a file's): prints as "--option: message".
+class UsageError : public std::runtime_error {
+ public:
+  UsageError(const std::string& option, const std::string& message)
+      : std::runtime_error(option + ": " + message) {}
+};
 
 /// Adds --help and the positional CONFIG to `opts`.
 void add_config_options(boost::program_options::options_description& opts);

@@ -34,10 +34,10 @@ std::string export_mindformers(const ExportLayout& layout, std::vector<std::stri
 
 /// Megatron-LM flags, one per line.
 struct MegatronExport {
-  bool exact = true;        ///< false: Megatron cannot express the plan; see `note`
-  std::string note;         ///< why not, in one or two sentences (empty when exact)
-  ExportLayout expressed;   ///< the plan the flags describe (the nearest one when !exact)
-  std::string flags;        ///< e.g. "--pipeline-model-parallel-size 8\n..."
+  bool exact = true;       ///< false: Megatron cannot express the plan; see `note`
+  std::string note;        ///< why not, in one or two sentences (empty when exact)
+  ExportLayout expressed;  ///< the plan the flags describe (the nearest one when !exact)
+  std::string flags;       ///< e.g. "--pipeline-model-parallel-size 8\n..."
 };
 MegatronExport export_megatron(const ExportLayout& layout);
 

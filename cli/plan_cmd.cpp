@@ -1,0 +1,441 @@
+// bmpipe plan: the layers of each stage and the recompute mode of each layer, searched
+// with the simulator in the loop, beside the baselines people run today.
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "cli/outputs.hpp"
+#include "experiment/experiment.hpp"
+#include "experiment/write_config.hpp"
+#include "planner/export.hpp"
+#include "planner/planner.hpp"
+#include "traces/summary.hpp"
+
+namespace po = boost::program_options;
+
+namespace bmpipe::cli {
+
+namespace {
+
+constexpr const char* kBaselines[] = {"megatron-default", "uniform-none", "uniform-min-recompute",
+                                      "adapipe-dp",       "sapp-ilp",     "exhaustive"};
+
+std::string ms(Time t) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", ns_to_ms(t));
+  return buf;
+}
+
+std::vector<std::string> mode_names(const std::vector<Recompute>& modes) {
+  std::vector<std::string> out;
+  for (Recompute r : modes) out.emplace_back(recompute_name(r));
+  return out;
+}
+
+/// The run as a table: one row per stage, then the totals.
+std::string plan_table(const Experiment& e, const PlanRun& run, std::int64_t limit) {
+  std::ostringstream out;
+  const std::vector<StageInfo> stages = stage_info(e, run.plan);
+  const SimInput in = assemble(e, run.plan, run.schedule);
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%5s %4s %11s %5s %5s %5s %10s %10s %24s\n", "stage", "rank",
+                "layers", "none", "sel", "full", "F ms/mb", "B ms/mb", "peak mem / limit");
+  out << buf;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const StageInfo& st = stages[s];
+    const int rank = run.schedule.stage_rank[s];
+    const StageCost& c = in.stages[s];
+    const std::string layers = st.num_layers == 0
+                                   ? "-"
+                                   : std::to_string(st.first_layer) + "-" +
+                                         std::to_string(st.first_layer + st.num_layers - 1);
+    const std::string mem =
+        run.result.ok ? format_gib(run.result.devices[rank].peak_bytes) + " / " + format_gib(limit)
+                      : "-";
+    std::snprintf(buf, sizeof buf, "%5zu %4d %11s %5d %5d %5d %10s %10s %24s\n", s, rank,
+                  layers.c_str(), st.modes[Recompute::none], st.modes[Recompute::selective],
+                  st.modes[Recompute::full], ms(c.forward).c_str(),
+                  ms(c.backward_full() + c.recompute).c_str(), mem.c_str());
+    out << buf;
+  }
+  if (run.result.ok) {
+    std::snprintf(buf, sizeof buf, "iteration time   %s ms   bubble ratio %.2f %%   %s\n",
+                  ms(run.result.iteration_time).c_str(), 100.0 * run.result.bubble_ratio,
+                  run.result.fits ? "fits" : "DOES NOT FIT");
+    out << buf;
+  } else {
+    out << "simulation failed: " << run.result.error << "\n";
+  }
+  return out.str();
+}
+
+nlohmann::json plan_json(const Experiment& e, const PlanOutcome& o, const PlanRun& run) {
+  const std::vector<StageInfo> stages = stage_info(e, run.plan);
+  const SimInput in = assemble(e, run.plan, run.schedule);
+  nlohmann::json st = nlohmann::json::array();
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const StageCost& c = in.stages[s];
+    nlohmann::json modes;
+    for (Recompute r : kAllRecompute) modes[std::string(recompute_name(r))] = stages[s].modes[r];
+    st.push_back({{"stage", s},
+                  {"rank", run.schedule.stage_rank[s]},
+                  {"first_layer", stages[s].first_layer},
+                  {"layers", stages[s].num_layers},
+                  {"recompute_layers", modes},
+                  {"forward_ms", ns_to_ms(c.forward)},
+                  {"backward_ms", ns_to_ms(c.backward_full() + c.recompute)},
+                  {"static_bytes", stages[s].static_bytes}});
+  }
+  nlohmann::json peaks = nlohmann::json::array();
+  for (const DeviceResult& d : run.result.devices) peaks.push_back(d.peak_bytes);
+  return {{"schedule", o.schedule},
+          {"pp", run.schedule.num_ranks},
+          {"vpp", run.schedule.chunks_per_device()},
+          {"microbatches", run.schedule.num_microbatches},
+          {"partition", run.plan.partition},
+          {"layer_recompute", mode_names(run.plan.recompute)},
+          {"stages", st},
+          {"iteration_time_ms", ns_to_ms(run.result.iteration_time)},
+          {"bubble_ratio", run.result.bubble_ratio},
+          {"fits", run.fits()},
+          {"memory_limit_bytes", o.memory_limit_bytes},
+          {"peak_memory_bytes", peaks}};
+}
+
+nlohmann::json baselines_json(const PlanOutcome& o) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const BaselineRun& b : o.baselines) {
+    nlohmann::json j{{"name", b.name}};
+    if (b.run) {
+      j["iteration_time_ms"] = ns_to_ms(b.run->result.iteration_time);
+      j["fits"] = b.run->fits();
+      j["partition"] = b.run->plan.partition;
+      j["layer_recompute"] = mode_names(b.run->plan.recompute);
+      if (!b.error.empty()) j["note"] = b.error;
+    } else {
+      j["fits"] = false;
+      j["error"] = b.error;
+    }
+    list.push_back(j);
+  }
+  return list;
+}
+
+nlohmann::json search_json(const SearchStats& s) {
+  return {{"evaluations", s.evaluations}, {"cache_hits", s.cache_hits}, {"filtered", s.filtered},
+          {"wall_s", s.wall_s},           {"threads", s.threads},       {"seed", s.seed},
+          {"stopped_by", s.stopped_by}};
+}
+
+std::string baselines_table(const PlanOutcome& o, const PlanRun& run) {
+  std::ostringstream out;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "\n%-22s %14s %6s %9s\n", "baseline", "iteration ms", "fits",
+                "speedup");
+  out << buf;
+  for (const BaselineRun& b : o.baselines) {
+    if (!b.run) {
+      out << "  " << b.name << ": " << b.error << "\n";
+      continue;
+    }
+    const double speedup = run.result.iteration_time > 0
+                               ? static_cast<double>(b.run->result.iteration_time) /
+                                     static_cast<double>(run.result.iteration_time)
+                               : 0.0;
+    std::snprintf(buf, sizeof buf, "%-22s %14s %6s %8.3fx%s\n", b.name.c_str(),
+                  ms(b.run->result.iteration_time).c_str(), b.run->fits() ? "yes" : "NO", speedup,
+                  b.error.empty() ? "" : ("   (" + b.error + ")").c_str());
+    out << buf;
+  }
+  return out.str();
+}
+
+/// A live line on a terminal: evaluations, best so far, elapsed.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool on) : on_(on) {}
+  ~ProgressLine() { clear(); }
+  void show(const std::string& what, const PlannerProgress& p) {
+    if (!on_) return;
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "\r%s: %s, %lld evaluations, best %s, %.1f s  ", what.c_str(),
+                  p.phase.c_str(), static_cast<long long>(p.evaluations),
+                  p.best ? (ms(*p.best) + " ms").c_str() : "none fits yet", p.elapsed_s);
+    std::cerr << buf << std::flush;
+    shown_ = true;
+  }
+  void clear() {
+    if (on_ && shown_) std::cerr << "\r" << std::string(100, ' ') << "\r" << std::flush;
+    shown_ = false;
+  }
+
+ private:
+  bool on_;
+  bool shown_ = false;
+};
+
+ExportLayout layout_of(const Experiment& e, const PlanRun& run) {
+  return export_layout(e, run.plan, run.schedule);
+}
+
+}  // namespace
+
+int run_plan(const std::vector<std::string>& args) {
+  po::options_description opts("bmpipe plan CONFIG [options]\n\nOptions");
+  add_config_options(opts);
+  // clang-format off
+  opts.add_options()
+      ("schedule", po::value<std::string>(),
+       ("schedule to plan for, or 'auto' to plan for 1f1b, interleaved (v 2, 3, 4), zb-h1 "
+        "and zb-v and rank them (" + schedule_names() + ")").c_str())
+      ("memory-limit-GiB", po::value<double>(), "GiB a device may use (replaces its capacity)")
+      ("margin-GiB", po::value<double>()->default_value(0.0, "0"),
+       "GiB kept free below the limit")
+      ("threads", po::value<int>()->default_value(0, "all cores"), "threads that simulate")
+      ("seed", po::value<std::uint64_t>()->default_value(1), "seed of the search")
+      ("max-evals", po::value<std::int64_t>()->default_value(20000),
+       "simulations the search may run (the baselines come on top)")
+      ("time-limit-s", po::value<double>(),
+       "stop the search after this many seconds (results then depend on the machine's speed)")
+      ("baseline", po::value<std::string>(),
+       "print (and --out / --format) this baseline's plan instead: megatron-default, "
+       "uniform-none, uniform-min-recompute, adapipe-dp, sapp-ilp, exhaustive")
+      ("format", po::value<std::string>()->default_value("table"),
+       "table, mindformers (offset, recompute, select_recompute) or megatron (flags)")
+      ("json", po::bool_switch(), "print the plan, baselines and search as JSON")
+      ("out", po::value<std::string>(), "write the config with the plan filled in to FILE")
+      ("quiet", po::bool_switch(), "no progress line on stderr")
+      ("schedule-file", po::value<std::string>(), "not accepted: see below");
+  // clang-format on
+  add_override_options(opts, "chunks per device for interleaved");
+  po::variables_map vm;
+  if (auto stop = parse_command_line(
+          "plan", args, opts,
+          "Searches the layers of every stage and the recompute mode (none, selective,\n"
+          "full) of every layer for the fastest simulated iteration whose every device\n"
+          "stays within the memory limit (capacity, or --memory-limit-GiB, minus\n"
+          "--margin-GiB). Every candidate is simulated. Deterministic for a seed and\n"
+          "--max-evals, whatever --threads. A schedule file cannot be planned for: it\n"
+          "fixes an op order made for another partition; give --schedule NAME.\n"
+          "Exit codes: 0 a plan fits, 1 the simulation failed, 2 bad input or no plan\n"
+          "fits the memory limit (the message names the rank that comes closest).\n",
+          vm))
+    return *stop;
+  const bool json = vm["json"].as<bool>();
+  const std::string format = vm["format"].as<std::string>();
+  try {
+    if (vm.count("schedule-file"))
+      throw ConfigError(vm["schedule-file"].as<std::string>(), 0, "--schedule-file",
+                        "bmpipe plan builds its own schedule: a schedule file fixes an op order "
+                        "made for another partition; use --schedule NAME");
+    if (format != "table" && format != "mindformers" && format != "megatron")
+      throw UsageError("--format",
+                       "unknown format '" + format + "' (table, mindformers, megatron)");
+    if (vm.count("time-limit-s") && !(vm["time-limit-s"].as<double>() > 0))
+      throw UsageError("--time-limit-s", "must be greater than 0 seconds");
+    if (vm["max-evals"].as<std::int64_t>() < 1)
+      throw UsageError("--max-evals", "must be at least 1");
+    if (vm["threads"].as<int>() < 0) throw UsageError("--threads", "must be 0 or more");
+    const double margin = vm["margin-GiB"].as<double>();
+    if (!(margin >= 0) || !std::isfinite(margin))
+      throw UsageError("--margin-GiB", "must be 0 or more GiB");
+    if (vm.count("memory-limit-GiB")) {
+      const double lim = vm["memory-limit-GiB"].as<double>();
+      if (!(lim > 0) || !std::isfinite(lim) || lim > 1e6)
+        throw UsageError("--memory-limit-GiB", "must be a positive number of GiB");
+    }
+    std::string baseline;
+    if (vm.count("baseline")) {
+      baseline = vm["baseline"].as<std::string>();
+      if (std::find(std::begin(kBaselines), std::end(kBaselines), baseline) == std::end(kBaselines))
+        throw UsageError("--baseline",
+                         "unknown baseline '" + baseline +
+                             "' (megatron-default, uniform-none, uniform-min-recompute, "
+                             "adapipe-dp, sapp-ilp, exhaustive)");
+    }
+
+    const std::string path = vm["config"].as<std::string>();
+    Config config = load_config(path);
+    Overrides o = overrides_from(vm);
+    const std::string asked =
+        vm.count("schedule") ? vm["schedule"].as<std::string>() : config.training.schedule;
+    if (asked != "auto") o.schedule = asked;
+    apply_overrides(config, o);
+    const std::shared_ptr<const Experiment> e = prepare(config);
+
+    PlannerOptions po;
+    const double limit_gib = vm.count("memory-limit-GiB") ? vm["memory-limit-GiB"].as<double>()
+                                                          : config.device.memory_GiB;
+    po.memory_limit_bytes =
+        static_cast<std::int64_t>(std::llround((limit_gib - margin) * 1073741824.0));
+    if (po.memory_limit_bytes <= 0)
+      throw UsageError("--margin-GiB", "leaves no memory below the limit");
+    po.threads = vm["threads"].as<int>();
+    po.seed = vm["seed"].as<std::uint64_t>();
+    po.max_evals = vm["max-evals"].as<std::int64_t>();
+    if (vm.count("time-limit-s")) po.time_limit_s = vm["time-limit-s"].as<double>();
+
+    std::vector<std::pair<std::string, int>> candidates;
+    if (asked == "auto")
+      candidates = auto_schedules(*e);
+    else
+      candidates.emplace_back(asked, effective_vpp(*find_schedule(asked), config.training.vpp));
+
+    ProgressLine line(!vm["quiet"].as<bool>() && isatty(STDERR_FILENO));
+    std::vector<PlanOutcome> outcomes;
+    for (const auto& [name, vpp] : candidates) {
+      po.schedule = name;
+      po.vpp = vpp;
+      const std::string label = name + (vpp > 1 ? " v" + std::to_string(vpp) : "");
+      po.progress = [&line, label](const PlannerProgress& p) { line.show(label, p); };
+      try {
+        outcomes.push_back(plan_pipeline(*e, po));
+      } catch (const ConfigError& err) {
+        if (asked != "auto") throw;
+        PlanOutcome refused;
+        refused.schedule = name;
+        refused.vpp = vpp;
+        refused.infeasible = std::string("refused: ") + err.what();
+        outcomes.push_back(std::move(refused));
+      }
+    }
+    line.clear();
+    // Fastest fitting first; refused and non-fitting after, in the order tried.
+    std::stable_sort(outcomes.begin(), outcomes.end(),
+                     [](const PlanOutcome& a, const PlanOutcome& b) {
+                       const bool fa = a.best.fits(), fb = b.best.fits();
+                       if (fa != fb) return fa;
+                       return fa && a.best.result.iteration_time < b.best.result.iteration_time;
+                     });
+    const PlanOutcome& top = outcomes.front();
+    if (!top.best.fits()) {
+      std::cerr << "bmpipe plan: " << config.file << ": no plan fits the memory limit of "
+                << format_gib(po.memory_limit_bytes) << " per device: " << top.infeasible << "\n";
+      return 2;
+    }
+    // The plan to show: the planner's, or the baseline asked for.
+    const PlanRun* shown = &top.best;
+    if (!baseline.empty()) {
+      shown = nullptr;
+      for (const BaselineRun& b : top.baselines)
+        if (b.name == baseline && b.run) shown = &*b.run;
+      if (!shown) {
+        for (const BaselineRun& b : top.baselines)
+          if (b.name == baseline)
+            throw ConfigError(config.file, 0, "--baseline", baseline + ": " + b.error);
+      }
+    }
+    const int shown_vpp = shown->schedule.chunks_per_device();
+
+    if (vm.count("out")) {
+      const std::string out_path = vm["out"].as<std::string>();
+      std::ifstream in(path, std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      ConfigEdits edits{top.schedule,
+                        shown->schedule.num_ranks,
+                        shown_vpp,
+                        shown->schedule.num_microbatches,
+                        shown->plan.partition,
+                        shown->plan.recompute};
+      const std::string body = config_with_edits(
+          text.str(), path, out_path, edits,
+          "Written by bmpipe plan from " + path + ": " + (baseline.empty() ? "planned" : baseline) +
+              " plan for " + top.schedule + ", " + ms(shown->result.iteration_time) +
+              " ms per iteration as simulated.\n`bmpipe simulate` on this file reproduces it.");
+      std::ofstream file;
+      open_output(file, out_path, "--out");
+      file << body;
+      close_output(file, out_path, "--out");
+    }
+
+    if (json) {
+      nlohmann::json j;
+      j["plan"] = plan_json(*e, top, *shown);
+      j["baselines"] = baselines_json(top);
+      j["search"] = search_json(top.stats);
+      if (outcomes.size() > 1) {
+        nlohmann::json others = nlohmann::json::array();
+        for (const PlanOutcome& oc : outcomes) {
+          nlohmann::json r{{"schedule", oc.schedule}, {"vpp", oc.vpp}, {"fits", oc.best.fits()}};
+          if (oc.best.result.ok) r["iteration_time_ms"] = ns_to_ms(oc.best.result.iteration_time);
+          if (!oc.infeasible.empty()) r["note"] = oc.infeasible;
+          others.push_back(r);
+        }
+        j["schedules"] = others;
+      }
+      std::cout << json_text(j) << "\n";
+      return 0;
+    }
+    if (format == "mindformers") {
+      std::vector<std::string> notes;
+      std::cout << export_mindformers(layout_of(*e, *shown), &notes);
+      for (const std::string& n : notes) std::cout << "# note: " << n << "\n";
+      return 0;
+    }
+    if (format == "megatron") {
+      const MegatronExport m = export_megatron(layout_of(*e, *shown));
+      if (!m.exact) {
+        const Plan nearest = with_decoder_modes(*e, shown->plan, m.expressed.recompute);
+        SimInput in = assemble(*e, nearest, shown->schedule);
+        in.capacity_bytes.assign(shown->schedule.num_ranks, po.memory_limit_bytes);
+        const SimResult r = simulate(in, shown->schedule);
+        std::cout << "# Megatron-LM cannot express this plan exactly: " << m.note << "\n"
+                  << "# The flags below are the nearest plan it can express: "
+                  << (r.ok ? ms(r.iteration_time) + " ms per iteration as simulated" : r.error)
+                  << (r.ok && !r.fits ? " (does not fit)" : "") << ", against "
+                  << ms(shown->result.iteration_time) << " ms for the plan.\n";
+      }
+      std::cout << m.flags;
+      return 0;
+    }
+    std::cout << "bmpipe plan " << config.file << "\n";
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "schedule %s   pp %d   vpp %d   micro-batches %d   memory limit %s per device\n",
+                  top.schedule.c_str(), shown->schedule.num_ranks, shown_vpp,
+                  shown->schedule.num_microbatches, format_gib(po.memory_limit_bytes).c_str());
+    std::cout << buf;
+    if (!baseline.empty()) std::cout << "showing the " << baseline << " baseline\n";
+    std::cout << "\n" << plan_table(*e, *shown, po.memory_limit_bytes);
+    std::cout << baselines_table(top, *shown);
+    if (outcomes.size() > 1) {
+      std::cout << "\nschedules planned (fastest first):\n";
+      for (const PlanOutcome& oc : outcomes) {
+        std::snprintf(buf, sizeof buf, "  %-12s vpp %d  ", oc.schedule.c_str(), oc.vpp);
+        std::cout << buf
+                  << (oc.best.fits() ? ms(oc.best.result.iteration_time) + " ms"
+                                     : "no fitting plan: " + oc.infeasible)
+                  << "\n";
+      }
+    }
+    const SearchStats& s = top.stats;
+    std::snprintf(buf, sizeof buf,
+                  "\nsearch: %lld evaluations, %lld cache hits, %lld filtered, %.2f s, %d threads, "
+                  "seed %llu, stopped by %s\n",
+                  static_cast<long long>(s.evaluations), static_cast<long long>(s.cache_hits),
+                  static_cast<long long>(s.filtered), s.wall_s, s.threads,
+                  static_cast<unsigned long long>(s.seed), s.stopped_by.c_str());
+    std::cout << buf;
+    return 0;
+  } catch (const UsageError& err) {
+    std::cerr << "bmpipe plan: " << err.what() << "\n";
+    return 2;
+  } catch (const OutputError& err) {
+    std::cerr << "bmpipe plan: " << err.what() << "\n";
+    return 2;
+  } catch (const ConfigError& err) {
+    std::cerr << "bmpipe plan: " << err.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace bmpipe::cli

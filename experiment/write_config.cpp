@@ -1,0 +1,79 @@
+#include "experiment/write_config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "experiment/config.hpp"
+
+namespace bmpipe {
+
+namespace {
+
+YAML::Node recompute_node(const std::vector<Recompute>& modes) {
+  PerMode<int> count;
+  for (Recompute r : modes) ++count[r];
+  Recompute common = Recompute::none;
+  for (Recompute r : kAllRecompute)
+    if (count[r] > count[common]) common = r;
+  if (count[common] == static_cast<int>(modes.size()))
+    return YAML::Node(std::string(recompute_name(common)));
+  YAML::Node node(YAML::NodeType::Map);
+  node["default"] = std::string(recompute_name(common));
+  YAML::Node layers(YAML::NodeType::Map);
+  for (std::size_t l = 0; l < modes.size(); ++l)
+    if (modes[l] != common) layers[static_cast<int>(l)] = std::string(recompute_name(modes[l]));
+  layers.SetStyle(YAML::EmitterStyle::Flow);
+  node["layers"] = layers;
+  return node;
+}
+
+}  // namespace
+
+std::string config_with_edits(const std::string& source_text, const std::string& source_path,
+                              const std::string& out_path, const ConfigEdits& edits,
+                              const std::string& header) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(source_text);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(source_path, e.mark.line + 1, "", "malformed YAML: " + e.msg);
+  }
+  if (!root.IsMap() || !root["training"].IsMap())
+    throw ConfigError(source_path, 1, "training", "expected a mapping with a training section");
+  YAML::Node t = root["training"];
+  t["schedule"] = edits.schedule;
+  t["pp"] = edits.pp;
+  t["vpp"] = edits.vpp;
+  t["microbatches"] = edits.microbatches;
+  // microbatches now says it; a global batch would have to agree with it, and dp may have
+  // been derived from a different pp.
+  YAML::Node partition(YAML::NodeType::Sequence);
+  for (int n : edits.partition) partition.push_back(n);
+  partition.SetStyle(YAML::EmitterStyle::Flow);
+  t["partition"] = partition;
+  t["recompute"] = recompute_node(edits.recompute);
+  // A relative HF config path is relative to the file that names it.
+  YAML::Node model = root["model"];
+  if (model.IsMap() && model["hf_config"].IsScalar()) {
+    const std::filesystem::path hf(model["hf_config"].Scalar());
+    if (hf.is_relative()) {
+      const std::filesystem::path target =
+          std::filesystem::absolute(std::filesystem::path(source_path).parent_path() / hf);
+      const std::filesystem::path from =
+          std::filesystem::absolute(std::filesystem::path(out_path)).parent_path();
+      model["hf_config"] = std::filesystem::relative(target, from).lexically_normal().string();
+    }
+  }
+  YAML::Emitter out;
+  out << root;
+  std::ostringstream text;
+  std::istringstream lines(header);
+  for (std::string line; std::getline(lines, line);) text << "# " << line << "\n";
+  text << out.c_str() << "\n";
+  return text.str();
+}
+
+}  // namespace bmpipe

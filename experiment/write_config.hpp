@@ -1,0 +1,33 @@
+#pragma once
+/// \file
+/// Writes a config back out with a plan filled in, so that `bmpipe simulate` and
+/// `bmpipe plan` accept the result and reproduce the planner's numbers.
+
+#include <string>
+#include <vector>
+
+#include "sim/recompute.hpp"
+
+namespace bmpipe {
+
+/// The training keys a plan (or a layout search) decides.
+struct ConfigEdits {
+  std::string schedule;
+  int pp = 1;
+  int vpp = 1;
+  int microbatches = 1;
+  std::vector<int> partition;        ///< layers per stage
+  std::vector<Recompute> recompute;  ///< per layer, model order
+};
+
+/// `source_text` (the YAML read from `source_path`) with training.schedule, pp, vpp,
+/// microbatches, partition and recompute set from `edits`, as it should read when written
+/// to `out_path`: a relative model.hf_config is re-pointed so that it still names the same
+/// file from there. The recompute is written as one mode, or as {default, layers} with the
+/// most common mode as the default. Comments of the source are not kept; a header says
+/// where the file came from. Throws ConfigError if the source does not parse.
+std::string config_with_edits(const std::string& source_text, const std::string& source_path,
+                              const std::string& out_path, const ConfigEdits& edits,
+                              const std::string& header);
+
+}  // namespace bmpipe

@@ -1,0 +1,43 @@
+#pragma once
+/// \file
+/// A rank's activation memory as a function of its stages' bytes, read off its op order.
+///
+/// A rank runs one op at a time, so what it holds depends on the order of its ops, never on
+/// their timing. Memory can only peak when something is allocated: at the start of an F
+/// (or of an overlapped F&B). At each such moment the rank holds, of each of its stages j,
+/// `full[j]` micro-batches with all their activation bytes A_j (F started, backward not yet
+/// past I) and `retained[j]` micro-batches with only the bytes W still needs, R_j (I done,
+/// W not). So its live activation bytes are
+///     sum_j full[j] * A_j + retained[j] * R_j,
+/// linear in every stage's A and R, and its peak is the maximum of these sums over the
+/// moments. This is exactly the engine's accounting (sim/simulate.hpp: F allocates A at
+/// its start, I frees A - R, W frees R, B frees A at its end), so a plan's peak is known
+/// without simulating. Moments that another one dominates (holds at least as much of
+/// every stage) are dropped.
+
+#include <cstdint>
+#include <vector>
+
+#include "schedules/op.hpp"
+
+namespace bmpipe {
+
+struct MemoryMoment {
+  std::vector<int> full;      ///< per local stage: micro-batches holding all of A
+  std::vector<int> retained;  ///< per local stage: micro-batches holding R only
+};
+
+struct RankMemory {
+  std::vector<int> stages;            ///< the rank's stages (global ids), local order
+  std::vector<MemoryMoment> moments;  ///< the undominated allocation moments
+};
+
+/// One entry per rank of `schedule`.
+std::vector<RankMemory> memory_profile(const Schedule& schedule);
+
+/// Peak activation bytes of `rank` when its local stage j keeps `activation[j]` bytes
+/// per micro-batch, of which `retained[j]` stay until W.
+std::int64_t peak_activation(const RankMemory& rank, const std::vector<std::int64_t>& activation,
+                             const std::vector<std::int64_t>& retained);
+
+}  // namespace bmpipe

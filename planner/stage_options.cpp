@@ -1,0 +1,283 @@
+#include "planner/stage_options.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace bmpipe {
+
+namespace {
+
+// Beyond this many undominated options a range keeps an evenly spread subset (by recompute
+// time, always with both ends). Ranges of one or two layer types stay far below it.
+constexpr std::size_t kMaxOptions = 2048;
+
+bool same_modes(const LayerRow& a, const LayerRow& b) {
+  for (Recompute r : kAllRecompute) {
+    if (a.modes[r].has_value() != b.modes[r].has_value()) return false;
+    if (!a.modes[r]) continue;
+    const LayerModeCost &x = *a.modes[r], &y = *b.modes[r];
+    if (x.recompute != y.recompute || x.activation_bytes != y.activation_bytes ||
+        x.weight_grad_retained_bytes != y.weight_grad_retained_bytes)
+      return false;
+  }
+  return true;
+}
+
+/// Keeps the options no other beats in recompute, A and R at once; sorts by recompute.
+/// Sorted by recompute, an option is beaten exactly when an earlier one has A and R no
+/// larger; the earlier ones are kept as a staircase (A increasing, R decreasing), so each
+/// test is one lookup.
+void prune(std::vector<StageOption>& v) {
+  std::sort(v.begin(), v.end(), [](const StageOption& a, const StageOption& b) {
+    if (a.recompute != b.recompute) return a.recompute < b.recompute;
+    if (a.activation != b.activation) return a.activation < b.activation;
+    return a.retained < b.retained;
+  });
+  std::vector<StageOption> kept;
+  std::map<std::int64_t, std::int64_t> stairs;  // A -> least R among kept with that A or less
+  for (StageOption& o : v) {
+    auto it = stairs.upper_bound(o.activation);
+    if (it != stairs.begin() && std::prev(it)->second <= o.retained) continue;  // beaten
+    // o joins the staircase; steps it now covers (A >= o's and R >= o's) go.
+    auto from = stairs.lower_bound(o.activation);
+    while (from != stairs.end() && from->second >= o.retained) from = stairs.erase(from);
+    stairs[o.activation] = o.retained;
+    kept.push_back(std::move(o));
+  }
+  v = std::move(kept);
+}
+
+void thin(std::vector<StageOption>& v) {
+  if (v.size() <= kMaxOptions) return;
+  std::vector<StageOption> out;
+  out.reserve(kMaxOptions);
+  for (std::size_t k = 0; k < kMaxOptions; ++k)
+    out.push_back(std::move(v[k * (v.size() - 1) / (kMaxOptions - 1)]));
+  v = std::move(out);
+}
+
+}  // namespace
+
+StageOptionTable::StageOptionTable(const Experiment& experiment) : e_(experiment) {
+  prefix_static_.assign(1, 0);
+  for (const LayerRow& row : e_.layers.layers)
+    prefix_static_.push_back(prefix_static_.back() + row.static_bytes);
+}
+
+const StageOptions& StageOptionTable::get(int first, int count) const {
+  const auto key = std::make_pair(first, count);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = cache_.find(key); it != cache_.end()) return *it->second;
+  }
+  auto made = std::make_unique<StageOptions>();
+  StageOptions& so = *made;
+  // Layer types of the range, in order of first appearance.
+  std::vector<int> representative;  // a layer index per type
+  std::vector<int> type_count;
+  for (int l = first; l < first + count; ++l) {
+    const LayerRow& row = e_.layers.layers[l];
+    int t = 0;
+    while (t < static_cast<int>(representative.size()) &&
+           !same_modes(e_.layers.layers[representative[t]], row))
+      ++t;
+    if (t == static_cast<int>(representative.size())) {
+      representative.push_back(l);
+      type_count.push_back(0);
+    }
+    ++type_count[t];
+    so.type_of.push_back(t);
+  }
+  const int types = static_cast<int>(representative.size());
+  // Minkowski sum over the types of every way to split a type's layers among its modes,
+  // pruned after each type.
+  std::vector<StageOption> acc(1);
+  acc[0].counts.assign(types, PerMode<int>{});
+  for (int t = 0; t < types; ++t) {
+    const LayerRow& row = e_.layers.layers[representative[t]];
+    std::vector<Recompute> modes;
+    for (Recompute r : kAllRecompute)
+      if (row.has(r)) modes.push_back(r);
+    const int n = type_count[t];
+    // Every split of n layers among the available modes (at most three).
+    std::vector<PerMode<int>> splits;
+    PerMode<int> split;
+    if (modes.size() == 1) {
+      split[modes[0]] = n;
+      splits.push_back(split);
+    } else {
+      for (int a = 0; a <= n; ++a) {
+        if (modes.size() == 2) {
+          split = PerMode<int>{};
+          split[modes[0]] = a;
+          split[modes[1]] = n - a;
+          splits.push_back(split);
+          continue;
+        }
+        for (int b = 0; a + b <= n; ++b) {
+          split = PerMode<int>{};
+          split[modes[0]] = a;
+          split[modes[1]] = b;
+          split[modes[2]] = n - a - b;
+          splits.push_back(split);
+        }
+      }
+    }
+    std::vector<StageOption> next;
+    next.reserve(acc.size() * splits.size());
+    for (const StageOption& base : acc)
+      for (const PerMode<int>& s : splits) {
+        StageOption o = base;
+        for (Recompute r : modes) {
+          const LayerModeCost& c = *row.modes[r];
+          o.recompute += s[r] * c.recompute;
+          o.activation += s[r] * c.activation_bytes;
+          o.retained += s[r] * c.weight_grad_retained_bytes.value_or(c.activation_bytes);
+        }
+        o.counts[t] = s;
+        next.push_back(std::move(o));
+      }
+    prune(next);
+    if (next.size() > kMaxOptions) so.thinned = true;
+    thin(next);
+    acc = std::move(next);
+  }
+  so.options = std::move(acc);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, inserted] = cache_.emplace(key, std::move(made));
+  return *it->second;
+}
+
+Time RankChoice::total_recompute() const {
+  return std::accumulate(recompute.begin(), recompute.end(), Time{0});
+}
+
+namespace {
+
+struct Search {
+  const RankMemory& memory;
+  const std::vector<const StageOptions*>& stages;
+  std::int64_t budget;
+  std::size_t limit;
+  // Per moment: the bytes held so far by the stages already chosen.
+  std::vector<std::int64_t> held;
+  // Per stage j and moment k: the least bytes stage j can add to moment k.
+  std::vector<std::vector<std::int64_t>> least;
+  std::vector<int> chosen;
+  std::vector<RankChoice> found;
+
+  std::int64_t add(std::size_t k, std::size_t j, const StageOption& o) const {
+    const MemoryMoment& m = memory.moments[k];
+    return m.full[j] * o.activation + m.retained[j] * o.retained;
+  }
+
+  void run(std::size_t j) {
+    const std::size_t moments = memory.moments.size();
+    if (j == stages.size()) {
+      RankChoice c;
+      c.option = chosen;
+      std::int64_t peak = 0;
+      for (std::size_t k = 0; k < moments; ++k) peak = std::max(peak, held[k]);
+      c.peak = peak;
+      for (std::size_t s = 0; s < stages.size(); ++s)
+        c.recompute.push_back(stages[s]->options[chosen[s]].recompute);
+      // Keep only choices no other found beats on every stage's recompute time.
+      for (const RankChoice& f : found) {
+        bool better_or_equal = true;
+        for (std::size_t s = 0; s < stages.size(); ++s)
+          better_or_equal = better_or_equal && f.recompute[s] <= c.recompute[s];
+        if (better_or_equal) return;
+      }
+      std::erase_if(found, [&](const RankChoice& f) {
+        for (std::size_t s = 0; s < stages.size(); ++s)
+          if (c.recompute[s] > f.recompute[s]) return false;
+        return true;
+      });
+      found.push_back(std::move(c));
+      return;
+    }
+    const std::vector<StageOption>& options = stages[j]->options;
+    for (std::size_t i = 0; i < options.size(); ++i) {
+      bool fits = true;
+      for (std::size_t k = 0; k < moments && fits; ++k) {
+        std::int64_t total = held[k] + add(k, j, options[i]);
+        for (std::size_t later = j + 1; later < stages.size(); ++later) total += least[later][k];
+        fits = total <= budget;
+      }
+      if (!fits) continue;
+      for (std::size_t k = 0; k < moments; ++k) held[k] += add(k, j, options[i]);
+      chosen[j] = static_cast<int>(i);
+      run(j + 1);
+      for (std::size_t k = 0; k < moments; ++k) held[k] -= add(k, j, options[i]);
+      // With one stage (or at the last stage) options come by increasing recompute time,
+      // so the first that fits is the best of this branch.
+      if (j + 1 == stages.size()) break;
+    }
+  }
+};
+
+}  // namespace
+
+std::vector<RankChoice> rank_choices(const RankMemory& memory,
+                                     const std::vector<const StageOptions*>& stages,
+                                     std::int64_t budget, std::size_t limit) {
+  if (budget < 0) return {};
+  Search s{memory, stages, budget, limit, {}, {}, {}, {}};
+  const std::size_t moments = memory.moments.size();
+  s.held.assign(moments, 0);
+  s.chosen.assign(stages.size(), 0);
+  s.least.assign(stages.size(), std::vector<std::int64_t>(moments, 0));
+  for (std::size_t j = 0; j < stages.size(); ++j)
+    for (std::size_t k = 0; k < moments; ++k) {
+      std::int64_t best = -1;
+      for (const StageOption& o : stages[j]->options) {
+        const std::int64_t b = s.add(k, j, o);
+        if (best < 0 || b < best) best = b;
+      }
+      s.least[j][k] = std::max<std::int64_t>(best, 0);
+    }
+  s.run(0);
+  std::sort(s.found.begin(), s.found.end(), [](const RankChoice& a, const RankChoice& b) {
+    const Time ta = a.total_recompute(), tb = b.total_recompute();
+    if (ta != tb) return ta < tb;
+    return a.recompute < b.recompute;
+  });
+  if (s.found.size() > limit) s.found.resize(limit);
+  return s.found;
+}
+
+std::int64_t least_peak(const RankMemory& memory, const std::vector<const StageOptions*>& stages) {
+  // The least over choices of the max over moments: search with a growing budget would be
+  // exact but slow; every stage at its least-memory option is exact when one option has
+  // both the least A and the least R, which is the case for recompute modes (full keeps
+  // least of both).
+  std::vector<std::int64_t> a, r;
+  for (const StageOptions* st : stages) {
+    const StageOption* best = &st->options.front();
+    for (const StageOption& o : st->options)
+      if (o.activation < best->activation ||
+          (o.activation == best->activation && o.retained < best->retained))
+        best = &o;
+    a.push_back(best->activation);
+    r.push_back(best->retained);
+  }
+  return peak_activation(memory, a, r);
+}
+
+void apply_option(const StageOptions& stage, const StageOption& option, int first,
+                  std::vector<Recompute>& modes) {
+  std::vector<PerMode<int>> used(option.counts.size());
+  for (std::size_t i = 0; i < stage.type_of.size(); ++i) {
+    const int t = stage.type_of[i];
+    Recompute mode = Recompute::none;
+    for (Recompute r : {Recompute::full, Recompute::selective, Recompute::none})
+      if (used[t][r] < option.counts[t][r]) {
+        mode = r;
+        break;
+      }
+    ++used[t][mode];
+    modes[first + static_cast<int>(i)] = mode;
+  }
+}
+
+}  // namespace bmpipe

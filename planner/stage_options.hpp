@@ -1,0 +1,90 @@
+#pragma once
+/// \file
+/// The exact recompute step of the planner.
+///
+/// Layers of one type inside one stage are interchangeable: which of them recompute
+/// changes neither the stage's times nor its memory, only how many of each type run in each
+/// mode. So a stage's choices are the mode counts per layer type, and each choice costs an
+/// extra backward time (recompute) and keeps some activation bytes (A, and R until W).
+/// Only choices that no other beats in all three are kept (StageOptions).
+///
+/// For a rank, time never decreases when a stage's backward gets longer (with the op order
+/// fixed, start times are max-plus expressions of durations), and memory depends only on
+/// the order (memory_model.hpp). So with one stage per rank the fastest plan for a fixed
+/// partition takes, on every rank, the option with the least recompute time that fits: a
+/// small knapsack, solved exactly here. With several stages per rank the answer is a small
+/// Pareto set of per-stage recompute times, and the search chooses among them.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "experiment/experiment.hpp"
+#include "planner/memory_model.hpp"
+
+namespace bmpipe {
+
+/// One way a stage's layers can treat their activations.
+struct StageOption {
+  Time recompute = 0;                ///< extra backward time per micro-batch
+  std::int64_t activation = 0;       ///< A: bytes kept per micro-batch from F to I (or B)
+  std::int64_t retained = 0;         ///< R: of those, bytes kept until W
+  std::vector<PerMode<int>> counts;  ///< per layer type of the range: layers per mode
+};
+
+/// The undominated options of one range of layers, by increasing recompute time.
+struct StageOptions {
+  std::vector<int> type_of;  ///< per layer of the range, its type (index into counts)
+  std::vector<StageOption> options;
+  bool thinned = false;  ///< the set was too large and was thinned (see stage_options.cpp)
+};
+
+/// Options per layer range, computed on first use and kept: the search asks for the same
+/// ranges again and again. Safe to use from several threads.
+class StageOptionTable {
+ public:
+  explicit StageOptionTable(const Experiment& experiment);
+  /// Layers [first, first + count).
+  const StageOptions& get(int first, int count) const;
+  /// Weights, gradients and optimizer state of layers [first, first + count).
+  std::int64_t static_bytes(int first, int count) const {
+    return prefix_static_[first + count] - prefix_static_[first];
+  }
+  const Experiment& experiment() const { return e_; }
+
+ private:
+  const Experiment& e_;
+  std::vector<std::int64_t> prefix_static_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::pair<int, int>, std::unique_ptr<StageOptions>> cache_;
+};
+
+/// A rank's choice: one option per local stage.
+struct RankChoice {
+  std::vector<int> option;      ///< per local stage, index into its StageOptions
+  std::vector<Time> recompute;  ///< per local stage
+  std::int64_t peak = 0;        ///< activation bytes at the peak
+  Time total_recompute() const;
+};
+
+/// The undominated choices of a rank whose activations may use `budget` bytes, ordered by
+/// total recompute time (then by the stages' times, lexicographically). Empty when nothing
+/// fits. At most `limit` choices are returned.
+std::vector<RankChoice> rank_choices(const RankMemory& memory,
+                                     const std::vector<const StageOptions*>& stages,
+                                     std::int64_t budget, std::size_t limit = 64);
+
+/// The least activation peak any choice of the rank reaches (for "nothing fits" messages).
+std::int64_t least_peak(const RankMemory& memory, const std::vector<const StageOptions*>& stages);
+
+/// Writes the modes of layers [first, first + n) for `option` into `modes` (model order):
+/// within each layer type, full first, then selective, then none, so the recomputed layers
+/// are the first of the stage, as MindFormers' and Megatron-LM's per-stage counts mean.
+void apply_option(const StageOptions& stage, const StageOption& option, int first,
+                  std::vector<Recompute>& modes);
+
+}  // namespace bmpipe

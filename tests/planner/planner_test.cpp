@@ -1,0 +1,246 @@
+// The planner against brute force, the exhaustive baseline and its own promises.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "planner/planner.hpp"
+#include "planner/stage_options.hpp"
+#include "planner_support.hpp"
+#include "support/support.hpp"
+
+namespace bmpipe {
+namespace {
+
+PlannerOptions options(const Experiment& e, const char* schedule = "1f1b", int vpp = 1) {
+  PlannerOptions o;
+  o.schedule = schedule;
+  o.vpp = vpp;
+  o.memory_limit_bytes = e.capacity_bytes;
+  o.threads = 1;
+  o.max_evals = 3000;
+  return o;
+}
+
+/// Every plan: every partition times every mode of every layer, simulated.
+std::optional<Time> brute_force(const Experiment& e, const Schedule& sch, std::int64_t limit) {
+  const int L = e.num_layers(), S = sch.num_stages;
+  std::optional<Time> best;
+  std::vector<int> cut(S - 1);
+  std::function<void(int, int, std::vector<int>&)> parts = [&](int s, int left,
+                                                               std::vector<int>& part) {
+    if (s == S - 1) {
+      part[s] = left;
+      std::vector<Recompute> modes(L, Recompute::none);
+      std::function<void(int)> assign = [&](int l) {
+        if (l == L) {
+          SimInput in = assemble(e, Plan{part, modes}, sch);
+          in.capacity_bytes.assign(sch.num_ranks, limit);
+          const SimResult r = simulate(in, sch);
+          if (r.ok && r.fits && (!best || r.iteration_time < *best)) best = r.iteration_time;
+          return;
+        }
+        for (Recompute m : kAllRecompute)
+          if (e.layers.layers[l].has(m)) modes[l] = m, assign(l + 1);
+      };
+      assign(0);
+      return;
+    }
+    for (int n = 1; n <= left - (S - 1 - s); ++n) {
+      part[s] = n;
+      parts(s + 1, left - n, part);
+    }
+  };
+  std::vector<int> part(S);
+  parts(0, L, part);
+  return best;
+}
+
+const BaselineRun& baseline(const std::vector<BaselineRun>& all, const std::string& name) {
+  for (const BaselineRun& b : all)
+    if (b.name == name) return b;
+  throw std::runtime_error("no baseline " + name);
+}
+
+TEST(RecomputeStep, LeastRecomputeThatFitsEqualsBruteForce) {
+  // One rank's stage(s) against every per-layer mode assignment.
+  std::mt19937_64 rng(3);
+  for (const char* name : {"1f1b", "zb-h1", "zb-v"}) {
+    for (int trial = 0; trial < 30; ++trial) {
+      const std::vector<test::LayerKind> kinds = {test::random_kind(rng), test::random_kind(rng)};
+      const int L = 8;
+      std::vector<int> order(L);
+      for (int& k : order) k = static_cast<int>(rng() % 2);
+      const auto e = test::instance(kinds, order, 2, 4, 1 << 30);
+      const Schedule sch = make_schedule(*e, name, effective_vpp(*find_schedule(name), 1));
+      const std::vector<RankMemory> memory = memory_profile(sch);
+      const StageOptionTable table(*e);
+      // A partition with every stage non-empty.
+      std::vector<int> part(sch.num_stages, L / sch.num_stages);
+      part.back() += L % sch.num_stages;
+      std::vector<int> first(sch.num_stages + 1, 0);
+      for (int s = 0; s < sch.num_stages; ++s) first[s + 1] = first[s] + part[s];
+      const RankMemory& mem = memory[0];
+      std::vector<const StageOptions*> opts;
+      int layers = 0;
+      for (int s : mem.stages) opts.push_back(&table.get(first[s], part[s])), layers += part[s];
+      // Brute force over the rank's layers: every assignment, its per-stage recompute time
+      // and peak.
+      const std::int64_t budget = 200'000 + static_cast<std::int64_t>(rng() % 1'500'000);
+      std::vector<std::vector<Time>> feasible;
+      std::vector<Recompute> modes(layers);
+      std::function<void(int)> go = [&](int i) {
+        if (i == layers) {
+          std::vector<std::int64_t> a, ret;
+          std::vector<Time> rc;
+          int at = 0;
+          for (int s : mem.stages) {
+            std::int64_t sa = 0;
+            Time srt = 0;
+            for (int l = first[s]; l < first[s + 1]; ++l, ++at) {
+              const LayerModeCost& c = *e->layers.layers[l].modes[modes[at]];
+              sa += c.activation_bytes;
+              srt += c.recompute;
+            }
+            a.push_back(sa);
+            ret.push_back(sa);
+            rc.push_back(srt);
+          }
+          if (peak_activation(mem, a, ret) <= budget) feasible.push_back(rc);
+          return;
+        }
+        for (Recompute m : kAllRecompute) modes[i] = m, go(i + 1);
+      };
+      go(0);
+      const std::vector<RankChoice> choices = rank_choices(mem, opts, budget, 1000);
+      if (feasible.empty()) {
+        EXPECT_TRUE(choices.empty()) << name;
+        continue;
+      }
+      ASSERT_FALSE(choices.empty()) << name;
+      // The best total equals brute force's, and every brute-force point is matched or beaten
+      // on every stage by some returned choice.
+      Time best_total = std::numeric_limits<Time>::max();
+      for (const auto& rc : feasible)
+        best_total = std::min(best_total, std::accumulate(rc.begin(), rc.end(), Time{0}));
+      EXPECT_EQ(choices.front().total_recompute(), best_total) << name;
+      for (const auto& rc : feasible) {
+        bool covered = false;
+        for (const RankChoice& c : choices) {
+          bool le = true;
+          for (std::size_t j = 0; j < rc.size(); ++j) le = le && c.recompute[j] <= rc[j];
+          covered = covered || le;
+        }
+        EXPECT_TRUE(covered) << name;
+      }
+      for (const RankChoice& c : choices) EXPECT_LE(c.peak, budget);
+    }
+  }
+}
+
+TEST(Planner, ExhaustiveBaselineEqualsBruteForceOnTinyCases) {
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 6; ++trial) {
+    const std::vector<test::LayerKind> kinds = {test::random_kind(rng), test::random_kind(rng)};
+    const std::vector<int> order = {0, 1, 0, 1, 1, 0};
+    const int pp = 2 + trial % 2;
+    // A limit between the all-full and the all-none needs of the first rank.
+    const std::int64_t cap = 150'000 + static_cast<std::int64_t>(rng() % 600'000);
+    const auto e = test::instance(kinds, order, pp, 4, cap);
+    const PlannerOptions o = options(*e);
+    const std::vector<BaselineRun> b = plan_baselines(*e, o);
+    const BaselineRun& ex = baseline(b, "exhaustive");
+    const std::optional<Time> truth = brute_force(*e, make_schedule(*e), cap);
+    if (!truth) {
+      EXPECT_FALSE(ex.run && ex.run->fits()) << "trial " << trial;
+      continue;
+    }
+    ASSERT_TRUE(ex.run) << ex.error;
+    EXPECT_EQ(ex.run->result.iteration_time, *truth) << "trial " << trial;
+    const PlanOutcome out = plan_pipeline(*e, o);
+    ASSERT_TRUE(out.best.fits());
+    EXPECT_EQ(out.best.result.iteration_time, *truth) << "trial " << trial;
+  }
+}
+
+TEST(Planner, SearchAloneFindsTheExhaustiveOptimumOnSmallCases) {
+  // 12 layers of two kinds, pp 4, m 8: the search (exhaustive switched off) against the
+  // exhaustive baseline.
+  std::mt19937_64 rng(9);
+  int equal = 0, cases = 0;
+  for (int trial = 0; trial < 8; ++trial) {
+    const std::vector<test::LayerKind> kinds = {test::random_kind(rng), test::random_kind(rng)};
+    std::vector<int> order(12);
+    for (int& k : order) k = static_cast<int>(rng() % 2);
+    const std::int64_t cap = 600'000 + static_cast<std::int64_t>(rng() % 1'200'000);
+    const auto e = test::instance(kinds, order, 4, 8, cap);
+    PlannerOptions o = options(*e);
+    const BaselineRun ex = baseline(plan_baselines(*e, o), "exhaustive");
+    if (!ex.run || !ex.run->fits()) continue;
+    o.exhaustive_limit = 0;  // the search must find it on its own
+    const PlanOutcome out = plan_pipeline(*e, o);
+    ++cases;
+    ASSERT_TRUE(out.best.fits());
+    EXPECT_GE(out.best.result.iteration_time, ex.run->result.iteration_time);
+    if (out.best.result.iteration_time == ex.run->result.iteration_time) ++equal;
+  }
+  ASSERT_GE(cases, 4);
+  EXPECT_EQ(equal, cases);
+}
+
+TEST(Planner, UnlimitedMemoryAndIdenticalLayersGiveUniformNone) {
+  std::mt19937_64 rng(1);
+  const std::vector<test::LayerKind> kinds = {test::random_kind(rng)};
+  const auto e = test::instance(kinds, std::vector<int>(16, 0), 4, 8, std::int64_t{1} << 40);
+  const PlanOutcome out = plan_pipeline(*e, options(*e));
+  EXPECT_EQ(out.best.plan.partition, (std::vector<int>{4, 4, 4, 4}));
+  EXPECT_EQ(out.best.plan.recompute, std::vector<Recompute>(16, Recompute::none));
+}
+
+TEST(Planner, PlansFitReproduceAndAreDeterministic) {
+  std::mt19937_64 rng(21);
+  const std::vector<test::LayerKind> kinds = {test::random_kind(rng), test::random_kind(rng)};
+  std::vector<int> order(20);
+  for (int& k : order) k = static_cast<int>(rng() % 2);
+  for (const auto& [name, vpp] : std::vector<std::pair<const char*, int>>{
+           {"1f1b", 1}, {"interleaved", 2}, {"zb-h1", 1}, {"zb-v", 2}}) {
+    const auto e = test::instance(kinds, order, 4, 8, 1'100'000);
+    PlannerOptions o = options(*e, name, vpp);
+    o.max_evals = 1500;
+    const PlanOutcome a = plan_pipeline(*e, o);
+    o.threads = 2;
+    const PlanOutcome b = plan_pipeline(*e, o);
+    EXPECT_EQ(a.best.plan, b.best.plan) << name;  // thread count does not matter
+    o.seed = 2;
+    const PlanOutcome c = plan_pipeline(*e, o);  // another seed: maybe another plan, same rules
+    for (const PlanOutcome* out : {&a, &b, &c}) {
+      ASSERT_TRUE(out->best.fits()) << name << ": " << out->infeasible;
+      for (const DeviceResult& d : out->best.result.devices)
+        EXPECT_LE(d.peak_bytes, o.memory_limit_bytes) << name;
+      // Re-simulating the plan as `bmpipe simulate` would gives the reported numbers.
+      const Schedule sch = make_schedule(*e, name, vpp, &out->best.plan);
+      SimInput in = assemble(*e, out->best.plan, sch);
+      const SimResult again = simulate(in, sch);
+      EXPECT_EQ(again.iteration_time, out->best.result.iteration_time) << name;
+      // Never slower than a baseline that fits.
+      for (const BaselineRun& base : out->baselines) {
+        if (!base.run || !base.run->fits()) continue;
+        EXPECT_LE(out->best.result.iteration_time, base.run->result.iteration_time)
+            << name << " vs " << base.name;
+      }
+    }
+  }
+}
+
+TEST(Planner, ALimitNoPlanMeetsNamesTheRankAndItsLeastPeak) {
+  std::mt19937_64 rng(4);
+  const std::vector<test::LayerKind> kinds = {test::random_kind(rng)};
+  const auto e = test::instance(kinds, std::vector<int>(8, 0), 2, 4, 1000);
+  const PlanOutcome out = plan_pipeline(*e, options(*e));
+  EXPECT_FALSE(out.best.fits());
+  EXPECT_NE(out.infeasible.find("rank "), std::string::npos) << out.infeasible;
+  EXPECT_NE(out.infeasible.find("needs at least"), std::string::npos) << out.infeasible;
+}
+
+}  // namespace
+}  // namespace bmpipe
