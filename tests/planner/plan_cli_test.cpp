@@ -1,0 +1,141 @@
+// `bmpipe plan` end to end: the JSON contract, --out reproduced by simulate, determinism,
+// and one test per bad input.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "support/support.hpp"
+
+namespace bmpipe {
+namespace {
+
+using test::run_cli;
+
+const std::string kTiny = test::examples() + "tiny.yaml";
+const std::string k13b = test::examples() + "ascend910b_llama2_13b_analytic.yaml";
+
+TEST(PlanCli, JsonHasThePlanTheBaselinesAndTheSearch) {
+  const test::CliRun r = run_cli("plan " + kTiny + " --json --quiet");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"schedule", "pp", "vpp", "microbatches", "partition", "layer_recompute",
+                        "stages", "iteration_time_ms", "bubble_ratio", "fits", "peak_memory_bytes"})
+    EXPECT_TRUE(j["plan"].contains(k)) << k;
+  for (const char* k :
+       {"evaluations", "cache_hits", "filtered", "wall_s", "threads", "seed", "stopped_by"})
+    EXPECT_TRUE(j["search"].contains(k)) << k;
+  std::set<std::string> names;
+  for (const auto& b : j["baselines"]) {
+    names.insert(b["name"].get<std::string>());
+    EXPECT_TRUE(b.contains("fits"));
+    EXPECT_TRUE(b.contains("iteration_time_ms") || b.contains("error")) << b.dump();
+  }
+  EXPECT_EQ(names,
+            (std::set<std::string>{"megatron-default", "uniform-none", "uniform-min-recompute",
+                                   "adapipe-dp", "sapp-ilp", "exhaustive"}));
+  // tiny.yaml: 8 identical layers, memory to spare: uniform, no recompute,
+  // (m + p - 1)(F + B) = 11 x 3 ms.
+  EXPECT_EQ(j["plan"]["partition"], (std::vector<int>{2, 2, 2, 2}));
+  EXPECT_DOUBLE_EQ(j["plan"]["iteration_time_ms"].get<double>(), 33.0);
+  EXPECT_EQ(j["plan"]["layer_recompute"], std::vector<std::string>(8, "none"));
+}
+
+TEST(PlanCli, OutIsReproducedBySimulate) {
+  const test::ScratchDir dir;
+  const std::string out = dir.file("plan.yaml");
+  // A tight limit makes the plan recompute some layers and move layers between stages.
+  const test::CliRun plan = run_cli(
+      "plan " + k13b + " --memory-limit-GiB 40 --json --quiet --max-evals 400 --out " + out);
+  ASSERT_EQ(plan.code, 0) << plan.err;
+  const auto p = nlohmann::json::parse(plan.out);
+  const test::CliRun sim = run_cli("simulate " + out + " --json");
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  const auto s = nlohmann::json::parse(sim.out);
+  EXPECT_EQ(s["iteration_time_ms"], p["plan"]["iteration_time_ms"]);
+  std::vector<std::int64_t> peaks;
+  for (const auto& d : s["devices"]) peaks.push_back(d["peak_memory_bytes"].get<std::int64_t>());
+  EXPECT_EQ(nlohmann::json(peaks), p["plan"]["peak_memory_bytes"]);
+  for (const auto peak : peaks) EXPECT_LE(peak, std::int64_t{40} << 30);
+  // The plan written back plans to itself.
+  const test::CliRun again =
+      run_cli("plan " + out + " --memory-limit-GiB 40 --json --quiet --max-evals 400");
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_LE(nlohmann::json::parse(again.out)["plan"]["iteration_time_ms"].get<double>(),
+            p["plan"]["iteration_time_ms"].get<double>());
+}
+
+TEST(PlanCli, SameSeedSamePlanWhateverTheThreads) {
+  const std::string args = "plan " + k13b + " --memory-limit-GiB 40 --json --quiet --max-evals 600";
+  const auto a = nlohmann::json::parse(run_cli(args + " --threads 1").out);
+  const auto b = nlohmann::json::parse(run_cli(args + " --threads 2").out);
+  EXPECT_EQ(a["plan"].dump(), b["plan"].dump());
+  EXPECT_EQ(a["baselines"].dump(), b["baselines"].dump());
+  EXPECT_EQ(a["search"]["evaluations"], b["search"]["evaluations"]);
+}
+
+TEST(PlanCli, TableNamesEveryBaselineAndTheSpeedup) {
+  const test::CliRun r = run_cli("plan " + k13b + " --quiet --max-evals 300");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* s : {"megatron-default", "adapipe-dp", "speedup", "iteration time",
+                        "evaluations", "peak mem / limit"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+}
+
+TEST(PlanCli, AMemoryLimitNoPlanMeetsNamesTheStageAndItsLeastPeak) {
+  const test::CliRun r = run_cli("plan " + k13b + " --memory-limit-GiB 8 --quiet --max-evals 200");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no plan fits"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stage "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("needs at least"), std::string::npos) << r.err;
+}
+
+TEST(PlanCli, MoreStagesThanLayersIsBadInput) {
+  // tiny.yaml has 8 layers: 4 ranks x 4 chunks = 16 stages.
+  const test::CliRun r = run_cli("plan " + kTiny + " --schedule interleaved --vpp 4 --quiet");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("layers"), std::string::npos) << r.err;
+}
+
+TEST(PlanCli, AScheduleFileTakesNoPartitionSearch) {
+  const test::CliRun r = run_cli("plan " + kTiny + " --schedule-file x.csv --quiet");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--schedule-file"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--schedule NAME"), std::string::npos) << r.err;
+}
+
+TEST(PlanCli, NonPositiveTimeLimitIsBadInput) {
+  for (const char* t : {"0", "-1"}) {
+    const test::CliRun r = run_cli("plan " + kTiny + " --quiet --time-limit-s " + std::string(t));
+    EXPECT_EQ(r.code, 2) << t;
+    EXPECT_NE(r.err.find("--time-limit-s"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(run_cli("plan " + kTiny + " --quiet --format yaml").code, 2);
+  EXPECT_EQ(run_cli("plan " + kTiny + " --quiet --baseline nope").code, 2);
+  EXPECT_EQ(run_cli("plan " + kTiny + " --quiet --max-evals 0").code, 2);
+}
+
+TEST(PlanCli, AutoPlansEveryCandidateScheduleAndRanksThem) {
+  const test::CliRun r =
+      run_cli("plan " + k13b + " --schedule auto --json --quiet --max-evals 200");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("schedules"));
+  std::set<std::string> names;
+  double previous = 0;
+  for (const auto& s : j["schedules"]) {
+    names.insert(s["schedule"].get<std::string>() + "/" + std::to_string(s["vpp"].get<int>()));
+    if (s["fits"].get<bool>()) {
+      EXPECT_GE(s["iteration_time_ms"].get<double>(), previous);
+      previous = s["iteration_time_ms"].get<double>();
+    }
+  }
+  // 40 layers on 8 ranks: interleaved v 2, 3 (24 stages) and 4 (32 stages) all fit.
+  EXPECT_EQ(names, (std::set<std::string>{"1f1b/1", "interleaved/2", "interleaved/3",
+                                          "interleaved/4", "zb-h1/1", "zb-v/2"}));
+  EXPECT_DOUBLE_EQ(j["plan"]["iteration_time_ms"].get<double>(),
+                   j["schedules"][0]["iteration_time_ms"].get<double>());
+}
+
+}  // namespace
+}  // namespace bmpipe
