@@ -580,15 +580,16 @@ std::string fit_note(const PlanRun& run) {
 
 /// Per stage position and layer range, the least stage time (F + I + W + recompute per
 /// micro-batch) whose recompute mix fits that stage's memory, and the option that does it.
-/// A rank with several stages gives each an equal share of its memory; stages are at most
-/// `longest` layers.
+/// A rank with several stages gives each an equal share of its memory. Stages longer than
+/// twice the mean (plus two layers) are not considered: both DPs below balance stage
+/// times, and the cut keeps their tables at O(S L^2 / S) entries.
 class StageTimes {
  public:
   static constexpr Time kNo = std::numeric_limits<Time>::max();
 
   explicit StageTimes(const Space& space) : space_(space) {
     const int S = space.stages(), L = space.layers();
-    longest_ = std::min(L - (S - 1), std::max(4 * ((L + S - 1) / S), 8));
+    longest_ = std::min(L - (S - 1), std::max(2 * ((L + S - 1) / S) + 2, 8));
     alone_.resize(S);
     share_.assign(S, 1);
     for (int r = 0; r < space.ranks(); ++r) {

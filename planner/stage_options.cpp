@@ -56,6 +56,13 @@ void thin(std::vector<StageOption>& v) {
   v = std::move(out);
 }
 
+/// The index of the first layer of the range (starting at `first`) with local type `t`.
+int type_layer(const StageOptions& so, int t, int first) {
+  for (std::size_t i = 0; i < so.type_of.size(); ++i)
+    if (so.type_of[i] == t) return first + static_cast<int>(i);
+  return first;
+}
+
 }  // namespace
 
 StageOptionTable::StageOptionTable(const Experiment& experiment) : e_(experiment) {
@@ -70,79 +77,43 @@ const StageOptions& StageOptionTable::get(int first, int count) const {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = cache_.find(key); it != cache_.end()) return *it->second;
   }
+  // A range is its one-shorter prefix plus one layer: the options are the prefix's options
+  // with that layer in each of its modes, pruned. (An option that is beaten in the prefix
+  // stays beaten with the same layer added, so pruning the prefix first loses nothing.)
   auto made = std::make_unique<StageOptions>();
   StageOptions& so = *made;
-  // Layer types of the range, in order of first appearance.
-  std::vector<int> representative;  // a layer index per type
-  std::vector<int> type_count;
-  for (int l = first; l < first + count; ++l) {
+  if (count > 0) {
+    const StageOptions& prefix = get(first, count - 1);
+    const int l = first + count - 1;
     const LayerRow& row = e_.layers.layers[l];
+    so.type_of = prefix.type_of;
+    so.thinned = prefix.thinned;
+    // The new layer's type: one the prefix already has with the same modes, or a new one.
     int t = 0;
-    while (t < static_cast<int>(representative.size()) &&
-           !same_modes(e_.layers.layers[representative[t]], row))
-      ++t;
-    if (t == static_cast<int>(representative.size())) {
-      representative.push_back(l);
-      type_count.push_back(0);
-    }
-    ++type_count[t];
+    const int types = prefix.options.empty() ? 0 : static_cast<int>(prefix.options[0].counts.size());
+    while (t < types && !same_modes(e_.layers.layers[type_layer(prefix, t, first)], row)) ++t;
     so.type_of.push_back(t);
-  }
-  const int types = static_cast<int>(representative.size());
-  // Minkowski sum over the types of every way to split a type's layers among its modes,
-  // pruned after each type.
-  std::vector<StageOption> acc(1);
-  acc[0].counts.assign(types, PerMode<int>{});
-  for (int t = 0; t < types; ++t) {
-    const LayerRow& row = e_.layers.layers[representative[t]];
-    std::vector<Recompute> modes;
-    for (Recompute r : kAllRecompute)
-      if (row.has(r)) modes.push_back(r);
-    const int n = type_count[t];
-    // Every split of n layers among the available modes (at most three).
-    std::vector<PerMode<int>> splits;
-    PerMode<int> split;
-    if (modes.size() == 1) {
-      split[modes[0]] = n;
-      splits.push_back(split);
-    } else {
-      for (int a = 0; a <= n; ++a) {
-        if (modes.size() == 2) {
-          split = PerMode<int>{};
-          split[modes[0]] = a;
-          split[modes[1]] = n - a;
-          splits.push_back(split);
-          continue;
-        }
-        for (int b = 0; a + b <= n; ++b) {
-          split = PerMode<int>{};
-          split[modes[0]] = a;
-          split[modes[1]] = b;
-          split[modes[2]] = n - a - b;
-          splits.push_back(split);
-        }
-      }
-    }
     std::vector<StageOption> next;
-    next.reserve(acc.size() * splits.size());
-    for (const StageOption& base : acc)
-      for (const PerMode<int>& s : splits) {
+    next.reserve(prefix.options.size() * kRecomputeModes);
+    for (const StageOption& base : prefix.options)
+      for (Recompute r : kAllRecompute) {
+        if (!row.has(r)) continue;
+        const LayerModeCost& c = *row.modes[r];
         StageOption o = base;
-        for (Recompute r : modes) {
-          const LayerModeCost& c = *row.modes[r];
-          o.recompute += s[r] * c.recompute;
-          o.activation += s[r] * c.activation_bytes;
-          o.retained += s[r] * c.weight_grad_retained_bytes.value_or(c.activation_bytes);
-        }
-        o.counts[t] = s;
+        o.recompute += c.recompute;
+        o.activation += c.activation_bytes;
+        o.retained += c.weight_grad_retained_bytes.value_or(c.activation_bytes);
+        if (t == types) o.counts.emplace_back();
+        ++o.counts[t][r];
         next.push_back(std::move(o));
       }
     prune(next);
     if (next.size() > kMaxOptions) so.thinned = true;
     thin(next);
-    acc = std::move(next);
+    so.options = std::move(next);
+  } else {
+    so.options.assign(1, StageOption{});
   }
-  so.options = std::move(acc);
   std::lock_guard<std::mutex> lock(mutex_);
   auto [it, inserted] = cache_.emplace(key, std::move(made));
   return *it->second;
