@@ -3,7 +3,10 @@
 /// What a run was, beyond what the SimResult holds: plain values the experiment layer
 /// fills (make_run_info) and the output layer prints (traces/summary.hpp).
 
+#include <optional>
 #include <string>
+
+#include "sim/time.hpp"
 
 namespace bmpipe {
 
@@ -23,5 +26,25 @@ struct RunInfo {
   double peak_flops_per_device = 0;         ///< FLOP/s
   int devices = 0;                          ///< pp x tp x dp
 };
+
+/// What an iteration of `iteration_time` achieves, from the throughput inputs of `info`;
+/// each figure is empty when its inputs are missing.
+struct Throughput {
+  std::optional<double> tokens_per_s;
+  std::optional<double> mfu;                ///< model FLOPs / (time x peak x devices)
+  std::optional<double> tflops_per_device;  ///< FLOPs with recompute / (time x devices)
+};
+
+inline Throughput throughput(const RunInfo& info, Time iteration_time) {
+  Throughput t;
+  const double seconds = static_cast<double>(iteration_time) * 1e-9;
+  if (info.tokens_per_iteration > 0 && seconds > 0)
+    t.tokens_per_s = info.tokens_per_iteration / seconds;
+  if (info.model_flops_per_iteration > 0 && info.devices > 0 && seconds > 0) {
+    t.mfu = info.model_flops_per_iteration / (seconds * info.peak_flops_per_device * info.devices);
+    t.tflops_per_device = info.hardware_flops_per_iteration / (seconds * info.devices) / 1e12;
+  }
+  return t;
+}
 
 }  // namespace bmpipe

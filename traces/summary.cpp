@@ -34,13 +34,11 @@ nlohmann::json summary_json(const RunInfo& info, const SimResult& r,
   j["bubble_ratio"] = r.bubble_ratio;
   j["fits"] = r.fits;
   j["ops_executed"] = r.ops_executed;
-  const double seconds = static_cast<double>(r.iteration_time) * 1e-9;
-  if (info.tokens_per_iteration > 0 && seconds > 0)
-    j["tokens_per_s"] = info.tokens_per_iteration / seconds;
-  if (info.model_flops_per_iteration > 0 && info.devices > 0 && seconds > 0) {
-    j["mfu"] =
-        info.model_flops_per_iteration / (seconds * info.peak_flops_per_device * info.devices);
-    j["tflops_per_device"] = info.hardware_flops_per_iteration / (seconds * info.devices) / 1e12;
+  const Throughput t = throughput(info, r.iteration_time);
+  if (t.tokens_per_s) j["tokens_per_s"] = *t.tokens_per_s;
+  if (t.mfu) {
+    j["mfu"] = *t.mfu;
+    j["tflops_per_device"] = *t.tflops_per_device;
   }
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& d : r.devices)
@@ -87,17 +85,14 @@ std::string summary_text(const RunInfo& info, const SimResult& r, const BubbleBr
   out += buf;
   std::snprintf(buf, sizeof buf, "bubble ratio     %.2f %%\n", 100.0 * r.bubble_ratio);
   out += buf;
-  const double seconds = static_cast<double>(r.iteration_time) * 1e-9;
-  if (info.tokens_per_iteration > 0 && seconds > 0) {
-    std::snprintf(buf, sizeof buf, "throughput       %.0f tokens/s\n",
-                  info.tokens_per_iteration / seconds);
+  const Throughput t = throughput(info, r.iteration_time);
+  if (t.tokens_per_s) {
+    std::snprintf(buf, sizeof buf, "throughput       %.0f tokens/s\n", *t.tokens_per_s);
     out += buf;
   }
-  if (info.model_flops_per_iteration > 0 && info.devices > 0 && seconds > 0) {
+  if (t.mfu) {
     std::snprintf(buf, sizeof buf, "per device       %.1f TFLOP/s (with recompute)   MFU %.1f %%\n",
-                  info.hardware_flops_per_iteration / (seconds * info.devices) / 1e12,
-                  100.0 * info.model_flops_per_iteration /
-                      (seconds * info.peak_flops_per_device * info.devices));
+                  *t.tflops_per_device, 100.0 * *t.mfu);
     out += buf;
   }
   int over = 0;

@@ -1,0 +1,82 @@
+#pragma once
+/// \file
+/// bmpipe search: the best parallel layout (tp x pp x dp, virtual stages, micro-batch size,
+/// schedule) for a model on a cluster, each layout with its own planned partition and
+/// recompute.
+///
+/// The search is a list of independent layouts: enumerate_layouts() applies the divisibility
+/// rules, a static-memory lower bound rejects layouts that cannot fit before anything is
+/// simulated, and evaluate_layout() plans (or simulates) each survivor. Every layout's
+/// result depends only on the layout and the options, so the work can be split over threads
+/// or processes (cli/search_mpi) in any way and ranked afterwards with the same answer.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "experiment/config.hpp"
+#include "planner/planner.hpp"
+
+namespace bmpipe {
+
+/// What to try; an empty list means the default range (see enumerate_layouts).
+struct LayoutSpace {
+  std::vector<int> tp, pp, vpp, micro_batch_size;
+  std::vector<std::string> schedules;
+};
+
+struct Layout {
+  int tp = 1, pp = 1, dp = 1, vpp = 1, micro_batch_size = 1;
+  std::string schedule;
+  friend bool operator==(const Layout&, const Layout&) = default;
+};
+
+/// "tp 8 pp 16 dp 8 vpp 1 mbs 1 1f1b"
+std::string to_string(const Layout& l);
+
+enum class PlannerEffort { off, quick, full };
+
+struct LayoutResult {
+  Layout layout;
+  int microbatches = 0;
+  /// Empty when the layout ran; else why it was rejected (by a filter or as run).
+  std::string rejected;
+  std::string filter;  ///< which filter rejected it: "divisibility", "static-memory", "memory", ...
+  bool fits = false;
+  Time iteration_time = 0;
+  double bubble_ratio = 0;
+  double tokens_per_s = 0;
+  double mfu = 0;
+  double tflops_per_device = 0;
+  std::int64_t max_peak_bytes = 0;
+  std::int64_t capacity_bytes = 0;
+  Plan plan;
+  std::int64_t evaluations = 0;  ///< simulations spent on this layout
+};
+
+/// The layouts of `space` for `config`, and (in `rejected`) those a divisibility rule or
+/// the static-memory bound refuses, each with its reason. Defaults: tp a power of two up to
+/// devices_per_node that divides the attention heads and the FFN size; pp dividing
+/// devices / tp and at most the layers; dp = devices / (tp pp), with micro_batch_size x dp
+/// dividing the global batch; vpp 1 for 1f1b, zb-h1, zb-h2, {2, 3, 4} for interleaved where
+/// pp x vpp divides the layers, 2 for V schedules; micro_batch_size {1, 2, 4}; schedules
+/// 1f1b and interleaved. Throws ConfigError for impossible requests (an empty list, a tp
+/// that divides nothing, a global batch no layout divides).
+std::vector<Layout> enumerate_layouts(const Config& config, const LayoutSpace& space,
+                                      std::vector<LayoutResult>* rejected);
+
+/// The config of one layout: the base with tp, pp, dp, vpp, micro-batch size, schedule
+/// (and the micro-batches they imply) set, partition and recompute left to the planner.
+Config layout_config(const Config& base, const Layout& layout);
+
+/// Plans one layout. `effort` off: the uniform partition with the config's recompute;
+/// quick: the planner with `quick_evals` evaluations; full: with options.max_evals.
+LayoutResult evaluate_layout(const Config& base, const Layout& layout, PlannerEffort effort,
+                             const PlannerOptions& options, std::int64_t quick_evals = 300);
+
+/// Ranks results: layouts that fit, fastest first; then the rest in enumeration order.
+void rank_layouts(std::vector<LayoutResult>& results);
+
+}  // namespace bmpipe
