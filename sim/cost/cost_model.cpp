@@ -44,11 +44,14 @@ namespace {
 /// Accumulates sub-ops into a LayerCost.
 class Builder {
  public:
-  Builder(const HardwareSpec& hw, const CostSettings& st, std::string name) : hw_(hw), st_(st) {
+  Builder(const HardwareSpec& hw, const CostSettings& st, Architecture arch, std::string name)
+      : hw_(hw), st_(st) {
     cost_.name = std::move(name);
     peak_ = hw.peak_tflops * 1e12;
     bw_ = hw.hbm_GBps * 1e9 * hw.memory_efficiency;
     launch_ = hw.kernel_launch_us * 1e-6;
+    accumulation_ = st.grad_accumulation.value_or(
+        arch == Architecture::llama ? GradAccumulation::add : GradAccumulation::fused);
   }
 
   /// Roofline of one kernel.
@@ -64,25 +67,44 @@ class Builder {
   /// one input (HF's separate q, k, v and gate, up projections).
   void linear(const std::string& name, double m, double k, double n, int count = 1,
               int grad_adds = 0) {
-    const double e = st_.dtype_bytes, flops = 2 * m * k * n;
+    const double e = st_.dtype_bytes, g = st_.grad_bytes, flops = 2 * m * k * n;
     const double bytes = e * (m * k + k * n + m * n);
     const double f = roof(flops, bytes, hw_.matmul_efficiency) + launches(count);
-    const double w = roof(flops, bytes, hw_.matmul_backward_efficiency) + launches(count);
-    const double i = w + grad_adds * (memory(3 * e * m * k) + launches(1));
+    const double i = roof(flops, bytes, hw_.matmul_backward_efficiency) + launches(count) +
+                     grad_adds * (memory(3 * e * m * k) + launches(1));
+    // The weight-grad GEMM writes its k x n gradient: fused, as a read-add-write of the
+    // buffer inside the GEMM; otherwise as a fresh tensor, then added by its own kernel.
+    const double we = hw_.weight_grad_efficiency();
+    double w = 0;
+    if (accumulation_ == GradAccumulation::fused)
+      w = roof(flops, e * (m * k + m * n) + 2 * g * k * n, we) + launches(count);
+    else
+      w = roof(flops, bytes, we) + launches(count) + accumulate(k * n, count);
     add(name, f, i, w);
     cost_.forward_flops += flops;
   }
 
-  /// A memory-bound sub-op: bytes moved and kernels launched per pass.
+  /// Adding `params` fresh gradients into the buffer with one kernel per tensor: read the
+  /// buffer (grad_bytes) and the gradient (dtype), write the buffer. Norm scales, biases
+  /// and embeddings take this path even under `fused` (only GEMMs fuse it).
+  double accumulate(double params, int tensors) const {
+    if (accumulation_ == GradAccumulation::overwrite || params <= 0) return 0.0;
+    return memory((2.0 * st_.grad_bytes + st_.dtype_bytes) * params) + launches(tensors);
+  }
+
+  /// A memory-bound sub-op: bytes moved and kernels launched per pass; `w_params` in
+  /// `w_tensors` tensors (norm scales, biases) get their gradients accumulated.
   void elementwise(const std::string& name, double f_bytes, double i_bytes, double w_bytes,
-                   int f_kernels, int i_kernels, int w_kernels) {
+                   int f_kernels, int i_kernels, int w_kernels, double w_params = 0,
+                   int w_tensors = 0) {
     add(name, f_bytes > 0 ? memory(f_bytes) + launches(f_kernels) : 0.0,
         i_bytes > 0 ? memory(i_bytes) + launches(i_kernels) : 0.0,
-        w_bytes > 0 ? memory(w_bytes) + launches(w_kernels) : 0.0);
+        (w_bytes > 0 ? memory(w_bytes) + launches(w_kernels) : 0.0) +
+            accumulate(w_params, w_tensors));
   }
 
   void add(const std::string& name, double f, double i, double w) {
-    cost_.ops.push_back({name, f, i, w});
+    cost_.ops.push_back({name, f, i, w, {}});
     cost_.forward_s += f;
     cost_.backward_input_s += i;
     cost_.backward_weight_s += w;
@@ -103,6 +125,7 @@ class Builder {
   const CostSettings& st_;
   LayerCost cost_;
   double peak_ = 0, bw_ = 0, launch_ = 0;
+  GradAccumulation accumulation_ = GradAccumulation::add;
 };
 
 std::int64_t to_bytes(double v) {
@@ -112,7 +135,7 @@ std::int64_t to_bytes(double v) {
 }  // namespace
 
 LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st) {
-  Builder b(hw, st, "decoder");
+  Builder b(hw, st, m.architecture, "decoder");
   const bool llama = m.architecture == Architecture::llama;
   const double e = st.dtype_bytes;
   const double t = st.tp;
@@ -138,15 +161,21 @@ LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const 
   const double norm_i = llama ? 36 * e : 3 * e;
   const double norm_w = llama ? 4 * e : 2 * e;
   const int norm_kf = llama ? 6 : 1, norm_ki = llama ? 10 : 1, norm_kw = llama ? 2 : 1;
+  const int norm_tensors = llama ? 1 : 2;  // RMSNorm: a scale; LayerNorm: scale and bias
 
   // --- attention block ---
-  b.elementwise("input_norm", norm_f * Hs, norm_i * Hs, norm_w * Hs, norm_kf, norm_ki, norm_kw);
+  b.elementwise("input_norm", norm_f * Hs, norm_i * Hs, norm_w * Hs, norm_kf, norm_ki, norm_kw,
+                norm_tensors * h, norm_tensors);
   if (st.sequence_parallel)
     b.tp_collective("qkv_all_gather", Collective::all_gather, Collective::reduce_scatter, e * Hn);
-  if (llama)
+  if (llama) {
     b.linear("qkv_proj", T, h, q_cols + 2 * kv_cols, 3, 2);  // HF: separate q, k, v
-  else
+  } else {
     b.linear("qkv_proj", T, h, q_cols + 2 * kv_cols);
+    // Its bias gradient: a reduction of the output gradient over the tokens.
+    const double qkv_out = T * (q_cols + 2 * kv_cols);
+    b.elementwise("qkv_bias", 0, 0, e * qkv_out, 0, 0, 1, q_cols + 2 * kv_cols, 1);
+  }
   if (llama) {
     // HF applies RoPE to q and k with five elementwise kernels (mul, neg, cat, mul, add).
     const double el = T * (q_cols + kv_cols);
@@ -180,12 +209,15 @@ LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const 
   b.tp_collective(st.sequence_parallel ? "out_reduce_scatter" : "out_all_reduce",
                   st.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce,
                   st.sequence_parallel ? Collective::all_gather : Collective::all_reduce, e * Hn);
-  // Residual add (gpt: fused bias-dropout-add, which also writes a 1-byte mask).
+  // Residual add (gpt: fused bias-dropout-add, which also writes a 1-byte mask; its
+  // weight-grad is the bias gradient of the projection before it).
   const double add_f = (3 * e + (m.dropout ? 1 : 0)) * Hs;
-  b.elementwise("residual_1", add_f, add_f, llama ? 0.0 : e * Hs, 1, 1, 1);
+  const double add_bias = llama ? 0.0 : h;
+  b.elementwise("residual_1", add_f, add_f, llama ? 0.0 : e * Hs, 1, 1, 1, add_bias, 1);
 
   // --- MLP block ---
-  b.elementwise("post_norm", norm_f * Hs, norm_i * Hs, norm_w * Hs, norm_kf, norm_ki, norm_kw);
+  b.elementwise("post_norm", norm_f * Hs, norm_i * Hs, norm_w * Hs, norm_kf, norm_ki, norm_kw,
+                norm_tensors * h, norm_tensors);
   if (st.sequence_parallel)
     b.tp_collective("mlp_all_gather", Collective::all_gather, Collective::reduce_scatter, e * Hn);
   if (llama) {
@@ -195,15 +227,31 @@ LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const 
   } else {
     b.linear("fc1", T, h, f);
     // Fused bias-GeLU; the bias gradient is a reduction over the tokens.
-    b.elementwise("gelu", 2 * e * F, 3 * e * F, e * F, 1, 1, 1);
+    b.elementwise("gelu", 2 * e * F, 3 * e * F, e * F, 1, 1, 1, f, 1);
   }
+  // The MLP's output projection saves the layer's last tensor for backward (its input):
+  // an early-stopping recompute ends before it (see recompute_extra_s).
+  const std::size_t last_saving_op = b.cost().ops.size();
   b.linear(llama ? "down_proj" : "fc2", T, f, h);
   b.tp_collective(st.sequence_parallel ? "mlp_reduce_scatter" : "mlp_all_reduce",
                   st.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce,
                   st.sequence_parallel ? Collective::all_gather : Collective::all_reduce, e * Hn);
-  b.elementwise("residual_2", add_f, add_f, llama ? 0.0 : e * Hs, 1, 1, 1);
+  b.elementwise("residual_2", add_f, add_f, llama ? 0.0 : e * Hs, 1, 1, 1, add_bias, 1);
 
   LayerCost& c = b.cost();
+
+  // --- recompute: the forward of the sub-ops each mode re-runs ---
+  // selective re-runs the attention core alone; full re-runs the forward, up to the last
+  // saving op under PyTorch's early-stopping checkpoint (llama as HF runs it), all of it
+  // under Megatron-LM's reentrant one (gpt).
+  const std::size_t full_end = llama ? last_saving_op : c.ops.size();
+  for (std::size_t k = 0; k < c.ops.size(); ++k) {
+    SubOpCost& op = c.ops[k];
+    if (op.name == "attention") op.recompute_s[Recompute::selective] = op.forward_s;
+    if (k < full_end) op.recompute_s[Recompute::full] = op.forward_s;
+    for (Recompute r : {Recompute::selective, Recompute::full})
+      c.recompute_extra_s[r] += op.recompute_s[r];
+  }
 
   // --- saved activations (bytes), recompute none ---
   const double drop_mask = m.dropout ? 1.0 * Hs : 0.0;
@@ -236,13 +284,13 @@ LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const 
   // (llama) or the LayerNorm inputs (gpt): e Hs each.
   const double proj_inputs = 2 * e * Hs + e * T * q_cols + e * F;
   const double norm_outputs = 2 * e * Hs;
-  c.weight_grad_bytes[Recompute::none] = std::min(c.activation_bytes[Recompute::none], to_bytes(proj_inputs + norm_outputs));
-  c.weight_grad_bytes[Recompute::selective] = std::min(c.activation_bytes[Recompute::selective], c.weight_grad_bytes[Recompute::none]);
+  c.weight_grad_bytes[Recompute::none] =
+      std::min(c.activation_bytes[Recompute::none], to_bytes(proj_inputs + norm_outputs));
+  c.weight_grad_bytes[Recompute::selective] =
+      std::min(c.activation_bytes[Recompute::selective], c.weight_grad_bytes[Recompute::none]);
   c.weight_grad_bytes[Recompute::full] = c.activation_bytes[Recompute::full];
-  c.recompute_extra_s[Recompute::selective] = core_f;
-  c.recompute_extra_s[Recompute::full] = c.forward_s;
   c.recompute_flops[Recompute::selective] = core_flops;
-  c.recompute_flops[Recompute::full] = c.forward_flops;
+  c.recompute_flops[Recompute::full] = c.forward_flops - (llama ? 2 * T * f * h : 0.0);
   c.output_bytes = to_bytes(e * Hs);
   const long long kv_params = static_cast<long long>(kv_cols * h);
   if (llama)
@@ -254,15 +302,20 @@ LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const 
 }
 
 LayerCost embedding_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st) {
-  Builder b(hw, st, "embedding");
+  Builder b(hw, st, m.architecture, "embedding");
   const double e = st.dtype_bytes, t = st.tp;
   const double T = static_cast<double>(st.seq_length) * st.micro_batch_size;
   const double h = m.hidden_size;
   const double Hn = T * h, Hs = st.sequence_parallel ? Hn / t : Hn;
   // Vocab-parallel lookup: each device writes its rows (others zero), then the tp group
   // sums them. The gradient is a scatter-add into the table: weight-grad only.
-  const double pos = m.architecture == Architecture::gpt ? 3 * e * Hn : 0.0;
-  b.elementwise("lookup", 2 * e * Hn + pos, 0, 3 * e * Hn, 2, 0, 2);
+  const bool gpt = m.architecture == Architecture::gpt;
+  const double pos = gpt ? 3 * e * Hn : 0.0;
+  // The table's gradient is dense (PyTorch's embedding backward zero-fills a vocab x h
+  // tensor before the scatter-add), then accumulated like any weight's.
+  const double table = m.vocab_size / t * h + (gpt ? st.seq_length * h : 0.0);
+  b.elementwise("lookup", 2 * e * Hn + pos, 0, 3 * e * Hn + e * table, 2, 0, gpt ? 4 : 3, table,
+                gpt ? 2 : 1);
   // Forward only: the first stage needs no gradient of its input, and the backward of
   // the sum is the identity (of the scatter, an all-gather the next layer does anyway).
   if (st.tp > 1)
@@ -284,7 +337,7 @@ LayerCost embedding_cost(const ModelShape& m, const HardwareSpec& hw, const Cost
 
 LayerCost head_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st,
                     bool holds_head_weights) {
-  Builder b(hw, st, "lm_head");
+  Builder b(hw, st, m.architecture, "lm_head");
   const bool llama = m.architecture == Architecture::llama;
   const double e = st.dtype_bytes, t = st.tp;
   const double T = static_cast<double>(st.seq_length) * st.micro_batch_size;
@@ -293,7 +346,7 @@ LayerCost head_cost(const ModelShape& m, const HardwareSpec& hw, const CostSetti
   const double L = T * v;  // this device's logits
   const double norm_f = llama ? 18 * e : 2 * e, norm_i = llama ? 36 * e : 3 * e;
   b.elementwise("final_norm", norm_f * Hs, norm_i * Hs, 2 * e * Hs, llama ? 6 : 1, llama ? 10 : 1,
-                llama ? 2 : 1);
+                llama ? 2 : 1, (llama ? 1 : 2) * h, llama ? 1 : 2);
   if (st.sequence_parallel)
     b.tp_collective("head_all_gather", Collective::all_gather, Collective::reduce_scatter, e * Hn);
   b.linear("lm_head", T, h, v);

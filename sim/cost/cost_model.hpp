@@ -11,6 +11,10 @@
 ///     max(FLOPs / (peak * efficiency), bytes / (HBM bandwidth * memory_efficiency)),
 ///   with the GEMM efficiency for projections, the attention efficiencies for a fused
 ///   attention core.
+/// - Weight-grad also accumulates every weight's gradient into the gradient buffer
+///   (GradAccumulation): bytes in proportion to the parameters, not the tokens.
+/// - Recompute re-runs sub-ops' forward in the backward: selective the attention core, full
+///   the forward up to the layer's last saved tensor (see LayerCost::recompute_extra_s).
 /// - Tensor parallelism (tp) splits heads, the MLP and the vocabulary, and adds per layer
 ///   two all-reduces in forward and two in backward, or with sequence parallelism an
 ///   all-gather plus a reduce-scatter in their place (same bytes) and norms, dropout and
@@ -37,6 +41,22 @@
 
 namespace bmpipe {
 
+/// How one micro-batch's weight gradients reach the gradient buffer. Each weight-grad
+/// GEMM writes a fresh gradient; what follows moves bytes in proportion to the
+/// parameters, not the tokens, so it weighs most on short sequences of wide layers.
+enum class GradAccumulation {
+  /// The GEMM's output becomes the gradient (an empty buffer: PyTorch's first backward
+  /// after zero_grad(set_to_none=True)): nothing more.
+  overwrite,
+  /// A separate add per weight after its GEMM (PyTorch's AccumulateGrad,
+  /// `param.grad += g`; Megatron-LM's main_grad hooks without gradient-accumulation
+  /// fusion): reads the buffer and the fresh gradient, writes the buffer.
+  add,
+  /// The GEMM's epilogue adds into the buffer (Megatron-LM's gradient-accumulation
+  /// fusion, on unless --no-gradient-accumulation-fusion: a GEMM with beta = 1 into the
+  /// fp32 main_grad): the buffer's read and write join the GEMM's own traffic.
+  fused,
+};
 
 struct CostSettings {
   int seq_length = 0;
@@ -46,6 +66,12 @@ struct CostSettings {
   int dtype_bytes = 2;  ///< bf16 / fp16
   /// The tp group crosses nodes (tp larger than a node): its collectives use inter_node.
   bool tp_crosses_nodes = false;
+  /// Unset: what the architecture's framework does with every micro-batch after the
+  /// first -- llama (PyTorch eager) `add`, gpt (Megatron-LM) `fused`.
+  std::optional<GradAccumulation> grad_accumulation;
+  /// Bytes per element of the gradient buffer: 4 for an fp32 buffer (Megatron's
+  /// main_grad; OptimizerSettings::grad_bytes' default), 2 for a bf16 `param.grad`.
+  int grad_bytes = 4;
 };
 
 /// One sub-op's share, kept for `bmpipe cost` and for calibration.
@@ -54,6 +80,9 @@ struct SubOpCost {
   double forward_s = 0;
   double backward_input_s = 0;
   double backward_weight_s = 0;
+  /// Forward time each recompute mode re-runs of this sub-op in the backward;
+  /// LayerCost::recompute_extra_s is their sum.
+  PerMode<double> recompute_s;
 };
 
 struct LayerCost {
@@ -67,7 +96,12 @@ struct LayerCost {
   /// (the inputs of the projections and the normalized tensors of the norms), so a split
   /// backward can free the rest at the end of I. Under full recompute: all of it.
   PerMode<std::int64_t> weight_grad_bytes;
-  /// Extra backward time the mode costs (re-running forward work).
+  /// Extra backward time the mode costs: the forward of the sub-ops it re-runs.
+  /// selective: the attention core (Korthikanti et al. 2022, sec. 5). full, llama: the
+  /// sub-ops up to the last one that saves a tensor for backward -- torch.utils.checkpoint's
+  /// non-reentrant mode stops recomputing there (set_checkpoint_early_stop, on by
+  /// default), so the down projection and the residual add after it are not re-run.
+  /// full, gpt: the whole forward (Megatron-LM's reentrant CheckpointFunction re-runs it).
   PerMode<double> recompute_extra_s;
   std::int64_t output_bytes = 0;  ///< sent onward (to the next layer / stage)
   std::int64_t param_count = 0;   ///< parameters one device holds (its tp share)

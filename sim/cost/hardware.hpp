@@ -7,6 +7,7 @@
 /// over from that fit (see the comments in hardware.cpp). Every value can be overridden
 /// in YAML under cluster.device.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,9 +23,12 @@ struct HardwareSpec {
   double hbm_GBps = 0.0;      ///< HBM bandwidth, 1e9 bytes/s
   /// Fraction of peak_tflops a forward GEMM reaches.
   double matmul_efficiency = 0.7;
-  /// Same for the backward GEMMs (input-grad and weight-grad run transposed operands and
-  /// reach less).
+  /// Same for the input-grad GEMMs (transposed operands; in a fit it also absorbs the
+  /// input-grad's smaller unmodelled kernels).
   double matmul_backward_efficiency = 0.6;
+  /// Same for the weight-grad GEMMs (reduction over the tokens into a weight-sized
+  /// output). Unset: matmul_backward_efficiency.
+  std::optional<double> matmul_weight_grad_efficiency;
   /// Fraction of peak_tflops reached by fused (flash) attention, forward and backward.
   /// Attention kernels run well below GEMM throughput, the backward lower still.
   double attention_efficiency = 0.5;
@@ -44,6 +48,11 @@ struct HardwareSpec {
   bool intra_node_mesh = false;
   LinkSpec inter_node;       ///< one device's NIC into the fabric
   int devices_per_node = 8;  ///< the usual node size: cluster.devices_per_node when not given
+
+  /// matmul_weight_grad_efficiency, or matmul_backward_efficiency when unset.
+  double weight_grad_efficiency() const {
+    return matmul_weight_grad_efficiency.value_or(matmul_backward_efficiency);
+  }
 };
 
 /// The preset called `name` (ascend-910b, a100-80g, h100-sxm, h200), or nullptr.

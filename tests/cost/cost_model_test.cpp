@@ -78,9 +78,149 @@ TEST(CostModel, RecomputeModesOrderAndCost) {
   EXPECT_GT(c.activation_bytes[Recompute::selective], c.activation_bytes[Recompute::full]);
   EXPECT_EQ(c.recompute_extra_s[Recompute::none], 0.0);
   EXPECT_GT(c.recompute_extra_s[Recompute::selective], 0.0);
-  EXPECT_DOUBLE_EQ(c.recompute_extra_s[Recompute::full],
-                   c.forward_s);  // full: the whole forward again
+  // gpt runs as Megatron-LM does: its reentrant checkpoint re-runs the whole forward.
+  EXPECT_DOUBLE_EQ(c.recompute_extra_s[Recompute::full], c.forward_s);
+  EXPECT_DOUBLE_EQ(c.recompute_flops[Recompute::full], c.forward_flops);
   EXPECT_LT(c.recompute_extra_s[Recompute::selective], 0.2 * c.forward_s);  // selective is cheap
+}
+
+const SubOpCost& op_named(const LayerCost& c, const std::string& name) {
+  for (const auto& op : c.ops)
+    if (op.name == name) return op;
+  ADD_FAILURE() << "no sub-op " << name;
+  return c.ops.front();
+}
+
+TEST(CostModel, FullRecomputeStopsAtTheLastSavedTensor) {
+  // llama runs as HF does under torch.utils.checkpoint (non-reentrant): recomputation
+  // stops once the down projection's input, the last tensor the backward needs, is back;
+  // the down projection itself, the residual add and (with tp) the collective after it
+  // are not re-run.
+  const ModelShape& m = *find_model_preset("llama2-13b");
+  const HardwareSpec& hw = *find_hardware_preset("h200");
+  for (const bool sp : {false, true}) {
+    const int tp = sp ? 4 : 1;
+    const LayerCost c = decoder_layer_cost(m, hw, settings(tp, sp));
+    double skipped = op_named(c, "down_proj").forward_s + op_named(c, "residual_2").forward_s;
+    if (sp) skipped += op_named(c, "mlp_reduce_scatter").forward_s;
+    EXPECT_NEAR(c.recompute_extra_s[Recompute::full], c.forward_s - skipped, 1e-12) << "tp " << tp;
+    EXPECT_DOUBLE_EQ(c.recompute_extra_s[Recompute::selective], op_named(c, "attention").forward_s);
+    // FLOPs: the forward's less the down projection, 2 T f h (f this device's share).
+    const double T = 4096, f = 13824.0 / tp, h = 5120;
+    EXPECT_NEAR(c.recompute_flops[Recompute::full], c.forward_flops - 2 * T * f * h,
+                1e-9 * c.forward_flops);
+    // Each sub-op's share adds up to the layer's.
+    double full = 0, selective = 0;
+    for (const auto& op : c.ops) {
+      full += op.recompute_s[Recompute::full];
+      selective += op.recompute_s[Recompute::selective];
+      EXPECT_EQ(op.recompute_s[Recompute::none], 0.0);
+    }
+    EXPECT_NEAR(full, c.recompute_extra_s[Recompute::full], 1e-12);
+    EXPECT_DOUBLE_EQ(selective, c.recompute_extra_s[Recompute::selective]);
+  }
+}
+
+// A device where every time is easy to write down.
+HardwareSpec plain_device(double peak_tflops, double hbm_GBps = 1000) {
+  HardwareSpec hw;
+  hw.peak_tflops = peak_tflops;
+  hw.hbm_GBps = hbm_GBps;
+  hw.memory_efficiency = 0.5;
+  hw.kernel_launch_us = 2;
+  return hw;
+}
+
+TEST(CostModel, WeightGradAccumulationMovesBytesPerParameter) {
+  // Llama-2-7B layer: 2 h q + 2 h kv + 3 h f weights in 7 tensors (q, k, v, o, gate, up,
+  // down) and two RMSNorm scales of h: 202,383,360 parameters (HF's count).
+  const ModelShape& m = *find_model_preset("llama2-7b");
+  const double h = 4096, f = 11008;
+  const double weights = 4 * h * h + 3 * h * f, norms = 2 * h;
+  ASSERT_EQ(weights + norms, 202383360.0);
+  // 600 TFLOP/s on GEMMs against 5 TB/s: every GEMM of the layer is compute-bound, even
+  // with the fused buffer traffic (the largest, qkv: 0.69 ms of FLOPs, 0.11 ms of bytes).
+  const HardwareSpec hw = plain_device(1000, 10000);
+  const double bw = 5000e9, launch = 2e-6, e = 2;
+  CostSettings st = settings(1, false);
+  st.grad_accumulation = GradAccumulation::overwrite;
+  const double fresh = decoder_layer_cost(m, hw, st).backward_weight_s;
+  for (const int g : {2, 4}) {
+    st.grad_bytes = g;
+    // add: per parameter read the buffer (g) and the new gradient (e), write the buffer
+    // (g); one kernel per tensor.
+    st.grad_accumulation = GradAccumulation::add;
+    EXPECT_NEAR(decoder_layer_cost(m, hw, st).backward_weight_s - fresh,
+                (2 * g + e) * (weights + norms) / bw + 9 * launch, 1e-12)
+        << "grad_bytes " << g;
+    // fused, compute-bound GEMMs: the buffer traffic hides under the FLOPs; only the norm
+    // scales still take separate adds.
+    st.grad_accumulation = GradAccumulation::fused;
+    EXPECT_NEAR(decoder_layer_cost(m, hw, st).backward_weight_s - fresh,
+                (2 * g + e) * norms / bw + 2 * launch, 1e-12)
+        << "grad_bytes " << g;
+  }
+  // fused on memory-bound GEMMs (a device of unbounded FLOPs): the GEMM reads and writes
+  // the buffer (2 g) instead of writing a fresh gradient (e).
+  const HardwareSpec fast = plain_device(1e9);
+  const double fast_bw = 500e9;
+  st.grad_bytes = 4;
+  st.grad_accumulation = GradAccumulation::overwrite;
+  const double fresh_fast = decoder_layer_cost(m, fast, st).backward_weight_s;
+  st.grad_accumulation = GradAccumulation::fused;
+  EXPECT_NEAR(decoder_layer_cost(m, fast, st).backward_weight_s - fresh_fast,
+              (2 * 4 - e) * weights / fast_bw + (2 * 4 + e) * norms / fast_bw + 2 * launch, 1e-12);
+}
+
+TEST(CostModel, WeightGradAccumulationDefaultsFollowTheFramework) {
+  const HardwareSpec hw = plain_device(1000);
+  CostSettings st = settings(1, false);
+  for (const char* name : {"llama2-7b", "gpt3-175b"}) {
+    const ModelShape& m = *find_model_preset(name);
+    const GradAccumulation expected =
+        m.architecture == Architecture::llama ? GradAccumulation::add : GradAccumulation::fused;
+    st.grad_accumulation.reset();
+    const double by_default = decoder_layer_cost(m, hw, st).backward_weight_s;
+    st.grad_accumulation = expected;
+    EXPECT_DOUBLE_EQ(decoder_layer_cost(m, hw, st).backward_weight_s, by_default) << name;
+  }
+}
+
+TEST(CostModel, EmbeddingGradientIsDenseAndAccumulated) {
+  // The table's gradient: zero-filled (e V h), scatter-added (3 e T h), then, with
+  // accumulation, added to the buffer ((2 g + e) V h, one more kernel).
+  const ModelShape& m = *find_model_preset("llama2-7b");
+  const HardwareSpec hw = plain_device(1000);
+  const double V = 32000, h = 4096, T = 4096, e = 2, g = 4, bw = 500e9, launch = 2e-6;
+  CostSettings st = settings(1, false);
+  st.grad_accumulation = GradAccumulation::overwrite;
+  const double fresh = embedding_cost(m, hw, st).backward_weight_s;
+  EXPECT_NEAR(fresh, (3 * e * T * h + e * V * h) / bw + 3 * launch, 1e-12);
+  st.grad_accumulation = GradAccumulation::add;
+  EXPECT_NEAR(embedding_cost(m, hw, st).backward_weight_s - fresh,
+              (2 * g + e) * V * h / bw + launch, 1e-12);
+}
+
+TEST(CostModel, WeightGradEfficiencyFallsBackToTheBackwardOne) {
+  HardwareSpec hw;
+  hw.matmul_backward_efficiency = 0.5;
+  EXPECT_DOUBLE_EQ(hw.weight_grad_efficiency(), 0.5);
+  hw.matmul_weight_grad_efficiency = 0.7;
+  EXPECT_DOUBLE_EQ(hw.weight_grad_efficiency(), 0.7);
+  // Only W uses it: a compute-bound layer's input-grad is unchanged, its weight-grad
+  // GEMMs speed up by 0.7 / 0.5.
+  const ModelShape& m = *find_model_preset("llama2-7b");
+  hw.peak_tflops = 1000;
+  hw.hbm_GBps = 1e9;  // no memory-bound time
+  hw.kernel_launch_us = 0;
+  HardwareSpec slow = hw;
+  slow.matmul_weight_grad_efficiency.reset();
+  CostSettings st = settings(1, false);
+  st.grad_accumulation = GradAccumulation::overwrite;
+  const LayerCost a = decoder_layer_cost(m, slow, st), b = decoder_layer_cost(m, hw, st);
+  EXPECT_DOUBLE_EQ(a.backward_input_s, b.backward_input_s);
+  // (to 1e-6: the norm scales' gradients are a few bytes of memory-bound work)
+  EXPECT_NEAR(b.backward_weight_s, a.backward_weight_s * 0.5 / 0.7, 1e-6 * a.backward_weight_s);
 }
 
 TEST(CostModel, CollectiveTimes) {
