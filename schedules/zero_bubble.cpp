@@ -1,7 +1,7 @@
 // Zero-bubble schedules: ZB-H1, ZB-H2 and the automatic scheduler of Qi et al., "Zero
 // Bubble Pipeline Parallelism" (ICLR 2024), and the V-shaped ZB-V of Qi et al., "Pipeline
-// Parallelism with Controllable Memory" (2024). (V-Min, built differently, is in
-// v_min.cpp.)
+// Parallelism with Controllable Memory" (2024). (V-Min and V-Half, built from a repeated
+// block, are in v_min.cpp and v_half.cpp.)
 //
 // ZB-H1 and ZB-H2 are written out directly from the paper's figures (below).
 //
@@ -32,8 +32,8 @@ constexpr Cost kNever = std::numeric_limits<Cost>::max();
 struct Plan {
   int p = 1;
   int m = 1;
-  bool v_shape = false;
-  std::vector<Cost> f, i, w;  // per stage
+  Placement placement = Placement::kOnePerRank;  // kOnePerRank or kV
+  std::vector<Cost> f, i, w;                     // per stage
   Cost transfer = 0;
   int budget = 1;  // activation budget per rank, in (stage, micro-batch) units
   /// When both an F and a W could run: true runs the W first (trades a little time for
@@ -46,30 +46,14 @@ struct Plan {
   bool i_always_first = false;
 };
 
-int stage_of(const Plan& plan, int rank, int chunk) {
-  return chunk == 0 ? rank : 2 * plan.p - 1 - rank;
-}
-
-Schedule empty_schedule(const char* name, int p, int m, bool v_shape) {
-  Schedule s;
-  s.name = name;
-  s.num_ranks = p;
-  s.num_stages = v_shape ? 2 * p : p;
-  s.num_microbatches = m;
-  s.stage_rank.resize(s.num_stages);
-  for (int st = 0; st < s.num_stages; ++st) s.stage_rank[st] = st < p ? st : 2 * p - 1 - st;
-  s.ops.resize(p);
-  return s;
-}
-
 /// Runs the greedy list scheduler. Returns the schedule and, through `makespan`, the time
 /// the planning simulation needed.
 Schedule greedy(const char* name, const Plan& plan, Cost* makespan = nullptr) {
   const int p = plan.p;
   const int m = plan.m;
-  const int chunks = plan.v_shape ? 2 : 1;
+  const int chunks = chunks_per_rank(plan.placement, 1);
   const int stages = p * chunks;
-  Schedule s = empty_schedule(name, p, m, plan.v_shape);
+  Schedule s = empty_schedule(name, plan.placement, p, chunks, m);
   auto idx = [m](int st, int mb) { return static_cast<std::size_t>(st) * m + mb; };
   // When the output of F / I of (stage, mb) is usable on the rank that needs it next.
   std::vector<Cost> f_out(static_cast<std::size_t>(stages) * m, kNever);
@@ -114,7 +98,7 @@ Schedule greedy(const char* name, const Plan& plan, Cost* makespan = nullptr) {
       // best ready F (later stage first: it brings a micro-batch closer to its loss).
       int best_i = -1, best_f = -1;
       for (int c = chunks - 1; c >= 0; --c) {
-        const int st = stage_of(plan, r, c);
+        const int st = chunk_stage(plan.placement, r, c, p);
         const Cost ti = i_ready(st);
         if (ti <= now && (best_i < 0 || next_i[st] < next_i[best_i]))
           best_i = st;
@@ -129,7 +113,7 @@ Schedule greedy(const char* name, const Plan& plan, Cost* makespan = nullptr) {
       // A forward that starts a micro-batch on this rank (chunk 0) leaves one slot free
       // for a chunk-1 forward, or a V placement could fill every rank with chunk-0
       // activations that nobody can finish.
-      const bool starts_new = plan.v_shape && best_f >= 0 && best_f < p;
+      const bool starts_new = chunks == 2 && best_f >= 0 && best_f < p;
       const bool can_f = best_f >= 0 && live[r] + (starts_new ? 1 : 0) < plan.budget;
       const bool has_w = w_head[r] < pending_w[r].size();
       Op op;
@@ -183,24 +167,12 @@ Schedule greedy(const char* name, const Plan& plan, Cost* makespan = nullptr) {
   return s;
 }
 
-void check(const ScheduleParams& params, const char* name, bool takes_vpp_2) {
-  if (params.pp < 1) throw ScheduleError(std::string(name) + ": pp must be at least 1");
-  if (params.microbatches < 1)
-    throw ScheduleError(std::string(name) + ": microbatches must be at least 1");
-  if (params.vpp != 1 && !(takes_vpp_2 && params.vpp == 2))
-    throw ScheduleError(
-        std::string(name) +
-        (takes_vpp_2 ? " always holds 2 stages per device (V placement); vpp must be 1 or 2 (got "
-                     : " holds one stage per device; vpp must be 1 (got ") +
-        std::to_string(params.vpp) + ")");
-}
-
-Plan unit_plan(const ScheduleParams& params, bool v_shape, int budget) {
+Plan unit_plan(const ScheduleParams& params, Placement placement, int budget) {
   Plan plan;
   plan.p = params.pp;
   plan.m = params.microbatches;
-  plan.v_shape = v_shape;
-  const int stages = v_shape ? 2 * plan.p : plan.p;
+  plan.placement = placement;
+  const int stages = plan.p * chunks_per_rank(placement, 1);
   plan.f.assign(stages, 1);
   plan.i.assign(stages, 1);
   plan.w.assign(stages, 1);
@@ -210,8 +182,8 @@ Plan unit_plan(const ScheduleParams& params, bool v_shape, int budget) {
 
 /// The unit plan with the caller's costs, when it gave any (zb-auto, and zb-v through the
 /// config layer); they must cover every stage of the placement.
-Plan costed_plan(const ScheduleParams& params, bool v_shape, int budget, const char* name) {
-  Plan plan = unit_plan(params, v_shape, budget);
+Plan costed_plan(const ScheduleParams& params, Placement placement, int budget, const char* name) {
+  Plan plan = unit_plan(params, placement, budget);
   const ScheduleCosts& c = params.costs;
   if (c.forward.empty()) return plan;
   const std::size_t stages = plan.f.size();
@@ -236,9 +208,7 @@ Cost replay_time(const Schedule& s, const Plan& plan) {
   std::vector<Cost> i_end(static_cast<std::size_t>(stages) * m, kNever);
   std::vector<std::size_t> pos(s.num_ranks, 0);
   std::vector<Cost> free_at(s.num_ranks, 0);
-  auto hop = [&](int a, int b) {
-    return s.stage_rank[a] != s.stage_rank[b] ? plan.transfer : 0;
-  };
+  auto hop = [&](int a, int b) { return s.stage_rank[a] != s.stage_rank[b] ? plan.transfer : 0; };
   Cost end = 0;
   bool moved = true;
   while (moved) {
@@ -294,10 +264,9 @@ namespace {
 template <typename Warmup, typename Delay>
 Schedule handcrafted_zero_bubble(const ScheduleParams& params, const char* name, Warmup warmup,
                                  Delay delay) {
-  check(params, name, false);
+  Schedule s = start_schedule(name, params);
   const int p = params.pp;
   const int m = params.microbatches;
-  Schedule s = empty_schedule(name, p, m, false);
   for (int r = 0; r < p; ++r) {
     auto& list = s.ops[r];
     list.reserve(3 * m);
@@ -344,14 +313,14 @@ namespace {
 /// The fastest of the greedy variants for a V placement and budget, each planned with
 /// unit costs and (when given) with the real ones, judged under the real costs.
 Schedule best_v(const char* name, const ScheduleParams& params, int budget) {
-  const Plan real = costed_plan(params, true, budget, name);
+  const Plan real = costed_plan(params, Placement::kV, budget, name);
   const bool costed = !params.costs.forward.empty();
   Schedule best;
   Cost best_time = kNever;
   for (bool use_real : {false, true}) {
     if (use_real && !costed) break;
     for (int variant = 0; variant < 8; ++variant) {
-      Plan plan = use_real ? real : unit_plan(params, true, budget);
+      Plan plan = use_real ? real : unit_plan(params, Placement::kV, budget);
       plan.chunk1_first = variant & 1;
       plan.w_before_f = variant & 2;
       plan.i_always_first = variant & 4;
@@ -366,16 +335,16 @@ Schedule best_v(const char* name, const ScheduleParams& params, int budget) {
 }  // namespace
 
 Schedule make_zb_v(const ScheduleParams& params) {
-  check(params, "zb-v", true);
+  check_params(*find_schedule("zb-v"), params);
   // 1F1B holds p micro-batches of a whole device's layers = 2p of half-device stages.
   return best_v("zb-v", params, 2 * params.pp);
 }
 
 Schedule make_zb_auto(const ScheduleParams& params) {
-  check(params, "zb-auto", false);
+  check_params(*find_schedule("zb-auto"), params);
   const int p = params.pp;
   const ScheduleCosts& c = params.costs;
-  const Plan plan = costed_plan(params, false, 0, "zb-auto");
+  const Plan plan = costed_plan(params, Placement::kOnePerRank, 0, "zb-auto");
   const int limit = c.activation_limit.value_or(2 * p);
   // Candidates: every budget up to the limit (the budget is the warm-up depth of rank 0),
   // each with W preferred over F or not, plus the handcrafted ZB-H1 / ZB-H2 when they fit
@@ -394,8 +363,8 @@ Schedule make_zb_auto(const ScheduleParams& params) {
       variant.w_before_f = w_first;
       consider(greedy("zb-auto", variant));
     }
-  if (limit >= p) consider(make_zb_h1(ScheduleParams{p, params.microbatches, 1, {}}));
-  if (limit >= 2 * p - 1) consider(make_zb_h2(ScheduleParams{p, params.microbatches, 1, {}}));
+  if (limit >= p) consider(make_zb_h1(ScheduleParams{p, params.microbatches, 1, {}, {}}));
+  if (limit >= 2 * p - 1) consider(make_zb_h2(ScheduleParams{p, params.microbatches, 1, {}, {}}));
   best.name = "zb-auto";
   return best;
 }
