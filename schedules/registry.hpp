@@ -36,9 +36,16 @@ struct ScheduleCosts {
 };
 
 /// Scores a candidate schedule: its simulated iteration time in ns, or nullopt when it
-/// cannot run (deadlock). Generators that try several candidates (zb-auto, zb-v) keep the
-/// fastest by this measure. The experiment layer passes one that runs the real engine on
-/// the real stage costs; schedules/ itself does not depend on the engine.
+/// cannot run (deadlock). Generators marked ranks_candidates (zb-auto, zb-v) keep the
+/// candidate it scores lowest, the first of equals. The experiment layer passes one that
+/// runs the real engine on the config; schedules/ itself does not depend on the engine.
+///
+/// Without one (a direct call), they rank by their own planner's makespan under
+/// ScheduleParams::costs (unit costs if none; every hop between ranks takes
+/// costs.transfer, links never contended), which equals the engine's time when the engine
+/// sees the same costs and free links. Only what that planner drew can be ranked so:
+/// zb-auto then leaves out ZB-H1 and ZB-H2, and zb-v, when costs are given, its variants
+/// drawn with unit costs.
 using ScheduleEvaluator = std::function<std::optional<std::int64_t>(const Schedule&)>;
 
 struct ScheduleParams {

@@ -14,12 +14,14 @@
 //   3. else the oldest pending W (weight gradient), which nobody waits for and so fills
 //      the bubbles.
 // The budget counts (stage, micro-batch) activations held from F until W. A few variants
-// of the tie-breaks are planned and the fastest, replayed under the real costs, is kept.
-// ZB-V uses V placement (rank r holds stages r and 2p-1-r) and a budget of 2p half-size
-// stages, i.e. 1F1B's memory; zb-auto uses one stage per rank and tries every budget up
-// to the user's limit.
+// of the tie-breaks and budgets are planned, and the caller's evaluator (the engine, in
+// the experiment layer) picks the fastest. ZB-V uses V placement and a budget of 2p
+// half-size stages, i.e. 1F1B's memory; zb-auto uses one stage per rank and budgets up to
+// the user's limit.
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <utility>
 
 #include "schedules/registry.hpp"
 
@@ -46,14 +48,19 @@ struct Plan {
   bool i_always_first = false;
 };
 
-/// Runs the greedy list scheduler. Returns the schedule and, through `makespan`, the time
-/// the planning simulation needed.
-Schedule greedy(const char* name, const Plan& plan, Cost* makespan = nullptr) {
+struct Planned {
+  Schedule schedule;
+  Cost makespan = 0;  ///< when the planner's own simulation finished
+};
+
+/// Runs the greedy list scheduler.
+Planned greedy(const char* name, const Plan& plan) {
   const int p = plan.p;
   const int m = plan.m;
   const int chunks = chunks_per_rank(plan.placement, 1);
   const int stages = p * chunks;
-  Schedule s = empty_schedule(name, plan.placement, p, chunks, m);
+  Planned out{empty_schedule(name, plan.placement, p, chunks, m), 0};
+  Schedule& s = out.schedule;
   auto idx = [m](int st, int mb) { return static_cast<std::size_t>(st) * m + mb; };
   // When the output of F / I of (stage, mb) is usable on the rank that needs it next.
   std::vector<Cost> f_out(static_cast<std::size_t>(stages) * m, kNever);
@@ -163,8 +170,8 @@ Schedule greedy(const char* name, const Plan& plan, Cost* makespan = nullptr) {
     for (int r = 0; r < p; ++r)
       if (left[r] > 0 && free_at[r] == now) free_at[r] = next_event;
   }
-  if (makespan) *makespan = end;
-  return s;
+  out.makespan = end;
+  return out;
 }
 
 Plan unit_plan(const ScheduleParams& params, Placement placement, int budget) {
@@ -198,61 +205,32 @@ Plan costed_plan(const ScheduleParams& params, Placement placement, int budget, 
   return plan;
 }
 
-/// Time of a fixed schedule under `plan`'s costs, with the same rules as the greedy
-/// planner (and the engine with uncontended links). kNever if the order cannot finish.
-Cost replay_time(const Schedule& s, const Plan& plan) {
-  const int m = s.num_microbatches;
-  const int stages = s.num_stages;
-  auto idx = [m](int st, int mb) { return static_cast<std::size_t>(st) * m + mb; };
-  std::vector<Cost> f_end(static_cast<std::size_t>(stages) * m, kNever);
-  std::vector<Cost> i_end(static_cast<std::size_t>(stages) * m, kNever);
-  std::vector<std::size_t> pos(s.num_ranks, 0);
-  std::vector<Cost> free_at(s.num_ranks, 0);
-  auto hop = [&](int a, int b) { return s.stage_rank[a] != s.stage_rank[b] ? plan.transfer : 0; };
-  Cost end = 0;
-  bool moved = true;
-  while (moved) {
-    moved = false;
-    for (int r = 0; r < s.num_ranks; ++r) {
-      while (pos[r] < s.ops[r].size()) {
-        const Op& op = s.ops[r][pos[r]];
-        Cost ready = free_at[r];
-        Cost dur = 0;
-        if (op.kind == OpKind::F) {
-          if (op.stage > 0) {
-            const Cost prev = f_end[idx(op.stage - 1, op.microbatch)];
-            if (prev == kNever) break;
-            ready = std::max(ready, prev + hop(op.stage - 1, op.stage));
-          }
-          dur = plan.f[op.stage];
-          f_end[idx(op.stage, op.microbatch)] = ready + dur;
-        } else if (op.kind == OpKind::I || op.kind == OpKind::B) {
-          const Cost own = f_end[idx(op.stage, op.microbatch)];
-          if (own == kNever) break;
-          ready = std::max(ready, own);
-          if (op.stage + 1 < stages) {
-            const Cost next = i_end[idx(op.stage + 1, op.microbatch)];
-            if (next == kNever) break;
-            ready = std::max(ready, next + hop(op.stage + 1, op.stage));
-          }
-          dur = plan.i[op.stage] + (op.kind == OpKind::B ? plan.w[op.stage] : 0);
-          i_end[idx(op.stage, op.microbatch)] = ready + dur;
-        } else if (op.kind == OpKind::W) {
-          dur = plan.w[op.stage];
-        } else {
-          return kNever;  // FB pairs are not planned here
-        }
-        free_at[r] = ready + dur;
-        end = std::max(end, free_at[r]);
-        ++pos[r];
-        moved = true;
-      }
-    }
+/// Keeps the fastest candidate. With an evaluator, "fastest" is what it says (the engine,
+/// from the experiment layer); without one, the planner's own makespan under the given
+/// costs, and candidates that have none comparable are passed over. Ties keep the first.
+class Fastest {
+ public:
+  explicit Fastest(const ScheduleEvaluator& evaluate) : evaluate_(evaluate) {}
+
+  /// `planned`: the planner's makespan under the given costs, if it has one.
+  void offer(Schedule candidate, std::optional<Cost> planned) {
+    std::optional<Cost> t = evaluate_ ? evaluate_(candidate) : planned;
+    if (t && (!best_ || *t < best_time_)) best_time_ = *t, best_ = std::move(candidate);
   }
-  for (int r = 0; r < s.num_ranks; ++r)
-    if (pos[r] < s.ops[r].size()) return kNever;
-  return end;
-}
+
+  Schedule take(const char* name) {
+    if (!best_)
+      throw ScheduleError(std::string(name) +
+                          ": every candidate schedule deadlocked when simulated");
+    best_->name = name;
+    return std::move(*best_);
+  }
+
+ private:
+  const ScheduleEvaluator& evaluate_;
+  std::optional<Schedule> best_;
+  Cost best_time_ = kNever;
+};
 
 }  // namespace
 
@@ -308,15 +286,15 @@ Schedule make_zb_h2(const ScheduleParams& params) {
       params, "zb-h2", [p](int r) { return 2 * (p - r) - 1; }, [](int r) { return 2 * r; });
 }
 
-namespace {
-
-/// The fastest of the greedy variants for a V placement and budget, each planned with
-/// unit costs and (when given) with the real ones, judged under the real costs.
-Schedule best_v(const char* name, const ScheduleParams& params, int budget) {
-  const Plan real = costed_plan(params, Placement::kV, budget, name);
+Schedule make_zb_v(const ScheduleParams& params) {
+  check_params(*find_schedule("zb-v"), params);
+  // 1F1B holds p micro-batches of a whole device's layers = 2p of half-device stages.
+  const int budget = 2 * params.pp;
+  const Plan real = costed_plan(params, Placement::kV, budget, "zb-v");
   const bool costed = !params.costs.forward.empty();
-  Schedule best;
-  Cost best_time = kNever;
+  // The eight tie-break variants, each planned with unit costs and (when given) with the
+  // real ones: a plan drawn with unit costs is sometimes the faster under the real ones.
+  Fastest fastest(params.evaluate);
   for (bool use_real : {false, true}) {
     if (use_real && !costed) break;
     for (int variant = 0; variant < 8; ++variant) {
@@ -324,49 +302,41 @@ Schedule best_v(const char* name, const ScheduleParams& params, int budget) {
       plan.chunk1_first = variant & 1;
       plan.w_before_f = variant & 2;
       plan.i_always_first = variant & 4;
-      Schedule s = greedy(name, plan);
-      const Cost t = replay_time(s, real);
-      if (t < best_time) best_time = t, best = std::move(s);
+      Planned candidate = greedy("zb-v", plan);
+      const bool comparable = use_real || !costed;
+      fastest.offer(std::move(candidate.schedule),
+                    comparable ? std::optional<Cost>(candidate.makespan) : std::nullopt);
     }
   }
-  return best;
-}
-
-}  // namespace
-
-Schedule make_zb_v(const ScheduleParams& params) {
-  check_params(*find_schedule("zb-v"), params);
-  // 1F1B holds p micro-batches of a whole device's layers = 2p of half-device stages.
-  return best_v("zb-v", params, 2 * params.pp);
+  return fastest.take("zb-v");
 }
 
 Schedule make_zb_auto(const ScheduleParams& params) {
   check_params(*find_schedule("zb-auto"), params);
   const int p = params.pp;
-  const ScheduleCosts& c = params.costs;
+  const int m = params.microbatches;
   const Plan plan = costed_plan(params, Placement::kOnePerRank, 0, "zb-auto");
-  const int limit = c.activation_limit.value_or(2 * p);
+  const int limit = params.costs.activation_limit.value_or(2 * p);
   // Candidates: every budget up to the limit (the budget is the warm-up depth of rank 0),
   // each with W preferred over F or not, plus the handcrafted ZB-H1 / ZB-H2 when they fit
-  // the limit, so zb-auto never loses to them. Kept: the fastest under the real costs.
-  Schedule best;
-  Cost best_time = kNever;
-  auto consider = [&](Schedule candidate) {
-    const Cost t = replay_time(candidate, plan);
-    if (t < best_time) best_time = t, best = std::move(candidate);
-  };
-  const int top = std::min(limit, params.microbatches);  // more than m changes nothing
+  // the limit, so zb-auto never loses to them under the evaluator.
+  Fastest fastest(params.evaluate);
+  const int top = std::min(limit, m);  // more than m changes nothing
   for (int budget = 1; budget <= top; ++budget)
     for (bool w_first : {false, true}) {
       Plan variant = plan;
       variant.budget = budget;
       variant.w_before_f = w_first;
-      consider(greedy("zb-auto", variant));
+      Planned candidate = greedy("zb-auto", variant);
+      fastest.offer(std::move(candidate.schedule), candidate.makespan);
     }
-  if (limit >= p) consider(make_zb_h1(ScheduleParams{p, params.microbatches, 1, {}, {}}));
-  if (limit >= 2 * p - 1) consider(make_zb_h2(ScheduleParams{p, params.microbatches, 1, {}, {}}));
-  best.name = "zb-auto";
-  return best;
+  // Without an evaluator there is nothing to time the handcrafted ones with.
+  if (params.evaluate) {
+    if (limit >= p) fastest.offer(make_zb_h1(ScheduleParams{p, m, 1, {}, {}}), std::nullopt);
+    if (limit >= 2 * p - 1)
+      fastest.offer(make_zb_h2(ScheduleParams{p, m, 1, {}, {}}), std::nullopt);
+  }
+  return fastest.take("zb-auto");
 }
 
 }  // namespace bmpipe

@@ -257,7 +257,7 @@ TEST(Generators, DualPipeVHoldsPPPlusOneActivations) {
 // ---- zb-auto ------------------------------------------------------------------------------
 
 Schedule auto_schedule(int p, int m, const Costs& c, int limit) {
-  ScheduleParams params{p, m, 1, {}};
+  ScheduleParams params{p, m, 1, {}, test::engine_evaluator(c)};
   params.costs.forward.assign(p, c.f);
   params.costs.backward_input.assign(p, c.i);
   params.costs.backward_weight.assign(p, c.w);
