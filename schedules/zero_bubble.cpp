@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <queue>
 #include <utility>
 
 #include "schedules/registry.hpp"
@@ -53,7 +54,9 @@ struct Planned {
   Cost makespan = 0;  ///< when the planner's own simulation finished
 };
 
-/// Runs the greedy list scheduler.
+/// Runs the greedy list scheduler as an event simulation: a rank decides when it becomes
+/// free or when an input it may be waiting for arrives, so each op costs O(log p) (one
+/// heap entry per op and per output) instead of a scan over every rank.
 Planned greedy(const char* name, const Plan& plan) {
   const int p = plan.p;
   const int m = plan.m;
@@ -62,7 +65,8 @@ Planned greedy(const char* name, const Plan& plan) {
   Planned out{empty_schedule(name, plan.placement, p, chunks, m), 0};
   Schedule& s = out.schedule;
   auto idx = [m](int st, int mb) { return static_cast<std::size_t>(st) * m + mb; };
-  // When the output of F / I of (stage, mb) is usable on the rank that needs it next.
+  // When the output of F / I of (stage, mb) is usable on the rank that needs it next, and
+  // when F ended on its own rank.
   std::vector<Cost> f_out(static_cast<std::size_t>(stages) * m, kNever);
   std::vector<Cost> i_out(static_cast<std::size_t>(stages) * m, kNever);
   std::vector<Cost> f_end(static_cast<std::size_t>(stages) * m, kNever);
@@ -89,88 +93,80 @@ Planned greedy(const char* name, const Plan& plan) {
     return std::max(own, i_out[idx(st + 1, mb)]);
   };
 
+  // (time, rank) to look at. Stale entries (the rank is busy then) are skipped; ties go
+  // to the lower rank, so the order of decisions is fixed.
+  using Wake = std::pair<Cost, int>;
+  std::priority_queue<Wake, std::vector<Wake>, std::greater<>> wakes;
+  for (int r = 0; r < p; ++r) wakes.emplace(0, r);
   int remaining = p;
-  for (int r = 0; r < p; ++r)
-    if (left[r] == 0) --remaining;
-  Cost end = 0;
-  while (remaining > 0) {
-    Cost now = kNever;
-    for (int r = 0; r < p; ++r)
-      if (left[r] > 0) now = std::min(now, free_at[r]);
-    bool progressed = false;
-    Cost next_event = kNever;
-    for (int r = 0; r < p; ++r) {
-      if (left[r] == 0 || free_at[r] != now) continue;
-      // Candidates on this rank: best ready I (oldest micro-batch, then later stage),
-      // best ready F (later stage first: it brings a micro-batch closer to its loss).
-      int best_i = -1, best_f = -1;
-      for (int c = chunks - 1; c >= 0; --c) {
-        const int st = chunk_stage(plan.placement, r, c, p);
-        const Cost ti = i_ready(st);
-        if (ti <= now && (best_i < 0 || next_i[st] < next_i[best_i]))
-          best_i = st;
-        else if (ti != kNever && ti > now)
-          next_event = std::min(next_event, ti);
-        const Cost tf = f_ready(st);
-        if (tf <= now && (best_f < 0 || (!plan.chunk1_first && next_f[st] < next_f[best_f])))
-          best_f = st;
-        else if (tf != kNever && tf > now)
-          next_event = std::min(next_event, tf);
-      }
-      // A forward that starts a micro-batch on this rank (chunk 0) leaves one slot free
-      // for a chunk-1 forward, or a V placement could fill every rank with chunk-0
-      // activations that nobody can finish.
-      const bool starts_new = chunks == 2 && best_f >= 0 && best_f < p;
-      const bool can_f = best_f >= 0 && live[r] + (starts_new ? 1 : 0) < plan.budget;
-      const bool has_w = w_head[r] < pending_w[r].size();
-      Op op;
-      Cost dur = 0;
-      // 1F1B's rhythm: after an I, a ready forward goes first, so the next rank is fed.
-      const bool take_i = best_i >= 0 && (plan.i_always_first || !(last_was_i[r] && can_f));
-      if (take_i) {
-        const int mb = next_i[best_i]++;
-        op = Op::i(best_i, mb);
-        dur = plan.i[best_i];
-        const Cost done = now + dur;
-        const bool to_prev = best_i > 0 && crosses(best_i, best_i - 1);
-        i_out[idx(best_i, mb)] = done + (to_prev ? plan.transfer : 0);
-        pending_w[r].emplace_back(best_i, mb);
-      } else if (can_f && !(plan.w_before_f && has_w)) {
-        const int mb = next_f[best_f]++;
-        op = Op::f(best_f, mb);
-        dur = plan.f[best_f];
-        const Cost done = now + dur;
-        f_end[idx(best_f, mb)] = done;
-        const bool to_next = best_f + 1 < stages && crosses(best_f, best_f + 1);
-        f_out[idx(best_f, mb)] = done + (to_next ? plan.transfer : 0);
-        ++live[r];
-      } else if (has_w) {
-        const auto [st, mb] = pending_w[r][w_head[r]++];
-        op = Op::w(st, mb);
-        dur = plan.w[st];
-        --live[r];  // the rank makes no decision before this W ends
-      } else {
-        continue;  // nothing ready: wait for the next event
-      }
-      s.ops[r].push_back(op);
-      last_was_i[r] = op.kind == OpKind::I;
-      free_at[r] = now + dur;
-      end = std::max(end, free_at[r]);
-      if (--left[r] == 0) --remaining;
-      progressed = true;
+  while (!wakes.empty()) {
+    const auto [now, r] = wakes.top();
+    wakes.pop();
+    if (left[r] == 0 || free_at[r] > now) continue;
+    // Best ready I (oldest micro-batch, then later stage) and best ready F (later stage
+    // first: it brings a micro-batch closer to its loss) on this rank.
+    int best_i = -1, best_f = -1;
+    for (int c = chunks - 1; c >= 0; --c) {
+      const int st = chunk_stage(plan.placement, r, c, p);
+      if (i_ready(st) <= now && (best_i < 0 || next_i[st] < next_i[best_i])) best_i = st;
+      if (f_ready(st) <= now && (best_f < 0 || (!plan.chunk1_first && next_f[st] < next_f[best_f])))
+        best_f = st;
     }
-    if (progressed) continue;
-    // Nobody could start at `now`: jump to the next time something changes.
-    for (int r = 0; r < p; ++r)
-      if (left[r] > 0 && free_at[r] > now) next_event = std::min(next_event, free_at[r]);
-    if (next_event == kNever)
-      throw ScheduleError(std::string(name) + ": an activation budget of " +
-                          std::to_string(plan.budget) +
-                          " micro-batches per device is too small for this pipeline");
-    for (int r = 0; r < p; ++r)
-      if (left[r] > 0 && free_at[r] == now) free_at[r] = next_event;
+    // A forward that starts a micro-batch on this rank (chunk 0 of a V) leaves one slot
+    // free for a chunk-1 forward, or a V placement could fill every rank with chunk-0
+    // activations that nobody can finish.
+    const bool starts_new = chunks == 2 && best_f >= 0 && best_f < p;
+    const bool can_f = best_f >= 0 && live[r] + (starts_new ? 1 : 0) < plan.budget;
+    const bool has_w = w_head[r] < pending_w[r].size();
+    Op op;
+    Cost dur = 0;
+    // 1F1B's rhythm: after an I, a ready forward goes first, so the next rank is fed.
+    const bool take_i = best_i >= 0 && (plan.i_always_first || !(last_was_i[r] && can_f));
+    if (take_i) {
+      const int mb = next_i[best_i]++;
+      op = Op::i(best_i, mb);
+      dur = plan.i[best_i];
+      pending_w[r].emplace_back(best_i, mb);
+      if (best_i > 0) {
+        const bool hop = crosses(best_i, best_i - 1);
+        const Cost at = now + dur + (hop ? plan.transfer : 0);
+        i_out[idx(best_i, mb)] = at;
+        wakes.emplace(at, s.stage_rank[best_i - 1]);
+      }
+    } else if (can_f && !(plan.w_before_f && has_w)) {
+      const int mb = next_f[best_f]++;
+      op = Op::f(best_f, mb);
+      dur = plan.f[best_f];
+      f_end[idx(best_f, mb)] = now + dur;
+      if (best_f + 1 < stages) {
+        const bool hop = crosses(best_f, best_f + 1);
+        const Cost at = now + dur + (hop ? plan.transfer : 0);
+        f_out[idx(best_f, mb)] = at;
+        wakes.emplace(at, s.stage_rank[best_f + 1]);
+      }
+      ++live[r];
+    } else if (has_w) {
+      const auto [st, mb] = pending_w[r][w_head[r]++];
+      op = Op::w(st, mb);
+      dur = plan.w[st];
+      --live[r];  // the rank makes no decision before this W ends
+    } else {
+      continue;  // nothing ready: an arriving input or budget will wake it
+    }
+    s.ops[r].push_back(op);
+    last_was_i[r] = op.kind == OpKind::I;
+    free_at[r] = now + dur;
+    out.makespan = std::max(out.makespan, free_at[r]);
+    if (--left[r] == 0) {
+      --remaining;
+    } else {
+      wakes.emplace(free_at[r], r);
+    }
   }
-  out.makespan = end;
+  if (remaining > 0)
+    throw ScheduleError(std::string(name) + ": an activation budget of " +
+                        std::to_string(plan.budget) +
+                        " micro-batches per device is too small for this pipeline");
   return out;
 }
 
