@@ -21,7 +21,6 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
-#include <queue>
 #include <utility>
 
 #include "schedules/registry.hpp"
@@ -59,9 +58,43 @@ struct Planned {
   bool chose_between_f_and_w = false;
 };
 
+/// Which rank decides next: the one with the earliest wake time, the lower rank among
+/// equals (so the order of decisions is fixed). A tournament tree over the ranks: a change
+/// walks one leaf-to-root path of log p steps without data-dependent branches, where a
+/// binary heap's sift mispredicts at every level.
+class NextRank {
+ public:
+  explicit NextRank(int ranks) {
+    while (leaves_ < ranks) leaves_ *= 2;
+    time_.assign(2 * static_cast<std::size_t>(leaves_), kNever);
+    rank_.assign(2 * static_cast<std::size_t>(leaves_), 0);
+    for (int r = 0; r < leaves_; ++r) rank_[leaves_ + r] = r;
+    for (int i = leaves_ - 1; i >= 1; --i) pull(i);
+  }
+  Cost time() const { return time_[1]; }
+  int rank() const { return rank_[1]; }
+  Cost time_of(int rank) const { return time_[leaves_ + rank]; }
+  void set(int rank, Cost t) {
+    int i = leaves_ + rank;
+    time_[i] = t;
+    for (i /= 2; i >= 1; i /= 2) pull(i);
+  }
+
+ private:
+  void pull(int i) {
+    const int right = 2 * i + 1;
+    const int win = time_[right] < time_[2 * i] ? right : 2 * i;  // left wins ties
+    time_[i] = time_[win];
+    rank_[i] = rank_[win];
+  }
+  int leaves_ = 1;
+  std::vector<Cost> time_;
+  std::vector<int> rank_;
+};
+
 /// Runs the greedy list scheduler as an event simulation: a rank decides when it becomes
-/// free or when an input it may be waiting for arrives, so each op costs O(log p) (one
-/// heap entry per op and per output) instead of a scan over every rank.
+/// free or, when idle, at the next time one of its inputs arrives, so each op costs
+/// O(log p) instead of a scan over every rank.
 Planned greedy(const char* name, const Plan& plan) {
   const int p = plan.p;
   const int m = plan.m;
@@ -98,27 +131,27 @@ Planned greedy(const char* name, const Plan& plan) {
     return std::max(own, i_out[idx(st + 1, mb)]);
   };
 
-  // (time, rank) to look at. Stale entries (the rank is busy then) are skipped; ties go
-  // to the lower rank, so the order of decisions is fixed. A rank that is not idle has
-  // an entry at its free_at waiting, so an input arriving before then needs no entry.
-  struct Wake {
-    Cost time;
-    int rank;
-  };
-  auto later = [](const Wake& a, const Wake& b) {
-    return a.time != b.time ? a.time > b.time : a.rank > b.rank;
-  };
-  std::priority_queue<Wake, std::vector<Wake>, decltype(later)> wakes(later);
+  // A busy rank wakes when its op ends. An idle one wakes at the earliest arrival of an
+  // input it can use: one already sent when it went idle, or one sent later (input_at).
+  NextRank next(p);
+  for (int r = 0; r < p; ++r) next.set(r, 0);
   std::vector<char> idle(p, 0);
-  for (int r = 0; r < p; ++r) wakes.push({0, r});
   auto input_at = [&](int rank, Cost at) {
-    if (idle[rank] || free_at[rank] < at) wakes.push({at, rank});
+    if (idle[rank] && at < next.time_of(rank)) next.set(rank, at);
+  };
+  auto earliest_input_after = [&](int rank, Cost now) {
+    Cost t = kNever;
+    for (int c = 0; c < chunks; ++c) {
+      const int st = chunk_stage(plan.placement, rank, c, p);
+      for (const Cost ready : {f_ready(st), i_ready(st)})
+        if (ready > now) t = std::min(t, ready);
+    }
+    return t;
   };
   int remaining = p;
-  while (!wakes.empty()) {
-    const auto [now, r] = wakes.top();
-    wakes.pop();
-    if (left[r] == 0 || free_at[r] > now) continue;
+  while (next.time() != kNever) {
+    const Cost now = next.time();
+    const int r = next.rank();
     // Best ready I (oldest micro-batch, then later stage) and best ready F (later stage
     // first: it brings a micro-batch closer to its loss) on this rank.
     int best_i = -1, best_f = -1;
@@ -173,6 +206,7 @@ Planned greedy(const char* name, const Plan& plan) {
       --live[r];  // the rank makes no decision before this W ends
     } else {
       idle[r] = 1;  // nothing ready: an arriving input will wake it
+      next.set(r, earliest_input_after(r, now));
       continue;
     }
     s.ops[r].push_back(op);
@@ -180,11 +214,8 @@ Planned greedy(const char* name, const Plan& plan) {
     free_at[r] = now + dur;
     idle[r] = 0;
     out.makespan = std::max(out.makespan, free_at[r]);
-    if (--left[r] == 0) {
-      --remaining;
-    } else {
-      wakes.push({free_at[r], r});
-    }
+    if (--left[r] == 0) --remaining;
+    next.set(r, left[r] == 0 ? kNever : free_at[r]);
     if (to >= 0) input_at(to, at);
   }
   if (remaining > 0)
