@@ -54,7 +54,8 @@ struct Planned {
   /// The smallest budget that would have let every ready F run: any budget from here up
   /// plans exactly this schedule.
   int saturating_budget = 1;
-  /// Whether some rank could have run an F or a W: if not, w_before_f changes nothing.
+  /// Whether some rank, not taking an I, could have run either an F or a W: if never,
+  /// w_before_f changes nothing.
   bool chose_between_f_and_w = false;
 };
 
