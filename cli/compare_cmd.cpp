@@ -58,12 +58,13 @@ int run_compare(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (auto stop = parse_command_line(
           "compare", args, opts,
-          "Each schedule runs on the same config. Schedules with a fixed shape use it\n"
-          "(zb-v, v-min, dualpipe-v hold 2 stages per device; gpipe, 1f1b, zb-h1, zb-h2,\n"
-          "zb-auto one); interleaved takes vpp from the config or --vpp. A schedule that\n"
-          "refuses the config is listed as REFUSED with the reason; the others still run.\n"
+          "Each schedule runs on the same config, with its own placement: V schedules\n"
+          "hold 2 stages per device, interleaved takes vpp from the config or --vpp, the\n"
+          "others hold one. A schedule that refuses the config is listed as REFUSED with\n"
+          "the reason; the others still run.\n"
           "Exit codes: 0 success, 1 a simulation failed (deadlock), 2 bad input or a\n"
-          "schedule refused the config.\n",
+          "schedule refused the config.\n\nSchedules:\n" +
+              schedule_help(),
           vm))
     return *stop;
   if (!vm.count("schedules")) {

@@ -127,9 +127,7 @@ int run_schedules(const std::vector<std::string>& args) {
     std::cerr << "bmpipe schedules: takes no arguments\n";
     return 2;
   }
-  for (const auto& s : builtin_schedules())
-    std::cout << s.name << std::string(s.name.size() < 14 ? 14 - s.name.size() : 1, ' ')
-              << s.description << "\n";
+  std::cout << schedule_help();
   return 0;
 }
 

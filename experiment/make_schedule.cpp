@@ -6,24 +6,7 @@ namespace bmpipe {
 
 namespace {
 
-/// An op-less schedule with the stages and ranks `info` places for `pp` ranks: what
-/// assemble needs to give the real stage costs before the real order exists.
-Schedule shape_of(const ScheduleInfo& info, int pp, int vpp) {
-  Schedule shape;
-  shape.name = std::string(info.name);
-  shape.num_ranks = pp;
-  const int chunks = effective_vpp(info, vpp);
-  shape.num_stages = pp * chunks;
-  shape.num_microbatches = 1;
-  shape.stage_rank.resize(shape.num_stages);
-  for (int st = 0; st < shape.num_stages; ++st)
-    shape.stage_rank[st] =
-        chunks == 2 && info.chunks == 2 ? (st < pp ? st : 2 * pp - 1 - st) : st % pp;
-  shape.ops.resize(pp);
-  return shape;
-}
-
-/// What cost-aware generators plan with: the per-stage F / I / W (I including
+/// What cost-aware generators (zb-auto, zb-v, v-half) plan with: the per-stage F / I / W (I including
 /// recomputation), the slowest neighbour-to-neighbour transfer of one stage output, and
 /// the memory limit.
 ScheduleCosts planning_costs(const Experiment& e, const SimInput& in, const Schedule& shape) {
@@ -54,20 +37,22 @@ Schedule make_schedule(const Experiment& e, std::string_view name, int vpp, cons
            "unknown schedule '" + std::string(name) + "' (known: " + schedule_names() + ")");
   try {
     ScheduleParams params{c.training.pp, c.training.microbatches, vpp, {}, {}};
-    const bool costed = info->generate == &make_zb_auto || info->generate == &make_zb_v ||
-                        info->generate == &make_v_half;
-    if (costed) {
-      const Schedule shape = shape_of(*info, c.training.pp, vpp);
+    if (info->needs_costs || info->ranks_candidates) {
+      // An op-less schedule of the right stages and ranks gives the real stage costs
+      // before the real order exists.
+      const Schedule shape = empty_schedule(std::string(info->name), info->placement,
+                                            c.training.pp, effective_vpp(*info, vpp), 1);
       const Plan own = plan ? *plan : config_plan(e, shape.num_stages);
       const SimInput in = assemble(e, own, shape);
-      params.costs = planning_costs(e, in, shape);
+      if (info->needs_costs) params.costs = planning_costs(e, in, shape);
       // Candidates are ranked by the engine itself on the real stage costs: every
       // candidate has the same stages and ranks, so one input serves them all.
-      params.evaluate = [in](const Schedule& candidate) -> std::optional<std::int64_t> {
-        const SimResult r = simulate(in, candidate);
-        if (!r.ok) return std::nullopt;
-        return r.iteration_time;
-      };
+      if (info->ranks_candidates)
+        params.evaluate = [in](const Schedule& candidate) -> std::optional<std::int64_t> {
+          const SimResult r = simulate(in, candidate);
+          if (!r.ok) return std::nullopt;
+          return r.iteration_time;
+        };
     }
     return info->generate(params);
   } catch (const ScheduleError& ex) {

@@ -228,8 +228,7 @@ PlanRun finish_run(const Experiment& e, const PlannerOptions& o, const Schedule&
   const ScheduleInfo* info = find_schedule(searched.name);
   // A cost-aware order is made again from this plan's own costs, as `bmpipe simulate`
   // does with the plan written into the config.
-  const bool costed = info && (info->generate == &make_zb_auto || info->generate == &make_zb_v ||
-                               info->generate == &make_v_half);
+  const bool costed = info && (info->needs_costs || info->ranks_candidates);
   run.schedule = costed ? make_schedule(e, searched.name, o.vpp, &plan) : searched;
   SimInput in = assemble(e, plan, run.schedule);
   in.capacity_bytes.assign(run.schedule.num_ranks, o.memory_limit_bytes);

@@ -4,34 +4,9 @@
 #include "schedules/registry.hpp"
 
 namespace bmpipe {
-namespace {
-
-void check_basic(const ScheduleParams& params, std::string_view name) {
-  if (params.pp < 1) throw ScheduleError(std::string(name) + ": pp must be at least 1");
-  if (params.microbatches < 1)
-    throw ScheduleError(std::string(name) + ": microbatches must be at least 1");
-  if (params.vpp != 1)
-    throw ScheduleError(std::string(name) + " holds one stage per device; vpp must be 1 (got " +
-                        std::to_string(params.vpp) + ")");
-}
-
-Schedule one_stage_per_device(std::string name, const ScheduleParams& params) {
-  Schedule s;
-  s.name = std::move(name);
-  s.num_ranks = params.pp;
-  s.num_stages = params.pp;
-  s.num_microbatches = params.microbatches;
-  s.stage_rank.resize(params.pp);
-  for (int r = 0; r < params.pp; ++r) s.stage_rank[r] = r;
-  s.ops.resize(params.pp);
-  return s;
-}
-
-}  // namespace
 
 Schedule make_gpipe(const ScheduleParams& params) {
-  check_basic(params, "gpipe");
-  Schedule s = one_stage_per_device("gpipe", params);
+  Schedule s = start_schedule("gpipe", params);
   const int m = params.microbatches;
   for (int r = 0; r < params.pp; ++r) {
     auto& list = s.ops[r];
@@ -45,8 +20,7 @@ Schedule make_gpipe(const ScheduleParams& params) {
 }
 
 Schedule make_1f1b(const ScheduleParams& params) {
-  check_basic(params, "1f1b");
-  Schedule s = one_stage_per_device("1f1b", params);
+  Schedule s = start_schedule("1f1b", params);
   const int p = params.pp;
   const int m = params.microbatches;
   for (int r = 0; r < p; ++r) {

@@ -55,27 +55,13 @@ class RankWriter {
 Schedule make_dualpipe_v(const ScheduleParams& params) {
   const int p = params.pp;
   const int m = params.microbatches;
-  if (p < 1) throw ScheduleError("dualpipe-v: pp must be at least 1");
-  if (params.vpp != 1 && params.vpp != 2)
-    throw ScheduleError(
-        "dualpipe-v always holds 2 stages per device (V placement); vpp must be 1 or 2 (got " +
-        std::to_string(params.vpp) + ")");
-  if (m < 2 * p)
-    throw ScheduleError("dualpipe-v needs at least 2p = " + std::to_string(2 * p) +
-                        " micro-batches (got " + std::to_string(m) + ")");
-  Schedule s;
-  s.name = "dualpipe-v";
-  s.num_ranks = p;
-  s.num_stages = 2 * p;
-  s.num_microbatches = m;
-  s.stage_rank.resize(2 * p);
-  for (int st = 0; st < 2 * p; ++st) s.stage_rank[st] = st < p ? st : 2 * p - 1 - st;
-  s.ops.resize(p);
+  Schedule s = start_schedule("dualpipe-v", params);
 
   // The eight phases of DualPipeV, per rank r (counts as in the DualPipe repository).
   for (int r = 0; r < p; ++r) {
     s.ops[r].reserve(6 * m);
-    RankWriter rw(s.ops[r], r, 2 * p - 1 - r);
+    RankWriter rw(s.ops[r], chunk_stage(Placement::kV, r, 0, p),
+                  chunk_stage(Placement::kV, r, 1, p));
     const bool last = r == p - 1;
     // 1. chunk-0 forwards until chunk 1's first input can arrive.
     for (int k = 0; k < 2 * (p - r - 1); ++k) rw.f(0);

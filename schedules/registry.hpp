@@ -1,10 +1,13 @@
 #pragma once
 /// \file
-/// Built-in schedules as an explicit table {name, description, generator}. Generators are
-/// pure functions of ScheduleParams; nothing registers itself at static-init time.
+/// Built-in schedules as an explicit table {name, description, generator, placement,
+/// requirements}. Generators are pure functions of ScheduleParams; nothing registers itself
+/// at static-init time. Callers decide by the table's properties (placement, needs_costs,
+/// ranks_candidates), never by a schedule's name or generator.
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -16,11 +19,12 @@
 
 namespace bmpipe {
 
-/// Costs a cost-aware generator (zb-auto) plans with. Plain numbers, because schedules/
-/// must not depend on the engine: the config layer fills them from its own cost model.
+/// Costs the generators marked needs_costs (zb-auto, zb-v, v-half) plan with. Plain numbers,
+/// because schedules/ must not depend on the engine: the config layer fills them from its
+/// own cost model.
 struct ScheduleCosts {
-  /// Per stage of the schedule (pp stages for zb-auto): forward, input-grad and
-  /// weight-grad times in ns. Empty means unit costs F = I = W = 1.
+  /// Per stage of the schedule's placement (p for one stage per rank, 2p for V): forward,
+  /// input-grad and weight-grad times in ns. Empty means unit costs F = I = W = 1.
   std::vector<std::int64_t> forward;
   std::vector<std::int64_t> backward_input;
   std::vector<std::int64_t> backward_weight;
@@ -32,17 +36,24 @@ struct ScheduleCosts {
 };
 
 /// Scores a candidate schedule: its simulated iteration time in ns, or nullopt when it
-/// cannot run (deadlock). Generators that try several candidates (zb-auto, zb-v) keep the
-/// fastest by this measure. The experiment layer passes one that runs the real engine on
-/// the real stage costs; schedules/ itself does not depend on the engine.
+/// cannot run (deadlock). Generators marked ranks_candidates (zb-auto, zb-v) keep the
+/// candidate it scores lowest, the first of equals. The experiment layer passes one that
+/// runs the real engine on the config; schedules/ itself does not depend on the engine.
+///
+/// Without one (a direct call), they rank by their own planner's makespan under
+/// ScheduleParams::costs (unit costs if none; every hop between ranks takes
+/// costs.transfer, links never contended), which equals the engine's time when the engine
+/// sees the same costs and free links. Only what that planner drew can be ranked so:
+/// zb-auto then leaves out ZB-H1 and ZB-H2, and zb-v, when costs are given, its variants
+/// drawn with unit costs.
 using ScheduleEvaluator = std::function<std::optional<std::int64_t>(const Schedule&)>;
 
 struct ScheduleParams {
   int pp = 1;                ///< pipeline devices
   int microbatches = 1;      ///< micro-batches per iteration
   int vpp = 1;               ///< chunks (virtual stages) per device, for schedules that use them
-  ScheduleCosts costs = {};  ///< only cost-aware generators (zb-auto) read these
-  ScheduleEvaluator evaluate = {};  ///< only generators that rank candidates call it
+  ScheduleCosts costs = {};  ///< only generators marked needs_costs read these
+  ScheduleEvaluator evaluate = {};  ///< only generators marked ranks_candidates call it
 };
 
 /// Thrown by a generator when its parameters are impossible (pp < 1, m < 1, ...).
@@ -52,14 +63,44 @@ struct ScheduleError : std::runtime_error {
 
 using ScheduleGenerator = Schedule (*)(const ScheduleParams&);
 
+/// Which rank holds which stage. A closed set: every built-in schedule uses one of these.
+enum class Placement : std::uint8_t {
+  kOnePerRank,  ///< p stages, stage s on rank s
+  kLoop,        ///< p * vpp stages, stage s on rank s mod p (Megatron's interleaving)
+  kV,           ///< 2p stages, rank r holds stages r and 2p-1-r, whatever vpp says
+};
+
+/// The fewest micro-batches a schedule runs: per_rank * p + extra.
+struct MicrobatchMinimum {
+  int per_rank = 0;
+  int extra = 1;
+  constexpr int at(int p) const { return per_rank * p + extra; }
+};
+
+/// The vpp values a schedule accepts, from `lo` to `hi` inclusive.
+struct VppRange {
+  int lo = 1;
+  int hi = 1;
+  constexpr bool contains(int vpp) const { return lo <= vpp && vpp <= hi; }
+};
+/// VppRange::hi of a schedule that takes any vpp from `lo` up.
+inline constexpr int kAnyVpp = std::numeric_limits<int>::max();
+
+/// One row of the schedule table: what `bmpipe schedules`, `compare` and the config layer
+/// need to know about a schedule without running it.
 struct ScheduleInfo {
   std::string_view name;
   std::string_view description;
   ScheduleGenerator generate;
-  /// Stages each device holds: 1 (one stage per device), 2 (V placement, whatever vpp
-  /// says), or 0 (takes vpp from the parameters). Lets `bmpipe compare` run schedules of
-  /// different shapes on one config.
-  int chunks = 1;
+  Placement placement = Placement::kOnePerRank;
+  /// Reads ScheduleParams::costs (the config layer fills them only for these).
+  bool needs_costs = false;
+  /// Builds several candidates and keeps the one ScheduleParams::evaluate finds fastest.
+  bool ranks_candidates = false;
+  MicrobatchMinimum min_microbatches = {};
+  /// Beyond p micro-batches, m must be a multiple of p (micro-batches run in groups of p).
+  bool microbatches_in_groups_of_pp = false;
+  VppRange vpp = {};
 };
 
 /// Every built-in schedule, in the order `bmpipe schedules` lists them.
@@ -71,8 +112,36 @@ const ScheduleInfo* find_schedule(std::string_view name);
 /// Comma-separated names of all built-in schedules, for error messages and --help.
 std::string schedule_names();
 
+/// The schedule list for `bmpipe schedules` and `compare --help`: one entry per schedule
+/// with its placement, what it requires of pp, vpp and m, and its description. Generated
+/// from the table, so it cannot fall out of step with it.
+std::string schedule_help();
+
+/// Stages each rank holds under `placement` when the config asks for `vpp`: 1, vpp, or 2.
+int chunks_per_rank(Placement placement, int vpp);
+
 /// The vpp a schedule really runs with when the config asks for `config_vpp`.
 int effective_vpp(const ScheduleInfo& info, int config_vpp);
+
+/// The rank that holds `stage` of a pipeline of `p` ranks under `placement`.
+int stage_rank(Placement placement, int stage, int p);
+
+/// The stage that chunk `chunk` (0 .. chunks_per_rank - 1) of rank `rank` holds: the
+/// inverse of stage_rank.
+int chunk_stage(Placement placement, int rank, int chunk, int p);
+
+/// A schedule with its shape set (p ranks, p * chunks_per_rank(placement, vpp) stages
+/// placed by stage_rank, m micro-batches) and p empty op lists.
+Schedule empty_schedule(std::string name, Placement placement, int p, int vpp, int m);
+
+/// Throws ScheduleError when `params` break a rule of `info` (pp < 1, m below the minimum or
+/// not in groups of pp, vpp outside the accepted range), naming the schedule. Every
+/// generator calls it first, so a direct call checks exactly what the table says.
+void check_params(const ScheduleInfo& info, const ScheduleParams& params);
+
+/// How every built-in generator starts: check_params against the table row called `name`
+/// (which must exist), then empty_schedule with that row's placement.
+Schedule start_schedule(std::string_view name, const ScheduleParams& params);
 
 // Generators (also callable directly).
 Schedule make_gpipe(const ScheduleParams& params);

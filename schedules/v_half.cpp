@@ -82,23 +82,9 @@ bool tight_fits(const ScheduleCosts& c) {
 
 Schedule make_v_half(const ScheduleParams& params) {
   const int p = params.pp;
-  const int m = params.microbatches;
-  if (p < 1) throw ScheduleError("v-half: pp must be at least 1");
-  if (m < 1) throw ScheduleError("v-half: microbatches must be at least 1");
-  if (params.vpp != 1 && params.vpp != 2)
-    throw ScheduleError(
-        "v-half always holds 2 stages per device (V placement); vpp must be 1 or 2 (got " +
-        std::to_string(params.vpp) + ")");
+  Schedule s = start_schedule("v-half", params);
   const Pattern& pattern = tight_fits(params.costs) ? kTight : kBalanced;
-  const int stages = 2 * p;
-  Schedule s;
-  s.name = "v-half";
-  s.num_ranks = p;
-  s.num_stages = stages;
-  s.num_microbatches = m;
-  s.stage_rank.resize(stages);
-  for (int st = 0; st < stages; ++st) s.stage_rank[st] = st < p ? st : 2 * p - 1 - st;
-  s.ops.resize(p);
+  const int stages = s.num_stages;
 
   // The two slots of each kind in the pattern, in order.
   auto slots_of = [&](char kind) {

@@ -24,23 +24,9 @@ namespace bmpipe {
 
 Schedule make_v_min(const ScheduleParams& params) {
   const int p = params.pp;
-  const int m = params.microbatches;
-  if (p < 1) throw ScheduleError("v-min: pp must be at least 1");
-  if (m < 1) throw ScheduleError("v-min: microbatches must be at least 1");
-  if (params.vpp != 1 && params.vpp != 2)
-    throw ScheduleError(
-        "v-min always holds 2 stages per device (V placement); vpp must be 1 or 2 (got " +
-        std::to_string(params.vpp) + ")");
+  Schedule s = start_schedule("v-min", params);
   constexpr int kPeriod = 6;
-  const int stages = 2 * p;
-  Schedule s;
-  s.name = "v-min";
-  s.num_ranks = p;
-  s.num_stages = stages;
-  s.num_microbatches = m;
-  s.stage_rank.resize(stages);
-  for (int st = 0; st < stages; ++st) s.stage_rank[st] = st < p ? st : 2 * p - 1 - st;
-  s.ops.resize(p);
+  const int stages = s.num_stages;
 
   // The block: slot of F, I and W of every stage for micro-batch 0.
   std::vector<std::array<bool, kPeriod>> used(p, std::array<bool, kPeriod>{});

@@ -2,8 +2,8 @@
 // Expectations are computed here from p, m, v, F, I, W, never from the code under test.
 #include <gtest/gtest.h>
 
-#include "support/support.hpp"
 #include "schedules/validate.hpp"
+#include "support/support.hpp"
 
 namespace bmpipe {
 namespace {
@@ -31,9 +31,9 @@ Outcome run(const char* name, int p, int m, int v, const Costs& c, double fb_fac
 TEST(Generators, EveryBuiltinIsValidAndRunsOnAGrid) {
   const Costs costs{2, 3, 1, 1};
   for (const auto& info : builtin_schedules()) {
-    std::vector<int> vs = info.chunks == 0   ? std::vector<int>{1, 2, 3}
-                          : info.chunks == 2 ? std::vector<int>{1, 2}
-                                             : std::vector<int>{1};
+    std::vector<int> vs = info.placement == Placement::kLoop ? std::vector<int>{1, 2, 3}
+                          : info.placement == Placement::kV  ? std::vector<int>{1, 2}
+                                                             : std::vector<int>{1};
     for (int p : {1, 2, 3, 4, 5, 8})
       for (int m : {1, 2, 3, p, p + 1, 2 * p, 2 * p + 3, 3 * p})
         for (int v : vs) {
@@ -41,7 +41,7 @@ TEST(Generators, EveryBuiltinIsValidAndRunsOnAGrid) {
                        " m=" + std::to_string(m) + " v=" + std::to_string(v));
           Schedule s;
           try {
-            s = info.generate(ScheduleParams{p, m, v, {}});
+            s = test::generate(std::string(info.name).c_str(), p, m, v);
           } catch (const ScheduleError& e) {
             // The only refusals allowed: DualPipeV needs m >= 2p; interleaved needs m to
             // be a multiple of p or at most p.
@@ -257,7 +257,7 @@ TEST(Generators, DualPipeVHoldsPPPlusOneActivations) {
 // ---- zb-auto ------------------------------------------------------------------------------
 
 Schedule auto_schedule(int p, int m, const Costs& c, int limit) {
-  ScheduleParams params{p, m, 1, {}};
+  ScheduleParams params{p, m, 1, {}, test::engine_evaluator(c)};
   params.costs.forward.assign(p, c.f);
   params.costs.backward_input.assign(p, c.i);
   params.costs.backward_weight.assign(p, c.w);

@@ -106,7 +106,7 @@ TEST(ScheduleFile, ErrorTextIsFileRowColumn) {
 TEST(ScheduleFile, EveryBuiltinRoundTripsToIdenticalJson) {
   for (const auto& info : builtin_schedules())
     for (const auto& [p, m] : {std::pair{4, 8}, std::pair{3, 9}, std::pair{1, 4}}) {
-      const int v = info.chunks == 0 ? 2 : info.chunks;
+      const int v = effective_vpp(info, 2);
       SCOPED_TRACE(std::string(info.name) + " p=" + std::to_string(p) + " m=" + std::to_string(m));
       const Schedule original = info.generate(ScheduleParams{p, m, v, {}});
       const std::string csv = schedule_to_csv(original);

@@ -4,8 +4,8 @@
 // micro-batches on rank 0 and idles (p-1)(F+B) per device, F and B of the whole device.
 #include <gtest/gtest.h>
 
-#include "support/support.hpp"
 #include "schedules/validate.hpp"
+#include "support/support.hpp"
 
 namespace bmpipe {
 namespace {
@@ -51,7 +51,7 @@ std::string where(int p, int m, const Costs& c) {
          "/" + std::to_string(c.i) + "/" + std::to_string(c.w);
 }
 
-TEST(VHalf, IsRegisteredRightAfterVMinWithTwoChunks) {
+TEST(VHalf, IsRegisteredRightAfterVMinWithVPlacement) {
   const auto all = builtin_schedules();
   for (std::size_t k = 0; k + 1 < all.size(); ++k)
     if (all[k].name == "v-min") {
@@ -59,7 +59,7 @@ TEST(VHalf, IsRegisteredRightAfterVMinWithTwoChunks) {
     }
   const ScheduleInfo* info = find_schedule("v-half");
   ASSERT_NE(info, nullptr);
-  EXPECT_EQ(info->chunks, 2);
+  EXPECT_EQ(info->placement, Placement::kV);
   EXPECT_EQ(info->generate, &make_v_half);
 }
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -75,8 +76,21 @@ struct Recorder : Observer {
 
 // ---- schedules -----------------------------------------------------------------------------
 
+/// Ranks candidates the way the experiment layer does, with the real engine: every stage
+/// costs `c`, on one node with a device per rank.
+inline ScheduleEvaluator engine_evaluator(const Costs& c = {}) {
+  return [c](const Schedule& s) -> std::optional<std::int64_t> {
+    const auto topo = one_node(s.num_ranks);
+    const SimResult r = simulate(uniform_input(s, *topo, c), s);
+    if (!r.ok) return std::nullopt;
+    return r.iteration_time;
+  };
+}
+
+/// The built-in schedule `name`, with unit costs (F = I = W = 1, free communication) for
+/// the generators that pick among candidates, ranked by the engine.
 inline Schedule generate(const char* name, int p, int m, int v = 1) {
-  return find_schedule(name)->generate(ScheduleParams{p, m, v, {}});
+  return find_schedule(name)->generate(ScheduleParams{p, m, v, {}, engine_evaluator()});
 }
 
 /// Idle time of a device between its own first op and its last.
