@@ -22,6 +22,8 @@ Commands:
   plan CONFIG       search the layers of every stage and the recompute mode of every
                     layer for the fastest iteration that fits in memory, simulating
                     every candidate; export it for MindFormers or Megatron-LM
+  search CONFIG     find the fastest parallel layout (tp x pp x dp, virtual stages,
+                    micro-batch size, schedule), each layout planned; runs under mpirun
 
 Run 'bmpipe <command> --help' for the options of a command.
 
@@ -37,6 +39,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "cost") return bmpipe::cli::run_cost(args);
   if (command == "compare") return bmpipe::cli::run_compare(args);
   if (command == "plan") return bmpipe::cli::run_plan(args);
+  if (command == "search") return bmpipe::cli::run_search(args);
   std::cerr << "bmpipe: unknown command '" << command << "'\n\n" << kUsage;
   return 2;
 }

@@ -345,7 +345,10 @@ int run_plan(const std::vector<std::string>& args) {
                         shown_vpp,
                         shown->schedule.num_microbatches,
                         shown->plan.partition,
-                        shown->plan.recompute};
+                        shown->plan.recompute,
+                        {},
+                        {},
+                        {}};
       const std::string body = config_with_edits(
           text.str(), path, out_path, edits,
           "Written by bmpipe plan from " + path + ": " + (baseline.empty() ? "planned" : baseline) +

@@ -48,6 +48,9 @@ std::string config_with_edits(const std::string& source_text, const std::string&
   t["pp"] = edits.pp;
   t["vpp"] = edits.vpp;
   t["microbatches"] = edits.microbatches;
+  if (edits.tp) t["tp"] = *edits.tp;
+  if (edits.dp) t["dp"] = *edits.dp;
+  if (edits.micro_batch_size) t["micro_batch_size"] = *edits.micro_batch_size;
   // microbatches now says it; a global batch would have to agree with it, and dp may have
   // been derived from a different pp.
   YAML::Node partition(YAML::NodeType::Sequence);

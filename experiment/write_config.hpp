@@ -3,6 +3,7 @@
 /// Writes a config back out with a plan filled in, so that `bmpipe simulate` and
 /// `bmpipe plan` accept the result and reproduce the planner's numbers.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,8 @@ struct ConfigEdits {
   int microbatches = 1;
   std::vector<int> partition;        ///< layers per stage
   std::vector<Recompute> recompute;  ///< per layer, model order
+  /// A layout search also decides these (written only when given).
+  std::optional<int> tp, dp, micro_batch_size;
 };
 
 /// `source_text` (the YAML read from `source_path`) with training.schedule, pp, vpp,

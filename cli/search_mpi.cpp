@@ -1,0 +1,212 @@
+// bmpipe search under MPI (Open MPI from Debian): rank 0 hands out layouts in chunks as
+// workers ask for them, evaluates layouts itself while nobody asks, gathers every result
+// and prints the report. Each layout's result depends only on the layout, so the answer is
+// the one the single-process search gives, whatever the number of processes.
+//
+// Failure behaviour: every rank reads the config; a rank that cannot is reported by rank 0,
+// once, and every rank exits 2. An exception while evaluating is sent to rank 0, which
+// prints it and aborts the job with exit code 70, so no rank waits forever.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "cli/options.hpp"
+#include "cli/outputs.hpp"
+#include "cli/search.hpp"
+
+namespace bmpipe::cli {
+
+namespace {
+
+enum Tag : int { kRequest = 1, kAssign = 2, kResults = 3, kFailure = 4 };
+
+void send_text(const std::string& text, int to, int tag) {
+  MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, to, tag, MPI_COMM_WORLD);
+}
+
+std::string receive_text(int from, int tag, MPI_Status* status) {
+  MPI_Probe(from, tag, MPI_COMM_WORLD, status);
+  int size = 0;
+  MPI_Get_count(status, MPI_CHAR, &size);
+  std::string text(static_cast<std::size_t>(size), '\0');
+  MPI_Recv(text.data(), size, MPI_CHAR, status->MPI_SOURCE, status->MPI_TAG, MPI_COMM_WORLD,
+           MPI_STATUS_IGNORE);
+  return text;
+}
+
+/// Setup on every rank; returns the exit code all must use if any rank failed.
+std::optional<int> agree_on_setup(int rank, int size, const std::string& error, int code) {
+  int worst = code;
+  MPI_Allreduce(&code, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (worst == 0) return std::nullopt;
+  // Rank 0 says why: its own message, or the first failing rank's.
+  int length = static_cast<int>(error.size());
+  std::vector<int> lengths(rank == 0 ? size : 0);
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::vector<int> offsets;
+  std::string all;
+  if (rank == 0) {
+    int total = 0;
+    for (int l : lengths) offsets.push_back(total), total += l;
+    all.resize(static_cast<std::size_t>(total));
+  }
+  MPI_Gatherv(error.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
+              0, MPI_COMM_WORLD);
+  if (rank == 0)
+    for (int r = 0; r < size; ++r)
+      if (lengths[r] > 0) {
+        std::cerr << "bmpipe search: " << (r == 0 ? "" : "process " + std::to_string(r) + ": ")
+                  << all.substr(offsets[r], lengths[r]) << "\n";
+        break;
+      }
+  return worst;
+}
+
+std::string encode_chunk(const std::vector<LayoutResult>& results, std::size_t begin,
+                         std::size_t end) {
+  nlohmann::json j = nlohmann::json::array();
+  j.push_back(begin);
+  for (std::size_t i = begin; i < end; ++i) j.push_back(encode_result(results[i]));
+  return j.dump();
+}
+
+}  // namespace
+
+int run_search_mpi(const std::vector<std::string>& args) {
+  MPI_Init(nullptr, nullptr);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  // Only rank 0 speaks: the others' output would repeat it.
+  if (rank != 0) {
+    std::freopen("/dev/null", "w", stdout);
+    std::freopen("/dev/null", "w", stderr);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  SearchSetup s;
+  // Processes on one node share its cores: by default each takes its share.
+  int local = 1;
+  if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local = std::max(1, std::atoi(v));
+  std::string error;
+  int code = 0;
+  try {
+    std::optional<int> stop;
+    s = setup_search(args, &stop);
+    if (stop) code = *stop == 0 ? -1 : *stop;  // -1: --help, a success that stops here
+    if (s.threads == 0)
+      s.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local);
+  } catch (const UsageError& e) {
+    error = e.what(), code = 2;
+  } catch (const ConfigError& e) {
+    error = e.what(), code = 2;
+  } catch (const std::exception& e) {
+    error = std::string("internal error: ") + e.what(), code = 70;
+  }
+  if (code == -1) {
+    MPI_Finalize();
+    return 0;
+  }
+  if (const std::optional<int> failed = agree_on_setup(rank, size, error, code)) {
+    MPI_Finalize();
+    return *failed;
+  }
+
+  const std::size_t n = s.layouts.size();
+  std::vector<LayoutResult> results(n);
+  const std::size_t chunk = std::max<std::size_t>(
+      1, std::min<std::size_t>(16, n / (4 * static_cast<std::size_t>(size)) + 1));
+  auto evaluate = [&](std::size_t begin, std::size_t end) {
+    try {
+      evaluate_range(s, begin, end, results, nullptr);
+    } catch (const std::exception& e) {
+      if (rank == 0) {
+        std::cerr << "bmpipe search: internal error: " << e.what() << "\n";
+        MPI_Abort(MPI_COMM_WORLD, 70);
+      }
+      send_text(e.what(), 0, kFailure);
+      MPI_Finalize();
+      std::exit(70);
+    }
+  };
+
+  if (rank != 0) {
+    while (true) {
+      int ask = 1;
+      MPI_Send(&ask, 1, MPI_INT, 0, kRequest, MPI_COMM_WORLD);
+      long long range[2];
+      MPI_Recv(range, 2, MPI_LONG_LONG, 0, kAssign, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      if (range[0] >= range[1]) break;
+      evaluate(static_cast<std::size_t>(range[0]), static_cast<std::size_t>(range[1]));
+      send_text(encode_chunk(results, range[0], range[1]), 0, kResults);
+    }
+    int rc = 0;
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return rc;
+  }
+
+  // Rank 0: hand out chunks, evaluate while nobody asks, gather.
+  std::size_t next = 0, received = 0;
+  int stopped = 0;
+  const bool live = !s.quiet && isatty(STDERR_FILENO);
+  while (received < n || stopped < size - 1) {
+    int flag = 0;
+    MPI_Status status;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
+    if (flag) {
+      if (status.MPI_TAG == kRequest) {
+        int ask = 0;
+        MPI_Recv(&ask, 1, MPI_INT, status.MPI_SOURCE, kRequest, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        long long range[2] = {static_cast<long long>(next),
+                              static_cast<long long>(std::min(n, next + chunk))};
+        next = static_cast<std::size_t>(range[1]);
+        if (range[0] >= range[1]) ++stopped;
+        MPI_Send(range, 2, MPI_LONG_LONG, status.MPI_SOURCE, kAssign, MPI_COMM_WORLD);
+      } else if (status.MPI_TAG == kResults) {
+        const nlohmann::json j =
+            nlohmann::json::parse(receive_text(status.MPI_SOURCE, kResults, &status));
+        const std::size_t begin = j[0].get<std::size_t>();
+        for (std::size_t k = 1; k < j.size(); ++k)
+          results[begin + k - 1] = decode_result(j[k].get<std::string>()), ++received;
+      } else if (status.MPI_TAG == kFailure) {
+        std::cerr << "bmpipe search: process " << status.MPI_SOURCE
+                  << ": internal error: " << receive_text(status.MPI_SOURCE, kFailure, &status)
+                  << "\n";
+        MPI_Abort(MPI_COMM_WORLD, 70);
+      }
+      continue;
+    }
+    if (next < n) {  // nobody is asking: take one layout
+      const std::size_t mine = next++;
+      evaluate(mine, mine + 1);
+      ++received;
+      if (live)
+        std::fprintf(stderr, "\rsearch: %zu / %zu layouts, %d processes   ", received, n, size);
+    } else {
+      usleep(200);  // everything is handed out: wait for the last results
+    }
+  }
+  if (live) std::fprintf(stderr, "\r%80s\r", "");
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  int rc = 0;
+  try {
+    rc = report_search(s, std::move(results), size, wall);
+  } catch (const OutputError& e) {
+    std::cerr << "bmpipe search: " << e.what() << "\n";
+    rc = 2;
+  } catch (const ConfigError& e) {
+    std::cerr << "bmpipe search: " << e.what() << "\n";
+    rc = 2;
+  }
+  MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return rc;
+}
+
+}  // namespace bmpipe::cli

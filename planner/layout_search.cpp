@@ -1,0 +1,296 @@
+#include "planner/layout_search.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+namespace bmpipe {
+
+namespace {
+
+std::string gib(std::int64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / 1073741824.0);
+  return buf;
+}
+
+std::vector<int> divisors(int n) {
+  std::vector<int> out;
+  for (int d = 1; d <= n; ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+
+/// The global batch the search keeps fixed: training.global_batch_size, or the config's
+/// micro-batches x micro-batch size x dp.
+std::int64_t global_batch(const Config& c) {
+  const TrainingConfig& t = c.training;
+  if (t.global_batch_size) return *t.global_batch_size;
+  const int devices = c.cluster.nodes * c.cluster.devices_per_node;
+  return static_cast<std::int64_t>(t.microbatches) * t.micro_batch_size * t.data_parallel(devices);
+}
+
+LayoutResult refused(const Layout& l, std::string filter, std::string why) {
+  LayoutResult r;
+  r.layout = l;
+  r.filter = std::move(filter);
+  r.rejected = std::move(why);
+  return r;
+}
+
+}  // namespace
+
+std::string to_string(const Layout& l) {
+  return "tp " + std::to_string(l.tp) + " pp " + std::to_string(l.pp) + " dp " +
+         std::to_string(l.dp) + " vpp " + std::to_string(l.vpp) + " mbs " +
+         std::to_string(l.micro_batch_size) + " " + l.schedule;
+}
+
+Config layout_config(const Config& base, const Layout& l) {
+  Config c = base;
+  TrainingConfig& t = c.training;
+  t.schedule = l.schedule;
+  t.tp = l.tp;
+  t.pp = l.pp;
+  t.dp = l.dp;
+  t.vpp = l.vpp;
+  t.micro_batch_size = l.micro_batch_size;
+  t.global_batch_size = static_cast<int>(global_batch(base));
+  t.microbatches_given = false;
+  t.partition.clear();  // the planner (or a uniform split) decides
+  // Per-stage and per-layer recompute keys belong to another layout's stages.
+  t.recompute.stages.clear();
+  t.recompute.layers.clear();
+  for (const char* key : {"training.tp", "training.pp", "training.dp", "training.vpp",
+                          "training.micro_batch_size", "training.schedule"})
+    c.lines[key] = 0;
+  resolve_batch(c);
+  check_config(c);
+  return c;
+}
+
+std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
+                                      std::vector<LayoutResult>* rejected) {
+  const int devices = c.cluster.nodes * c.cluster.devices_per_node;
+  const int layers = c.model.num_layers();
+  const bool analytic = c.model.analytic();
+  const std::int64_t gbs = global_batch(c);
+  auto fail = [&](const std::string& option, const std::string& why) {
+    throw ConfigError(c.file, 0, option, why);
+  };
+  for (const auto& [name, list] : std::vector<std::pair<const char*, std::vector<int>>>{
+           {"--tp", space.tp},
+           {"--pp", space.pp},
+           {"--vpp", space.vpp},
+           {"--micro-batch-size", space.micro_batch_size}})
+    for (int v : list)
+      if (v < 1) fail(name, "values must be at least 1 (got " + std::to_string(v) + ")");
+
+  // tp: powers of two up to a node, dividing the heads and the FFN (analytic models); the
+  // config's own for measured layers, whose costs were measured at one tp.
+  std::vector<int> tps = space.tp;
+  if (tps.empty()) {
+    if (!analytic)
+      tps = {c.training.tp};
+    else
+      for (int t = 1; t <= c.cluster.devices_per_node; t *= 2) tps.push_back(t);
+  }
+  if (!analytic)
+    for (int t : tps)
+      if (t != c.training.tp)
+        fail("--tp", "measured layer costs hold for the config's tp " +
+                         std::to_string(c.training.tp) + " only");
+  std::vector<int> valid_tp;
+  for (int t : tps) {
+    std::string why;
+    if (devices % t != 0)
+      why = "tp " + std::to_string(t) + " does not divide the " + std::to_string(devices) +
+            " devices";
+    if (analytic) {
+      const ModelShape& m = *c.model.shape;
+      if (m.num_attention_heads % t != 0)
+        why = "tp " + std::to_string(t) + " does not divide the " +
+              std::to_string(m.num_attention_heads) + " attention heads";
+      else if (m.ffn_hidden_size % t != 0)
+        why = "tp " + std::to_string(t) + " does not divide ffn_hidden_size " +
+              std::to_string(m.ffn_hidden_size);
+    }
+    if (why.empty())
+      valid_tp.push_back(t);
+    else if (!space.tp.empty() && space.tp.size() == 1)
+      fail("--tp", why);
+  }
+  if (valid_tp.empty()) fail("--tp", "no tp of the list divides the devices, heads and FFN size");
+
+  std::vector<int> mbss = space.micro_batch_size;
+  if (mbss.empty())
+    mbss = analytic ? std::vector<int>{1, 2, 4} : std::vector<int>{c.training.micro_batch_size};
+  if (!analytic)
+    for (int b : mbss)
+      if (b != c.training.micro_batch_size)
+        fail("--micro-batch-size", "measured layer costs hold for the config's micro-batch size " +
+                                       std::to_string(c.training.micro_batch_size) + " only");
+  std::vector<std::string> schedules = space.schedules;
+  if (schedules.empty()) schedules = {"1f1b", "interleaved"};
+  for (const std::string& s : schedules)
+    if (!find_schedule(s))
+      fail("--schedules", "unknown schedule '" + s + "' (known: " + schedule_names() + ")");
+
+  std::vector<Layout> out;
+  bool any_batch = false;
+  for (int tp : valid_tp) {
+    std::vector<int> pps = space.pp;
+    if (pps.empty())
+      for (int p : divisors(devices / tp))
+        if (p <= layers) pps.push_back(p);
+    for (int pp : pps) {
+      if ((devices / tp) % pp != 0 || devices % tp != 0) {
+        if (rejected)
+          rejected->push_back(refused(Layout{tp, pp, 0, 1, 1, ""}, "divisibility",
+                                      "tp x pp = " + std::to_string(tp * pp) +
+                                          " does not divide the " + std::to_string(devices) +
+                                          " devices"));
+        continue;
+      }
+      const int dp = devices / (tp * pp);
+      for (int mbs : mbss) {
+        Layout base{tp, pp, dp, 1, mbs, ""};
+        if (gbs % (static_cast<std::int64_t>(mbs) * dp) != 0) {
+          if (rejected)
+            rejected->push_back(refused(base, "divisibility",
+                                        "micro-batch size x dp = " + std::to_string(mbs * dp) +
+                                            " does not divide the global batch " +
+                                            std::to_string(gbs)));
+          continue;
+        }
+        any_batch = true;
+        const int m = static_cast<int>(gbs / (static_cast<std::int64_t>(mbs) * dp));
+        for (const std::string& name : schedules) {
+          const ScheduleInfo& info = *find_schedule(name);
+          std::vector<int> vpps;
+          if (info.placement == Placement::kLoop) {
+            vpps = space.vpp;
+            if (vpps.empty())
+              for (int v : {2, 3, 4})
+                if (layers % (pp * v) == 0) vpps.push_back(v);
+          } else {
+            vpps = {effective_vpp(info, 1)};
+          }
+          for (int v : vpps) {
+            Layout l = base;
+            l.vpp = v;
+            l.schedule = name;
+            std::string why;
+            if (pp * v > layers)
+              why = "pp x vpp = " + std::to_string(pp * v) + " stages, more than the " +
+                    std::to_string(layers) + " layers";
+            else {
+              try {
+                check_params(info, ScheduleParams{pp, m, v, {}, {}});
+              } catch (const ScheduleError& e) {
+                why = e.what();
+              }
+            }
+            if (!why.empty()) {
+              if (rejected) rejected->push_back(refused(l, "divisibility", why));
+              continue;
+            }
+            out.push_back(l);
+          }
+        }
+      }
+    }
+  }
+  if (!any_batch)
+    c.fail(c.training.global_batch_size ? "training.global_batch_size" : "training.microbatches",
+           "the global batch " + std::to_string(gbs) +
+               " is not a multiple of micro-batch size x dp for any layout tried");
+  return out;
+}
+
+LayoutResult evaluate_layout(const Config& base, const Layout& l, PlannerEffort effort,
+                             const PlannerOptions& options, std::int64_t quick_evals) {
+  LayoutResult r;
+  r.layout = l;
+  std::shared_ptr<const Experiment> e;
+  try {
+    const Config c = layout_config(base, l);
+    r.microbatches = c.training.microbatches;
+    e = prepare(c);
+  } catch (const ConfigError& err) {
+    return refused(l, "config", err.message());
+  }
+  const std::int64_t limit =
+      options.memory_limit_bytes > 0 ? options.memory_limit_bytes : e->capacity_bytes;
+  r.capacity_bytes = limit;
+  // Filter: weights, gradients and optimizer state alone. The layers must go somewhere,
+  // so some rank holds at least 1/pp of them.
+  std::int64_t total = e->layers.head_copy_static_bytes;
+  for (const LayerRow& row : e->layers.layers) total += row.static_bytes;
+  const std::int64_t least = e->reserved_bytes + (total + l.pp - 1) / l.pp;
+  if (least > limit)
+    return refused(l, "static-memory",
+                   "weights, gradients and optimizer state need at least " + gib(least) +
+                       " per device of " + gib(limit));
+  PlanRun run;
+  try {
+    if (effort == PlannerEffort::off) {
+      const Schedule sch = make_schedule(*e);
+      run.plan = config_plan(*e, sch.num_stages);
+      run.schedule = sch;
+      SimInput in = assemble(*e, run.plan, sch);
+      in.capacity_bytes.assign(sch.num_ranks, limit);
+      run.result = simulate(in, sch);
+      r.evaluations = 1;
+    } else {
+      PlannerOptions o = options;
+      o.schedule = l.schedule;
+      o.vpp = l.vpp;
+      o.memory_limit_bytes = limit;
+      o.exhaustive_limit = 0;  // many layouts: the baselines' exhaustive sweep would dominate
+      if (effort == PlannerEffort::quick) o.max_evals = quick_evals;
+      o.progress = nullptr;
+      const PlanOutcome out = plan_pipeline(*e, o);
+      run = out.best;
+      r.evaluations = out.stats.evaluations;
+    }
+  } catch (const ConfigError& err) {
+    return refused(l, "config", err.message());
+  }
+  r.plan = run.plan;
+  if (!run.result.ok) return refused(l, "simulation", run.result.error);
+  r.fits = run.result.fits;
+  r.iteration_time = run.result.iteration_time;
+  r.bubble_ratio = run.result.bubble_ratio;
+  for (const DeviceResult& d : run.result.devices)
+    r.max_peak_bytes = std::max(r.max_peak_bytes, d.peak_bytes);
+  const Throughput t =
+      throughput(make_run_info(*e, run.plan, run.schedule), run.result.iteration_time);
+  r.tokens_per_s = t.tokens_per_s.value_or(0);
+  r.mfu = t.mfu.value_or(0);
+  r.tflops_per_device = t.tflops_per_device.value_or(0);
+  if (!r.fits) {
+    int worst = 0;
+    for (const DeviceResult& d : run.result.devices)
+      if (d.peak_bytes - d.capacity_bytes >
+          run.result.devices[worst].peak_bytes - run.result.devices[worst].capacity_bytes)
+        worst = d.rank;
+    r.filter = "memory";
+    r.rejected = "stage " + std::to_string(worst) + " needs " +
+                 gib(run.result.devices[worst].peak_bytes) + " of " + gib(limit);
+  }
+  return r;
+}
+
+void rank_layouts(std::vector<LayoutResult>& results) {
+  std::stable_sort(
+      results.begin(), results.end(), [](const LayoutResult& a, const LayoutResult& b) {
+        const bool fa = a.rejected.empty() && a.fits, fb = b.rejected.empty() && b.fits;
+        if (fa != fb) return fa;
+        if (!fa) return false;
+        return a.iteration_time < b.iteration_time;
+      });
+}
+
+}  // namespace bmpipe
