@@ -288,15 +288,14 @@ void check_work_bounds(const Config& c, const WorkLimits& limits) {
   const std::int64_t stages = schedule_stages(c);
   const std::int64_t ops = op_bound(c);
   if (ops > limits.max_ops) {
-    // Measured on 1F1B and ZB-H1 runs of 4-12 million ops (README, "Limits").
+    // Bytes per op measured on 1F1B and ZB-H1 runs of 8-24 million ops (README, "Limits").
     const long double gib = 1073741824.0L;
     const std::string key = t.microbatches >= stages ? "training.microbatches" : "training.pp";
     c.fail(key, "this run needs up to " + count_text(ops) + " ops (" + std::to_string(stages) +
                     " stages x " + std::to_string(t.microbatches) + " micro-batches x 3), about " +
                     count_text(std::ceil(ops * 40.0L / gib)) + " GiB (" +
-                    count_text(std::ceil(ops * 100.0L / gib)) +
-                    " GiB with --trace or --svg); the limit is " + std::to_string(limits.max_ops) +
-                    " ops; raise it with --max-ops");
+                    count_text(std::ceil(ops * 100.0L / gib)) + " GiB with --svg); the limit is " +
+                    std::to_string(limits.max_ops) + " ops; raise it with --max-ops");
   }
   // Every route the engine computes walks every link of the device graph.
   const long double dpn = c.cluster.devices_per_node;

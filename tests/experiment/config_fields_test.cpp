@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "experiment/config_cases.hpp"
+#include "support/support.hpp"
 
 namespace bmpipe {
 namespace {
@@ -190,6 +191,20 @@ TEST(ConfigFields, ChecksOnDefaultedKeysPointAtTheirSection) {
     EXPECT_EQ(err.key(), "training.tp");
     EXPECT_EQ(err.line(), 17);  // where the training section's mapping starts
   }
+}
+
+// The README documents the measured form with one example: it must load as written.
+TEST(ConfigFields, ReadmeExampleLoads) {
+  const std::string readme = test::slurp(std::string(BMPIPE_SOURCE_DIR) + "/README.md");
+  const auto section = readme.find("### The config");
+  ASSERT_NE(section, std::string::npos);
+  const auto start = readme.find("```yaml\n", section);
+  ASSERT_NE(start, std::string::npos);
+  const auto end = readme.find("```", start + 8);
+  const Config c = parse_config(readme.substr(start + 8, end - start - 8), "README.md");
+  EXPECT_EQ(c.model.num_layers(), 40);
+  EXPECT_TRUE(c.model.layers[1].has_mode(Recompute::full));
+  EXPECT_EQ(c.training.recompute.stages.at(1), Recompute::full);
 }
 
 }  // namespace
