@@ -29,20 +29,40 @@ std::string count_text(long double v) {
   return detail::format_number(static_cast<double>(v));
 }
 
-void check_counts(const Config& c) {
-  // Only a Config changed by hand can get here with these; the reader refuses them.
-  const TrainingConfig& t = c.training;
-  const std::pair<const char*, std::int64_t> counts[] = {
-      {"cluster.nodes", c.cluster.nodes},
-      {"cluster.devices_per_node", c.cluster.devices_per_node},
-      {"training.pp", t.pp},
-      {"training.vpp", t.vpp},
-      {"training.tp", t.tp},
-      {"training.dp", t.dp.value_or(1)},
-      {"training.microbatches", t.microbatches},
-      {"training.micro_batch_size", t.micro_batch_size}};
-  for (const auto& [key, v] : counts)
-    if (v < 1) c.fail(key, "must be at least 1, got " + std::to_string(v));
+// Every number a table describes, held to its range again: the reader checked what came
+// from YAML, but a Config changed by hand (or by a planner) gets here unchecked.
+template <class T, std::size_t N>
+void check_table(const Config& c, const std::string& key,
+                 const std::array<detail::Field<T>, N>& table, const T& obj, bool compute = true) {
+  detail::for_each_number(table, obj, [&](const detail::Field<T>& f, double v) {
+    if (f.form == detail::Form::compute && !compute) return;
+    if (auto why = detail::out_of_range(f, v))
+      c.fail(detail::Reader::join(key, std::string(f.name)),
+             *why + ", got " + detail::format_number(v));
+  });
+}
+
+void check_values(const Config& c) {
+  check_table(c, "cluster", detail::kClusterFields, c.cluster);
+  HardwareSpec device = c.device.hardware.value_or(HardwareSpec{});
+  device.memory_GiB = c.device.memory_GiB;
+  device.reserved_GiB = c.device.reserved_GiB;
+  check_table(c, "cluster.device", detail::kDeviceFields, device, c.device.hardware.has_value());
+  if (c.cluster.devices_per_node > 1)
+    check_table(c, "cluster.intra_node", detail::kLinkFields, c.cluster.intra_node);
+  if (c.cluster.nodes > 1)
+    check_table(c, "cluster.inter_node", detail::kLinkFields, c.cluster.inter_node);
+  if (c.model.shape) check_table(c, "model", detail::kModelFields, *c.model.shape);
+  for (std::size_t g = 0; g < c.model.layers.size(); ++g) {
+    const std::string key = "model.layers[" + std::to_string(g) + "]";
+    check_table(c, key, detail::kLayerFields, c.model.layers[g]);
+    for (Recompute m : kAllRecompute)
+      if (const auto& costs = c.model.layers[g].recompute[m])
+        check_table(c, key + ".recompute." + std::string(recompute_name(m)),
+                    detail::kLayerModeFields, *costs);
+  }
+  check_table(c, "training", detail::kTrainingFields, c.training);
+  check_table(c, "training.optimizer", detail::kOptimizerFields, c.training.optimizer);
   std::int64_t layers = 0;
   for (const LayerGroup& g : c.model.layers) {
     if (g.count < 1) c.fail("model.layers", "a group has count " + std::to_string(g.count));
@@ -322,7 +342,7 @@ void check_work_bounds(const Config& c, const WorkLimits& limits) {
 
 void check_config(const Config& c) {
   const TrainingConfig& t = c.training;
-  check_counts(c);
+  check_values(c);
   if (!find_schedule(t.schedule))
     c.fail("training.schedule",
            "unknown schedule '" + t.schedule + "' (known: " + schedule_names() + ")");

@@ -114,6 +114,8 @@ template <class T>
 std::optional<std::string> out_of_range(const Field<T>& f, double v) {
   const Range& r = f.range;
   const std::string unit = r.unit.empty() ? "" : " " + std::string(r.unit);
+  if (!std::isfinite(v)) return std::string("must be a finite number");
+  if (v != 0 && std::fpclassify(v) == FP_SUBNORMAL) return std::string("must not be a denormal");
   if (v < r.min || (r.min_open && v == r.min))
     return std::string(r.min_open ? "must be greater than " : "must be at least ") +
            format_number(r.min) + unit;
@@ -122,6 +124,26 @@ std::optional<std::string> out_of_range(const Field<T>& f, double v) {
     return "must be at most " + format_number(r.max) + unit +
            (r.max_note.empty() ? "" : " (" + std::string(r.max_note) + ")");
   return std::nullopt;
+}
+
+/// The numeric members of `obj` that `table` describes, as doubles (an absent optional
+/// gives nothing), for checks of values that may not have come through YAML.
+template <class T, std::size_t N, class Visit>
+void for_each_number(const std::array<Field<T>, N>& table, const T& obj, Visit visit) {
+  for (const Field<T>& f : table)
+    std::visit(
+        [&](auto member) {
+          using M = decltype(member);
+          if constexpr (std::is_same_v<M, double T::*> || std::is_same_v<M, int T::*> ||
+                        std::is_same_v<M, std::int64_t T::*>) {
+            visit(f, static_cast<double>(obj.*member));
+          } else if constexpr (std::is_same_v<M, std::optional<double> T::*> ||
+                               std::is_same_v<M, std::optional<int> T::*> ||
+                               std::is_same_v<M, std::optional<std::int64_t> T::*>) {
+            if (obj.*member) visit(f, static_cast<double>(*(obj.*member)));
+          }
+        },
+        f.slot);
 }
 
 }  // namespace bmpipe::detail

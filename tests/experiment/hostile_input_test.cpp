@@ -162,6 +162,30 @@ TEST(Totals, HandBuiltConfigsAreCheckedToo) {
   c.model.layers.push_back(c.model.layers[0]);  // 4e9 layers: num_layers saturates
   EXPECT_EQ(c.model.num_layers(), 2147483647);
   EXPECT_THROW(check_config(c), ConfigError);
+  // Values a planner (or a test) sets directly are held to the same ranges as YAML.
+  auto error_of = [](const Config& bad) {
+    try {
+      check_config(bad);
+    } catch (const ConfigError& e) {
+      return std::string(e.key()) + ": " + e.message();
+    }
+    return std::string("accepted");
+  };
+  c = parse_config(kUnit, "exp.yaml");
+  c.model.layers[0].forward_ms = std::nan("");
+  EXPECT_EQ(error_of(c), "model.layers[0].forward_ms: must be a finite number, got nan");
+  c = parse_config(kUnit, "exp.yaml");
+  c.cluster.intra_node.bandwidth_GBps = -5;
+  EXPECT_EQ(error_of(c), "cluster.intra_node.bandwidth_GBps: must be greater than 0 GB/s, got -5");
+  c = parse_config(kUnit, "exp.yaml");
+  c.training.overlap_factor = 1e308;
+  EXPECT_EQ(error_of(c),
+            "training.overlap_factor: must be at most 10 (ten times the two halves run apart), got "
+            "1e+308");
+  c = parse_config(kUnit, "exp.yaml");
+  c.model.layers[0].recompute[Recompute::full] = LayerModeCosts{-1.0, 0, std::nullopt};
+  EXPECT_EQ(error_of(c),
+            "model.layers[0].recompute.full.recompute_ms: must be at least 0 ms, got -1");
 }
 
 // ---- the analytic model ----------------------------------------------------------------------
