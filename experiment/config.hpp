@@ -144,9 +144,9 @@ struct TrainingConfig {
 };
 
 /// How much work a run may ask for, checked before anything is allocated. Measured (README,
-/// "Limits"): about 40 bytes and 0.3 us per op (100 bytes with an SVG, which keeps every
-/// op; a trace streams), about 100 bytes per link of the device graph, and 1e8 link
-/// visits per second when routing.
+/// "Limits"): 33 to 51 bytes and 0.25 to 1.3 us per op by schedule (about 100 bytes with an
+/// SVG, which keeps every op; a trace streams), about 100 bytes per link of the device
+/// graph, and 1e8 link visits per second when routing.
 struct WorkLimits {
   std::int64_t max_ops = 100'000'000;  ///< stages x micro-batches x ops per micro-batch
   int max_devices = 65'536;            ///< nodes x devices_per_node

@@ -308,12 +308,13 @@ void check_work_bounds(const Config& c, const WorkLimits& limits) {
   const std::int64_t stages = schedule_stages(c);
   const std::int64_t ops = op_bound(c);
   if (ops > limits.max_ops) {
-    // Bytes per op measured on 1F1B and ZB-H1 runs of 8-24 million ops (README, "Limits").
+    // Bytes per op measured on runs of 8-24 million ops: 33 (ZB-H1) to 51 (ZB-V), 96 with
+    // an SVG (README, "Limits").
     const long double gib = 1073741824.0L;
     const std::string key = t.microbatches >= stages ? "training.microbatches" : "training.pp";
     c.fail(key, "this run needs up to " + count_text(ops) + " ops (" + std::to_string(stages) +
                     " stages x " + std::to_string(t.microbatches) + " micro-batches x 3), about " +
-                    count_text(std::ceil(ops * 40.0L / gib)) + " GiB (" +
+                    count_text(std::ceil(ops * 50.0L / gib)) + " GiB (" +
                     count_text(std::ceil(ops * 100.0L / gib)) + " GiB with --svg); the limit is " +
                     std::to_string(limits.max_ops) + " ops; raise it with --max-ops");
   }
@@ -345,7 +346,9 @@ void check_config(const Config& c) {
   check_values(c);
   if (!find_schedule(t.schedule))
     c.fail("training.schedule",
-           "unknown schedule '" + t.schedule + "' (known: " + schedule_names() + ")");
+           "unknown schedule '" +
+               (t.schedule.size() > 60 ? t.schedule.substr(0, 60) + "..." : t.schedule) +
+               "' (known: " + schedule_names() + ")");
   // First, so that every product below is of small numbers.
   check_work_bounds(c, c.limits);
   const std::int64_t devices = device_count(c);

@@ -31,9 +31,9 @@ TEST(WorkBounds, TenMillionMicrobatchesAreRefusedBeforeAnyAllocation) {
   const ConfigError e = config_error(with("microbatches: 8", "microbatches: 10000000"));
   EXPECT_EQ(e.key(), "training.microbatches");
   EXPECT_EQ(e.line(), 19);
-  // 4 stages x 10^7 x 3 = 1.2e8 ops; at 40 and 100 bytes per op 4.47 and 11.2 GiB.
+  // 4 stages x 10^7 x 3 = 1.2e8 ops; at 50 and 100 bytes per op 5.59 and 11.2 GiB.
   EXPECT_EQ(e.message(),
-            "this run needs up to 120000000 ops (4 stages x 10000000 micro-batches x 3), about 5 "
+            "this run needs up to 120000000 ops (4 stages x 10000000 micro-batches x 3), about 6 "
             "GiB (12 GiB with --svg); the limit is 100000000 ops; raise it with "
             "--max-ops");
   Overrides raised;
