@@ -21,7 +21,9 @@
 
 namespace bmpipe {
 
-/// Bad input. `line` is 1-based, 0 when no line applies (a command-line override).
+/// Bad input. `line` is 1-based, 0 when no line applies (a command-line override, a file
+/// that cannot be opened). All four texts are valid UTF-8: bytes of the input that are
+/// not (a path, a key, a value) appear as \xNN, as do control characters.
 class ConfigError : public std::runtime_error {
  public:
   ConfigError(std::string file, int line, std::string key, std::string message);
@@ -62,17 +64,27 @@ struct LayerGroup {
   double forward_ms = 0.0;
   double backward_input_ms = 0.0;
   double backward_weight_ms = 0.0;
-  double recompute_ms = 0.0;                     ///< extra backward time, if recomputed
-  std::int64_t activation_bytes = 0;             ///< kept from forward to backward
+  double recompute_ms = 0.0;                               ///< extra backward time, if recomputed
+  std::int64_t activation_bytes = 0;                       ///< kept from forward to backward
   std::optional<std::int64_t> weight_grad_retained_bytes;  ///< kept until W; none = all of it
-  std::int64_t output_bytes = 0;                 ///< sent to the next layer / stage
-  std::int64_t param_bytes = 0;                  ///< weights
-  std::int64_t grad_bytes = 0;                   ///< gradient buffers
-  std::int64_t optimizer_bytes = 0;              ///< optimizer state (and master weights)
+  std::int64_t output_bytes = 0;                           ///< sent to the next layer / stage
+  std::int64_t param_bytes = 0;                            ///< weights
+  std::int64_t grad_bytes = 0;                             ///< gradient buffers
+  std::int64_t optimizer_bytes = 0;                        ///< optimizer state (and master weights)
   /// The modes this group can run besides none, from its `recompute` map; the keys above
   /// are the none mode (with recompute_ms, if given, as extra time it always pays).
   /// [Recompute::none] is never set.
   PerMode<std::optional<LayerModeCosts>> recompute;
+
+  /// none always; another mode when the `recompute` map defines it.
+  bool has_mode(Recompute mode) const {
+    return mode == Recompute::none || recompute[mode].has_value();
+  }
+  /// The group as it runs in `mode`: that mode's recompute_ms, activation_bytes and
+  /// weight_grad_retained_bytes replace the none-mode values (the flat recompute_ms
+  /// belongs to none). The mode must exist (has_mode); check_config makes sure of that
+  /// for every layer training.recompute names.
+  LayerGroup in_mode(Recompute mode) const;
 };
 
 struct ModelConfig {
@@ -86,12 +98,14 @@ struct ModelConfig {
   int num_layers() const;
 };
 
-/// Where recomputation applies. A layer's mode is its `layers` entry if any, else its
-/// stage's `stages` entry, else `global`.
+/// Where recomputation applies, for analytic and measured models alike. A layer's mode is
+/// its `layers` entry if any, else its stage's `stages` entry, else `global`. A measured
+/// layer can only use the modes its group defines (LayerGroup::has_mode).
 struct RecomputeSpec {
   Recompute global = Recompute::none;
   std::map<int, Recompute> stages;  ///< stage index (0 .. pp*vpp-1) -> mode
-  std::map<int, Recompute> layers;  ///< decoder-layer index (0 .. num_layers-1) -> mode
+  /// layer index (0 .. num_layers-1; every layer of every group, in model order) -> mode
+  std::map<int, Recompute> layers;
 };
 
 struct TrainingConfig {
@@ -121,11 +135,27 @@ struct TrainingConfig {
   std::string dtype = "bf16";  ///< bf16 or fp16 (2 bytes, tensor-core peak)
   bool sequence_parallel = false;
   OptimizerSettings optimizer;
+  // Both forms.
   RecomputeSpec recompute;
 
   /// dp as given, or devices / (pp * tp).
   int data_parallel(int devices) const { return dp ? *dp : devices / (pp * tp); }
   int dtype_bytes() const { return 2; }
+};
+
+/// How much work a run may ask for, checked before anything is allocated. Measured (README,
+/// "Limits"): 33 to 51 bytes and 0.25 to 1.3 us per op by schedule (about 100 bytes with an
+/// SVG, which keeps every op; a trace streams), about 100 bytes per link of the device
+/// graph, and 1e8 link visits per second when routing.
+struct WorkLimits {
+  std::int64_t max_ops = 100'000'000;  ///< stages x micro-batches x ops per micro-batch
+  int max_devices = 65'536;            ///< nodes x devices_per_node
+  /// Links of the device graph: devices_per_node x (devices_per_node - 1) per node, plus
+  /// two NIC links per device when there are several nodes.
+  std::int64_t max_links = std::int64_t{1} << 23;
+  /// Links times routes: the pipeline computes one route per direction per stage
+  /// boundary, and each visits every link.
+  std::int64_t max_link_visits = std::int64_t{1} << 30;
 };
 
 struct Config {
@@ -137,15 +167,14 @@ struct Config {
   /// 1-based line of every key path that was read ("training.pp" -> 12), so checks made
   /// after parsing can still point at the line.
   std::map<std::string, int> lines;
+  /// What check_config allows (Overrides::limits sets it).
+  WorkLimits limits;
 
-  /// Throws a ConfigError about `key`, pointing at its line if known.
+  /// Throws a ConfigError about `key`, pointing at its line: the key's own, else that of
+  /// the nearest enclosing section that was read, else line 1; a key set on the command
+  /// line is named as such.
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
 };
-
-/// Reads and checks a YAML file.
-Config load_config(const std::string& path);
-/// Same, from text; `name` stands for the file in messages.
-Config parse_config(const std::string& yaml_text, const std::string& name);
 
 /// Values given on the command line, which win over the file.
 struct Overrides {
@@ -153,19 +182,40 @@ struct Overrides {
   std::optional<int> pp;
   std::optional<int> vpp;
   std::optional<int> microbatches;
+  /// Replaces Config::limits (--max-ops, --max-devices).
+  std::optional<WorkLimits> limits;
 };
+
+/// Reads a YAML file, applies `overrides`, derives the batch and runs check_config once, so
+/// that a file valid only with its overrides (pp: 4 and 2 layers, run with --pp 2) loads.
+/// A file that cannot be read, or is larger than 16 MiB, is a ConfigError too.
+Config load_config(const std::string& path, const Overrides& overrides = {});
+/// Same, from text; `name` stands for the file in messages.
+Config parse_config(const std::string& yaml_text, const std::string& name,
+                    const Overrides& overrides = {});
 
 /// Derives training.microbatches from global_batch_size (or checks that the two agree).
 /// load_config and apply_overrides call it; call it after changing pp, tp, dp or the batch
 /// of a Config by hand.
 void resolve_batch(Config& config);
 
-/// Applies overrides and re-runs the cross-field checks. An override that makes the
-/// experiment impossible names the option, e.g. "--pp".
+/// Applies overrides to a Config read earlier and re-runs the cross-field checks (the
+/// compare command re-applies a schedule and vpp per schedule). An override that makes
+/// the experiment impossible names the option, e.g. "--pp".
 void apply_overrides(Config& config, const Overrides& overrides);
 
 /// The cross-field checks (pp divides the devices, the partition adds up, the schedule
-/// exists, ...). load_config runs them; call again after changing a Config by hand.
+/// exists, every layer's recompute mode exists, ...), the work limits (check_work_bounds
+/// with config.limits), and that no time or byte total of the run can overflow int64.
+/// load_config runs them; call again after changing a Config by hand.
 void check_config(const Config& config);
+
+/// The work a run of `config` asks for against `limits`: devices, ops (stages x
+/// micro-batches x 3, an upper bound for every schedule), links and link visits. The
+/// message estimates the memory or time and names the option that raises the limit.
+void check_work_bounds(const Config& config, const WorkLimits& limits);
+
+/// An upper bound on the ops one iteration of `config` runs.
+std::int64_t op_bound(const Config& config);
 
 }  // namespace bmpipe

@@ -1,6 +1,8 @@
 #include "schedules/schedule_file.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -59,6 +61,12 @@ std::optional<Action> parse_action(std::string_view t) {
   return a;
 }
 
+/// A cell as messages quote it: at most 60 bytes, so that one absurd cell cannot make an
+/// absurd message.
+std::string shown(std::string_view cell) {
+  return cell.size() > 60 ? std::string(cell.substr(0, 60)) + "..." : std::string(cell);
+}
+
 }  // namespace
 
 Schedule parse_schedule_csv(const std::string& text, const std::string& file,
@@ -86,6 +94,9 @@ Schedule parse_schedule_csv(const std::string& text, const std::string& file,
   std::map<int, std::pair<int, int>> holder;           // stage -> (rank, column first seen)
   int max_stage = -1;
   int max_mb = -1;
+  // Where the largest ids were seen, to blame them if the file cannot hold them.
+  std::pair<int, int> max_stage_at{0, 0}, max_mb_at{0, 0};
+  std::int64_t actions = 0;  // ops, an overlapped pair counting as two
 
   for (int r = 0; r < static_cast<int>(rows.size()); ++r) {
     const std::string& line = rows[r];
@@ -109,7 +120,7 @@ Schedule parse_schedule_csv(const std::string& text, const std::string& file,
         const std::size_t semi = cell.find(';');
         if (cell.size() <= kOverlapSuffix.size() || semi == std::string_view::npos ||
             cell.substr(cell.size() - kOverlapSuffix.size()) != kOverlapSuffix)
-          throw fail("unknown token '" + std::string(cell) +
+          throw fail("unknown token '" + shown(cell) +
                      "' (an overlapped pair is written (0F7;7B3)OVERLAP_F_B)");
         const auto fwd = parse_action(cell.substr(1, semi - 1));
         const auto bwd =
@@ -118,13 +129,13 @@ Schedule parse_schedule_csv(const std::string& text, const std::string& file,
           throw fail(
               "an overlapped pair must hold a forward then a full backward, e.g. "
               "(0F7;7B3)OVERLAP_F_B, not '" +
-              std::string(cell) + "'");
+              shown(cell) + "'");
         op = Op::fb(fwd->stage, fwd->microbatch, bwd->stage, bwd->microbatch);
         held = {{fwd->stage, fwd->microbatch}, {bwd->stage, bwd->microbatch}};
       } else {
         const auto act = parse_action(cell);
         if (!act)
-          throw fail("unknown token '" + std::string(cell) +
+          throw fail("unknown token '" + shown(cell) +
                      "' (expected <stage><F|B|I|W><microbatch>, e.g. 0F3)");
         op = Op{act->kind, act->stage, act->microbatch, -1, -1};
         held = {{act->stage, act->microbatch}};
@@ -136,14 +147,32 @@ Schedule parse_schedule_csv(const std::string& text, const std::string& file,
                      std::to_string(it->second.first) + " (row " +
                      std::to_string(it->second.first + 1) + ", column " +
                      std::to_string(it->second.second) + ") lists it too");
-        max_stage = std::max(max_stage, stage);
-        max_mb = std::max(max_mb, mb);
+        if (stage > max_stage) max_stage = stage, max_stage_at = {r + 1, col};
+        if (mb > max_mb) max_mb = mb, max_mb_at = {r + 1, col};
       }
+      actions += static_cast<std::int64_t>(held.size());
       s.ops[r].push_back(op);
       columns[r].push_back(col);
     }
   }
   if (max_stage < 0) throw ScheduleFileError(file, 1, 1, "the file lists no ops");
+  // Every (stage, micro-batch) pair needs its own forward, so a valid file lists at least
+  // stages x micro-batches ops. Checked before the tables sized by those ids are built: an
+  // id of 999999999 must not allocate a billion slots. (A file with fewer forwards than
+  // pairs but enough ops gets validate_schedule's precise "never run" instead.)
+  const std::int64_t slots = (static_cast<std::int64_t>(max_stage) + 1) * (max_mb + 1);
+  if (slots > actions) {
+    const bool stage_wide = max_stage >= max_mb;
+    const auto [row, col] = stage_wide ? max_stage_at : max_mb_at;
+    throw ScheduleFileError(
+        file, row, col,
+        std::string(stage_wide ? "stage " : "micro-batch ") +
+            std::to_string(stage_wide ? max_stage : max_mb) + " makes " +
+            std::to_string(max_stage + 1) + " stages x " + std::to_string(max_mb + 1) +
+            " micro-batches = " + std::to_string(slots) +
+            " (stage, micro-batch) pairs, each needing its own forward, but the file lists " +
+            std::to_string(actions) + " ops (ids count from 0, without gaps)");
+  }
   s.num_stages = max_stage + 1;
   s.num_microbatches = max_mb + 1;
   s.stage_rank.assign(s.num_stages, -1);
@@ -165,11 +194,22 @@ Schedule parse_schedule_csv(const std::string& text, const std::string& file,
 }
 
 Schedule load_schedule_file(const std::string& path) {
+  // 10^8 ops (the default work limit) take well under 1 GiB of text; a bound keeps a wrong
+  // path (/dev/zero, a disk image) from reading forever.
+  constexpr std::size_t kMaxBytes = std::size_t{1} << 30;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ScheduleFileError(path, 0, 0, "is a directory, not a schedule file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ScheduleFileError(path, 0, 0, "cannot open the file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_schedule_csv(text.str(), path, path);
+  std::string text;
+  std::vector<char> buf(1 << 16);
+  while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())), in.gcount() > 0) {
+    text.append(buf.data(), static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxBytes) throw ScheduleFileError(path, 0, 0, "is larger than 1 GiB");
+  }
+  if (in.bad()) throw ScheduleFileError(path, 0, 0, "cannot read the file");
+  return parse_schedule_csv(text, path, path);
 }
 
 std::string schedule_to_csv(const Schedule& s) {

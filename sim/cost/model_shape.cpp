@@ -1,6 +1,8 @@
 #include "sim/cost/model_shape.hpp"
 
 #include <array>
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -72,13 +74,80 @@ const std::array<ModelShape, 6>& presets() {
   return table;
 }
 
+// Messages name a field by its JSON Pointer (RFC 6901), "/num_hidden_layers": the form
+// jq and editors use. HF field names hold no '/' or '~' to escape.
+std::string where(const std::string& path, const char* field) {
+  return path + ": /" + field;
+}
+
 int get_int(const nlohmann::json& j, const std::string& path, const char* field) {
   auto it = j.find(field);
   if (it == j.end() || it->is_null())
     throw ShapeError(path + ": HF config lacks the field '" + field + "'");
-  if (!it->is_number_integer() || it->get<long long>() < 1 || it->get<long long>() > 100'000'000)
-    throw ShapeError(path + ": HF config field '" + field + "' must be a positive integer");
-  return it->get<int>();
+  if (!it->is_number_integer())
+    throw ShapeError(where(path, field) + ": HF config field '" + field +
+                     "' must be a positive integer, got " + it->type_name());
+  // An unsigned value above INT64_MAX must not wrap into a small signed one.
+  const bool fits = it->is_number_unsigned()
+                        ? it->get<std::uint64_t>() <= 100'000'000u
+                        : it->get<std::int64_t>() >= 1 && it->get<std::int64_t>() <= 100'000'000;
+  if (!fits || it->get<std::int64_t>() < 1)
+    throw ShapeError(where(path, field) + ": HF config field '" + field +
+                     "' must be a positive integer, at most 100000000");
+  return static_cast<int>(it->get<std::int64_t>());
+}
+
+// Optional fields that HF itself defaults when absent or null (n_inner, num_key_value_heads).
+bool given(const nlohmann::json& j, const char* field) {
+  auto it = j.find(field);
+  return it != j.end() && !it->is_null();
+}
+
+bool get_bool(const nlohmann::json& j, const std::string& path, const char* field, bool fallback) {
+  auto it = j.find(field);
+  if (it == j.end()) return fallback;
+  if (!it->is_boolean())
+    throw ShapeError(where(path, field) + ": expected true or false, got " + it->type_name());
+  return it->get<bool>();
+}
+
+double get_number(const nlohmann::json& j, const std::string& path, const char* field,
+                  double fallback) {
+  auto it = j.find(field);
+  if (it == j.end()) return fallback;
+  if (!it->is_number())
+    throw ShapeError(where(path, field) + ": expected a number, got " + it->type_name());
+  return it->get<double>();
+}
+
+std::string get_string(const nlohmann::json& j, const std::string& path, const char* field) {
+  auto it = j.find(field);
+  if (it == j.end()) return {};
+  if (!it->is_string())
+    throw ShapeError(where(path, field) + ": expected a string, got " + it->type_name());
+  return it->get<std::string>();
+}
+
+// The whole file, or a ShapeError: a directory, an unreadable or empty file, or one far
+// larger than any config.json (a wrong path to a checkpoint) never reaches the parser.
+std::string read_text(const std::string& path) {
+  constexpr std::size_t kMaxBytes = 4u << 20;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ShapeError(path + ": is a directory, not an HF config.json");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ShapeError(path + ": cannot open the HF config file");
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf), in.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxBytes)
+      throw ShapeError(path + ": larger than 4 MiB, which no HF config.json is");
+  }
+  if (in.bad()) throw ShapeError(path + ": cannot read the HF config file");
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw ShapeError(path + ": the HF config file is empty");
+  return text;
 }
 
 }  // namespace
@@ -96,17 +165,17 @@ std::string model_preset_names() {
 }
 
 ModelShape read_hf_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ShapeError(path + ": cannot open the HF config file");
+  const std::string text = read_text(path);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw ShapeError(path + ": not valid JSON: " + e.what());
   }
-  if (!j.is_object()) throw ShapeError(path + ": expected a JSON object");
+  if (!j.is_object()) throw ShapeError(path + ": expected a JSON object, got " + j.type_name());
   ModelShape m;
-  const std::string type = j.value("model_type", std::string());
+  const std::string type = get_string(j, path, "model_type");
+  // Only a name for outputs: anything but a string is ignored.
   m.name = j.contains("_name_or_path") && j["_name_or_path"].is_string()
                ? j["_name_or_path"].get<std::string>()
                : (type.empty() ? std::string("hf-model") : type);
@@ -116,12 +185,13 @@ ModelShape read_hf_config(const std::string& path) {
     m.hidden_size = get_int(j, path, "n_embd");
     m.num_attention_heads = get_int(j, path, "n_head");
     m.num_kv_heads = m.num_attention_heads;
-    m.ffn_hidden_size = j.contains("n_inner") && !j["n_inner"].is_null()
+    m.ffn_hidden_size = given(j, "n_inner")
                             ? get_int(j, path, "n_inner")
                             : 4 * m.hidden_size;  // HF GPT2MLP: n_inner None means 4 * n_embd
     m.vocab_size = get_int(j, path, "vocab_size");
-    m.tied_embeddings = j.value("tie_word_embeddings", true);
-    m.dropout = j.value("attn_pdrop", 0.0) > 0 || j.value("resid_pdrop", 0.0) > 0;
+    m.tied_embeddings = get_bool(j, path, "tie_word_embeddings", true);
+    m.dropout =
+        get_number(j, path, "attn_pdrop", 0.0) > 0 || get_number(j, path, "resid_pdrop", 0.0) > 0;
   } else {
     // llama and its relatives (mistral, qwen2, ...): same field names.
     m.architecture = Architecture::llama;
@@ -129,14 +199,17 @@ ModelShape read_hf_config(const std::string& path) {
     m.hidden_size = get_int(j, path, "hidden_size");
     m.num_attention_heads = get_int(j, path, "num_attention_heads");
     // HF LlamaConfig: num_key_value_heads defaults to num_attention_heads when absent.
-    m.num_kv_heads = j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null()
-                         ? get_int(j, path, "num_key_value_heads")
-                         : m.num_attention_heads;
+    m.num_kv_heads = given(j, "num_key_value_heads") ? get_int(j, path, "num_key_value_heads")
+                                                     : m.num_attention_heads;
     m.ffn_hidden_size = get_int(j, path, "intermediate_size");
     m.vocab_size = get_int(j, path, "vocab_size");
-    m.tied_embeddings = j.value("tie_word_embeddings", false);
+    m.tied_embeddings = get_bool(j, path, "tie_word_embeddings", false);
   }
-  check_shape(m);
+  try {
+    check_shape(m);
+  } catch (const ShapeError& e) {
+    throw ShapeError(path + ": " + e.what());
+  }
   return m;
 }
 

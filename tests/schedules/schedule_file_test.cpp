@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "support/support.hpp"
 #include "schedules/schedule_file.hpp"
 #include "schedules/validate.hpp"
+#include "support/support.hpp"
 #include "traces/summary.hpp"
 
 namespace bmpipe {
@@ -102,6 +102,49 @@ TEST(ScheduleFile, ErrorTextIsFileRowColumn) {
   }
 }
 
+// Ids come from the file: they may not size tables beyond what the file's ops can fill.
+TEST(ScheduleFile, AbsurdIdsAreBoundedByTheOpsInTheFile) {
+  // Was a table of 10^9 micro-batches (and signed overflow in the engine).
+  const Rejection mb = rejection("0F0,0F999999999,0B0\n");
+  EXPECT_EQ(mb.row, 1);
+  EXPECT_EQ(mb.column, 5);
+  EXPECT_EQ(mb.message,
+            "micro-batch 999999999 makes 1 stages x 1000000000 micro-batches = 1000000000 (stage, "
+            "micro-batch) pairs, each needing its own forward, but the file lists 3 ops (ids "
+            "count from 0, without gaps)");
+  const Rejection st = rejection("0F0,0B0\n999999999F0,999999999B0\n");
+  EXPECT_EQ(st.row, 2);
+  EXPECT_EQ(st.column, 1);
+  EXPECT_NE(st.message.find("stage 999999999 makes 1000000000 stages"), std::string::npos)
+      << st.message;
+  // Ten digits would overflow int: not an id at all.
+  EXPECT_NE(rejection("0F0,0F1234567890\n").message.find("unknown token"), std::string::npos);
+  // A gap small enough for the file still gets validation's own message.
+  EXPECT_NE(rejection("0F0,0F2,0B0,0B2\n").message.find("never run"), std::string::npos);
+}
+
+TEST(ScheduleFile, LongCellsAreCutInMessages) {
+  const Rejection r = rejection("0F0," + std::string(10'000, 'x') + "\n");
+  EXPECT_LT(r.message.size(), 200u);
+  EXPECT_NE(r.message.find("xxx..."), std::string::npos) << r.message;
+}
+
+TEST(ScheduleFile, WhatIsNotAFileIsAnError) {
+  const test::ScratchDir dir;
+  try {
+    load_schedule_file(dir.path().string());
+    FAIL();
+  } catch (const ScheduleFileError& e) {
+    EXPECT_NE(e.message().find("is a directory"), std::string::npos) << e.what();
+  }
+  try {
+    load_schedule_file("/dev/null");
+    FAIL();
+  } catch (const ScheduleFileError& e) {
+    EXPECT_NE(e.message().find("no rows"), std::string::npos) << e.what();
+  }
+}
+
 // Every built-in schedule, exported and replayed from the text, gives byte-identical JSON.
 TEST(ScheduleFile, EveryBuiltinRoundTripsToIdenticalJson) {
   for (const auto& info : builtin_schedules())
@@ -159,9 +202,8 @@ TEST(ScheduleFileCli, ExportThenReplayGivesTheSameJson) {
   const ScratchDir dir;
   for (const char* name : {"1f1b", "zb-h1", "zb-v", "dualpipe-v", "zb-auto"}) {
     const std::string csv = dir.file(std::string("export_") + name + ".csv");
-    const test::CliRun exported =
-        run_cli(std::string("simulate ") + kTiny + " --json --schedule " + name +
-                " --export-schedule " + csv);
+    const test::CliRun exported = run_cli(std::string("simulate ") + kTiny + " --json --schedule " +
+                                          name + " --export-schedule " + csv);
     ASSERT_EQ(exported.code, 0) << exported.err;
     const test::CliRun replayed = run_cli("simulate " + kTiny + " --json --schedule-file " + csv);
     ASSERT_EQ(replayed.code, 0) << replayed.err;

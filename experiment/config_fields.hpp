@@ -1,0 +1,343 @@
+#pragma once
+// Internal to bmpipe_experiment: the field table of every config section. A key exists
+// because it is listed here, and only here: config.cpp derives the allowed keys, the reads
+// and the messages from these rows. The ranges are physical: a value outside is not a
+// configuration but a typo (a latency of a year, a bandwidth of a bit per day), and a value
+// inside converts to int64 ns and bytes without overflow.
+
+#include <array>
+#include <climits>
+#include <string_view>
+
+#include "experiment/fields.hpp"
+
+// GCC 12 warns about designated initializers that leave members to their default member
+// initializers (GCC bug 96868); in these tables that is the point: a row says only what
+// differs from the default.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+namespace bmpipe::detail {
+
+// ---- ranges, by unit ------------------------------------------------------------------------
+
+/// Time of one op of one layer for one micro-batch.
+inline constexpr Range kOpMs{.min = 0, .max = 86'400'000, .unit = "ms", .max_note = "a day"};
+inline constexpr Range kLatencyUs{.min = 0, .max = 3.6e9, .unit = "us", .max_note = "an hour"};
+inline constexpr Range kBandwidth{.min = 0,
+                                  .min_open = true,
+                                  .max = 1e6,
+                                  .unit = "GB/s",
+                                  .max_note = "1 PB/s",
+                                  .low = 1e-9,
+                                  .low_note = "1 byte/s"};
+inline constexpr Range kCapacityGiB{
+    .min = 0, .min_open = true, .max = 1'048'576, .unit = "GiB", .max_note = "1 PiB"};
+inline constexpr Range kReservedGiB{.min = 0, .max = 1'048'576, .unit = "GiB", .max_note = "1 PiB"};
+/// Bytes of one layer for one micro-batch (or its weights): 2^50 = 1 PiB.
+inline constexpr Range kBytes{
+    .min = 0, .max = 1'125'899'906'842'624, .unit = "bytes", .max_note = "1 PiB"};
+inline constexpr Range kTflops{.min = 0,
+                               .min_open = true,
+                               .max = 1e6,
+                               .unit = "TFLOP/s",
+                               .max_note = "an exaflop per device",
+                               .low = 1e-6,
+                               .low_note = "1 MFLOP/s"};
+inline constexpr Range kFraction{
+    .min = 0, .min_open = true, .max = 1, .max_note = "a fraction of peak"};
+inline constexpr Range kOverlapFactor{
+    .min = 0, .min_open = true, .max = 10, .max_note = "ten times the two halves run apart"};
+/// Counts of devices, stages, micro-batches: the work limits (WorkLimits) bound products.
+inline constexpr Range kCount{.min = 1, .max = INT_MAX};
+inline constexpr Range kCount0{.min = 0, .max = INT_MAX};
+inline constexpr Range kLayers{.min = 1, .max = 100'000, .max_note = "no model has more layers"};
+inline constexpr Range kZeroStage{
+    .min = 0,
+    .max = 1,
+    .max_note = "ZeRO-1 shards optimizer state over dp; higher stages are not modelled"};
+// Shapes: generous bounds that keep the cost model's parameter counts far inside int64.
+inline constexpr Range kHidden{.min = 1, .max = 1'048'576};
+inline constexpr Range kHeads{.min = 1, .max = 65'536};
+inline constexpr Range kFfn{.min = 1, .max = 16'777'216};
+inline constexpr Range kVocab{.min = 1, .max = 16'777'216};
+inline constexpr Range kSeqLength{.min = 1, .max = 16'777'216, .unit = "tokens"};
+inline constexpr Range kMicroBatch{.min = 1, .max = 65'536, .unit = "samples"};
+
+inline constexpr std::array<std::string_view, 2> kArchitectures{"llama", "gpt"};
+inline constexpr std::array<std::string_view, 2> kDtypes{"bf16", "fp16"};
+inline constexpr std::array<std::string_view, 1> kOptimizers{"adam"};
+inline constexpr std::array<std::string_view, 3> kGradDtypes{"fp32", "bf16", "fp16"};
+
+// ---- sections ---------------------------------------------------------------------------------
+
+inline constexpr auto kRootFields = std::to_array<Field<Config>>({
+    {.name = "cluster", .need = Need::required, .help = "the devices and their links"},
+    {.name = "model", .need = Need::required, .help = "measured layers or an analytic shape"},
+    {.name = "training", .need = Need::required, .help = "schedule and parallel layout"},
+});
+
+inline constexpr auto kClusterFields = std::to_array<Field<ClusterSpec>>({
+    {.name = "nodes",
+     .slot = &ClusterSpec::nodes,
+     .range = kCount,
+     .need = Need::required,
+     .help = "number of nodes"},
+    {.name = "devices_per_node",
+     .slot = &ClusterSpec::devices_per_node,
+     .range = kCount,
+     .need = Need::unless_base,
+     .help = "devices in one node; a device preset knows the usual number"},
+    {.name = "device", .need = Need::required, .help = "the accelerator"},
+    {.name = "intra_node", .help = "the link between two devices of a node"},
+    {.name = "inter_node", .help = "one device's NIC into the fabric"},
+});
+
+inline constexpr auto kDeviceFields = std::to_array<Field<HardwareSpec>>({
+    {.name = "preset", .help = "a hardware preset; keys beside it override its values"},
+    {.name = "name", .slot = &HardwareSpec::name, .help = "shown in outputs"},
+    {.name = "memory_GiB",
+     .slot = &HardwareSpec::memory_GiB,
+     .range = kCapacityGiB,
+     .need = Need::unless_base,
+     .help = "usable memory"},
+    {.name = "reserved_GiB",
+     .slot = &HardwareSpec::reserved_GiB,
+     .range = kReservedGiB,
+     .help = "taken by the framework before any tensor"},
+    {.name = "peak_tflops",
+     .slot = &HardwareSpec::peak_tflops,
+     .range = kTflops,
+     .need = Need::unless_base,
+     .help = "dense fp16/bf16 peak",
+     .form = Form::compute},
+    {.name = "hbm_GBps",
+     .slot = &HardwareSpec::hbm_GBps,
+     .range = kBandwidth,
+     .need = Need::unless_base,
+     .help = "memory bandwidth",
+     .form = Form::compute},
+    {.name = "matmul_efficiency",
+     .slot = &HardwareSpec::matmul_efficiency,
+     .range = kFraction,
+     .help = "fraction of peak a forward GEMM reaches",
+     .form = Form::compute},
+    {.name = "matmul_backward_efficiency",
+     .slot = &HardwareSpec::matmul_backward_efficiency,
+     .range = kFraction,
+     .help = "fraction of peak a backward GEMM reaches",
+     .form = Form::compute},
+    {.name = "attention_efficiency",
+     .slot = &HardwareSpec::attention_efficiency,
+     .range = kFraction,
+     .help = "fraction of peak fused attention reaches",
+     .form = Form::compute},
+    {.name = "attention_backward_efficiency",
+     .slot = &HardwareSpec::attention_backward_efficiency,
+     .range = kFraction,
+     .help = "fraction of peak fused attention's backward reaches",
+     .form = Form::compute},
+    {.name = "memory_efficiency",
+     .slot = &HardwareSpec::memory_efficiency,
+     .range = kFraction,
+     .help = "fraction of hbm_GBps memory-bound kernels reach",
+     .form = Form::compute},
+    {.name = "collective_efficiency",
+     .slot = &HardwareSpec::collective_efficiency,
+     .range = kFraction,
+     .help = "fraction of link bandwidth collectives reach",
+     .form = Form::compute},
+    {.name = "kernel_launch_us",
+     .slot = &HardwareSpec::kernel_launch_us,
+     .range = kLatencyUs,
+     .help = "fixed cost of one kernel launch",
+     .form = Form::compute},
+    {.name = "intra_node_mesh",
+     .slot = &HardwareSpec::intra_node_mesh,
+     .help = "a node is a full mesh (HCCS), not a switch",
+     .form = Form::compute},
+});
+
+inline constexpr auto kLinkFields = std::to_array<Field<LinkSpec>>({
+    {.name = "bandwidth_GBps",
+     .slot = &LinkSpec::bandwidth_GBps,
+     .range = kBandwidth,
+     .need = Need::unless_base,
+     .help = "per direction"},
+    {.name = "latency_us",
+     .slot = &LinkSpec::latency_us,
+     .range = kLatencyUs,
+     .need = Need::unless_base,
+     .help = "paid once per transfer"},
+});
+
+inline constexpr auto kModelFields = std::to_array<Field<ModelShape>>({
+    {.name = "name", .slot = &ModelShape::name, .help = "shown in outputs"},
+    {.name = "layers", .help = "measured layer groups, in model order", .form = Form::measured},
+    {.name = "preset", .help = "a model preset", .form = Form::analytic},
+    {.name = "hf_config",
+     .help = "a HuggingFace config.json, relative to the YAML file",
+     .form = Form::analytic},
+    {.name = "architecture",
+     .help = "llama or gpt",
+     .choices = kArchitectures,
+     .form = Form::analytic},
+    {.name = "num_layers",
+     .slot = &ModelShape::num_layers,
+     .range = kLayers,
+     .need = Need::unless_base,
+     .help = "decoder layers",
+     .form = Form::analytic},
+    {.name = "hidden_size",
+     .slot = &ModelShape::hidden_size,
+     .range = kHidden,
+     .need = Need::unless_base,
+     .form = Form::analytic},
+    {.name = "num_attention_heads",
+     .slot = &ModelShape::num_attention_heads,
+     .range = kHeads,
+     .need = Need::unless_base,
+     .form = Form::analytic},
+    {.name = "num_kv_heads",
+     .slot = &ModelShape::num_kv_heads,
+     .range = kHeads,
+     .help = "default: num_attention_heads",
+     .form = Form::analytic},
+    {.name = "ffn_hidden_size",
+     .slot = &ModelShape::ffn_hidden_size,
+     .range = kFfn,
+     .need = Need::unless_base,
+     .form = Form::analytic},
+    {.name = "vocab_size",
+     .slot = &ModelShape::vocab_size,
+     .range = kVocab,
+     .need = Need::unless_base,
+     .form = Form::analytic},
+    {.name = "tied_embeddings", .slot = &ModelShape::tied_embeddings, .form = Form::analytic},
+    {.name = "flash_attention", .slot = &ModelShape::flash_attention, .form = Form::analytic},
+    {.name = "dropout", .slot = &ModelShape::dropout, .form = Form::analytic},
+});
+
+inline constexpr auto kLayerFields = std::to_array<Field<LayerGroup>>({
+    {.name = "name", .slot = &LayerGroup::name, .need = Need::required},
+    {.name = "count",
+     .slot = &LayerGroup::count,
+     .range = kLayers,
+     .help = "identical layers in a row (default 1)"},
+    {.name = "forward_ms",
+     .slot = &LayerGroup::forward_ms,
+     .range = kOpMs,
+     .need = Need::required,
+     .help = "per micro-batch"},
+    {.name = "backward_input_ms",
+     .slot = &LayerGroup::backward_input_ms,
+     .range = kOpMs,
+     .need = Need::required,
+     .help = "input-gradient part of the backward"},
+    {.name = "backward_weight_ms",
+     .slot = &LayerGroup::backward_weight_ms,
+     .range = kOpMs,
+     .need = Need::required,
+     .help = "weight-gradient part of the backward"},
+    {.name = "recompute_ms",
+     .slot = &LayerGroup::recompute_ms,
+     .range = kOpMs,
+     .help = "extra backward time the group always pays in its none mode"},
+    {.name = "activation_bytes",
+     .slot = &LayerGroup::activation_bytes,
+     .range = kBytes,
+     .need = Need::required,
+     .help = "kept from forward to backward, per in-flight micro-batch"},
+    {.name = "weight_grad_retained_bytes",
+     .slot = &LayerGroup::weight_grad_retained_bytes,
+     .range = kBytes,
+     .help = "of activation_bytes, what W still needs after I (default all)"},
+    {.name = "output_bytes",
+     .slot = &LayerGroup::output_bytes,
+     .range = kBytes,
+     .need = Need::required,
+     .help = "sent to the next layer or stage"},
+    {.name = "param_bytes",
+     .slot = &LayerGroup::param_bytes,
+     .range = kBytes,
+     .need = Need::required,
+     .help = "weights"},
+    {.name = "grad_bytes", .slot = &LayerGroup::grad_bytes, .range = kBytes},
+    {.name = "optimizer_bytes", .slot = &LayerGroup::optimizer_bytes, .range = kBytes},
+    {.name = "recompute", .help = "costs per recompute mode: {selective: {...}, full: {...}}"},
+});
+
+/// One mode of a layer group's `recompute` map.
+inline constexpr auto kLayerModeFields = std::to_array<Field<LayerModeCosts>>({
+    {.name = "recompute_ms",
+     .slot = &LayerModeCosts::recompute_ms,
+     .range = kOpMs,
+     .need = Need::required,
+     .help = "extra backward time in this mode"},
+    {.name = "activation_bytes",
+     .slot = &LayerModeCosts::activation_bytes,
+     .range = kBytes,
+     .need = Need::required,
+     .help = "kept from forward to backward in this mode"},
+    {.name = "weight_grad_retained_bytes",
+     .slot = &LayerModeCosts::weight_grad_retained_bytes,
+     .range = kBytes},
+});
+
+inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
+    {.name = "schedule", .slot = &TrainingConfig::schedule, .help = "see `bmpipe schedules`"},
+    {.name = "pp",
+     .slot = &TrainingConfig::pp,
+     .range = kCount,
+     .need = Need::required,
+     .help = "pipeline devices"},
+    {.name = "vpp", .slot = &TrainingConfig::vpp, .range = kCount, .help = "chunks per device"},
+    {.name = "tp", .slot = &TrainingConfig::tp, .range = kCount},
+    {.name = "dp",
+     .slot = &TrainingConfig::dp,
+     .range = kCount,
+     .help = "default: devices / (pp * tp)"},
+    {.name = "microbatches",
+     .slot = &TrainingConfig::microbatches,
+     .range = kCount,
+     .help = "per iteration (or give global_batch_size)"},
+    {.name = "partition", .help = "layers per stage"},
+    {.name = "overlap_factor",
+     .slot = &TrainingConfig::overlap_factor,
+     .range = kOverlapFactor,
+     .help = "an overlapped F&B pair's time over F + B"},
+    {.name = "overlap_ms",
+     .slot = &TrainingConfig::overlap_ms,
+     .range = kOpMs,
+     .help = "an overlapped F&B pair's time; 0 = use overlap_factor"},
+    {.name = "activation_limit_microbatches",
+     .slot = &TrainingConfig::activation_limit_microbatches,
+     .range = kCount,
+     .help = "zb-auto's memory limit"},
+    {.name = "seq_length", .slot = &TrainingConfig::seq_length, .range = kSeqLength},
+    {.name = "micro_batch_size", .slot = &TrainingConfig::micro_batch_size, .range = kMicroBatch},
+    {.name = "global_batch_size", .slot = &TrainingConfig::global_batch_size, .range = kCount},
+    {.name = "dtype", .slot = &TrainingConfig::dtype, .choices = kDtypes, .form = Form::analytic},
+    {.name = "sequence_parallel",
+     .slot = &TrainingConfig::sequence_parallel,
+     .form = Form::analytic},
+    {.name = "optimizer", .form = Form::analytic},
+    {.name = "recompute", .help = "a mode, or {default, stages: {s: mode}, layers: {l: mode}}"},
+});
+
+inline constexpr auto kOptimizerFields = std::to_array<Field<OptimizerSettings>>({
+    {.name = "type", .choices = kOptimizers},
+    {.name = "zero_stage", .slot = &OptimizerSettings::zero_stage, .range = kZeroStage},
+    {.name = "master_weights", .slot = &OptimizerSettings::master_weights},
+    {.name = "grad_dtype", .help = "gradient buffers", .choices = kGradDtypes},
+});
+
+inline constexpr auto kRecomputeFields = std::to_array<Field<RecomputeSpec>>({
+    {.name = "default", .help = "mode of every layer not named below"},
+    {.name = "stages", .help = "{stage index: mode}"},
+    {.name = "layers", .help = "{layer index: mode}; layers count in model order"},
+});
+
+}  // namespace bmpipe::detail
+
+#pragma GCC diagnostic pop

@@ -1,0 +1,446 @@
+// The cross-field checks: what no single key can get wrong but keys together can (pp
+// divides the devices, the partition adds up, every layer's recompute mode exists), the
+// work limits, and that no time or byte total of a run can leave int64.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "experiment/config.hpp"
+#include "experiment/config_fields.hpp"
+#include "schedules/registry.hpp"
+
+namespace bmpipe {
+
+namespace {
+
+std::int64_t device_count(const Config& c) {
+  return static_cast<std::int64_t>(c.cluster.nodes) * c.cluster.devices_per_node;
+}
+
+/// Stages the schedule really has: V schedules hold two per device whatever vpp says.
+std::int64_t schedule_stages(const Config& c) {
+  const ScheduleInfo* info = find_schedule(c.training.schedule);
+  const int chunks = info ? effective_vpp(*info, c.training.vpp) : c.training.vpp;
+  return static_cast<std::int64_t>(c.training.pp) * std::max(chunks, c.training.vpp);
+}
+
+std::string count_text(long double v) {
+  return detail::format_number(static_cast<double>(v));
+}
+
+// Every number a table describes, held to its range again: the reader checked what came
+// from YAML, but a Config changed by hand (or by a planner) gets here unchecked.
+template <class T, std::size_t N>
+void check_table(const Config& c, const std::string& key,
+                 const std::array<detail::Field<T>, N>& table, const T& obj, bool compute = true) {
+  detail::for_each_number(table, obj, [&](const detail::Field<T>& f, double v) {
+    if (f.form == detail::Form::compute && !compute) return;
+    if (auto why = detail::out_of_range(f, v))
+      c.fail(detail::Reader::join(key, std::string(f.name)),
+             *why + ", got " + detail::format_number(v));
+  });
+}
+
+void check_values(const Config& c) {
+  check_table(c, "cluster", detail::kClusterFields, c.cluster);
+  HardwareSpec device = c.device.hardware.value_or(HardwareSpec{});
+  device.memory_GiB = c.device.memory_GiB;
+  device.reserved_GiB = c.device.reserved_GiB;
+  check_table(c, "cluster.device", detail::kDeviceFields, device, c.device.hardware.has_value());
+  if (c.cluster.devices_per_node > 1)
+    check_table(c, "cluster.intra_node", detail::kLinkFields, c.cluster.intra_node);
+  if (c.cluster.nodes > 1)
+    check_table(c, "cluster.inter_node", detail::kLinkFields, c.cluster.inter_node);
+  if (c.model.shape) check_table(c, "model", detail::kModelFields, *c.model.shape);
+  for (std::size_t g = 0; g < c.model.layers.size(); ++g) {
+    const std::string key = "model.layers[" + std::to_string(g) + "]";
+    check_table(c, key, detail::kLayerFields, c.model.layers[g]);
+    for (Recompute m : kAllRecompute)
+      if (const auto& costs = c.model.layers[g].recompute[m])
+        check_table(c, key + ".recompute." + std::string(recompute_name(m)),
+                    detail::kLayerModeFields, *costs);
+  }
+  check_table(c, "training", detail::kTrainingFields, c.training);
+  check_table(c, "training.optimizer", detail::kOptimizerFields, c.training.optimizer);
+  std::int64_t layers = 0;
+  for (const LayerGroup& g : c.model.layers) {
+    if (g.count < 1) c.fail("model.layers", "a group has count " + std::to_string(g.count));
+    layers += g.count;
+  }
+  if (layers > detail::kLayers.max)
+    c.fail("model.layers", "the layer groups add up to " + std::to_string(layers) +
+                               " layers; a model has at most " +
+                               detail::format_number(detail::kLayers.max));
+}
+
+// The stage of every layer, in model order: the partition, or as even as possible with the
+// remainder on the earliest stages (what make_sim_input does).
+std::vector<int> layer_stages(const Config& c, std::int64_t stages, std::int64_t layers) {
+  std::vector<int> out;
+  out.reserve(static_cast<std::size_t>(layers));
+  if (!c.training.partition.empty()) {
+    for (std::size_t s = 0; s < c.training.partition.size(); ++s)
+      out.insert(out.end(), static_cast<std::size_t>(c.training.partition[s]), static_cast<int>(s));
+    return out;
+  }
+  const std::int64_t base = layers / stages, extra = layers % stages;
+  for (std::int64_t s = 0; s < stages; ++s)
+    out.insert(out.end(), static_cast<std::size_t>(base + (s < extra ? 1 : 0)),
+               static_cast<int>(s));
+  return out;
+}
+
+// Every measured layer's mode must be one its group defines.
+void check_measured_modes(const Config& c, std::int64_t stages) {
+  const RecomputeSpec& r = c.training.recompute;
+  if (r.global == Recompute::none && r.stages.empty() && r.layers.empty()) return;
+  const std::int64_t layers = c.model.num_layers();
+  const std::vector<int> stage = layer_stages(c, stages, layers);
+  const std::string global_key = c.lines.count("training.recompute.default")
+                                     ? "training.recompute.default"
+                                     : "training.recompute";
+  int index = 0;
+  for (std::size_t g = 0; g < c.model.layers.size(); ++g) {
+    const LayerGroup& group = c.model.layers[g];
+    for (int i = 0; i < group.count; ++i, ++index) {
+      Recompute mode = r.global;
+      std::string key = global_key;
+      if (auto it = r.layers.find(index); it != r.layers.end()) {
+        mode = it->second;
+        key = "training.recompute.layers." + std::to_string(index);
+      } else if (auto st = r.stages.find(stage[index]); st != r.stages.end()) {
+        mode = st->second;
+        key = "training.recompute.stages." + std::to_string(stage[index]);
+      }
+      if (group.has_mode(mode)) continue;
+      std::string modes;
+      for (Recompute m : kAllRecompute)
+        if (group.has_mode(m))
+          modes += (modes.empty() ? "" : ", ") + std::string(recompute_name(m));
+      c.fail(key, "layer " + std::to_string(index) + " (group '" + group.name + "', model.layers[" +
+                      std::to_string(g) + "]) has no " + std::string(recompute_name(mode)) +
+                      " recompute costs: the group defines " + modes + " (add " +
+                      std::string(recompute_name(mode)) + " to model.layers[" + std::to_string(g) +
+                      "].recompute)");
+    }
+  }
+}
+
+// What one layer costs per micro-batch, as bounds: the most expensive mode it can run in.
+struct Load {
+  long double compute_ns = 0;    // F + I + W + recompute
+  long double activation = 0;    // bytes kept per micro-batch in flight
+  long double static_bytes = 0;  // weights, gradients, optimizer state
+  long double output = 0;        // largest stage output, bytes
+  long double tail_ns = 0;       // end-of-iteration work
+  std::string key;               // the key to blame for the largest compute share
+};
+
+constexpr long double kClock = 4611686018427387904.0L;  // 2^62 ns: room below kNever
+
+Load measured_load(const Config& c) {
+  Load load;
+  long double largest = -1;
+  for (std::size_t g = 0; g < c.model.layers.size(); ++g) {
+    const LayerGroup& l = c.model.layers[g];
+    long double recompute = l.recompute_ms,
+                activation = static_cast<long double>(l.activation_bytes);
+    for (Recompute m : kAllRecompute)
+      if (m != Recompute::none && l.recompute[m]) {
+        recompute = std::max<long double>(recompute, l.recompute[m]->recompute_ms);
+        activation = std::max<long double>(activation, l.recompute[m]->activation_bytes);
+      }
+    const long double ms = static_cast<long double>(l.forward_ms) + l.backward_input_ms +
+                           l.backward_weight_ms + recompute;
+    const long double share = l.count * ms * 1e6L;
+    load.compute_ns += share;
+    load.activation += l.count * activation;
+    load.static_bytes +=
+        l.count * (static_cast<long double>(l.param_bytes) + l.grad_bytes + l.optimizer_bytes);
+    load.output = std::max<long double>(load.output, l.output_bytes);
+    if (share > largest) largest = share, load.key = "model.layers[" + std::to_string(g) + "]";
+  }
+  return load;
+}
+
+// The analytic model's costs come from the cost model; every figure it derives from the
+// shape, the batch and the device is held to the ranges a measured layer would be.
+Load analytic_load(const Config& c) {
+  const TrainingConfig& t = c.training;
+  const ModelShape& m = *c.model.shape;
+  CostSettings st;
+  st.seq_length = t.seq_length.value_or(0);
+  st.micro_batch_size = t.micro_batch_size;
+  st.tp = t.tp;
+  st.sequence_parallel = t.sequence_parallel;
+  st.dtype_bytes = t.dtype_bytes();
+  st.tp_crosses_nodes = t.tp > c.cluster.devices_per_node;
+  const HardwareSpec& hw = *c.device.hardware;
+  // The cost model rounds bytes with llround, which has no answer past int64. Its stored
+  // tensors are at most 8 bytes per token per column of the widest matrix (the fp32
+  // logits, the MLP's intermediates, the s x s scores of every head).
+  const long double tokens = static_cast<long double>(st.seq_length) * st.micro_batch_size;
+  const long double widest =
+      std::max({static_cast<long double>(m.vocab_size), static_cast<long double>(m.ffn_hidden_size),
+                static_cast<long double>(m.hidden_size),
+                static_cast<long double>(m.num_attention_heads) * st.seq_length});
+  if (8 * tokens * widest > kClock)
+    c.fail("training.seq_length",
+           "one micro-batch of seq_length x micro_batch_size = " + count_text(tokens) +
+               " tokens would keep about " + count_text(8 * tokens * widest) +
+               " bytes in one layer, more than int64 can count");
+  const LayerCost parts[] = {decoder_layer_cost(m, hw, st), embedding_cost(m, hw, st),
+                             head_cost(m, hw, st, true)};
+  Load load;
+  load.key = "model";
+  const long double kDay = 86'400;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const LayerCost& p = parts[i];
+    const long double n = i == 0 ? m.num_layers : 1;
+    long double extra = 0, activation = 0;
+    for (Recompute r : kAllRecompute) {
+      extra = std::max<long double>(extra, p.recompute_extra_s[r]);
+      activation = std::max<long double>(activation, p.activation_bytes[r]);
+      if (p.activation_bytes[r] < 0 || p.weight_grad_bytes[r] < 0 ||
+          !std::isfinite(p.recompute_extra_s[r]))
+        c.fail("model", "the cost model's " + p.name + " has activations beyond int64 bytes");
+    }
+    const double times[] = {p.forward_s, p.backward_input_s, p.backward_weight_s};
+    for (double s : times)
+      if (!(s >= 0 && s <= kDay) || extra > kDay)
+        c.fail("model", "the cost model gives the " + p.name + " an op of " +
+                            detail::format_number(s) +
+                            " s for one micro-batch, more than a day: check seq_length, "
+                            "micro_batch_size, the shape and the device's peak_tflops, hbm_GBps "
+                            "and efficiencies");
+    load.compute_ns +=
+        n *
+        (static_cast<long double>(p.forward_s) + p.backward_input_s + p.backward_weight_s + extra) *
+        1e9L;
+    load.activation += n * activation;
+    load.output = std::max<long double>(load.output, p.output_bytes);
+    // Weights, gradients, Adam's two moments and the fp32 master copy: at most 18 bytes
+    // per parameter (static_bytes in sim/cost), however dp shards them.
+    load.static_bytes += n * 18.0L * p.param_count;
+    if (p.param_count < 0)
+      c.fail("model", "the cost model's " + p.name + " has too many parameters");
+  }
+  // The dp reduction and the Adam step of every parameter on one device: an upper bound on
+  // any rank's tail.
+  const long double params = load.static_bytes / 18.0L;
+  if (params < kClock / 64) {
+    const int dp = static_cast<int>(device_count(c) / (static_cast<std::int64_t>(t.pp) * t.tp));
+    const double step =
+        optimizer_step_s(static_cast<std::int64_t>(params), st.dtype_bytes, t.optimizer, 1, hw);
+    const double reduce = dp > 1
+                              ? std::max(collective_time_s(hw, Collective::all_reduce, dp,
+                                                           static_cast<double>(params) * 4, true),
+                                         collective_time_s(hw, Collective::all_reduce, dp,
+                                                           static_cast<double>(params) * 4, false))
+                              : 0.0;
+    load.tail_ns = (static_cast<long double>(step) + reduce) * 1e9L;
+    if (!std::isfinite(static_cast<double>(load.tail_ns))) load.tail_ns = kClock * 2;
+  }
+  return load;
+}
+
+// No time or byte total of the run may leave int64. An iteration cannot outlast the sum
+// of all its work run one piece after another (the engine never idles while work is
+// ready), so that sum, with every op at its most expensive mode, is the bound.
+void check_totals(const Config& c, std::int64_t stages) {
+  const TrainingConfig& t = c.training;
+  const Load load = c.model.analytic() ? analytic_load(c) : measured_load(c);
+  const long double m = t.microbatches;
+  const long double compute =
+      m * load.compute_ns * std::max(1.0L, static_cast<long double>(t.overlap_factor)) +
+      (t.overlap_ms ? m * stages * *t.overlap_ms * 1e6L : 0.0L);
+  // A transfer pays the latency of every link on its path and the slowest bandwidth.
+  long double latency = 0, bandwidth = std::numeric_limits<long double>::infinity();
+  std::string link_key;
+  const auto link = [&](const LinkSpec& l, const char* key) {
+    latency += l.latency_us * 1e3L;
+    if (l.bandwidth_GBps < bandwidth) bandwidth = l.bandwidth_GBps, link_key = key;
+  };
+  if (c.cluster.devices_per_node > 1) link(c.cluster.intra_node, "cluster.intra_node");
+  if (c.cluster.nodes > 1) link(c.cluster.inter_node, "cluster.inter_node");
+  const bool transfers = stages > 1 && link_key.size() > 0;
+  const long double transfer = transfers ? latency + load.output / bandwidth : 0.0L;
+  if (transfers && transfer > kClock)
+    c.fail(link_key + ".bandwidth_GBps", "one transfer of " + count_text(load.output) +
+                                             " bytes would take " + count_text(transfer) +
+                                             " ns, past the int64 clock (2^62 ns, 146 years)");
+  const long double communication = 2.0L * stages * m * transfer;
+  const long double total = compute + communication + load.tail_ns;
+  if (total > kClock) {
+    const std::string key = communication > compute ? link_key + ".bandwidth_GBps" : load.key;
+    c.fail(key, "one iteration could last up to " + count_text(total) + " ns (compute " +
+                    count_text(compute) + ", transfers " + count_text(communication) +
+                    "), past the int64 clock of 2^62 ns (146 years): the times or the "
+                    "micro-batches are far too large");
+  }
+  const long double bytes = c.device.reserved_GiB * 1073741824.0L + load.static_bytes +
+                            m * (load.activation + 2 * load.output);
+  if (bytes > kClock)
+    c.fail(m * load.activation > load.static_bytes ? "training.microbatches" : load.key,
+           "one device could hold up to " + count_text(bytes) +
+               " bytes, more than int64 can count (2^62): the byte counts or the "
+               "micro-batches are far too large");
+}
+
+}  // namespace
+
+std::int64_t op_bound(const Config& c) {
+  const long double ops =
+      static_cast<long double>(schedule_stages(c)) * c.training.microbatches * 3;
+  return ops >= 9.2e18L ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(ops);
+}
+
+void check_work_bounds(const Config& c, const WorkLimits& limits) {
+  const TrainingConfig& t = c.training;
+  const std::int64_t devices = device_count(c);
+  if (devices > limits.max_devices)
+    c.fail(c.cluster.nodes > 1 ? "cluster.nodes" : "cluster.devices_per_node",
+           "nodes x devices_per_node = " + std::to_string(c.cluster.nodes) + " x " +
+               std::to_string(c.cluster.devices_per_node) + " = " + std::to_string(devices) +
+               " devices; the limit is " + std::to_string(limits.max_devices) +
+               "; raise it with --max-devices");
+  const std::int64_t stages = schedule_stages(c);
+  const std::int64_t ops = op_bound(c);
+  if (ops > limits.max_ops) {
+    // Bytes per op measured on runs of 8-24 million ops: 33 (ZB-H1) to 51 (ZB-V), 96 with
+    // an SVG (README, "Limits").
+    const long double gib = 1073741824.0L;
+    const std::string key = t.microbatches >= stages ? "training.microbatches" : "training.pp";
+    c.fail(key, "this run needs up to " + count_text(ops) + " ops (" + std::to_string(stages) +
+                    " stages x " + std::to_string(t.microbatches) + " micro-batches x 3), about " +
+                    count_text(std::ceil(ops * 50.0L / gib)) + " GiB (" +
+                    count_text(std::ceil(ops * 100.0L / gib)) + " GiB with --svg); the limit is " +
+                    std::to_string(limits.max_ops) + " ops; raise it with --max-ops");
+  }
+  // Every route the engine computes walks every link of the device graph.
+  const long double dpn = c.cluster.devices_per_node;
+  const long double links =
+      c.cluster.nodes * dpn * (dpn - 1) + (c.cluster.nodes > 1 ? 2.0L * devices : 0.0L);
+  const std::string links_text =
+      count_text(links) +
+      " links (devices_per_node x (devices_per_node - 1) in each node, 2 per device between "
+      "nodes)";
+  if (links > limits.max_links)
+    c.fail("cluster.devices_per_node", "the device graph would have " + links_text + ", about " +
+                                           count_text(std::ceil(links * 100 / 1073741824.0L)) +
+                                           " GiB; the limit is " +
+                                           std::to_string(limits.max_links) + " links");
+  const long double routes = 1 + 2.0L * (stages - 1);
+  if (links * routes > limits.max_link_visits)
+    c.fail("cluster.devices_per_node",
+           "routing the " + std::to_string(stages - 1) + " stage boundaries over " + links_text +
+               " visits about " + count_text(links * routes) + " links, about " +
+               count_text(std::ceil(links * routes / 1e8L)) + " s; the limit is " +
+               std::to_string(limits.max_link_visits) +
+               ": use fewer devices per node or fewer stages");
+}
+
+void check_config(const Config& c) {
+  const TrainingConfig& t = c.training;
+  check_values(c);
+  if (!find_schedule(t.schedule))
+    c.fail("training.schedule",
+           "unknown schedule '" +
+               (t.schedule.size() > 60 ? t.schedule.substr(0, 60) + "..." : t.schedule) +
+               "' (known: " + schedule_names() + ")");
+  // First, so that every product below is of small numbers.
+  check_work_bounds(c, c.limits);
+  const std::int64_t devices = device_count(c);
+  const std::int64_t pp_tp = static_cast<std::int64_t>(t.pp) * t.tp;
+  if (devices % t.pp != 0)
+    c.fail("training.pp", "pp = " + std::to_string(t.pp) + " does not divide the " +
+                              std::to_string(devices) + " devices of the cluster");
+  if (devices % pp_tp != 0)
+    c.fail("training.tp", "pp * tp = " + std::to_string(pp_tp) + " does not divide the " +
+                              std::to_string(devices) + " devices");
+  if (t.dp && pp_tp * *t.dp != devices)
+    c.fail("training.dp", "pp * tp * dp = " + std::to_string(pp_tp * *t.dp) +
+                              " but the cluster has " + std::to_string(devices) + " devices");
+  const std::int64_t stages = static_cast<std::int64_t>(t.pp) * t.vpp;
+  const std::int64_t layers = c.model.num_layers();
+  const std::string shape =
+      " (pp " + std::to_string(t.pp) + " x vpp " + std::to_string(t.vpp) + ")";
+  if (c.model.analytic()) {
+    const ModelShape& m = *c.model.shape;
+    if (!t.seq_length)
+      c.fail("training", "the analytic model needs training.seq_length (tokens per sample)");
+    if (!c.device.hardware)
+      c.fail("cluster.device",
+             "the analytic model needs the device's compute figures: give "
+             "preset (known: " +
+                 hardware_preset_names() + ") or peak_tflops and hbm_GBps");
+    if (m.num_attention_heads % t.tp != 0)
+      c.fail("training.tp", "tp = " + std::to_string(t.tp) + " does not divide the " +
+                                std::to_string(m.num_attention_heads) + " attention heads of " +
+                                m.name);
+    if (m.ffn_hidden_size % t.tp != 0)
+      c.fail("training.tp", "tp = " + std::to_string(t.tp) + " does not divide ffn_hidden_size = " +
+                                std::to_string(m.ffn_hidden_size) + " of " + m.name);
+  }
+  for (const auto& [s, mode] : t.recompute.stages)
+    if (s >= stages)
+      c.fail("training.recompute.stages." + std::to_string(s),
+             "stage " + std::to_string(s) + " does not exist: there are " + std::to_string(stages) +
+                 " stages" + shape);
+  for (const auto& [l, mode] : t.recompute.layers)
+    if (l >= layers)
+      c.fail("training.recompute.layers." + std::to_string(l),
+             "layer " + std::to_string(l) + " does not exist: the model has " +
+                 std::to_string(layers) + " layers");
+  if (!t.partition.empty()) {
+    if (static_cast<std::int64_t>(t.partition.size()) != stages)
+      c.fail("training.partition", "has " + std::to_string(t.partition.size()) +
+                                       " entries but there are " + std::to_string(stages) +
+                                       " stages" + shape);
+    // Entries are at most INT_MAX each and there are few of them: the sum fits.
+    const std::int64_t sum =
+        std::accumulate(t.partition.begin(), t.partition.end(), std::int64_t{0});
+    for (int p : t.partition)
+      if (p < 0) c.fail("training.partition", "has a negative entry " + std::to_string(p));
+    if (sum != layers)
+      c.fail("training.partition", "adds up to " + std::to_string(sum) +
+                                       " layers but the model has " + std::to_string(layers));
+  } else if (layers < stages) {
+    c.fail("training.pp", "the model's " + std::to_string(layers) + " layers cannot fill " +
+                              std::to_string(stages) + " stages");
+  }
+  if (!c.model.analytic()) check_measured_modes(c, stages);
+  check_totals(c, schedule_stages(c));
+}
+
+void resolve_batch(Config& c) {
+  TrainingConfig& t = c.training;
+  const std::int64_t devices = device_count(c);
+  const std::int64_t pp_tp = static_cast<std::int64_t>(t.pp) * t.tp;
+  if (t.pp < 1 || t.tp < 1 || devices < 1 || devices % pp_tp != 0)
+    return;  // check_config reports it
+  const std::int64_t dp = t.dp ? *t.dp : devices / pp_tp;
+  if (t.global_batch_size) {
+    const std::int64_t per = static_cast<std::int64_t>(t.micro_batch_size) * dp;
+    const std::string per_text = "micro_batch_size x dp = " + std::to_string(t.micro_batch_size) +
+                                 " x " + std::to_string(dp) + " = " + std::to_string(per);
+    if (per < 1 || *t.global_batch_size % per != 0)
+      c.fail("training.global_batch_size",
+             "global_batch_size = " + std::to_string(*t.global_batch_size) +
+                 " is not a multiple of " + per_text);
+    const int m = static_cast<int>(*t.global_batch_size / per);
+    if (t.microbatches_given && t.microbatches != m)
+      c.fail("training.microbatches", "microbatches = " + std::to_string(t.microbatches) +
+                                          " contradicts global_batch_size / (" + per_text +
+                                          ") = " + std::to_string(*t.global_batch_size) + " / " +
+                                          std::to_string(per) + " = " + std::to_string(m));
+    t.microbatches = m;
+  } else if (!t.microbatches_given) {
+    auto it = c.lines.find("training");
+    throw ConfigError(c.file, it == c.lines.end() ? 1 : it->second, "training.microbatches",
+                      "missing required key (or give global_batch_size)");
+  }
+}
+
+}  // namespace bmpipe
