@@ -38,7 +38,10 @@ struct RankState {
   std::int64_t activation_peak = 0;
   int inflight = 0;
   int inflight_peak = 0;
-  Time wake_at = kNever;  // latest wake-up queued for this rank, to avoid duplicates
+  // The latest wake-up queued for this rank and not yet taken, to avoid duplicates. It is
+  // cleared when that wake-up is taken: a later input arriving at the same instant (0 ns
+  // ops and transfers) must queue its own, or the rank would sleep through it.
+  Time wake_at = kNever;
 };
 
 // A precomputed route for one stage boundary in one direction.
@@ -470,7 +473,11 @@ SimResult Engine::run() {
     const auto e = queue_.pop();
     now_ = e.time;
     const int rank = static_cast<int>(e.payload.rank);
-    if (e.payload.kind == kOpDone) finish(rank);
+    if (e.payload.kind == kOpDone) {
+      finish(rank);
+    } else if (ranks_[rank].wake_at == now_) {
+      ranks_[rank].wake_at = kNever;
+    }
     try_start(rank);
   }
   return collect();
