@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "schedules/op.hpp"
+#include "sim/compiled_schedule.hpp"
 #include "sim/time.hpp"
 #include "sim/topology.hpp"
 
@@ -162,6 +163,10 @@ struct SimResult {
 
 /// Runs `schedule` on `input`. Never throws for a bad schedule or input: those come back
 /// as a result with ok == false and a message.
+SimResult simulate(const SimInput& input, const CompiledSchedule& schedule,
+                   Observer* observer = nullptr);
+
+/// The same, compiling `schedule` for this one call (validation included).
 SimResult simulate(const SimInput& input, const Schedule& schedule, Observer* observer = nullptr);
 
 }  // namespace bmpipe

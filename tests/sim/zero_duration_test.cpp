@@ -123,6 +123,8 @@ class ZeroDuration : public ::testing::TestWithParam<std::string> {};
 TEST_P(ZeroDuration, EveryScheduleCompletesWithExactTimes) {
   for (int p = 1; p <= 4; ++p) {
     const Schedule sch = generate(GetParam(), p, 2 * p);
+    const CompiledSchedule compiled(sch);
+    ASSERT_TRUE(compiled.ok()) << compiled.error();
     for (Costs costs : {Costs::zero, Costs::mixed})
       for (double latency_us : {0.0, 1.0}) {
         SCOPED_TRACE("p=" + std::to_string(p) + (costs == Costs::zero ? " zero" : " mixed") +
@@ -135,7 +137,7 @@ TEST_P(ZeroDuration, EveryScheduleCompletesWithExactTimes) {
           EXPECT_EQ(expected, 0);
         }
 
-        const SimResult r = simulate(in, sch);
+        const SimResult r = simulate(in, compiled);
         ASSERT_TRUE(r.ok) << r.error;
         EXPECT_EQ(r.ops_executed, sch.total_ops());
         EXPECT_EQ(r.pipeline_time, expected);
@@ -143,7 +145,7 @@ TEST_P(ZeroDuration, EveryScheduleCompletesWithExactTimes) {
         // An observer must be told of every op once, each starting when both its device
         // and its inputs were ready.
         test::Recorder rec;
-        const SimResult traced = simulate(in, sch, &rec);
+        const SimResult traced = simulate(in, compiled, &rec);
         ASSERT_TRUE(traced.ok) << traced.error;
         EXPECT_EQ(traced.pipeline_time, expected);
         EXPECT_EQ(rec.ops.size(), sch.total_ops());
@@ -158,13 +160,14 @@ TEST_P(ZeroDuration, BubbleBreakdownRunsAndSplitsLatencyIntoCommunication) {
   // counterfactual with free communication lasts 0 ns, so all of it is communication.
   for (int p = 1; p <= 4; ++p) {
     const Schedule sch = generate(GetParam(), p, 2 * p);
+    const CompiledSchedule compiled(sch);
     for (double latency_us : {0.0, 1.0}) {
       SCOPED_TRACE("p=" + std::to_string(p) + ", latency " + std::to_string(latency_us) + " us");
       const auto topo = test::one_node(p, latency_us);
       const SimInput in = input_for(sch, *topo, Costs::zero);
-      const SimResult measured = simulate(in, sch);
+      const SimResult measured = simulate(in, compiled);
       ASSERT_TRUE(measured.ok) << measured.error;
-      const BubbleBreakdown b = decompose_bubbles(in, sch, measured);
+      const BubbleBreakdown b = decompose_bubbles(in, compiled, measured);
       ASSERT_TRUE(b.ok) << b.error;
       ASSERT_EQ(b.devices.size(), static_cast<std::size_t>(p));
       for (const BubbleParts& d : b.devices) {
@@ -176,11 +179,14 @@ TEST_P(ZeroDuration, BubbleBreakdownRunsAndSplitsLatencyIntoCommunication) {
       if (latency_us > 0 && p > 1) {
         EXPECT_GT(measured.pipeline_time, 0);
       }
+      const BubbleBreakdown again = decompose_bubbles(in, sch, measured);
+      ASSERT_TRUE(again.ok) << again.error;
+      EXPECT_EQ(again.total.communication, b.total.communication);
 
       const SimInput mixed = input_for(sch, *topo, Costs::mixed);
-      const SimResult m = simulate(mixed, sch);
+      const SimResult m = simulate(mixed, compiled);
       ASSERT_TRUE(m.ok) << m.error;
-      const BubbleBreakdown bm = decompose_bubbles(mixed, sch, m);
+      const BubbleBreakdown bm = decompose_bubbles(mixed, compiled, m);
       ASSERT_TRUE(bm.ok) << bm.error;
       for (std::size_t r = 0; r < bm.devices.size(); ++r)
         EXPECT_EQ(bm.devices[r].total(), m.pipeline_time - m.devices[r].busy);
