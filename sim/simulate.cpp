@@ -41,6 +41,9 @@ struct Tables {
   std::vector<HopRun> hops;
   std::vector<std::uint32_t> links;  // compact ids 0..num_links-1
   std::size_t num_links = 0;
+  // Some link carries transfers from more than one rank, so the order of same-time requests
+  // on it (the event order) decides who goes first.
+  bool shared_links = false;
 };
 
 // What either engine leaves behind for each rank.
@@ -122,7 +125,7 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
   // Routes, and a compact numbering of the links they use.
   t.hops.assign(static_cast<std::size_t>(2) * S, HopRun{});
   const auto uses = cs.hop_uses();
-  std::vector<int> ids;  // topology links in use
+  std::vector<std::pair<int, int>> link_rank;  // (topology link, sending rank)
   std::vector<Route> routes(t.hops.size());
   for (std::size_t h = 0; h < t.hops.size(); ++h) {
     HopRun& hop = t.hops[h];
@@ -131,17 +134,26 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
     hop.to_stage = forward ? hop.from_stage + 1 : hop.from_stage - 1;
     if (uses[h] == 0) continue;  // same rank, or a boundary that does not exist
     hop.bytes = in.stages[std::min(hop.from_stage, hop.to_stage)].output_bytes;
-    const int a = in.rank_device[sch.stage_rank[hop.from_stage]];
+    const int from_rank = sch.stage_rank[hop.from_stage];
+    const int a = in.rank_device[from_rank];
     const int b = in.rank_device[sch.stage_rank[hop.to_stage]];
     if (a == b) continue;  // two ranks on one device: the data is simply there
     if (!in.topology) return "stages on different devices need a topology";
     routes[h] = in.topology->route(a, b, hop.bytes);
     hop.serialization = routes[h].serialization(hop.bytes);
     hop.latency = routes[h].latency;
-    ids.insert(ids.end(), routes[h].links.begin(), routes[h].links.end());
+    for (int link : routes[h].links) link_rank.emplace_back(link, from_rank);
   }
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::sort(link_rank.begin(), link_rank.end());
+  link_rank.erase(std::unique(link_rank.begin(), link_rank.end()), link_rank.end());
+  std::vector<int> ids;
+  for (std::size_t k = 0; k < link_rank.size(); ++k) {
+    if (k > 0 && link_rank[k].first == link_rank[k - 1].first) {
+      t.shared_links = true;
+      continue;
+    }
+    ids.push_back(link_rank[k].first);
+  }
   t.num_links = ids.size();
   for (std::size_t h = 0; h < t.hops.size(); ++h) {
     t.hops[h].link_begin = static_cast<std::uint32_t>(t.links.size());
@@ -153,11 +165,87 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
   return {};
 }
 
-// ---- the engine ----------------------------------------------------------------------------
+// ---- the data-flow engine ------------------------------------------------------------------
 //
-// Events in (time, priority, sequence) order: an observer sees every op, transfer and
-// memory change in it, and on a link shared by several ranks it decides whose same-time
-// transfer goes first. Two kinds of event. kOpDone: the op running
+// Without an observer and with no link shared between ranks, nothing in the result depends
+// on the order in which same-time events are taken: an op starts at max(device free, last
+// input present), and a link's FIFO order is the order of its only sender's list. So the
+// run is the fixpoint of that recurrence, and it is reached by sweeping the ranks, running
+// each as far as its inputs allow, until a sweep runs nothing. No events, no queue.
+
+void run_data_flow(const CompiledSchedule& cs, const Tables& t, std::vector<RankTotals>& ranks,
+                   std::uint64_t& executed) {
+  const auto ops = cs.ops();
+  std::vector<Time> slot(cs.num_slots(), kNever);
+  slot[CompiledSchedule::kReadySlot] = 0;
+  std::vector<Time> link_free(t.num_links, 0);
+  const CostRow* const costs = t.costs.data();
+  const HopRun* const hops = t.hops.data();
+  const std::uint32_t* const links = t.links.data();
+
+  auto deliver = [&](std::uint32_t h, std::uint32_t into, Time when) {
+    const HopRun& hop = hops[h];
+    const std::uint32_t* l = links + hop.link_begin;
+    Time start = when;
+    for (std::uint32_t k = 0; k < hop.link_count; ++k) start = std::max(start, link_free[l[k]]);
+    const Time done = start + hop.serialization;
+    for (std::uint32_t k = 0; k < hop.link_count; ++k) link_free[l[k]] = done;
+    slot[into] = done + hop.latency;
+  };
+
+  const int p = cs.num_ranks();
+  for (int r = 0; r < p; ++r) ranks[r].next = cs.rank_begin(r);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int r = 0; r < p; ++r) {
+      RankTotals& st = ranks[r];
+      const std::uint32_t begin = cs.rank_begin(r), end = cs.rank_begin(r + 1);
+      std::uint32_t pos = st.next;
+      if (pos == end) continue;
+      const std::uint32_t from = pos;
+      Time free = st.last_end, busy = st.busy, first = st.first_start;
+      std::int64_t act = st.activation, peak = st.activation_peak;
+      int live = st.inflight, live_peak = st.inflight_peak;
+      while (pos < end) {
+        const CompiledOp& op = ops[pos];
+        const Time ready = std::max(slot[op.wait[0]], slot[op.wait[1]]);
+        if (ready == kNever) break;
+        const Time start = std::max(free, ready);
+        const CostRow& c = costs[op.cost];
+        const Time finish = start + c.duration;
+        if (pos == begin) first = start;
+        act += c.alloc;
+        peak = std::max(peak, act);
+        live += c.live_in;
+        live_peak = std::max(live_peak, live);
+        act -= c.release;
+        live += c.live_out;
+        busy += c.duration;
+        if (op.send[0] != kNoSlot) deliver(op.hop[0], op.send[0], finish);
+        if (op.send[1] != kNoSlot) deliver(op.hop[1], op.send[1], finish);
+        free = finish;
+        ++pos;
+      }
+      if (pos == from) continue;
+      progress = true;
+      executed += pos - from;
+      st.next = pos;
+      st.last_end = free;
+      st.busy = busy;
+      st.first_start = first;
+      st.activation = act;
+      st.activation_peak = peak;
+      st.inflight = live;
+      st.inflight_peak = live_peak;
+    }
+  }
+}
+
+// ---- the ordered engine --------------------------------------------------------------------
+//
+// Events in (time, priority, sequence) order, for when the order shows: an observer sees
+// every op, transfer and memory change in it, and on a link shared by several ranks it
+// decides whose same-time transfer goes first. Two kinds of event. kOpDone: the op running
 // on `rank` ends. kWake: an input `rank` may be waiting for arrives; the rank re-checks its
 // next op. Arrivals are not events of their own: a transfer writes its arrival time into
 // the consumer's slot when it is placed, and a wake-up is queued only if the consumer could
@@ -194,6 +282,7 @@ class OrderedEngine {
 
   void run();
   std::uint64_t executed() const { return executed_; }
+  std::uint64_t events() const { return events_; }
 
  private:
   void try_start(int rank);
@@ -218,6 +307,7 @@ class OrderedEngine {
   std::vector<Time> link_free_;
   std::int32_t transfers_ = 0;
   std::uint64_t executed_ = 0;
+  std::uint64_t events_ = 0;
 };
 
 void OrderedEngine::allocate(int rank, std::int64_t bytes, int live_delta) {
@@ -349,6 +439,7 @@ void OrderedEngine::run() {
   for (int rank = 0; rank < p; ++rank) try_start(rank);
   while (!queue_.empty()) {
     const auto e = queue_.pop();
+    ++events_;
     now_ = e.time;
     const int rank = static_cast<int>(e.payload.rank);
     if (e.payload.kind == kOpDone) {
@@ -485,9 +576,18 @@ SimResult simulate(const SimInput& input, const CompiledSchedule& schedule, Obse
     return failure(e.what());
   }
   std::vector<RankTotals> ranks(schedule.num_ranks());
-  OrderedEngine engine(schedule, tables, observer, ranks);
-  engine.run();
-  return collect(input, schedule, ranks, engine.executed());
+  std::uint64_t executed = 0, events = 0;
+  if (observer || tables.shared_links) {
+    OrderedEngine engine(schedule, tables, observer, ranks);
+    engine.run();
+    executed = engine.executed();
+    events = engine.events();
+  } else {
+    run_data_flow(schedule, tables, ranks, executed);
+  }
+  SimResult r = collect(input, schedule, ranks, executed);
+  r.events = events;
+  return r;
 }
 
 SimResult simulate(const SimInput& input, const Schedule& schedule, Observer* observer) {

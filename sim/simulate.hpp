@@ -158,6 +158,8 @@ struct SimResult {
   double bubble_ratio = 0;         ///< 1 - busy device-time / (ranks x pipeline time)
   bool fits = true;                ///< every rank within its capacity
   std::uint64_t ops_executed = 0;
+  /// Events the ordered engine took from its queue; 0 when the data-flow engine ran.
+  std::uint64_t events = 0;
   std::vector<DeviceResult> devices;
 };
 

@@ -142,8 +142,8 @@ TEST_P(ZeroDuration, EveryScheduleCompletesWithExactTimes) {
         EXPECT_EQ(r.ops_executed, sch.total_ops());
         EXPECT_EQ(r.pipeline_time, expected);
 
-        // An observer must be told of every op once, each starting when both its device
-        // and its inputs were ready.
+        // The ordered engine (an observer forces it) must agree and report every op once,
+        // each starting when both its device and its inputs were ready.
         test::Recorder rec;
         const SimResult traced = simulate(in, compiled, &rec);
         ASSERT_TRUE(traced.ok) << traced.error;
