@@ -58,6 +58,14 @@ struct RankTotals {
   int inflight_peak = 0;
 };
 
+bool add(std::int64_t a, std::int64_t b, std::int64_t& out) {
+  return !__builtin_add_overflow(a, b, &out);
+}
+bool mul_add(std::int64_t& acc, std::int64_t count, std::int64_t value) {
+  std::int64_t product;
+  return !__builtin_mul_overflow(count, value, &product) && add(acc, product, acc);
+}
+
 std::string check_input(const SimInput& in, const CompiledSchedule& cs) {
   if (!cs.ok()) return cs.error();
   const std::size_t p = static_cast<std::size_t>(cs.num_ranks());
@@ -74,9 +82,13 @@ std::string check_input(const SimInput& in, const CompiledSchedule& cs) {
     return "static_bytes, capacity_bytes and tail_time need one entry per rank (or none)";
   for (const StageCost& c : in.stages)
     if (c.forward < 0 || c.backward_input < 0 || c.backward_weight < 0 || c.recompute < 0 ||
-        c.activation_bytes < 0 || c.output_bytes < 0)
+        c.activation_bytes < 0 || c.output_bytes < 0 ||
+        (c.weight_grad_retained_bytes && *c.weight_grad_retained_bytes < 0))
       return "stage costs must not be negative";
   if (!(in.fb_overlap_factor > 0.0)) return "fb_overlap_factor must be positive";
+  if (in.fb_pair_time && *in.fb_pair_time < 0) return "fb_pair_time must not be negative";
+  for (Time t : in.tail_time)
+    if (t < 0) return "tail_time must not be negative";
   for (std::size_t r = 0; r < p; ++r) {
     const int d = in.rank_device[r];
     const int limit = in.topology ? in.topology->num_devices() : static_cast<int>(p);
@@ -86,6 +98,14 @@ std::string check_input(const SimInput& in, const CompiledSchedule& cs) {
   }
   return {};
 }
+
+const char* const kTooLong =
+    "the run would last longer than 2^63 ns (about 292 years): op durations and transfer times "
+    "add up past the engine's 64-bit clock";
+
+const char* const kTooBig =
+    "activation and static bytes add up past 2^63: the engine's 64-bit byte counts would "
+    "overflow";
 
 // Fills `t` from the input; an error message if the input cannot be run.
 std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables& t) {
@@ -102,8 +122,9 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
     CostRow& i = t.costs[2 * S + s];
     CostRow& w = t.costs[3 * S + s];
     f = CostRow{c.forward, act, 0, 1, 0};
-    i.duration = c.backward_input + c.recompute;
-    b.duration = i.duration + c.backward_weight;
+    if (!add(c.backward_input, c.recompute, i.duration) ||
+        !add(i.duration, c.backward_weight, b.duration))
+      return kTooLong;
     b.release = act, b.live_out = -1;
     i.release = act - retained;
     w = CostRow{c.backward_weight, 0, retained, 0, -1};
@@ -116,9 +137,13 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
     if (in.fb_pair_time) {
       row.duration = *in.fb_pair_time;
     } else {
-      const double pair =
-          static_cast<double>(f.forward + b.backward_input + b.backward_weight + b.recompute);
-      row.duration = static_cast<Time>(std::llround(pair * in.fb_overlap_factor));
+      std::int64_t pair;
+      if (!add(f.forward, b.backward_input, pair) || !add(pair, b.backward_weight, pair) ||
+          !add(pair, b.recompute, pair))
+        return kTooLong;
+      const double scaled = static_cast<double>(pair) * in.fb_overlap_factor;
+      if (!(scaled < 9.2e18)) return kTooLong;  // llround beyond int64 has no defined result
+      row.duration = static_cast<Time>(std::llround(scaled));
     }
   }
 
@@ -142,6 +167,7 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
     routes[h] = in.topology->route(a, b, hop.bytes);
     hop.serialization = routes[h].serialization(hop.bytes);
     hop.latency = routes[h].latency;
+    if (hop.serialization < 0 || hop.latency < 0) return kTooLong;
     for (int link : routes[h].links) link_rank.emplace_back(link, from_rank);
   }
   std::sort(link_rank.begin(), link_rank.end());
@@ -162,6 +188,27 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
       t.links.push_back(
           static_cast<std::uint32_t>(std::lower_bound(ids.begin(), ids.end(), link) - ids.begin()));
   }
+
+  // Every time in a run is the end of a chain of ops and transfers, each used at most once,
+  // so the sum of them all bounds every clock reading (tails come after the pipeline).
+  std::int64_t total = 0, bytes = 0;
+  const auto cost_uses = cs.cost_uses();
+  for (std::size_t row = 0; row < t.costs.size(); ++row) {
+    if (!mul_add(total, cost_uses[row], t.costs[row].duration)) return kTooLong;
+    if (!mul_add(bytes, cost_uses[row], t.costs[row].alloc)) return kTooBig;
+  }
+  for (std::size_t h = 0; h < t.hops.size(); ++h) {
+    std::int64_t hop_time;
+    if (!add(t.hops[h].serialization, t.hops[h].latency, hop_time) ||
+        !mul_add(total, uses[h], hop_time))
+      return kTooLong;
+  }
+  Time tail = 0;
+  for (Time x : in.tail_time) tail = std::max(tail, x);
+  if (!add(total, tail, total)) return kTooLong;
+  std::int64_t static_max = 0;
+  for (std::int64_t x : in.static_bytes) static_max = std::max(static_max, x);
+  if (!add(bytes, static_max, bytes)) return kTooBig;
   return {};
 }
 
