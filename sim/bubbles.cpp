@@ -24,7 +24,7 @@ SimInput bubble_counterfactual(const SimInput& input, BubbleRun run) {
   return in;
 }
 
-BubbleBreakdown decompose_bubbles(const SimInput& input, const Schedule& schedule,
+BubbleBreakdown decompose_bubbles(const SimInput& input, const CompiledSchedule& schedule,
                                   const SimResult& measured) {
   BubbleBreakdown out;
   if (!measured.ok) {
@@ -65,6 +65,11 @@ BubbleBreakdown decompose_bubbles(const SimInput& input, const Schedule& schedul
   }
   out.ok = true;
   return out;
+}
+
+BubbleBreakdown decompose_bubbles(const SimInput& input, const Schedule& schedule,
+                                  const SimResult& measured) {
+  return decompose_bubbles(input, CompiledSchedule::borrowing(schedule), measured);
 }
 
 }  // namespace bmpipe

@@ -24,7 +24,8 @@
 /// idles less than it would in a balanced one, because everyone else waits for it. The
 /// totals over devices are the figures to read first.
 ///
-/// Cost: three extra simulate() calls without an observer.
+/// Cost: three extra simulate() calls without an observer (pass a CompiledSchedule to
+/// spare them the compilation).
 
 #include <string>
 #include <vector>
@@ -49,6 +50,9 @@ struct BubbleBreakdown {
 };
 
 /// Decomposes `measured` (the result of simulate(input, schedule)) as described above.
+BubbleBreakdown decompose_bubbles(const SimInput& input, const CompiledSchedule& schedule,
+                                  const SimResult& measured);
+/// The same, compiling `schedule` once for the three runs.
 BubbleBreakdown decompose_bubbles(const SimInput& input, const Schedule& schedule,
                                   const SimResult& measured);
 

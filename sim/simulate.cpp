@@ -3,120 +3,95 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
-#include "schedules/validate.hpp"
 #include "sim/event_queue.hpp"
 
 namespace bmpipe {
 namespace {
 
-// Two kinds of event. kOpDone: the op running on `rank` ends. kWake: an input `rank` may
-// be waiting for arrives; the rank re-checks its next op. Arrivals are not events of their
-// own: a transfer writes its arrival time into the consumer's slot when it is placed, and
-// a wake-up is queued only if the consumer could be idle then. Most transfers land while
-// their consumer is busy, so this halves the heap traffic. At equal times completions go
-// first; either order gives the same timings, fixing it keeps observer calls reproducible.
-enum EventKind : std::uint32_t { kOpDone = 0, kWake = 1 };
+constexpr std::uint32_t kNoSlot = CompiledSchedule::kNoSlot;
+constexpr std::uint32_t kLocal = CompiledSchedule::kLocal;
 
-struct Payload {
-  std::uint32_t rank;
-  std::uint32_t kind;
+// ---- per-run tables: what the input makes of the compiled schedule ------------------------
+
+// One row per CompiledOp::cost. Releases are never negative (retained bytes are clamped to
+// the activation and checked), so a rank's peaks can only move when an op starts.
+struct CostRow {
+  Time duration = 0;
+  std::int64_t alloc = 0;     // activation bytes taken when the op starts (F, FB)
+  std::int64_t release = 0;   // bytes given back when it ends (B, I, W, FB)
+  std::int32_t live_in = 0;   // +1: a (stage, micro-batch) becomes alive at the start
+  std::int32_t live_out = 0;  // -1: one dies at the end
 };
 
-struct RankState {
-  std::size_t next = 0;  // index of the op running or about to run
-  bool busy = false;
-  Time start = 0;
-  Time device_free = 0;
-  Time inputs_ready = 0;
-  int binding_stage = -1;
-  int binding_transfer = -1;
-  Time busy_time = 0;
+// One stage boundary in one direction: hop h < S is stage h -> h+1, hop S+s is s -> s-1.
+struct HopRun {
+  Time serialization = 0;
+  Time latency = 0;
+  std::int64_t bytes = 0;
+  std::uint32_t link_begin = 0;  // Tables::links[link_begin, link_begin + link_count)
+  std::uint32_t link_count = 0;
+  int from_stage = 0;
+  int to_stage = 0;
+};
+
+struct Tables {
+  std::vector<CostRow> costs;
+  std::vector<HopRun> hops;
+  std::vector<std::uint32_t> links;  // compact ids 0..num_links-1
+  std::size_t num_links = 0;
+  // Some link carries transfers from more than one rank, so the order of same-time requests
+  // on it (the event order) decides who goes first.
+  bool shared_links = false;
+};
+
+// What either engine leaves behind for each rank.
+struct RankTotals {
+  std::uint32_t next = 0;  // flat index of the first op not run
+  Time busy = 0;
   Time first_start = kNever;
   Time last_end = 0;
-  std::int64_t activation = 0;
+  std::int64_t activation = 0;  // live now
   std::int64_t activation_peak = 0;
   int inflight = 0;
   int inflight_peak = 0;
-  Time wake_at = kNever;  // latest wake-up queued for this rank, to avoid duplicates
 };
 
-// A precomputed route for one stage boundary in one direction.
-struct Hop {
-  bool remote = false;
-  Route route;
-  std::int64_t bytes = 0;
-  Time serialization = 0;
-};
+bool add(std::int64_t a, std::int64_t b, std::int64_t& out) {
+  return !__builtin_add_overflow(a, b, &out);
+}
+bool mul_add(std::int64_t& acc, std::int64_t count, std::int64_t value) {
+  std::int64_t product;
+  return !__builtin_mul_overflow(count, value, &product) && add(acc, product, acc);
+}
 
-class Engine {
- public:
-  Engine(const SimInput& in, const Schedule& sch, Observer* obs)
-      : in_(in), sch_(sch), obs_(obs), S_(sch.num_stages), M_(sch.num_microbatches) {}
-
-  SimResult run();
-
- private:
-  std::size_t slot(int stage, int mb) const { return static_cast<std::size_t>(stage) * M_ + mb; }
-  std::string check_input();
-  void prepare();
-  void try_start(int rank);
-  void finish(int rank);
-  void complete_forward(int rank, int stage, int mb);
-  void complete_backward_input(int rank, int stage, int mb, bool full);
-  void send(int from_stage, int to_stage, int mb, bool gradient);
-  void allocate(int rank, std::int64_t bytes, int live_delta);
-  Time duration(const Op& op) const;
-  std::string unmet(const Op& op) const;
-  SimResult collect();
-
-  const SimInput& in_;
-  const Schedule& sch_;
-  Observer* obs_;
-  const int S_;
-  const int M_;
-  Time now_ = 0;
-  EventQueue<Payload> queue_;
-  std::vector<RankState> ranks_;
-  // Per (stage, micro-batch): when each input is (or will be) present here, kNever while
-  // its producer has not run, and which transfer carries it (-1 if produced on this rank).
-  std::vector<Time> fwd_ready_, grad_ready_, f_done_, i_done_;
-  std::vector<std::int32_t> fwd_src_, grad_src_;
-  std::vector<Hop> fwd_hop_;   // [s]: stage s -> s+1
-  std::vector<Hop> grad_hop_;  // [s]: stage s -> s-1
-  std::vector<Time> link_free_;
-  std::int32_t transfers_ = 0;
-  std::uint64_t executed_ = 0;
-};
-
-std::string Engine::check_input() {
-  if (auto issue = validate_schedule(sch_)) {
-    std::string where;
-    if (issue->rank >= 0) where = "device " + std::to_string(issue->rank);
-    if (issue->position >= 0) where += ", op " + std::to_string(issue->position);
-    return "invalid schedule" + (where.empty() ? "" : " (" + where + ")") + ": " + issue->message;
-  }
-  const std::size_t p = static_cast<std::size_t>(sch_.num_ranks);
-  if (in_.stages.size() != static_cast<std::size_t>(S_))
-    return "costs are given for " + std::to_string(in_.stages.size()) +
-           " stages but the schedule has " + std::to_string(S_);
-  if (in_.rank_device.size() != p)
-    return "rank_device has " + std::to_string(in_.rank_device.size()) + " entries for " +
+std::string check_input(const SimInput& in, const CompiledSchedule& cs) {
+  if (!cs.ok()) return cs.error();
+  const std::size_t p = static_cast<std::size_t>(cs.num_ranks());
+  const int S = cs.num_stages();
+  if (in.stages.size() != static_cast<std::size_t>(S))
+    return "costs are given for " + std::to_string(in.stages.size()) +
+           " stages but the schedule has " + std::to_string(S);
+  if (in.rank_device.size() != p)
+    return "rank_device has " + std::to_string(in.rank_device.size()) + " entries for " +
            std::to_string(p) + " ranks";
   auto sized = [&](std::size_t n) { return n == 0 || n == p; };
-  if (!sized(in_.static_bytes.size()) || !sized(in_.capacity_bytes.size()) ||
-      !sized(in_.tail_time.size()))
+  if (!sized(in.static_bytes.size()) || !sized(in.capacity_bytes.size()) ||
+      !sized(in.tail_time.size()))
     return "static_bytes, capacity_bytes and tail_time need one entry per rank (or none)";
-  for (const StageCost& c : in_.stages)
+  for (const StageCost& c : in.stages)
     if (c.forward < 0 || c.backward_input < 0 || c.backward_weight < 0 || c.recompute < 0 ||
-        c.activation_bytes < 0 || c.output_bytes < 0)
+        c.activation_bytes < 0 || c.output_bytes < 0 ||
+        (c.weight_grad_retained_bytes && *c.weight_grad_retained_bytes < 0))
       return "stage costs must not be negative";
-  if (!(in_.fb_overlap_factor > 0.0)) return "fb_overlap_factor must be positive";
-  if (static_cast<std::int64_t>(S_) * M_ >= (std::int64_t{1} << 30))
-    return "stages x micro-batches must stay below 2^30";
+  if (!(in.fb_overlap_factor > 0.0)) return "fb_overlap_factor must be positive";
+  if (in.fb_pair_time && *in.fb_pair_time < 0) return "fb_pair_time must not be negative";
+  for (Time t : in.tail_time)
+    if (t < 0) return "tail_time must not be negative";
   for (std::size_t r = 0; r < p; ++r) {
-    const int d = in_.rank_device[r];
-    const int limit = in_.topology ? in_.topology->num_devices() : static_cast<int>(p);
+    const int d = in.rank_device[r];
+    const int limit = in.topology ? in.topology->num_devices() : static_cast<int>(p);
     if (d < 0 || d >= limit)
       return "rank " + std::to_string(r) + " is mapped to device " + std::to_string(d) +
              ", which does not exist";
@@ -124,62 +99,266 @@ std::string Engine::check_input() {
   return {};
 }
 
-void Engine::prepare() {
-  const std::size_t n = static_cast<std::size_t>(S_) * M_;
-  fwd_ready_.assign(n, kNever);
-  grad_ready_.assign(n, kNever);
-  f_done_.assign(n, kNever);
-  i_done_.assign(n, kNever);
-  fwd_src_.assign(n, -1);
-  grad_src_.assign(n, -1);
-  for (int mb = 0; mb < M_; ++mb) fwd_ready_[slot(0, mb)] = 0;  // the batch is already here
-  ranks_.assign(sch_.num_ranks, RankState{});
-  if (in_.topology) link_free_.assign(in_.topology->links().size(), 0);
+const char* const kTooLong =
+    "the run would last longer than 2^63 ns (about 292 years): op durations and transfer times "
+    "add up past the engine's 64-bit clock";
 
-  fwd_hop_.assign(S_, Hop{});
-  grad_hop_.assign(S_, Hop{});
-  auto make_hop = [&](int from, int to, std::int64_t bytes) {
-    Hop h;
-    const int a = in_.rank_device[sch_.stage_rank[from]];
-    const int b = in_.rank_device[sch_.stage_rank[to]];
-    h.bytes = bytes;
-    if (sch_.stage_rank[from] == sch_.stage_rank[to]) return h;
-    h.remote = true;
-    if (a != b) {
-      if (!in_.topology) throw std::invalid_argument("stages on different devices need a topology");
-      h.route = in_.topology->route(a, b, bytes);
-      h.serialization = h.route.serialization(bytes);
-    }
-    return h;
-  };
-  for (int s = 0; s + 1 < S_; ++s) fwd_hop_[s] = make_hop(s, s + 1, in_.stages[s].output_bytes);
-  for (int s = 1; s < S_; ++s) grad_hop_[s] = make_hop(s, s - 1, in_.stages[s - 1].output_bytes);
-  queue_.reserve(static_cast<std::size_t>(sch_.num_ranks) * 4);
-}
+const char* const kTooBig =
+    "activation and static bytes add up past 2^63: the engine's 64-bit byte counts would "
+    "overflow";
 
-Time Engine::duration(const Op& op) const {
-  const StageCost& c = in_.stages[op.stage];
-  switch (op.kind) {
-    case OpKind::F:
-      return c.forward;
-    case OpKind::B:
-      return c.backward_full() + c.recompute;
-    case OpKind::I:
-      return c.backward_input + c.recompute;
-    case OpKind::W:
-      return c.backward_weight;
-    case OpKind::FB: {
-      if (in_.fb_pair_time) return *in_.fb_pair_time;
-      const StageCost& b = in_.stages[op.stage2];
-      const double pair = static_cast<double>(c.forward + b.backward_full() + b.recompute);
-      return static_cast<Time>(std::llround(pair * in_.fb_overlap_factor));
+// Fills `t` from the input; an error message if the input cannot be run.
+std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables& t) {
+  const Schedule& sch = cs.schedule();
+  const int S = cs.num_stages();
+  const auto pairs = cs.fb_pairs();
+  t.costs.assign(static_cast<std::size_t>(4) * S + pairs.size(), CostRow{});
+  for (int s = 0; s < S; ++s) {
+    const StageCost& c = in.stages[s];
+    const std::int64_t act = c.activation_bytes;
+    const std::int64_t retained = std::min(c.weight_grad_retained_bytes.value_or(act), act);
+    CostRow& f = t.costs[s];
+    CostRow& b = t.costs[S + s];
+    CostRow& i = t.costs[2 * S + s];
+    CostRow& w = t.costs[3 * S + s];
+    f = CostRow{c.forward, act, 0, 1, 0};
+    if (!add(c.backward_input, c.recompute, i.duration) ||
+        !add(i.duration, c.backward_weight, b.duration))
+      return kTooLong;
+    b.release = act, b.live_out = -1;
+    i.release = act - retained;
+    w = CostRow{c.backward_weight, 0, retained, 0, -1};
+  }
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    const StageCost& f = in.stages[pairs[k].stage];
+    const StageCost& b = in.stages[pairs[k].stage2];
+    CostRow& row = t.costs[4 * S + k];
+    row = CostRow{0, f.activation_bytes, b.activation_bytes, 1, -1};
+    if (in.fb_pair_time) {
+      row.duration = *in.fb_pair_time;
+    } else {
+      std::int64_t pair;
+      if (!add(f.forward, b.backward_input, pair) || !add(pair, b.backward_weight, pair) ||
+          !add(pair, b.recompute, pair))
+        return kTooLong;
+      const double scaled = static_cast<double>(pair) * in.fb_overlap_factor;
+      if (!(scaled < 9.2e18)) return kTooLong;  // llround beyond int64 has no defined result
+      row.duration = static_cast<Time>(std::llround(scaled));
     }
   }
-  return 0;
+
+  // Routes, and a compact numbering of the links they use.
+  t.hops.assign(static_cast<std::size_t>(2) * S, HopRun{});
+  const auto uses = cs.hop_uses();
+  std::vector<std::pair<int, int>> link_rank;  // (topology link, sending rank)
+  std::vector<Route> routes(t.hops.size());
+  for (std::size_t h = 0; h < t.hops.size(); ++h) {
+    HopRun& hop = t.hops[h];
+    const bool forward = h < static_cast<std::size_t>(S);
+    hop.from_stage = forward ? static_cast<int>(h) : static_cast<int>(h) - S;
+    hop.to_stage = forward ? hop.from_stage + 1 : hop.from_stage - 1;
+    if (uses[h] == 0) continue;  // same rank, or a boundary that does not exist
+    hop.bytes = in.stages[std::min(hop.from_stage, hop.to_stage)].output_bytes;
+    const int from_rank = sch.stage_rank[hop.from_stage];
+    const int a = in.rank_device[from_rank];
+    const int b = in.rank_device[sch.stage_rank[hop.to_stage]];
+    if (a == b) continue;  // two ranks on one device: the data is simply there
+    if (!in.topology) return "stages on different devices need a topology";
+    routes[h] = in.topology->route(a, b, hop.bytes);
+    hop.serialization = routes[h].serialization(hop.bytes);
+    hop.latency = routes[h].latency;
+    if (hop.serialization < 0 || hop.latency < 0) return kTooLong;
+    for (int link : routes[h].links) link_rank.emplace_back(link, from_rank);
+  }
+  std::sort(link_rank.begin(), link_rank.end());
+  link_rank.erase(std::unique(link_rank.begin(), link_rank.end()), link_rank.end());
+  std::vector<int> ids;
+  for (std::size_t k = 0; k < link_rank.size(); ++k) {
+    if (k > 0 && link_rank[k].first == link_rank[k - 1].first) {
+      t.shared_links = true;
+      continue;
+    }
+    ids.push_back(link_rank[k].first);
+  }
+  t.num_links = ids.size();
+  for (std::size_t h = 0; h < t.hops.size(); ++h) {
+    t.hops[h].link_begin = static_cast<std::uint32_t>(t.links.size());
+    t.hops[h].link_count = static_cast<std::uint32_t>(routes[h].links.size());
+    for (int link : routes[h].links)
+      t.links.push_back(
+          static_cast<std::uint32_t>(std::lower_bound(ids.begin(), ids.end(), link) - ids.begin()));
+  }
+
+  // Every time in a run is the end of a chain of ops and transfers, each used at most once,
+  // so the sum of them all bounds every clock reading (tails come after the pipeline).
+  std::int64_t total = 0, bytes = 0;
+  const auto cost_uses = cs.cost_uses();
+  for (std::size_t row = 0; row < t.costs.size(); ++row) {
+    if (!mul_add(total, cost_uses[row], t.costs[row].duration)) return kTooLong;
+    if (!mul_add(bytes, cost_uses[row], t.costs[row].alloc)) return kTooBig;
+  }
+  for (std::size_t h = 0; h < t.hops.size(); ++h) {
+    std::int64_t hop_time;
+    if (!add(t.hops[h].serialization, t.hops[h].latency, hop_time) ||
+        !mul_add(total, uses[h], hop_time))
+      return kTooLong;
+  }
+  Time tail = 0;
+  for (Time x : in.tail_time) tail = std::max(tail, x);
+  if (!add(total, tail, total)) return kTooLong;
+  std::int64_t static_max = 0;
+  for (std::int64_t x : in.static_bytes) static_max = std::max(static_max, x);
+  if (!add(bytes, static_max, bytes)) return kTooBig;
+  return {};
 }
 
-void Engine::allocate(int rank, std::int64_t bytes, int live_delta) {
-  RankState& st = ranks_[rank];
+// ---- the data-flow engine ------------------------------------------------------------------
+//
+// Without an observer and with no link shared between ranks, nothing in the result depends
+// on the order in which same-time events are taken: an op starts at max(device free, last
+// input present), and a link's FIFO order is the order of its only sender's list. So the
+// run is the fixpoint of that recurrence, and it is reached by sweeping the ranks, running
+// each as far as its inputs allow, until a sweep runs nothing. No events, no queue.
+
+void run_data_flow(const CompiledSchedule& cs, const Tables& t, std::vector<RankTotals>& ranks,
+                   std::uint64_t& executed) {
+  const auto ops = cs.ops();
+  std::vector<Time> slot(cs.num_slots(), kNever);
+  slot[CompiledSchedule::kReadySlot] = 0;
+  std::vector<Time> link_free(t.num_links, 0);
+  const CostRow* const costs = t.costs.data();
+  const HopRun* const hops = t.hops.data();
+  const std::uint32_t* const links = t.links.data();
+
+  auto deliver = [&](std::uint32_t h, std::uint32_t into, Time when) {
+    const HopRun& hop = hops[h];
+    const std::uint32_t* l = links + hop.link_begin;
+    Time start = when;
+    for (std::uint32_t k = 0; k < hop.link_count; ++k) start = std::max(start, link_free[l[k]]);
+    const Time done = start + hop.serialization;
+    for (std::uint32_t k = 0; k < hop.link_count; ++k) link_free[l[k]] = done;
+    slot[into] = done + hop.latency;
+  };
+
+  const int p = cs.num_ranks();
+  for (int r = 0; r < p; ++r) ranks[r].next = cs.rank_begin(r);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int r = 0; r < p; ++r) {
+      RankTotals& st = ranks[r];
+      const std::uint32_t begin = cs.rank_begin(r), end = cs.rank_begin(r + 1);
+      std::uint32_t pos = st.next;
+      if (pos == end) continue;
+      const std::uint32_t from = pos;
+      Time free = st.last_end, busy = st.busy, first = st.first_start;
+      std::int64_t act = st.activation, peak = st.activation_peak;
+      int live = st.inflight, live_peak = st.inflight_peak;
+      while (pos < end) {
+        const CompiledOp& op = ops[pos];
+        const Time ready = std::max(slot[op.wait[0]], slot[op.wait[1]]);
+        if (ready == kNever) break;
+        const Time start = std::max(free, ready);
+        const CostRow& c = costs[op.cost];
+        const Time finish = start + c.duration;
+        if (pos == begin) first = start;
+        act += c.alloc;
+        peak = std::max(peak, act);
+        live += c.live_in;
+        live_peak = std::max(live_peak, live);
+        act -= c.release;
+        live += c.live_out;
+        busy += c.duration;
+        if (op.send[0] != kNoSlot) deliver(op.hop[0], op.send[0], finish);
+        if (op.send[1] != kNoSlot) deliver(op.hop[1], op.send[1], finish);
+        free = finish;
+        ++pos;
+      }
+      if (pos == from) continue;
+      progress = true;
+      executed += pos - from;
+      st.next = pos;
+      st.last_end = free;
+      st.busy = busy;
+      st.first_start = first;
+      st.activation = act;
+      st.activation_peak = peak;
+      st.inflight = live;
+      st.inflight_peak = live_peak;
+    }
+  }
+}
+
+// ---- the ordered engine --------------------------------------------------------------------
+//
+// Events in (time, priority, sequence) order, for when the order shows: an observer sees
+// every op, transfer and memory change in it, and on a link shared by several ranks it
+// decides whose same-time transfer goes first. Two kinds of event. kOpDone: the op running
+// on `rank` ends. kWake: an input `rank` may be waiting for arrives; the rank re-checks its
+// next op. Arrivals are not events of their own: a transfer writes its arrival time into
+// the consumer's slot when it is placed, and a wake-up is queued only if the consumer could
+// be idle then. At equal times completions go first; either order gives the same timings,
+// fixing it keeps observer calls reproducible.
+enum EventKind : std::uint32_t { kOpDone = 0, kWake = 1 };
+
+struct Payload {
+  std::uint32_t rank;
+  std::uint32_t kind;
+};
+
+struct OrderedRank {
+  std::uint32_t next = 0;  // flat index of the op running or about to run
+  std::uint32_t end = 0;
+  bool busy = false;
+  Time start = 0;
+  Time device_free = 0;
+  Time inputs_ready = 0;
+  int binding_stage = -1;
+  int binding_transfer = -1;
+  // The latest wake-up queued for this rank and not yet taken, to avoid duplicates. It is
+  // cleared when that wake-up is taken: a later input arriving at the same instant (0 ns
+  // ops and transfers) must queue its own, or the rank would sleep through it.
+  Time wake_at = kNever;
+  RankTotals totals;
+};
+
+class OrderedEngine {
+ public:
+  OrderedEngine(const CompiledSchedule& cs, const Tables& t, Observer* obs,
+                std::vector<RankTotals>& totals)
+      : cs_(cs), sch_(cs.schedule()), t_(t), obs_(obs), totals_(totals) {}
+
+  void run();
+  std::uint64_t executed() const { return executed_; }
+  std::uint64_t events() const { return events_; }
+
+ private:
+  void try_start(int rank);
+  void finish(int rank);
+  void send(const CompiledOp& c, int half, const Op* op);
+  void allocate(int rank, std::int64_t bytes, int live_delta);
+
+  const CompiledSchedule& cs_;
+  const Schedule& sch_;
+  const Tables& t_;
+  Observer* obs_;
+  std::vector<RankTotals>& totals_;
+  Time now_ = 0;
+  EventQueue<Payload> queue_;
+  std::vector<OrderedRank> ranks_;
+  // When each input is (or will be) present, kNever until its producer has run: first one
+  // entry per op (its end, for same-rank consumers), then one per slot (the arrival of the
+  // transfer that fills it); and which transfer that was (-1 for the op entries).
+  std::vector<Time> times_;
+  std::vector<std::int32_t> transfer_;
+  std::uint32_t slot_base_ = 0;
+  std::vector<Time> link_free_;
+  std::int32_t transfers_ = 0;
+  std::uint64_t executed_ = 0;
+  std::uint64_t events_ = 0;
+};
+
+void OrderedEngine::allocate(int rank, std::int64_t bytes, int live_delta) {
+  RankTotals& st = ranks_[rank].totals;
   st.activation += bytes;
   st.inflight += live_delta;
   st.activation_peak = std::max(st.activation_peak, st.activation);
@@ -187,46 +366,24 @@ void Engine::allocate(int rank, std::int64_t bytes, int live_delta) {
   if (obs_ && bytes != 0) obs_->on_memory(rank, now_, st.activation);
 }
 
-void Engine::try_start(int rank) {
-  RankState& st = ranks_[rank];
-  const auto& list = sch_.ops[rank];
-  if (st.busy || st.next == list.size()) return;
-  const Op& op = list[st.next];
+void OrderedEngine::try_start(int rank) {
+  OrderedRank& st = ranks_[rank];
+  if (st.busy || st.next == st.end) return;
+  const std::uint32_t idx = st.next;
 
+  // Every input must have been produced; remember the latest, which may still be in flight
+  // (a time after now). Ties go to the input checked last.
   Time ready = 0;
   int stage = -1, transfer = -1;
-  // Each dependency: false if its producer has not run yet; otherwise remember the latest
-  // one, which may still be in flight (a time after now).
-  auto need = [&](Time t, int producer, int via) {
-    if (t == kNever) return false;
-    if (t >= ready) ready = t, stage = producer, transfer = via;
-    return true;
-  };
-  auto forward_inputs = [&](int s, int mb) {
-    return s == 0 || need(fwd_ready_[slot(s, mb)], s - 1, fwd_src_[slot(s, mb)]);
-  };
-  auto backward_inputs = [&](int s, int mb) {
-    const std::size_t k = slot(s, mb);
-    if (!need(f_done_[k], s, -1)) return false;
-    return s == S_ - 1 || need(grad_ready_[k], s + 1, grad_src_[k]);
-  };
-  bool ok = false;
-  switch (op.kind) {
-    case OpKind::F:
-      ok = forward_inputs(op.stage, op.microbatch);
-      break;
-    case OpKind::B:
-    case OpKind::I:
-      ok = backward_inputs(op.stage, op.microbatch);
-      break;
-    case OpKind::W:
-      ok = need(i_done_[slot(op.stage, op.microbatch)], op.stage, -1);
-      break;
-    case OpKind::FB:
-      ok = forward_inputs(op.stage, op.microbatch) && backward_inputs(op.stage2, op.microbatch2);
-      break;
+  for (const CompiledInput& in : cs_.inputs(idx)) {
+    const std::size_t at = in.slot == kLocal ? in.producer : slot_base_ + std::size_t{in.slot};
+    const Time t = times_[at];
+    if (t == kNever) return;
+    const bool later = t >= ready;  // written without branches: which input is later is
+    ready = later ? t : ready;      // data, and a mispredicted branch costs more than this
+    stage = later ? in.stage : stage;
+    transfer = later ? transfer_[at] : transfer;
   }
-  if (!ok) return;
   if (ready > now_) {  // every input is on its way; look again when the last one lands
     if (st.wake_at != ready) {
       st.wake_at = ready;
@@ -240,32 +397,27 @@ void Engine::try_start(int rank) {
   st.inputs_ready = ready;
   st.binding_stage = stage;
   st.binding_transfer = transfer;
-  if (st.first_start == kNever) st.first_start = now_;
-  if (op.kind == OpKind::F || op.kind == OpKind::FB)
-    allocate(rank, in_.stages[op.stage].activation_bytes, 1);
-  queue_.push(now_ + duration(op), kOpDone, Payload{static_cast<std::uint32_t>(rank), kOpDone});
+  if (st.totals.first_start == kNever) st.totals.first_start = now_;
+  const CostRow& c = t_.costs[cs_.ops()[idx].cost];
+  if (c.live_in != 0) allocate(rank, c.alloc, c.live_in);
+  queue_.push(now_ + c.duration, kOpDone, Payload{static_cast<std::uint32_t>(rank), kOpDone});
 }
 
-void Engine::send(int from_stage, int to_stage, int mb, bool gradient) {
-  const std::size_t k = slot(to_stage, mb);
-  const Hop& hop = gradient ? grad_hop_[from_stage] : fwd_hop_[from_stage];
-  auto& ready = gradient ? grad_ready_ : fwd_ready_;
-  auto& src = gradient ? grad_src_ : fwd_src_;
-  if (!hop.remote) {  // same rank: the data is simply there
-    ready[k] = now_;
-    src[k] = -1;
-    return;
-  }
+void OrderedEngine::send(const CompiledOp& c, int half, const Op* op) {
+  const HopRun& hop = t_.hops[c.hop[half]];
+  const std::uint32_t* links = t_.links.data() + hop.link_begin;
   Time start = now_;
-  for (int link : hop.route.links) start = std::max(start, link_free_[link]);
-  for (int link : hop.route.links) link_free_[link] = start + hop.serialization;
-  const Time arrive = start + hop.serialization + hop.route.latency;
+  for (std::uint32_t k = 0; k < hop.link_count; ++k) start = std::max(start, link_free_[links[k]]);
+  for (std::uint32_t k = 0; k < hop.link_count; ++k)
+    link_free_[links[k]] = start + hop.serialization;
+  const Time arrive = start + hop.serialization + hop.latency;
   const std::int32_t id = transfers_++;
-  const int dst_rank = sch_.stage_rank[to_stage];
-  ready[k] = arrive;
-  src[k] = id;
+  const std::size_t at = slot_base_ + std::size_t{c.send[half]};
+  times_[at] = arrive;
+  transfer_[at] = id;
   // A busy consumer re-checks when its op ends; an idle one must be woken.
-  RankState& dst = ranks_[dst_rank];
+  const int dst_rank = sch_.stage_rank[hop.to_stage];
+  OrderedRank& dst = ranks_[dst_rank];
   if (!dst.busy && dst.wake_at != arrive) {
     dst.wake_at = arrive;
     queue_.push(arrive, kWake, Payload{static_cast<std::uint32_t>(dst_rank), kWake});
@@ -273,12 +425,12 @@ void Engine::send(int from_stage, int to_stage, int mb, bool gradient) {
   if (obs_) {
     TransferRecord t;
     t.id = id;
-    t.src_rank = sch_.stage_rank[from_stage];
+    t.src_rank = sch_.stage_rank[hop.from_stage];
     t.dst_rank = dst_rank;
-    t.src_stage = from_stage;
-    t.dst_stage = to_stage;
-    t.microbatch = mb;
-    t.gradient = gradient;
+    t.src_stage = hop.from_stage;
+    t.dst_stage = hop.to_stage;
+    t.microbatch = half == 1 && op->kind == OpKind::FB ? op->microbatch2 : op->microbatch;
+    t.gradient = half == 1;
     t.bytes = hop.bytes;
     t.requested = now_;
     t.start = start;
@@ -287,64 +439,27 @@ void Engine::send(int from_stage, int to_stage, int mb, bool gradient) {
   }
 }
 
-void Engine::complete_forward(int rank, int stage, int mb) {
-  (void)rank;
-  const std::size_t k = slot(stage, mb);
-  f_done_[k] = now_;
-  if (stage + 1 < S_) {
-    send(stage, stage + 1, mb, false);
-  } else {  // the loss is computed where the last stage lives
-    grad_ready_[k] = now_;
-    grad_src_[k] = -1;
-  }
-}
-
-void Engine::complete_backward_input(int rank, int stage, int mb, bool full) {
-  const StageCost& c = in_.stages[stage];
-  if (full) {
-    allocate(rank, -c.activation_bytes, -1);
-  } else {
-    i_done_[slot(stage, mb)] = now_;
-    const std::int64_t retained =
-        std::min(c.weight_grad_retained_bytes.value_or(c.activation_bytes), c.activation_bytes);
-    allocate(rank, -(c.activation_bytes - retained), 0);
-  }
-  if (stage > 0) send(stage, stage - 1, mb, true);
-}
-
-void Engine::finish(int rank) {
-  RankState& st = ranks_[rank];
-  const Op op = sch_.ops[rank][st.next];
+void OrderedEngine::finish(int rank) {
+  OrderedRank& st = ranks_[rank];
+  RankTotals& tot = st.totals;
+  const std::uint32_t idx = st.next;
+  const Op* op = obs_ ? &sch_.ops[rank][idx - cs_.rank_begin(rank)] : nullptr;
+  const CompiledOp& c = cs_.ops()[idx];
+  const CostRow& cost = t_.costs[c.cost];
   st.busy = false;
-  st.busy_time += now_ - st.start;
-  st.last_end = now_;
+  tot.busy += now_ - st.start;
+  tot.last_end = now_;
   ++executed_;
-  switch (op.kind) {
-    case OpKind::F:
-      complete_forward(rank, op.stage, op.microbatch);
-      break;
-    case OpKind::B:
-      complete_backward_input(rank, op.stage, op.microbatch, true);
-      break;
-    case OpKind::I:
-      complete_backward_input(rank, op.stage, op.microbatch, false);
-      break;
-    case OpKind::W: {
-      const StageCost& c = in_.stages[op.stage];
-      const std::int64_t retained =
-          std::min(c.weight_grad_retained_bytes.value_or(c.activation_bytes), c.activation_bytes);
-      allocate(rank, -retained, -1);
-      break;
-    }
-    case OpKind::FB:
-      complete_forward(rank, op.stage, op.microbatch);
-      complete_backward_input(rank, op.stage2, op.microbatch2, true);
-      break;
-  }
+  times_[idx] = now_;
+  // The forward half's output leaves first, then the backward half frees its activations
+  // and sends its gradient: the order observers have always seen.
+  if (c.send[0] != kNoSlot) send(c, 0, op);
+  if (cost.release != 0 || cost.live_out != 0) allocate(rank, -cost.release, cost.live_out);
+  if (c.send[1] != kNoSlot) send(c, 1, op);
   if (obs_) {
     OpRecord rec;
     rec.rank = rank;
-    rec.op = op;
+    rec.op = *op;
     rec.start = st.start;
     rec.end = now_;
     rec.device_free = st.device_free;
@@ -357,18 +472,54 @@ void Engine::finish(int rank) {
   ++st.next;
 }
 
-std::string Engine::unmet(const Op& op) const {
+void OrderedEngine::run() {
+  const int p = cs_.num_ranks();
+  ranks_.assign(p, OrderedRank{});
+  for (int r = 0; r < p; ++r)
+    ranks_[r].next = cs_.rank_begin(r), ranks_[r].end = cs_.rank_begin(r + 1);
+  slot_base_ = static_cast<std::uint32_t>(cs_.ops().size());
+  times_.assign(slot_base_ + std::size_t{cs_.num_slots()}, kNever);
+  transfer_.assign(times_.size(), -1);
+  link_free_.assign(t_.num_links, 0);
+  queue_.reserve(static_cast<std::size_t>(p) * 4);
+
+  for (int rank = 0; rank < p; ++rank) try_start(rank);
+  while (!queue_.empty()) {
+    const auto e = queue_.pop();
+    ++events_;
+    now_ = e.time;
+    const int rank = static_cast<int>(e.payload.rank);
+    if (e.payload.kind == kOpDone) {
+      finish(rank);
+    } else if (ranks_[rank].wake_at == now_) {
+      ranks_[rank].wake_at = kNever;
+    }
+    try_start(rank);
+  }
+  for (int r = 0; r < p; ++r) {
+    totals_[r] = ranks_[r].totals;
+    totals_[r].next = ranks_[r].next;
+  }
+}
+
+// ---- results -------------------------------------------------------------------------------
+
+// The inputs `op` lacks, in words; "produced" is "its producer has run", which at the end
+// of a run is the same for both engines.
+std::string unmet(const CompiledSchedule& cs, const std::vector<RankTotals>& ranks, const Op& op) {
+  const Schedule& sch = cs.schedule();
+  const int S = cs.num_stages();
+  auto ran = [&](std::uint32_t idx, int stage) { return idx < ranks[sch.stage_rank[stage]].next; };
   std::vector<std::string> parts;
-  auto rank_of = [&](int s) { return std::to_string(sch_.stage_rank[s]); };
+  auto rank_of = [&](int s) { return std::to_string(sch.stage_rank[s]); };
   auto forward_inputs = [&](int s, int mb) {
-    if (s > 0 && fwd_ready_[slot(s, mb)] == kNever)
+    if (s > 0 && !ran(cs.forward_op(s - 1, mb), s - 1))
       parts.push_back("output of " + to_string(Op::f(s - 1, mb)) + " from device " +
                       rank_of(s - 1));
   };
   auto backward_inputs = [&](int s, int mb) {
-    if (f_done_[slot(s, mb)] == kNever)
-      parts.push_back(to_string(Op::f(s, mb)) + " on this device");
-    if (s + 1 < S_ && grad_ready_[slot(s, mb)] == kNever)
+    if (!ran(cs.forward_op(s, mb), s)) parts.push_back(to_string(Op::f(s, mb)) + " on this device");
+    if (s + 1 < S && !ran(cs.backward_op(s + 1, mb), s + 1))
       parts.push_back("gradient of backward " + std::to_string(mb) + "@s" + std::to_string(s + 1) +
                       " from device " + rank_of(s + 1));
   };
@@ -389,19 +540,21 @@ std::string Engine::unmet(const Op& op) const {
       break;
   }
   std::string text;
-  for (const auto& p : parts) text += (text.empty() ? "" : " and ") + p;
+  for (const auto& part : parts) text += (text.empty() ? "" : " and ") + part;
   return text;
 }
 
-SimResult Engine::collect() {
+SimResult collect(const SimInput& in, const CompiledSchedule& cs,
+                  const std::vector<RankTotals>& ranks, std::uint64_t executed) {
   SimResult r;
-  r.ops_executed = executed_;
-  const int p = sch_.num_ranks;
+  r.ops_executed = executed;
+  const Schedule& sch = cs.schedule();
+  const int p = cs.num_ranks();
   for (int rank = 0; rank < p; ++rank) {
-    const RankState& st = ranks_[rank];
-    if (st.next < sch_.ops[rank].size()) {
-      const Op& op = sch_.ops[rank][st.next];
-      r.blocked.push_back(BlockedOp{rank, static_cast<int>(st.next), op, unmet(op)});
+    const std::uint32_t pos = ranks[rank].next - cs.rank_begin(rank);
+    if (pos < sch.ops[rank].size()) {
+      const Op& op = sch.ops[rank][pos];
+      r.blocked.push_back(BlockedOp{rank, static_cast<int>(pos), op, unmet(cs, ranks, op)});
     }
   }
   if (!r.blocked.empty()) {
@@ -417,30 +570,29 @@ SimResult Engine::collect() {
   }
   r.ok = true;
   Time first = kNever, last = 0, iteration_end = 0;
-  for (int rank = 0; rank < p; ++rank) {
-    const RankState& st = ranks_[rank];
+  for (const RankTotals& st : ranks) {
     first = std::min(first, st.first_start);
     last = std::max(last, st.last_end);
   }
   if (first == kNever) first = 0;
   std::int64_t busy_total = 0;
   for (int rank = 0; rank < p; ++rank) {
-    const RankState& st = ranks_[rank];
+    const RankTotals& st = ranks[rank];
     DeviceResult d;
     d.rank = rank;
-    d.device = in_.rank_device[rank];
-    d.busy = st.busy_time;
+    d.device = in.rank_device[rank];
+    d.busy = st.busy;
     d.first_start = st.first_start == kNever ? first : st.first_start;
     d.last_end = st.last_end;
-    d.static_bytes = in_.static_bytes.empty() ? 0 : in_.static_bytes[rank];
-    d.capacity_bytes = in_.capacity_bytes.empty() ? 0 : in_.capacity_bytes[rank];
+    d.static_bytes = in.static_bytes.empty() ? 0 : in.static_bytes[rank];
+    d.capacity_bytes = in.capacity_bytes.empty() ? 0 : in.capacity_bytes[rank];
     d.peak_activation_bytes = st.activation_peak;
     d.peak_bytes = d.static_bytes + st.activation_peak;
     d.peak_inflight = st.inflight_peak;
-    d.fits = in_.capacity_bytes.empty() || d.peak_bytes <= d.capacity_bytes;
+    d.fits = in.capacity_bytes.empty() || d.peak_bytes <= d.capacity_bytes;
     r.fits = r.fits && d.fits;
-    busy_total += st.busy_time;
-    const Time tail = in_.tail_time.empty() ? 0 : in_.tail_time[rank];
+    busy_total += st.busy;
+    const Time tail = in.tail_time.empty() ? 0 : in.tail_time[rank];
     iteration_end = std::max(iteration_end, std::max(st.last_end, first) + tail);
     r.devices.push_back(d);
   }
@@ -452,35 +604,41 @@ SimResult Engine::collect() {
   return r;
 }
 
-SimResult Engine::run() {
-  if (std::string problem = check_input(); !problem.empty()) {
-    SimResult r;
-    r.error = problem;
-    return r;
-  }
-  try {
-    prepare();
-  } catch (const std::exception& e) {
-    SimResult r;
-    r.error = e.what();
-    return r;
-  }
-  for (int rank = 0; rank < sch_.num_ranks; ++rank) try_start(rank);
-  while (!queue_.empty()) {
-    const auto e = queue_.pop();
-    now_ = e.time;
-    const int rank = static_cast<int>(e.payload.rank);
-    if (e.payload.kind == kOpDone) finish(rank);
-    try_start(rank);
-  }
-  return collect();
+SimResult failure(std::string message) {
+  SimResult r;
+  r.error = std::move(message);
+  return r;
 }
 
 }  // namespace
 
+SimResult simulate(const SimInput& input, const CompiledSchedule& schedule, Observer* observer) {
+  if (std::string problem = check_input(input, schedule); !problem.empty())
+    return failure(std::move(problem));
+  Tables tables;
+  try {
+    if (std::string problem = build_tables(input, schedule, tables); !problem.empty())
+      return failure(std::move(problem));
+  } catch (const std::exception& e) {  // a route the topology cannot give
+    return failure(e.what());
+  }
+  std::vector<RankTotals> ranks(schedule.num_ranks());
+  std::uint64_t executed = 0, events = 0;
+  if (observer || tables.shared_links) {
+    OrderedEngine engine(schedule, tables, observer, ranks);
+    engine.run();
+    executed = engine.executed();
+    events = engine.events();
+  } else {
+    run_data_flow(schedule, tables, ranks, executed);
+  }
+  SimResult r = collect(input, schedule, ranks, executed);
+  r.events = events;
+  return r;
+}
+
 SimResult simulate(const SimInput& input, const Schedule& schedule, Observer* observer) {
-  Engine engine(input, schedule, observer);
-  return engine.run();
+  return simulate(input, CompiledSchedule::borrowing(schedule), observer);
 }
 
 }  // namespace bmpipe

@@ -2,20 +2,22 @@
 /// \file
 /// The engine. Start here.
 ///
-/// simulate() replays one training iteration of a pipeline-parallel schedule, event by
-/// event, and returns what happened: when every op ran, how long each device was busy
-/// and idle, how much memory each device held at its peak, and whether it fits.
+/// simulate() replays one training iteration of a pipeline-parallel schedule and returns
+/// what happened: when every op ran, how long each device was busy and idle, how much
+/// memory each device held at its peak, and whether it fits.
 ///
 /// Model
-/// - Time is integer nanoseconds (sim/time.hpp). Events are ordered by (time, priority,
-///   insertion sequence), so the same input always gives the same output.
+/// - Time is integer nanoseconds (sim/time.hpp); the same input always gives the same
+///   output, byte for byte.
 /// - Every pipeline rank has one compute stream that runs the rank's op list strictly in
-///   order. An op starts as soon as the stream is free and all its inputs are present:
+///   order. An op starts as soon as the stream is free and all its inputs are present,
+///   i.e. at max(end of the rank's previous op, arrival of its last input):
 ///     F(s, m)   needs the output of F(s-1, m)                       (s > 0)
 ///     B/I(s, m) needs F(s, m) done here and the gradient of B/I(s+1, m) (s < last)
 ///     W(s, m)   needs I(s, m) done here
 ///     FB        needs both halves' inputs; runs as one op
-///   On the last stage the loss is local: its backward needs only its own forward.
+///   On the last stage the loss is local: its backward needs only its own forward. An op
+///   may take 0 ns (a cost that rounds to nothing); it still runs in list order.
 /// - An output that crosses to another rank is a point-to-point transfer over the device
 ///   graph (sim/topology.hpp). It is requested when the producing op ends, waits until
 ///   every link on its route is free (links are FIFO resources), holds them for
@@ -27,9 +29,48 @@
 ///   at the end of I and the rest at the end of W. This is stage granularity, but the peak
 ///   equals per-layer accounting: a rank runs one op at a time, so between an F's start
 ///   and its end nothing is freed, and the stage total is reached by the F's end anyway.
-/// - An order that cannot complete is not a hang: when no event is left while ops remain,
-///   the result carries an error and, for every stuck rank, its blocked op and what it
-///   waits for.
+/// - An order that cannot complete is not a hang: when nothing is left to run while ops
+///   remain, the result carries an error and, for every stuck rank, its blocked op and
+///   what it waits for.
+///
+/// Compiled schedules (sim/compiled_schedule.hpp)
+/// A schedule is validated once and laid out as flat per-rank op arrays in which every op
+/// names the slots its inputs arrive in and the slots its outputs go to. simulate() takes
+/// that CompiledSchedule; the overload taking a plain Schedule compiles it for the one
+/// call. A planner that runs one schedule under many costs compiles it once and shares it
+/// between threads; the validation and layout are then paid once, not per run.
+///
+/// Two engines, one result
+/// simulate() picks the cheaper of two engines; both give the same SimResult, field for
+/// field (tests/sim/engines_test.cpp holds them to it):
+/// - The data-flow engine runs when no observer is given and no link carries transfers
+///   from more than one rank (the usual case; the exceptions are a NIC that receives from
+///   two ranks, as with one device per node, and ranks that share a device). Then nothing
+///   in the result depends on the order in which same-time events are taken: an op's
+///   start is the max() above, and a link's FIFO order is the list order of its only
+///   sender. The run is the fixpoint of that recurrence, reached by sweeping the ranks and
+///   running each as far as its inputs allow until a sweep runs nothing: no events and no
+///   queue.
+/// - The ordered engine runs otherwise. It keeps a binary heap of events keyed on (time,
+///   priority, insertion sequence) (sim/event_queue.hpp), because then the order shows:
+///   an observer sees every op, transfer and memory change in event order, and on a
+///   shared link the order of same-time requests decides which transfer goes first.
+///   Events are of two kinds. An op's end (priority 0) finishes the op, places its
+///   transfers and lets the rank try its next op. A wake-up (priority 1) lets an idle
+///   rank re-check its next op when an input it may be waiting for lands. Arrivals are not
+///   events: a transfer writes its arrival time into the consumer's slot when it is
+///   placed, and a wake-up is queued only for a rank that is idle then (a busy one checks
+///   when its op ends) and not already due to wake at that instant. At equal times ends go
+///   first; either order gives the same timings, fixing it keeps observer calls
+///   reproducible.
+///   A wake-up that has been taken no longer counts as queued, so an input that lands at
+///   the very instant a rank was last woken (0 ns ops and transfers) still wakes it.
+///
+/// Limits
+/// Every time in a run is the end of a chain of ops and transfers, each used at most once,
+/// so their sum bounds the clock. simulate() checks once per call that this sum (plus the
+/// longest tail) and the sum of all activation and static bytes fit in 63 bits; if not,
+/// the result is an error rather than an overflow.
 ///
 /// simulate() is pure and re-entrant: all state lives in the call. It may run on many
 /// threads at once with shared inputs.
@@ -40,6 +81,7 @@
 #include <vector>
 
 #include "schedules/op.hpp"
+#include "sim/compiled_schedule.hpp"
 #include "sim/time.hpp"
 #include "sim/topology.hpp"
 
@@ -113,7 +155,7 @@ struct TransferRecord {
 };
 
 /// Receives the run as it happens, in event order. The engine calls it only when one is
-/// given, so tracing costs nothing otherwise.
+/// given, so tracing costs nothing otherwise; giving one selects the ordered engine.
 class Observer {
  public:
   virtual ~Observer() = default;
@@ -157,11 +199,17 @@ struct SimResult {
   double bubble_ratio = 0;         ///< 1 - busy device-time / (ranks x pipeline time)
   bool fits = true;                ///< every rank within its capacity
   std::uint64_t ops_executed = 0;
+  /// Events the ordered engine took from its queue; 0 when the data-flow engine ran.
+  std::uint64_t events = 0;
   std::vector<DeviceResult> devices;
 };
 
 /// Runs `schedule` on `input`. Never throws for a bad schedule or input: those come back
 /// as a result with ok == false and a message.
+SimResult simulate(const SimInput& input, const CompiledSchedule& schedule,
+                   Observer* observer = nullptr);
+
+/// The same, compiling `schedule` for this one call (validation included).
 SimResult simulate(const SimInput& input, const Schedule& schedule, Observer* observer = nullptr);
 
 }  // namespace bmpipe
