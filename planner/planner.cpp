@@ -10,10 +10,13 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <unordered_map>
 
 #include "planner/stage_options.hpp"
+#include "sim/compiled_schedule.hpp"
 
 namespace bmpipe {
 
@@ -94,9 +97,12 @@ struct Scored {
 /// Everything fixed while one schedule is planned.
 class Space {
  public:
+  Space(const Space&) = delete;
+  Space& operator=(const Space&) = delete;
   Space(const Experiment& e, Schedule schedule, std::int64_t limit)
       : e_(e),
         schedule_(std::move(schedule)),
+        compiled_(CompiledSchedule::borrowing(schedule_)),
         memory_(memory_profile(schedule_)),
         table_(e),
         limit_(limit) {
@@ -142,7 +148,7 @@ class Space {
         if (stages_ > 1 && first[s + 1] == layers_) fixed += e_.layers.head_copy_static_bytes;
         busy += busy_prefix_[first[s + 1]] - busy_prefix_[first[s]];
       }
-      const std::vector<RankChoice> choices = rank_choices(mem, options, limit_ - fixed);
+      const std::vector<RankChoice>& choices = choices_of(r, first, c.partition, options, fixed);
       if (choices.empty()) {
         const std::int64_t least = fixed + least_peak(mem, options);
         if (d.fits || least - limit_ > d.excess) {
@@ -163,6 +169,27 @@ class Space {
         d.lower_bound = std::max(d.lower_bound, m * (busy + pick.total_recompute()));
     }
     return d;
+  }
+
+  /// A rank's undominated recompute choices for its stages' layer ranges, kept: a move
+  /// changes one or two boundaries, so most ranks meet the same ranges again and again.
+  const std::vector<RankChoice>& choices_of(int r, const std::vector<int>& first,
+                                            const std::vector<int>& partition,
+                                            const std::vector<const StageOptions*>& options,
+                                            std::int64_t fixed) const {
+    std::string key(reinterpret_cast<const char*>(&r), sizeof r);
+    for (int s : memory_[r].stages) {
+      key.append(reinterpret_cast<const char*>(&first[s]), sizeof(int));
+      key.append(reinterpret_cast<const char*>(&partition[s]), sizeof(int));
+    }
+    {
+      std::lock_guard<std::mutex> lock(choices_mutex_);
+      if (auto it = choices_.find(key); it != choices_.end()) return *it->second;
+    }
+    auto made = std::make_unique<const std::vector<RankChoice>>(
+        rank_choices(memory_[r], options, limit_ - fixed));
+    std::lock_guard<std::mutex> lock(choices_mutex_);
+    return *choices_.emplace(std::move(key), std::move(made)).first->second;
   }
 
   /// How many undominated recompute choices each rank has on `partition` (at least 1).
@@ -190,12 +217,15 @@ class Space {
   SimResult run(const Plan& plan, SimInput& in) const {
     assemble(e_, plan, schedule_, in);
     in.capacity_bytes.assign(ranks_, limit_);
-    return simulate(in, schedule_);
+    return simulate(in, compiled_);
   }
 
  private:
   const Experiment& e_;
   Schedule schedule_;
+  CompiledSchedule compiled_;  ///< borrows schedule_: validated once for every candidate
+  mutable std::mutex choices_mutex_;
+  mutable std::unordered_map<std::string, std::unique_ptr<const std::vector<RankChoice>>> choices_;
   std::vector<RankMemory> memory_;
   StageOptionTable table_;
   std::int64_t limit_;
