@@ -362,10 +362,14 @@ void check_config(const Config& c) {
   if (t.dp && pp_tp * *t.dp != devices)
     c.fail("training.dp", "pp * tp * dp = " + std::to_string(pp_tp * *t.dp) +
                               " but the cluster has " + std::to_string(devices) + " devices");
-  const std::int64_t stages = static_cast<std::int64_t>(t.pp) * t.vpp;
+  // The schedule's real stage count: V schedules hold two stages per device even when the
+  // config says vpp 1.
+  const std::int64_t stages = schedule_stages(c);
   const std::int64_t layers = c.model.num_layers();
   const std::string shape =
-      " (pp " + std::to_string(t.pp) + " x vpp " + std::to_string(t.vpp) + ")";
+      stages == static_cast<std::int64_t>(t.pp) * t.vpp
+          ? " (pp " + std::to_string(t.pp) + " x vpp " + std::to_string(t.vpp) + ")"
+          : " (pp " + std::to_string(t.pp) + " x 2: " + t.schedule + " holds two stages per device)";
   if (c.model.analytic()) {
     const ModelShape& m = *c.model.shape;
     if (!t.seq_length)

@@ -165,5 +165,28 @@ TEST(Prepare, IsSharedSafelyByThreads) {
   EXPECT_EQ(alone, together);
 }
 
+TEST(Config, VSchedulesCountTheirRealStagesWhateverVppSays) {
+  // zb-v holds two stages per device: a partition and per-stage recompute with vpp 1 are
+  // checked against 2p stages, not p.
+  const std::string base =
+      "cluster: {nodes: 1, devices_per_node: 4, device: {name: u, memory_GiB: 1},\n"
+      "          intra_node: {bandwidth_GBps: 100, latency_us: 0}}\n"
+      "model: {layers: [{name: u, count: 8, forward_ms: 0.5, backward_input_ms: 0.5,\n"
+      "                  backward_weight_ms: 0.5, activation_bytes: 1, output_bytes: 0,\n"
+      "                  param_bytes: 1}]}\n"
+      "training: {schedule: zb-v, pp: 4, microbatches: 8, ";
+  const Config ok = parse_config(base + "partition: [1, 1, 1, 1, 1, 1, 1, 1]}\n", "v.yaml");
+  const auto e = prepare(ok);
+  const Schedule sch = make_schedule(*e);
+  EXPECT_EQ(config_plan(*e, sch.num_stages).partition, std::vector<int>(8, 1));
+  try {
+    parse_config(base + "partition: [2, 2, 2, 2]}\n", "v.yaml");
+    FAIL() << "a 4-entry partition for 8 stages loaded";
+  } catch (const ConfigError& err) {
+    EXPECT_EQ(err.key(), "training.partition");
+    EXPECT_NE(err.message().find("8 stages"), std::string::npos) << err.what();
+  }
+}
+
 }  // namespace
 }  // namespace bmpipe
