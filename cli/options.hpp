@@ -22,7 +22,8 @@ class UsageError : public std::runtime_error {
 /// Adds --help and the positional CONFIG to `opts`.
 void add_config_options(boost::program_options::options_description& opts);
 
-/// Adds --pp, --vpp and --microbatches; `vpp_help` says what vpp means for the command.
+/// Adds --pp, --vpp, --microbatches, --max-ops and --max-devices; `vpp_help` says what vpp
+/// means for the command.
 void add_override_options(boost::program_options::options_description& opts, const char* vpp_help);
 
 /// Parses `args` for `bmpipe <command>`. Returns an exit code when the command should stop
@@ -34,7 +35,8 @@ std::optional<int> parse_command_line(const std::string& command,
                                       const std::string& epilogue,
                                       boost::program_options::variables_map& vm);
 
-/// The --pp/--vpp/--microbatches values present in `vm`.
+/// The --pp/--vpp/--microbatches/--max-ops/--max-devices values present in `vm`. Throws
+/// UsageError for a limit below 1.
 Overrides overrides_from(const boost::program_options::variables_map& vm);
 
 }  // namespace bmpipe::cli

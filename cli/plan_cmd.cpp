@@ -263,12 +263,12 @@ int run_plan(const std::vector<std::string>& args) {
     }
 
     const std::string path = vm["config"].as<std::string>();
-    Config config = load_config(path);
     Overrides o = overrides_from(vm);
-    const std::string asked =
-        vm.count("schedule") ? vm["schedule"].as<std::string>() : config.training.schedule;
-    if (asked != "auto") o.schedule = asked;
-    apply_overrides(config, o);
+    const std::string given = vm.count("schedule") ? vm["schedule"].as<std::string>() : "";
+    if (!given.empty() && given != "auto") o.schedule = given;
+    // Overrides first, then the file's checks, once (a file valid only with --pp loads).
+    Config config = load_config(path, o);
+    const std::string asked = given.empty() ? config.training.schedule : given;
     const std::shared_ptr<const Experiment> e = prepare(config);
 
     PlannerOptions po;

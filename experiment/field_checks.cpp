@@ -2,6 +2,7 @@
 // divides the devices, the partition adds up, every layer's recompute mode exists), the
 // work limits, and that no time or byte total of a run can leave int64.
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -310,13 +311,21 @@ void check_work_bounds(const Config& c, const WorkLimits& limits) {
   if (ops > limits.max_ops) {
     // Bytes per op measured on runs of 8-24 million ops: 33 (ZB-H1) to 51 (ZB-V), 96 with
     // an SVG (README, "Limits").
-    const long double gib = 1073741824.0L;
+    auto memory = [](long double bytes) {
+      char buf[32];
+      if (bytes >= 1073741824.0L)
+        std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes / 1073741824.0L));
+      else
+        std::snprintf(buf, sizeof buf, "%.0f MiB",
+                      std::ceil(static_cast<double>(bytes / 1048576.0L)));
+      return std::string(buf);
+    };
     const std::string key = t.microbatches >= stages ? "training.microbatches" : "training.pp";
     c.fail(key, "this run needs up to " + count_text(ops) + " ops (" + std::to_string(stages) +
                     " stages x " + std::to_string(t.microbatches) + " micro-batches x 3), about " +
-                    count_text(std::ceil(ops * 50.0L / gib)) + " GiB (" +
-                    count_text(std::ceil(ops * 100.0L / gib)) + " GiB with --svg); the limit is " +
-                    std::to_string(limits.max_ops) + " ops; raise it with --max-ops");
+                    memory(ops * 50.0L) + " (" + memory(ops * 100.0L) +
+                    " with --svg); the limit is " + std::to_string(limits.max_ops) +
+                    " ops; raise it with --max-ops");
   }
   // Every route the engine computes walks every link of the device graph.
   const long double dpn = c.cluster.devices_per_node;

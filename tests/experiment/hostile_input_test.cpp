@@ -33,8 +33,8 @@ TEST(WorkBounds, TenMillionMicrobatchesAreRefusedBeforeAnyAllocation) {
   EXPECT_EQ(e.line(), 19);
   // 4 stages x 10^7 x 3 = 1.2e8 ops; at 50 and 100 bytes per op 5.59 and 11.2 GiB.
   EXPECT_EQ(e.message(),
-            "this run needs up to 120000000 ops (4 stages x 10000000 micro-batches x 3), about 6 "
-            "GiB (12 GiB with --svg); the limit is 100000000 ops; raise it with "
+            "this run needs up to 120000000 ops (4 stages x 10000000 micro-batches x 3), about "
+            "5.6 GiB (11.2 GiB with --svg); the limit is 100000000 ops; raise it with "
             "--max-ops");
   Overrides raised;
   raised.limits = WorkLimits{};

@@ -137,5 +137,29 @@ TEST(PlanCli, AutoPlansEveryCandidateScheduleAndRanksThem) {
                    j["schedules"][0]["iteration_time_ms"].get<double>());
 }
 
+TEST(PlanCli, OverridesComeBeforeTheFilesChecks) {
+  // A file valid only with its override: pp 4 and 2 layers, planned with --pp 2.
+  const test::ScratchDir dir;
+  const std::string cfg = test::write_file(
+      dir.file("pp4.yaml"),
+      "cluster: {nodes: 1, devices_per_node: 4, device: {name: u, memory_GiB: 1},\n"
+      "          intra_node: {bandwidth_GBps: 100, latency_us: 0}}\n"
+      "model: {layers: [{name: u, count: 2, forward_ms: 0.5, backward_input_ms: 0.5,\n"
+      "                  backward_weight_ms: 0.5, activation_bytes: 1, output_bytes: 0,\n"
+      "                  param_bytes: 1}]}\n"
+      "training: {schedule: 1f1b, pp: 4, microbatches: 8}\n");
+  EXPECT_EQ(run_cli("plan " + cfg + " --quiet").code, 2);
+  const test::CliRun r = run_cli("plan " + cfg + " --pp 2 --json --quiet");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["plan"]["partition"], (std::vector<int>{1, 1}));
+}
+
+TEST(PlanCli, WorkLimitsAreOptions) {
+  const test::CliRun r = run_cli("plan " + kTiny + " --quiet --max-ops 10");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--max-ops"), std::string::npos) << r.err;
+  EXPECT_EQ(run_cli("plan " + kTiny + " --quiet --max-ops 0").code, 2);
+}
+
 }  // namespace
 }  // namespace bmpipe
