@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 
 namespace {
 
@@ -64,6 +65,10 @@ int main(int argc, char** argv) {
   }
   try {
     return dispatch(command, std::vector<std::string>(argv + 2, argv + argc));
+  } catch (const bmpipe::cli::UsageError& e) {
+    // A command-line value no command caught itself: still bad input, not a bug.
+    std::cerr << "bmpipe " << command << ": " << e.what() << "\n";
+    return 2;
   } catch (const std::exception& e) {
     // The last line of defence: every expected failure is handled where it happens, so
     // reaching here is a bug. Say so instead of aborting.
