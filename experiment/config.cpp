@@ -426,6 +426,53 @@ void apply_only(Config& c, const Overrides& o) {
   if (o.limits) c.limits = *o.limits;
 }
 
+/// Writes the command line's key paths into the document (see Overrides::set).
+void apply_sets(YAML::Node& root, const std::string& name, const Overrides& o) {
+  for (const auto& [path, value] : o.set) {
+    std::vector<std::string> keys;
+    std::size_t from = 0;
+    while (true) {
+      const std::size_t dot = path.find('.', from);
+      keys.push_back(path.substr(from, dot == std::string::npos ? std::string::npos : dot - from));
+      if (dot == std::string::npos) break;
+      from = dot + 1;
+    }
+    for (const std::string& k : keys)
+      if (k.empty())
+        throw ConfigError(name, 0, "--set " + path, "expected a key path like training.tp");
+    YAML::Node parsed;
+    try {
+      parsed = YAML::Load(value);
+    } catch (const YAML::Exception& e) {
+      throw ConfigError(name, 0, "--set " + path, "malformed value '" + value + "': " + e.msg);
+    }
+    // Walk (and make) the mappings down to the last key. yaml-cpp nodes are handles, so
+    // each step is kept in a vector rather than reassigned.
+    std::vector<YAML::Node> chain{root};
+    for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
+      YAML::Node next = chain.back()[keys[i]];
+      if (!next.IsDefined() || next.IsNull()) {
+        chain.back()[keys[i]] = YAML::Node(YAML::NodeType::Map);
+        next = chain.back()[keys[i]];
+      }
+      if (!next.IsMap())
+        throw ConfigError(name, 0, "--set " + path,
+                          keys[i] + " is not a mapping in the file, so it has no key " + keys[i + 1]);
+      chain.push_back(next);
+    }
+    chain.back()[keys.back()] = parsed;
+    // A batch given on the command line wins over the other form in the file.
+    if (path == "training.global_batch_size" && root["training"].IsMap())
+      root["training"].remove("microbatches");
+  }
+}
+
+/// True when `key` is `path` or lies under it.
+bool under(const std::string& key, const std::string& path) {
+  return key == path || (key.size() > path.size() && key.compare(0, path.size(), path) == 0 &&
+                         key[path.size()] == '.');
+}
+
 }  // namespace
 
 Config parse_config(const std::string& yaml_text, const std::string& name, const Overrides& o) {
@@ -446,6 +493,7 @@ Config parse_config(const std::string& yaml_text, const std::string& name, const
     if (!Reader::present(root, f.name))
       throw ConfigError(name, 1, std::string(f.name),
                         "missing required section (" + std::string(f.help) + ")");
+  apply_sets(root, name, o);
   Reader rd(c);
   try {
     read_fields(rd, root, "", detail::kRootFields, c);
@@ -454,7 +502,16 @@ Config parse_config(const std::string& yaml_text, const std::string& name, const
     read_training(rd, root, c);
   } catch (const YAML::Exception& e) {  // a conversion yaml-cpp refused
     throw ConfigError(name, std::max(e.mark.line + 1, 1), "", e.msg);
+  } catch (const ConfigError& e) {
+    // A value from the command line has no line in the file: say where it came from.
+    for (const auto& set : o.set)
+      if (under(e.key(), set.first))
+        throw ConfigError(name, 0, e.key() + " (from the command line)", e.message());
+    throw;
   }
+  for (const auto& set : o.set)
+    for (auto& [key, line] : c.lines)
+      if (under(key, set.first)) line = 0;
   apply_only(c, o);
   resolve_batch(c);
   check_config(c);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <utility>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -184,6 +185,13 @@ struct Overrides {
   std::optional<int> microbatches;
   /// Replaces Config::limits (--max-ops, --max-devices).
   std::optional<WorkLimits> limits;
+  /// Key paths set on the command line (--set training.sequence_parallel=true, and the
+  /// knobs --tp, --dp, --micro-batch-size, --global-batch-size, --seq-length, --recompute,
+  /// --partition), as YAML values ("true", "4", "[9, 9, 8, 6]"). load_config and
+  /// parse_config write them into the document before reading it, so they are checked like
+  /// the file's own values, and errors name them as coming from the command line.
+  /// (apply_overrides, on a Config already read, ignores them.)
+  std::vector<std::pair<std::string, std::string>> set;
 };
 
 /// Reads a YAML file, applies `overrides`, derives the batch and runs check_config once, so
