@@ -109,8 +109,11 @@ inline ParsedTrace check_trace_invariants(const std::string& text, const Schedul
   }
   EXPECT_EQ(op_slices, schedule.total_ops());
 
-  // Memory: the counter's maximum is the reported peak; one peak marker per device.
-  std::map<int, std::int64_t> max_total, max_act, peak_marker;
+  // Memory: three counters of one series each (chrome://tracing stacks the series of one
+  // counter event); the total is static + activations at every sample, its maximum is the
+  // reported peak; one peak marker per device.
+  std::map<int, std::int64_t> peak_marker;
+  std::map<int, std::map<std::string, std::vector<std::pair<Time, std::int64_t>>>> counters;
   std::map<int, std::int64_t> flow_s, flow_f;
   std::map<std::int64_t, int> s_count, f_count;
   auto enclosed_by_op = [&](int pid, Time ts) {
@@ -122,11 +125,12 @@ inline ParsedTrace check_trace_invariants(const std::string& text, const Schedul
     const std::string ph = e.at("ph");
     const int pid = e.value("pid", -1);
     if (ph == "C") {
-      const std::int64_t total = e.at("args").at("total");
-      const std::int64_t act = e.at("args").at("activations");
-      EXPECT_EQ(total, act + e.at("args").at("static").get<std::int64_t>());
-      max_total[pid] = std::max(max_total.count(pid) ? max_total[pid] : 0, total);
-      max_act[pid] = std::max(max_act.count(pid) ? max_act[pid] : 0, act);
+      const std::string name = e.at("name");
+      EXPECT_TRUE(name == "activation memory" || name == "static memory" || name == "total memory")
+          << name;
+      EXPECT_EQ(e.at("args").size(), 1u) << "counter " << name << " has several series";
+      counters[pid][name].emplace_back(ns(e.at("ts")),
+                                       e.at("args").at("bytes").get<std::int64_t>());
     } else if (ph == "i" && e.at("name") == "peak memory") {
       EXPECT_EQ(peak_marker.count(pid), 0u);
       peak_marker[pid] = e.at("args").at("total");
@@ -141,8 +145,27 @@ inline ParsedTrace check_trace_invariants(const std::string& text, const Schedul
     }
   }
   for (const auto& d : result.devices) {
-    EXPECT_EQ(max_total[d.rank], d.peak_bytes) << "rank " << d.rank;
-    EXPECT_EQ(max_act[d.rank], d.peak_activation_bytes) << "rank " << d.rank;
+    auto& c = counters[d.rank];
+    const auto& stat = c["static memory"];
+    const auto& act = c["activation memory"];
+    const auto& total = c["total memory"];
+    EXPECT_EQ(stat.size(), 1u) << "rank " << d.rank << ": static memory is one sample";
+    if (!stat.empty()) {
+      EXPECT_EQ(stat[0], std::make_pair(Time{0}, d.static_bytes)) << "rank " << d.rank;
+    }
+    EXPECT_EQ(act.size(), total.size()) << "rank " << d.rank;
+    EXPECT_FALSE(act.empty()) << "rank " << d.rank;
+    if (act.size() != total.size() || act.empty()) continue;
+    EXPECT_EQ(act.front().first, 0) << "rank " << d.rank << ": counters start at time 0";
+    std::int64_t max_total = 0, max_act = 0;
+    for (std::size_t i = 0; i < act.size(); ++i) {
+      EXPECT_EQ(act[i].first, total[i].first) << "rank " << d.rank << " sample " << i;
+      EXPECT_EQ(total[i].second, act[i].second + d.static_bytes) << "rank " << d.rank;
+      max_total = std::max(max_total, total[i].second);
+      max_act = std::max(max_act, act[i].second);
+    }
+    EXPECT_EQ(max_total, d.peak_bytes) << "rank " << d.rank;
+    EXPECT_EQ(max_act, d.peak_activation_bytes) << "rank " << d.rank;
     EXPECT_EQ(peak_marker[d.rank], d.peak_bytes) << "rank " << d.rank;
   }
   // Every flow has both ends, exactly once; one flow per transfer.
