@@ -26,6 +26,7 @@
 ///
 /// write_compare_svg() stacks several runs (one per schedule) on one time scale, so that
 /// equal lengths on the page are equal times and schedules can be compared by eye.
+/// write_memory_svg() plots every device's memory against time in one chart.
 
 #include <cstdint>
 #include <ostream>
@@ -87,6 +88,7 @@ Timeline record_timeline(const SimInput& input, const Schedule& schedule, std::s
 
 struct SvgOptions {
   /// Whole picture, labels included; 0 lets the width follow the op count (see above).
+  /// write_memory_svg() takes 0 as 1200 px.
   int width_px = 0;
   /// Upper bound of the automatic width.
   int max_width_px = 4000;
@@ -104,5 +106,11 @@ void write_timeline_svg(std::ostream& out, const Timeline& timeline,
 /// rows.
 void write_compare_svg(std::ostream& out, std::span<const Timeline> timelines,
                        const SvgOptions& options = {});
+
+/// Memory over time: every rank's static + activation bytes as a step curve, all on one
+/// GiB axis against a ms axis, with the capacity line(s), the overall peak marked, and a
+/// legend (one entry per rank up to 16 ranks, a colour ramp beyond). The view to open
+/// first when a plan does not fit. A failed run gets its error message instead.
+void write_memory_svg(std::ostream& out, const Timeline& timeline, const SvgOptions& options = {});
 
 }  // namespace bmpipe

@@ -445,11 +445,15 @@ TEST(Svg, DenseRunsAggregateIntoLabelledBands) {
   EXPECT_NE(out.str().find("band: a device"), std::string::npos);
 }
 
-TEST(Svg, DensePicturesAreDeterministic) {
-  std::ostringstream x, y;
-  write_timeline_svg(x, dense_1f1b(8, 256));
-  write_timeline_svg(y, dense_1f1b(8, 256));
+TEST(Svg, DenseAndMemoryPicturesAreDeterministic) {
+  const Timeline a = dense_1f1b(8, 256), b = dense_1f1b(8, 256);
+  std::ostringstream x, y, mx, my;
+  write_timeline_svg(x, a);
+  write_timeline_svg(y, b);
   EXPECT_EQ(x.str(), y.str());
+  write_memory_svg(mx, a);
+  write_memory_svg(my, b);
+  EXPECT_EQ(mx.str(), my.str());
 }
 
 }  // namespace
