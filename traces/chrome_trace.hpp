@@ -29,10 +29,18 @@
 /// - flow arrows (ph "s" / "f", id = transfer id) from the producing op to the consuming
 ///   op, both bound to their enclosing compute slices. A flow is written when its consumer
 ///   runs, so every flow in the file has both ends.
-/// - counter "memory" with series activations, static and total (bytes), one sample at
-///   time 0 and one at every change the engine reports, and an instant event "peak memory"
-///   at the first time the device reaches its peak (written at the end; events need not
-///   be sorted).
+/// - memory as three counters of one series each, "bytes": "activation memory" and
+///   "total memory" (static + activations) with a sample at time 0 and at every change the
+///   engine reports, and "static memory" with one sample at time 0 (it never changes).
+///   One counter per quantity, because chrome://tracing stacks the series of one counter
+///   event: activations, static and total in one event would read as twice the memory.
+///   An instant event "peak memory" marks the first time the device reaches its peak
+///   (written at the end; events need not be sorted).
+/// - processes have pid = rank and a process_sort_index of the rank, threads a
+///   thread_sort_index (compute 0, comm lanes 1, 2, ...): chrome://tracing and Perfetto
+///   list ranks in rank order. Perfetto reads sort_index from JSON only since
+///   google/perfetto PR #3273 (October 2025); before, it ordered processes by activity
+///   (google/perfetto issues #378, #764), which no field of the file can change.
 
 #include <cstdint>
 #include <ostream>
@@ -99,6 +107,7 @@ class ChromeTraceWriter final : public Observer {
   std::uint64_t key(int stage, int microbatch, bool gradient) const;
   void write_metadata();
   void write_op(const OpRecord& r);
+  void counter(int rank, Time time, const char* name, std::int64_t bytes);
   void write_bubble(int rank, Time from, Time to, const std::string& cause,
                     const std::string& extra);
   void explain_gap(const OpRecord& r, bool first);

@@ -1,6 +1,8 @@
 #include "traces/svg.hpp"
 
 #include <algorithm>
+#include <array>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 
@@ -16,11 +18,28 @@ constexpr double kRowHeight = 18;
 constexpr double kRowPitch = 22;
 constexpr double kAxis = 34;
 constexpr double kMemHeading = 18;
-constexpr double kMemHeight = 34;
-constexpr double kMemPitch = 42;
+// Memory panels: taller when there are few, since one scale leaves small curves small.
+constexpr double kMemHeightFew = 50;
+constexpr double kMemHeightMany = 34;  // above kFewRanks ranks
+constexpr int kFewRanks = 16;
+constexpr double kMemGap = 8;
 constexpr double kBlockGap = 24;
 constexpr double kCharWidth = 6.2;           // 10 px sans-serif digits, a little generous
-constexpr std::size_t kTooltipLimit = 5000;  // ops; above it tooltips only bloat the file
+constexpr double kSmallFont = 8;             // two-line band labels
+constexpr std::size_t kTooltipLimit = 5000;  // boxes; above it tooltips only bloat the file
+// Automatic width: this much per op on the row with most ops, from kDefaultWidth up to
+// SvgOptions::max_width_px. Below kMinOpPx per op a box is a sliver that shows neither its
+// kind nor its micro-batch, so rows become bands.
+constexpr double kDefaultWidth = 1400;
+constexpr double kOpPx = 16;
+constexpr double kMinOpPx = 8;
+// A bubble at least this wide is visible on the page, so it ends a band: aggregation may
+// hide which op ran where, never that a device stood idle.
+constexpr double kGapPx = 3;
+constexpr int kKinds = 5;
+
+constexpr const char* kCapacityColour = "#d62728";
+constexpr const char* kTailFill = "#79706e";  // Tableau grey: not a compute kind
 
 struct KindStyle {
   const char* name;  // as in the trace
@@ -47,6 +66,9 @@ KindStyle style(OpKind kind) {
   }
   return {"?", "X", "#999999", "#000000", "#cccccc", "#000000"};
 }
+
+constexpr std::array<OpKind, kKinds> kKindOrder = {OpKind::F, OpKind::B, OpKind::I, OpKind::W,
+                                                   OpKind::FB};
 
 std::string num(double v) {
   char buf[32];
@@ -85,6 +107,13 @@ std::string escape(const std::string& text) {
   return out;
 }
 
+// Characters on the page (UTF-8 continuation bytes take no room of their own).
+double text_px(const std::string& text) {
+  std::size_t chars = 0;
+  for (char c : text) chars += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return kCharWidth * static_cast<double>(chars);
+}
+
 // "37.8 GiB", or "12.0 MiB" below a GiB so that small runs do not all read "0.0".
 std::string gib(std::int64_t bytes) {
   char buf[32];
@@ -93,6 +122,26 @@ std::string gib(std::int64_t bytes) {
   else
     std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / 1073741824.0);
   return buf;
+}
+
+std::string ms_text(Time t) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", ns_to_ms(t));
+  return buf;
+}
+
+// A 1-2-5 step of at least `raw`.
+double nice_step(double raw) {
+  raw = std::max(raw, 1e-12);
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double f : {1.0, 2.0, 5.0, 10.0})
+    if (mag * f >= raw * (1 - 1e-9)) return mag * f;
+  return mag * 10;
+}
+
+// Decimals that print every multiple of `step` exactly enough.
+int decimals_for(double step) {
+  return step >= 1 ? 0 : std::max(0, static_cast<int>(std::ceil(-std::log10(step) - 1e-9)));
 }
 
 // Time axis unit and a 1-2-5 tick step giving about `ticks` ticks over `span`.
@@ -110,14 +159,7 @@ Axis make_axis(Time span, int ticks) {
   else if (span >= 1'000)
     a.unit = 1'000, a.unit_name = "\u00b5s";
   const double raw = static_cast<double>(std::max<Time>(span, 1)) / std::max(ticks, 1);
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  double step = mag;
-  for (double f : {1.0, 2.0, 5.0, 10.0})
-    if (mag * f >= raw) {
-      step = mag * f;
-      break;
-    }
-  a.step = std::max<Time>(1, static_cast<Time>(std::llround(step)));
+  a.step = std::max<Time>(1, static_cast<Time>(std::llround(nice_step(raw))));
   return a;
 }
 
@@ -132,34 +174,274 @@ std::string tick_label(Time t, const Axis& a) {
   return buf;
 }
 
+template <typename T>
+T at_or(const std::vector<T>& v, int i, T fallback) {
+  return i >= 0 && static_cast<std::size_t>(i) < v.size() ? v[static_cast<std::size_t>(i)]
+                                                          : fallback;
+}
+
+std::int64_t rank_peak(const Timeline& t, int r) {
+  const std::int64_t stat = at_or<std::int64_t>(t.static_bytes, r, 0);
+  std::int64_t peak = stat;
+  if (r >= 0 && static_cast<std::size_t>(r) < t.memory.size())
+    for (const auto& s : t.memory[r]) peak = std::max(peak, stat + s.activation_bytes);
+  return peak;
+}
+
+// One y-scale for every memory curve of a picture. It reaches the largest capacity, so
+// headroom shows, unless every device uses under a quarter of it: then a flat line would
+// say nothing, so the scale follows the peak and capacity lines are pinned to the top.
+struct MemoryScale {
+  double full = 1;  // bytes at the top edge
+  bool off_scale = false;
+  std::int64_t peak = 0;
+  std::int64_t capacity = 0;  // the largest
+};
+MemoryScale memory_scale(std::span<const Timeline> timelines) {
+  MemoryScale m;
+  for (const auto& t : timelines) {
+    if (!t.ok) continue;
+    for (int r = 0; r < t.num_ranks; ++r) {
+      m.peak = std::max(m.peak, rank_peak(t, r));
+      m.capacity = std::max(m.capacity, at_or<std::int64_t>(t.capacity_bytes, r, 0));
+    }
+  }
+  m.off_scale = m.capacity > 0 && m.peak * 4 < m.capacity;
+  m.full = m.off_scale
+               ? static_cast<double>(std::max<std::int64_t>(m.peak, 1)) * 1.15
+               : static_cast<double>(std::max<std::int64_t>({m.capacity, m.peak, 1})) * 1.08;
+  return m;
+}
+
+// A step curve of total memory (static + activations) from time 0 to `end`, as SVG points.
+// Points that land on the same spot (to 0.1 px) are dropped: the picture is the same and
+// a dense run's file stays proportional to its width, not its events.
+template <typename X, typename Y>
+std::string memory_points(const Timeline& t, int r, Time end, X x, Y y) {
+  static const std::vector<Timeline::MemorySample> kNone;
+  const auto& samples = static_cast<std::size_t>(r) < t.memory.size() ? t.memory[r] : kNone;
+  const std::int64_t stat = at_or<std::int64_t>(t.static_bytes, r, 0);
+  std::string pts;
+  long last_px = LONG_MIN, last_py = LONG_MIN;
+  auto point = [&](double px, double py) {
+    const long ix = std::lround(px * 10), iy = std::lround(py * 10);
+    if (ix == last_px && iy == last_py) return;
+    last_px = ix, last_py = iy;
+    if (!pts.empty()) pts += ' ';
+    pts += num(px);
+    pts += ',';
+    pts += num(py);
+  };
+  std::int64_t current = stat;
+  point(x(0), y(current));
+  for (const auto& s : samples) {
+    point(x(s.time), y(current));
+    current = stat + s.activation_bytes;
+    point(x(s.time), y(current));
+  }
+  point(x(end), y(current));
+  return pts;
+}
+
+// Consecutive ops of one device drawn as one box.
+struct Band {
+  int rank = 0;
+  Time start = 0, end = 0, busy = 0;
+  int ops = 0;
+  std::array<int, kKinds> lo{}, hi{};  // micro-batch range per kind; lo > hi: kind absent
+  bool light = true;                   // every op on an odd chunk
+  Band() {
+    lo.fill(INT_MAX);
+    hi.fill(INT_MIN);
+  }
+  unsigned kinds() const {
+    unsigned mask = 0;
+    for (int k = 0; k < kKinds; ++k)
+      if (lo[k] <= hi[k]) mask |= 1u << k;
+    return mask;
+  }
+  void add(const Timeline::Box& b, bool odd_chunk) {
+    if (ops == 0) start = b.start;
+    end = b.end;
+    busy += b.end - b.start;
+    ++ops;
+    const int k = static_cast<int>(b.op.kind);
+    lo[k] = std::min(lo[k], b.op.microbatch);
+    hi[k] = std::max(hi[k], b.op.microbatch);
+    if (b.op.kind == OpKind::FB && b.op.microbatch2 >= 0) {
+      lo[k] = std::min(lo[k], b.op.microbatch2);
+      hi[k] = std::max(hi[k], b.op.microbatch2);
+    }
+    light = light && odd_chunk;
+  }
+};
+
+std::string range_text(int lo, int hi) {
+  return lo == hi ? std::to_string(lo) : std::to_string(lo) + "\u2013" + std::to_string(hi);
+}
+
+// "F 64–69", "B 0–5": a band's micro-batches per kind, its label when it fits.
+std::vector<std::string> band_label_lines(const Band& b) {
+  std::vector<std::string> lines;
+  for (OpKind k : kKindOrder) {
+    const int i = static_cast<int>(k);
+    if (b.lo[i] > b.hi[i]) continue;
+    lines.push_back((k == OpKind::FB ? std::string("F&B") : std::string(1, op_kind_char(k))) + " " +
+                    range_text(b.lo[i], b.hi[i]));
+  }
+  return lines;
+}
+
+std::string band_label_per_kind(const Band& b) {
+  std::string s;
+  for (const auto& line : band_label_lines(b)) s += (s.empty() ? "" : " ") + line;
+  return s;
+}
+
+// "0–69": the band's micro-batch range over all kinds, the label when the other is too long.
+std::string band_label_overall(const Band& b) {
+  int lo = INT_MAX, hi = INT_MIN;
+  for (int k = 0; k < kKinds; ++k)
+    if (b.lo[k] <= b.hi[k]) lo = std::min(lo, b.lo[k]), hi = std::max(hi, b.hi[k]);
+  return range_text(lo, hi);
+}
+
+std::string pattern_id(unsigned mask) {
+  std::string id = "mix";
+  for (OpKind k : kKindOrder)
+    if (mask & (1u << static_cast<int>(k))) id += std::string("-") + style(k).css;
+  return id;
+}
+
+// What a timeline's rows are made of: per rank, its boxes in start order; and, when the
+// rows are too dense for boxes, the bands that replace them.
+struct Layout {
+  std::vector<std::vector<std::size_t>> rows;
+  std::vector<Time> last_end;  // per rank: where its tail work starts
+  std::size_t most_ops = 0;
+  bool aggregated = false;
+  int group = 1;  // most ops in one band
+  std::vector<Band> bands;
+};
+
+Layout index_rows(const Timeline& t) {
+  Layout l;
+  const std::size_t p = static_cast<std::size_t>(std::max(t.num_ranks, 0));
+  l.rows.resize(p);
+  l.last_end.assign(p, 0);
+  for (std::size_t i = 0; i < t.boxes.size(); ++i) {
+    const auto& b = t.boxes[i];
+    if (b.rank < 0 || static_cast<std::size_t>(b.rank) >= p) continue;
+    l.rows[b.rank].push_back(i);
+    l.last_end[b.rank] = std::max(l.last_end[b.rank], b.end);
+  }
+  for (auto& row : l.rows) {
+    // One compute stream per device: completion order is start order; sorting only
+    // guards hand-made timelines.
+    std::stable_sort(row.begin(), row.end(), [&](std::size_t a, std::size_t b) {
+      return t.boxes[a].start < t.boxes[b].start;
+    });
+    l.most_ops = std::max(l.most_ops, row.size());
+  }
+  return l;
+}
+
+// Bands of at most `group` consecutive ops, also split at up to `max_splits` visible
+// bubbles per row (the widest ones). With group = ceil(most_ops / H) and max_splits = H - 1
+// a row gets at most most_ops / group + max_splits + 1 <= 2 H bands.
+void make_bands(const Timeline& t, Layout& l, int group, int max_splits, double scale) {
+  l.aggregated = true;
+  l.group = group;
+  for (std::size_t r = 0; r < l.rows.size(); ++r) {
+    const auto& row = l.rows[r];
+    if (row.empty()) continue;
+    std::vector<std::pair<Time, std::size_t>> gaps;  // (width, index of the op after it)
+    for (std::size_t i = 1; i < row.size(); ++i) {
+      const Time gap = t.boxes[row[i]].start - t.boxes[row[i - 1]].end;
+      if (static_cast<double>(gap) * scale >= kGapPx) gaps.emplace_back(gap, i);
+    }
+    if (gaps.size() > static_cast<std::size_t>(max_splits)) {
+      // Widest first; among equals the earliest, so the choice is deterministic.
+      std::sort(gaps.begin(), gaps.end(), [](const auto& a, const auto& b) {
+        return a.first != b.first ? a.first > b.first : a.second < b.second;
+      });
+      gaps.resize(static_cast<std::size_t>(std::max(max_splits, 0)));
+    }
+    std::vector<char> split(row.size(), 0);
+    for (const auto& g : gaps) split[g.second] = 1;
+    Band band;
+    band.rank = static_cast<int>(r);
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      if (band.ops > 0 && (band.ops >= group || split[i])) {
+        l.bands.push_back(band);
+        band = Band();
+        band.rank = static_cast<int>(r);
+      }
+      const auto& b = t.boxes[row[i]];
+      band.add(b, at_or<int>(t.stage_chunk, b.op.stage, 0) % 2 == 1);
+    }
+    l.bands.push_back(band);
+  }
+}
+
 class Painter {
  public:
   Painter(std::ostream& out, std::span<const Timeline> timelines, const SvgOptions& options)
       : out_(out), timelines_(timelines), options_(options) {
-    plot_width_ = std::max(100.0, options.width_px - kLeft - kRight);
+    std::size_t most = 0;
+    for (const auto& t : timelines_) {
+      layouts_.push_back(index_rows(t));
+      most = std::max(most, layouts_.back().most_ops);
+    }
+    width_ = options.width_px > 0
+                 ? options.width_px
+                 : std::clamp(kLeft + kRight + static_cast<double>(most) * kOpPx, kDefaultWidth,
+                              std::max<double>(kDefaultWidth, options.max_width_px));
+    plot_width_ = std::max(100.0, width_ - kLeft - kRight);
     for (const auto& t : timelines_) span_ = std::max({span_, t.iteration_time, t.pipeline_time});
     span_ = std::max<Time>(span_, 1);
     scale_ = plot_width_ / static_cast<double>(span_);
-    std::size_t ops = 0;
-    for (const auto& t : timelines_) ops += t.boxes.size();
-    tooltips_ = ops <= kTooltipLimit;
+    const int budget =
+        std::max(2, static_cast<int>(plot_width_ / std::max(1, options.band_px)));  // per row
+    const int half = budget / 2;
+    std::size_t drawn = 0;
+    for (std::size_t i = 0; i < timelines_.size(); ++i) {
+      Layout& l = layouts_[i];
+      if (static_cast<double>(l.most_ops) * kMinOpPx > plot_width_) {
+        const int group = static_cast<int>((l.most_ops + static_cast<std::size_t>(half) - 1) /
+                                           static_cast<std::size_t>(half));
+        make_bands(timelines_[i], l, group, half - 1, scale_);
+        for (const Band& b : l.bands)
+          if (b.kinds() & (b.kinds() - 1)) mixes_.push_back(b.kinds());
+        drawn += l.bands.size();
+      } else {
+        drawn += timelines_[i].boxes.size();
+      }
+    }
+    std::sort(mixes_.begin(), mixes_.end());
+    mixes_.erase(std::unique(mixes_.begin(), mixes_.end()), mixes_.end());
+    tooltips_ = drawn <= kTooltipLimit;
+    mem_ = memory_scale(timelines_);
+    int most_ranks = 0;
+    for (const auto& t : timelines_) most_ranks = std::max(most_ranks, t.num_ranks);
+    mem_height_ = most_ranks <= kFewRanks ? kMemHeightFew : kMemHeightMany;
   }
 
   void paint() {
     double height = kHeader;
     for (const auto& t : timelines_) height += block_height(t) + kBlockGap;
-    const double width = options_.width_px;
     buf_ += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-    buf_ += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" +
-            num(height) + "\" viewBox=\"0 0 " + num(width) + " " + num(height) +
+    buf_ += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width_) + "\" height=\"" +
+            num(height) + "\" viewBox=\"0 0 " + num(width_) + " " + num(height) +
             "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n";
-    buf_ += "<rect class=\"page\" x=\"0\" y=\"0\" width=\"" + num(width) + "\" height=\"" +
+    buf_ += "<rect class=\"page\" x=\"0\" y=\"0\" width=\"" + num(width_) + "\" height=\"" +
             num(height) + "\" fill=\"#ffffff\"/>\n";
+    defs();
     header();
     double y = kHeader;
-    for (const auto& t : timelines_) {
-      block(t, y);
-      y += block_height(t) + kBlockGap;
+    for (std::size_t i = 0; i < timelines_.size(); ++i) {
+      block(timelines_[i], layouts_[i], y);
+      y += block_height(timelines_[i]) + kBlockGap;
       flush();
     }
     buf_ += "</svg>\n";
@@ -172,21 +454,60 @@ class Painter {
   double block_height(const Timeline& t) const {
     if (!t.ok) return kBlockTitle + 20;
     double h = kBlockTitle + t.num_ranks * kRowPitch + kAxis;
-    if (options_.memory_panels) h += kMemHeading + t.num_ranks * kMemPitch;
+    if (options_.memory_panels) h += kMemHeading + t.num_ranks * (mem_height_ + kMemGap);
     return h;
+  }
+
+  // Diagonal stripes of each mix of kinds that a band holds, in the light tints so that a
+  // black label reads on them.
+  void defs() {
+    if (mixes_.empty()) return;
+    buf_ += "<defs>";
+    for (unsigned mask : mixes_) {
+      int n = 0;
+      for (int k = 0; k < kKinds; ++k) n += (mask >> k) & 1;
+      const int stripe = 4;
+      buf_ += "<pattern id=\"" + pattern_id(mask) + "\" patternUnits=\"userSpaceOnUse\" width=\"" +
+              std::to_string(stripe * n) + "\" height=\"8\" patternTransform=\"rotate(45)\">";
+      int at = 0;
+      for (OpKind k : kKindOrder) {
+        if (!(mask & (1u << static_cast<int>(k)))) continue;
+        buf_ += "<rect x=\"" + std::to_string(at) + "\" y=\"0\" width=\"" + std::to_string(stripe) +
+                "\" height=\"8\" fill=\"" + style(k).light_fill + "\"/>";
+        at += stripe;
+      }
+      buf_ += "</pattern>";
+    }
+    buf_ += "</defs>\n";
+  }
+
+  void legend_box(double& lx, double ly, const std::string& fill, const std::string& extra,
+                  const std::string& text, double text_width) {
+    buf_ += "<rect class=\"legend\" x=\"" + num(lx) + "\" y=\"" + num(ly) +
+            "\" width=\"14\" height=\"12\" fill=\"" + fill + "\"" + extra + "/>";
+    buf_ += "<text x=\"" + num(lx + 18) + "\" y=\"" + num(ly + 10) + "\" font-size=\"11\">" + text +
+            "</text>\n";
+    lx += 30 + text_width;
   }
 
   void header() {
     std::string title =
         timelines_.size() == 1 ? "Pipeline timeline" : "Pipeline timelines, one time scale";
     buf_ += "<text x=\"12\" y=\"24\" font-size=\"16\" font-weight=\"bold\">" + title + "</text>\n";
-    // Legend: only the kinds that occur, in a fixed order.
-    bool used[5] = {false, false, false, false, false};
-    for (const auto& t : timelines_)
+    // Legend: only what occurs, in a fixed order.
+    bool used[kKinds] = {false, false, false, false, false};
+    bool tails = false, aggregated = false, chunks = false;
+    for (std::size_t i = 0; i < timelines_.size(); ++i) {
+      const Timeline& t = timelines_[i];
       for (const auto& b : t.boxes) used[static_cast<int>(b.op.kind)] = true;
+      for (int r = 0; r < t.num_ranks && t.ok; ++r)
+        tails = tails || at_or<Time>(t.tail_time, r, 0) > 0;
+      aggregated = aggregated || layouts_[i].aggregated;
+      for (int c : t.stage_chunk) chunks = chunks || c % 2 == 1;
+    }
     double lx = 12;
     const double ly = 40;
-    for (OpKind k : {OpKind::F, OpKind::B, OpKind::I, OpKind::W, OpKind::FB}) {
+    for (OpKind k : kKindOrder) {
       if (!used[static_cast<int>(k)]) continue;
       const KindStyle s = style(k);
       const char* meaning = k == OpKind::F   ? "forward"
@@ -194,21 +515,19 @@ class Painter {
                             : k == OpKind::I ? "backward (input grad)"
                             : k == OpKind::W ? "backward (weight grad)"
                                              : "overlapped forward + backward";
-      buf_ += "<rect class=\"legend\" x=\"" + num(lx) + "\" y=\"" + num(ly) +
-              "\" width=\"14\" height=\"12\" fill=\"" + s.fill + "\"/>";
-      buf_ += "<text x=\"" + num(lx + 18) + "\" y=\"" + num(ly + 10) + "\" font-size=\"11\">" +
-              s.name + " " + meaning + "</text>\n";
-      lx += 30 + 6.5 * (std::char_traits<char>::length(meaning) + 4);
+      legend_box(lx, ly, s.fill, "", std::string(s.name) + " " + meaning,
+                 6.5 * (std::char_traits<char>::length(meaning) + 4));
     }
-    buf_ +=
-        "<rect class=\"legend\" x=\"" + num(lx) + "\" y=\"" + num(ly) +
-        "\" width=\"14\" height=\"12\" fill=\"#ececec\" stroke=\"#bbbbbb\" stroke-width=\"0.5\"/>";
-    buf_ += "<text x=\"" + num(lx + 18) + "\" y=\"" + num(ly + 10) +
-            "\" font-size=\"11\">bubble (idle)</text>\n";
-    lx += 120;
-    bool chunks = false;
-    for (const auto& t : timelines_)
-      for (int c : t.stage_chunk) chunks = chunks || c % 2 == 1;
+    if (tails) legend_box(lx, ly, kTailFill, "", "dp all-reduce + optimizer", 6.5 * 25);
+    legend_box(lx, ly, "#ececec", " stroke=\"#bbbbbb\" stroke-width=\"0.5\"", "bubble (idle)", 90);
+    if (aggregated) {
+      const std::string fill =
+          mixes_.empty() ? std::string("#4e79a7") : "url(#" + pattern_id(mixes_.front()) + ")";
+      legend_box(lx, ly, fill, "",
+                 "band: a device\u2019s consecutive ops, labelled with their micro-batches "
+                 "(stripes: mixed kinds)",
+                 6.2 * 80);
+    }
     if (chunks) {
       buf_ += "<rect class=\"legend\" x=\"" + num(lx) + "\" y=\"" + num(ly) +
               "\" width=\"7\" height=\"12\" fill=\"#4e79a7\"/><rect class=\"legend\" x=\"" +
@@ -219,27 +538,30 @@ class Painter {
     }
     if (options_.memory_panels) {
       buf_ += "<line x1=\"" + num(lx) + "\" y1=\"" + num(ly + 6) + "\" x2=\"" + num(lx + 16) +
-              "\" y2=\"" + num(ly + 6) +
-              "\" stroke=\"#d62728\" stroke-width=\"1.5\" stroke-dasharray=\"4,2\"/>";
+              "\" y2=\"" + num(ly + 6) + "\" stroke=\"" + kCapacityColour +
+              "\" stroke-width=\"1.5\" stroke-dasharray=\"4,2\"/>";
       buf_ += "<text x=\"" + num(lx + 20) + "\" y=\"" + num(ly + 10) +
               "\" font-size=\"11\">memory capacity</text>\n";
     }
   }
 
-  void block(const Timeline& t, double y) {
+  void block(const Timeline& t, const Layout& l, double y) {
     char buf[256];
     if (!t.ok) {
       buf_ += "<text x=\"12\" y=\"" + num(y + 18) + "\" font-size=\"13\" font-weight=\"bold\">" +
               escape(t.title) + "</text>\n";
-      buf_ += "<text x=\"" + num(kLeft) + "\" y=\"" + num(y + 36) +
-              "\" font-size=\"11\" fill=\"#d62728\">" + escape("simulation failed: " + t.error) +
-              "</text>\n";
+      buf_ += "<text x=\"" + num(kLeft) + "\" y=\"" + num(y + 36) + "\" font-size=\"11\" fill=\"" +
+              kCapacityColour + "\">" + escape("simulation failed: " + t.error) + "</text>\n";
       return;
     }
     std::snprintf(buf, sizeof buf, "\u2014 iteration %.3f ms, pipeline %.3f ms, bubble %.1f %%",
                   ns_to_ms(t.iteration_time), ns_to_ms(t.pipeline_time), 100.0 * t.bubble_ratio);
+    std::string subtitle = buf;
+    if (l.aggregated)
+      subtitle += "; too dense for a box per op: bands of up to " + std::to_string(l.group) +
+                  " ops, split at every visible bubble";
     buf_ += "<text x=\"12\" y=\"" + num(y + 18) + "\" font-size=\"13\" font-weight=\"bold\">" +
-            escape(t.title) + "<tspan dx=\"8\" font-weight=\"normal\">" + escape(buf) +
+            escape(t.title) + "<tspan dx=\"8\" font-weight=\"normal\">" + escape(subtitle) +
             "</tspan></text>\n";
     const double rows_top = y + kBlockTitle;
     const double rows_bottom = rows_top + t.num_ranks * kRowPitch;
@@ -255,7 +577,7 @@ class Painter {
     // Rows: a light band per device, so gaps (bubbles) read as empty track.
     for (int r = 0; r < t.num_ranks; ++r) {
       const double ry = rows_top + r * kRowPitch;
-      const int dev = static_cast<std::size_t>(r) < t.rank_device.size() ? t.rank_device[r] : r;
+      const int dev = at_or<int>(t.rank_device, r, r);
       buf_ += "<rect class=\"row\" x=\"" + num(kLeft) + "\" y=\"" + num(ry) + "\" width=\"" +
               num(static_cast<double>(t.iteration_time) * scale_) + "\" height=\"" +
               num(kRowHeight) + "\" fill=\"#ececec\" fill-opacity=\"0.8\"/>";
@@ -264,38 +586,12 @@ class Painter {
               std::to_string(dev) + "</text>\n";
     }
 
-    // One box per op.
-    for (const auto& b : t.boxes) {
-      const KindStyle s = style(b.op.kind);
-      const bool light = b.op.stage >= 0 &&
-                         static_cast<std::size_t>(b.op.stage) < t.stage_chunk.size() &&
-                         t.stage_chunk[b.op.stage] % 2 == 1;
-      const char* fill = light ? s.light_fill : s.fill;
-      const char* text = light ? s.light_text : s.text;
-      const double bx = x(b.start);
-      const double bw = static_cast<double>(b.end - b.start) * scale_;
-      const double by = rows_top + b.rank * kRowPitch;
-      buf_ += "<rect class=\"op ";
-      buf_ += s.css;
-      buf_ += "\" x=\"" + num(bx) + "\" y=\"" + num(by) + "\" width=\"" + num(bw) + "\" height=\"" +
-              num(kRowHeight) + "\" fill=\"" + fill + "\"";
-      if (bw >= 4) buf_ += " stroke=\"#ffffff\" stroke-width=\"0.6\"";
-      if (tooltips_) {
-        std::snprintf(buf, sizeof buf, "%s: %.3f\u2013%.3f ms", to_string(b.op).c_str(),
-                      ns_to_ms(b.start), ns_to_ms(b.end));
-        buf_ += "><title>" + escape(buf) + "</title></rect>";
-      } else {
-        buf_ += "/>";
-      }
-      std::string label = std::to_string(b.op.microbatch);
-      if (b.op.kind == OpKind::FB) label += "/" + std::to_string(b.op.microbatch2);
-      if (bw >= kCharWidth * static_cast<double>(label.size()) + 3)
-        buf_ += "<text x=\"" + num(bx + bw / 2) + "\" y=\"" + num(by + 13) +
-                "\" class=\"mb\" font-size=\"10\" text-anchor=\"middle\" fill=\"" + text + "\">" +
-                label + "</text>";
-      buf_ += "\n";
-      flush_if_large();
+    if (l.aggregated) {
+      for (const Band& b : l.bands) band(b, rows_top);
+    } else {
+      for (const auto& b : t.boxes) box(t, b, rows_top);
     }
+    for (int r = 0; r < t.num_ranks; ++r) tail(t, l, r, rows_top);
 
     // Time axis under the rows.
     const double ay = rows_bottom + 4;
@@ -314,80 +610,180 @@ class Painter {
     if (options_.memory_panels) memory(t, rows_bottom + kAxis);
   }
 
+  void box(const Timeline& t, const Timeline::Box& b, double rows_top) {
+    char buf[256];
+    const KindStyle s = style(b.op.kind);
+    const bool light = at_or<int>(t.stage_chunk, b.op.stage, 0) % 2 == 1;
+    const char* fill = light ? s.light_fill : s.fill;
+    const char* text = light ? s.light_text : s.text;
+    const double bx = x(b.start);
+    const double bw = static_cast<double>(b.end - b.start) * scale_;
+    const double by = rows_top + b.rank * kRowPitch;
+    buf_ += "<rect class=\"op ";
+    buf_ += s.css;
+    buf_ += "\" x=\"" + num(bx) + "\" y=\"" + num(by) + "\" width=\"" + num(bw) + "\" height=\"" +
+            num(kRowHeight) + "\" fill=\"" + fill + "\"";
+    if (bw >= 4) buf_ += " stroke=\"#ffffff\" stroke-width=\"0.6\"";
+    if (tooltips_) {
+      std::snprintf(buf, sizeof buf, "%s: %.3f\u2013%.3f ms", to_string(b.op).c_str(),
+                    ns_to_ms(b.start), ns_to_ms(b.end));
+      buf_ += "><title>" + escape(buf) + "</title></rect>";
+    } else {
+      buf_ += "/>";
+    }
+    std::string label = std::to_string(b.op.microbatch);
+    if (b.op.kind == OpKind::FB) label += "/" + std::to_string(b.op.microbatch2);
+    // A smaller font before no label: dense rows and long F&B labels keep their numbers.
+    const bool fits = bw >= text_px(label) + 3;
+    if (fits || bw >= text_px(label) * kSmallFont / 10 + 2)
+      buf_ += "<text x=\"" + num(bx + bw / 2) + "\" y=\"" + num(by + (fits ? 13 : 12)) +
+              "\" class=\"mb\" font-size=\"" + (fits ? std::string("10") : num(kSmallFont)) +
+              "\" text-anchor=\"middle\" fill=\"" + text + "\">" + label + "</text>";
+    buf_ += "\n";
+    flush_if_large();
+  }
+
+  void band(const Band& b, double rows_top) {
+    char buf[64];
+    const unsigned mask = b.kinds();
+    const bool mixed = (mask & (mask - 1)) != 0;
+    OpKind only = OpKind::F;
+    for (OpKind k : kKindOrder)
+      if (mask & (1u << static_cast<int>(k))) only = k;
+    const KindStyle s = style(only);
+    const std::string fill = mixed     ? "url(#" + pattern_id(mask) + ")"
+                             : b.light ? std::string(s.light_fill)
+                                       : std::string(s.fill);
+    const double bx = x(b.start);
+    const double bw = static_cast<double>(b.end - b.start) * scale_;
+    const double by = rows_top + b.rank * kRowPitch;
+    buf_ += "<rect class=\"band\" x=\"" + num(bx) + "\" y=\"" + num(by) + "\" width=\"" + num(bw) +
+            "\" height=\"" + num(kRowHeight) + "\" fill=\"" + fill + "\"";
+    if (bw >= 4) buf_ += " stroke=\"#ffffff\" stroke-width=\"0.6\"";
+    const std::string per_kind = band_label_per_kind(b);
+    if (tooltips_) {
+      std::snprintf(buf, sizeof buf, "; busy %.0f %%",
+                    100.0 * static_cast<double>(b.busy) /
+                        static_cast<double>(std::max<Time>(b.end - b.start, 1)));
+      buf_ += "><title>" +
+              escape("rank " + std::to_string(b.rank) + ", " + std::to_string(b.ops) + " ops, " +
+                     ms_text(b.start) + " \u2013 " + ms_text(b.end) + buf + "; micro-batches " +
+                     per_kind) +
+              "</title></rect>";
+    } else {
+      buf_ += "/>";
+    }
+    // The per-kind ranges say most: on one line, or one line per kind in a smaller font; the
+    // overall range still beats no label.
+    const char* colour = mixed ? "#000000" : b.light ? s.light_text : s.text;
+    const std::vector<std::string> lines = band_label_lines(b);
+    double widest = 0;
+    for (const auto& line : lines) widest = std::max(widest, text_px(line) * kSmallFont / 10);
+    const std::string open = "<text x=\"" + num(bx + bw / 2) +
+                             "\" class=\"band-label\" text-anchor=\"middle\" fill=\"" + colour +
+                             "\"";
+    if (bw >= text_px(per_kind) + 4) {
+      buf_ += open + " y=\"" + num(by + 13) + "\" font-size=\"10\">" + escape(per_kind) + "</text>";
+    } else if (lines.size() == 2 && bw >= widest + 4) {
+      buf_ += open + " y=\"" + num(by + 8) + "\" font-size=\"" + num(kSmallFont) + "\">";
+      for (std::size_t i = 0; i < lines.size(); ++i)
+        buf_ += "<tspan x=\"" + num(bx + bw / 2) + "\" y=\"" + num(by + 8 + 8.5 * i) + "\">" +
+                escape(lines[i]) + "</tspan>";
+      buf_ += "</text>";
+    } else if (const std::string overall = band_label_overall(b); bw >= text_px(overall) + 4) {
+      buf_ += open + " y=\"" + num(by + 13) + "\" font-size=\"10\">" + escape(overall) + "</text>";
+    } else if (bw >= text_px(overall) * kSmallFont / 10 + 3) {
+      buf_ += open + " y=\"" + num(by + 12) + "\" font-size=\"" + num(kSmallFont) + "\">" +
+              escape(overall) + "</text>";
+    }
+    buf_ += "\n";
+    flush_if_large();
+  }
+
+  // The rank's end-of-iteration work, right after its last op, as long as it takes.
+  void tail(const Timeline& t, const Layout& l, int r, double rows_top) {
+    const Time tail = at_or<Time>(t.tail_time, r, 0);
+    if (tail <= 0 || static_cast<std::size_t>(r) >= l.last_end.size()) return;
+    const Time start = l.last_end[r];
+    const double bx = x(start);
+    const double bw = static_cast<double>(tail) * scale_;
+    const double by = rows_top + r * kRowPitch;
+    const std::string what = "dp all-reduce + optimizer";
+    buf_ += "<rect class=\"tail\" x=\"" + num(bx) + "\" y=\"" + num(by) + "\" width=\"" + num(bw) +
+            "\" height=\"" + num(kRowHeight) + "\" fill=\"" + kTailFill + "\"";
+    if (bw >= 4) buf_ += " stroke=\"#ffffff\" stroke-width=\"0.6\"";
+    // Always a tooltip: at most one per rank.
+    buf_ += "><title>" +
+            escape("rank " + std::to_string(r) + ": " + what + ", " + ms_text(tail) + " (" +
+                   ms_text(start) + " \u2013 " + ms_text(start + tail) + ")") +
+            "</title></rect>";
+    for (const std::string& label :
+         {what + " " + ms_text(tail), what, std::string("all-reduce + opt"),
+          std::string("AR + opt"), std::string("AR")}) {
+      if (bw < text_px(label) + 6) continue;
+      buf_ += "<text x=\"" + num(bx + bw / 2) + "\" y=\"" + num(by + 13) +
+              "\" class=\"tail-label\" font-size=\"10\" text-anchor=\"middle\" "
+              "fill=\"#ffffff\">" +
+              escape(label) + "</text>";
+      break;
+    }
+    buf_ += "\n";
+  }
+
+  double mem_y(double bottom, std::int64_t bytes, double height) const {
+    return bottom - static_cast<double>(bytes) / mem_.full * height;
+  }
+
   void memory(const Timeline& t, double y) {
-    buf_ += "<text x=\"12\" y=\"" + num(y + 13) +
-            "\" font-size=\"11\" font-weight=\"bold\">memory per device (static + activations; "
-            "dashed: capacity)</text>\n";
+    std::string heading = "memory per device, one scale: panel height = " +
+                          gib(static_cast<std::int64_t>(mem_.full)) +
+                          " (dark: static, light: activations; dashed: capacity";
+    heading += mem_.off_scale ? ", off scale: drawn at the top edge)" : ")";
+    buf_ += "<text x=\"12\" y=\"" + num(y + 13) + "\" font-size=\"11\" font-weight=\"bold\">" +
+            escape(heading) + "</text>\n";
     y += kMemHeading;
+    const Time end = std::max(t.iteration_time, t.pipeline_time);
     for (int r = 0; r < t.num_ranks; ++r) {
-      const double top = y + r * kMemPitch;
-      const double bottom = top + kMemHeight;
-      const std::int64_t stat =
-          static_cast<std::size_t>(r) < t.static_bytes.size() ? t.static_bytes[r] : 0;
-      const std::int64_t cap =
-          static_cast<std::size_t>(r) < t.capacity_bytes.size() ? t.capacity_bytes[r] : 0;
-      static const std::vector<Timeline::MemorySample> kNone;
-      const auto& samples = static_cast<std::size_t>(r) < t.memory.size() ? t.memory[r] : kNone;
-      std::int64_t peak = stat;
-      for (const auto& s : samples) peak = std::max(peak, stat + s.activation_bytes);
-      // Scale to the capacity, so headroom shows, unless the run uses under a quarter of it:
-      // then a flat line would say nothing, so scale to the peak and pin the capacity line
-      // to the top edge, marked off scale.
-      const bool off_scale = cap > 0 && peak * 4 < cap;
-      const double full = off_scale
-                              ? static_cast<double>(std::max<std::int64_t>(peak, 1)) * 1.15
-                              : static_cast<double>(std::max<std::int64_t>({cap, peak, 1})) * 1.08;
-      auto yv = [&](std::int64_t bytes) {
-        return bottom - static_cast<double>(bytes) / full * kMemHeight;
-      };
+      const double top = y + r * (mem_height_ + kMemGap);
+      const double bottom = top + mem_height_;
+      const std::int64_t cap = at_or<std::int64_t>(t.capacity_bytes, r, 0);
+      const std::int64_t peak = rank_peak(t, r);
+      auto yv = [&](std::int64_t bytes) { return mem_y(bottom, bytes, mem_height_); };
 
       buf_ += "<rect class=\"mem\" x=\"" + num(kLeft) + "\" y=\"" + num(top) + "\" width=\"" +
-              num(plot_width_) + "\" height=\"" + num(kMemHeight) +
+              num(plot_width_) + "\" height=\"" + num(mem_height_) +
               "\" fill=\"#fafafa\" stroke=\"#cccccc\" stroke-width=\"0.5\"/>";
-      buf_ += "<text x=\"" + num(kLeft - 8) + "\" y=\"" + num(top + kMemHeight / 2 + 4) +
+      buf_ += "<text x=\"" + num(kLeft - 8) + "\" y=\"" + num(top + mem_height_ / 2 + 4) +
               "\" font-size=\"11\" text-anchor=\"end\">rank " + std::to_string(r) + "</text>\n";
-
-      // Total memory as a filled step curve from time 0 to the end of the iteration. Points
-      // that land on the same spot (to 0.1 px) are dropped: the picture is the same.
-      std::string pts = num(x(0)) + "," + num(bottom);
-      long last_px = -1, last_py = -1;
-      auto point = [&](double px, double py) {
-        const long ix = std::lround(px * 10), iy = std::lround(py * 10);
-        if (ix == last_px && iy == last_py) return;
-        last_px = ix, last_py = iy;
-        pts += ' ';
-        pts += num(px);
-        pts += ',';
-        pts += num(py);
-      };
-      std::int64_t current = stat;
-      point(x(0), yv(current));
-      for (const auto& s : samples) {
-        point(x(s.time), yv(current));
-        current = stat + s.activation_bytes;
-        point(x(s.time), yv(current));
-      }
-      const Time end = std::max(t.iteration_time, t.pipeline_time);
-      point(x(end), yv(current));
-      pts += ' ';
-      pts += num(x(end));
-      pts += ',';
-      pts += num(bottom);
+      // Total memory as a filled step curve from time 0 to the end of the iteration.
+      const std::string pts = memory_points(
+          t, r, end, [&](Time tt) { return x(tt); }, yv);
       buf_ +=
-          "<polygon class=\"memory\" points=\"" + pts +
+          "<polygon class=\"memory\" points=\"" + num(x(0)) + "," + num(bottom) + " " + pts + " " +
+          num(x(end)) + "," + num(bottom) +
           "\" fill=\"#9ecae9\" fill-opacity=\"0.7\" stroke=\"#1f77b4\" stroke-width=\"0.8\"/>\n";
-      if (cap > 0)
-        buf_ += "<line class=\"capacity\" x1=\"" + num(kLeft) + "\" y1=\"" +
-                num(off_scale ? top : yv(cap)) + "\" x2=\"" + num(kLeft + plot_width_) +
-                "\" y2=\"" + num(off_scale ? top : yv(cap)) +
-                "\" stroke=\"#d62728\" stroke-width=\"1.2\" stroke-dasharray=\"4,2\"/>";
+      // The static part (weights, gradients, optimizer state) in a darker tint: what is
+      // left above it is activations.
+      const std::int64_t stat = at_or<std::int64_t>(t.static_bytes, r, 0);
+      if (stat > 0)
+        buf_ += "<rect class=\"static\" x=\"" + num(x(0)) + "\" y=\"" + num(yv(stat)) +
+                "\" width=\"" + num(x(end) - x(0)) + "\" height=\"" + num(bottom - yv(stat)) +
+                "\" fill=\"#1f77b4\" fill-opacity=\"0.35\"/>";
+      if (cap > 0) {
+        const double cy = mem_.off_scale ? top : yv(cap);
+        buf_ += "<line class=\"capacity\" x1=\"" + num(kLeft) + "\" y1=\"" + num(cy) + "\" x2=\"" +
+                num(kLeft + plot_width_) + "\" y2=\"" + num(cy) + "\" stroke=\"" + kCapacityColour +
+                "\" stroke-width=\"1.2\" stroke-dasharray=\"4,2\"/>";
+      }
       const bool over = cap > 0 && peak > cap;
       buf_ += "<text x=\"" + num(kLeft + plot_width_ + 6) + "\" y=\"" + num(top + 14) +
-              "\" font-size=\"10\"" + (over ? " fill=\"#d62728\" font-weight=\"bold\"" : "") +
+              "\" font-size=\"10\"" +
+              (over ? std::string(" fill=\"") + kCapacityColour + "\" font-weight=\"bold\""
+                    : std::string()) +
               ">peak " + gib(peak) + "</text>";
       buf_ += "<text x=\"" + num(kLeft + plot_width_ + 6) + "\" y=\"" + num(top + 27) +
               "\" font-size=\"10\" fill=\"#666666\">of " + (cap > 0 ? gib(cap) : std::string("?")) +
-              (off_scale ? " (off scale)" : "") + "</text>\n";
+              "</text>\n";
       flush_if_large();
     }
   }
@@ -403,10 +799,302 @@ class Painter {
   std::ostream& out_;
   std::span<const Timeline> timelines_;
   SvgOptions options_;
+  std::vector<Layout> layouts_;
+  std::vector<unsigned> mixes_;  // kind masks of mixed bands, sorted
+  double width_ = kDefaultWidth;
   double plot_width_ = 0;
   Time span_ = 0;
   double scale_ = 1;
   bool tooltips_ = true;
+  MemoryScale mem_;
+  double mem_height_ = kMemHeightFew;
+  std::string buf_;
+};
+
+// Tableau 10 without its red, which the capacity line owns; for up to 10 ranks.
+constexpr std::array<const char*, 10> kRankColours = {"#4e79a7", "#f28e2b", "#76b7b2", "#59a14f",
+                                                      "#b6992d", "#b07aa1", "#ff9da7", "#9c755f",
+                                                      "#79706e", "#17becf"};
+// Beyond 10 ranks a sequential ramp (viridis anchors, its pale yellow end left out so every
+// curve stays visible on white): neighbouring ranks get neighbouring colours.
+constexpr std::array<std::array<int, 3>, 5> kRamp = {{{0x44, 0x01, 0x54},
+                                                      {0x3b, 0x52, 0x8b},
+                                                      {0x21, 0x91, 0x8c},
+                                                      {0x5e, 0xc9, 0x62},
+                                                      {0xb5, 0xde, 0x2b}}};
+
+std::string ramp_colour(double f) {
+  f = std::clamp(f, 0.0, 1.0) * static_cast<double>(kRamp.size() - 1);
+  const std::size_t i = std::min(static_cast<std::size_t>(f), kRamp.size() - 2);
+  const double u = f - static_cast<double>(i);
+  char buf[8];
+  int c[3];
+  for (int k = 0; k < 3; ++k)
+    c[k] = static_cast<int>(
+        std::lround(kRamp[i][k] + u * static_cast<double>(kRamp[i + 1][k] - kRamp[i][k])));
+  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", c[0], c[1], c[2]);
+  return buf;
+}
+
+std::string rank_colour(int r, int p) {
+  if (p <= static_cast<int>(kRankColours.size())) return kRankColours[static_cast<std::size_t>(r)];
+  return ramp_colour(p > 1 ? static_cast<double>(r) / (p - 1) : 0.0);
+}
+
+class MemoryPlot {
+ public:
+  MemoryPlot(std::ostream& out, const Timeline& t, const SvgOptions& options)
+      : out_(out), t_(t), mem_(memory_scale(std::span<const Timeline>(&t, 1))) {
+    width_ = options.width_px > 0 ? options.width_px : 1200;
+    plot_w_ = std::max(100.0, width_ - kL - kR);
+    end_ = std::max<Time>({t.iteration_time, t.pipeline_time, 1});
+  }
+
+  void paint() {
+    const double height = kT + kH + kB;
+    buf_ += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+    buf_ += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width_) + "\" height=\"" +
+            num(height) + "\" viewBox=\"0 0 " + num(width_) + " " + num(height) +
+            "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n";
+    buf_ += "<rect class=\"page\" x=\"0\" y=\"0\" width=\"" + num(width_) + "\" height=\"" +
+            num(height) + "\" fill=\"#ffffff\"/>\n";
+    std::string title = "Memory over time";
+    if (!t_.title.empty()) title += " \u2014 " + t_.title;
+    buf_ += "<text x=\"12\" y=\"24\" font-size=\"16\" font-weight=\"bold\">" + escape(title) +
+            "</text>\n";
+    if (!t_.ok) {
+      buf_ += "<text x=\"12\" y=\"46\" font-size=\"12\" fill=\"" + std::string(kCapacityColour) +
+              "\">" + escape("simulation failed: " + t_.error) + "</text>\n</svg>\n";
+      flush();
+      return;
+    }
+    subtitle();
+    axes();
+    capacity();
+    curves();
+    peak_marker();
+    legend();
+    buf_ += "</svg>\n";
+    flush();
+  }
+
+ private:
+  static constexpr double kL = 80, kR = 230, kT = 64, kH = 380, kB = 46;
+
+  double x(Time t) const {
+    return kL + static_cast<double>(t) / static_cast<double>(end_) * plot_w_;
+  }
+  double y(std::int64_t bytes) const { return mem_y(static_cast<double>(bytes)); }
+  double mem_y(double bytes) const { return kT + kH - bytes / mem_.full * kH; }
+
+  // The fullest rank and when it first got there.
+  struct Peak {
+    int rank = 0;
+    std::int64_t bytes = -1;
+    Time time = 0;
+  };
+  Peak fullest() const {
+    Peak p;
+    for (int r = 0; r < t_.num_ranks; ++r) {
+      const std::int64_t stat = at_or<std::int64_t>(t_.static_bytes, r, 0);
+      if (stat > p.bytes) p = Peak{r, stat, 0};
+      if (static_cast<std::size_t>(r) < t_.memory.size())
+        for (const auto& s : t_.memory[r])
+          if (stat + s.activation_bytes > p.bytes) p = Peak{r, stat + s.activation_bytes, s.time};
+    }
+    return p;
+  }
+
+  void subtitle() {
+    const Peak p = fullest();
+    std::string s =
+        "static + activations per device \u00b7 iteration " + ms_text(t_.iteration_time);
+    if (p.bytes >= 0)
+      s += " \u00b7 peak " + gib(p.bytes) + " on rank " + std::to_string(p.rank) + " at " +
+           ms_text(p.time);
+    int over = 0;
+    std::int64_t worst = 0;
+    int worst_rank = -1;
+    for (int r = 0; r < t_.num_ranks; ++r) {
+      const std::int64_t cap = at_or<std::int64_t>(t_.capacity_bytes, r, 0);
+      const std::int64_t excess = rank_peak(t_, r) - cap;
+      if (cap > 0 && excess > 0) {
+        ++over;
+        if (excess > worst) worst = excess, worst_rank = r;
+      }
+    }
+    buf_ += "<text x=\"12\" y=\"44\" font-size=\"11\" fill=\"#333333\">" + escape(s) + "</text>\n";
+    if (over > 0)
+      buf_ += "<text x=\"12\" y=\"58\" font-size=\"11\" font-weight=\"bold\" fill=\"" +
+              std::string(kCapacityColour) + "\">" +
+              escape(std::to_string(over) + " of " + std::to_string(t_.num_ranks) +
+                     " ranks exceed their capacity; rank " + std::to_string(worst_rank) + " by " +
+                     gib(worst)) +
+              "</text>\n";
+  }
+
+  void axes() {
+    buf_ += "<rect class=\"plot\" x=\"" + num(kL) + "\" y=\"" + num(kT) + "\" width=\"" +
+            num(plot_w_) + "\" height=\"" + num(kH) +
+            "\" fill=\"#ffffff\" stroke=\"#999999\" stroke-width=\"0.8\"/>\n";
+    // GiB axis: 1-2-5 steps, about eight of them.
+    const double full_gib = mem_.full / 1073741824.0;
+    const double gstep = nice_step(full_gib / 8);
+    const int gdec = decimals_for(gstep);
+    buf_ += "<g class=\"y-axis\">";
+    for (int k = 0; k * gstep <= full_gib * (1 + 1e-9); ++k) {
+      const double v = k * gstep;
+      const double yy = mem_y(v * 1073741824.0);
+      char label[32];
+      std::snprintf(label, sizeof label, "%.*f", gdec, v);
+      buf_ += "<line x1=\"" + num(kL) + "\" y1=\"" + num(yy) + "\" x2=\"" + num(kL + plot_w_) +
+              "\" y2=\"" + num(yy) + "\" stroke=\"#e4e4e4\" stroke-width=\"0.6\"/>";
+      buf_ += "<text x=\"" + num(kL - 6) + "\" y=\"" + num(yy + 3.5) +
+              "\" font-size=\"10\" text-anchor=\"end\">" + label + "</text>";
+    }
+    buf_ += "<text x=\"18\" y=\"" + num(kT + kH / 2) +
+            "\" font-size=\"11\" text-anchor=\"middle\"" + " transform=\"rotate(-90 18 " +
+            num(kT + kH / 2) + ")\">memory (GiB)</text></g>\n";
+    // ms axis.
+    const double span_ms = ns_to_ms(end_);
+    const double tstep = nice_step(span_ms / std::max(4.0, plot_w_ / 100));
+    const int tdec = decimals_for(tstep);
+    buf_ += "<g class=\"x-axis\">";
+    for (int k = 0; k * tstep <= span_ms * (1 + 1e-9); ++k) {
+      const double v = k * tstep;
+      const double xx = kL + v / span_ms * plot_w_;
+      char label[32];
+      std::snprintf(label, sizeof label, "%.*f", tdec, v);
+      buf_ += "<line x1=\"" + num(xx) + "\" y1=\"" + num(kT) + "\" x2=\"" + num(xx) + "\" y2=\"" +
+              num(kT + kH + 4) + "\" stroke=\"#e4e4e4\" stroke-width=\"0.6\"/>";
+      buf_ += "<text x=\"" + num(xx) + "\" y=\"" + num(kT + kH + 16) +
+              "\" font-size=\"10\" text-anchor=\"middle\">" + label + "</text>";
+    }
+    buf_ += "<text x=\"" + num(kL + plot_w_ / 2) + "\" y=\"" + num(kT + kH + 36) +
+            "\" font-size=\"11\" text-anchor=\"middle\">time (ms)</text></g>\n";
+    // The tail work (dp all-reduce, optimizer) runs after the last pipeline op.
+    if (t_.iteration_time > t_.pipeline_time && t_.pipeline_time > 0) {
+      const double px = x(t_.pipeline_time);
+      buf_ += "<line class=\"pipeline-end\" x1=\"" + num(px) + "\" y1=\"" + num(kT) + "\" x2=\"" +
+              num(px) + "\" y2=\"" + num(kT + kH) +
+              "\" stroke=\"#555555\" stroke-width=\"1\" stroke-dasharray=\"2,3\"/>";
+      buf_ += "<text x=\"" + num(px - 4) + "\" y=\"" + num(kT + kH - 6) +
+              "\" font-size=\"10\" text-anchor=\"end\" fill=\"#555555\">last op ends; then dp "
+              "all-reduce + optimizer</text>\n";
+    }
+  }
+
+  void capacity() {
+    std::vector<std::int64_t> caps;
+    for (int r = 0; r < t_.num_ranks; ++r) {
+      const std::int64_t c = at_or<std::int64_t>(t_.capacity_bytes, r, 0);
+      if (c > 0) caps.push_back(c);
+    }
+    std::sort(caps.begin(), caps.end());
+    caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
+    for (std::size_t i = 0; i < caps.size(); ++i) {
+      const std::int64_t c = caps[i];
+      bool exceeded = false;
+      for (int r = 0; r < t_.num_ranks; ++r)
+        exceeded =
+            exceeded || (at_or<std::int64_t>(t_.capacity_bytes, r, 0) == c && rank_peak(t_, r) > c);
+      const double cy = mem_.off_scale ? kT : y(c);
+      if (exceeded)  // what lies above the line does not fit
+        buf_ += "<rect class=\"over\" x=\"" + num(kL) + "\" y=\"" + num(kT) + "\" width=\"" +
+                num(plot_w_) + "\" height=\"" + num(std::max(0.0, cy - kT)) + "\" fill=\"" +
+                kCapacityColour + "\" fill-opacity=\"0.08\"/>";
+      buf_ += "<line class=\"capacity\" x1=\"" + num(kL) + "\" y1=\"" + num(cy) + "\" x2=\"" +
+              num(kL + plot_w_) + "\" y2=\"" + num(cy) + "\" stroke=\"" + kCapacityColour +
+              "\" stroke-width=\"1.5\" stroke-dasharray=\"6,3\"/>";
+      std::string label = "capacity " + gib(c);
+      if (mem_.off_scale) label += " (off scale, above)";
+      // Stacked labels when capacities differ, so they never overprint.
+      buf_ += "<text x=\"" + num(kL + plot_w_ - 4) + "\" y=\"" +
+              num(mem_.off_scale ? kT + 12 + 12 * static_cast<double>(i) : cy - 4) +
+              "\" font-size=\"10\" text-anchor=\"end\" fill=\"" + kCapacityColour + "\">" +
+              escape(label) + "</text>\n";
+    }
+  }
+
+  void curves() {
+    const double stroke = t_.num_ranks <= 16 ? 1.6 : 1.0;
+    for (int r = 0; r < t_.num_ranks; ++r) {
+      const std::string pts = memory_points(
+          t_, r, end_, [&](Time tt) { return x(tt); }, [&](std::int64_t b) { return y(b); });
+      buf_ += "<polyline class=\"memory\" data-rank=\"" + std::to_string(r) + "\" points=\"" + pts +
+              "\" fill=\"none\" stroke=\"" + rank_colour(r, t_.num_ranks) + "\" stroke-width=\"" +
+              num(stroke) + "\" stroke-linejoin=\"round\"><title>rank " + std::to_string(r) +
+              ": peak " + gib(rank_peak(t_, r)) + "</title></polyline>\n";
+      if (buf_.size() > (1u << 16)) flush();
+    }
+  }
+
+  void peak_marker() {
+    const Peak p = fullest();
+    if (p.bytes < 0) return;
+    const double px = x(p.time), py = y(p.bytes);
+    buf_ += "<circle class=\"peak\" cx=\"" + num(px) + "\" cy=\"" + num(py) +
+            "\" r=\"3.5\" fill=\"none\" stroke=\"#000000\" stroke-width=\"1.2\"/>";
+    const std::string label = "peak " + gib(p.bytes) + " (rank " + std::to_string(p.rank) + ")";
+    const bool left = px + 8 + text_px(label) > kL + plot_w_;
+    buf_ += "<text x=\"" + num(left ? px - 7 : px + 7) + "\" y=\"" +
+            num(std::max(kT + 10, py - 6)) + "\" font-size=\"10\" text-anchor=\"" +
+            (left ? "end" : "start") + "\">" + escape(label) + "</text>\n";
+  }
+
+  void legend() {
+    const double lx = kL + plot_w_ + 16;
+    double ly = kT + 4;
+    const int p = t_.num_ranks;
+    if (p <= 16) {
+      for (int r = 0; r < p; ++r, ly += 18) {
+        buf_ += "<line class=\"legend\" x1=\"" + num(lx) + "\" y1=\"" + num(ly + 6) + "\" x2=\"" +
+                num(lx + 18) + "\" y2=\"" + num(ly + 6) + "\" stroke=\"" + rank_colour(r, p) +
+                "\" stroke-width=\"2.5\"/>";
+        const std::int64_t cap = at_or<std::int64_t>(t_.capacity_bytes, r, 0);
+        const std::int64_t peak = rank_peak(t_, r);
+        const bool over = cap > 0 && peak > cap;
+        buf_ +=
+            "<text x=\"" + num(lx + 24) + "\" y=\"" + num(ly + 10) + "\" font-size=\"11\"" +
+            (over ? std::string(" fill=\"") + kCapacityColour + "\" font-weight=\"bold\""
+                  : std::string()) +
+            ">" +
+            escape("rank " + std::to_string(r) + " \u00b7 dev " +
+                   std::to_string(at_or<int>(t_.rank_device, r, r)) + " \u00b7 peak " + gib(peak)) +
+            "</text>\n";
+      }
+    } else {
+      // A colour bar: the ramp from rank 0 (top) to the last rank (bottom).
+      const double bar = std::min(kH - 40, 240.0);
+      buf_ += "<defs><linearGradient id=\"ranks\" x1=\"0\" y1=\"0\" x2=\"0\" y2=\"1\">";
+      for (int k = 0; k <= 8; ++k)
+        buf_ +=
+            "<stop offset=\"" + num(k / 8.0) + "\" stop-color=\"" + ramp_colour(k / 8.0) + "\"/>";
+      buf_ += "</linearGradient></defs>";
+      buf_ += "<rect class=\"legend\" x=\"" + num(lx) + "\" y=\"" + num(ly) +
+              "\" width=\"14\" height=\"" + num(bar) + "\" fill=\"url(#ranks)\"/>";
+      buf_ += "<text x=\"" + num(lx + 20) + "\" y=\"" + num(ly + 9) +
+              "\" font-size=\"11\">rank 0</text>";
+      buf_ += "<text x=\"" + num(lx + 20) + "\" y=\"" + num(ly + bar) +
+              "\" font-size=\"11\">rank " + std::to_string(p - 1) + "</text>\n";
+      const Peak pk = fullest();
+      buf_ += "<text x=\"" + num(lx) + "\" y=\"" + num(ly + bar + 22) + "\" font-size=\"11\">" +
+              escape("fullest: rank " + std::to_string(pk.rank) + ", " + gib(pk.bytes)) +
+              "</text>\n";
+    }
+  }
+
+  void flush() {
+    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    buf_.clear();
+  }
+
+  std::ostream& out_;
+  const Timeline& t_;
+  MemoryScale mem_;
+  double width_ = 1200;
+  double plot_w_ = 0;
+  Time end_ = 1;
   std::string buf_;
 };
 
@@ -419,13 +1107,13 @@ TimelineRecorder::TimelineRecorder(const SimInput& input, const Schedule& schedu
   timeline_.rank_device = input.rank_device;
   timeline_.stage_chunk.assign(static_cast<std::size_t>(std::max(schedule.num_stages, 0)), 0);
   std::vector<int> seen(static_cast<std::size_t>(std::max(schedule.num_ranks, 0)), 0);
-  for (std::size_t s = 0; s < timeline_.stage_chunk.size() && s < schedule.stage_rank.size();
-       ++s) {
+  for (std::size_t s = 0; s < timeline_.stage_chunk.size() && s < schedule.stage_rank.size(); ++s) {
     const int r = schedule.stage_rank[s];
     if (r >= 0 && static_cast<std::size_t>(r) < seen.size()) timeline_.stage_chunk[s] = seen[r]++;
   }
   timeline_.static_bytes = input.static_bytes;
   timeline_.capacity_bytes = input.capacity_bytes;
+  timeline_.tail_time = input.tail_time;
   timeline_.memory.resize(static_cast<std::size_t>(std::max(schedule.num_ranks, 0)));
   timeline_.boxes.reserve(schedule.total_ops());
 }
@@ -465,6 +1153,10 @@ void write_timeline_svg(std::ostream& out, const Timeline& timeline, const SvgOp
 void write_compare_svg(std::ostream& out, std::span<const Timeline> timelines,
                        const SvgOptions& options) {
   Painter(out, timelines, options).paint();
+}
+
+void write_memory_svg(std::ostream& out, const Timeline& timeline, const SvgOptions& options) {
+  MemoryPlot(out, timeline, options).paint();
 }
 
 }  // namespace bmpipe

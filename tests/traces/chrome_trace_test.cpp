@@ -2,6 +2,8 @@
 // bubbles on cases whose timing is known by hand, determinism and streaming.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
 #include <streambuf>
 
 #include "trace_checks.hpp"
@@ -87,6 +89,80 @@ TEST(ChromeTrace, ProcessesThreadsAndOpArgs) {
   EXPECT_EQ(only_ops[2]->args["microbatch"], 0);
   EXPECT_EQ(only_ops[2]->args["layers"], "layers 4-5");
   EXPECT_EQ(only_ops[2]->args["recompute"], "none");
+}
+
+// chrome://tracing stacks the series of one counter event, so each quantity is its own
+// counter with one series. 1F1B, p = 4, m = 8, 1000 bytes of activations per micro-batch:
+// rank r holds p - r micro-batches at its peak.
+TEST(ChromeTrace, MemoryIsOneCounterPerQuantity) {
+  const int p = 4;
+  const Schedule sch = make_1f1b(ScheduleParams{p, 8, 1});
+  const auto topo = test::node(p);
+  SimInput in = test::uniform(sch, *topo, 1 * kMs, 1 * kMs, 1 * kMs, 1000);
+  in.static_bytes = {1'000'000, 2'000'000, 3'000'000, 4'000'000};
+  SimResult r;
+  const ParsedTrace t = check_trace_invariants(trace_of(in, sch, &r), sch, r);
+  std::map<int, std::map<std::string, std::int64_t>> most;  // pid -> counter -> max
+  std::map<int, std::map<std::string, int>> samples;
+  for (const auto& e : t.doc["traceEvents"]) {
+    if (e["ph"] != "C") continue;
+    ASSERT_EQ(e["args"].size(), 1u) << e.dump();
+    const int pid = e["pid"];
+    const std::string name = e["name"];
+    const std::int64_t bytes = e["args"]["bytes"];
+    most[pid][name] = std::max(most[pid][name], bytes);
+    ++samples[pid][name];
+  }
+  ASSERT_EQ(most.size(), static_cast<std::size_t>(p));
+  for (int rank = 0; rank < p; ++rank) {
+    const std::int64_t stat = (rank + 1) * 1'000'000, act = (p - rank) * 1000;
+    EXPECT_EQ(most[rank]["static memory"], stat) << rank;
+    EXPECT_EQ(most[rank]["activation memory"], act) << rank;
+    EXPECT_EQ(most[rank]["total memory"], stat + act) << rank;
+    EXPECT_EQ(most[rank].size(), 3u) << rank;
+    EXPECT_EQ(samples[rank]["static memory"], 1) << rank;
+    // A sample at time 0, then one at every F start and B end: 1 + 2 m.
+    EXPECT_EQ(samples[rank]["activation memory"], 1 + 2 * 8) << rank;
+    EXPECT_EQ(samples[rank]["total memory"], 1 + 2 * 8) << rank;
+  }
+}
+
+// pid = rank and process_sort_index = rank, so viewers that honour it and viewers that
+// sort by pid both list ranks in order; every thread has a sort index too.
+TEST(ChromeTrace, ProcessesSortInRankOrder) {
+  const int p = 12;  // two-digit ranks: "rank 10" must not sort before "rank 2"
+  const Schedule sch = make_1f1b(ScheduleParams{p, 16, 1});
+  const auto topo = test::node(p, 5, 1);
+  const SimInput in = test::uniform(sch, *topo, 1 * kMs, 1 * kMs, 1 * kMs, 0, 1'000'000);
+  SimResult r;
+  const ParsedTrace t = check_trace_invariants(trace_of(in, sch, &r), sch, r);
+  std::map<int, int> sort_index;
+  std::map<std::pair<int, int>, int> thread_index;
+  std::set<std::pair<int, int>> threads_named;
+  for (const auto& e : t.doc["traceEvents"]) {
+    if (e["ph"] != "M") continue;
+    const int pid = e["pid"], tid = e["tid"];
+    if (e["name"] == "process_sort_index") {
+      EXPECT_EQ(sort_index.count(pid), 0u) << "pid " << pid << " sorted twice";
+      sort_index[pid] = e["args"]["sort_index"].get<int>();
+    }
+    if (e["name"] == "thread_sort_index") thread_index[{pid, tid}] = e["args"]["sort_index"];
+    if (e["name"] == "thread_name") threads_named.insert({pid, tid});
+  }
+  ASSERT_EQ(sort_index.size(), static_cast<std::size_t>(p));
+  for (int rank = 0; rank < p; ++rank) {
+    EXPECT_EQ(sort_index.at(rank), rank);
+    EXPECT_EQ(t.process_names.at(rank).rfind("rank " + std::to_string(rank) + " \u00b7", 0), 0u);
+  }
+  for (const auto& key : threads_named) {
+    ASSERT_TRUE(thread_index.count(key)) << key.first << "/" << key.second;
+    EXPECT_EQ(thread_index[key], key.second) << "compute 0, comm lanes 1, 2, ...";
+  }
+  // Every event belongs to one of the p processes.
+  for (const auto& e : t.doc["traceEvents"]) {
+    const int pid = e["pid"];
+    EXPECT_TRUE(pid >= 0 && pid < p) << e.dump();
+  }
 }
 
 TEST(ChromeTrace, InterleavedProcessNameListsEveryStage) {
