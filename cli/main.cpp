@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "experiment/suggest.hpp"
 
 namespace {
 
@@ -26,12 +27,14 @@ Commands:
   search CONFIG     find the fastest parallel layout (tp x pp x dp, virtual stages,
                     micro-batch size, schedule), each layout planned; runs under mpirun
 
-Run 'bmpipe <command> --help' for the options of a command.
+Run 'bmpipe help <command>' (or 'bmpipe <command> --help') for its options.
 
 Exit codes: 0 success (including "does not fit in memory", which is a result),
             1 the simulation failed (deadlock), 2 bad input or usage,
             70 internal error (a bug in bmpipe: please report it with the command line).
 )";
+
+constexpr const char* kCommands[] = {"simulate", "schedules", "cost", "compare", "plan", "search"};
 
 /// Runs the command; what no command handles is a bug, reported as such.
 int dispatch(const std::string& command, const std::vector<std::string>& args) {
@@ -41,7 +44,9 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "compare") return bmpipe::cli::run_compare(args);
   if (command == "plan") return bmpipe::cli::run_plan(args);
   if (command == "search") return bmpipe::cli::run_search(args);
-  std::cerr << "bmpipe: unknown command '" << command << "'\n\n" << kUsage;
+  std::cerr << "bmpipe: unknown command '" << command << "'"
+            << bmpipe::did_you_mean(command, kCommands) << "\n\n"
+            << kUsage;
   return 2;
 }
 
@@ -56,6 +61,8 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   if (command == "--help" || command == "-h" || command == "help") {
+    // `bmpipe help CMD` is `bmpipe CMD --help`.
+    if (command == "help" && argc > 2) return dispatch(argv[2], {"--help"});
     std::cout << kUsage;
     return 0;
   }

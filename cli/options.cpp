@@ -2,12 +2,15 @@
 
 #include <iostream>
 
+#include "experiment/suggest.hpp"
+
 namespace po = boost::program_options;
 
 namespace bmpipe::cli {
 
 void add_config_options(po::options_description& opts) {
-  opts.add_options()("help,h", "show this help")("config", po::value<std::string>(),
+  opts.add_options()("help,h", "show this help")("config",
+                                                 po::value<std::string>()->value_name("FILE"),
                                                  "YAML experiment file (cluster, model, training)");
 }
 
@@ -15,13 +18,14 @@ void add_override_options(po::options_description& opts, const char* vpp_help) {
   const WorkLimits defaults;
   // clang-format off
   opts.add_options()
-      ("pp", po::value<int>(), "pipeline devices, overriding training.pp")
-      ("vpp", po::value<int>(), vpp_help)
-      ("microbatches", po::value<int>(), "micro-batches per iteration, overriding training.microbatches")
-      ("max-ops", po::value<std::int64_t>(),
+      ("pp", po::value<int>()->value_name("N"), "pipeline devices, overriding training.pp")
+      ("vpp", po::value<int>()->value_name("N"), vpp_help)
+      ("microbatches", po::value<int>()->value_name("N"),
+       "micro-batches per iteration, overriding training.microbatches")
+      ("max-ops", po::value<std::int64_t>()->value_name("N"),
        ("refuse runs of more ops than this (stages x micro-batches x ops per micro-batch; "
         "about 50 bytes each; default " + std::to_string(defaults.max_ops) + ")").c_str())
-      ("max-devices", po::value<int>(),
+      ("max-devices", po::value<int>()->value_name("N"),
        ("refuse clusters of more devices than this (default " +
         std::to_string(defaults.max_devices) + ")").c_str())
       ("tp", po::value<std::string>()->value_name("N"), "tensor-parallel size (training.tp)")
@@ -50,6 +54,13 @@ std::optional<int> parse_command_line(const std::string& command,
   try {
     po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
     po::notify(vm);
+  } catch (const po::unknown_option& e) {
+    std::vector<std::string> names;
+    for (const auto& option : opts.options()) names.push_back("--" + option->long_name());
+    std::cerr << "bmpipe " << command << ": " << e.what()
+              << did_you_mean(e.get_option_name(), names) << "\n\n"
+              << opts;
+    return 2;
   } catch (const po::error& e) {
     std::cerr << "bmpipe " << command << ": " << e.what() << "\n\n" << opts;
     return 2;
@@ -78,13 +89,14 @@ Overrides overrides_from(const po::variables_map& vm) {
                                     {"seq-length", "training.seq_length"},
                                     {"recompute", "training.recompute"}})
     if (vm.count(option)) o.set.emplace_back(key, vm[option].as<std::string>());
-  if (vm.count("partition")) o.set.emplace_back("training.partition", "[" + vm["partition"].as<std::string>() + "]");
+  if (vm.count("partition"))
+    o.set.emplace_back("training.partition", "[" + vm["partition"].as<std::string>() + "]");
   if (vm.count("set"))
     for (const std::string& kv : vm["set"].as<std::vector<std::string>>()) {
       const std::size_t eq = kv.find('=');
       if (eq == std::string::npos || eq == 0)
-        throw UsageError("--set", "expected KEY=VALUE, e.g. training.sequence_parallel=true, got '" +
-                                      kv + "'");
+        throw UsageError(
+            "--set", "expected KEY=VALUE, e.g. training.sequence_parallel=true, got '" + kv + "'");
       o.set.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
     }
   if (vm.count("max-ops") || vm.count("max-devices")) {

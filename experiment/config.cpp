@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "experiment/config_fields.hpp"
+#include "experiment/suggest.hpp"
 
 namespace bmpipe {
 
@@ -149,6 +150,7 @@ void read_device(Reader& rd, const YAML::Node& cluster, Config& c) {
     if (!preset)
       rd.fail(p, key + ".preset",
               "unknown hardware preset " + Reader::shown(p) +
+                  did_you_mean(name, split_names(hardware_preset_names())) +
                   " (known: " + hardware_preset_names() + ")");
   }
   HardwareSpec hw = preset ? *preset : HardwareSpec{};
@@ -201,11 +203,13 @@ void read_shape(Reader& rd, const YAML::Node& n, Config& c) {
     rd.fail(n["hf_config"], "model.hf_config", "give either preset or hf_config, not both");
   if (has_preset) {
     const YAML::Node p = rd.child(n, key, "preset", true);
-    const ModelShape* found = find_model_preset(rd.text(p, "model.preset"));
+    const std::string name = rd.text(p, "model.preset");
+    const ModelShape* found = find_model_preset(name);
     if (!found)
-      rd.fail(
-          p, "model.preset",
-          "unknown model preset " + Reader::shown(p) + " (known: " + model_preset_names() + ")");
+      rd.fail(p, "model.preset",
+              "unknown model preset " + Reader::shown(p) +
+                  did_you_mean(name, split_names(model_preset_names())) +
+                  " (known: " + model_preset_names() + ")");
     m = *found;
   } else if (has_hf) {
     const YAML::Node h = rd.child(n, key, "hf_config", true);
@@ -456,8 +460,9 @@ void apply_sets(YAML::Node& root, const std::string& name, const Overrides& o) {
         next = chain.back()[keys[i]];
       }
       if (!next.IsMap())
-        throw ConfigError(name, 0, "--set " + path,
-                          keys[i] + " is not a mapping in the file, so it has no key " + keys[i + 1]);
+        throw ConfigError(
+            name, 0, "--set " + path,
+            keys[i] + " is not a mapping in the file, so it has no key " + keys[i + 1]);
       chain.push_back(next);
     }
     chain.back()[keys.back()] = parsed;

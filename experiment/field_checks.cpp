@@ -2,13 +2,14 @@
 // divides the devices, the partition adds up, every layer's recompute mode exists), the
 // work limits, and that no time or byte total of a run can leave int64.
 #include <algorithm>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 
 #include "experiment/config.hpp"
 #include "experiment/config_fields.hpp"
+#include "experiment/suggest.hpp"
 #include "schedules/registry.hpp"
 
 namespace bmpipe {
@@ -356,8 +357,9 @@ void check_config(const Config& c) {
   if (!find_schedule(t.schedule))
     c.fail("training.schedule",
            "unknown schedule '" +
-               (t.schedule.size() > 60 ? t.schedule.substr(0, 60) + "..." : t.schedule) +
-               "' (known: " + schedule_names() + ")");
+               (t.schedule.size() > 60 ? t.schedule.substr(0, 60) + "..." : t.schedule) + "'" +
+               did_you_mean(t.schedule, split_names(schedule_names())) +
+               " (known: " + schedule_names() + ")");
   // First, so that every product below is of small numbers.
   check_work_bounds(c, c.limits);
   const std::int64_t devices = device_count(c);
@@ -378,7 +380,8 @@ void check_config(const Config& c) {
   const std::string shape =
       stages == static_cast<std::int64_t>(t.pp) * t.vpp
           ? " (pp " + std::to_string(t.pp) + " x vpp " + std::to_string(t.vpp) + ")"
-          : " (pp " + std::to_string(t.pp) + " x 2: " + t.schedule + " holds two stages per device)";
+          : " (pp " + std::to_string(t.pp) + " x 2: " + t.schedule +
+                " holds two stages per device)";
   if (c.model.analytic()) {
     const ModelShape& m = *c.model.shape;
     if (!t.seq_length)

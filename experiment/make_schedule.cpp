@@ -1,13 +1,14 @@
 #include <algorithm>
 
 #include "experiment/experiment.hpp"
+#include "experiment/suggest.hpp"
 
 namespace bmpipe {
 
 namespace {
 
-/// What cost-aware generators (zb-auto, zb-v, v-half) plan with: the per-stage F / I / W (I including
-/// recomputation), the slowest neighbour-to-neighbour transfer of one stage output, and
+/// What cost-aware generators (zb-auto, zb-v, v-half) plan with: the per-stage F / I / W (I
+/// including recomputation), the slowest neighbour-to-neighbour transfer of one stage output, and
 /// the memory limit.
 ScheduleCosts planning_costs(const Experiment& e, const SimInput& in, const Schedule& shape) {
   ScheduleCosts costs;
@@ -33,15 +34,16 @@ Schedule make_schedule(const Experiment& e, std::string_view name, int vpp, cons
   const Config& c = e.config;
   const ScheduleInfo* info = find_schedule(name);
   if (!info)
-    c.fail("training.schedule",
-           "unknown schedule '" + std::string(name) + "' (known: " + schedule_names() + ")");
+    c.fail("training.schedule", "unknown schedule '" + std::string(name) + "'" +
+                                    did_you_mean(name, split_names(schedule_names())) +
+                                    " (known: " + schedule_names() + ")");
   try {
     ScheduleParams params{c.training.pp, c.training.microbatches, vpp, {}, {}};
     if (info->needs_costs || info->ranks_candidates) {
       // An op-less schedule of the right stages and ranks gives the real stage costs
       // before the real order exists.
-      const Schedule shape = empty_schedule(std::string(info->name), info->placement,
-                                            c.training.pp, effective_vpp(*info, vpp), 1);
+      const Schedule shape = empty_schedule(std::string(info->name), info->placement, c.training.pp,
+                                            effective_vpp(*info, vpp), 1);
       const Plan own = plan ? *plan : config_plan(e, shape.num_stages);
       const SimInput in = assemble(e, own, shape);
       if (info->needs_costs) params.costs = planning_costs(e, in, shape);

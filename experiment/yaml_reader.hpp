@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "experiment/config.hpp"
+#include "experiment/suggest.hpp"
 
 namespace bmpipe::detail {
 
@@ -68,7 +69,9 @@ class Reader {
     for (const auto& kv : node) {
       const std::string name = key_name(kv.first, key);
       if (std::find(allowed.begin(), allowed.end(), name) == allowed.end())
-        fail(kv.first, join(key, name), "unknown key (expected one of: " + list(allowed) + ")");
+        fail(kv.first, join(key, name),
+             "unknown key" + did_you_mean(name, allowed) + " (expected one of: " + list(allowed) +
+                 ")");
       const int line = line_of(kv.first);
       if (auto [it, fresh] = seen.emplace(name, line); !fresh)
         fail(kv.first, join(key, name),
@@ -147,7 +150,9 @@ class Reader {
     if (!n.IsScalar()) fail(n, path, "expected a string, got " + shown(n));
     const std::string v = n.Scalar();
     if (!choices.empty() && std::find(choices.begin(), choices.end(), v) == choices.end())
-      fail(n, path, "unknown value " + shown(n) + " (expected one of: " + list(choices) + ")");
+      fail(n, path,
+           "unknown value " + shown(n) + did_you_mean(v, choices) +
+               " (expected one of: " + list(choices) + ")");
     return v;
   }
 
