@@ -17,11 +17,11 @@ using test::with;
 // The allowed keys of each section, as the README documents them, in that order.
 TEST(ConfigFields, UnknownKeyListsExactlyTheSectionsKeys) {
   struct Case {
-    std::string from, to, key, expected;
+    std::string from, to, key, expected, suggestion = "";
   };
   const Case cases[] = {
       {"  nodes: 1\n", "  nodes: 1\n  node: 2\n", "cluster.node",
-       "nodes, devices_per_node, device, intra_node, inter_node"},
+       "nodes, devices_per_node, device, intra_node, inter_node", "nodes"},
       {"latency_us: 0}", "latency_us: 0, jitter_us: 1}", "cluster.intra_node.jitter_us",
        "bandwidth_GBps, latency_us"},
       {"count: 8\n", "count: 8\n      flops: 3\n", "model.layers[0].flops",
@@ -31,13 +31,15 @@ TEST(ConfigFields, UnknownKeyListsExactlyTheSectionsKeys) {
       {"  pp: 4\n", "  pp: 4\n  ppp: 4\n", "training.ppp",
        "schedule, pp, vpp, tp, dp, microbatches, partition, overlap_factor, overlap_ms, "
        "activation_limit_microbatches, seq_length, micro_batch_size, global_batch_size, dtype, "
-       "sequence_parallel, optimizer, recompute"},
-      {"model:\n", "modle: 1\nmodel:\n", "modle", "cluster, model, training"},
+       "sequence_parallel, optimizer, recompute", "pp"},
+      {"model:\n", "modle: 1\nmodel:\n", "modle", "cluster, model, training", "model"},
   };
   for (const Case& c : cases) {
     const ConfigError e = config_error(with(c.from, c.to));
     EXPECT_EQ(e.key(), c.key);
-    EXPECT_EQ(e.message(), "unknown key (expected one of: " + c.expected + ")");
+    const std::string hint =
+        c.suggestion.empty() ? "" : " (did you mean '" + c.suggestion + "'?)";
+    EXPECT_EQ(e.message(), "unknown key" + hint + " (expected one of: " + c.expected + ")");
   }
 }
 
