@@ -269,6 +269,12 @@ RunInfo make_run_info(const Experiment& e, const Plan& plan, const Schedule& sch
   info.microbatches = schedule.num_microbatches;
   const int devices = c.cluster.nodes * c.cluster.devices_per_node;
   const int dp = t.data_parallel(devices);
+  info.tp = t.tp;
+  info.dp = dp;
+  info.micro_batch_size = t.micro_batch_size;
+  info.partition = plan.partition;
+  if (static_cast<int>(plan.recompute.size()) == e.num_layers())
+    info.stage_recompute = stage_recompute_labels(stage_info(e, plan));
   if (t.seq_length)
     info.tokens_per_iteration =
         static_cast<double>(schedule.num_microbatches) * t.micro_batch_size * dp * *t.seq_length;

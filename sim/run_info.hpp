@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sim/time.hpp"
 
@@ -25,6 +26,12 @@ struct RunInfo {
   double hardware_flops_per_iteration = 0;  ///< all devices, with recompute
   double peak_flops_per_device = 0;         ///< FLOP/s
   int devices = 0;                          ///< pp x tp x dp
+  /// The layout that ran, echoed by the JSON summary (make_run_info fills them).
+  int tp = 1;
+  int dp = 1;
+  int micro_batch_size = 1;
+  std::vector<int> partition = {};                ///< layers per stage
+  std::vector<std::string> stage_recompute = {};  ///< per stage: none, selective, full, mixed
 };
 
 /// What an iteration of `iteration_time` achieves, from the throughput inputs of `info`;

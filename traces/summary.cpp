@@ -17,6 +17,14 @@ nlohmann::json summary_json(const RunInfo& info, const SimResult& r,
   j["pp"] = info.pp;
   j["vpp"] = info.vpp;
   j["microbatches"] = info.microbatches;
+  // The layout that ran, resolved (dp derived, partition and recompute per stage decided).
+  j["tp"] = info.tp;
+  j["dp"] = info.dp;
+  j["micro_batch_size"] = info.micro_batch_size;
+  j["global_batch_size"] =
+      static_cast<std::int64_t>(info.microbatches) * info.micro_batch_size * info.dp;
+  if (!info.partition.empty()) j["partition"] = info.partition;
+  if (!info.stage_recompute.empty()) j["recompute_per_stage"] = info.stage_recompute;
   j["ok"] = r.ok;
   if (!r.ok) {
     j["error"] = r.error;

@@ -148,4 +148,19 @@ TEST(Cli, InternalErrorsHaveTheirOwnExitCode) {
   EXPECT_NE(r.out.find("70 internal error"), std::string::npos) << r.out;
 }
 
+TEST(Cli, JsonEchoesTheResolvedLayout) {
+  // h200_llama3_8b_hf.yaml: 16 devices, pp 4, tp 2, so dp = 2 is derived; global batch 64 =
+  // 32 micro-batches x 1 x 2; 32 layers in 4 even stages, all selective.
+  const auto j = nlohmann::json::parse(
+      stdout_of("simulate --json " + bmpipe::test::examples() + "h200_llama3_8b_hf.yaml"));
+  EXPECT_EQ(j["tp"], 2);
+  EXPECT_EQ(j["dp"], 2);
+  EXPECT_EQ(j["pp"], 4);
+  EXPECT_EQ(j["micro_batch_size"], 1);
+  EXPECT_EQ(j["global_batch_size"], 64);
+  EXPECT_EQ(j["microbatches"], 32);
+  EXPECT_EQ(j["partition"], (std::vector<int>{8, 8, 8, 8}));
+  EXPECT_EQ(j["recompute_per_stage"], std::vector<std::string>(4, "selective"));
+}
+
 }  // namespace
