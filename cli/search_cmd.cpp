@@ -226,7 +226,9 @@ SearchSetup setup_search(const std::vector<std::string>& args, std::optional<int
 /// `done` (from any thread, serialised) after each.
 void evaluate_range(const SearchSetup& s, std::size_t begin, std::size_t end,
                     std::vector<LayoutResult>& out, const std::function<void()>& done) {
-  tbb::task_arena arena(s.threads > 0 ? s.threads : tbb::this_task_arena::max_concurrency());
+  // Never more threads than the process may run (mpirun may bind it to fewer cores).
+  const int cores = tbb::this_task_arena::max_concurrency();
+  tbb::task_arena arena(s.threads > 0 ? std::min(s.threads, cores) : cores);
   std::mutex m;
   arena.execute([&] {
     tbb::parallel_for(begin, end, [&](std::size_t i) {
