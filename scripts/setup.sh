@@ -2,7 +2,8 @@
 # Installs what bmpipe needs to build and test on Debian 12, as root. Safe to run again.
 set -euo pipefail
 packages=(g++ cmake make libboost-graph-dev libboost-program-options-dev libyaml-cpp-dev
-          nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev librsvg2-bin libtbb-dev)
+          nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev librsvg2-bin libtbb-dev
+          pybind11-dev python3-dev python3-pytest)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,6 +1,6 @@
 """Each function returns exactly what its command prints with --json: the same keys, the
 same values, the same floats (the CLI prints doubles round-trip exact, so json.loads gives
-back the very numbers). The one exception is plan's search.wall_s, a wall-clock time."""
+back the very numbers). plan has its own file, test_plan_same_as_cli.py."""
 import json
 
 import pytest
@@ -53,32 +53,3 @@ def test_compare(config):
 def test_cost(config, ops):
     expected = cli_json("cost", config, *(["--ops"] if ops else []))
     assert bmpipe.cost(config, ops=ops) == expected
-
-
-def without_wall_time(plan):
-    assert isinstance(plan["search"].pop("wall_s"), float)
-    return plan
-
-
-@pytest.mark.parametrize("config", CONFIGS)
-def test_plan(config):
-    expected = cli_json("plan", config, "--quiet", "--threads", "1", "--max-evals", "200")
-    got = bmpipe.plan(config, threads=1, max_evals=200)
-    assert without_wall_time(got) == without_wall_time(expected)
-
-
-@pytest.mark.parametrize("args,kwargs", [
-    (["--memory-limit-GiB", "40", "--margin-GiB", "1.5"],
-     {"memory_limit_GiB": 40, "margin_GiB": 1.5}),
-    (["--memory-limit-GiB", "40", "--schedule", "auto", "--max-evals", "300", "--seed", "7"],
-     {"memory_limit_GiB": 40, "schedule": "auto", "max_evals": 300, "seed": 7}),
-    (["--memory-limit-GiB", "40", "--baseline", "adapipe-dp"],
-     {"memory_limit_GiB": 40.0, "baseline": "adapipe-dp"}),
-    (["--memory-limit-GiB", "40", "--microbatches", "16", "--schedule", "zb-h1"],
-     {"memory_limit_GiB": 40, "microbatches": 16, "schedule": "zb-h1"}),
-])
-def test_plan_with_options(args, kwargs):
-    config = str(EXAMPLES / "ascend910b_llama2_13b_analytic.yaml")
-    expected = cli_json("plan", config, "--quiet", "--threads", "2", *args)
-    got = bmpipe.plan(config, threads=2, **kwargs)
-    assert without_wall_time(got) == without_wall_time(expected)
