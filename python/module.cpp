@@ -114,17 +114,18 @@ void translate(std::exception_ptr p) {
   } catch (const bmpipe::ScheduleFileError& e) {
     raise_config_error(e.file(), e.row(), "", e.message(), e.what());
   } catch (const api::RequestError& e) {
-    PyErr_SetString(PyExc_ValueError, (python_key(e.key()) + ": " + e.message()).c_str());
+    PyErr_SetObject(PyExc_ValueError, utf8(python_key(e.key()) + ": " + e.message()).ptr());
   } catch (const api::NoPlanFits& e) {
-    PyErr_SetString(py::module_::import("bmpipe").attr("NoPlanFitsError").ptr(), e.what());
+    PyErr_SetObject(py::module_::import("bmpipe").attr("NoPlanFitsError").ptr(),
+                    utf8(e.what()).ptr());
   }
 }
 
 // ---- arguments ----------------------------------------------------------------------------
 
-/// A path (str or os.PathLike) as a std::string.
+/// A path (str, bytes or os.PathLike) as a std::string.
 std::string path_string(const py::handle& h) {
-  return py::str(py::module_::import("os").attr("fspath")(h));
+  return py::str(py::module_::import("os").attr("fsdecode")(h));
 }
 
 Config load(const py::handle& source) {
