@@ -6,10 +6,10 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/api.hpp"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
-#include "experiment/experiment.hpp"
 #include "schedules/registry.hpp"
 #include "traces/summary.hpp"
 #include "traces/svg.hpp"
@@ -28,12 +28,6 @@ std::vector<std::string> split_names(const std::string& list) {
     if (!name.empty()) names.push_back(name);
   return names;
 }
-
-struct Row {
-  RunInfo info;
-  SimResult result;
-  std::string refused;  ///< why the schedule cannot run on this config (empty: it ran)
-};
 
 std::int64_t max_peak(const SimResult& r) {
   std::int64_t peak = 0;
@@ -83,53 +77,28 @@ int run_compare(const std::vector<std::string>& args) {
       return 2;
     }
   const bool json = vm["json"].as<bool>();
-  std::vector<Row> rows;
-  std::string file;
   // With --svg, each run is recorded for the picture (in the order asked for).
-  std::vector<Timeline> timelines;
   const bool svg = vm.count("svg") > 0;
-  auto run_one = [&](const SimInput& in, const Schedule& sch) {
-    if (!svg) return simulate(in, sch);
-    SimResult r;
-    timelines.push_back(record_timeline(in, sch, sch.name, &r));
-    return r;
-  };
+  std::string file;
+  api::CompareOutcome outcome;
   try {
-    Config base = load_config(vm["config"].as<std::string>());
+    const Config base = load_config(vm["config"].as<std::string>());
     file = base.file;
-    apply_overrides(base, overrides_from(vm));
-    // One experiment for every schedule: the layer table does not depend on the schedule.
-    const std::shared_ptr<const Experiment> experiment = prepare(base);
-    for (const auto& name : names) {
-      const int vpp = effective_vpp(*find_schedule(name), base.training.vpp);
-      // One schedule refusing this config (DualPipeV with m < 2p, a partition sized for
-      // another vpp, ...) does not stop the others from being compared.
-      try {
-        const Schedule schedule = make_schedule(*experiment, name, vpp);
-        const Plan plan = config_plan(*experiment, schedule.num_stages);
-        const SimInput input = assemble(*experiment, plan, schedule);
-        rows.push_back({make_run_info(*experiment, plan, schedule), run_one(input, schedule), {}});
-      } catch (const ConfigError& e) {
-        Row row{RunInfo{name, base.training.pp, vpp, base.training.microbatches}, {}, e.what()};
-        row.result.error = e.what();
-        rows.push_back(std::move(row));
-      }
-    }
+    outcome = api::run_compare(base, {names, overrides_from(vm), svg});
+  } catch (const api::RequestError& e) {
+    std::cerr << "bmpipe compare: " << e.what() << "\n";
+    return 2;
   } catch (const ConfigError& e) {
     std::cerr << "bmpipe compare: " << e.what() << "\n";
     return 2;
   }
-  // Failed runs go last; ties keep the order asked for.
-  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    if (a.result.ok != b.result.ok) return a.result.ok;
-    return a.result.iteration_time < b.result.iteration_time;
-  });
+  const std::vector<api::CompareRow>& rows = outcome.rows;
   if (svg) {
     const std::string path = vm["svg"].as<std::string>();
     try {
       std::ofstream out;
       open_output(out, path, "--svg");
-      write_compare_svg(out, timelines);
+      write_compare_svg(out, outcome.timelines);
       close_output(out, path, "--svg");
     } catch (const OutputError& e) {
       std::cerr << "bmpipe compare: " << e.what() << "\n";
@@ -140,14 +109,7 @@ int run_compare(const std::vector<std::string>& args) {
   int rc = 0;
   for (const auto& r : rows) rc = std::max(rc, !r.refused.empty() ? 2 : r.result.ok ? 0 : 1);
   if (json) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& r : rows) {
-      if (!r.refused.empty())
-        list.push_back({{"schedule", r.info.schedule}, {"ok", false}, {"error", r.refused}});
-      else
-        list.push_back(summary_json(r.info, r.result));
-    }
-    std::cout << json_text(list) << "\n";
+    std::cout << json_text(outcome.summary) << "\n";
     return rc;
   }
   std::cout << "bmpipe compare " << file << "\n";

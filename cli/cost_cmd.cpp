@@ -2,8 +2,8 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
-#include <nlohmann/json.hpp>
 
+#include "cli/api.hpp"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
@@ -15,37 +15,6 @@ namespace po = boost::program_options;
 namespace bmpipe::cli {
 
 namespace {
-
-nlohmann::json per_mode_json(const PerMode<std::int64_t>& v) {
-  nlohmann::json j;
-  for (Recompute r : kAllRecompute) j[std::string(recompute_name(r))] = v[r];
-  return j;
-}
-
-nlohmann::json layer_json(const LayerCost& c, int count, bool with_ops) {
-  nlohmann::json j{{"name", c.name},
-                   {"count", count},
-                   {"forward_ms", c.forward_s * 1e3},
-                   {"backward_input_ms", c.backward_input_s * 1e3},
-                   {"backward_weight_ms", c.backward_weight_s * 1e3},
-                   {"activation_bytes", per_mode_json(c.activation_bytes)},
-                   {"recompute_extra_ms",
-                    {{"selective", c.recompute_extra_s[Recompute::selective] * 1e3},
-                     {"full", c.recompute_extra_s[Recompute::full] * 1e3}}},
-                   {"output_bytes", c.output_bytes},
-                   {"param_count", c.param_count},
-                   {"forward_tflop", c.forward_flops / 1e12}};
-  if (with_ops) {
-    nlohmann::json ops = nlohmann::json::array();
-    for (const auto& op : c.ops)
-      ops.push_back({{"name", op.name},
-                     {"forward_ms", op.forward_s * 1e3},
-                     {"backward_input_ms", op.backward_input_s * 1e3},
-                     {"backward_weight_ms", op.backward_weight_s * 1e3}});
-    j["ops"] = ops;
-  }
-  return j;
-}
 
 std::string mib(std::int64_t bytes) {
   char buf[32];
@@ -75,44 +44,22 @@ int run_cost(const std::vector<std::string>& args) {
   const bool json = vm["json"].as<bool>(), with_ops = vm["ops"].as<bool>();
   try {
     const Config config = load_config(vm["config"].as<std::string>());
-    if (!config.model.analytic())
-      config.fail("model.layers",
-                  "are measured costs; bmpipe cost needs an analytic model (model.preset, "
-                  "model.hf_config or shape keys)");
     // parse -> prepare -> run (assemble the config's plan) -> print
-    const std::shared_ptr<const Experiment> experiment = prepare(config);
-    const AnalyticCosts& a = *experiment->analytic;
-    const Schedule schedule = make_schedule(*experiment);
-    const Plan plan = config_plan(*experiment, schedule.num_stages);
-    const std::vector<StageInfo> stages = stage_info(*experiment, plan);
-    const SimInput input = assemble(*experiment, plan, schedule);
-    std::vector<std::int64_t> stage_static;
-    for (const StageInfo& st : stages) stage_static.push_back(st.static_bytes);
-    std::vector<double> tail_ms;
-    for (Time t : input.tail_time) tail_ms.push_back(ns_to_ms(t));
+    const api::CostOutcome cost = api::run_cost(config, with_ops);
+    if (json) {
+      std::cout << json_text(cost.summary) << "\n";
+      return 0;
+    }
+    const Experiment& experiment = *cost.experiment;
+    const AnalyticCosts& a = *experiment.analytic;
+    const Schedule& schedule = cost.schedule;
+    const std::vector<std::int64_t>& stage_static = cost.stage_static_bytes;
+    const std::vector<double>& tail_ms = cost.tail_ms;
     const LayerCost& head = a.head_for(schedule.num_stages);
-    const std::vector<int>& counts = plan.partition;
+    const std::vector<int>& counts = cost.plan.partition;
     const ModelShape& m = *config.model.shape;
     const int num_layers = m.num_layers;
 
-    if (json) {
-      nlohmann::json j;
-      j["model"] = config.model.name;
-      j["device"] = a.hardware.name;
-      j["seq_length"] = a.settings.seq_length;
-      j["micro_batch_size"] = a.settings.micro_batch_size;
-      j["tp"] = a.settings.tp;
-      j["sequence_parallel"] = a.settings.sequence_parallel;
-      j["dp"] = a.dp;
-      j["layers"] = nlohmann::json::array({layer_json(a.embedding, 1, with_ops),
-                                           layer_json(a.decoder, num_layers, with_ops),
-                                           layer_json(head, 1, with_ops)});
-      j["static_bytes_per_stage"] = stage_static;
-      j["reserved_bytes"] = experiment->reserved_bytes;
-      j["tail_ms_per_rank"] = tail_ms;
-      std::cout << json_text(j) << "\n";
-      return 0;
-    }
     std::printf("bmpipe cost %s\n", config.file.c_str());
     std::printf("model %s (%s, %d layers, h %d, %d heads / %d kv, ffn %d, vocab %d)\n",
                 config.model.name.c_str(), to_string(m.architecture).c_str(), m.num_layers,
@@ -146,7 +93,7 @@ int run_cost(const std::vector<std::string>& args) {
       std::printf("%5d %7d %14s %11.3f ms\n", s, counts[s], format_gib(stage_static[s]).c_str(),
                   tail_ms[schedule.stage_rank[s]]);
     std::printf("(static = weights + gradients + optimizer state; plus %s reserved per device)\n",
-                format_gib(experiment->reserved_bytes).c_str());
+                format_gib(experiment.reserved_bytes).c_str());
     return 0;
   } catch (const ConfigError& e) {
     std::cerr << "bmpipe cost: " << e.what() << "\n";

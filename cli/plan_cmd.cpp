@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/api.hpp"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
@@ -32,12 +33,6 @@ std::string ms(Time t) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f", ns_to_ms(t));
   return buf;
-}
-
-std::vector<std::string> mode_names(const std::vector<Recompute>& modes) {
-  std::vector<std::string> out;
-  for (Recompute r : modes) out.emplace_back(recompute_name(r));
-  return out;
 }
 
 /// The run as a table: one row per stage, then the totals.
@@ -75,64 +70,6 @@ std::string plan_table(const Experiment& e, const PlanRun& run, std::int64_t lim
     out << "simulation failed: " << run.result.error << "\n";
   }
   return out.str();
-}
-
-nlohmann::json plan_json(const Experiment& e, const PlanOutcome& o, const PlanRun& run) {
-  const std::vector<StageInfo> stages = stage_info(e, run.plan);
-  const SimInput in = assemble(e, run.plan, run.schedule);
-  nlohmann::json st = nlohmann::json::array();
-  for (std::size_t s = 0; s < stages.size(); ++s) {
-    const StageCost& c = in.stages[s];
-    nlohmann::json modes;
-    for (Recompute r : kAllRecompute) modes[std::string(recompute_name(r))] = stages[s].modes[r];
-    st.push_back({{"stage", s},
-                  {"rank", run.schedule.stage_rank[s]},
-                  {"first_layer", stages[s].first_layer},
-                  {"layers", stages[s].num_layers},
-                  {"recompute_layers", modes},
-                  {"forward_ms", ns_to_ms(c.forward)},
-                  {"backward_ms", ns_to_ms(c.backward_full() + c.recompute)},
-                  {"static_bytes", stages[s].static_bytes}});
-  }
-  nlohmann::json peaks = nlohmann::json::array();
-  for (const DeviceResult& d : run.result.devices) peaks.push_back(d.peak_bytes);
-  return {{"schedule", o.schedule},
-          {"pp", run.schedule.num_ranks},
-          {"vpp", run.schedule.chunks_per_device()},
-          {"microbatches", run.schedule.num_microbatches},
-          {"partition", run.plan.partition},
-          {"layer_recompute", mode_names(run.plan.recompute)},
-          {"stages", st},
-          {"iteration_time_ms", ns_to_ms(run.result.iteration_time)},
-          {"bubble_ratio", run.result.bubble_ratio},
-          {"fits", run.fits()},
-          {"memory_limit_bytes", o.memory_limit_bytes},
-          {"peak_memory_bytes", peaks}};
-}
-
-nlohmann::json baselines_json(const PlanOutcome& o) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const BaselineRun& b : o.baselines) {
-    nlohmann::json j{{"name", b.name}};
-    if (b.run) {
-      j["iteration_time_ms"] = ns_to_ms(b.run->result.iteration_time);
-      j["fits"] = b.run->fits();
-      j["partition"] = b.run->plan.partition;
-      j["layer_recompute"] = mode_names(b.run->plan.recompute);
-      if (!b.error.empty()) j["note"] = b.error;
-    } else {
-      j["fits"] = false;
-      j["error"] = b.error;
-    }
-    list.push_back(j);
-  }
-  return list;
-}
-
-nlohmann::json search_json(const SearchStats& s) {
-  return {{"evaluations", s.evaluations}, {"cache_hits", s.cache_hits}, {"filtered", s.filtered},
-          {"wall_s", s.wall_s},           {"threads", s.threads},       {"seed", s.seed},
-          {"stopped_by", s.stopped_by}};
 }
 
 std::string baselines_table(const PlanOutcome& o, const PlanRun& run) {
@@ -361,21 +298,7 @@ int run_plan(const std::vector<std::string>& args) {
     }
 
     if (json) {
-      nlohmann::json j;
-      j["plan"] = plan_json(*e, top, *shown);
-      j["baselines"] = baselines_json(top);
-      j["search"] = search_json(top.stats);
-      if (outcomes.size() > 1) {
-        nlohmann::json others = nlohmann::json::array();
-        for (const PlanOutcome& oc : outcomes) {
-          nlohmann::json r{{"schedule", oc.schedule}, {"vpp", oc.vpp}, {"fits", oc.best.fits()}};
-          if (oc.best.result.ok) r["iteration_time_ms"] = ns_to_ms(oc.best.result.iteration_time);
-          if (!oc.infeasible.empty()) r["note"] = oc.infeasible;
-          others.push_back(r);
-        }
-        j["schedules"] = others;
-      }
-      std::cout << json_text(j) << "\n";
+      std::cout << json_text(api::plan_summary(*e, outcomes, *shown)) << "\n";
       return 0;
     }
     if (format == "mindformers") {

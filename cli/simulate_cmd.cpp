@@ -3,13 +3,12 @@
 #include <iostream>
 #include <optional>
 
+#include "cli/api.hpp"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
-#include "experiment/experiment.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
-#include "sim/bubbles.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/summary.hpp"
 #include "traces/svg.hpp"
@@ -45,74 +44,62 @@ int run_simulate(const std::vector<std::string>& args) {
     return *stop;
   const bool json = vm["json"].as<bool>();
   try {
-    Config config = load_config(vm["config"].as<std::string>());
-    Overrides o = overrides_from(vm);
-    if (vm.count("schedule")) o.schedule = vm["schedule"].as<std::string>();
-    // A schedule file decides pp (its rows), the chunks per rank and the micro-batches.
-    std::optional<Schedule> from_file;
+    const Config config = load_config(vm["config"].as<std::string>());
+    api::SimulateRequest request;
+    request.overrides = overrides_from(vm);
+    if (vm.count("schedule")) request.overrides.schedule = vm["schedule"].as<std::string>();
     if (vm.count("schedule-file")) {
       if (vm.count("schedule") || vm.count("pp") || vm.count("vpp") || vm.count("microbatches")) {
         std::cerr << "bmpipe simulate: --schedule-file sets the schedule, pp, vpp and "
                      "micro-batches; do not combine it with --schedule/--pp/--vpp/--microbatches\n";
         return 2;
       }
-      try {
-        from_file = load_schedule_file(vm["schedule-file"].as<std::string>());
-      } catch (const ScheduleFileError& e) {
-        std::cerr << e.what() << "\n";
-        return 2;
-      }
-      o.pp = from_file->num_ranks;
-      o.vpp =
-          from_file->num_stages % from_file->num_ranks == 0 ? from_file->chunks_per_device() : 1;
-      o.microbatches = from_file->num_microbatches;
+      request.schedule_file = vm["schedule-file"].as<std::string>();
     }
-    apply_overrides(config, o);
-
     // parse -> prepare -> run -> print
-    const std::shared_ptr<const Experiment> experiment = prepare(config);
-    const Schedule schedule = from_file ? std::move(*from_file) : make_schedule(*experiment);
+    const api::PreparedSimulation run = api::prepare_simulation(config, request);
     if (vm.count("export-schedule")) {
       try {
-        save_schedule_file(schedule, vm["export-schedule"].as<std::string>());
+        save_schedule_file(run.schedule, vm["export-schedule"].as<std::string>());
       } catch (const std::runtime_error& e) {
         throw OutputError(vm["export-schedule"].as<std::string>(), "--export-schedule", e.what());
       }
     }
-    const Plan plan = config_plan(*experiment, schedule.num_stages);
-    const SimInput input = assemble(*experiment, plan, schedule);
-    const Schedule& compiled = schedule;  // TODO(engine merge): CompiledSchedule
     // Optional outputs are opened before the run so that a bad path fails fast.
     std::ofstream trace_file, svg_file;
     std::optional<ChromeTraceWriter> trace;
     std::optional<TimelineRecorder> recorder;
     if (vm.count("trace")) {
       open_output(trace_file, vm["trace"].as<std::string>(), "--trace");
-      trace.emplace(trace_file, input, schedule, trace_labels(*experiment, plan));
+      trace.emplace(trace_file, run.input, run.schedule, trace_labels(*run.experiment, run.plan));
     }
     if (vm.count("svg")) {
       open_output(svg_file, vm["svg"].as<std::string>(), "--svg");
-      recorder.emplace(input, schedule, schedule.name);
+      recorder.emplace(run.input, run.schedule, run.schedule.name);
     }
     TeeObserver observers({trace ? &*trace : nullptr, recorder ? &*recorder : nullptr});
-    const SimResult result = simulate(input, compiled, observers.get());
+    const api::SimulationReport report = api::run_prepared(run, observers.get());
     if (trace) {
       trace->finish();
       close_output(trace_file, vm["trace"].as<std::string>(), "--trace");
     }
     if (recorder) {
-      write_timeline_svg(svg_file, recorder->take(result));
+      write_timeline_svg(svg_file, recorder->take(report.result));
       close_output(svg_file, vm["svg"].as<std::string>(), "--svg");
     }
-    const RunInfo info = make_run_info(*experiment, plan, schedule);
-    std::optional<BubbleBreakdown> bubbles;
-    if (result.ok) bubbles = decompose_bubbles(input, compiled, result);
     if (json)
-      std::cout << json_text(summary_json(info, result, bubbles ? &*bubbles : nullptr)) << "\n";
+      std::cout << json_text(report.summary) << "\n";
     else
       std::cout << "bmpipe simulate " << config.file << "\n"
-                << summary_text(info, result, bubbles ? &*bubbles : nullptr);
-    return result.ok ? 0 : 1;
+                << summary_text(report.info, report.result,
+                                report.bubbles ? &*report.bubbles : nullptr);
+    return report.result.ok ? 0 : 1;
+  } catch (const ScheduleFileError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  } catch (const api::RequestError& e) {
+    std::cerr << "bmpipe simulate: " << e.what() << "\n";
+    return 2;
   } catch (const OutputError& e) {
     std::cerr << "bmpipe simulate: " << e.what() << "\n";
     return 2;

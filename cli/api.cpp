@@ -1,0 +1,393 @@
+#include "cli/api.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iterator>
+#include <utility>
+
+#include "schedules/registry.hpp"
+#include "schedules/schedule_file.hpp"
+#include "traces/summary.hpp"
+
+namespace bmpipe::api {
+
+RequestError::RequestError(std::string key, std::string message)
+    : std::invalid_argument(key + ": " + message),
+      key_(std::move(key)),
+      message_(std::move(message)) {}
+
+Config load_config_source(const std::string& source) {
+  const bool one_line = source.find('\n') == std::string::npos;
+  auto ends_with = [&](const char* suffix) {
+    const std::string s(suffix);
+    return source.size() >= s.size() && source.compare(source.size() - s.size(), s.size(), s) == 0;
+  };
+  std::error_code ec;
+  if ((one_line && (ends_with(".yaml") || ends_with(".yml"))) ||
+      (one_line && std::filesystem::is_regular_file(source, ec)))
+    return load_config(source);
+  return parse_config(source, "<string>");
+}
+
+// ---- simulate ---------------------------------------------------------------------------
+
+PreparedSimulation prepare_simulation(Config config, const SimulateRequest& request) {
+  Overrides o = request.overrides;
+  // A schedule file decides pp (its rows), the chunks per rank and the micro-batches.
+  std::optional<Schedule> from_file;
+  if (request.schedule_file) {
+    if (o.schedule || o.pp || o.vpp || o.microbatches)
+      throw RequestError("--schedule-file",
+                         "sets the schedule, pp, vpp and micro-batches; do not combine it "
+                         "with a schedule, pp, vpp or micro-batches override");
+    from_file = load_schedule_file(*request.schedule_file);
+    o.pp = from_file->num_ranks;
+    o.vpp = from_file->num_stages % from_file->num_ranks == 0 ? from_file->chunks_per_device() : 1;
+    o.microbatches = from_file->num_microbatches;
+  }
+  apply_overrides(config, o);
+
+  PreparedSimulation run;
+  run.experiment = prepare(config);
+  run.schedule = from_file ? std::move(*from_file) : make_schedule(*run.experiment);
+  run.plan = config_plan(*run.experiment, run.schedule.num_stages);
+  run.input = assemble(*run.experiment, run.plan, run.schedule);
+  return run;
+}
+
+SimulationReport run_prepared(const PreparedSimulation& run, Observer* observer) {
+  SimulationReport report;
+  const Schedule& compiled = run.schedule;  // TODO(engine merge): CompiledSchedule
+  report.result = simulate(run.input, compiled, observer);
+  report.info = make_run_info(*run.experiment, run.plan, run.schedule);
+  if (report.result.ok) report.bubbles = decompose_bubbles(run.input, compiled, report.result);
+  report.summary =
+      summary_json(report.info, report.result, report.bubbles ? &*report.bubbles : nullptr);
+  return report;
+}
+
+SimulateOutcome run_simulate(const Config& config, const SimulateRequest& request,
+                             Observer* observer) {
+  SimulateOutcome out;
+  out.prepared = prepare_simulation(config, request);
+  out.report = run_prepared(out.prepared, observer);
+  return out;
+}
+
+// ---- compare ----------------------------------------------------------------------------
+
+CompareOutcome run_compare(const Config& config, const CompareRequest& request) {
+  if (request.schedules.empty()) throw RequestError("--schedules", "is empty");
+  for (const std::string& n : request.schedules)
+    if (!find_schedule(n))
+      throw RequestError("--schedules",
+                         "unknown schedule '" + n + "' (known: " + schedule_names() + ")");
+  Config base = config;
+  Overrides o = request.overrides;
+  o.schedule.reset();  // each row names its own
+  apply_overrides(base, o);
+
+  CompareOutcome out;
+  // One experiment for every schedule: the layer table does not depend on the schedule.
+  const std::shared_ptr<const Experiment> experiment = prepare(base);
+  for (const std::string& name : request.schedules) {
+    const int vpp = effective_vpp(*find_schedule(name), base.training.vpp);
+    // One schedule refusing this config (DualPipeV with m < 2p, a partition sized for
+    // another vpp, ...) does not stop the others from being compared.
+    try {
+      const Schedule schedule = make_schedule(*experiment, name, vpp);
+      const Plan plan = config_plan(*experiment, schedule.num_stages);
+      const SimInput input = assemble(*experiment, plan, schedule);
+      CompareRow row{make_run_info(*experiment, plan, schedule), {}, {}};
+      if (request.record_timelines)
+        out.timelines.push_back(record_timeline(input, schedule, schedule.name, &row.result));
+      else
+        row.result = simulate(input, schedule);
+      out.rows.push_back(std::move(row));
+    } catch (const ConfigError& e) {
+      CompareRow row{
+          RunInfo{name, base.training.pp, vpp, base.training.microbatches}, {}, e.what()};
+      row.result.error = e.what();
+      out.rows.push_back(std::move(row));
+    }
+  }
+  std::stable_sort(out.rows.begin(), out.rows.end(), [](const CompareRow& a, const CompareRow& b) {
+    if (a.result.ok != b.result.ok) return a.result.ok;
+    return a.result.iteration_time < b.result.iteration_time;
+  });
+  out.summary = nlohmann::json::array();
+  for (const CompareRow& r : out.rows) {
+    if (!r.refused.empty())
+      out.summary.push_back({{"schedule", r.info.schedule}, {"ok", false}, {"error", r.refused}});
+    else
+      out.summary.push_back(summary_json(r.info, r.result));
+  }
+  return out;
+}
+
+// ---- cost -------------------------------------------------------------------------------
+
+namespace {
+
+nlohmann::json per_mode_json(const PerMode<std::int64_t>& v) {
+  nlohmann::json j;
+  for (Recompute r : kAllRecompute) j[std::string(recompute_name(r))] = v[r];
+  return j;
+}
+
+nlohmann::json layer_json(const LayerCost& c, int count, bool with_ops) {
+  nlohmann::json j{{"name", c.name},
+                   {"count", count},
+                   {"forward_ms", c.forward_s * 1e3},
+                   {"backward_input_ms", c.backward_input_s * 1e3},
+                   {"backward_weight_ms", c.backward_weight_s * 1e3},
+                   {"activation_bytes", per_mode_json(c.activation_bytes)},
+                   {"recompute_extra_ms",
+                    {{"selective", c.recompute_extra_s[Recompute::selective] * 1e3},
+                     {"full", c.recompute_extra_s[Recompute::full] * 1e3}}},
+                   {"output_bytes", c.output_bytes},
+                   {"param_count", c.param_count},
+                   {"forward_tflop", c.forward_flops / 1e12}};
+  if (with_ops) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (const auto& op : c.ops)
+      ops.push_back({{"name", op.name},
+                     {"forward_ms", op.forward_s * 1e3},
+                     {"backward_input_ms", op.backward_input_s * 1e3},
+                     {"backward_weight_ms", op.backward_weight_s * 1e3}});
+    j["ops"] = ops;
+  }
+  return j;
+}
+
+}  // namespace
+
+CostOutcome run_cost(const Config& config, bool with_ops) {
+  if (!config.model.analytic())
+    config.fail("model.layers",
+                "are measured costs; bmpipe cost needs an analytic model (model.preset, "
+                "model.hf_config or shape keys)");
+  CostOutcome out;
+  out.experiment = prepare(config);
+  const AnalyticCosts& a = *out.experiment->analytic;
+  out.schedule = make_schedule(*out.experiment);
+  out.plan = config_plan(*out.experiment, out.schedule.num_stages);
+  const SimInput input = assemble(*out.experiment, out.plan, out.schedule);
+  for (const StageInfo& st : stage_info(*out.experiment, out.plan))
+    out.stage_static_bytes.push_back(st.static_bytes);
+  for (Time t : input.tail_time) out.tail_ms.push_back(ns_to_ms(t));
+
+  nlohmann::json& j = out.summary;
+  j["model"] = config.model.name;
+  j["device"] = a.hardware.name;
+  j["seq_length"] = a.settings.seq_length;
+  j["micro_batch_size"] = a.settings.micro_batch_size;
+  j["tp"] = a.settings.tp;
+  j["sequence_parallel"] = a.settings.sequence_parallel;
+  j["dp"] = a.dp;
+  j["layers"] =
+      nlohmann::json::array({layer_json(a.embedding, 1, with_ops),
+                             layer_json(a.decoder, config.model.shape->num_layers, with_ops),
+                             layer_json(a.head_for(out.schedule.num_stages), 1, with_ops)});
+  j["static_bytes_per_stage"] = out.stage_static_bytes;
+  j["reserved_bytes"] = out.experiment->reserved_bytes;
+  j["tail_ms_per_rank"] = out.tail_ms;
+  return out;
+}
+
+// ---- plan -------------------------------------------------------------------------------
+
+namespace {
+
+constexpr const char* kBaselines[] = {"megatron-default", "uniform-none", "uniform-min-recompute",
+                                      "adapipe-dp",       "sapp-ilp",     "exhaustive"};
+
+std::vector<std::string> mode_names(const std::vector<Recompute>& modes) {
+  std::vector<std::string> out;
+  for (Recompute r : modes) out.emplace_back(recompute_name(r));
+  return out;
+}
+
+nlohmann::json plan_json(const Experiment& e, const PlanOutcome& o, const PlanRun& run) {
+  const std::vector<StageInfo> stages = stage_info(e, run.plan);
+  const SimInput in = assemble(e, run.plan, run.schedule);
+  nlohmann::json st = nlohmann::json::array();
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const StageCost& c = in.stages[s];
+    nlohmann::json modes;
+    for (Recompute r : kAllRecompute) modes[std::string(recompute_name(r))] = stages[s].modes[r];
+    st.push_back({{"stage", s},
+                  {"rank", run.schedule.stage_rank[s]},
+                  {"first_layer", stages[s].first_layer},
+                  {"layers", stages[s].num_layers},
+                  {"recompute_layers", modes},
+                  {"forward_ms", ns_to_ms(c.forward)},
+                  {"backward_ms", ns_to_ms(c.backward_full() + c.recompute)},
+                  {"static_bytes", stages[s].static_bytes}});
+  }
+  nlohmann::json peaks = nlohmann::json::array();
+  for (const DeviceResult& d : run.result.devices) peaks.push_back(d.peak_bytes);
+  return {{"schedule", o.schedule},
+          {"pp", run.schedule.num_ranks},
+          {"vpp", run.schedule.chunks_per_device()},
+          {"microbatches", run.schedule.num_microbatches},
+          {"partition", run.plan.partition},
+          {"layer_recompute", mode_names(run.plan.recompute)},
+          {"stages", st},
+          {"iteration_time_ms", ns_to_ms(run.result.iteration_time)},
+          {"bubble_ratio", run.result.bubble_ratio},
+          {"fits", run.fits()},
+          {"memory_limit_bytes", o.memory_limit_bytes},
+          {"peak_memory_bytes", peaks}};
+}
+
+nlohmann::json baselines_json(const PlanOutcome& o) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const BaselineRun& b : o.baselines) {
+    nlohmann::json j{{"name", b.name}};
+    if (b.run) {
+      j["iteration_time_ms"] = ns_to_ms(b.run->result.iteration_time);
+      j["fits"] = b.run->fits();
+      j["partition"] = b.run->plan.partition;
+      j["layer_recompute"] = mode_names(b.run->plan.recompute);
+      if (!b.error.empty()) j["note"] = b.error;
+    } else {
+      j["fits"] = false;
+      j["error"] = b.error;
+    }
+    list.push_back(j);
+  }
+  return list;
+}
+
+nlohmann::json search_json(const SearchStats& s) {
+  return {{"evaluations", s.evaluations}, {"cache_hits", s.cache_hits}, {"filtered", s.filtered},
+          {"wall_s", s.wall_s},           {"threads", s.threads},       {"seed", s.seed},
+          {"stopped_by", s.stopped_by}};
+}
+
+}  // namespace
+
+nlohmann::json plan_summary(const Experiment& e, const std::vector<PlanOutcome>& outcomes,
+                            const PlanRun& shown) {
+  const PlanOutcome& top = outcomes.front();
+  nlohmann::json j;
+  j["plan"] = plan_json(e, top, shown);
+  j["baselines"] = baselines_json(top);
+  j["search"] = search_json(top.stats);
+  if (outcomes.size() > 1) {
+    nlohmann::json others = nlohmann::json::array();
+    for (const PlanOutcome& oc : outcomes) {
+      nlohmann::json r{{"schedule", oc.schedule}, {"vpp", oc.vpp}, {"fits", oc.best.fits()}};
+      if (oc.best.result.ok) r["iteration_time_ms"] = ns_to_ms(oc.best.result.iteration_time);
+      if (!oc.infeasible.empty()) r["note"] = oc.infeasible;
+      others.push_back(r);
+    }
+    j["schedules"] = others;
+  }
+  return j;
+}
+
+std::int64_t plan_memory_limit_bytes(const Config& config, const PlanRequest& r) {
+  if (!(r.margin_GiB >= 0) || !std::isfinite(r.margin_GiB))
+    throw RequestError("--margin-GiB", "must be 0 or more GiB");
+  if (r.memory_limit_GiB) {
+    const double lim = *r.memory_limit_GiB;
+    if (!(lim > 0) || !std::isfinite(lim) || lim > 1e6)
+      throw RequestError("--memory-limit-GiB", "must be a positive number of GiB");
+  }
+  const double limit_gib = r.memory_limit_GiB.value_or(config.device.memory_GiB);
+  const auto bytes =
+      static_cast<std::int64_t>(std::llround((limit_gib - r.margin_GiB) * 1073741824.0));
+  if (bytes <= 0) throw RequestError("--margin-GiB", "leaves no memory below the limit");
+  return bytes;
+}
+
+PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
+  // Every argument is checked before the config is prepared, so a typo fails at once.
+  if (!(r.margin_GiB >= 0) || !std::isfinite(r.margin_GiB))
+    throw RequestError("--margin-GiB", "must be 0 or more GiB");
+  if (r.memory_limit_GiB && (!(*r.memory_limit_GiB > 0) || !std::isfinite(*r.memory_limit_GiB) ||
+                             *r.memory_limit_GiB > 1e6))
+    throw RequestError("--memory-limit-GiB", "must be a positive number of GiB");
+  if (r.time_limit_s && !(*r.time_limit_s > 0))
+    throw RequestError("--time-limit-s", "must be greater than 0 seconds");
+  if (r.max_evals < 1) throw RequestError("--max-evals", "must be at least 1");
+  if (r.threads < 0) throw RequestError("--threads", "must be 0 or more");
+  if (r.baseline &&
+      std::find(std::begin(kBaselines), std::end(kBaselines), *r.baseline) == std::end(kBaselines))
+    throw RequestError("--baseline",
+                       "unknown baseline '" + *r.baseline +
+                           "' (megatron-default, uniform-none, "
+                           "uniform-min-recompute, adapipe-dp, sapp-ilp, exhaustive)");
+
+  Config config = config_in;
+  Overrides o = r.overrides;
+  const std::string asked = o.schedule.value_or(config.training.schedule);
+  o.schedule.reset();
+  if (asked != "auto") o.schedule = asked;
+  apply_overrides(config, o);
+  PlanResults out;
+  out.experiment = prepare(config);
+  const Experiment& e = *out.experiment;
+
+  PlannerOptions po;
+  po.memory_limit_bytes = plan_memory_limit_bytes(config, r);  // the default limit is the device's
+  po.threads = r.threads;
+  po.seed = r.seed;
+  po.max_evals = r.max_evals;
+  po.time_limit_s = r.time_limit_s;
+
+  std::vector<std::pair<std::string, int>> candidates;
+  if (asked == "auto")
+    candidates = auto_schedules(e);
+  else
+    candidates.emplace_back(asked, effective_vpp(*find_schedule(asked), config.training.vpp));
+
+  for (const auto& [name, vpp] : candidates) {
+    po.schedule = name;
+    po.vpp = vpp;
+    if (r.progress) {
+      const std::string label = name + (vpp > 1 ? " v" + std::to_string(vpp) : "");
+      po.progress = [&r, label](const PlannerProgress& p) { r.progress(label, p); };
+    }
+    try {
+      out.outcomes.push_back(plan_pipeline(e, po));
+    } catch (const ConfigError& err) {
+      if (asked != "auto") throw;
+      PlanOutcome refused;
+      refused.schedule = name;
+      refused.vpp = vpp;
+      refused.infeasible = std::string("refused: ") + err.what();
+      out.outcomes.push_back(std::move(refused));
+    }
+  }
+  // Fastest fitting first; refused and non-fitting after, in the order tried.
+  std::stable_sort(out.outcomes.begin(), out.outcomes.end(),
+                   [](const PlanOutcome& a, const PlanOutcome& b) {
+                     const bool fa = a.best.fits(), fb = b.best.fits();
+                     if (fa != fb) return fa;
+                     return fa && a.best.result.iteration_time < b.best.result.iteration_time;
+                   });
+  const PlanOutcome& top = out.outcomes.front();
+  if (!top.best.fits())
+    throw NoPlanFits(config.file + ": no plan fits the memory limit of " +
+                     format_gib(po.memory_limit_bytes) + " per device: " + top.infeasible);
+  out.shown = &top.best;
+  if (r.baseline) {
+    out.shown = nullptr;
+    for (const BaselineRun& b : top.baselines)
+      if (b.name == *r.baseline && b.run) out.shown = &*b.run;
+    if (!out.shown)
+      for (const BaselineRun& b : top.baselines)
+        if (b.name == *r.baseline)
+          throw ConfigError(config.file, 0, "--baseline", *r.baseline + ": " + b.error);
+    if (!out.shown)
+      throw ConfigError(config.file, 0, "--baseline", *r.baseline + ": not run by the planner");
+  }
+  out.summary = plan_summary(e, out.outcomes, *out.shown);
+  return out;
+}
+
+}  // namespace bmpipe::api

@@ -1,0 +1,190 @@
+#pragma once
+/// \file
+/// What the commands do, as functions that return values: the `bmpipe` executable prints
+/// them, the Python module (python/) hands them back as dicts. Every function follows the
+/// one path of experiment/experiment.hpp, parse -> prepare -> run -> summarize, and its
+/// `summary` member is exactly what the command prints with --json.
+///
+/// Nothing here parses a command line or writes to stdout/stderr, and nothing links
+/// Boost.Program_options: that stays in the executable. Errors are exceptions:
+///   ConfigError        bad input from the config (file, line, key), or an override
+///                      that makes it impossible (key "--pp", line 0);
+///   ScheduleFileError  a malformed schedule file (simulate's schedule_file);
+///   RequestError       an argument of the request itself that makes no sense;
+///   NoPlanFits         run_plan found no plan within the memory limit.
+/// A simulation that deadlocks is a result (SimResult::ok false), not an exception.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "experiment/config.hpp"
+#include "experiment/experiment.hpp"
+#include "planner/planner.hpp"
+#include "sim/bubbles.hpp"
+#include "traces/svg.hpp"
+
+namespace bmpipe::api {
+
+/// An argument of a request that makes no sense whatever the config says. `key` is the
+/// command-line spelling ("--max-evals"); what() reads "key: message".
+class RequestError : public std::invalid_argument {
+ public:
+  RequestError(std::string key, std::string message);
+  const std::string& key() const { return key_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  std::string key_;
+  std::string message_;
+};
+
+/// No plan of any schedule tried fits the memory limit; what() names the config, the
+/// limit and the rank that comes closest, as `bmpipe plan` prints it.
+class NoPlanFits : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A config from `source`: the file it names if one exists there, else `source` itself
+/// as YAML text (named "<string>" in messages; relative paths in it are relative to the
+/// working directory). A single line ending in .yaml or .yml is always taken as a path,
+/// so a mistyped file name reads "cannot open the file" rather than a YAML complaint.
+Config load_config_source(const std::string& source);
+
+// ---- simulate ---------------------------------------------------------------------------
+
+struct SimulateRequest {
+  Overrides overrides;  ///< schedule, pp, vpp, micro-batches over the config's
+  /// Replay the op order of this schedule file (schedules/schedule_file.hpp); it decides
+  /// pp, vpp and the micro-batches, so it excludes every override.
+  std::optional<std::string> schedule_file;
+};
+
+/// Everything a run needs, built before it runs, so that observers (trace, timeline) can
+/// be set up on the very input and schedule the engine gets.
+struct PreparedSimulation {
+  std::shared_ptr<const Experiment> experiment;  ///< owns the topology `input` points at
+  Schedule schedule;
+  Plan plan;
+  SimInput input;
+};
+
+/// What one run produced. `bubbles` is set when the run succeeded.
+struct SimulationReport {
+  SimResult result;
+  RunInfo info;
+  std::optional<BubbleBreakdown> bubbles;
+  nlohmann::json summary;  ///< what `bmpipe simulate --json` prints
+};
+
+struct SimulateOutcome {
+  PreparedSimulation prepared;
+  SimulationReport report;
+};
+
+/// Applies the request to `config` and builds the run. Throws RequestError when a schedule
+/// file is combined with an override, ScheduleFileError for a bad file, ConfigError.
+PreparedSimulation prepare_simulation(Config config, const SimulateRequest& request);
+
+/// Runs `run` once, telling `observer` (may be null) every event, and summarizes it.
+SimulationReport run_prepared(const PreparedSimulation& run, Observer* observer = nullptr);
+
+/// prepare_simulation + run_prepared.
+SimulateOutcome run_simulate(const Config& config, const SimulateRequest& request,
+                             Observer* observer = nullptr);
+
+// ---- compare ----------------------------------------------------------------------------
+
+struct CompareRequest {
+  std::vector<std::string> schedules;  ///< built-in names, in the order asked for
+  Overrides overrides;                 ///< pp, vpp, micro-batches (schedule is ignored)
+  bool record_timelines = false;       ///< keep each run's Timeline (for an SVG)
+};
+
+struct CompareRow {
+  RunInfo info;
+  SimResult result;
+  std::string refused;  ///< why the schedule cannot run on this config (empty: it ran)
+};
+
+struct CompareOutcome {
+  /// Fastest first, failed and refused runs last; ties keep the order asked for.
+  std::vector<CompareRow> rows;
+  /// With record_timelines: one per schedule that ran, in the order asked for.
+  std::vector<Timeline> timelines;
+  nlohmann::json summary;  ///< what `bmpipe compare --json` prints
+};
+
+/// Runs every schedule on the same prepared experiment. A schedule that refuses the
+/// config becomes a row with `refused` set; the others still run. Throws RequestError for
+/// an empty list or an unknown name, ConfigError for the config itself.
+CompareOutcome run_compare(const Config& config, const CompareRequest& request);
+
+// ---- cost -------------------------------------------------------------------------------
+
+struct CostOutcome {
+  std::shared_ptr<const Experiment> experiment;  ///< experiment->analytic is set
+  Schedule schedule;                             ///< the config's
+  Plan plan;                                     ///< the config's, for that schedule
+  std::vector<std::int64_t> stage_static_bytes;  ///< per stage
+  std::vector<double> tail_ms;                   ///< per rank: dp reduction + optimizer
+  nlohmann::json summary;                        ///< what `bmpipe cost --json [--ops]` prints
+};
+
+/// The analytic cost model's per-layer table of the config's plan (sub-ops too with
+/// `with_ops`). Throws ConfigError for a model given as measured layers.
+CostOutcome run_cost(const Config& config, bool with_ops);
+
+// ---- plan -------------------------------------------------------------------------------
+
+struct PlanRequest {
+  /// schedule: a built-in name or "auto" (plan for auto_schedules and rank them); none:
+  /// training.schedule. pp, vpp, micro-batches as for simulate.
+  Overrides overrides;
+  std::optional<double> memory_limit_GiB;  ///< none: the device's capacity
+  double margin_GiB = 0.0;                 ///< kept free below the limit
+  int threads = 0;                         ///< 0: every core
+  std::uint64_t seed = 1;
+  std::int64_t max_evals = 20'000;
+  std::optional<double> time_limit_s;
+  std::optional<std::string> baseline;  ///< show this baseline's plan instead
+  /// Called from the calling thread during each schedule's search, with the schedule's
+  /// label ("interleaved v2").
+  std::function<void(const std::string& label, const PlannerProgress&)> progress;
+};
+
+struct PlanResults {
+  std::shared_ptr<const Experiment> experiment;
+  /// One per schedule planned: fastest fitting first, then the rest in the order tried.
+  std::vector<PlanOutcome> outcomes;
+  /// The plan shown: outcomes.front().best, or the baseline asked for. Points into
+  /// `outcomes` (so a PlanResults is not copied).
+  const PlanRun* shown = nullptr;
+  nlohmann::json summary;  ///< what `bmpipe plan --json` prints
+  PlanResults() = default;
+  PlanResults(const PlanResults&) = delete;
+  PlanResults& operator=(const PlanResults&) = delete;
+  PlanResults(PlanResults&&) = default;
+  PlanResults& operator=(PlanResults&&) = default;
+};
+
+/// The byte limit of a request on `config`: (limit - margin) GiB, rounded. Throws
+/// RequestError for values out of range.
+std::int64_t plan_memory_limit_bytes(const Config& config, const PlanRequest& request);
+
+/// Plans `config` under the request. Throws RequestError, ConfigError, and NoPlanFits when
+/// the best plan found does not fit.
+PlanResults run_plan(const Config& config, const PlanRequest& request);
+
+/// The `plan --json` document: the shown plan, the baselines and search statistics of
+/// outcomes.front(), and with several outcomes the ranking of the schedules.
+nlohmann::json plan_summary(const Experiment& e, const std::vector<PlanOutcome>& outcomes,
+                            const PlanRun& shown);
+
+}  // namespace bmpipe::api

@@ -1,0 +1,297 @@
+// The Python module `bmpipe`: the CLI's commands (cli/api.hpp) as functions that return
+// what the command prints with --json, as plain dicts and lists.
+//
+// The GIL is released for everything that runs C++ (loading, simulating, planning), so
+// Python threads that call bmpipe run in parallel; it is held again only to build the
+// Python objects of the answer. The C++ side reads the Config it is given and nothing
+// else of Python's, and a Config cannot be changed from Python, so this is safe.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/api.hpp"
+#include "schedules/registry.hpp"
+#include "schedules/schedule_file.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+using bmpipe::Config;
+namespace api = bmpipe::api;
+
+// ---- nlohmann::json -> Python -------------------------------------------------------------
+
+/// A str from bytes that should be UTF-8; invalid bytes become U+FFFD, as json_text does
+/// when the CLI prints them.
+py::str utf8(const std::string& s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
+  if (!o) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
+py::object to_python(const nlohmann::json& j) {
+  using T = nlohmann::json::value_t;
+  switch (j.type()) {
+    case T::null:
+      return py::none();
+    case T::boolean:
+      return py::bool_(j.get<bool>());
+    case T::number_integer:
+      return py::int_(j.get<std::int64_t>());
+    case T::number_unsigned:
+      return py::int_(j.get<std::uint64_t>());
+    case T::number_float: {
+      // JSON has no NaN or infinity: the CLI prints them as null, and so do we.
+      const double d = j.get<double>();
+      return std::isfinite(d) ? py::object(py::float_(d)) : py::object(py::none());
+    }
+    case T::string:
+      return utf8(j.get_ref<const std::string&>());
+    case T::array: {
+      py::list list(j.size());
+      std::size_t i = 0;
+      for (const nlohmann::json& e : j) list[i++] = to_python(e);
+      return list;
+    }
+    case T::object: {
+      py::dict dict;
+      for (auto it = j.begin(); it != j.end(); ++it) dict[utf8(it.key())] = to_python(it.value());
+      return dict;
+    }
+    case T::binary:
+    case T::discarded:
+      break;
+  }
+  throw std::logic_error("bmpipe: a summary holds a JSON value with no Python form");
+}
+
+// ---- errors -------------------------------------------------------------------------------
+
+/// A command-line key in Python's spelling: "--memory-limit-GiB" -> "memory_limit_GiB",
+/// and a config key an override set (Config::fail marks it "(from the command line)") as
+/// the keyword that set it: "training.pp (from the command line)" -> "pp". Other config
+/// keys ("training.pp") stay as they are.
+std::string python_key(const std::string& key) {
+  const std::string overridden = " (from the command line)", training = "training.";
+  if (key.size() > overridden.size() &&
+      key.compare(key.size() - overridden.size(), overridden.size(), overridden) == 0) {
+    const std::string k = key.substr(0, key.size() - overridden.size());
+    return k.rfind(training, 0) == 0 ? k.substr(training.size()) : k;
+  }
+  if (key.rfind("--", 0) != 0) return key;
+  std::string k = key.substr(2);
+  for (char& c : k)
+    if (c == '-') c = '_';
+  return k;
+}
+
+/// Raises bmpipe.ConfigError with its attributes set; line 0 and an empty key are None.
+void raise_config_error(const std::string& file, int line, const std::string& key,
+                        const std::string& message, const std::string& text) {
+  const py::object cls = py::module_::import("bmpipe").attr("ConfigError");
+  py::object e = cls(utf8(text));
+  e.attr("file") = utf8(file);
+  e.attr("line") = line > 0 ? py::object(py::int_(line)) : py::object(py::none());
+  e.attr("key") = key.empty() ? py::object(py::none()) : py::object(utf8(key));
+  e.attr("message") = utf8(message);
+  PyErr_SetObject(cls.ptr(), e.ptr());
+}
+
+void translate(std::exception_ptr p) {
+  try {
+    if (p) std::rethrow_exception(p);
+  } catch (const bmpipe::ConfigError& e) {
+    // Rebuilt rather than what(), so that an override's key reads as the keyword given.
+    const std::string key = python_key(e.key());
+    raise_config_error(e.file(), e.line(), key, e.message(),
+                       e.file() + (e.line() > 0 ? ":" + std::to_string(e.line()) : "") + ": " +
+                           (key.empty() ? "" : key + ": ") + e.message());
+  } catch (const bmpipe::ScheduleFileError& e) {
+    raise_config_error(e.file(), e.row(), "", e.message(), e.what());
+  } catch (const api::RequestError& e) {
+    PyErr_SetObject(PyExc_ValueError, utf8(python_key(e.key()) + ": " + e.message()).ptr());
+  } catch (const api::NoPlanFits& e) {
+    PyErr_SetObject(py::module_::import("bmpipe").attr("NoPlanFitsError").ptr(),
+                    utf8(e.what()).ptr());
+  }
+}
+
+// ---- arguments ----------------------------------------------------------------------------
+
+/// A path (str, bytes or os.PathLike) as a std::string.
+std::string path_string(const py::handle& h) {
+  return py::str(py::module_::import("os").attr("fsdecode")(h));
+}
+
+Config load(const py::handle& source) {
+  // A str may be a path or YAML text; anything path-like is a path.
+  const bool text = py::isinstance<py::str>(source);
+  const std::string s = text ? source.cast<std::string>() : path_string(source);
+  py::gil_scoped_release nogil;
+  return text ? api::load_config_source(s) : bmpipe::load_config(s);
+}
+
+/// The config argument of every command: a Config, or anything load() takes.
+Config config_of(const py::handle& h) {
+  if (py::isinstance<Config>(h)) return h.cast<Config>();
+  return load(h);
+}
+
+bmpipe::Overrides overrides(std::optional<std::string> schedule, std::optional<int> pp,
+                            std::optional<int> vpp, std::optional<int> microbatches) {
+  bmpipe::Overrides o;
+  o.schedule = std::move(schedule);
+  o.pp = pp;
+  o.vpp = vpp;
+  o.microbatches = microbatches;
+  return o;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(bmpipe, m) {
+  m.doc() =
+      "bmpipe: a discrete-event simulator of pipeline-parallel training, with a planner.\n"
+      "Each function returns what the matching `bmpipe` command prints with --json.";
+  m.attr("__version__") = BMPIPE_VERSION;
+
+  py::object config_error = py::exception<bmpipe::ConfigError>(m, "ConfigError", PyExc_ValueError);
+  config_error.attr("__doc__") =
+      "Bad input: .file, .line (1-based, None when no line applies), .key (the key path, or "
+      "the keyword argument, None when none applies) and .message.";
+  for (const char* attr : {"file", "line", "key", "message"}) config_error.attr(attr) = py::none();
+  py::object no_fit = py::exception<api::NoPlanFits>(m, "NoPlanFitsError", PyExc_RuntimeError);
+  no_fit.attr("__doc__") =
+      "plan() found no plan within the memory limit; the message names the rank that comes "
+      "closest.";
+  py::register_exception_translator(&translate);
+
+  py::class_<Config>(m, "Config",
+                     "A checked experiment config (cluster, model, training), from load(). "
+                     "Read-only: the commands take overrides as keyword arguments.")
+      .def_property_readonly("file", [](const Config& c) { return utf8(c.file); })
+      .def_property_readonly("model", [](const Config& c) { return utf8(c.model.name); })
+      .def_property_readonly("device", [](const Config& c) { return utf8(c.device.name); })
+      .def_property_readonly("analytic", [](const Config& c) { return c.model.analytic(); })
+      .def_property_readonly("schedule", [](const Config& c) { return c.training.schedule; })
+      .def_property_readonly("pp", [](const Config& c) { return c.training.pp; })
+      .def_property_readonly("vpp", [](const Config& c) { return c.training.vpp; })
+      .def_property_readonly("tp", [](const Config& c) { return c.training.tp; })
+      .def_property_readonly("microbatches",
+                             [](const Config& c) { return c.training.microbatches; })
+      .def("__repr__", [](const Config& c) {
+        return py::str("<bmpipe.Config {!r}: {}, {} pp {} vpp {} microbatches {}>")
+            .format(utf8(c.file), utf8(c.model.name), c.training.schedule, c.training.pp,
+                    c.training.vpp, c.training.microbatches);
+      });
+
+  m.def("load", &load, py::arg("source"),
+        "A Config from a YAML file (a path, str or os.PathLike), or from YAML text when the "
+        "str names no file. Raises ConfigError.");
+
+  m.def(
+      "schedules",
+      [] {
+        std::vector<std::string> names;
+        for (const bmpipe::ScheduleInfo& s : bmpipe::builtin_schedules())
+          names.emplace_back(s.name);
+        return names;
+      },
+      "The names of the built-in schedules, in the order `bmpipe schedules` lists them.");
+
+  m.def(
+      "simulate",
+      [](const py::handle& config, std::optional<std::string> schedule, std::optional<int> pp,
+         std::optional<int> vpp, std::optional<int> microbatches,
+         std::optional<py::object> schedule_file) {
+        const Config c = config_of(config);
+        api::SimulateRequest r;
+        r.overrides = overrides(std::move(schedule), pp, vpp, microbatches);
+        if (schedule_file) r.schedule_file = path_string(*schedule_file);
+        nlohmann::json summary;
+        {
+          py::gil_scoped_release nogil;
+          summary = api::run_simulate(c, r).report.summary;
+        }
+        return to_python(summary);
+      },
+      py::arg("config"), py::arg("schedule") = py::none(), py::arg("pp") = py::none(),
+      py::arg("vpp") = py::none(), py::arg("microbatches") = py::none(), py::kw_only(),
+      py::arg("schedule_file") = py::none(),
+      "Simulates one iteration and returns the summary `bmpipe simulate --json` prints "
+      "(ok is False, with error and blocked, when the schedule deadlocks). schedule, pp, vpp "
+      "and microbatches override the config; schedule_file replays a schedule CSV instead.");
+
+  m.def(
+      "compare",
+      [](const py::handle& config, const std::vector<std::string>& schedules, std::optional<int> pp,
+         std::optional<int> vpp, std::optional<int> microbatches) {
+        const Config c = config_of(config);
+        const api::CompareRequest r{schedules, overrides({}, pp, vpp, microbatches), false};
+        nlohmann::json summary;
+        {
+          py::gil_scoped_release nogil;
+          summary = api::run_compare(c, r).summary;
+        }
+        return to_python(summary);
+      },
+      py::arg("config"), py::arg("schedules"), py::kw_only(), py::arg("pp") = py::none(),
+      py::arg("vpp") = py::none(), py::arg("microbatches") = py::none(),
+      "Runs each schedule (a list of names) on the config and returns the list `bmpipe "
+      "compare --json` prints: fastest first; a schedule that refuses the config is "
+      "{schedule, ok: False, error}.");
+
+  m.def(
+      "cost",
+      [](const py::handle& config, bool ops) {
+        const Config c = config_of(config);
+        nlohmann::json summary;
+        {
+          py::gil_scoped_release nogil;
+          summary = api::run_cost(c, ops).summary;
+        }
+        return to_python(summary);
+      },
+      py::arg("config"), py::kw_only(), py::arg("ops") = false,
+      "The analytic cost model's per-layer table, as `bmpipe cost --json` prints it (with "
+      "every layer's sub-ops when ops=True). Raises ConfigError for measured layers.");
+
+  m.def(
+      "plan",
+      [](const py::handle& config, std::optional<std::string> schedule,
+         std::optional<double> memory_limit_GiB, double margin_GiB, int threads, std::uint64_t seed,
+         std::int64_t max_evals, std::optional<double> time_limit_s, std::optional<int> pp,
+         std::optional<int> vpp, std::optional<int> microbatches,
+         std::optional<std::string> baseline) {
+        const Config c = config_of(config);
+        api::PlanRequest r;
+        r.overrides = overrides(std::move(schedule), pp, vpp, microbatches);
+        r.memory_limit_GiB = memory_limit_GiB;
+        r.margin_GiB = margin_GiB;
+        r.threads = threads;
+        r.seed = seed;
+        r.max_evals = max_evals;
+        r.time_limit_s = time_limit_s;
+        r.baseline = std::move(baseline);
+        nlohmann::json summary;
+        {
+          py::gil_scoped_release nogil;
+          summary = api::run_plan(c, r).summary;
+        }
+        return to_python(summary);
+      },
+      py::arg("config"), py::kw_only(), py::arg("schedule") = py::none(),
+      py::arg("memory_limit_GiB") = py::none(), py::arg("margin_GiB") = 0.0, py::arg("threads") = 0,
+      py::arg("seed") = 1, py::arg("max_evals") = 20000, py::arg("time_limit_s") = py::none(),
+      py::arg("pp") = py::none(), py::arg("vpp") = py::none(), py::arg("microbatches") = py::none(),
+      py::arg("baseline") = py::none(),
+      "Searches the layers of every stage and the recompute mode of every layer for the "
+      "fastest simulated iteration that fits, and returns what `bmpipe plan --json` prints. "
+      "The options are the command's (schedule may be 'auto'; threads=0: every core). "
+      "Raises NoPlanFitsError when nothing fits, ValueError for a bad option.");
+}

@@ -1,0 +1,29 @@
+"""Shared by the Python tests: where the sources and the bmpipe executable are, and a
+runner for the executable. ctest sets BMPIPE_SOURCE_DIR, BMPIPE_BINARY and PYTHONPATH
+(tests/python/CMakeLists.txt); run by hand, the defaults fit a build in build/."""
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+SOURCE_DIR = pathlib.Path(os.environ.get("BMPIPE_SOURCE_DIR", pathlib.Path(__file__).parents[2]))
+BINARY = pathlib.Path(os.environ.get("BMPIPE_BINARY", SOURCE_DIR / "build" / "cli" / "bmpipe"))
+EXAMPLES = SOURCE_DIR / "configs" / "examples"
+TINY = EXAMPLES / "tiny.yaml"
+
+
+def example(name):
+    return str(EXAMPLES / name)
+
+
+def run_cli(*args):
+    """Runs `bmpipe ARGS...`; returns (exit code, stdout, stderr)."""
+    r = subprocess.run([str(BINARY), *map(str, args)], capture_output=True, text=True,
+                       timeout=600, check=False)
+    return r.returncode, r.stdout, r.stderr
+
+
+@pytest.fixture(scope="session")
+def tiny_text():
+    return TINY.read_text()
