@@ -8,6 +8,7 @@
 
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
+#include "sim/compiled_schedule.hpp"
 #include "traces/summary.hpp"
 
 namespace bmpipe::api {
@@ -58,7 +59,8 @@ PreparedSimulation prepare_simulation(Config config, const SimulateRequest& requ
 
 SimulationReport run_prepared(const PreparedSimulation& run, Observer* observer) {
   SimulationReport report;
-  const Schedule& compiled = run.schedule;  // TODO(engine merge): CompiledSchedule
+  // Compiled once for the run and the bubble breakdown's three re-runs.
+  const CompiledSchedule compiled = CompiledSchedule::borrowing(run.schedule);
   report.result = simulate(run.input, compiled, observer);
   report.info = make_run_info(*run.experiment, run.plan, run.schedule);
   if (report.result.ok) report.bubbles = decompose_bubbles(run.input, compiled, report.result);

@@ -42,11 +42,12 @@ int run_compare(const std::vector<std::string>& args) {
   add_config_options(opts);
   // clang-format off
   opts.add_options()
-      ("schedules", po::value<std::string>(),
+      ("schedules", po::value<std::string>()->value_name("LIST"),
        ("comma-separated schedules to run (" + schedule_names() + ")").c_str())
       ("json", po::bool_switch(), "print a JSON list of summaries, sorted by iteration time")
-      ("svg", po::value<std::string>(),
-       "write the timelines, stacked on one time scale, as SVG to FILE");
+      ("svg", po::value<std::string>()->value_name("FILE"),
+       "write the timelines, stacked on one time scale, as SVG to FILE ('-': stdout, the table "
+       "then goes to stderr)");
   // clang-format on
   add_override_options(opts, "chunks per device for schedules that take vpp (interleaved)");
   po::variables_map vm;
@@ -54,10 +55,10 @@ int run_compare(const std::vector<std::string>& args) {
           "compare", args, opts,
           "Each schedule runs on the same config, with its own placement: V schedules\n"
           "hold 2 stages per device, interleaved takes vpp from the config or --vpp, the\n"
-          "others hold one. A schedule that refuses the config is listed as REFUSED with\n"
-          "the reason; the others still run.\n"
-          "Exit codes: 0 success, 1 a simulation failed (deadlock), 2 bad input or a\n"
-          "schedule refused the config.\n\nSchedules:\n" +
+          "others hold one. A schedule that refuses the config is a result: it is listed\n"
+          "as REFUSED with the reason, and the others still run.\n"
+          "Exit codes: 0 success (REFUSED rows included), 1 a listed schedule deadlocked,\n"
+          "2 bad input.\n\nSchedules:\n" +
               schedule_help(),
           vm))
     return *stop;
@@ -82,9 +83,10 @@ int run_compare(const std::vector<std::string>& args) {
   std::string file;
   api::CompareOutcome outcome;
   try {
-    const Config base = load_config(vm["config"].as<std::string>());
+    const Overrides o = overrides_from(vm);
+    const Config base = load_config(vm["config"].as<std::string>(), o);
     file = base.file;
-    outcome = api::run_compare(base, {names, overrides_from(vm), svg});
+    outcome = api::run_compare(base, {names, o, svg});
   } catch (const api::RequestError& e) {
     std::cerr << "bmpipe compare: " << e.what() << "\n";
     return 2;
@@ -96,40 +98,42 @@ int run_compare(const std::vector<std::string>& args) {
   if (svg) {
     const std::string path = vm["svg"].as<std::string>();
     try {
-      std::ofstream out;
-      open_output(out, path, "--svg");
-      write_compare_svg(out, outcome.timelines);
-      close_output(out, path, "--svg");
+      OutputFile out(path, "--svg");
+      write_compare_svg(out.stream(), outcome.timelines);
+      out.close();
     } catch (const OutputError& e) {
       std::cerr << "bmpipe compare: " << e.what() << "\n";
       return 2;
     }
   }
-  // Exit code: 2 if a schedule refused the config, else 1 if one failed to run.
+  // Exit code: a schedule that refuses the config is a result (exit 0); 1 if a listed
+  // schedule deadlocked.
   int rc = 0;
-  for (const auto& r : rows) rc = std::max(rc, !r.refused.empty() ? 2 : r.result.ok ? 0 : 1);
+  for (const auto& r : rows)
+    if (r.refused.empty() && !r.result.ok) rc = 1;
+  std::ostream& out = svg && vm["svg"].as<std::string>() == "-" ? std::cerr : std::cout;
   if (json) {
-    std::cout << json_text(outcome.summary) << "\n";
+    out << json_text(outcome.summary) << "\n";
     return rc;
   }
-  std::cout << "bmpipe compare " << file << "\n";
+  out << "bmpipe compare " << file << "\n";
   char buf[256];
   std::snprintf(buf, sizeof buf, "%-12s %4s %16s %10s %14s %5s\n", "schedule", "vpp",
                 "iteration ms", "bubble %", "max peak mem", "fits");
-  std::cout << buf;
+  out << buf;
   for (const auto& r : rows) {
     if (!r.refused.empty()) {
-      std::cout << r.info.schedule << "  REFUSED: " << r.refused << "\n";
+      out << r.info.schedule << "  REFUSED: " << r.refused << "\n";
       continue;
     }
     if (!r.result.ok) {
-      std::cout << r.info.schedule << "  FAILED: " << r.result.error << "\n";
+      out << r.info.schedule << "  FAILED: " << r.result.error << "\n";
       continue;
     }
     std::snprintf(buf, sizeof buf, "%-12s %4d %16.3f %10.2f %14s %5s\n", r.info.schedule.c_str(),
                   r.info.vpp, ns_to_ms(r.result.iteration_time), 100.0 * r.result.bubble_ratio,
                   format_gib(max_peak(r.result)).c_str(), r.result.fits ? "yes" : "NO");
-    std::cout << buf;
+    out << buf;
   }
   return rc;
 }

@@ -32,6 +32,7 @@ int run_cost(const std::vector<std::string>& args) {
       ("json", po::bool_switch(), "print JSON on stdout instead of a table")
       ("ops", po::bool_switch(), "also break every layer down into its sub-ops");
   // clang-format on
+  add_override_options(opts, "chunks per device, overriding training.vpp");
   po::variables_map vm;
   if (auto stop = parse_command_line(
           "cost", args, opts,
@@ -43,7 +44,7 @@ int run_cost(const std::vector<std::string>& args) {
     return *stop;
   const bool json = vm["json"].as<bool>(), with_ops = vm["ops"].as<bool>();
   try {
-    const Config config = load_config(vm["config"].as<std::string>());
+    const Config config = load_config(vm["config"].as<std::string>(), overrides_from(vm));
     // parse -> prepare -> run (assemble the config's plan) -> print
     const api::CostOutcome cost = api::run_cost(config, with_ops);
     if (json) {

@@ -5,6 +5,20 @@
 
 namespace bmpipe::cli {
 
+OutputFile::OutputFile(std::string path, std::string option)
+    : path_(std::move(path)), option_(std::move(option)), to_stdout_(path_ == "-") {
+  if (!to_stdout_) open_output(file_, path_, option_);
+}
+
+void OutputFile::close() {
+  if (to_stdout_) {
+    std::cout.flush();
+    if (!std::cout) throw OutputError("standard output", option_, "write failed");
+    return;
+  }
+  close_output(file_, path_, option_);
+}
+
 void open_output(std::ofstream& file, const std::string& path, const std::string& option) {
   errno = 0;
   file.open(path, std::ios::binary | std::ios::trunc);

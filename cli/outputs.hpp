@@ -3,6 +3,7 @@
 // (not bad input), JSON that never throws on odd bytes, and the trace labels of a plan.
 
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -17,6 +18,22 @@ class OutputError : public std::runtime_error {
  public:
   OutputError(const std::string& path, const std::string& option, const std::string& what)
       : std::runtime_error(path + ": " + option + ": " + what) {}
+};
+
+/// An output a command writes: a file, or standard output when its path is "-".
+class OutputFile {
+ public:
+  /// Opens `path` (or takes stdout for "-") or throws OutputError naming `option`.
+  OutputFile(std::string path, std::string option);
+  std::ostream& stream() { return to_stdout_ ? std::cout : file_; }
+  bool to_stdout() const { return to_stdout_; }
+  /// Flushes and throws OutputError if anything written failed.
+  void close();
+
+ private:
+  std::string path_, option_;
+  bool to_stdout_ = false;
+  std::ofstream file_;
 };
 
 /// Opens `path` for writing (binary, truncated) or throws OutputError naming `option`.

@@ -130,27 +130,27 @@ int run_plan(const std::vector<std::string>& args) {
   add_config_options(opts);
   // clang-format off
   opts.add_options()
-      ("schedule", po::value<std::string>(),
+      ("schedule", po::value<std::string>()->value_name("NAME"),
        ("schedule to plan for, or 'auto' to plan for 1f1b, interleaved (v 2, 3, 4), zb-h1 "
         "and zb-v and rank them (" + schedule_names() + ")").c_str())
-      ("memory-limit-GiB", po::value<double>(), "GiB a device may use (replaces its capacity)")
-      ("margin-GiB", po::value<double>()->default_value(0.0, "0"),
+      ("memory-limit-GiB", po::value<double>()->value_name("GiB"), "GiB a device may use (replaces its capacity)")
+      ("margin-GiB", po::value<double>()->value_name("GiB")->default_value(0.0, "0"),
        "GiB kept free below the limit")
-      ("threads", po::value<int>()->default_value(0, "all cores"), "threads that simulate")
-      ("seed", po::value<std::uint64_t>()->default_value(1), "seed of the search")
-      ("max-evals", po::value<std::int64_t>()->default_value(20000),
+      ("threads", po::value<int>()->value_name("N")->default_value(0, "all cores"), "threads that simulate")
+      ("seed", po::value<std::uint64_t>()->value_name("N")->default_value(1), "seed of the search")
+      ("max-evals", po::value<std::int64_t>()->value_name("N")->default_value(20000),
        "simulations the search may run (the baselines come on top)")
-      ("time-limit-s", po::value<double>(),
+      ("time-limit-s", po::value<double>()->value_name("SECONDS"),
        "stop the search after this many seconds (results then depend on the machine's speed)")
-      ("baseline", po::value<std::string>(),
+      ("baseline", po::value<std::string>()->value_name("NAME"),
        "print (and --out / --format) this baseline's plan instead: megatron-default, "
        "uniform-none, uniform-min-recompute, adapipe-dp, sapp-ilp, exhaustive")
-      ("format", po::value<std::string>()->default_value("table"),
+      ("format", po::value<std::string>()->value_name("FORMAT")->default_value("table"),
        "table, mindformers (offset, recompute, select_recompute) or megatron (flags)")
       ("json", po::bool_switch(), "print the plan, baselines and search as JSON")
-      ("out", po::value<std::string>(), "write the config with the plan filled in to FILE")
+      ("out", po::value<std::string>()->value_name("FILE"), "write the config with the plan filled in to FILE")
       ("quiet", po::bool_switch(), "no progress line on stderr")
-      ("schedule-file", po::value<std::string>(), "not accepted: see below");
+      ("schedule-file", po::value<std::string>()->value_name("FILE"), "not accepted: see below");
   // clang-format on
   add_override_options(opts, "chunks per device for interleaved");
   po::variables_map vm;

@@ -147,26 +147,26 @@ SearchSetup setup_search(const std::vector<std::string>& args, std::optional<int
   add_config_options(opts);
   // clang-format off
   opts.add_options()
-      ("tp", po::value<std::string>(), "tensor-parallel sizes, e.g. 1,2,4,8 (default: powers of two "
+      ("tp", po::value<std::string>()->value_name("LIST"), "tensor-parallel sizes, e.g. 1,2,4,8 (default: powers of two "
                                        "up to a node that divide the heads and the FFN)")
-      ("pp", po::value<std::string>(), "pipeline sizes (default: every divisor of devices / tp up to "
+      ("pp", po::value<std::string>()->value_name("LIST"), "pipeline sizes (default: every divisor of devices / tp up to "
                                        "the layers)")
-      ("vpp", po::value<std::string>(), "chunks per device for interleaved (default: 2, 3, 4 where "
+      ("vpp", po::value<std::string>()->value_name("LIST"), "chunks per device for interleaved (default: 2, 3, 4 where "
                                         "pp x vpp divides the layers)")
-      ("micro-batch-size", po::value<std::string>(), "micro-batch sizes (default 1,2,4)")
-      ("schedules", po::value<std::string>(), ("schedules (default 1f1b,interleaved; " +
+      ("micro-batch-size", po::value<std::string>()->value_name("LIST"), "micro-batch sizes (default 1,2,4)")
+      ("schedules", po::value<std::string>()->value_name("LIST"), ("schedules (default 1f1b,interleaved; " +
                                                schedule_names() + ")").c_str())
-      ("planner", po::value<std::string>()->default_value("quick"),
+      ("planner", po::value<std::string>()->value_name("EFFORT")->default_value("quick"),
        "off (uniform partition, the config's recompute), quick (planner, 300 evaluations) or "
        "full (planner, --max-evals)")
-      ("max-evals", po::value<std::int64_t>()->default_value(20000), "planner budget with --planner full")
-      ("memory-limit-GiB", po::value<double>(), "GiB a device may use (replaces its capacity)")
-      ("seed", po::value<std::uint64_t>()->default_value(1), "planner seed")
-      ("threads", po::value<int>()->default_value(0, "all cores"), "layouts evaluated at once per process")
-      ("top", po::value<int>()->default_value(10), "rows of the table")
+      ("max-evals", po::value<std::int64_t>()->value_name("N")->default_value(20000), "planner budget with --planner full")
+      ("memory-limit-GiB", po::value<double>()->value_name("GiB"), "GiB a device may use (replaces its capacity)")
+      ("seed", po::value<std::uint64_t>()->value_name("N")->default_value(1), "planner seed")
+      ("threads", po::value<int>()->value_name("N")->default_value(0, "all cores"), "layouts evaluated at once per process")
+      ("top", po::value<int>()->value_name("N")->default_value(10), "rows of the table")
       ("json", po::bool_switch(), "print {layouts, search} as JSON")
-      ("csv", po::value<std::string>(), "write every layout as CSV to FILE")
-      ("out", po::value<std::string>(), "write the best layout, planned, as a config to FILE")
+      ("csv", po::value<std::string>()->value_name("FILE"), "write every layout as CSV to FILE")
+      ("out", po::value<std::string>()->value_name("FILE"), "write the best layout, planned, as a config to FILE")
       ("quiet", po::bool_switch(), "no progress line on stderr");
   // clang-format on
   po::variables_map vm;

@@ -9,11 +9,11 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <oneapi/tbb/task_arena.h>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <oneapi/tbb/task_arena.h>
 #include <thread>
 
 #include "cli/options.hpp"
@@ -99,8 +99,7 @@ int run_search_mpi(const std::vector<std::string>& args) {
     std::optional<int> stop;
     s = setup_search(args, &stop);
     if (stop) code = *stop == 0 ? -1 : *stop;  // -1: --help, a success that stops here
-    if (s.threads == 0)
-      s.threads = std::max(1, tbb::this_task_arena::max_concurrency() / local);
+    if (s.threads == 0) s.threads = std::max(1, tbb::this_task_arena::max_concurrency() / local);
   } catch (const UsageError& e) {
     error = e.what(), code = 2;
   } catch (const ConfigError& e) {

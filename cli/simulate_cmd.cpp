@@ -24,15 +24,19 @@ int run_simulate(const std::vector<std::string>& args) {
   // clang-format off
   opts.add_options()
       ("json", po::bool_switch(), "print the summary as JSON on stdout instead of a table")
-      ("trace", po::value<std::string>(), "write a Chrome/Perfetto trace (JSON) of the run to FILE")
-      ("svg", po::value<std::string>(),
-       "write an SVG timeline of the run (ops, bubbles, memory) to FILE")
-      ("schedule", po::value<std::string>(),
+      ("trace", po::value<std::string>()->value_name("FILE"),
+       "write a Chrome/Perfetto trace (JSON) of the run to FILE ('-': stdout)")
+      ("svg", po::value<std::string>()->value_name("FILE"),
+       "write an SVG timeline of the run (ops, bubbles, memory per device) to FILE ('-': stdout)")
+      ("memory-svg", po::value<std::string>()->value_name("FILE"),
+       "write every device's memory over time, against its capacity, as SVG to FILE ('-': stdout)")
+      ("schedule", po::value<std::string>()->value_name("NAME"),
        ("schedule to run, overriding training.schedule (" + schedule_names() + ")").c_str())
-      ("schedule-file", po::value<std::string>(),
+      ("schedule-file", po::value<std::string>()->value_name("FILE"),
        "replay the op order in FILE (torch.distributed.pipelining compute-only CSV: one row per "
        "rank, e.g. 0F0,0F1,0I0,0W0); pp becomes the number of rows")
-      ("export-schedule", po::value<std::string>(), "write the schedule that runs to FILE in the same CSV format");
+      ("export-schedule", po::value<std::string>()->value_name("FILE"),
+       "write the schedule that runs to FILE in the same CSV format");
   // clang-format on
   add_override_options(opts, "chunks per device, overriding training.vpp");
   po::variables_map vm;
@@ -44,10 +48,12 @@ int run_simulate(const std::vector<std::string>& args) {
     return *stop;
   const bool json = vm["json"].as<bool>();
   try {
-    const Config config = load_config(vm["config"].as<std::string>());
     api::SimulateRequest request;
     request.overrides = overrides_from(vm);
     if (vm.count("schedule")) request.overrides.schedule = vm["schedule"].as<std::string>();
+    // Overrides (and --set values) go in before the file's checks; prepare_simulation
+    // applies the scalar ones again, which changes nothing.
+    const Config config = load_config(vm["config"].as<std::string>(), request.overrides);
     if (vm.count("schedule-file")) {
       if (vm.count("schedule") || vm.count("pp") || vm.count("vpp") || vm.count("microbatches")) {
         std::cerr << "bmpipe simulate: --schedule-file sets the schedule, pp, vpp and "
@@ -65,39 +71,57 @@ int run_simulate(const std::vector<std::string>& args) {
         throw OutputError(vm["export-schedule"].as<std::string>(), "--export-schedule", e.what());
       }
     }
-    // Optional outputs are opened before the run so that a bad path fails fast.
-    std::ofstream trace_file, svg_file;
+    // Optional outputs are opened before the run so that a bad path fails fast. One of
+    // them may be standard output ("-"); the summary then goes to stderr.
+    int to_stdout = 0;
+    for (const char* option : {"trace", "svg", "memory-svg"})
+      if (vm.count(option) && vm[option].as<std::string>() == "-") ++to_stdout;
+    if (to_stdout > 1)
+      throw UsageError("--trace/--svg/--memory-svg", "only one of them can be '-' (stdout)");
+    std::optional<OutputFile> trace_out, svg_out, memory_out;
     std::optional<ChromeTraceWriter> trace;
     std::optional<TimelineRecorder> recorder;
     if (vm.count("trace")) {
-      open_output(trace_file, vm["trace"].as<std::string>(), "--trace");
-      trace.emplace(trace_file, run.input, run.schedule, trace_labels(*run.experiment, run.plan));
+      trace_out.emplace(vm["trace"].as<std::string>(), "--trace");
+      trace.emplace(trace_out->stream(), run.input, run.schedule,
+                    trace_labels(*run.experiment, run.plan));
     }
-    if (vm.count("svg")) {
-      open_output(svg_file, vm["svg"].as<std::string>(), "--svg");
-      recorder.emplace(run.input, run.schedule, run.schedule.name);
-    }
+    if (vm.count("svg")) svg_out.emplace(vm["svg"].as<std::string>(), "--svg");
+    if (vm.count("memory-svg"))
+      memory_out.emplace(vm["memory-svg"].as<std::string>(), "--memory-svg");
+    if (svg_out || memory_out) recorder.emplace(run.input, run.schedule, run.schedule.name);
     TeeObserver observers({trace ? &*trace : nullptr, recorder ? &*recorder : nullptr});
     const api::SimulationReport report = api::run_prepared(run, observers.get());
     if (trace) {
       trace->finish();
-      close_output(trace_file, vm["trace"].as<std::string>(), "--trace");
+      trace_out->close();
     }
     if (recorder) {
-      write_timeline_svg(svg_file, recorder->take(report.result));
-      close_output(svg_file, vm["svg"].as<std::string>(), "--svg");
+      const Timeline timeline = recorder->take(report.result);
+      if (svg_out) {
+        write_timeline_svg(svg_out->stream(), timeline);
+        svg_out->close();
+      }
+      if (memory_out) {
+        write_memory_svg(memory_out->stream(), timeline);
+        memory_out->close();
+      }
     }
+    std::ostream& summary = to_stdout ? std::cerr : std::cout;
     if (json)
-      std::cout << json_text(report.summary) << "\n";
+      summary << json_text(report.summary) << "\n";
     else
-      std::cout << "bmpipe simulate " << config.file << "\n"
-                << summary_text(report.info, report.result,
-                                report.bubbles ? &*report.bubbles : nullptr);
+      summary << "bmpipe simulate " << config.file << "\n"
+              << summary_text(report.info, report.result,
+                              report.bubbles ? &*report.bubbles : nullptr);
     return report.result.ok ? 0 : 1;
   } catch (const ScheduleFileError& e) {
     std::cerr << e.what() << "\n";
     return 2;
   } catch (const api::RequestError& e) {
+    std::cerr << "bmpipe simulate: " << e.what() << "\n";
+    return 2;
+  } catch (const UsageError& e) {
     std::cerr << "bmpipe simulate: " << e.what() << "\n";
     return 2;
   } catch (const OutputError& e) {

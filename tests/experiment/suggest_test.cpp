@@ -67,5 +67,30 @@ TEST(Suggest, TheCommandLineSuggestsOptionsAndCommands) {
   EXPECT_NE(help.out.find("bmpipe plan CONFIG"), std::string::npos) << help.out;
 }
 
+TEST(Overrides, AnyKeyCanBeSetFromTheCommandLineAndIsChecked) {
+  const std::string k13b = test::examples() + "ascend910b_llama2_13b_analytic.yaml";
+  // tp 4 halves... what tp 2 gives: the JSON says which tp ran through its iteration time
+  // changing; a value the field table refuses names the key and the command line.
+  const test::CliRun bad = test::run_cli("simulate " + k13b + " --tp 3");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("training.tp (from the command line)"), std::string::npos) << bad.err;
+  const test::CliRun maybe =
+      test::run_cli("simulate " + k13b + " --set training.sequence_parallel=maybe");
+  EXPECT_EQ(maybe.code, 2);
+  EXPECT_NE(maybe.err.find("training.sequence_parallel (from the command line)"), std::string::npos)
+      << maybe.err;
+  EXPECT_EQ(test::run_cli("simulate " + k13b + " --set nonsense").code, 2);
+  // Values that load change the run: a partition from the command line.
+  const std::string tiny = test::examples() + "tiny.yaml";
+  const test::CliRun uneven = test::run_cli("simulate " + tiny + " --partition 5,1,1,1 --json");
+  ASSERT_EQ(uneven.code, 0) << uneven.err;
+  // 1F1B, 5 unit layers on stage 0 (F = 2.5 ms, B = 5 ms per micro-batch): stage 0 never
+  // waits, 8 x 7.5 = 60 ms.
+  EXPECT_NE(uneven.out.find("\"iteration_time_ms\": 60.0"), std::string::npos) << uneven.out;
+  const test::CliRun short_list = test::run_cli("simulate " + tiny + " --partition 5,1,1");
+  EXPECT_EQ(short_list.code, 2);
+  EXPECT_NE(short_list.err.find("training.partition"), std::string::npos) << short_list.err;
+}
+
 }  // namespace
 }  // namespace bmpipe

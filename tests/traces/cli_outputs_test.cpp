@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
@@ -104,6 +105,47 @@ TEST(CliOutputs, TraceNamesTheRecomputeModeOfEachStage) {
   EXPECT_EQ(labels[1], (std::set<std::string>{"mixed"}));
   EXPECT_EQ(labels[2], (std::set<std::string>{"none"}));
   EXPECT_EQ(counts, (std::set<std::string>{"none 7, full 1"}));
+}
+
+TEST(CliOutputs, PicturesAndTracesCanGoToStdout) {
+  // '-' writes the picture to stdout; the summary then goes to stderr.
+  const test::CliRun svg = test::run_cli("simulate " + kTiny + " --svg - --json");
+  ASSERT_EQ(svg.code, 0) << svg.err;
+  EXPECT_EQ(svg.out.rfind("<?xml", 0), 0u);
+  EXPECT_NE(svg.out.find("</svg>"), std::string::npos);
+  EXPECT_NE(svg.err.find("\"iteration_time_ms\": 33.0"), std::string::npos) << svg.err;
+  const test::CliRun trace = test::run_cli("simulate " + kTiny + " --trace -");
+  ASSERT_EQ(trace.code, 0) << trace.err;
+  EXPECT_TRUE(nlohmann::json::parse(trace.out).contains("traceEvents"));
+  EXPECT_NE(trace.err.find("iteration time"), std::string::npos);
+  // Two outputs cannot share stdout.
+  const test::CliRun both = test::run_cli("simulate " + kTiny + " --svg - --trace -");
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.err.find("only one"), std::string::npos) << both.err;
+}
+
+TEST(CliOutputs, MemorySvgPlotsEveryRank) {
+  const test::ScratchDir dir;
+  const std::string mem = dir.file("m.svg");
+  const test::CliRun r = test::run_cli("simulate " + kTiny + " --memory-svg " + mem);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string picture = test::slurp(mem);
+  EXPECT_NE(picture.find("</svg>"), std::string::npos);
+  for (int rank = 0; rank < 4; ++rank)
+    EXPECT_NE(picture.find("rank " + std::to_string(rank)), std::string::npos) << rank;
+}
+
+TEST(CliOutputs, ARefusedScheduleIsAResultNotBadInput) {
+  // dualpipe-v needs m >= 2p = 8: with 4 micro-batches it refuses, 1f1b still runs.
+  const test::CliRun r =
+      test::run_cli("compare " + kTiny + " --schedules 1f1b,dualpipe-v --microbatches 4");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("dualpipe-v  REFUSED"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1f1b"), std::string::npos);
+  const test::CliRun svg = test::run_cli("compare " + kTiny + " --schedules 1f1b,gpipe --svg -");
+  ASSERT_EQ(svg.code, 0) << svg.err;
+  EXPECT_EQ(svg.out.rfind("<?xml", 0), 0u);
+  EXPECT_NE(svg.err.find("gpipe"), std::string::npos) << svg.err;
 }
 
 }  // namespace
