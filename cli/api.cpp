@@ -51,7 +51,9 @@ PreparedSimulation prepare_simulation(Config config, const SimulateRequest& requ
 
   PreparedSimulation run;
   run.experiment = prepare(config);
-  run.schedule = from_file ? std::move(*from_file) : make_schedule(*run.experiment);
+  run.schedule = from_file ? std::move(*from_file)
+                           : make_schedule(*run.experiment, config.training.schedule,
+                                           config.training.vpp, nullptr, request.on_candidate);
   run.plan = config_plan(*run.experiment, run.schedule.num_stages);
   run.input = assemble(*run.experiment, run.plan, run.schedule);
   return run;

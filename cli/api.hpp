@@ -64,6 +64,8 @@ struct SimulateRequest {
   /// Replay the op order of this schedule file (schedules/schedule_file.hpp); it decides
   /// pp, vpp and the micro-batches, so it excludes every override.
   std::optional<std::string> schedule_file;
+  /// Called after each candidate zb-auto or zb-v simulates while the schedule is made.
+  std::function<void(int)> on_candidate;
 };
 
 /// Everything a run needs, built before it runs, so that observers (trace, timeline) can

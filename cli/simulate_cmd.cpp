@@ -1,4 +1,8 @@
+#include <unistd.h>
+
 #include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -62,8 +66,23 @@ int run_simulate(const std::vector<std::string>& args) {
       }
       request.schedule_file = vm["schedule-file"].as<std::string>();
     }
+    // zb-auto and zb-v simulate their candidates while the schedule is made: on a
+    // terminal, say how far that has got.
+    const bool live = isatty(STDERR_FILENO);
+    const auto started = std::chrono::steady_clock::now();
+    bool shown = false;
+    if (live)
+      request.on_candidate = [&](int n) {
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        if (s < 0.5) return;  // quick ones stay quiet
+        std::fprintf(stderr, "\rsimulate: %s: %d candidate schedules simulated, %.1f s   ",
+                     config.training.schedule.c_str(), n, s);
+        shown = true;
+      };
     // parse -> prepare -> run -> print
     const api::PreparedSimulation run = api::prepare_simulation(config, request);
+    if (shown) std::fprintf(stderr, "\r%80s\r", "");
     if (vm.count("export-schedule")) {
       try {
         save_schedule_file(run.schedule, vm["export-schedule"].as<std::string>());

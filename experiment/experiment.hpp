@@ -19,6 +19,7 @@
 /// simulated pipeline is the one with dp rank 0 and tp rank 0, so pipeline rank r runs on
 /// physical device r * tp * dp, and its transfers cross the links that device really has.
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -106,8 +107,11 @@ Time tail_time(const Experiment& e, int rank, std::int64_t params);
 /// Builds the schedule `name` (a built-in) with `vpp` chunks where it takes them, for the
 /// plan's costs where the schedule plans with costs (the config's plan when `plan` is
 /// null). Throws ConfigError naming training.schedule for parameters the schedule refuses.
+/// `on_candidate`, when given, is called after each candidate a ranking generator
+/// (zb-auto, zb-v) simulates, with the count so far: a progress hook for long generations.
 Schedule make_schedule(const Experiment& e, std::string_view name, int vpp,
-                       const Plan* plan = nullptr);
+                       const Plan* plan = nullptr,
+                       const std::function<void(int)>& on_candidate = {});
 /// The schedule the config names.
 Schedule make_schedule(const Experiment& e);
 

@@ -30,7 +30,8 @@ ScheduleCosts planning_costs(const Experiment& e, const SimInput& in, const Sche
 
 }  // namespace
 
-Schedule make_schedule(const Experiment& e, std::string_view name, int vpp, const Plan* plan) {
+Schedule make_schedule(const Experiment& e, std::string_view name, int vpp, const Plan* plan,
+                       const std::function<void(int)>& on_candidate) {
   const Config& c = e.config;
   const ScheduleInfo* info = find_schedule(name);
   if (!info)
@@ -50,8 +51,10 @@ Schedule make_schedule(const Experiment& e, std::string_view name, int vpp, cons
       // Candidates are ranked by the engine itself on the real stage costs: every
       // candidate has the same stages and ranks, so one input serves them all.
       if (info->ranks_candidates)
-        params.evaluate = [in](const Schedule& candidate) -> std::optional<std::int64_t> {
+        params.evaluate = [in, on_candidate, count = 0](
+                              const Schedule& candidate) mutable -> std::optional<std::int64_t> {
           const SimResult r = simulate(in, candidate);
+          if (on_candidate) on_candidate(++count);
           if (!r.ok) return std::nullopt;
           return r.iteration_time;
         };
