@@ -398,6 +398,12 @@ void read_training(Reader& rd, const YAML::Node& root, Config& c) {
       t.optimizer.grad_bytes =
           rd.text(g, key + ".grad_dtype", detail::kGradDtypes) == "fp32" ? 4 : 2;
   }
+  if (YAML::Node g = rd.child(n, "training", "grad_accumulation", false); g.IsDefined()) {
+    const std::string mode = rd.text(g, "training.grad_accumulation", detail::kGradAccumulations);
+    t.grad_accumulation = mode == "overwrite" ? GradAccumulation::overwrite
+                          : mode == "add"     ? GradAccumulation::add
+                                              : GradAccumulation::fused;
+  }
   if (YAML::Node rc = rd.child(n, "training", "recompute", false); rc.IsDefined())
     read_recompute(rd, rc, t);
   if (YAML::Node part = rd.child(n, "training", "partition", false); part.IsDefined()) {

@@ -136,6 +136,9 @@ struct TrainingConfig {
   std::string dtype = "bf16";  ///< bf16 or fp16 (2 bytes, tensor-core peak)
   bool sequence_parallel = false;
   OptimizerSettings optimizer;
+  /// How weight gradients reach the buffer; unset: the architecture's default
+  /// (CostSettings::grad_accumulation).
+  std::optional<GradAccumulation> grad_accumulation;
   // Both forms.
   RecomputeSpec recompute;
 

@@ -68,6 +68,8 @@ inline constexpr std::array<std::string_view, 2> kArchitectures{"llama", "gpt"};
 inline constexpr std::array<std::string_view, 2> kDtypes{"bf16", "fp16"};
 inline constexpr std::array<std::string_view, 1> kOptimizers{"adam"};
 inline constexpr std::array<std::string_view, 3> kGradDtypes{"fp32", "bf16", "fp16"};
+/// CostSettings::grad_accumulation, in GradAccumulation's order.
+inline constexpr std::array<std::string_view, 3> kGradAccumulations{"overwrite", "add", "fused"};
 
 // ---- sections ---------------------------------------------------------------------------------
 
@@ -126,6 +128,11 @@ inline constexpr auto kDeviceFields = std::to_array<Field<HardwareSpec>>({
      .slot = &HardwareSpec::matmul_backward_efficiency,
      .range = kFraction,
      .help = "fraction of peak a backward GEMM reaches",
+     .form = Form::compute},
+    {.name = "matmul_weight_grad_efficiency",
+     .slot = &HardwareSpec::matmul_weight_grad_efficiency,
+     .range = kFraction,
+     .help = "fraction of peak a weight-grad GEMM reaches; default matmul_backward_efficiency",
      .form = Form::compute},
     {.name = "attention_efficiency",
      .slot = &HardwareSpec::attention_efficiency,
@@ -322,6 +329,10 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
      .slot = &TrainingConfig::sequence_parallel,
      .form = Form::analytic},
     {.name = "optimizer", .form = Form::analytic},
+    {.name = "grad_accumulation",
+     .help = "how weight gradients reach the buffer; default: llama add, gpt fused",
+     .choices = kGradAccumulations,
+     .form = Form::analytic},
     {.name = "recompute", .help = "a mode, or {default, stages: {s: mode}, layers: {l: mode}}"},
 });
 
@@ -330,6 +341,9 @@ inline constexpr auto kOptimizerFields = std::to_array<Field<OptimizerSettings>>
     {.name = "zero_stage", .slot = &OptimizerSettings::zero_stage, .range = kZeroStage},
     {.name = "master_weights", .slot = &OptimizerSettings::master_weights},
     {.name = "grad_dtype", .help = "gradient buffers", .choices = kGradDtypes},
+    {.name = "overlap_grad_reduce",
+     .slot = &OptimizerSettings::overlap_grad_reduce,
+     .help = "reduce each stage's gradients over dp during the backward"},
 });
 
 inline constexpr auto kRecomputeFields = std::to_array<Field<RecomputeSpec>>({

@@ -141,9 +141,14 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
   out.rank_device.assign(e.rank_device.begin(), e.rank_device.end());
   out.static_bytes.assign(p, e.reserved_bytes);
   out.capacity_bytes.assign(p, e.capacity_bytes);
-  // Parameters per rank are gathered in tail_time's slots, then turned into times.
+  // Parameters per rank are gathered in tail_time's slots, and with overlapped reductions
+  // per stage in grad_reduce_time's, then turned into times.
   const bool analytic = e.analytic.has_value();
+  const bool overlap = analytic && t.optimizer.overlap_grad_reduce;
   out.tail_time.assign(analytic ? p : 0, 0);
+  out.grad_reduce_time.assign(overlap ? num_stages : 0, 0);
+  out.overlap_grad_reduce = overlap;
+  out.tied_reduce.reset();
 
   const int last_layer = e.num_layers() - 1;
   int layer = 0;
@@ -176,13 +181,36 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
       }
       out.static_bytes[rank] += static_bytes;
       if (analytic) out.tail_time[rank] += params;
+      if (overlap) out.grad_reduce_time[s] += params;
     }
     if (!all_retained) cost.weight_grad_retained_bytes = retained;
   }
   if (layer != e.num_layers())
     throw std::invalid_argument("assemble: " + check_plan(e, plan, num_stages));
-  for (int r = 0; r < static_cast<int>(out.tail_time.size()); ++r)
-    out.tail_time[r] = tail_time(e, r, out.tail_time[r]);
+  if (!overlap) {
+    for (int r = 0; r < static_cast<int>(out.tail_time.size()); ++r)
+      out.tail_time[r] = tail_time(e, r, out.tail_time[r]);
+    return;
+  }
+  // Megatron-LM reduces in buckets of at most max(40M, 1M x dp) parameters
+  // (DistributedDataParallelConfig.bucket_size, megatron/core/distributed), each launched
+  // when all its gradients of the last micro-batch are in. Here a stage is one bucket: the
+  // engine knows when a stage's last backward ends, not when each layer's gradients inside
+  // it are done. So a stage's reduction hides only behind the rank's later work (its other
+  // stages' backward, deferred W), not behind the stage's own last backward: the exposed
+  // time is an upper bound, each reduction starting at most one backward op late.
+  for (int s = 0; s < num_stages; ++s)
+    out.grad_reduce_time[s] =
+        stage_grad_reduce_time(e, schedule.stage_rank[s], out.grad_reduce_time[s]);
+  for (int r = 0; r < p; ++r) out.tail_time[r] = optimizer_tail_time(e, r, out.tail_time[r]);
+  // Tied embeddings with more than one stage: the first and the last stage each hold the
+  // matrix and all-reduce its gradient after the dp reduction (Megatron-LM,
+  // finalize_model_grads: _allreduce_word_embedding_grads). One rank holding both (a V
+  // schedule) sums them in place, which costs nothing here.
+  const int first = schedule.stage_rank.front(), last = schedule.stage_rank.back();
+  if (num_stages > 1 && first != last)
+    if (const Time tied = tied_embedding_reduce_time(e, first, last); tied > 0)
+      out.tied_reduce = PairReduction{first, last, tied};
 }
 
 SimInput assemble(const Experiment& e, const Plan& plan, const Schedule& schedule) {
@@ -237,26 +265,71 @@ std::vector<std::string> stage_recompute_counts(const std::vector<StageInfo>& st
   return out;
 }
 
+namespace {
+
+/// Whether the dp group of pipeline rank `rank` (tp rank 0: devices base + j * tp) spans
+/// more than one node.
+bool dp_crosses_nodes(const Experiment& e, int rank) {
+  const Config& c = e.config;
+  const int tp = c.training.tp, dp = e.analytic->dp;
+  const int base = rank * tp * dp, last = base + (dp - 1) * tp;
+  return base / c.cluster.devices_per_node != last / c.cluster.devices_per_node;
+}
+
+/// The dp reduction of `params` gradients: all-reduce, or ZeRO-1's reduce-scatter.
+double grad_reduce_s(const Experiment& e, int rank, std::int64_t params) {
+  const AnalyticCosts& a = *e.analytic;
+  const double grads = static_cast<double>(params) * a.optimizer.grad_bytes;
+  return collective_time_s(
+      a.hardware, a.optimizer.zero_stage >= 1 ? Collective::reduce_scatter : Collective::all_reduce,
+      a.dp, grads, dp_crosses_nodes(e, rank));
+}
+
+/// ZeRO-1's all-gather of the `params` updated parameters.
+double param_gather_s(const Experiment& e, int rank, std::int64_t params) {
+  const AnalyticCosts& a = *e.analytic;
+  return collective_time_s(a.hardware, Collective::all_gather, a.dp,
+                           static_cast<double>(params) * a.settings.dtype_bytes,
+                           dp_crosses_nodes(e, rank));
+}
+
+}  // namespace
+
 Time tail_time(const Experiment& e, int rank, std::int64_t params) {
   if (!e.analytic) return 0;
-  const Config& c = e.config;
   const AnalyticCosts& a = *e.analytic;
-  const int tp = c.training.tp, dp = a.dp;
-  const int bytes = a.settings.dtype_bytes;
-  double seconds = optimizer_step_s(params, bytes, a.optimizer, dp, a.hardware);
-  if (dp > 1) {
-    // The dp group of pipeline rank `rank` (tp rank 0): devices base + j * tp.
-    const int base = rank * tp * dp, last = base + (dp - 1) * tp;
-    const bool crosses = base / c.cluster.devices_per_node != last / c.cluster.devices_per_node;
-    const double grads = static_cast<double>(params) * a.optimizer.grad_bytes;
+  double seconds = optimizer_step_s(params, a.settings.dtype_bytes, a.optimizer, a.dp, a.hardware);
+  if (a.dp > 1) {
     if (a.optimizer.zero_stage >= 1)
-      seconds += collective_time_s(a.hardware, Collective::reduce_scatter, dp, grads, crosses) +
-                 collective_time_s(a.hardware, Collective::all_gather, dp,
-                                   static_cast<double>(params) * bytes, crosses);
+      seconds += grad_reduce_s(e, rank, params) + param_gather_s(e, rank, params);
     else
-      seconds += collective_time_s(a.hardware, Collective::all_reduce, dp, grads, crosses);
+      seconds += grad_reduce_s(e, rank, params);
   }
   return s_to_ns(seconds);
+}
+
+Time stage_grad_reduce_time(const Experiment& e, int rank, std::int64_t params) {
+  if (!e.analytic || e.analytic->dp <= 1) return 0;
+  return s_to_ns(grad_reduce_s(e, rank, params));
+}
+
+Time optimizer_tail_time(const Experiment& e, int rank, std::int64_t params) {
+  if (!e.analytic) return 0;
+  const AnalyticCosts& a = *e.analytic;
+  double seconds = optimizer_step_s(params, a.settings.dtype_bytes, a.optimizer, a.dp, a.hardware);
+  if (a.dp > 1 && a.optimizer.zero_stage >= 1) seconds += param_gather_s(e, rank, params);
+  return s_to_ns(seconds);
+}
+
+Time tied_embedding_reduce_time(const Experiment& e, int rank_a, int rank_b) {
+  if (!e.analytic || rank_a == rank_b) return 0;
+  const AnalyticCosts& a = *e.analytic;
+  // LayerTable::head_copy_params is the last stage's own copy of the matrix: vocab / tp x
+  // hidden when the embeddings are tied, 0 otherwise.
+  const double grads = static_cast<double>(e.layers.head_copy_params) * a.optimizer.grad_bytes;
+  const int dev_a = e.rank_device[rank_a], dev_b = e.rank_device[rank_b];
+  const bool crosses = e.topology->node_of(dev_a) != e.topology->node_of(dev_b);
+  return s_to_ns(collective_time_s(a.hardware, Collective::all_reduce, 2, grads, crosses));
 }
 
 RunInfo make_run_info(const Experiment& e, const Plan& plan, const Schedule& schedule) {

@@ -100,9 +100,28 @@ std::vector<std::string> stage_recompute_labels(const std::vector<StageInfo>& st
 std::vector<std::string> stage_recompute_counts(const std::vector<StageInfo>& stages);
 
 /// End-of-iteration work of pipeline rank `rank` holding `params` parameters of an
-/// analytic model: dp gradient reduction (all-reduce, or reduce-scatter + all-gather with
-/// ZeRO-1, over the links the dp group crosses) and the Adam step. 0 for measured models.
+/// analytic model, as one block after its last op: dp gradient reduction (all-reduce, or
+/// reduce-scatter + all-gather with ZeRO-1, over the links the dp group crosses) and the
+/// Adam step. 0 for measured models. What assemble uses unless
+/// training.optimizer.overlap_grad_reduce is on.
 Time tail_time(const Experiment& e, int rank, std::int64_t params);
+
+/// With overlap_grad_reduce: the dp reduction of one stage's `params` gradients on
+/// pipeline rank `rank` (all-reduce, or ZeRO-1's reduce-scatter), 0 when dp is 1 or the
+/// model is measured; the engine runs it on the rank's comm stream (SimInput::
+/// grad_reduce_time).
+Time stage_grad_reduce_time(const Experiment& e, int rank, std::int64_t params);
+
+/// With overlap_grad_reduce: what stays at the end of rank `rank` holding `params`
+/// parameters after its reductions: the Adam step and, with ZeRO-1, the all-gather of the
+/// updated parameters (Megatron-LM overlaps that with the next iteration's forward only
+/// under --overlap-param-gather, which is not modelled). 0 for measured models.
+Time optimizer_tail_time(const Experiment& e, int rank, std::int64_t params);
+
+/// The tied embedding's gradient all-reduce between pipeline ranks `rank_a` and `rank_b`
+/// (the first and the last stage's): vocab x hidden / tp parameters of gradient dtype over
+/// the link between their devices. 0 unless the model is analytic with tied embeddings.
+Time tied_embedding_reduce_time(const Experiment& e, int rank_a, int rank_b);
 
 /// Builds the schedule `name` (a built-in) with `vpp` chunks where it takes them, for the
 /// plan's costs where the schedule plans with costs (the config's plan when `plan` is

@@ -131,12 +131,13 @@ void check_measured_modes(const Config& c, std::int64_t stages) {
 
 // What one layer costs per micro-batch, as bounds: the most expensive mode it can run in.
 struct Load {
-  long double compute_ns = 0;    // F + I + W + recompute
-  long double activation = 0;    // bytes kept per micro-batch in flight
-  long double static_bytes = 0;  // weights, gradients, optimizer state
-  long double output = 0;        // largest stage output, bytes
-  long double tail_ns = 0;       // end-of-iteration work
-  std::string key;               // the key to blame for the largest compute share
+  long double compute_ns = 0;       // F + I + W + recompute
+  long double activation = 0;       // bytes kept per micro-batch in flight
+  long double static_bytes = 0;     // weights, gradients, optimizer state
+  long double output = 0;           // largest stage output, bytes
+  long double tail_ns = 0;          // end-of-iteration work
+  long double stage_reduce_ns = 0;  // what splitting the dp reduction adds per stage
+  std::string key;                  // the key to blame for the largest compute share
 };
 
 constexpr long double kClock = 4611686018427387904.0L;  // 2^62 ns: room below kNever
@@ -178,6 +179,8 @@ Load analytic_load(const Config& c) {
   st.sequence_parallel = t.sequence_parallel;
   st.dtype_bytes = t.dtype_bytes();
   st.tp_crosses_nodes = t.tp > c.cluster.devices_per_node;
+  st.grad_accumulation = t.grad_accumulation;  // as analytic_costs sets them
+  st.grad_bytes = t.optimizer.grad_bytes;
   const HardwareSpec& hw = *c.device.hardware;
   // The cost model rounds bytes with llround, which has no answer past int64. Its stored
   // tensors are at most 8 bytes per token per column of the widest matrix (the fp32
@@ -235,13 +238,27 @@ Load analytic_load(const Config& c) {
     const int dp = static_cast<int>(device_count(c) / (static_cast<std::int64_t>(t.pp) * t.tp));
     const double step =
         optimizer_step_s(static_cast<std::int64_t>(params), st.dtype_bytes, t.optimizer, 1, hw);
-    const double reduce = dp > 1
-                              ? std::max(collective_time_s(hw, Collective::all_reduce, dp,
-                                                           static_cast<double>(params) * 4, true),
-                                         collective_time_s(hw, Collective::all_reduce, dp,
-                                                           static_cast<double>(params) * 4, false))
-                              : 0.0;
+    // An all-reduce of every gradient over `group` devices on the slower of the links the
+    // cluster has (a link it does not have, e.g. the NIC of a single node, is left unset).
+    const auto all_reduce = [&](int group) {
+      const double bytes = static_cast<double>(params) * 4;
+      double worst = 0;
+      if (c.cluster.nodes > 1)
+        worst = collective_time_s(hw, Collective::all_reduce, group, bytes, true);
+      if (c.cluster.devices_per_node > 1)
+        worst = std::max(worst, collective_time_s(hw, Collective::all_reduce, group, bytes, false));
+      return worst;
+    };
+    const double reduce = dp > 1 ? all_reduce(dp) : 0.0;
     load.tail_ns = (static_cast<long double>(step) + reduce) * 1e9L;
+    if (t.optimizer.overlap_grad_reduce) {
+      // Per-stage reductions pay their latencies once per stage, and the tied embedding's
+      // all-reduce between two ranks moves at most every parameter's gradient once.
+      const long double latency =
+          std::max(c.cluster.intra_node.latency_us, c.cluster.inter_node.latency_us) * 1e3L;
+      load.stage_reduce_ns = 2.0L * std::max(dp, 1) * latency;
+      load.tail_ns += all_reduce(2) * 1e9L;
+    }
     if (!std::isfinite(static_cast<double>(load.tail_ns))) load.tail_ns = kClock * 2;
   }
   return load;
@@ -273,7 +290,7 @@ void check_totals(const Config& c, std::int64_t stages) {
                                              " bytes would take " + count_text(transfer) +
                                              " ns, past the int64 clock (2^62 ns, 146 years)");
   const long double communication = 2.0L * stages * m * transfer;
-  const long double total = compute + communication + load.tail_ns;
+  const long double total = compute + communication + load.tail_ns + stages * load.stage_reduce_ns;
   if (total > kClock) {
     const std::string key = communication > compute ? link_key + ".bandwidth_GBps" : load.key;
     c.fail(key, "one iteration could last up to " + count_text(total) + " ns (compute " +

@@ -20,6 +20,9 @@ AnalyticCosts analytic_costs(const Config& c) {
   // Megatron placement puts a tp group on consecutive devices: it leaves the node only
   // when it is larger than one.
   a.settings.tp_crosses_nodes = t.tp > c.cluster.devices_per_node;
+  a.settings.grad_accumulation = t.grad_accumulation;
+  // The buffer the weight-grad pass accumulates into is the one the optimizer reads.
+  a.settings.grad_bytes = t.optimizer.grad_bytes;
   a.optimizer = t.optimizer;
   a.dp = t.data_parallel(c.cluster.nodes * c.cluster.devices_per_node);
   const ModelShape& m = *c.model.shape;

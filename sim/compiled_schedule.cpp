@@ -1,5 +1,6 @@
 #include "sim/compiled_schedule.hpp"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -149,6 +150,27 @@ void CompiledSchedule::compile() {
       if (never) c.wait[0] = kNeverSlot;
     }
   input_begin_[total] = static_cast<std::uint32_t>(inputs_.size());
+
+  // A stage lives on one rank, so the last op of that rank's list that computes the
+  // stage's weight gradients is the moment they are complete. An I leaves them to its W.
+  std::vector<std::uint32_t> last(S, kNone);
+  for (int r = 0; r < p; ++r)
+    for (std::uint32_t k = 0; k < sch.ops[r].size(); ++k) {
+      const Op& op = sch.ops[r][k];
+      if (op.kind == OpKind::B || op.kind == OpKind::W) last[op.stage] = rank_begin_[r] + k;
+      if (op.kind == OpKind::FB) last[op.stage2] = rank_begin_[r] + k;
+    }
+  grad_done_.clear();
+  for (int s = 0; s < S; ++s)
+    if (last[s] != kNone) grad_done_.push_back(GradDone{last[s], s});
+  std::sort(grad_done_.begin(), grad_done_.end(),
+            [](const GradDone& a, const GradDone& b) { return a.op < b.op; });
+  grad_done_begin_.assign(p + 1, 0);
+  std::uint32_t g = 0;
+  for (int r = 0; r <= p; ++r) {
+    while (g < grad_done_.size() && grad_done_[g].op < rank_begin_[r]) ++g;
+    grad_done_begin_[r] = g;
+  }
 }
 
 }  // namespace bmpipe

@@ -56,6 +56,14 @@ struct CompiledOp {
   std::uint32_t hop[2] = {0, 0};
 };
 
+/// The op after which a stage's weight gradients are complete for the iteration: the last
+/// op of the stage's rank that computes them (W; B, whose W half is inside; or an FB whose
+/// backward half is the stage's). The stage's data-parallel reduction may start there.
+struct GradDone {
+  std::uint32_t op = 0;  ///< flat index
+  std::int32_t stage = 0;
+};
+
 /// An overlapped FB pair's stages: its cost depends on both.
 struct FbPair {
   std::int32_t stage = 0;   ///< forward half
@@ -106,6 +114,12 @@ class CompiledSchedule {
   std::span<const std::uint32_t> cost_uses() const { return cost_uses_; }
   std::span<const std::uint32_t> hop_uses() const { return hop_uses_; }
 
+  /// One entry per stage, ordered by op: so rank by rank, and on a rank in list order,
+  /// which is the order the stages' gradients complete in. grad_done_begin(r) is the
+  /// first entry of rank r; grad_done_begin(num_ranks()) the number of entries.
+  std::span<const GradDone> grad_done() const { return grad_done_; }
+  std::uint32_t grad_done_begin(int rank) const { return grad_done_begin_[rank]; }
+
   /// Flat index of the op holding F(s, m) / the backward (B or I, or an FB's backward
   /// half) of (s, m).
   std::uint32_t forward_op(int stage, int mb) const { return forward_op_[key(stage, mb)]; }
@@ -129,6 +143,8 @@ class CompiledSchedule {
   std::vector<std::uint32_t> hop_uses_;
   std::vector<std::uint32_t> forward_op_;
   std::vector<std::uint32_t> backward_op_;
+  std::vector<GradDone> grad_done_;
+  std::vector<std::uint32_t> grad_done_begin_;  // one more than ranks
   std::uint32_t num_slots_ = kFirstSlot;
 };
 

@@ -12,6 +12,7 @@ namespace {
 
 constexpr std::uint32_t kNoSlot = CompiledSchedule::kNoSlot;
 constexpr std::uint32_t kLocal = CompiledSchedule::kLocal;
+constexpr std::uint32_t kNoOp = 0xffffffffu;  // past every flat index (they stay below 2^32)
 
 // ---- per-run tables: what the input makes of the compiled schedule ------------------------
 
@@ -56,6 +57,7 @@ struct RankTotals {
   std::int64_t activation_peak = 0;
   int inflight = 0;
   int inflight_peak = 0;
+  std::uint32_t grad_next = 0;  // CompiledSchedule::grad_done index of the next to see
 };
 
 bool add(std::int64_t a, std::int64_t b, std::int64_t& out) {
@@ -89,6 +91,19 @@ std::string check_input(const SimInput& in, const CompiledSchedule& cs) {
   if (in.fb_pair_time && *in.fb_pair_time < 0) return "fb_pair_time must not be negative";
   for (Time t : in.tail_time)
     if (t < 0) return "tail_time must not be negative";
+  if (!in.grad_reduce_time.empty() && in.grad_reduce_time.size() != static_cast<std::size_t>(S))
+    return "grad_reduce_time has " + std::to_string(in.grad_reduce_time.size()) + " entries for " +
+           std::to_string(S) + " stages (give one per stage, or none)";
+  for (Time t : in.grad_reduce_time)
+    if (t < 0) return "grad_reduce_time must not be negative";
+  if (const auto& t = in.tied_reduce) {
+    const auto bad = [&](int r) { return r < 0 || static_cast<std::size_t>(r) >= p; };
+    if (bad(t->rank_a) || bad(t->rank_b))
+      return "tied_reduce joins ranks " + std::to_string(t->rank_a) + " and " +
+             std::to_string(t->rank_b) + ", but the schedule has ranks 0 to " +
+             std::to_string(p - 1);
+    if (t->time < 0) return "tied_reduce's time must not be negative";
+  }
   for (std::size_t r = 0; r < p; ++r) {
     const int d = in.rank_device[r];
     const int limit = in.topology ? in.topology->num_devices() : static_cast<int>(p);
@@ -189,8 +204,8 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
           static_cast<std::uint32_t>(std::lower_bound(ids.begin(), ids.end(), link) - ids.begin()));
   }
 
-  // Every time in a run is the end of a chain of ops and transfers, each used at most once,
-  // so the sum of them all bounds every clock reading (tails come after the pipeline).
+  // Every time in a run is the end of a chain of ops, transfers and reductions, each used at
+  // most once, so the sum of them all bounds every clock reading (tails come last).
   std::int64_t total = 0, bytes = 0;
   const auto cost_uses = cs.cost_uses();
   for (std::size_t row = 0; row < t.costs.size(); ++row) {
@@ -203,6 +218,9 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
         !mul_add(total, uses[h], hop_time))
       return kTooLong;
   }
+  for (Time x : in.grad_reduce_time)
+    if (!add(total, x, total)) return kTooLong;
+  if (in.tied_reduce && !add(total, in.tied_reduce->time, total)) return kTooLong;
   Time tail = 0;
   for (Time x : in.tail_time) tail = std::max(tail, x);
   if (!add(total, tail, total)) return kTooLong;
@@ -219,9 +237,14 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
 // input present), and a link's FIFO order is the order of its only sender's list. So the
 // run is the fixpoint of that recurrence, and it is reached by sweeping the ranks, running
 // each as far as its inputs allow, until a sweep runs nothing. No events, no queue.
+//
+// kGrads: also note when each stage's gradients are complete (the end of its
+// CompiledSchedule::grad_done op) in grad_end, indexed like grad_done. A template flag, so
+// that runs without gradient reductions pay nothing for it in the inner loop.
 
+template <bool kGrads>
 void run_data_flow(const CompiledSchedule& cs, const Tables& t, std::vector<RankTotals>& ranks,
-                   std::uint64_t& executed) {
+                   std::uint64_t& executed, Time* grad_end) {
   const auto ops = cs.ops();
   std::vector<Time> slot(cs.num_slots(), kNever);
   slot[CompiledSchedule::kReadySlot] = 0;
@@ -229,6 +252,7 @@ void run_data_flow(const CompiledSchedule& cs, const Tables& t, std::vector<Rank
   const CostRow* const costs = t.costs.data();
   const HopRun* const hops = t.hops.data();
   const std::uint32_t* const links = t.links.data();
+  const GradDone* const grad_done = cs.grad_done().data();
 
   auto deliver = [&](std::uint32_t h, std::uint32_t into, Time when) {
     const HopRun& hop = hops[h];
@@ -242,6 +266,8 @@ void run_data_flow(const CompiledSchedule& cs, const Tables& t, std::vector<Rank
 
   const int p = cs.num_ranks();
   for (int r = 0; r < p; ++r) ranks[r].next = cs.rank_begin(r);
+  if constexpr (kGrads)
+    for (int r = 0; r < p; ++r) ranks[r].grad_next = cs.grad_done_begin(r);
   for (bool progress = true; progress;) {
     progress = false;
     for (int r = 0; r < p; ++r) {
@@ -253,6 +279,9 @@ void run_data_flow(const CompiledSchedule& cs, const Tables& t, std::vector<Rank
       Time free = st.last_end, busy = st.busy, first = st.first_start;
       std::int64_t act = st.activation, peak = st.activation_peak;
       int live = st.inflight, live_peak = st.inflight_peak;
+      [[maybe_unused]] std::uint32_t g = st.grad_next;
+      [[maybe_unused]] const std::uint32_t g_end = kGrads ? cs.grad_done_begin(r + 1) : 0;
+      [[maybe_unused]] std::uint32_t want = kGrads && g < g_end ? grad_done[g].op : kNoOp;
       while (pos < end) {
         const CompiledOp& op = ops[pos];
         const Time ready = std::max(slot[op.wait[0]], slot[op.wait[1]]);
@@ -270,6 +299,13 @@ void run_data_flow(const CompiledSchedule& cs, const Tables& t, std::vector<Rank
         busy += c.duration;
         if (op.send[0] != kNoSlot) deliver(op.hop[0], op.send[0], finish);
         if (op.send[1] != kNoSlot) deliver(op.hop[1], op.send[1], finish);
+        if constexpr (kGrads) {
+          if (pos == want) {
+            grad_end[g] = finish;
+            ++g;
+            want = g < g_end ? grad_done[g].op : kNoOp;
+          }
+        }
         free = finish;
         ++pos;
       }
@@ -284,6 +320,7 @@ void run_data_flow(const CompiledSchedule& cs, const Tables& t, std::vector<Rank
       st.activation_peak = peak;
       st.inflight = live;
       st.inflight_peak = live_peak;
+      if constexpr (kGrads) st.grad_next = g;
     }
   }
 }
@@ -330,6 +367,8 @@ class OrderedEngine {
   void run();
   std::uint64_t executed() const { return executed_; }
   std::uint64_t events() const { return events_; }
+  /// End of the op at flat index `idx` (kNever if it did not run).
+  Time op_end(std::uint32_t idx) const { return times_[idx]; }
 
  private:
   void try_start(int rank);
@@ -544,8 +583,45 @@ std::string unmet(const CompiledSchedule& cs, const std::vector<RankTotals>& ran
   return text;
 }
 
+// The ranks' communication streams after the pipeline has run. `ready` holds, per rank, the
+// end of its pipeline work; it comes back as the start of its tail. Each rank reduces its
+// stages' gradients one after another in the order they completed (grad_end, indexed like
+// CompiledSchedule::grad_done), from their completion when overlapped, else from the end of
+// the rank's pipeline work; then the tied-embedding all-reduce waits for both its ranks.
+// Both engines end here, so they cannot disagree about it.
+void place_reductions(const SimInput& in, const CompiledSchedule& cs,
+                      const std::vector<Time>& grad_end, std::vector<Time>& ready,
+                      std::vector<ReductionRecord>* records) {
+  const auto done = cs.grad_done();
+  if (!in.grad_reduce_time.empty())
+    for (int r = 0; r < cs.num_ranks(); ++r) {
+      Time free = 0;
+      for (std::uint32_t k = cs.grad_done_begin(r); k < cs.grad_done_begin(r + 1); ++k) {
+        const Time duration = in.grad_reduce_time[done[k].stage];
+        if (duration == 0) continue;
+        const Time at = in.overlap_grad_reduce ? grad_end[k] : ready[r];
+        const Time start = std::max(at, free);
+        free = start + duration;
+        if (records) records->push_back(ReductionRecord{r, done[k].stage, -1, at, start, free});
+      }
+      ready[r] = std::max(ready[r], free);
+    }
+  if (in.tied_reduce && in.tied_reduce->time > 0) {
+    const PairReduction& t = *in.tied_reduce;
+    const Time at = std::max(ready[t.rank_a], ready[t.rank_b]);
+    const Time end = at + t.time;
+    ready[t.rank_a] = ready[t.rank_b] = end;
+    if (records) {
+      records->push_back(ReductionRecord{t.rank_a, -1, t.rank_b, at, at, end});
+      if (t.rank_b != t.rank_a)
+        records->push_back(ReductionRecord{t.rank_b, -1, t.rank_a, at, at, end});
+    }
+  }
+}
+
 SimResult collect(const SimInput& in, const CompiledSchedule& cs,
-                  const std::vector<RankTotals>& ranks, std::uint64_t executed) {
+                  const std::vector<RankTotals>& ranks, std::uint64_t executed,
+                  const std::vector<Time>& grad_end, Observer* observer) {
   SimResult r;
   r.ops_executed = executed;
   const Schedule& sch = cs.schedule();
@@ -575,6 +651,11 @@ SimResult collect(const SimInput& in, const CompiledSchedule& cs,
     last = std::max(last, st.last_end);
   }
   if (first == kNever) first = 0;
+  std::vector<Time> ready(p);
+  for (int rank = 0; rank < p; ++rank) ready[rank] = std::max(ranks[rank].last_end, first);
+  std::vector<ReductionRecord> records;
+  place_reductions(in, cs, grad_end, ready, observer ? &records : nullptr);
+  for (const ReductionRecord& rec : records) observer->on_reduction(rec);
   std::int64_t busy_total = 0;
   for (int rank = 0; rank < p; ++rank) {
     const RankTotals& st = ranks[rank];
@@ -584,6 +665,7 @@ SimResult collect(const SimInput& in, const CompiledSchedule& cs,
     d.busy = st.busy;
     d.first_start = st.first_start == kNever ? first : st.first_start;
     d.last_end = st.last_end;
+    d.tail_start = ready[rank];
     d.static_bytes = in.static_bytes.empty() ? 0 : in.static_bytes[rank];
     d.capacity_bytes = in.capacity_bytes.empty() ? 0 : in.capacity_bytes[rank];
     d.peak_activation_bytes = st.activation_peak;
@@ -593,7 +675,7 @@ SimResult collect(const SimInput& in, const CompiledSchedule& cs,
     r.fits = r.fits && d.fits;
     busy_total += st.busy;
     const Time tail = in.tail_time.empty() ? 0 : in.tail_time[rank];
-    iteration_end = std::max(iteration_end, std::max(st.last_end, first) + tail);
+    iteration_end = std::max(iteration_end, ready[rank] + tail);
     r.devices.push_back(d);
   }
   r.pipeline_time = last - first;
@@ -624,15 +706,22 @@ SimResult simulate(const SimInput& input, const CompiledSchedule& schedule, Obse
   }
   std::vector<RankTotals> ranks(schedule.num_ranks());
   std::uint64_t executed = 0, events = 0;
+  // When each stage's gradients are complete; needed only for overlapped reductions.
+  const bool grads = input.overlap_grad_reduce && !input.grad_reduce_time.empty();
+  std::vector<Time> grad_end(grads ? schedule.grad_done().size() : 0, kNever);
   if (observer || tables.shared_links) {
     OrderedEngine engine(schedule, tables, observer, ranks);
     engine.run();
     executed = engine.executed();
     events = engine.events();
+    for (std::size_t k = 0; k < grad_end.size(); ++k)
+      grad_end[k] = engine.op_end(schedule.grad_done()[k].op);
+  } else if (grads) {
+    run_data_flow<true>(schedule, tables, ranks, executed, grad_end.data());
   } else {
-    run_data_flow(schedule, tables, ranks, executed);
+    run_data_flow<false>(schedule, tables, ranks, executed, nullptr);
   }
-  SimResult r = collect(input, schedule, ranks, executed);
+  SimResult r = collect(input, schedule, ranks, executed, grad_end, observer);
   r.events = events;
   return r;
 }

@@ -29,6 +29,19 @@
 ///   at the end of I and the rest at the end of W. This is stage granularity, but the peak
 ///   equals per-layer accounting: a rank runs one op at a time, so between an F's start
 ///   and its end nothing is freed, and the stage total is reached by the F's end anyway.
+/// - End of the iteration. A rank's tail work (SimInput::tail_time: the optimizer step)
+///   follows its last pipeline op. Given per-stage gradient reductions
+///   (grad_reduce_time), the rank first runs them on its own communication stream, one
+///   after another in the order its stages' gradients complete (FIFO), never on the
+///   compute stream: overlapped (overlap_grad_reduce), a stage's reduction starts when
+///   the last op computing its weight gradients ends (its last W, B, or FB holding its
+///   backward), so it hides behind the rank's remaining work; otherwise all start after
+///   the last pipeline op. A tied-embedding all-reduce (tied_reduce) then starts once both
+///   its ranks are that far, and both tails wait for it. The tail starts at
+///   max(last pipeline op, last reduction); iteration_time runs to the latest tail's end.
+///   The reductions do not touch the pipeline: no link time is shared with its transfers
+///   (the dp group's collectives are assumed to have their own bandwidth), so ops and
+///   transfers time the same with or without them.
 /// - An order that cannot complete is not a hang: when nothing is left to run while ops
 ///   remain, the result carries an error and, for every stuck rank, its blocked op and
 ///   what it waits for.
@@ -67,10 +80,10 @@
 ///   the very instant a rank was last woken (0 ns ops and transfers) still wakes it.
 ///
 /// Limits
-/// Every time in a run is the end of a chain of ops and transfers, each used at most once,
-/// so their sum bounds the clock. simulate() checks once per call that this sum (plus the
-/// longest tail) and the sum of all activation and static bytes fit in 63 bits; if not,
-/// the result is an error rather than an overflow.
+/// Every time in a run is the end of a chain of ops, transfers and reductions, each used at
+/// most once, so their sum bounds the clock. simulate() checks once per call that this sum
+/// (plus the longest tail) and the sum of all activation and static bytes fit in 63 bits;
+/// if not, the result is an error rather than an overflow.
 ///
 /// simulate() is pure and re-entrant: all state lives in the call. It may run on many
 /// threads at once with shared inputs.
@@ -106,6 +119,17 @@ struct StageCost {
   Time backward_full() const { return backward_input + backward_weight; }
 };
 
+/// A gradient all-reduce between two ranks after both have reduced their own gradients
+/// over data parallelism: with tied embeddings and pp > 1 the first and the last stage hold
+/// a copy of the word embedding each and sum their gradients (Megatron-LM,
+/// finalize_model_grads: _allreduce_word_embedding_grads runs after finish_grad_sync and
+/// before the optimizer step).
+struct PairReduction {
+  int rank_a = 0;
+  int rank_b = 0;
+  Time time = 0;  ///< 0: none
+};
+
 struct SimInput {
   /// One entry per stage of the schedule.
   std::vector<StageCost> stages;
@@ -115,9 +139,24 @@ struct SimInput {
   std::vector<std::int64_t> static_bytes;
   /// Memory capacity of each rank's device.
   std::vector<std::int64_t> capacity_bytes;
-  /// Work each rank does after its last pipeline op (dp gradient all-reduce, optimizer
-  /// step). Empty means none.
+  /// Work each rank does at the end of the iteration, after its last pipeline op and its
+  /// gradient reductions below (without them: the dp all-reduce and the optimizer step as
+  /// one block). Empty means none.
   std::vector<Time> tail_time;
+  /// Per stage: how long the data-parallel reduction of the stage's weight gradients takes
+  /// (an all-reduce, or ZeRO-1's reduce-scatter); 0 for none. Empty: no stage has one.
+  /// Reductions run on their rank's communication stream, one after another, never on
+  /// the compute stream.
+  std::vector<Time> grad_reduce_time;
+  /// true: a stage's reduction starts as soon as its gradients are complete, i.e. when its
+  /// last weight-gradient op ends (CompiledSchedule::grad_done: its last W, B, or FB with
+  /// its backward half), while the rank goes on with other stages' work (Megatron-LM's
+  /// --overlap-grad-reduce). false: the rank's reductions start after its last pipeline op.
+  /// Either way they run in the order their stages' gradients complete.
+  bool overlap_grad_reduce = false;
+  /// The tied embedding's all-reduce, if any: it starts when both ranks have finished
+  /// their last pipeline op and their reductions, and both ranks' tails wait for it.
+  std::optional<PairReduction> tied_reduce;
   /// The device graph the transfers travel on. Required when any output crosses ranks.
   const Topology* topology = nullptr;
   /// Duration of an overlapped FB pair as a factor of (F + B + recompute) of its halves.
@@ -154,6 +193,16 @@ struct TransferRecord {
   Time end = 0;        ///< data present at the consumer
 };
 
+/// A gradient reduction on a rank's communication stream.
+struct ReductionRecord {
+  int rank = 0;
+  int stage = -1;      ///< whose gradients; -1 for the tied-embedding all-reduce
+  int peer_rank = -1;  ///< the tied-embedding all-reduce's other rank (-1 otherwise)
+  Time ready = 0;      ///< when it could have started: gradients complete, or both ranks done
+  Time start = 0;      ///< when it started (the stream was free)
+  Time end = 0;
+};
+
 /// Receives the run as it happens, in event order. The engine calls it only when one is
 /// given, so tracing costs nothing otherwise; giving one selects the ordered engine.
 class Observer {
@@ -167,6 +216,10 @@ class Observer {
   virtual void on_memory(int rank, Time time, std::int64_t activation_bytes) {
     (void)rank, (void)time, (void)activation_bytes;
   }
+  /// A gradient reduction (SimInput::grad_reduce_time, tied_reduce). These come after
+  /// every op and transfer, once the run is over: rank by rank, each rank's in the order
+  /// they ran, then the tied-embedding all-reduce once for each of its two ranks.
+  virtual void on_reduction(const ReductionRecord& record) { (void)record; }
 };
 
 struct BlockedOp {
@@ -182,6 +235,9 @@ struct DeviceResult {
   Time busy = 0;         ///< sum of op durations
   Time first_start = 0;  ///< start of its first op
   Time last_end = 0;     ///< end of its last pipeline op
+  /// When its tail work (SimInput::tail_time) starts: its last pipeline op's end, or later
+  /// when its gradient reductions end after it.
+  Time tail_start = 0;
   std::int64_t static_bytes = 0;
   std::int64_t peak_activation_bytes = 0;
   std::int64_t peak_bytes = 0;  ///< static + peak activations
@@ -195,9 +251,11 @@ struct SimResult {
   std::string error;
   std::vector<BlockedOp> blocked;  ///< on deadlock, one per stuck rank
   Time pipeline_time = 0;          ///< first op's start to last pipeline op's end
-  Time iteration_time = 0;         ///< pipeline plus each rank's tail work, whichever ends last
-  double bubble_ratio = 0;         ///< 1 - busy device-time / (ranks x pipeline time)
-  bool fits = true;                ///< every rank within its capacity
+  /// First op's start to the end of the last rank's tail work (after its reductions), or
+  /// to the last pipeline op's end if that is later.
+  Time iteration_time = 0;
+  double bubble_ratio = 0;  ///< 1 - busy device-time / (ranks x pipeline time)
+  bool fits = true;         ///< every rank within its capacity
   std::uint64_t ops_executed = 0;
   /// Events the ordered engine took from its queue; 0 when the data-flow engine ran.
   std::uint64_t events = 0;

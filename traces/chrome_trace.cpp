@@ -10,6 +10,8 @@ namespace {
 // Thread ids inside a device's process: compute first, then the comm lanes.
 constexpr int kComputeTid = 0;
 constexpr int kFirstCommTid = 1;
+// The gradient reductions' thread: after every comm lane (a rank opens few of those).
+constexpr int kReduceTid = 1 << 20;
 // Flush the event buffer to the stream once it holds this much.
 constexpr std::size_t kFlushBytes = 1 << 16;
 // Memory counters, one quantity each (Perfetto names the tracks "<name> bytes").
@@ -441,6 +443,37 @@ void ChromeTraceWriter::counter(int rank, Time time, const char* name, std::int6
   buf_ += ",\"args\":{\"bytes\":" + std::to_string(bytes) + "}}";
 }
 
+void ChromeTraceWriter::on_reduction(const ReductionRecord& g) {
+  if (finished_ || g.rank < 0 || static_cast<std::size_t>(g.rank) >= ranks_.size()) return;
+  RankState& st = ranks_[g.rank];
+  const std::string pid = std::to_string(g.rank), tid = std::to_string(kReduceTid);
+  if (st.reduce_end < 0) {
+    begin_event();
+    buf_ += "\"ph\":\"M\",\"pid\":" + pid + ",\"tid\":" + tid +
+            ",\"name\":\"thread_name\",\"args\":{\"name\":\"grad reduce\"}}";
+    begin_event();
+    buf_ += "\"ph\":\"M\",\"pid\":" + pid + ",\"tid\":" + tid +
+            ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" + tid + "}}";
+  }
+  st.reduce_end = std::max(st.reduce_end, g.end);
+  begin_event();
+  buf_ += "\"ph\":\"X\",\"cat\":\"reduce\",\"name\":\"";
+  buf_ += g.stage >= 0 ? "dp reduce stage " + std::to_string(g.stage) : "tied embedding all-reduce";
+  buf_ += "\",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":";
+  append_us(g.start);
+  buf_ += ",\"dur\":";
+  append_us(g.end - g.start);
+  buf_ += ",\"args\":{";
+  if (g.stage >= 0)
+    buf_ += "\"stage\":" + std::to_string(g.stage);
+  else
+    buf_ += "\"peer_rank\":" + std::to_string(g.peer_rank);
+  buf_ += ",\"ready_us\":";
+  append_us(g.ready);
+  buf_ += "}}";
+  flush_if_large();
+}
+
 void ChromeTraceWriter::finish() {
   if (finished_) return;
   bool complete = true;
@@ -453,24 +486,30 @@ void ChromeTraceWriter::finish() {
   auto tail_of = [&](std::size_t r) {
     return r < input_.tail_time.size() ? input_.tail_time[r] : 0;
   };
+  // A rank's tail waits for its gradient reductions (SimInput::grad_reduce_time).
+  auto tail_start = [&](std::size_t r) {
+    return std::max(ranks_[r].last_end, ranks_[r].reduce_end);
+  };
   Time iteration_end = pipeline_end;
   for (std::size_t r = 0; r < ranks_.size(); ++r)
-    iteration_end = std::max(iteration_end, ranks_[r].last_end + tail_of(r));
+    iteration_end = std::max(iteration_end, tail_start(r) + tail_of(r));
 
   for (std::size_t r = 0; r < ranks_.size() && complete; ++r) {
     const RankState& st = ranks_[r];
-    const Time tail = tail_of(r);
+    const Time tail = tail_of(r), start = tail_start(r);
+    const int rank = static_cast<int>(r);
+    write_bubble(rank, st.last_end, start, "waiting for gradient reduction", "");
     if (tail > 0) {
       begin_event();
-      buf_ += "\"ph\":\"X\",\"cat\":\"tail\",\"name\":\"dp all-reduce + optimizer\",\"pid\":" +
-              std::to_string(r) + ",\"tid\":0,\"ts\":";
-      append_us(st.last_end);
+      buf_ += "\"ph\":\"X\",\"cat\":\"tail\",\"name\":\"";
+      buf_ += input_.grad_reduce_time.empty() ? "dp all-reduce + optimizer" : "optimizer";
+      buf_ += "\",\"pid\":" + std::to_string(r) + ",\"tid\":0,\"ts\":";
+      append_us(start);
       buf_ += ",\"dur\":";
       append_us(tail);
       buf_ += "}";
     }
-    const Time free = st.last_end + tail;
-    const int rank = static_cast<int>(r);
+    const Time free = start + tail;
     write_bubble(rank, free, pipeline_end, "cool-down", "");
     write_bubble(rank, std::max(free, pipeline_end), iteration_end, "dp all-reduce/optimizer", "");
   }

@@ -17,15 +17,21 @@
 ///     "waiting for input from stage s on device d"  the producer had not finished
 ///     "waiting for transfer"                     the producer had finished; data in flight
 ///     "cool-down"                                after the device's last op
+///     "waiting for gradient reduction"           its last op is done, its reductions are not
 ///     "dp all-reduce/optimizer"                  waiting for other devices' tail work
 ///   A gap whose producer finished part-way is split into an input wait and a transfer
 ///   wait at the producer's end. The device's own tail work (SimInput::tail_time) is a
-///   slice "dp all-reduce + optimizer". Ops, bubbles and tail tile [0, iteration time]
+///   slice "dp all-reduce + optimizer", or "optimizer" when the dp reduction ran per stage
+///   (SimInput::grad_reduce_time). Ops, bubbles and tail tile [0, iteration time]
 ///   exactly; with no tail work that is [0, pipeline time].
 /// - threads "comm", "comm 2", ...: the point-to-point transfers this device sends, from
 ///   the links being acquired to the data arriving. Transfers overlap (latency), and
 ///   Perfetto only accepts perfectly nested slices on one thread, so each transfer goes on
 ///   the first comm lane that is free by then; lanes never hold overlapping slices.
+/// - thread "grad reduce", when the run has per-stage gradient reductions: each stage's
+///   dp reduction ("dp reduce stage s", args ready_us: when its gradients were complete)
+///   and the tied-embedding all-reduce ("tied embedding all-reduce", args peer_rank). A
+///   rank runs them one after another, so they never overlap on the thread.
 /// - flow arrows (ph "s" / "f", id = transfer id) from the producing op to the consuming
 ///   op, both bound to their enclosing compute slices. A flow is written when its consumer
 ///   runs, so every flow in the file has both ends.
@@ -78,6 +84,7 @@ class ChromeTraceWriter final : public Observer {
   void on_op(const OpRecord& record) override;
   void on_transfer(const TransferRecord& record) override;
   void on_memory(int rank, Time time, std::int64_t activation_bytes) override;
+  void on_reduction(const ReductionRecord& record) override;
 
   /// Writes what needs the whole run (trailing bubbles, tail work, peak markers), closes
   /// the JSON and flushes. Call once after simulate() returns; the destructor calls it if
@@ -92,7 +99,8 @@ class ChromeTraceWriter final : public Observer {
     std::int64_t peak_total = -1;
     std::int64_t peak_activation = 0;
     Time peak_time = 0;
-    std::vector<Time> lane_free;                   ///< per comm lane: when its last transfer ends
+    Time reduce_end = -1;         ///< end of its last gradient reduction; -1: it had none
+    std::vector<Time> lane_free;  ///< per comm lane: when its last transfer ends
     std::vector<std::int32_t> sent_by_current_op;  ///< transfer ids awaiting their producer's on_op
   };
   /// A transfer between its placement and the end of the op that consumes it.

@@ -137,6 +137,9 @@ struct OptimizerSettings {
   int zero_stage = 0;          ///< 0: replicated; 1: optimizer state sharded over dp
   bool master_weights = true;  ///< fp32 copy of the weights (mixed precision)
   int grad_bytes = 4;          ///< gradient buffer dtype: 4 (fp32, Megatron's main_grad) or 2
+  /// Reduce each stage's gradients over dp while the backward goes on (Megatron-LM's
+  /// --overlap-grad-reduce; off by default there too) instead of in one block at the end.
+  bool overlap_grad_reduce = false;
 };
 
 /// Static bytes (weights, gradients, Adam m and v, master weights) of `params` parameters

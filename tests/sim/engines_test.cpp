@@ -1,7 +1,8 @@
 // simulate() has two engines (sim/simulate.hpp, "Two engines, one result"): the data-flow
 // sweep when nothing can tell the event order, the ordered event queue when an observer
 // listens or ranks share a link. Whichever runs, the result is the same; this checks it on
-// every built-in schedule over topologies that exercise both, and on orders that deadlock.
+// every built-in schedule over topologies that exercise both, and on orders that deadlock,
+// with and without gradient reductions at the end of the iteration.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -21,8 +22,8 @@ std::string describe(const SimResult& r) {
     s << b.rank << ' ' << b.position << ' ' << to_string(b.op) << ' ' << b.waiting_for << '\n';
   for (const DeviceResult& d : r.devices)
     s << d.rank << ' ' << d.device << ' ' << d.busy << ' ' << d.first_start << ' ' << d.last_end
-      << ' ' << d.static_bytes << ' ' << d.peak_activation_bytes << ' ' << d.peak_bytes << ' '
-      << d.capacity_bytes << ' ' << d.peak_inflight << ' ' << d.fits << '\n';
+      << ' ' << d.tail_start << ' ' << d.static_bytes << ' ' << d.peak_activation_bytes << ' '
+      << d.peak_bytes << ' ' << d.capacity_bytes << ' ' << d.peak_inflight << ' ' << d.fits << '\n';
   return s.str();
 }
 
@@ -46,6 +47,16 @@ SimInput random_input(const Schedule& sch, const Topology& topo, std::mt19937& r
   in.static_bytes.assign(sch.num_ranks, 5000);
   in.capacity_bytes.assign(sch.num_ranks, 9000);
   for (int r = 0; r < sch.num_ranks; ++r) in.tail_time.push_back(rng() % 5000);
+  // Gradient reductions in two of three runs, overlapped in half of those, a tied
+  // all-reduce between the first and the last stage's ranks in half.
+  if (rng() % 3 != 0) {
+    for (int s = 0; s < sch.num_stages; ++s)
+      in.grad_reduce_time.push_back(rng() % 4 == 0 ? 0 : rng() % 20000);
+    in.overlap_grad_reduce = rng() % 2 == 0;
+    if (rng() % 2)
+      in.tied_reduce =
+          PairReduction{sch.stage_rank.front(), sch.stage_rank.back(), Time(rng() % 3000)};
+  }
   return in;
 }
 

@@ -264,6 +264,64 @@ TEST(ChromeTrace, TailWorkAndItsBubble) {
   EXPECT_EQ(tails, 2);
 }
 
+// Two ranks holding two stages each (0 and 2 on rank 0, 1 and 3 on rank 1), one
+// micro-batch, F = I = W = 1 ms: rank 0 runs F0 F2 B2 B0 ending at 8 and 12 ms, rank 1
+// F1 F3 B3 B1 ending at 6 and 10 ms (tests/sim/grad_reduce_test.cpp works it through).
+TEST(ChromeTrace, GradientReductionsOnTheirThreadThenTheTail) {
+  Schedule sch;
+  sch.name = "two-chunks";
+  sch.num_ranks = 2;
+  sch.num_stages = 4;
+  sch.num_microbatches = 1;
+  sch.stage_rank = {0, 1, 0, 1};
+  sch.ops = {{Op::f(0, 0), Op::f(2, 0), Op::b(2, 0), Op::b(0, 0)},
+             {Op::f(1, 0), Op::f(3, 0), Op::b(3, 0), Op::b(1, 0)}};
+  const auto topo = test::node(2);
+  SimInput in = test::uniform(sch, *topo, 1 * kMs, 1 * kMs, 1 * kMs);
+  in.grad_reduce_time = {3 * kMs, 1 * kMs, 5 * kMs, 6 * kMs};
+  in.overlap_grad_reduce = true;
+  in.tied_reduce = PairReduction{0, 1, 4 * kMs};
+  in.tail_time = {1 * kMs, 2 * kMs};
+  SimResult r;
+  const ParsedTrace t = check_trace_invariants(trace_of(in, sch, &r), sch, r);
+  ASSERT_EQ(r.iteration_time, 22 * kMs);
+  // Rank 0: stage 2 [8, 13], stage 0 [13, 16]; rank 1: stage 3 [6, 12], stage 1 [12, 13];
+  // the tied all-reduce waits for both, [16, 20].
+  const std::map<int, std::vector<std::tuple<std::string, Time, Time>>> want = {
+      {0,
+       {{"dp reduce stage 2", 8, 13},
+        {"dp reduce stage 0", 13, 16},
+        {"tied embedding all-reduce", 16, 20}}},
+      {1,
+       {{"dp reduce stage 3", 6, 12},
+        {"dp reduce stage 1", 12, 13},
+        {"tied embedding all-reduce", 16, 20}}}};
+  for (const auto& [rank, slices] : want) {
+    const auto& got = t.threads.at({rank, 1 << 20});
+    ASSERT_EQ(got.size(), slices.size()) << rank;
+    for (std::size_t k = 0; k < slices.size(); ++k) {
+      EXPECT_EQ(got[k].cat, "reduce");
+      EXPECT_EQ(got[k].name, std::get<0>(slices[k]));
+      EXPECT_EQ(got[k].start, std::get<1>(slices[k]) * kMs);
+      EXPECT_EQ(got[k].end, std::get<2>(slices[k]) * kMs);
+    }
+  }
+  // The compute thread waits for the reductions, then runs the optimizer step.
+  const auto find = [&](int rank, const std::string& cat) {
+    for (const auto& s : t.threads.at({rank, 0}))
+      if (s.cat == cat && (cat != "bubble" || s.args["cause"] == "waiting for gradient reduction"))
+        return s;
+    ADD_FAILURE() << "no " << cat << " on rank " << rank;
+    return test::Slice{};
+  };
+  EXPECT_EQ(find(0, "bubble").start, 12 * kMs);
+  EXPECT_EQ(find(0, "bubble").end, 20 * kMs);
+  EXPECT_EQ(find(1, "bubble").start, 10 * kMs);
+  EXPECT_EQ(find(0, "tail").name, "optimizer");
+  EXPECT_EQ(find(0, "tail").start, 20 * kMs);
+  EXPECT_EQ(find(1, "tail").end, 22 * kMs);
+}
+
 TEST(ChromeTrace, SameInputGivesIdenticalBytes) {
   const Schedule sch = make_1f1b(ScheduleParams{4, 16, 1});
   const auto topo = test::node(4, 50, 10);

@@ -96,6 +96,7 @@ inline ParsedTrace check_trace_invariants(const std::string& text, const Schedul
         const std::string cause = s.args.at("cause");
         const bool known = cause == "warm-up" || cause == "cool-down" ||
                            cause == "waiting for transfer" || cause == "dp all-reduce/optimizer" ||
+                           cause == "waiting for gradient reduction" ||
                            cause.rfind("waiting for input from stage ", 0) == 0;
         EXPECT_TRUE(known) << cause;
       }
