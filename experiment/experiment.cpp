@@ -141,12 +141,13 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
   out.rank_device.assign(e.rank_device.begin(), e.rank_device.end());
   out.static_bytes.assign(p, e.reserved_bytes);
   out.capacity_bytes.assign(p, e.capacity_bytes);
-  // Parameters per rank are gathered in tail_time's slots, and with overlapped reductions
-  // per stage in grad_reduce_time's, then turned into times.
+  // Parameters per rank are gathered in tail_time's slots, then turned into times; with
+  // overlapped reductions each stage's buckets are built below.
   const bool analytic = e.analytic.has_value();
   const bool overlap = analytic && t.optimizer.overlap_grad_reduce;
   out.tail_time.assign(analytic ? p : 0, 0);
-  out.grad_reduce_time.assign(overlap ? num_stages : 0, 0);
+  out.grad_reduce_time.clear();
+  out.grad_buckets.clear();
   out.overlap_grad_reduce = overlap;
   out.tied_reduce.reset();
 
@@ -181,7 +182,6 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
       }
       out.static_bytes[rank] += static_bytes;
       if (analytic) out.tail_time[rank] += params;
-      if (overlap) out.grad_reduce_time[s] += params;
     }
     if (!all_retained) cost.weight_grad_retained_bytes = retained;
   }
@@ -192,16 +192,49 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
       out.tail_time[r] = tail_time(e, r, out.tail_time[r]);
     return;
   }
-  // Megatron-LM reduces in buckets of at most max(40M, 1M x dp) parameters
-  // (DistributedDataParallelConfig.bucket_size, megatron/core/distributed), each launched
-  // when all its gradients of the last micro-batch are in. Here a stage is one bucket: the
-  // engine knows when a stage's last backward ends, not when each layer's gradients inside
-  // it are done. So a stage's reduction hides only behind the rank's later work (its other
-  // stages' backward, deferred W), not behind the stage's own last backward: the exposed
-  // time is an upper bound, each reduction starting at most one backward op late.
-  for (int s = 0; s < num_stages; ++s)
-    out.grad_reduce_time[s] =
-        stage_grad_reduce_time(e, schedule.stage_rank[s], out.grad_reduce_time[s]);
+  // Megatron-LM reduces in buckets of max(40M, 1M x dp) parameters
+  // (DistributedDataParallelConfig.bucket_size, megatron/core/distributed), filled in the
+  // order the backward produces gradients (a stage's last layer first) and each launched
+  // when all its gradients of the last micro-batch are in. Here a bucket is a run of whole
+  // layers from the end of the stage, closed once it holds bucket_size parameters; it is
+  // ready when the stage's last weight-gradient op has processed its first layer: a B (or
+  // an FB's backward) walks the layers last to first in proportion to their input-grad +
+  // weight-grad + recompute time, a W in proportion to their weight-grad time.
+  const std::int64_t bucket_size =
+      std::max<std::int64_t>(40'000'000, std::int64_t{1'000'000} * e.analytic->dp);
+  out.grad_reduce_time.clear();
+  out.grad_buckets.assign(num_stages, {});
+  for (int s = 0, first = 0; s < num_stages; first += plan.partition[s], ++s) {
+    const int n = plan.partition[s];
+    double total_b = 0, total_w = 0;
+    for (int l = first; l < first + n; ++l) {
+      const LayerRow& row = e.layers.layers[l];
+      total_b += static_cast<double>(row.backward_input + row.backward_weight +
+                                     row.modes[plan.recompute[l]]->recompute);
+      total_w += static_cast<double>(row.backward_weight);
+    }
+    double done_b = 0, done_w = 0;
+    std::int64_t params = 0;
+    for (int l = first + n - 1; l >= first; --l) {
+      const LayerRow& row = e.layers.layers[l];
+      done_b += static_cast<double>(row.backward_input + row.backward_weight +
+                                    row.modes[plan.recompute[l]]->recompute);
+      done_w += static_cast<double>(row.backward_weight);
+      params +=
+          row.param_count + (l == last_layer && num_stages > 1 ? e.layers.head_copy_params : 0);
+      if (params >= bucket_size || l == first) {
+        const Time time = stage_grad_reduce_time(e, schedule.stage_rank[s], params);
+        out.grad_buckets[s].push_back(GradBucket{time, total_b > 0 ? done_b / total_b : 1.0,
+                                                 total_w > 0 ? done_w / total_w : 1.0});
+        params = 0;
+      }
+    }
+    // The bucket holding the stage's first layer closes with the op: exactly 1.
+    if (!out.grad_buckets[s].empty()) {
+      out.grad_buckets[s].back().ready_b = 1.0;
+      out.grad_buckets[s].back().ready_w = 1.0;
+    }
+  }
   for (int r = 0; r < p; ++r) out.tail_time[r] = optimizer_tail_time(e, r, out.tail_time[r]);
   // Tied embeddings with more than one stage: the first and the last stage each hold the
   // matrix and all-reduce its gradient after the dp reduction (Megatron-LM,

@@ -96,6 +96,13 @@ std::string check_input(const SimInput& in, const CompiledSchedule& cs) {
            std::to_string(S) + " stages (give one per stage, or none)";
   for (Time t : in.grad_reduce_time)
     if (t < 0) return "grad_reduce_time must not be negative";
+  if (!in.grad_buckets.empty() && in.grad_buckets.size() != static_cast<std::size_t>(S))
+    return "grad_buckets has " + std::to_string(in.grad_buckets.size()) + " entries for " +
+           std::to_string(S) + " stages (give one list per stage, or none)";
+  for (const auto& stage : in.grad_buckets)
+    for (const GradBucket& b : stage)
+      if (b.time < 0 || !(b.ready_b >= 0 && b.ready_b <= 1) || !(b.ready_w >= 0 && b.ready_w <= 1))
+        return "a gradient bucket needs a time of at least 0 and ready fractions in [0, 1]";
   if (const auto& t = in.tied_reduce) {
     const auto bad = [&](int r) { return r < 0 || static_cast<std::size_t>(r) >= p; };
     if (bad(t->rank_a) || bad(t->rank_b))
@@ -220,6 +227,9 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
   }
   for (Time x : in.grad_reduce_time)
     if (!add(total, x, total)) return kTooLong;
+  for (const auto& stage : in.grad_buckets)
+    for (const GradBucket& b : stage)
+      if (!add(total, b.time, total)) return kTooLong;
   if (in.tied_reduce && !add(total, in.tied_reduce->time, total)) return kTooLong;
   Time tail = 0;
   for (Time x : in.tail_time) tail = std::max(tail, x);
@@ -590,19 +600,45 @@ std::string unmet(const CompiledSchedule& cs, const std::vector<RankTotals>& ran
 // the rank's pipeline work; then the tied-embedding all-reduce waits for both its ranks.
 // Both engines end here, so they cannot disagree about it.
 void place_reductions(const SimInput& in, const CompiledSchedule& cs,
-                      const std::vector<Time>& grad_end, std::vector<Time>& ready,
-                      std::vector<ReductionRecord>* records) {
+                      const std::vector<Time>& grad_end, const std::vector<Time>& grad_start,
+                      std::vector<Time>& ready, std::vector<ReductionRecord>* records) {
   const auto done = cs.grad_done();
-  if (!in.grad_reduce_time.empty())
+  const int S = cs.num_stages();
+  struct Pending {
+    Time at;
+    int stage;
+    Time duration;
+  };
+  std::vector<Pending> pending;
+  if (!in.grad_reduce_time.empty() || !in.grad_buckets.empty())
     for (int r = 0; r < cs.num_ranks(); ++r) {
-      Time free = 0;
+      pending.clear();
       for (std::uint32_t k = cs.grad_done_begin(r); k < cs.grad_done_begin(r + 1); ++k) {
-        const Time duration = in.grad_reduce_time[done[k].stage];
-        if (duration == 0) continue;
-        const Time at = in.overlap_grad_reduce ? grad_end[k] : ready[r];
-        const Time start = std::max(at, free);
-        free = start + duration;
-        if (records) records->push_back(ReductionRecord{r, done[k].stage, -1, at, start, free});
+        const int s = done[k].stage;
+        const Time end = in.overlap_grad_reduce ? grad_end[k] : ready[r];
+        if (!in.grad_buckets.empty() && !in.grad_buckets[s].empty()) {
+          // A bucket is ready part-way through the stage's last weight-gradient op.
+          const Time start = in.overlap_grad_reduce ? grad_start[k] : ready[r];
+          const bool w = cs.ops()[done[k].op].cost / static_cast<std::uint32_t>(S) == 3;
+          for (const GradBucket& b : in.grad_buckets[s]) {
+            if (b.time == 0) continue;
+            const double f = w ? b.ready_w : b.ready_b;
+            const Time at =
+                start + static_cast<Time>(std::llround(f * static_cast<double>(end - start)));
+            pending.push_back(Pending{at, s, b.time});
+          }
+        } else if (!in.grad_reduce_time.empty() && in.grad_reduce_time[s] > 0) {
+          pending.push_back(Pending{end, s, in.grad_reduce_time[s]});
+        }
+      }
+      // First come, first served; at equal times in the order the stages completed.
+      std::stable_sort(pending.begin(), pending.end(),
+                       [](const Pending& a, const Pending& b) { return a.at < b.at; });
+      Time free = 0;
+      for (const Pending& g : pending) {
+        const Time start = std::max(g.at, free);
+        free = start + g.duration;
+        if (records) records->push_back(ReductionRecord{r, g.stage, -1, g.at, start, free});
       }
       ready[r] = std::max(ready[r], free);
     }
@@ -621,7 +657,8 @@ void place_reductions(const SimInput& in, const CompiledSchedule& cs,
 
 SimResult collect(const SimInput& in, const CompiledSchedule& cs,
                   const std::vector<RankTotals>& ranks, std::uint64_t executed,
-                  const std::vector<Time>& grad_end, Observer* observer) {
+                  const std::vector<Time>& grad_end, const std::vector<Time>& grad_start,
+                  Observer* observer) {
   SimResult r;
   r.ops_executed = executed;
   const Schedule& sch = cs.schedule();
@@ -654,7 +691,7 @@ SimResult collect(const SimInput& in, const CompiledSchedule& cs,
   std::vector<Time> ready(p);
   for (int rank = 0; rank < p; ++rank) ready[rank] = std::max(ranks[rank].last_end, first);
   std::vector<ReductionRecord> records;
-  place_reductions(in, cs, grad_end, ready, observer ? &records : nullptr);
+  place_reductions(in, cs, grad_end, grad_start, ready, observer ? &records : nullptr);
   for (const ReductionRecord& rec : records) observer->on_reduction(rec);
   std::int64_t busy_total = 0;
   for (int rank = 0; rank < p; ++rank) {
@@ -707,7 +744,8 @@ SimResult simulate(const SimInput& input, const CompiledSchedule& schedule, Obse
   std::vector<RankTotals> ranks(schedule.num_ranks());
   std::uint64_t executed = 0, events = 0;
   // When each stage's gradients are complete; needed only for overlapped reductions.
-  const bool grads = input.overlap_grad_reduce && !input.grad_reduce_time.empty();
+  const bool grads =
+      input.overlap_grad_reduce && (!input.grad_reduce_time.empty() || !input.grad_buckets.empty());
   std::vector<Time> grad_end(grads ? schedule.grad_done().size() : 0, kNever);
   if (observer || tables.shared_links) {
     OrderedEngine engine(schedule, tables, observer, ranks);
@@ -721,7 +759,12 @@ SimResult simulate(const SimInput& input, const CompiledSchedule& schedule, Obse
   } else {
     run_data_flow<false>(schedule, tables, ranks, executed, nullptr);
   }
-  SimResult r = collect(input, schedule, ranks, executed, grad_end, observer);
+  // And when the op that completes them started: buckets become ready part-way through it.
+  std::vector<Time> grad_start(grad_end.size());
+  for (std::size_t k = 0; k < grad_end.size(); ++k)
+    grad_start[k] =
+        grad_end[k] - tables.costs[schedule.ops()[schedule.grad_done()[k].op].cost].duration;
+  SimResult r = collect(input, schedule, ranks, executed, grad_end, grad_start, observer);
   r.events = events;
   return r;
 }

@@ -130,6 +130,16 @@ struct PairReduction {
   Time time = 0;  ///< 0: none
 };
 
+/// Part of a stage's gradient reduction that may start before the stage's last
+/// weight-gradient op ends: a backward runs the stage's layers last to first, so the last
+/// layers' gradients are complete early in that op (Megatron-LM launches a bucket's
+/// reduction as soon as its gradients of the last micro-batch are in).
+struct GradBucket {
+  Time time = 0;         ///< its reduction
+  double ready_b = 1.0;  ///< fraction of a B (or an FB's backward half) elapsed when ready
+  double ready_w = 1.0;  ///< fraction of a W elapsed when ready
+};
+
 struct SimInput {
   /// One entry per stage of the schedule.
   std::vector<StageCost> stages;
@@ -154,6 +164,10 @@ struct SimInput {
   /// --overlap-grad-reduce). false: the rank's reductions start after its last pipeline op.
   /// Either way they run in the order their stages' gradients complete.
   bool overlap_grad_reduce = false;
+  /// Per stage, when not empty: the stage's reduction as buckets (GradBucket), in place of
+  /// its grad_reduce_time entry; with overlap_grad_reduce each bucket starts once its
+  /// fraction of the stage's last weight-gradient op has elapsed.
+  std::vector<std::vector<GradBucket>> grad_buckets;
   /// The tied embedding's all-reduce, if any: it starts when both ranks have finished
   /// their last pipeline op and their reductions, and both ranks' tails wait for it.
   std::optional<PairReduction> tied_reduce;

@@ -87,25 +87,60 @@ TEST(GradOverlap, OffByDefaultKeepsTheSingleBlockTail) {
   }
 }
 
-TEST(GradOverlap, StageReductionsAreTheCollectiveOfTheirGradients) {
+// The layers of stage s (the embedding folded into layer 0, the head and its tied copy into
+// the last layer).
+std::vector<std::int64_t> layer_params(const Outcome& r, int s) {
+  const Plan plan = config_plan(*r.e, r.schedule.num_stages);
+  int first = 0;
+  for (int k = 0; k < s; ++k) first += plan.partition[k];
+  std::vector<std::int64_t> out;
+  for (int l = first; l < first + plan.partition[s]; ++l)
+    out.push_back(r.e->layers.layers[l].param_count +
+                  (l == r.e->num_layers() - 1 ? r.e->layers.head_copy_params : 0));
+  return out;
+}
+
+Time bucket_total(const SimInput& in, int s) {
+  Time t = 0;
+  for (const GradBucket& b : in.grad_buckets[s]) t += b.time;
+  return t;
+}
+
+TEST(GradOverlap, BucketsAreWholeLayersOfAtLeastFortyMillionParameters) {
+  // Each decoder layer here holds 4 x 2048^2 + 3 x 2048 x 5632 = 51.4M parameters, above
+  // Megatron-LM's 40M bucket: one bucket per layer, last layer first, the stage's first
+  // layer closing with the op (ready 1). A B walks the layers last to first, so the k-th
+  // bucket of an n-layer stage of equal layers is ready at (k + 1) / n of it.
   const Outcome on = run(config(kOverlap));
-  ASSERT_EQ(on.input.grad_reduce_time.size(), 8u);
-  EXPECT_TRUE(on.input.overlap_grad_reduce);
+  ASSERT_EQ(on.input.grad_buckets.size(), 8u);
+  EXPECT_TRUE(on.input.grad_reduce_time.empty());
   const HardwareSpec& hw = on.e->analytic->hardware;
   const double bw = hw.intra_node.bandwidth_GBps * 1e9 * hw.collective_efficiency;
-  const std::vector<std::int64_t> params = stage_params(on);
   for (int s = 0; s < 8; ++s) {
-    // dp 2 on one node: an all-reduce moves the fp32 gradients once, in 2 latency steps.
-    const double seconds = 4.0 * params[s] / bw + 2 * hw.intra_node.latency_us * 1e-6;
-    EXPECT_NEAR(on.input.grad_reduce_time[s], seconds * 1e9, 1.0) << s;
+    const std::vector<std::int64_t> params = layer_params(on, s);
+    ASSERT_EQ(on.input.grad_buckets[s].size(), params.size()) << s;
+    for (std::size_t k = 0; k < params.size(); ++k) {
+      // dp 2 on one node: an all-reduce moves the fp32 gradients once, in 2 latency steps.
+      const std::int64_t p = params[params.size() - 1 - k];
+      const double seconds = 4.0 * p / bw + 2 * hw.intra_node.latency_us * 1e-6;
+      EXPECT_NEAR(on.input.grad_buckets[s][k].time, seconds * 1e9, 1.0) << s << " " << k;
+    }
+    EXPECT_DOUBLE_EQ(on.input.grad_buckets[s].back().ready_b, 1.0);
+    if (s > 0 && s < 7) {  // middle stages: identical layers
+      for (std::size_t k = 0; k + 1 < params.size(); ++k)
+        EXPECT_NEAR(on.input.grad_buckets[s][k].ready_b, (k + 1.0) / params.size(), 1e-9);
+    }
   }
-  // What stays at the end is the Adam step: the old tail less the reduction, which in one
-  // piece paid its latency once instead of once per stage (two stages per rank here).
+  // What stays at the end is the Adam step: the old tail less the reductions, which in one
+  // piece paid their latency once instead of once per bucket.
   const Outcome off = run(config());
   for (int rank = 0; rank < 4; ++rank) {
-    const Time reduce = on.input.grad_reduce_time[rank] + on.input.grad_reduce_time[rank + 4];
-    const Time latency = s_to_ns(2 * hw.intra_node.latency_us * 1e-6);
-    EXPECT_NEAR(on.input.tail_time[rank] + reduce, off.input.tail_time[rank] + latency, 3) << rank;
+    const Time reduce = bucket_total(on.input, rank) + bucket_total(on.input, rank + 4);
+    const int buckets = static_cast<int>(on.input.grad_buckets[rank].size() +
+                                         on.input.grad_buckets[rank + 4].size());
+    const Time latency = s_to_ns((buckets - 1) * 2 * hw.intra_node.latency_us * 1e-6);
+    EXPECT_NEAR(on.input.tail_time[rank] + reduce, off.input.tail_time[rank] + latency, 3 * buckets)
+        << rank;
   }
 }
 
@@ -114,16 +149,22 @@ TEST(GradOverlap, ZeroOneReduceScattersAndKeepsTheAllGatherInTheTail) {
   const Outcome off = run(config("  optimizer: {zero_stage: 1}\n"));
   const HardwareSpec& hw = on.e->analytic->hardware;
   const double bw = hw.intra_node.bandwidth_GBps * 1e9 * hw.collective_efficiency;
-  const std::vector<std::int64_t> params = stage_params(on);
   for (int s = 0; s < 8; ++s) {
-    // dp 2: a reduce-scatter moves half the gradients in one step.
-    const double seconds = 0.5 * 4.0 * params[s] / bw + hw.intra_node.latency_us * 1e-6;
-    EXPECT_NEAR(on.input.grad_reduce_time[s], seconds * 1e9, 1.0) << s;
+    const std::vector<std::int64_t> params = layer_params(on, s);
+    for (std::size_t k = 0; k < params.size(); ++k) {
+      // dp 2: a reduce-scatter moves half the gradients in one step.
+      const std::int64_t p = params[params.size() - 1 - k];
+      const double seconds = 0.5 * 4.0 * p / bw + hw.intra_node.latency_us * 1e-6;
+      EXPECT_NEAR(on.input.grad_buckets[s][k].time, seconds * 1e9, 1.0) << s;
+    }
   }
   for (int rank = 0; rank < 4; ++rank) {
-    const Time reduce = on.input.grad_reduce_time[rank] + on.input.grad_reduce_time[rank + 4];
-    const Time latency = s_to_ns(hw.intra_node.latency_us * 1e-6);
-    EXPECT_NEAR(on.input.tail_time[rank] + reduce, off.input.tail_time[rank] + latency, 3) << rank;
+    const Time reduce = bucket_total(on.input, rank) + bucket_total(on.input, rank + 4);
+    const int buckets = static_cast<int>(on.input.grad_buckets[rank].size() +
+                                         on.input.grad_buckets[rank + 4].size());
+    const Time latency = s_to_ns((buckets - 1) * hw.intra_node.latency_us * 1e-6);
+    EXPECT_NEAR(on.input.tail_time[rank] + reduce, off.input.tail_time[rank] + latency, 3 * buckets)
+        << rank;
   }
 }
 
@@ -135,12 +176,31 @@ TEST(GradOverlap, FastLinksLeaveTheOptimizerStepAndWhatCannotHide) {
   for (int rank = 0; rank < 4; ++rank) {
     const DeviceResult& d = on.result.devices[rank];
     EXPECT_EQ(d.last_end, off.result.devices[rank].last_end);
-    // Interleaved: chunk 1 (stage rank + 4) completes first and its reduction hides behind
-    // chunk 0's last backward; chunk 0's (stage rank), which completes with the rank's
-    // last op, cannot hide. So at most that one shows, and the tail is the Adam step.
-    EXPECT_EQ(d.tail_start - d.last_end, on.input.grad_reduce_time[rank]) << rank;
+    // Chunk 1 (stage rank + 4) completes first and hides behind chunk 0's last backward;
+    // chunk 0's buckets become ready while its last backward runs, all but the one with
+    // the stage's first layer before it ends. So at most that stage shows, and at least
+    // its last bucket, which is ready only at the end.
+    const Time exposed = d.tail_start - d.last_end;
+    EXPECT_LT(exposed, bucket_total(on.input, rank)) << rank;
+    EXPECT_GE(exposed, on.input.grad_buckets[rank].back().time) << rank;
     EXPECT_LT(on.input.tail_time[rank], off.input.tail_time[rank]) << rank;
   }
+}
+
+TEST(GradOverlap, OneStagePerRankHidesBehindItsOwnLastBackward) {
+  // 1F1B: a rank's only stage completes its gradients with its last op, so only buckets
+  // can hide anything: the last layers' reductions run while the backward goes on.
+  const std::string one = test::with("  schedule: interleaved\n  pp: 4\n  vpp: 2\n",
+                                     "  schedule: 1f1b\n  pp: 4\n", config(kOverlap));
+  const Outcome on = run(one);
+  const Outcome off = run(test::with(kOverlap, "", one));
+  for (int rank = 0; rank < 4; ++rank) {
+    const DeviceResult& d = on.result.devices[rank];
+    const Time exposed = d.tail_start - d.last_end;
+    EXPECT_LT(exposed, bucket_total(on.input, rank)) << rank;
+    EXPECT_GE(exposed, on.input.grad_buckets[rank].back().time) << rank;
+  }
+  EXPECT_LT(on.result.iteration_time, off.result.iteration_time);
 }
 
 TEST(GradOverlap, SlowLinksTendToTheWholeReductionAsTail) {

@@ -281,5 +281,47 @@ TEST(GradReduce, ReductionsCountTowardsTheClockLimit) {
   EXPECT_NE(r.error.find("2^63"), std::string::npos) << r.error;
 }
 
+TEST(GradBuckets, ABucketStartsPartWayThroughTheLastBackward) {
+  // One rank, one stage, one micro-batch: F 0..2, B 2..12 (I 5 + W 5). Bucket 1 (the last
+  // layers) is ready half-way through B, at 7, and runs 7..11; bucket 2 at B's end, 12..15;
+  // then the tail of 1: 16. Not overlapped, both start at 12: 12..16, 16..19, tail to 20.
+  const auto topo = test::one_node(1);
+  const Schedule s = test::generate("1f1b", 1, 1);
+  SimInput in = test::uniform_input(s, *topo, test::Costs{2, 5, 5, 0, 0});
+  in.tail_time = {1};
+  in.grad_buckets = {{GradBucket{4, 0.5, 1.0}, GradBucket{3, 1.0, 1.0}}};
+  in.overlap_grad_reduce = true;
+  test::Recorder rec;
+  const SimResult a = simulate(in, s), b = simulate(in, s, &rec);  // both engines
+  ASSERT_TRUE(a.ok && b.ok);
+  EXPECT_EQ(a.iteration_time, 16);
+  EXPECT_EQ(b.iteration_time, 16);
+  in.overlap_grad_reduce = false;
+  EXPECT_EQ(simulate(in, s).iteration_time, 20);
+}
+
+TEST(GradBuckets, AWeightGradientOpUsesItsOwnFraction) {
+  // zb-h1 on one rank: F 0..2, I 2..7, W 7..17 (W = 10). The bucket is ready 0.3 into the
+  // W (its ready_b of 0.9 does not apply): 10..14; tail 0.
+  const auto topo = test::one_node(1);
+  const Schedule s = test::generate("zb-h1", 1, 1);
+  SimInput in = test::uniform_input(s, *topo, test::Costs{2, 5, 10, 0, 0});
+  in.grad_buckets = {{GradBucket{4, 0.9, 0.3}}};
+  in.overlap_grad_reduce = true;
+  EXPECT_EQ(simulate(in, s).iteration_time, 17);  // 10 + 4 = 14 < 17: hidden
+  in.grad_buckets = {{GradBucket{9, 0.9, 0.3}}};
+  EXPECT_EQ(simulate(in, s).iteration_time, 19);  // 10 + 9
+}
+
+TEST(GradBuckets, BadBucketsAreRefused) {
+  const auto topo = test::one_node(1);
+  const Schedule s = test::generate("1f1b", 1, 1);
+  SimInput in = test::uniform_input(s, *topo, test::Costs{});
+  in.grad_buckets = {{GradBucket{1, 1.5, 1.0}}};
+  EXPECT_FALSE(simulate(in, s).ok);
+  in.grad_buckets = {{}, {}};  // two lists for one stage
+  EXPECT_FALSE(simulate(in, s).ok);
+}
+
 }  // namespace
 }  // namespace bmpipe
