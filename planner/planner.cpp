@@ -354,8 +354,8 @@ class Search {
       }
       if (static_cast<double>(d.lower_bound) > threshold) {
         // Filter: even the busiest rank's own work is slower than any plan the acceptance
-        // rule would take. Not cached: its exact score is unknown.
-        scores[i] = static_cast<double>(d.lower_bound);
+        // rule would take. Not cached (its exact score is unknown) and never picked.
+        scores[i] = std::numeric_limits<double>::infinity();
         ++stats_.filtered;
         continue;
       }
@@ -374,7 +374,6 @@ class Search {
         best_.score = scores[i];
         best_.candidate = batch[i];
         best_.plan = plans[i];
-        last_improvement_ = stats_.evaluations;
       }
     }
     // Repeats inside the batch take their first occurrence's score.
@@ -588,7 +587,6 @@ class Search {
   Best best_;
   Derived closest_;
   std::unordered_map<std::string, double> cache_;
-  std::int64_t last_improvement_ = 0;
 };
 
 // ---- baselines -----------------------------------------------------------------------------
