@@ -24,6 +24,9 @@ Commands:
                     every candidate; export it for MindFormers or Megatron-LM
   search CONFIG     find the fastest parallel layout (tp x pp x dp, virtual stages,
                     micro-batch size, schedule), each layout planned; runs under mpirun
+  import FORMAT IN  write a config from a Megatron-LM launch script's arguments, a
+                    MindFormers YAML or a per-layer profile CSV (megatron, mindformers,
+                    profile)
 
 Run 'bmpipe <command> --help' for the options of a command.
 
@@ -40,6 +43,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "compare") return bmpipe::cli::run_compare(args);
   if (command == "plan") return bmpipe::cli::run_plan(args);
   if (command == "search") return bmpipe::cli::run_search(args);
+  if (command == "import") return bmpipe::cli::run_import(args);
   std::cerr << "bmpipe: unknown command '" << command << "'\n\n" << kUsage;
   return 2;
 }

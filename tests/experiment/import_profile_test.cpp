@@ -1,7 +1,10 @@
-// `bmpipe import profile`: per-layer costs from a CSV; every refusal names FILE:ROW:COL
-// and the column.
+// `bmpipe import profile`: per-layer costs from a CSV. The shipped example
+// (configs/profiles/h200_llama2_7b.csv) holds the H200 measurements that
+// configs/examples/h200_llama2_7b.yaml holds as YAML, so both must give the same run;
+// every refusal names FILE:ROW:COL and the column.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "experiment/import_profile.hpp"
@@ -111,6 +114,32 @@ TEST(ProfileImport, ErrorsNameRowColumnAndColumnName) {
     const std::string e = error_of(c.csv);
     EXPECT_EQ(e.rfind(c.expected, 0), 0u) << c.csv << "\n  got: " << e;
   }
+}
+
+// The example CSV and the example YAML hold the same measured layers: on the same cluster
+// and layout they simulate to the same summary.
+TEST(ProfileImport, TheShippedExampleMatchesTheYamlExample) {
+  const test::ScratchDir dir;
+  const std::string cluster =
+      test::write_file(dir.file("cluster.yaml"),
+                       "cluster:\n  nodes: 1\n  devices_per_node: 8\n"
+                       "  device: {name: H200, memory_GiB: 140, reserved_GiB: 2}\n"
+                       "  intra_node: {bandwidth_GBps: 450, latency_us: 5}\n");
+  const std::string csv = std::string(BMPIPE_SOURCE_DIR) + "/configs/profiles/h200_llama2_7b.csv";
+  const std::string out = dir.file("imported.yaml");
+  const test::CliRun imported = test::run_cli("import profile '" + csv + "' --cluster '" + cluster +
+                                              "' --pp 8 --microbatches 32 --out '" + out + "'");
+  ASSERT_EQ(imported.code, 0) << imported.err;
+  EXPECT_EQ(imported.out, "");
+  const test::CliRun a = test::run_cli("simulate '" + out + "' --json");
+  const test::CliRun b =
+      test::run_cli("simulate '" + test::examples() + "h200_llama2_7b.yaml' --json");
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  nlohmann::json ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  EXPECT_EQ(ja["iteration_time_ms"], jb["iteration_time_ms"]);
+  EXPECT_EQ(ja["devices"], jb["devices"]);
+  EXPECT_EQ(ja["bubble_ratio"], jb["bubble_ratio"]);
 }
 
 }  // namespace
