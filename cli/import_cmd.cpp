@@ -125,8 +125,11 @@ int run_import(const std::vector<std::string>& args) {
       cluster = cluster_from_preset(vm["preset"].as<std::string>(), devices);
     }
     const std::string yaml = imported_yaml(job, cluster, out.empty() ? "<stdout>" : out);
-    for (const std::string& i : job.ignored) std::cerr << "ignored: " << i << "\n";
-    for (const std::string& n : job.notes) std::cerr << "note: " << n << "\n";
+    // Flag names and values are the user's bytes: shown as ConfigError shows them (control
+    // characters and invalid UTF-8 as \xNN), one line each.
+    auto shown = [](const std::string& s) { return ConfigError("", 0, "", s).message(); };
+    for (const std::string& i : job.ignored) std::cerr << "ignored: " << shown(i) << "\n";
+    for (const std::string& n : job.notes) std::cerr << "note: " << shown(n) << "\n";
     if (out.empty()) {
       std::cout << yaml;
     } else {

@@ -90,6 +90,16 @@ TEST(ImportCli, StdinAndDeterminism) {
   EXPECT_EQ(a.err, b.err);
 }
 
+TEST(ImportCli, TheUsersBytesOnStderrStayPrintable) {
+  const Files f;
+  const std::string odd = test::write_file(f.out("odd.txt"), kArgs + "--colour\x1b[31m red\n");
+  const test::CliRun r = test::run_cli("import megatron " + q(odd) + " --preset h200 --devices 16");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("ignored: --colour\\x1b[31m (not modelled)\n"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos);
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+}
+
 TEST(ImportCli, BadInputExitsTwoNamingTheFileAndFlag) {
   const Files f;
   const std::string bad =
