@@ -9,6 +9,7 @@
 #include "experiment/import_megatron.hpp"
 #include "experiment/import_mindformers.hpp"
 #include "experiment/import_profile.hpp"
+#include "sim/cost/hardware.hpp"
 
 namespace po = boost::program_options;
 
@@ -46,7 +47,7 @@ int run_import(const std::vector<std::string>& args) {
   opts.add_options()
       ("help,h", "show this help")
       ("cluster", po::value<std::string>(), "the cluster: a YAML file with only a cluster: section")
-      ("preset", po::value<std::string>(), "or a hardware preset (ascend-910b, a100-80g, h100-sxm, h200)")
+      ("preset", po::value<std::string>(), ("or a hardware preset (" + hardware_preset_names() + ")").c_str())
       ("devices", po::value<long long>(),
        "with --preset: the number of devices (whole nodes of the preset's size, or fewer); "
        "mindformers defaults to data_parallel x model_parallel x pipeline_stage")
