@@ -26,6 +26,9 @@ Commands:
                     every candidate; export it for MindFormers or Megatron-LM
   search CONFIG     find the fastest parallel layout (tp x pp x dp, virtual stages,
                     micro-batch size, schedule), each layout planned; runs under mpirun
+  import FORMAT IN  write a config from a Megatron-LM launch script's arguments, a
+                    MindFormers YAML or a per-layer profile CSV (megatron, mindformers,
+                    profile)
 
 Run 'bmpipe help <command>' (or 'bmpipe <command> --help') for its options.
 
@@ -34,7 +37,8 @@ Exit codes: 0 success (including "does not fit in memory", which is a result),
             70 internal error (a bug in bmpipe: please report it with the command line).
 )";
 
-constexpr const char* kCommands[] = {"simulate", "schedules", "cost", "compare", "plan", "search"};
+constexpr const char* kCommands[] = {"simulate", "schedules", "cost", "compare",
+                                     "plan",     "search",    "import"};
 
 /// Runs the command; what no command handles is a bug, reported as such.
 int dispatch(const std::string& command, const std::vector<std::string>& args) {
@@ -44,6 +48,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "compare") return bmpipe::cli::run_compare(args);
   if (command == "plan") return bmpipe::cli::run_plan(args);
   if (command == "search") return bmpipe::cli::run_search(args);
+  if (command == "import") return bmpipe::cli::run_import(args);
   std::cerr << "bmpipe: unknown command '" << command << "'"
             << bmpipe::did_you_mean(command, kCommands) << "\n\n"
             << kUsage;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "experiment/framework_formats.hpp"
+
 // Sources (read, not copied), cited below by these short names:
 //  [MF-card]   MindFormers, docs/feature_cards/Offset_Recompute.md ("流水并行的负载偏置与重计算"),
 //              github.com/mindspore-lab/mindformers at f1e33c5629d5.
@@ -72,57 +74,11 @@ void check_layout(const ExportLayout& l) {
   if (l.recompute.empty()) fail("the model has no decoder layer");
 }
 
-/// First layer (model order) of every stage, plus one past the last.
-std::vector<int> stage_starts(const ExportLayout& l) {
-  std::vector<int> starts(1, 0);
-  for (int n : l.partition) starts.push_back(starts.back() + n);
-  return starts;
-}
-
-/// The shortest n such that every layer of stage `s` that recomputes at least `at_least`
-/// lies among the stage's first n layers. Both frameworks count recompute from the first
-/// layer of a stage, so n is the count that covers the plan.
-int covering_prefix(const ExportLayout& l, const std::vector<int>& starts, int s,
-                    Recompute at_least) {
-  int n = 0;
-  for (int i = starts[s]; i < starts[s + 1]; ++i)
-    if (l.recompute[i] >= at_least) n = i - starts[s] + 1;
-  return n;
-}
-
 /// Stage s runs on rank s mod pp: one stage per rank, or Megatron-style interleaving.
 bool interleaved_placement(const ExportLayout& l) {
   for (int s = 0; s < num_stages(l); ++s)
     if (l.stage_rank[s] != s % l.pp) return false;
   return true;
-}
-
-std::string int_list(const std::vector<int>& v, std::size_t begin, std::size_t end) {
-  std::string out = "[";
-  for (std::size_t i = begin; i < end; ++i) {
-    if (i > begin) out += ", ";
-    out += std::to_string(v[i]);
-  }
-  return out + "]";
-}
-
-std::string int_list(const std::vector<int>& v) {
-  return int_list(v, 0, v.size());
-}
-
-/// A per-stage list as MindFormers takes it: flat with one stage per rank, otherwise one
-/// inner list per interleave, each over the pp stages ([MF-card]: "外层list的元素个数应等于
-/// pp_interleave_num，内层list的元素个数应等于pipeline_stage"; [MF-code] _check_inputs
-/// checks offset.shape == (pp_interleave_num, pipeline_stage)).
-std::string per_stage_list(const std::vector<int>& per_stage, int pp, int vpp) {
-  if (vpp == 1) return int_list(per_stage);
-  std::string out = "[";
-  for (int v = 0; v < vpp; ++v) {
-    if (v > 0) out += ", ";
-    out +=
-        int_list(per_stage, static_cast<std::size_t>(v) * pp, static_cast<std::size_t>(v + 1) * pp);
-  }
-  return out + "]";
 }
 
 std::string stage_list(const std::vector<int>& stages) {
@@ -135,52 +91,6 @@ std::string stage_list(const std::vector<int>& stages) {
 }
 
 // ---- Megatron-LM partition ---------------------------------------------------------------
-
-/// Decoder layers per stage (bmpipe stage order) that Megatron builds from
-/// --decoder-first/last-pipeline-num-layers, or nullopt where it refuses them. [MG-config]
-/// (Uneven PP) and [MG-block] (get_num_layers_to_build): each given count is > 0 and, with
-/// vpp, divisible by vpp; the layers left are split evenly over the middle ranks, which must
-/// divide them (and each middle rank's share must divide by vpp); no middle layers iff no
-/// middle ranks. A rank's layers are split evenly over its vpp chunks.
-std::optional<std::vector<int>> megatron_uneven(int layers, int pp, int vpp,
-                                                std::optional<int> first, std::optional<int> last) {
-  int left = layers;
-  int middle_ranks = pp;
-  for (const auto& given : {first, last}) {
-    if (!given) continue;
-    if (*given <= 0 || *given % vpp != 0) return std::nullopt;
-    left -= *given;
-    --middle_ranks;
-  }
-  if (left < 0 || (left > 0) != (middle_ranks > 0)) return std::nullopt;
-  const int per_middle = middle_ranks > 0 ? left / middle_ranks : 0;
-  if (middle_ranks > 0 && (left % middle_ranks != 0 || per_middle % vpp != 0)) return std::nullopt;
-  std::vector<int> per_rank(pp, per_middle);
-  if (first) per_rank.front() = *first;
-  if (last) per_rank.back() = *last;
-  std::vector<int> partition(static_cast<std::size_t>(pp) * vpp);
-  for (int v = 0; v < vpp; ++v)
-    for (int r = 0; r < pp; ++r)
-      partition[static_cast<std::size_t>(v) * pp + r] = per_rank[r] / vpp;
-  return partition;
-}
-
-/// The layout string of [MG-layout]: stages split by '|', listed VPP rank 0's pp stages
-/// first, then VPP rank 1's (the flattened list is indexed vpp_rank * pp + pp_rank, which is
-/// bmpipe's stage order under interleaved placement); 'E' the embedding, 't' a decoder
-/// layer, 'L' the loss; "t*9" repeats. The embedding must come first and the loss last,
-/// each exactly once; empty stages are allowed ("E||t|L").
-std::string megatron_layout_string(const std::vector<int>& partition) {
-  std::string out;
-  for (std::size_t s = 0; s < partition.size(); ++s) {
-    if (s > 0) out += '|';
-    if (s == 0) out += 'E';
-    if (partition[s] == 1) out += 't';
-    if (partition[s] > 1) out += "t*" + std::to_string(partition[s]);
-    if (s + 1 == partition.size()) out += 'L';
-  }
-  return out;
-}
 
 /// The partition flags, simplest first: none (Megatron's even split), first and/or last
 /// rank uneven, or the explicit layout, which expresses any partition under interleaved
@@ -234,15 +144,13 @@ std::string export_mindformers(const ExportLayout& layout, std::vector<std::stri
   const int vpp = layout.vpp;
   const int stages = num_stages(layout);
   const int layers = static_cast<int>(layout.recompute.size());
-  const std::vector<int> starts = stage_starts(layout);
+  const std::vector<int> starts = stage_starts(layout.partition);
 
   // [MF-card], [MF-docs]: layers of (mini) stage = num_layers // (pipeline_stage *
   // pp_interleave_num) + offset, and the offsets add up to the remainder ([MF-code]
   // _check_inputs enforces that sum), so any partition, negative offsets included, is an
   // offset list.
-  const int average = layers / stages;
-  std::vector<int> offset(stages);
-  for (int s = 0; s < stages; ++s) offset[s] = layout.partition[s] - average;
+  const std::vector<int> offset = mindformers_offsets(layout.partition);
 
   // [MF-card]/[MF-docs]: an integer list gives, per (mini) stage, how many layers recompute;
   // 2-D lists give it per interleave and stage (a 1-D list with interleave would be spread
@@ -258,8 +166,8 @@ std::string export_mindformers(const ExportLayout& layout, std::vector<std::stri
   std::vector<int> out_of_order, empty;
   bool any_selective = false;
   for (int s = 0; s < stages; ++s) {
-    full[s] = covering_prefix(layout, starts, s, Recompute::full);
-    select[s] = covering_prefix(layout, starts, s, Recompute::selective);
+    full[s] = covering_prefix(layout.partition, layout.recompute, s, Recompute::full);
+    select[s] = covering_prefix(layout.partition, layout.recompute, s, Recompute::selective);
     for (int i = starts[s]; i < starts[s + 1]; ++i) {
       const int k = i - starts[s];
       const Recompute runs = k < full[s]     ? Recompute::full
@@ -306,7 +214,7 @@ std::string export_mindformers(const ExportLayout& layout, std::vector<std::stri
   std::ostringstream out;
   out << "# bmpipe plan: " << layers << " decoder layers, pipeline_stage " << pp;
   if (vpp > 1) out << ", pp_interleave_num " << vpp;
-  out << ", layers per stage " << per_stage_list(layout.partition, pp, vpp) << "\n";
+  out << ", layers per stage " << mindformers_stage_list(layout.partition, pp, vpp) << "\n";
   if (vpp > 1) {
     // [MF-card]: pp_interleave_num takes effect only with parallel.pipeline_config
     // .pipeline_interleave on ([MF-code]: otherwise LayerSetting resets it to 1).
@@ -315,10 +223,10 @@ std::string export_mindformers(const ExportLayout& layout, std::vector<std::stri
   out << "parallel_config:\n  pipeline_stage: " << pp << "\n";
   out << "model:\n  model_config:\n";
   if (vpp > 1) out << "    pp_interleave_num: " << vpp << "\n";
-  out << "    offset: " << per_stage_list(offset, pp, vpp) << "\n";
+  out << "    offset: " << mindformers_stage_list(offset, pp, vpp) << "\n";
   out << "recompute_config:\n";
-  out << "  recompute: " << per_stage_list(full, pp, vpp) << "\n";
-  out << "  select_recompute: " << per_stage_list(select, pp, vpp) << "\n";
+  out << "  recompute: " << mindformers_stage_list(full, pp, vpp) << "\n";
+  out << "  select_recompute: " << mindformers_stage_list(select, pp, vpp) << "\n";
 
   if (notes) *notes = std::move(said);
   return out.str();
@@ -334,7 +242,7 @@ MegatronExport export_megatron(const ExportLayout& layout) {
   std::vector<std::string> why;
   const int stages = num_stages(layout);
   const int layers = static_cast<int>(layout.recompute.size());
-  const std::vector<int> starts = stage_starts(layout);
+  const std::vector<int> starts = stage_starts(layout.partition);
 
   if (!interleaved_placement(layout)) {
     // [MG-layout]: the flattened stage list is indexed vpp_rank * pp + pp_rank, so stage s
@@ -378,7 +286,7 @@ MegatronExport export_megatron(const ExportLayout& layout) {
   if (any_full) {
     int n = 0;
     for (int s = 0; s < stages; ++s)
-      n = std::max(n, covering_prefix(layout, starts, s, Recompute::selective));
+      n = std::max(n, covering_prefix(layout.partition, layout.recompute, s, Recompute::selective));
     const int largest = *std::max_element(layout.partition.begin(), layout.partition.end());
     for (int s = 0; s < stages; ++s)
       for (int i = starts[s]; i < starts[s + 1]; ++i)
@@ -401,7 +309,7 @@ MegatronExport export_megatron(const ExportLayout& layout) {
       why.push_back(
           "Megatron-LM recomputes in full the same first N layers of every stage and cannot mix "
           "selective with full; the plan has full " +
-          int_list(full_counts) + " and selective " + int_list(selective_counts) +
+          format_int_list(full_counts) + " and selective " + format_int_list(selective_counts) +
           " layers per stage, so the flags recompute " +
           (n >= largest ? std::string("every layer")
                         : "the first " + std::to_string(n) + " layers of every stage") +

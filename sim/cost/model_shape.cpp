@@ -1,5 +1,6 @@
 #include "sim/cost/model_shape.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -14,12 +15,13 @@ std::string to_string(Architecture a) {
 
 long long ModelShape::layer_params() const {
   const long long h = hidden_size, f = ffn_hidden_size;
+  const long long q = static_cast<long long>(num_attention_heads) * head_dim();
   const long long kv = static_cast<long long>(num_kv_heads) * head_dim();
   if (architecture == Architecture::llama)
-    // q, o: h x h; k, v: h x kv; gate, up, down: h x f; two RMSNorm scales.
-    return 2 * h * h + 2 * h * kv + 3 * h * f + 2 * h;
+    // q, o: h x q; k, v: h x kv; gate, up, down: h x f; two RMSNorm scales.
+    return 2 * h * q + 2 * h * kv + 3 * h * f + 2 * h;
   // qkv with biases, o with bias, fc1/fc2 with biases, two LayerNorms (scale + bias).
-  return (h * (h + 2 * kv) + h + 2 * kv) + (h * h + h) + (h * f + f) + (f * h + h) + 4 * h;
+  return (h * (q + 2 * kv) + q + 2 * kv) + (q * h + h) + (h * f + f) + (f * h + h) + 4 * h;
 }
 
 long long ModelShape::embedding_params(int seq_length) const {
@@ -150,6 +152,35 @@ std::string read_text(const std::string& path) {
   return text;
 }
 
+// A mixture-of-experts model has expert MLPs and a router in place of the dense MLP that
+// bmpipe's cost model builds: reading its shared fields would cost another model.
+// The expert counts by family: num_local_experts (Mixtral), num_experts (Qwen2-MoE,
+// Qwen3-MoE, OLMoE), n_routed_experts (DeepSeek-V2/V3), moe_num_experts; and
+// num_experts_per_tok, the experts each token is routed to.
+void refuse_mixture_of_experts(const nlohmann::json& j, const std::string& path,
+                               const std::string& type) {
+  for (const char* field : {"num_local_experts", "num_experts", "n_routed_experts",
+                            "moe_num_experts", "num_experts_per_tok"}) {
+    if (!given(j, field)) continue;
+    const nlohmann::json& v = j[field];
+    if (!v.is_number_integer())
+      throw ShapeError(where(path, field) + ": expected an integer, got " + v.type_name());
+    const std::uint64_t big = static_cast<std::uint64_t>(INT64_MAX);
+    const std::int64_t n = v.is_number_unsigned()
+                               ? static_cast<std::int64_t>(std::min(v.get<std::uint64_t>(), big))
+                               : v.get<std::int64_t>();
+    const bool per_token = std::string(field) == "num_experts_per_tok";
+    if (per_token ? n > 0 : n > 1)
+      throw ShapeError(where(path, field) + ": a mixture-of-experts config (" + field + " = " +
+                       v.dump() + "); bmpipe's cost model has dense decoder layers only");
+  }
+  if (type == "mixtral" || type.find("moe") != std::string::npos ||
+      type.rfind("deepseek_v", 0) == 0)
+    throw ShapeError(where(path, "model_type") + ": '" + type +
+                     "' is a mixture-of-experts family; bmpipe's cost model has dense decoder "
+                     "layers only");
+}
+
 }  // namespace
 
 const ModelShape* find_model_preset(const std::string& name) {
@@ -175,6 +206,7 @@ ModelShape read_hf_config(const std::string& path) {
   if (!j.is_object()) throw ShapeError(path + ": expected a JSON object, got " + j.type_name());
   ModelShape m;
   const std::string type = get_string(j, path, "model_type");
+  refuse_mixture_of_experts(j, path, type);
   // Only a name for outputs: anything but a string is ignored.
   m.name = j.contains("_name_or_path") && j["_name_or_path"].is_string()
                ? j["_name_or_path"].get<std::string>()
@@ -193,7 +225,10 @@ ModelShape read_hf_config(const std::string& path) {
     m.dropout =
         get_number(j, path, "attn_pdrop", 0.0) > 0 || get_number(j, path, "resid_pdrop", 0.0) > 0;
   } else {
-    // llama and its relatives (mistral, qwen2, ...): same field names.
+    // llama and its relatives (mistral, qwen2, gemma, gemma2, ...): the same field names.
+    // Not modelled: Qwen2's q/k/v biases (3 x h + 2 x kv values per layer, under 0.01 % of
+    // its weights, added inside the projections), Mistral's and Gemma 2's sliding-window
+    // attention (full causal attention is costed), Gemma 2's extra norms and soft-capping.
     m.architecture = Architecture::llama;
     m.num_layers = get_int(j, path, "num_hidden_layers");
     m.hidden_size = get_int(j, path, "hidden_size");
@@ -201,9 +236,21 @@ ModelShape read_hf_config(const std::string& path) {
     // HF LlamaConfig: num_key_value_heads defaults to num_attention_heads when absent.
     m.num_kv_heads = given(j, "num_key_value_heads") ? get_int(j, path, "num_key_value_heads")
                                                      : m.num_attention_heads;
+    // HF's attention modules take head_dim from the config when it has one (GemmaConfig
+    // always does; LlamaConfig, MistralConfig since transformers 4.4x) and
+    // hidden_size // num_attention_heads otherwise. Kept implicit when the two agree, so
+    // that shape keys overriding the heads in YAML still derive it.
+    if (given(j, "head_dim")) {
+      const int d = get_int(j, path, "head_dim");
+      if (m.hidden_size % m.num_attention_heads != 0 || d != m.hidden_size / m.num_attention_heads)
+        m.explicit_head_dim = d;
+    }
     m.ffn_hidden_size = get_int(j, path, "intermediate_size");
     m.vocab_size = get_int(j, path, "vocab_size");
-    m.tied_embeddings = get_bool(j, path, "tie_word_embeddings", false);
+    // HF GemmaConfig and Gemma2Config default tie_word_embeddings to true (the published
+    // configs leave it out); LlamaConfig, MistralConfig and Qwen2Config to false.
+    const bool ties_by_default = type == "gemma" || type == "gemma2";
+    m.tied_embeddings = get_bool(j, path, "tie_word_embeddings", ties_by_default);
   }
   try {
     check_shape(m);
@@ -223,7 +270,17 @@ void check_shape(const ModelShape& m) {
   positive(m.num_kv_heads, "num_kv_heads");
   positive(m.ffn_hidden_size, "ffn_hidden_size");
   positive(m.vocab_size, "vocab_size");
-  if (m.hidden_size % m.num_attention_heads != 0)
+  if (m.explicit_head_dim < 0)
+    throw ShapeError("head_dim must be at least 1, got " + std::to_string(m.explicit_head_dim));
+  // The q projection is num_attention_heads x head_dim wide: held to the hidden size's
+  // bound, so that parameter counts and byte totals stay far inside int64.
+  constexpr long long kMaxWidth = 1'048'576;
+  if (static_cast<long long>(m.num_attention_heads) * m.explicit_head_dim > kMaxWidth)
+    throw ShapeError(
+        "num_attention_heads x head_dim = " +
+        std::to_string(static_cast<long long>(m.num_attention_heads) * m.explicit_head_dim) +
+        " is wider than any model's attention (at most 1048576)");
+  if (m.explicit_head_dim == 0 && m.hidden_size % m.num_attention_heads != 0)
     throw ShapeError("num_attention_heads = " + std::to_string(m.num_attention_heads) +
                      " does not divide hidden_size = " + std::to_string(m.hidden_size));
   if (m.num_attention_heads % m.num_kv_heads != 0)

@@ -33,8 +33,15 @@ struct ModelShape {
   bool flash_attention = true;
   /// Dropout after attention probabilities, attention output and MLP (keeps 1-byte masks).
   bool dropout = false;
+  /// The width of one attention head when the model sets it apart from the hidden size
+  /// (HF config.json head_dim: Gemma 7B has 16 heads of 256 over a hidden size of 3072);
+  /// 0: hidden_size / num_attention_heads. The q and output projections are
+  /// hidden_size x num_attention_heads * head_dim().
+  int explicit_head_dim = 0;
 
-  int head_dim() const { return hidden_size / num_attention_heads; }
+  int head_dim() const {
+    return explicit_head_dim > 0 ? explicit_head_dim : hidden_size / num_attention_heads;
+  }
   /// Parameters of one decoder layer (weights, biases, norm scales).
   long long layer_params() const;
   /// Word embedding (vocab x hidden), plus learned positions for gpt at `seq_length`.
@@ -51,14 +58,17 @@ struct ShapeError : std::runtime_error {
 const ModelShape* find_model_preset(const std::string& name);
 std::string model_preset_names();
 
-/// Reads a HuggingFace config.json (llama-family: hidden_size, num_hidden_layers,
-/// num_attention_heads, num_key_value_heads, intermediate_size, vocab_size,
-/// tie_word_embeddings; gpt2: n_embd, n_layer, n_head, n_inner, vocab_size). Throws
-/// ShapeError naming the missing or malformed field.
+/// Reads a HuggingFace config.json. Llama and its relatives (model_type llama, mistral,
+/// qwen2, gemma, gemma2, and any other with these names): hidden_size, num_hidden_layers,
+/// num_attention_heads, num_key_value_heads, head_dim, intermediate_size, vocab_size,
+/// tie_word_embeddings (default false; true for gemma and gemma2, as their HF config
+/// classes default it); gpt2: n_embd, n_layer, n_head, n_inner, vocab_size. A
+/// mixture-of-experts config (num_local_experts, num_experts, n_routed_experts, ...) is
+/// refused. Throws ShapeError naming the missing or malformed field.
 ModelShape read_hf_config(const std::string& path);
 
-/// Checks that the numbers make a layer (positive, heads divide hidden, kv heads divide
-/// heads). Throws ShapeError naming the field.
+/// Checks that the numbers make a layer (positive, heads divide hidden unless the head
+/// dimension is explicit, kv heads divide heads). Throws ShapeError naming the field.
 void check_shape(const ModelShape& shape);
 
 }  // namespace bmpipe

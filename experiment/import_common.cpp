@@ -1,0 +1,411 @@
+#include "experiment/import_common.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "sim/cost/hardware.hpp"
+
+namespace bmpipe {
+
+namespace {
+
+std::string what_of(const ConfigError& e, int column) {
+  std::string out = e.file();
+  if (e.line() > 0) {
+    out += ":" + std::to_string(e.line());
+    if (column > 0) out += ":" + std::to_string(column);
+  }
+  if (!e.key().empty()) out += (out.empty() ? "" : ": ") + e.key();
+  return out + (out.empty() ? "" : ": ") + e.message();
+}
+
+/// One line of text for a comment: control characters (a newline would end the comment and
+/// start YAML) become '?'.
+std::string comment_text(std::string_view s) {
+  std::string out;
+  for (char c : s) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+  return out;
+}
+
+std::string quoted(const std::string& s) {
+  YAML::Emitter e;
+  e << YAML::DoubleQuoted << s;
+  return e.c_str();
+}
+
+/// The shortest text that reads back as the same double.
+std::string number(double v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+/// `lines` of the header, each cut to about 90 columns at a ", " boundary.
+void wrap_list(std::ostringstream& out, const std::string& lead,
+               const std::vector<std::string>& items) {
+  std::string line = "# " + lead;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string item = comment_text(items[i]) + (i + 1 < items.size() ? "," : "");
+    if (line.size() + 1 + item.size() > 92 && line.size() > 2 + lead.size()) {
+      out << line << "\n";
+      line = "#  ";
+    }
+    line += " " + item;
+  }
+  out << line << "\n";
+}
+
+/// Writes key: value lines with the origin of each key as a comment beside it.
+class YamlOut {
+ public:
+  explicit YamlOut(const ImportedJob& job) : job_(job) {}
+
+  void section(const std::string& name) { out_ << name << ":\n"; }
+  /// `key` at `depth` (1 = under a top-level section) with path `path`.
+  void value(int depth, const std::string& key, const std::string& text, const std::string& path) {
+    const std::string indent(2 * depth, ' ');
+    std::string line = indent + key + ": " + text;
+    const std::string c = comment(path);
+    // A value that spans lines or runs long gets its comment on the line above.
+    if (!c.empty() && (line.size() > 60 || text.find('\n') != std::string::npos)) {
+      out_ << indent << "# " << c << "\n" << line << "\n";
+      return;
+    }
+    if (!c.empty()) {
+      if (line.size() < 38) line.resize(38, ' ');
+      line += "  # " + c;
+    }
+    out_ << line << "\n";
+  }
+  void raw(const std::string& text) { out_ << text; }
+  std::string str() const { return out_.str(); }
+
+ private:
+  std::string comment(const std::string& path) const {
+    const auto it = job_.origin.find(path);
+    if (it == job_.origin.end()) return {};
+    const Origin& o = it->second;
+    if (!o.why.empty()) return comment_text(o.why);
+    std::string c = comment_text(o.key);
+    if (o.line > 0 && o.column > 0)
+      c += " (row " + std::to_string(o.line) + ", column " + std::to_string(o.column) + ")";
+    else if (o.line > 0)
+      c += " (line " + std::to_string(o.line) + ")";
+    return c;
+  }
+
+  const ImportedJob& job_;
+  std::ostringstream out_;
+};
+
+/// `modes` as training.recompute: one mode, or the most common as the default and the
+/// others by layer, wrapped eight to a line.
+std::string recompute_text(const std::vector<Recompute>& modes, int indent) {
+  PerMode<int> count;
+  for (Recompute r : modes) ++count[r];
+  Recompute common = Recompute::none;
+  for (Recompute r : kAllRecompute)
+    if (count[r] > count[common]) common = r;
+  if (count[common] == static_cast<int>(modes.size())) return std::string(recompute_name(common));
+  std::string out = "{default: " + std::string(recompute_name(common)) + ", layers: {";
+  int written = 0;
+  for (std::size_t l = 0; l < modes.size(); ++l) {
+    if (modes[l] == common) continue;
+    if (written > 0) out += written % 8 == 0 ? ",\n" + std::string(indent, ' ') : ", ";
+    out += std::to_string(l) + ": " + std::string(recompute_name(modes[l]));
+    ++written;
+  }
+  return out + "}}";
+}
+
+std::string int_flow(const std::vector<int>& v) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + "]";
+}
+
+std::string mode_costs(const LayerModeCosts& m) {
+  std::string out = "{recompute_ms: " + number(m.recompute_ms) +
+                    ", activation_bytes: " + std::to_string(m.activation_bytes);
+  if (m.weight_grad_retained_bytes)
+    out += ", weight_grad_retained_bytes: " + std::to_string(*m.weight_grad_retained_bytes);
+  return out + "}";
+}
+
+/// The origin of `key` or of its nearest parent ("a.b[2].c" -> "a.b[2]" -> "a.b" -> "a").
+const Origin* origin_of(const ImportedJob& job, std::string key) {
+  while (true) {
+    if (auto it = job.origin.find(key); it != job.origin.end()) return &it->second;
+    const auto cut = key.find_last_of(".[");
+    if (cut == std::string::npos) return nullptr;
+    key.resize(cut);
+  }
+}
+
+}  // namespace
+
+ImportError::ImportError(std::string file, int line, int column, std::string key,
+                         std::string message)
+    : ConfigError(std::move(file), line, std::move(key), std::move(message)), column_(column) {
+  what_ = what_of(*this, column_);
+}
+
+void ImportedJob::ignore(const std::string& what) {
+  if (std::find(ignored.begin(), ignored.end(), what) == ignored.end()) ignored.push_back(what);
+}
+
+std::string shown_path(const std::string& path) {
+  return path == "-" ? "<stdin>" : path;
+}
+
+std::string read_input(const std::string& path, std::size_t max_bytes) {
+  const std::string name = shown_path(path);
+  std::string text;
+  char buf[1 << 16];
+  auto slurp = [&](std::istream& in) {
+    while (in.read(buf, sizeof buf), in.gcount() > 0) {
+      text.append(buf, static_cast<std::size_t>(in.gcount()));
+      if (text.size() > max_bytes)
+        throw ImportError(
+            name, 0, 0, "",
+            "is larger than " + std::to_string(max_bytes >> 10) + " KiB, which no such file is");
+    }
+    if (in.bad()) throw ImportError(name, 0, 0, "", "cannot read the file");
+  };
+  if (path == "-") {
+    slurp(std::cin);
+    return text;
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ImportError(name, 0, 0, "", "is a directory, not a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ImportError(name, 0, 0, "", "cannot open the file");
+  slurp(in);
+  return text;
+}
+
+// ---- the cluster ---------------------------------------------------------------------------
+
+namespace {
+
+// A stand-in model and training that any valid cluster accepts, so that the cluster file is
+// checked by the config loader itself, its lines and messages unchanged.
+constexpr const char* kClusterProbe =
+    "model:\n"
+    "  layers:\n"
+    "    - {name: probe, forward_ms: 1, backward_input_ms: 1, backward_weight_ms: 1,\n"
+    "       activation_bytes: 0, output_bytes: 0, param_bytes: 0}\n"
+    "training:\n"
+    "  pp: 1\n"
+    "  microbatches: 1\n";
+
+}  // namespace
+
+ImportCluster cluster_from_file(const std::string& path) {
+  const std::string text = read_input(path, 1u << 20);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw ImportError(path, std::max(e.mark.line + 1, 1), 0, "", "malformed YAML: " + e.msg);
+  }
+  if (!root.IsMap()) throw ImportError(path, 1, 0, "", "expected a mapping with one key, cluster");
+  int cluster_line = 1;
+  for (const auto& kv : root) {
+    const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
+    if (k == "cluster") cluster_line = kv.first.Mark().line + 1;
+    if (k != "cluster")
+      throw ImportError(path, kv.first.Mark().line + 1, 0, k,
+                        "unknown key: a cluster file holds only the cluster: section of a "
+                        "bmpipe config");
+  }
+  if (!root["cluster"].IsDefined())
+    throw ImportError(path, 1, 0, "cluster", "missing required section (the devices and links)");
+
+  // Appended after the file's own text, the stand-in sections keep the file's line numbers
+  // in every message about the cluster; a file written as one flow mapping is re-emitted.
+  std::string probe = text;
+  if (root.Style() == YAML::EmitterStyle::Flow) {
+    YAML::Emitter e;
+    e << YAML::BeginMap << YAML::Key << "cluster" << YAML::Value << root["cluster"] << YAML::EndMap;
+    probe = e.c_str();
+  }
+  if (!probe.empty() && probe.back() != '\n') probe += '\n';
+  probe += kClusterProbe;
+  Config c;
+  try {
+    c = parse_config(probe, path);
+  } catch (const ConfigError& e) {
+    if (e.key().rfind("cluster", 0) == 0) throw;
+    throw ImportError(path, 0, 0, "",
+                      "could not be read as a cluster section (" + e.message() + ")");
+  }
+
+  ImportCluster out;
+  YAML::Emitter e;
+  e << YAML::BeginMap << YAML::Key << "cluster" << YAML::Value << root["cluster"] << YAML::EndMap;
+  out.yaml = std::string(e.c_str()) + "\n";
+  out.devices = static_cast<long long>(c.cluster.nodes) * c.cluster.devices_per_node;
+  out.has_compute = c.device.hardware.has_value();
+  out.description = "cluster from " + path + " (" + std::to_string(c.cluster.nodes) + " x " +
+                    std::to_string(c.cluster.devices_per_node) + " " + c.device.name + ")";
+  out.origin = Origin{path, cluster_line, 0, "cluster", ""};
+  return out;
+}
+
+ImportCluster cluster_from_preset(const std::string& name, long long devices) {
+  const HardwareSpec* hw = find_hardware_preset(name);
+  if (!hw)
+    throw ImportError(
+        "", 0, 0, "--preset",
+        "unknown hardware preset '" + name + "' (known: " + hardware_preset_names() + ")");
+  if (devices < 1)
+    throw ImportError("", 0, 0, "--devices", "must be at least 1, got " + std::to_string(devices));
+  const long long per_node = hw->devices_per_node;
+  long long nodes = 1, dpn = devices;
+  if (devices > per_node) {
+    if (devices % per_node != 0)
+      throw ImportError("", 0, 0, "--devices",
+                        std::to_string(devices) + " devices are not whole nodes of " +
+                            std::to_string(per_node) + " " + name +
+                            " devices; for other node sizes give --cluster FILE");
+    nodes = devices / per_node;
+    dpn = per_node;
+  }
+  ImportCluster out;
+  out.yaml = "cluster:\n  nodes: " + std::to_string(nodes) +
+             "\n  devices_per_node: " + std::to_string(dpn) + "\n  device:\n    preset: " + name +
+             "\n";
+  out.devices = devices;
+  out.has_compute = true;
+  out.description = std::to_string(devices) + " " + name + " devices (--preset " + name +
+                    " --devices " + std::to_string(devices) + ")";
+  out.origin = Origin{"", 0, 0, "--devices", ""};
+  return out;
+}
+
+// ---- the YAML ------------------------------------------------------------------------------
+
+std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
+                          const std::string& out_name) {
+  const std::string source = shown_path(job.source);
+  if (job.shape && !cluster.has_compute)
+    throw ImportError(cluster.origin.file, cluster.origin.line, 0, "cluster.device",
+                      "the imported model is analytic (the cost model derives its layer costs), "
+                      "which needs the device's compute figures: give cluster.device.preset, or "
+                      "peak_tflops and hbm_GBps");
+
+  std::ostringstream head;
+  head << "# Imported by bmpipe from " << comment_text(source) << " (" << job.framework << ").\n";
+  head << "# Cluster: " << comment_text(cluster.description) << ".\n";
+  head << "# Beside each value, the flag or key it came from.\n";
+  for (const std::string& n : job.notes) head << "# Note: " << comment_text(n) << "\n";
+  if (!job.ignored.empty()) wrap_list(head, "Not modelled (ignored):", job.ignored);
+
+  YamlOut y(job);
+  y.raw(head.str());
+  y.raw(cluster.yaml);
+
+  y.section("model");
+  y.value(1, "name", quoted(job.model_name), "model.name");
+  if (job.shape) {
+    const ModelShape& m = *job.shape;
+    y.value(1, "architecture", to_string(m.architecture), "model.architecture");
+    y.value(1, "num_layers", std::to_string(m.num_layers), "model.num_layers");
+    y.value(1, "hidden_size", std::to_string(m.hidden_size), "model.hidden_size");
+    y.value(1, "num_attention_heads", std::to_string(m.num_attention_heads),
+            "model.num_attention_heads");
+    y.value(1, "num_kv_heads", std::to_string(m.num_kv_heads), "model.num_kv_heads");
+    y.value(1, "ffn_hidden_size", std::to_string(m.ffn_hidden_size), "model.ffn_hidden_size");
+    y.value(1, "vocab_size", std::to_string(m.vocab_size), "model.vocab_size");
+    y.value(1, "tied_embeddings", m.tied_embeddings ? "true" : "false", "model.tied_embeddings");
+    if (job.flash_attention)
+      y.value(1, "flash_attention", *job.flash_attention ? "true" : "false",
+              "model.flash_attention");
+    if (job.dropout) y.value(1, "dropout", *job.dropout ? "true" : "false", "model.dropout");
+  } else {
+    y.raw("  layers:\n");
+    for (std::size_t i = 0; i < job.layers.size(); ++i) {
+      const LayerGroup& g = job.layers[i];
+      const std::string p = "model.layers[" + std::to_string(i) + "]";
+      y.raw("    - name: " + quoted(g.name) + "\n");
+      y.value(3, "count", std::to_string(g.count), p + ".count");
+      y.value(3, "forward_ms", number(g.forward_ms), p + ".forward_ms");
+      y.value(3, "backward_input_ms", number(g.backward_input_ms), p + ".backward_input_ms");
+      y.value(3, "backward_weight_ms", number(g.backward_weight_ms), p + ".backward_weight_ms");
+      if (g.recompute_ms != 0)
+        y.value(3, "recompute_ms", number(g.recompute_ms), p + ".recompute_ms");
+      y.value(3, "activation_bytes", std::to_string(g.activation_bytes), p + ".activation_bytes");
+      if (g.weight_grad_retained_bytes)
+        y.value(3, "weight_grad_retained_bytes", std::to_string(*g.weight_grad_retained_bytes),
+                p + ".weight_grad_retained_bytes");
+      y.value(3, "output_bytes", std::to_string(g.output_bytes), p + ".output_bytes");
+      y.value(3, "param_bytes", std::to_string(g.param_bytes), p + ".param_bytes");
+      if (g.grad_bytes != 0)
+        y.value(3, "grad_bytes", std::to_string(g.grad_bytes), p + ".grad_bytes");
+      if (g.optimizer_bytes != 0)
+        y.value(3, "optimizer_bytes", std::to_string(g.optimizer_bytes), p + ".optimizer_bytes");
+      if (g.recompute[Recompute::selective] || g.recompute[Recompute::full]) {
+        y.raw("      recompute:\n");
+        for (Recompute r : {Recompute::selective, Recompute::full})
+          if (g.recompute[r])
+            y.value(4, std::string(recompute_name(r)), mode_costs(*g.recompute[r]),
+                    p + ".recompute." + std::string(recompute_name(r)));
+      }
+    }
+  }
+
+  y.section("training");
+  y.value(1, "schedule", job.schedule, "training.schedule");
+  y.value(1, "pp", std::to_string(job.pp), "training.pp");
+  y.value(1, "vpp", std::to_string(job.vpp), "training.vpp");
+  y.value(1, "tp", std::to_string(job.tp), "training.tp");
+  if (job.dp) y.value(1, "dp", std::to_string(*job.dp), "training.dp");
+  if (job.microbatches)
+    y.value(1, "microbatches", std::to_string(*job.microbatches), "training.microbatches");
+  if (job.seq_length)
+    y.value(1, "seq_length", std::to_string(*job.seq_length), "training.seq_length");
+  if (job.micro_batch_size)
+    y.value(1, "micro_batch_size", std::to_string(*job.micro_batch_size),
+            "training.micro_batch_size");
+  if (job.global_batch_size)
+    y.value(1, "global_batch_size", std::to_string(*job.global_batch_size),
+            "training.global_batch_size");
+  if (job.dtype) y.value(1, "dtype", *job.dtype, "training.dtype");
+  if (job.sequence_parallel)
+    y.value(1, "sequence_parallel", *job.sequence_parallel ? "true" : "false",
+            "training.sequence_parallel");
+  if (job.zero_stage || job.grad_dtype) {
+    y.raw("  optimizer:\n");
+    if (job.zero_stage)
+      y.value(2, "zero_stage", std::to_string(*job.zero_stage), "training.optimizer.zero_stage");
+    if (job.grad_dtype) y.value(2, "grad_dtype", *job.grad_dtype, "training.optimizer.grad_dtype");
+  }
+  if (!job.partition.empty())
+    y.value(1, "partition", int_flow(job.partition), "training.partition");
+  if (!job.recompute.empty())
+    y.value(1, "recompute", recompute_text(job.recompute, 6), "training.recompute");
+  const std::string text = y.str();
+
+  // The config must load as `bmpipe simulate` loads it; what it refuses is the user's value.
+  try {
+    parse_config(text, out_name);
+  } catch (const ConfigError& e) {
+    const std::string key = e.key();
+    const Origin* o = key.rfind("cluster", 0) == 0 ? &cluster.origin : origin_of(job, key);
+    if (!o)
+      throw ImportError(source, 0, 0, "",
+                        "the imported config does not load: " + std::string(e.what()));
+    throw ImportError(o->file, o->line, o->column, o->key, e.message() + " (bmpipe's " + key + ")");
+  }
+  return text;
+}
+
+}  // namespace bmpipe

@@ -1,0 +1,784 @@
+#include "experiment/import_megatron.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "experiment/framework_formats.hpp"
+
+// Sources (read, not copied), all Megatron-LM at d98e8a64ddf3, cited by these short names:
+//  [MG-args]   megatron/training/arguments.py: the flags (_add_*_args; the parser is built
+//              with allow_abbrev=False) and validate_args.
+//  [MG-au]     megatron/training/argument_utils.py: the flags generated from the config
+//              dataclasses, and core_transformer_config_from_args.
+//  [MG-config] megatron/core/transformer/transformer_config.py: defaults (attention_dropout
+//              and hidden_dropout 0.1) and __post_init__ checks.
+//  [MG-block]  megatron/core/transformer/transformer_block.py: get_num_layers_to_build.
+//  [MG-vocab]  megatron/training/vocab_utils.py and
+//              megatron/core/tokenizers/utils/build_tokenizer.py: vocab_size_with_padding.
+
+namespace bmpipe {
+
+// ---- shell words -------------------------------------------------------------------------
+
+std::vector<ShellWord> split_shell_words(const std::string& text, const std::string& name) {
+  std::vector<ShellWord> words;
+  ShellWord word;
+  bool in_word = false;
+  int line = 1;
+  auto start = [&] {
+    if (!in_word) {
+      word = ShellWord{};
+      word.line = line;
+      in_word = true;
+    }
+  };
+  auto finish = [&] {
+    if (in_word) words.push_back(word);
+    in_word = false;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\\') {
+      if (i + 1 < text.size() && text[i + 1] == '\n') {  // a continuation: the lines join
+        ++i;
+        ++line;
+        continue;
+      }
+      if (i + 1 < text.size() && text[i + 1] == '\r' && i + 2 < text.size() &&
+          text[i + 2] == '\n') {  // the same, in a file with CRLF line ends
+        i += 2;
+        ++line;
+        continue;
+      }
+      start();
+      if (i + 1 < text.size()) word.text += text[++i];
+      continue;
+    }
+    if (c == '\n' || c == ' ' || c == '\t' || c == '\r') {
+      finish();
+      if (c == '\n') ++line;
+      continue;
+    }
+    if (c == '#' && !in_word) {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+      continue;
+    }
+    if (c == '|' || c == ';' || c == '&' || c == '<' || c == '>' || c == '(' || c == ')') {
+      // A redirection's descriptor ("2>&1") is no argument.
+      const bool descriptor = (c == '<' || c == '>') && in_word && !word.text.empty() &&
+                              std::all_of(word.text.begin(), word.text.end(), [](char d) {
+                                return std::isdigit(static_cast<unsigned char>(d));
+                              });
+      if (descriptor) in_word = false;
+      finish();
+      ShellWord op;
+      op.text = std::string(1, c);
+      op.line = line;
+      op.boundary = true;
+      words.push_back(op);
+      // ">&2", "<&-": the descriptor a redirection duplicates or closes.
+      if ((c == '<' || c == '>') && i + 1 < text.size() && text[i + 1] == '&') {
+        ++i;
+        while (i + 1 < text.size() &&
+               (std::isdigit(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '-'))
+          ++i;
+      }
+      continue;
+    }
+    start();
+    if (c == '\'') {
+      const std::size_t close = text.find('\'', i + 1);
+      if (close == std::string::npos)
+        throw ImportError(shown_path(name), word.line, 0, "", "a single quote (') is never closed");
+      for (std::size_t k = i + 1; k < close; ++k)
+        if (text[k] == '\n') ++line;
+      word.text.append(text, i + 1, close - i - 1);
+      i = close;
+      continue;
+    }
+    if (c == '"') {
+      const int opened = line;
+      std::size_t k = i + 1;
+      for (; k < text.size() && text[k] != '"'; ++k) {
+        if (text[k] == '\\' && k + 1 < text.size() &&
+            std::string_view("$`\"\\\n").find(text[k + 1]) != std::string_view::npos) {
+          if (text[k + 1] == '\n')
+            ++line;
+          else
+            word.text += text[k + 1];
+          ++k;
+          continue;
+        }
+        if (text[k] == '$' || text[k] == '`') word.expansion = true;
+        if (text[k] == '\n') ++line;
+        word.text += text[k];
+      }
+      if (k >= text.size())
+        throw ImportError(shown_path(name), opened, 0, "", "a double quote (\") is never closed");
+      i = k;
+      continue;
+    }
+    if (c == '$' || c == '`') word.expansion = true;
+    word.text += c;
+  }
+  finish();
+  return words;
+}
+
+// ---- flags -------------------------------------------------------------------------------
+
+namespace {
+
+enum class Kind { integer, boolean, choice, text, real, list };
+
+struct FlagSpec {
+  std::string_view name;
+  Kind kind;
+  std::span<const std::string_view> choices = {};
+};
+
+constexpr std::string_view kGranularity[] = {"full", "selective"};
+constexpr std::string_view kMethod[] = {"uniform", "block"};
+
+// The flags bmpipe reads; [MG-args] and [MG-au] give their kinds. Every other flag is
+// listed as not modelled.
+constexpr FlagSpec kFlags[] = {
+    // model
+    {"--num-layers", Kind::integer},
+    {"--hidden-size", Kind::integer},
+    {"--ffn-hidden-size", Kind::integer},
+    {"--num-attention-heads", Kind::integer},
+    {"--kv-channels", Kind::integer},
+    {"--group-query-attention", Kind::boolean},
+    {"--num-query-groups", Kind::integer},
+    {"--seq-length", Kind::integer},
+    {"--vocab-size", Kind::integer},
+    {"--make-vocab-size-divisible-by", Kind::integer},
+    {"--swiglu", Kind::boolean},
+    {"--untie-embeddings-and-output-weights", Kind::boolean},
+    {"--attention-dropout", Kind::real},
+    {"--hidden-dropout", Kind::real},
+    {"--use-flash-attn", Kind::boolean},
+    // batch and parallelism
+    {"--micro-batch-size", Kind::integer},
+    {"--global-batch-size", Kind::integer},
+    {"--tensor-model-parallel-size", Kind::integer},
+    {"--pipeline-model-parallel-size", Kind::integer},
+    {"--num-layers-per-virtual-pipeline-stage", Kind::integer},
+    {"--num-virtual-stages-per-pipeline-rank", Kind::integer},
+    {"--sequence-parallel", Kind::boolean},
+    // recompute
+    {"--recompute-granularity", Kind::choice, kGranularity},
+    {"--recompute-method", Kind::choice, kMethod},
+    {"--recompute-num-layers", Kind::integer},
+    {"--recompute-activations", Kind::boolean},
+    {"--recompute-modules", Kind::list},
+    // partition
+    {"--decoder-first-pipeline-num-layers", Kind::integer},
+    {"--decoder-last-pipeline-num-layers", Kind::integer},
+    {"--pipeline-model-parallel-layout", Kind::text},
+    {"--account-for-embedding-in-pipeline-split", Kind::boolean},
+    {"--account-for-loss-in-pipeline-split", Kind::boolean},
+    // precision and optimizer
+    {"--use-distributed-optimizer", Kind::boolean},
+    {"--bf16", Kind::boolean},
+    {"--fp16", Kind::boolean},
+    {"--accumulate-allreduce-grads-in-fp32", Kind::boolean},
+    {"--grad-reduce-in-bf16", Kind::boolean},
+};
+
+// Flags that make a model bmpipe cannot run: refused rather than listed as ignored, since
+// the rest of the import would describe another model.
+struct Refusal {
+  std::string_view name;
+  std::string_view why;
+};
+constexpr Refusal kRefused[] = {
+    {"--num-experts", "makes a mixture-of-experts model; bmpipe models dense decoder layers only"},
+    {"--hybrid-layer-pattern",
+     "makes a hybrid (Mamba) model; bmpipe models transformer decoder "
+     "layers only"},
+    {"--multi-latent-attention",
+     "selects multi-latent attention, which bmpipe's cost model does "
+     "not have"},
+    {"--mtp-num-layers", "adds multi-token prediction layers, which bmpipe does not model"},
+};
+
+const FlagSpec* find_flag(std::string_view name) {
+  for (const FlagSpec& f : kFlags)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+/// The last use of a flag (argparse keeps the last) and how often it was given.
+struct Use {
+  std::vector<ShellWord> values;
+  int line = 0;
+  std::vector<int> lines;
+};
+
+std::string format_number(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+std::string shown(const std::string& s) {
+  return "'" + (s.size() > 60 ? s.substr(0, 60) + "..." : s) + "'";
+}
+
+class Args {
+ public:
+  Args(std::string file, std::map<std::string, Use> used)
+      : file_(std::move(file)), used_(std::move(used)) {}
+
+  [[noreturn]] void fail(const std::string& flag, const std::string& message) const {
+    const auto it = used_.find(flag);
+    throw ImportError(file_, it == used_.end() ? 0 : it->second.line, 0, flag, message);
+  }
+  bool given(const std::string& flag) const { return used_.count(flag) > 0; }
+  int line(const std::string& flag) const {
+    const auto it = used_.find(flag);
+    return it == used_.end() ? 0 : it->second.line;
+  }
+  Origin origin(const std::string& flag, std::string why = {}) const {
+    return Origin{file_, line(flag), 0, flag, std::move(why)};
+  }
+
+  /// The one value of `flag`, if given; an error if it has none, several or an expansion.
+  std::optional<std::string> single(const std::string& flag) const {
+    const auto it = used_.find(flag);
+    if (it == used_.end()) return std::nullopt;
+    const std::vector<ShellWord>& v = it->second.values;
+    if (v.empty()) fail(flag, "expects a value");
+    if (v.size() > 1)
+      fail(flag, "takes one value, got " + std::to_string(v.size()) + " (" + shown(v[0].text) +
+                     ", " + shown(v[1].text) + (v.size() > 2 ? ", ..." : "") + ")");
+    if (v[0].expansion)
+      fail(flag, "the value " + shown(v[0].text) +
+                     " is a shell expansion, which bmpipe does not run: write the value itself");
+    return v[0].text;
+  }
+
+  std::optional<int> integer(const std::string& flag, int lo) const {
+    const auto text = single(flag);
+    if (!text) return std::nullopt;
+    // argparse's int(): an optional sign, then digits.
+    long long v = 0;
+    const char* b = text->data();
+    const char* e = b + text->size();
+    if (b != e && *b == '+') ++b;
+    const auto r = std::from_chars(b, e, v);
+    if (b == e || r.ec == std::errc::invalid_argument || r.ptr != e)
+      fail(flag, "expected an integer, got " + shown(*text));
+    if (r.ec == std::errc::result_out_of_range || v > INT_MAX)
+      fail(flag, "must be at most " + std::to_string(INT_MAX) + ", got " + shown(*text));
+    if (v < lo) fail(flag, "must be at least " + std::to_string(lo) + ", got " + *text);
+    return static_cast<int>(v);
+  }
+
+  std::optional<double> real(const std::string& flag, double lo, double hi) const {
+    const auto text = single(flag);
+    if (!text) return std::nullopt;
+    double v = 0;
+    const auto r = std::from_chars(text->data(), text->data() + text->size(), v);
+    if (r.ec != std::errc() || r.ptr != text->data() + text->size() || !std::isfinite(v))
+      fail(flag, "expected a number, got " + shown(*text));
+    if (v < lo || v > hi)
+      fail(flag,
+           "must be between " + format_number(lo) + " and " + format_number(hi) + ", got " + *text);
+    return v;
+  }
+
+  bool boolean(const std::string& flag) const {
+    const auto it = used_.find(flag);
+    if (it == used_.end()) return false;
+    if (!it->second.values.empty())
+      fail(flag, "takes no value (it is a switch), got " + shown(it->second.values[0].text));
+    return true;
+  }
+
+  std::optional<std::string> choice(const std::string& flag) const {
+    const auto text = single(flag);
+    if (!text) return std::nullopt;
+    const FlagSpec* spec = find_flag(flag);
+    if (std::find(spec->choices.begin(), spec->choices.end(), *text) == spec->choices.end()) {
+      std::string known;
+      for (auto c : spec->choices) known += (known.empty() ? "" : ", ") + std::string(c);
+      fail(flag, "unknown value " + shown(*text) + " (expected " + known + ")");
+    }
+    return text;
+  }
+
+  std::vector<std::string> list(const std::string& flag) const {
+    std::vector<std::string> out;
+    const auto it = used_.find(flag);
+    if (it == used_.end()) return out;
+    if (it->second.values.empty()) fail(flag, "expects at least one value");
+    for (const ShellWord& w : it->second.values) out.push_back(w.text);
+    return out;
+  }
+
+  const std::map<std::string, Use>& used() const { return used_; }
+
+ private:
+  std::string file_;
+  std::map<std::string, Use> used_;
+};
+
+std::string model_name_of(const std::string& path) {
+  if (path == "-") return "megatron-job";
+  const std::string stem = std::filesystem::path(path).stem().string();
+  return stem.empty() ? "megatron-job" : stem;
+}
+
+}  // namespace
+
+ImportedJob read_megatron_args(const std::string& text, const std::string& name) {
+  const std::string file = shown_path(name);
+  ImportedJob job;
+  job.source = name;
+  job.framework = "Megatron-LM arguments";
+  job.model_name = model_name_of(name);
+
+  // ---- words to flags ----
+  std::map<std::string, Use> used;
+  std::string current;    // the flag whose values follow; empty: none
+  std::string expansion;  // the first shell expansion outside a flag, for the note
+  for (const ShellWord& w : split_shell_words(text, name)) {
+    if (w.boundary || w.text == "--") {
+      current.clear();
+      continue;
+    }
+    if (w.text.size() > 2 && w.text.compare(0, 2, "--") == 0) {
+      std::string flag = w.text;
+      std::optional<ShellWord> inline_value;
+      if (const auto eq = flag.find('='); eq != std::string::npos) {
+        ShellWord v = w;
+        v.text = flag.substr(eq + 1);
+        inline_value = v;
+        flag.resize(eq);
+      }
+      for (const Refusal& r : kRefused)
+        if (flag == r.name &&
+            !(flag == "--mtp-num-layers" && inline_value && inline_value->text == "0"))
+          throw ImportError(file, w.line, 0, flag, std::string(r.why));
+      current = flag;
+      if (find_flag(flag)) {
+        Use& u = used[flag];
+        u.values.clear();
+        u.line = w.line;
+        u.lines.push_back(w.line);
+        if (inline_value) u.values.push_back(*inline_value);
+      } else {
+        job.ignore(flag + " (not modelled)");
+      }
+      // "--flag=value" holds its value; what follows is not its.
+      if (inline_value) current.clear();
+      continue;
+    }
+    if (current.empty()) {
+      job.ignore(shown(w.text) + " (not a flag)");
+      if (w.expansion && expansion.empty()) expansion = w.text;
+      continue;
+    }
+    if (auto it = used.find(current); it != used.end()) it->second.values.push_back(w);
+  }
+  for (const auto& [flag, u] : used)
+    if (u.lines.size() > 1)
+      job.notes.push_back(flag + " is given " + std::to_string(u.lines.size()) +
+                          " times (last on line " + std::to_string(u.lines.back()) +
+                          "); the last one counts, as in Megatron-LM's argparse parser.");
+  if (!expansion.empty())
+    job.notes.push_back("the file names shell variables outside flags (" + expansion +
+                        "); bmpipe expands none, so paste the flags they hold into the file.");
+  const Args a(file, std::move(used));
+
+  auto require_int = [&](const char* flag, int lo, const char* why) {
+    const auto v = a.integer(flag, lo);
+    if (!v) throw ImportError(file, 0, 0, flag, std::string("missing: ") + why);
+    return *v;
+  };
+
+  // ---- model ----
+  ModelShape m;
+  m.name = job.model_name;
+  m.num_layers = require_int("--num-layers", 1, "the number of decoder layers");
+  m.hidden_size = require_int("--hidden-size", 1, "the hidden size");
+  m.num_attention_heads = require_int("--num-attention-heads", 1, "the number of attention heads");
+  job.from("model.num_layers", a.origin("--num-layers"));
+  job.from("model.hidden_size", a.origin("--hidden-size"));
+  job.from("model.num_attention_heads", a.origin("--num-attention-heads"));
+  // [MG-args]: kv_channels defaults to hidden_size // num_attention_heads, which must divide.
+  if (m.hidden_size % m.num_attention_heads != 0)
+    a.fail("--num-attention-heads",
+           std::to_string(m.num_attention_heads) + " does not divide --hidden-size " +
+               std::to_string(m.hidden_size) +
+               " (Megatron-LM derives the head dimension as their quotient)");
+  if (const auto kv = a.integer("--kv-channels", 1);
+      kv && *kv != m.hidden_size / m.num_attention_heads)
+    a.fail("--kv-channels",
+           "a head dimension of " + std::to_string(*kv) +
+               " instead of --hidden-size / "
+               "--num-attention-heads = " +
+               std::to_string(m.hidden_size / m.num_attention_heads) +
+               " has no key in bmpipe's config yet (a HuggingFace config.json with head_dim "
+               "does: model.hf_config)");
+
+  // [MG-au] core_transformer_config_from_args: num_query_groups counts only with
+  // --group-query-attention (argparse default 1); without it every head has its own kv.
+  const bool gqa = a.boolean("--group-query-attention");
+  const auto groups = a.integer("--num-query-groups", 1);
+  if (gqa) {
+    m.num_kv_heads = groups.value_or(1);
+    job.from("model.num_kv_heads",
+             groups ? a.origin("--num-query-groups")
+                    : a.origin("--group-query-attention",
+                               "--group-query-attention without --num-query-groups: 1 group "
+                               "(Megatron-LM's default)"));
+    if (m.num_attention_heads % m.num_kv_heads != 0)
+      a.fail(groups ? "--num-query-groups" : "--group-query-attention",
+             std::to_string(m.num_kv_heads) + " query groups do not divide the " +
+                 std::to_string(m.num_attention_heads) + " attention heads");
+  } else {
+    m.num_kv_heads = m.num_attention_heads;
+    job.from("model.num_kv_heads",
+             a.origin("--group-query-attention",
+                      "no --group-query-attention: one kv head per attention head"));
+    if (groups)
+      job.notes.push_back(
+          "--num-query-groups has no effect without --group-query-attention "
+          "(Megatron-LM then uses one kv head per attention head).");
+  }
+
+  const bool swiglu = a.boolean("--swiglu");
+  m.architecture = swiglu ? Architecture::llama : Architecture::gpt;
+  job.from("model.architecture",
+           swiglu ? a.origin("--swiglu", "--swiglu: gated SiLU MLP, llama-style layers")
+                  : a.origin("--swiglu", "no --swiglu: GeLU MLP, gpt-style layers"));
+  if (const auto ffn = a.integer("--ffn-hidden-size", 1)) {
+    m.ffn_hidden_size = *ffn;
+    job.from("model.ffn_hidden_size", a.origin("--ffn-hidden-size"));
+  } else {
+    // [MG-args]: int((4 * h * 2 / 3) / 64) * 64 with --swiglu, else 4 * h. The float
+    // expression is floor(h / 24) * 64 exactly: 8h/3 is never within rounding of a
+    // multiple of 64 it does not reach.
+    const long long ffn_default =
+        swiglu ? (static_cast<long long>(m.hidden_size) / 24) * 64 : 4LL * m.hidden_size;
+    if (ffn_default < 1 || ffn_default > INT_MAX)
+      a.fail("--hidden-size", "gives no usable default --ffn-hidden-size; give it");
+    m.ffn_hidden_size = static_cast<int>(ffn_default);
+    job.from("model.ffn_hidden_size",
+             a.origin("--ffn-hidden-size",
+                      swiglu ? "Megatron-LM's default with --swiglu: int(4h * 2/3 / 64) * 64"
+                             : "Megatron-LM's default: 4 * hidden size"));
+  }
+
+  const int tp = a.integer("--tensor-model-parallel-size", 1).value_or(1);
+  {
+    const auto vocab = a.integer("--vocab-size", 1);
+    if (!vocab)
+      throw ImportError(file, 0, 0, "--vocab-size",
+                        "missing: Megatron-LM takes the vocabulary from the tokenizer "
+                        "(--tokenizer-type, --tokenizer-model), which bmpipe cannot read; add "
+                        "--vocab-size N with the tokenizer's size");
+    // [MG-vocab]: padded up to a multiple of make_vocab_size_divisible_by (default 128)
+    // times the tensor-parallel size.
+    const int divisible = a.integer("--make-vocab-size-divisible-by", 1).value_or(128);
+    const long long multiple = static_cast<long long>(divisible) * tp;
+    const long long padded = (*vocab + multiple - 1) / multiple * multiple;
+    if (padded > INT_MAX) a.fail("--vocab-size", "is too large once padded");
+    m.vocab_size = static_cast<int>(padded);
+    job.from("model.vocab_size",
+             a.origin("--vocab-size", padded == *vocab
+                                          ? ""
+                                          : "--vocab-size " + std::to_string(*vocab) +
+                                                " padded to a multiple of " +
+                                                std::to_string(divisible) + " x tp " +
+                                                std::to_string(tp) + ", as Megatron-LM pads it"));
+  }
+  m.tied_embeddings = !a.boolean("--untie-embeddings-and-output-weights");
+  job.from("model.tied_embeddings",
+           a.origin("--untie-embeddings-and-output-weights",
+                    m.tied_embeddings ? "tied: no --untie-embeddings-and-output-weights" : ""));
+  {
+    // [MG-config]: attention_dropout and hidden_dropout default to 0.1.
+    const auto attention = a.real("--attention-dropout", 0, 1);
+    const auto hidden = a.real("--hidden-dropout", 0, 1);
+    job.dropout = attention.value_or(0.1) > 0 || hidden.value_or(0.1) > 0;
+    auto shown_rate = [](const std::optional<double>& v) {
+      return v ? format_number(*v) : std::string("0.1 (default)");
+    };
+    job.from("model.dropout", a.origin(attention ? "--attention-dropout" : "--hidden-dropout",
+                                       "--attention-dropout " + shown_rate(attention) +
+                                           ", --hidden-dropout " + shown_rate(hidden)));
+  }
+  if (a.boolean("--use-flash-attn")) {
+    job.flash_attention = true;
+    job.from("model.flash_attention", a.origin("--use-flash-attn"));
+  }
+  job.shape = m;
+  job.from("model.name", Origin{file, 0, 0, "", "the arguments file's name"});
+
+  // ---- training ----
+  job.tp = tp;
+  job.from("training.tp", a.origin("--tensor-model-parallel-size",
+                                   a.given("--tensor-model-parallel-size") ? "" : "default 1"));
+  job.pp = a.integer("--pipeline-model-parallel-size", 1).value_or(1);
+  job.from("training.pp", a.origin("--pipeline-model-parallel-size",
+                                   a.given("--pipeline-model-parallel-size") ? "" : "default 1"));
+  job.seq_length = require_int("--seq-length", 1, "the sequence length");
+  job.from("training.seq_length", a.origin("--seq-length"));
+  job.micro_batch_size = require_int("--micro-batch-size", 1, "the micro-batch size");
+  job.from("training.micro_batch_size", a.origin("--micro-batch-size"));
+  if (const auto gbs = a.integer("--global-batch-size", 1)) {
+    job.global_batch_size = *gbs;
+    job.from("training.global_batch_size", a.origin("--global-batch-size"));
+  } else {
+    // [MG-args]: the global batch defaults to micro_batch_size * data_parallel_size.
+    job.microbatches = 1;
+    job.from("training.microbatches",
+             a.origin("--global-batch-size",
+                      "no --global-batch-size: micro-batch size x dp, one micro-batch"));
+  }
+
+  const bool bf16 = a.boolean("--bf16"), fp16 = a.boolean("--fp16");
+  if (bf16 && fp16) a.fail("--fp16", "cannot be given with --bf16 (Megatron-LM asserts one)");
+  if (!bf16 && !fp16)
+    throw ImportError(file, 0, 0, "--bf16",
+                      "neither --bf16 nor --fp16: Megatron-LM would train in fp32, which bmpipe "
+                      "does not model; add the one the run uses");
+  job.dtype = bf16 ? "bf16" : "fp16";
+  job.from("training.dtype", a.origin(bf16 ? "--bf16" : "--fp16"));
+  // [MG-args]: with bf16 the gradients accumulate and reduce in fp32 unless
+  // --grad-reduce-in-bf16; with fp16 only with --accumulate-allreduce-grads-in-fp32.
+  const bool fp32_grads = bf16 ? !a.boolean("--grad-reduce-in-bf16")
+                               : a.boolean("--accumulate-allreduce-grads-in-fp32");
+  job.grad_dtype = fp32_grads ? "fp32" : *job.dtype;
+  job.from("training.optimizer.grad_dtype",
+           a.origin(bf16 ? "--bf16" : "--fp16",
+                    bf16 ? (fp32_grads ? "bf16: gradients in fp32 (Megatron-LM's default)"
+                                       : "--grad-reduce-in-bf16")
+                         : (fp32_grads ? "--accumulate-allreduce-grads-in-fp32"
+                                       : "fp16: gradients in fp16 (Megatron-LM's default)")));
+  job.zero_stage = a.boolean("--use-distributed-optimizer") ? 1 : 0;
+  job.from("training.optimizer.zero_stage",
+           a.origin("--use-distributed-optimizer",
+                    *job.zero_stage ? "--use-distributed-optimizer: optimizer state sharded over dp"
+                                    : "no --use-distributed-optimizer: replicated optimizer"));
+  if (a.boolean("--sequence-parallel")) {
+    // [MG-args]: sequence parallelism is switched off when tp is 1.
+    job.sequence_parallel = tp > 1;
+    job.from("training.sequence_parallel", a.origin("--sequence-parallel"));
+    if (tp == 1)
+      job.notes.push_back(
+          "--sequence-parallel has no effect with tp 1 (Megatron-LM turns it "
+          "off).");
+  }
+
+  // ---- vpp and partition ----
+  const int L = m.num_layers, pp = job.pp;
+  const auto per_stage = a.integer("--num-layers-per-virtual-pipeline-stage", 1);
+  const auto per_rank = a.integer("--num-virtual-stages-per-pipeline-rank", 1);
+  const auto layout = a.single("--pipeline-model-parallel-layout");
+  {
+    // [MG-args]: at most one of the three.
+    const char* names[] = {"--num-layers-per-virtual-pipeline-stage",
+                           "--num-virtual-stages-per-pipeline-rank",
+                           "--pipeline-model-parallel-layout"};
+    const bool set[] = {per_stage.has_value(), per_rank.has_value(), layout.has_value()};
+    int count = 0;
+    for (int k = 0; k < 3; ++k)
+      if (set[k] && ++count == 2)
+        a.fail(names[k],
+               "give at most one of --num-layers-per-virtual-pipeline-stage, "
+               "--num-virtual-stages-per-pipeline-rank and --pipeline-model-parallel-layout "
+               "(Megatron-LM's arguments.py refuses two)");
+  }
+  const auto first = a.integer("--decoder-first-pipeline-num-layers", 1);
+  const auto last = a.integer("--decoder-last-pipeline-num-layers", 1);
+  const bool account_embedding = a.boolean("--account-for-embedding-in-pipeline-split");
+  const bool account_loss = a.boolean("--account-for-loss-in-pipeline-split");
+  int vpp = 1;
+  std::vector<int> partition;
+  Origin partition_origin;
+  if (layout) {
+    const std::string flag = "--pipeline-model-parallel-layout";
+    // [MG-config]: the layout cannot be set with other pipeline layout arguments.
+    if (first || last || account_embedding || account_loss)
+      a.fail(flag,
+             "cannot be given with --decoder-first/last-pipeline-num-layers or "
+             "--account-for-embedding/loss-in-pipeline-split (Megatron-LM refuses them "
+             "together)");
+    std::vector<MegatronLayoutStage> stages;
+    try {
+      stages = parse_megatron_layout(*layout);
+    } catch (const FormatError& e) {
+      a.fail(flag, e.what());
+    }
+    if (stages.size() % pp != 0)
+      a.fail(flag, std::to_string(stages.size()) + " stages do not divide over " +
+                       std::to_string(pp) + " pipeline ranks (--pipeline-model-parallel-size)");
+    vpp = static_cast<int>(stages.size()) / pp;
+    int decoders = 0;
+    for (std::size_t s = 0; s < stages.size(); ++s) {
+      if (stages[s].mtp > 0)
+        a.fail(flag, "holds multi-token prediction layers (m), which bmpipe does not model");
+      if (stages[s].embedding && s != 0)
+        a.fail(flag, "puts the embedding E on stage " + std::to_string(s) +
+                         "; bmpipe's cost model runs it on the first stage");
+      if (stages[s].loss && s + 1 != stages.size())
+        a.fail(flag, "puts the loss L on stage " + std::to_string(s) +
+                         "; bmpipe's cost model runs it on the last stage");
+      decoders += stages[s].decoders;
+      partition.push_back(stages[s].decoders);
+    }
+    if (decoders != L)
+      a.fail(flag, "holds " + std::to_string(decoders) +
+                       " decoder layers (t) but --num-layers is " + std::to_string(L));
+    partition_origin = a.origin(flag);
+  } else {
+    if (per_rank) vpp = *per_rank;
+    if (per_stage) {
+      if (first || last)
+        a.fail("--num-layers-per-virtual-pipeline-stage",
+               "cannot be used with --decoder-first/last-pipeline-num-layers: Megatron-LM asks "
+               "for --num-virtual-stages-per-pipeline-rank then");
+      // [MG-args]: vpp = ((num_layers + accounted) / pp) / num_layers_per_virtual_stage.
+      const int total = L + account_embedding + account_loss;
+      if (total % pp != 0)
+        a.fail("--num-layers", std::to_string(total) + " layers do not divide over " +
+                                   std::to_string(pp) + " pipeline ranks");
+      if ((total / pp) % *per_stage != 0)
+        a.fail("--num-layers-per-virtual-pipeline-stage",
+               std::to_string(*per_stage) + " does not divide the " + std::to_string(total / pp) +
+                   " layers of a pipeline rank");
+      vpp = (total / pp) / *per_stage;
+    }
+    if (first || last) {
+      const char* flag =
+          first ? "--decoder-first-pipeline-num-layers" : "--decoder-last-pipeline-num-layers";
+      if (account_embedding || account_loss)
+        a.fail(flag,
+               "cannot be given with --account-for-embedding/loss-in-pipeline-split "
+               "(Megatron-LM refuses them together)");
+      const auto built = megatron_uneven(L, pp, vpp, first, last);
+      if (!built)
+        a.fail(flag,
+               "Megatron-LM refuses this split of " + std::to_string(L) + " layers over " +
+                   std::to_string(pp) + " ranks" +
+                   (vpp > 1 ? " x " + std::to_string(vpp) + " virtual stages" : std::string()) +
+                   ": each given count must be positive" +
+                   (vpp > 1 ? " and divisible by " + std::to_string(vpp) : std::string()) +
+                   ", and the layers left must split evenly over the other ranks (none left "
+                   "exactly when no rank is left)");
+      partition = *built;
+      partition_origin =
+          a.origin(flag, std::string(first ? "--decoder-first-pipeline-num-layers" : "") +
+                             (first && last ? ", " : "") +
+                             (last ? "--decoder-last-pipeline-num-layers" : ""));
+    } else {
+      try {
+        partition = megatron_even(L, pp, vpp, account_embedding, account_loss);
+      } catch (const FormatError& e) {
+        a.fail(a.given("--pipeline-model-parallel-size") ? "--pipeline-model-parallel-size"
+                                                         : "--num-layers",
+               e.what());
+      }
+      partition_origin = a.origin(
+          "--num-layers",
+          std::string("Megatron-LM's even split") +
+              (account_embedding || account_loss
+                   ? std::string(", counting the ") + (account_embedding ? "embedding" : "") +
+                         (account_embedding && account_loss ? " and the " : "") +
+                         (account_loss ? "loss" : "") + " as a layer"
+                   : std::string()));
+    }
+  }
+  // [MG-args]: the interleaved schedule needs more than one pipeline rank.
+  if (vpp > 1 && pp < 2)
+    a.fail(per_rank ? "--num-virtual-stages-per-pipeline-rank"
+                    : (layout ? "--pipeline-model-parallel-layout"
+                              : "--num-layers-per-virtual-pipeline-stage"),
+           std::to_string(vpp) + " virtual stages need --pipeline-model-parallel-size > 1");
+  job.vpp = vpp;
+  job.schedule = vpp > 1 ? "interleaved" : "1f1b";
+  job.from("training.vpp",
+           layout      ? a.origin("--pipeline-model-parallel-layout", "stages of the layout / pp")
+           : per_rank  ? a.origin("--num-virtual-stages-per-pipeline-rank")
+           : per_stage ? a.origin("--num-layers-per-virtual-pipeline-stage",
+                                  "layers per rank / --num-layers-per-virtual-pipeline-stage")
+                       : a.origin("--num-virtual-stages-per-pipeline-rank", "no virtual stages"));
+  job.from("training.schedule",
+           Origin{file, 0, 0, "",
+                  vpp > 1 ? "Megatron-LM's interleaved 1F1B with virtual stages"
+                          : "Megatron-LM's 1F1B"});
+  job.partition = partition;
+  job.from("training.partition", partition_origin);
+
+  // ---- recompute ----
+  std::optional<std::string> granularity = a.choice("--recompute-granularity");
+  std::string granularity_flag = "--recompute-granularity";
+  // [MG-args]: --recompute-activations means selective granularity.
+  if (a.boolean("--recompute-activations")) {
+    granularity = "selective";
+    granularity_flag = "--recompute-activations";
+  }
+  const auto method = a.choice("--recompute-method");
+  const auto count = a.integer("--recompute-num-layers", 1);
+  const std::vector<std::string> modules = a.list("--recompute-modules");
+  std::vector<Recompute> modes(static_cast<std::size_t>(L), Recompute::none);
+  Origin recompute_origin = a.origin("--recompute-granularity", "no --recompute-granularity");
+  if (!granularity) {
+    for (const char* f : {"--recompute-method", "--recompute-num-layers", "--recompute-modules"})
+      if (a.given(f)) job.ignore(std::string(f) + " (no effect without --recompute-granularity)");
+  } else if (*granularity == "selective") {
+    // [MG-config]: selective takes no method and no count, and covers every layer.
+    if (method)
+      a.fail("--recompute-method", "is not supported with selective recompute (Megatron-LM)");
+    if (count)
+      a.fail("--recompute-num-layers", "must not be given with selective recompute (Megatron-LM)");
+    std::fill(modes.begin(), modes.end(), Recompute::selective);
+    recompute_origin = a.origin(granularity_flag);
+    if (!modules.empty() && !(modules.size() == 1 && modules[0] == "core_attn"))
+      job.notes.push_back(
+          "bmpipe's selective recompute re-runs the attention core (Megatron's "
+          "core_attn, the default module); --recompute-modules asks for other "
+          "modules, which are modelled as core_attn.");
+  } else {
+    // [MG-config]: full needs a method and a count.
+    if (!method)
+      a.fail(granularity_flag, "full recompute needs --recompute-method uniform or block");
+    if (!count) a.fail(granularity_flag, "full recompute needs --recompute-num-layers");
+    if (!modules.empty()) job.ignore("--recompute-modules (only selective recompute uses it)");
+    if (*method == "uniform") {
+      std::fill(modes.begin(), modes.end(), Recompute::full);
+      if (*count > 1)
+        job.notes.push_back(
+            "--recompute-method uniform --recompute-num-layers " + std::to_string(*count) +
+            " checkpoints one input per " + std::to_string(*count) +
+            " layers; bmpipe recomputes every layer fully and keeps one input per layer, which "
+            "counts more saved inputs and leaves out the transient of re-running a group.");
+    } else {
+      // [MG-block]: within each (virtual) stage, the first N layers recompute fully.
+      const std::vector<int> n(partition.size(), *count), none(partition.size(), 0);
+      modes = modes_from_prefix_counts(partition, n, none);
+    }
+    recompute_origin = a.origin("--recompute-granularity",
+                                "--recompute-granularity full --recompute-method " + *method +
+                                    " --recompute-num-layers " + std::to_string(*count));
+  }
+  job.recompute = modes;
+  job.from("training.recompute", recompute_origin);
+  return job;
+}
+
+}  // namespace bmpipe

@@ -1,0 +1,595 @@
+#include "experiment/import_mindformers.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <filesystem>
+#include <initializer_list>
+#include <string_view>
+
+#include "experiment/framework_formats.hpp"
+
+// Sources (read, not copied), MindFormers (github.com/mindspore-lab/mindformers) at
+// fd4deebc1, cited by these short names:
+//  [MF-layer]   mindformers/models/utils.py, class LayerSetting: offset (_check_inputs,
+//               the broadcast to (pp_interleave_num, pipeline_stage)), the recompute lists
+//               (_format_recompute_list, _alloc_recompute_layer, _format_recompute_dict,
+//               _check_layer_rule: the first n layers of a stage), and pp_interleave_num
+//               reset to 1 without the pipeline_interleave context.
+//  [MF-ffn]     mindformers/models/llama/llama_layer.py, LlamaFeedForward.__init__, with
+//               hidden_dim = 4 * hidden_size (llama_transformer.py): without
+//               intermediate_size, hidden_dim = int((ffn_dim_multiplier + 0.01) *
+//               hidden_dim) when the multiplier is set, then int(2 * hidden_dim / 3), then
+//               rounded up to a multiple of multiple_of (default 256).
+//  [MF-config]  mindformers/models/llama/llama_config.py, LlamaConfig: the defaults
+//               (n_kv_heads None = num_heads, multiple_of 256, compute_dtype float16,
+//               use_flash_attention False, tie_word_embeddings False, offset 0,
+//               pp_interleave_num 1).
+//  [MF-batch]   mindformers/trainer/base_trainer.py,
+//               _check_global_batch_size_for_auto_parallel: with pipeline stages,
+//               micro_batch_num micro-batches of runner_config.batch_size and no gradient
+//               accumulation; without, gradient_accumulation_steps micro-batches.
+//  [MF-card]    docs/feature_cards/Offset_Recompute.md: pp_interleave_num only with
+//               pipeline_stage > 1; full recompute wins over select recompute.
+
+namespace bmpipe {
+
+namespace {
+
+/// A scalar as MindFormers' Python would see it.
+enum class Scalar { integer, boolean, string, null };
+
+Scalar scalar_kind(const YAML::Node& n) {
+  if (n.IsNull()) return Scalar::null;
+  if (n.Tag() == "!") return Scalar::string;  // quoted
+  long long i = 0;
+  if (YAML::convert<long long>::decode(n, i)) return Scalar::integer;
+  bool b = false;
+  if (YAML::convert<bool>::decode(n, b)) return Scalar::boolean;
+  return Scalar::string;
+}
+
+class Mf {
+ public:
+  Mf(std::string file, ImportedJob& job) : file_(std::move(file)), job_(job) {}
+
+  static int line(const YAML::Node& n) {
+    return n.IsDefined() && n.Mark().line >= 0 ? n.Mark().line + 1 : 0;
+  }
+  [[noreturn]] void fail(const YAML::Node& n, const std::string& key,
+                         const std::string& message) const {
+    throw ImportError(file_, line(n), 0, key, message);
+  }
+  Origin origin(const YAML::Node& n, const std::string& key, std::string why = {}) const {
+    return Origin{file_, line(n), 0, key, std::move(why)};
+  }
+
+  /// map[name] when given and not null, else an undefined node.
+  static YAML::Node child(const YAML::Node& map, const char* name) {
+    if (!map.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    const YAML::Node n = map[name];
+    if (!n.IsDefined() || n.IsNull()) return YAML::Node(YAML::NodeType::Undefined);
+    return n;
+  }
+
+  /// A section: a mapping, or an error naming `key`.
+  YAML::Node section(const YAML::Node& map, const char* name, const std::string& key) const {
+    YAML::Node n = child(map, name);
+    if (n.IsDefined() && !n.IsMap()) fail(n, key, "expected a mapping of keys");
+    return n;
+  }
+
+  long long integer(const YAML::Node& n, const std::string& key, long long lo,
+                    long long hi = INT_MAX) const {
+    if (!n.IsScalar() || scalar_kind(n) != Scalar::integer)
+      fail(n, key, "expected an integer, got " + shown(n));
+    const long long v = n.as<long long>();
+    if (v < lo) fail(n, key, "must be at least " + std::to_string(lo) + ", got " + n.Scalar());
+    if (v > hi) fail(n, key, "must be at most " + std::to_string(hi) + ", got " + n.Scalar());
+    return v;
+  }
+  /// The integer at map[name], or `fallback` when absent or null.
+  long long integer_or(const YAML::Node& map, const char* name, const std::string& key,
+                       long long lo, long long fallback) const {
+    const YAML::Node n = child(map, name);
+    return n.IsDefined() ? integer(n, key, lo) : fallback;
+  }
+  bool boolean(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar() || scalar_kind(n) != Scalar::boolean)
+      fail(n, key, "expected True or False, got " + shown(n));
+    return n.as<bool>();
+  }
+  double real(const YAML::Node& n, const std::string& key) const {
+    double v = 0;
+    if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !std::isfinite(v))
+      fail(n, key, "expected a number, got " + shown(n));
+    return v;
+  }
+  std::string text(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) fail(n, key, "expected a string, got " + shown(n));
+    return n.Scalar();
+  }
+
+  /// Lists every key of `map` (at `path`) not in `read` as not modelled.
+  void ignore_others(const YAML::Node& map, const std::string& path,
+                     std::initializer_list<std::string_view> read) const {
+    if (!map.IsDefined() || !map.IsMap()) return;
+    for (const auto& kv : map) {
+      const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : "?";
+      if (std::find(read.begin(), read.end(), k) == read.end())
+        job_.ignore((path.empty() ? "" : path + ".") + k + " (not modelled)");
+    }
+  }
+
+  static std::string shown(const YAML::Node& n) {
+    if (n.IsScalar()) {
+      const std::string& s = n.Scalar();
+      return "'" + (s.size() > 60 ? s.substr(0, 60) + "..." : s) + "'";
+    }
+    if (n.IsSequence()) return "a list";
+    if (n.IsMap()) return "a mapping";
+    return "nothing";
+  }
+
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+  ImportedJob& job_;
+};
+
+constexpr int kAllLayers = INT_MAX;  // [MF-layer]: True in a list stands for MAX_INT32
+
+/// Layers per stage that recompute (fully, or selectively for one pattern), from one value
+/// of recompute_config: [MF-layer] _format_recompute_list, with counts capped at the
+/// stage's layers and a flat list spread over the interleaves.
+std::vector<int> recompute_counts(const Mf& mf, const YAML::Node& n, const std::string& key,
+                                  const std::vector<int>& partition, int pp, int vpp) {
+  const std::size_t stages = partition.size();
+  if (n.IsScalar()) {
+    if (scalar_kind(n) != Scalar::boolean)
+      mf.fail(n, key, "expected True, False or a list of counts per stage, got " + Mf::shown(n));
+    return n.as<bool>() ? partition : std::vector<int>(stages, 0);
+  }
+  if (!n.IsSequence()) mf.fail(n, key, "expected True, False or a list of counts per stage");
+  bool flat = true, strings = n.size() > 0;
+  for (const auto& item : n) {
+    flat = flat && item.IsScalar();
+    strings = strings && item.IsScalar() && scalar_kind(item) == Scalar::string;
+  }
+  // A list of operator names recomputes them in every layer.
+  if (strings) return partition;
+  auto count_of = [&](const YAML::Node& item, const std::string& k, int cap) {
+    if (item.IsScalar() && scalar_kind(item) == Scalar::boolean) return item.as<bool>() ? cap : 0;
+    return static_cast<int>(std::min<long long>(mf.integer(item, k, 0), cap));
+  };
+  if (flat) {
+    if (n.size() != static_cast<std::size_t>(pp))
+      mf.fail(n, key,
+              "has " + std::to_string(n.size()) + " entries; a flat list has one per " +
+                  "pipeline stage (pipeline_stage = " + std::to_string(pp) + ")");
+    std::vector<int> per_rank;
+    for (std::size_t j = 0; j < n.size(); ++j)
+      per_rank.push_back(count_of(n[j], key + "[" + std::to_string(j) + "]", kAllLayers));
+    return mindformers_spread_counts(partition, pp, vpp, per_rank);
+  }
+  if (n.size() != static_cast<std::size_t>(vpp))
+    mf.fail(n, key,
+            "has " + std::to_string(n.size()) +
+                " rows; a 2-D list has one per "
+                "interleave (pp_interleave_num = " +
+                std::to_string(vpp) + ")");
+  std::vector<int> counts(stages, 0);
+  for (int v = 0; v < vpp; ++v) {
+    const YAML::Node row = n[v];
+    const std::string rk = key + "[" + std::to_string(v) + "]";
+    if (row.IsScalar()) {
+      const int all = count_of(row, rk, kAllLayers);
+      for (int j = 0; j < pp; ++j)
+        counts[static_cast<std::size_t>(v) * pp + j] =
+            all ? partition[static_cast<std::size_t>(v) * pp + j] : 0;
+      continue;
+    }
+    if (!row.IsSequence() || row.size() != static_cast<std::size_t>(pp))
+      mf.fail(row, rk,
+              "expected a list of " + std::to_string(pp) +
+                  " counts, one per pipeline stage, or True/False");
+    for (int j = 0; j < pp; ++j) {
+      const std::size_t s = static_cast<std::size_t>(v) * pp + j;
+      counts[s] = count_of(row[j], rk + "[" + std::to_string(j) + "]", partition[s]);
+    }
+  }
+  return counts;
+}
+
+std::string model_name_of(const std::string& path) {
+  if (path == "-") return "mindformers-job";
+  const std::string stem = std::filesystem::path(path).stem().string();
+  return stem.empty() ? "mindformers-job" : stem;
+}
+
+}  // namespace
+
+ImportedJob read_mindformers_yaml(const std::string& text, const std::string& name) {
+  const std::string file = shown_path(name);
+  ImportedJob job;
+  job.source = name;
+  job.framework = "MindFormers YAML";
+  Mf mf(file, job);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw ImportError(file, std::max(e.mark.line + 1, 1), 0, "", "malformed YAML: " + e.msg);
+  }
+  if (!root.IsMap())
+    throw ImportError(file, 1, 0, "",
+                      "expected a MindFormers config: a mapping with "
+                      "parallel_config, model and recompute_config");
+  mf.ignore_others(
+      root, "",
+      {"parallel_config", "model", "recompute_config", "runner_config", "parallel", "moe_config"});
+
+  // A mixture-of-experts model is another model, not an approximation of this one.
+  if (const YAML::Node moe = mf.section(root, "moe_config", "moe_config"); moe.IsDefined()) {
+    const YAML::Node experts = Mf::child(moe, "expert_num");
+    if (experts.IsDefined() && mf.integer(experts, "moe_config.expert_num", 0, LLONG_MAX) > 1)
+      mf.fail(experts, "moe_config.expert_num",
+              "a mixture-of-experts model (expert_num > 1); bmpipe models dense decoder layers "
+              "only");
+  }
+
+  // ---- parallel_config ----
+  const YAML::Node pc = mf.section(root, "parallel_config", "parallel_config");
+  mf.ignore_others(
+      pc, "parallel_config",
+      {"data_parallel", "model_parallel", "pipeline_stage", "micro_batch_num", "use_seq_parallel"});
+  auto pc_int = [&](const char* k, const char* why_default) {
+    const YAML::Node n = Mf::child(pc, k);
+    const std::string key = std::string("parallel_config.") + k;
+    if (n.IsDefined()) return std::pair{static_cast<int>(mf.integer(n, key, 1)), mf.origin(n, key)};
+    return std::pair{1, mf.origin(pc, key, why_default)};
+  };
+  const auto [dp, dp_origin] = pc_int("data_parallel", "parallel_config.data_parallel: default 1");
+  const auto [tp, tp_origin] =
+      pc_int("model_parallel", "parallel_config.model_parallel: default 1");
+  const auto [pp, pp_origin] =
+      pc_int("pipeline_stage", "parallel_config.pipeline_stage: default 1");
+  const auto [micro_batch_num, mbn_origin] =
+      pc_int("micro_batch_num", "parallel_config.micro_batch_num: default 1");
+  job.dp = dp;
+  job.tp = tp;
+  job.pp = pp;
+  job.from("training.dp", dp_origin);
+  job.from("training.tp", tp_origin);
+  job.from("training.pp", pp_origin);
+  if (const YAML::Node sp = Mf::child(pc, "use_seq_parallel"); sp.IsDefined()) {
+    job.sequence_parallel = mf.boolean(sp, "parallel_config.use_seq_parallel");
+    job.from("training.sequence_parallel", mf.origin(sp, "parallel_config.use_seq_parallel"));
+  }
+
+  // ---- parallel (MindSpore's auto-parallel context) ----
+  const YAML::Node par = mf.section(root, "parallel", "parallel");
+  mf.ignore_others(par, "parallel", {"pipeline_config", "enable_parallel_optimizer"});
+  const YAML::Node pipe = mf.section(par, "pipeline_config", "parallel.pipeline_config");
+  mf.ignore_others(pipe, "parallel.pipeline_config", {"pipeline_interleave", "pipeline_scheduler"});
+  const YAML::Node interleave_node = Mf::child(pipe, "pipeline_interleave");
+  const bool interleave =
+      interleave_node.IsDefined() &&
+      mf.boolean(interleave_node, "parallel.pipeline_config.pipeline_interleave");
+  std::string scheduler = "1f1b";
+  const YAML::Node scheduler_node = Mf::child(pipe, "pipeline_scheduler");
+  if (scheduler_node.IsDefined())
+    scheduler = mf.text(scheduler_node, "parallel.pipeline_config.pipeline_scheduler");
+  const YAML::Node optimizer_node = Mf::child(par, "enable_parallel_optimizer");
+  const bool parallel_optimizer = optimizer_node.IsDefined() &&
+                                  mf.boolean(optimizer_node, "parallel.enable_parallel_optimizer");
+  job.zero_stage = parallel_optimizer ? 1 : 0;
+  job.from("training.optimizer.zero_stage",
+           mf.origin(optimizer_node.IsDefined() ? optimizer_node : par,
+                     "parallel.enable_parallel_optimizer",
+                     parallel_optimizer ? "parallel.enable_parallel_optimizer: optimizer state "
+                                          "sharded over dp (MindSpore shards more)"
+                                        : "no parallel optimizer"));
+
+  // ---- runner_config ----
+  const YAML::Node runner = mf.section(root, "runner_config", "runner_config");
+  mf.ignore_others(runner, "runner_config", {"batch_size", "gradient_accumulation_steps"});
+  {
+    const YAML::Node b = Mf::child(runner, "batch_size");
+    job.micro_batch_size =
+        b.IsDefined() ? static_cast<int>(mf.integer(b, "runner_config.batch_size", 1)) : 1;
+    job.from("training.micro_batch_size",
+             b.IsDefined() ? mf.origin(b, "runner_config.batch_size")
+                           : mf.origin(runner, "runner_config.batch_size", "default 1"));
+  }
+  const YAML::Node ga_node = Mf::child(runner, "gradient_accumulation_steps");
+  const int ga =
+      ga_node.IsDefined()
+          ? static_cast<int>(mf.integer(ga_node, "runner_config.gradient_accumulation_steps", 1))
+          : 1;
+  // [MF-batch]: pipeline stages take micro_batch_num micro-batches and no accumulation.
+  if (pp > 1) {
+    job.microbatches = micro_batch_num;
+    job.from("training.microbatches", mbn_origin);
+    if (ga > 1)
+      job.notes.push_back(
+          "runner_config.gradient_accumulation_steps has no effect with "
+          "pipeline stages (MindFormers uses micro_batch_num then).");
+  } else {
+    job.microbatches = ga;
+    job.from("training.microbatches",
+             ga_node.IsDefined()
+                 ? mf.origin(ga_node, "runner_config.gradient_accumulation_steps")
+                 : mf.origin(runner, "runner_config.gradient_accumulation_steps",
+                             "no pipeline stages, no gradient accumulation: one micro-batch"));
+  }
+
+  // ---- model.model_config ----
+  const YAML::Node model = mf.section(root, "model", "model");
+  if (!model.IsDefined()) throw ImportError(file, 1, 0, "model", "missing required section");
+  mf.ignore_others(model, "model", {"model_config"});
+  const YAML::Node mc = mf.section(model, "model_config", "model.model_config");
+  if (!mc.IsDefined())
+    mf.fail(model, "model.model_config", "missing required section (the model's shape)");
+  const std::string mk = "model.model_config.";
+  mf.ignore_others(
+      mc, "model.model_config",
+      {"type", "num_layers", "hidden_size", "num_heads", "n_kv_heads", "intermediate_size",
+       "multiple_of", "ffn_dim_multiplier", "vocab_size", "seq_length", "offset",
+       "pp_interleave_num", "compute_dtype", "use_flash_attention", "tie_word_embeddings"});
+  auto required = [&](const char* k, const char* what) {
+    const YAML::Node n = Mf::child(mc, k);
+    if (!n.IsDefined()) mf.fail(mc, mk + k, std::string("missing: ") + what);
+    return n;
+  };
+  ModelShape m;
+  job.model_name = model_name_of(name);
+  m.name = job.model_name;
+  m.architecture = Architecture::llama;
+  job.from("model.name", mf.origin(root, "", "the YAML file's name"));
+  if (const YAML::Node t = Mf::child(mc, "type"); t.IsDefined()) {
+    const std::string type = mf.text(t, mk + "type");
+    job.from("model.architecture", mf.origin(t, mk + "type", type + ": a Llama-family model"));
+    if (type != "LlamaConfig")
+      job.notes.push_back("model_config.type " + type +
+                          " is read as a Llama-family decoder "
+                          "(RMSNorm, RoPE, SwiGLU, grouped-query attention).");
+  }
+  const YAML::Node layers_node = required("num_layers", "the number of decoder layers");
+  const YAML::Node hidden_node = required("hidden_size", "the hidden size");
+  const YAML::Node heads_node = required("num_heads", "the number of attention heads");
+  const YAML::Node vocab_node = required("vocab_size", "the vocabulary size");
+  const YAML::Node seq_node = required("seq_length", "the sequence length");
+  m.num_layers = static_cast<int>(mf.integer(layers_node, mk + "num_layers", 1));
+  m.hidden_size = static_cast<int>(mf.integer(hidden_node, mk + "hidden_size", 1));
+  m.num_attention_heads = static_cast<int>(mf.integer(heads_node, mk + "num_heads", 1));
+  m.vocab_size = static_cast<int>(mf.integer(vocab_node, mk + "vocab_size", 1));
+  job.seq_length = static_cast<int>(mf.integer(seq_node, mk + "seq_length", 1));
+  job.from("model.num_layers", mf.origin(layers_node, mk + "num_layers"));
+  job.from("model.hidden_size", mf.origin(hidden_node, mk + "hidden_size"));
+  job.from("model.num_attention_heads", mf.origin(heads_node, mk + "num_heads"));
+  job.from("model.vocab_size", mf.origin(vocab_node, mk + "vocab_size"));
+  job.from("training.seq_length", mf.origin(seq_node, mk + "seq_length"));
+  if (const YAML::Node kv = Mf::child(mc, "n_kv_heads"); kv.IsDefined()) {
+    m.num_kv_heads = static_cast<int>(mf.integer(kv, mk + "n_kv_heads", 1));
+    job.from("model.num_kv_heads", mf.origin(kv, mk + "n_kv_heads"));
+  } else {
+    m.num_kv_heads = m.num_attention_heads;  // [MF-config]: None means num_heads
+    job.from("model.num_kv_heads",
+             mf.origin(mc, mk + "n_kv_heads", "no n_kv_heads: one kv head per attention head"));
+  }
+  if (const YAML::Node ffn = Mf::child(mc, "intermediate_size"); ffn.IsDefined()) {
+    m.ffn_hidden_size = static_cast<int>(mf.integer(ffn, mk + "intermediate_size", 1));
+    job.from("model.ffn_hidden_size", mf.origin(ffn, mk + "intermediate_size"));
+  } else {
+    // [MF-ffn]
+    const YAML::Node mo = Mf::child(mc, "multiple_of");
+    const YAML::Node mul = Mf::child(mc, "ffn_dim_multiplier");
+    const long long multiple_of = mo.IsDefined() ? mf.integer(mo, mk + "multiple_of", 1) : 256;
+    long long hidden_dim = 4LL * m.hidden_size;
+    std::string why = "no intermediate_size: MindFormers' Llama rule from hidden_size";
+    if (mul.IsDefined()) {
+      const double f = mf.real(mul, mk + "ffn_dim_multiplier");
+      if (f <= 0 || f > 100)
+        mf.fail(mul, mk + "ffn_dim_multiplier", "must be between 0 and 100, got " + mul.Scalar());
+      hidden_dim = static_cast<long long>((f + 0.01) * static_cast<double>(hidden_dim));
+      why += ", ffn_dim_multiplier";
+    }
+    hidden_dim = (2 * hidden_dim) / 3;
+    hidden_dim = multiple_of * ((hidden_dim + multiple_of - 1) / multiple_of);
+    if (hidden_dim > INT_MAX) mf.fail(mc, mk + "hidden_size", "gives too large an MLP");
+    m.ffn_hidden_size = static_cast<int>(hidden_dim);
+    job.from("model.ffn_hidden_size",
+             mf.origin(mo.IsDefined() ? mo : mc, mk + "multiple_of",
+                       why + " and multiple_of " + std::to_string(multiple_of)));
+  }
+  if (const YAML::Node tie = Mf::child(mc, "tie_word_embeddings"); tie.IsDefined()) {
+    m.tied_embeddings = mf.boolean(tie, mk + "tie_word_embeddings");
+    job.from("model.tied_embeddings", mf.origin(tie, mk + "tie_word_embeddings"));
+  } else {
+    m.tied_embeddings = false;
+    job.from("model.tied_embeddings",
+             mf.origin(mc, mk + "tie_word_embeddings", "LlamaConfig's default: untied"));
+  }
+  if (const YAML::Node fa = Mf::child(mc, "use_flash_attention"); fa.IsDefined()) {
+    job.flash_attention = mf.boolean(fa, mk + "use_flash_attention");
+    job.from("model.flash_attention", mf.origin(fa, mk + "use_flash_attention"));
+  } else {
+    job.flash_attention = false;
+    job.from("model.flash_attention", mf.origin(mc, mk + "use_flash_attention",
+                                                "LlamaConfig's default: no flash attention"));
+  }
+  {
+    const YAML::Node d = Mf::child(mc, "compute_dtype");
+    const std::string dtype = d.IsDefined() ? mf.text(d, mk + "compute_dtype") : "float16";
+    if (dtype == "bfloat16")
+      job.dtype = "bf16";
+    else if (dtype == "float16")
+      job.dtype = "fp16";
+    else
+      mf.fail(d, mk + "compute_dtype",
+              "unknown value '" + dtype + "' (bmpipe models bfloat16 and float16)");
+    job.from("training.dtype",
+             d.IsDefined() ? mf.origin(d, mk + "compute_dtype")
+                           : mf.origin(mc, mk + "compute_dtype", "LlamaConfig's default: float16"));
+  }
+  job.shape = m;
+
+  // ---- interleave and offset ----
+  int vpp = 1;
+  const YAML::Node pin = Mf::child(mc, "pp_interleave_num");
+  if (pin.IsDefined()) {
+    const int asked = static_cast<int>(mf.integer(pin, mk + "pp_interleave_num", 1));
+    // [MF-layer]: without the pipeline_interleave context LayerSetting resets it to 1.
+    if (asked > 1 && !interleave)
+      job.notes.push_back("pp_interleave_num " + std::to_string(asked) +
+                          " takes effect only with parallel.pipeline_config.pipeline_interleave: "
+                          "True, which is not set; MindFormers runs one stage per rank.");
+    else
+      vpp = asked;
+  }
+  // [MF-card]: interleaving needs pipeline stages.
+  if (vpp > 1 && pp < 2)
+    mf.fail(pin, mk + "pp_interleave_num", "needs parallel_config.pipeline_stage > 1");
+  job.vpp = vpp;
+  job.from("training.vpp", pin.IsDefined() ? mf.origin(pin, mk + "pp_interleave_num")
+                                           : mf.origin(mc, mk + "pp_interleave_num", "default 1"));
+
+  const int stages = pp * vpp, L = m.num_layers;
+  std::vector<int> offset(static_cast<std::size_t>(stages), 0);
+  const YAML::Node off = Mf::child(mc, "offset");
+  const std::string ok = mk + "offset";
+  if (off.IsDefined()) {
+    // [MF-layer] _check_inputs on the offset as given, then np.broadcast_to
+    // (pp_interleave_num, pipeline_stage).
+    long long sum = 0;
+    if (off.IsScalar()) {
+      const long long c = mf.integer(off, ok, INT_MIN);
+      sum = c;
+      std::fill(offset.begin(), offset.end(), static_cast<int>(c));
+    } else if (off.IsSequence() && off.size() > 0 && off[0].IsSequence()) {
+      if (off.size() != static_cast<std::size_t>(vpp))
+        mf.fail(off, ok,
+                "has " + std::to_string(off.size()) +
+                    " rows; a 2-D offset has one per "
+                    "interleave (pp_interleave_num = " +
+                    std::to_string(vpp) + ")");
+      for (int v = 0; v < vpp; ++v) {
+        const YAML::Node row = off[v];
+        if (!row.IsSequence() || row.size() != static_cast<std::size_t>(pp))
+          mf.fail(row, ok,
+                  "each row needs " + std::to_string(pp) +
+                      " entries, one per pipeline "
+                      "stage (pipeline_stage = " +
+                      std::to_string(pp) + ")");
+        for (int j = 0; j < pp; ++j) {
+          const long long c = mf.integer(row[j], ok, INT_MIN);
+          offset[static_cast<std::size_t>(v) * pp + j] = static_cast<int>(c);
+          sum += c;
+        }
+      }
+    } else if (off.IsSequence()) {
+      if (off.size() != static_cast<std::size_t>(pp))
+        mf.fail(off, ok,
+                "has " + std::to_string(off.size()) +
+                    " entries; MindFormers wants one "
+                    "per pipeline stage (pipeline_stage = " +
+                    std::to_string(pp) + ")");
+      for (int j = 0; j < pp; ++j) {
+        const long long c = mf.integer(off[j], ok, INT_MIN);
+        for (int v = 0; v < vpp; ++v)
+          offset[static_cast<std::size_t>(v) * pp + j] = static_cast<int>(c);
+        sum += c;
+      }
+    } else {
+      mf.fail(off, ok, "expected an integer or a list of integers per stage");
+    }
+    if (sum != L % stages)
+      mf.fail(off, ok,
+              "the offsets add up to " + std::to_string(sum) +
+                  "; MindFormers requires num_layers % (pipeline_stage * "
+                  "pp_interleave_num) = " +
+                  std::to_string(L) + " % " + std::to_string(stages) + " = " +
+                  std::to_string(L % stages));
+  }
+  std::vector<int> partition;
+  try {
+    partition = mindformers_partition(L, pp, vpp, offset);
+  } catch (const FormatError& e) {
+    mf.fail(off.IsDefined() ? off : mc, ok, e.what());
+  }
+  job.partition = partition;
+  job.from("training.partition",
+           off.IsDefined() ? mf.origin(off, ok, "num_layers // stages + offset")
+                           : mf.origin(mc, ok, "no offset: num_layers // stages per stage"));
+
+  // ---- schedule ----
+  if (scheduler == "1f1b") {
+    job.schedule = vpp > 1 ? "interleaved" : "1f1b";
+  } else if (scheduler == "gpipe") {
+    if (vpp > 1)
+      mf.fail(scheduler_node, "parallel.pipeline_config.pipeline_scheduler",
+              "gpipe runs one stage per rank; pp_interleave_num must be 1");
+    job.schedule = "gpipe";
+  } else {
+    job.schedule = vpp > 1 ? "interleaved" : "1f1b";
+    job.notes.push_back("pipeline_scheduler " + scheduler + " is not modelled; simulated as " +
+                        job.schedule + ".");
+  }
+  job.from("training.schedule",
+           scheduler_node.IsDefined()
+               ? mf.origin(scheduler_node, "parallel.pipeline_config.pipeline_scheduler")
+               : mf.origin(pipe.IsDefined() ? pipe : root,
+                           "parallel.pipeline_config.pipeline_scheduler", "MindSpore's 1F1B"));
+
+  // ---- recompute ----
+  std::vector<int> full(partition.size(), 0), select(partition.size(), 0);
+  const std::string rk = "recompute_config";
+  YAML::Node rc = Mf::child(root, "recompute_config");
+  Origin recompute_origin = mf.origin(root, rk, "no recompute_config: no recompute");
+  if (rc.IsDefined() && rc.IsScalar()) {
+    full = recompute_counts(mf, rc, rk, partition, pp, vpp);
+    recompute_origin = mf.origin(rc, rk);
+  } else if (rc.IsDefined()) {
+    if (!rc.IsMap()) mf.fail(rc, rk, "expected a mapping (recompute, select_recompute, ...)");
+    mf.ignore_others(rc, rk, {"recompute", "select_recompute"});
+    if (const YAML::Node r = Mf::child(rc, "recompute"); r.IsDefined()) {
+      full = recompute_counts(mf, r, rk + ".recompute", partition, pp, vpp);
+      recompute_origin = mf.origin(r, rk + ".recompute");
+    }
+    if (const YAML::Node s = Mf::child(rc, "select_recompute"); s.IsDefined()) {
+      const std::string sk = rk + ".select_recompute";
+      if (s.IsMap()) {
+        // [MF-layer] _format_recompute_dict: a count list per operator pattern; bmpipe has
+        // one selective mode, which covers the layers any pattern names.
+        for (const auto& kv : s) {
+          const std::string pattern = kv.first.IsScalar() ? kv.first.Scalar() : "?";
+          const std::vector<int> c =
+              recompute_counts(mf, kv.second, sk + "." + pattern, partition, pp, vpp);
+          for (std::size_t i = 0; i < c.size(); ++i) select[i] = std::max(select[i], c[i]);
+        }
+        job.notes.push_back(
+            "select_recompute names operator patterns; bmpipe's selective mode "
+            "re-runs the attention core on every layer any pattern covers.");
+      } else {
+        select = recompute_counts(mf, s, sk, partition, pp, vpp);
+      }
+      recompute_origin = Mf::child(rc, "recompute").IsDefined()
+                             ? mf.origin(rc, rk, "recompute_config.recompute and select_recompute")
+                             : mf.origin(s, sk);
+    }
+  }
+  job.recompute = modes_from_prefix_counts(partition, full, select);
+  if (std::count(job.recompute.begin(), job.recompute.end(), Recompute::selective) > 0 &&
+      !(rc.IsMap() && Mf::child(rc, "select_recompute").IsMap()))
+    job.notes.push_back(
+        "select_recompute as counts recomputes MindFormers' default operators (the MLP "
+        "activation), while bmpipe's selective mode re-runs the attention core.");
+  job.from("training.recompute", recompute_origin);
+  return job;
+}
+
+}  // namespace bmpipe

@@ -1,0 +1,446 @@
+// `bmpipe import megatron`: Megatron-LM arguments read with Megatron-LM's defaults and
+// checks (megatron/training/arguments.py, argument_utils.py, transformer_config.py,
+// transformer_block.py at d98e8a64ddf3), worked by hand; the round trip through the plan
+// export (planner/export.hpp); and the YAML, which must load as `bmpipe simulate` loads it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "experiment/import_megatron.hpp"
+#include "planner/export.hpp"
+#include "support/support.hpp"
+
+namespace bmpipe {
+namespace {
+
+using R = Recompute;
+
+// Llama-2-7B's shape, one micro-batch of 4096 tokens, 64 sequences per step, bf16.
+const std::string kModel =
+    "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 11008 --num-attention-heads 32 \\\n"
+    "  --seq-length 4096 --vocab-size 32000 --swiglu --untie-embeddings-and-output-weights \\\n"
+    "  --micro-batch-size 1 --global-batch-size 64 --bf16\n";
+
+ImportedJob import(const std::string& args) {
+  return read_megatron_args(args, "args.txt");
+}
+
+std::string error_of(const std::string& args) {
+  try {
+    import(args);
+  } catch (const ImportError& e) {
+    return e.what();
+  }
+  return "<accepted>";
+}
+
+struct StageModes {
+  int full = 0, selective = 0;
+};
+
+/// Interleaved placement; each stage full first, then selective, then none.
+ExportLayout plan(int pp, int vpp, std::vector<int> partition, std::vector<StageModes> modes = {}) {
+  ExportLayout l;
+  l.pp = pp;
+  l.vpp = vpp;
+  for (int s = 0; s < pp * vpp; ++s) l.stage_rank.push_back(s % pp);
+  modes.resize(partition.size());
+  for (std::size_t s = 0; s < partition.size(); ++s)
+    for (int k = 0; k < partition[s]; ++k)
+      l.recompute.push_back(k < modes[s].full                        ? R::full
+                            : k < modes[s].full + modes[s].selective ? R::selective
+                                                                     : R::none);
+  l.partition = std::move(partition);
+  return l;
+}
+
+ExportLayout layout_of(const ImportedJob& job) {
+  ExportLayout l;
+  l.pp = job.pp;
+  l.vpp = job.vpp;
+  for (int s = 0; s < job.pp * job.vpp; ++s) l.stage_rank.push_back(s % job.pp);
+  l.partition = job.partition;
+  l.recompute = job.recompute;
+  return l;
+}
+
+/// The line of `text` that starts with `start`.
+std::string line_with(const std::string& text, const std::string& start) {
+  for (std::size_t pos = 0; pos < text.size();) {
+    const std::size_t end = std::min(text.find('\n', pos), text.size());
+    if (text.compare(pos, start.size(), start) == 0) return text.substr(pos, end - pos);
+    pos = end + 1;
+  }
+  return "<no line starting with '" + start + "'>";
+}
+
+std::vector<R> all(R mode, int n = 32) {
+  return std::vector<R>(static_cast<std::size_t>(n), mode);
+}
+
+// ---- the round trip -----------------------------------------------------------------------
+
+// The brief's example, both ways: the layout is [9, 9, 8, 6] with the embedding first and
+// the loss last, and exporting the imported plan prints the same flags.
+TEST(MegatronImport, TheWorkedLayoutExample) {
+  const std::string flags =
+      "--pipeline-model-parallel-size 4\n--num-layers 32\n"
+      "--pipeline-model-parallel-layout \"Et*9|t*9|t*8|t*6L\"\n";
+  const ImportedJob job = import(kModel + flags);
+  EXPECT_EQ(job.pp, 4);
+  EXPECT_EQ(job.vpp, 1);
+  EXPECT_EQ(job.partition, (std::vector<int>{9, 9, 8, 6}));
+  EXPECT_EQ(job.recompute, all(R::none));
+  const MegatronExport back = export_megatron(layout_of(job));
+  EXPECT_TRUE(back.exact);
+  EXPECT_EQ(back.flags, flags);
+}
+
+// Every form the export writes reads back as the plan it came from, and exports again to
+// the same flags: the even split, virtual stages, the first/last-rank flags (with and
+// without virtual stages), layouts, and the three recompute rules.
+TEST(MegatronImport, ExportedFlagsReadBackAsTheirPlan) {
+  const ExportLayout plans[] = {
+      plan(4, 1, {8, 8, 8, 8}),
+      plan(4, 2, {4, 4, 4, 4, 4, 4, 4, 4}),
+      plan(4, 1, {10, 8, 8, 6}),
+      plan(3, 1, {10, 11, 11}),
+      plan(3, 1, {11, 11, 10}),
+      plan(4, 2, {6, 4, 4, 2, 6, 4, 4, 2}),
+      plan(4, 1, {9, 9, 8, 6}),
+      plan(4, 2, {5, 3, 4, 4, 4, 4, 3, 5}),
+      plan(4, 1, {0, 12, 12, 8}),
+      plan(2, 1, {16, 16}, {{0, 16}, {0, 16}}),                    // selective everywhere
+      plan(2, 1, {16, 16}, {{16, 0}, {16, 0}}),                    // full everywhere: uniform 1
+      plan(4, 1, {9, 9, 8, 6}, {{2, 0}, {2, 0}, {2, 0}, {2, 0}}),  // block 2
+      plan(4, 2, {4, 4, 4, 4, 4, 4, 4, 4},
+           {{1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}}),
+  };
+  for (const ExportLayout& l : plans) {
+    const MegatronExport out = export_megatron(l);
+    ASSERT_TRUE(out.exact) << out.note;
+    const ImportedJob job = import(kModel + out.flags);
+    EXPECT_EQ(job.pp, l.pp) << out.flags;
+    EXPECT_EQ(job.vpp, l.vpp) << out.flags;
+    EXPECT_EQ(job.partition, l.partition) << out.flags;
+    EXPECT_EQ(job.recompute, l.recompute) << out.flags;
+    EXPECT_EQ(job.schedule, l.vpp > 1 ? "interleaved" : "1f1b");
+    EXPECT_EQ(export_megatron(layout_of(job)).flags, out.flags);
+  }
+}
+
+// Flags the export does not write but Megatron takes, read as Megatron builds them; the
+// export then says the same plan its own way.
+TEST(MegatronImport, OtherSpellingsOfTheSamePlan) {
+  // (32 / 4) / 2 = 4 virtual stages of 2 layers.
+  const ImportedJob per_stage =
+      import(kModel + "--pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 2");
+  EXPECT_EQ(per_stage.vpp, 4);
+  EXPECT_EQ(per_stage.partition, std::vector<int>(16, 2));
+  EXPECT_EQ(export_megatron(layout_of(per_stage)).flags,
+            "--pipeline-model-parallel-size 4\n--num-layers 32\n"
+            "--num-virtual-stages-per-pipeline-rank 4\n");
+  // 30 layers + embedding + loss = 32 over 4 ranks: the first and last stage build 7.
+  const std::string thirty =
+      "--num-layers 30 --hidden-size 1024 --num-attention-heads 8 "
+      "--seq-length 1024 --vocab-size 1000 --micro-batch-size 1 --bf16 ";
+  const ImportedJob accounted =
+      import(thirty +
+             "--pipeline-model-parallel-size 4 --account-for-embedding-in-pipeline-split "
+             "--account-for-loss-in-pipeline-split");
+  EXPECT_EQ(accounted.partition, (std::vector<int>{7, 8, 8, 7}));
+  EXPECT_EQ(export_megatron(layout_of(accounted)).flags,
+            "--pipeline-model-parallel-size 4\n--num-layers 30\n"
+            "--decoder-first-pipeline-num-layers 7\n--decoder-last-pipeline-num-layers 7\n");
+  // Block with a count past the stage size recomputes whole stages: every layer here.
+  const ImportedJob block = import(kModel +
+                                   "--pipeline-model-parallel-size 4 --recompute-granularity full "
+                                   "--recompute-method block --recompute-num-layers 9");
+  EXPECT_EQ(block.recompute, all(R::full));
+  // The old switch for selective recompute.
+  EXPECT_EQ(import(kModel + "--recompute-activations").recompute, all(R::selective));
+  // Uniform groups of 4 recompute every layer; the note says what bmpipe keeps instead.
+  const ImportedJob uniform = import(kModel +
+                                     "--recompute-granularity full --recompute-method uniform "
+                                     "--recompute-num-layers 4");
+  EXPECT_EQ(uniform.recompute, all(R::full));
+  ASSERT_EQ(uniform.notes.size(), 1u);
+  EXPECT_NE(uniform.notes[0].find("one input per 4 layers"), std::string::npos);
+}
+
+// ---- the model and the run ----------------------------------------------------------------
+
+TEST(MegatronImport, ShapeAndDefaults) {
+  const ImportedJob job = import(kModel +
+                                 "--tensor-model-parallel-size 2 --sequence-parallel "
+                                 "--use-distributed-optimizer");
+  ASSERT_TRUE(job.shape);
+  const ModelShape& m = *job.shape;
+  EXPECT_EQ(m.architecture, Architecture::llama);
+  EXPECT_EQ(m.num_layers, 32);
+  EXPECT_EQ(m.hidden_size, 4096);
+  EXPECT_EQ(m.num_attention_heads, 32);
+  EXPECT_EQ(m.num_kv_heads, 32);
+  EXPECT_EQ(m.ffn_hidden_size, 11008);
+  EXPECT_EQ(m.vocab_size, 32000);  // already a multiple of 128 x 2
+  EXPECT_FALSE(m.tied_embeddings);
+  EXPECT_EQ(job.dropout, true);  // attention and hidden dropout default to 0.1
+  EXPECT_EQ(job.tp, 2);
+  EXPECT_EQ(job.sequence_parallel, true);
+  EXPECT_EQ(job.seq_length, 4096);
+  EXPECT_EQ(job.micro_batch_size, 1);
+  EXPECT_EQ(job.global_batch_size, 64);
+  EXPECT_EQ(job.microbatches, std::nullopt);  // bmpipe derives 64 / (1 x dp)
+  EXPECT_EQ(job.dtype, "bf16");
+  EXPECT_EQ(job.grad_dtype, "fp32");
+  EXPECT_EQ(job.zero_stage, 1);
+  EXPECT_EQ(job.partition, (std::vector<int>{32}));
+}
+
+TEST(MegatronImport, DefaultsMegatronDerives) {
+  const std::string base =
+      "--num-layers 4 --hidden-size 4096 --num-attention-heads 32 "
+      "--seq-length 2048 --micro-batch-size 2 ";
+  // No --swiglu: GeLU MLP of 4h; with it, int((4 * 4096 * 2 / 3) / 64) * 64 = 170 * 64.
+  const ImportedJob gpt = import(base + "--vocab-size 50257 --fp16");
+  EXPECT_EQ(gpt.shape->architecture, Architecture::gpt);
+  EXPECT_EQ(gpt.shape->ffn_hidden_size, 16384);
+  EXPECT_TRUE(gpt.shape->tied_embeddings);
+  // 50257 padded to a multiple of 128: 393 x 128.
+  EXPECT_EQ(gpt.shape->vocab_size, 50304);
+  EXPECT_EQ(gpt.grad_dtype, "fp16");  // fp16 keeps fp16 gradients by default
+  EXPECT_EQ(gpt.microbatches, 1);     // no global batch: micro-batch size x dp
+  EXPECT_EQ(gpt.zero_stage, 0);
+  const ImportedJob llama =
+      import(base +
+             "--vocab-size 50257 --swiglu --tensor-model-parallel-size 2 --bf16 "
+             "--group-query-attention --attention-dropout 0 --hidden-dropout 0.0 "
+             "--grad-reduce-in-bf16");
+  EXPECT_EQ(llama.shape->ffn_hidden_size, 10880);
+  EXPECT_EQ(llama.shape->num_kv_heads, 1);    // --num-query-groups defaults to 1
+  EXPECT_EQ(llama.shape->vocab_size, 50432);  // multiple of 128 x tp 2: 197 x 256
+  EXPECT_EQ(llama.dropout, false);
+  EXPECT_EQ(llama.grad_dtype, "bf16");
+  EXPECT_EQ(import(base + "--vocab-size 1000 --fp16 --accumulate-allreduce-grads-in-fp32 "
+                          "--make-vocab-size-divisible-by 64 --group-query-attention "
+                          "--num-query-groups 8")
+                .shape->num_kv_heads,
+            8);
+  // Sequence parallelism is off with tp 1, and said so.
+  const ImportedJob sp = import(base + "--vocab-size 1000 --bf16 --sequence-parallel");
+  EXPECT_EQ(sp.sequence_parallel, false);
+  EXPECT_EQ(sp.notes.size(), 1u);
+}
+
+TEST(MegatronImport, FlagsItDoesNotModelAreListed) {
+  const ImportedJob job =
+      import("torchrun --nproc_per_node 8 pretrain_gpt.py \\\n" + kModel +
+             "--context-parallel-size 2 --expert-model-parallel-size 4 --lr 3e-4 \\\n"
+             "  --data-path 0.5 /data/a 0.5 /data/b --lr 1e-4 2>&1 | tee train.log\n");
+  const std::vector<std::string> expected = {"'torchrun' (not a flag)",
+                                             "--nproc_per_node (not modelled)",
+                                             "--context-parallel-size (not modelled)",
+                                             "--expert-model-parallel-size (not modelled)",
+                                             "--lr (not modelled)",
+                                             "--data-path (not modelled)",
+                                             "'tee' (not a flag)",
+                                             "'train.log' (not a flag)"};
+  EXPECT_EQ(job.ignored, expected);
+}
+
+TEST(MegatronImport, ShellWords) {
+  const std::string text =
+      "# a comment --num-layers 9\n"
+      "--a 1 --b=\"x y\" \\\n"
+      "  --c 'it''s' # trailing comment\r\n"
+      "--d \"$VAR\" \\\r\n"
+      "--e \\\"q\\\" --f=\n";
+  const std::vector<ShellWord> w = split_shell_words(text, "t.txt");
+  std::vector<std::string> words;
+  for (const ShellWord& x : w) words.push_back(x.text);
+  EXPECT_EQ(words, (std::vector<std::string>{"--a", "1", "--b=x y", "--c", "its", "--d", "$VAR",
+                                             "--e", "\"q\"", "--f="}));
+  EXPECT_EQ(w[0].line, 2);
+  EXPECT_EQ(w[3].line, 3);
+  EXPECT_EQ(w[5].line, 4);
+  EXPECT_EQ(w[7].line, 5);
+  EXPECT_TRUE(w[6].expansion);
+  EXPECT_FALSE(w[8].expansion);
+  EXPECT_THROW(split_shell_words("--a 'open\n", "t.txt"), ImportError);
+  // Duplicates: the last one counts, as argparse does, and a note says so.
+  const ImportedJob twice = import(kModel +
+                                   "--pipeline-model-parallel-size 2\n"
+                                   "--pipeline-model-parallel-size=4\n");
+  EXPECT_EQ(twice.pp, 4);
+  ASSERT_EQ(twice.notes.size(), 1u);
+  EXPECT_NE(twice.notes[0].find("given 2 times (last on line 5)"), std::string::npos);
+}
+
+// ---- errors name the file, the line and the flag ------------------------------------------
+
+TEST(MegatronImport, ErrorsNameTheFileLineAndFlag) {
+  struct Case {
+    std::string extra, expected;
+  };
+  // kModel is three lines; the extra flags are on line 4.
+  const Case cases[] = {
+      {"--recompute-granularity partial",
+       "args.txt:4: --recompute-granularity: unknown value 'partial' (expected full, selective)"},
+      {"--swiglu yes", "args.txt:4: --swiglu: takes no value (it is a switch), got 'yes'"},
+      {"--pipeline-model-parallel-size 4x",
+       "args.txt:4: --pipeline-model-parallel-size: expected an integer, got '4x'"},
+      {"--pipeline-model-parallel-size 0",
+       "args.txt:4: --pipeline-model-parallel-size: must be at least 1, got 0"},
+      {"--tensor-model-parallel-size $TP",
+       "args.txt:4: --tensor-model-parallel-size: the value '$TP' is a shell expansion"},
+      {"--pipeline-model-parallel-size",
+       "args.txt:4: --pipeline-model-parallel-size: expects a value"},
+      {"--pipeline-model-parallel-size 2 4",
+       "args.txt:4: --pipeline-model-parallel-size: takes one value, got 2"},
+      {"--num-experts 8", "args.txt:4: --num-experts: makes a mixture-of-experts model"},
+      {"--fp16", "args.txt:4: --fp16: cannot be given with --bf16"},
+      {"--kv-channels 64", "args.txt:4: --kv-channels: a head dimension of 64"},
+      {"--pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2 "
+       "--pipeline-model-parallel-layout 'Et*8|t*8|t*8|t*8L'",
+       "args.txt:4: --pipeline-model-parallel-layout: give at most one of"},
+      {"--pipeline-model-parallel-size 4 --pipeline-model-parallel-layout 'Et*8|t*8|t*8|t*7L'",
+       "args.txt:4: --pipeline-model-parallel-layout: holds 31 decoder layers (t) but "
+       "--num-layers is 32"},
+      {"--pipeline-model-parallel-size 3 --pipeline-model-parallel-layout 'Et*8|t*8|t*8|t*8L'",
+       "args.txt:4: --pipeline-model-parallel-layout: 4 stages do not divide over 3"},
+      {"--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et*16|t*16|mL'",
+       "args.txt:4: --pipeline-model-parallel-layout: 3 stages do not divide over 2"},
+      {"--pipeline-model-parallel-size 4 --pipeline-model-parallel-layout 'Et*8|t*8|t*8|t*8|mL'",
+       "args.txt:4: --pipeline-model-parallel-layout: 5 stages"},
+      {"--pipeline-model-parallel-size 3 --pipeline-model-parallel-layout 'Et*16|t*16L|'",
+       "args.txt:4: --pipeline-model-parallel-layout: puts the loss L on stage 1"},
+      {"--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et*16|t*16|L|t'",
+       "args.txt:4: --pipeline-model-parallel-layout: the last layer must be the loss L"},
+      {"--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout '|Et*16|t*16|L'",
+       "args.txt:4: --pipeline-model-parallel-layout: puts the embedding E on stage 1"},
+      {"--pipeline-model-parallel-size 3",
+       "args.txt:4: --pipeline-model-parallel-size: 32 layers "
+       "do not split evenly over 3 pipeline ranks"},
+      {"--pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 9",
+       "args.txt:4: --decoder-first-pipeline-num-layers: Megatron-LM refuses this split"},
+      {"--pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 8 "
+       "--account-for-loss-in-pipeline-split",
+       "args.txt:4: --decoder-first-pipeline-num-layers: cannot be given with --account-for"},
+      {"--num-virtual-stages-per-pipeline-rank 2",
+       "args.txt:4: --num-virtual-stages-per-pipeline-rank: 2 virtual stages need "
+       "--pipeline-model-parallel-size > 1"},
+      {"--recompute-granularity full",
+       "args.txt:4: --recompute-granularity: full recompute needs "
+       "--recompute-method"},
+      {"--recompute-granularity selective --recompute-method block",
+       "args.txt:4: --recompute-method: is not supported with selective recompute"},
+      {"--attention-dropout 2", "args.txt:4: --attention-dropout: must be between 0 and 1, got 2"},
+      {"--group-query-attention --num-query-groups 5",
+       "args.txt:4: --num-query-groups: 5 query groups do not divide the 32 attention heads"},
+  };
+  for (const Case& c : cases) {
+    const std::string e = error_of(kModel + c.extra + "\n");
+    EXPECT_EQ(e.rfind(c.expected, 0), 0u) << c.extra << "\n  got: " << e;
+  }
+  // Missing flags name the flag without a line.
+  EXPECT_EQ(error_of("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 8 "
+                     "--micro-batch-size 1 --bf16")
+                .rfind("args.txt: --vocab-size: missing: Megatron-LM takes the vocabulary from "
+                       "the tokenizer",
+                       0),
+            0u);
+  EXPECT_EQ(error_of("--hidden-size 64").rfind("args.txt: --num-layers: missing", 0), 0u);
+  EXPECT_EQ(error_of("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 8 "
+                     "--vocab-size 10 --micro-batch-size 1")
+                .rfind("args.txt: --bf16: neither --bf16 nor --fp16", 0),
+            0u);
+  EXPECT_EQ(
+      error_of(kModel + "--data-path \"unterminated\n").rfind("args.txt:4: a double quote", 0), 0u);
+}
+
+// ---- the YAML -----------------------------------------------------------------------------
+
+TEST(MegatronImport, TheYamlLoadsAndSaysWhereEachValueCameFrom) {
+  const ImportedJob job = import(kModel +
+                                 "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 "
+                                 "--pipeline-model-parallel-layout 'Et*9|t*9|t*8|t*6L' "
+                                 "--recompute-granularity full --recompute-method block "
+                                 "--recompute-num-layers 2 --use-distributed-optimizer\n");
+  const std::string yaml = imported_yaml(job, cluster_from_preset("h200", 16), "out.yaml");
+  const Config c = parse_config(yaml, "out.yaml");
+  EXPECT_EQ(c.cluster.nodes, 2);
+  EXPECT_EQ(c.training.pp, 4);
+  EXPECT_EQ(c.training.tp, 2);
+  EXPECT_EQ(c.training.data_parallel(16), 2);
+  EXPECT_EQ(c.training.microbatches, 32);  // 64 / (1 x dp 2)
+  EXPECT_EQ(c.training.partition, (std::vector<int>{9, 9, 8, 6}));
+  EXPECT_EQ(c.training.optimizer.zero_stage, 1);
+  EXPECT_EQ(c.model.shape->ffn_hidden_size, 11008);
+  // Block 2: the first two layers of each stage (0, 9, 18, 26) recompute fully.
+  EXPECT_EQ(c.training.recompute.global, R::none);
+  std::vector<int> full;
+  for (const auto& [layer, mode] : c.training.recompute.layers)
+    if (mode == R::full) full.push_back(layer);
+  EXPECT_EQ(full, (std::vector<int>{0, 1, 9, 10, 18, 19, 26, 27}));
+  EXPECT_NE(line_with(yaml, "  pp: 4 ").find("# --pipeline-model-parallel-size (line 4)"),
+            std::string::npos)
+      << yaml;
+  EXPECT_NE(line_with(yaml, "  ffn_hidden_size: ").find("# --ffn-hidden-size (line 1)"),
+            std::string::npos);
+  EXPECT_NE(yaml.find("# Imported by bmpipe from args.txt (Megatron-LM arguments)."),
+            std::string::npos);
+  // Same inputs, same bytes.
+  EXPECT_EQ(yaml,
+            imported_yaml(import(kModel + "--tensor-model-parallel-size 2 "
+                                          "--pipeline-model-parallel-size 4 "
+                                          "--pipeline-model-parallel-layout 'Et*9|t*9|t*8|t*6L' "
+                                          "--recompute-granularity full --recompute-method block "
+                                          "--recompute-num-layers 2 --use-distributed-optimizer\n"),
+                          cluster_from_preset("h200", 16), "out.yaml"));
+}
+
+// What only the whole config can check (the cluster against the layout, the batch) is
+// reported against the flag the value came from.
+TEST(MegatronImport, ChecksOfTheWholeConfigNameTheFlag) {
+  auto yaml_error = [](const std::string& args, long long devices) {
+    try {
+      imported_yaml(import(args), cluster_from_preset("h200", devices), "out.yaml");
+    } catch (const ImportError& e) {
+      return std::string(e.what());
+    }
+    return std::string("<accepted>");
+  };
+  const std::string pp3 =
+      "--num-layers 30 --hidden-size 1024 --num-attention-heads 8 --seq-length 1024 "
+      "--vocab-size 1024 --micro-batch-size 1 --bf16\n--pipeline-model-parallel-size 3\n";
+  EXPECT_EQ(yaml_error(pp3, 8).rfind("args.txt:2: --pipeline-model-parallel-size: ", 0), 0u)
+      << yaml_error(pp3, 8);
+  const std::string gbs =
+      "--num-layers 2 --hidden-size 1024 --num-attention-heads 8 "
+      "--seq-length 1024 --vocab-size 1024 --micro-batch-size 1 --bf16 \\\n"
+      "  --global-batch-size 10\n";
+  EXPECT_EQ(yaml_error(gbs, 4).rfind("args.txt:2: --global-batch-size: ", 0), 0u)
+      << yaml_error(gbs, 4);
+  EXPECT_EQ(yaml_error(gbs, 5), "<accepted>");
+  // An analytic model needs a device with compute figures.
+  const test::ScratchDir dir;
+  const std::string cluster =
+      test::write_file(dir.file("cluster.yaml"),
+                       "cluster:\n  nodes: 1\n  devices_per_node: 2\n  device: {memory_GiB: 80}\n"
+                       "  intra_node: {bandwidth_GBps: 100, latency_us: 1}\n");
+  try {
+    imported_yaml(import(kModel), cluster_from_file(cluster), "out.yaml");
+    ADD_FAILURE() << "accepted a device without compute figures";
+  } catch (const ImportError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(cluster + ":1: cluster.device: the imported model is "
+                                                    "analytic",
+                                          0),
+              0u)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace bmpipe

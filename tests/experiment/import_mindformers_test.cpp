@@ -1,0 +1,400 @@
+// `bmpipe import mindformers`: a MindFormers YAML read with MindFormers' own defaults and
+// rules (mindformers/models/utils.py LayerSetting, llama_layer.py LlamaFeedForward,
+// llama_config.py, trainer/base_trainer.py at fd4deebc1; docs/feature_cards/
+// Offset_Recompute.md), worked by hand or checked against published model shapes; the
+// round trip through the plan export; and the YAML, which must load.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "experiment/import_mindformers.hpp"
+#include "planner/export.hpp"
+#include "support/support.hpp"
+
+namespace bmpipe {
+namespace {
+
+using R = Recompute;
+
+// A MindFormers-style config written for these tests: Llama-2-7B on 16 devices, dp 2,
+// mp 2, 4 pipeline stages. Line numbers matter to the tests below.
+const std::string kConfig = R"(seed: 0
+run_mode: 'train'
+runner_config:
+  epochs: 1
+  batch_size: 1
+  sink_mode: True
+parallel:
+  parallel_mode: 1
+  enable_parallel_optimizer: True
+  pipeline_config:
+    pipeline_interleave: False
+    pipeline_scheduler: '1f1b'
+parallel_config:
+  data_parallel: 2
+  model_parallel: 2
+  pipeline_stage: 4
+  use_seq_parallel: True
+  micro_batch_num: 16
+  vocab_emb_dp: False
+recompute_config:
+  recompute: [1, 1, 0, 0]
+  select_recompute: [2, 2, 1, 0]
+  mp_comm_recompute: True
+model:
+  model_config:
+    type: LlamaConfig
+    seq_length: 4096
+    hidden_size: 4096
+    num_layers: 32
+    num_heads: 32
+    n_kv_heads: null
+    intermediate_size: 11008
+    vocab_size: 32000
+    compute_dtype: "bfloat16"
+    use_flash_attention: True
+    offset: [1, 1, 0, -2]
+    rms_norm_eps: 1.0e-5
+  arch:
+    type: LlamaForCausalLM
+)";
+
+ImportedJob import(const std::string& yaml) {
+  return read_mindformers_yaml(yaml, "mf.yaml");
+}
+
+/// `text` with `from` (the rest of its line after the indentation) replaced by `to`; an
+/// empty `to` deletes the whole line.
+std::string with(std::string text, const std::string& from, const std::string& to) {
+  const std::size_t at = text.find(from);
+  if (at == std::string::npos) throw std::invalid_argument("no '" + from + "'");
+  const std::size_t end = text.find('\n', at);
+  if (!to.empty()) return text.replace(at, end - at, to);
+  const std::size_t start = at == 0 ? 0 : text.rfind('\n', at - 1) + 1;
+  return text.erase(start, end + 1 - start);
+}
+
+std::string error_of(const std::string& yaml) {
+  try {
+    import(yaml);
+  } catch (const ImportError& e) {
+    return e.what();
+  }
+  return "<accepted>";
+}
+
+struct StageModes {
+  int full = 0, selective = 0;
+};
+
+ExportLayout plan(int pp, int vpp, std::vector<int> partition, std::vector<StageModes> modes = {}) {
+  ExportLayout l;
+  l.pp = pp;
+  l.vpp = vpp;
+  for (int s = 0; s < pp * vpp; ++s) l.stage_rank.push_back(s % pp);
+  modes.resize(partition.size());
+  for (std::size_t s = 0; s < partition.size(); ++s)
+    for (int k = 0; k < partition[s]; ++k)
+      l.recompute.push_back(k < modes[s].full                        ? R::full
+                            : k < modes[s].full + modes[s].selective ? R::selective
+                                                                     : R::none);
+  l.partition = std::move(partition);
+  return l;
+}
+
+ExportLayout layout_of(const ImportedJob& job) {
+  ExportLayout l;
+  l.pp = job.pp;
+  l.vpp = job.vpp;
+  for (int s = 0; s < job.pp * job.vpp; ++s) l.stage_rank.push_back(s % job.pp);
+  l.partition = job.partition;
+  l.recompute = job.recompute;
+  return l;
+}
+
+/// An exported fragment made a whole config: the model's shape and the rest of
+/// parallel_config added under the fragment's own sections.
+std::string whole(const std::string& fragment, int layers) {
+  std::string text = fragment;
+  const std::string mc = "  model_config:\n";
+  text.insert(text.find(mc) + mc.size(),
+              "    num_layers: " + std::to_string(layers) +
+                  "\n    hidden_size: 1024\n    num_heads: 8\n    intermediate_size: 2816\n"
+                  "    vocab_size: 32000\n    seq_length: 2048\n");
+  const std::string pc = "parallel_config:\n";
+  text.insert(text.find(pc) + pc.size(), "  data_parallel: 1\n  micro_batch_num: 8\n");
+  return text;
+}
+
+// ---- the round trip -----------------------------------------------------------------------
+
+TEST(MindFormersImport, TheWorkedOffsetExample) {
+  const ImportedJob job = import(kConfig);
+  EXPECT_EQ(job.pp, 4);
+  EXPECT_EQ(job.vpp, 1);
+  EXPECT_EQ(job.partition, (std::vector<int>{9, 9, 8, 6}));
+  // recompute [1, 1, 0, 0], select_recompute [2, 2, 1, 0]: the first layer of stages 0
+  // and 1 full, the second selective; stage 2's first selective.
+  std::vector<R> expected(32, R::none);
+  expected[0] = expected[9] = R::full;
+  expected[1] = expected[10] = expected[18] = R::selective;
+  EXPECT_EQ(job.recompute, expected);
+  std::vector<std::string> notes;
+  const std::string back = export_mindformers(layout_of(job), &notes);
+  EXPECT_NE(back.find("    offset: [1, 1, 0, -2]\n"), std::string::npos) << back;
+  EXPECT_NE(back.find("  recompute: [1, 1, 0, 0]\n"), std::string::npos) << back;
+  EXPECT_NE(back.find("  select_recompute: [2, 2, 1, 0]\n"), std::string::npos) << back;
+}
+
+// The export's fragments, made whole configs, read back as their plans and export to the
+// same text: flat lists, 2-D lists with interleaving, the feature card's layout, every
+// layer full.
+TEST(MindFormersImport, ExportedKeysReadBackAsTheirPlan) {
+  const ExportLayout plans[] = {
+      plan(4, 1, {9, 9, 8, 6}),
+      plan(4, 1, {9, 9, 8, 6}, {{1, 2}, {1, 0}, {0, 3}, {0, 0}}),
+      plan(4, 1, {8, 8, 8, 8}, {{8, 0}, {8, 0}, {8, 0}, {8, 0}}),
+      plan(2, 2, {3, 2, 2, 3}, {{2, 0}, {1, 1}, {0, 2}, {0, 0}}),
+      plan(5, 2, {4, 5, 5, 5, 5, 5, 5, 5, 5, 4}, {{4, 0}, {3, 1}, {0, 5}}),
+      plan(3, 1, {0, 5, 5}),
+  };
+  for (const ExportLayout& l : plans) {
+    std::vector<std::string> notes;
+    const std::string fragment = export_mindformers(l, &notes);
+    const int layers = static_cast<int>(l.recompute.size());
+    const ImportedJob job = import(whole(fragment, layers));
+    EXPECT_EQ(job.pp, l.pp) << fragment;
+    EXPECT_EQ(job.vpp, l.vpp) << fragment;
+    EXPECT_EQ(job.partition, l.partition) << fragment;
+    EXPECT_EQ(job.recompute, l.recompute) << fragment;
+    EXPECT_EQ(job.schedule, l.vpp > 1 ? "interleaved" : "1f1b");
+    EXPECT_EQ(export_mindformers(layout_of(job), nullptr), fragment);
+  }
+}
+
+// ---- MindFormers' rules -------------------------------------------------------------------
+
+// Without intermediate_size the Llama rule gives the published MLP widths: Llama-2-7B
+// 11008, Llama-2-70B 28672, Llama-3-8B 14336 (their HF config.json intermediate_size).
+TEST(MindFormersImport, TheLlamaMlpRule) {
+  struct Case {
+    int hidden;
+    const char* multiplier;  // nullptr: none
+    int multiple_of;
+    int expected;
+  };
+  const Case cases[] = {
+      {4096, nullptr, 256, 11008}, {8192, "1.3", 4096, 28672}, {4096, "1.3", 1024, 14336}};
+  for (const Case& c : cases) {
+    std::string yaml =
+        with(kConfig, "intermediate_size: 11008", "multiple_of: " + std::to_string(c.multiple_of));
+    yaml = with(yaml, "hidden_size: 4096", "hidden_size: " + std::to_string(c.hidden));
+    if (c.multiplier)
+      yaml = with(yaml, "n_kv_heads: null", std::string("ffn_dim_multiplier: ") + c.multiplier);
+    EXPECT_EQ(import(yaml).shape->ffn_hidden_size, c.expected) << c.hidden;
+  }
+  // multiple_of defaults to 256.
+  EXPECT_EQ(import(with(kConfig, "intermediate_size: 11008", "")).shape->ffn_hidden_size, 11008);
+}
+
+TEST(MindFormersImport, ShapeBatchAndDefaults) {
+  const ImportedJob job = import(kConfig);
+  const ModelShape& m = *job.shape;
+  EXPECT_EQ(m.architecture, Architecture::llama);
+  EXPECT_EQ(m.num_layers, 32);
+  EXPECT_EQ(m.num_kv_heads, 32);  // n_kv_heads null: one per head
+  EXPECT_EQ(m.vocab_size, 32000);
+  EXPECT_FALSE(m.tied_embeddings);
+  EXPECT_EQ(job.flash_attention, true);
+  EXPECT_EQ(job.dp, 2);
+  EXPECT_EQ(job.tp, 2);
+  EXPECT_EQ(job.microbatches, 16);
+  EXPECT_EQ(job.micro_batch_size, 1);
+  EXPECT_EQ(job.seq_length, 4096);
+  EXPECT_EQ(job.dtype, "bf16");
+  EXPECT_EQ(job.sequence_parallel, true);
+  EXPECT_EQ(job.zero_stage, 1);
+  // LlamaConfig's defaults: float16, no flash attention.
+  const ImportedJob plain = import(
+      with(with(kConfig, "compute_dtype: \"bfloat16\"", ""), "use_flash_attention: True", ""));
+  EXPECT_EQ(plain.dtype, "fp16");
+  EXPECT_EQ(plain.flash_attention, false);
+  // Without pipeline stages the micro-batches are the gradient accumulation steps.
+  std::string flat = with(kConfig, "pipeline_stage: 4", "pipeline_stage: 1");
+  flat = with(flat, "offset: [1, 1, 0, -2]", "offset: 0");
+  flat = with(flat, "recompute: [1, 1, 0, 0]", "recompute: [3]");
+  flat = with(flat, "select_recompute: [2, 2, 1, 0]", "select_recompute: False");
+  flat = with(flat, "batch_size: 1", "batch_size: 2\n  gradient_accumulation_steps: 8");
+  const ImportedJob ga = import(flat);
+  EXPECT_EQ(ga.pp, 1);
+  EXPECT_EQ(ga.microbatches, 8);
+  EXPECT_EQ(ga.micro_batch_size, 2);
+  EXPECT_EQ(ga.partition, (std::vector<int>{32}));
+  EXPECT_EQ(std::count(ga.recompute.begin(), ga.recompute.end(), R::full), 3);
+  // With stages, gradient accumulation is not used, and a note says so.
+  const ImportedJob pipelined =
+      import(with(kConfig, "batch_size: 1", "batch_size: 1\n  gradient_accumulation_steps: 4"));
+  EXPECT_EQ(pipelined.microbatches, 16);
+  EXPECT_NE(std::find_if(pipelined.notes.begin(), pipelined.notes.end(),
+                         [](const std::string& n) {
+                           return n.find("gradient_accumulation_steps has no effect") !=
+                                  std::string::npos;
+                         }),
+            pipelined.notes.end());
+}
+
+TEST(MindFormersImport, RecomputeValues) {
+  auto modes = [](const std::string& recompute, const std::string& select) {
+    std::string yaml = with(kConfig, "recompute: [1, 1, 0, 0]", "recompute: " + recompute);
+    return import(with(yaml, "select_recompute: [2, 2, 1, 0]", "select_recompute: " + select))
+        .recompute;
+  };
+  const std::vector<R> none(32, R::none), full(32, R::full), sel(32, R::selective);
+  EXPECT_EQ(modes("True", "False"), full);
+  EXPECT_EQ(modes("False", "True"), sel);
+  EXPECT_EQ(modes("True", "[1, 1, 1, 1]"), full);  // full wins
+  EXPECT_EQ(modes("False", "False"), none);
+  // Counts past a stage's size take the stage, and True in a list the whole stage too.
+  std::vector<R> first_stage = none;
+  std::fill(first_stage.begin(), first_stage.begin() + 9, R::full);
+  EXPECT_EQ(modes("[100, 0, 0, 0]", "False"), first_stage);
+  EXPECT_EQ(modes("[True, 0, 0, 0]", "False"), first_stage);
+  // Operator names recompute in every layer.
+  EXPECT_EQ(modes("False", "['feed_forward\\.mul']"), sel);
+  // A mapping of patterns: the layers any pattern covers.
+  std::vector<R> patterns = none;
+  patterns[0] = patterns[1] = patterns[9] = R::selective;
+  const ImportedJob dict = import(with(
+      kConfig, "select_recompute: [2, 2, 1, 0]",
+      "select_recompute: {'feed_forward\\.mul': [2, 0, 0, 0], 'attention\\.wq': [1, 1, 0, 0]}"));
+  std::vector<R> with_full = patterns;
+  with_full[0] = with_full[9] = R::full;  // recompute [1, 1, 0, 0] still applies
+  EXPECT_EQ(dict.recompute, with_full);
+}
+
+// pp 2, interleave 2, 10 layers, offset [[1, 0], [0, 1]]: stages of 3, 2, 2, 3. A flat
+// recompute list [3, 1] deals rank 0's three layers to its interleaves in turn (2 to the
+// first, 1 to the second) and rank 1's one to its first.
+TEST(MindFormersImport, AFlatListWithInterleaving) {
+  std::string yaml = with(kConfig, "pipeline_interleave: False", "pipeline_interleave: True");
+  yaml = with(yaml, "pipeline_stage: 4", "pipeline_stage: 2");
+  yaml = with(yaml, "num_layers: 32", "num_layers: 10\n    pp_interleave_num: 2");
+  yaml = with(yaml, "offset: [1, 1, 0, -2]", "offset: [[1, 0], [0, 1]]");
+  yaml = with(yaml, "recompute: [1, 1, 0, 0]", "recompute: [3, 1]");
+  yaml = with(yaml, "select_recompute: [2, 2, 1, 0]", "select_recompute: False");
+  const ImportedJob job = import(yaml);
+  EXPECT_EQ(job.vpp, 2);
+  EXPECT_EQ(job.partition, (std::vector<int>{3, 2, 2, 3}));
+  EXPECT_EQ(job.recompute, (std::vector<R>{R::full, R::full, R::none, R::full, R::none, R::full,
+                                           R::none, R::none, R::none, R::none}));
+  EXPECT_EQ(job.schedule, "interleaved");
+  // Without the pipeline_interleave context MindFormers runs one stage per rank.
+  const ImportedJob off =
+      import(with(with(yaml, "pipeline_interleave: True", "pipeline_interleave: False"),
+                  "offset: [[1, 0], [0, 1]]", "offset: 0"));
+  EXPECT_EQ(off.vpp, 1);
+  EXPECT_EQ(off.partition, (std::vector<int>{5, 5}));
+}
+
+TEST(MindFormersImport, SchedulersAndIgnoredKeys) {
+  const ImportedJob job = import(kConfig);
+  for (const char* key :
+       {"seed (not modelled)", "run_mode (not modelled)", "runner_config.epochs (not modelled)",
+        "parallel.parallel_mode (not modelled)", "parallel_config.vocab_emb_dp (not modelled)",
+        "recompute_config.mp_comm_recompute (not modelled)",
+        "model.model_config.rms_norm_eps (not modelled)", "model.arch (not modelled)"})
+    EXPECT_NE(std::find(job.ignored.begin(), job.ignored.end(), key), job.ignored.end()) << key;
+  EXPECT_EQ(
+      import(with(kConfig, "pipeline_scheduler: '1f1b'", "pipeline_scheduler: gpipe")).schedule,
+      "gpipe");
+  const ImportedJob seq =
+      import(with(kConfig, "pipeline_scheduler: '1f1b'", "pipeline_scheduler: seqpipe"));
+  EXPECT_EQ(seq.schedule, "1f1b");
+  EXPECT_NE(std::find(seq.notes.begin(), seq.notes.end(),
+                      "pipeline_scheduler seqpipe is not modelled; simulated as 1f1b."),
+            seq.notes.end());
+}
+
+TEST(MindFormersImport, ErrorsNameTheFileLineAndKey) {
+  struct Case {
+    std::string from, to, expected;
+  };
+  const Case cases[] = {
+      {"offset: [1, 1, 0, -2]", "offset: [1, 1, 0, -1]",
+       "mf.yaml:36: model.model_config.offset: the offsets add up to 1; MindFormers requires "
+       "num_layers % (pipeline_stage * pp_interleave_num) = 32 % 4 = 0"},
+      {"offset: [1, 1, 0, -2]", "offset: [1, -1]",
+       "mf.yaml:36: model.model_config.offset: has 2 entries"},
+      {"offset: [1, 1, 0, -2]", "offset: [-9, 9, 0, 0]",
+       "mf.yaml:36: model.model_config.offset: stage 0 would hold -1 layers"},
+      {"offset: [1, 1, 0, -2]", "offset: [[1, 1, 0, -2]]", "<accepted>"},
+      {"offset: [1, 1, 0, -2]", "offset: [[1, 1], [0, -2]]",
+       "mf.yaml:36: model.model_config.offset: has 2 rows; a 2-D offset has one per interleave"},
+      {"offset: [1, 1, 0, -2]", "offset: [[1, 1, -2]]",
+       "mf.yaml:36: model.model_config.offset: each row needs 4 entries"},
+      {"offset: [1, 1, 0, -2]", "offset: one",
+       "mf.yaml:36: model.model_config.offset: expected an integer"},
+      {"recompute: [1, 1, 0, 0]", "recompute: [1, 1, 0]",
+       "mf.yaml:21: recompute_config.recompute: has 3 entries"},
+      {"recompute: [1, 1, 0, 0]", "recompute: [1, -1, 0, 0]",
+       "mf.yaml:21: recompute_config.recompute[1]: must be at least 0, got -1"},
+      {"recompute: [1, 1, 0, 0]", "recompute: 3",
+       "mf.yaml:21: recompute_config.recompute: expected True, False or a list"},
+      {"compute_dtype: \"bfloat16\"", "compute_dtype: float32",
+       "mf.yaml:34: model.model_config.compute_dtype: unknown value 'float32'"},
+      {"num_layers: 32", "", "mf.yaml:26: model.model_config.num_layers: missing"},
+      {"num_layers: 32", "num_layers: 32.5",
+       "mf.yaml:29: model.model_config.num_layers: expected "
+       "an integer, got '32.5'"},
+      {"pipeline_stage: 4", "pipeline_stage: 0",
+       "mf.yaml:16: parallel_config.pipeline_stage: must be at least 1"},
+      {"use_seq_parallel: True", "use_seq_parallel: maybe",
+       "mf.yaml:17: parallel_config.use_seq_parallel: expected True or False, got 'maybe'"},
+      {"seed: 0", "moe_config:\n  expert_num: 8",
+       "mf.yaml:2: moe_config.expert_num: a mixture-of-experts model"},
+      {"num_layers: 32", "num_layers: 32\n    pp_interleave_num: 2", "<accepted>"},
+  };
+  for (const Case& c : cases) {
+    const std::string e = error_of(with(kConfig, c.from, c.to));
+    EXPECT_EQ(e.rfind(c.expected, 0), 0u) << c.to << "\n  got: " << e;
+  }
+  std::string one_stage = with(kConfig, "pipeline_stage: 4", "pipeline_stage: 1");
+  one_stage = with(one_stage, "offset: [1, 1, 0, -2]", "offset: 0");
+  one_stage = with(one_stage, "pipeline_interleave: False", "pipeline_interleave: True");
+  EXPECT_EQ(error_of(with(one_stage, "num_layers: 32", "num_layers: 32\n    pp_interleave_num: 2"))
+                .rfind("mf.yaml:30: model.model_config.pp_interleave_num: needs "
+                       "parallel_config.pipeline_stage > 1",
+                       0),
+            0u);
+  EXPECT_EQ(error_of("- a list\n").rfind("mf.yaml:1: expected a MindFormers config", 0), 0u);
+  EXPECT_NE(error_of(with(kConfig, "seed: 0", "seed: [")).find("malformed YAML"),
+            std::string::npos);
+}
+
+TEST(MindFormersImport, TheYamlLoadsAndWholeConfigChecksNameTheKey) {
+  const ImportedJob job = import(kConfig);
+  const std::string yaml = imported_yaml(job, cluster_from_preset("ascend-910b", 16), "out.yaml");
+  const Config c = parse_config(yaml, "out.yaml");
+  EXPECT_EQ(c.training.pp, 4);
+  EXPECT_EQ(c.training.dp, 2);
+  EXPECT_EQ(c.training.microbatches, 16);
+  EXPECT_EQ(c.training.partition, (std::vector<int>{9, 9, 8, 6}));
+  EXPECT_EQ(c.training.recompute.layers.size(), 5u);
+  EXPECT_TRUE(c.model.shape->flash_attention);
+  // dp 2 x mp 2 x pp 4 = 16 devices, not 8.
+  try {
+    imported_yaml(job, cluster_from_preset("ascend-910b", 8), "out.yaml");
+    ADD_FAILURE() << "accepted 16 devices' layout on 8";
+  } catch (const ImportError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("mf.yaml:14: parallel_config.data_parallel: pp * tp * "
+                                          "dp = 16 but the cluster has 8 devices",
+                                          0),
+              0u)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace bmpipe
