@@ -56,6 +56,8 @@ std::string model_preset_names();
 /// tie_word_embeddings; gpt2: n_embd, n_layer, n_head, n_inner, vocab_size). Throws
 /// ShapeError naming the missing or malformed field.
 ModelShape read_hf_config(const std::string& path);
+/// The same from the file's text; `name` stands for the file in messages.
+ModelShape parse_hf_config(const std::string& text, const std::string& name);
 
 /// Checks that the numbers make a layer (positive, heads divide hidden, kv heads divide
 /// heads). Throws ShapeError naming the field.
