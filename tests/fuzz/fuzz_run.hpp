@@ -12,7 +12,6 @@
 #include <string>
 
 #include "experiment/experiment.hpp"
-#include "planner/planner.hpp"
 #include "sim/bubbles.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/summary.hpp"
@@ -103,32 +102,6 @@ inline void run_next_schedule(const Experiment& e) {
     const Plan plan = config_plan(e, schedule.num_stages);
     const SimResult r = simulate(assemble(e, plan, schedule), schedule);
     if (!r.ok) broken(std::string(info.name) + " failed on a checked config: " + r.error);
-  } catch (const ConfigError&) {
-  }
-}
-
-/// What `bmpipe plan CONFIG --max-evals 10 --threads 1` does (with a small exhaustive
-/// baseline), and its export of the plan. Its own target (fuzz_plan): the baselines make
-/// a run some 10 times dearer than a simulation.
-inline void run_planner(const Experiment& e) {
-  PlannerOptions options;
-  options.schedule = e.config.training.schedule;
-  options.vpp = effective_vpp(*find_schedule(options.schedule), e.config.training.vpp);
-  options.memory_limit_bytes = e.capacity_bytes;
-  if (options.memory_limit_bytes <= 0) return;  // the CLI refuses it as usage
-  options.threads = 1;
-  options.max_evals = 10;
-  options.stall_evals = 5;
-  options.exhaustive_limit = 100;
-  try {
-    const PlanOutcome outcome = plan_pipeline(e, options);
-    if (outcome.best.fits()) {
-      if (const std::string why =
-              check_plan(e, outcome.best.plan, outcome.best.schedule.num_stages);
-          !why.empty())
-        broken("the planner chose a plan check_plan refuses: " + why);
-      (void)export_layout(e, outcome.best.plan, outcome.best.schedule);
-    }
   } catch (const ConfigError&) {
   }
 }
