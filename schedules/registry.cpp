@@ -10,7 +10,6 @@ namespace bmpipe {
 
 namespace {
 
-constexpr MicrobatchMinimum kAnyM{0, 1};
 constexpr VppRange kVppOne{1, 1};
 constexpr VppRange kVppAny{1, kAnyVpp};
 // A V schedule always runs two chunks; vpp 1 is accepted so that a config written for

@@ -154,6 +154,13 @@ Schedule parse_schedule_csv(const std::string& text, const std::string& file,
       s.ops[r].push_back(op);
       columns[r].push_back(col);
     }
+    // A rank with nothing to run holds no stage, which no schedule means: it is a blank or
+    // comma-only line, and one at the end would not even survive schedule_to_csv.
+    if (s.ops[r].empty())
+      throw ScheduleFileError(file, r + 1, 1,
+                              "row " + std::to_string(r + 1) +
+                                  " lists no ops, but every row is a rank and needs at least "
+                                  "one (only blank lines at the end are not ranks)");
   }
   if (max_stage < 0) throw ScheduleFileError(file, 1, 1, "the file lists no ops");
   // Every (stage, micro-batch) pair needs its own forward, so a valid file lists at least

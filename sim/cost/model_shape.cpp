@@ -147,8 +147,6 @@ std::string read_text(const std::string& path) {
       throw ShapeError(path + ": larger than 4 MiB, which no HF config.json is");
   }
   if (in.bad()) throw ShapeError(path + ": cannot read the HF config file");
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
-    throw ShapeError(path + ": the HF config file is empty");
   return text;
 }
 
@@ -196,7 +194,12 @@ std::string model_preset_names() {
 }
 
 ModelShape read_hf_config(const std::string& path) {
-  const std::string text = read_text(path);
+  return parse_hf_config(read_text(path), path);
+}
+
+ModelShape parse_hf_config(const std::string& text, const std::string& path) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw ShapeError(path + ": the HF config file is empty");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);

@@ -66,6 +66,8 @@ std::string model_preset_names();
 /// mixture-of-experts config (num_local_experts, num_experts, n_routed_experts, ...) is
 /// refused. Throws ShapeError naming the missing or malformed field.
 ModelShape read_hf_config(const std::string& path);
+/// The same from the file's text; `name` stands for the file in messages.
+ModelShape parse_hf_config(const std::string& text, const std::string& name);
 
 /// Checks that the numbers make a layer (positive, heads divide hidden unless the head
 /// dimension is explicit, kv heads divide heads). Throws ShapeError naming the field.

@@ -65,6 +65,19 @@ TEST(ScheduleFile, UnknownToken) {
   EXPECT_EQ(rejection("0F0,(0F1;0B0)OVERLAP,0B1\n").column, 5);
 }
 
+// Found by tests/fuzz/fuzz_schedule_file: a comma-only last row was a rank with no ops,
+// which schedule_to_csv wrote as a trailing blank line that reads back as no rank.
+TEST(ScheduleFile, RowWithoutOps) {
+  for (const char* text : {"0F0,0B0\n,\n", "0F0,0B0\n\n1F0,1B0\n", "0F0,0B0\n , ,\t\n1F0,1B0\n"}) {
+    const Rejection r = rejection(text);
+    EXPECT_EQ(r.row, 2) << text;
+    EXPECT_EQ(r.column, 1) << text;
+    EXPECT_NE(r.message.find("row 2 lists no ops"), std::string::npos) << r.message;
+  }
+  // Blank lines at the end still are not ranks.
+  EXPECT_EQ(parse("0F0,0B0\n\n \n").num_ranks, 1);
+}
+
 TEST(ScheduleFile, OpRunTwice) {
   const Rejection r = rejection("0F0,0F0,0B0\n");
   EXPECT_EQ(r.row, 1);

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz) with clang-14 and runs each over its corpus.
+#
+# CI (no arguments): a fixed number of runs per target from a fixed seed, so a run is
+# reproducible and short (README, "Fuzzing"). New inputs go to a scratch folder; the
+# corpus in the tree only changes by hand.
+#
+# Longer sessions: BMPIPE_FUZZ_SECONDS=1200 bash scripts/fuzz.sh [TARGET...] fuzzes each
+# target for that long, keeping what it learns in build-fuzz/work/TARGET between sessions.
+# BMPIPE_FUZZ_RUNS changes the CI run count. Needs clang-14 and libclang-rt-14-dev
+# (scripts/setup.sh installs them). Exits non-zero on the first crash, leak, UB report or
+# timeout; the input is written to build-fuzz/crash-TARGET-* (replay: the target binary
+# with that file as its argument).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(config plan hf_config schedule_file)
+
+cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DBMPIPE_FUZZ=ON -DBMPIPE_BUILD_TESTS=OFF -DBMPIPE_BUILD_BENCH=OFF -DBMPIPE_MPI=OFF >/dev/null
+cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
+
+# -timeout: one input past 10 s is a hang; -max_len: configs and schedule files of a few
+# KiB reach every code path the limits allow (fuzz_run.hpp's small_limits).
+common=(-timeout=10 -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1)
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+for t in "${targets[@]}"; do
+  echo "fuzz: $t"
+  if [ -n "${BMPIPE_FUZZ_SECONDS:-}" ]; then
+    work="build-fuzz/work/$t"
+    mode=(-max_total_time="$BMPIPE_FUZZ_SECONDS")
+  else
+    work="$scratch/$t"
+    mode=(-runs="${BMPIPE_FUZZ_RUNS:-20000}" -seed=1)
+  fi
+  # The planner reads the same YAML as the config target: same corpus, same dictionary.
+  seeds="$t"
+  [ "$t" != plan ] || seeds=config
+  mkdir -p "$work"
+  "build-fuzz/tests/fuzz/fuzz_$t" "${common[@]}" "${mode[@]}" -dict="tests/fuzz/$seeds.dict" \
+    -artifact_prefix="build-fuzz/crash-$t-" "$work" "tests/fuzz/corpus/$seeds"
+done
