@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -84,6 +85,13 @@ class YamlOut {
     out_ << line << "\n";
   }
   void raw(const std::string& text) { out_ << text; }
+  /// `# key: value  (origin)`: a value the config leaves to bmpipe's default, shown.
+  void commented(int depth, const std::string& key, const std::string& text,
+                 const std::string& path, const std::string& why) {
+    const std::string c = comment(path);
+    out_ << std::string(2 * depth, ' ') << "# " << key << ": " << text
+         << (c.empty() ? "" : " (" + c + ")") << ": " << why << "\n";
+  }
   std::string str() const { return out_.str(); }
 
  private:
@@ -388,7 +396,15 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
       y.value(2, "zero_stage", std::to_string(*job.zero_stage), "training.optimizer.zero_stage");
     if (job.grad_dtype) y.value(2, "grad_dtype", *job.grad_dtype, "training.optimizer.grad_dtype");
   }
-  if (!job.partition.empty())
+  // An even split is bmpipe's default one. Left out, it lets a schedule with another stage
+  // count (`compare`, `plan --schedule auto`) split the layers its own way.
+  const bool even = !job.partition.empty() &&
+                    std::adjacent_find(job.partition.begin(), job.partition.end(),
+                                       std::not_equal_to<>()) == job.partition.end();
+  if (even)
+    y.commented(1, "partition", int_flow(job.partition), "training.partition",
+                "bmpipe's default too, so left to it");
+  else if (!job.partition.empty())
     y.value(1, "partition", int_flow(job.partition), "training.partition");
   if (!job.recompute.empty())
     y.value(1, "recompute", recompute_text(job.recompute, 6), "training.recompute");

@@ -401,6 +401,28 @@ TEST(MegatronImport, TheYamlLoadsAndSaysWhereEachValueCameFrom) {
                           cluster_from_preset("h200", 16), "out.yaml"));
 }
 
+// Megatron's even split is bmpipe's default: the YAML shows it as a comment and leaves the
+// key out, so a schedule with twice the stages (zb-v, dualpipe-v) can load the same config.
+TEST(MegatronImport, AnEvenSplitIsLeftToTheDefaultSoOtherSchedulesLoadIt) {
+  const ImportedJob job =
+      import(kModel + "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4\n");
+  ASSERT_EQ(job.partition, (std::vector<int>{8, 8, 8, 8}));
+  const std::string yaml = imported_yaml(job, cluster_from_preset("h200", 16), "out.yaml");
+  EXPECT_EQ(yaml.find("\n  partition:"), std::string::npos) << yaml;
+  EXPECT_NE(line_with(yaml, "  # partition: [8, 8, 8, 8]").find("even split"), std::string::npos)
+      << yaml;
+  EXPECT_TRUE(parse_config(yaml, "out.yaml").training.partition.empty());
+  Overrides zbv;
+  zbv.schedule = "zb-v";
+  const Config c = parse_config(yaml, "out.yaml", zbv);
+  EXPECT_EQ(c.training.schedule, "zb-v");
+  // An uneven split stays, written out.
+  const std::string uneven = imported_yaml(
+      import(kModel + "--pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 5\n"),
+      cluster_from_preset("h200", 8), "out.yaml");
+  EXPECT_EQ(parse_config(uneven, "out.yaml").training.partition, (std::vector<int>{5, 9, 9, 9}));
+}
+
 // What only the whole config can check (the cluster against the layout, the batch) is
 // reported against the flag the value came from.
 TEST(MegatronImport, ChecksOfTheWholeConfigNameTheFlag) {
