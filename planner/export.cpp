@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <numeric>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -310,7 +311,7 @@ MegatronExport export_megatron(const ExportLayout& layout) {
           "Megatron-LM recomputes in full the same first N layers of every stage and cannot mix "
           "selective with full; the plan has full " +
           format_int_list(full_counts) + " and selective " + format_int_list(selective_counts) +
-          " layers per stage, so the flags recompute " +
+          " layers per stage, so the nearest flags recompute " +
           (n >= largest ? std::string("every layer")
                         : "the first " + std::to_string(n) + " layers of every stage") +
           " in full.");
@@ -333,6 +334,24 @@ MegatronExport export_megatron(const ExportLayout& layout) {
   for (const std::string& w : why) result.note += (result.note.empty() ? "" : " ") + w;
   for (const std::string& f : flags) result.flags += f + "\n";
   return result;
+}
+
+std::vector<std::vector<Recompute>> megatron_recompute_choices(const std::vector<int>& partition) {
+  const int layers = std::accumulate(partition.begin(), partition.end(), 0);
+  const int largest =
+      partition.empty() ? 0 : *std::max_element(partition.begin(), partition.end());
+  std::vector<std::vector<Recompute>> out;
+  out.emplace_back(layers, Recompute::none);
+  out.emplace_back(layers, Recompute::selective);
+  // [MG-block]: full + block N recomputes layer_idx < N of every (virtual) stage.
+  for (int n = 1; n < largest; ++n) {
+    std::vector<Recompute> modes;
+    for (int count : partition)
+      for (int k = 0; k < count; ++k) modes.push_back(k < n ? Recompute::full : Recompute::none);
+    out.push_back(std::move(modes));
+  }
+  out.emplace_back(layers, Recompute::full);
+  return out;
 }
 
 }  // namespace bmpipe

@@ -41,4 +41,11 @@ struct MegatronExport {
 };
 MegatronExport export_megatron(const ExportLayout& layout);
 
+/// Every per-layer recompute choice Megatron-LM's flags can state for a partition (decoder
+/// layers per stage): none; selective everywhere; full for the first N layers of every
+/// stage (`--recompute-method block`, N = 1 .. largest stage - 1); full everywhere
+/// (`uniform`). For a plan it cannot express, the caller simulates these and keeps the
+/// fastest that fits (`bmpipe plan --format megatron`).
+std::vector<std::vector<Recompute>> megatron_recompute_choices(const std::vector<int>& partition);
+
 }  // namespace bmpipe

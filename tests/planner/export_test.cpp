@@ -498,12 +498,33 @@ TEST(MegatronExport, MixedModesGiveTheNearestBlock) {
   EXPECT_EQ(m.note,
             "Megatron-LM recomputes in full the same first N layers of every stage and cannot mix "
             "selective with full; the plan has full [2, 1, 0, 0] and selective [0, 3, 0, 0] "
-            "layers per stage, so the flags recompute the first 4 layers of every stage in full.");
+            "layers per stage, so the nearest flags recompute the first 4 layers of every stage "
+            "in full.");
   EXPECT_NE(m.flags.find("--recompute-method block\n--recompute-num-layers 4\n"),
             std::string::npos);
   EXPECT_EQ(m.expressed.partition, l.partition);
   const ExportLayout want = plan(4, 1, {9, 9, 8, 6}, {{4, 0}, {4, 0}, {4, 0}, {4, 0}});
   EXPECT_EQ(m.expressed.recompute, want.recompute);
+}
+
+// Stages of 3 and 2 layers: none, selective, block 1, block 2, uniform; written out by hand.
+TEST(MegatronExport, TheRecomputeChoicesAreEveryRuleTheFlagsCanState) {
+  using R = Recompute;
+  const R n = R::none, s = R::selective, f = R::full;
+  const std::vector<Modes> want{{n, n, n, n, n},
+                                {s, s, s, s, s},
+                                {f, n, n, f, n},
+                                {f, f, n, f, f},
+                                {f, f, f, f, f}};
+  EXPECT_EQ(megatron_recompute_choices({3, 2}), want);
+  // Each is exact: the flags state it as it is.
+  for (const Modes& modes : want) {
+    ExportLayout l = plan(2, 1, {3, 2});
+    l.recompute = modes;
+    const MegatronExport m = export_megatron(l);
+    EXPECT_TRUE(m.exact) << m.note;
+    EXPECT_EQ(decode_megatron(m.flags).modes, modes) << m.flags;
+  }
 }
 
 // The (none 0, selective 9, full 1) stage beside a stage without recompute: N = 10 covers
