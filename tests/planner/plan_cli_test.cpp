@@ -74,8 +74,8 @@ TEST(PlanCli, MegatronFlagsAreTheFastestRuleThatFits) {
   const test::ScratchDir dir;
   const std::string job = dir.file("job.yaml");
   const test::CliRun imported = run_cli("import megatron " + test::examples() +
-                                        "llama2_13b_megatron_args.txt --preset h100-sxm "
-                                        "--devices 16 --out " + job);
+                                        "llama2_13b_megatron_args.txt --cluster " +
+                                        test::examples() + "cluster_h100_2x8.yaml --out " + job);
   ASSERT_EQ(imported.code, 0) << imported.err;
   const test::CliRun r = run_cli("plan " + job + " --schedule zb-h2 --format megatron --quiet");
   ASSERT_EQ(r.code, 0) << r.err;
@@ -96,6 +96,14 @@ TEST(PlanCli, MegatronFlagsAreTheFastestRuleThatFits) {
       << r.out;
   EXPECT_LT(flags, nearest);
   EXPECT_LE(plan, flags);
+  // The README's worked workflow quotes these; a change to the cost model shows up here.
+  EXPECT_DOUBLE_EQ(nearest, 7401.345);
+  EXPECT_DOUBLE_EQ(flags, 7218.615);
+  EXPECT_DOUBLE_EQ(plan, 7041.107);
+  const test::CliRun imported_run = run_cli("simulate " + job + " --json");
+  ASSERT_EQ(imported_run.code, 0) << imported_run.err;
+  EXPECT_NEAR(nlohmann::json::parse(imported_run.out)["iteration_time_ms"].get<double>(),
+              7444.298, 0.0005);
   // Block 1: the first layer of each stage of [10, 10, 10, 10] in full.
   const test::CliRun sim = run_cli(
       "simulate " + job +
