@@ -318,9 +318,8 @@ int run_plan(const std::vector<std::string>& args) {
                   << top.schedule << "'s.\n";
       if (!m.exact) {
         auto run_of = [&](const MegatronExport& x) {
-          SimInput in =
-              assemble(*e, with_decoder_modes(*e, shown->plan, x.expressed.recompute),
-                       shown->schedule);
+          SimInput in = assemble(*e, with_decoder_modes(*e, shown->plan, x.expressed.recompute),
+                                 shown->schedule);
           in.capacity_bytes.assign(shown->schedule.num_ranks, po.memory_limit_bytes);
           return simulate(in, shown->schedule);
         };

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
@@ -398,9 +398,9 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
   }
   // An even split is bmpipe's default one. Left out, it lets a schedule with another stage
   // count (`compare`, `plan --schedule auto`) split the layers its own way.
-  const bool even = !job.partition.empty() &&
-                    std::adjacent_find(job.partition.begin(), job.partition.end(),
-                                       std::not_equal_to<>()) == job.partition.end();
+  const bool even =
+      !job.partition.empty() && std::adjacent_find(job.partition.begin(), job.partition.end(),
+                                                   std::not_equal_to<>()) == job.partition.end();
   if (even)
     y.commented(1, "partition", int_flow(job.partition), "training.partition",
                 "bmpipe's default too, so left to it");

@@ -338,8 +338,7 @@ MegatronExport export_megatron(const ExportLayout& layout) {
 
 std::vector<std::vector<Recompute>> megatron_recompute_choices(const std::vector<int>& partition) {
   const int layers = std::accumulate(partition.begin(), partition.end(), 0);
-  const int largest =
-      partition.empty() ? 0 : *std::max_element(partition.begin(), partition.end());
+  const int largest = partition.empty() ? 0 : *std::max_element(partition.begin(), partition.end());
   std::vector<std::vector<Recompute>> out;
   out.emplace_back(layers, Recompute::none);
   out.emplace_back(layers, Recompute::selective);

@@ -511,11 +511,8 @@ TEST(MegatronExport, MixedModesGiveTheNearestBlock) {
 TEST(MegatronExport, TheRecomputeChoicesAreEveryRuleTheFlagsCanState) {
   using R = Recompute;
   const R n = R::none, s = R::selective, f = R::full;
-  const std::vector<Modes> want{{n, n, n, n, n},
-                                {s, s, s, s, s},
-                                {f, n, n, f, n},
-                                {f, f, n, f, f},
-                                {f, f, f, f, f}};
+  const std::vector<Modes> want{
+      {n, n, n, n, n}, {s, s, s, s, s}, {f, n, n, f, n}, {f, f, n, f, f}, {f, f, f, f, f}};
   EXPECT_EQ(megatron_recompute_choices({3, 2}), want);
   // Each is exact: the flags state it as it is.
   for (const Modes& modes : want) {

@@ -73,9 +73,9 @@ TEST(PlanCli, OutIsReproducedBySimulate) {
 TEST(PlanCli, MegatronFlagsAreTheFastestRuleThatFits) {
   const test::ScratchDir dir;
   const std::string job = dir.file("job.yaml");
-  const test::CliRun imported = run_cli("import megatron " + test::examples() +
-                                        "llama2_13b_megatron_args.txt --cluster " +
-                                        test::examples() + "cluster_h100_2x8.yaml --out " + job);
+  const test::CliRun imported =
+      run_cli("import megatron " + test::examples() + "llama2_13b_megatron_args.txt --cluster " +
+              std::string(BMPIPE_SOURCE_DIR) + "/configs/clusters/h100_2x8.yaml --out " + job);
   ASSERT_EQ(imported.code, 0) << imported.err;
   const test::CliRun r = run_cli("plan " + job + " --schedule zb-h2 --format megatron --quiet");
   ASSERT_EQ(r.code, 0) << r.err;
@@ -102,8 +102,8 @@ TEST(PlanCli, MegatronFlagsAreTheFastestRuleThatFits) {
   EXPECT_DOUBLE_EQ(plan, 7041.107);
   const test::CliRun imported_run = run_cli("simulate " + job + " --json");
   ASSERT_EQ(imported_run.code, 0) << imported_run.err;
-  EXPECT_NEAR(nlohmann::json::parse(imported_run.out)["iteration_time_ms"].get<double>(),
-              7444.298, 0.0005);
+  EXPECT_NEAR(nlohmann::json::parse(imported_run.out)["iteration_time_ms"].get<double>(), 7444.298,
+              0.0005);
   // Block 1: the first layer of each stage of [10, 10, 10, 10] in full.
   const test::CliRun sim = run_cli(
       "simulate " + job +
