@@ -18,7 +18,7 @@ targets=("$@")
 
 cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DBMPIPE_FUZZ=ON -DBMPIPE_BUILD_TESTS=OFF -DBMPIPE_BUILD_BENCH=OFF -DBMPIPE_MPI=OFF >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
+cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]/#/fuzz_}" >/dev/null
 
 # -timeout: one input past 10 s is a hang; -max_len: configs and schedule files of a few
 # KiB reach every code path the limits allow (fuzz_run.hpp's small_limits).
@@ -38,6 +38,14 @@ for t in "${targets[@]}"; do
   seeds="$t"
   [ "$t" != plan ] || seeds=config
   mkdir -p "$work"
-  "build-fuzz/tests/fuzz/fuzz_$t" "${common[@]}" "${mode[@]}" -dict="tests/fuzz/$seeds.dict" \
-    -artifact_prefix="build-fuzz/crash-$t-" "$work" "tests/fuzz/corpus/$seeds"
+  # libFuzzer prints a line per new input; that goes to a log, and only its verdict here
+  # (the whole log on failure).
+  log="build-fuzz/fuzz-$t.log"
+  if ! "build-fuzz/tests/fuzz/fuzz_$t" "${common[@]}" "${mode[@]}" -dict="tests/fuzz/$seeds.dict" \
+    -artifact_prefix="build-fuzz/crash-$t-" "$work" "tests/fuzz/corpus/$seeds" >"$log" 2>&1; then
+    grep -v -e '^#[0-9]' -e 'NEW_FUNC' "$log" | tail -n 80 >&2
+    echo "fuzz: $t FAILED (whole log: $log; the input: build-fuzz/crash-$t-*)" >&2
+    exit 1
+  fi
+  grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "$log" | sed "s/^/fuzz: $t: /"
 done

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Quick start, command 2: build and run the whole test suite, then the same tests under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# AddressSanitizer + UndefinedBehaviorSanitizer, then each libFuzzer target for a fixed
+# number of runs (scripts/fuzz.sh; about 4 minutes with its build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -13,3 +14,4 @@ cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
+bash scripts/fuzz.sh
