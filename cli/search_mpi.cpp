@@ -1,7 +1,7 @@
 // bmpipe search under MPI (Open MPI from Debian): rank 0 hands out layouts in chunks as
-// workers ask for them, evaluates layouts itself while nobody asks, gathers every result
-// and prints the report. Each layout's result depends only on the layout, so the answer is
-// the one the single-process search gives, whatever the number of processes.
+// workers ask for them, evaluates layouts itself on a second thread meanwhile, gathers
+// every result and prints the report. Each layout's result depends only on the layout, so the
+// answer is the one the single-process search gives, whatever the number of processes.
 //
 // Failure behaviour: every rank reads the config; a rank that cannot is reported by rank 0,
 // once, and every rank exits 2. An exception while evaluating is sent to rank 0, which
@@ -10,10 +10,13 @@
 #include <unistd.h>
 
 #include <oneapi/tbb/task_arena.h>
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "cli/options.hpp"
@@ -79,7 +82,9 @@ std::string encode_chunk(const std::vector<LayoutResult>& results, std::size_t b
 }  // namespace
 
 int run_search_mpi(const std::vector<std::string>& args) {
-  MPI_Init(nullptr, nullptr);
+  // Threads (TBB's, and rank 0's evaluator) never call MPI; only the main thread does.
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -118,16 +123,18 @@ int run_search_mpi(const std::vector<std::string>& args) {
 
   const std::size_t n = s.layouts.size();
   std::vector<LayoutResult> results(n);
-  const std::size_t chunk = std::max<std::size_t>(
-      1, std::min<std::size_t>(16, n / (4 * static_cast<std::size_t>(size)) + 1));
-  auto evaluate = [&](std::size_t begin, std::size_t end) {
+  // Guided chunks: a share of what is left, so the last layouts go out one by one and no
+  // process sits on a chunk of slow layouts while the others are done. Layouts differ in
+  // cost by two orders of magnitude; fixed chunks of 16 left one process working alone for
+  // a third of the run (GPT-3 175B, 2 processes).
+  auto chunk_at = [&](std::size_t next_layout) {
+    const std::size_t left = n - std::min(n, next_layout);
+    return std::clamp<std::size_t>(left / (2 * static_cast<std::size_t>(size)), 1, 16);
+  };
+  auto evaluate = [&](std::size_t begin, std::size_t end) {  // on a worker
     try {
       evaluate_range(s, begin, end, results, nullptr);
     } catch (const std::exception& e) {
-      if (rank == 0) {
-        std::cerr << "bmpipe search: internal error: " << e.what() << "\n";
-        MPI_Abort(MPI_COMM_WORLD, 70);
-      }
       send_text(e.what(), 0, kFailure);
       MPI_Finalize();
       std::exit(70);
@@ -150,47 +157,78 @@ int run_search_mpi(const std::vector<std::string>& args) {
     return rc;
   }
 
-  // Rank 0: hand out chunks, evaluate while nobody asks, gather.
-  std::size_t next = 0, received = 0;
+  // Rank 0: the main thread answers requests and gathers results (it is the only thread
+  // that calls MPI); a second thread evaluates layouts from the same queue meanwhile. Serving
+  // between its own layouts instead kept workers waiting for a whole layout per chunk: on
+  // GPT-3 175B with 2 processes on 2 cores, 27.3 s against 20.9 s for one process.
+  std::mutex queue;
+  std::size_t next = 0;  // guarded by queue
+  std::atomic<std::size_t> received{0};
+  std::atomic<bool> failed{false};
+  std::string failure;  // written once, before failed is set
+  std::thread own([&] {
+    while (!failed.load()) {
+      std::size_t mine = 0;
+      {
+        const std::lock_guard<std::mutex> lock(queue);
+        if (next >= n) return;
+        mine = next++;
+      }
+      try {
+        evaluate_range(s, mine, mine + 1, results, nullptr);
+      } catch (const std::exception& e) {
+        failure = e.what();
+        failed.store(true);
+        return;
+      }
+      received.fetch_add(1);
+    }
+  });
   int stopped = 0;
   const bool live = !s.quiet && isatty(STDERR_FILENO);
-  while (received < n || stopped < size - 1) {
+  std::size_t shown = 0;
+  while (received.load() < n || stopped < size - 1) {
+    if (failed.load()) {
+      std::cerr << "bmpipe search: internal error: " << failure << "\n";
+      MPI_Abort(MPI_COMM_WORLD, 70);
+    }
     int flag = 0;
     MPI_Status status;
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
-    if (flag) {
-      if (status.MPI_TAG == kRequest) {
-        int ask = 0;
-        MPI_Recv(&ask, 1, MPI_INT, status.MPI_SOURCE, kRequest, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        long long range[2] = {static_cast<long long>(next),
-                              static_cast<long long>(std::min(n, next + chunk))};
-        next = static_cast<std::size_t>(range[1]);
-        if (range[0] >= range[1]) ++stopped;
-        MPI_Send(range, 2, MPI_LONG_LONG, status.MPI_SOURCE, kAssign, MPI_COMM_WORLD);
-      } else if (status.MPI_TAG == kResults) {
-        const nlohmann::json j =
-            nlohmann::json::parse(receive_text(status.MPI_SOURCE, kResults, &status));
-        const std::size_t begin = j[0].get<std::size_t>();
-        for (std::size_t k = 1; k < j.size(); ++k)
-          results[begin + k - 1] = decode_result(j[k].get<std::string>()), ++received;
-      } else if (status.MPI_TAG == kFailure) {
-        std::cerr << "bmpipe search: process " << status.MPI_SOURCE
-                  << ": internal error: " << receive_text(status.MPI_SOURCE, kFailure, &status)
-                  << "\n";
-        MPI_Abort(MPI_COMM_WORLD, 70);
+    if (!flag) {
+      if (live && received.load() != shown) {
+        shown = received.load();
+        std::fprintf(stderr, "\rsearch: %zu / %zu layouts, %d processes   ", shown, n, size);
       }
+      usleep(200);  // a request waits at most this long; the poll costs no core
       continue;
     }
-    if (next < n) {  // nobody is asking: take one layout
-      const std::size_t mine = next++;
-      evaluate(mine, mine + 1);
-      ++received;
-      if (live)
-        std::fprintf(stderr, "\rsearch: %zu / %zu layouts, %d processes   ", received, n, size);
-    } else {
-      usleep(200);  // everything is handed out: wait for the last results
+    if (status.MPI_TAG == kRequest) {
+      int ask = 0;
+      MPI_Recv(&ask, 1, MPI_INT, status.MPI_SOURCE, kRequest, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      long long range[2];
+      {
+        const std::lock_guard<std::mutex> lock(queue);
+        range[0] = static_cast<long long>(next);
+        range[1] = static_cast<long long>(std::min(n, next + chunk_at(next)));
+        next = static_cast<std::size_t>(range[1]);
+      }
+      if (range[0] >= range[1]) ++stopped;
+      MPI_Send(range, 2, MPI_LONG_LONG, status.MPI_SOURCE, kAssign, MPI_COMM_WORLD);
+    } else if (status.MPI_TAG == kResults) {
+      const nlohmann::json j =
+          nlohmann::json::parse(receive_text(status.MPI_SOURCE, kResults, &status));
+      const std::size_t begin = j[0].get<std::size_t>();
+      for (std::size_t k = 1; k < j.size(); ++k)
+        results[begin + k - 1] = decode_result(j[k].get<std::string>()), received.fetch_add(1);
+    } else if (status.MPI_TAG == kFailure) {
+      std::cerr << "bmpipe search: process " << status.MPI_SOURCE
+                << ": internal error: " << receive_text(status.MPI_SOURCE, kFailure, &status)
+                << "\n";
+      MPI_Abort(MPI_COMM_WORLD, 70);
     }
   }
+  own.join();
   if (live) std::fprintf(stderr, "\r%80s\r", "");
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
