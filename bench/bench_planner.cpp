@@ -40,7 +40,8 @@ std::shared_ptr<Experiment> small_instance(std::uint64_t seed) {
   order.push_back(3);
   auto e = std::make_shared<Experiment>(*test::instance(kinds, order, 4, 8, std::int64_t{1} << 40));
   for (int l : {0, 13})
-    for (Recompute r : {Recompute::selective, Recompute::full}) e->layers.layers[l].modes[r].reset();
+    for (Recompute r : {Recompute::selective, Recompute::full})
+      e->layers.layers[l].modes[r].reset();
   return e;
 }
 
@@ -156,8 +157,7 @@ BENCHMARK(BM_PlanScaling)
     ->Unit(benchmark::kSecond);
 
 [[maybe_unused]] const bool kExamples = [] {
-  for (const auto& [file, schedule, vpp] :
-       std::vector<std::tuple<std::string, std::string, int>>{
+  for (const auto& [file, schedule, vpp] : std::vector<std::tuple<std::string, std::string, int>>{
            {"llama2_70b_measured_pp8.yaml", "1f1b", 1},
            {"llama2_70b_measured_pp8.yaml", "interleaved", 2},
            {"ascend910b_llama2_70b_plan.yaml", "1f1b", 1}})

@@ -37,7 +37,7 @@ Exit codes: 0 success (including "does not fit in memory", which is a result),
             70 internal error (a bug in bmpipe: please report it with the command line).
 )";
 
-constexpr const char* kCommands[] = {"simulate", "schedules", "cost", "compare",
+constexpr const char* kCommands[] = {"simulate", "schedules", "cost",  "compare",
                                      "plan",     "search",    "import"};
 
 /// Runs the command; what no command handles is a bug, reported as such.

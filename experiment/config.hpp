@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <utility>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/cost/cost_model.hpp"

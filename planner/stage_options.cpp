@@ -90,7 +90,8 @@ const StageOptions& StageOptionTable::get(int first, int count) const {
     so.thinned = prefix.thinned;
     // The new layer's type: one the prefix already has with the same modes, or a new one.
     int t = 0;
-    const int types = prefix.options.empty() ? 0 : static_cast<int>(prefix.options[0].counts.size());
+    const int types =
+        prefix.options.empty() ? 0 : static_cast<int>(prefix.options[0].counts.size());
     while (t < types && !same_modes(e_.layers.layers[type_layer(prefix, t, first)], row)) ++t;
     so.type_of.push_back(t);
     std::vector<StageOption> next;

@@ -31,14 +31,14 @@ TEST(ConfigFields, UnknownKeyListsExactlyTheSectionsKeys) {
       {"  pp: 4\n", "  pp: 4\n  ppp: 4\n", "training.ppp",
        "schedule, pp, vpp, tp, dp, microbatches, partition, overlap_factor, overlap_ms, "
        "activation_limit_microbatches, seq_length, micro_batch_size, global_batch_size, dtype, "
-       "sequence_parallel, optimizer, grad_accumulation, recompute", "pp"},
+       "sequence_parallel, optimizer, grad_accumulation, recompute",
+       "pp"},
       {"model:\n", "modle: 1\nmodel:\n", "modle", "cluster, model, training", "model"},
   };
   for (const Case& c : cases) {
     const ConfigError e = config_error(with(c.from, c.to));
     EXPECT_EQ(e.key(), c.key);
-    const std::string hint =
-        c.suggestion.empty() ? "" : " (did you mean '" + c.suggestion + "'?)";
+    const std::string hint = c.suggestion.empty() ? "" : " (did you mean '" + c.suggestion + "'?)";
     EXPECT_EQ(e.message(), "unknown key" + hint + " (expected one of: " + c.expected + ")");
   }
 }
