@@ -10,12 +10,16 @@
 
 #include "experiment/import_megatron.hpp"
 #include "planner/export.hpp"
+#include "support/export_layouts.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
 namespace {
 
 using R = Recompute;
+using test::layout_of;
+using test::plan;
+using test::StageModes;
 
 // Llama-2-7B's shape, one micro-batch of 4096 tokens, 64 sequences per step, bf16.
 const std::string kModel =
@@ -34,36 +38,6 @@ std::string error_of(const std::string& args) {
     return e.what();
   }
   return "<accepted>";
-}
-
-struct StageModes {
-  int full = 0, selective = 0;
-};
-
-/// Interleaved placement; each stage full first, then selective, then none.
-ExportLayout plan(int pp, int vpp, std::vector<int> partition, std::vector<StageModes> modes = {}) {
-  ExportLayout l;
-  l.pp = pp;
-  l.vpp = vpp;
-  for (int s = 0; s < pp * vpp; ++s) l.stage_rank.push_back(s % pp);
-  modes.resize(partition.size());
-  for (std::size_t s = 0; s < partition.size(); ++s)
-    for (int k = 0; k < partition[s]; ++k)
-      l.recompute.push_back(k < modes[s].full                        ? R::full
-                            : k < modes[s].full + modes[s].selective ? R::selective
-                                                                     : R::none);
-  l.partition = std::move(partition);
-  return l;
-}
-
-ExportLayout layout_of(const ImportedJob& job) {
-  ExportLayout l;
-  l.pp = job.pp;
-  l.vpp = job.vpp;
-  for (int s = 0; s < job.pp * job.vpp; ++s) l.stage_rank.push_back(s % job.pp);
-  l.partition = job.partition;
-  l.recompute = job.recompute;
-  return l;
 }
 
 /// The line of `text` that starts with `start`.

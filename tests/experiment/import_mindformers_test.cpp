@@ -11,12 +11,16 @@
 
 #include "experiment/import_mindformers.hpp"
 #include "planner/export.hpp"
+#include "support/export_layouts.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
 namespace {
 
 using R = Recompute;
+using test::layout_of;
+using test::plan;
+using test::StageModes;
 
 // A MindFormers-style config written for these tests: Llama-2-7B on 16 devices, dp 2,
 // mp 2, 4 pipeline stages. Line numbers matter to the tests below.
@@ -83,35 +87,6 @@ std::string error_of(const std::string& yaml) {
     return e.what();
   }
   return "<accepted>";
-}
-
-struct StageModes {
-  int full = 0, selective = 0;
-};
-
-ExportLayout plan(int pp, int vpp, std::vector<int> partition, std::vector<StageModes> modes = {}) {
-  ExportLayout l;
-  l.pp = pp;
-  l.vpp = vpp;
-  for (int s = 0; s < pp * vpp; ++s) l.stage_rank.push_back(s % pp);
-  modes.resize(partition.size());
-  for (std::size_t s = 0; s < partition.size(); ++s)
-    for (int k = 0; k < partition[s]; ++k)
-      l.recompute.push_back(k < modes[s].full                        ? R::full
-                            : k < modes[s].full + modes[s].selective ? R::selective
-                                                                     : R::none);
-  l.partition = std::move(partition);
-  return l;
-}
-
-ExportLayout layout_of(const ImportedJob& job) {
-  ExportLayout l;
-  l.pp = job.pp;
-  l.vpp = job.vpp;
-  for (int s = 0; s < job.pp * job.vpp; ++s) l.stage_rank.push_back(s % job.pp);
-  l.partition = job.partition;
-  l.recompute = job.recompute;
-  return l;
 }
 
 /// An exported fragment made a whole config: the model's shape and the rest of

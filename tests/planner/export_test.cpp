@@ -23,35 +23,14 @@
 #include <vector>
 
 #include "planner/export.hpp"
+#include "support/export_layouts.hpp"
 
 namespace bmpipe {
 namespace {
 
 using Modes = std::vector<Recompute>;
-
-struct StageModes {
-  int full = 0;
-  int selective = 0;  // the rest of the stage keeps its activations
-};
-
-/// A plan with interleaved placement (stage s on rank s mod pp) whose stages list their full
-/// layers first, then selective, then none, as bmpipe's planner assigns them.
-ExportLayout plan(int pp, int vpp, std::vector<int> partition, std::vector<StageModes> modes = {}) {
-  ExportLayout l;
-  l.pp = pp;
-  l.vpp = vpp;
-  for (int s = 0; s < pp * vpp; ++s) l.stage_rank.push_back(s % pp);
-  // Stages past the end of `modes` recompute nothing.
-  if (modes.size() > partition.size()) throw std::invalid_argument("test plan: too many stages");
-  modes.resize(partition.size());
-  for (std::size_t s = 0; s < partition.size(); ++s)
-    for (int k = 0; k < partition[s]; ++k)
-      l.recompute.push_back(k < modes[s].full                        ? Recompute::full
-                            : k < modes[s].full + modes[s].selective ? Recompute::selective
-                                                                     : Recompute::none);
-  l.partition = std::move(partition);
-  return l;
-}
+using test::plan;
+using test::StageModes;
 
 // ---- reading MindFormers YAML back --------------------------------------------------------
 
