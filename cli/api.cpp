@@ -308,8 +308,7 @@ std::int64_t plan_memory_limit_bytes(const Config& config, const PlanRequest& r)
   return bytes;
 }
 
-PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
-  // Every argument is checked before the config is prepared, so a typo fails at once.
+void check_plan_request(const PlanRequest& r) {
   if (!(r.margin_GiB >= 0) || !std::isfinite(r.margin_GiB))
     throw RequestError("--margin-GiB", "must be 0 or more GiB");
   if (r.memory_limit_GiB && (!(*r.memory_limit_GiB > 0) || !std::isfinite(*r.memory_limit_GiB) ||
@@ -325,7 +324,11 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
                        "unknown baseline '" + *r.baseline +
                            "' (megatron-default, uniform-none, "
                            "uniform-min-recompute, adapipe-dp, sapp-ilp, exhaustive)");
+}
 
+PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
+  // Every argument is checked before the config is prepared, so a typo fails at once.
+  check_plan_request(r);
   Config config = config_in;
   Overrides o = r.overrides;
   const std::string asked = o.schedule.value_or(config.training.schedule);

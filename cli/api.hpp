@@ -180,6 +180,10 @@ struct PlanResults {
 /// RequestError for values out of range.
 std::int64_t plan_memory_limit_bytes(const Config& config, const PlanRequest& request);
 
+/// The request's own values (limits, counts, baseline name), checked before any config is
+/// read. Throws RequestError naming the option. run_plan calls it first.
+void check_plan_request(const PlanRequest& request);
+
 /// Plans `config` under the request. Throws RequestError, ConfigError, and NoPlanFits when
 /// the best plan found does not fit.
 PlanResults run_plan(const Config& config, const PlanRequest& request);

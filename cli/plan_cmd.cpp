@@ -27,9 +27,6 @@ namespace bmpipe::cli {
 
 namespace {
 
-constexpr const char* kBaselines[] = {"megatron-default", "uniform-none", "uniform-min-recompute",
-                                      "adapipe-dp",       "sapp-ilp",     "exhaustive"};
-
 std::string ms(Time t) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f", ns_to_ms(t));
@@ -177,100 +174,46 @@ int run_plan(const std::vector<std::string>& args) {
     if (format != "table" && format != "mindformers" && format != "megatron")
       throw UsageError("--format",
                        "unknown format '" + format + "' (table, mindformers, megatron)");
-    if (vm.count("time-limit-s") && !(vm["time-limit-s"].as<double>() > 0))
-      throw UsageError("--time-limit-s", "must be greater than 0 seconds");
-    if (vm["max-evals"].as<std::int64_t>() < 1)
-      throw UsageError("--max-evals", "must be at least 1");
-    if (vm["threads"].as<int>() < 0) throw UsageError("--threads", "must be 0 or more");
-    const double margin = vm["margin-GiB"].as<double>();
-    if (!(margin >= 0) || !std::isfinite(margin))
-      throw UsageError("--margin-GiB", "must be 0 or more GiB");
-    if (vm.count("memory-limit-GiB")) {
-      const double lim = vm["memory-limit-GiB"].as<double>();
-      if (!(lim > 0) || !std::isfinite(lim) || lim > 1e6)
-        throw UsageError("--memory-limit-GiB", "must be a positive number of GiB");
-    }
-    std::string baseline;
-    if (vm.count("baseline")) {
-      baseline = vm["baseline"].as<std::string>();
-      if (std::find(std::begin(kBaselines), std::end(kBaselines), baseline) == std::end(kBaselines))
-        throw UsageError("--baseline",
-                         "unknown baseline '" + baseline +
-                             "' (megatron-default, uniform-none, uniform-min-recompute, "
-                             "adapipe-dp, sapp-ilp, exhaustive)");
-    }
-
+    // parse -> prepare -> run -> print: api::run_plan checks the options, prepares the
+    // config and plans every schedule asked for, as the Python module does.
     const std::string path = vm["config"].as<std::string>();
-    Overrides o = overrides_from(vm);
+    api::PlanRequest request;
+    request.overrides = overrides_from(vm);
     const std::string given = vm.count("schedule") ? vm["schedule"].as<std::string>() : "";
-    if (!given.empty() && given != "auto") o.schedule = given;
-    // Overrides first, then the file's checks, once (a file valid only with --pp loads).
-    Config config = load_config(path, o);
-    const std::string asked = given.empty() ? config.training.schedule : given;
-    const std::shared_ptr<const Experiment> e = prepare(config);
-
-    PlannerOptions po;
-    const double limit_gib = vm.count("memory-limit-GiB") ? vm["memory-limit-GiB"].as<double>()
-                                                          : config.device.memory_GiB;
-    po.memory_limit_bytes =
-        static_cast<std::int64_t>(std::llround((limit_gib - margin) * 1073741824.0));
-    if (po.memory_limit_bytes <= 0)
-      throw UsageError("--margin-GiB", "leaves no memory below the limit");
-    po.threads = vm["threads"].as<int>();
-    po.seed = vm["seed"].as<std::uint64_t>();
-    po.max_evals = vm["max-evals"].as<std::int64_t>();
-    if (vm.count("time-limit-s")) po.time_limit_s = vm["time-limit-s"].as<double>();
-
-    std::vector<std::pair<std::string, int>> candidates;
-    if (asked == "auto")
-      candidates = auto_schedules(*e);
-    else
-      candidates.emplace_back(asked, effective_vpp(*find_schedule(asked), config.training.vpp));
-
+    if (!given.empty()) request.overrides.schedule = given;
+    if (vm.count("memory-limit-GiB"))
+      request.memory_limit_GiB = vm["memory-limit-GiB"].as<double>();
+    request.margin_GiB = vm["margin-GiB"].as<double>();
+    request.threads = vm["threads"].as<int>();
+    request.seed = vm["seed"].as<std::uint64_t>();
+    request.max_evals = vm["max-evals"].as<std::int64_t>();
+    if (vm.count("time-limit-s")) request.time_limit_s = vm["time-limit-s"].as<double>();
+    if (vm.count("baseline")) request.baseline = vm["baseline"].as<std::string>();
+    const std::string baseline = request.baseline.value_or("");
     ProgressLine line(!vm["quiet"].as<bool>() && isatty(STDERR_FILENO));
-    std::vector<PlanOutcome> outcomes;
-    for (const auto& [name, vpp] : candidates) {
-      po.schedule = name;
-      po.vpp = vpp;
-      const std::string label = name + (vpp > 1 ? " v" + std::to_string(vpp) : "");
-      po.progress = [&line, label](const PlannerProgress& p) { line.show(label, p); };
-      try {
-        outcomes.push_back(plan_pipeline(*e, po));
-      } catch (const ConfigError& err) {
-        if (asked != "auto") throw;
-        PlanOutcome refused;
-        refused.schedule = name;
-        refused.vpp = vpp;
-        refused.infeasible = std::string("refused: ") + err.what();
-        outcomes.push_back(std::move(refused));
-      }
-    }
-    line.clear();
-    // Fastest fitting first; refused and non-fitting after, in the order tried.
-    std::stable_sort(outcomes.begin(), outcomes.end(),
-                     [](const PlanOutcome& a, const PlanOutcome& b) {
-                       const bool fa = a.best.fits(), fb = b.best.fits();
-                       if (fa != fb) return fa;
-                       return fa && a.best.result.iteration_time < b.best.result.iteration_time;
-                     });
-    const PlanOutcome& top = outcomes.front();
-    if (!top.best.fits()) {
-      std::cerr << "bmpipe plan: " << config.file << ": no plan fits the memory limit of "
-                << format_gib(po.memory_limit_bytes) << " per device: " << top.infeasible << "\n";
+    request.progress = [&line](const std::string& label, const PlannerProgress& p) {
+      line.show(label, p);
+    };
+    api::check_plan_request(request);  // a typo in an option fails before the file is read
+    // Overrides first, then the file's checks, once (a file valid only with --pp loads);
+    // "auto" is not a schedule the file's checks know, so it stays for run_plan alone.
+    Overrides load_overrides = request.overrides;
+    if (given == "auto") load_overrides.schedule.reset();
+    const Config config = load_config(path, load_overrides);
+    api::PlanResults planned;
+    try {
+      planned = api::run_plan(config, request);
+    } catch (const api::NoPlanFits& err) {
+      line.clear();
+      std::cerr << "bmpipe plan: " << err.what() << "\n";
       return 2;
     }
-    // The plan to show: the planner's, or the baseline asked for.
-    const PlanRun* shown = &top.best;
-    if (!baseline.empty()) {
-      shown = nullptr;
-      for (const BaselineRun& b : top.baselines)
-        if (b.name == baseline && b.run) shown = &*b.run;
-      if (!shown) {
-        for (const BaselineRun& b : top.baselines)
-          if (b.name == baseline)
-            throw ConfigError(config.file, 0, "--baseline", baseline + ": " + b.error);
-      }
-    }
+    line.clear();
+    const std::int64_t memory_limit = api::plan_memory_limit_bytes(config, request);
+    const std::shared_ptr<const Experiment> e = planned.experiment;
+    const std::vector<PlanOutcome>& outcomes = planned.outcomes;
+    const PlanOutcome& top = outcomes.front();
+    const PlanRun* shown = planned.shown;
     const int shown_vpp = shown->schedule.chunks_per_device();
 
     if (vm.count("out")) {
@@ -299,7 +242,7 @@ int run_plan(const std::vector<std::string>& args) {
     }
 
     if (json) {
-      std::cout << json_text(api::plan_summary(*e, outcomes, *shown)) << "\n";
+      std::cout << json_text(planned.summary) << "\n";
       return 0;
     }
     if (format == "mindformers") {
@@ -320,7 +263,7 @@ int run_plan(const std::vector<std::string>& args) {
         auto run_of = [&](const MegatronExport& x) {
           SimInput in = assemble(*e, with_decoder_modes(*e, shown->plan, x.expressed.recompute),
                                  shown->schedule);
-          in.capacity_bytes.assign(shown->schedule.num_ranks, po.memory_limit_bytes);
+          in.capacity_bytes.assign(shown->schedule.num_ranks, memory_limit);
           return simulate(in, shown->schedule);
         };
         // The nearest rule recomputes every layer at least as much as the plan. Another
@@ -370,10 +313,10 @@ int run_plan(const std::vector<std::string>& args) {
     std::snprintf(buf, sizeof buf,
                   "schedule %s   pp %d   vpp %d   micro-batches %d   memory limit %s per device\n",
                   top.schedule.c_str(), shown->schedule.num_ranks, shown_vpp,
-                  shown->schedule.num_microbatches, format_gib(po.memory_limit_bytes).c_str());
+                  shown->schedule.num_microbatches, format_gib(memory_limit).c_str());
     std::cout << buf;
     if (!baseline.empty()) std::cout << "showing the " << baseline << " baseline\n";
-    std::cout << "\n" << plan_table(*e, *shown, po.memory_limit_bytes);
+    std::cout << "\n" << plan_table(*e, *shown, memory_limit);
     std::cout << baselines_table(top, *shown);
     if (outcomes.size() > 1) {
       std::cout << "\nschedules planned (fastest first):\n";
@@ -395,6 +338,9 @@ int run_plan(const std::vector<std::string>& args) {
     std::cout << buf;
     return 0;
   } catch (const UsageError& err) {
+    std::cerr << "bmpipe plan: " << err.what() << "\n";
+    return 2;
+  } catch (const api::RequestError& err) {
     std::cerr << "bmpipe plan: " << err.what() << "\n";
     return 2;
   } catch (const OutputError& err) {
