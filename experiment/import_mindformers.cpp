@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "experiment/framework_formats.hpp"
+#include "experiment/yaml_reader.hpp"
 
 // Sources (read, not copied), MindFormers (github.com/mindspore-lab/mindformers) at
 // fd4deebc1, cited by these short names:
@@ -123,15 +124,8 @@ class Mf {
     }
   }
 
-  static std::string shown(const YAML::Node& n) {
-    if (n.IsScalar()) {
-      const std::string& s = n.Scalar();
-      return "'" + (s.size() > 60 ? s.substr(0, 60) + "..." : s) + "'";
-    }
-    if (n.IsSequence()) return "a list";
-    if (n.IsMap()) return "a mapping";
-    return "nothing";
-  }
+  /// A node as the config loader's messages show it.
+  static std::string shown(const YAML::Node& n) { return detail::Reader::shown(n); }
 
   const std::string& file() const { return file_; }
 

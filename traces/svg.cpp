@@ -81,6 +81,17 @@ std::string num(double v) {
   return s;
 }
 
+/// The XML declaration, the <svg> element of a w x h picture and its white page.
+std::string svg_open(double w, double h) {
+  const std::string ws = num(w), hs = num(h);
+  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+         ws + "\" height=\"" + hs + "\" viewBox=\"0 0 " + ws + " " + hs +
+         "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n"
+         "<rect class=\"page\" x=\"0\" y=\"0\" width=\"" +
+         ws + "\" height=\"" + hs + "\" fill=\"#ffffff\"/>\n";
+}
+
 std::string escape(const std::string& text) {
   std::string out;
   for (char c : text) {
@@ -430,12 +441,7 @@ class Painter {
   void paint() {
     double height = kHeader;
     for (const auto& t : timelines_) height += block_height(t) + kBlockGap;
-    buf_ += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-    buf_ += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width_) + "\" height=\"" +
-            num(height) + "\" viewBox=\"0 0 " + num(width_) + " " + num(height) +
-            "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n";
-    buf_ += "<rect class=\"page\" x=\"0\" y=\"0\" width=\"" + num(width_) + "\" height=\"" +
-            num(height) + "\" fill=\"#ffffff\"/>\n";
+    buf_ += svg_open(width_, height);
     defs();
     header();
     double y = kHeader;
@@ -852,12 +858,7 @@ class MemoryPlot {
 
   void paint() {
     const double height = kT + kH + kB;
-    buf_ += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-    buf_ += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width_) + "\" height=\"" +
-            num(height) + "\" viewBox=\"0 0 " + num(width_) + " " + num(height) +
-            "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n";
-    buf_ += "<rect class=\"page\" x=\"0\" y=\"0\" width=\"" + num(width_) + "\" height=\"" +
-            num(height) + "\" fill=\"#ffffff\"/>\n";
+    buf_ += svg_open(width_, height);
     std::string title = "Memory over time";
     if (!t_.title.empty()) title += " \u2014 " + t_.title;
     buf_ += "<text x=\"12\" y=\"24\" font-size=\"16\" font-weight=\"bold\">" + escape(title) +
