@@ -11,9 +11,11 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "schedules/registry.hpp"
 #include "sim/cost/cost_model.hpp"
 #include "sim/cost/hardware.hpp"
 #include "sim/cost/model_shape.hpp"
@@ -228,5 +230,15 @@ void check_work_bounds(const Config& config, const WorkLimits& limits);
 
 /// An upper bound on the ops one iteration of `config` runs.
 std::int64_t op_bound(const Config& config);
+
+/// "unknown schedule 'x' (did you mean 'y'?) (known: a, b, c)": the one message for a
+/// schedule name that is not built in, wherever it was given (a long name is cut at 60
+/// characters).
+std::string unknown_schedule_message(std::string_view name);
+
+/// The built-in schedule `name`. Throws ConfigError as config.fail(key, ...) does (the
+/// key's line, or "(from the command line)") with unknown_schedule_message.
+const ScheduleInfo& require_schedule(const Config& config, std::string_view name,
+                                     const std::string& key);
 
 }  // namespace bmpipe

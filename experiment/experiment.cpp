@@ -40,9 +40,20 @@ std::vector<int> stage_layer_counts(const Config& c, int num_stages) {
   if (layers < num_stages)
     c.fail("training.pp", "the model's " + std::to_string(layers) + " layers cannot fill " +
                               std::to_string(num_stages) + " stages");
-  std::vector<int> counts(num_stages, layers / num_stages);
-  for (int s = 0; s < layers % num_stages; ++s) ++counts[s];
+  return uniform_partition(layers, num_stages);
+}
+
+std::vector<int> uniform_partition(int layers, int stages) {
+  std::vector<int> counts(static_cast<std::size_t>(stages), layers / stages);
+  for (int s = 0; s < layers % stages; ++s) ++counts[static_cast<std::size_t>(s)];
   return counts;
+}
+
+SimResult run(const Experiment& e, const Plan& plan, const Schedule& schedule,
+              const RunOptions& options) {
+  SimInput in = assemble(e, plan, schedule);
+  if (options.capacity_bytes) in.capacity_bytes.assign(schedule.num_ranks, *options.capacity_bytes);
+  return simulate(in, schedule, options.observer);
 }
 
 Recompute recompute_mode(const Config& c, int stage, int layer) {

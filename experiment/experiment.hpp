@@ -61,9 +61,13 @@ struct Experiment {
 /// ConfigError when the cost model refuses the model.
 std::shared_ptr<const Experiment> prepare(const Config& config);
 
-/// Layer counts per stage: the config's partition, or as even as possible with the
-/// remainder going to the earliest stages. Throws ConfigError when the partition does not
-/// match `num_stages` or the layers cannot fill them.
+/// `layers` split over `stages` as evenly as possible, the remainder going to the earliest
+/// stages: Megatron-LM's split, bmpipe's default, and the planner's baselines' start.
+/// Precondition: 0 < stages.
+std::vector<int> uniform_partition(int layers, int stages);
+
+/// Layer counts per stage: the config's partition, or uniform_partition. Throws ConfigError when
+/// the partition does not match `num_stages` or the layers cannot fill them.
 std::vector<int> stage_layer_counts(const Config& config, int num_stages);
 
 /// The recompute mode the config gives decoder layer `layer`, which sits in stage `stage`:
@@ -84,6 +88,18 @@ std::string check_plan(const Experiment& e, const Plan& plan, int num_stages);
 /// e.topology: `e` must outlive it.
 void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, SimInput& out);
 SimInput assemble(const Experiment& e, const Plan& plan, const Schedule& schedule);
+
+/// How run() runs a plan beyond the plan and the schedule.
+struct RunOptions {
+  /// Every rank's memory limit in bytes (a planner's limit); none: the device's capacity.
+  std::optional<std::int64_t> capacity_bytes;
+  Observer* observer = nullptr;  ///< told every event (selects the ordered engine)
+};
+
+/// "Run this plan": assemble + simulate `plan` under `schedule` on `e`. The one path every
+/// command, the planner's final runs and the exports take to a result.
+SimResult run(const Experiment& e, const Plan& plan, const Schedule& schedule,
+              const RunOptions& options = {});
 
 /// What a plan puts on each stage, for tables, traces and exports.
 struct StageInfo {

@@ -371,12 +371,7 @@ void check_work_bounds(const Config& c, const WorkLimits& limits) {
 void check_config(const Config& c) {
   const TrainingConfig& t = c.training;
   check_values(c);
-  if (!find_schedule(t.schedule))
-    c.fail("training.schedule",
-           "unknown schedule '" +
-               (t.schedule.size() > 60 ? t.schedule.substr(0, 60) + "..." : t.schedule) + "'" +
-               did_you_mean(t.schedule, split_names(schedule_names())) +
-               " (known: " + schedule_names() + ")");
+  require_schedule(c, t.schedule, "training.schedule");
   // First, so that every product below is of small numbers.
   check_work_bounds(c, c.limits);
   const std::int64_t devices = device_count(c);
@@ -474,6 +469,19 @@ void resolve_batch(Config& c) {
     throw ConfigError(c.file, it == c.lines.end() ? 1 : it->second, "training.microbatches",
                       "missing required key (or give global_batch_size)");
   }
+}
+
+std::string unknown_schedule_message(std::string_view name) {
+  return "unknown schedule '" +
+         (name.size() > 60 ? std::string(name.substr(0, 60)) + "..." : std::string(name)) + "'" +
+         did_you_mean(name, split_names(schedule_names())) + " (known: " + schedule_names() + ")";
+}
+
+const ScheduleInfo& require_schedule(const Config& config, std::string_view name,
+                                     const std::string& key) {
+  const ScheduleInfo* info = find_schedule(name);
+  if (!info) config.fail(key, unknown_schedule_message(name));
+  return *info;
 }
 
 }  // namespace bmpipe

@@ -33,11 +33,7 @@ ScheduleCosts planning_costs(const Experiment& e, const SimInput& in, const Sche
 Schedule make_schedule(const Experiment& e, std::string_view name, int vpp, const Plan* plan,
                        const std::function<void(int)>& on_candidate) {
   const Config& c = e.config;
-  const ScheduleInfo* info = find_schedule(name);
-  if (!info)
-    c.fail("training.schedule", "unknown schedule '" + std::string(name) + "'" +
-                                    did_you_mean(name, split_names(schedule_names())) +
-                                    " (known: " + schedule_names() + ")");
+  const ScheduleInfo* info = &require_schedule(c, name, "training.schedule");
   try {
     ScheduleParams params{c.training.pp, c.training.microbatches, vpp, {}, {}};
     if (info->needs_costs || info->ranks_candidates) {

@@ -134,8 +134,7 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
   std::vector<std::string> schedules = space.schedules;
   if (schedules.empty()) schedules = {"1f1b", "interleaved"};
   for (const std::string& s : schedules)
-    if (!find_schedule(s))
-      fail("--schedules", "unknown schedule '" + s + "' (known: " + schedule_names() + ")");
+    if (!find_schedule(s)) fail("--schedules", unknown_schedule_message(s));
 
   std::vector<Layout> out;
   bool any_batch = false;

@@ -245,12 +245,6 @@ double score_of(const SimResult& r) {
   return static_cast<double>(r.iteration_time);
 }
 
-std::vector<int> uniform_partition(int layers, int stages) {
-  std::vector<int> counts(stages, layers / stages);
-  for (int s = 0; s < layers % stages; ++s) ++counts[s];
-  return counts;
-}
-
 PlanRun finish_run(const Experiment& e, const PlannerOptions& o, const Schedule& searched,
                    const Plan& plan) {
   PlanRun run;
