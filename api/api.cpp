@@ -1,4 +1,4 @@
-#include "cli/api.hpp"
+#include "api/api.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -18,6 +18,12 @@ RequestError::RequestError(std::string key, std::string message)
       key_(std::move(key)),
       message_(std::move(message)) {}
 
+const ScheduleInfo& require_schedule(std::string_view name, const std::string& key) {
+  const ScheduleInfo* info = find_schedule(name);
+  if (!info) throw RequestError(key, unknown_schedule_message(name));
+  return *info;
+}
+
 Config load_config_source(const std::string& source) {
   const bool one_line = source.find('\n') == std::string::npos;
   auto ends_with = [&](const char* suffix) {
@@ -33,15 +39,20 @@ Config load_config_source(const std::string& source) {
 
 // ---- simulate ---------------------------------------------------------------------------
 
+void check_simulate_request(const SimulateRequest& request) {
+  const Overrides& o = request.overrides;
+  if (request.schedule_file && (o.schedule || o.pp || o.vpp || o.microbatches))
+    throw RequestError("--schedule-file",
+                       "sets the schedule, pp, vpp and micro-batches; do not combine it "
+                       "with a schedule, pp, vpp or micro-batches override");
+}
+
 PreparedSimulation prepare_simulation(Config config, const SimulateRequest& request) {
+  check_simulate_request(request);
   Overrides o = request.overrides;
   // A schedule file decides pp (its rows), the chunks per rank and the micro-batches.
   std::optional<Schedule> from_file;
   if (request.schedule_file) {
-    if (o.schedule || o.pp || o.vpp || o.microbatches)
-      throw RequestError("--schedule-file",
-                         "sets the schedule, pp, vpp and micro-batches; do not combine it "
-                         "with a schedule, pp, vpp or micro-batches override");
     from_file = load_schedule_file(*request.schedule_file);
     o.pp = from_file->num_ranks;
     o.vpp = from_file->num_stages % from_file->num_ranks == 0 ? from_file->chunks_per_device() : 1;
@@ -81,12 +92,13 @@ SimulateOutcome run_simulate(const Config& config, const SimulateRequest& reques
 
 // ---- compare ----------------------------------------------------------------------------
 
+void check_compare_request(const CompareRequest& request) {
+  if (request.schedules.empty()) throw RequestError("--schedules", "the list is empty");
+  for (const std::string& n : request.schedules) require_schedule(n, "--schedules");
+}
+
 CompareOutcome run_compare(const Config& config, const CompareRequest& request) {
-  if (request.schedules.empty()) throw RequestError("--schedules", "is empty");
-  for (const std::string& n : request.schedules)
-    if (!find_schedule(n))
-      throw RequestError("--schedules",
-                         "unknown schedule '" + n + "' (known: " + schedule_names() + ")");
+  check_compare_request(request);
   Config base = config;
   Overrides o = request.overrides;
   o.schedule.reset();  // each row names its own
@@ -96,18 +108,18 @@ CompareOutcome run_compare(const Config& config, const CompareRequest& request) 
   // One experiment for every schedule: the layer table does not depend on the schedule.
   const std::shared_ptr<const Experiment> experiment = prepare(base);
   for (const std::string& name : request.schedules) {
-    const int vpp = effective_vpp(*find_schedule(name), base.training.vpp);
+    const int vpp = effective_vpp(require_schedule(name, "--schedules"), base.training.vpp);
     // One schedule refusing this config (DualPipeV with m < 2p, a partition sized for
     // another vpp, ...) does not stop the others from being compared.
     try {
       const Schedule schedule = make_schedule(*experiment, name, vpp);
       const Plan plan = config_plan(*experiment, schedule.num_stages);
-      const SimInput input = assemble(*experiment, plan, schedule);
       CompareRow row{make_run_info(*experiment, plan, schedule), {}, {}};
       if (request.record_timelines)
-        out.timelines.push_back(record_timeline(input, schedule, schedule.name, &row.result));
+        out.timelines.push_back(record_timeline(assemble(*experiment, plan, schedule), schedule,
+                                                schedule.name, &row.result));
       else
-        row.result = simulate(input, schedule);
+        row.result = run(*experiment, plan, schedule);
       out.rows.push_back(std::move(row));
     } catch (const ConfigError& e) {
       CompareRow row{
@@ -293,6 +305,42 @@ nlohmann::json plan_summary(const Experiment& e, const std::vector<PlanOutcome>&
   return j;
 }
 
+MegatronAdvice megatron_advice(const Experiment& e, const PlanRun& shown,
+                               std::int64_t memory_limit_bytes) {
+  const ExportLayout layout = export_layout(e, shown.plan, shown.schedule);
+  MegatronAdvice advice;
+  advice.flags = export_megatron(layout);
+  if (advice.flags.exact) return advice;
+  const RunOptions limited{memory_limit_bytes, nullptr};
+  auto run_of = [&](const MegatronExport& x) {
+    return run(e, with_decoder_modes(e, shown.plan, x.expressed.recompute), shown.schedule,
+               limited);
+  };
+  // The nearest rule recomputes every layer at least as much as the plan. Another rule may
+  // be faster and still fit (the layers of a stage differ, and the planner may recompute
+  // any of them): of all the rules the flags can state for this partition, the fastest
+  // that fits is given.
+  advice.nearest = run_of(advice.flags);
+  for (const std::vector<Recompute>& modes : megatron_recompute_choices(layout.partition)) {
+    ExportLayout other = layout;
+    other.recompute = modes;
+    const MegatronExport x = export_megatron(other);
+    // A layer without the mode (a measured model may have no selective form) would simulate
+    // something the flags do not say.
+    if (export_layout(e, with_decoder_modes(e, shown.plan, x.expressed.recompute), shown.schedule)
+            .recompute != x.expressed.recompute)
+      continue;
+    const SimResult rx = run_of(x);
+    if (!rx.ok || !rx.fits) continue;
+    const SimResult& best = advice.faster ? *advice.faster : *advice.nearest;
+    if (!(best.ok && best.fits) || rx.iteration_time < best.iteration_time) {
+      advice.faster = rx;
+      advice.flags.flags = x.flags;
+    }
+  }
+  return advice;
+}
+
 std::int64_t plan_memory_limit_bytes(const Config& config, const PlanRequest& r) {
   if (!(r.margin_GiB >= 0) || !std::isfinite(r.margin_GiB))
     throw RequestError("--margin-GiB", "must be 0 or more GiB");
@@ -350,7 +398,9 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
   if (asked == "auto")
     candidates = auto_schedules(e);
   else
-    candidates.emplace_back(asked, effective_vpp(*find_schedule(asked), config.training.vpp));
+    candidates.emplace_back(
+        asked,
+        effective_vpp(require_schedule(config, asked, "training.schedule"), config.training.vpp));
 
   for (const auto& [name, vpp] : candidates) {
     po.schedule = name;

@@ -21,35 +21,21 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "api/errors.hpp"
 #include "experiment/config.hpp"
 #include "experiment/experiment.hpp"
+#include "planner/export.hpp"
 #include "planner/planner.hpp"
 #include "sim/bubbles.hpp"
 #include "traces/svg.hpp"
 
 namespace bmpipe::api {
 
-/// An argument of a request that makes no sense whatever the config says. `key` is the
-/// command-line spelling ("--max-evals"); what() reads "key: message".
-class RequestError : public std::invalid_argument {
- public:
-  RequestError(std::string key, std::string message);
-  const std::string& key() const { return key_; }
-  const std::string& message() const { return message_; }
-
- private:
-  std::string key_;
-  std::string message_;
-};
-
-/// No plan of any schedule tried fits the memory limit; what() names the config, the
-/// limit and the rank that comes closest, as `bmpipe plan` prints it.
-class NoPlanFits : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+/// The built-in schedule `name`, or RequestError(key, unknown_schedule_message(name)).
+const ScheduleInfo& require_schedule(std::string_view name, const std::string& key);
 
 /// A config from `source`: the file it names if one exists there, else `source` itself
 /// as YAML text (named "<string>" in messages; relative paths in it are relative to the
@@ -90,6 +76,10 @@ struct SimulateOutcome {
   SimulationReport report;
 };
 
+/// The request's own values, checked before any config is read: a schedule file excludes
+/// every override. Throws RequestError. prepare_simulation calls it first.
+void check_simulate_request(const SimulateRequest& request);
+
 /// Applies the request to `config` and builds the run. Throws RequestError when a schedule
 /// file is combined with an override, ScheduleFileError for a bad file, ConfigError.
 PreparedSimulation prepare_simulation(Config config, const SimulateRequest& request);
@@ -122,6 +112,10 @@ struct CompareOutcome {
   std::vector<Timeline> timelines;
   nlohmann::json summary;  ///< what `bmpipe compare --json` prints
 };
+
+/// The request's own values, checked before any config is read: a non-empty list of
+/// built-in names. Throws RequestError naming --schedules (with "did you mean").
+void check_compare_request(const CompareRequest& request);
 
 /// Runs every schedule on the same prepared experiment. A schedule that refuses the
 /// config becomes a row with `refused` set; the others still run. Throws RequestError for
@@ -187,6 +181,18 @@ void check_plan_request(const PlanRequest& request);
 /// Plans `config` under the request. Throws RequestError, ConfigError, and NoPlanFits when
 /// the best plan found does not fit.
 PlanResults run_plan(const Config& config, const PlanRequest& request);
+
+/// A plan in Megatron-LM's flags (`bmpipe plan --format megatron`). When the flags cannot
+/// state the plan exactly, the nearest plan they can state is simulated, and so is every
+/// recompute rule they can state on the plan's partition (megatron_recompute_choices):
+/// the flags are those of the fastest rule that fits, if one is faster than the nearest.
+struct MegatronAdvice {
+  MegatronExport flags;              ///< flags.flags is what to print
+  std::optional<SimResult> nearest;  ///< the nearest plan's run (set when !flags.exact)
+  std::optional<SimResult> faster;   ///< the faster rule's run, when one was found
+};
+MegatronAdvice megatron_advice(const Experiment& e, const PlanRun& shown,
+                               std::int64_t memory_limit_bytes);
 
 /// The `plan --json` document: the shown plan, the baselines and search statistics of
 /// outcomes.front(), and with several outcomes the ranking of the schedules.

@@ -6,8 +6,9 @@
 #include <iostream>
 #include <sstream>
 
-#include "cli/api.hpp"
+#include "api/api.hpp"
 #include "cli/commands.hpp"
+#include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
 #include "schedules/registry.hpp"
@@ -33,6 +34,42 @@ std::int64_t max_peak(const SimResult& r) {
   std::int64_t peak = 0;
   for (const auto& d : r.devices) peak = std::max(peak, d.peak_bytes);
   return peak;
+}
+
+/// The table (or --json list) of a comparison; the exit code: 0, or 1 when a schedule that
+/// ran deadlocked (a schedule refusing the config is a result, not a failure).
+int print_compare(const std::string& file, const api::CompareOutcome& outcome, bool json,
+                  std::ostream& out) {
+  const std::vector<api::CompareRow>& rows = outcome.rows;
+  // Exit code: a schedule that refuses the config is a result (exit 0); 1 if a listed
+  // schedule deadlocked.
+  int rc = 0;
+  for (const auto& r : rows)
+    if (r.refused.empty() && !r.result.ok) rc = 1;
+  if (json) {
+    out << json_text(outcome.summary) << "\n";
+    return rc;
+  }
+  out << "bmpipe compare " << file << "\n";
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%-12s %4s %16s %10s %14s %5s\n", "schedule", "vpp",
+                "iteration ms", "bubble %", "max peak mem", "fits");
+  out << buf;
+  for (const auto& r : rows) {
+    if (!r.refused.empty()) {
+      out << r.info.schedule << "  REFUSED: " << r.refused << "\n";
+      continue;
+    }
+    if (!r.result.ok) {
+      out << r.info.schedule << "  FAILED: " << r.result.error << "\n";
+      continue;
+    }
+    std::snprintf(buf, sizeof buf, "%-12s %4d %16.3f %10.2f %14s %5s\n", r.info.schedule.c_str(),
+                  r.info.vpp, ns_to_ms(r.result.iteration_time), 100.0 * r.result.bubble_ratio,
+                  format_gib(max_peak(r.result)).c_str(), r.result.fits ? "yes" : "NO");
+    out << buf;
+  }
+  return rc;
 }
 
 }  // namespace
@@ -66,76 +103,23 @@ int run_compare(const std::vector<std::string>& args) {
     std::cerr << "bmpipe compare: missing --schedules a,b,c\n\n" << opts;
     return 2;
   }
-  const std::vector<std::string> names = split_names(vm["schedules"].as<std::string>());
-  if (names.empty()) {
-    std::cerr << "bmpipe compare: --schedules is empty\n";
-    return 2;
-  }
-  for (const auto& n : names)
-    if (!find_schedule(n)) {
-      std::cerr << "bmpipe compare: unknown schedule '" << n << "' (known: " << schedule_names()
-                << ")\n";
-      return 2;
-    }
   const bool json = vm["json"].as<bool>();
   // With --svg, each run is recorded for the picture (in the order asked for).
   const bool svg = vm.count("svg") > 0;
-  std::string file;
-  api::CompareOutcome outcome;
-  try {
+  return guarded("compare", [&] {
     const Overrides o = overrides_from(vm);
+    const api::CompareRequest request{split_names(vm["schedules"].as<std::string>()), o, svg};
+    api::check_compare_request(request);  // a misspelt schedule fails before the file is read
     const Config base = load_config(vm["config"].as<std::string>(), o);
-    file = base.file;
-    outcome = api::run_compare(base, {names, o, svg});
-  } catch (const api::RequestError& e) {
-    std::cerr << "bmpipe compare: " << e.what() << "\n";
-    return 2;
-  } catch (const ConfigError& e) {
-    std::cerr << "bmpipe compare: " << e.what() << "\n";
-    return 2;
-  }
-  const std::vector<api::CompareRow>& rows = outcome.rows;
-  if (svg) {
-    const std::string path = vm["svg"].as<std::string>();
-    try {
-      OutputFile out(path, "--svg");
+    const api::CompareOutcome outcome = api::run_compare(base, request);
+    if (svg) {
+      OutputFile out(vm["svg"].as<std::string>(), "--svg");
       write_compare_svg(out.stream(), outcome.timelines);
       out.close();
-    } catch (const OutputError& e) {
-      std::cerr << "bmpipe compare: " << e.what() << "\n";
-      return 2;
     }
-  }
-  // Exit code: a schedule that refuses the config is a result (exit 0); 1 if a listed
-  // schedule deadlocked.
-  int rc = 0;
-  for (const auto& r : rows)
-    if (r.refused.empty() && !r.result.ok) rc = 1;
-  std::ostream& out = svg && vm["svg"].as<std::string>() == "-" ? std::cerr : std::cout;
-  if (json) {
-    out << json_text(outcome.summary) << "\n";
-    return rc;
-  }
-  out << "bmpipe compare " << file << "\n";
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%-12s %4s %16s %10s %14s %5s\n", "schedule", "vpp",
-                "iteration ms", "bubble %", "max peak mem", "fits");
-  out << buf;
-  for (const auto& r : rows) {
-    if (!r.refused.empty()) {
-      out << r.info.schedule << "  REFUSED: " << r.refused << "\n";
-      continue;
-    }
-    if (!r.result.ok) {
-      out << r.info.schedule << "  FAILED: " << r.result.error << "\n";
-      continue;
-    }
-    std::snprintf(buf, sizeof buf, "%-12s %4d %16.3f %10.2f %14s %5s\n", r.info.schedule.c_str(),
-                  r.info.vpp, ns_to_ms(r.result.iteration_time), 100.0 * r.result.bubble_ratio,
-                  format_gib(max_peak(r.result)).c_str(), r.result.fits ? "yes" : "NO");
-    out << buf;
-  }
-  return rc;
+    return print_compare(base.file, outcome, json,
+                         svg && vm["svg"].as<std::string>() == "-" ? std::cerr : std::cout);
+  });
 }
 
 }  // namespace bmpipe::cli

@@ -3,8 +3,9 @@
 #include <cstdio>
 #include <iostream>
 
-#include "cli/api.hpp"
+#include "api/api.hpp"
 #include "cli/commands.hpp"
+#include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
 #include "experiment/experiment.hpp"
@@ -43,7 +44,7 @@ int run_cost(const std::vector<std::string>& args) {
           vm))
     return *stop;
   const bool json = vm["json"].as<bool>(), with_ops = vm["ops"].as<bool>();
-  try {
+  return guarded("cost", [&] {
     const Config config = load_config(vm["config"].as<std::string>(), overrides_from(vm));
     // parse -> prepare -> run (assemble the config's plan) -> print
     const api::CostOutcome cost = api::run_cost(config, with_ops);
@@ -96,10 +97,7 @@ int run_cost(const std::vector<std::string>& args) {
     std::printf("(static = weights + gradients + optimizer state; plus %s reserved per device)\n",
                 format_gib(experiment.reserved_bytes).c_str());
     return 0;
-  } catch (const ConfigError& e) {
-    std::cerr << "bmpipe cost: " << e.what() << "\n";
-    return 2;
-  }
+  });
 }
 
 }  // namespace bmpipe::cli

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/guard.hpp"
 #include "cli/outputs.hpp"
 #include "experiment/import_megatron.hpp"
 #include "experiment/import_mindformers.hpp"
@@ -100,7 +101,7 @@ int run_import(const std::vector<std::string>& args) {
 
   const std::string input = vm["input"].as<std::string>();
   const std::string out = vm.count("out") ? vm["out"].as<std::string>() : "";
-  try {
+  return guarded("import " + format, [&] {
     const std::string text = read_input(input, kMaxInput);
     ImportedJob job = format == "megatron"      ? read_megatron_args(text, input)
                       : format == "mindformers" ? read_mindformers_yaml(text, input)
@@ -140,13 +141,7 @@ int run_import(const std::vector<std::string>& args) {
       close_output(file, out, "--out");
     }
     return 0;
-  } catch (const OutputError& e) {
-    std::cerr << "bmpipe import " << format << ": " << e.what() << "\n";
-    return 2;
-  } catch (const ConfigError& e) {
-    std::cerr << "bmpipe import " << format << ": " << e.what() << "\n";
-    return 2;
-  }
+  });
 }
 
 }  // namespace bmpipe::cli

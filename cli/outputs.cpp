@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <sstream>
 
 namespace bmpipe::cli {
 
@@ -33,6 +34,18 @@ void close_output(std::ofstream& file, const std::string& path, const std::strin
   if (!file) throw OutputError(path, option, "write failed");
   file.close();
   if (!file) throw OutputError(path, option, "write failed");
+}
+
+void write_edited_config(const std::string& config_path, const std::string& out_path,
+                         const ConfigEdits& edits, const std::string& header) {
+  std::ifstream in(config_path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string body = config_with_edits(text.str(), config_path, out_path, edits, header);
+  std::ofstream file;
+  open_output(file, out_path, "--out");
+  file << body;
+  close_output(file, out_path, "--out");
 }
 
 std::string json_text(const nlohmann::json& j) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "experiment/experiment.hpp"
+#include "experiment/write_config.hpp"
 #include "traces/chrome_trace.hpp"
 
 namespace bmpipe::cli {
@@ -41,6 +42,11 @@ void open_output(std::ofstream& file, const std::string& path, const std::string
 
 /// Flushes `file` and throws OutputError if anything written to it failed.
 void close_output(std::ofstream& file, const std::string& path, const std::string& option);
+
+/// Writes to `out_path` (option --out) the config read from `config_path` with `edits`
+/// applied under `header` (config_with_edits). Throws OutputError and ConfigError.
+void write_edited_config(const std::string& config_path, const std::string& out_path,
+                         const ConfigEdits& edits, const std::string& header);
 
 /// `j` as indented text; bytes that are not UTF-8 (a path, say) become U+FFFD instead of
 /// throwing.

@@ -11,8 +11,9 @@
 #include <optional>
 #include <sstream>
 
-#include "cli/api.hpp"
+#include "api/api.hpp"
 #include "cli/commands.hpp"
+#include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
 #include "experiment/experiment.hpp"
@@ -166,7 +167,7 @@ int run_plan(const std::vector<std::string>& args) {
     return *stop;
   const bool json = vm["json"].as<bool>();
   const std::string format = vm["format"].as<std::string>();
-  try {
+  return guarded("plan", [&] {
     if (vm.count("schedule-file"))
       throw ConfigError(vm["schedule-file"].as<std::string>(), 0, "--schedule-file",
                         "bmpipe plan builds its own schedule: a schedule file fixes an op order "
@@ -200,14 +201,7 @@ int run_plan(const std::vector<std::string>& args) {
     Overrides load_overrides = request.overrides;
     if (given == "auto") load_overrides.schedule.reset();
     const Config config = load_config(path, load_overrides);
-    api::PlanResults planned;
-    try {
-      planned = api::run_plan(config, request);
-    } catch (const api::NoPlanFits& err) {
-      line.clear();
-      std::cerr << "bmpipe plan: " << err.what() << "\n";
-      return 2;
-    }
+    api::PlanResults planned = api::run_plan(config, request);  // NoPlanFits: exit 2
     line.clear();
     const std::int64_t memory_limit = api::plan_memory_limit_bytes(config, request);
     const std::shared_ptr<const Experiment> e = planned.experiment;
@@ -217,28 +211,20 @@ int run_plan(const std::vector<std::string>& args) {
     const int shown_vpp = shown->schedule.chunks_per_device();
 
     if (vm.count("out")) {
-      const std::string out_path = vm["out"].as<std::string>();
-      std::ifstream in(path, std::ios::binary);
-      std::stringstream text;
-      text << in.rdbuf();
-      ConfigEdits edits{top.schedule,
-                        shown->schedule.num_ranks,
-                        shown_vpp,
-                        shown->schedule.num_microbatches,
-                        shown->plan.partition,
-                        shown->plan.recompute,
-                        {},
-                        {},
-                        {}};
-      const std::string body = config_with_edits(
-          text.str(), path, out_path, edits,
+      const ConfigEdits edits{top.schedule,
+                              shown->schedule.num_ranks,
+                              shown_vpp,
+                              shown->schedule.num_microbatches,
+                              shown->plan.partition,
+                              shown->plan.recompute,
+                              {},
+                              {},
+                              {}};
+      write_edited_config(
+          path, vm["out"].as<std::string>(), edits,
           "Written by bmpipe plan from " + path + ": " + (baseline.empty() ? "planned" : baseline) +
               " plan for " + top.schedule + ", " + ms(shown->result.iteration_time) +
               " ms per iteration as simulated.\n`bmpipe simulate` on this file reproduces it.");
-      std::ofstream file;
-      open_output(file, out_path, "--out");
-      file << body;
-      close_output(file, out_path, "--out");
     }
 
     if (json) {
@@ -252,60 +238,29 @@ int run_plan(const std::vector<std::string>& args) {
       return 0;
     }
     if (format == "megatron") {
-      const ExportLayout layout = layout_of(*e, *shown);
-      MegatronExport m = export_megatron(layout);
+      const api::MegatronAdvice m = api::megatron_advice(*e, *shown, memory_limit);
       if (top.schedule != "1f1b" && top.schedule != "interleaved")
         std::cout << "# Megatron-LM has no " << top.schedule
                   << " schedule (it runs 1F1B, and interleaved 1F1B with virtual stages): the "
                      "flags set the layout and the recompute; the times are "
                   << top.schedule << "'s.\n";
-      if (!m.exact) {
-        auto run_of = [&](const MegatronExport& x) {
-          SimInput in = assemble(*e, with_decoder_modes(*e, shown->plan, x.expressed.recompute),
-                                 shown->schedule);
-          in.capacity_bytes.assign(shown->schedule.num_ranks, memory_limit);
-          return simulate(in, shown->schedule);
-        };
-        // The nearest rule recomputes every layer at least as much as the plan. Another
-        // rule may be faster and still fit (the layers of a stage differ, and the planner
-        // may recompute any of them): of all the rules the flags can state for this
-        // partition, the fastest that fits is printed.
-        const SimResult nearest = run_of(m);
+      if (!m.flags.exact) {
         auto said = [&](const SimResult& x) {
           return (x.ok ? ms(x.iteration_time) + " ms per iteration as simulated" : x.error) +
                  (x.ok && !x.fits ? std::string(" (does not fit)") : std::string());
         };
-        std::optional<SimResult> faster;
-        for (const std::vector<Recompute>& modes : megatron_recompute_choices(layout.partition)) {
-          ExportLayout other = layout;
-          other.recompute = modes;
-          const MegatronExport x = export_megatron(other);
-          // A layer without the mode (a measured model may have no selective form) would
-          // simulate something the flags do not say.
-          if (export_layout(*e, with_decoder_modes(*e, shown->plan, x.expressed.recompute),
-                            shown->schedule)
-                  .recompute != x.expressed.recompute)
-            continue;
-          const SimResult rx = run_of(x);
-          if (!rx.ok || !rx.fits) continue;
-          const SimResult& best = faster ? *faster : nearest;
-          if (!(best.ok && best.fits) || rx.iteration_time < best.iteration_time) {
-            faster = rx;
-            m.flags = x.flags;
-          }
-        }
-        std::cout << "# Megatron-LM cannot express this plan exactly: " << m.note << "\n";
-        if (!faster)
-          std::cout << "# The flags below are the nearest plan it can express: " << said(nearest)
+        std::cout << "# Megatron-LM cannot express this plan exactly: " << m.flags.note << "\n";
+        if (!m.faster)
+          std::cout << "# The flags below are the nearest plan it can express: " << said(*m.nearest)
                     << ", against " << ms(shown->result.iteration_time) << " ms for the plan.\n";
         else
-          std::cout << "# That nearest plan takes " << said(nearest)
+          std::cout << "# That nearest plan takes " << said(*m.nearest)
                     << ". The flags below state the fastest recompute rule that fits on this "
                        "partition: "
-                    << said(*faster) << ", against " << ms(shown->result.iteration_time)
+                    << said(*m.faster) << ", against " << ms(shown->result.iteration_time)
                     << " ms for the plan.\n";
       }
-      std::cout << m.flags;
+      std::cout << m.flags.flags;
       return 0;
     }
     std::cout << "bmpipe plan " << config.file << "\n";
@@ -337,19 +292,7 @@ int run_plan(const std::vector<std::string>& args) {
                   static_cast<unsigned long long>(s.seed), s.stopped_by.c_str());
     std::cout << buf;
     return 0;
-  } catch (const UsageError& err) {
-    std::cerr << "bmpipe plan: " << err.what() << "\n";
-    return 2;
-  } catch (const api::RequestError& err) {
-    std::cerr << "bmpipe plan: " << err.what() << "\n";
-    return 2;
-  } catch (const OutputError& err) {
-    std::cerr << "bmpipe plan: " << err.what() << "\n";
-    return 2;
-  } catch (const ConfigError& err) {
-    std::cerr << "bmpipe plan: " << err.what() << "\n";
-    return 2;
-  }
+  });
 }
 
 }  // namespace bmpipe::cli

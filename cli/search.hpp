@@ -1,6 +1,6 @@
 #pragma once
-// bmpipe search, shared by the single-process path (search_cmd.cpp) and the MPI driver
-// (search_mpi.cpp): the parsed request, one layout's result on the wire, and the report.
+// bmpipe search's command line, shared by the single-process path (search_cmd.cpp) and the
+// MPI driver (search_mpi.cpp). The search itself is the library's (api/search.hpp).
 
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -8,42 +8,29 @@
 #include <string>
 #include <vector>
 
-#include "planner/layout_search.hpp"
+#include "api/search.hpp"
 
 namespace bmpipe::cli {
 
-struct SearchSetup {
+/// What the command line asks for beyond the library's search: where the config came
+/// from and how to print.
+struct SearchCommand {
   std::string path;
-  Config config;
-  LayoutSpace space;
-  PlannerEffort effort = PlannerEffort::quick;
-  PlannerOptions options;
-  int threads = 0;  ///< layouts evaluated at once per process (0: every core)
+  api::SearchSetup setup;
   int top = 10;
   bool json = false;
   bool quiet = false;
   std::optional<std::string> csv, out;
-  std::vector<Layout> layouts;         ///< to evaluate, in enumeration order
-  std::vector<LayoutResult> rejected;  ///< refused by a divisibility rule while enumerating
 };
 
 /// Parses the command line and the config and enumerates the layouts. Sets `exit_code`
-/// when the command should stop now (--help, a usage error). Throws UsageError and
-/// ConfigError for bad input.
-SearchSetup setup_search(const std::vector<std::string>& args, std::optional<int>* exit_code);
-
-/// Evaluates layouts [begin, end) on this process's cores; `done` runs after each one,
-/// serialised.
-void evaluate_range(const SearchSetup& s, std::size_t begin, std::size_t end,
-                    std::vector<LayoutResult>& out, const std::function<void()>& done);
+/// when the command should stop now (--help, a usage error). Throws UsageError,
+/// api::RequestError and ConfigError for bad input.
+SearchCommand setup_search(const std::vector<std::string>& args, std::optional<int>* exit_code);
 
 /// Ranks and prints (table, --json, --csv, --out). Returns the exit code.
-int report_search(const SearchSetup& s, std::vector<LayoutResult> results, int processes,
+int report_search(const SearchCommand& c, std::vector<LayoutResult> results, int processes,
                   double wall_s);
-
-/// One result as text and back, exactly (for the MPI messages).
-std::string encode_result(const LayoutResult& r);
-LayoutResult decode_result(const std::string& text);
 
 /// True when this process was started by mpirun / srun (so MPI_Init is wanted).
 bool launched_by_mpi();

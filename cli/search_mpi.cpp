@@ -19,6 +19,8 @@
 #include <mutex>
 #include <thread>
 
+#include "api/errors.hpp"
+#include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
 #include "cli/search.hpp"
@@ -75,7 +77,7 @@ std::string encode_chunk(const std::vector<LayoutResult>& results, std::size_t b
                          std::size_t end) {
   nlohmann::json j = nlohmann::json::array();
   j.push_back(begin);
-  for (std::size_t i = begin; i < end; ++i) j.push_back(encode_result(results[i]));
+  for (std::size_t i = begin; i < end; ++i) j.push_back(api::encode_result(results[i]));
   return j.dump();
 }
 
@@ -94,7 +96,7 @@ int run_search_mpi(const std::vector<std::string>& args) {
     std::freopen("/dev/null", "w", stderr);
   }
   const auto start = std::chrono::steady_clock::now();
-  SearchSetup s;
+  SearchCommand c;
   // Processes on one node share its cores: by default each takes its share.
   int local = 1;
   if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local = std::max(1, std::atoi(v));
@@ -102,10 +104,13 @@ int run_search_mpi(const std::vector<std::string>& args) {
   int code = 0;
   try {
     std::optional<int> stop;
-    s = setup_search(args, &stop);
+    c = setup_search(args, &stop);
     if (stop) code = *stop == 0 ? -1 : *stop;  // -1: --help, a success that stops here
-    if (s.threads == 0) s.threads = std::max(1, tbb::this_task_arena::max_concurrency() / local);
+    int& threads = c.setup.request.threads;
+    if (threads == 0) threads = std::max(1, tbb::this_task_arena::max_concurrency() / local);
   } catch (const UsageError& e) {
+    error = e.what(), code = 2;
+  } catch (const api::RequestError& e) {
     error = e.what(), code = 2;
   } catch (const ConfigError& e) {
     error = e.what(), code = 2;
@@ -121,7 +126,7 @@ int run_search_mpi(const std::vector<std::string>& args) {
     return *failed;
   }
 
-  const std::size_t n = s.layouts.size();
+  const std::size_t n = c.setup.layouts.size();
   std::vector<LayoutResult> results(n);
   // Guided chunks: a share of what is left, so the last layouts go out one by one and no
   // process sits on a chunk of slow layouts while the others are done. Layouts differ in
@@ -133,7 +138,7 @@ int run_search_mpi(const std::vector<std::string>& args) {
   };
   auto evaluate = [&](std::size_t begin, std::size_t end) {  // on a worker
     try {
-      evaluate_range(s, begin, end, results, nullptr);
+      api::evaluate_layouts(c.setup, begin, end, results);
     } catch (const std::exception& e) {
       send_text(e.what(), 0, kFailure);
       MPI_Finalize();
@@ -175,7 +180,7 @@ int run_search_mpi(const std::vector<std::string>& args) {
         mine = next++;
       }
       try {
-        evaluate_range(s, mine, mine + 1, results, nullptr);
+        api::evaluate_layouts(c.setup, mine, mine + 1, results);
       } catch (const std::exception& e) {
         failure = e.what();
         failed.store(true);
@@ -185,7 +190,7 @@ int run_search_mpi(const std::vector<std::string>& args) {
     }
   });
   int stopped = 0;
-  const bool live = !s.quiet && isatty(STDERR_FILENO);
+  const bool live = !c.quiet && isatty(STDERR_FILENO);
   std::size_t shown = 0;
   while (received.load() < n || stopped < size - 1) {
     if (failed.load()) {
@@ -220,7 +225,7 @@ int run_search_mpi(const std::vector<std::string>& args) {
           nlohmann::json::parse(receive_text(status.MPI_SOURCE, kResults, &status));
       const std::size_t begin = j[0].get<std::size_t>();
       for (std::size_t k = 1; k < j.size(); ++k)
-        results[begin + k - 1] = decode_result(j[k].get<std::string>()), received.fetch_add(1);
+        results[begin + k - 1] = api::decode_result(j[k].get<std::string>()), received.fetch_add(1);
     } else if (status.MPI_TAG == kFailure) {
       std::cerr << "bmpipe search: process " << status.MPI_SOURCE
                 << ": internal error: " << receive_text(status.MPI_SOURCE, kFailure, &status)
@@ -232,16 +237,7 @@ int run_search_mpi(const std::vector<std::string>& args) {
   if (live) std::fprintf(stderr, "\r%80s\r", "");
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  int rc = 0;
-  try {
-    rc = report_search(s, std::move(results), size, wall);
-  } catch (const OutputError& e) {
-    std::cerr << "bmpipe search: " << e.what() << "\n";
-    rc = 2;
-  } catch (const ConfigError& e) {
-    std::cerr << "bmpipe search: " << e.what() << "\n";
-    rc = 2;
-  }
+  int rc = guarded("search", [&] { return report_search(c, std::move(results), size, wall); });
   MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Finalize();
   return rc;

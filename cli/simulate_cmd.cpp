@@ -7,8 +7,9 @@
 #include <iostream>
 #include <optional>
 
-#include "cli/api.hpp"
+#include "api/api.hpp"
 #include "cli/commands.hpp"
+#include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
 #include "schedules/registry.hpp"
@@ -51,21 +52,15 @@ int run_simulate(const std::vector<std::string>& args) {
           vm))
     return *stop;
   const bool json = vm["json"].as<bool>();
-  try {
+  return guarded("simulate", [&] {
     api::SimulateRequest request;
     request.overrides = overrides_from(vm);
     if (vm.count("schedule")) request.overrides.schedule = vm["schedule"].as<std::string>();
+    if (vm.count("schedule-file")) request.schedule_file = vm["schedule-file"].as<std::string>();
+    api::check_simulate_request(request);  // before the file is read
     // Overrides (and --set values) go in before the file's checks; prepare_simulation
     // applies the scalar ones again, which changes nothing.
     const Config config = load_config(vm["config"].as<std::string>(), request.overrides);
-    if (vm.count("schedule-file")) {
-      if (vm.count("schedule") || vm.count("pp") || vm.count("vpp") || vm.count("microbatches")) {
-        std::cerr << "bmpipe simulate: --schedule-file sets the schedule, pp, vpp and "
-                     "micro-batches; do not combine it with --schedule/--pp/--vpp/--microbatches\n";
-        return 2;
-      }
-      request.schedule_file = vm["schedule-file"].as<std::string>();
-    }
     // zb-auto and zb-v simulate their candidates while the schedule is made: on a
     // terminal, say how far that has got.
     const bool live = isatty(STDERR_FILENO);
@@ -134,22 +129,7 @@ int run_simulate(const std::vector<std::string>& args) {
               << summary_text(report.info, report.result,
                               report.bubbles ? &*report.bubbles : nullptr);
     return report.result.ok ? 0 : 1;
-  } catch (const ScheduleFileError& e) {
-    std::cerr << e.what() << "\n";
-    return 2;
-  } catch (const api::RequestError& e) {
-    std::cerr << "bmpipe simulate: " << e.what() << "\n";
-    return 2;
-  } catch (const UsageError& e) {
-    std::cerr << "bmpipe simulate: " << e.what() << "\n";
-    return 2;
-  } catch (const OutputError& e) {
-    std::cerr << "bmpipe simulate: " << e.what() << "\n";
-    return 2;
-  } catch (const ConfigError& e) {
-    std::cerr << "bmpipe simulate: " << e.what() << "\n";
-    return 2;
-  }
+  });
 }
 
 int run_schedules(const std::vector<std::string>& args) {

@@ -13,7 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/api.hpp"
+#include "api/api.hpp"
+#include "api/search.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
 
@@ -294,4 +295,49 @@ PYBIND11_MODULE(bmpipe, m) {
       "fastest simulated iteration that fits, and returns what `bmpipe plan --json` prints. "
       "The options are the command's (schedule may be 'auto'; threads=0: every core). "
       "Raises NoPlanFitsError when nothing fits, ValueError for a bad option.");
+
+  m.def(
+      "search",
+      [](const py::handle& config, const std::string& planner, std::optional<std::vector<int>> tp,
+         std::optional<std::vector<int>> pp, std::optional<std::vector<int>> vpp,
+         std::optional<std::vector<int>> micro_batch_size,
+         std::optional<std::vector<std::string>> schedules, std::optional<double> memory_limit_GiB,
+         std::uint64_t seed, std::int64_t max_evals, int threads) {
+        const Config c = config_of(config);
+        api::SearchRequest r;
+        r.effort = api::planner_effort(planner);
+        // None is the command's default range; an empty list is refused as the command's
+        // empty --tp "" is.
+        auto list = [](const char* option, auto& into, auto given) {
+          if (!given) return;
+          if (given->empty())
+            throw api::RequestError(std::string("--") + option, "the list is empty");
+          into = std::move(*given);
+        };
+        list("tp", r.space.tp, std::move(tp));
+        list("pp", r.space.pp, std::move(pp));
+        list("vpp", r.space.vpp, std::move(vpp));
+        list("micro-batch-size", r.space.micro_batch_size, std::move(micro_batch_size));
+        list("schedules", r.space.schedules, std::move(schedules));
+        r.memory_limit_GiB = memory_limit_GiB;
+        r.seed = seed;
+        r.max_evals = max_evals;
+        r.threads = threads;
+        nlohmann::json document;
+        {
+          py::gil_scoped_release nogil;
+          document = api::run_search(c, r);
+        }
+        return to_python(document);
+      },
+      py::arg("config"), py::kw_only(), py::arg("planner") = "quick", py::arg("tp") = py::none(),
+      py::arg("pp") = py::none(), py::arg("vpp") = py::none(),
+      py::arg("micro_batch_size") = py::none(), py::arg("schedules") = py::none(),
+      py::arg("memory_limit_GiB") = py::none(), py::arg("seed") = 1, py::arg("max_evals") = 20000,
+      py::arg("threads") = 0,
+      "Finds the fastest parallel layout and returns what `bmpipe search --json` prints: "
+      "{layouts, search}, every layout ranked. planner is 'off', 'quick' or 'full' "
+      "(max_evals per layout); tp, pp, vpp, micro_batch_size and schedules are lists (None: "
+      "the command's default range); threads=0: every core. Raises ConfigError for the "
+      "config, ValueError for a bad option.");
 }

@@ -1,10 +1,13 @@
 // The layering the architecture promises, checked on the sources themselves: data flows one
 // way, so no folder includes a header of a folder above it.
-//   schedules  <  sim (engine, cost model)  <  traces (outputs), experiment  <  planner  <  cli
+//   schedules  <  sim (engine, cost model)  <  traces (outputs), experiment  <  planner  <  api
+//   <  cli (the executable), python (the module)
+// api/ is the library every front end calls; cli/ and python/ only parse, call and print.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <set>
@@ -21,6 +24,10 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"traces", {"schedules", "sim"}},
     {"experiment", {"schedules", "sim"}},
     {"planner", {"schedules", "sim", "experiment"}},
+    {"api", {"schedules", "sim", "traces", "experiment", "planner"}},
+    {"cli", {"schedules", "sim", "traces", "experiment", "planner", "api"}},
+    // The module binds api/ and lists the schedules; nothing else of the layers below.
+    {"python", {"schedules", "api"}},
 };
 
 TEST(Layering, NoFolderIncludesALayerAboveIt) {
@@ -47,6 +54,36 @@ TEST(Layering, NoFolderIncludesALayerAboveIt) {
     }
   }
   EXPECT_GT(files, 40);  // the walk found the sources
+}
+
+/// Every .hpp/.cpp under the source root whose text contains `needle`, as paths relative to
+/// the root.
+std::set<std::string> files_containing(const std::string& needle) {
+  std::set<std::string> out;
+  const fs::path root(BMPIPE_SOURCE_DIR);
+  for (const char* folder : {"schedules", "sim", "traces", "experiment", "planner", "api", "cli",
+                             "python", "frameworks"}) {
+    if (!fs::exists(root / folder)) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(root / folder)) {
+      const std::string ext = entry.path().extension().string();
+      if (ext != ".hpp" && ext != ".cpp") continue;
+      std::ifstream in(entry.path());
+      const std::string text((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+      if (text.find(needle) != std::string::npos)
+        out.insert(fs::relative(entry.path(), root).string());
+    }
+  }
+  return out;
+}
+
+TEST(Layering, OnlyTheExecutableParsesCommandLinesAndOnlyItsDriverCallsMpi) {
+  // The library under every front end holds no front end's machinery: Python gets the
+  // same functions without Boost.Program_options, and MPI stays in one file.
+  EXPECT_EQ(files_containing("#include <mpi.h>"), std::set<std::string>{"cli/search_mpi.cpp"});
+  for (const std::string& f : files_containing("boost/program_options"))
+    EXPECT_EQ(f.rfind("cli/", 0), 0u) << f << " parses a command line outside cli/";
+  EXPECT_FALSE(files_containing("boost/program_options").empty());  // the check can see them
 }
 
 TEST(Layering, TheEngineLinksNoParserOrJsonLibrary) {

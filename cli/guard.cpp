@@ -1,0 +1,36 @@
+#include "cli/guard.hpp"
+
+#include <iostream>
+
+#include "api/errors.hpp"
+#include "cli/options.hpp"
+#include "cli/outputs.hpp"
+#include "experiment/config.hpp"
+#include "schedules/schedule_file.hpp"
+
+namespace bmpipe::cli {
+
+int guarded(const std::string& command, const std::function<int()>& body) {
+  auto fail = [&](const std::exception& e) {
+    std::cerr << "bmpipe " << command << ": " << e.what() << "\n";
+    return 2;
+  };
+  try {
+    return body();
+  } catch (const ScheduleFileError& e) {
+    std::cerr << e.what() << "\n";  // "FILE:ROW:COLUMN: message"
+    return 2;
+  } catch (const UsageError& e) {
+    return fail(e);
+  } catch (const api::RequestError& e) {
+    return fail(e);
+  } catch (const api::NoPlanFits& e) {
+    return fail(e);
+  } catch (const OutputError& e) {
+    return fail(e);
+  } catch (const ConfigError& e) {
+    return fail(e);
+  }
+}
+
+}  // namespace bmpipe::cli
