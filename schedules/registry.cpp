@@ -21,24 +21,34 @@ constexpr ScheduleInfo kBuiltins[] = {
      .description = "GPipe: all forwards, then all backwards; holds m micro-batches of activations",
      .generate = &make_gpipe,
      .placement = Placement::kOnePerRank,
-     .vpp = kVppOne},
+     .vpp = kVppOne,
+     .mindformers_scheduler = "gpipe"},
     {.name = "1f1b",
      .description = "1F1B (PipeDream-flush): p-r-1 warm-up forwards, then alternate F and B",
      .generate = &make_1f1b,
      .placement = Placement::kOnePerRank,
-     .vpp = kVppOne},
+     .vpp = kVppOne,
+     .auto_candidate = true,
+     .search_default = true,
+     .megatron = true,
+     .mindformers_scheduler = "1f1b"},
     {.name = "interleaved",
      .description = "Megatron interleaved 1F1B (Narayanan et al. 2021), vpp chunks per device",
      .generate = &make_interleaved,
      .placement = Placement::kLoop,
      .microbatches_in_groups_of_pp = true,
-     .vpp = kVppAny},
+     .vpp = kVppAny,
+     .auto_candidate = true,
+     .search_default = true,
+     .megatron = true,
+     .mindformers_scheduler = "1f1b"},
     {.name = "zb-h1",
      .description = "Zero Bubble H1 (Qi et al. 2024): split backward (I, W); 1F1B's memory, bubble "
                     "(p-1)(F+I-W)",
      .generate = &make_zb_h1,
      .placement = Placement::kOnePerRank,
-     .vpp = kVppOne},
+     .vpp = kVppOne,
+     .auto_candidate = true},
     {.name = "zb-h2",
      .description =
          "Zero Bubble H2: extra warm-up forwards, up to 2p-1 micro-batches; bubble (p-1)(F+I-2W)",
@@ -52,7 +62,8 @@ constexpr ScheduleInfo kBuiltins[] = {
      .placement = Placement::kV,
      .needs_costs = true,
      .ranks_candidates = true,
-     .vpp = kVppV},
+     .vpp = kVppV,
+     .auto_candidate = true},
     {.name = "v-min",
      .description = "V-Min (Qi et al., Controllable Memory): ~1/3 of 1F1B's activations, ~2/3 of "
                     "its bubble",
@@ -145,6 +156,30 @@ const ScheduleInfo* find_schedule(std::string_view name) {
   for (const auto& info : kBuiltins)
     if (info.name == name) return &info;
   return nullptr;
+}
+
+std::vector<std::pair<std::string, int>> auto_candidates(int pp, int microbatches, int layers) {
+  std::vector<std::pair<std::string, int>> out;
+  for (const ScheduleInfo& info : kBuiltins) {
+    if (!info.auto_candidate) continue;
+    if (info.microbatches_in_groups_of_pp && microbatches > pp && microbatches % pp != 0) continue;
+    // A loop needs several ranks to interleave over; it is tried with 2, 3 and 4 chunks
+    // per rank. A schedule that then refuses the config (too few micro-batches, say) is
+    // listed by the planner as refused, with its reason, rather than left out here.
+    const std::vector<int> vpps = info.placement == Placement::kLoop
+                                      ? (pp > 1 ? std::vector<int>{2, 3, 4} : std::vector<int>{})
+                                      : std::vector<int>{effective_vpp(info, 1)};
+    for (int v : vpps)
+      if (pp * chunks_per_rank(info.placement, v) <= layers) out.emplace_back(info.name, v);
+  }
+  return out;
+}
+
+std::vector<std::string> search_default_schedules() {
+  std::vector<std::string> out;
+  for (const ScheduleInfo& info : kBuiltins)
+    if (info.search_default) out.emplace_back(info.name);
+  return out;
 }
 
 std::string schedule_names() {

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "schedules/op.hpp"
@@ -101,6 +102,17 @@ struct ScheduleInfo {
   /// Beyond p micro-batches, m must be a multiple of p (micro-batches run in groups of p).
   bool microbatches_in_groups_of_pp = false;
   VppRange vpp = {};
+  // Where else the schedule appears. Lists of schedules elsewhere are read off these, so a
+  // new row is found by all of them without editing any.
+  /// `plan --schedule auto` plans it and ranks it against the others (auto_candidates).
+  bool auto_candidate = false;
+  /// `bmpipe search` tries it when --schedules is not given (search_default_schedules).
+  bool search_default = false;
+  /// Megatron-LM runs it: 1F1B, or interleaved 1F1B with virtual stages
+  /// (--num-layers-per-virtual-pipeline-stage). Other schedules' exports carry a note.
+  bool megatron = false;
+  /// The MindFormers parallel_config.pipeline_scheduler that runs it ("": none).
+  std::string_view mindformers_scheduler = {};
 };
 
 /// Every built-in schedule, in the order `bmpipe schedules` lists them.
@@ -108,6 +120,15 @@ std::span<const ScheduleInfo> builtin_schedules();
 
 /// The table entry called `name`, or nullptr.
 const ScheduleInfo* find_schedule(std::string_view name);
+
+/// What `plan --schedule auto` plans for a pipeline of `pp` ranks, `microbatches`
+/// micro-batches and `layers` layers, as (name, vpp), in table order: every
+/// auto_candidate row whose stages the layers can fill and whose micro-batch rules hold;
+/// a loop-placed schedule once for each vpp of 2, 3 and 4 that fits (none when pp is 1).
+std::vector<std::pair<std::string, int>> auto_candidates(int pp, int microbatches, int layers);
+
+/// The schedules `bmpipe search` tries by default (search_default rows), in table order.
+std::vector<std::string> search_default_schedules();
 
 /// Comma-separated names of all built-in schedules, for error messages and --help.
 std::string schedule_names();

@@ -218,5 +218,47 @@ TEST(ScheduleTable, HelpListsEveryScheduleWithItsRequirements) {
   EXPECT_EQ(schedule_help(), help);
 }
 
+// ---- extension points: the lists elsewhere are read off the table --------------------------
+
+TEST(ScheduleTable, AutoPlansTheCandidatesThatFit) {
+  using Row = std::pair<std::string, int>;
+  // What `plan --schedule auto` has planned since it existed: 1F1B, interleaved with 2, 3
+  // and 4 chunks where pp x vpp fills the layers and m runs in groups of p, ZB-H1, and
+  // ZB-V where its 2p stages fit.
+  EXPECT_EQ(auto_candidates(4, 8, 32), (std::vector<Row>{{"1f1b", 1},
+                                                         {"interleaved", 2},
+                                                         {"interleaved", 3},
+                                                         {"interleaved", 4},
+                                                         {"zb-h1", 1},
+                                                         {"zb-v", 2}}));
+  EXPECT_EQ(auto_candidates(4, 8, 10),  // 12 and 16 stages do not fit 10 layers
+            (std::vector<Row>{{"1f1b", 1}, {"interleaved", 2}, {"zb-h1", 1}, {"zb-v", 2}}));
+  EXPECT_EQ(auto_candidates(4, 6, 32),  // m = 6 is neither <= p nor a multiple of p
+            (std::vector<Row>{{"1f1b", 1}, {"zb-h1", 1}, {"zb-v", 2}}));
+  EXPECT_EQ(auto_candidates(1, 8, 32),  // nothing to interleave over
+            (std::vector<Row>{{"1f1b", 1}, {"zb-h1", 1}, {"zb-v", 2}}));
+  EXPECT_EQ(auto_candidates(4, 8, 6),  // 2p = 8 stages of ZB-V do not fit 6 layers
+            (std::vector<Row>{{"1f1b", 1}, {"zb-h1", 1}}));
+}
+
+TEST(ScheduleTable, FrameworkNamesAndSearchDefaults) {
+  std::set<std::string> megatron, search;
+  std::map<std::string, std::string> mindformers;
+  for (const ScheduleInfo& info : builtin_schedules()) {
+    if (info.megatron) megatron.insert(std::string(info.name));
+    if (!info.mindformers_scheduler.empty())
+      mindformers[std::string(info.name)] = std::string(info.mindformers_scheduler);
+  }
+  for (const std::string& n : search_default_schedules()) search.insert(n);
+  // Megatron-LM's pipeline schedules: forward_backward_pipelining_without_interleaving and
+  // ..._with_interleaving (megatron/core/pipeline_parallel/schedules.py).
+  EXPECT_EQ(megatron, (std::set<std::string>{"1f1b", "interleaved"}));
+  // MindFormers' parallel_config.pipeline_scheduler: "1f1b" (interleaved when
+  // pp_interleave_num > 1) and "gpipe".
+  EXPECT_EQ(mindformers, (std::map<std::string, std::string>{
+                             {"gpipe", "gpipe"}, {"1f1b", "1f1b"}, {"interleaved", "1f1b"}}));
+  EXPECT_EQ(search, (std::set<std::string>{"1f1b", "interleaved"}));
+}
+
 }  // namespace
 }  // namespace bmpipe
