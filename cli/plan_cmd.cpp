@@ -20,6 +20,7 @@
 #include "experiment/write_config.hpp"
 #include "planner/export.hpp"
 #include "planner/planner.hpp"
+#include "schedules/registry.hpp"
 #include "traces/summary.hpp"
 
 namespace po = boost::program_options;
@@ -118,6 +119,20 @@ class ProgressLine {
   bool shown_ = false;
 };
 
+/// "1f1b, interleaved (v 2, 3, 4), zb-h1 and zb-v": what `--schedule auto` plans for,
+/// read off the schedule table (auto_candidates).
+std::string auto_names() {
+  std::vector<std::string> names;
+  for (const ScheduleInfo& info : builtin_schedules())
+    if (info.auto_candidate)
+      names.push_back(std::string(info.name) +
+                      (info.placement == Placement::kLoop ? " (v 2, 3, 4)" : ""));
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+
 ExportLayout layout_of(const Experiment& e, const PlanRun& run) {
   return export_layout(e, run.plan, run.schedule);
 }
@@ -130,8 +145,8 @@ int run_plan(const std::vector<std::string>& args) {
   // clang-format off
   opts.add_options()
       ("schedule", po::value<std::string>()->value_name("NAME"),
-       ("schedule to plan for, or 'auto' to plan for 1f1b, interleaved (v 2, 3, 4), zb-h1 "
-        "and zb-v and rank them (" + schedule_names() + ")").c_str())
+       ("schedule to plan for, or 'auto' to plan for " + auto_names() + " and rank them (" +
+        schedule_names() + ")").c_str())
       ("memory-limit-GiB", po::value<double>()->value_name("GiB"), "GiB a device may use (replaces its capacity)")
       ("margin-GiB", po::value<double>()->value_name("GiB")->default_value(0.0, "0"),
        "GiB kept free below the limit")
@@ -239,7 +254,7 @@ int run_plan(const std::vector<std::string>& args) {
     }
     if (format == "megatron") {
       const api::MegatronAdvice m = api::megatron_advice(*e, *shown, memory_limit);
-      if (top.schedule != "1f1b" && top.schedule != "interleaved")
+      if (!require_schedule(config, top.schedule, "training.schedule").megatron)
         std::cout << "# Megatron-LM has no " << top.schedule
                   << " schedule (it runs 1F1B, and interleaved 1F1B with virtual stages): the "
                      "flags set the layout and the recompute; the times are "

@@ -132,7 +132,7 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
         fail("--micro-batch-size", "measured layer costs hold for the config's micro-batch size " +
                                        std::to_string(c.training.micro_batch_size) + " only");
   std::vector<std::string> schedules = space.schedules;
-  if (schedules.empty()) schedules = {"1f1b", "interleaved"};
+  if (schedules.empty()) schedules = search_default_schedules();
   for (const std::string& s : schedules)
     if (!find_schedule(s)) fail("--schedules", unknown_schedule_message(s));
 

@@ -818,13 +818,7 @@ Plan with_decoder_modes(const Experiment& e, Plan plan, const std::vector<Recomp
 }
 
 std::vector<std::pair<std::string, int>> auto_schedules(const Experiment& e) {
-  const int p = e.pp(), m = e.config.training.microbatches, L = e.num_layers();
-  std::vector<std::pair<std::string, int>> out{{"1f1b", 1}};
-  for (int v : {2, 3, 4})
-    if (p > 1 && p * v <= L && (m <= p || m % p == 0)) out.emplace_back("interleaved", v);
-  out.emplace_back("zb-h1", 1);
-  if (2 * p <= L) out.emplace_back("zb-v", 2);
-  return out;
+  return auto_candidates(e.pp(), e.config.training.microbatches, e.num_layers());
 }
 
 namespace {
