@@ -6,6 +6,7 @@
 #include <iterator>
 #include <utility>
 
+#include "planner/schedules_plan.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
 #include "sim/compiled_schedule.hpp"
@@ -402,31 +403,7 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
         asked,
         effective_vpp(require_schedule(config, asked, "training.schedule"), config.training.vpp));
 
-  for (const auto& [name, vpp] : candidates) {
-    po.schedule = name;
-    po.vpp = vpp;
-    if (r.progress) {
-      const std::string label = name + (vpp > 1 ? " v" + std::to_string(vpp) : "");
-      po.progress = [&r, label](const PlannerProgress& p) { r.progress(label, p); };
-    }
-    try {
-      out.outcomes.push_back(plan_pipeline(e, po));
-    } catch (const ConfigError& err) {
-      if (asked != "auto") throw;
-      PlanOutcome refused;
-      refused.schedule = name;
-      refused.vpp = vpp;
-      refused.infeasible = std::string("refused: ") + err.what();
-      out.outcomes.push_back(std::move(refused));
-    }
-  }
-  // Fastest fitting first; refused and non-fitting after, in the order tried.
-  std::stable_sort(out.outcomes.begin(), out.outcomes.end(),
-                   [](const PlanOutcome& a, const PlanOutcome& b) {
-                     const bool fa = a.best.fits(), fb = b.best.fits();
-                     if (fa != fb) return fa;
-                     return fa && a.best.result.iteration_time < b.best.result.iteration_time;
-                   });
+  out.outcomes = plan_schedules(e, candidates, po, asked == "auto", r.progress);
   const PlanOutcome& top = out.outcomes.front();
   if (!top.best.fits())
     throw NoPlanFits(config.file + ": no plan fits the memory limit of " +
