@@ -62,24 +62,18 @@ HardwareSpec make_h100() {
 }
 
 HardwareSpec make_a100() {
-  HardwareSpec h;
+  // Every fraction of peak as h200 (none was measured on A100). Large square bf16 GEMMs
+  // reach ~250-270 of 312 TFLOP/s in public cuBLAS benchmarks; the tp-sharded GEMMs of a
+  // training layer reach less, and the h200 fit's 0.68 (212 TFLOP/s) is in that range.
+  // With them GPT-3 175B on 1024 GPUs lands 3.5 % under the Megatron-LM figure
+  // (tests/cost/gpt3_figure_test.cpp: 30.9 s vs 32 s); a forward GEMM fraction of 0.64 /
+  // 0.72 (the backward ones scaled alike) would give 32.4 s / 29.6 s.
+  HardwareSpec h = make_h200();
   h.name = "a100-80g";
   h.peak_tflops = 312;  // NVIDIA A100 datasheet: 312 TFLOPS dense BF16/FP16
   h.memory_GiB = 80;    // 80 GB HBM2e; nvidia-smi reports 81920 MiB
   h.reserved_GiB = 2;   // CUDA context + allocator slack
   h.hbm_GBps = 2039;    // A100 80GB SXM datasheet: 2,039 GB/s
-  // Every fraction as h200 (none was measured on A100). Large square bf16 GEMMs reach
-  // ~250-270 of 312 TFLOP/s in public cuBLAS benchmarks; the tp-sharded GEMMs of a
-  // training layer reach less, and the h200 fit's 0.68 (212 TFLOP/s) is in that range.
-  // With them GPT-3 175B on 1024 GPUs lands 3.5 % under the Megatron-LM figure
-  // (tests/cost/gpt3_figure_test.cpp: 30.9 s vs 32 s); a forward GEMM fraction of 0.64 /
-  // 0.72 (the backward ones scaled alike) would give 32.4 s / 29.6 s.
-  h.matmul_efficiency = 0.68;
-  h.matmul_backward_efficiency = 0.58;
-  h.matmul_weight_grad_efficiency = 0.72;
-  h.attention_efficiency = 0.50;
-  h.attention_backward_efficiency = 0.35;
-  h.memory_efficiency = 0.90;
   // Megatron-LM launches few, large, fused kernels that the CPU queues ahead of the GPU:
   // a smaller per-kernel cost than the h200 fit's 4 us for eager HF.
   h.kernel_launch_us = 2;
