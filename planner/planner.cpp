@@ -991,9 +991,10 @@ PlanOutcome plan_pipeline(const Experiment& e, const PlannerOptions& o) {
   const auto started = Clock::now();
   PlanOutcome out;
   out.schedule = o.schedule;
-  out.vpp = effective_vpp(*find_schedule(o.schedule), o.vpp);
   out.memory_limit_bytes = o.memory_limit_bytes;
+  // searched_schedule() rejects an unknown name first, so find_schedule() is not null here.
   const Schedule sch = searched_schedule(e, o);
+  out.vpp = effective_vpp(*find_schedule(o.schedule), o.vpp);
   const Space space(e, sch, o.memory_limit_bytes);
   out.baselines = run_baselines(space, o);
   Search search(space, o);

@@ -242,5 +242,14 @@ TEST(Planner, ALimitNoPlanMeetsNamesTheRankAndItsLeastPeak) {
   EXPECT_NE(out.infeasible.find("needs at least"), std::string::npos) << out.infeasible;
 }
 
+TEST(Planner, AnUnknownScheduleIsAConfigErrorNotACrash) {
+  // plan_pipeline used to dereference find_schedule() before any check.
+  std::mt19937_64 rng(2);
+  const auto e = test::instance({test::random_kind(rng)}, std::vector<int>(8, 0), 2, 4, 1 << 30);
+  const PlannerOptions o = options(*e, "no-such-schedule");
+  EXPECT_THROW(plan_pipeline(*e, o), ConfigError);
+  EXPECT_THROW(plan_baselines(*e, o), ConfigError);
+}
+
 }  // namespace
 }  // namespace bmpipe
