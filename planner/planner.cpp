@@ -88,12 +88,6 @@ struct Derived {
   Time lower_bound = 0;         ///< no run of this plan can be faster
 };
 
-struct Scored {
-  double score = kInfeasible * 2;  ///< iteration ns when it fits; >= kInfeasible otherwise
-  bool simulated = false;
-  bool filtered = false;
-};
-
 /// Everything fixed while one schedule is planned.
 class Space {
  public:
