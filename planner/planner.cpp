@@ -43,6 +43,8 @@ constexpr double kStartTemperature = 0.01;  // relative time difference accepted
 constexpr double kEndTemperature = 1e-4;
 constexpr double kRefuseBeyond = 20;     // uphill moves beyond 20 temperatures: never accepted
 constexpr int kRestartsWithoutGain = 8;  // runs in a row that found nothing better: done
+/// The largest choice index a rank can have (rank_choices keeps at most kMaxRankChoices).
+constexpr int kLastChoice = static_cast<int>(kMaxRankChoices) - 1;
 
 /// A deterministic generator whose draws are the same on every standard library (the
 /// std distributions are not), so a seed means the same plan everywhere.
@@ -483,7 +485,7 @@ class Search {
           for (int dir : {-1, 1}) {
             Candidate c = base;
             c.choice[r] += dir;
-            if (c.choice[r] < 0 || c.choice[r] > 63) continue;
+            if (c.choice[r] < 0 || c.choice[r] > kLastChoice) continue;
             batch.push_back(std::move(c));
           }
       if (batch.empty()) break;
@@ -564,7 +566,7 @@ class Search {
       }
       if (space_.multi()) {  // another recompute choice on one rank
         const int r = rng_.below(space_.ranks());
-        n.choice[r] = std::clamp(n.choice[r] + (rng_.below(2) ? 1 : -1), 0, 63);
+        n.choice[r] = std::clamp(n.choice[r] + (rng_.below(2) ? 1 : -1), 0, kLastChoice);
         if (n.choice[r] == c.choice[r]) continue;
         return n;
       }
