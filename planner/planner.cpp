@@ -43,6 +43,7 @@ constexpr double kStartTemperature = 0.01;  // relative time difference accepted
 constexpr double kEndTemperature = 1e-4;
 constexpr double kRefuseBeyond = 20;     // uphill moves beyond 20 temperatures: never accepted
 constexpr int kRestartsWithoutGain = 8;  // runs in a row that found nothing better: done
+constexpr std::int64_t kNoBudget = std::numeric_limits<std::int64_t>::max();  // polish: no bound
 /// The largest choice index a rank can have (rank_choices keeps at most kMaxRankChoices).
 constexpr int kLastChoice = static_cast<int>(kMaxRankChoices) - 1;
 
@@ -315,8 +316,10 @@ class Search {
   };
 
   /// Scores a batch in order, using the cache, the filters and parallel simulation.
-  /// `threshold`: candidates whose lower bound exceeds it are filtered out.
-  std::vector<double> score(const std::vector<Candidate>& batch, double threshold) {
+  /// `threshold`: candidates whose lower bound exceeds it are filtered out. `max_evals`:
+  /// simulations stop (candidates stay unscored) once stats().evaluations reaches it.
+  std::vector<double> score(const std::vector<Candidate>& batch, double threshold,
+                            std::int64_t max_evals) {
     const std::size_t n = batch.size();
     std::vector<double> scores(n, kInfeasible * 2);
     std::vector<std::string> keys(n);
@@ -356,7 +359,7 @@ class Search {
         continue;
       }
       if (stats_.evaluations + static_cast<std::int64_t>(std::count(run.begin(), run.end(), 1)) >=
-          o_.max_evals)
+          max_evals)
         continue;  // the budget is spent; leave it unscored
       plans[i] = d.plan;
       run[i] = 1;
@@ -386,7 +389,7 @@ class Search {
   /// Runs the annealing from `start`, then again from perturbations of the best plan,
   /// until the budget is spent or `kRestartsWithoutGain` runs in a row found nothing better.
   void anneal(const Candidate& start) {
-    std::vector<double> s = score({start}, std::numeric_limits<double>::infinity());
+    std::vector<double> s = score({start}, std::numeric_limits<double>::infinity(), o_.max_evals);
     if (s[0] < best_.score) {
       best_.score = s[0];
       best_.candidate = start;
@@ -398,8 +401,9 @@ class Search {
       // A perturbation: a few random moves away from the best plan.
       for (int k = 0; restart > 0 && k < 2 + restart % 6; ++k) from = propose(from);
       const double before = best_.score;
-      run_once(from,
-               restart == 0 ? s[0] : score({from}, std::numeric_limits<double>::infinity())[0]);
+      run_once(from, restart == 0
+                         ? s[0]
+                         : score({from}, std::numeric_limits<double>::infinity(), o_.max_evals)[0]);
       if (best_.score < before)
         fruitless = 0;
       else if (++fruitless >= kRestartsWithoutGain && stats_.stopped_by.empty())
@@ -434,7 +438,7 @@ class Search {
                                    ? current_score * (1 + kRefuseBeyond * t)
                                    : std::numeric_limits<double>::infinity();
       const std::int64_t before = stats_.evaluations;
-      const std::vector<double> scores = score(batch, threshold);
+      const std::vector<double> scores = score(batch, threshold, o_.max_evals);
       // The best of the batch competes with the current point.
       std::size_t pick = 0;
       for (std::size_t i = 1; i < scores.size(); ++i)
@@ -463,9 +467,15 @@ class Search {
     }
   }
 
-  /// Every single-layer shift (and choice change) of the best plan, until none helps.
-  void polish() {
-    while (!timed_out()) {
+  /// Every single-layer shift (and choice change) of the best plan, until none helps or
+  /// `budget` more simulations are spent. The polish has its own budget, apart from
+  /// max_evals: the planner gives it kNoBudget, so a search that spent max_evals is still
+  /// polished.
+  void polish(std::int64_t budget) {
+    const std::int64_t end = budget >= std::numeric_limits<std::int64_t>::max() - stats_.evaluations
+                                 ? std::numeric_limits<std::int64_t>::max()
+                                 : stats_.evaluations + budget;
+    while (!timed_out() && stats_.evaluations < end) {
       const Candidate base = best_.candidate;
       const double before = best_.score;
       std::vector<Candidate> batch;
@@ -489,12 +499,8 @@ class Search {
             batch.push_back(std::move(c));
           }
       if (batch.empty()) break;
-      const std::int64_t budget = o_.max_evals;
-      o_.max_evals =
-          stats_.evaluations + static_cast<std::int64_t>(batch.size());  // polish is extra
       score(batch,
-            best_.score < kInfeasible ? best_.score : std::numeric_limits<double>::infinity());
-      o_.max_evals = budget;
+            best_.score < kInfeasible ? best_.score : std::numeric_limits<double>::infinity(), end);
       report("polish");
       if (!(best_.score < before)) break;
     }
@@ -575,7 +581,7 @@ class Search {
   }
 
   const Space& space_;
-  PlannerOptions o_;
+  const PlannerOptions o_;
   Evaluator evaluator_;
   Rng rng_;
   Clock::time_point start_;
@@ -1006,7 +1012,7 @@ PlanOutcome plan_pipeline(const Experiment& e, const PlannerOptions& o) {
       start ? start->run->plan.partition : uniform_partition(e.num_layers(), space.stages()),
       std::vector<int>(space.ranks(), 0)};
   search.anneal(first);
-  search.polish();
+  search.polish(kNoBudget);
   const auto& best = search.best();
   out.stats = search.stats();
   if (out.stats.stopped_by.empty()) out.stats.stopped_by = "converged";
