@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "experiment/experiment.hpp"
-#include "planner/export.hpp"
+#include "planner/export_layout.hpp"  // export_layout, decoder_layers, with_decoder_modes
 
 namespace bmpipe {
 
@@ -105,19 +105,6 @@ PlanOutcome plan_pipeline(const Experiment& e, const PlannerOptions& options);
 /// uniform-min-recompute, adapipe-dp, sapp-ilp (the exact optimum of MindSpore's pipeline
 /// balancer objective), exhaustive.
 std::vector<BaselineRun> plan_baselines(const Experiment& e, const PlannerOptions& options);
-
-/// The plan in decoder layers, for the exports. Analytic models fold the embedding and the
-/// head into the first and last decoder layer; a measured model whose first layer group is
-/// named like an embedding ("embed...") or whose last is named like a head ("...head",
-/// "...loss", "lm_head") has those rows taken out of the decoder counts.
-ExportLayout export_layout(const Experiment& e, const Plan& plan, const Schedule& schedule);
-
-/// The layers export_layout counts as decoder layers, in model order.
-std::vector<int> decoder_layers(const Experiment& e);
-
-/// `plan` with its decoder layers' modes replaced by `modes` (one per decoder layer, as an
-/// export gives them back); a mode a layer cannot run leaves that layer as it was.
-Plan with_decoder_modes(const Experiment& e, Plan plan, const std::vector<Recompute>& modes);
 
 /// The candidate schedules of `--schedule auto` for `e`: 1f1b; interleaved with v in
 /// {2, 3, 4} where the layers and micro-batches allow; zb-h1; zb-v. As (name, vpp).

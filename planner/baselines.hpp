@@ -1,0 +1,26 @@
+#pragma once
+/// \file
+/// The planner's baselines (internal to planner/): the plans a user would make by rule or
+/// that published planners make, each run as the search's plans are. planner.hpp names
+/// them (baseline_names()).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/planner.hpp"
+#include "planner/space.hpp"
+
+namespace bmpipe::planner {
+
+/// Every baseline on `space`, in baseline_names() order.
+std::vector<BaselineRun> run_baselines(const Space& space, const PlannerOptions& o);
+
+/// Why a run does not fit ("does not fit: rank r needs x of y"), or its error; empty when
+/// it fits.
+std::string fit_note(const PlanRun& run);
+
+/// Bytes in GiB, or MiB / KiB when smaller, with two decimals.
+std::string gib(std::int64_t bytes);
+
+}  // namespace bmpipe::planner

@@ -1,0 +1,137 @@
+#include "planner/space.hpp"
+
+#include <algorithm>
+
+namespace bmpipe::planner {
+
+std::string Candidate::key() const {
+  std::string k;
+  k.reserve((partition.size() + choice.size()) * 2 + 1);
+  for (int v : partition)
+    k.push_back(static_cast<char>(v & 0xff)), k.push_back(static_cast<char>(v >> 8));
+  k.push_back('|');
+  for (int v : choice) k.push_back(static_cast<char>(v));
+  return k;
+}
+
+Space::Space(const Experiment& e, Schedule schedule, std::int64_t limit)
+    : e_(e),
+      schedule_(std::move(schedule)),
+      compiled_(CompiledSchedule::borrowing(schedule_)),
+      memory_(memory_profile(schedule_)),
+      table_(e),
+      limit_(limit) {
+  stages_ = schedule_.num_stages;
+  ranks_ = schedule_.num_ranks;
+  layers_ = e.num_layers();
+  busy_prefix_.assign(1, 0);
+  for (const LayerRow& row : e.layers.layers)
+    busy_prefix_.push_back(busy_prefix_.back() + row.forward + row.backward_input +
+                           row.backward_weight);
+  for (const RankMemory& r : memory_) multi_ = multi_ || r.stages.size() > 1;
+  // An overlapped F&B pair may take less than its halves, so busy time is no bound then.
+  for (const auto& list : schedule_.ops)
+    for (const Op& op : list) bound_valid_ = bound_valid_ && op.kind != OpKind::FB;
+}
+
+Derived Space::derive(const Candidate& c) const {
+  Derived d;
+  d.plan.partition = c.partition;
+  d.plan.recompute.assign(layers_, Recompute::none);
+  std::vector<int> first(stages_ + 1, 0);
+  for (int s = 0; s < stages_; ++s) first[s + 1] = first[s] + c.partition[s];
+  const std::int64_t m = schedule_.num_microbatches;
+  for (int r = 0; r < ranks_; ++r) {
+    const RankMemory& mem = memory_[r];
+    std::vector<const StageOptions*> options;
+    std::int64_t fixed = e_.reserved_bytes;
+    Time busy = 0;
+    for (int s : mem.stages) {
+      options.push_back(&table_.get(first[s], c.partition[s]));
+      fixed += table_.static_bytes(first[s], c.partition[s]);
+      if (stages_ > 1 && first[s + 1] == layers_) fixed += e_.layers.head_copy_static_bytes;
+      busy += busy_prefix_[first[s + 1]] - busy_prefix_[first[s]];
+    }
+    const std::vector<RankChoice>& choices = choices_of(r, first, c.partition, options, fixed);
+    if (choices.empty()) {
+      const std::int64_t least = fixed + least_peak(mem, options);
+      if (d.fits || least - limit_ > d.excess) {
+        d.excess = least - limit_;
+        d.worst_rank = r;
+        d.worst_peak = least;
+      }
+      d.fits = false;
+      continue;
+    }
+    const RankChoice& pick = choices[std::min<std::size_t>(c.choice[r], choices.size() - 1)];
+    for (std::size_t j = 0; j < mem.stages.size(); ++j) {
+      const int s = mem.stages[j];
+      const StageOptions& so = *options[j];
+      apply_option(so, so.options[pick.option[j]], first[s], d.plan.recompute);
+    }
+    if (bound_valid_) d.lower_bound = std::max(d.lower_bound, m * (busy + pick.total_recompute()));
+  }
+  return d;
+}
+
+const std::vector<RankChoice>& Space::choices_of(int r, const std::vector<int>& first,
+                                                 const std::vector<int>& partition,
+                                                 const std::vector<const StageOptions*>& options,
+                                                 std::int64_t fixed) const {
+  std::string key(reinterpret_cast<const char*>(&r), sizeof r);
+  for (int s : memory_[r].stages) {
+    key.append(reinterpret_cast<const char*>(&first[s]), sizeof(int));
+    key.append(reinterpret_cast<const char*>(&partition[s]), sizeof(int));
+  }
+  {
+    std::lock_guard<std::mutex> lock(choices_mutex_);
+    if (auto it = choices_.find(key); it != choices_.end()) return *it->second;
+  }
+  auto made = std::make_unique<const std::vector<RankChoice>>(
+      rank_choices(memory_[r], options, limit_ - fixed));
+  std::lock_guard<std::mutex> lock(choices_mutex_);
+  return *choices_.emplace(std::move(key), std::move(made)).first->second;
+}
+
+std::vector<int> Space::choice_counts(const std::vector<int>& partition) const {
+  std::vector<int> first(stages_ + 1, 0);
+  for (int s = 0; s < stages_; ++s) first[s + 1] = first[s] + partition[s];
+  std::vector<int> out(ranks_, 1);
+  for (int r = 0; r < ranks_; ++r) {
+    const RankMemory& mem = memory_[r];
+    if (mem.stages.size() < 2) continue;
+    std::vector<const StageOptions*> options;
+    std::int64_t fixed = e_.reserved_bytes;
+    for (int s : mem.stages) {
+      options.push_back(&table_.get(first[s], partition[s]));
+      fixed += table_.static_bytes(first[s], partition[s]);
+      if (stages_ > 1 && first[s + 1] == layers_) fixed += e_.layers.head_copy_static_bytes;
+    }
+    out[r] = std::max<int>(1, static_cast<int>(rank_choices(mem, options, limit_ - fixed).size()));
+  }
+  return out;
+}
+
+SimResult Space::run(const Plan& plan, SimInput& in) const {
+  assemble(e_, plan, schedule_, in);
+  in.capacity_bytes.assign(ranks_, limit_);
+  return simulate(in, compiled_);
+}
+
+double score_of(const SimResult& r) {
+  if (!r.ok) return kInfeasible * 2;
+  if (!r.fits) {
+    std::int64_t over = 0;
+    for (const DeviceResult& d : r.devices) over = std::max(over, d.peak_bytes - d.capacity_bytes);
+    return kInfeasible + static_cast<double>(over);
+  }
+  return static_cast<double>(r.iteration_time);
+}
+
+std::vector<int> uniform_partition(int layers, int stages) {
+  std::vector<int> counts(stages, layers / stages);
+  for (int s = 0; s < layers % stages; ++s) ++counts[s];
+  return counts;
+}
+
+}  // namespace bmpipe::planner
