@@ -5,12 +5,19 @@
 namespace bmpipe::planner {
 
 std::string Candidate::key() const {
+  // Every entry as a base-128 varint: exact for any layer count (a config may have 100 000
+  // layers; two bytes per entry made partitions 65536 apart share a key, and so a cached
+  // score), and one byte for entries below 128, so most keys fit the short-string buffer.
+  // The entry counts are fixed within a space, so the concatenation decodes one way.
   std::string k;
-  k.reserve((partition.size() + choice.size()) * 2 + 1);
-  for (int v : partition)
-    k.push_back(static_cast<char>(v & 0xff)), k.push_back(static_cast<char>(v >> 8));
-  k.push_back('|');
-  for (int v : choice) k.push_back(static_cast<char>(v));
+  k.reserve(partition.size() + choice.size());
+  const auto put = [&k](int v) {
+    auto u = static_cast<std::uint32_t>(v);
+    for (; u >= 0x80; u >>= 7) k.push_back(static_cast<char>((u & 0x7f) | 0x80));
+    k.push_back(static_cast<char>(u));
+  };
+  for (int v : partition) put(v);
+  for (int v : choice) put(v);
   return k;
 }
 

@@ -47,7 +47,7 @@ class Rng {
 struct Candidate {
   std::vector<int> partition;
   std::vector<int> choice;  ///< per rank
-  /// The cache key of the candidate.
+  /// The cache key: equal for two candidates of one space exactly when they are equal.
   std::string key() const;
 };
 
