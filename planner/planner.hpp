@@ -76,10 +76,26 @@ struct BaselineRun {
   std::string error;           ///< why not (or why it does not fit)
 };
 
+/// How one move of the search fared (its name is its row in the moves table).
+struct MoveStats {
+  std::string name;
+  std::int64_t proposed = 0;  ///< candidates it made (restarts' perturbations included)
+  std::int64_t accepted = 0;  ///< batch winners it made that the annealing took
+  std::int64_t improved = 0;  ///< of those, the ones better than the best plan so far
+};
+
+/// How often one filter turned a candidate away without simulating it.
+struct FilterStats {
+  std::string name;
+  std::int64_t rejected = 0;
+};
+
 struct SearchStats {
   std::int64_t evaluations = 0;  ///< simulations run by the search and the polish
   std::int64_t cache_hits = 0;
-  std::int64_t filtered = 0;  ///< candidates rejected without simulating
+  std::int64_t filtered = 0;         ///< candidates rejected without simulating
+  std::vector<MoveStats> moves;      ///< per move, in table order (not printed)
+  std::vector<FilterStats> filters;  ///< per filter, in table order; the sum is `filtered`
   double wall_s = 0;
   int threads = 1;
   std::uint64_t seed = 1;

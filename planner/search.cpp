@@ -19,6 +19,8 @@ Search::Search(const Space& space, const PlannerOptions& o)
     : space_(space), o_(o), evaluator_(space, o.threads), rng_(o.seed), start_(Clock::now()) {
   stats_.seed = o.seed;
   stats_.threads = evaluator_.threads();
+  for (const Move& m : moves()) stats_.moves.push_back(MoveStats{m.name, 0, 0, 0});
+  for (const Filter& f : filters()) stats_.filters.push_back(FilterStats{f.name, 0});
 }
 
 std::vector<double> Search::score(const std::vector<Candidate>& batch, double threshold,
@@ -46,21 +48,7 @@ std::vector<double> Search::score(const std::vector<Candidate>& batch, double th
   for (std::size_t i = 0; i < n; ++i) {
     if (!todo[i]) continue;
     const Derived& d = derived[i];
-    if (!d.fits) {
-      // Filter: the weights and least activations of a rank exceed the limit.
-      scores[i] = kInfeasible + static_cast<double>(d.excess);
-      ++stats_.filtered;
-      note_infeasible(d);
-      cache_.emplace(keys[i], scores[i]);
-      continue;
-    }
-    if (static_cast<double>(d.lower_bound) > threshold) {
-      // Filter: even the busiest rank's own work is slower than any plan the acceptance
-      // rule would take. Not cached (its exact score is unknown) and never picked.
-      scores[i] = std::numeric_limits<double>::infinity();
-      ++stats_.filtered;
-      continue;
-    }
+    if (reject(d, threshold, keys[i], scores[i])) continue;
     if (stats_.evaluations + static_cast<std::int64_t>(std::count(run.begin(), run.end(), 1)) >=
         max_evals)
       continue;  // the budget is spent; leave it unscored
@@ -100,7 +88,7 @@ void Search::anneal(const Candidate& start) {
   for (int restart = 0; stats_.stopped_by.empty(); ++restart) {
     Candidate from = restart == 0 ? start : best_.candidate;
     // A perturbation: a few random moves away from the best plan.
-    for (int k = 0; restart > 0 && k < 2 + restart % 6; ++k) from = propose(from);
+    for (int k = 0; restart > 0 && k < 2 + restart % 6; ++k) from = propose(from).candidate;
     const double before = best_.score;
     run_once(from, restart == 0
                        ? s[0]
@@ -132,10 +120,16 @@ void Search::run_once(Candidate current, double current_score) {
         1.0, static_cast<double>(stats_.evaluations - begin) / static_cast<double>(length));
     const double t = kStartTemperature * std::pow(kEndTemperature / kStartTemperature, progress);
     std::vector<Candidate> batch;
-    for (int k = 0; k < kBatch; ++k) batch.push_back(propose(current));
+    std::vector<int> made_by;  // per candidate, its move
+    for (int k = 0; k < kBatch; ++k) {
+      Proposal p = propose(current);
+      batch.push_back(std::move(p.candidate));
+      made_by.push_back(p.move);
+    }
     const double threshold = current_score < kInfeasible ? current_score * (1 + kRefuseBeyond * t)
                                                          : std::numeric_limits<double>::infinity();
     const std::int64_t before = stats_.evaluations;
+    const double best_before = best_.score;
     const std::vector<double> scores = score(batch, threshold, o_.max_evals);
     // The best of the batch competes with the current point.
     std::size_t pick = 0;
@@ -146,6 +140,11 @@ void Search::run_once(Candidate current, double current_score) {
     if (!accept && current_score < kInfeasible && scores[pick] < kInfeasible)
       accept = rng_.unit() < std::exp(-(delta / current_score) / t);
     if (accept) {
+      if (made_by[pick] >= 0) {
+        MoveStats& m = stats_.moves[made_by[pick]];
+        ++m.accepted;
+        if (scores[pick] < best_before) ++m.improved;
+      }
       current = batch[pick];
       current_score = scores[pick];
       idle_batches = 0;
@@ -222,53 +221,25 @@ void Search::note_infeasible(const Derived& d) {
   if (closest_.worst_rank < 0 || d.excess < closest_.excess) closest_ = d;
 }
 
-Candidate Search::propose(const Candidate& c) {
-  const int S = space_.stages();
-  Candidate n = c;
-  if (S < 2) {
-    if (space_.multi()) n.choice[0] = std::max(0, n.choice[0] + (rng_.below(2) ? 1 : -1));
-    return n;
+Proposal Search::propose(const Candidate& c) {
+  Proposal p = planner::propose(space_, rng_, c);
+  if (p.move >= 0) ++stats_.moves[p.move].proposed;
+  return p;
+}
+
+bool Search::reject(const Derived& d, double threshold, const std::string& key, double& score) {
+  const std::span<const Filter> all = filters();
+  for (std::size_t f = 0; f < all.size(); ++f) {
+    const std::optional<Rejection> r = all[f].check(d, threshold);
+    if (!r) continue;
+    score = r->score;
+    ++stats_.filtered;
+    ++stats_.filters[f].rejected;
+    if (!d.fits) note_infeasible(d);
+    if (r->cached) cache_.emplace(key, score);
+    return true;
   }
-  for (int attempt = 0; attempt < 16; ++attempt) {
-    n = c;
-    const int kind = rng_.below(100);
-    if (kind < 45) {  // one layer across a boundary
-      const int b = rng_.below(S - 1);
-      const bool right = rng_.below(2);
-      const int from = right ? b : b + 1, to = right ? b + 1 : b;
-      if (n.partition[from] <= 1) continue;
-      --n.partition[from];
-      ++n.partition[to];
-      return n;
-    }
-    if (kind < 65) {  // several layers across a boundary
-      const int avg = std::max(2, space_.layers() / S);
-      const int k = 2 + rng_.below(std::max(1, avg / 2));
-      const int b = rng_.below(S - 1);
-      const bool right = rng_.below(2);
-      const int from = right ? b : b + 1, to = right ? b + 1 : b;
-      if (n.partition[from] <= k) continue;
-      n.partition[from] -= k;
-      n.partition[to] += k;
-      return n;
-    }
-    if (kind < 85 && S >= 3) {  // one layer between two non-adjacent stages
-      const int i = rng_.below(S);
-      int j = rng_.below(S);
-      if (std::abs(i - j) < 2) continue;
-      if (n.partition[i] <= 1) continue;
-      --n.partition[i];
-      ++n.partition[j];
-      return n;
-    }
-    if (space_.multi()) {  // another recompute choice on one rank
-      const int r = rng_.below(space_.ranks());
-      n.choice[r] = std::clamp(n.choice[r] + (rng_.below(2) ? 1 : -1), 0, kLastChoice);
-      if (n.choice[r] == c.choice[r]) continue;
-      return n;
-    }
-  }
-  return n;
+  return false;
 }
 
 }  // namespace bmpipe::planner

@@ -63,8 +63,12 @@ class Search {
  private:
   void note_infeasible(const Derived& d);
 
-  /// One move from `c` (see planner.hpp). Always returns a valid partition.
-  Candidate propose(const Candidate& c);
+  /// One move from `c` (planner::propose), counted in the stats.
+  Proposal propose(const Candidate& c);
+
+  /// Whether a filter turns `d` away; if so, `score` is what it gives instead (kept in the
+  /// cache under `key` when the filter says so) and the filter's count goes up.
+  bool reject(const Derived& d, double threshold, const std::string& key, double& score);
 
   const Space& space_;
   const PlannerOptions o_;

@@ -1,6 +1,9 @@
 #include "planner/space.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <iterator>
+#include <limits>
 
 namespace bmpipe::planner {
 
@@ -123,6 +126,106 @@ SimResult Space::run(const Plan& plan, SimInput& in) const {
   assemble(e_, plan, schedule_, in);
   in.capacity_bytes.assign(ranks_, limit_);
   return simulate(in, compiled_);
+}
+
+namespace {
+
+/// Stage `from` gives `k` layers to stage `to`, unless it would be left empty.
+bool shift(Candidate& n, int from, int to, int k) {
+  if (n.partition[from] <= k) return false;
+  n.partition[from] -= k;
+  n.partition[to] += k;
+  return true;
+}
+
+bool one_layer_across_a_boundary(const Space& space, Rng& rng, Candidate& n) {
+  const int b = rng.below(space.stages() - 1);
+  const bool right = rng.below(2);
+  return right ? shift(n, b, b + 1, 1) : shift(n, b + 1, b, 1);
+}
+
+bool several_layers_across_a_boundary(const Space& space, Rng& rng, Candidate& n) {
+  const int avg = std::max(2, space.layers() / space.stages());
+  const int k = 2 + rng.below(std::max(1, avg / 2));
+  const int b = rng.below(space.stages() - 1);
+  const bool right = rng.below(2);
+  return right ? shift(n, b, b + 1, k) : shift(n, b + 1, b, k);
+}
+
+/// The stages between the two shift by one layer, in effect.
+bool one_layer_between_distant_stages(const Space& space, Rng& rng, Candidate& n) {
+  const int i = rng.below(space.stages());
+  const int j = rng.below(space.stages());
+  if (std::abs(i - j) < 2) return false;
+  return shift(n, i, j, 1);
+}
+
+bool another_recompute_choice(const Space& space, Rng& rng, Candidate& n) {
+  const int r = rng.below(space.ranks());
+  const int was = n.choice[r];
+  n.choice[r] = std::clamp(was + (rng.below(2) ? 1 : -1), 0, kLastChoice);
+  return n.choice[r] != was;
+}
+
+// The weights are the old percentages (45 / 20 / 20 / 15): with the draw rule of moves(),
+// a seed proposes exactly the candidates it proposed before the moves became a table.
+constexpr Move kMoves[] = {
+    {"one-layer", 45, [](const Space& s) { return s.stages() >= 2; }, one_layer_across_a_boundary},
+    {"several-layers", 20, [](const Space& s) { return s.stages() >= 2; },
+     several_layers_across_a_boundary},
+    {"distant-stages", 20, [](const Space& s) { return s.stages() >= 3; },
+     one_layer_between_distant_stages},
+    {"recompute-choice", 15, [](const Space& s) { return s.multi(); }, another_recompute_choice},
+};
+
+constexpr int kTotalWeight = [] {
+  int total = 0;
+  for (const Move& m : kMoves) total += m.weight;
+  return total;
+}();
+
+constexpr Filter kFilters[] = {
+    // The weights and least activations of a rank exceed the limit.
+    {"memory",
+     [](const Derived& d, double) -> std::optional<Rejection> {
+       if (d.fits) return std::nullopt;
+       return Rejection{kInfeasible + static_cast<double>(d.excess), true};
+     }},
+    // Even the busiest rank's own work is slower than any plan the acceptance rule would
+    // take. Not cached (its exact score is unknown) and never picked.
+    {"lower-bound",
+     [](const Derived& d, double threshold) -> std::optional<Rejection> {
+       if (!(static_cast<double>(d.lower_bound) > threshold)) return std::nullopt;
+       return Rejection{std::numeric_limits<double>::infinity(), false};
+     }},
+};
+
+}  // namespace
+
+std::span<const Move> moves() {
+  return kMoves;
+}
+
+std::span<const Filter> filters() {
+  return kFilters;
+}
+
+Proposal propose(const Space& space, Rng& rng, const Candidate& c) {
+  Candidate n = c;
+  if (space.stages() < 2) {  // no boundary to move
+    if (space.multi()) n.choice[0] = std::max(0, n.choice[0] + (rng.below(2) ? 1 : -1));
+    return {n, -1};
+  }
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    n = c;
+    const int draw = rng.below(kTotalWeight);
+    std::size_t k = 0;
+    for (int sum = kMoves[0].weight; draw >= sum;) sum += kMoves[++k].weight;
+    while (k < std::size(kMoves) && !kMoves[k].applies(space)) ++k;
+    if (k == std::size(kMoves)) continue;
+    if (kMoves[k].apply(space, rng, n)) return {n, static_cast<int>(k)};
+  }
+  return {n, -1};
 }
 
 double score_of(const SimResult& r) {

@@ -5,11 +5,15 @@
 /// A point of the search (Candidate) is a partition plus, on ranks with several stages,
 /// which of their undominated recompute choices to take. Space holds everything fixed while
 /// one schedule is planned and derives a candidate's recompute modes exactly
-/// (stage_options.hpp).
+/// (stage_options.hpp). The moves that go from one candidate to its neighbours and the
+/// filters that rule candidates out before simulating are tables, as the schedules are
+/// (schedules/registry.cpp): a new move or filter is one row.
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -108,6 +112,48 @@ class Space {
   bool bound_valid_ = true;
   std::vector<Time> busy_prefix_;
 };
+
+/// One move (an operator, in OR-tools' words) of the search: proposes a neighbour.
+struct Move {
+  const char* name;
+  int weight;  ///< how often it is drawn, out of the table's total weight
+  /// Whether the move exists on this space (it needs three stages, or a rank with several).
+  bool (*applies)(const Space& space);
+  /// Turns `n`, a copy of the candidate, into a neighbour with draws from `rng`; false when
+  /// the drawn change is impossible (a stage would be left empty, nothing changed).
+  bool (*apply)(const Space& space, Rng& rng, Candidate& n);
+};
+
+/// The moves, in drawing order. propose() draws a number below the total weight and takes
+/// the row where the running sum of weights first exceeds it; a row that does not apply to
+/// the space hands the draw to the next row that does (none: the attempt is lost).
+std::span<const Move> moves();
+
+/// A candidate and the index in moves() of the move that made it (-1: none did).
+struct Proposal {
+  Candidate candidate;
+  int move = -1;
+};
+
+/// One move from `c` (see planner.hpp): up to 16 draws until one is possible. Always
+/// returns a valid partition (`c` itself when no draw was possible).
+Proposal propose(const Space& space, Rng& rng, const Candidate& c);
+
+/// What a filter gives a candidate it turns away, instead of simulating it.
+struct Rejection {
+  double score;
+  bool cached;  ///< the score belongs to the candidate (not to this batch's threshold)
+};
+
+/// A filter: rejects a derived candidate before it is simulated.
+struct Filter {
+  const char* name;
+  /// `threshold`: the acceptance rule refuses anything slower.
+  std::optional<Rejection> (*check)(const Derived& d, double threshold);
+};
+
+/// The filters, in the order they are tried (the first that rejects counts).
+std::span<const Filter> filters();
 
 /// The score of a run: its iteration ns when it fits; at or above kInfeasible otherwise
 /// (kInfeasible plus the largest overshoot, so closer to fitting scores lower).
