@@ -1,6 +1,7 @@
 // The planner's search: its budgets and the statistics it keeps.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 
 #include "planner/search.hpp"
@@ -8,6 +9,10 @@
 
 namespace bmpipe {
 namespace {
+
+using planner::Candidate;
+using planner::Search;
+using planner::Space;
 
 struct Fixture {
   std::shared_ptr<const Experiment> e;
@@ -22,6 +27,27 @@ struct Fixture {
     o.threads = 1;
   }
 };
+
+TEST(PlannerSearch, ThePolishSpendsAtMostItsOwnBudget) {
+  // The polish used to borrow the search's budget by rewriting max_evals; now it has its
+  // own, and the options stay as given.
+  Fixture f;
+  f.o.max_evals = 1;  // spent by the first score(): the polish does not depend on it
+  const Space space(*f.e, make_schedule(*f.e), f.o.memory_limit_bytes);
+  Search search(space, f.o);
+  // A start far from balanced, so that single-layer shifts help for a while.
+  const Candidate start{{13, 1, 1, 1}, std::vector<int>(space.ranks(), 0)};
+  const double first =
+      search.score({start}, std::numeric_limits<double>::infinity(), f.o.max_evals)[0];
+  ASSERT_EQ(search.stats().evaluations, 1);
+  search.polish(0);
+  EXPECT_EQ(search.stats().evaluations, 1);
+  search.polish(2);
+  EXPECT_EQ(search.stats().evaluations, 3);
+  search.polish(planner::kNoBudget);
+  EXPECT_GT(search.stats().evaluations, 3);
+  EXPECT_LT(search.best().score, first);
+}
 
 TEST(PlannerSearch, StatsCountEveryMoveAndFilter) {
   Fixture f;
