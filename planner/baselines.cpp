@@ -8,7 +8,8 @@
 
 #include "planner/evaluate.hpp"
 
-namespace bmpipe::planner {
+namespace bmpipe {
+namespace planner {
 
 std::string gib(std::int64_t bytes) {
   char buf[64];
@@ -151,7 +152,7 @@ std::optional<Plan> adapipe_plan(const Space& space, StageTimes& times, std::str
 /// for each bound tau on the slowest stage, a dynamic program finds the least sum with
 /// every t_s <= tau; only bounds between the min-max value and where (m - 2) tau alone
 /// exceeds the best T can win.
-std::optional<Plan> sapp_plan(const Space& space, StageTimes& times, const Plan& minmax) {
+Plan sapp_plan(const Space& space, StageTimes& times, const Plan& minmax) {
   const int S = space.stages(), L = space.layers();
   const std::int64_t m = space.schedule().num_microbatches;
   constexpr Time kNo = StageTimes::kNo;
@@ -283,61 +284,127 @@ std::optional<Plan> exhaustive_plan(const Space& space, const PlannerOptions& o,
   return best;
 }
 
+/// What the baselines share while one schedule is planned.
+struct Context {
+  const Space& space;
+  const PlannerOptions& o;
+  std::vector<int> uniform;
+  std::optional<StageTimes> times;  ///< made on first use
+  std::optional<Plan> adapipe;      ///< adapipe-dp's plan, sapp-ilp's starting point
+  std::string adapipe_why;          ///< why there is none
+  StageTimes& stage_times() {
+    if (!times) times.emplace(space);
+    return *times;
+  }
+  PlanRun run(const Plan& plan) const {
+    return finish_run(space.experiment(), o, space.schedule(), plan);
+  }
+};
+
+// megatron-default: uniform, every layer that can recompute fully does.
+std::optional<PlanRun> megatron_default(Context& c, std::string*) {
+  const Experiment& e = c.space.experiment();
+  const int L = c.space.layers();
+  Plan p{c.uniform, std::vector<Recompute>(L)};
+  for (int l = 0; l < L; ++l)
+    p.recompute[l] = e.layers.layers[l].has(Recompute::full) ? Recompute::full : Recompute::none;
+  return c.run(p);
+}
+
+std::optional<PlanRun> uniform_none(Context& c, std::string*) {
+  return c.run(Plan{c.uniform, std::vector<Recompute>(c.space.layers(), Recompute::none)});
+}
+
+// uniform-min-recompute: the same number of fully recomputed layers on every stage
+// (Megatron-LM's --recompute-method block --recompute-num-layers n), the least that fits.
+// The last one tried when none fits.
+std::optional<PlanRun> uniform_min_recompute(Context& c, std::string*) {
+  const Experiment& e = c.space.experiment();
+  const int S = c.space.stages(), L = c.space.layers();
+  const std::vector<int>& uniform = c.uniform;
+  const int most = *std::max_element(uniform.begin(), uniform.end());
+  std::optional<PlanRun> last;
+  for (int n = 0; n <= most; ++n) {
+    Plan p{uniform, std::vector<Recompute>(L, Recompute::none)};
+    for (int s = 0, first = 0; s < S; first += uniform[s], ++s)
+      for (int l = first, done = 0; l < first + uniform[s] && done < n; ++l)
+        if (e.layers.layers[l].has(Recompute::full)) p.recompute[l] = Recompute::full, ++done;
+    last = c.run(p);
+    if (last->fits()) break;
+  }
+  return last;
+}
+
+std::optional<PlanRun> adapipe_dp(Context& c, std::string* why) {
+  c.adapipe = adapipe_plan(c.space, c.stage_times(), &c.adapipe_why);
+  if (!c.adapipe) {
+    *why = c.adapipe_why;
+    return std::nullopt;
+  }
+  return c.run(*c.adapipe);
+}
+
+std::optional<PlanRun> sapp_ilp(Context& c, std::string* why) {
+  if (!c.adapipe) {  // same stage table, so the same reason
+    *why = c.adapipe_why;
+    return std::nullopt;
+  }
+  return c.run(sapp_plan(c.space, c.stage_times(), *c.adapipe));
+}
+
+std::optional<PlanRun> exhaustive(Context& c, std::string* why) {
+  std::optional<Plan> p = exhaustive_plan(c.space, c.o, why);
+  if (!p) return std::nullopt;
+  return c.run(*p);
+}
+
+/// One baseline: its name, whether the search may start from its plan, and how it is made
+/// (its run, or nullopt and why not).
+struct Baseline {
+  const char* name;
+  bool starts_search;
+  std::optional<PlanRun> (*make)(Context& c, std::string* why);
+};
+
+// The baselines, in the order they run and are reported. sapp-ilp reads adapipe-dp's plan,
+// so it comes after it. exhaustive is the reference, so the search does not start from it.
+constexpr Baseline kBaselines[] = {
+    {"megatron-default", true, megatron_default},
+    {"uniform-none", true, uniform_none},
+    {"uniform-min-recompute", true, uniform_min_recompute},
+    {"adapipe-dp", true, adapipe_dp},
+    {"sapp-ilp", true, sapp_ilp},
+    {"exhaustive", false, exhaustive},
+};
+
 }  // namespace
 
 std::vector<BaselineRun> run_baselines(const Space& space, const PlannerOptions& o) {
-  const Experiment& e = space.experiment();
-  const Schedule& sch = space.schedule();
-  const int S = space.stages(), L = space.layers();
+  Context c{space, o, uniform_partition(space.layers(), space.stages()), {}, {}, {}};
   std::vector<BaselineRun> out;
-  const std::vector<int> uniform = uniform_partition(L, S);
-  auto add = [&](const std::string& name, const Plan& plan) {
-    BaselineRun b;
-    b.name = name;
-    b.run = finish_run(e, o, sch, plan);
-    b.error = fit_note(*b.run);
-    out.push_back(std::move(b));
-  };
-  {  // megatron-default: uniform, every layer that can recompute fully does
-    Plan p{uniform, std::vector<Recompute>(L)};
-    for (int l = 0; l < L; ++l)
-      p.recompute[l] = e.layers.layers[l].has(Recompute::full) ? Recompute::full : Recompute::none;
-    add("megatron-default", p);
-  }
-  add("uniform-none", Plan{uniform, std::vector<Recompute>(L, Recompute::none)});
-  {  // uniform-min-recompute: the same number of fully recomputed layers on every stage
-     // (Megatron-LM's --recompute-method block --recompute-num-layers n), the least that fits
-    const int most = *std::max_element(uniform.begin(), uniform.end());
-    std::optional<PlanRun> last;
-    for (int n = 0; n <= most; ++n) {
-      Plan p{uniform, std::vector<Recompute>(L, Recompute::none)};
-      for (int s = 0, first = 0; s < S; first += uniform[s], ++s)
-        for (int l = first, done = 0; l < first + uniform[s] && done < n; ++l)
-          if (e.layers.layers[l].has(Recompute::full)) p.recompute[l] = Recompute::full, ++done;
-      last = finish_run(e, o, sch, p);
-      if (last->fits()) break;
-    }
-    out.push_back(BaselineRun{"uniform-min-recompute", last, fit_note(*last)});
-  }
-  {
-    StageTimes times(space);
-    std::string why;
-    if (std::optional<Plan> p = adapipe_plan(space, times, &why)) {
-      add("adapipe-dp", *p);
-      if (std::optional<Plan> q = sapp_plan(space, times, *p)) add("sapp-ilp", *q);
-    } else {
-      out.push_back(BaselineRun{"adapipe-dp", std::nullopt, why});
-      out.push_back(BaselineRun{"sapp-ilp", std::nullopt, why});
-    }
-  }
-  {
-    std::string why;
-    if (std::optional<Plan> p = exhaustive_plan(space, o, &why))
-      add("exhaustive", *p);
-    else
-      out.push_back(BaselineRun{"exhaustive", std::nullopt, why});
+  for (const Baseline& b : kBaselines) {
+    BaselineRun r;
+    r.name = b.name;
+    r.run = b.make(c, &r.error);
+    if (r.run) r.error = fit_note(*r.run);
+    out.push_back(std::move(r));
   }
   return out;
 }
 
-}  // namespace bmpipe::planner
+bool starts_search(std::size_t index) {
+  return kBaselines[index].starts_search;
+}
+
+}  // namespace planner
+
+const std::vector<std::string>& baseline_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const planner::Baseline& b : planner::kBaselines) out.emplace_back(b.name);
+    return out;
+  }();
+  return names;
+}
+
+}  // namespace bmpipe

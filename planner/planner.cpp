@@ -69,8 +69,9 @@ PlanOutcome plan_pipeline(const Experiment& e, const PlannerOptions& o) {
   // Start from the fastest baseline that fits (else the one closest to fitting), not
   // counting exhaustive, so that the search stands on its own.
   const BaselineRun* start = nullptr;
-  for (const BaselineRun& b : out.baselines) {
-    if (!b.run || b.name == "exhaustive") continue;
+  for (std::size_t k = 0; k < out.baselines.size(); ++k) {
+    const BaselineRun& b = out.baselines[k];
+    if (!b.run || !planner::starts_search(k)) continue;
     if (!start || planner::score_of(b.run->result) < planner::score_of(start->run->result))
       start = &b;
   }

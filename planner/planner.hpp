@@ -117,10 +117,14 @@ struct PlanOutcome {
 /// (more stages than layers, a schedule that refuses the sizes).
 PlanOutcome plan_pipeline(const Experiment& e, const PlannerOptions& options);
 
-/// The baseline plans on their own (exposed for tests): megatron-default, uniform-none,
+/// The baseline plans on their own (exposed for tests), one per baseline_names() entry.
+std::vector<BaselineRun> plan_baselines(const Experiment& e, const PlannerOptions& options);
+
+/// The baselines' names, in the order plan_pipeline and plan_baselines report them: the one
+/// list of them (planner/baselines.cpp). megatron-default, uniform-none,
 /// uniform-min-recompute, adapipe-dp, sapp-ilp (the exact optimum of MindSpore's pipeline
 /// balancer objective), exhaustive.
-std::vector<BaselineRun> plan_baselines(const Experiment& e, const PlannerOptions& options);
+const std::vector<std::string>& baseline_names();
 
 /// The candidate schedules of `--schedule auto` for `e`: 1f1b; interleaved with v in
 /// {2, 3, 4} where the layers and micro-batches allow; zb-h1; zb-v. As (name, vpp).
