@@ -6,6 +6,7 @@
 #include <iterator>
 #include <utility>
 
+#include "experiment/suggest.hpp"
 #include "planner/schedules_plan.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
@@ -217,9 +218,6 @@ CostOutcome run_cost(const Config& config, bool with_ops) {
 
 namespace {
 
-constexpr const char* kBaselines[] = {"megatron-default", "uniform-none", "uniform-min-recompute",
-                                      "adapipe-dp",       "sapp-ilp",     "exhaustive"};
-
 std::vector<std::string> mode_names(const std::vector<Recompute>& modes) {
   std::vector<std::string> out;
   for (Recompute r : modes) out.emplace_back(recompute_name(r));
@@ -367,12 +365,11 @@ void check_plan_request(const PlanRequest& r) {
     throw RequestError("--time-limit-s", "must be greater than 0 seconds");
   if (r.max_evals < 1) throw RequestError("--max-evals", "must be at least 1");
   if (r.threads < 0) throw RequestError("--threads", "must be 0 or more");
-  if (r.baseline &&
-      std::find(std::begin(kBaselines), std::end(kBaselines), *r.baseline) == std::end(kBaselines))
-    throw RequestError("--baseline",
-                       "unknown baseline '" + *r.baseline +
-                           "' (megatron-default, uniform-none, "
-                           "uniform-min-recompute, adapipe-dp, sapp-ilp, exhaustive)");
+  if (r.baseline && std::find(baseline_names().begin(), baseline_names().end(), *r.baseline) ==
+                        baseline_names().end())
+    throw RequestError("--baseline", "unknown baseline '" + *r.baseline + "'" +
+                                         did_you_mean(*r.baseline, baseline_names()) + " (" +
+                                         comma_list(baseline_names()) + ")");
 }
 
 PlanResults run_plan(const Config& config_in, const PlanRequest& r) {

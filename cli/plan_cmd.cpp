@@ -17,6 +17,7 @@
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
 #include "experiment/experiment.hpp"
+#include "experiment/suggest.hpp"
 #include "experiment/write_config.hpp"
 #include "planner/export.hpp"
 #include "planner/planner.hpp"
@@ -157,8 +158,8 @@ int run_plan(const std::vector<std::string>& args) {
       ("time-limit-s", po::value<double>()->value_name("SECONDS"),
        "stop the search after this many seconds (results then depend on the machine's speed)")
       ("baseline", po::value<std::string>()->value_name("NAME"),
-       "print (and --out / --format) this baseline's plan instead: megatron-default, "
-       "uniform-none, uniform-min-recompute, adapipe-dp, sapp-ilp, exhaustive")
+       ("print (and --out / --format) this baseline's plan instead: " +
+        comma_list(baseline_names())).c_str())
       ("format", po::value<std::string>()->value_name("FORMAT")->default_value("table"),
        "table, mindformers (offset, recompute, select_recompute) or megatron (flags)")
       ("json", po::bool_switch(), "print the plan, baselines and search as JSON")

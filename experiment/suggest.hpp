@@ -47,6 +47,13 @@ std::string did_you_mean(std::string_view name, const Names& candidates) {
   return best.empty() ? std::string() : " (did you mean '" + best + "'?)";
 }
 
+/// "a, b, c": names as the messages and the help list them.
+inline std::string comma_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 /// Splits a comma-separated list of names ("a, b, c") as the messages print them.
 inline std::vector<std::string> split_names(std::string_view list) {
   std::vector<std::string> out;

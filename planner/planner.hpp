@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "experiment/experiment.hpp"
-#include "planner/export.hpp"
+#include "planner/export_layout.hpp"  // export_layout, decoder_layers, with_decoder_modes
 
 namespace bmpipe {
 
@@ -76,10 +76,26 @@ struct BaselineRun {
   std::string error;           ///< why not (or why it does not fit)
 };
 
+/// How one move of the search fared (its name is its row in the moves table).
+struct MoveStats {
+  std::string name;
+  std::int64_t proposed = 0;  ///< candidates it made (restarts' perturbations included)
+  std::int64_t accepted = 0;  ///< batch winners it made that the annealing took
+  std::int64_t improved = 0;  ///< of those, the ones better than the best plan so far
+};
+
+/// How often one filter turned a candidate away without simulating it.
+struct FilterStats {
+  std::string name;
+  std::int64_t rejected = 0;
+};
+
 struct SearchStats {
   std::int64_t evaluations = 0;  ///< simulations run by the search and the polish
   std::int64_t cache_hits = 0;
-  std::int64_t filtered = 0;  ///< candidates rejected without simulating
+  std::int64_t filtered = 0;         ///< candidates rejected without simulating
+  std::vector<MoveStats> moves;      ///< per move, in table order (not printed)
+  std::vector<FilterStats> filters;  ///< per filter, in table order; the sum is `filtered`
   double wall_s = 0;
   int threads = 1;
   std::uint64_t seed = 1;
@@ -101,23 +117,14 @@ struct PlanOutcome {
 /// (more stages than layers, a schedule that refuses the sizes).
 PlanOutcome plan_pipeline(const Experiment& e, const PlannerOptions& options);
 
-/// The baseline plans on their own (exposed for tests): megatron-default, uniform-none,
-/// uniform-min-recompute, adapipe-dp, sapp-ilp (the exact optimum of MindSpore's pipeline
-/// balancer objective), exhaustive.
+/// The baseline plans on their own (exposed for tests), one per baseline_names() entry.
 std::vector<BaselineRun> plan_baselines(const Experiment& e, const PlannerOptions& options);
 
-/// The plan in decoder layers, for the exports. Analytic models fold the embedding and the
-/// head into the first and last decoder layer; a measured model whose first layer group is
-/// named like an embedding ("embed...") or whose last is named like a head ("...head",
-/// "...loss", "lm_head") has those rows taken out of the decoder counts.
-ExportLayout export_layout(const Experiment& e, const Plan& plan, const Schedule& schedule);
-
-/// The layers export_layout counts as decoder layers, in model order.
-std::vector<int> decoder_layers(const Experiment& e);
-
-/// `plan` with its decoder layers' modes replaced by `modes` (one per decoder layer, as an
-/// export gives them back); a mode a layer cannot run leaves that layer as it was.
-Plan with_decoder_modes(const Experiment& e, Plan plan, const std::vector<Recompute>& modes);
+/// The baselines' names, in the order plan_pipeline and plan_baselines report them: the one
+/// list of them (planner/baselines.cpp). megatron-default, uniform-none,
+/// uniform-min-recompute, adapipe-dp, sapp-ilp (the exact optimum of MindSpore's pipeline
+/// balancer objective), exhaustive.
+const std::vector<std::string>& baseline_names();
 
 /// The candidate schedules of `--schedule auto` for `e`: 1f1b; interleaved with v in
 /// {2, 3, 4} where the layers and micro-batches allow; zb-h1; zb-v. As (name, vpp).

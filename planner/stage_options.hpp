@@ -71,12 +71,16 @@ struct RankChoice {
   Time total_recompute() const;
 };
 
+/// How many choices rank_choices() keeps for one rank at most: the planner's choice index
+/// of a rank runs from 0 to kMaxRankChoices - 1.
+inline constexpr std::size_t kMaxRankChoices = 64;
+
 /// The undominated choices of a rank whose activations may use `budget` bytes, ordered by
 /// total recompute time (then by the stages' times, lexicographically). Empty when nothing
 /// fits. At most `limit` choices are returned.
 std::vector<RankChoice> rank_choices(const RankMemory& memory,
                                      const std::vector<const StageOptions*>& stages,
-                                     std::int64_t budget, std::size_t limit = 64);
+                                     std::int64_t budget, std::size_t limit = kMaxRankChoices);
 
 /// The least activation peak any choice of the rank reaches (for "nothing fits" messages).
 std::int64_t least_peak(const RankMemory& memory, const std::vector<const StageOptions*>& stages);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "planner/planner.hpp"
 #include "planner/stage_options.hpp"
@@ -240,6 +241,30 @@ TEST(Planner, ALimitNoPlanMeetsNamesTheRankAndItsLeastPeak) {
   EXPECT_FALSE(out.best.fits());
   EXPECT_NE(out.infeasible.find("rank "), std::string::npos) << out.infeasible;
   EXPECT_NE(out.infeasible.find("needs at least"), std::string::npos) << out.infeasible;
+}
+
+TEST(Planner, AnUnknownScheduleIsAConfigErrorNotACrash) {
+  // plan_pipeline used to dereference find_schedule() before any check.
+  std::mt19937_64 rng(2);
+  const auto e = test::instance({test::random_kind(rng)}, std::vector<int>(8, 0), 2, 4, 1 << 30);
+  const PlannerOptions o = options(*e, "no-such-schedule");
+  EXPECT_THROW(plan_pipeline(*e, o), ConfigError);
+  EXPECT_THROW(plan_baselines(*e, o), ConfigError);
+}
+
+TEST(Planner, BaselineNamesAreTheBaselinesRunInOrder) {
+  std::mt19937_64 rng(6);
+  const auto e = test::instance({test::random_kind(rng)}, std::vector<int>(8, 0), 2, 4, 1 << 30);
+  const PlannerOptions o = options(*e);
+  std::vector<std::string> ran;
+  for (const BaselineRun& b : plan_baselines(*e, o)) ran.push_back(b.name);
+  EXPECT_EQ(ran, baseline_names());
+  std::vector<std::string> reported;
+  for (const BaselineRun& b : plan_pipeline(*e, o).baselines) reported.push_back(b.name);
+  EXPECT_EQ(reported, baseline_names());
+  EXPECT_EQ(std::set<std::string>(ran.begin(), ran.end()).size(), ran.size());
+  for (const char* name : {"megatron-default", "adapipe-dp", "sapp-ilp", "exhaustive"})
+    EXPECT_NE(std::find(ran.begin(), ran.end(), name), ran.end()) << name;
 }
 
 }  // namespace

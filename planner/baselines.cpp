@@ -1,0 +1,410 @@
+#include "planner/baselines.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <optional>
+
+#include "planner/evaluate.hpp"
+
+namespace bmpipe {
+namespace planner {
+
+std::string gib(std::int64_t bytes) {
+  char buf[64];
+  const double b = static_cast<double>(bytes);
+  if (std::abs(b) >= 1073741824.0)
+    std::snprintf(buf, sizeof buf, "%.2f GiB", b / 1073741824.0);
+  else if (std::abs(b) >= 1048576.0)
+    std::snprintf(buf, sizeof buf, "%.2f MiB", b / 1048576.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f KiB", b / 1024.0);
+  return buf;
+}
+
+std::string fit_note(const PlanRun& run) {
+  if (!run.result.ok) return run.result.error;
+  if (run.result.fits) return {};
+  std::string worst;
+  std::int64_t over = std::numeric_limits<std::int64_t>::min();
+  for (const DeviceResult& d : run.result.devices)
+    if (d.peak_bytes - d.capacity_bytes > over) {
+      over = d.peak_bytes - d.capacity_bytes;
+      worst = "rank " + std::to_string(d.rank) + " needs " + gib(d.peak_bytes) + " of " +
+              gib(d.capacity_bytes);
+    }
+  return "does not fit: " + worst;
+}
+
+namespace {
+
+/// Per stage position and layer range, the least stage time (F + I + W + recompute per
+/// micro-batch) whose recompute mix fits that stage's memory, and the option that does it.
+/// A rank with several stages gives each an equal share of its memory. Stages longer than
+/// twice the mean (plus two layers) are not considered: both DPs below balance stage
+/// times, and the cut keeps their tables at O(S L^2 / S) entries.
+class StageTimes {
+ public:
+  static constexpr Time kNo = std::numeric_limits<Time>::max();
+
+  explicit StageTimes(const Space& space) : space_(space) {
+    const int S = space.stages(), L = space.layers();
+    longest_ = std::min(L - (S - 1), std::max(2 * ((L + S - 1) / S) + 2, 8));
+    alone_.resize(S);
+    share_.assign(S, 1);
+    for (int r = 0; r < space.ranks(); ++r) {
+      const RankMemory& mem = space.memory()[r];
+      for (std::size_t j = 0; j < mem.stages.size(); ++j) {
+        RankMemory& a = alone_[mem.stages[j]];
+        a.stages = {mem.stages[j]};
+        for (const MemoryMoment& m : mem.moments)
+          a.moments.push_back(MemoryMoment{{m.full[j]}, {m.retained[j]}});
+        share_[mem.stages[j]] = static_cast<int>(mem.stages.size());
+      }
+    }
+    busy_.assign(1, 0);
+    for (const LayerRow& row : space.experiment().layers.layers)
+      busy_.push_back(busy_.back() + row.forward + row.backward_input + row.backward_weight);
+    time_.assign(static_cast<std::size_t>(S) * L * (longest_ + 1), kNo - 1);  // kNo - 1: unknown
+    option_.assign(time_.size(), -1);
+  }
+
+  int longest() const { return longest_; }
+
+  /// Stage `s` holding layers [i, i + n): kNo if no mix fits.
+  Time time(int s, int i, int n) {
+    const std::size_t k = index(s, i, n);
+    if (time_[k] != kNo - 1) return time_[k];
+    const Experiment& e = space_.experiment();
+    const StageOptions& so = space_.table().get(i, n);
+    std::int64_t fixed = space_.table().static_bytes(i, n);
+    if (space_.stages() > 1 && i + n == space_.layers()) fixed += e.layers.head_copy_static_bytes;
+    const std::int64_t budget = (space_.limit() - e.reserved_bytes) / share_[s] - fixed;
+    const std::vector<RankChoice> c = rank_choices(alone_[s], {&so}, budget, 1);
+    if (c.empty()) return time_[k] = kNo;
+    option_[k] = c[0].option[0];
+    return time_[k] = busy_[i + n] - busy_[i] + so.options[option_[k]].recompute;
+  }
+
+  /// Writes the modes of stage s's layers [i, i + n) into `modes`.
+  void apply(int s, int i, int n, std::vector<Recompute>& modes) {
+    time(s, i, n);
+    const StageOptions& so = space_.table().get(i, n);
+    apply_option(so, so.options[option_[index(s, i, n)]], i, modes);
+  }
+
+ private:
+  std::size_t index(int s, int i, int n) const {
+    return (static_cast<std::size_t>(s) * space_.layers() + i) * (longest_ + 1) + n;
+  }
+  const Space& space_;
+  int longest_ = 1;
+  std::vector<RankMemory> alone_;
+  std::vector<int> share_;
+  std::vector<Time> busy_;
+  std::vector<Time> time_;
+  std::vector<int> option_;
+};
+
+/// The plan of a partition whose stages take StageTimes' options.
+Plan plan_of(StageTimes& times, const std::vector<int>& partition, int layers) {
+  Plan plan{partition, std::vector<Recompute>(layers, Recompute::none)};
+  for (int s = 0, i = 0; s < static_cast<int>(partition.size()); i += partition[s], ++s)
+    times.apply(s, i, partition[s], plan.recompute);
+  return plan;
+}
+
+/// AdaPipe-style exact dynamic program (Sun et al., "AdaPipe: Optimizing Pipeline
+/// Parallelism with Adaptive Recomputation and Partitioning", ASPLOS 2024): for every stage
+/// position and layer range, the recompute mix with the least stage time that fits the
+/// stage's memory; then the partition that minimises the slowest stage. A rank with several
+/// stages gives each an equal share of its memory (AdaPipe plans one stage per rank).
+std::optional<Plan> adapipe_plan(const Space& space, StageTimes& times, std::string* why) {
+  const int S = space.stages(), L = space.layers();
+  constexpr Time kNo = StageTimes::kNo;
+  // best[s][j]: the least max stage time of stages 0..s-1 over layers [0, j).
+  std::vector<std::vector<Time>> best(S + 1, std::vector<Time>(L + 1, kNo));
+  std::vector<std::vector<int>> from(S + 1, std::vector<int>(L + 1, -1));
+  best[0][0] = 0;
+  for (int s = 0; s < S; ++s)
+    for (int j = s + 1; j <= L - (S - 1 - s); ++j)
+      for (int i = std::max(s, j - times.longest()); i < j; ++i) {
+        if (best[s][i] == kNo) continue;
+        const Time t = times.time(s, i, j - i);
+        if (t == kNo) continue;
+        const Time worst = std::max(best[s][i], t);
+        if (worst < best[s + 1][j]) best[s + 1][j] = worst, from[s + 1][j] = i;
+      }
+  if (best[S][L] == kNo) {
+    *why = "no partition fits the memory limit with AdaPipe's per-stage recompute";
+    return std::nullopt;
+  }
+  std::vector<int> partition(S);
+  for (int s = S, j = L; s > 0; --s) partition[s - 1] = j - from[s][j], j = from[s][j];
+  return plan_of(times, partition, L);
+}
+
+/// The exact optimum of the objective that MindSpore's pipeline balancer (SAPP, in
+/// MindFormers' toolkit/pipeline_balance, sapp_solver.py) gives its ILP for 1F1B:
+///   T = sum_s t_s + (m - 2) max_s t_s,
+/// with every stage's time and memory as above. Solved exactly here instead of with CBC:
+/// for each bound tau on the slowest stage, a dynamic program finds the least sum with
+/// every t_s <= tau; only bounds between the min-max value and where (m - 2) tau alone
+/// exceeds the best T can win.
+Plan sapp_plan(const Space& space, StageTimes& times, const Plan& minmax) {
+  const int S = space.stages(), L = space.layers();
+  const std::int64_t m = space.schedule().num_microbatches;
+  constexpr Time kNo = StageTimes::kNo;
+  std::vector<Time> candidates;
+  for (int s = 0; s < S; ++s)
+    for (int i = s; i < L; ++i)
+      for (int n = 1; n <= times.longest() && i + n <= L - (S - 1 - s); ++n)
+        if (Time t = times.time(s, i, n); t != kNo) candidates.push_back(t);
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  auto objective = [&](const std::vector<int>& part) {
+    Time sum = 0, worst = 0;
+    for (int s = 0, i = 0; s < S; i += part[s], ++s) {
+      const Time t = times.time(s, i, part[s]);
+      sum += t, worst = std::max(worst, t);
+    }
+    return static_cast<double>(sum) + static_cast<double>(m - 2) * static_cast<double>(worst);
+  };
+  std::vector<int> best_part = minmax.partition;
+  double best_value = objective(best_part);
+  Time tau_min = 0;
+  for (int s = 0, i = 0; s < S; i += best_part[s], ++s)
+    tau_min = std::max(tau_min, times.time(s, i, best_part[s]));
+  std::vector<std::vector<Time>> sum(S + 1, std::vector<Time>(L + 1));
+  std::vector<std::vector<int>> from(S + 1, std::vector<int>(L + 1));
+  for (Time tau : candidates) {
+    if (tau < tau_min) continue;
+    if (static_cast<double>(m - 2) * static_cast<double>(tau) >= best_value) break;
+    for (auto& row : sum) std::fill(row.begin(), row.end(), kNo);
+    sum[0][0] = 0;
+    for (int s = 0; s < S; ++s)
+      for (int j = s + 1; j <= L - (S - 1 - s); ++j)
+        for (int i = std::max(s, j - times.longest()); i < j; ++i) {
+          if (sum[s][i] == kNo) continue;
+          const Time t = times.time(s, i, j - i);
+          if (t == kNo || t > tau) continue;
+          if (sum[s][i] + t < sum[s + 1][j]) sum[s + 1][j] = sum[s][i] + t, from[s + 1][j] = i;
+        }
+    if (sum[S][L] == kNo) continue;
+    std::vector<int> part(S);
+    for (int s = S, j = L; s > 0; --s) part[s - 1] = j - from[s][j], j = from[s][j];
+    const double value = objective(part);
+    if (value < best_value) best_value = value, best_part = part;
+  }
+  return plan_of(times, best_part, L);
+}
+
+/// Counts compositions of `layers` into `stages` parts of at least one, saturating.
+std::int64_t compositions(int layers, int stages) {
+  // C(layers - 1, stages - 1)
+  const int n = layers - 1, k = stages - 1;
+  if (k < 0 || k > n) return 0;
+  double c = 1;
+  for (int i = 1; i <= k; ++i) c = c * (n - k + i) / i;
+  return c > 9e18 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(c + 0.5);
+}
+
+/// Calls `visit` with every composition of `layers` into `stages` parts of at least one, in
+/// lexicographic order; stops when it returns false.
+template <typename Visit>
+void for_each_partition(int layers, int stages, Visit visit) {
+  // Cut positions 1 <= c_1 < ... < c_{S-1} <= layers - 1.
+  std::vector<int> cut(stages - 1);
+  for (int i = 0; i < stages - 1; ++i) cut[i] = i + 1;
+  std::vector<int> part(stages);
+  while (true) {
+    int prev = 0;
+    for (int i = 0; i < stages - 1; ++i) part[i] = cut[i] - prev, prev = cut[i];
+    part[stages - 1] = layers - prev;
+    if (!visit(part)) return;
+    int i = stages - 2;
+    while (i >= 0 && cut[i] == layers - (stages - 1 - i)) --i;
+    if (i < 0) return;
+    ++cut[i];
+    for (int k = i + 1; k < stages - 1; ++k) cut[k] = cut[k - 1] + 1;
+  }
+}
+
+/// Every plan: every partition and, on ranks with several stages, every undominated
+/// recompute choice; the fastest that fits, or nullopt with `why`.
+std::optional<Plan> exhaustive_plan(const Space& space, const PlannerOptions& o, std::string* why) {
+  const int S = space.stages(), L = space.layers(), R = space.ranks();
+  const std::int64_t partitions = compositions(L, S);
+  if (partitions > o.exhaustive_limit) {
+    *why = "refused: " + std::to_string(partitions) + " partitions, more than the " +
+           std::to_string(o.exhaustive_limit) +
+           " plans it simulates in about a minute (small instances only)";
+    return std::nullopt;
+  }
+  // Count first (choices per rank per partition), so a refusal costs no simulation.
+  std::int64_t plans = 0;
+  if (space.multi()) {
+    bool over = false;
+    for_each_partition(L, S, [&](const std::vector<int>& part) {
+      std::int64_t product = 1;
+      for (int n : space.choice_counts(part)) product *= n;
+      plans += product;
+      over = plans > o.exhaustive_limit;
+      return !over;
+    });
+    if (over) {
+      *why = "refused: more than " + std::to_string(o.exhaustive_limit) +
+             " plans (partitions x recompute choices), more than it simulates in about a "
+             "minute (small instances only)";
+      return std::nullopt;
+    }
+  }
+  std::optional<Plan> best;
+  double best_score = kInfeasible;
+  SimInput in;
+  for_each_partition(L, S, [&](const std::vector<int>& part) {
+    Candidate c{part, std::vector<int>(R, 0)};
+    const std::vector<int> sizes = space.choice_counts(part);
+    std::vector<int> idx(R, 0);
+    while (true) {
+      c.choice = idx;
+      const Derived d = space.derive(c);
+      if (d.fits) {
+        const double score = score_of(space.run(d.plan, in));
+        if (score < best_score) best_score = score, best = d.plan;
+      }
+      int r = 0;
+      while (r < R && ++idx[r] == sizes[r]) idx[r++] = 0;
+      if (r == R) break;
+    }
+    return true;
+  });
+  if (!best) *why = "no plan fits the memory limit";
+  return best;
+}
+
+/// What the baselines share while one schedule is planned.
+struct Context {
+  const Space& space;
+  const PlannerOptions& o;
+  std::vector<int> uniform;
+  std::optional<StageTimes> times;  ///< made on first use
+  std::optional<Plan> adapipe;      ///< adapipe-dp's plan, sapp-ilp's starting point
+  std::string adapipe_why;          ///< why there is none
+  StageTimes& stage_times() {
+    if (!times) times.emplace(space);
+    return *times;
+  }
+  PlanRun run(const Plan& plan) const {
+    return finish_run(space.experiment(), o, space.schedule(), plan);
+  }
+};
+
+// megatron-default: uniform, every layer that can recompute fully does.
+std::optional<PlanRun> megatron_default(Context& c, std::string*) {
+  const Experiment& e = c.space.experiment();
+  const int L = c.space.layers();
+  Plan p{c.uniform, std::vector<Recompute>(L)};
+  for (int l = 0; l < L; ++l)
+    p.recompute[l] = e.layers.layers[l].has(Recompute::full) ? Recompute::full : Recompute::none;
+  return c.run(p);
+}
+
+std::optional<PlanRun> uniform_none(Context& c, std::string*) {
+  return c.run(Plan{c.uniform, std::vector<Recompute>(c.space.layers(), Recompute::none)});
+}
+
+// uniform-min-recompute: the same number of fully recomputed layers on every stage
+// (Megatron-LM's --recompute-method block --recompute-num-layers n), the least that fits.
+// The last one tried when none fits.
+std::optional<PlanRun> uniform_min_recompute(Context& c, std::string*) {
+  const Experiment& e = c.space.experiment();
+  const int S = c.space.stages(), L = c.space.layers();
+  const std::vector<int>& uniform = c.uniform;
+  const int most = *std::max_element(uniform.begin(), uniform.end());
+  std::optional<PlanRun> last;
+  for (int n = 0; n <= most; ++n) {
+    Plan p{uniform, std::vector<Recompute>(L, Recompute::none)};
+    for (int s = 0, first = 0; s < S; first += uniform[s], ++s)
+      for (int l = first, done = 0; l < first + uniform[s] && done < n; ++l)
+        if (e.layers.layers[l].has(Recompute::full)) p.recompute[l] = Recompute::full, ++done;
+    last = c.run(p);
+    if (last->fits()) break;
+  }
+  return last;
+}
+
+std::optional<PlanRun> adapipe_dp(Context& c, std::string* why) {
+  c.adapipe = adapipe_plan(c.space, c.stage_times(), &c.adapipe_why);
+  if (!c.adapipe) {
+    *why = c.adapipe_why;
+    return std::nullopt;
+  }
+  return c.run(*c.adapipe);
+}
+
+std::optional<PlanRun> sapp_ilp(Context& c, std::string* why) {
+  if (!c.adapipe) {  // same stage table, so the same reason
+    *why = c.adapipe_why;
+    return std::nullopt;
+  }
+  return c.run(sapp_plan(c.space, c.stage_times(), *c.adapipe));
+}
+
+std::optional<PlanRun> exhaustive(Context& c, std::string* why) {
+  std::optional<Plan> p = exhaustive_plan(c.space, c.o, why);
+  if (!p) return std::nullopt;
+  return c.run(*p);
+}
+
+/// One baseline: its name, whether the search may start from its plan, and how it is made
+/// (its run, or nullopt and why not).
+struct Baseline {
+  const char* name;
+  bool starts_search;
+  std::optional<PlanRun> (*make)(Context& c, std::string* why);
+};
+
+// The baselines, in the order they run and are reported. sapp-ilp reads adapipe-dp's plan,
+// so it comes after it. exhaustive is the reference, so the search does not start from it.
+constexpr Baseline kBaselines[] = {
+    {"megatron-default", true, megatron_default},
+    {"uniform-none", true, uniform_none},
+    {"uniform-min-recompute", true, uniform_min_recompute},
+    {"adapipe-dp", true, adapipe_dp},
+    {"sapp-ilp", true, sapp_ilp},
+    {"exhaustive", false, exhaustive},
+};
+
+}  // namespace
+
+std::vector<BaselineRun> run_baselines(const Space& space, const PlannerOptions& o) {
+  Context c{space, o, uniform_partition(space.layers(), space.stages()), {}, {}, {}};
+  std::vector<BaselineRun> out;
+  for (const Baseline& b : kBaselines) {
+    BaselineRun r;
+    r.name = b.name;
+    r.run = b.make(c, &r.error);
+    if (r.run) r.error = fit_note(*r.run);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+bool starts_search(std::size_t index) {
+  return kBaselines[index].starts_search;
+}
+
+}  // namespace planner
+
+const std::vector<std::string>& baseline_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const planner::Baseline& b : planner::kBaselines) out.emplace_back(b.name);
+    return out;
+  }();
+  return names;
+}
+
+}  // namespace bmpipe

@@ -1,0 +1,44 @@
+#pragma once
+/// \file
+/// The planner's parallel evaluator (internal to planner/): derives and simulates batches
+/// of candidates on a fixed oneTBB arena, and runs a final plan as `bmpipe simulate` would.
+
+#include <memory>
+#include <vector>
+
+#include "planner/planner.hpp"
+#include "planner/space.hpp"
+
+namespace bmpipe::planner {
+
+/// Evaluates candidates in parallel, in a fixed arena of `threads` workers; results land
+/// at their candidate's index, so the order of completion never matters.
+class Evaluator {
+ public:
+  Evaluator(const Space& space, int threads);
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
+
+  int threads() const;
+
+  /// Simulates `plans[i]` for every i with `todo[i]`, scores into `out[i]`.
+  void simulate(const std::vector<Plan>& plans, const std::vector<char>& todo,
+                std::vector<double>& out);
+
+  /// Derives candidates in parallel (the recompute step can be the larger part).
+  void derive(const std::vector<Candidate>& cands, const std::vector<char>& todo,
+              std::vector<Derived>& out);
+
+ private:
+  struct Workers;  // the arena and each worker's SimInput (oneTBB stays in evaluate.cpp)
+  const Space& space_;
+  std::unique_ptr<Workers> workers_;
+};
+
+/// `plan` run for the report: a cost-aware order is made again from the plan's own costs,
+/// and it is simulated with capacity = the memory limit.
+PlanRun finish_run(const Experiment& e, const PlannerOptions& o, const Schedule& searched,
+                   const Plan& plan);
+
+}  // namespace bmpipe::planner
