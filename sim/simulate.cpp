@@ -729,9 +729,7 @@ SimResult failure(std::string message) {
   return r;
 }
 
-}  // namespace
-
-SimResult simulate(const SimInput& input, const CompiledSchedule& schedule, Observer* observer) {
+SimResult run(const SimInput& input, const CompiledSchedule& schedule, Observer* observer) {
   if (std::string problem = check_input(input, schedule); !problem.empty())
     return failure(std::move(problem));
   Tables tables;
@@ -766,6 +764,14 @@ SimResult simulate(const SimInput& input, const CompiledSchedule& schedule, Obse
         grad_end[k] - tables.costs[schedule.ops()[schedule.grad_done()[k].op].cost].duration;
   SimResult r = collect(input, schedule, ranks, executed, grad_end, grad_start, observer);
   r.events = events;
+  return r;
+}
+
+}  // namespace
+
+SimResult simulate(const SimInput& input, const CompiledSchedule& schedule, Observer* observer) {
+  SimResult r = run(input, schedule, observer);
+  if (observer) observer->on_result(r);
   return r;
 }
 

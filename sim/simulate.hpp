@@ -95,6 +95,7 @@
 
 #include "schedules/op.hpp"
 #include "sim/compiled_schedule.hpp"
+#include "sim/observer.hpp"
 #include "sim/time.hpp"
 #include "sim/topology.hpp"
 
@@ -215,25 +216,6 @@ struct ReductionRecord {
   Time ready = 0;      ///< when it could have started: gradients complete, or both ranks done
   Time start = 0;      ///< when it started (the stream was free)
   Time end = 0;
-};
-
-/// Receives the run as it happens, in event order. The engine calls it only when one is
-/// given, so tracing costs nothing otherwise; giving one selects the ordered engine.
-class Observer {
- public:
-  virtual ~Observer() = default;
-  /// An op has finished (called at its end time).
-  virtual void on_op(const OpRecord& record) { (void)record; }
-  /// A transfer has been placed on its links (called at its request time).
-  virtual void on_transfer(const TransferRecord& record) { (void)record; }
-  /// Rank `rank`'s live activation bytes changed to `activation_bytes` at `time`.
-  virtual void on_memory(int rank, Time time, std::int64_t activation_bytes) {
-    (void)rank, (void)time, (void)activation_bytes;
-  }
-  /// A gradient reduction (SimInput::grad_reduce_time, tied_reduce). These come after
-  /// every op and transfer, once the run is over: rank by rank, each rank's in the order
-  /// they ran, then the tied-embedding all-reduce once for each of its two ranks.
-  virtual void on_reduction(const ReductionRecord& record) { (void)record; }
 };
 
 struct BlockedOp {

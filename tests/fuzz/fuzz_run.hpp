@@ -13,10 +13,10 @@
 
 #include "experiment/experiment.hpp"
 #include "sim/bubbles.hpp"
+#include "sim/observer.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/summary.hpp"
 #include "traces/svg.hpp"
-#include "traces/tee.hpp"
 
 namespace bmpipe::fuzz {
 

@@ -85,7 +85,7 @@ TEST_P(Engines, AgreeOnEveryResultField) {
         if (layout.one_device) std::fill(in.rank_device.begin(), in.rank_device.end(), 0);
         if (rng() % 2) in.fb_overlap_factor = 0.75;
 
-        Observer ignore;
+        NullObserver ignore;
         const SimResult plain = simulate(in, compiled);
         const SimResult ordered = simulate(in, compiled, &ignore);
         ASSERT_TRUE(ordered.ok) << ordered.error;

@@ -13,13 +13,6 @@
 namespace bmpipe {
 namespace {
 
-struct Reductions : Observer {
-  std::vector<OpRecord> ops;
-  std::vector<ReductionRecord> records;
-  void on_op(const OpRecord& r) override { ops.push_back(r); }
-  void on_reduction(const ReductionRecord& r) override { records.push_back(r); }
-};
-
 // Two ranks, two stages each (rank 0 holds stages 0 and 2, rank 1 stages 1 and 3), one
 // micro-batch, F = I = W = 1 (B = 2), free communication. By hand:
 //   rank 0: F0 [0,1]  F2 [2,3]  B2 [6,8]   B0 [10,12]
@@ -47,7 +40,7 @@ TEST(GradReduce, OverlappedReductionsHideBehindTheRanksOtherStages) {
   const auto topo = test::one_node(2);
   SimInput in = two_chunk_input(*topo);
   in.overlap_grad_reduce = true;
-  Reductions rec;
+  test::Recorder rec;
   const SimResult r = simulate(in, two_chunks(), &rec);
   ASSERT_TRUE(r.ok) << r.error;
   // Rank 0: stage 2 done at 8 -> [8, 13]; stage 0 done at 12, stream busy -> [13, 16].
@@ -58,11 +51,11 @@ TEST(GradReduce, OverlappedReductionsHideBehindTheRanksOtherStages) {
   EXPECT_EQ(r.devices[0].tail_start, 16);
   EXPECT_EQ(r.devices[1].tail_start, 13);
   EXPECT_EQ(r.iteration_time, std::max(16 + 1, 13 + 2));
-  ASSERT_EQ(rec.records.size(), 4u);
+  ASSERT_EQ(rec.reductions.size(), 4u);
   const std::vector<std::array<Time, 5>> want = {
       {0, 2, 8, 8, 13}, {0, 0, 12, 13, 16}, {1, 3, 6, 6, 12}, {1, 1, 10, 12, 13}};
   for (std::size_t k = 0; k < want.size(); ++k) {
-    const ReductionRecord& g = rec.records[k];
+    const ReductionRecord& g = rec.reductions[k];
     EXPECT_EQ((std::array<Time, 5>{g.rank, g.stage, g.ready, g.start, g.end}), want[k]) << k;
     EXPECT_EQ(g.peer_rank, -1);
   }
@@ -85,16 +78,16 @@ TEST(GradReduce, TiedAllReduceWaitsForBothRanksAndDelaysBothTails) {
   SimInput in = two_chunk_input(*topo);
   in.overlap_grad_reduce = true;
   in.tied_reduce = PairReduction{0, 1, 4};
-  Reductions rec;
+  test::Recorder rec;
   const SimResult r = simulate(in, two_chunks(), &rec);
   ASSERT_TRUE(r.ok) << r.error;
   // Both ranks done with their reductions at max(16, 13) = 16; the all-reduce ends at 20.
   EXPECT_EQ(r.devices[0].tail_start, 20);
   EXPECT_EQ(r.devices[1].tail_start, 20);
   EXPECT_EQ(r.iteration_time, 22);
-  ASSERT_EQ(rec.records.size(), 6u);
+  ASSERT_EQ(rec.reductions.size(), 6u);
   for (int k : {4, 5}) {
-    const ReductionRecord& t = rec.records[k];
+    const ReductionRecord& t = rec.reductions[k];
     EXPECT_EQ(t.stage, -1);
     EXPECT_EQ(t.rank, k - 4);
     EXPECT_EQ(t.peer_rank, 5 - k);
@@ -110,10 +103,10 @@ TEST(GradReduce, ZeroTimesAreNoReductions) {
   in.grad_reduce_time = {0, 0, 0, 0};
   in.overlap_grad_reduce = true;
   in.tied_reduce = PairReduction{0, 1, 0};
-  Reductions rec;
+  test::Recorder rec;
   const SimResult r = simulate(in, two_chunks(), &rec);
   ASSERT_TRUE(r.ok) << r.error;
-  EXPECT_TRUE(rec.records.empty());
+  EXPECT_TRUE(rec.reductions.empty());
   EXPECT_EQ(r.devices[0].tail_start, 12);
   EXPECT_EQ(r.devices[1].tail_start, 10);
   EXPECT_EQ(r.iteration_time, std::max(12 + 1, 10 + 2));
@@ -150,16 +143,16 @@ TEST(GradReduce, SplitBackwardReducesAfterTheLastW) {
   SimInput in = test::uniform_input(s, *topo, test::Costs{1, 1, 1, 0, 0});
   in.grad_reduce_time = {10, 2};
   in.overlap_grad_reduce = true;
-  Reductions rec;
+  test::Recorder rec;
   const SimResult r = simulate(in, s, &rec);
   ASSERT_TRUE(r.ok) << r.error;
-  ASSERT_EQ(rec.records.size(), 2u);
-  EXPECT_EQ(rec.records[0].stage, 0);
-  EXPECT_EQ(rec.records[0].start, 5);
-  EXPECT_EQ(rec.records[0].end, 15);
-  EXPECT_EQ(rec.records[1].stage, 1);
-  EXPECT_EQ(rec.records[1].ready, 6);
-  EXPECT_EQ(rec.records[1].start, 15);
+  ASSERT_EQ(rec.reductions.size(), 2u);
+  EXPECT_EQ(rec.reductions[0].stage, 0);
+  EXPECT_EQ(rec.reductions[0].start, 5);
+  EXPECT_EQ(rec.reductions[0].end, 15);
+  EXPECT_EQ(rec.reductions[1].stage, 1);
+  EXPECT_EQ(rec.reductions[1].ready, 6);
+  EXPECT_EQ(rec.reductions[1].start, 15);
   EXPECT_EQ(r.iteration_time, 17);
 }
 
@@ -232,7 +225,7 @@ TEST(GradReduce, OverlappedStreamMatchesTheOpsItFollows) {
     in.grad_reduce_time.resize(sch.num_stages);
     for (Time& t : in.grad_reduce_time) t = 1 + rng() % 300;
     in.overlap_grad_reduce = true;
-    Reductions rec;
+    test::Recorder rec;
     const SimResult r = simulate(in, sch, &rec);
     ASSERT_TRUE(r.ok) << r.error;
     std::map<int, Time> done;  // stage -> gradients complete

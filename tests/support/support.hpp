@@ -64,9 +64,13 @@ struct Recorder : Observer {
     std::int64_t bytes;
   };
   std::vector<Mem> memory;
+  std::vector<ReductionRecord> reductions;
+  std::vector<SimResult> results;
   void on_op(const OpRecord& r) override { ops.push_back(r); }
   void on_transfer(const TransferRecord& t) override { transfers.push_back(t); }
   void on_memory(int rank, Time t, std::int64_t b) override { memory.push_back({rank, t, b}); }
+  void on_reduction(const ReductionRecord& r) override { reductions.push_back(r); }
+  void on_result(const SimResult& r) override { results.push_back(r); }
   const OpRecord* find(int rank, const Op& op) const {
     for (const auto& r : ops)
       if (r.rank == rank && r.op == op) return &r;

@@ -317,7 +317,7 @@ TEST(ChromeTrace, GradientReductionsOnTheirThreadThenTheTail) {
   EXPECT_EQ(find(0, "bubble").start, 12 * kMs);
   EXPECT_EQ(find(0, "bubble").end, 20 * kMs);
   EXPECT_EQ(find(1, "bubble").start, 10 * kMs);
-  EXPECT_EQ(find(0, "tail").name, "optimizer");
+  EXPECT_EQ(find(0, "tail").name, "optimizer step");
   EXPECT_EQ(find(0, "tail").start, 20 * kMs);
   EXPECT_EQ(find(1, "tail").end, 22 * kMs);
 }
