@@ -31,9 +31,9 @@ class Observer {
   virtual void on_transfer(const TransferRecord& record) = 0;
   /// Rank `rank`'s live activation bytes changed to `activation_bytes` at `time`.
   virtual void on_memory(int rank, Time time, std::int64_t activation_bytes) = 0;
-  /// A gradient reduction (SimInput::grad_reduce_time, grad_buckets, tied_reduce). These
-  /// come after every op and transfer, once the run is over: rank by rank, each rank's in
-  /// the order they ran, then the tied-embedding all-reduce once for each of its two ranks.
+  /// A gradient reduction (SimInput::grad_buckets, tied_reduce). These come after every op
+  /// and transfer, once the run is over: rank by rank, each rank's in the order they ran,
+  /// then the tied-embedding all-reduce once for each of its two ranks.
   virtual void on_reduction(const ReductionRecord& record) = 0;
   /// The run is over: the result simulate() is about to return (DeviceResult::tail_start
   /// says where each rank's tail work starts). Called last, once per simulate() call, also

@@ -30,18 +30,18 @@
 ///   equals per-layer accounting: a rank runs one op at a time, so between an F's start
 ///   and its end nothing is freed, and the stage total is reached by the F's end anyway.
 /// - End of the iteration. A rank's tail work (SimInput::tail_time: the optimizer step)
-///   follows its last pipeline op. Given per-stage gradient reductions
-///   (grad_reduce_time), the rank first runs them on its own communication stream, one
-///   after another in the order its stages' gradients complete (FIFO), never on the
-///   compute stream: overlapped (overlap_grad_reduce), a stage's reduction starts when
-///   the last op computing its weight gradients ends (its last W, B, or FB holding its
-///   backward), so it hides behind the rank's remaining work; otherwise all start after
-///   the last pipeline op. A tied-embedding all-reduce (tied_reduce) then starts once both
-///   its ranks are that far, and both tails wait for it. The tail starts at
-///   max(last pipeline op, last reduction); iteration_time runs to the latest tail's end.
-///   The reductions do not touch the pipeline: no link time is shared with its transfers
-///   (the dp group's collectives are assumed to have their own bandwidth), so ops and
-///   transfers time the same with or without them.
+///   follows its last pipeline op. Given per-stage gradient reductions (grad_buckets),
+///   the rank first runs them on its own communication stream, one after another in the
+///   order they become ready (FIFO), never on the compute stream: overlapped
+///   (overlap_grad_reduce), a bucket is ready part-way through the last op computing its
+///   stage's weight gradients (its last W, B, or FB holding its backward), a whole-stage
+///   bucket when that op ends, so it hides behind the rank's remaining work; otherwise
+///   all start after the last pipeline op. A tied-embedding all-reduce (tied_reduce) then
+///   starts once both its ranks are that far, and both tails wait for it. The tail starts
+///   at max(last pipeline op, last reduction) (DeviceResult::tail_start); iteration_time
+///   runs to the latest tail's end. The reductions do not touch the pipeline: no link
+///   time is shared with its transfers (the dp group's collectives are assumed to have
+///   their own bandwidth), so ops and transfers time the same with or without them.
 /// - An order that cannot complete is not a hang: when nothing is left to run while ops
 ///   remain, the result carries an error and, for every stuck rank, its blocked op and
 ///   what it waits for.
@@ -154,21 +154,18 @@ struct SimInput {
   /// gradient reductions below (without them: the dp all-reduce and the optimizer step as
   /// one block). Empty means none.
   std::vector<Time> tail_time;
-  /// Per stage: how long the data-parallel reduction of the stage's weight gradients takes
-  /// (an all-reduce, or ZeRO-1's reduce-scatter); 0 for none. Empty: no stage has one.
-  /// Reductions run on their rank's communication stream, one after another, never on
-  /// the compute stream.
-  std::vector<Time> grad_reduce_time;
-  /// true: a stage's reduction starts as soon as its gradients are complete, i.e. when its
-  /// last weight-gradient op ends (CompiledSchedule::grad_done: its last W, B, or FB with
-  /// its backward half), while the rank goes on with other stages' work (Megatron-LM's
-  /// --overlap-grad-reduce). false: the rank's reductions start after its last pipeline op.
-  /// Either way they run in the order their stages' gradients complete.
-  bool overlap_grad_reduce = false;
-  /// Per stage, when not empty: the stage's reduction as buckets (GradBucket), in place of
-  /// its grad_reduce_time entry; with overlap_grad_reduce each bucket starts once its
-  /// fraction of the stage's last weight-gradient op has elapsed.
+  /// Per stage: the data-parallel reduction of the stage's weight gradients (an
+  /// all-reduce, or ZeRO-1's reduce-scatter) as buckets (GradBucket); an empty list, or
+  /// buckets of time 0, for none. Empty: no stage has one. A stage reduced in one piece is
+  /// one bucket ready at 1.0 / 1.0. Reductions run on their rank's communication stream,
+  /// one after another, never on the compute stream.
   std::vector<std::vector<GradBucket>> grad_buckets;
+  /// true: a stage's buckets start as their gradients are complete, i.e. once their
+  /// fraction of the stage's last weight-gradient op (CompiledSchedule::grad_done: its last
+  /// W, B, or FB with its backward half) has elapsed, while the rank goes on with other
+  /// stages' work (Megatron-LM's --overlap-grad-reduce). false: the rank's reductions start
+  /// after its last pipeline op. Either way they run in the order they became ready.
+  bool overlap_grad_reduce = false;
   /// The tied embedding's all-reduce, if any: it starts when both ranks have finished
   /// their last pipeline op and their reductions, and both ranks' tails wait for it.
   std::optional<PairReduction> tied_reduce;

@@ -23,9 +23,9 @@
 ///   wait at the producer's end. The device's own tail work (SimInput::tail_time) is a
 ///   slice from DeviceResult::tail_start (told by Observer::on_result), named "dp
 ///   all-reduce + optimizer", or "optimizer step" when the dp reduction ran on its own
-///   stream (SimInput::grad_reduce_time or grad_buckets; then the reductions have their
-///   thread, below). Ops, bubbles and tail tile [0, iteration time] exactly; with no tail
-///   work that is [0, pipeline time].
+///   stream (SimInput::grad_buckets; then the reductions have their thread, below). Ops,
+///   bubbles and tail tile [0, iteration time] exactly; with no tail work that is
+///   [0, pipeline time].
 /// - threads "comm", "comm 2", ...: the point-to-point transfers this device sends, from
 ///   the links being acquired to the data arriving. Transfers overlap (latency), and
 ///   Perfetto only accepts perfectly nested slices on one thread, so each transfer goes on

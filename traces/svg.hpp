@@ -66,8 +66,8 @@ struct Timeline {
   /// Per rank, when that work starts (DeviceResult::tail_start: after its gradient
   /// reductions); empty: right after its last op.
   std::vector<Time> tail_start;
-  /// The dp reduction ran on the ranks' own streams (SimInput::grad_reduce_time or
-  /// grad_buckets), so the tail is the optimizer step alone.
+  /// The dp reduction ran on the ranks' own streams (SimInput::grad_buckets), so the tail
+  /// is the optimizer step alone.
   bool grad_reduce_apart = false;
   Time pipeline_time = 0;
   Time iteration_time = 0;

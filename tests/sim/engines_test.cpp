@@ -50,8 +50,15 @@ SimInput random_input(const Schedule& sch, const Topology& topo, std::mt19937& r
   // Gradient reductions in two of three runs, overlapped in half of those, a tied
   // all-reduce between the first and the last stage's ranks in half.
   if (rng() % 3 != 0) {
-    for (int s = 0; s < sch.num_stages; ++s)
-      in.grad_reduce_time.push_back(rng() % 4 == 0 ? 0 : rng() % 20000);
+    // A stage in one piece, or (one in three) in two buckets, the first ready part-way.
+    for (int s = 0; s < sch.num_stages; ++s) {
+      const Time t = rng() % 4 == 0 ? 0 : rng() % 20000;
+      if (rng() % 3 == 0)
+        in.grad_buckets.push_back({GradBucket{t / 2, (rng() % 100) / 100.0, (rng() % 100) / 100.0},
+                                   GradBucket{t - t / 2, 1.0, 1.0}});
+      else
+        in.grad_buckets.push_back({GradBucket{t, 1.0, 1.0}});
+    }
     in.overlap_grad_reduce = rng() % 2 == 0;
     if (rng() % 2)
       in.tied_reduce =

@@ -54,6 +54,14 @@ inline SimInput uniform_input(const Schedule& sch, const Topology& topo, const C
   return in;
 }
 
+/// Per stage, its gradient reduction in one piece: one bucket, ready when the stage's last
+/// weight-gradient op ends (0: none).
+inline std::vector<std::vector<GradBucket>> whole_stages(const std::vector<Time>& times) {
+  std::vector<std::vector<GradBucket>> buckets;
+  for (Time t : times) buckets.push_back({GradBucket{t, 1.0, 1.0}});
+  return buckets;
+}
+
 /// Records everything an Observer is told.
 struct Recorder : Observer {
   std::vector<OpRecord> ops;

@@ -130,7 +130,7 @@ TEST(Tail, TheSvgDrawsTheTailFromTailStart) {
   const Schedule sch = two_chunks();
   const auto topo = test::node(2);
   SimInput in = test::uniform(sch, *topo, kMs, kMs, kMs);
-  in.grad_reduce_time = {3 * kMs, 1 * kMs, 5 * kMs, 6 * kMs};
+  in.grad_buckets = test::whole_stages({3 * kMs, 1 * kMs, 5 * kMs, 6 * kMs});
   in.overlap_grad_reduce = true;
   in.tied_reduce = PairReduction{0, 1, 4 * kMs};
   in.tail_time = {1 * kMs, 2 * kMs};
