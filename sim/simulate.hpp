@@ -189,6 +189,8 @@ struct OpRecord {
   /// it crossed ranks, the id of the transfer that carried it (-1 if local).
   int binding_stage = -1;
   int binding_transfer = -1;
+
+  friend bool operator==(const OpRecord&, const OpRecord&) = default;
 };
 
 struct TransferRecord {
@@ -203,6 +205,8 @@ struct TransferRecord {
   Time requested = 0;  ///< producing op's end
   Time start = 0;      ///< links acquired
   Time end = 0;        ///< data present at the consumer
+
+  friend bool operator==(const TransferRecord&, const TransferRecord&) = default;
 };
 
 /// A gradient reduction on a rank's communication stream.
@@ -213,6 +217,8 @@ struct ReductionRecord {
   Time ready = 0;      ///< when it could have started: gradients complete, or both ranks done
   Time start = 0;      ///< when it started (the stream was free)
   Time end = 0;
+
+  friend bool operator==(const ReductionRecord&, const ReductionRecord&) = default;
 };
 
 struct BlockedOp {
@@ -220,6 +226,8 @@ struct BlockedOp {
   int position = 0;  ///< index in the rank's op list
   Op op;
   std::string waiting_for;  ///< human-readable unmet dependencies
+
+  friend bool operator==(const BlockedOp&, const BlockedOp&) = default;
 };
 
 struct DeviceResult {
@@ -237,8 +245,12 @@ struct DeviceResult {
   std::int64_t capacity_bytes = 0;
   int peak_inflight = 0;  ///< most (stage, micro-batch) activations alive at once
   bool fits = true;
+
+  friend bool operator==(const DeviceResult&, const DeviceResult&) = default;
 };
 
+/// Two results are equal when every field is (operator==); `events` says which engine ran,
+/// so results of the two engines agree on everything but it.
 struct SimResult {
   bool ok = false;  ///< false: `error` says why (deadlock, invalid schedule or input)
   std::string error;
@@ -253,6 +265,8 @@ struct SimResult {
   /// Events the ordered engine took from its queue; 0 when the data-flow engine ran.
   std::uint64_t events = 0;
   std::vector<DeviceResult> devices;
+
+  friend bool operator==(const SimResult&, const SimResult&) = default;
 };
 
 /// Runs `schedule` on `input`. Never throws for a bad schedule or input: those come back

@@ -6,25 +6,16 @@
 #include <gtest/gtest.h>
 
 #include <random>
-#include <sstream>
 
 #include "support/support.hpp"
 
 namespace bmpipe {
 namespace {
 
-// Every field of a result but `events`, which says which engine ran.
-std::string describe(const SimResult& r) {
-  std::ostringstream s;
-  s << r.ok << '|' << r.error << '|' << r.pipeline_time << '|' << r.iteration_time << '|'
-    << r.bubble_ratio << '|' << r.fits << '|' << r.ops_executed << '\n';
-  for (const BlockedOp& b : r.blocked)
-    s << b.rank << ' ' << b.position << ' ' << to_string(b.op) << ' ' << b.waiting_for << '\n';
-  for (const DeviceResult& d : r.devices)
-    s << d.rank << ' ' << d.device << ' ' << d.busy << ' ' << d.first_start << ' ' << d.last_end
-      << ' ' << d.tail_start << ' ' << d.static_bytes << ' ' << d.peak_activation_bytes << ' '
-      << d.peak_bytes << ' ' << d.capacity_bytes << ' ' << d.peak_inflight << ' ' << d.fits << '\n';
-  return s.str();
+// Every field must agree but `events`, which says which engine ran.
+SimResult but_events(SimResult r) {
+  r.events = 0;
+  return r;
 }
 
 struct Layout {
@@ -96,7 +87,7 @@ TEST_P(Engines, AgreeOnEveryResultField) {
         const SimResult plain = simulate(in, compiled);
         const SimResult ordered = simulate(in, compiled, &ignore);
         ASSERT_TRUE(ordered.ok) << ordered.error;
-        EXPECT_EQ(describe(plain), describe(ordered));
+        EXPECT_EQ(but_events(plain), but_events(ordered));
         EXPECT_GT(ordered.events, 0u);
         // With one device per node, rank r >= 1 takes activations from r-1 and gradients from
         // r+1 on its single NIC: a shared link, so the ordered engine runs even unobserved.
@@ -118,7 +109,7 @@ TEST_P(Engines, AgreeOnEveryResultField) {
         }
         const CompiledSchedule cs(swapped);
         ASSERT_TRUE(cs.ok()) << cs.error();
-        EXPECT_EQ(describe(simulate(in, cs)), describe(simulate(in, cs, &ignore)));
+        EXPECT_EQ(but_events(simulate(in, cs)), but_events(simulate(in, cs, &ignore)));
       }
     }
 }

@@ -20,6 +20,7 @@
 
 #include "schedules/registry.hpp"
 #include "sim/simulate.hpp"
+#include "support/result_text.hpp"
 
 namespace bmpipe::test {
 
