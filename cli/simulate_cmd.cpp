@@ -14,10 +14,10 @@
 #include "cli/outputs.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
+#include "sim/observer.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/summary.hpp"
 #include "traces/svg.hpp"
-#include "traces/tee.hpp"
 
 namespace po = boost::program_options;
 

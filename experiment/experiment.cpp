@@ -157,7 +157,6 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
   const bool analytic = e.analytic.has_value();
   const bool overlap = analytic && t.optimizer.overlap_grad_reduce;
   out.tail_time.assign(analytic ? p : 0, 0);
-  out.grad_reduce_time.clear();
   out.grad_buckets.clear();
   out.overlap_grad_reduce = overlap;
   out.tied_reduce.reset();
@@ -213,7 +212,6 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
   // weight-grad + recompute time, a W in proportion to their weight-grad time.
   const std::int64_t bucket_size =
       std::max<std::int64_t>(40'000'000, std::int64_t{1'000'000} * e.analytic->dp);
-  out.grad_reduce_time.clear();
   out.grad_buckets.assign(num_stages, {});
   for (int s = 0, first = 0; s < num_stages; first += plan.partition[s], ++s) {
     const int n = plan.partition[s];

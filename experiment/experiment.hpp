@@ -124,8 +124,8 @@ Time tail_time(const Experiment& e, int rank, std::int64_t params);
 
 /// With overlap_grad_reduce: the dp reduction of one stage's `params` gradients on
 /// pipeline rank `rank` (all-reduce, or ZeRO-1's reduce-scatter), 0 when dp is 1 or the
-/// model is measured; the engine runs it on the rank's comm stream (SimInput::
-/// grad_reduce_time).
+/// model is measured; the engine runs it on the rank's comm stream (one bucket of
+/// SimInput::grad_buckets).
 Time stage_grad_reduce_time(const Experiment& e, int rank, std::int64_t params);
 
 /// With overlap_grad_reduce: what stays at the end of rank `rank` holding `params`

@@ -91,11 +91,6 @@ std::string check_input(const SimInput& in, const CompiledSchedule& cs) {
   if (in.fb_pair_time && *in.fb_pair_time < 0) return "fb_pair_time must not be negative";
   for (Time t : in.tail_time)
     if (t < 0) return "tail_time must not be negative";
-  if (!in.grad_reduce_time.empty() && in.grad_reduce_time.size() != static_cast<std::size_t>(S))
-    return "grad_reduce_time has " + std::to_string(in.grad_reduce_time.size()) + " entries for " +
-           std::to_string(S) + " stages (give one per stage, or none)";
-  for (Time t : in.grad_reduce_time)
-    if (t < 0) return "grad_reduce_time must not be negative";
   if (!in.grad_buckets.empty() && in.grad_buckets.size() != static_cast<std::size_t>(S))
     return "grad_buckets has " + std::to_string(in.grad_buckets.size()) + " entries for " +
            std::to_string(S) + " stages (give one list per stage, or none)";
@@ -225,8 +220,6 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
         !mul_add(total, uses[h], hop_time))
       return kTooLong;
   }
-  for (Time x : in.grad_reduce_time)
-    if (!add(total, x, total)) return kTooLong;
   for (const auto& stage : in.grad_buckets)
     for (const GradBucket& b : stage)
       if (!add(total, b.time, total)) return kTooLong;
@@ -595,10 +588,11 @@ std::string unmet(const CompiledSchedule& cs, const std::vector<RankTotals>& ran
 
 // The ranks' communication streams after the pipeline has run. `ready` holds, per rank, the
 // end of its pipeline work; it comes back as the start of its tail. Each rank reduces its
-// stages' gradients one after another in the order they completed (grad_end, indexed like
-// CompiledSchedule::grad_done), from their completion when overlapped, else from the end of
-// the rank's pipeline work; then the tied-embedding all-reduce waits for both its ranks.
-// Both engines end here, so they cannot disagree about it.
+// stages' gradient buckets one after another in the order they became ready: overlapped, a
+// bucket's fraction of the op completing its stage's gradients (that op's grad_start to
+// grad_end, indexed like CompiledSchedule::grad_done), else the end of the rank's pipeline
+// work; then the tied-embedding all-reduce waits for both its ranks. Both engines end here,
+// so they cannot disagree about it.
 void place_reductions(const SimInput& in, const CompiledSchedule& cs,
                       const std::vector<Time>& grad_end, const std::vector<Time>& grad_start,
                       std::vector<Time>& ready, std::vector<ReductionRecord>* records) {
@@ -610,25 +604,24 @@ void place_reductions(const SimInput& in, const CompiledSchedule& cs,
     Time duration;
   };
   std::vector<Pending> pending;
-  if (!in.grad_reduce_time.empty() || !in.grad_buckets.empty())
+  if (!in.grad_buckets.empty())
     for (int r = 0; r < cs.num_ranks(); ++r) {
       pending.clear();
       for (std::uint32_t k = cs.grad_done_begin(r); k < cs.grad_done_begin(r + 1); ++k) {
         const int s = done[k].stage;
+        const Time start = in.overlap_grad_reduce ? grad_start[k] : ready[r];
         const Time end = in.overlap_grad_reduce ? grad_end[k] : ready[r];
-        if (!in.grad_buckets.empty() && !in.grad_buckets[s].empty()) {
-          // A bucket is ready part-way through the stage's last weight-gradient op.
-          const Time start = in.overlap_grad_reduce ? grad_start[k] : ready[r];
-          const bool w = cs.ops()[done[k].op].cost / static_cast<std::uint32_t>(S) == 3;
-          for (const GradBucket& b : in.grad_buckets[s]) {
-            if (b.time == 0) continue;
-            const double f = w ? b.ready_w : b.ready_b;
-            const Time at =
-                start + static_cast<Time>(std::llround(f * static_cast<double>(end - start)));
-            pending.push_back(Pending{at, s, b.time});
-          }
-        } else if (!in.grad_reduce_time.empty() && in.grad_reduce_time[s] > 0) {
-          pending.push_back(Pending{end, s, in.grad_reduce_time[s]});
+        const bool w = cs.ops()[done[k].op].cost / static_cast<std::uint32_t>(S) == 3;
+        for (const GradBucket& b : in.grad_buckets[s]) {
+          if (b.time == 0) continue;
+          // Ready part-way through the stage's last weight-gradient op; a whole-stage
+          // bucket (1.0) exactly at its end, whatever the op's length in a double.
+          const double f = w ? b.ready_w : b.ready_b;
+          const Time at =
+              f >= 1.0
+                  ? end
+                  : start + static_cast<Time>(std::llround(f * static_cast<double>(end - start)));
+          pending.push_back(Pending{at, s, b.time});
         }
       }
       // First come, first served; at equal times in the order the stages completed.
@@ -729,9 +722,7 @@ SimResult failure(std::string message) {
   return r;
 }
 
-}  // namespace
-
-SimResult simulate(const SimInput& input, const CompiledSchedule& schedule, Observer* observer) {
+SimResult run(const SimInput& input, const CompiledSchedule& schedule, Observer* observer) {
   if (std::string problem = check_input(input, schedule); !problem.empty())
     return failure(std::move(problem));
   Tables tables;
@@ -744,8 +735,7 @@ SimResult simulate(const SimInput& input, const CompiledSchedule& schedule, Obse
   std::vector<RankTotals> ranks(schedule.num_ranks());
   std::uint64_t executed = 0, events = 0;
   // When each stage's gradients are complete; needed only for overlapped reductions.
-  const bool grads =
-      input.overlap_grad_reduce && (!input.grad_reduce_time.empty() || !input.grad_buckets.empty());
+  const bool grads = input.overlap_grad_reduce && !input.grad_buckets.empty();
   std::vector<Time> grad_end(grads ? schedule.grad_done().size() : 0, kNever);
   if (observer || tables.shared_links) {
     OrderedEngine engine(schedule, tables, observer, ranks);
@@ -766,6 +756,14 @@ SimResult simulate(const SimInput& input, const CompiledSchedule& schedule, Obse
         grad_end[k] - tables.costs[schedule.ops()[schedule.grad_done()[k].op].cost].duration;
   SimResult r = collect(input, schedule, ranks, executed, grad_end, grad_start, observer);
   r.events = events;
+  return r;
+}
+
+}  // namespace
+
+SimResult simulate(const SimInput& input, const CompiledSchedule& schedule, Observer* observer) {
+  SimResult r = run(input, schedule, observer);
+  if (observer) observer->on_result(r);
   return r;
 }
 

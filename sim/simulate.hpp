@@ -30,18 +30,18 @@
 ///   equals per-layer accounting: a rank runs one op at a time, so between an F's start
 ///   and its end nothing is freed, and the stage total is reached by the F's end anyway.
 /// - End of the iteration. A rank's tail work (SimInput::tail_time: the optimizer step)
-///   follows its last pipeline op. Given per-stage gradient reductions
-///   (grad_reduce_time), the rank first runs them on its own communication stream, one
-///   after another in the order its stages' gradients complete (FIFO), never on the
-///   compute stream: overlapped (overlap_grad_reduce), a stage's reduction starts when
-///   the last op computing its weight gradients ends (its last W, B, or FB holding its
-///   backward), so it hides behind the rank's remaining work; otherwise all start after
-///   the last pipeline op. A tied-embedding all-reduce (tied_reduce) then starts once both
-///   its ranks are that far, and both tails wait for it. The tail starts at
-///   max(last pipeline op, last reduction); iteration_time runs to the latest tail's end.
-///   The reductions do not touch the pipeline: no link time is shared with its transfers
-///   (the dp group's collectives are assumed to have their own bandwidth), so ops and
-///   transfers time the same with or without them.
+///   follows its last pipeline op. Given per-stage gradient reductions (grad_buckets),
+///   the rank first runs them on its own communication stream, one after another in the
+///   order they become ready (FIFO), never on the compute stream: overlapped
+///   (overlap_grad_reduce), a bucket is ready part-way through the last op computing its
+///   stage's weight gradients (its last W, B, or FB holding its backward), a whole-stage
+///   bucket when that op ends, so it hides behind the rank's remaining work; otherwise
+///   all start after the last pipeline op. A tied-embedding all-reduce (tied_reduce) then
+///   starts once both its ranks are that far, and both tails wait for it. The tail starts
+///   at max(last pipeline op, last reduction) (DeviceResult::tail_start); iteration_time
+///   runs to the latest tail's end. The reductions do not touch the pipeline: no link
+///   time is shared with its transfers (the dp group's collectives are assumed to have
+///   their own bandwidth), so ops and transfers time the same with or without them.
 /// - An order that cannot complete is not a hang: when nothing is left to run while ops
 ///   remain, the result carries an error and, for every stuck rank, its blocked op and
 ///   what it waits for.
@@ -95,6 +95,7 @@
 
 #include "schedules/op.hpp"
 #include "sim/compiled_schedule.hpp"
+#include "sim/observer.hpp"
 #include "sim/time.hpp"
 #include "sim/topology.hpp"
 
@@ -153,21 +154,18 @@ struct SimInput {
   /// gradient reductions below (without them: the dp all-reduce and the optimizer step as
   /// one block). Empty means none.
   std::vector<Time> tail_time;
-  /// Per stage: how long the data-parallel reduction of the stage's weight gradients takes
-  /// (an all-reduce, or ZeRO-1's reduce-scatter); 0 for none. Empty: no stage has one.
-  /// Reductions run on their rank's communication stream, one after another, never on
-  /// the compute stream.
-  std::vector<Time> grad_reduce_time;
-  /// true: a stage's reduction starts as soon as its gradients are complete, i.e. when its
-  /// last weight-gradient op ends (CompiledSchedule::grad_done: its last W, B, or FB with
-  /// its backward half), while the rank goes on with other stages' work (Megatron-LM's
-  /// --overlap-grad-reduce). false: the rank's reductions start after its last pipeline op.
-  /// Either way they run in the order their stages' gradients complete.
-  bool overlap_grad_reduce = false;
-  /// Per stage, when not empty: the stage's reduction as buckets (GradBucket), in place of
-  /// its grad_reduce_time entry; with overlap_grad_reduce each bucket starts once its
-  /// fraction of the stage's last weight-gradient op has elapsed.
+  /// Per stage: the data-parallel reduction of the stage's weight gradients (an
+  /// all-reduce, or ZeRO-1's reduce-scatter) as buckets (GradBucket); an empty list, or
+  /// buckets of time 0, for none. Empty: no stage has one. A stage reduced in one piece is
+  /// one bucket ready at 1.0 / 1.0. Reductions run on their rank's communication stream,
+  /// one after another, never on the compute stream.
   std::vector<std::vector<GradBucket>> grad_buckets;
+  /// true: a stage's buckets start as their gradients are complete, i.e. once their
+  /// fraction of the stage's last weight-gradient op (CompiledSchedule::grad_done: its last
+  /// W, B, or FB with its backward half) has elapsed, while the rank goes on with other
+  /// stages' work (Megatron-LM's --overlap-grad-reduce). false: the rank's reductions start
+  /// after its last pipeline op. Either way they run in the order they became ready.
+  bool overlap_grad_reduce = false;
   /// The tied embedding's all-reduce, if any: it starts when both ranks have finished
   /// their last pipeline op and their reductions, and both ranks' tails wait for it.
   std::optional<PairReduction> tied_reduce;
@@ -191,6 +189,8 @@ struct OpRecord {
   /// it crossed ranks, the id of the transfer that carried it (-1 if local).
   int binding_stage = -1;
   int binding_transfer = -1;
+
+  friend bool operator==(const OpRecord&, const OpRecord&) = default;
 };
 
 struct TransferRecord {
@@ -205,6 +205,8 @@ struct TransferRecord {
   Time requested = 0;  ///< producing op's end
   Time start = 0;      ///< links acquired
   Time end = 0;        ///< data present at the consumer
+
+  friend bool operator==(const TransferRecord&, const TransferRecord&) = default;
 };
 
 /// A gradient reduction on a rank's communication stream.
@@ -215,25 +217,8 @@ struct ReductionRecord {
   Time ready = 0;      ///< when it could have started: gradients complete, or both ranks done
   Time start = 0;      ///< when it started (the stream was free)
   Time end = 0;
-};
 
-/// Receives the run as it happens, in event order. The engine calls it only when one is
-/// given, so tracing costs nothing otherwise; giving one selects the ordered engine.
-class Observer {
- public:
-  virtual ~Observer() = default;
-  /// An op has finished (called at its end time).
-  virtual void on_op(const OpRecord& record) { (void)record; }
-  /// A transfer has been placed on its links (called at its request time).
-  virtual void on_transfer(const TransferRecord& record) { (void)record; }
-  /// Rank `rank`'s live activation bytes changed to `activation_bytes` at `time`.
-  virtual void on_memory(int rank, Time time, std::int64_t activation_bytes) {
-    (void)rank, (void)time, (void)activation_bytes;
-  }
-  /// A gradient reduction (SimInput::grad_reduce_time, tied_reduce). These come after
-  /// every op and transfer, once the run is over: rank by rank, each rank's in the order
-  /// they ran, then the tied-embedding all-reduce once for each of its two ranks.
-  virtual void on_reduction(const ReductionRecord& record) { (void)record; }
+  friend bool operator==(const ReductionRecord&, const ReductionRecord&) = default;
 };
 
 struct BlockedOp {
@@ -241,6 +226,8 @@ struct BlockedOp {
   int position = 0;  ///< index in the rank's op list
   Op op;
   std::string waiting_for;  ///< human-readable unmet dependencies
+
+  friend bool operator==(const BlockedOp&, const BlockedOp&) = default;
 };
 
 struct DeviceResult {
@@ -258,8 +245,12 @@ struct DeviceResult {
   std::int64_t capacity_bytes = 0;
   int peak_inflight = 0;  ///< most (stage, micro-batch) activations alive at once
   bool fits = true;
+
+  friend bool operator==(const DeviceResult&, const DeviceResult&) = default;
 };
 
+/// Two results are equal when every field is (operator==); `events` says which engine ran,
+/// so results of the two engines agree on everything but it.
 struct SimResult {
   bool ok = false;  ///< false: `error` says why (deadlock, invalid schedule or input)
   std::string error;
@@ -274,6 +265,8 @@ struct SimResult {
   /// Events the ordered engine took from its queue; 0 when the data-flow engine ran.
   std::uint64_t events = 0;
   std::vector<DeviceResult> devices;
+
+  friend bool operator==(const SimResult&, const SimResult&) = default;
 };
 
 /// Runs `schedule` on `input`. Never throws for a bad schedule or input: those come back

@@ -447,7 +447,8 @@ void ChromeTraceWriter::on_reduction(const ReductionRecord& g) {
   if (finished_ || g.rank < 0 || static_cast<std::size_t>(g.rank) >= ranks_.size()) return;
   RankState& st = ranks_[g.rank];
   const std::string pid = std::to_string(g.rank), tid = std::to_string(kReduceTid);
-  if (st.reduce_end < 0) {
+  if (!st.reduce_thread) {
+    st.reduce_thread = true;
     begin_event();
     buf_ += "\"ph\":\"M\",\"pid\":" + pid + ",\"tid\":" + tid +
             ",\"name\":\"thread_name\",\"args\":{\"name\":\"grad reduce\"}}";
@@ -455,7 +456,6 @@ void ChromeTraceWriter::on_reduction(const ReductionRecord& g) {
     buf_ += "\"ph\":\"M\",\"pid\":" + pid + ",\"tid\":" + tid +
             ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" + tid + "}}";
   }
-  st.reduce_end = std::max(st.reduce_end, g.end);
   begin_event();
   buf_ += "\"ph\":\"X\",\"cat\":\"reduce\",\"name\":\"";
   buf_ += g.stage >= 0 ? "dp reduce stage " + std::to_string(g.stage) : "tied embedding all-reduce";
@@ -474,6 +474,13 @@ void ChromeTraceWriter::on_reduction(const ReductionRecord& g) {
   flush_if_large();
 }
 
+void ChromeTraceWriter::on_result(const SimResult& result) {
+  if (finished_ || !result.ok) return;
+  for (const DeviceResult& d : result.devices)
+    if (d.rank >= 0 && static_cast<std::size_t>(d.rank) < ranks_.size())
+      ranks_[d.rank].tail_start = d.tail_start;
+}
+
 void ChromeTraceWriter::finish() {
   if (finished_) return;
   bool complete = true;
@@ -486,9 +493,10 @@ void ChromeTraceWriter::finish() {
   auto tail_of = [&](std::size_t r) {
     return r < input_.tail_time.size() ? input_.tail_time[r] : 0;
   };
-  // A rank's tail waits for its gradient reductions (SimInput::grad_reduce_time).
+  // Where the engine started the rank's tail (after its gradient reductions); without a
+  // result, right after its last op.
   auto tail_start = [&](std::size_t r) {
-    return std::max(ranks_[r].last_end, ranks_[r].reduce_end);
+    return ranks_[r].tail_start >= 0 ? ranks_[r].tail_start : ranks_[r].last_end;
   };
   Time iteration_end = pipeline_end;
   for (std::size_t r = 0; r < ranks_.size(); ++r)
@@ -502,7 +510,7 @@ void ChromeTraceWriter::finish() {
     if (tail > 0) {
       begin_event();
       buf_ += "\"ph\":\"X\",\"cat\":\"tail\",\"name\":\"";
-      buf_ += input_.grad_reduce_time.empty() ? "dp all-reduce + optimizer" : "optimizer";
+      buf_ += input_.grad_buckets.empty() ? "dp all-reduce + optimizer" : "optimizer step";
       buf_ += "\",\"pid\":" + std::to_string(r) + ",\"tid\":0,\"ts\":";
       append_us(start);
       buf_ += ",\"dur\":";

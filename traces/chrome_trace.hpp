@@ -21,9 +21,11 @@
 ///     "dp all-reduce/optimizer"                  waiting for other devices' tail work
 ///   A gap whose producer finished part-way is split into an input wait and a transfer
 ///   wait at the producer's end. The device's own tail work (SimInput::tail_time) is a
-///   slice "dp all-reduce + optimizer", or "optimizer" when the dp reduction ran per stage
-///   (SimInput::grad_reduce_time). Ops, bubbles and tail tile [0, iteration time]
-///   exactly; with no tail work that is [0, pipeline time].
+///   slice from DeviceResult::tail_start (told by Observer::on_result), named "dp
+///   all-reduce + optimizer", or "optimizer step" when the dp reduction ran on its own
+///   stream (SimInput::grad_buckets; then the reductions have their thread, below). Ops,
+///   bubbles and tail tile [0, iteration time] exactly; with no tail work that is
+///   [0, pipeline time].
 /// - threads "comm", "comm 2", ...: the point-to-point transfers this device sends, from
 ///   the links being acquired to the data arriving. Transfers overlap (latency), and
 ///   Perfetto only accepts perfectly nested slices on one thread, so each transfer goes on
@@ -85,6 +87,8 @@ class ChromeTraceWriter final : public Observer {
   void on_transfer(const TransferRecord& record) override;
   void on_memory(int rank, Time time, std::int64_t activation_bytes) override;
   void on_reduction(const ReductionRecord& record) override;
+  /// Keeps each rank's DeviceResult::tail_start: where finish() puts its tail work.
+  void on_result(const SimResult& result) override;
 
   /// Writes what needs the whole run (trailing bubbles, tail work, peak markers), closes
   /// the JSON and flushes. Call once after simulate() returns; the destructor calls it if
@@ -99,7 +103,9 @@ class ChromeTraceWriter final : public Observer {
     std::int64_t peak_total = -1;
     std::int64_t peak_activation = 0;
     Time peak_time = 0;
-    Time reduce_end = -1;         ///< end of its last gradient reduction; -1: it had none
+    bool reduce_thread = false;   ///< its gradient-reduction thread has been named
+    Time tail_start = -1;         ///< DeviceResult::tail_start; -1: no result (right after
+                                  ///< its last op)
     std::vector<Time> lane_free;  ///< per comm lane: when its last transfer ends
     std::vector<std::int32_t> sent_by_current_op;  ///< transfer ids awaiting their producer's on_op
   };

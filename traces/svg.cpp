@@ -502,12 +502,13 @@ class Painter {
     buf_ += "<text x=\"12\" y=\"24\" font-size=\"16\" font-weight=\"bold\">" + title + "</text>\n";
     // Legend: only what occurs, in a fixed order.
     bool used[kKinds] = {false, false, false, false, false};
-    bool tails = false, aggregated = false, chunks = false;
+    bool tails = false, aggregated = false, chunks = false, optimizer_only = true;
     for (std::size_t i = 0; i < timelines_.size(); ++i) {
       const Timeline& t = timelines_[i];
       for (const auto& b : t.boxes) used[static_cast<int>(b.op.kind)] = true;
       for (int r = 0; r < t.num_ranks && t.ok; ++r)
-        tails = tails || at_or<Time>(t.tail_time, r, 0) > 0;
+        if (at_or<Time>(t.tail_time, r, 0) > 0)
+          tails = true, optimizer_only = optimizer_only && t.grad_reduce_apart;
       aggregated = aggregated || layouts_[i].aggregated;
       for (int c : t.stage_chunk) chunks = chunks || c % 2 == 1;
     }
@@ -524,7 +525,10 @@ class Painter {
       legend_box(lx, ly, s.fill, "", std::string(s.name) + " " + meaning,
                  6.5 * (std::char_traits<char>::length(meaning) + 4));
     }
-    if (tails) legend_box(lx, ly, kTailFill, "", "dp all-reduce + optimizer", 6.5 * 25);
+    if (tails && optimizer_only)
+      legend_box(lx, ly, kTailFill, "", "optimizer step", 6.5 * 14);
+    else if (tails)
+      legend_box(lx, ly, kTailFill, "", "dp all-reduce + optimizer", 6.5 * 25);
     legend_box(lx, ly, "#ececec", " stroke=\"#bbbbbb\" stroke-width=\"0.5\"", "bubble (idle)", 90);
     if (aggregated) {
       const std::string fill =
@@ -706,15 +710,15 @@ class Painter {
     flush_if_large();
   }
 
-  // The rank's end-of-iteration work, right after its last op, as long as it takes.
+  // The rank's end-of-iteration work, from where the engine started it, as long as it takes.
   void tail(const Timeline& t, const Layout& l, int r, double rows_top) {
     const Time tail = at_or<Time>(t.tail_time, r, 0);
     if (tail <= 0 || static_cast<std::size_t>(r) >= l.last_end.size()) return;
-    const Time start = l.last_end[r];
+    const Time start = at_or<Time>(t.tail_start, r, l.last_end[r]);
     const double bx = x(start);
     const double bw = static_cast<double>(tail) * scale_;
     const double by = rows_top + r * kRowPitch;
-    const std::string what = "dp all-reduce + optimizer";
+    const std::string what = t.grad_reduce_apart ? "optimizer step" : "dp all-reduce + optimizer";
     buf_ += "<rect class=\"tail\" x=\"" + num(bx) + "\" y=\"" + num(by) + "\" width=\"" + num(bw) +
             "\" height=\"" + num(kRowHeight) + "\" fill=\"" + kTailFill + "\"";
     if (bw >= 4) buf_ += " stroke=\"#ffffff\" stroke-width=\"0.6\"";
@@ -724,8 +728,10 @@ class Painter {
                    ms_text(start) + " \u2013 " + ms_text(start + tail) + ")") +
             "</title></rect>";
     for (const std::string& label :
-         {what + " " + ms_text(tail), what, std::string("all-reduce + opt"),
-          std::string("AR + opt"), std::string("AR")}) {
+         {what + " " + ms_text(tail), what,
+          std::string(t.grad_reduce_apart ? "optimizer" : "all-reduce + opt"),
+          std::string(t.grad_reduce_apart ? "opt" : "AR + opt"),
+          std::string(t.grad_reduce_apart ? "opt" : "AR")}) {
       if (bw < text_px(label) + 6) continue;
       buf_ += "<text x=\"" + num(bx + bw / 2) + "\" y=\"" + num(by + 13) +
               "\" class=\"tail-label\" font-size=\"10\" text-anchor=\"middle\" "
@@ -1115,6 +1121,7 @@ TimelineRecorder::TimelineRecorder(const SimInput& input, const Schedule& schedu
   timeline_.static_bytes = input.static_bytes;
   timeline_.capacity_bytes = input.capacity_bytes;
   timeline_.tail_time = input.tail_time;
+  timeline_.grad_reduce_apart = !input.grad_buckets.empty();
   timeline_.memory.resize(static_cast<std::size_t>(std::max(schedule.num_ranks, 0)));
   timeline_.boxes.reserve(schedule.total_ops());
 }
@@ -1134,6 +1141,8 @@ Timeline TimelineRecorder::take(const SimResult& result) {
   timeline_.pipeline_time = result.pipeline_time;
   timeline_.iteration_time = result.iteration_time;
   timeline_.bubble_ratio = result.bubble_ratio;
+  timeline_.tail_start.clear();
+  for (const DeviceResult& d : result.devices) timeline_.tail_start.push_back(d.tail_start);
   if (!result.ok) timeline_.boxes.clear();
   return std::move(timeline_);
 }

@@ -3,7 +3,8 @@
 /// Pipeline timelines as SVG, drawn like the figures in the pipeline-parallel papers: one
 /// row per device, a box per op coloured by kind (F, B, I, W, F&B), the micro-batch number
 /// inside when it fits, bubbles as the gaps between boxes, each device's end-of-iteration
-/// work (dp all-reduce + optimizer, SimInput::tail_time) as a grey block after its last op,
+/// work (dp all-reduce + optimizer, SimInput::tail_time; the optimizer step alone when the
+/// dp reduction ran on its own stream) as a grey block from DeviceResult::tail_start,
 /// a time axis with units, and under the rows a memory-over-time panel per device.
 ///
 /// The memory panels share one y-scale (and so do the runs of a comparison): equal heights
@@ -62,6 +63,12 @@ struct Timeline {
   std::vector<std::int64_t> capacity_bytes;       ///< per rank (0: unknown)
   /// Per rank, the work after its last op (SimInput::tail_time); empty or 0: none.
   std::vector<Time> tail_time;
+  /// Per rank, when that work starts (DeviceResult::tail_start: after its gradient
+  /// reductions); empty: right after its last op.
+  std::vector<Time> tail_start;
+  /// The dp reduction ran on the ranks' own streams (SimInput::grad_buckets), so the tail
+  /// is the optimizer step alone.
+  bool grad_reduce_apart = false;
   Time pipeline_time = 0;
   Time iteration_time = 0;
   double bubble_ratio = 0.0;
@@ -75,6 +82,10 @@ class TimelineRecorder final : public Observer {
   TimelineRecorder(const SimInput& input, const Schedule& schedule, std::string title = {});
   void on_op(const OpRecord& record) override;
   void on_memory(int rank, Time time, std::int64_t activation_bytes) override;
+  /// A picture draws neither transfers nor reductions; take() reads the result.
+  void on_transfer(const TransferRecord&) override {}
+  void on_reduction(const ReductionRecord&) override {}
+  void on_result(const SimResult&) override {}
   /// Completes the timeline with the run's result and hands it over.
   Timeline take(const SimResult& result);
 

@@ -11,12 +11,13 @@
 #include <sstream>
 #include <string>
 
+#include "../support/result_text.hpp"
 #include "experiment/experiment.hpp"
 #include "sim/bubbles.hpp"
+#include "sim/observer.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/summary.hpp"
 #include "traces/svg.hpp"
-#include "traces/tee.hpp"
 
 namespace bmpipe::fuzz {
 
@@ -36,20 +37,6 @@ inline WorkLimits small_limits() {
 [[noreturn]] inline void broken(const std::string& what) {
   std::fprintf(stderr, "fuzz invariant broken: %s\n", what.c_str());
   std::abort();
-}
-
-/// Every field of a result but `events`, which says which engine ran.
-inline std::string describe(const SimResult& r) {
-  std::ostringstream s;
-  s << r.ok << '|' << r.error << '|' << r.pipeline_time << '|' << r.iteration_time << '|'
-    << r.bubble_ratio << '|' << r.fits << '|' << r.ops_executed << '\n';
-  for (const BlockedOp& b : r.blocked)
-    s << b.rank << ' ' << b.position << ' ' << to_string(b.op) << ' ' << b.waiting_for << '\n';
-  for (const DeviceResult& d : r.devices)
-    s << d.rank << ' ' << d.device << ' ' << d.busy << ' ' << d.first_start << ' ' << d.last_end
-      << ' ' << d.static_bytes << ' ' << d.peak_activation_bytes << ' ' << d.peak_bytes << ' '
-      << d.capacity_bytes << ' ' << d.peak_inflight << ' ' << d.fits << '\n';
-  return s.str();
 }
 
 /// Runs `schedule` on `input` the three ways the CLI can (no observer, a trace, a picture)
@@ -74,9 +61,12 @@ inline void run_all_ways(const SimInput& input, const Schedule& schedule, const 
     trace.finish();
     write_timeline_svg(svg_text, recorder.take(observed));
   }
-  if (describe(plain) != describe(observed))
-    broken("the engines disagree:\n--- data-flow\n" + describe(plain) + "--- ordered\n" +
-           describe(observed));
+  // Every field must agree but `events`, which says which engine ran.
+  SimResult same = observed;
+  same.events = plain.events;
+  if (same != plain)
+    broken("the engines disagree:\n--- data-flow\n" + result_text(plain) + "--- ordered\n" +
+           result_text(observed));
 
   std::optional<BubbleBreakdown> bubbles;
   if (plain.ok) bubbles = decompose_bubbles(input, compiled, plain);

@@ -1,4 +1,4 @@
-// The end of the iteration with per-stage gradient reductions (SimInput::grad_reduce_time,
+// The end of the iteration with per-stage gradient reductions (SimInput::grad_buckets,
 // overlap_grad_reduce, tied_reduce; sim/simulate.hpp, "End of the iteration"). Expected
 // times are worked out by hand on schedules small enough to follow, or come from an
 // equivalent input the engine has always run (a reduction after the last op is tail time).
@@ -12,13 +12,6 @@
 
 namespace bmpipe {
 namespace {
-
-struct Reductions : Observer {
-  std::vector<OpRecord> ops;
-  std::vector<ReductionRecord> records;
-  void on_op(const OpRecord& r) override { ops.push_back(r); }
-  void on_reduction(const ReductionRecord& r) override { records.push_back(r); }
-};
 
 // Two ranks, two stages each (rank 0 holds stages 0 and 2, rank 1 stages 1 and 3), one
 // micro-batch, F = I = W = 1 (B = 2), free communication. By hand:
@@ -38,7 +31,7 @@ Schedule two_chunks() {
 
 SimInput two_chunk_input(const Topology& topo) {
   SimInput in = test::uniform_input(two_chunks(), topo, test::Costs{1, 1, 1, 0, 0});
-  in.grad_reduce_time = {3, 1, 5, 6};
+  in.grad_buckets = test::whole_stages({3, 1, 5, 6});
   in.tail_time = {1, 2};
   return in;
 }
@@ -47,7 +40,7 @@ TEST(GradReduce, OverlappedReductionsHideBehindTheRanksOtherStages) {
   const auto topo = test::one_node(2);
   SimInput in = two_chunk_input(*topo);
   in.overlap_grad_reduce = true;
-  Reductions rec;
+  test::Recorder rec;
   const SimResult r = simulate(in, two_chunks(), &rec);
   ASSERT_TRUE(r.ok) << r.error;
   // Rank 0: stage 2 done at 8 -> [8, 13]; stage 0 done at 12, stream busy -> [13, 16].
@@ -58,11 +51,11 @@ TEST(GradReduce, OverlappedReductionsHideBehindTheRanksOtherStages) {
   EXPECT_EQ(r.devices[0].tail_start, 16);
   EXPECT_EQ(r.devices[1].tail_start, 13);
   EXPECT_EQ(r.iteration_time, std::max(16 + 1, 13 + 2));
-  ASSERT_EQ(rec.records.size(), 4u);
+  ASSERT_EQ(rec.reductions.size(), 4u);
   const std::vector<std::array<Time, 5>> want = {
       {0, 2, 8, 8, 13}, {0, 0, 12, 13, 16}, {1, 3, 6, 6, 12}, {1, 1, 10, 12, 13}};
   for (std::size_t k = 0; k < want.size(); ++k) {
-    const ReductionRecord& g = rec.records[k];
+    const ReductionRecord& g = rec.reductions[k];
     EXPECT_EQ((std::array<Time, 5>{g.rank, g.stage, g.ready, g.start, g.end}), want[k]) << k;
     EXPECT_EQ(g.peer_rank, -1);
   }
@@ -85,16 +78,16 @@ TEST(GradReduce, TiedAllReduceWaitsForBothRanksAndDelaysBothTails) {
   SimInput in = two_chunk_input(*topo);
   in.overlap_grad_reduce = true;
   in.tied_reduce = PairReduction{0, 1, 4};
-  Reductions rec;
+  test::Recorder rec;
   const SimResult r = simulate(in, two_chunks(), &rec);
   ASSERT_TRUE(r.ok) << r.error;
   // Both ranks done with their reductions at max(16, 13) = 16; the all-reduce ends at 20.
   EXPECT_EQ(r.devices[0].tail_start, 20);
   EXPECT_EQ(r.devices[1].tail_start, 20);
   EXPECT_EQ(r.iteration_time, 22);
-  ASSERT_EQ(rec.records.size(), 6u);
+  ASSERT_EQ(rec.reductions.size(), 6u);
   for (int k : {4, 5}) {
-    const ReductionRecord& t = rec.records[k];
+    const ReductionRecord& t = rec.reductions[k];
     EXPECT_EQ(t.stage, -1);
     EXPECT_EQ(t.rank, k - 4);
     EXPECT_EQ(t.peer_rank, 5 - k);
@@ -107,13 +100,13 @@ TEST(GradReduce, TiedAllReduceWaitsForBothRanksAndDelaysBothTails) {
 TEST(GradReduce, ZeroTimesAreNoReductions) {
   const auto topo = test::one_node(2);
   SimInput in = two_chunk_input(*topo);
-  in.grad_reduce_time = {0, 0, 0, 0};
+  in.grad_buckets = test::whole_stages({0, 0, 0, 0});
   in.overlap_grad_reduce = true;
   in.tied_reduce = PairReduction{0, 1, 0};
-  Reductions rec;
+  test::Recorder rec;
   const SimResult r = simulate(in, two_chunks(), &rec);
   ASSERT_TRUE(r.ok) << r.error;
-  EXPECT_TRUE(rec.records.empty());
+  EXPECT_TRUE(rec.reductions.empty());
   EXPECT_EQ(r.devices[0].tail_start, 12);
   EXPECT_EQ(r.devices[1].tail_start, 10);
   EXPECT_EQ(r.iteration_time, std::max(12 + 1, 10 + 2));
@@ -125,7 +118,7 @@ TEST(GradReduce, OneStagePerRankHidesNothing) {
   const Schedule sch = make_1f1b(ScheduleParams{2, 2, 1});
   const auto topo = test::one_node(2);
   SimInput in = test::uniform_input(sch, *topo, test::Costs{1, 1, 1, 0, 0});
-  in.grad_reduce_time = {4, 3};
+  in.grad_buckets = test::whole_stages({4, 3});
   in.tail_time = {5, 10};
   for (bool overlap : {false, true}) {
     in.overlap_grad_reduce = overlap;
@@ -148,18 +141,18 @@ TEST(GradReduce, SplitBackwardReducesAfterTheLastW) {
   s.ops = {{Op::f(0, 0), Op::f(1, 0), Op::i(1, 0), Op::i(0, 0), Op::w(0, 0), Op::w(1, 0)}};
   const auto topo = test::one_node(1);
   SimInput in = test::uniform_input(s, *topo, test::Costs{1, 1, 1, 0, 0});
-  in.grad_reduce_time = {10, 2};
+  in.grad_buckets = test::whole_stages({10, 2});
   in.overlap_grad_reduce = true;
-  Reductions rec;
+  test::Recorder rec;
   const SimResult r = simulate(in, s, &rec);
   ASSERT_TRUE(r.ok) << r.error;
-  ASSERT_EQ(rec.records.size(), 2u);
-  EXPECT_EQ(rec.records[0].stage, 0);
-  EXPECT_EQ(rec.records[0].start, 5);
-  EXPECT_EQ(rec.records[0].end, 15);
-  EXPECT_EQ(rec.records[1].stage, 1);
-  EXPECT_EQ(rec.records[1].ready, 6);
-  EXPECT_EQ(rec.records[1].start, 15);
+  ASSERT_EQ(rec.reductions.size(), 2u);
+  EXPECT_EQ(rec.reductions[0].stage, 0);
+  EXPECT_EQ(rec.reductions[0].start, 5);
+  EXPECT_EQ(rec.reductions[0].end, 15);
+  EXPECT_EQ(rec.reductions[1].stage, 1);
+  EXPECT_EQ(rec.reductions[1].ready, 6);
+  EXPECT_EQ(rec.reductions[1].start, 15);
   EXPECT_EQ(r.iteration_time, 17);
 }
 
@@ -190,11 +183,12 @@ TEST(GradReduce, NotOverlappedEqualsTailAndOverlapOnlyHelps) {
       SimInput plain = in;
       plain.tail_time = tail;
       in.tail_time = tail;
-      in.grad_reduce_time.resize(sch.num_stages);
+      std::vector<Time> reduce(sch.num_stages);
       for (int s = 0; s < sch.num_stages; ++s) {
-        in.grad_reduce_time[s] = rng() % 4000;
-        plain.tail_time[sch.stage_rank[s]] += in.grad_reduce_time[s];
+        reduce[s] = rng() % 4000;
+        plain.tail_time[sch.stage_rank[s]] += reduce[s];
       }
+      in.grad_buckets = test::whole_stages(reduce);
       const SimResult base = simulate(plain, sch);
       const SimResult after = simulate(in, sch);
       in.overlap_grad_reduce = true;
@@ -229,10 +223,11 @@ TEST(GradReduce, OverlappedStreamMatchesTheOpsItFollows) {
       c.backward_input = 1 + rng() % 100;
       c.backward_weight = 1 + rng() % 100;
     }
-    in.grad_reduce_time.resize(sch.num_stages);
-    for (Time& t : in.grad_reduce_time) t = 1 + rng() % 300;
+    std::vector<Time> reduce(sch.num_stages);
+    for (Time& t : reduce) t = 1 + rng() % 300;
+    in.grad_buckets = test::whole_stages(reduce);
     in.overlap_grad_reduce = true;
-    Reductions rec;
+    test::Recorder rec;
     const SimResult r = simulate(in, sch, &rec);
     ASSERT_TRUE(r.ok) << r.error;
     std::map<int, Time> done;  // stage -> gradients complete
@@ -249,7 +244,7 @@ TEST(GradReduce, OverlappedStreamMatchesTheOpsItFollows) {
         if (sch.stage_rank[stage] == rank) order.emplace_back(t, stage);
       std::sort(order.begin(), order.end());
       Time free = 0;
-      for (const auto& [t, stage] : order) free = std::max(free, t) + in.grad_reduce_time[stage];
+      for (const auto& [t, stage] : order) free = std::max(free, t) + reduce[stage];
       EXPECT_EQ(r.devices[rank].tail_start, std::max(free, r.devices[rank].last_end)) << rank;
     }
   }
@@ -258,12 +253,13 @@ TEST(GradReduce, OverlappedStreamMatchesTheOpsItFollows) {
 TEST(GradReduce, BadInputIsAnError) {
   const auto topo = test::one_node(2);
   SimInput in = two_chunk_input(*topo);
-  in.grad_reduce_time = {1, 2};
+  in.grad_buckets = test::whole_stages({1, 2});
   EXPECT_EQ(simulate(in, two_chunks()).error,
-            "grad_reduce_time has 2 entries for 4 stages (give one per stage, or none)");
-  in.grad_reduce_time = {1, 2, -3, 4};
-  EXPECT_EQ(simulate(in, two_chunks()).error, "grad_reduce_time must not be negative");
-  in.grad_reduce_time = {1, 2, 3, 4};
+            "grad_buckets has 2 entries for 4 stages (give one list per stage, or none)");
+  in.grad_buckets = test::whole_stages({1, 2, -3, 4});
+  EXPECT_EQ(simulate(in, two_chunks()).error,
+            "a gradient bucket needs a time of at least 0 and ready fractions in [0, 1]");
+  in.grad_buckets = test::whole_stages({1, 2, 3, 4});
   in.tied_reduce = PairReduction{0, 2, 1};
   EXPECT_EQ(simulate(in, two_chunks()).error,
             "tied_reduce joins ranks 0 and 2, but the schedule has ranks 0 to 1");
@@ -275,7 +271,7 @@ TEST(GradReduce, ReductionsCountTowardsTheClockLimit) {
   const auto topo = test::one_node(2);
   SimInput in = two_chunk_input(*topo);
   const Time huge = std::numeric_limits<Time>::max() / 2;
-  in.grad_reduce_time = {huge, huge, huge, 0};
+  in.grad_buckets = test::whole_stages({huge, huge, huge, 0});
   const SimResult r = simulate(in, two_chunks());
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.error.find("2^63"), std::string::npos) << r.error;

@@ -20,6 +20,7 @@
 
 #include "schedules/registry.hpp"
 #include "sim/simulate.hpp"
+#include "support/result_text.hpp"
 
 namespace bmpipe::test {
 
@@ -54,6 +55,14 @@ inline SimInput uniform_input(const Schedule& sch, const Topology& topo, const C
   return in;
 }
 
+/// Per stage, its gradient reduction in one piece: one bucket, ready when the stage's last
+/// weight-gradient op ends (0: none).
+inline std::vector<std::vector<GradBucket>> whole_stages(const std::vector<Time>& times) {
+  std::vector<std::vector<GradBucket>> buckets;
+  for (Time t : times) buckets.push_back({GradBucket{t, 1.0, 1.0}});
+  return buckets;
+}
+
 /// Records everything an Observer is told.
 struct Recorder : Observer {
   std::vector<OpRecord> ops;
@@ -64,9 +73,13 @@ struct Recorder : Observer {
     std::int64_t bytes;
   };
   std::vector<Mem> memory;
+  std::vector<ReductionRecord> reductions;
+  std::vector<SimResult> results;
   void on_op(const OpRecord& r) override { ops.push_back(r); }
   void on_transfer(const TransferRecord& t) override { transfers.push_back(t); }
   void on_memory(int rank, Time t, std::int64_t b) override { memory.push_back({rank, t, b}); }
+  void on_reduction(const ReductionRecord& r) override { reductions.push_back(r); }
+  void on_result(const SimResult& r) override { results.push_back(r); }
   const OpRecord* find(int rank, const Op& op) const {
     for (const auto& r : ops)
       if (r.rank == rank && r.op == op) return &r;

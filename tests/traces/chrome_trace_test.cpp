@@ -278,7 +278,9 @@ TEST(ChromeTrace, GradientReductionsOnTheirThreadThenTheTail) {
              {Op::f(1, 0), Op::f(3, 0), Op::b(3, 0), Op::b(1, 0)}};
   const auto topo = test::node(2);
   SimInput in = test::uniform(sch, *topo, 1 * kMs, 1 * kMs, 1 * kMs);
-  in.grad_reduce_time = {3 * kMs, 1 * kMs, 5 * kMs, 6 * kMs};
+  // Each stage reduced in one piece: one bucket, ready when its gradients are complete.
+  in.grad_buckets = {
+      {GradBucket{3 * kMs}}, {GradBucket{1 * kMs}}, {GradBucket{5 * kMs}}, {GradBucket{6 * kMs}}};
   in.overlap_grad_reduce = true;
   in.tied_reduce = PairReduction{0, 1, 4 * kMs};
   in.tail_time = {1 * kMs, 2 * kMs};
@@ -317,7 +319,7 @@ TEST(ChromeTrace, GradientReductionsOnTheirThreadThenTheTail) {
   EXPECT_EQ(find(0, "bubble").start, 12 * kMs);
   EXPECT_EQ(find(0, "bubble").end, 20 * kMs);
   EXPECT_EQ(find(1, "bubble").start, 10 * kMs);
-  EXPECT_EQ(find(0, "tail").name, "optimizer");
+  EXPECT_EQ(find(0, "tail").name, "optimizer step");
   EXPECT_EQ(find(0, "tail").start, 20 * kMs);
   EXPECT_EQ(find(1, "tail").end, 22 * kMs);
 }
