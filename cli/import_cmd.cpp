@@ -6,9 +6,9 @@
 
 #include "cli/commands.hpp"
 #include "cli/outputs.hpp"
-#include "experiment/import_megatron.hpp"
-#include "experiment/import_mindformers.hpp"
-#include "experiment/import_profile.hpp"
+#include "frameworks/megatron/import.hpp"
+#include "frameworks/mindformers/import.hpp"
+#include "frameworks/profile/import.hpp"
 #include "sim/cost/hardware.hpp"
 
 namespace po = boost::program_options;

@@ -17,7 +17,7 @@
 #include "cli/outputs.hpp"
 #include "experiment/experiment.hpp"
 #include "experiment/write_config.hpp"
-#include "planner/export.hpp"
+#include "frameworks/megatron/export.hpp"
 #include "planner/planner.hpp"
 #include "traces/summary.hpp"
 

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "experiment/experiment.hpp"
-#include "planner/export.hpp"
+#include "frameworks/megatron/export.hpp"
 
 namespace bmpipe {
 

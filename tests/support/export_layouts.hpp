@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "experiment/import_common.hpp"
-#include "planner/export.hpp"
+#include "frameworks/common/import_common.hpp"
+#include "frameworks/megatron/export.hpp"
 
 namespace bmpipe::test {
 

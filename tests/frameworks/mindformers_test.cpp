@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "experiment/import_mindformers.hpp"
-#include "planner/export.hpp"
+#include "frameworks/megatron/export.hpp"
+#include "frameworks/mindformers/import.hpp"
 #include "support/export_layouts.hpp"
 #include "support/support.hpp"
 

@@ -1,4 +1,4 @@
-// The vocabulary the importers and the exports share (experiment/framework_formats.hpp).
+// The vocabulary the importers and the exports share (frameworks/common/formats.hpp).
 // Expectations are worked by hand from the frameworks' documented examples and code:
 //  - Megatron-LM's layout grammar (pipeline_parallel_layer_layout.py parse_str_to_list and
 //    docs/user-guide/features/pipeline_parallel_layout.md: "Et*3|(tt|)*29,m|L" is
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "experiment/framework_formats.hpp"
+#include "frameworks/common/formats.hpp"
 
 namespace bmpipe {
 namespace {

@@ -1,4 +1,4 @@
-#include "experiment/import_megatron.hpp"
+#include "frameworks/megatron/import.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -11,7 +11,7 @@
 #include <span>
 #include <string_view>
 
-#include "experiment/framework_formats.hpp"
+#include "frameworks/common/formats.hpp"
 
 // Sources (read, not copied), all Megatron-LM at d98e8a64ddf3, cited by these short names:
 //  [MG-args]   megatron/training/arguments.py: the flags (_add_*_args; the parser is built

@@ -1,15 +1,16 @@
 // `bmpipe import megatron`: Megatron-LM arguments read with Megatron-LM's defaults and
 // checks (megatron/training/arguments.py, argument_utils.py, transformer_config.py,
 // transformer_block.py at d98e8a64ddf3), worked by hand; the round trip through the plan
-// export (planner/export.hpp); and the YAML, which must load as `bmpipe simulate` loads it.
+// export (frameworks/megatron/export.hpp); and the YAML, which must load as `bmpipe simulate`
+// loads it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "experiment/import_megatron.hpp"
-#include "planner/export.hpp"
+#include "frameworks/megatron/export.hpp"
+#include "frameworks/megatron/import.hpp"
 #include "support/export_layouts.hpp"
 #include "support/support.hpp"
 

@@ -1,4 +1,4 @@
-#include "planner/export.hpp"
+#include "frameworks/megatron/export.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "experiment/framework_formats.hpp"
+#include "frameworks/common/formats.hpp"
 
 // Sources (read, not copied), cited below by these short names:
 //  [MF-card]   MindFormers, docs/feature_cards/Offset_Recompute.md ("流水并行的负载偏置与重计算"),

@@ -1,6 +1,6 @@
 // The MindFormers and Megatron-LM exports. Expectations come from the frameworks' documented
 // examples and rules, worked by hand, and from decoders written here from those docs (not
-// from planner/export.cpp) that read the printed settings back into layers per stage and a
+// from frameworks/*/export.cpp) that read the printed settings back into layers per stage and a
 // mode per layer:
 //  - MindFormers (docs/feature_cards/Offset_Recompute.md, LayerSetting in
 //    mindformers/models/utils.py): layers of stage (v, j) = num_layers // (pp * vpp) +
@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "planner/export.hpp"
+#include "frameworks/megatron/export.hpp"
 #include "support/export_layouts.hpp"
 
 namespace bmpipe {

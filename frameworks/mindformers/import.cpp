@@ -1,4 +1,4 @@
-#include "experiment/import_mindformers.hpp"
+#include "frameworks/mindformers/import.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -9,8 +9,8 @@
 #include <initializer_list>
 #include <string_view>
 
-#include "experiment/framework_formats.hpp"
 #include "experiment/yaml_reader.hpp"
+#include "frameworks/common/formats.hpp"
 
 // Sources (read, not copied), MindFormers (github.com/mindspore-lab/mindformers) at
 // fd4deebc1, cited by these short names:

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// The partition and recompute vocabulary of Megatron-LM and MindFormers, in one place: the
-/// exporters (planner/export.cpp) write it and the importers (experiment/import_*.cpp) read
+/// exporters (frameworks/*/export.cpp) write it and the importers (frameworks/*/import.cpp) read
 /// it, so that both follow the same reading of the frameworks' sources. Pure functions; a
 /// value a framework refuses is a FormatError whose message says why, and the caller adds
 /// the file and the flag or key.

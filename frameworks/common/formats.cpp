@@ -1,4 +1,4 @@
-#include "experiment/framework_formats.hpp"
+#include "frameworks/common/formats.hpp"
 
 #include <algorithm>
 #include <cctype>
