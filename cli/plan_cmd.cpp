@@ -18,6 +18,7 @@
 #include "experiment/experiment.hpp"
 #include "experiment/write_config.hpp"
 #include "frameworks/megatron/export.hpp"
+#include "frameworks/mindformers/export.hpp"
 #include "planner/planner.hpp"
 #include "traces/summary.hpp"
 

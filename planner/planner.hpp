@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "experiment/experiment.hpp"
-#include "frameworks/megatron/export.hpp"
+#include "frameworks/common/export_layout.hpp"
 
 namespace bmpipe {
 

@@ -11,7 +11,7 @@
 #include <span>
 #include <string_view>
 
-#include "frameworks/common/formats.hpp"
+#include "frameworks/megatron/formats.hpp"
 
 // Sources (read, not copied), all Megatron-LM at d98e8a64ddf3, cited by these short names:
 //  [MG-args]   megatron/training/arguments.py: the flags (_add_*_args; the parser is built

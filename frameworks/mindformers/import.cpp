@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "experiment/yaml_reader.hpp"
-#include "frameworks/common/formats.hpp"
+#include "frameworks/mindformers/formats.hpp"
 
 // Sources (read, not copied), MindFormers (github.com/mindspore-lab/mindformers) at
 // fd4deebc1, cited by these short names:

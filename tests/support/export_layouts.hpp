@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "frameworks/common/export_layout.hpp"
 #include "frameworks/common/import_common.hpp"
-#include "frameworks/megatron/export.hpp"
 
 namespace bmpipe::test {
 

@@ -1,0 +1,213 @@
+#include "frameworks/megatron/formats.hpp"
+
+#include <cctype>
+#include <cstddef>
+
+// Sources (read, not copied), cited below by these short names:
+//  [MG-layout] Megatron-LM, megatron/core/transformer/pipeline_parallel_layer_layout.py
+//              (parse_str_to_list, validate_layer_layout) and
+//              docs/user-guide/features/pipeline_parallel_layout.md, at d98e8a64ddf3.
+//  [MG-args]   Megatron-LM, megatron/training/arguments.py (validate_args), same commit.
+//  [MG-block]  Megatron-LM, megatron/core/transformer/transformer_block.py
+//              (get_num_layers_to_build), same commit.
+
+namespace bmpipe {
+
+std::string megatron_layout_string(const std::vector<int>& partition) {
+  std::string out;
+  for (std::size_t s = 0; s < partition.size(); ++s) {
+    if (s > 0) out += '|';
+    if (s == 0) out += 'E';
+    if (partition[s] == 1) out += 't';
+    if (partition[s] > 1) out += "t*" + std::to_string(partition[s]);
+    if (s + 1 == partition.size()) out += 'L';
+  }
+  return out;
+}
+
+namespace {
+
+// No model has more layers; it also keeps an unrolled layout small.
+constexpr long long kMaxUnrolled = 100'000;
+
+/// Reads the digits at `i` (at least one) as a repeat count, advancing `i`.
+long long repeat_count(std::string_view s, std::size_t& i) {
+  long long n = 0;
+  const std::size_t begin = i;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
+    n = n * 10 + (s[i] - '0');
+    if (n > kMaxUnrolled)
+      throw FormatError("repeat count " + std::string(s.substr(begin, i - begin + 1)) +
+                        "... is more than " + std::to_string(kMaxUnrolled) + " layers");
+    ++i;
+  }
+  return n;
+}
+
+void append_repeated(std::string& out, std::string_view what, long long n) {
+  if (static_cast<long long>(out.size()) + n * static_cast<long long>(what.size()) >
+      kMaxUnrolled * 2)
+    throw FormatError("the layout unrolls to more than " + std::to_string(kMaxUnrolled) +
+                      " layers");
+  for (long long k = 0; k < n; ++k) out.append(what);
+}
+
+}  // namespace
+
+std::vector<MegatronLayoutStage> parse_megatron_layout(std::string_view layout) {
+  // [MG-layout] parse_str_to_list: commas are cosmetic and go first.
+  std::string text;
+  for (char c : layout)
+    if (c != ',') text += c;
+
+  // "(X)*n" becomes X n times. Megatron's pattern takes the first ')' after a '(', so a
+  // group inside a group never unrolls and leaves parentheses, which are no layer.
+  std::string grouped;
+  for (std::size_t i = 0; i < text.size();) {
+    if (text[i] != '(') {
+      grouped += text[i++];
+      continue;
+    }
+    const std::size_t close = text.find(')', i + 1);
+    if (close == std::string::npos)
+      throw FormatError("'(' at character " + std::to_string(i + 1) + " is never closed");
+    const std::string_view body = std::string_view(text).substr(i + 1, close - i - 1);
+    if (body.find('(') != std::string_view::npos)
+      throw FormatError("nested parentheses at character " + std::to_string(i + 1) +
+                        " (Megatron-LM unrolls one level of (...)*n)");
+    if (body.empty()) throw FormatError("empty parentheses at character " + std::to_string(i + 1));
+    std::size_t j = close + 1;
+    if (j + 1 >= text.size() || text[j] != '*' ||
+        !std::isdigit(static_cast<unsigned char>(text[j + 1])))
+      throw FormatError("the group at character " + std::to_string(i + 1) +
+                        " must be followed by *n, a repeat count");
+    ++j;
+    const long long n = repeat_count(text, j);
+    append_repeated(grouped, body, n);
+    i = j;
+  }
+
+  // "x*n" becomes x n times, for any one character x, scanning left to right.
+  std::string unrolled;
+  for (std::size_t i = 0; i < grouped.size();) {
+    if (i + 2 < grouped.size() && grouped[i + 1] == '*' &&
+        std::isdigit(static_cast<unsigned char>(grouped[i + 2]))) {
+      std::size_t j = i + 2;
+      const long long n = repeat_count(grouped, j);
+      append_repeated(unrolled, std::string_view(grouped).substr(i, 1), n);
+      i = j;
+    } else {
+      unrolled += grouped[i++];
+    }
+  }
+
+  std::vector<MegatronLayoutStage> stages(1);
+  int embeddings = 0, losses = 0;
+  char first = 0, last = 0;
+  for (char c : unrolled) {
+    if (c == '|') {
+      stages.emplace_back();
+      continue;
+    }
+    MegatronLayoutStage& st = stages.back();
+    switch (c) {
+      case 'E':
+        st.embedding = true;
+        ++embeddings;
+        break;
+      case 'L':
+        st.loss = true;
+        ++losses;
+        break;
+      case 't':
+        ++st.decoders;
+        break;
+      case 'm':
+        ++st.mtp;
+        break;
+      default: {
+        const bool printable = c > 0x20 && c < 0x7f;
+        throw FormatError(
+            "invalid layer character " +
+            (printable ? "'" + std::string(1, c) + "'" : std::string("(a space or control)")) +
+            " (known: E embedding, t decoder layer, L loss, m MTP layer; | between stages; "
+            "(...)*n and x*n repeat)");
+      }
+    }
+    if (!first) first = c;
+    last = c;
+  }
+  // [MG-layout] validate_layer_layout: the first layer is the embedding, the last the loss,
+  // each exactly once.
+  if (first != 'E')
+    throw FormatError("the first layer must be the embedding E, got " +
+                      (first ? "'" + std::string(1, first) + "'" : std::string("no layer")));
+  if (last != 'L') throw FormatError("the last layer must be the loss L");
+  if (embeddings != 1)
+    throw FormatError("the embedding E must appear exactly once, got " +
+                      std::to_string(embeddings));
+  if (losses != 1)
+    throw FormatError("the loss L must appear exactly once, got " + std::to_string(losses));
+  return stages;
+}
+
+std::optional<std::vector<int>> megatron_uneven(int layers, int pp, int vpp,
+                                                std::optional<int> first, std::optional<int> last) {
+  // [MG-block] get_num_layers_to_build (with the uneven-PP checks of TransformerConfig):
+  // each given count is > 0 and, with vpp, divisible by vpp; the layers left are split
+  // evenly over the middle ranks, which must divide them (and each middle rank's share must
+  // divide by vpp); no middle layers iff no middle ranks. A rank's layers are split evenly
+  // over its vpp chunks.
+  int left = layers;
+  int middle_ranks = pp;
+  for (const auto& given : {first, last}) {
+    if (!given) continue;
+    if (*given <= 0 || *given % vpp != 0) return std::nullopt;
+    left -= *given;
+    --middle_ranks;
+  }
+  if (left < 0 || (left > 0) != (middle_ranks > 0)) return std::nullopt;
+  const int per_middle = middle_ranks > 0 ? left / middle_ranks : 0;
+  if (middle_ranks > 0 && (left % middle_ranks != 0 || per_middle % vpp != 0)) return std::nullopt;
+  std::vector<int> per_rank(pp, per_middle);
+  if (first) per_rank.front() = *first;
+  if (last) per_rank.back() = *last;
+  std::vector<int> partition(static_cast<std::size_t>(pp) * vpp);
+  for (int v = 0; v < vpp; ++v)
+    for (int r = 0; r < pp; ++r)
+      partition[static_cast<std::size_t>(v) * pp + r] = per_rank[r] / vpp;
+  return partition;
+}
+
+std::vector<int> megatron_even(int layers, int pp, int vpp, bool account_embedding,
+                               bool account_loss) {
+  // [MG-args] and [MG-block]: the embedding and the loss count as one layer each when
+  // accounted for; the total must divide by pp, and a rank's share by vpp.
+  const long long total = static_cast<long long>(layers) + account_embedding + account_loss;
+  const std::string total_text =
+      std::to_string(layers) +
+      (account_embedding || account_loss
+           ? std::string(" layers + ") + (account_embedding ? "the embedding" : "") +
+                 (account_embedding && account_loss ? " + " : "") +
+                 (account_loss ? "the loss" : "") + " = " + std::to_string(total)
+           : std::string(" layers"));
+  if (total % pp != 0)
+    throw FormatError(total_text + " do not split evenly over " + std::to_string(pp) +
+                      " pipeline ranks, which Megatron-LM requires without uneven-partition "
+                      "flags");
+  const long long per_rank = total / pp;
+  if (per_rank % vpp != 0)
+    throw FormatError(std::to_string(per_rank) +
+                      " layers per pipeline rank do not split evenly "
+                      "over " +
+                      std::to_string(vpp) + " virtual stages");
+  std::vector<int> partition(static_cast<std::size_t>(pp) * vpp, static_cast<int>(per_rank / vpp));
+  if (account_embedding) --partition.front();
+  if (account_loss) --partition.back();
+  // [MG-block]: "Not enough layers in the first (last) virtual pipeline stage".
+  if (partition.front() < 0 || partition.back() < 0)
+    throw FormatError("the first or last virtual stage would hold fewer than 0 decoder layers");
+  return partition;
+}
+
+}  // namespace bmpipe
