@@ -340,16 +340,14 @@ std::string model_name_of(const std::string& path) {
   return stem.empty() ? "megatron-job" : stem;
 }
 
-}  // namespace
+// ---- the reader, by section ---------------------------------------------------------------
 
-ImportedJob read_megatron_args(const std::string& text, const std::string& name) {
-  const std::string file = shown_path(name);
-  ImportedJob job;
-  job.source = name;
-  job.framework = "Megatron-LM arguments";
-  job.model_name = model_name_of(name);
-
-  // ---- words to flags ----
+/// The words of `text` as flags: the last use of each flag bmpipe reads (argparse keeps the
+/// last), with the values that follow it. Flags it does not read, and words outside a flag,
+/// are listed in job.ignored; repeated flags and shell expansions get a note. Throws for a
+/// flag that makes a model bmpipe cannot run (kRefused).
+std::map<std::string, Use> flags_of(const std::string& text, const std::string& name,
+                                    const std::string& file, ImportedJob& job) {
   std::map<std::string, Use> used;
   std::string current;    // the flag whose values follow; empty: none
   std::string expansion;  // the first shell expansion outside a flag, for the note
@@ -400,20 +398,41 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
   if (!expansion.empty())
     job.notes.push_back("the file names shell variables outside flags (" + expansion +
                         "); bmpipe expands none, so paste the flags they hold into the file.");
-  const Args a(file, std::move(used));
+  return used;
+}
 
-  auto require_int = [&](const char* flag, int lo, const char* why) {
+/// --tensor-model-parallel-size (default 1): the model's vocabulary padding and the
+/// training layout both need it.
+int tensor_parallel_size(const Args& a) {
+  return a.integer("--tensor-model-parallel-size", 1).value_or(1);
+}
+
+/// What the sections share: the file as messages name it, the flags as given, and the job
+/// they fill in, section by section in this order (a later section reads what an earlier
+/// one set: the partition needs the model's layers and pp, the recompute the partition).
+struct Reading {
+  const std::string& file;
+  const Args& a;
+  ImportedJob& job;
+
+  int require_int(const char* flag, int lo, const char* why) const {
     const auto v = a.integer(flag, lo);
     if (!v) throw ImportError(file, 0, 0, flag, std::string("missing: ") + why);
     return *v;
-  };
+  }
+};
 
-  // ---- model ----
+/// The model: its shape, with Megatron-LM's defaults and checks; job.shape.
+void read_model(const Reading& ctx) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const std::string& file = ctx.file;
   ModelShape m;
   m.name = job.model_name;
-  m.num_layers = require_int("--num-layers", 1, "the number of decoder layers");
-  m.hidden_size = require_int("--hidden-size", 1, "the hidden size");
-  m.num_attention_heads = require_int("--num-attention-heads", 1, "the number of attention heads");
+  m.num_layers = ctx.require_int("--num-layers", 1, "the number of decoder layers");
+  m.hidden_size = ctx.require_int("--hidden-size", 1, "the hidden size");
+  m.num_attention_heads =
+      ctx.require_int("--num-attention-heads", 1, "the number of attention heads");
   job.from("model.num_layers", a.origin("--num-layers"));
   job.from("model.hidden_size", a.origin("--hidden-size"));
   job.from("model.num_attention_heads", a.origin("--num-attention-heads"));
@@ -482,7 +501,7 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
                              : "Megatron-LM's default: 4 * hidden size"));
   }
 
-  const int tp = a.integer("--tensor-model-parallel-size", 1).value_or(1);
+  const int tp = tensor_parallel_size(a);
   {
     const auto vocab = a.integer("--vocab-size", 1);
     if (!vocab)
@@ -527,17 +546,21 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
   }
   job.shape = m;
   job.from("model.name", Origin{file, 0, 0, "", "the arguments file's name"});
+}
 
-  // ---- training ----
-  job.tp = tp;
+/// The parallel sizes and the batch: tp, pp, seq_length, micro- and global batch.
+void read_batch_and_parallelism(const Reading& ctx) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  job.tp = tensor_parallel_size(a);
   job.from("training.tp", a.origin("--tensor-model-parallel-size",
                                    a.given("--tensor-model-parallel-size") ? "" : "default 1"));
   job.pp = a.integer("--pipeline-model-parallel-size", 1).value_or(1);
   job.from("training.pp", a.origin("--pipeline-model-parallel-size",
                                    a.given("--pipeline-model-parallel-size") ? "" : "default 1"));
-  job.seq_length = require_int("--seq-length", 1, "the sequence length");
+  job.seq_length = ctx.require_int("--seq-length", 1, "the sequence length");
   job.from("training.seq_length", a.origin("--seq-length"));
-  job.micro_batch_size = require_int("--micro-batch-size", 1, "the micro-batch size");
+  job.micro_batch_size = ctx.require_int("--micro-batch-size", 1, "the micro-batch size");
   job.from("training.micro_batch_size", a.origin("--micro-batch-size"));
   if (const auto gbs = a.integer("--global-batch-size", 1)) {
     job.global_batch_size = *gbs;
@@ -549,7 +572,15 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
              a.origin("--global-batch-size",
                       "no --global-batch-size: micro-batch size x dp, one micro-batch"));
   }
+}
 
+/// Precision and optimizer: the dtype, the gradients' dtype, the distributed optimizer,
+/// and sequence parallelism.
+void read_precision_and_optimizer(const Reading& ctx) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const std::string& file = ctx.file;
+  const int tp = tensor_parallel_size(a);
   const bool bf16 = a.boolean("--bf16"), fp16 = a.boolean("--fp16");
   if (bf16 && fp16) a.fail("--fp16", "cannot be given with --bf16 (Megatron-LM asserts one)");
   if (!bf16 && !fp16)
@@ -583,9 +614,15 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
           "--sequence-parallel has no effect with tp 1 (Megatron-LM turns it "
           "off).");
   }
+}
 
-  // ---- vpp and partition ----
-  const int L = m.num_layers, pp = job.pp;
+/// Virtual stages and the partition: the layout string, the first/last-rank counts or the
+/// even split; the schedule follows from vpp.
+void read_partition(const Reading& ctx) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const std::string& file = ctx.file;
+  const int L = job.shape->num_layers, pp = job.pp;
   const auto per_stage = a.integer("--num-layers-per-virtual-pipeline-stage", 1);
   const auto per_rank = a.integer("--num-virtual-stages-per-pipeline-rank", 1);
   const auto layout = a.single("--pipeline-model-parallel-layout");
@@ -723,8 +760,14 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
                           : "Megatron-LM's 1F1B"});
   job.partition = partition;
   job.from("training.partition", partition_origin);
+}
 
-  // ---- recompute ----
+/// The recompute flags as a mode per layer.
+void read_recompute(const Reading& ctx) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const int L = job.shape->num_layers;
+  const std::vector<int>& partition = job.partition;
   std::optional<std::string> granularity = a.choice("--recompute-granularity");
   std::string granularity_flag = "--recompute-granularity";
   // [MG-args]: --recompute-activations means selective granularity.
@@ -778,6 +821,23 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
   }
   job.recompute = modes;
   job.from("training.recompute", recompute_origin);
+}
+
+}  // namespace
+
+ImportedJob read_megatron_args(const std::string& text, const std::string& name) {
+  const std::string file = shown_path(name);
+  ImportedJob job;
+  job.source = name;
+  job.framework = "Megatron-LM arguments";
+  job.model_name = model_name_of(name);
+  const Args a(file, flags_of(text, name, file, job));
+  const Reading ctx{file, a, job};
+  read_model(ctx);
+  read_batch_and_parallelism(ctx);
+  read_precision_and_optimizer(ctx);
+  read_partition(ctx);
+  read_recompute(ctx);
   return job;
 }
 
