@@ -616,22 +616,27 @@ void read_precision_and_optimizer(const Reading& ctx) {
   }
 }
 
-/// Virtual stages and the partition: the layout string, the first/last-rank counts or the
-/// even split; the schedule follows from vpp.
-void read_partition(const Reading& ctx) {
-  const Args& a = ctx.a;
-  ImportedJob& job = ctx.job;
-  const std::string& file = ctx.file;
-  const int L = job.shape->num_layers, pp = job.pp;
-  const auto per_stage = a.integer("--num-layers-per-virtual-pipeline-stage", 1);
-  const auto per_rank = a.integer("--num-virtual-stages-per-pipeline-rank", 1);
-  const auto layout = a.single("--pipeline-model-parallel-layout");
+/// The partition flags as given: the three ways to ask for virtual stages, the first and
+/// last ranks' layers, and the embedding and the loss counted as layers.
+struct PartitionFlags {
+  std::optional<int> per_stage, per_rank;
+  std::optional<std::string> layout;
+  std::optional<int> first, last;
+  bool account_embedding = false, account_loss = false;
+};
+
+/// Reads them, refusing two ways to ask for virtual stages as Megatron-LM does.
+PartitionFlags partition_flags(const Args& a) {
+  PartitionFlags f;
+  f.per_stage = a.integer("--num-layers-per-virtual-pipeline-stage", 1);
+  f.per_rank = a.integer("--num-virtual-stages-per-pipeline-rank", 1);
+  f.layout = a.single("--pipeline-model-parallel-layout");
   {
     // [MG-args]: at most one of the three.
     const char* names[] = {"--num-layers-per-virtual-pipeline-stage",
                            "--num-virtual-stages-per-pipeline-rank",
                            "--pipeline-model-parallel-layout"};
-    const bool set[] = {per_stage.has_value(), per_rank.has_value(), layout.has_value()};
+    const bool set[] = {f.per_stage.has_value(), f.per_rank.has_value(), f.layout.has_value()};
     int count = 0;
     for (int k = 0; k < 3; ++k)
       if (set[k] && ++count == 2)
@@ -640,106 +645,139 @@ void read_partition(const Reading& ctx) {
                "--num-virtual-stages-per-pipeline-rank and --pipeline-model-parallel-layout "
                "(Megatron-LM's arguments.py refuses two)");
   }
-  const auto first = a.integer("--decoder-first-pipeline-num-layers", 1);
-  const auto last = a.integer("--decoder-last-pipeline-num-layers", 1);
-  const bool account_embedding = a.boolean("--account-for-embedding-in-pipeline-split");
-  const bool account_loss = a.boolean("--account-for-loss-in-pipeline-split");
+  f.first = a.integer("--decoder-first-pipeline-num-layers", 1);
+  f.last = a.integer("--decoder-last-pipeline-num-layers", 1);
+  f.account_embedding = a.boolean("--account-for-embedding-in-pipeline-split");
+  f.account_loss = a.boolean("--account-for-loss-in-pipeline-split");
+  return f;
+}
+
+/// Decoder layers per stage, virtual stages per rank, and where the split came from.
+struct Split {
+  int vpp = 1;
+  std::vector<int> partition;
+  Origin origin;
+};
+
+/// The split --pipeline-model-parallel-layout gives.
+Split split_of_layout(const Args& a, const PartitionFlags& f, int L, int pp) {
+  const auto& [per_stage, per_rank, layout, first, last, account_embedding, account_loss] = f;
   int vpp = 1;
   std::vector<int> partition;
   Origin partition_origin;
-  if (layout) {
-    const std::string flag = "--pipeline-model-parallel-layout";
-    // [MG-config]: the layout cannot be set with other pipeline layout arguments.
-    if (first || last || account_embedding || account_loss)
-      a.fail(flag,
-             "cannot be given with --decoder-first/last-pipeline-num-layers or "
-             "--account-for-embedding/loss-in-pipeline-split (Megatron-LM refuses them "
-             "together)");
-    std::vector<MegatronLayoutStage> stages;
-    try {
-      stages = parse_megatron_layout(*layout);
-    } catch (const FormatError& e) {
-      a.fail(flag, e.what());
-    }
-    if (stages.size() % pp != 0)
-      a.fail(flag, std::to_string(stages.size()) + " stages do not divide over " +
-                       std::to_string(pp) + " pipeline ranks (--pipeline-model-parallel-size)");
-    vpp = static_cast<int>(stages.size()) / pp;
-    int decoders = 0;
-    for (std::size_t s = 0; s < stages.size(); ++s) {
-      if (stages[s].mtp > 0)
-        a.fail(flag, "holds multi-token prediction layers (m), which bmpipe does not model");
-      if (stages[s].embedding && s != 0)
-        a.fail(flag, "puts the embedding E on stage " + std::to_string(s) +
-                         "; bmpipe's cost model runs it on the first stage");
-      if (stages[s].loss && s + 1 != stages.size())
-        a.fail(flag, "puts the loss L on stage " + std::to_string(s) +
-                         "; bmpipe's cost model runs it on the last stage");
-      decoders += stages[s].decoders;
-      partition.push_back(stages[s].decoders);
-    }
-    if (decoders != L)
-      a.fail(flag, "holds " + std::to_string(decoders) +
-                       " decoder layers (t) but --num-layers is " + std::to_string(L));
-    partition_origin = a.origin(flag);
-  } else {
-    if (per_rank) vpp = *per_rank;
-    if (per_stage) {
-      if (first || last)
-        a.fail("--num-layers-per-virtual-pipeline-stage",
-               "cannot be used with --decoder-first/last-pipeline-num-layers: Megatron-LM asks "
-               "for --num-virtual-stages-per-pipeline-rank then");
-      // [MG-args]: vpp = ((num_layers + accounted) / pp) / num_layers_per_virtual_stage.
-      const int total = L + account_embedding + account_loss;
-      if (total % pp != 0)
-        a.fail("--num-layers", std::to_string(total) + " layers do not divide over " +
-                                   std::to_string(pp) + " pipeline ranks");
-      if ((total / pp) % *per_stage != 0)
-        a.fail("--num-layers-per-virtual-pipeline-stage",
-               std::to_string(*per_stage) + " does not divide the " + std::to_string(total / pp) +
-                   " layers of a pipeline rank");
-      vpp = (total / pp) / *per_stage;
-    }
-    if (first || last) {
-      const char* flag =
-          first ? "--decoder-first-pipeline-num-layers" : "--decoder-last-pipeline-num-layers";
-      if (account_embedding || account_loss)
-        a.fail(flag,
-               "cannot be given with --account-for-embedding/loss-in-pipeline-split "
-               "(Megatron-LM refuses them together)");
-      const auto built = megatron_uneven(L, pp, vpp, first, last);
-      if (!built)
-        a.fail(flag,
-               "Megatron-LM refuses this split of " + std::to_string(L) + " layers over " +
-                   std::to_string(pp) + " ranks" +
-                   (vpp > 1 ? " x " + std::to_string(vpp) + " virtual stages" : std::string()) +
-                   ": each given count must be positive" +
-                   (vpp > 1 ? " and divisible by " + std::to_string(vpp) : std::string()) +
-                   ", and the layers left must split evenly over the other ranks (none left "
-                   "exactly when no rank is left)");
-      partition = *built;
-      partition_origin =
-          a.origin(flag, std::string(first ? "--decoder-first-pipeline-num-layers" : "") +
-                             (first && last ? ", " : "") +
-                             (last ? "--decoder-last-pipeline-num-layers" : ""));
-    } else {
-      try {
-        partition = megatron_even(L, pp, vpp, account_embedding, account_loss);
-      } catch (const FormatError& e) {
-        a.fail(a.given("--pipeline-model-parallel-size") ? "--pipeline-model-parallel-size"
-                                                         : "--num-layers",
-               e.what());
-      }
-      partition_origin = a.origin(
-          "--num-layers",
-          std::string("Megatron-LM's even split") +
-              (account_embedding || account_loss
-                   ? std::string(", counting the ") + (account_embedding ? "embedding" : "") +
-                         (account_embedding && account_loss ? " and the " : "") +
-                         (account_loss ? "loss" : "") + " as a layer"
-                   : std::string()));
-    }
+  const std::string flag = "--pipeline-model-parallel-layout";
+  // [MG-config]: the layout cannot be set with other pipeline layout arguments.
+  if (first || last || account_embedding || account_loss)
+    a.fail(flag,
+           "cannot be given with --decoder-first/last-pipeline-num-layers or "
+           "--account-for-embedding/loss-in-pipeline-split (Megatron-LM refuses them "
+           "together)");
+  std::vector<MegatronLayoutStage> stages;
+  try {
+    stages = parse_megatron_layout(*layout);
+  } catch (const FormatError& e) {
+    a.fail(flag, e.what());
   }
+  if (stages.size() % pp != 0)
+    a.fail(flag, std::to_string(stages.size()) + " stages do not divide over " +
+                     std::to_string(pp) + " pipeline ranks (--pipeline-model-parallel-size)");
+  vpp = static_cast<int>(stages.size()) / pp;
+  int decoders = 0;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    if (stages[s].mtp > 0)
+      a.fail(flag, "holds multi-token prediction layers (m), which bmpipe does not model");
+    if (stages[s].embedding && s != 0)
+      a.fail(flag, "puts the embedding E on stage " + std::to_string(s) +
+                       "; bmpipe's cost model runs it on the first stage");
+    if (stages[s].loss && s + 1 != stages.size())
+      a.fail(flag, "puts the loss L on stage " + std::to_string(s) +
+                       "; bmpipe's cost model runs it on the last stage");
+    decoders += stages[s].decoders;
+    partition.push_back(stages[s].decoders);
+  }
+  if (decoders != L)
+    a.fail(flag, "holds " + std::to_string(decoders) + " decoder layers (t) but --num-layers is " +
+                     std::to_string(L));
+  partition_origin = a.origin(flag);
+  return Split{vpp, partition, partition_origin};
+}
+
+/// The split of the counts: virtual stages from their flags, then the first and last
+/// ranks' layers, or Megatron-LM's even split.
+Split split_of_counts(const Args& a, const PartitionFlags& f, int L, int pp) {
+  const auto& [per_stage, per_rank, layout, first, last, account_embedding, account_loss] = f;
+  int vpp = 1;
+  std::vector<int> partition;
+  Origin partition_origin;
+  if (per_rank) vpp = *per_rank;
+  if (per_stage) {
+    if (first || last)
+      a.fail("--num-layers-per-virtual-pipeline-stage",
+             "cannot be used with --decoder-first/last-pipeline-num-layers: Megatron-LM asks "
+             "for --num-virtual-stages-per-pipeline-rank then");
+    // [MG-args]: vpp = ((num_layers + accounted) / pp) / num_layers_per_virtual_stage.
+    const int total = L + account_embedding + account_loss;
+    if (total % pp != 0)
+      a.fail("--num-layers", std::to_string(total) + " layers do not divide over " +
+                                 std::to_string(pp) + " pipeline ranks");
+    if ((total / pp) % *per_stage != 0)
+      a.fail("--num-layers-per-virtual-pipeline-stage",
+             std::to_string(*per_stage) + " does not divide the " + std::to_string(total / pp) +
+                 " layers of a pipeline rank");
+    vpp = (total / pp) / *per_stage;
+  }
+  if (first || last) {
+    const char* flag =
+        first ? "--decoder-first-pipeline-num-layers" : "--decoder-last-pipeline-num-layers";
+    if (account_embedding || account_loss)
+      a.fail(flag,
+             "cannot be given with --account-for-embedding/loss-in-pipeline-split "
+             "(Megatron-LM refuses them together)");
+    const auto built = megatron_uneven(L, pp, vpp, first, last);
+    if (!built)
+      a.fail(flag, "Megatron-LM refuses this split of " + std::to_string(L) + " layers over " +
+                       std::to_string(pp) + " ranks" +
+                       (vpp > 1 ? " x " + std::to_string(vpp) + " virtual stages" : std::string()) +
+                       ": each given count must be positive" +
+                       (vpp > 1 ? " and divisible by " + std::to_string(vpp) : std::string()) +
+                       ", and the layers left must split evenly over the other ranks (none left "
+                       "exactly when no rank is left)");
+    partition = *built;
+    partition_origin = a.origin(
+        flag, std::string(first ? "--decoder-first-pipeline-num-layers" : "") +
+                  (first && last ? ", " : "") + (last ? "--decoder-last-pipeline-num-layers" : ""));
+  } else {
+    try {
+      partition = megatron_even(L, pp, vpp, account_embedding, account_loss);
+    } catch (const FormatError& e) {
+      a.fail(a.given("--pipeline-model-parallel-size") ? "--pipeline-model-parallel-size"
+                                                       : "--num-layers",
+             e.what());
+    }
+    partition_origin = a.origin(
+        "--num-layers",
+        std::string("Megatron-LM's even split") +
+            (account_embedding || account_loss
+                 ? std::string(", counting the ") + (account_embedding ? "embedding" : "") +
+                       (account_embedding && account_loss ? " and the " : "") +
+                       (account_loss ? "loss" : "") + " as a layer"
+                 : std::string()));
+  }
+  return Split{vpp, partition, partition_origin};
+}
+
+/// Virtual stages and the partition: the layout string, the first/last-rank counts or the
+/// even split; the schedule follows from vpp.
+void read_partition(const Reading& ctx) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const std::string& file = ctx.file;
+  const int L = job.shape->num_layers, pp = job.pp;
+  const PartitionFlags f = partition_flags(a);
+  const auto& [per_stage, per_rank, layout, first, last, account_embedding, account_loss] = f;
+  // [MG-config]: the layout replaces the other partition flags.
+  const Split split = layout ? split_of_layout(a, f, L, pp) : split_of_counts(a, f, L, pp);
+  const int vpp = split.vpp;
   // [MG-args]: the interleaved schedule needs more than one pipeline rank.
   if (vpp > 1 && pp < 2)
     a.fail(per_rank ? "--num-virtual-stages-per-pipeline-rank"
@@ -758,8 +796,8 @@ void read_partition(const Reading& ctx) {
            Origin{file, 0, 0, "",
                   vpp > 1 ? "Megatron-LM's interleaved 1F1B with virtual stages"
                           : "Megatron-LM's 1F1B"});
-  job.partition = partition;
-  job.from("training.partition", partition_origin);
+  job.partition = split.partition;
+  job.from("training.partition", split.origin);
 }
 
 /// The recompute flags as a mode per layer.
