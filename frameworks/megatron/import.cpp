@@ -422,12 +422,11 @@ struct Reading {
   }
 };
 
-/// The model: its shape, with Megatron-LM's defaults and checks; job.shape.
-void read_model(const Reading& ctx) {
+/// The layers and the attention: layers, hidden size, heads, and kv heads from the
+/// query groups.
+void read_layers_and_attention(const Reading& ctx, ModelShape& m) {
   const Args& a = ctx.a;
   ImportedJob& job = ctx.job;
-  const std::string& file = ctx.file;
-  ModelShape m;
   m.name = job.model_name;
   m.num_layers = ctx.require_int("--num-layers", 1, "the number of decoder layers");
   m.hidden_size = ctx.require_int("--hidden-size", 1, "the hidden size");
@@ -477,7 +476,12 @@ void read_model(const Reading& ctx) {
           "--num-query-groups has no effect without --group-query-attention "
           "(Megatron-LM then uses one kv head per attention head).");
   }
+}
 
+/// The MLP: --swiglu picks the layer style; the width, or Megatron-LM's default for it.
+void read_mlp(const Reading& ctx, ModelShape& m) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
   const bool swiglu = a.boolean("--swiglu");
   m.architecture = swiglu ? Architecture::llama : Architecture::gpt;
   job.from("model.architecture",
@@ -500,7 +504,14 @@ void read_model(const Reading& ctx) {
                       swiglu ? "Megatron-LM's default with --swiglu: int(4h * 2/3 / 64) * 64"
                              : "Megatron-LM's default: 4 * hidden size"));
   }
+}
 
+/// The vocabulary, padded as Megatron-LM pads it, and whether the output layer shares the
+/// embedding.
+void read_vocabulary(const Reading& ctx, ModelShape& m) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const std::string& file = ctx.file;
   const int tp = tensor_parallel_size(a);
   {
     const auto vocab = a.integer("--vocab-size", 1);
@@ -528,6 +539,17 @@ void read_model(const Reading& ctx) {
   job.from("model.tied_embeddings",
            a.origin("--untie-embeddings-and-output-weights",
                     m.tied_embeddings ? "tied: no --untie-embeddings-and-output-weights" : ""));
+}
+
+/// The model: its shape, with Megatron-LM's defaults and checks; job.shape.
+void read_model(const Reading& ctx) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const std::string& file = ctx.file;
+  ModelShape m;
+  read_layers_and_attention(ctx, m);
+  read_mlp(ctx, m);
+  read_vocabulary(ctx, m);
   {
     // [MG-config]: attention_dropout and hidden_dropout default to 0.1.
     const auto attention = a.real("--attention-dropout", 0, 1);
