@@ -374,6 +374,75 @@ void read_runner_config(const Reading& ctx) {
   }
 }
 
+/// The MLP's width: intermediate_size, or MindFormers' Llama rule from the hidden size.
+void read_mlp_width(const Reading& ctx, const YAML::Node& mc, ModelShape& m) {
+  const Mf& mf = ctx.mf;
+  ImportedJob& job = ctx.job;
+  const std::string mk = "model.model_config.";
+  if (const YAML::Node ffn = Mf::child(mc, "intermediate_size"); ffn.IsDefined()) {
+    m.ffn_hidden_size = static_cast<int>(mf.integer(ffn, mk + "intermediate_size", 1));
+    job.from("model.ffn_hidden_size", mf.origin(ffn, mk + "intermediate_size"));
+  } else {
+    // [MF-ffn]
+    const YAML::Node mo = Mf::child(mc, "multiple_of");
+    const YAML::Node mul = Mf::child(mc, "ffn_dim_multiplier");
+    const long long multiple_of = mo.IsDefined() ? mf.integer(mo, mk + "multiple_of", 1) : 256;
+    long long hidden_dim = 4LL * m.hidden_size;
+    std::string why = "no intermediate_size: MindFormers' Llama rule from hidden_size";
+    if (mul.IsDefined()) {
+      const double f = mf.real(mul, mk + "ffn_dim_multiplier");
+      if (f <= 0 || f > 100)
+        mf.fail(mul, mk + "ffn_dim_multiplier", "must be between 0 and 100, got " + mul.Scalar());
+      hidden_dim = static_cast<long long>((f + 0.01) * static_cast<double>(hidden_dim));
+      why += ", ffn_dim_multiplier";
+    }
+    hidden_dim = (2 * hidden_dim) / 3;
+    hidden_dim = multiple_of * ((hidden_dim + multiple_of - 1) / multiple_of);
+    if (hidden_dim > INT_MAX) mf.fail(mc, mk + "hidden_size", "gives too large an MLP");
+    m.ffn_hidden_size = static_cast<int>(hidden_dim);
+    job.from("model.ffn_hidden_size",
+             mf.origin(mo.IsDefined() ? mo : mc, mk + "multiple_of",
+                       why + " and multiple_of " + std::to_string(multiple_of)));
+  }
+}
+
+/// Tied embeddings, flash attention and the compute dtype, with LlamaConfig's defaults.
+void read_embeddings_and_kernels(const Reading& ctx, const YAML::Node& mc, ModelShape& m) {
+  const Mf& mf = ctx.mf;
+  ImportedJob& job = ctx.job;
+  const std::string mk = "model.model_config.";
+  if (const YAML::Node tie = Mf::child(mc, "tie_word_embeddings"); tie.IsDefined()) {
+    m.tied_embeddings = mf.boolean(tie, mk + "tie_word_embeddings");
+    job.from("model.tied_embeddings", mf.origin(tie, mk + "tie_word_embeddings"));
+  } else {
+    m.tied_embeddings = false;
+    job.from("model.tied_embeddings",
+             mf.origin(mc, mk + "tie_word_embeddings", "LlamaConfig's default: untied"));
+  }
+  if (const YAML::Node fa = Mf::child(mc, "use_flash_attention"); fa.IsDefined()) {
+    job.flash_attention = mf.boolean(fa, mk + "use_flash_attention");
+    job.from("model.flash_attention", mf.origin(fa, mk + "use_flash_attention"));
+  } else {
+    job.flash_attention = false;
+    job.from("model.flash_attention", mf.origin(mc, mk + "use_flash_attention",
+                                                "LlamaConfig's default: no flash attention"));
+  }
+  {
+    const YAML::Node d = Mf::child(mc, "compute_dtype");
+    const std::string dtype = d.IsDefined() ? mf.text(d, mk + "compute_dtype") : "float16";
+    if (dtype == "bfloat16")
+      job.dtype = "bf16";
+    else if (dtype == "float16")
+      job.dtype = "fp16";
+    else
+      mf.fail(d, mk + "compute_dtype",
+              "unknown value '" + dtype + "' (bmpipe models bfloat16 and float16)");
+    job.from("training.dtype",
+             d.IsDefined() ? mf.origin(d, mk + "compute_dtype")
+                           : mf.origin(mc, mk + "compute_dtype", "LlamaConfig's default: float16"));
+  }
+}
+
 /// model.model_config: the shape (job.shape), with LlamaConfig's defaults, and the dtype.
 void read_model_config(Reading& ctx) {
   const Mf& mf = ctx.mf;
@@ -433,61 +502,8 @@ void read_model_config(Reading& ctx) {
     job.from("model.num_kv_heads",
              mf.origin(mc, mk + "n_kv_heads", "no n_kv_heads: one kv head per attention head"));
   }
-  if (const YAML::Node ffn = Mf::child(mc, "intermediate_size"); ffn.IsDefined()) {
-    m.ffn_hidden_size = static_cast<int>(mf.integer(ffn, mk + "intermediate_size", 1));
-    job.from("model.ffn_hidden_size", mf.origin(ffn, mk + "intermediate_size"));
-  } else {
-    // [MF-ffn]
-    const YAML::Node mo = Mf::child(mc, "multiple_of");
-    const YAML::Node mul = Mf::child(mc, "ffn_dim_multiplier");
-    const long long multiple_of = mo.IsDefined() ? mf.integer(mo, mk + "multiple_of", 1) : 256;
-    long long hidden_dim = 4LL * m.hidden_size;
-    std::string why = "no intermediate_size: MindFormers' Llama rule from hidden_size";
-    if (mul.IsDefined()) {
-      const double f = mf.real(mul, mk + "ffn_dim_multiplier");
-      if (f <= 0 || f > 100)
-        mf.fail(mul, mk + "ffn_dim_multiplier", "must be between 0 and 100, got " + mul.Scalar());
-      hidden_dim = static_cast<long long>((f + 0.01) * static_cast<double>(hidden_dim));
-      why += ", ffn_dim_multiplier";
-    }
-    hidden_dim = (2 * hidden_dim) / 3;
-    hidden_dim = multiple_of * ((hidden_dim + multiple_of - 1) / multiple_of);
-    if (hidden_dim > INT_MAX) mf.fail(mc, mk + "hidden_size", "gives too large an MLP");
-    m.ffn_hidden_size = static_cast<int>(hidden_dim);
-    job.from("model.ffn_hidden_size",
-             mf.origin(mo.IsDefined() ? mo : mc, mk + "multiple_of",
-                       why + " and multiple_of " + std::to_string(multiple_of)));
-  }
-  if (const YAML::Node tie = Mf::child(mc, "tie_word_embeddings"); tie.IsDefined()) {
-    m.tied_embeddings = mf.boolean(tie, mk + "tie_word_embeddings");
-    job.from("model.tied_embeddings", mf.origin(tie, mk + "tie_word_embeddings"));
-  } else {
-    m.tied_embeddings = false;
-    job.from("model.tied_embeddings",
-             mf.origin(mc, mk + "tie_word_embeddings", "LlamaConfig's default: untied"));
-  }
-  if (const YAML::Node fa = Mf::child(mc, "use_flash_attention"); fa.IsDefined()) {
-    job.flash_attention = mf.boolean(fa, mk + "use_flash_attention");
-    job.from("model.flash_attention", mf.origin(fa, mk + "use_flash_attention"));
-  } else {
-    job.flash_attention = false;
-    job.from("model.flash_attention", mf.origin(mc, mk + "use_flash_attention",
-                                                "LlamaConfig's default: no flash attention"));
-  }
-  {
-    const YAML::Node d = Mf::child(mc, "compute_dtype");
-    const std::string dtype = d.IsDefined() ? mf.text(d, mk + "compute_dtype") : "float16";
-    if (dtype == "bfloat16")
-      job.dtype = "bf16";
-    else if (dtype == "float16")
-      job.dtype = "fp16";
-    else
-      mf.fail(d, mk + "compute_dtype",
-              "unknown value '" + dtype + "' (bmpipe models bfloat16 and float16)");
-    job.from("training.dtype",
-             d.IsDefined() ? mf.origin(d, mk + "compute_dtype")
-                           : mf.origin(mc, mk + "compute_dtype", "LlamaConfig's default: float16"));
-  }
+  read_mlp_width(ctx, mc, m);
+  read_embeddings_and_kernels(ctx, mc, m);
   job.shape = m;
   ctx.mc = mc;
 }
