@@ -27,7 +27,7 @@
 #include "api/errors.hpp"
 #include "experiment/config.hpp"
 #include "experiment/experiment.hpp"
-#include "planner/export.hpp"
+#include "frameworks/megatron/export.hpp"
 #include "planner/planner.hpp"
 #include "sim/bubbles.hpp"
 #include "traces/svg.hpp"

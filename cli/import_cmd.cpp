@@ -7,9 +7,7 @@
 #include "cli/commands.hpp"
 #include "cli/guard.hpp"
 #include "cli/outputs.hpp"
-#include "experiment/import_megatron.hpp"
-#include "experiment/import_mindformers.hpp"
-#include "experiment/import_profile.hpp"
+#include "frameworks/importers.hpp"
 #include "sim/cost/hardware.hpp"
 
 namespace po = boost::program_options;
@@ -18,25 +16,20 @@ namespace bmpipe::cli {
 
 namespace {
 
-constexpr const char* kImportHelp = R"(bmpipe import FORMAT INPUT [options]
-
-Formats:
-  megatron ARGS     a Megatron-LM launch script's arguments (flags as
-                    megatron/training/arguments.py spells them, one or many per line,
-                    '\' continuations and '#' comments allowed; '-' reads stdin)
-  mindformers YAML  a MindFormers training config (Llama family)
-  profile CSV       measured per-layer costs, one row per run of identical layers
-                    (columns: see the README, "Importing your job")
-
+// The formats come from the importer table (frameworks/importers.hpp).
+std::string import_help() {
+  return "bmpipe import FORMAT INPUT [options]\n\nFormats:\n" + importer_help() +
+         R"(
 The YAML goes to stdout (or --out) and loads with `bmpipe simulate`; each value carries
 a comment naming the flag or key it came from. Flags and keys bmpipe does not model are
 listed on stderr as "ignored: ...", approximations as "note: ...".
 )";
+}
 
 constexpr std::size_t kMaxInput = 8u << 20;
 
 int usage_error(const std::string& message, const po::options_description& opts) {
-  std::cerr << "bmpipe import: " << message << "\n\n" << kImportHelp << "\n" << opts;
+  std::cerr << "bmpipe import: " << message << "\n\n" << import_help() << "\n" << opts;
   return 2;
 }
 
@@ -56,14 +49,15 @@ int run_import(const std::vector<std::string>& args) {
       ("pp", po::value<int>(), "profile only: pipeline stages (default 1)")
       ("microbatches", po::value<int>(), "profile only: micro-batches per iteration (default 1)");
   // clang-format on
-  if (args.empty()) return usage_error("missing FORMAT (megatron, mindformers or profile)", opts);
+  if (args.empty()) return usage_error("missing FORMAT (" + importer_names() + ")", opts);
   if (args[0] == "--help" || args[0] == "-h") {
-    std::cout << kImportHelp << "\n" << opts;
+    std::cout << import_help() << "\n" << opts;
     return 0;
   }
   const std::string format = args[0];
-  if (format != "megatron" && format != "mindformers" && format != "profile")
-    return usage_error("unknown format '" + format + "' (megatron, mindformers or profile)", opts);
+  const Importer* importer = find_importer(format);
+  if (!importer)
+    return usage_error("unknown format '" + format + "' (" + importer_names() + ")", opts);
 
   po::options_description all;
   all.add(opts).add_options()("input", po::value<std::string>(), "");
@@ -81,7 +75,7 @@ int run_import(const std::vector<std::string>& args) {
     return usage_error(e.what(), opts);
   }
   if (vm.count("help")) {
-    std::cout << kImportHelp << "\n" << opts;
+    std::cout << import_help() << "\n" << opts;
     return 0;
   }
   if (!vm.count("input")) return usage_error("missing INPUT (a file, or - for stdin)", opts);
@@ -91,22 +85,20 @@ int run_import(const std::vector<std::string>& args) {
     return usage_error("give the cluster: --cluster FILE or --preset NAME --devices N", opts);
   if (vm.count("devices") && !vm.count("preset"))
     return usage_error("--devices goes with --preset", opts);
-  if (format != "profile" && (vm.count("pp") || vm.count("microbatches")))
+  if (!importer->takes_layout && (vm.count("pp") || vm.count("microbatches")))
     return usage_error(
         "--pp and --microbatches are for profile imports; the framework's "
         "settings give them",
         opts);
-  if (format != "mindformers" && vm.count("preset") && !vm.count("devices"))
+  if (!importer->counts_devices && vm.count("preset") && !vm.count("devices"))
     return usage_error("--preset needs --devices N", opts);
 
   const std::string input = vm["input"].as<std::string>();
   const std::string out = vm.count("out") ? vm["out"].as<std::string>() : "";
   return guarded("import " + format, [&] {
     const std::string text = read_input(input, kMaxInput);
-    ImportedJob job = format == "megatron"      ? read_megatron_args(text, input)
-                      : format == "mindformers" ? read_mindformers_yaml(text, input)
-                                                : read_profile_csv(text, input);
-    if (format == "profile") {
+    ImportedJob job = importer->read(text, input);
+    if (importer->takes_layout) {
       for (const char* o : {"pp", "microbatches"}) {
         if (!vm.count(o)) continue;
         const int v = vm[o].as<int>();
@@ -122,7 +114,7 @@ int run_import(const std::vector<std::string>& args) {
       long long devices = 0;
       if (vm.count("devices"))
         devices = vm["devices"].as<long long>();
-      else  // mindformers: its parallel_config says how many devices it runs on
+      else  // counts_devices: the job's parallel settings say how many devices it runs on
         devices = static_cast<long long>(job.dp.value_or(1)) * job.tp * job.pp;
       cluster = cluster_from_preset(vm["preset"].as<std::string>(), devices);
     }

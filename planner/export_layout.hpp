@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "experiment/experiment.hpp"
-#include "planner/export.hpp"
+#include "frameworks/common/export_layout.hpp"
 
 namespace bmpipe {
 

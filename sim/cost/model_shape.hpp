@@ -2,7 +2,7 @@
 /// \file
 /// The shape of a decoder-only transformer: what the analytic cost model needs instead of
 /// measured layer timings. Comes from a preset, from explicit YAML fields, or from a
-/// HuggingFace config.json.
+/// HuggingFace config.json (frameworks/hf/hf_config.hpp reads those).
 
 #include <stdexcept>
 #include <string>
@@ -57,17 +57,6 @@ struct ShapeError : std::runtime_error {
 /// gpt3-175b), or nullptr.
 const ModelShape* find_model_preset(const std::string& name);
 std::string model_preset_names();
-
-/// Reads a HuggingFace config.json. Llama and its relatives (model_type llama, mistral,
-/// qwen2, gemma, gemma2, and any other with these names): hidden_size, num_hidden_layers,
-/// num_attention_heads, num_key_value_heads, head_dim, intermediate_size, vocab_size,
-/// tie_word_embeddings (default false; true for gemma and gemma2, as their HF config
-/// classes default it); gpt2: n_embd, n_layer, n_head, n_inner, vocab_size. A
-/// mixture-of-experts config (num_local_experts, num_experts, n_routed_experts, ...) is
-/// refused. Throws ShapeError naming the missing or malformed field.
-ModelShape read_hf_config(const std::string& path);
-/// The same from the file's text; `name` stands for the file in messages.
-ModelShape parse_hf_config(const std::string& text, const std::string& name);
 
 /// Checks that the numbers make a layer (positive, heads divide hidden unless the head
 /// dimension is explicit, kv heads divide heads). Throws ShapeError naming the field.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "experiment/experiment.hpp"
+#include "frameworks/hf/hf_config.hpp"
 #include "support/run_config.hpp"
 
 namespace bmpipe {

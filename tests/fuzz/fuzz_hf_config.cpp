@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 
+#include "frameworks/hf/hf_config.hpp"
 #include "fuzz_run.hpp"
 
 namespace {

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "experiment/import_common.hpp"
-#include "planner/export.hpp"
+#include "frameworks/common/export_layout.hpp"
+#include "frameworks/common/import_common.hpp"
 
 namespace bmpipe::test {
 

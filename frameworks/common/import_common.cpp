@@ -1,4 +1,4 @@
-#include "experiment/import_common.hpp"
+#include "frameworks/common/import_common.hpp"
 
 #include <yaml-cpp/yaml.h>
 

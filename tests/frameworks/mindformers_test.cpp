@@ -9,18 +9,24 @@
 #include <string>
 #include <vector>
 
-#include "experiment/import_mindformers.hpp"
-#include "planner/export.hpp"
+#include "frameworks/mindformers/export.hpp"
+#include "frameworks/mindformers/formats.hpp"
+#include "frameworks/mindformers/import.hpp"
 #include "support/export_layouts.hpp"
+#include "support/export_readback.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
 namespace {
 
 using R = Recompute;
+using test::decode_mindformers;
+using test::Decoded;
+using test::dominates;
 using test::layout_of;
+using test::mentions;
 using test::plan;
-using test::StageModes;
+using test::yaml_value;
 
 // A MindFormers-style config written for these tests: Llama-2-7B on 16 devices, dp 2,
 // mp 2, 4 pipeline stages. Line numbers matter to the tests below.
@@ -369,6 +375,158 @@ TEST(MindFormersImport, TheYamlLoadsAndWholeConfigChecksNameTheKey) {
               0u)
         << e.what();
   }
+}
+
+// ---- the vocabulary ------------------------------------------------------------------------
+// MindFormers' offsets (docs/feature_cards/Offset_Recompute.md: 48 layers, pp 5, interleave
+// 2, offset [[0,1,1,1,1],[1,1,1,1,0]] is [[4,5,5,5,5],[5,5,5,5,4]]) and its spreading of a
+// flat recompute list over the interleaves (LayerSetting._alloc_recompute_layer).
+
+TEST(MindFormersOffsets, TheWorkedExampleAndTheFeatureCard) {
+  EXPECT_EQ(mindformers_partition(32, 4, 1, {1, 1, 0, -2}), (std::vector<int>{9, 9, 8, 6}));
+  EXPECT_EQ(mindformers_offsets({9, 9, 8, 6}), (std::vector<int>{1, 1, 0, -2}));
+  const std::vector<int> card = {0, 1, 1, 1, 1, 1, 1, 1, 1, 0};
+  EXPECT_EQ(mindformers_partition(48, 5, 2, card),
+            (std::vector<int>{4, 5, 5, 5, 5, 5, 5, 5, 5, 4}));
+  EXPECT_EQ(mindformers_offsets({4, 5, 5, 5, 5, 5, 5, 5, 5, 4}), card);
+  EXPECT_EQ(mindformers_stage_list(card, 5, 2), "[[0, 1, 1, 1, 1], [1, 1, 1, 1, 0]]");
+  EXPECT_EQ(mindformers_stage_list({1, 1, 0, -2}, 4, 1), "[1, 1, 0, -2]");
+  EXPECT_THROW(mindformers_partition(32, 4, 1, {1, 1, 0, -1}), FormatError);  // 33 layers
+  EXPECT_THROW(mindformers_partition(8, 4, 1, {-3, 1, 1, 1}), FormatError);   // -1 layers
+  EXPECT_THROW(mindformers_partition(8, 4, 1, {0, 0, 0}), FormatError);       // 3 offsets
+}
+
+TEST(MindFormersRecompute, AFlatListIsDealtOverTheInterleaves) {
+  // pp 2, interleave 2, stages (v, j) in order (0,0) (0,1) (1,0) (1,1) of 3, 2, 2, 3
+  // layers. Rank 0 holds 3 + 2: a count of 3 goes v0, v1, v0 -> 2 and 1. Rank 1 holds
+  // 2 + 3: a count of 1 goes to v0.
+  EXPECT_EQ(mindformers_spread_counts({3, 2, 2, 3}, 2, 2, {3, 1}), (std::vector<int>{2, 1, 1, 0}));
+  // True in the list stands for MAX_INT32: every layer of the rank.
+  EXPECT_EQ(mindformers_spread_counts({3, 2, 2, 3}, 2, 2, {INT_MAX, 0}),
+            (std::vector<int>{3, 0, 2, 0}));
+  // A full stage is skipped: rank 0's 4 over stages of 1 and 3 -> 1 and 3.
+  EXPECT_EQ(mindformers_spread_counts({1, 0, 3, 0}, 2, 2, {4, 0}), (std::vector<int>{1, 0, 3, 0}));
+  // vpp 1: the count, capped at the stage.
+  EXPECT_EQ(mindformers_spread_counts({4, 4}, 2, 1, {2, 9}), (std::vector<int>{2, 4}));
+}
+
+// ---- export --------------------------------------------------------------------------------
+
+// The brief's example: offset [1, 1, 0, -2] over 32 layers and pp 4 is [9, 9, 8, 6].
+TEST(MindFormersExport, OffsetsOfTheWorkedExample) {
+  std::vector<std::string> notes{"stale"};
+  const std::string yaml = export_mindformers(plan(4, 1, {9, 9, 8, 6}), &notes);
+  EXPECT_EQ(yaml,
+            "# bmpipe plan: 32 decoder layers, pipeline_stage 4, layers per stage [9, 9, 8, 6]\n"
+            "parallel_config:\n"
+            "  pipeline_stage: 4\n"
+            "model:\n"
+            "  model_config:\n"
+            "    offset: [1, 1, 0, -2]\n"
+            "recompute_config:\n"
+            "  recompute: [0, 0, 0, 0]\n"
+            "  select_recompute: [0, 0, 0, 0]\n");
+  EXPECT_TRUE(notes.empty());
+  // The other direction, through the decoder: the docs' formula gives back the partition.
+  EXPECT_EQ(decode_mindformers(yaml, 32).partition, (std::vector<int>{9, 9, 8, 6}));
+}
+
+// The feature card's own example: 48 layers, pipeline_stage 5, offset [0,1,1,1,0] gives
+// 9,10,10,10,9.
+TEST(MindFormersExport, OffsetsOfTheFeatureCardExample) {
+  const std::string yaml = export_mindformers(plan(5, 1, {9, 10, 10, 10, 9}), nullptr);
+  EXPECT_EQ(yaml_value(yaml, "offset"), "[0, 1, 1, 1, 0]");
+}
+
+// The feature card's interleaved example: 48 layers, pp 5, pp_interleave_num 2, offset
+// [[0,1,1,1,1],[1,1,1,1,0]] is [[4,5,5,5,5],[5,5,5,5,4]], with recompute
+// [[2,1,0,0,0],[1,0,0,0,0]]; the outer index is the interleave.
+TEST(MindFormersExport, InterleavedExampleOfTheFeatureCard) {
+  std::vector<std::string> notes;
+  const ExportLayout l =
+      plan(5, 2, {4, 5, 5, 5, 5, 5, 5, 5, 5, 4}, {{2, 0}, {1, 0}, {}, {}, {}, {1, 0}});
+  const std::string yaml = export_mindformers(l, &notes);
+  EXPECT_EQ(yaml,
+            "# bmpipe plan: 48 decoder layers, pipeline_stage 5, pp_interleave_num 2, layers per "
+            "stage [[4, 5, 5, 5, 5], [5, 5, 5, 5, 4]]\n"
+            "parallel:\n"
+            "  pipeline_config:\n"
+            "    pipeline_interleave: True\n"
+            "parallel_config:\n"
+            "  pipeline_stage: 5\n"
+            "model:\n"
+            "  model_config:\n"
+            "    pp_interleave_num: 2\n"
+            "    offset: [[0, 1, 1, 1, 1], [1, 1, 1, 1, 0]]\n"
+            "recompute_config:\n"
+            "  recompute: [[2, 1, 0, 0, 0], [1, 0, 0, 0, 0]]\n"
+            "  select_recompute: [[2, 1, 0, 0, 0], [1, 0, 0, 0, 0]]\n");
+  EXPECT_TRUE(notes.empty());
+  const Decoded d = decode_mindformers(yaml, 48);
+  EXPECT_EQ(d.partition, l.partition);
+  EXPECT_EQ(d.modes, l.recompute);
+}
+
+// The stage with (none 0, selective 9, full 1): recompute 1, select_recompute 10,
+// since a layer in both counts recomputes fully.
+TEST(MindFormersExport, SelectiveCountsIncludeTheFullLayers) {
+  std::vector<std::string> notes;
+  const ExportLayout l = plan(2, 1, {10, 10}, {{1, 9}, {0, 0}});
+  const std::string yaml = export_mindformers(l, &notes);
+  EXPECT_EQ(yaml_value(yaml, "recompute"), "[1, 0]");
+  EXPECT_EQ(yaml_value(yaml, "select_recompute"), "[10, 0]");
+  EXPECT_EQ(yaml_value(yaml, "offset"), "[0, 0]");
+  EXPECT_EQ(decode_mindformers(yaml, 20).modes, l.recompute);
+  // The counts are exact; what differs is which operators "selective" means there.
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("attention core"), std::string::npos) << notes[0];
+}
+
+TEST(MindFormersExport, NoSelectiveNoteWithoutSelectiveLayers) {
+  std::vector<std::string> notes;
+  export_mindformers(plan(2, 1, {4, 4}, {{4, 0}, {2, 0}}), &notes);
+  EXPECT_TRUE(notes.empty());
+}
+
+// MindFormers counts from the first layer of a stage; modes in another order take the
+// shortest prefixes that cover the plan, and say so.
+TEST(MindFormersExport, ModesOutOfOrderTakeTheCoveringPrefix) {
+  ExportLayout l = plan(2, 1, {4, 4});
+  l.recompute = {R::none, R::full, R::none, R::none, R::selective, R::full, R::none, R::none};
+  std::vector<std::string> notes;
+  const std::string yaml = export_mindformers(l, &notes);
+  EXPECT_EQ(yaml_value(yaml, "recompute"), "[2, 2]");
+  EXPECT_EQ(yaml_value(yaml, "select_recompute"), "[2, 2]");
+  EXPECT_TRUE(mentions(notes, "stages 0 and 1: MindFormers recomputes the first n layers"));
+  EXPECT_TRUE(dominates(decode_mindformers(yaml, 8).modes, l.recompute));
+}
+
+TEST(MindFormersExport, VPlacementIsNoted) {
+  ExportLayout l = plan(2, 2, {2, 2, 2, 2});
+  l.stage_rank = {0, 1, 1, 0};
+  std::vector<std::string> notes;
+  const std::string yaml = export_mindformers(l, &notes);
+  EXPECT_EQ(yaml_value(yaml, "offset"), "[[0, 0], [0, 0]]");
+  EXPECT_TRUE(mentions(notes, "V placement"));
+}
+
+TEST(MindFormersExport, OnePipelineStage) {
+  std::vector<std::string> notes;
+  const std::string yaml = export_mindformers(plan(1, 1, {8}, {{3, 0}}), &notes);
+  EXPECT_EQ(yaml_value(yaml, "pipeline_stage"), "1");
+  EXPECT_EQ(yaml_value(yaml, "offset"), "[0]");
+  EXPECT_EQ(yaml_value(yaml, "recompute"), "[3]");
+  EXPECT_EQ(yaml_value(yaml, "select_recompute"), "[3]");
+  EXPECT_TRUE(notes.empty());
+}
+
+// 24 layers over 4 stages average 6, so a first stage with only the embedding is offset -6.
+TEST(MindFormersExport, StageWithOnlyTheEmbedding) {
+  std::vector<std::string> notes;
+  const std::string yaml = export_mindformers(plan(4, 1, {0, 8, 8, 8}), &notes);
+  EXPECT_EQ(yaml_value(yaml, "offset"), "[-6, 2, 2, 2]");
+  EXPECT_EQ(decode_mindformers(yaml, 24).partition, (std::vector<int>{0, 8, 8, 8}));
+  EXPECT_TRUE(mentions(notes, "stage 0 holds no decoder layer"));
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "experiment/import_common.hpp"
+#include "frameworks/common/import_common.hpp"
 
 namespace bmpipe {
 

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "experiment/import_profile.hpp"
+#include "frameworks/profile/import.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "frameworks/hf/hf_config.hpp"
 #include "sim/cost/cost_model.hpp"
-#include "sim/cost/model_shape.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "experiment/import_common.hpp"
+#include "frameworks/common/import_common.hpp"
 
 namespace bmpipe {
 

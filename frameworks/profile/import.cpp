@@ -1,4 +1,4 @@
-#include "experiment/import_profile.hpp"
+#include "frameworks/profile/import.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// What the importers share (experiment/import_megatron.hpp, import_mindformers.hpp,
-/// import_profile.hpp): the error that points into the user's own file, the cluster an
+/// What the importers share (frameworks/megatron/import.hpp, frameworks/mindformers/import.hpp,
+/// frameworks/profile/import.hpp): the error that points into the user's own file, the cluster an
 /// imported job runs on, and the job itself, which becomes a bmpipe YAML config. Every
 /// imported config is loaded (parse_config) before it is returned, and a check that fails
 /// there is reported against the flag or key the value came from.

@@ -1,4 +1,4 @@
-#include "experiment/import_megatron.hpp"
+#include "frameworks/megatron/import.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -11,7 +11,7 @@
 #include <span>
 #include <string_view>
 
-#include "experiment/framework_formats.hpp"
+#include "frameworks/megatron/formats.hpp"
 
 // Sources (read, not copied), all Megatron-LM at d98e8a64ddf3, cited by these short names:
 //  [MG-args]   megatron/training/arguments.py: the flags (_add_*_args; the parser is built
@@ -340,16 +340,14 @@ std::string model_name_of(const std::string& path) {
   return stem.empty() ? "megatron-job" : stem;
 }
 
-}  // namespace
+// ---- the reader, by section ---------------------------------------------------------------
 
-ImportedJob read_megatron_args(const std::string& text, const std::string& name) {
-  const std::string file = shown_path(name);
-  ImportedJob job;
-  job.source = name;
-  job.framework = "Megatron-LM arguments";
-  job.model_name = model_name_of(name);
-
-  // ---- words to flags ----
+/// The words of `text` as flags: the last use of each flag bmpipe reads (argparse keeps the
+/// last), with the values that follow it. Flags it does not read, and words outside a flag,
+/// are listed in job.ignored; repeated flags and shell expansions get a note. Throws for a
+/// flag that makes a model bmpipe cannot run (kRefused).
+std::map<std::string, Use> flags_of(const std::string& text, const std::string& name,
+                                    const std::string& file, ImportedJob& job) {
   std::map<std::string, Use> used;
   std::string current;    // the flag whose values follow; empty: none
   std::string expansion;  // the first shell expansion outside a flag, for the note
@@ -400,20 +398,40 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
   if (!expansion.empty())
     job.notes.push_back("the file names shell variables outside flags (" + expansion +
                         "); bmpipe expands none, so paste the flags they hold into the file.");
-  const Args a(file, std::move(used));
+  return used;
+}
 
-  auto require_int = [&](const char* flag, int lo, const char* why) {
+/// --tensor-model-parallel-size (default 1): the model's vocabulary padding and the
+/// training layout both need it.
+int tensor_parallel_size(const Args& a) {
+  return a.integer("--tensor-model-parallel-size", 1).value_or(1);
+}
+
+/// What the sections share: the file as messages name it, the flags as given, and the job
+/// they fill in, section by section in this order (a later section reads what an earlier
+/// one set: the partition needs the model's layers and pp, the recompute the partition).
+struct Reading {
+  const std::string& file;
+  const Args& a;
+  ImportedJob& job;
+
+  int require_int(const char* flag, int lo, const char* why) const {
     const auto v = a.integer(flag, lo);
     if (!v) throw ImportError(file, 0, 0, flag, std::string("missing: ") + why);
     return *v;
-  };
+  }
+};
 
-  // ---- model ----
-  ModelShape m;
+/// The layers and the attention: layers, hidden size, heads, and kv heads from the
+/// query groups.
+void read_layers_and_attention(const Reading& ctx, ModelShape& m) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
   m.name = job.model_name;
-  m.num_layers = require_int("--num-layers", 1, "the number of decoder layers");
-  m.hidden_size = require_int("--hidden-size", 1, "the hidden size");
-  m.num_attention_heads = require_int("--num-attention-heads", 1, "the number of attention heads");
+  m.num_layers = ctx.require_int("--num-layers", 1, "the number of decoder layers");
+  m.hidden_size = ctx.require_int("--hidden-size", 1, "the hidden size");
+  m.num_attention_heads =
+      ctx.require_int("--num-attention-heads", 1, "the number of attention heads");
   job.from("model.num_layers", a.origin("--num-layers"));
   job.from("model.hidden_size", a.origin("--hidden-size"));
   job.from("model.num_attention_heads", a.origin("--num-attention-heads"));
@@ -458,7 +476,12 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
           "--num-query-groups has no effect without --group-query-attention "
           "(Megatron-LM then uses one kv head per attention head).");
   }
+}
 
+/// The MLP: --swiglu picks the layer style; the width, or Megatron-LM's default for it.
+void read_mlp(const Reading& ctx, ModelShape& m) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
   const bool swiglu = a.boolean("--swiglu");
   m.architecture = swiglu ? Architecture::llama : Architecture::gpt;
   job.from("model.architecture",
@@ -481,8 +504,15 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
                       swiglu ? "Megatron-LM's default with --swiglu: int(4h * 2/3 / 64) * 64"
                              : "Megatron-LM's default: 4 * hidden size"));
   }
+}
 
-  const int tp = a.integer("--tensor-model-parallel-size", 1).value_or(1);
+/// The vocabulary, padded as Megatron-LM pads it, and whether the output layer shares the
+/// embedding.
+void read_vocabulary(const Reading& ctx, ModelShape& m) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const std::string& file = ctx.file;
+  const int tp = tensor_parallel_size(a);
   {
     const auto vocab = a.integer("--vocab-size", 1);
     if (!vocab)
@@ -509,6 +539,17 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
   job.from("model.tied_embeddings",
            a.origin("--untie-embeddings-and-output-weights",
                     m.tied_embeddings ? "tied: no --untie-embeddings-and-output-weights" : ""));
+}
+
+/// The model: its shape, with Megatron-LM's defaults and checks; job.shape.
+void read_model(const Reading& ctx) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const std::string& file = ctx.file;
+  ModelShape m;
+  read_layers_and_attention(ctx, m);
+  read_mlp(ctx, m);
+  read_vocabulary(ctx, m);
   {
     // [MG-config]: attention_dropout and hidden_dropout default to 0.1.
     const auto attention = a.real("--attention-dropout", 0, 1);
@@ -527,17 +568,21 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
   }
   job.shape = m;
   job.from("model.name", Origin{file, 0, 0, "", "the arguments file's name"});
+}
 
-  // ---- training ----
-  job.tp = tp;
+/// The parallel sizes and the batch: tp, pp, seq_length, micro- and global batch.
+void read_batch_and_parallelism(const Reading& ctx) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  job.tp = tensor_parallel_size(a);
   job.from("training.tp", a.origin("--tensor-model-parallel-size",
                                    a.given("--tensor-model-parallel-size") ? "" : "default 1"));
   job.pp = a.integer("--pipeline-model-parallel-size", 1).value_or(1);
   job.from("training.pp", a.origin("--pipeline-model-parallel-size",
                                    a.given("--pipeline-model-parallel-size") ? "" : "default 1"));
-  job.seq_length = require_int("--seq-length", 1, "the sequence length");
+  job.seq_length = ctx.require_int("--seq-length", 1, "the sequence length");
   job.from("training.seq_length", a.origin("--seq-length"));
-  job.micro_batch_size = require_int("--micro-batch-size", 1, "the micro-batch size");
+  job.micro_batch_size = ctx.require_int("--micro-batch-size", 1, "the micro-batch size");
   job.from("training.micro_batch_size", a.origin("--micro-batch-size"));
   if (const auto gbs = a.integer("--global-batch-size", 1)) {
     job.global_batch_size = *gbs;
@@ -549,7 +594,15 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
              a.origin("--global-batch-size",
                       "no --global-batch-size: micro-batch size x dp, one micro-batch"));
   }
+}
 
+/// Precision and optimizer: the dtype, the gradients' dtype, the distributed optimizer,
+/// and sequence parallelism.
+void read_precision_and_optimizer(const Reading& ctx) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const std::string& file = ctx.file;
+  const int tp = tensor_parallel_size(a);
   const bool bf16 = a.boolean("--bf16"), fp16 = a.boolean("--fp16");
   if (bf16 && fp16) a.fail("--fp16", "cannot be given with --bf16 (Megatron-LM asserts one)");
   if (!bf16 && !fp16)
@@ -583,18 +636,29 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
           "--sequence-parallel has no effect with tp 1 (Megatron-LM turns it "
           "off).");
   }
+}
 
-  // ---- vpp and partition ----
-  const int L = m.num_layers, pp = job.pp;
-  const auto per_stage = a.integer("--num-layers-per-virtual-pipeline-stage", 1);
-  const auto per_rank = a.integer("--num-virtual-stages-per-pipeline-rank", 1);
-  const auto layout = a.single("--pipeline-model-parallel-layout");
+/// The partition flags as given: the three ways to ask for virtual stages, the first and
+/// last ranks' layers, and the embedding and the loss counted as layers.
+struct PartitionFlags {
+  std::optional<int> per_stage, per_rank;
+  std::optional<std::string> layout;
+  std::optional<int> first, last;
+  bool account_embedding = false, account_loss = false;
+};
+
+/// Reads them, refusing two ways to ask for virtual stages as Megatron-LM does.
+PartitionFlags partition_flags(const Args& a) {
+  PartitionFlags f;
+  f.per_stage = a.integer("--num-layers-per-virtual-pipeline-stage", 1);
+  f.per_rank = a.integer("--num-virtual-stages-per-pipeline-rank", 1);
+  f.layout = a.single("--pipeline-model-parallel-layout");
   {
     // [MG-args]: at most one of the three.
     const char* names[] = {"--num-layers-per-virtual-pipeline-stage",
                            "--num-virtual-stages-per-pipeline-rank",
                            "--pipeline-model-parallel-layout"};
-    const bool set[] = {per_stage.has_value(), per_rank.has_value(), layout.has_value()};
+    const bool set[] = {f.per_stage.has_value(), f.per_rank.has_value(), f.layout.has_value()};
     int count = 0;
     for (int k = 0; k < 3; ++k)
       if (set[k] && ++count == 2)
@@ -603,106 +667,139 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
                "--num-virtual-stages-per-pipeline-rank and --pipeline-model-parallel-layout "
                "(Megatron-LM's arguments.py refuses two)");
   }
-  const auto first = a.integer("--decoder-first-pipeline-num-layers", 1);
-  const auto last = a.integer("--decoder-last-pipeline-num-layers", 1);
-  const bool account_embedding = a.boolean("--account-for-embedding-in-pipeline-split");
-  const bool account_loss = a.boolean("--account-for-loss-in-pipeline-split");
+  f.first = a.integer("--decoder-first-pipeline-num-layers", 1);
+  f.last = a.integer("--decoder-last-pipeline-num-layers", 1);
+  f.account_embedding = a.boolean("--account-for-embedding-in-pipeline-split");
+  f.account_loss = a.boolean("--account-for-loss-in-pipeline-split");
+  return f;
+}
+
+/// Decoder layers per stage, virtual stages per rank, and where the split came from.
+struct Split {
+  int vpp = 1;
+  std::vector<int> partition;
+  Origin origin;
+};
+
+/// The split --pipeline-model-parallel-layout gives.
+Split split_of_layout(const Args& a, const PartitionFlags& f, int L, int pp) {
+  const auto& [per_stage, per_rank, layout, first, last, account_embedding, account_loss] = f;
   int vpp = 1;
   std::vector<int> partition;
   Origin partition_origin;
-  if (layout) {
-    const std::string flag = "--pipeline-model-parallel-layout";
-    // [MG-config]: the layout cannot be set with other pipeline layout arguments.
-    if (first || last || account_embedding || account_loss)
-      a.fail(flag,
-             "cannot be given with --decoder-first/last-pipeline-num-layers or "
-             "--account-for-embedding/loss-in-pipeline-split (Megatron-LM refuses them "
-             "together)");
-    std::vector<MegatronLayoutStage> stages;
-    try {
-      stages = parse_megatron_layout(*layout);
-    } catch (const FormatError& e) {
-      a.fail(flag, e.what());
-    }
-    if (stages.size() % pp != 0)
-      a.fail(flag, std::to_string(stages.size()) + " stages do not divide over " +
-                       std::to_string(pp) + " pipeline ranks (--pipeline-model-parallel-size)");
-    vpp = static_cast<int>(stages.size()) / pp;
-    int decoders = 0;
-    for (std::size_t s = 0; s < stages.size(); ++s) {
-      if (stages[s].mtp > 0)
-        a.fail(flag, "holds multi-token prediction layers (m), which bmpipe does not model");
-      if (stages[s].embedding && s != 0)
-        a.fail(flag, "puts the embedding E on stage " + std::to_string(s) +
-                         "; bmpipe's cost model runs it on the first stage");
-      if (stages[s].loss && s + 1 != stages.size())
-        a.fail(flag, "puts the loss L on stage " + std::to_string(s) +
-                         "; bmpipe's cost model runs it on the last stage");
-      decoders += stages[s].decoders;
-      partition.push_back(stages[s].decoders);
-    }
-    if (decoders != L)
-      a.fail(flag, "holds " + std::to_string(decoders) +
-                       " decoder layers (t) but --num-layers is " + std::to_string(L));
-    partition_origin = a.origin(flag);
-  } else {
-    if (per_rank) vpp = *per_rank;
-    if (per_stage) {
-      if (first || last)
-        a.fail("--num-layers-per-virtual-pipeline-stage",
-               "cannot be used with --decoder-first/last-pipeline-num-layers: Megatron-LM asks "
-               "for --num-virtual-stages-per-pipeline-rank then");
-      // [MG-args]: vpp = ((num_layers + accounted) / pp) / num_layers_per_virtual_stage.
-      const int total = L + account_embedding + account_loss;
-      if (total % pp != 0)
-        a.fail("--num-layers", std::to_string(total) + " layers do not divide over " +
-                                   std::to_string(pp) + " pipeline ranks");
-      if ((total / pp) % *per_stage != 0)
-        a.fail("--num-layers-per-virtual-pipeline-stage",
-               std::to_string(*per_stage) + " does not divide the " + std::to_string(total / pp) +
-                   " layers of a pipeline rank");
-      vpp = (total / pp) / *per_stage;
-    }
-    if (first || last) {
-      const char* flag =
-          first ? "--decoder-first-pipeline-num-layers" : "--decoder-last-pipeline-num-layers";
-      if (account_embedding || account_loss)
-        a.fail(flag,
-               "cannot be given with --account-for-embedding/loss-in-pipeline-split "
-               "(Megatron-LM refuses them together)");
-      const auto built = megatron_uneven(L, pp, vpp, first, last);
-      if (!built)
-        a.fail(flag,
-               "Megatron-LM refuses this split of " + std::to_string(L) + " layers over " +
-                   std::to_string(pp) + " ranks" +
-                   (vpp > 1 ? " x " + std::to_string(vpp) + " virtual stages" : std::string()) +
-                   ": each given count must be positive" +
-                   (vpp > 1 ? " and divisible by " + std::to_string(vpp) : std::string()) +
-                   ", and the layers left must split evenly over the other ranks (none left "
-                   "exactly when no rank is left)");
-      partition = *built;
-      partition_origin =
-          a.origin(flag, std::string(first ? "--decoder-first-pipeline-num-layers" : "") +
-                             (first && last ? ", " : "") +
-                             (last ? "--decoder-last-pipeline-num-layers" : ""));
-    } else {
-      try {
-        partition = megatron_even(L, pp, vpp, account_embedding, account_loss);
-      } catch (const FormatError& e) {
-        a.fail(a.given("--pipeline-model-parallel-size") ? "--pipeline-model-parallel-size"
-                                                         : "--num-layers",
-               e.what());
-      }
-      partition_origin = a.origin(
-          "--num-layers",
-          std::string("Megatron-LM's even split") +
-              (account_embedding || account_loss
-                   ? std::string(", counting the ") + (account_embedding ? "embedding" : "") +
-                         (account_embedding && account_loss ? " and the " : "") +
-                         (account_loss ? "loss" : "") + " as a layer"
-                   : std::string()));
-    }
+  const std::string flag = "--pipeline-model-parallel-layout";
+  // [MG-config]: the layout cannot be set with other pipeline layout arguments.
+  if (first || last || account_embedding || account_loss)
+    a.fail(flag,
+           "cannot be given with --decoder-first/last-pipeline-num-layers or "
+           "--account-for-embedding/loss-in-pipeline-split (Megatron-LM refuses them "
+           "together)");
+  std::vector<MegatronLayoutStage> stages;
+  try {
+    stages = parse_megatron_layout(*layout);
+  } catch (const FormatError& e) {
+    a.fail(flag, e.what());
   }
+  if (stages.size() % pp != 0)
+    a.fail(flag, std::to_string(stages.size()) + " stages do not divide over " +
+                     std::to_string(pp) + " pipeline ranks (--pipeline-model-parallel-size)");
+  vpp = static_cast<int>(stages.size()) / pp;
+  int decoders = 0;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    if (stages[s].mtp > 0)
+      a.fail(flag, "holds multi-token prediction layers (m), which bmpipe does not model");
+    if (stages[s].embedding && s != 0)
+      a.fail(flag, "puts the embedding E on stage " + std::to_string(s) +
+                       "; bmpipe's cost model runs it on the first stage");
+    if (stages[s].loss && s + 1 != stages.size())
+      a.fail(flag, "puts the loss L on stage " + std::to_string(s) +
+                       "; bmpipe's cost model runs it on the last stage");
+    decoders += stages[s].decoders;
+    partition.push_back(stages[s].decoders);
+  }
+  if (decoders != L)
+    a.fail(flag, "holds " + std::to_string(decoders) + " decoder layers (t) but --num-layers is " +
+                     std::to_string(L));
+  partition_origin = a.origin(flag);
+  return Split{vpp, partition, partition_origin};
+}
+
+/// The split of the counts: virtual stages from their flags, then the first and last
+/// ranks' layers, or Megatron-LM's even split.
+Split split_of_counts(const Args& a, const PartitionFlags& f, int L, int pp) {
+  const auto& [per_stage, per_rank, layout, first, last, account_embedding, account_loss] = f;
+  int vpp = 1;
+  std::vector<int> partition;
+  Origin partition_origin;
+  if (per_rank) vpp = *per_rank;
+  if (per_stage) {
+    if (first || last)
+      a.fail("--num-layers-per-virtual-pipeline-stage",
+             "cannot be used with --decoder-first/last-pipeline-num-layers: Megatron-LM asks "
+             "for --num-virtual-stages-per-pipeline-rank then");
+    // [MG-args]: vpp = ((num_layers + accounted) / pp) / num_layers_per_virtual_stage.
+    const int total = L + account_embedding + account_loss;
+    if (total % pp != 0)
+      a.fail("--num-layers", std::to_string(total) + " layers do not divide over " +
+                                 std::to_string(pp) + " pipeline ranks");
+    if ((total / pp) % *per_stage != 0)
+      a.fail("--num-layers-per-virtual-pipeline-stage",
+             std::to_string(*per_stage) + " does not divide the " + std::to_string(total / pp) +
+                 " layers of a pipeline rank");
+    vpp = (total / pp) / *per_stage;
+  }
+  if (first || last) {
+    const char* flag =
+        first ? "--decoder-first-pipeline-num-layers" : "--decoder-last-pipeline-num-layers";
+    if (account_embedding || account_loss)
+      a.fail(flag,
+             "cannot be given with --account-for-embedding/loss-in-pipeline-split "
+             "(Megatron-LM refuses them together)");
+    const auto built = megatron_uneven(L, pp, vpp, first, last);
+    if (!built)
+      a.fail(flag, "Megatron-LM refuses this split of " + std::to_string(L) + " layers over " +
+                       std::to_string(pp) + " ranks" +
+                       (vpp > 1 ? " x " + std::to_string(vpp) + " virtual stages" : std::string()) +
+                       ": each given count must be positive" +
+                       (vpp > 1 ? " and divisible by " + std::to_string(vpp) : std::string()) +
+                       ", and the layers left must split evenly over the other ranks (none left "
+                       "exactly when no rank is left)");
+    partition = *built;
+    partition_origin = a.origin(
+        flag, std::string(first ? "--decoder-first-pipeline-num-layers" : "") +
+                  (first && last ? ", " : "") + (last ? "--decoder-last-pipeline-num-layers" : ""));
+  } else {
+    try {
+      partition = megatron_even(L, pp, vpp, account_embedding, account_loss);
+    } catch (const FormatError& e) {
+      a.fail(a.given("--pipeline-model-parallel-size") ? "--pipeline-model-parallel-size"
+                                                       : "--num-layers",
+             e.what());
+    }
+    partition_origin = a.origin(
+        "--num-layers",
+        std::string("Megatron-LM's even split") +
+            (account_embedding || account_loss
+                 ? std::string(", counting the ") + (account_embedding ? "embedding" : "") +
+                       (account_embedding && account_loss ? " and the " : "") +
+                       (account_loss ? "loss" : "") + " as a layer"
+                 : std::string()));
+  }
+  return Split{vpp, partition, partition_origin};
+}
+
+/// Virtual stages and the partition: the layout string, the first/last-rank counts or the
+/// even split; the schedule follows from vpp.
+void read_partition(const Reading& ctx) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const std::string& file = ctx.file;
+  const int L = job.shape->num_layers, pp = job.pp;
+  const PartitionFlags f = partition_flags(a);
+  const auto& [per_stage, per_rank, layout, first, last, account_embedding, account_loss] = f;
+  // [MG-config]: the layout replaces the other partition flags.
+  const Split split = layout ? split_of_layout(a, f, L, pp) : split_of_counts(a, f, L, pp);
+  const int vpp = split.vpp;
   // [MG-args]: the interleaved schedule needs more than one pipeline rank.
   if (vpp > 1 && pp < 2)
     a.fail(per_rank ? "--num-virtual-stages-per-pipeline-rank"
@@ -721,10 +818,16 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
            Origin{file, 0, 0, "",
                   vpp > 1 ? "Megatron-LM's interleaved 1F1B with virtual stages"
                           : "Megatron-LM's 1F1B"});
-  job.partition = partition;
-  job.from("training.partition", partition_origin);
+  job.partition = split.partition;
+  job.from("training.partition", split.origin);
+}
 
-  // ---- recompute ----
+/// The recompute flags as a mode per layer.
+void read_recompute(const Reading& ctx) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const int L = job.shape->num_layers;
+  const std::vector<int>& partition = job.partition;
   std::optional<std::string> granularity = a.choice("--recompute-granularity");
   std::string granularity_flag = "--recompute-granularity";
   // [MG-args]: --recompute-activations means selective granularity.
@@ -778,6 +881,23 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
   }
   job.recompute = modes;
   job.from("training.recompute", recompute_origin);
+}
+
+}  // namespace
+
+ImportedJob read_megatron_args(const std::string& text, const std::string& name) {
+  const std::string file = shown_path(name);
+  ImportedJob job;
+  job.source = name;
+  job.framework = "Megatron-LM arguments";
+  job.model_name = model_name_of(name);
+  const Args a(file, flags_of(text, name, file, job));
+  const Reading ctx{file, a, job};
+  read_model(ctx);
+  read_batch_and_parallelism(ctx);
+  read_precision_and_optimizer(ctx);
+  read_partition(ctx);
+  read_recompute(ctx);
   return job;
 }
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "experiment/import_common.hpp"
+#include "frameworks/common/import_common.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {

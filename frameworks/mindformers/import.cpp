@@ -1,4 +1,4 @@
-#include "experiment/import_mindformers.hpp"
+#include "frameworks/mindformers/import.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -9,8 +9,8 @@
 #include <initializer_list>
 #include <string_view>
 
-#include "experiment/framework_formats.hpp"
 #include "experiment/yaml_reader.hpp"
+#include "frameworks/mindformers/formats.hpp"
 
 // Sources (read, not copied), MindFormers (github.com/mindspore-lab/mindformers) at
 // fd4deebc1, cited by these short names:
@@ -204,14 +204,35 @@ std::string model_name_of(const std::string& path) {
   return stem.empty() ? "mindformers-job" : stem;
 }
 
-}  // namespace
+/// What the sections of the reader share: the file, the job they fill in, and what an
+/// earlier section read that a later one needs, set in this order.
+struct Reading {
+  Reading(const Mf& reader, ImportedJob& filled, const std::string& given, YAML::Node document)
+      : mf(reader), job(filled), name(given), root(std::move(document)) {}
 
-ImportedJob read_mindformers_yaml(const std::string& text, const std::string& name) {
-  const std::string file = shown_path(name);
-  ImportedJob job;
-  job.source = name;
-  job.framework = "MindFormers YAML";
-  Mf mf(file, job);
+  const Mf& mf;
+  ImportedJob& job;
+  const std::string& name;  ///< the file as given ("-": stdin)
+  YAML::Node root;
+  // parallel_config
+  int pp = 1;
+  int micro_batch_num = 1;
+  Origin micro_batch_num_origin;
+  // parallel.pipeline_config
+  YAML::Node pipe, scheduler_node;
+  bool interleave = false;
+  std::string scheduler = "1f1b";
+  // model.model_config
+  YAML::Node mc;
+  // interleave and offset
+  int vpp = 1;
+  std::vector<int> partition;
+};
+
+/// The document, which must be a mapping; its top-level keys bmpipe does not read are
+/// listed as ignored.
+YAML::Node load_root(const Mf& mf, const std::string& text) {
+  const std::string& file = mf.file();
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -225,8 +246,13 @@ ImportedJob read_mindformers_yaml(const std::string& text, const std::string& na
   mf.ignore_others(
       root, "",
       {"parallel_config", "model", "recompute_config", "runner_config", "parallel", "moe_config"});
+  return root;
+}
 
-  // A mixture-of-experts model is another model, not an approximation of this one.
+/// A mixture-of-experts model is another model, not an approximation of this one.
+void refuse_mixture_of_experts(const Reading& ctx) {
+  const Mf& mf = ctx.mf;
+  const YAML::Node& root = ctx.root;
   if (const YAML::Node moe = mf.section(root, "moe_config", "moe_config"); moe.IsDefined()) {
     const YAML::Node experts = Mf::child(moe, "expert_num");
     if (experts.IsDefined() && mf.integer(experts, "moe_config.expert_num", 0, LLONG_MAX) > 1)
@@ -234,8 +260,13 @@ ImportedJob read_mindformers_yaml(const std::string& text, const std::string& na
               "a mixture-of-experts model (expert_num > 1); bmpipe models dense decoder layers "
               "only");
   }
+}
 
-  // ---- parallel_config ----
+/// parallel_config: dp, tp, pp, micro_batch_num and sequence parallelism.
+void read_parallel_config(Reading& ctx) {
+  const Mf& mf = ctx.mf;
+  ImportedJob& job = ctx.job;
+  const YAML::Node& root = ctx.root;
   const YAML::Node pc = mf.section(root, "parallel_config", "parallel_config");
   mf.ignore_others(
       pc, "parallel_config",
@@ -263,8 +294,17 @@ ImportedJob read_mindformers_yaml(const std::string& text, const std::string& na
     job.sequence_parallel = mf.boolean(sp, "parallel_config.use_seq_parallel");
     job.from("training.sequence_parallel", mf.origin(sp, "parallel_config.use_seq_parallel"));
   }
+  ctx.pp = pp;
+  ctx.micro_batch_num = micro_batch_num;
+  ctx.micro_batch_num_origin = mbn_origin;
+}
 
-  // ---- parallel (MindSpore's auto-parallel context) ----
+/// parallel, MindSpore's auto-parallel context: pipeline interleave and scheduler, and the
+/// parallel optimizer.
+void read_parallel(Reading& ctx) {
+  const Mf& mf = ctx.mf;
+  ImportedJob& job = ctx.job;
+  const YAML::Node& root = ctx.root;
   const YAML::Node par = mf.section(root, "parallel", "parallel");
   mf.ignore_others(par, "parallel", {"pipeline_config", "enable_parallel_optimizer"});
   const YAML::Node pipe = mf.section(par, "pipeline_config", "parallel.pipeline_config");
@@ -287,8 +327,20 @@ ImportedJob read_mindformers_yaml(const std::string& text, const std::string& na
                      parallel_optimizer ? "parallel.enable_parallel_optimizer: optimizer state "
                                           "sharded over dp (MindSpore shards more)"
                                         : "no parallel optimizer"));
+  ctx.pipe = pipe;
+  ctx.scheduler_node = scheduler_node;
+  ctx.interleave = interleave;
+  ctx.scheduler = scheduler;
+}
 
-  // ---- runner_config ----
+/// runner_config: the micro-batch size and, without pipeline stages, the micro-batches.
+void read_runner_config(const Reading& ctx) {
+  const Mf& mf = ctx.mf;
+  ImportedJob& job = ctx.job;
+  const YAML::Node& root = ctx.root;
+  const int pp = ctx.pp;
+  const int micro_batch_num = ctx.micro_batch_num;
+  const Origin& mbn_origin = ctx.micro_batch_num_origin;
   const YAML::Node runner = mf.section(root, "runner_config", "runner_config");
   mf.ignore_others(runner, "runner_config", {"batch_size", "gradient_accumulation_steps"});
   {
@@ -320,8 +372,83 @@ ImportedJob read_mindformers_yaml(const std::string& text, const std::string& na
                  : mf.origin(runner, "runner_config.gradient_accumulation_steps",
                              "no pipeline stages, no gradient accumulation: one micro-batch"));
   }
+}
 
-  // ---- model.model_config ----
+/// The MLP's width: intermediate_size, or MindFormers' Llama rule from the hidden size.
+void read_mlp_width(const Reading& ctx, const YAML::Node& mc, ModelShape& m) {
+  const Mf& mf = ctx.mf;
+  ImportedJob& job = ctx.job;
+  const std::string mk = "model.model_config.";
+  if (const YAML::Node ffn = Mf::child(mc, "intermediate_size"); ffn.IsDefined()) {
+    m.ffn_hidden_size = static_cast<int>(mf.integer(ffn, mk + "intermediate_size", 1));
+    job.from("model.ffn_hidden_size", mf.origin(ffn, mk + "intermediate_size"));
+  } else {
+    // [MF-ffn]
+    const YAML::Node mo = Mf::child(mc, "multiple_of");
+    const YAML::Node mul = Mf::child(mc, "ffn_dim_multiplier");
+    const long long multiple_of = mo.IsDefined() ? mf.integer(mo, mk + "multiple_of", 1) : 256;
+    long long hidden_dim = 4LL * m.hidden_size;
+    std::string why = "no intermediate_size: MindFormers' Llama rule from hidden_size";
+    if (mul.IsDefined()) {
+      const double f = mf.real(mul, mk + "ffn_dim_multiplier");
+      if (f <= 0 || f > 100)
+        mf.fail(mul, mk + "ffn_dim_multiplier", "must be between 0 and 100, got " + mul.Scalar());
+      hidden_dim = static_cast<long long>((f + 0.01) * static_cast<double>(hidden_dim));
+      why += ", ffn_dim_multiplier";
+    }
+    hidden_dim = (2 * hidden_dim) / 3;
+    hidden_dim = multiple_of * ((hidden_dim + multiple_of - 1) / multiple_of);
+    if (hidden_dim > INT_MAX) mf.fail(mc, mk + "hidden_size", "gives too large an MLP");
+    m.ffn_hidden_size = static_cast<int>(hidden_dim);
+    job.from("model.ffn_hidden_size",
+             mf.origin(mo.IsDefined() ? mo : mc, mk + "multiple_of",
+                       why + " and multiple_of " + std::to_string(multiple_of)));
+  }
+}
+
+/// Tied embeddings, flash attention and the compute dtype, with LlamaConfig's defaults.
+void read_embeddings_and_kernels(const Reading& ctx, const YAML::Node& mc, ModelShape& m) {
+  const Mf& mf = ctx.mf;
+  ImportedJob& job = ctx.job;
+  const std::string mk = "model.model_config.";
+  if (const YAML::Node tie = Mf::child(mc, "tie_word_embeddings"); tie.IsDefined()) {
+    m.tied_embeddings = mf.boolean(tie, mk + "tie_word_embeddings");
+    job.from("model.tied_embeddings", mf.origin(tie, mk + "tie_word_embeddings"));
+  } else {
+    m.tied_embeddings = false;
+    job.from("model.tied_embeddings",
+             mf.origin(mc, mk + "tie_word_embeddings", "LlamaConfig's default: untied"));
+  }
+  if (const YAML::Node fa = Mf::child(mc, "use_flash_attention"); fa.IsDefined()) {
+    job.flash_attention = mf.boolean(fa, mk + "use_flash_attention");
+    job.from("model.flash_attention", mf.origin(fa, mk + "use_flash_attention"));
+  } else {
+    job.flash_attention = false;
+    job.from("model.flash_attention", mf.origin(mc, mk + "use_flash_attention",
+                                                "LlamaConfig's default: no flash attention"));
+  }
+  {
+    const YAML::Node d = Mf::child(mc, "compute_dtype");
+    const std::string dtype = d.IsDefined() ? mf.text(d, mk + "compute_dtype") : "float16";
+    if (dtype == "bfloat16")
+      job.dtype = "bf16";
+    else if (dtype == "float16")
+      job.dtype = "fp16";
+    else
+      mf.fail(d, mk + "compute_dtype",
+              "unknown value '" + dtype + "' (bmpipe models bfloat16 and float16)");
+    job.from("training.dtype",
+             d.IsDefined() ? mf.origin(d, mk + "compute_dtype")
+                           : mf.origin(mc, mk + "compute_dtype", "LlamaConfig's default: float16"));
+  }
+}
+
+/// model.model_config: the shape (job.shape), with LlamaConfig's defaults, and the dtype.
+void read_model_config(Reading& ctx) {
+  const Mf& mf = ctx.mf;
+  ImportedJob& job = ctx.job;
+  const std::string& file = ctx.mf.file();
+  const YAML::Node& root = ctx.root;
   const YAML::Node model = mf.section(root, "model", "model");
   if (!model.IsDefined()) throw ImportError(file, 1, 0, "model", "missing required section");
   mf.ignore_others(model, "model", {"model_config"});
@@ -340,7 +467,7 @@ ImportedJob read_mindformers_yaml(const std::string& text, const std::string& na
     return n;
   };
   ModelShape m;
-  job.model_name = model_name_of(name);
+  job.model_name = model_name_of(ctx.name);
   m.name = job.model_name;
   m.architecture = Architecture::llama;
   job.from("model.name", mf.origin(root, "", "the YAML file's name"));
@@ -375,64 +502,20 @@ ImportedJob read_mindformers_yaml(const std::string& text, const std::string& na
     job.from("model.num_kv_heads",
              mf.origin(mc, mk + "n_kv_heads", "no n_kv_heads: one kv head per attention head"));
   }
-  if (const YAML::Node ffn = Mf::child(mc, "intermediate_size"); ffn.IsDefined()) {
-    m.ffn_hidden_size = static_cast<int>(mf.integer(ffn, mk + "intermediate_size", 1));
-    job.from("model.ffn_hidden_size", mf.origin(ffn, mk + "intermediate_size"));
-  } else {
-    // [MF-ffn]
-    const YAML::Node mo = Mf::child(mc, "multiple_of");
-    const YAML::Node mul = Mf::child(mc, "ffn_dim_multiplier");
-    const long long multiple_of = mo.IsDefined() ? mf.integer(mo, mk + "multiple_of", 1) : 256;
-    long long hidden_dim = 4LL * m.hidden_size;
-    std::string why = "no intermediate_size: MindFormers' Llama rule from hidden_size";
-    if (mul.IsDefined()) {
-      const double f = mf.real(mul, mk + "ffn_dim_multiplier");
-      if (f <= 0 || f > 100)
-        mf.fail(mul, mk + "ffn_dim_multiplier", "must be between 0 and 100, got " + mul.Scalar());
-      hidden_dim = static_cast<long long>((f + 0.01) * static_cast<double>(hidden_dim));
-      why += ", ffn_dim_multiplier";
-    }
-    hidden_dim = (2 * hidden_dim) / 3;
-    hidden_dim = multiple_of * ((hidden_dim + multiple_of - 1) / multiple_of);
-    if (hidden_dim > INT_MAX) mf.fail(mc, mk + "hidden_size", "gives too large an MLP");
-    m.ffn_hidden_size = static_cast<int>(hidden_dim);
-    job.from("model.ffn_hidden_size",
-             mf.origin(mo.IsDefined() ? mo : mc, mk + "multiple_of",
-                       why + " and multiple_of " + std::to_string(multiple_of)));
-  }
-  if (const YAML::Node tie = Mf::child(mc, "tie_word_embeddings"); tie.IsDefined()) {
-    m.tied_embeddings = mf.boolean(tie, mk + "tie_word_embeddings");
-    job.from("model.tied_embeddings", mf.origin(tie, mk + "tie_word_embeddings"));
-  } else {
-    m.tied_embeddings = false;
-    job.from("model.tied_embeddings",
-             mf.origin(mc, mk + "tie_word_embeddings", "LlamaConfig's default: untied"));
-  }
-  if (const YAML::Node fa = Mf::child(mc, "use_flash_attention"); fa.IsDefined()) {
-    job.flash_attention = mf.boolean(fa, mk + "use_flash_attention");
-    job.from("model.flash_attention", mf.origin(fa, mk + "use_flash_attention"));
-  } else {
-    job.flash_attention = false;
-    job.from("model.flash_attention", mf.origin(mc, mk + "use_flash_attention",
-                                                "LlamaConfig's default: no flash attention"));
-  }
-  {
-    const YAML::Node d = Mf::child(mc, "compute_dtype");
-    const std::string dtype = d.IsDefined() ? mf.text(d, mk + "compute_dtype") : "float16";
-    if (dtype == "bfloat16")
-      job.dtype = "bf16";
-    else if (dtype == "float16")
-      job.dtype = "fp16";
-    else
-      mf.fail(d, mk + "compute_dtype",
-              "unknown value '" + dtype + "' (bmpipe models bfloat16 and float16)");
-    job.from("training.dtype",
-             d.IsDefined() ? mf.origin(d, mk + "compute_dtype")
-                           : mf.origin(mc, mk + "compute_dtype", "LlamaConfig's default: float16"));
-  }
+  read_mlp_width(ctx, mc, m);
+  read_embeddings_and_kernels(ctx, mc, m);
   job.shape = m;
+  ctx.mc = mc;
+}
 
-  // ---- interleave and offset ----
+/// pp_interleave_num and offset: the virtual stages and the partition.
+void read_partition(Reading& ctx) {
+  const Mf& mf = ctx.mf;
+  ImportedJob& job = ctx.job;
+  const YAML::Node& mc = ctx.mc;
+  const std::string mk = "model.model_config.";
+  const bool interleave = ctx.interleave;
+  const int pp = ctx.pp;
   int vpp = 1;
   const YAML::Node pin = Mf::child(mc, "pp_interleave_num");
   if (pin.IsDefined()) {
@@ -452,7 +535,7 @@ ImportedJob read_mindformers_yaml(const std::string& text, const std::string& na
   job.from("training.vpp", pin.IsDefined() ? mf.origin(pin, mk + "pp_interleave_num")
                                            : mf.origin(mc, mk + "pp_interleave_num", "default 1"));
 
-  const int stages = pp * vpp, L = m.num_layers;
+  const int stages = pp * vpp, L = job.shape->num_layers;
   std::vector<int> offset(static_cast<std::size_t>(stages), 0);
   const YAML::Node off = Mf::child(mc, "offset");
   const std::string ok = mk + "offset";
@@ -519,8 +602,19 @@ ImportedJob read_mindformers_yaml(const std::string& text, const std::string& na
   job.from("training.partition",
            off.IsDefined() ? mf.origin(off, ok, "num_layers // stages + offset")
                            : mf.origin(mc, ok, "no offset: num_layers // stages per stage"));
+  ctx.vpp = vpp;
+  ctx.partition = partition;
+}
 
-  // ---- schedule ----
+/// The schedule, from parallel.pipeline_config.pipeline_scheduler and the interleave.
+void read_schedule(const Reading& ctx) {
+  const Mf& mf = ctx.mf;
+  ImportedJob& job = ctx.job;
+  const YAML::Node& root = ctx.root;
+  const std::string& scheduler = ctx.scheduler;
+  const YAML::Node& scheduler_node = ctx.scheduler_node;
+  const YAML::Node& pipe = ctx.pipe;
+  const int vpp = ctx.vpp;
   if (scheduler == "1f1b") {
     job.schedule = vpp > 1 ? "interleaved" : "1f1b";
   } else if (scheduler == "gpipe") {
@@ -538,8 +632,16 @@ ImportedJob read_mindformers_yaml(const std::string& text, const std::string& na
                ? mf.origin(scheduler_node, "parallel.pipeline_config.pipeline_scheduler")
                : mf.origin(pipe.IsDefined() ? pipe : root,
                            "parallel.pipeline_config.pipeline_scheduler", "MindSpore's 1F1B"));
+}
 
-  // ---- recompute ----
+/// recompute_config as a mode per layer.
+void read_recompute(const Reading& ctx) {
+  const Mf& mf = ctx.mf;
+  ImportedJob& job = ctx.job;
+  const YAML::Node& root = ctx.root;
+  const std::vector<int>& partition = ctx.partition;
+  const int pp = ctx.pp;
+  const int vpp = ctx.vpp;
   std::vector<int> full(partition.size(), 0), select(partition.size(), 0);
   const std::string rk = "recompute_config";
   YAML::Node rc = Mf::child(root, "recompute_config");
@@ -583,6 +685,24 @@ ImportedJob read_mindformers_yaml(const std::string& text, const std::string& na
         "select_recompute as counts recomputes MindFormers' default operators (the MLP "
         "activation), while bmpipe's selective mode re-runs the attention core.");
   job.from("training.recompute", recompute_origin);
+}
+
+}  // namespace
+
+ImportedJob read_mindformers_yaml(const std::string& text, const std::string& name) {
+  ImportedJob job;
+  job.source = name;
+  job.framework = "MindFormers YAML";
+  const Mf mf(shown_path(name), job);
+  Reading ctx(mf, job, name, load_root(mf, text));
+  refuse_mixture_of_experts(ctx);
+  read_parallel_config(ctx);
+  read_parallel(ctx);
+  read_runner_config(ctx);
+  read_model_config(ctx);
+  read_partition(ctx);
+  read_schedule(ctx);
+  read_recompute(ctx);
   return job;
 }
 

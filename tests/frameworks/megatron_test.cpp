@@ -1,25 +1,32 @@
 // `bmpipe import megatron`: Megatron-LM arguments read with Megatron-LM's defaults and
 // checks (megatron/training/arguments.py, argument_utils.py, transformer_config.py,
 // transformer_block.py at d98e8a64ddf3), worked by hand; the round trip through the plan
-// export (planner/export.hpp); and the YAML, which must load as `bmpipe simulate` loads it.
+// export (frameworks/megatron/export.hpp); and the YAML, which must load as `bmpipe simulate`
+// loads it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 #include <string>
 #include <vector>
 
-#include "experiment/import_megatron.hpp"
-#include "planner/export.hpp"
+#include "frameworks/megatron/export.hpp"
+#include "frameworks/megatron/formats.hpp"
+#include "frameworks/megatron/import.hpp"
 #include "support/export_layouts.hpp"
+#include "support/export_readback.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
 namespace {
 
 using R = Recompute;
+using test::decode_megatron;
+using test::dominates;
 using test::layout_of;
+using test::Modes;
+using test::parse_layout;
 using test::plan;
-using test::StageModes;
 
 // Llama-2-7B's shape, one micro-batch of 4096 tokens, 64 sequences per step, bf16.
 const std::string kModel =
@@ -436,6 +443,288 @@ TEST(MegatronImport, ChecksOfTheWholeConfigNameTheFlag) {
               0u)
         << e.what();
   }
+}
+
+// ---- the vocabulary ------------------------------------------------------------------------
+// Megatron-LM's layout grammar (pipeline_parallel_layer_layout.py parse_str_to_list and
+// docs/user-guide/features/pipeline_parallel_layout.md: "Et*3|(tt|)*29,m|L" is DeepSeek-V3's
+// 61 decoder layers and one MTP layer over PP16 x VPP2), the uneven first/last rule and the
+// even split with the embedding/loss accounted for (transformer_block.py
+// get_num_layers_to_build).
+
+std::vector<int> decoders(const std::vector<MegatronLayoutStage>& stages) {
+  std::vector<int> out;
+  for (const auto& s : stages) out.push_back(s.decoders);
+  return out;
+}
+
+std::string layout_error(const std::string& layout) {
+  try {
+    parse_megatron_layout(layout);
+  } catch (const FormatError& e) {
+    return e.what();
+  }
+  return "<accepted>";
+}
+
+TEST(MegatronLayout, TheWorkedExample) {
+  const auto stages = parse_megatron_layout("Et*9|t*9|t*8|t*6L");
+  EXPECT_EQ(decoders(stages), (std::vector<int>{9, 9, 8, 6}));
+  ASSERT_EQ(stages.size(), 4u);
+  EXPECT_TRUE(stages[0].embedding);
+  EXPECT_FALSE(stages[0].loss);
+  EXPECT_TRUE(stages[3].loss);
+  EXPECT_EQ(megatron_layout_string({9, 9, 8, 6}), "Et*9|t*9|t*8|t*6L");
+}
+
+TEST(MegatronLayout, TheDocumentedDeepSeekExample) {
+  // PP16 x VPP2 = 32 stages: E + 3 decoders, 29 stages of two, one MTP stage, the loss.
+  const auto stages = parse_megatron_layout("Et*3|(tt|)*29,m|L");
+  ASSERT_EQ(stages.size(), 32u);
+  EXPECT_TRUE(stages[0].embedding);
+  EXPECT_EQ(stages[0].decoders, 3);
+  for (int s = 1; s <= 29; ++s) EXPECT_EQ(stages[s].decoders, 2) << s;
+  EXPECT_EQ(stages[30].mtp, 1);
+  EXPECT_EQ(stages[30].decoders, 0);
+  EXPECT_TRUE(stages[31].loss);
+  int total = 0;
+  for (const auto& s : stages) total += s.decoders;
+  EXPECT_EQ(total, 61);
+}
+
+TEST(MegatronLayout, CommasEmptyStagesAndGroups) {
+  // The help text's example: "E|(t|)*3,m|m||L" is E, t, t, t, m, m, (empty), L.
+  const auto help = parse_megatron_layout("E|(t|)*3,m|m||L");
+  ASSERT_EQ(help.size(), 8u);
+  EXPECT_EQ(decoders(help), (std::vector<int>{0, 1, 1, 1, 0, 0, 0, 0}));
+  EXPECT_EQ(help[4].mtp + help[5].mtp, 2);
+  EXPECT_TRUE(help[7].loss);
+  // "(|ab)*2,cd -> |ab|abcd" in the parser's own comment, with t for a and b.
+  EXPECT_EQ(decoders(parse_megatron_layout("E(|tt)*2,tL")), (std::vector<int>{0, 2, 3}));
+  // x*n repeats any one character, a separator included.
+  EXPECT_EQ(decoders(parse_megatron_layout("Et|*3tL")), (std::vector<int>{1, 0, 0, 1}));
+  EXPECT_EQ(decoders(parse_megatron_layout("E,t,t|t*010,L")), (std::vector<int>{2, 10}));
+}
+
+TEST(MegatronLayout, WhatMegatronRefuses) {
+  EXPECT_NE(layout_error("Et*9|t*9|t*8|t*6").find("last layer must be the loss"),
+            std::string::npos);
+  EXPECT_NE(layout_error("tE|L").find("first layer must be the embedding"), std::string::npos);
+  EXPECT_NE(layout_error("|EtL").find("<accepted>"), std::string::npos);  // empty first stage
+  EXPECT_NE(layout_error("Et|EtL").find("exactly once"), std::string::npos);
+  EXPECT_NE(layout_error("Et|x|L").find("invalid layer character 'x'"), std::string::npos);
+  EXPECT_NE(layout_error("E t|L").find("invalid layer character"), std::string::npos);
+  EXPECT_NE(layout_error("E((t)*2|)*2L").find("nested parentheses"), std::string::npos);
+  EXPECT_NE(layout_error("E(t)|L").find("followed by *n"), std::string::npos);
+  EXPECT_NE(layout_error("E(t|L").find("never closed"), std::string::npos);
+  EXPECT_NE(layout_error("Et*3*2|L").find("invalid layer character '*'"), std::string::npos);
+  EXPECT_NE(layout_error("Et*200000|L").find("more than 100000"), std::string::npos);
+  EXPECT_NE(layout_error("E(t*9|)*99999L").find("more than 100000"), std::string::npos);
+  EXPECT_NE(layout_error("").find("no layer"), std::string::npos);
+}
+
+// Any partition written as a layout reads back as itself.
+TEST(MegatronLayout, WrittenLayoutsReadBack) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<int> partition(1 + rng() % 12);
+    for (int& n : partition) n = static_cast<int>(rng() % 6);
+    const auto stages = parse_megatron_layout(megatron_layout_string(partition));
+    EXPECT_EQ(decoders(stages), partition);
+    EXPECT_TRUE(stages.front().embedding);
+    EXPECT_TRUE(stages.back().loss);
+  }
+}
+
+TEST(MegatronPartition, FirstAndLastRanks) {
+  EXPECT_EQ(megatron_uneven(32, 4, 1, 10, 6), (std::vector<int>{10, 8, 8, 6}));
+  EXPECT_EQ(megatron_uneven(32, 3, 1, 10, std::nullopt), (std::vector<int>{10, 11, 11}));
+  // vpp 2: a rank's 8 layers are two chunks of 4; the middle ranks' 8 too.
+  EXPECT_EQ(megatron_uneven(32, 4, 2, 8, 8), (std::vector<int>{4, 4, 4, 4, 4, 4, 4, 4}));
+  EXPECT_EQ(megatron_uneven(32, 4, 1, 9, std::nullopt), std::nullopt);  // 23 over 3 ranks
+  EXPECT_EQ(megatron_uneven(32, 4, 2, 9, 7), std::nullopt);             // 9 is odd
+  EXPECT_EQ(megatron_uneven(16, 2, 1, 10, 6), (std::vector<int>{10, 6}));
+  EXPECT_EQ(megatron_uneven(16, 2, 1, 10, 5), std::nullopt);  // one layer and no rank left
+}
+
+TEST(MegatronPartition, EvenSplitWithTheEmbeddingAndLossCounted) {
+  EXPECT_EQ(megatron_even(32, 4, 1, false, false), (std::vector<int>{8, 8, 8, 8}));
+  // 31 + the embedding = 32 over 4: the first stage builds 7 decoder layers.
+  EXPECT_EQ(megatron_even(31, 4, 1, true, false), (std::vector<int>{7, 8, 8, 8}));
+  EXPECT_EQ(megatron_even(30, 4, 1, true, true), (std::vector<int>{7, 8, 8, 7}));
+  // vpp 2: 8 per rank, 4 per chunk; only the very first and very last chunk lose one.
+  EXPECT_EQ(megatron_even(30, 4, 2, true, true), (std::vector<int>{3, 4, 4, 4, 4, 4, 4, 3}));
+  EXPECT_THROW(megatron_even(31, 4, 1, false, false), FormatError);
+  EXPECT_THROW(megatron_even(32, 4, 3, false, false), FormatError);
+  EXPECT_EQ(megatron_even(3, 2, 1, true, false), (std::vector<int>{1, 2}));
+}
+
+// ---- export --------------------------------------------------------------------------------
+
+// The brief's example: Et*9|t*9|t*8|t*6L is [9, 9, 8, 6]; neither the first nor the last
+// rank alone, nor both, leaves an evenly divisible middle (23/3, 26/3, 17/2).
+TEST(MegatronExport, LayoutOfTheWorkedExample) {
+  const ExportLayout l = plan(4, 1, {9, 9, 8, 6});
+  const MegatronExport m = export_megatron(l);
+  EXPECT_EQ(m.flags,
+            "--pipeline-model-parallel-size 4\n"
+            "--num-layers 32\n"
+            "--pipeline-model-parallel-layout \"Et*9|t*9|t*8|t*6L\"\n");
+  EXPECT_TRUE(m.exact);
+  EXPECT_EQ(m.note, "");
+  EXPECT_EQ(m.expressed.partition, l.partition);
+  EXPECT_EQ(m.expressed.stage_rank, l.stage_rank);
+  EXPECT_EQ(parse_layout("\"Et*9|t*9|t*8|t*6L\""), (std::vector<int>{9, 9, 8, 6}));
+}
+
+TEST(MegatronExport, UniformPlanPrintsNoPartitionFlags) {
+  EXPECT_EQ(export_megatron(plan(4, 1, {8, 8, 8, 8})).flags,
+            "--pipeline-model-parallel-size 4\n--num-layers 32\n");
+  EXPECT_EQ(export_megatron(plan(4, 2, {4, 4, 4, 4, 4, 4, 4, 4})).flags,
+            "--pipeline-model-parallel-size 4\n--num-layers 32\n"
+            "--num-virtual-stages-per-pipeline-rank 2\n");
+  // Every layer selective: one flag, no method, no count.
+  const MegatronExport sel = export_megatron(plan(2, 1, {4, 4}, {{0, 4}, {0, 4}}));
+  EXPECT_EQ(
+      sel.flags,
+      "--pipeline-model-parallel-size 2\n--num-layers 8\n--recompute-granularity selective\n");
+  EXPECT_TRUE(sel.exact);
+  // Every layer full: uniform groups of one layer.
+  const MegatronExport full = export_megatron(plan(2, 1, {4, 4}, {{4, 0}, {4, 0}}));
+  EXPECT_EQ(full.flags,
+            "--pipeline-model-parallel-size 2\n--num-layers 8\n--recompute-granularity full\n"
+            "--recompute-method uniform\n--recompute-num-layers 1\n");
+  EXPECT_TRUE(full.exact);
+}
+
+TEST(MegatronExport, FirstAndLastRankFlags) {
+  // 32 - 10 - 6 = 16 over the 2 middle ranks.
+  EXPECT_EQ(export_megatron(plan(4, 1, {10, 8, 8, 6})).flags,
+            "--pipeline-model-parallel-size 4\n--num-layers 32\n"
+            "--decoder-first-pipeline-num-layers 10\n--decoder-last-pipeline-num-layers 6\n");
+  // 32 - 10 = 22 over the other 2 ranks, last included.
+  EXPECT_EQ(export_megatron(plan(3, 1, {10, 11, 11})).flags,
+            "--pipeline-model-parallel-size 3\n--num-layers 32\n"
+            "--decoder-first-pipeline-num-layers 10\n");
+  EXPECT_EQ(export_megatron(plan(3, 1, {11, 11, 10})).flags,
+            "--pipeline-model-parallel-size 3\n--num-layers 32\n"
+            "--decoder-last-pipeline-num-layers 10\n");
+  EXPECT_EQ(export_megatron(plan(2, 1, {9, 7})).flags,
+            "--pipeline-model-parallel-size 2\n--num-layers 16\n"
+            "--decoder-first-pipeline-num-layers 9\n");
+}
+
+// vpp 2 with chunks of one rank unequal: only the layout says it, VPP rank 0's stages first;
+// the layout implies vpp, so no vpp flag.
+TEST(MegatronExport, InterleavedLayout) {
+  const ExportLayout l = plan(2, 2, {3, 5, 4, 4});
+  const MegatronExport m = export_megatron(l);
+  EXPECT_EQ(m.flags,
+            "--pipeline-model-parallel-size 2\n--num-layers 16\n"
+            "--pipeline-model-parallel-layout \"Et*3|t*5|t*4|t*4L\"\n");
+  EXPECT_TRUE(m.exact);
+}
+
+// The MindFormers card's interleaved plan: different full counts per stage are beyond
+// Megatron's one N; block 2 covers them.
+TEST(MegatronExport, DifferentFullCountsTakeTheLargest) {
+  const ExportLayout l =
+      plan(5, 2, {4, 5, 5, 5, 5, 5, 5, 5, 5, 4}, {{2, 0}, {1, 0}, {}, {}, {}, {1, 0}});
+  const MegatronExport m = export_megatron(l);
+  EXPECT_EQ(m.flags,
+            "--pipeline-model-parallel-size 5\n--num-layers 48\n"
+            "--pipeline-model-parallel-layout "
+            "\"Et*4|t*5|t*5|t*5|t*5|t*5|t*5|t*5|t*5|t*4L\"\n"
+            "--recompute-granularity full\n--recompute-method block\n--recompute-num-layers 2\n");
+  EXPECT_FALSE(m.exact);
+  EXPECT_NE(m.note.find("full [2, 1, 0, 0, 0, 1, 0, 0, 0, 0]"), std::string::npos) << m.note;
+  EXPECT_EQ(m.expressed.partition, l.partition);
+  EXPECT_EQ(decode_megatron(m.flags).modes, m.expressed.recompute);
+  EXPECT_TRUE(dominates(m.expressed.recompute, l.recompute));
+}
+
+// Selective and full mixed: selective layers count as full. [9, 9, 8, 6] with full
+// [2, 1, 0, 0] and selective [0, 3, 0, 0] needs the first 4 layers of every stage full.
+TEST(MegatronExport, MixedModesGiveTheNearestBlock) {
+  const ExportLayout l = plan(4, 1, {9, 9, 8, 6}, {{2, 0}, {1, 3}, {}, {}});
+  const MegatronExport m = export_megatron(l);
+  EXPECT_FALSE(m.exact);
+  EXPECT_EQ(m.note,
+            "Megatron-LM recomputes in full the same first N layers of every stage and cannot mix "
+            "selective with full; the plan has full [2, 1, 0, 0] and selective [0, 3, 0, 0] "
+            "layers per stage, so the nearest flags recompute the first 4 layers of every stage "
+            "in full.");
+  EXPECT_NE(m.flags.find("--recompute-method block\n--recompute-num-layers 4\n"),
+            std::string::npos);
+  EXPECT_EQ(m.expressed.partition, l.partition);
+  const ExportLayout want = plan(4, 1, {9, 9, 8, 6}, {{4, 0}, {4, 0}, {4, 0}, {4, 0}});
+  EXPECT_EQ(m.expressed.recompute, want.recompute);
+}
+
+// Stages of 3 and 2 layers: none, selective, block 1, block 2, uniform; written out by hand.
+TEST(MegatronExport, TheRecomputeChoicesAreEveryRuleTheFlagsCanState) {
+  const R n = R::none, s = R::selective, f = R::full;
+  const std::vector<Modes> want{
+      {n, n, n, n, n}, {s, s, s, s, s}, {f, n, n, f, n}, {f, f, n, f, f}, {f, f, f, f, f}};
+  EXPECT_EQ(megatron_recompute_choices({3, 2}), want);
+  // Each is exact: the flags state it as it is.
+  for (const Modes& modes : want) {
+    ExportLayout l = plan(2, 1, {3, 2});
+    l.recompute = modes;
+    const MegatronExport m = export_megatron(l);
+    EXPECT_TRUE(m.exact) << m.note;
+    EXPECT_EQ(decode_megatron(m.flags).modes, modes) << m.flags;
+  }
+}
+
+// The (none 0, selective 9, full 1) stage beside a stage without recompute: N = 10 covers
+// every stage, so every layer recomputes in full.
+TEST(MegatronExport, CoveringEveryLayerIsUniform) {
+  const ExportLayout l = plan(2, 1, {10, 10}, {{1, 9}, {0, 0}});
+  const MegatronExport m = export_megatron(l);
+  EXPECT_FALSE(m.exact);
+  EXPECT_NE(m.flags.find("--recompute-method uniform\n--recompute-num-layers 1\n"),
+            std::string::npos);
+  EXPECT_NE(m.note.find("every layer in full"), std::string::npos) << m.note;
+  EXPECT_EQ(m.expressed.recompute, Modes(20, Recompute::full));
+}
+
+TEST(MegatronExport, PartlySelectiveBecomesAllSelective) {
+  const ExportLayout l = plan(2, 1, {4, 4}, {{0, 4}, {0, 1}});
+  const MegatronExport m = export_megatron(l);
+  EXPECT_FALSE(m.exact);
+  EXPECT_NE(m.note.find("keeps 3 of 8 layers without recompute"), std::string::npos) << m.note;
+  EXPECT_EQ(m.expressed.recompute, Modes(8, Recompute::selective));
+  EXPECT_NE(m.flags.find("--recompute-granularity selective\n"), std::string::npos);
+}
+
+TEST(MegatronExport, VPlacementIsNotExpressible) {
+  ExportLayout l = plan(2, 2, {2, 2, 2, 2});
+  l.stage_rank = {0, 1, 1, 0};
+  const MegatronExport m = export_megatron(l);
+  EXPECT_FALSE(m.exact);
+  EXPECT_NE(m.note.find("no V placement"), std::string::npos) << m.note;
+  EXPECT_EQ(m.expressed.stage_rank, (std::vector<int>{0, 1, 0, 1}));
+  EXPECT_EQ(m.expressed.partition, l.partition);
+  EXPECT_EQ(m.expressed.recompute, l.recompute);
+}
+
+TEST(MegatronExport, OnePipelineStage) {
+  const MegatronExport m = export_megatron(plan(1, 1, {8}, {{3, 0}}));
+  EXPECT_EQ(m.flags,
+            "--pipeline-model-parallel-size 1\n--num-layers 8\n--recompute-granularity full\n"
+            "--recompute-method block\n--recompute-num-layers 3\n");
+  EXPECT_TRUE(m.exact);
+}
+
+// A first stage with only the embedding: --decoder-first-pipeline-num-layers must be > 0, so
+// the layout says it with an empty decoder run.
+TEST(MegatronExport, StageWithOnlyTheEmbedding) {
+  const MegatronExport m = export_megatron(plan(4, 1, {0, 8, 8, 8}));
+  EXPECT_EQ(m.flags,
+            "--pipeline-model-parallel-size 4\n--num-layers 24\n"
+            "--pipeline-model-parallel-layout \"E|t*8|t*8|t*8L\"\n");
+  EXPECT_TRUE(m.exact);
 }
 
 }  // namespace

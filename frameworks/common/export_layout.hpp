@@ -1,0 +1,45 @@
+#pragma once
+/// \file
+/// What an export needs to know of a plan, and what both exports check of it
+/// (frameworks/megatron/export.hpp, frameworks/mindformers/export.hpp). The planner builds
+/// one from a plan (planner.hpp, export_layout).
+
+#include <string>
+#include <vector>
+
+#include "sim/recompute.hpp"
+
+namespace bmpipe {
+
+/// What an export needs to know of a plan, counted in decoder (transformer) layers.
+struct ExportLayout {
+  int pp = 1;   ///< pipeline ranks
+  int vpp = 1;  ///< stages (chunks) per rank
+  /// Rank of each stage, in stage order (forward order): s % pp for one stage per rank and
+  /// interleaved, the V (r, then 2pp-1-r) for V schedules.
+  std::vector<int> stage_rank;
+  /// Decoder layers of each stage, in stage order; they add up to recompute.size().
+  std::vector<int> partition;
+  /// The mode of every decoder layer, in model order.
+  std::vector<Recompute> recompute;
+  /// The embedding runs on the first stage and the loss (LM head) on the last, as they do
+  /// in bmpipe's cost model and in both frameworks by default.
+  bool embedding_on_first = true;
+  bool loss_on_last = true;
+};
+
+/// pp * vpp.
+int export_stage_count(const ExportLayout& l);
+
+/// Throws std::invalid_argument ("export: ...") for a layout whose fields disagree: pp or
+/// vpp below 1, vpp > 1 without pipeline ranks, stage lists of the wrong length, a rank not
+/// holding vpp stages, a negative stage, or a partition that does not add up to the modes.
+void check_export_layout(const ExportLayout& l);
+
+/// Stage s runs on rank s mod pp: one stage per rank, or Megatron-style interleaving.
+bool interleaved_placement(const ExportLayout& l);
+
+/// Stage indices as a note lists them: "1, 2 and 3".
+std::string stages_in_words(const std::vector<int>& stages);
+
+}  // namespace bmpipe

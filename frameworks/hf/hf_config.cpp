@@ -1,0 +1,188 @@
+#include "frameworks/hf/hf_config.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace bmpipe {
+
+namespace {
+
+// Messages name a field by its JSON Pointer (RFC 6901), "/num_hidden_layers": the form
+// jq and editors use. HF field names hold no '/' or '~' to escape.
+std::string where(const std::string& path, const char* field) {
+  return path + ": /" + field;
+}
+
+int get_int(const nlohmann::json& j, const std::string& path, const char* field) {
+  auto it = j.find(field);
+  if (it == j.end() || it->is_null())
+    throw ShapeError(path + ": HF config lacks the field '" + field + "'");
+  if (!it->is_number_integer())
+    throw ShapeError(where(path, field) + ": HF config field '" + field +
+                     "' must be a positive integer, got " + it->type_name());
+  // An unsigned value above INT64_MAX must not wrap into a small signed one.
+  const bool fits = it->is_number_unsigned()
+                        ? it->get<std::uint64_t>() <= 100'000'000u
+                        : it->get<std::int64_t>() >= 1 && it->get<std::int64_t>() <= 100'000'000;
+  if (!fits || it->get<std::int64_t>() < 1)
+    throw ShapeError(where(path, field) + ": HF config field '" + field +
+                     "' must be a positive integer, at most 100000000");
+  return static_cast<int>(it->get<std::int64_t>());
+}
+
+// Optional fields that HF itself defaults when absent or null (n_inner, num_key_value_heads).
+bool given(const nlohmann::json& j, const char* field) {
+  auto it = j.find(field);
+  return it != j.end() && !it->is_null();
+}
+
+bool get_bool(const nlohmann::json& j, const std::string& path, const char* field, bool fallback) {
+  auto it = j.find(field);
+  if (it == j.end()) return fallback;
+  if (!it->is_boolean())
+    throw ShapeError(where(path, field) + ": expected true or false, got " + it->type_name());
+  return it->get<bool>();
+}
+
+double get_number(const nlohmann::json& j, const std::string& path, const char* field,
+                  double fallback) {
+  auto it = j.find(field);
+  if (it == j.end()) return fallback;
+  if (!it->is_number())
+    throw ShapeError(where(path, field) + ": expected a number, got " + it->type_name());
+  return it->get<double>();
+}
+
+std::string get_string(const nlohmann::json& j, const std::string& path, const char* field) {
+  auto it = j.find(field);
+  if (it == j.end()) return {};
+  if (!it->is_string())
+    throw ShapeError(where(path, field) + ": expected a string, got " + it->type_name());
+  return it->get<std::string>();
+}
+
+// The whole file, or a ShapeError: a directory, an unreadable or empty file, or one far
+// larger than any config.json (a wrong path to a checkpoint) never reaches the parser.
+std::string read_text(const std::string& path) {
+  constexpr std::size_t kMaxBytes = 4u << 20;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ShapeError(path + ": is a directory, not an HF config.json");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ShapeError(path + ": cannot open the HF config file");
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf), in.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxBytes)
+      throw ShapeError(path + ": larger than 4 MiB, which no HF config.json is");
+  }
+  if (in.bad()) throw ShapeError(path + ": cannot read the HF config file");
+  return text;
+}
+
+// A mixture-of-experts model has expert MLPs and a router in place of the dense MLP that
+// bmpipe's cost model builds: reading its shared fields would cost another model.
+// The expert counts by family: num_local_experts (Mixtral), num_experts (Qwen2-MoE,
+// Qwen3-MoE, OLMoE), n_routed_experts (DeepSeek-V2/V3), moe_num_experts; and
+// num_experts_per_tok, the experts each token is routed to.
+void refuse_mixture_of_experts(const nlohmann::json& j, const std::string& path,
+                               const std::string& type) {
+  for (const char* field : {"num_local_experts", "num_experts", "n_routed_experts",
+                            "moe_num_experts", "num_experts_per_tok"}) {
+    if (!given(j, field)) continue;
+    const nlohmann::json& v = j[field];
+    if (!v.is_number_integer())
+      throw ShapeError(where(path, field) + ": expected an integer, got " + v.type_name());
+    const std::uint64_t big = static_cast<std::uint64_t>(INT64_MAX);
+    const std::int64_t n = v.is_number_unsigned()
+                               ? static_cast<std::int64_t>(std::min(v.get<std::uint64_t>(), big))
+                               : v.get<std::int64_t>();
+    const bool per_token = std::string(field) == "num_experts_per_tok";
+    if (per_token ? n > 0 : n > 1)
+      throw ShapeError(where(path, field) + ": a mixture-of-experts config (" + field + " = " +
+                       v.dump() + "); bmpipe's cost model has dense decoder layers only");
+  }
+  if (type == "mixtral" || type.find("moe") != std::string::npos ||
+      type.rfind("deepseek_v", 0) == 0)
+    throw ShapeError(where(path, "model_type") + ": '" + type +
+                     "' is a mixture-of-experts family; bmpipe's cost model has dense decoder "
+                     "layers only");
+}
+
+}  // namespace
+
+ModelShape read_hf_config(const std::string& path) {
+  return parse_hf_config(read_text(path), path);
+}
+
+ModelShape parse_hf_config(const std::string& text, const std::string& path) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw ShapeError(path + ": the HF config file is empty");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw ShapeError(path + ": not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) throw ShapeError(path + ": expected a JSON object, got " + j.type_name());
+  ModelShape m;
+  const std::string type = get_string(j, path, "model_type");
+  refuse_mixture_of_experts(j, path, type);
+  // Only a name for outputs: anything but a string is ignored.
+  m.name = j.contains("_name_or_path") && j["_name_or_path"].is_string()
+               ? j["_name_or_path"].get<std::string>()
+               : (type.empty() ? std::string("hf-model") : type);
+  if (type == "gpt2") {
+    m.architecture = Architecture::gpt;
+    m.num_layers = get_int(j, path, "n_layer");
+    m.hidden_size = get_int(j, path, "n_embd");
+    m.num_attention_heads = get_int(j, path, "n_head");
+    m.num_kv_heads = m.num_attention_heads;
+    m.ffn_hidden_size = given(j, "n_inner")
+                            ? get_int(j, path, "n_inner")
+                            : 4 * m.hidden_size;  // HF GPT2MLP: n_inner None means 4 * n_embd
+    m.vocab_size = get_int(j, path, "vocab_size");
+    m.tied_embeddings = get_bool(j, path, "tie_word_embeddings", true);
+    m.dropout =
+        get_number(j, path, "attn_pdrop", 0.0) > 0 || get_number(j, path, "resid_pdrop", 0.0) > 0;
+  } else {
+    // llama and its relatives (mistral, qwen2, gemma, gemma2, ...): the same field names.
+    // Not modelled: Qwen2's q/k/v biases (3 x h + 2 x kv values per layer, under 0.01 % of
+    // its weights, added inside the projections), Mistral's and Gemma 2's sliding-window
+    // attention (full causal attention is costed), Gemma 2's extra norms and soft-capping.
+    m.architecture = Architecture::llama;
+    m.num_layers = get_int(j, path, "num_hidden_layers");
+    m.hidden_size = get_int(j, path, "hidden_size");
+    m.num_attention_heads = get_int(j, path, "num_attention_heads");
+    // HF LlamaConfig: num_key_value_heads defaults to num_attention_heads when absent.
+    m.num_kv_heads = given(j, "num_key_value_heads") ? get_int(j, path, "num_key_value_heads")
+                                                     : m.num_attention_heads;
+    // HF's attention modules take head_dim from the config when it has one (GemmaConfig
+    // always does; LlamaConfig, MistralConfig since transformers 4.4x) and
+    // hidden_size // num_attention_heads otherwise. Kept implicit when the two agree, so
+    // that shape keys overriding the heads in YAML still derive it.
+    if (given(j, "head_dim")) {
+      const int d = get_int(j, path, "head_dim");
+      if (m.hidden_size % m.num_attention_heads != 0 || d != m.hidden_size / m.num_attention_heads)
+        m.explicit_head_dim = d;
+    }
+    m.ffn_hidden_size = get_int(j, path, "intermediate_size");
+    m.vocab_size = get_int(j, path, "vocab_size");
+    // HF GemmaConfig and Gemma2Config default tie_word_embeddings to true (the published
+    // configs leave it out); LlamaConfig, MistralConfig and Qwen2Config to false.
+    const bool ties_by_default = type == "gemma" || type == "gemma2";
+    m.tied_embeddings = get_bool(j, path, "tie_word_embeddings", ties_by_default);
+  }
+  try {
+    check_shape(m);
+  } catch (const ShapeError& e) {
+    throw ShapeError(path + ": " + e.what());
+  }
+  return m;
+}
+
+}  // namespace bmpipe

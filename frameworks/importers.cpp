@@ -1,0 +1,69 @@
+#include "frameworks/importers.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+
+#include "frameworks/megatron/import.hpp"
+#include "frameworks/mindformers/import.hpp"
+#include "frameworks/profile/import.hpp"
+
+namespace bmpipe {
+
+namespace {
+
+// clang-format off
+constexpr std::array kImporters = {
+    Importer{"megatron", "ARGS",
+             "a Megatron-LM launch script's arguments (flags as\n"
+             "megatron/training/arguments.py spells them, one or many per line,\n"
+             "'\\' continuations and '#' comments allowed; '-' reads stdin)",
+             read_megatron_args},
+    Importer{"mindformers", "YAML", "a MindFormers training config (Llama family)",
+             read_mindformers_yaml, false, true},
+    Importer{"profile", "CSV",
+             "measured per-layer costs, one row per run of identical layers\n"
+             "(columns: see the README, \"Importing your job\")",
+             read_profile_csv, true, false},
+};
+// clang-format on
+
+}  // namespace
+
+std::span<const Importer> importers() {
+  return kImporters;
+}
+
+const Importer* find_importer(std::string_view name) {
+  for (const Importer& i : kImporters)
+    if (i.name == name) return &i;
+  return nullptr;
+}
+
+std::string importer_names() {
+  std::string out;
+  for (std::size_t k = 0; k < kImporters.size(); ++k) {
+    if (k > 0) out += k + 1 == kImporters.size() ? " or " : ", ";
+    out += kImporters[k].name;
+  }
+  return out;
+}
+
+std::string importer_help() {
+  // "  NAME INPUT" padded to the summary's column.
+  constexpr std::size_t kColumn = 20;
+  std::string out;
+  for (const Importer& i : kImporters) {
+    std::string line = "  " + std::string(i.name) + " " + std::string(i.input);
+    line.resize(std::max(kColumn, line.size() + 1), ' ');
+    out += line;
+    for (const char c : i.summary) {
+      out += c;
+      if (c == '\n') out += std::string(kColumn, ' ');
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace bmpipe

@@ -1,0 +1,191 @@
+#include "frameworks/megatron/export.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frameworks/megatron/formats.hpp"
+
+// Sources (read, not copied), cited below by these short names, all Megatron-LM at
+// d98e8a64ddf3:
+//  [MG-layout] docs/user-guide/features/pipeline_parallel_layout.md and
+//              megatron/core/transformer/pipeline_parallel_layer_layout.py.
+//  [MG-args]   megatron/training/arguments.py (validate_args).
+//  [MG-config] megatron/core/transformer/transformer_config.py (__post_init__ and the
+//              recompute_* field docs).
+//  [MG-block]  megatron/core/transformer/transformer_block.py (get_num_layers_to_build) and
+//              megatron/core/recompute.py (checkpointed forward).
+
+namespace bmpipe {
+
+namespace {
+
+// ---- Megatron-LM partition ---------------------------------------------------------------
+
+/// The partition flags, simplest first: none (Megatron's even split), first and/or last
+/// rank uneven, or the explicit layout, which expresses any partition under interleaved
+/// placement.
+std::vector<std::string> megatron_partition_flags(const ExportLayout& l) {
+  const int layers = static_cast<int>(l.recompute.size());
+  std::vector<std::string> flags;
+  // [MG-args]: at most one of --num-layers-per-virtual-pipeline-stage,
+  // --num-virtual-stages-per-pipeline-rank and --pipeline-model-parallel-layout; with the
+  // layout, vpp is the number of stages / pp. Uneven first/last with vpp needs
+  // --num-virtual-stages-per-pipeline-rank (the other vpp flag is refused with them).
+  const std::string vpp_flag = "--num-virtual-stages-per-pipeline-rank " + std::to_string(l.vpp);
+  const bool even = std::all_of(l.partition.begin(), l.partition.end(),
+                                [&](int n) { return n == l.partition.front(); });
+  if (even) {
+    if (l.vpp > 1) flags.push_back(vpp_flag);
+    return flags;
+  }
+  if (l.pp >= 2) {
+    const int first_total = l.partition.front() * l.vpp;
+    const int last_total = l.partition[l.pp - 1] * l.vpp;
+    struct Candidate {
+      std::optional<int> first, last;
+    };
+    const Candidate candidates[] = {
+        {first_total, std::nullopt}, {std::nullopt, last_total}, {first_total, last_total}};
+    for (const Candidate& c : candidates) {
+      const auto built = megatron_uneven(layers, l.pp, l.vpp, c.first, c.last);
+      if (!built || *built != l.partition) continue;
+      if (l.vpp > 1) flags.push_back(vpp_flag);
+      if (c.first)
+        flags.push_back("--decoder-first-pipeline-num-layers " + std::to_string(*c.first));
+      if (c.last) flags.push_back("--decoder-last-pipeline-num-layers " + std::to_string(*c.last));
+      return flags;
+    }
+  }
+  // Quoted: '|' and '*' are shell metacharacters ([MG-layout] quotes it the same way).
+  flags.push_back("--pipeline-model-parallel-layout \"" + megatron_layout_string(l.partition) +
+                  "\"");
+  return flags;
+}
+
+}  // namespace
+
+// ---- Megatron-LM -------------------------------------------------------------------------
+
+MegatronExport export_megatron(const ExportLayout& layout) {
+  check_export_layout(layout);
+  MegatronExport result;
+  result.expressed = layout;
+  ExportLayout& e = result.expressed;
+  std::vector<std::string> why;
+  const int stages = export_stage_count(layout);
+  const int layers = static_cast<int>(layout.recompute.size());
+  const std::vector<int> starts = stage_starts(layout.partition);
+
+  if (!interleaved_placement(layout)) {
+    // [MG-layout]: the flattened stage list is indexed vpp_rank * pp + pp_rank, so stage s
+    // always runs on rank s mod pp; Megatron-LM has no V placement.
+    for (int s = 0; s < stages; ++s) e.stage_rank[s] = s % layout.pp;
+    why.push_back(
+        "Megatron-LM runs stage s on pipeline rank s mod pp and has no V placement, so the "
+        "flags run the same layers per stage with interleaved placement.");
+  }
+  if (!layout.embedding_on_first || !layout.loss_on_last) {
+    // [MG-layout] validate_layer_layout: the first layer must be E and the last L.
+    e.embedding_on_first = true;
+    e.loss_on_last = true;
+    why.push_back(
+        "Megatron-LM always builds the embedding on the first stage and the loss on the last.");
+  }
+
+  std::vector<std::string> flags;
+  flags.push_back("--pipeline-model-parallel-size " + std::to_string(layout.pp));
+  flags.push_back("--num-layers " + std::to_string(layers));
+  for (std::string& f : megatron_partition_flags(layout)) flags.push_back(std::move(f));
+
+  // Recompute, from [MG-config] and [MG-block]:
+  //  - selective: every layer, no method and no count ("'selective' always uses all
+  //    layers"; recompute_num_layers must be None; [MG-args] refuses --recompute-method with
+  //    it). Its default --recompute-modules is core_attn, the attention core that bmpipe's
+  //    selective mode models, so no module flag is printed.
+  //  - full + block N: within each TransformerBlock, i.e. each (virtual) stage, the first N
+  //    layers recompute fully and the rest not at all (layer_idx < recompute_num_layers;
+  //    N above a stage's size takes the whole stage).
+  //  - full + uniform N: every layer, checkpointing the input of each group of N layers;
+  //    with N = 1 that is full recompute of every layer, one layer input kept per layer.
+  // One rule for all stages, and never selective beside full: a plan outside that gets the
+  // smallest rule that recomputes every layer at least as much as the plan does.
+  bool any_full = false, any_selective = false, any_none = false;
+  for (Recompute r : layout.recompute) {
+    any_full = any_full || r == Recompute::full;
+    any_selective = any_selective || r == Recompute::selective;
+    any_none = any_none || r == Recompute::none;
+  }
+  if (any_full) {
+    int n = 0;
+    for (int s = 0; s < stages; ++s)
+      n = std::max(n, covering_prefix(layout.partition, layout.recompute, s, Recompute::selective));
+    const int largest = *std::max_element(layout.partition.begin(), layout.partition.end());
+    for (int s = 0; s < stages; ++s)
+      for (int i = starts[s]; i < starts[s + 1]; ++i)
+        e.recompute[i] = (i - starts[s] < n) ? Recompute::full : Recompute::none;
+    flags.push_back("--recompute-granularity full");
+    if (n >= largest) {
+      flags.push_back("--recompute-method uniform");
+      flags.push_back("--recompute-num-layers 1");
+    } else {
+      flags.push_back("--recompute-method block");
+      flags.push_back("--recompute-num-layers " + std::to_string(n));
+    }
+    if (e.recompute != layout.recompute) {
+      std::vector<int> full_counts(stages, 0), selective_counts(stages, 0);
+      for (int s = 0; s < stages; ++s)
+        for (int i = starts[s]; i < starts[s + 1]; ++i) {
+          if (layout.recompute[i] == Recompute::full) ++full_counts[s];
+          if (layout.recompute[i] == Recompute::selective) ++selective_counts[s];
+        }
+      why.push_back(
+          "Megatron-LM recomputes in full the same first N layers of every stage and cannot mix "
+          "selective with full; the plan has full " +
+          format_int_list(full_counts) + " and selective " + format_int_list(selective_counts) +
+          " layers per stage, so the nearest flags recompute " +
+          (n >= largest ? std::string("every layer")
+                        : "the first " + std::to_string(n) + " layers of every stage") +
+          " in full.");
+    }
+  } else if (any_selective) {
+    std::fill(e.recompute.begin(), e.recompute.end(), Recompute::selective);
+    flags.push_back("--recompute-granularity selective");
+    if (any_none) {
+      const auto kept =
+          std::count(layout.recompute.begin(), layout.recompute.end(), Recompute::none);
+      why.push_back(
+          "Megatron-LM's selective recompute covers every layer and takes no count; the plan "
+          "keeps " +
+          std::to_string(kept) + " of " + std::to_string(layers) +
+          " layers without recompute, so the flags recompute those selectively too.");
+    }
+  }
+
+  result.exact = why.empty();
+  for (const std::string& w : why) result.note += (result.note.empty() ? "" : " ") + w;
+  for (const std::string& f : flags) result.flags += f + "\n";
+  return result;
+}
+
+std::vector<std::vector<Recompute>> megatron_recompute_choices(const std::vector<int>& partition) {
+  const int layers = std::accumulate(partition.begin(), partition.end(), 0);
+  const int largest = partition.empty() ? 0 : *std::max_element(partition.begin(), partition.end());
+  std::vector<std::vector<Recompute>> out;
+  out.emplace_back(layers, Recompute::none);
+  out.emplace_back(layers, Recompute::selective);
+  // [MG-block]: full + block N recomputes layer_idx < N of every (virtual) stage.
+  for (int n = 1; n < largest; ++n) {
+    std::vector<Recompute> modes;
+    for (int count : partition)
+      for (int k = 0; k < count; ++k) modes.push_back(k < n ? Recompute::full : Recompute::none);
+    out.push_back(std::move(modes));
+  }
+  out.emplace_back(layers, Recompute::full);
+  return out;
+}
+
+}  // namespace bmpipe

@@ -1,0 +1,49 @@
+#pragma once
+/// \file
+/// Megatron-LM's partition vocabulary: the --pipeline-model-parallel-layout grammar, the
+/// first/last-rank split and the even split, read the way Megatron-LM's sources read them
+/// (the recompute rules it shares with MindFormers are in frameworks/common/formats.hpp).
+/// Pure functions; a value Megatron-LM refuses is a FormatError.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frameworks/common/formats.hpp"
+
+namespace bmpipe {
+
+/// --pipeline-model-parallel-layout for `partition` (decoder layers per stage, stage order)
+/// with the embedding on the first stage and the loss on the last: "Et*9|t*9|t*8|t*6L".
+std::string megatron_layout_string(const std::vector<int>& partition);
+
+/// One stage of a parsed layout.
+struct MegatronLayoutStage {
+  int decoders = 0;  ///< 't'
+  int mtp = 0;       ///< 'm' (multi-token prediction layers)
+  bool embedding = false;
+  bool loss = false;
+};
+
+/// Parses a layout string the way Megatron-LM's PipelineParallelLayerLayout
+/// .parse_str_to_list does: commas dropped, "(...)*n" then "x*n" unrolled, '|' splits
+/// stages, E/t/L/m the layer kinds. Then checks what validate_layer_layout checks of the
+/// kinds: the first layer of all is E and the last L, each exactly once. Throws FormatError
+/// (an unknown character, nested parentheses, a repeat count of 0 or past 100000 layers).
+std::vector<MegatronLayoutStage> parse_megatron_layout(std::string_view layout);
+
+/// Decoder layers per stage that Megatron builds from --decoder-first-pipeline-num-layers
+/// and/or --decoder-last-pipeline-num-layers (`first`, `last`: layers of the whole rank,
+/// over its vpp chunks), or nullopt where Megatron refuses them.
+std::optional<std::vector<int>> megatron_uneven(int layers, int pp, int vpp,
+                                                std::optional<int> first, std::optional<int> last);
+
+/// Decoder layers per stage of Megatron's even split, with the embedding and/or the loss
+/// counted as a layer (--account-for-embedding/loss-in-pipeline-split): each rank gets
+/// (layers + accounted) / pp over its vpp chunks, minus one on the first (last) chunk of all
+/// for an accounted embedding (loss). Throws FormatError where Megatron's asserts would.
+std::vector<int> megatron_even(int layers, int pp, int vpp, bool account_embedding,
+                               bool account_loss);
+
+}  // namespace bmpipe

@@ -1,0 +1,115 @@
+#include "frameworks/mindformers/export.hpp"
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "frameworks/mindformers/formats.hpp"
+
+// Sources (read, not copied), cited below by these short names:
+//  [MF-card]   MindFormers, docs/feature_cards/Offset_Recompute.md ("流水并行的负载偏置与重计算"),
+//              github.com/mindspore-lab/mindformers at f1e33c5629d5.
+//  [MF-docs]   MindFormers docs, "Memory Optimization" > Recomputation
+//              (www.mindspore.cn/mindformers/docs/en/master/feature/memory_optimization.html).
+//  [MF-code]   MindFormers, mindformers/models/utils.py and
+//              mindformers/parallel_core/training_graph/transformer/utils.py, class
+//              LayerSetting, at fd4deebc1 (dev branch).
+
+namespace bmpipe {
+
+std::string export_mindformers(const ExportLayout& layout, std::vector<std::string>* notes) {
+  check_export_layout(layout);
+  std::vector<std::string> said;
+  const int pp = layout.pp;
+  const int vpp = layout.vpp;
+  const int stages = export_stage_count(layout);
+  const int layers = static_cast<int>(layout.recompute.size());
+  const std::vector<int> starts = stage_starts(layout.partition);
+
+  // [MF-card], [MF-docs]: layers of (mini) stage = num_layers // (pipeline_stage *
+  // pp_interleave_num) + offset, and the offsets add up to the remainder ([MF-code]
+  // _check_inputs enforces that sum), so any partition, negative offsets included, is an
+  // offset list.
+  const std::vector<int> offset = mindformers_offsets(layout.partition);
+
+  // [MF-card]/[MF-docs]: an integer list gives, per (mini) stage, how many layers recompute;
+  // 2-D lists give it per interleave and stage (a 1-D list with interleave would be spread
+  // over the interleaves by MindFormers itself, so bmpipe always writes 2-D then).
+  // [MF-code] LayerSetting._check_layer_rule and _set_select_recompute take the *first* n
+  // layers of the stage (0 <= layer_id - first_layer_of_stage < n), and a layer in both
+  // counts recomputes fully ([MF-card] note 1: "如果某一层同时配置了完全重计算与选择重计算，
+  // 则按完全重计算生效"; the code sets select recompute only when full is not set). So a
+  // stage of the form full*, selective*, none* — the order bmpipe's planner assigns — is
+  // recompute = #full, select_recompute = #full + #selective; any other order is covered
+  // by the shortest prefixes that hold every recomputed layer, which recompute more.
+  std::vector<int> full(stages), select(stages);
+  std::vector<int> out_of_order, empty;
+  bool any_selective = false;
+  for (int s = 0; s < stages; ++s) {
+    full[s] = covering_prefix(layout.partition, layout.recompute, s, Recompute::full);
+    select[s] = covering_prefix(layout.partition, layout.recompute, s, Recompute::selective);
+    for (int i = starts[s]; i < starts[s + 1]; ++i) {
+      const int k = i - starts[s];
+      const Recompute runs = k < full[s]     ? Recompute::full
+                             : k < select[s] ? Recompute::selective
+                                             : Recompute::none;
+      if (runs != layout.recompute[i]) {
+        out_of_order.push_back(s);
+        break;
+      }
+    }
+    for (int i = starts[s]; i < starts[s + 1]; ++i)
+      any_selective = any_selective || layout.recompute[i] == Recompute::selective;
+    if (layout.partition[s] == 0) empty.push_back(s);
+  }
+
+  if (!interleaved_placement(layout))
+    said.push_back(
+        "MindFormers puts (mini) stage j of every interleave on pipeline rank j (LayerSetting: "
+        "pipeline id = stage index mod pipeline_stage), so it cannot express this plan's V "
+        "placement; the lists below run the same layers per stage, interleaved.");
+  if (!out_of_order.empty())
+    said.push_back("stage" + std::string(out_of_order.size() > 1 ? "s " : " ") +
+                   stages_in_words(out_of_order) +
+                   ": MindFormers recomputes the first n layers of a stage, full before "
+                   "selective, and this plan's modes there are in another order; the counts "
+                   "below recompute every layer the plan does, and more.");
+  if (any_selective)
+    said.push_back(
+        "select_recompute as counts recomputes MindFormers' default operators (the MLP's "
+        "activation: feed_forward.mul and the SiLU, or mlp.mul and mlp.activation_func.silu "
+        "in mcore models), not the attention core that bmpipe's selective mode models; to "
+        "match, give select_recompute as a dict from your model's attention-core operator "
+        "patterns to these same counts.");
+  if (!empty.empty())
+    said.push_back("stage" + std::string(empty.size() > 1 ? "s " : " ") + stages_in_words(empty) +
+                   (empty.size() > 1 ? " hold" : " holds") +
+                   " no decoder layer; MindFormers' docs show no such stage, so check that "
+                   "MindSpore accepts a pipeline stage without a transformer layer.");
+  if (!layout.embedding_on_first || !layout.loss_on_last)
+    said.push_back(
+        "MindFormers builds the embedding on the first stage and the LM head on the last; the "
+        "plan puts them elsewhere, which these keys cannot say.");
+
+  std::ostringstream out;
+  out << "# bmpipe plan: " << layers << " decoder layers, pipeline_stage " << pp;
+  if (vpp > 1) out << ", pp_interleave_num " << vpp;
+  out << ", layers per stage " << mindformers_stage_list(layout.partition, pp, vpp) << "\n";
+  if (vpp > 1) {
+    // [MF-card]: pp_interleave_num takes effect only with parallel.pipeline_config
+    // .pipeline_interleave on ([MF-code]: otherwise LayerSetting resets it to 1).
+    out << "parallel:\n  pipeline_config:\n    pipeline_interleave: True\n";
+  }
+  out << "parallel_config:\n  pipeline_stage: " << pp << "\n";
+  out << "model:\n  model_config:\n";
+  if (vpp > 1) out << "    pp_interleave_num: " << vpp << "\n";
+  out << "    offset: " << mindformers_stage_list(offset, pp, vpp) << "\n";
+  out << "recompute_config:\n";
+  out << "  recompute: " << mindformers_stage_list(full, pp, vpp) << "\n";
+  out << "  select_recompute: " << mindformers_stage_list(select, pp, vpp) << "\n";
+
+  if (notes) *notes = std::move(said);
+  return out.str();
+}
+
+}  // namespace bmpipe

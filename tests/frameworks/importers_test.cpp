@@ -1,0 +1,57 @@
+// The importer table (frameworks/importers.hpp) that `bmpipe import` dispatches from: each
+// row's name finds it, the names and the help read as `bmpipe import --help` prints them,
+// and each reader is the framework's own.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "frameworks/importers.hpp"
+#include "frameworks/megatron/import.hpp"
+#include "frameworks/mindformers/import.hpp"
+#include "frameworks/profile/import.hpp"
+
+namespace bmpipe {
+namespace {
+
+TEST(Importers, EveryRowIsFoundByItsName) {
+  std::set<std::string> names;
+  for (const Importer& i : importers()) {
+    EXPECT_TRUE(names.insert(std::string(i.name)).second) << i.name << " twice";
+    EXPECT_EQ(find_importer(i.name), &i);
+    EXPECT_NE(i.read, nullptr) << i.name;
+    EXPECT_FALSE(i.input.empty()) << i.name;
+    EXPECT_FALSE(i.summary.empty()) << i.name;
+  }
+  EXPECT_EQ(find_importer("Megatron"), nullptr);
+  EXPECT_EQ(find_importer(""), nullptr);
+}
+
+TEST(Importers, TheReadersAndOptionsOfEachFormat) {
+  ASSERT_NE(find_importer("megatron"), nullptr);
+  ASSERT_NE(find_importer("mindformers"), nullptr);
+  ASSERT_NE(find_importer("profile"), nullptr);
+  EXPECT_EQ(find_importer("megatron")->read, &read_megatron_args);
+  EXPECT_EQ(find_importer("mindformers")->read, &read_mindformers_yaml);
+  EXPECT_EQ(find_importer("profile")->read, &read_profile_csv);
+  // Only a profile lacks a training layout; only MindFormers says how many devices it uses.
+  for (const Importer& i : importers()) {
+    EXPECT_EQ(i.takes_layout, i.name == "profile") << i.name;
+    EXPECT_EQ(i.counts_devices, i.name == "mindformers") << i.name;
+  }
+}
+
+TEST(Importers, NamesAndHelpAsTheCommandPrintsThem) {
+  EXPECT_EQ(importer_names(), "megatron, mindformers or profile");
+  EXPECT_EQ(importer_help(),
+            "  megatron ARGS     a Megatron-LM launch script's arguments (flags as\n"
+            "                    megatron/training/arguments.py spells them, one or many per "
+            "line,\n"
+            "                    '\\' continuations and '#' comments allowed; '-' reads stdin)\n"
+            "  mindformers YAML  a MindFormers training config (Llama family)\n"
+            "  profile CSV       measured per-layer costs, one row per run of identical layers\n"
+            "                    (columns: see the README, \"Importing your job\")\n");
+}
+
+}  // namespace
+}  // namespace bmpipe
