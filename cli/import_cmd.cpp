@@ -4,6 +4,8 @@
 #include <fstream>
 #include <iostream>
 
+#include "api/errors.hpp"
+#include "api/import.hpp"
 #include "cli/commands.hpp"
 #include "cli/guard.hpp"
 #include "cli/outputs.hpp"
@@ -25,8 +27,6 @@ a comment naming the flag or key it came from. Flags and keys bmpipe does not mo
 listed on stderr as "ignored: ...", approximations as "note: ...".
 )";
 }
-
-constexpr std::size_t kMaxInput = 8u << 20;
 
 int usage_error(const std::string& message, const po::options_description& opts) {
   std::cerr << "bmpipe import: " << message << "\n\n" << import_help() << "\n" << opts;
@@ -79,57 +79,31 @@ int run_import(const std::vector<std::string>& args) {
     return 0;
   }
   if (!vm.count("input")) return usage_error("missing INPUT (a file, or - for stdin)", opts);
-  if (vm.count("cluster") && (vm.count("preset") || vm.count("devices")))
-    return usage_error("give --cluster FILE or --preset NAME --devices N, not both", opts);
-  if (!vm.count("cluster") && !vm.count("preset"))
-    return usage_error("give the cluster: --cluster FILE or --preset NAME --devices N", opts);
-  if (vm.count("devices") && !vm.count("preset"))
-    return usage_error("--devices goes with --preset", opts);
-  if (!importer->takes_layout && (vm.count("pp") || vm.count("microbatches")))
-    return usage_error(
-        "--pp and --microbatches are for profile imports; the framework's "
-        "settings give them",
-        opts);
-  if (!importer->counts_devices && vm.count("preset") && !vm.count("devices"))
-    return usage_error("--preset needs --devices N", opts);
-
-  const std::string input = vm["input"].as<std::string>();
+  api::ImportRequest request;
+  request.format = format;
+  request.input = vm["input"].as<std::string>();
+  if (vm.count("cluster")) request.cluster = vm["cluster"].as<std::string>();
+  if (vm.count("preset")) request.preset = vm["preset"].as<std::string>();
+  if (vm.count("devices")) request.devices = vm["devices"].as<long long>();
+  if (vm.count("pp")) request.pp = vm["pp"].as<int>();
+  if (vm.count("microbatches")) request.microbatches = vm["microbatches"].as<int>();
   const std::string out = vm.count("out") ? vm["out"].as<std::string>() : "";
+  if (!out.empty()) request.out = out;
+  try {
+    api::check_import_request(request);
+  } catch (const api::RequestError& e) {
+    return usage_error(e.message(), opts);  // a misuse of the options: with the help
+  }
   return guarded("import " + format, [&] {
-    const std::string text = read_input(input, kMaxInput);
-    ImportedJob job = importer->read(text, input);
-    if (importer->takes_layout) {
-      for (const char* o : {"pp", "microbatches"}) {
-        if (!vm.count(o)) continue;
-        const int v = vm[o].as<int>();
-        if (v < 1) return usage_error(std::string("--") + o + " must be at least 1", opts);
-        (std::string(o) == "pp" ? job.pp : *job.microbatches) = v;
-        job.from(std::string("training.") + o, Origin{"", 0, 0, std::string("--") + o, ""});
-      }
-    }
-    ImportCluster cluster;
-    if (vm.count("cluster")) {
-      cluster = cluster_from_file(vm["cluster"].as<std::string>());
-    } else {
-      long long devices = 0;
-      if (vm.count("devices"))
-        devices = vm["devices"].as<long long>();
-      else  // counts_devices: the job's parallel settings say how many devices it runs on
-        devices = static_cast<long long>(job.dp.value_or(1)) * job.tp * job.pp;
-      cluster = cluster_from_preset(vm["preset"].as<std::string>(), devices);
-    }
-    const std::string yaml = imported_yaml(job, cluster, out.empty() ? "<stdout>" : out);
-    // Flag names and values are the user's bytes: shown as ConfigError shows them (control
-    // characters and invalid UTF-8 as \xNN), one line each.
-    auto shown = [](const std::string& s) { return ConfigError("", 0, "", s).message(); };
-    for (const std::string& i : job.ignored) std::cerr << "ignored: " << shown(i) << "\n";
-    for (const std::string& n : job.notes) std::cerr << "note: " << shown(n) << "\n";
+    const api::ImportOutcome imported = api::run_import(request);
+    for (const std::string& i : imported.ignored) std::cerr << "ignored: " << i << "\n";
+    for (const std::string& n : imported.notes) std::cerr << "note: " << n << "\n";
     if (out.empty()) {
-      std::cout << yaml;
+      std::cout << imported.yaml;
     } else {
       std::ofstream file;
       open_output(file, out, "--out");
-      file << yaml;
+      file << imported.yaml;
       close_output(file, out, "--out");
     }
     return 0;

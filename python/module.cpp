@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "api/api.hpp"
+#include "api/import.hpp"
 #include "api/search.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
@@ -340,4 +341,38 @@ PYBIND11_MODULE(bmpipe, m) {
       "(max_evals per layout); tp, pp, vpp, micro_batch_size and schedules are lists (None: "
       "the command's default range); threads=0: every core. Raises ConfigError for the "
       "config, ValueError for a bad option.");
+
+  m.def(
+      "import_config",
+      [](const std::string& format, const py::handle& path, std::optional<py::object> cluster,
+         std::optional<std::string> preset, std::optional<long long> devices, std::optional<int> pp,
+         std::optional<int> microbatches) {
+        api::ImportRequest r;
+        r.format = format;
+        r.input = path_string(path);
+        if (cluster) r.cluster = path_string(*cluster);
+        r.preset = std::move(preset);
+        r.devices = devices;
+        r.pp = pp;
+        r.microbatches = microbatches;
+        api::ImportOutcome imported;
+        {
+          py::gil_scoped_release nogil;
+          imported = api::run_import(r);
+        }
+        // What the command lists on stderr: flags it does not model, approximations.
+        const py::object warn = py::module_::import("warnings").attr("warn");
+        for (const std::string& i : imported.ignored) warn(utf8("ignored: " + i));
+        for (const std::string& n : imported.notes) warn(utf8("note: " + n));
+        return utf8(imported.yaml);
+      },
+      py::arg("format"), py::arg("path"), py::kw_only(), py::arg("cluster") = py::none(),
+      py::arg("preset") = py::none(), py::arg("devices") = py::none(), py::arg("pp") = py::none(),
+      py::arg("microbatches") = py::none(),
+      "The bmpipe YAML config `bmpipe import FORMAT PATH` prints, as a str that load() "
+      "takes. format: 'megatron' (launch arguments), 'mindformers' (a YAML) or 'profile' (a "
+      "per-layer CSV, with pp and microbatches); the cluster is a cluster YAML file, or "
+      "preset with devices. Flags the import does not model and approximations come as "
+      "UserWarnings ('ignored: ...', 'note: ...'). Raises ConfigError for the input, "
+      "ValueError for a bad option.");
 }

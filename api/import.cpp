@@ -1,0 +1,71 @@
+#include "api/import.hpp"
+
+#include "api/errors.hpp"
+#include "experiment/config.hpp"
+#include "frameworks/importers.hpp"
+
+namespace bmpipe::api {
+
+namespace {
+
+constexpr std::size_t kMaxInput = 8u << 20;
+
+const Importer& importer_of(const std::string& format) {
+  const Importer* importer = find_importer(format);
+  if (!importer)
+    throw RequestError("FORMAT", "unknown format '" + format + "' (" + importer_names() + ")");
+  return *importer;
+}
+
+}  // namespace
+
+void check_import_request(const ImportRequest& r) {
+  const Importer& importer = importer_of(r.format);
+  if (r.cluster && (r.preset || r.devices))
+    throw RequestError("--cluster", "give --cluster FILE or --preset NAME --devices N, not both");
+  if (!r.cluster && !r.preset)
+    throw RequestError("--cluster",
+                       "give the cluster: --cluster FILE or --preset NAME --devices N");
+  if (r.devices && !r.preset) throw RequestError("--devices", "--devices goes with --preset");
+  if (!importer.takes_layout && (r.pp || r.microbatches))
+    throw RequestError("--pp",
+                       "--pp and --microbatches are for profile imports; the framework's "
+                       "settings give them");
+  if (!importer.counts_devices && r.preset && !r.devices)
+    throw RequestError("--devices", "--preset needs --devices N");
+  if (r.pp && *r.pp < 1) throw RequestError("--pp", "--pp must be at least 1");
+  if (r.microbatches && *r.microbatches < 1)
+    throw RequestError("--microbatches", "--microbatches must be at least 1");
+}
+
+ImportOutcome run_import(const ImportRequest& r) {
+  check_import_request(r);
+  const Importer& importer = importer_of(r.format);
+  ImportedJob job = importer.read(read_input(r.input, kMaxInput), r.input);
+  if (r.pp) {
+    job.pp = *r.pp;
+    job.from("training.pp", Origin{"", 0, 0, "--pp", ""});
+  }
+  if (r.microbatches) {
+    job.microbatches = *r.microbatches;
+    job.from("training.microbatches", Origin{"", 0, 0, "--microbatches", ""});
+  }
+  ImportCluster cluster;
+  if (r.cluster) {
+    cluster = cluster_from_file(*r.cluster);
+  } else {
+    // counts_devices: the job's parallel settings say how many devices it runs on.
+    const long long devices =
+        r.devices ? *r.devices : static_cast<long long>(job.dp.value_or(1)) * job.tp * job.pp;
+    cluster = cluster_from_preset(*r.preset, devices);
+  }
+  ImportOutcome out;
+  out.yaml = imported_yaml(job, cluster, r.out);
+  // Flag names and values are the user's bytes: shown as ConfigError shows them.
+  auto shown = [](const std::string& s) { return ConfigError("", 0, "", s).message(); };
+  for (const std::string& i : job.ignored) out.ignored.push_back(shown(i));
+  for (const std::string& n : job.notes) out.notes.push_back(shown(n));
+  return out;
+}
+
+}  // namespace bmpipe::api

@@ -1,0 +1,43 @@
+#pragma once
+/// \file
+/// bmpipe import as a library: a job in a framework's own words (Megatron-LM arguments, a
+/// MindFormers YAML) or a measured profile, as the bmpipe YAML config `bmpipe import`
+/// prints. The importers themselves are frameworks/'s (frameworks/importers.hpp); this is
+/// the request every front end makes of them.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bmpipe::api {
+
+struct ImportRequest {
+  std::string format;                  ///< an importer's name: megatron, mindformers, profile
+  std::string input;                   ///< a file, or "-" for standard input
+  std::optional<std::string> cluster;  ///< a YAML file with only a cluster: section
+  std::optional<std::string> preset;   ///< or a hardware preset ...
+  std::optional<long long> devices;    ///< ... on this many devices
+  std::optional<int> pp;               ///< profile imports only: pipeline stages
+  std::optional<int> microbatches;     ///< profile imports only: micro-batches
+  /// Where the YAML goes ("<stdout>" when printed): its header names it, and relative
+  /// paths in it are written relative to it.
+  std::string out = "<stdout>";
+};
+
+struct ImportOutcome {
+  std::string yaml;
+  /// Flags and keys bmpipe does not model, and approximations, one line each, with the
+  /// user's bytes shown as ConfigError shows them (control characters as \xNN).
+  std::vector<std::string> ignored, notes;
+};
+
+/// The request's own values, checked before the input is read: a known format, exactly one
+/// way to give the cluster, --pp/--microbatches only where the input has no layout and at
+/// least 1. Throws RequestError naming the option (its message is what the command prints).
+void check_import_request(const ImportRequest& request);
+
+/// Reads the input and writes the config. Throws RequestError, and ConfigError for the
+/// input, the cluster file or the preset.
+ImportOutcome run_import(const ImportRequest& request);
+
+}  // namespace bmpipe::api
