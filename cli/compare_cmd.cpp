@@ -11,6 +11,7 @@
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
+#include "experiment/suggest.hpp"
 #include "schedules/registry.hpp"
 #include "traces/summary.hpp"
 #include "traces/svg.hpp"
@@ -20,15 +21,6 @@ namespace po = boost::program_options;
 namespace bmpipe::cli {
 
 namespace {
-
-std::vector<std::string> split_names(const std::string& list) {
-  std::vector<std::string> names;
-  std::stringstream in(list);
-  std::string name;
-  while (std::getline(in, name, ','))
-    if (!name.empty()) names.push_back(name);
-  return names;
-}
 
 std::int64_t max_peak(const SimResult& r) {
   std::int64_t peak = 0;

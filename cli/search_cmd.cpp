@@ -16,6 +16,7 @@
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
 #include "cli/search.hpp"
+#include "experiment/suggest.hpp"
 #include "experiment/write_config.hpp"
 #include "traces/summary.hpp"
 
@@ -49,12 +50,8 @@ std::vector<int> int_list(const po::variables_map& vm, const char* option) {
 }
 
 std::vector<std::string> name_list(const po::variables_map& vm, const char* option) {
-  std::vector<std::string> out;
-  if (!vm.count(option)) return out;
-  std::stringstream in(vm[option].as<std::string>());
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
+  if (!vm.count(option)) return {};
+  std::vector<std::string> out = split_names(vm[option].as<std::string>());
   if (out.empty()) throw UsageError(std::string("--") + option, "the list is empty");
   return out;
 }

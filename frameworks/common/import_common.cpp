@@ -360,9 +360,10 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
         y.value(3, "grad_bytes", std::to_string(g.grad_bytes), p + ".grad_bytes");
       if (g.optimizer_bytes != 0)
         y.value(3, "optimizer_bytes", std::to_string(g.optimizer_bytes), p + ".optimizer_bytes");
-      if (g.recompute[Recompute::selective] || g.recompute[Recompute::full]) {
+      if (std::any_of(kRecomputingModes.begin(), kRecomputingModes.end(),
+                      [&](Recompute r) { return g.recompute[r].has_value(); })) {
         y.raw("      recompute:\n");
-        for (Recompute r : {Recompute::selective, Recompute::full})
+        for (Recompute r : kRecomputingModes)
           if (g.recompute[r])
             y.value(4, std::string(recompute_name(r)), mode_costs(*g.recompute[r]),
                     p + ".recompute." + std::string(recompute_name(r)));
@@ -422,6 +423,12 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
     throw ImportError(o->file, o->line, o->column, o->key, e.message() + " (bmpipe's " + key + ")");
   }
   return text;
+}
+
+std::string model_name_of(const std::string& path, const std::string& fallback) {
+  if (path == "-") return fallback;
+  const std::string stem = std::filesystem::path(path).stem().string();
+  return stem.empty() ? fallback : stem;
 }
 
 }  // namespace bmpipe

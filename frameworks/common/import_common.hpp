@@ -107,6 +107,10 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
 /// file.
 std::string read_input(const std::string& path, std::size_t max_bytes);
 
+/// The model's name for an imported job: the input file's stem, or `fallback` for standard
+/// input ("-") or a name without a stem.
+std::string model_name_of(const std::string& path, const std::string& fallback);
+
 /// `path` as messages show it: "<stdin>" for "-".
 std::string shown_path(const std::string& path);
 

@@ -334,12 +334,6 @@ class Args {
   std::map<std::string, Use> used_;
 };
 
-std::string model_name_of(const std::string& path) {
-  if (path == "-") return "megatron-job";
-  const std::string stem = std::filesystem::path(path).stem().string();
-  return stem.empty() ? "megatron-job" : stem;
-}
-
 // ---- the reader, by section ---------------------------------------------------------------
 
 /// The words of `text` as flags: the last use of each flag bmpipe reads (argparse keeps the
@@ -890,7 +884,7 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
   ImportedJob job;
   job.source = name;
   job.framework = "Megatron-LM arguments";
-  job.model_name = model_name_of(name);
+  job.model_name = model_name_of(name, "megatron-job");
   const Args a(file, flags_of(text, name, file, job));
   const Reading ctx{file, a, job};
   read_model(ctx);

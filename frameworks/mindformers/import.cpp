@@ -198,12 +198,6 @@ std::vector<int> recompute_counts(const Mf& mf, const YAML::Node& n, const std::
   return counts;
 }
 
-std::string model_name_of(const std::string& path) {
-  if (path == "-") return "mindformers-job";
-  const std::string stem = std::filesystem::path(path).stem().string();
-  return stem.empty() ? "mindformers-job" : stem;
-}
-
 /// What the sections of the reader share: the file, the job they fill in, and what an
 /// earlier section read that a later one needs, set in this order.
 struct Reading {
@@ -467,7 +461,7 @@ void read_model_config(Reading& ctx) {
     return n;
   };
   ModelShape m;
-  job.model_name = model_name_of(ctx.name);
+  job.model_name = model_name_of(ctx.name, "mindformers-job");
   m.name = job.model_name;
   m.architecture = Architecture::llama;
   job.from("model.name", mf.origin(root, "", "the YAML file's name"));

@@ -108,12 +108,6 @@ std::optional<std::string> range_problem(const detail::Range& r, double v) {
   return why;
 }
 
-std::string model_name_of(const std::string& path) {
-  if (path == "-") return "profile";
-  const std::string stem = std::filesystem::path(path).stem().string();
-  return stem.empty() ? "profile" : stem;
-}
-
 }  // namespace
 
 ImportedJob read_profile_csv(const std::string& text, const std::string& name) {
@@ -121,7 +115,7 @@ ImportedJob read_profile_csv(const std::string& text, const std::string& name) {
   ImportedJob job;
   job.source = name;
   job.framework = "layer profile CSV";
-  job.model_name = model_name_of(name);
+  job.model_name = model_name_of(name, "profile");
   job.from("model.name", Origin{file, 0, 0, "", "the CSV file's name"});
 
   std::map<std::string, int> column_of;  // column name -> 1-based index
@@ -266,7 +260,7 @@ ImportedJob read_profile_csv(const std::string& text, const std::string& name) {
       g.*b.slot = integer(*c, field(lf, b.column).range, "a byte count");
       job.from(p + "." + b.column, origin(*c));
     }
-    for (Recompute mode : {Recompute::selective, Recompute::full}) {
+    for (Recompute mode : kRecomputingModes) {
       const std::string m(recompute_name(mode));
       const std::string ms_col = m + "_recompute_ms", bytes_col = m + "_activation_bytes";
       const Cell* t = cell(ms_col.c_str());

@@ -5,33 +5,16 @@
 #include <sstream>
 
 #include "experiment/config.hpp"
+#include "experiment/config_cases.hpp"
 #include "experiment/experiment.hpp"
 #include "support/run_config.hpp"
 
 namespace bmpipe {
 namespace {
 
-// A valid config; tests break one thing at a time with string replacement.
-const std::string kValid = R"(cluster:
-  nodes: 1
-  devices_per_node: 4
-  device: {name: unit, memory_GiB: 1}
-  intra_node: {bandwidth_GBps: 100, latency_us: 0}
-model:
-  layers:
-    - name: unit
-      count: 8
-      forward_ms: 0.5
-      backward_input_ms: 0.5
-      backward_weight_ms: 0.5
-      activation_bytes: 1048576
-      output_bytes: 0
-      param_bytes: 1048576
-training:
-  schedule: 1f1b
-  pp: 4
-  microbatches: 8
-)";
+// A valid config (the shared unit config); tests break one thing at a time with string
+// replacement.
+const std::string& kValid = test::kUnit;
 
 std::string replaced(const std::string& from, const std::string& to) {
   std::string s = kValid;
