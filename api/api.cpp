@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iterator>
+#include <type_traits>
 #include <utility>
 
 #include "experiment/suggest.hpp"
@@ -148,25 +149,32 @@ CompareOutcome run_compare(const Config& config, const CompareRequest& request) 
 
 namespace {
 
-nlohmann::json per_mode_json(const PerMode<std::int64_t>& v) {
+/// {mode: value} over `modes` (floating values times `scale`).
+template <typename T, std::size_t N>
+nlohmann::json per_mode_json(const PerMode<T>& v, const std::array<Recompute, N>& modes,
+                             double scale = 1) {
   nlohmann::json j;
-  for (Recompute r : kAllRecompute) j[std::string(recompute_name(r))] = v[r];
+  for (Recompute r : modes) {
+    if constexpr (std::is_integral_v<T>)
+      j[std::string(recompute_name(r))] = v[r];  // bytes stay integers
+    else
+      j[std::string(recompute_name(r))] = v[r] * scale;
+  }
   return j;
 }
 
 nlohmann::json layer_json(const LayerCost& c, int count, bool with_ops) {
-  nlohmann::json j{{"name", c.name},
-                   {"count", count},
-                   {"forward_ms", c.forward_s * 1e3},
-                   {"backward_input_ms", c.backward_input_s * 1e3},
-                   {"backward_weight_ms", c.backward_weight_s * 1e3},
-                   {"activation_bytes", per_mode_json(c.activation_bytes)},
-                   {"recompute_extra_ms",
-                    {{"selective", c.recompute_extra_s[Recompute::selective] * 1e3},
-                     {"full", c.recompute_extra_s[Recompute::full] * 1e3}}},
-                   {"output_bytes", c.output_bytes},
-                   {"param_count", c.param_count},
-                   {"forward_tflop", c.forward_flops / 1e12}};
+  nlohmann::json j{
+      {"name", c.name},
+      {"count", count},
+      {"forward_ms", c.forward_s * 1e3},
+      {"backward_input_ms", c.backward_input_s * 1e3},
+      {"backward_weight_ms", c.backward_weight_s * 1e3},
+      {"activation_bytes", per_mode_json(c.activation_bytes, kAllRecompute)},
+      {"recompute_extra_ms", per_mode_json(c.recompute_extra_s, kRecomputingModes, 1e3)},
+      {"output_bytes", c.output_bytes},
+      {"param_count", c.param_count},
+      {"forward_tflop", c.forward_flops / 1e12}};
   if (with_ops) {
     nlohmann::json ops = nlohmann::json::array();
     for (const auto& op : c.ops)

@@ -48,7 +48,7 @@ LayerRow measured_row(const LayerGroup& g, int group) {
   row.static_bytes = g.param_bytes + g.grad_bytes + g.optimizer_bytes;
   row.modes[Recompute::none] =
       LayerModeCost{ms_to_ns(g.recompute_ms), g.activation_bytes, g.weight_grad_retained_bytes};
-  for (Recompute r : {Recompute::selective, Recompute::full})
+  for (Recompute r : kRecomputingModes)
     if (const auto& m = g.recompute[r])
       row.modes[r] = LayerModeCost{ms_to_ns(m->recompute_ms), m->activation_bytes,
                                    m->weight_grad_retained_bytes};

@@ -21,6 +21,11 @@ inline constexpr std::size_t kRecomputeModes = 3;
 /// Every mode, in order from the most memory to the least.
 inline constexpr std::array<Recompute, kRecomputeModes> kAllRecompute = {
     Recompute::none, Recompute::selective, Recompute::full};
+/// The modes that recompute something (every mode but none), in the same order: the ones
+/// that carry recompute costs. Code that lists them loops over this, so a new mode is
+/// found everywhere it must be.
+inline constexpr std::array<Recompute, kRecomputeModes - 1> kRecomputingModes = {
+    Recompute::selective, Recompute::full};
 
 /// "none", "selective" or "full".
 constexpr std::string_view recompute_name(Recompute r) {

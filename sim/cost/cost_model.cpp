@@ -249,8 +249,7 @@ LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const 
     SubOpCost& op = c.ops[k];
     if (op.name == "attention") op.recompute_s[Recompute::selective] = op.forward_s;
     if (k < full_end) op.recompute_s[Recompute::full] = op.forward_s;
-    for (Recompute r : {Recompute::selective, Recompute::full})
-      c.recompute_extra_s[r] += op.recompute_s[r];
+    for (Recompute r : kRecomputingModes) c.recompute_extra_s[r] += op.recompute_s[r];
   }
 
   // --- saved activations (bytes), recompute none ---
