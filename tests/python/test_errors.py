@@ -81,7 +81,7 @@ def test_a_schedule_file_excludes_overrides(tmp_path):
 def test_compare_rejects_unknown_and_empty_lists():
     with pytest.raises(ValueError, match="schedules: unknown schedule 'nope'"):
         bmpipe.compare(str(TINY), ["1f1b", "nope"])
-    with pytest.raises(ValueError, match="schedules: is empty"):
+    with pytest.raises(ValueError, match="schedules: the list is empty"):
         bmpipe.compare(str(TINY), [])
     with pytest.raises(TypeError):
         bmpipe.compare(str(TINY), "1f1b")  # a str, not a list of names
