@@ -238,9 +238,7 @@ LayoutResult evaluate_layout(const Config& base, const Layout& l, PlannerEffort 
       const Schedule sch = make_schedule(*e);
       run.plan = config_plan(*e, sch.num_stages);
       run.schedule = sch;
-      SimInput in = assemble(*e, run.plan, sch);
-      in.capacity_bytes.assign(sch.num_ranks, limit);
-      run.result = simulate(in, sch);
+      run.result = bmpipe::run(*e, run.plan, sch, {limit, nullptr});
       r.evaluations = 1;
     } else {
       PlannerOptions o = options;

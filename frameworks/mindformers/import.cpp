@@ -11,6 +11,7 @@
 
 #include "experiment/yaml_reader.hpp"
 #include "frameworks/mindformers/formats.hpp"
+#include "schedules/registry.hpp"
 
 // Sources (read, not copied), MindFormers (github.com/mindspore-lab/mindformers) at
 // fd4deebc1, cited by these short names:
@@ -609,13 +610,20 @@ void read_schedule(const Reading& ctx) {
   const YAML::Node& scheduler_node = ctx.scheduler_node;
   const YAML::Node& pipe = ctx.pipe;
   const int vpp = ctx.vpp;
-  if (scheduler == "1f1b") {
-    job.schedule = vpp > 1 ? "interleaved" : "1f1b";
-  } else if (scheduler == "gpipe") {
-    if (vpp > 1)
-      mf.fail(scheduler_node, "parallel.pipeline_config.pipeline_scheduler",
-              "gpipe runs one stage per rank; pp_interleave_num must be 1");
-    job.schedule = "gpipe";
+  // The schedule table says which bmpipe schedule each pipeline_scheduler runs: the row
+  // with that name, interleaved (a loop placement) when pp_interleave_num > 1.
+  const ScheduleInfo* row = nullptr;
+  bool known = false;
+  for (const ScheduleInfo& info : builtin_schedules()) {
+    if (info.mindformers_scheduler != scheduler) continue;
+    known = true;
+    if ((info.placement == Placement::kLoop) == (vpp > 1)) row = &info;
+  }
+  if (row) {
+    job.schedule = std::string(row->name);
+  } else if (known) {
+    mf.fail(scheduler_node, "parallel.pipeline_config.pipeline_scheduler",
+            scheduler + " runs one stage per rank; pp_interleave_num must be 1");
   } else {
     job.schedule = vpp > 1 ? "interleaved" : "1f1b";
     job.notes.push_back("pipeline_scheduler " + scheduler + " is not modelled; simulated as " +

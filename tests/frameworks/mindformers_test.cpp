@@ -271,6 +271,14 @@ TEST(MindFormersImport, AFlatListWithInterleaving) {
   EXPECT_EQ(job.recompute, (std::vector<R>{R::full, R::full, R::none, R::full, R::none, R::full,
                                            R::none, R::none, R::none, R::none}));
   EXPECT_EQ(job.schedule, "interleaved");
+  // GPipe has no interleaved form in MindFormers (nor in bmpipe's schedule table).
+  try {
+    import(with(yaml, "pipeline_scheduler: '1f1b'", "pipeline_scheduler: gpipe"));
+    ADD_FAILURE() << "gpipe with pp_interleave_num 2 was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "parallel.pipeline_config.pipeline_scheduler");
+    EXPECT_EQ(e.message(), "gpipe runs one stage per rank; pp_interleave_num must be 1");
+  }
   // Without the pipeline_interleave context MindFormers runs one stage per rank.
   const ImportedJob off =
       import(with(with(yaml, "pipeline_interleave: True", "pipeline_interleave: False"),
