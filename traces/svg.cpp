@@ -1,5 +1,7 @@
 #include "traces/svg.hpp"
 
+#include "traces/band_layout.hpp"
+
 #include <algorithm>
 #include <array>
 #include <climits>
@@ -357,41 +359,24 @@ Layout index_rows(const Timeline& t) {
   return l;
 }
 
-// Bands of at most `group` consecutive ops, also split at up to `max_splits` visible
-// bubbles per row (the widest ones). With group = ceil(most_ops / H) and max_splits = H - 1
-// a row gets at most most_ops / group + max_splits + 1 <= 2 H bands.
-void make_bands(const Timeline& t, Layout& l, int group, int max_splits, double scale) {
+// Replaces each row's boxes by bands, cut as band_runs() says (see traces/band_layout.hpp).
+void make_bands(const Timeline& t, Layout& l, const BandRule& rule) {
   l.aggregated = true;
-  l.group = group;
+  l.group = rule.max_ops;
+  std::vector<BandInterval> intervals;
   for (std::size_t r = 0; r < l.rows.size(); ++r) {
     const auto& row = l.rows[r];
-    if (row.empty()) continue;
-    std::vector<std::pair<Time, std::size_t>> gaps;  // (width, index of the op after it)
-    for (std::size_t i = 1; i < row.size(); ++i) {
-      const Time gap = t.boxes[row[i]].start - t.boxes[row[i - 1]].end;
-      if (static_cast<double>(gap) * scale >= kGapPx) gaps.emplace_back(gap, i);
-    }
-    if (gaps.size() > static_cast<std::size_t>(max_splits)) {
-      // Widest first; among equals the earliest, so the choice is deterministic.
-      std::sort(gaps.begin(), gaps.end(), [](const auto& a, const auto& b) {
-        return a.first != b.first ? a.first > b.first : a.second < b.second;
-      });
-      gaps.resize(static_cast<std::size_t>(std::max(max_splits, 0)));
-    }
-    std::vector<char> split(row.size(), 0);
-    for (const auto& g : gaps) split[g.second] = 1;
-    Band band;
-    band.rank = static_cast<int>(r);
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      if (band.ops > 0 && (band.ops >= group || split[i])) {
-        l.bands.push_back(band);
-        band = Band();
-        band.rank = static_cast<int>(r);
+    intervals.clear();
+    for (std::size_t i : row) intervals.push_back({t.boxes[i].start, t.boxes[i].end});
+    for (const BandRun& run : band_runs(intervals, rule)) {
+      Band band;
+      band.rank = static_cast<int>(r);
+      for (std::size_t i = run.first; i < run.last; ++i) {
+        const auto& b = t.boxes[row[i]];
+        band.add(b, at_or<int>(t.stage_chunk, b.op.stage, 0) % 2 == 1);
       }
-      const auto& b = t.boxes[row[i]];
-      band.add(b, at_or<int>(t.stage_chunk, b.op.stage, 0) % 2 == 1);
+      l.bands.push_back(band);
     }
-    l.bands.push_back(band);
   }
 }
 
@@ -412,16 +397,12 @@ class Painter {
     for (const auto& t : timelines_) span_ = std::max({span_, t.iteration_time, t.pipeline_time});
     span_ = std::max<Time>(span_, 1);
     scale_ = plot_width_ / static_cast<double>(span_);
-    const int budget =
-        std::max(2, static_cast<int>(plot_width_ / std::max(1, options.band_px)));  // per row
-    const int half = budget / 2;
     std::size_t drawn = 0;
     for (std::size_t i = 0; i < timelines_.size(); ++i) {
       Layout& l = layouts_[i];
-      if (static_cast<double>(l.most_ops) * kMinOpPx > plot_width_) {
-        const int group = static_cast<int>((l.most_ops + static_cast<std::size_t>(half) - 1) /
-                                           static_cast<std::size_t>(half));
-        make_bands(timelines_[i], l, group, half - 1, scale_);
+      if (const auto rule =
+              band_rule(l.most_ops, plot_width_, options.band_px, kMinOpPx, scale_, kGapPx)) {
+        make_bands(timelines_[i], l, *rule);
         for (const Band& b : l.bands)
           if (b.kinds() & (b.kinds() - 1)) mixes_.push_back(b.kinds());
         drawn += l.bands.size();
