@@ -1,6 +1,8 @@
 #include "traces/svg.hpp"
 
 #include "traces/band_layout.hpp"
+#include "traces/memory_curve.hpp"
+#include "traces/svg_primitives.hpp"
 
 #include <algorithm>
 #include <array>
@@ -10,6 +12,8 @@
 
 namespace bmpipe {
 namespace {
+
+using namespace svg;
 
 // Page geometry, in px.
 constexpr double kLeft = 150;   // row labels
@@ -26,7 +30,6 @@ constexpr double kMemHeightMany = 34;  // above kFewRanks ranks
 constexpr int kFewRanks = 16;
 constexpr double kMemGap = 8;
 constexpr double kBlockGap = 24;
-constexpr double kCharWidth = 6.2;           // 10 px sans-serif digits, a little generous
 constexpr double kSmallFont = 8;             // two-line band labels
 constexpr std::size_t kTooltipLimit = 5000;  // boxes; above it tooltips only bloat the file
 // Automatic width: this much per op on the row with most ops, from kDefaultWidth up to
@@ -40,7 +43,6 @@ constexpr double kMinOpPx = 8;
 constexpr double kGapPx = 3;
 constexpr int kKinds = 5;
 
-constexpr const char* kCapacityColour = "#d62728";
 constexpr const char* kTailFill = "#79706e";  // Tableau grey: not a compute kind
 
 struct KindStyle {
@@ -72,91 +74,6 @@ KindStyle style(OpKind kind) {
 constexpr std::array<OpKind, kKinds> kKindOrder = {OpKind::F, OpKind::B, OpKind::I, OpKind::W,
                                                    OpKind::FB};
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  // Trim trailing zeros: smaller files, same picture.
-  std::string s = buf;
-  while (!s.empty() && s.back() == '0') s.pop_back();
-  if (!s.empty() && s.back() == '.') s.pop_back();
-  if (s == "-0") s = "0";
-  return s;
-}
-
-/// The XML declaration, the <svg> element of a w x h picture and its white page.
-std::string svg_open(double w, double h) {
-  const std::string ws = num(w), hs = num(h);
-  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-         ws + "\" height=\"" + hs + "\" viewBox=\"0 0 " + ws + " " + hs +
-         "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n"
-         "<rect class=\"page\" x=\"0\" y=\"0\" width=\"" +
-         ws + "\" height=\"" + hs + "\" fill=\"#ffffff\"/>\n";
-}
-
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-// Characters on the page (UTF-8 continuation bytes take no room of their own).
-double text_px(const std::string& text) {
-  std::size_t chars = 0;
-  for (char c : text) chars += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  return kCharWidth * static_cast<double>(chars);
-}
-
-// "37.8 GiB", or "12.0 MiB" below a GiB so that small runs do not all read "0.0".
-std::string gib(std::int64_t bytes) {
-  char buf[32];
-  if (bytes < 1073741824LL && bytes > -1073741824LL)
-    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / 1048576.0);
-  else
-    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / 1073741824.0);
-  return buf;
-}
-
-std::string ms_text(Time t) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f ms", ns_to_ms(t));
-  return buf;
-}
-
-// A 1-2-5 step of at least `raw`.
-double nice_step(double raw) {
-  raw = std::max(raw, 1e-12);
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double f : {1.0, 2.0, 5.0, 10.0})
-    if (mag * f >= raw * (1 - 1e-9)) return mag * f;
-  return mag * 10;
-}
-
-// Decimals that print every multiple of `step` exactly enough.
-int decimals_for(double step) {
-  return step >= 1 ? 0 : std::max(0, static_cast<int>(std::ceil(-std::log10(step) - 1e-9)));
-}
-
 // Time axis unit and a 1-2-5 tick step giving about `ticks` ticks over `span`.
 struct Axis {
   Time step = 1;
@@ -185,75 +102,6 @@ std::string tick_label(Time t, const Axis& a) {
   if (a.step >= a.unit) decimals = 0;
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
-}
-
-template <typename T>
-T at_or(const std::vector<T>& v, int i, T fallback) {
-  return i >= 0 && static_cast<std::size_t>(i) < v.size() ? v[static_cast<std::size_t>(i)]
-                                                          : fallback;
-}
-
-std::int64_t rank_peak(const Timeline& t, int r) {
-  const std::int64_t stat = at_or<std::int64_t>(t.static_bytes, r, 0);
-  std::int64_t peak = stat;
-  if (r >= 0 && static_cast<std::size_t>(r) < t.memory.size())
-    for (const auto& s : t.memory[r]) peak = std::max(peak, stat + s.activation_bytes);
-  return peak;
-}
-
-// One y-scale for every memory curve of a picture. It reaches the largest capacity, so
-// headroom shows, unless every device uses under a quarter of it: then a flat line would
-// say nothing, so the scale follows the peak and capacity lines are pinned to the top.
-struct MemoryScale {
-  double full = 1;  // bytes at the top edge
-  bool off_scale = false;
-  std::int64_t peak = 0;
-  std::int64_t capacity = 0;  // the largest
-};
-MemoryScale memory_scale(std::span<const Timeline> timelines) {
-  MemoryScale m;
-  for (const auto& t : timelines) {
-    if (!t.ok) continue;
-    for (int r = 0; r < t.num_ranks; ++r) {
-      m.peak = std::max(m.peak, rank_peak(t, r));
-      m.capacity = std::max(m.capacity, at_or<std::int64_t>(t.capacity_bytes, r, 0));
-    }
-  }
-  m.off_scale = m.capacity > 0 && m.peak * 4 < m.capacity;
-  m.full = m.off_scale
-               ? static_cast<double>(std::max<std::int64_t>(m.peak, 1)) * 1.15
-               : static_cast<double>(std::max<std::int64_t>({m.capacity, m.peak, 1})) * 1.08;
-  return m;
-}
-
-// A step curve of total memory (static + activations) from time 0 to `end`, as SVG points.
-// Points that land on the same spot (to 0.1 px) are dropped: the picture is the same and
-// a dense run's file stays proportional to its width, not its events.
-template <typename X, typename Y>
-std::string memory_points(const Timeline& t, int r, Time end, X x, Y y) {
-  static const std::vector<Timeline::MemorySample> kNone;
-  const auto& samples = static_cast<std::size_t>(r) < t.memory.size() ? t.memory[r] : kNone;
-  const std::int64_t stat = at_or<std::int64_t>(t.static_bytes, r, 0);
-  std::string pts;
-  long last_px = LONG_MIN, last_py = LONG_MIN;
-  auto point = [&](double px, double py) {
-    const long ix = std::lround(px * 10), iy = std::lround(py * 10);
-    if (ix == last_px && iy == last_py) return;
-    last_px = ix, last_py = iy;
-    if (!pts.empty()) pts += ' ';
-    pts += num(px);
-    pts += ',';
-    pts += num(py);
-  };
-  std::int64_t current = stat;
-  point(x(0), y(current));
-  for (const auto& s : samples) {
-    point(x(s.time), y(current));
-    current = stat + s.activation_bytes;
-    point(x(s.time), y(current));
-  }
-  point(x(end), y(current));
-  return pts;
 }
 
 // Consecutive ops of one device drawn as one box.
