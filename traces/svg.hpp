@@ -1,127 +1,16 @@
 #pragma once
 /// \file
-/// Pipeline timelines as SVG, drawn like the figures in the pipeline-parallel papers: one
-/// row per device, a box per op coloured by kind (F, B, I, W, F&B), the micro-batch number
-/// inside when it fits, bubbles as the gaps between boxes, each device's end-of-iteration
-/// work (dp all-reduce + optimizer, SimInput::tail_time; the optimizer step alone when the
-/// dp reduction ran on its own stream) as a grey block from DeviceResult::tail_start,
-/// a time axis with units, and under the rows a memory-over-time panel per device.
-///
-/// The memory panels share one y-scale (and so do the runs of a comparison): equal heights
-/// are equal bytes, the fullest device has the tallest curve, and the capacity line sits at
-/// the same height on every panel of devices with the same capacity. When every device uses
-/// under a quarter of its capacity the scale follows the peak instead and the capacity
-/// lines are pinned to the panels' top edge, marked off scale.
-///
-/// Width follows the op count: about 16 px per op on the row with most ops, at least
-/// 1400 px, at most SvgOptions::max_width_px. When even that leaves under 8 px per op, a
-/// row's consecutive ops are drawn as bands instead: a band covers a run of ops of one
-/// device, is labelled with its micro-batch ranges (per kind when the label fits), filled
-/// with its kind's colour or, for mixed kinds, stripes of them, and every bubble of 3 px or
-/// more still splits bands, so that idle time shows as gaps. A row holds at most
-/// plot width / SvgOptions::band_px bands (plot width = width - 270 px of labels).
-///
-/// Unlike the Chrome trace, a picture needs every op at once, so a TimelineRecorder keeps
-/// a compact copy of the run (about 40 bytes per op and 16 per memory change). The SVG is
-/// written by hand: no dependency, and the same timeline always gives the same bytes.
-///
-/// write_compare_svg() stacks several runs (one per schedule) on one time scale, so that
-/// equal lengths on the page are equal times and schedules can be compared by eye.
-/// write_memory_svg() plots every device's memory against time in one chart.
+/// The SVG pictures of a run, in one include:
+/// - traces/timeline.hpp: Timeline, what a picture needs of one run, and the
+///   TimelineRecorder that collects it while simulate() runs;
+/// - traces/timeline_svg.hpp: the pipeline timeline of one run, or several stacked on one
+///   time scale (write_timeline_svg, write_compare_svg);
+/// - traces/memory_svg.hpp: every device's memory against time (write_memory_svg);
+/// - traces/svg_options.hpp: their size options.
+/// The layout of dense rows (traces/band_layout.hpp) and the SVG helpers
+/// (traces/svg_primitives.hpp, traces/memory_curve.hpp) are internal to traces/.
 
-#include <cstdint>
-#include <ostream>
-#include <span>
-#include <string>
-#include <vector>
-
-#include "sim/simulate.hpp"
-
-namespace bmpipe {
-
-/// What a picture needs of one run.
-struct Timeline {
-  struct Box {
-    std::int32_t rank = 0;
-    Op op;
-    Time start = 0;
-    Time end = 0;
-  };
-  struct MemorySample {
-    Time time = 0;
-    std::int64_t activation_bytes = 0;
-  };
-  std::string title;  ///< e.g. the schedule name
-  int num_ranks = 0;
-  std::vector<int> rank_device;  ///< physical device of each rank, for row labels
-  /// Index of each stage among its device's stages (0 for the first chunk). Boxes of odd
-  /// chunks are drawn in a lighter tint, as the papers draw V and interleaved schedules.
-  std::vector<int> stage_chunk;
-  std::vector<Box> boxes;                         ///< every op, in completion order
-  std::vector<std::vector<MemorySample>> memory;  ///< per rank, in time order
-  std::vector<std::int64_t> static_bytes;         ///< per rank
-  std::vector<std::int64_t> capacity_bytes;       ///< per rank (0: unknown)
-  /// Per rank, the work after its last op (SimInput::tail_time); empty or 0: none.
-  std::vector<Time> tail_time;
-  /// Per rank, when that work starts (DeviceResult::tail_start: after its gradient
-  /// reductions); empty: right after its last op.
-  std::vector<Time> tail_start;
-  /// The dp reduction ran on the ranks' own streams (SimInput::grad_buckets), so the tail
-  /// is the optimizer step alone.
-  bool grad_reduce_apart = false;
-  Time pipeline_time = 0;
-  Time iteration_time = 0;
-  double bubble_ratio = 0.0;
-  bool ok = true;
-  std::string error;
-};
-
-/// Collects a Timeline while simulate() runs.
-class TimelineRecorder final : public Observer {
- public:
-  TimelineRecorder(const SimInput& input, const Schedule& schedule, std::string title = {});
-  void on_op(const OpRecord& record) override;
-  void on_memory(int rank, Time time, std::int64_t activation_bytes) override;
-  /// A picture draws neither transfers nor reductions; take() reads the result.
-  void on_transfer(const TransferRecord&) override {}
-  void on_reduction(const ReductionRecord&) override {}
-  void on_result(const SimResult&) override {}
-  /// Completes the timeline with the run's result and hands it over.
-  Timeline take(const SimResult& result);
-
- private:
-  Timeline timeline_;
-};
-
-/// Runs simulate() with a TimelineRecorder; the result goes to `result` if given.
-Timeline record_timeline(const SimInput& input, const Schedule& schedule, std::string title = {},
-                         SimResult* result = nullptr);
-
-struct SvgOptions {
-  /// Whole picture, labels included; 0 lets the width follow the op count (see above).
-  /// write_memory_svg() takes 0 as 1200 px.
-  int width_px = 0;
-  /// Upper bound of the automatic width.
-  int max_width_px = 4000;
-  /// Narrowest band, in px, once ops are aggregated: bounds the bands per row.
-  int band_px = 32;
-  bool memory_panels = true;  ///< the per-device memory panels under the rows
-};
-
-/// One run.
-void write_timeline_svg(std::ostream& out, const Timeline& timeline,
-                        const SvgOptions& options = {});
-
-/// Several runs stacked top to bottom on one shared time scale (the longest iteration sets
-/// it) and one memory scale. A run that failed gets its title and error message instead of
-/// rows.
-void write_compare_svg(std::ostream& out, std::span<const Timeline> timelines,
-                       const SvgOptions& options = {});
-
-/// Memory over time: every rank's static + activation bytes as a step curve, all on one
-/// GiB axis against a ms axis, with the capacity line(s), the overall peak marked, and a
-/// legend (one entry per rank up to 16 ranks, a colour ramp beyond). The view to open
-/// first when a plan does not fit. A failed run gets its error message instead.
-void write_memory_svg(std::ostream& out, const Timeline& timeline, const SvgOptions& options = {});
-
-}  // namespace bmpipe
+#include "traces/memory_svg.hpp"
+#include "traces/svg_options.hpp"
+#include "traces/timeline.hpp"
+#include "traces/timeline_svg.hpp"

@@ -1,4 +1,4 @@
-#include "traces/svg.hpp"
+#include "traces/timeline_svg.hpp"
 
 #include <algorithm>
 #include <array>
@@ -6,8 +6,14 @@
 #include <cmath>
 #include <cstdio>
 
+#include "traces/band_layout.hpp"
+#include "traces/memory_curve.hpp"
+#include "traces/svg_primitives.hpp"
+
 namespace bmpipe {
 namespace {
+
+using namespace svg;
 
 // Page geometry, in px.
 constexpr double kLeft = 150;   // row labels
@@ -24,7 +30,6 @@ constexpr double kMemHeightMany = 34;  // above kFewRanks ranks
 constexpr int kFewRanks = 16;
 constexpr double kMemGap = 8;
 constexpr double kBlockGap = 24;
-constexpr double kCharWidth = 6.2;           // 10 px sans-serif digits, a little generous
 constexpr double kSmallFont = 8;             // two-line band labels
 constexpr std::size_t kTooltipLimit = 5000;  // boxes; above it tooltips only bloat the file
 // Automatic width: this much per op on the row with most ops, from kDefaultWidth up to
@@ -38,7 +43,6 @@ constexpr double kMinOpPx = 8;
 constexpr double kGapPx = 3;
 constexpr int kKinds = 5;
 
-constexpr const char* kCapacityColour = "#d62728";
 constexpr const char* kTailFill = "#79706e";  // Tableau grey: not a compute kind
 
 struct KindStyle {
@@ -70,91 +74,6 @@ KindStyle style(OpKind kind) {
 constexpr std::array<OpKind, kKinds> kKindOrder = {OpKind::F, OpKind::B, OpKind::I, OpKind::W,
                                                    OpKind::FB};
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  // Trim trailing zeros: smaller files, same picture.
-  std::string s = buf;
-  while (!s.empty() && s.back() == '0') s.pop_back();
-  if (!s.empty() && s.back() == '.') s.pop_back();
-  if (s == "-0") s = "0";
-  return s;
-}
-
-/// The XML declaration, the <svg> element of a w x h picture and its white page.
-std::string svg_open(double w, double h) {
-  const std::string ws = num(w), hs = num(h);
-  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-         ws + "\" height=\"" + hs + "\" viewBox=\"0 0 " + ws + " " + hs +
-         "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n"
-         "<rect class=\"page\" x=\"0\" y=\"0\" width=\"" +
-         ws + "\" height=\"" + hs + "\" fill=\"#ffffff\"/>\n";
-}
-
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-// Characters on the page (UTF-8 continuation bytes take no room of their own).
-double text_px(const std::string& text) {
-  std::size_t chars = 0;
-  for (char c : text) chars += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  return kCharWidth * static_cast<double>(chars);
-}
-
-// "37.8 GiB", or "12.0 MiB" below a GiB so that small runs do not all read "0.0".
-std::string gib(std::int64_t bytes) {
-  char buf[32];
-  if (bytes < 1073741824LL && bytes > -1073741824LL)
-    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / 1048576.0);
-  else
-    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / 1073741824.0);
-  return buf;
-}
-
-std::string ms_text(Time t) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f ms", ns_to_ms(t));
-  return buf;
-}
-
-// A 1-2-5 step of at least `raw`.
-double nice_step(double raw) {
-  raw = std::max(raw, 1e-12);
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double f : {1.0, 2.0, 5.0, 10.0})
-    if (mag * f >= raw * (1 - 1e-9)) return mag * f;
-  return mag * 10;
-}
-
-// Decimals that print every multiple of `step` exactly enough.
-int decimals_for(double step) {
-  return step >= 1 ? 0 : std::max(0, static_cast<int>(std::ceil(-std::log10(step) - 1e-9)));
-}
-
 // Time axis unit and a 1-2-5 tick step giving about `ticks` ticks over `span`.
 struct Axis {
   Time step = 1;
@@ -183,75 +102,6 @@ std::string tick_label(Time t, const Axis& a) {
   if (a.step >= a.unit) decimals = 0;
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
-}
-
-template <typename T>
-T at_or(const std::vector<T>& v, int i, T fallback) {
-  return i >= 0 && static_cast<std::size_t>(i) < v.size() ? v[static_cast<std::size_t>(i)]
-                                                          : fallback;
-}
-
-std::int64_t rank_peak(const Timeline& t, int r) {
-  const std::int64_t stat = at_or<std::int64_t>(t.static_bytes, r, 0);
-  std::int64_t peak = stat;
-  if (r >= 0 && static_cast<std::size_t>(r) < t.memory.size())
-    for (const auto& s : t.memory[r]) peak = std::max(peak, stat + s.activation_bytes);
-  return peak;
-}
-
-// One y-scale for every memory curve of a picture. It reaches the largest capacity, so
-// headroom shows, unless every device uses under a quarter of it: then a flat line would
-// say nothing, so the scale follows the peak and capacity lines are pinned to the top.
-struct MemoryScale {
-  double full = 1;  // bytes at the top edge
-  bool off_scale = false;
-  std::int64_t peak = 0;
-  std::int64_t capacity = 0;  // the largest
-};
-MemoryScale memory_scale(std::span<const Timeline> timelines) {
-  MemoryScale m;
-  for (const auto& t : timelines) {
-    if (!t.ok) continue;
-    for (int r = 0; r < t.num_ranks; ++r) {
-      m.peak = std::max(m.peak, rank_peak(t, r));
-      m.capacity = std::max(m.capacity, at_or<std::int64_t>(t.capacity_bytes, r, 0));
-    }
-  }
-  m.off_scale = m.capacity > 0 && m.peak * 4 < m.capacity;
-  m.full = m.off_scale
-               ? static_cast<double>(std::max<std::int64_t>(m.peak, 1)) * 1.15
-               : static_cast<double>(std::max<std::int64_t>({m.capacity, m.peak, 1})) * 1.08;
-  return m;
-}
-
-// A step curve of total memory (static + activations) from time 0 to `end`, as SVG points.
-// Points that land on the same spot (to 0.1 px) are dropped: the picture is the same and
-// a dense run's file stays proportional to its width, not its events.
-template <typename X, typename Y>
-std::string memory_points(const Timeline& t, int r, Time end, X x, Y y) {
-  static const std::vector<Timeline::MemorySample> kNone;
-  const auto& samples = static_cast<std::size_t>(r) < t.memory.size() ? t.memory[r] : kNone;
-  const std::int64_t stat = at_or<std::int64_t>(t.static_bytes, r, 0);
-  std::string pts;
-  long last_px = LONG_MIN, last_py = LONG_MIN;
-  auto point = [&](double px, double py) {
-    const long ix = std::lround(px * 10), iy = std::lround(py * 10);
-    if (ix == last_px && iy == last_py) return;
-    last_px = ix, last_py = iy;
-    if (!pts.empty()) pts += ' ';
-    pts += num(px);
-    pts += ',';
-    pts += num(py);
-  };
-  std::int64_t current = stat;
-  point(x(0), y(current));
-  for (const auto& s : samples) {
-    point(x(s.time), y(current));
-    current = stat + s.activation_bytes;
-    point(x(s.time), y(current));
-  }
-  point(x(end), y(current));
-  return pts;
 }
 
 // Consecutive ops of one device drawn as one box.
@@ -357,41 +207,24 @@ Layout index_rows(const Timeline& t) {
   return l;
 }
 
-// Bands of at most `group` consecutive ops, also split at up to `max_splits` visible
-// bubbles per row (the widest ones). With group = ceil(most_ops / H) and max_splits = H - 1
-// a row gets at most most_ops / group + max_splits + 1 <= 2 H bands.
-void make_bands(const Timeline& t, Layout& l, int group, int max_splits, double scale) {
+// Replaces each row's boxes by bands, cut as band_runs() says (see traces/band_layout.hpp).
+void make_bands(const Timeline& t, Layout& l, const BandRule& rule) {
   l.aggregated = true;
-  l.group = group;
+  l.group = rule.max_ops;
+  std::vector<BandInterval> intervals;
   for (std::size_t r = 0; r < l.rows.size(); ++r) {
     const auto& row = l.rows[r];
-    if (row.empty()) continue;
-    std::vector<std::pair<Time, std::size_t>> gaps;  // (width, index of the op after it)
-    for (std::size_t i = 1; i < row.size(); ++i) {
-      const Time gap = t.boxes[row[i]].start - t.boxes[row[i - 1]].end;
-      if (static_cast<double>(gap) * scale >= kGapPx) gaps.emplace_back(gap, i);
-    }
-    if (gaps.size() > static_cast<std::size_t>(max_splits)) {
-      // Widest first; among equals the earliest, so the choice is deterministic.
-      std::sort(gaps.begin(), gaps.end(), [](const auto& a, const auto& b) {
-        return a.first != b.first ? a.first > b.first : a.second < b.second;
-      });
-      gaps.resize(static_cast<std::size_t>(std::max(max_splits, 0)));
-    }
-    std::vector<char> split(row.size(), 0);
-    for (const auto& g : gaps) split[g.second] = 1;
-    Band band;
-    band.rank = static_cast<int>(r);
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      if (band.ops > 0 && (band.ops >= group || split[i])) {
-        l.bands.push_back(band);
-        band = Band();
-        band.rank = static_cast<int>(r);
+    intervals.clear();
+    for (std::size_t i : row) intervals.push_back({t.boxes[i].start, t.boxes[i].end});
+    for (const BandRun& run : band_runs(intervals, rule)) {
+      Band band;
+      band.rank = static_cast<int>(r);
+      for (std::size_t i = run.first; i < run.last; ++i) {
+        const auto& b = t.boxes[row[i]];
+        band.add(b, at_or<int>(t.stage_chunk, b.op.stage, 0) % 2 == 1);
       }
-      const auto& b = t.boxes[row[i]];
-      band.add(b, at_or<int>(t.stage_chunk, b.op.stage, 0) % 2 == 1);
+      l.bands.push_back(band);
     }
-    l.bands.push_back(band);
   }
 }
 
@@ -412,16 +245,12 @@ class Painter {
     for (const auto& t : timelines_) span_ = std::max({span_, t.iteration_time, t.pipeline_time});
     span_ = std::max<Time>(span_, 1);
     scale_ = plot_width_ / static_cast<double>(span_);
-    const int budget =
-        std::max(2, static_cast<int>(plot_width_ / std::max(1, options.band_px)));  // per row
-    const int half = budget / 2;
     std::size_t drawn = 0;
     for (std::size_t i = 0; i < timelines_.size(); ++i) {
       Layout& l = layouts_[i];
-      if (static_cast<double>(l.most_ops) * kMinOpPx > plot_width_) {
-        const int group = static_cast<int>((l.most_ops + static_cast<std::size_t>(half) - 1) /
-                                           static_cast<std::size_t>(half));
-        make_bands(timelines_[i], l, group, half - 1, scale_);
+      if (const auto rule =
+              band_rule(l.most_ops, plot_width_, options.band_px, kMinOpPx, scale_, kGapPx)) {
+        make_bands(timelines_[i], l, *rule);
         for (const Band& b : l.bands)
           if (b.kinds() & (b.kinds() - 1)) mixes_.push_back(b.kinds());
         drawn += l.bands.size();
@@ -823,338 +652,7 @@ class Painter {
   std::string buf_;
 };
 
-// Tableau 10 without its red, which the capacity line owns; for up to 10 ranks.
-constexpr std::array<const char*, 10> kRankColours = {"#4e79a7", "#f28e2b", "#76b7b2", "#59a14f",
-                                                      "#b6992d", "#b07aa1", "#ff9da7", "#9c755f",
-                                                      "#79706e", "#17becf"};
-// Beyond 10 ranks a sequential ramp (viridis anchors, its pale yellow end left out so every
-// curve stays visible on white): neighbouring ranks get neighbouring colours.
-constexpr std::array<std::array<int, 3>, 5> kRamp = {{{0x44, 0x01, 0x54},
-                                                      {0x3b, 0x52, 0x8b},
-                                                      {0x21, 0x91, 0x8c},
-                                                      {0x5e, 0xc9, 0x62},
-                                                      {0xb5, 0xde, 0x2b}}};
-
-std::string ramp_colour(double f) {
-  f = std::clamp(f, 0.0, 1.0) * static_cast<double>(kRamp.size() - 1);
-  const std::size_t i = std::min(static_cast<std::size_t>(f), kRamp.size() - 2);
-  const double u = f - static_cast<double>(i);
-  char buf[8];
-  int c[3];
-  for (int k = 0; k < 3; ++k)
-    c[k] = static_cast<int>(
-        std::lround(kRamp[i][k] + u * static_cast<double>(kRamp[i + 1][k] - kRamp[i][k])));
-  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", c[0], c[1], c[2]);
-  return buf;
-}
-
-std::string rank_colour(int r, int p) {
-  if (p <= static_cast<int>(kRankColours.size())) return kRankColours[static_cast<std::size_t>(r)];
-  return ramp_colour(p > 1 ? static_cast<double>(r) / (p - 1) : 0.0);
-}
-
-class MemoryPlot {
- public:
-  MemoryPlot(std::ostream& out, const Timeline& t, const SvgOptions& options)
-      : out_(out), t_(t), mem_(memory_scale(std::span<const Timeline>(&t, 1))) {
-    width_ = options.width_px > 0 ? options.width_px : 1200;
-    plot_w_ = std::max(100.0, width_ - kL - kR);
-    end_ = std::max<Time>({t.iteration_time, t.pipeline_time, 1});
-  }
-
-  void paint() {
-    const double height = kT + kH + kB;
-    buf_ += svg_open(width_, height);
-    std::string title = "Memory over time";
-    if (!t_.title.empty()) title += " \u2014 " + t_.title;
-    buf_ += "<text x=\"12\" y=\"24\" font-size=\"16\" font-weight=\"bold\">" + escape(title) +
-            "</text>\n";
-    if (!t_.ok) {
-      buf_ += "<text x=\"12\" y=\"46\" font-size=\"12\" fill=\"" + std::string(kCapacityColour) +
-              "\">" + escape("simulation failed: " + t_.error) + "</text>\n</svg>\n";
-      flush();
-      return;
-    }
-    subtitle();
-    axes();
-    capacity();
-    curves();
-    peak_marker();
-    legend();
-    buf_ += "</svg>\n";
-    flush();
-  }
-
- private:
-  static constexpr double kL = 80, kR = 230, kT = 64, kH = 380, kB = 46;
-
-  double x(Time t) const {
-    return kL + static_cast<double>(t) / static_cast<double>(end_) * plot_w_;
-  }
-  double y(std::int64_t bytes) const { return mem_y(static_cast<double>(bytes)); }
-  double mem_y(double bytes) const { return kT + kH - bytes / mem_.full * kH; }
-
-  // The fullest rank and when it first got there.
-  struct Peak {
-    int rank = 0;
-    std::int64_t bytes = -1;
-    Time time = 0;
-  };
-  Peak fullest() const {
-    Peak p;
-    for (int r = 0; r < t_.num_ranks; ++r) {
-      const std::int64_t stat = at_or<std::int64_t>(t_.static_bytes, r, 0);
-      if (stat > p.bytes) p = Peak{r, stat, 0};
-      if (static_cast<std::size_t>(r) < t_.memory.size())
-        for (const auto& s : t_.memory[r])
-          if (stat + s.activation_bytes > p.bytes) p = Peak{r, stat + s.activation_bytes, s.time};
-    }
-    return p;
-  }
-
-  void subtitle() {
-    const Peak p = fullest();
-    std::string s =
-        "static + activations per device \u00b7 iteration " + ms_text(t_.iteration_time);
-    if (p.bytes >= 0)
-      s += " \u00b7 peak " + gib(p.bytes) + " on rank " + std::to_string(p.rank) + " at " +
-           ms_text(p.time);
-    int over = 0;
-    std::int64_t worst = 0;
-    int worst_rank = -1;
-    for (int r = 0; r < t_.num_ranks; ++r) {
-      const std::int64_t cap = at_or<std::int64_t>(t_.capacity_bytes, r, 0);
-      const std::int64_t excess = rank_peak(t_, r) - cap;
-      if (cap > 0 && excess > 0) {
-        ++over;
-        if (excess > worst) worst = excess, worst_rank = r;
-      }
-    }
-    buf_ += "<text x=\"12\" y=\"44\" font-size=\"11\" fill=\"#333333\">" + escape(s) + "</text>\n";
-    if (over > 0)
-      buf_ += "<text x=\"12\" y=\"58\" font-size=\"11\" font-weight=\"bold\" fill=\"" +
-              std::string(kCapacityColour) + "\">" +
-              escape(std::to_string(over) + " of " + std::to_string(t_.num_ranks) +
-                     " ranks exceed their capacity; rank " + std::to_string(worst_rank) + " by " +
-                     gib(worst)) +
-              "</text>\n";
-  }
-
-  void axes() {
-    buf_ += "<rect class=\"plot\" x=\"" + num(kL) + "\" y=\"" + num(kT) + "\" width=\"" +
-            num(plot_w_) + "\" height=\"" + num(kH) +
-            "\" fill=\"#ffffff\" stroke=\"#999999\" stroke-width=\"0.8\"/>\n";
-    // GiB axis: 1-2-5 steps, about eight of them.
-    const double full_gib = mem_.full / 1073741824.0;
-    const double gstep = nice_step(full_gib / 8);
-    const int gdec = decimals_for(gstep);
-    buf_ += "<g class=\"y-axis\">";
-    for (int k = 0; k * gstep <= full_gib * (1 + 1e-9); ++k) {
-      const double v = k * gstep;
-      const double yy = mem_y(v * 1073741824.0);
-      char label[32];
-      std::snprintf(label, sizeof label, "%.*f", gdec, v);
-      buf_ += "<line x1=\"" + num(kL) + "\" y1=\"" + num(yy) + "\" x2=\"" + num(kL + plot_w_) +
-              "\" y2=\"" + num(yy) + "\" stroke=\"#e4e4e4\" stroke-width=\"0.6\"/>";
-      buf_ += "<text x=\"" + num(kL - 6) + "\" y=\"" + num(yy + 3.5) +
-              "\" font-size=\"10\" text-anchor=\"end\">" + label + "</text>";
-    }
-    buf_ += "<text x=\"18\" y=\"" + num(kT + kH / 2) +
-            "\" font-size=\"11\" text-anchor=\"middle\"" + " transform=\"rotate(-90 18 " +
-            num(kT + kH / 2) + ")\">memory (GiB)</text></g>\n";
-    // ms axis.
-    const double span_ms = ns_to_ms(end_);
-    const double tstep = nice_step(span_ms / std::max(4.0, plot_w_ / 100));
-    const int tdec = decimals_for(tstep);
-    buf_ += "<g class=\"x-axis\">";
-    for (int k = 0; k * tstep <= span_ms * (1 + 1e-9); ++k) {
-      const double v = k * tstep;
-      const double xx = kL + v / span_ms * plot_w_;
-      char label[32];
-      std::snprintf(label, sizeof label, "%.*f", tdec, v);
-      buf_ += "<line x1=\"" + num(xx) + "\" y1=\"" + num(kT) + "\" x2=\"" + num(xx) + "\" y2=\"" +
-              num(kT + kH + 4) + "\" stroke=\"#e4e4e4\" stroke-width=\"0.6\"/>";
-      buf_ += "<text x=\"" + num(xx) + "\" y=\"" + num(kT + kH + 16) +
-              "\" font-size=\"10\" text-anchor=\"middle\">" + label + "</text>";
-    }
-    buf_ += "<text x=\"" + num(kL + plot_w_ / 2) + "\" y=\"" + num(kT + kH + 36) +
-            "\" font-size=\"11\" text-anchor=\"middle\">time (ms)</text></g>\n";
-    // The tail work (dp all-reduce, optimizer) runs after the last pipeline op.
-    if (t_.iteration_time > t_.pipeline_time && t_.pipeline_time > 0) {
-      const double px = x(t_.pipeline_time);
-      buf_ += "<line class=\"pipeline-end\" x1=\"" + num(px) + "\" y1=\"" + num(kT) + "\" x2=\"" +
-              num(px) + "\" y2=\"" + num(kT + kH) +
-              "\" stroke=\"#555555\" stroke-width=\"1\" stroke-dasharray=\"2,3\"/>";
-      buf_ += "<text x=\"" + num(px - 4) + "\" y=\"" + num(kT + kH - 6) +
-              "\" font-size=\"10\" text-anchor=\"end\" fill=\"#555555\">last op ends; then dp "
-              "all-reduce + optimizer</text>\n";
-    }
-  }
-
-  void capacity() {
-    std::vector<std::int64_t> caps;
-    for (int r = 0; r < t_.num_ranks; ++r) {
-      const std::int64_t c = at_or<std::int64_t>(t_.capacity_bytes, r, 0);
-      if (c > 0) caps.push_back(c);
-    }
-    std::sort(caps.begin(), caps.end());
-    caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
-    for (std::size_t i = 0; i < caps.size(); ++i) {
-      const std::int64_t c = caps[i];
-      bool exceeded = false;
-      for (int r = 0; r < t_.num_ranks; ++r)
-        exceeded =
-            exceeded || (at_or<std::int64_t>(t_.capacity_bytes, r, 0) == c && rank_peak(t_, r) > c);
-      const double cy = mem_.off_scale ? kT : y(c);
-      if (exceeded)  // what lies above the line does not fit
-        buf_ += "<rect class=\"over\" x=\"" + num(kL) + "\" y=\"" + num(kT) + "\" width=\"" +
-                num(plot_w_) + "\" height=\"" + num(std::max(0.0, cy - kT)) + "\" fill=\"" +
-                kCapacityColour + "\" fill-opacity=\"0.08\"/>";
-      buf_ += "<line class=\"capacity\" x1=\"" + num(kL) + "\" y1=\"" + num(cy) + "\" x2=\"" +
-              num(kL + plot_w_) + "\" y2=\"" + num(cy) + "\" stroke=\"" + kCapacityColour +
-              "\" stroke-width=\"1.5\" stroke-dasharray=\"6,3\"/>";
-      std::string label = "capacity " + gib(c);
-      if (mem_.off_scale) label += " (off scale, above)";
-      // Stacked labels when capacities differ, so they never overprint.
-      buf_ += "<text x=\"" + num(kL + plot_w_ - 4) + "\" y=\"" +
-              num(mem_.off_scale ? kT + 12 + 12 * static_cast<double>(i) : cy - 4) +
-              "\" font-size=\"10\" text-anchor=\"end\" fill=\"" + kCapacityColour + "\">" +
-              escape(label) + "</text>\n";
-    }
-  }
-
-  void curves() {
-    const double stroke = t_.num_ranks <= 16 ? 1.6 : 1.0;
-    for (int r = 0; r < t_.num_ranks; ++r) {
-      const std::string pts = memory_points(
-          t_, r, end_, [&](Time tt) { return x(tt); }, [&](std::int64_t b) { return y(b); });
-      buf_ += "<polyline class=\"memory\" data-rank=\"" + std::to_string(r) + "\" points=\"" + pts +
-              "\" fill=\"none\" stroke=\"" + rank_colour(r, t_.num_ranks) + "\" stroke-width=\"" +
-              num(stroke) + "\" stroke-linejoin=\"round\"><title>rank " + std::to_string(r) +
-              ": peak " + gib(rank_peak(t_, r)) + "</title></polyline>\n";
-      if (buf_.size() > (1u << 16)) flush();
-    }
-  }
-
-  void peak_marker() {
-    const Peak p = fullest();
-    if (p.bytes < 0) return;
-    const double px = x(p.time), py = y(p.bytes);
-    buf_ += "<circle class=\"peak\" cx=\"" + num(px) + "\" cy=\"" + num(py) +
-            "\" r=\"3.5\" fill=\"none\" stroke=\"#000000\" stroke-width=\"1.2\"/>";
-    const std::string label = "peak " + gib(p.bytes) + " (rank " + std::to_string(p.rank) + ")";
-    const bool left = px + 8 + text_px(label) > kL + plot_w_;
-    buf_ += "<text x=\"" + num(left ? px - 7 : px + 7) + "\" y=\"" +
-            num(std::max(kT + 10, py - 6)) + "\" font-size=\"10\" text-anchor=\"" +
-            (left ? "end" : "start") + "\">" + escape(label) + "</text>\n";
-  }
-
-  void legend() {
-    const double lx = kL + plot_w_ + 16;
-    double ly = kT + 4;
-    const int p = t_.num_ranks;
-    if (p <= 16) {
-      for (int r = 0; r < p; ++r, ly += 18) {
-        buf_ += "<line class=\"legend\" x1=\"" + num(lx) + "\" y1=\"" + num(ly + 6) + "\" x2=\"" +
-                num(lx + 18) + "\" y2=\"" + num(ly + 6) + "\" stroke=\"" + rank_colour(r, p) +
-                "\" stroke-width=\"2.5\"/>";
-        const std::int64_t cap = at_or<std::int64_t>(t_.capacity_bytes, r, 0);
-        const std::int64_t peak = rank_peak(t_, r);
-        const bool over = cap > 0 && peak > cap;
-        buf_ +=
-            "<text x=\"" + num(lx + 24) + "\" y=\"" + num(ly + 10) + "\" font-size=\"11\"" +
-            (over ? std::string(" fill=\"") + kCapacityColour + "\" font-weight=\"bold\""
-                  : std::string()) +
-            ">" +
-            escape("rank " + std::to_string(r) + " \u00b7 dev " +
-                   std::to_string(at_or<int>(t_.rank_device, r, r)) + " \u00b7 peak " + gib(peak)) +
-            "</text>\n";
-      }
-    } else {
-      // A colour bar: the ramp from rank 0 (top) to the last rank (bottom).
-      const double bar = std::min(kH - 40, 240.0);
-      buf_ += "<defs><linearGradient id=\"ranks\" x1=\"0\" y1=\"0\" x2=\"0\" y2=\"1\">";
-      for (int k = 0; k <= 8; ++k)
-        buf_ +=
-            "<stop offset=\"" + num(k / 8.0) + "\" stop-color=\"" + ramp_colour(k / 8.0) + "\"/>";
-      buf_ += "</linearGradient></defs>";
-      buf_ += "<rect class=\"legend\" x=\"" + num(lx) + "\" y=\"" + num(ly) +
-              "\" width=\"14\" height=\"" + num(bar) + "\" fill=\"url(#ranks)\"/>";
-      buf_ += "<text x=\"" + num(lx + 20) + "\" y=\"" + num(ly + 9) +
-              "\" font-size=\"11\">rank 0</text>";
-      buf_ += "<text x=\"" + num(lx + 20) + "\" y=\"" + num(ly + bar) +
-              "\" font-size=\"11\">rank " + std::to_string(p - 1) + "</text>\n";
-      const Peak pk = fullest();
-      buf_ += "<text x=\"" + num(lx) + "\" y=\"" + num(ly + bar + 22) + "\" font-size=\"11\">" +
-              escape("fullest: rank " + std::to_string(pk.rank) + ", " + gib(pk.bytes)) +
-              "</text>\n";
-    }
-  }
-
-  void flush() {
-    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
-    buf_.clear();
-  }
-
-  std::ostream& out_;
-  const Timeline& t_;
-  MemoryScale mem_;
-  double width_ = 1200;
-  double plot_w_ = 0;
-  Time end_ = 1;
-  std::string buf_;
-};
-
 }  // namespace
-
-TimelineRecorder::TimelineRecorder(const SimInput& input, const Schedule& schedule,
-                                   std::string title) {
-  timeline_.title = title.empty() ? schedule.name : std::move(title);
-  timeline_.num_ranks = schedule.num_ranks;
-  timeline_.rank_device = input.rank_device;
-  timeline_.stage_chunk.assign(static_cast<std::size_t>(std::max(schedule.num_stages, 0)), 0);
-  std::vector<int> seen(static_cast<std::size_t>(std::max(schedule.num_ranks, 0)), 0);
-  for (std::size_t s = 0; s < timeline_.stage_chunk.size() && s < schedule.stage_rank.size(); ++s) {
-    const int r = schedule.stage_rank[s];
-    if (r >= 0 && static_cast<std::size_t>(r) < seen.size()) timeline_.stage_chunk[s] = seen[r]++;
-  }
-  timeline_.static_bytes = input.static_bytes;
-  timeline_.capacity_bytes = input.capacity_bytes;
-  timeline_.tail_time = input.tail_time;
-  timeline_.grad_reduce_apart = !input.grad_buckets.empty();
-  timeline_.memory.resize(static_cast<std::size_t>(std::max(schedule.num_ranks, 0)));
-  timeline_.boxes.reserve(schedule.total_ops());
-}
-
-void TimelineRecorder::on_op(const OpRecord& r) {
-  timeline_.boxes.push_back(Timeline::Box{r.rank, r.op, r.start, r.end});
-}
-
-void TimelineRecorder::on_memory(int rank, Time time, std::int64_t activation_bytes) {
-  if (rank >= 0 && static_cast<std::size_t>(rank) < timeline_.memory.size())
-    timeline_.memory[rank].push_back(Timeline::MemorySample{time, activation_bytes});
-}
-
-Timeline TimelineRecorder::take(const SimResult& result) {
-  timeline_.ok = result.ok;
-  timeline_.error = result.error;
-  timeline_.pipeline_time = result.pipeline_time;
-  timeline_.iteration_time = result.iteration_time;
-  timeline_.bubble_ratio = result.bubble_ratio;
-  timeline_.tail_start.clear();
-  for (const DeviceResult& d : result.devices) timeline_.tail_start.push_back(d.tail_start);
-  if (!result.ok) timeline_.boxes.clear();
-  return std::move(timeline_);
-}
-
-Timeline record_timeline(const SimInput& input, const Schedule& schedule, std::string title,
-                         SimResult* result) {
-  TimelineRecorder recorder(input, schedule, std::move(title));
-  SimResult r = simulate(input, schedule, &recorder);
-  Timeline t = recorder.take(r);
-  if (result) *result = std::move(r);
-  return t;
-}
 
 void write_timeline_svg(std::ostream& out, const Timeline& timeline, const SvgOptions& options) {
   write_compare_svg(out, std::span<const Timeline>(&timeline, 1), options);
@@ -1163,10 +661,6 @@ void write_timeline_svg(std::ostream& out, const Timeline& timeline, const SvgOp
 void write_compare_svg(std::ostream& out, std::span<const Timeline> timelines,
                        const SvgOptions& options) {
   Painter(out, timelines, options).paint();
-}
-
-void write_memory_svg(std::ostream& out, const Timeline& timeline, const SvgOptions& options) {
-  MemoryPlot(out, timeline, options).paint();
 }
 
 }  // namespace bmpipe
