@@ -30,7 +30,7 @@
 #include "frameworks/megatron/export.hpp"
 #include "planner/planner.hpp"
 #include "sim/bubbles.hpp"
-#include "traces/svg.hpp"
+#include "traces/timeline.hpp"
 
 namespace bmpipe::api {
 

@@ -168,15 +168,19 @@ class MemoryPlot {
     }
     buf_ += "<text x=\"" + num(kL + plot_w_ / 2) + "\" y=\"" + num(kT + kH + 36) +
             "\" font-size=\"11\" text-anchor=\"middle\">time (ms)</text></g>\n";
-    // The tail work (dp all-reduce, optimizer) runs after the last pipeline op.
+    // The tail work runs after the last pipeline op: the dp all-reduce and the optimizer
+    // step, or the optimizer step alone when the reductions ran on their own stream.
     if (t_.iteration_time > t_.pipeline_time && t_.pipeline_time > 0) {
       const double px = x(t_.pipeline_time);
       buf_ += "<line class=\"pipeline-end\" x1=\"" + num(px) + "\" y1=\"" + num(kT) + "\" x2=\"" +
               num(px) + "\" y2=\"" + num(kT + kH) +
               "\" stroke=\"#555555\" stroke-width=\"1\" stroke-dasharray=\"2,3\"/>";
-      buf_ += "<text x=\"" + num(px - 4) + "\" y=\"" + num(kT + kH - 6) +
-              "\" font-size=\"10\" text-anchor=\"end\" fill=\"#555555\">last op ends; then dp "
-              "all-reduce + optimizer</text>\n";
+      buf_ +=
+          "<text x=\"" + num(px - 4) + "\" y=\"" + num(kT + kH - 6) +
+          "\" font-size=\"10\" text-anchor=\"end\" fill=\"#555555\">last op ends; then " +
+          std::string(t_.grad_reduce_apart ? "the optimizer step, after the overlapped reductions"
+                                           : "dp all-reduce + optimizer") +
+          "</text>\n";
     }
   }
 

@@ -178,5 +178,19 @@ TEST(Tail, WithoutOverlapTheTailFollowsTheLastOp) {
   EXPECT_DOUBLE_EQ(rects.at(1).start_ms, 10.0);
 }
 
+TEST(Tail, TheMemoryPictureNamesTheTailThatRan) {
+  // With overlapped reductions the work after the last op is the optimizer step (the
+  // reductions ran on their own stream); without, it is the dp all-reduce and the step.
+  const test::ScratchDir dir;
+  const std::string overlapped = dir.file("o.svg"), blocking = dir.file("b.svg");
+  ASSERT_EQ(test::run_cli("simulate " + kGpt3 + kOverlap + " --memory-svg " + overlapped).code, 0);
+  ASSERT_EQ(test::run_cli("simulate " + kGpt3 + " --memory-svg " + blocking).code, 0);
+  const std::string o = test::slurp(overlapped), b = test::slurp(blocking);
+  EXPECT_NE(o.find("last op ends; then the optimizer step, after the overlapped reductions"),
+            std::string::npos);
+  EXPECT_EQ(o.find("dp all-reduce + optimizer"), std::string::npos);
+  EXPECT_NE(b.find("last op ends; then dp all-reduce + optimizer"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace bmpipe
