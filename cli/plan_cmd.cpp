@@ -23,6 +23,7 @@
 #include "frameworks/mindformers/export.hpp"
 #include "planner/planner.hpp"
 #include "schedules/registry.hpp"
+#include "sim/units.hpp"
 #include "traces/summary.hpp"
 
 namespace po = boost::program_options;
@@ -32,9 +33,7 @@ namespace bmpipe::cli {
 namespace {
 
 std::string ms(Time t) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", ns_to_ms(t));
-  return buf;
+  return format_ms(t, 3);
 }
 
 /// The run as a table: one row per stage, then the totals.

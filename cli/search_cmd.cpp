@@ -18,6 +18,7 @@
 #include "cli/search.hpp"
 #include "experiment/suggest.hpp"
 #include "experiment/write_config.hpp"
+#include "sim/units.hpp"
 #include "traces/summary.hpp"
 
 namespace po = boost::program_options;
@@ -57,9 +58,7 @@ std::vector<std::string> name_list(const po::variables_map& vm, const char* opti
 }
 
 std::string ms(Time t) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", ns_to_ms(t));
-  return buf;
+  return format_ms(t, 1);
 }
 
 }  // namespace

@@ -7,20 +7,13 @@
 #include <optional>
 
 #include "planner/evaluate.hpp"
+#include "sim/units.hpp"
 
 namespace bmpipe {
 namespace planner {
 
 std::string gib(std::int64_t bytes) {
-  char buf[64];
-  const double b = static_cast<double>(bytes);
-  if (std::abs(b) >= 1073741824.0)
-    std::snprintf(buf, sizeof buf, "%.2f GiB", b / 1073741824.0);
-  else if (std::abs(b) >= 1048576.0)
-    std::snprintf(buf, sizeof buf, "%.2f MiB", b / 1048576.0);
-  else
-    std::snprintf(buf, sizeof buf, "%.2f KiB", b / 1024.0);
-  return buf;
+  return format_bytes(bytes, 2, ByteUnit::KiB);
 }
 
 std::string fit_note(const PlanRun& run) {

@@ -5,14 +5,14 @@
 #include <numeric>
 #include <set>
 
+#include "sim/units.hpp"
+
 namespace bmpipe {
 
 namespace {
 
 std::string gib(std::int64_t bytes) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / 1073741824.0);
-  return buf;
+  return format_bytes(bytes, 1, ByteUnit::GiB);
 }
 
 std::vector<int> divisors(int n) {

@@ -2,12 +2,12 @@
 
 #include <cstdio>
 
+#include "sim/units.hpp"
+
 namespace bmpipe {
 
 std::string format_gib(std::int64_t bytes) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / 1073741824.0);
-  return buf;
+  return format_bytes(bytes, 2, ByteUnit::GiB);
 }
 
 nlohmann::json summary_json(const RunInfo& info, const SimResult& r,

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "sim/units.hpp"
+
 namespace bmpipe::svg {
 
 std::string num(double v) {
@@ -60,18 +62,11 @@ double text_px(const std::string& text) {
 }
 
 std::string gib(std::int64_t bytes) {
-  char buf[32];
-  if (bytes < 1073741824LL && bytes > -1073741824LL)
-    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / 1048576.0);
-  else
-    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / 1073741824.0);
-  return buf;
+  return format_bytes(bytes, 1, ByteUnit::MiB);
 }
 
 std::string ms_text(Time t) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f ms", ns_to_ms(t));
-  return buf;
+  return format_ms(t, 3) + " ms";
 }
 
 double nice_step(double raw) {
