@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "api/contracts.hpp"
 #include "experiment/suggest.hpp"
 #include "planner/schedules_plan.hpp"
 #include "schedules/registry.hpp"
@@ -135,59 +136,11 @@ CompareOutcome run_compare(const Config& config, const CompareRequest& request) 
     if (a.result.ok != b.result.ok) return a.result.ok;
     return a.result.iteration_time < b.result.iteration_time;
   });
-  out.summary = nlohmann::json::array();
-  for (const CompareRow& r : out.rows) {
-    if (!r.refused.empty())
-      out.summary.push_back({{"schedule", r.info.schedule}, {"ok", false}, {"error", r.refused}});
-    else
-      out.summary.push_back(summary_json(r.info, r.result));
-  }
+  out.summary = compare_document(out.rows);
   return out;
 }
 
 // ---- cost -------------------------------------------------------------------------------
-
-namespace {
-
-/// {mode: value} over `modes` (floating values times `scale`).
-template <typename T, std::size_t N>
-nlohmann::json per_mode_json(const PerMode<T>& v, const std::array<Recompute, N>& modes,
-                             double scale = 1) {
-  nlohmann::json j;
-  for (Recompute r : modes) {
-    if constexpr (std::is_integral_v<T>)
-      j[std::string(recompute_name(r))] = v[r];  // bytes stay integers
-    else
-      j[std::string(recompute_name(r))] = v[r] * scale;
-  }
-  return j;
-}
-
-nlohmann::json layer_json(const LayerCost& c, int count, bool with_ops) {
-  nlohmann::json j{
-      {"name", c.name},
-      {"count", count},
-      {"forward_ms", c.forward_s * 1e3},
-      {"backward_input_ms", c.backward_input_s * 1e3},
-      {"backward_weight_ms", c.backward_weight_s * 1e3},
-      {"activation_bytes", per_mode_json(c.activation_bytes, kAllRecompute)},
-      {"recompute_extra_ms", per_mode_json(c.recompute_extra_s, kRecomputingModes, 1e3)},
-      {"output_bytes", c.output_bytes},
-      {"param_count", c.param_count},
-      {"forward_tflop", c.forward_flops / 1e12}};
-  if (with_ops) {
-    nlohmann::json ops = nlohmann::json::array();
-    for (const auto& op : c.ops)
-      ops.push_back({{"name", op.name},
-                     {"forward_ms", op.forward_s * 1e3},
-                     {"backward_input_ms", op.backward_input_s * 1e3},
-                     {"backward_weight_ms", op.backward_weight_s * 1e3}});
-    j["ops"] = ops;
-  }
-  return j;
-}
-
-}  // namespace
 
 CostOutcome run_cost(const Config& config, bool with_ops) {
   if (!config.model.analytic())
@@ -196,7 +149,6 @@ CostOutcome run_cost(const Config& config, bool with_ops) {
                 "model.hf_config or shape keys)");
   CostOutcome out;
   out.experiment = prepare(config);
-  const AnalyticCosts& a = *out.experiment->analytic;
   out.schedule = make_schedule(*out.experiment);
   out.plan = config_plan(*out.experiment, out.schedule.num_stages);
   const SimInput input = assemble(*out.experiment, out.plan, out.schedule);
@@ -204,113 +156,11 @@ CostOutcome run_cost(const Config& config, bool with_ops) {
     out.stage_static_bytes.push_back(st.static_bytes);
   for (Time t : input.tail_time) out.tail_ms.push_back(ns_to_ms(t));
 
-  nlohmann::json& j = out.summary;
-  j["model"] = config.model.name;
-  j["device"] = a.hardware.name;
-  j["seq_length"] = a.settings.seq_length;
-  j["micro_batch_size"] = a.settings.micro_batch_size;
-  j["tp"] = a.settings.tp;
-  j["sequence_parallel"] = a.settings.sequence_parallel;
-  j["dp"] = a.dp;
-  j["layers"] =
-      nlohmann::json::array({layer_json(a.embedding, 1, with_ops),
-                             layer_json(a.decoder, config.model.shape->num_layers, with_ops),
-                             layer_json(a.head_for(out.schedule.num_stages), 1, with_ops)});
-  j["static_bytes_per_stage"] = out.stage_static_bytes;
-  j["reserved_bytes"] = out.experiment->reserved_bytes;
-  j["tail_ms_per_rank"] = out.tail_ms;
+  out.summary = cost_document(config, out, with_ops);
   return out;
 }
 
 // ---- plan -------------------------------------------------------------------------------
-
-namespace {
-
-std::vector<std::string> mode_names(const std::vector<Recompute>& modes) {
-  std::vector<std::string> out;
-  for (Recompute r : modes) out.emplace_back(recompute_name(r));
-  return out;
-}
-
-nlohmann::json plan_json(const Experiment& e, const PlanOutcome& o, const PlanRun& run) {
-  const std::vector<StageInfo> stages = stage_info(e, run.plan);
-  const SimInput in = assemble(e, run.plan, run.schedule);
-  nlohmann::json st = nlohmann::json::array();
-  for (std::size_t s = 0; s < stages.size(); ++s) {
-    const StageCost& c = in.stages[s];
-    nlohmann::json modes;
-    for (Recompute r : kAllRecompute) modes[std::string(recompute_name(r))] = stages[s].modes[r];
-    st.push_back({{"stage", s},
-                  {"rank", run.schedule.stage_rank[s]},
-                  {"first_layer", stages[s].first_layer},
-                  {"layers", stages[s].num_layers},
-                  {"recompute_layers", modes},
-                  {"forward_ms", ns_to_ms(c.forward)},
-                  {"backward_ms", ns_to_ms(c.backward_full() + c.recompute)},
-                  {"static_bytes", stages[s].static_bytes}});
-  }
-  nlohmann::json peaks = nlohmann::json::array();
-  for (const DeviceResult& d : run.result.devices) peaks.push_back(d.peak_bytes);
-  return {{"schedule", o.schedule},
-          {"pp", run.schedule.num_ranks},
-          {"vpp", run.schedule.chunks_per_device()},
-          {"microbatches", run.schedule.num_microbatches},
-          {"partition", run.plan.partition},
-          {"layer_recompute", mode_names(run.plan.recompute)},
-          {"stages", st},
-          {"iteration_time_ms", ns_to_ms(run.result.iteration_time)},
-          {"bubble_ratio", run.result.bubble_ratio},
-          {"fits", run.fits()},
-          {"memory_limit_bytes", o.memory_limit_bytes},
-          {"peak_memory_bytes", peaks}};
-}
-
-nlohmann::json baselines_json(const PlanOutcome& o) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const BaselineRun& b : o.baselines) {
-    nlohmann::json j{{"name", b.name}};
-    if (b.run) {
-      j["iteration_time_ms"] = ns_to_ms(b.run->result.iteration_time);
-      j["fits"] = b.run->fits();
-      j["partition"] = b.run->plan.partition;
-      j["layer_recompute"] = mode_names(b.run->plan.recompute);
-      if (!b.error.empty()) j["note"] = b.error;
-    } else {
-      j["fits"] = false;
-      j["error"] = b.error;
-    }
-    list.push_back(j);
-  }
-  return list;
-}
-
-nlohmann::json search_json(const SearchStats& s) {
-  return {{"evaluations", s.evaluations}, {"cache_hits", s.cache_hits}, {"filtered", s.filtered},
-          {"wall_s", s.wall_s},           {"threads", s.threads},       {"seed", s.seed},
-          {"stopped_by", s.stopped_by}};
-}
-
-}  // namespace
-
-nlohmann::json plan_summary(const Experiment& e, const std::vector<PlanOutcome>& outcomes,
-                            const PlanRun& shown) {
-  const PlanOutcome& top = outcomes.front();
-  nlohmann::json j;
-  j["plan"] = plan_json(e, top, shown);
-  j["baselines"] = baselines_json(top);
-  j["search"] = search_json(top.stats);
-  if (outcomes.size() > 1) {
-    nlohmann::json others = nlohmann::json::array();
-    for (const PlanOutcome& oc : outcomes) {
-      nlohmann::json r{{"schedule", oc.schedule}, {"vpp", oc.vpp}, {"fits", oc.best.fits()}};
-      if (oc.best.result.ok) r["iteration_time_ms"] = ns_to_ms(oc.best.result.iteration_time);
-      if (!oc.infeasible.empty()) r["note"] = oc.infeasible;
-      others.push_back(r);
-    }
-    j["schedules"] = others;
-  }
-  return j;
-}
 
 MegatronAdvice megatron_advice(const Experiment& e, const PlanRun& shown,
                                std::int64_t memory_limit_bytes) {

@@ -194,9 +194,4 @@ struct MegatronAdvice {
 MegatronAdvice megatron_advice(const Experiment& e, const PlanRun& shown,
                                std::int64_t memory_limit_bytes);
 
-/// The `plan --json` document: the shown plan, the baselines and search statistics of
-/// outcomes.front(), and with several outcomes the ranking of the schedules.
-nlohmann::json plan_summary(const Experiment& e, const std::vector<PlanOutcome>& outcomes,
-                            const PlanRun& shown);
-
 }  // namespace bmpipe::api

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <utility>
 
+#include "api/contracts.hpp"
 #include "api/errors.hpp"
 #include "sim/time.hpp"
 
@@ -76,39 +77,6 @@ SearchReport rank_search(const SearchSetup& s, std::vector<LayoutResult> results
   return report;
 }
 
-nlohmann::json layout_json(const LayoutResult& r) {
-  nlohmann::json j{
-      {"tp", r.layout.tp},
-      {"pp", r.layout.pp},
-      {"dp", r.layout.dp},
-      {"vpp", r.layout.vpp},
-      {"micro_batch_size", r.layout.micro_batch_size},
-      {"schedule", r.layout.schedule},
-      {"microbatches", r.microbatches},
-      {"fits", r.rejected.empty() && r.fits},
-      {"rejected", r.rejected.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.rejected)}};
-  if (!r.filter.empty()) j["filter"] = r.filter;
-  if (r.iteration_time > 0) {
-    j["iteration_time_ms"] = ns_to_ms(r.iteration_time);
-    j["tokens_per_s"] = r.tokens_per_s;
-    j["mfu"] = r.mfu;
-    j["tflops_per_device"] = r.tflops_per_device;
-    j["bubble_ratio"] = r.bubble_ratio;
-    j["max_peak_memory_bytes"] = r.max_peak_bytes;
-    j["capacity_bytes"] = r.capacity_bytes;
-    j["partition"] = r.plan.partition;
-    std::vector<std::string> modes;
-    for (Recompute m : r.plan.recompute) modes.emplace_back(recompute_name(m));
-    j["layer_recompute"] = modes;
-  } else {
-    j["iteration_time_ms"] = nullptr;
-    j["tokens_per_s"] = nullptr;
-    j["mfu"] = nullptr;
-  }
-  j["evaluations"] = r.evaluations;
-  return j;
-}
-
 namespace {
 
 LayoutResult layout_from_json(const nlohmann::json& j) {
@@ -147,47 +115,6 @@ std::string encode_result(const LayoutResult& r) {
 
 LayoutResult decode_result(const std::string& text) {
   return layout_from_json(nlohmann::json::parse(text));
-}
-
-nlohmann::json search_document(const SearchReport& report) {
-  nlohmann::json layouts = nlohmann::json::array();
-  for (const LayoutResult& r : report.layouts) layouts.push_back(layout_json(r));
-  nlohmann::json filters;
-  for (const auto& [f, n] : report.rejected_by) filters[f] = n;
-  return {{"layouts", layouts},
-          {"search",
-           {{"layouts", report.layouts.size()},
-            {"rejected_by", filters},
-            {"evaluations", report.evaluations},
-            {"processes", report.processes},
-            {"wall_s", report.wall_s}}}};
-}
-
-std::string search_csv(const SearchReport& report) {
-  std::string out =
-      "tp,pp,dp,vpp,micro_batch_size,schedule,microbatches,fits,iteration_time_ms,"
-      "tokens_per_s,mfu,tflops_per_device,bubble_ratio,max_peak_memory_bytes,"
-      "capacity_bytes,rejected\n";
-  for (const LayoutResult& r : report.layouts) {
-    char buf[512];
-    std::snprintf(buf, sizeof buf, "%d,%d,%d,%d,%d,%s,%d,%s,", r.layout.tp, r.layout.pp,
-                  r.layout.dp, r.layout.vpp, r.layout.micro_batch_size, r.layout.schedule.c_str(),
-                  r.microbatches, r.rejected.empty() && r.fits ? "true" : "false");
-    out += buf;
-    if (r.iteration_time > 0) {
-      std::snprintf(buf, sizeof buf, "%.6f,%.3f,%.6f,%.3f,%.6f,%lld,%lld,",
-                    ns_to_ms(r.iteration_time), r.tokens_per_s, r.mfu, r.tflops_per_device,
-                    r.bubble_ratio, static_cast<long long>(r.max_peak_bytes),
-                    static_cast<long long>(r.capacity_bytes));
-      out += buf;
-    } else {
-      out += ",,,,,,,";
-    }
-    std::string why = r.rejected;
-    std::replace(why.begin(), why.end(), '"', '\'');
-    out += '"' + why + "\"\n";
-  }
-  return out;
 }
 
 nlohmann::json run_search(const Config& config, const SearchRequest& request,

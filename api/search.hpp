@@ -70,15 +70,6 @@ struct SearchReport {
 SearchReport rank_search(const SearchSetup& s, std::vector<LayoutResult> results, int processes,
                          double wall_s);
 
-/// What `bmpipe search --json` prints: {layouts, search}.
-nlohmann::json search_document(const SearchReport& report);
-
-/// What `bmpipe search --csv FILE` writes: a header and one row per layout.
-std::string search_csv(const SearchReport& report);
-
-/// One layout as in the --json document.
-nlohmann::json layout_json(const LayoutResult& r);
-
 /// One result as text and back, exactly (the MPI driver's messages).
 std::string encode_result(const LayoutResult& r);
 LayoutResult decode_result(const std::string& text);

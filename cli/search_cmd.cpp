@@ -11,6 +11,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "api/contracts.hpp"
 #include "cli/commands.hpp"
 #include "cli/guard.hpp"
 #include "cli/options.hpp"

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api/api.hpp"
+#include "api/contracts.hpp"
 #include "api/search.hpp"
 #include "support/support.hpp"
 

@@ -1,0 +1,253 @@
+#include "api/contracts.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <type_traits>
+
+#include "traces/summary.hpp"
+
+namespace bmpipe::api {
+
+namespace {
+
+/// {mode: value} over `modes` (floating values times `scale`).
+template <typename T, std::size_t N>
+nlohmann::json per_mode_json(const PerMode<T>& v, const std::array<Recompute, N>& modes,
+                             double scale = 1) {
+  nlohmann::json j;
+  for (Recompute r : modes) {
+    if constexpr (std::is_integral_v<T>)
+      j[std::string(recompute_name(r))] = v[r];  // bytes stay integers
+    else
+      j[std::string(recompute_name(r))] = v[r] * scale;
+  }
+  return j;
+}
+
+nlohmann::json layer_json(const LayerCost& c, int count, bool with_ops) {
+  nlohmann::json j{
+      {"name", c.name},
+      {"count", count},
+      {"forward_ms", c.forward_s * 1e3},
+      {"backward_input_ms", c.backward_input_s * 1e3},
+      {"backward_weight_ms", c.backward_weight_s * 1e3},
+      {"activation_bytes", per_mode_json(c.activation_bytes, kAllRecompute)},
+      {"recompute_extra_ms", per_mode_json(c.recompute_extra_s, kRecomputingModes, 1e3)},
+      {"output_bytes", c.output_bytes},
+      {"param_count", c.param_count},
+      {"forward_tflop", c.forward_flops / 1e12}};
+  if (with_ops) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (const auto& op : c.ops)
+      ops.push_back({{"name", op.name},
+                     {"forward_ms", op.forward_s * 1e3},
+                     {"backward_input_ms", op.backward_input_s * 1e3},
+                     {"backward_weight_ms", op.backward_weight_s * 1e3}});
+    j["ops"] = ops;
+  }
+  return j;
+}
+
+}  // namespace
+
+// ---- compare and cost ---------------------------------------------------------------------
+
+nlohmann::json compare_document(const std::vector<CompareRow>& rows) {
+  nlohmann::json doc = nlohmann::json::array();
+  for (const CompareRow& r : rows) {
+    if (!r.refused.empty())
+      doc.push_back({{"schedule", r.info.schedule}, {"ok", false}, {"error", r.refused}});
+    else
+      doc.push_back(summary_json(r.info, r.result));
+  }
+  return doc;
+}
+
+nlohmann::json cost_document(const Config& config, const CostOutcome& out, bool with_ops) {
+  const AnalyticCosts& a = *out.experiment->analytic;
+  nlohmann::json j;
+  j["model"] = config.model.name;
+  j["device"] = a.hardware.name;
+  j["seq_length"] = a.settings.seq_length;
+  j["micro_batch_size"] = a.settings.micro_batch_size;
+  j["tp"] = a.settings.tp;
+  j["sequence_parallel"] = a.settings.sequence_parallel;
+  j["dp"] = a.dp;
+  j["layers"] =
+      nlohmann::json::array({layer_json(a.embedding, 1, with_ops),
+                             layer_json(a.decoder, config.model.shape->num_layers, with_ops),
+                             layer_json(a.head_for(out.schedule.num_stages), 1, with_ops)});
+  j["static_bytes_per_stage"] = out.stage_static_bytes;
+  j["reserved_bytes"] = out.experiment->reserved_bytes;
+  j["tail_ms_per_rank"] = out.tail_ms;
+  return j;
+}
+
+// ---- plan -------------------------------------------------------------------------------
+
+namespace {
+
+std::vector<std::string> mode_names(const std::vector<Recompute>& modes) {
+  std::vector<std::string> out;
+  for (Recompute r : modes) out.emplace_back(recompute_name(r));
+  return out;
+}
+
+nlohmann::json plan_json(const Experiment& e, const PlanOutcome& o, const PlanRun& run) {
+  const std::vector<StageInfo> stages = stage_info(e, run.plan);
+  const SimInput in = assemble(e, run.plan, run.schedule);
+  nlohmann::json st = nlohmann::json::array();
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const StageCost& c = in.stages[s];
+    nlohmann::json modes;
+    for (Recompute r : kAllRecompute) modes[std::string(recompute_name(r))] = stages[s].modes[r];
+    st.push_back({{"stage", s},
+                  {"rank", run.schedule.stage_rank[s]},
+                  {"first_layer", stages[s].first_layer},
+                  {"layers", stages[s].num_layers},
+                  {"recompute_layers", modes},
+                  {"forward_ms", ns_to_ms(c.forward)},
+                  {"backward_ms", ns_to_ms(c.backward_full() + c.recompute)},
+                  {"static_bytes", stages[s].static_bytes}});
+  }
+  nlohmann::json peaks = nlohmann::json::array();
+  for (const DeviceResult& d : run.result.devices) peaks.push_back(d.peak_bytes);
+  return {{"schedule", o.schedule},
+          {"pp", run.schedule.num_ranks},
+          {"vpp", run.schedule.chunks_per_device()},
+          {"microbatches", run.schedule.num_microbatches},
+          {"partition", run.plan.partition},
+          {"layer_recompute", mode_names(run.plan.recompute)},
+          {"stages", st},
+          {"iteration_time_ms", ns_to_ms(run.result.iteration_time)},
+          {"bubble_ratio", run.result.bubble_ratio},
+          {"fits", run.fits()},
+          {"memory_limit_bytes", o.memory_limit_bytes},
+          {"peak_memory_bytes", peaks}};
+}
+
+nlohmann::json baselines_json(const PlanOutcome& o) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const BaselineRun& b : o.baselines) {
+    nlohmann::json j{{"name", b.name}};
+    if (b.run) {
+      j["iteration_time_ms"] = ns_to_ms(b.run->result.iteration_time);
+      j["fits"] = b.run->fits();
+      j["partition"] = b.run->plan.partition;
+      j["layer_recompute"] = mode_names(b.run->plan.recompute);
+      if (!b.error.empty()) j["note"] = b.error;
+    } else {
+      j["fits"] = false;
+      j["error"] = b.error;
+    }
+    list.push_back(j);
+  }
+  return list;
+}
+
+nlohmann::json search_json(const SearchStats& s) {
+  return {{"evaluations", s.evaluations}, {"cache_hits", s.cache_hits}, {"filtered", s.filtered},
+          {"wall_s", s.wall_s},           {"threads", s.threads},       {"seed", s.seed},
+          {"stopped_by", s.stopped_by}};
+}
+
+}  // namespace
+
+nlohmann::json plan_summary(const Experiment& e, const std::vector<PlanOutcome>& outcomes,
+                            const PlanRun& shown) {
+  const PlanOutcome& top = outcomes.front();
+  nlohmann::json j;
+  j["plan"] = plan_json(e, top, shown);
+  j["baselines"] = baselines_json(top);
+  j["search"] = search_json(top.stats);
+  if (outcomes.size() > 1) {
+    nlohmann::json others = nlohmann::json::array();
+    for (const PlanOutcome& oc : outcomes) {
+      nlohmann::json r{{"schedule", oc.schedule}, {"vpp", oc.vpp}, {"fits", oc.best.fits()}};
+      if (oc.best.result.ok) r["iteration_time_ms"] = ns_to_ms(oc.best.result.iteration_time);
+      if (!oc.infeasible.empty()) r["note"] = oc.infeasible;
+      others.push_back(r);
+    }
+    j["schedules"] = others;
+  }
+  return j;
+}
+
+// ---- search -----------------------------------------------------------------------------
+
+nlohmann::json layout_json(const LayoutResult& r) {
+  nlohmann::json j{
+      {"tp", r.layout.tp},
+      {"pp", r.layout.pp},
+      {"dp", r.layout.dp},
+      {"vpp", r.layout.vpp},
+      {"micro_batch_size", r.layout.micro_batch_size},
+      {"schedule", r.layout.schedule},
+      {"microbatches", r.microbatches},
+      {"fits", r.rejected.empty() && r.fits},
+      {"rejected", r.rejected.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.rejected)}};
+  if (!r.filter.empty()) j["filter"] = r.filter;
+  if (r.iteration_time > 0) {
+    j["iteration_time_ms"] = ns_to_ms(r.iteration_time);
+    j["tokens_per_s"] = r.tokens_per_s;
+    j["mfu"] = r.mfu;
+    j["tflops_per_device"] = r.tflops_per_device;
+    j["bubble_ratio"] = r.bubble_ratio;
+    j["max_peak_memory_bytes"] = r.max_peak_bytes;
+    j["capacity_bytes"] = r.capacity_bytes;
+    j["partition"] = r.plan.partition;
+    std::vector<std::string> modes;
+    for (Recompute m : r.plan.recompute) modes.emplace_back(recompute_name(m));
+    j["layer_recompute"] = modes;
+  } else {
+    j["iteration_time_ms"] = nullptr;
+    j["tokens_per_s"] = nullptr;
+    j["mfu"] = nullptr;
+  }
+  j["evaluations"] = r.evaluations;
+  return j;
+}
+
+nlohmann::json search_document(const SearchReport& report) {
+  nlohmann::json layouts = nlohmann::json::array();
+  for (const LayoutResult& r : report.layouts) layouts.push_back(layout_json(r));
+  nlohmann::json filters;
+  for (const auto& [f, n] : report.rejected_by) filters[f] = n;
+  return {{"layouts", layouts},
+          {"search",
+           {{"layouts", report.layouts.size()},
+            {"rejected_by", filters},
+            {"evaluations", report.evaluations},
+            {"processes", report.processes},
+            {"wall_s", report.wall_s}}}};
+}
+
+std::string search_csv(const SearchReport& report) {
+  std::string out =
+      "tp,pp,dp,vpp,micro_batch_size,schedule,microbatches,fits,iteration_time_ms,"
+      "tokens_per_s,mfu,tflops_per_device,bubble_ratio,max_peak_memory_bytes,"
+      "capacity_bytes,rejected\n";
+  for (const LayoutResult& r : report.layouts) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "%d,%d,%d,%d,%d,%s,%d,%s,", r.layout.tp, r.layout.pp,
+                  r.layout.dp, r.layout.vpp, r.layout.micro_batch_size, r.layout.schedule.c_str(),
+                  r.microbatches, r.rejected.empty() && r.fits ? "true" : "false");
+    out += buf;
+    if (r.iteration_time > 0) {
+      std::snprintf(buf, sizeof buf, "%.6f,%.3f,%.6f,%.3f,%.6f,%lld,%lld,",
+                    ns_to_ms(r.iteration_time), r.tokens_per_s, r.mfu, r.tflops_per_device,
+                    r.bubble_ratio, static_cast<long long>(r.max_peak_bytes),
+                    static_cast<long long>(r.capacity_bytes));
+      out += buf;
+    } else {
+      out += ",,,,,,,";
+    }
+    std::string why = r.rejected;
+    std::replace(why.begin(), why.end(), '"', '\'');
+    out += '"' + why + "\"\n";
+  }
+  return out;
+}
+
+}  // namespace bmpipe::api

@@ -1,0 +1,41 @@
+#pragma once
+/// \file
+/// The documents bmpipe prints, in one place: what each command's --json writes, and the
+/// search's CSV. The executable prints them, the Python module returns them, and the tests
+/// that compare the two read them from here. Field names and units are the contract; the
+/// run summary of one simulation (simulate --json, and each row of compare's) is
+/// summary_json in traces/summary.hpp, which these documents embed.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "api/api.hpp"
+#include "api/search.hpp"
+
+namespace bmpipe::api {
+
+/// `compare --json`: one summary per schedule in the rows' order (fastest first); a
+/// schedule that refused the config is {schedule, ok: false, error}.
+nlohmann::json compare_document(const std::vector<CompareRow>& rows);
+
+/// `cost --json [--ops]`: the model, device and sizes, the embedding, decoder and head
+/// layers (times in ms, bytes, parameters, TFLOP; with `with_ops` each layer's sub-ops),
+/// static bytes per stage, reserved bytes and the tail per rank in ms.
+nlohmann::json cost_document(const Config& config, const CostOutcome& cost, bool with_ops);
+
+/// `plan --json`: the shown plan, the baselines and search statistics of outcomes.front(),
+/// and with several outcomes the ranking of the schedules.
+nlohmann::json plan_summary(const Experiment& e, const std::vector<PlanOutcome>& outcomes,
+                            const PlanRun& shown);
+
+/// `search --json`: {layouts, search}, the layouts ranked.
+nlohmann::json search_document(const SearchReport& report);
+
+/// `search --csv FILE`: a header and one row per layout, ranked.
+std::string search_csv(const SearchReport& report);
+
+/// One layout as in the search document (also the MPI wire format's body).
+nlohmann::json layout_json(const LayoutResult& r);
+
+}  // namespace bmpipe::api
