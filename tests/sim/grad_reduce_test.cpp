@@ -13,21 +13,8 @@
 namespace bmpipe {
 namespace {
 
-// Two ranks, two stages each (rank 0 holds stages 0 and 2, rank 1 stages 1 and 3), one
-// micro-batch, F = I = W = 1 (B = 2), free communication. By hand:
-//   rank 0: F0 [0,1]  F2 [2,3]  B2 [6,8]   B0 [10,12]
-//   rank 1: F1 [1,2]  F3 [3,4]  B3 [4,6]   B1 [8,10]
-Schedule two_chunks() {
-  Schedule s;
-  s.name = "two-chunks";
-  s.num_ranks = 2;
-  s.num_stages = 4;
-  s.num_microbatches = 1;
-  s.stage_rank = {0, 1, 0, 1};
-  s.ops = {{Op::f(0, 0), Op::f(2, 0), Op::b(2, 0), Op::b(0, 0)},
-           {Op::f(1, 0), Op::f(3, 0), Op::b(3, 0), Op::b(1, 0)}};
-  return s;
-}
+// The two-chunk run of test::two_chunk_schedule(), worked out by hand in its comment.
+const auto two_chunks = test::two_chunk_schedule;
 
 SimInput two_chunk_input(const Topology& topo) {
   SimInput in = test::uniform_input(two_chunks(), topo, test::Costs{1, 1, 1, 0, 0});

@@ -89,6 +89,23 @@ struct Recorder : Observer {
 
 // ---- schedules -----------------------------------------------------------------------------
 
+/// Two ranks holding two stages each (rank 0 stages 0 and 2, rank 1 stages 1 and 3), one
+/// micro-batch. At F = I = W = 1 (B = 2) and free communication, by hand:
+///   rank 0: F0 [0,1]  F2 [2,3]  B2 [6,8]   B0 [10,12]
+///   rank 1: F1 [1,2]  F3 [3,4]  B3 [4,6]   B1 [8,10]
+/// The gradient-reduction tests (sim, trace, tail) are worked out on this run.
+inline Schedule two_chunk_schedule() {
+  Schedule s;
+  s.name = "two-chunks";
+  s.num_ranks = 2;
+  s.num_stages = 4;
+  s.num_microbatches = 1;
+  s.stage_rank = {0, 1, 0, 1};
+  s.ops = {{Op::f(0, 0), Op::f(2, 0), Op::b(2, 0), Op::b(0, 0)},
+           {Op::f(1, 0), Op::f(3, 0), Op::b(3, 0), Op::b(1, 0)}};
+  return s;
+}
+
 /// Ranks candidates the way the experiment layer does, with the real engine: every stage
 /// costs `c`, on one node with a device per rank.
 inline ScheduleEvaluator engine_evaluator(const Costs& c = {}) {

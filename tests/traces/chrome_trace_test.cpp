@@ -6,6 +6,7 @@
 #include <set>
 #include <streambuf>
 
+#include "support/support.hpp"
 #include "trace_checks.hpp"
 
 namespace bmpipe {
@@ -268,14 +269,7 @@ TEST(ChromeTrace, TailWorkAndItsBubble) {
 // micro-batch, F = I = W = 1 ms: rank 0 runs F0 F2 B2 B0 ending at 8 and 12 ms, rank 1
 // F1 F3 B3 B1 ending at 6 and 10 ms (tests/sim/grad_reduce_test.cpp works it through).
 TEST(ChromeTrace, GradientReductionsOnTheirThreadThenTheTail) {
-  Schedule sch;
-  sch.name = "two-chunks";
-  sch.num_ranks = 2;
-  sch.num_stages = 4;
-  sch.num_microbatches = 1;
-  sch.stage_rank = {0, 1, 0, 1};
-  sch.ops = {{Op::f(0, 0), Op::f(2, 0), Op::b(2, 0), Op::b(0, 0)},
-             {Op::f(1, 0), Op::f(3, 0), Op::b(3, 0), Op::b(1, 0)}};
+  const Schedule sch = test::two_chunk_schedule();
   const auto topo = test::node(2);
   SimInput in = test::uniform(sch, *topo, 1 * kMs, 1 * kMs, 1 * kMs);
   // Each stage reduced in one piece: one bucket, ready when its gradients are complete.

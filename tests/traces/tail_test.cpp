@@ -114,17 +114,7 @@ TEST(Tail, OverlappedReductionsReachTheCliTraceAndItEndsWithTheIteration) {
 // Two ranks holding two stages each, one micro-batch, F = I = W = 1 ms (the run of
 // tests/sim/grad_reduce_test.cpp): rank 0's ops end at 12 ms, its reductions at 16 ms and
 // the tied all-reduce at 20 ms, so its tail starts 8 ms after its last op.
-Schedule two_chunks() {
-  Schedule sch;
-  sch.name = "two-chunks";
-  sch.num_ranks = 2;
-  sch.num_stages = 4;
-  sch.num_microbatches = 1;
-  sch.stage_rank = {0, 1, 0, 1};
-  sch.ops = {{Op::f(0, 0), Op::f(2, 0), Op::b(2, 0), Op::b(0, 0)},
-             {Op::f(1, 0), Op::f(3, 0), Op::b(3, 0), Op::b(1, 0)}};
-  return sch;
-}
+const auto two_chunks = test::two_chunk_schedule;
 
 TEST(Tail, TheSvgDrawsTheTailFromTailStart) {
   const Schedule sch = two_chunks();
