@@ -154,7 +154,13 @@ CostOutcome run_cost(const Config& config, bool with_ops) {
   const SimInput input = assemble(*out.experiment, out.plan, out.schedule);
   for (const StageInfo& st : stage_info(*out.experiment, out.plan))
     out.stage_static_bytes.push_back(st.static_bytes);
-  for (Time t : input.tail_time) out.tail_ms.push_back(ns_to_ms(t));
+  // Per rank, the end-of-iteration work: its stages' dp reductions and its optimizer step
+  // (however much of the reductions a run hides, this is the work).
+  std::vector<Time> tail = input.tail_time;
+  for (std::size_t s = 0; s < input.grad_buckets.size(); ++s)
+    for (const GradBucket& b : input.grad_buckets[s])
+      tail.at(static_cast<std::size_t>(out.schedule.stage_rank[s])) += b.time;
+  for (Time t : tail) out.tail_ms.push_back(ns_to_ms(t));
 
   out.summary = cost_document(config, out, with_ops);
   return out;

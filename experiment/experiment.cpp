@@ -152,8 +152,10 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
   out.rank_device.assign(e.rank_device.begin(), e.rank_device.end());
   out.static_bytes.assign(p, e.reserved_bytes);
   out.capacity_bytes.assign(p, e.capacity_bytes);
-  // Parameters per rank are gathered in tail_time's slots, then turned into times; with
-  // overlapped reductions each stage's buckets are built below.
+  // The end of the iteration is one concept in two parts: each stage's dp gradient
+  // reduction as buckets on the rank's communication stream (SimInput::grad_buckets), then
+  // the rank's optimizer step (tail_time). Parameters per rank are gathered in tail_time's
+  // slots, then turned into the optimizer's time.
   const bool analytic = e.analytic.has_value();
   const bool overlap = analytic && t.optimizer.overlap_grad_reduce;
   out.tail_time.assign(analytic ? p : 0, 0);
@@ -197,9 +199,22 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
   }
   if (layer != e.num_layers())
     throw std::invalid_argument("assemble: " + check_plan(e, plan, num_stages));
+  if (!analytic) return;
+  out.grad_buckets.assign(num_stages, {});
   if (!overlap) {
-    for (int r = 0; r < static_cast<int>(out.tail_time.size()); ++r)
-      out.tail_time[r] = tail_time(e, r, out.tail_time[r]);
+    // Reductions after the pipeline (Megatron-LM without --overlap-grad-reduce reduces in
+    // finalize_model_grads, after the last backward): a rank's gradients as one bucket,
+    // ready when its last op ends, held by its first stage (they all start after the last
+    // pipeline op, so which stage holds it changes nothing).
+    std::vector<bool> held(p, false);
+    for (int s = 0; s < num_stages; ++s) {
+      const int rank = schedule.stage_rank[s];
+      if (held[rank]) continue;
+      held[rank] = true;
+      out.grad_buckets[s].push_back(
+          GradBucket{stage_grad_reduce_time(e, rank, out.tail_time[rank]), 1.0, 1.0});
+    }
+    for (int r = 0; r < p; ++r) out.tail_time[r] = optimizer_tail_time(e, r, out.tail_time[r]);
     return;
   }
   // Megatron-LM reduces in buckets of max(40M, 1M x dp) parameters
@@ -212,7 +227,6 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
   // weight-grad + recompute time, a W in proportion to their weight-grad time.
   const std::int64_t bucket_size =
       std::max<std::int64_t>(40'000'000, std::int64_t{1'000'000} * e.analytic->dp);
-  out.grad_buckets.assign(num_stages, {});
   for (int s = 0, first = 0; s < num_stages; first += plan.partition[s], ++s) {
     const int n = plan.partition[s];
     double total_b = 0, total_w = 0;
@@ -336,19 +350,6 @@ double param_gather_s(const Experiment& e, int rank, std::int64_t params) {
 }
 
 }  // namespace
-
-Time tail_time(const Experiment& e, int rank, std::int64_t params) {
-  if (!e.analytic) return 0;
-  const AnalyticCosts& a = *e.analytic;
-  double seconds = optimizer_step_s(params, a.settings.dtype_bytes, a.optimizer, a.dp, a.hardware);
-  if (a.dp > 1) {
-    if (a.optimizer.zero_stage >= 1)
-      seconds += grad_reduce_s(e, rank, params) + param_gather_s(e, rank, params);
-    else
-      seconds += grad_reduce_s(e, rank, params);
-  }
-  return s_to_ns(seconds);
-}
 
 Time stage_grad_reduce_time(const Experiment& e, int rank, std::int64_t params) {
   if (!e.analytic || e.analytic->dp <= 1) return 0;

@@ -115,23 +115,20 @@ std::vector<std::string> stage_recompute_labels(const std::vector<StageInfo>& st
 /// Per stage: its layers per mode, e.g. "none 2, full 1" (modes without layers left out).
 std::vector<std::string> stage_recompute_counts(const std::vector<StageInfo>& stages);
 
-/// End-of-iteration work of pipeline rank `rank` holding `params` parameters of an
-/// analytic model, as one block after its last op: dp gradient reduction (all-reduce, or
-/// reduce-scatter + all-gather with ZeRO-1, over the links the dp group crosses) and the
-/// Adam step. 0 for measured models. What assemble uses unless
-/// training.optimizer.overlap_grad_reduce is on.
-Time tail_time(const Experiment& e, int rank, std::int64_t params);
-
-/// With overlap_grad_reduce: the dp reduction of one stage's `params` gradients on
-/// pipeline rank `rank` (all-reduce, or ZeRO-1's reduce-scatter), 0 when dp is 1 or the
-/// model is measured; the engine runs it on the rank's comm stream (one bucket of
-/// SimInput::grad_buckets).
+/// The end of an iteration of an analytic model, in two parts (assemble builds both):
+///
+/// The dp reduction of `params` gradients on pipeline rank `rank` (all-reduce, or ZeRO-1's
+/// reduce-scatter, over the links the dp group crosses), 0 when dp is 1 or the model is
+/// measured: one bucket of SimInput::grad_buckets, which the engine runs on the rank's
+/// communication stream. With training.optimizer.overlap_grad_reduce a stage's gradients
+/// are several buckets ready part-way through its last backward; without, a rank's
+/// gradients are one bucket that starts after its last pipeline op.
 Time stage_grad_reduce_time(const Experiment& e, int rank, std::int64_t params);
 
-/// With overlap_grad_reduce: what stays at the end of rank `rank` holding `params`
-/// parameters after its reductions: the Adam step and, with ZeRO-1, the all-gather of the
-/// updated parameters (Megatron-LM overlaps that with the next iteration's forward only
-/// under --overlap-param-gather, which is not modelled). 0 for measured models.
+/// What follows rank `rank`'s reductions, holding `params` parameters: the Adam step and,
+/// with ZeRO-1, the all-gather of the updated parameters (Megatron-LM overlaps that with
+/// the next iteration's forward only under --overlap-param-gather, which is not modelled).
+/// SimInput::tail_time. 0 for measured models.
 Time optimizer_tail_time(const Experiment& e, int rank, std::int64_t params);
 
 /// The tied embedding's gradient all-reduce between pipeline ranks `rank_a` and `rank_b`

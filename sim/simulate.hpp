@@ -150,9 +150,8 @@ struct SimInput {
   std::vector<std::int64_t> static_bytes;
   /// Memory capacity of each rank's device.
   std::vector<std::int64_t> capacity_bytes;
-  /// Work each rank does at the end of the iteration, after its last pipeline op and its
-  /// gradient reductions below (without them: the dp all-reduce and the optimizer step as
-  /// one block). Empty means none.
+  /// Work each rank does at the end of the iteration (the optimizer step), after its last
+  /// pipeline op and its gradient reductions below. Empty means none.
   std::vector<Time> tail_time;
   /// Per stage: the data-parallel reduction of the stage's weight gradients (an
   /// all-reduce, or ZeRO-1's reduce-scatter) as buckets (GradBucket); an empty list, or

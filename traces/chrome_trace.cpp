@@ -510,7 +510,7 @@ void ChromeTraceWriter::finish() {
     if (tail > 0) {
       begin_event();
       buf_ += "\"ph\":\"X\",\"cat\":\"tail\",\"name\":\"";
-      buf_ += input_.grad_buckets.empty() ? "dp all-reduce + optimizer" : "optimizer step";
+      buf_ += "optimizer step";
       buf_ += "\",\"pid\":" + std::to_string(r) + ",\"tid\":0,\"ts\":";
       append_us(start);
       buf_ += ",\"dur\":";

@@ -21,9 +21,8 @@
 ///     "dp all-reduce/optimizer"                  waiting for other devices' tail work
 ///   A gap whose producer finished part-way is split into an input wait and a transfer
 ///   wait at the producer's end. The device's own tail work (SimInput::tail_time) is a
-///   slice from DeviceResult::tail_start (told by Observer::on_result), named "dp
-///   all-reduce + optimizer", or "optimizer step" when the dp reduction ran on its own
-///   stream (SimInput::grad_buckets; then the reductions have their thread, below). Ops,
+///   slice from DeviceResult::tail_start (told by Observer::on_result), named "optimizer
+///   step"; the dp reductions before it have their own thread (below). Ops,
 ///   bubbles and tail tile [0, iteration time] exactly; with no tail work that is
 ///   [0, pipeline time].
 /// - threads "comm", "comm 2", ...: the point-to-point transfers this device sends, from

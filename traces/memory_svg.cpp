@@ -168,8 +168,8 @@ class MemoryPlot {
     }
     buf_ += "<text x=\"" + num(kL + plot_w_ / 2) + "\" y=\"" + num(kT + kH + 36) +
             "\" font-size=\"11\" text-anchor=\"middle\">time (ms)</text></g>\n";
-    // The tail work runs after the last pipeline op: the dp all-reduce and the optimizer
-    // step, or the optimizer step alone when the reductions ran on their own stream.
+    // The tail work runs after the last pipeline op: the optimizer step, after the dp
+    // reductions (overlapped with the pipeline, or started after its last op).
     if (t_.iteration_time > t_.pipeline_time && t_.pipeline_time > 0) {
       const double px = x(t_.pipeline_time);
       buf_ += "<line class=\"pipeline-end\" x1=\"" + num(px) + "\" y1=\"" + num(kT) + "\" x2=\"" +
@@ -178,8 +178,9 @@ class MemoryPlot {
       buf_ +=
           "<text x=\"" + num(px - 4) + "\" y=\"" + num(kT + kH - 6) +
           "\" font-size=\"10\" text-anchor=\"end\" fill=\"#555555\">last op ends; then " +
-          std::string(t_.grad_reduce_apart ? "the optimizer step, after the overlapped reductions"
-                                           : "dp all-reduce + optimizer") +
+          std::string(t_.grad_reduce_overlapped
+                          ? "the optimizer step, after the overlapped reductions"
+                          : "the dp reductions, then the optimizer step") +
           "</text>\n";
     }
   }

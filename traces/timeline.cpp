@@ -19,7 +19,7 @@ TimelineRecorder::TimelineRecorder(const SimInput& input, const Schedule& schedu
   timeline_.static_bytes = input.static_bytes;
   timeline_.capacity_bytes = input.capacity_bytes;
   timeline_.tail_time = input.tail_time;
-  timeline_.grad_reduce_apart = !input.grad_buckets.empty();
+  timeline_.grad_reduce_overlapped = input.overlap_grad_reduce;
   timeline_.memory.resize(static_cast<std::size_t>(std::max(schedule.num_ranks, 0)));
   timeline_.boxes.reserve(schedule.total_ops());
 }

@@ -41,9 +41,9 @@ struct Timeline {
   /// Per rank, when that work starts (DeviceResult::tail_start: after its gradient
   /// reductions); empty: right after its last op.
   std::vector<Time> tail_start;
-  /// The dp reduction ran on the ranks' own streams (SimInput::grad_buckets), so the tail
-  /// is the optimizer step alone.
-  bool grad_reduce_apart = false;
+  /// The dp reductions started as gradients became ready, behind the pipeline
+  /// (SimInput::overlap_grad_reduce); otherwise after each rank's last op.
+  bool grad_reduce_overlapped = false;
   Time pipeline_time = 0;
   Time iteration_time = 0;
   double bubble_ratio = 0.0;

@@ -44,6 +44,7 @@ constexpr double kGapPx = 3;
 constexpr int kKinds = 5;
 
 constexpr const char* kTailFill = "#79706e";  // Tableau grey: not a compute kind
+constexpr const char* kReduceFill = "#bab0ac";  // its lighter grey: the wait for the dp reduction
 
 struct KindStyle {
   const char* name;  // as in the trace
@@ -331,13 +332,17 @@ class Painter {
     buf_ += "<text x=\"12\" y=\"24\" font-size=\"16\" font-weight=\"bold\">" + title + "</text>\n";
     // Legend: only what occurs, in a fixed order.
     bool used[kKinds] = {false, false, false, false, false};
-    bool tails = false, aggregated = false, chunks = false, optimizer_only = true;
+    bool tails = false, reductions = false, aggregated = false, chunks = false;
     for (std::size_t i = 0; i < timelines_.size(); ++i) {
       const Timeline& t = timelines_[i];
       for (const auto& b : t.boxes) used[static_cast<int>(b.op.kind)] = true;
       for (int r = 0; r < t.num_ranks && t.ok; ++r)
-        if (at_or<Time>(t.tail_time, r, 0) > 0)
-          tails = true, optimizer_only = optimizer_only && t.grad_reduce_apart;
+        if (at_or<Time>(t.tail_time, r, 0) > 0) {  // as tail() draws it
+          tails = true;
+          if (static_cast<std::size_t>(r) < layouts_[i].last_end.size() &&
+              at_or<Time>(t.tail_start, r, 0) > layouts_[i].last_end[r])
+            reductions = true;
+        }
       aggregated = aggregated || layouts_[i].aggregated;
       for (int c : t.stage_chunk) chunks = chunks || c % 2 == 1;
     }
@@ -354,10 +359,9 @@ class Painter {
       legend_box(lx, ly, s.fill, "", std::string(s.name) + " " + meaning,
                  6.5 * (std::char_traits<char>::length(meaning) + 4));
     }
-    if (tails && optimizer_only)
-      legend_box(lx, ly, kTailFill, "", "optimizer step", 6.5 * 14);
-    else if (tails)
-      legend_box(lx, ly, kTailFill, "", "dp all-reduce + optimizer", 6.5 * 25);
+    if (reductions)
+      legend_box(lx, ly, kReduceFill, "", "waiting for dp gradient reduction", 6.5 * 33);
+    if (tails) legend_box(lx, ly, kTailFill, "", "optimizer step", 6.5 * 14);
     legend_box(lx, ly, "#ececec", " stroke=\"#bbbbbb\" stroke-width=\"0.5\"", "bubble (idle)", 90);
     if (aggregated) {
       const std::string fill =
@@ -547,7 +551,18 @@ class Painter {
     const double bx = x(start);
     const double bw = static_cast<double>(tail) * scale_;
     const double by = rows_top + r * kRowPitch;
-    const std::string what = t.grad_reduce_apart ? "optimizer step" : "dp all-reduce + optimizer";
+    // Between the last op and the tail the rank waits for its dp gradient reductions.
+    if (start > l.last_end[r]) {
+      const double wx = x(l.last_end[r]);
+      buf_ += "<rect class=\"grad-reduce-wait\" x=\"" + num(wx) + "\" y=\"" + num(by) +
+              "\" width=\"" + num(bx - wx) + "\" height=\"" + num(kRowHeight) + "\" fill=\"" +
+              kReduceFill + "\"><title>" +
+              escape("rank " + std::to_string(r) + ": waiting for dp gradient reduction, " +
+                     ms_text(start - l.last_end[r]) + " (" + ms_text(l.last_end[r]) + " \u2013 " +
+                     ms_text(start) + ")") +
+              "</title></rect>";
+    }
+    const std::string what = "optimizer step";
     buf_ += "<rect class=\"tail\" x=\"" + num(bx) + "\" y=\"" + num(by) + "\" width=\"" + num(bw) +
             "\" height=\"" + num(kRowHeight) + "\" fill=\"" + kTailFill + "\"";
     if (bw >= 4) buf_ += " stroke=\"#ffffff\" stroke-width=\"0.6\"";
@@ -557,10 +572,7 @@ class Painter {
                    ms_text(start) + " \u2013 " + ms_text(start + tail) + ")") +
             "</title></rect>";
     for (const std::string& label :
-         {what + " " + ms_text(tail), what,
-          std::string(t.grad_reduce_apart ? "optimizer" : "all-reduce + opt"),
-          std::string(t.grad_reduce_apart ? "opt" : "AR + opt"),
-          std::string(t.grad_reduce_apart ? "opt" : "AR")}) {
+         {what + " " + ms_text(tail), what, std::string("optimizer"), std::string("opt")}) {
       if (bw < text_px(label) + 6) continue;
       buf_ += "<text x=\"" + num(bx + bw / 2) + "\" y=\"" + num(by + 13) +
               "\" class=\"tail-label\" font-size=\"10\" text-anchor=\"middle\" "

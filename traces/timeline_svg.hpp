@@ -3,8 +3,8 @@
 /// Pipeline timelines as SVG, drawn like the figures in the pipeline-parallel papers: one
 /// row per device, a box per op coloured by kind (F, B, I, W, F&B), the micro-batch number
 /// inside when it fits, bubbles as the gaps between boxes, each device's end-of-iteration
-/// work (dp all-reduce + optimizer, SimInput::tail_time; the optimizer step alone when the
-/// dp reduction ran on its own stream) as a grey block from DeviceResult::tail_start,
+/// work (the optimizer step, SimInput::tail_time) as a grey block from
+/// DeviceResult::tail_start, after a lighter block while it waits for its dp reductions,
 /// a time axis with units, and under the rows a memory-over-time panel per device.
 ///
 /// The memory panels share one y-scale (and so do the runs of a comparison): equal heights

@@ -3,7 +3,7 @@
 // (training.optimizer.grad_dtype, training.grad_accumulation,
 // cluster.device.matmul_weight_grad_efficiency). Expected values come from the collective
 // formula written out here (ring: all-reduce moves 2(k-1)/k of the buffer per device over
-// 2(k-1) steps, reduce-scatter (k-1)/k over k-1), from the old single-block tail, or from
+// 2(k-1) steps, reduce-scatter (k-1)/k over k-1), from the one-bucket reduction, or from
 // the runs' own pipelines, which the reductions must not move.
 #include <gtest/gtest.h>
 
@@ -73,17 +73,40 @@ std::vector<std::int64_t> stage_params(const Outcome& r) {
   return out;
 }
 
-TEST(GradOverlap, OffByDefaultKeepsTheSingleBlockTail) {
+TEST(GradOverlap, OffByDefaultEachRankReducesOnceAfterItsLastOp) {
+  // Without overlap, Megatron-LM reduces a rank's gradients after its last backward: one
+  // bucket of the rank's parameters, ready when its last op ends, on the rank's first
+  // stage; the tail left is the optimizer step.
   const Outcome off = run(config());
-  EXPECT_TRUE(off.input.grad_buckets.empty());
   EXPECT_FALSE(off.input.overlap_grad_reduce);
   EXPECT_FALSE(off.input.tied_reduce.has_value());
+  ASSERT_EQ(off.input.grad_buckets.size(), 8u);
   const std::vector<std::int64_t> params = stage_params(off);
   for (int rank = 0; rank < 4; ++rank) {
     std::int64_t sum = 0;
+    int first = -1;
     for (int s = 0; s < 8; ++s)
-      if (off.schedule.stage_rank[s] == rank) sum += params[s];
-    EXPECT_EQ(off.input.tail_time[rank], tail_time(*off.e, rank, sum)) << rank;
+      if (off.schedule.stage_rank[s] == rank) {
+        sum += params[s];
+        if (first < 0) first = s;
+      }
+    for (int s = 0; s < 8; ++s) {
+      if (off.schedule.stage_rank[s] != rank) continue;
+      if (s != first) {
+        EXPECT_TRUE(off.input.grad_buckets[s].empty()) << s;
+        continue;
+      }
+      ASSERT_EQ(off.input.grad_buckets[s].size(), 1u) << s;
+      const GradBucket& b = off.input.grad_buckets[s][0];
+      EXPECT_EQ(b.time, stage_grad_reduce_time(*off.e, rank, sum)) << rank;
+      EXPECT_GT(b.time, 0) << rank;
+      EXPECT_EQ(b.ready_b, 1.0);
+      EXPECT_EQ(b.ready_w, 1.0);
+    }
+    EXPECT_EQ(off.input.tail_time[rank], optimizer_tail_time(*off.e, rank, sum)) << rank;
+    // The rank's tail starts once its one reduction, started at its last op, is done.
+    const DeviceResult& d = off.result.devices[rank];
+    EXPECT_EQ(d.tail_start - d.last_end, stage_grad_reduce_time(*off.e, rank, sum)) << rank;
   }
 }
 
@@ -130,16 +153,17 @@ TEST(GradOverlap, BucketsAreWholeLayersOfAtLeastFortyMillionParameters) {
         EXPECT_NEAR(on.input.grad_buckets[s][k].ready_b, (k + 1.0) / params.size(), 1e-9);
     }
   }
-  // What stays at the end is the Adam step: the old tail less the reductions, which in one
-  // piece paid their latency once instead of once per bucket.
+  // Either way the tail is the Adam step; without overlap the rank's gradients are one
+  // bucket, which pays its latency once instead of once per bucket.
   const Outcome off = run(config());
   for (int rank = 0; rank < 4; ++rank) {
     const Time reduce = bucket_total(on.input, rank) + bucket_total(on.input, rank + 4);
     const int buckets = static_cast<int>(on.input.grad_buckets[rank].size() +
                                          on.input.grad_buckets[rank + 4].size());
     const Time latency = s_to_ns((buckets - 1) * 2 * hw.intra_node.latency_us * 1e-6);
-    EXPECT_NEAR(on.input.tail_time[rank] + reduce, off.input.tail_time[rank] + latency, 3 * buckets)
-        << rank;
+    const Time off_reduce = bucket_total(off.input, rank) + bucket_total(off.input, rank + 4);
+    EXPECT_EQ(on.input.tail_time[rank], off.input.tail_time[rank]) << rank;
+    EXPECT_NEAR(reduce, off_reduce + latency, 3 * buckets) << rank;
   }
 }
 
@@ -162,8 +186,9 @@ TEST(GradOverlap, ZeroOneReduceScattersAndKeepsTheAllGatherInTheTail) {
     const int buckets = static_cast<int>(on.input.grad_buckets[rank].size() +
                                          on.input.grad_buckets[rank + 4].size());
     const Time latency = s_to_ns((buckets - 1) * hw.intra_node.latency_us * 1e-6);
-    EXPECT_NEAR(on.input.tail_time[rank] + reduce, off.input.tail_time[rank] + latency, 3 * buckets)
-        << rank;
+    const Time off_reduce = bucket_total(off.input, rank) + bucket_total(off.input, rank + 4);
+    EXPECT_EQ(on.input.tail_time[rank], off.input.tail_time[rank]) << rank;
+    EXPECT_NEAR(reduce, off_reduce + latency, 3 * buckets) << rank;
   }
 }
 
@@ -182,7 +207,12 @@ TEST(GradOverlap, FastLinksLeaveTheOptimizerStepAndWhatCannotHide) {
     const Time exposed = d.tail_start - d.last_end;
     EXPECT_LT(exposed, bucket_total(on.input, rank)) << rank;
     EXPECT_GE(exposed, on.input.grad_buckets[rank].back().time) << rank;
-    EXPECT_LT(on.input.tail_time[rank], off.input.tail_time[rank]) << rank;
+    // Without overlap the whole reduction shows, after the last op.
+    EXPECT_EQ(off.result.devices[rank].tail_start - off.result.devices[rank].last_end,
+              bucket_total(off.input, rank) + bucket_total(off.input, rank + 4))
+        << rank;
+    EXPECT_LT(exposed, off.result.devices[rank].tail_start - off.result.devices[rank].last_end)
+        << rank;
   }
 }
 

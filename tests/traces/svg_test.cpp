@@ -296,19 +296,22 @@ TEST(Svg, TailWorkIsDrawnAfterTheLastOpAndLabelled) {
     EXPECT_NEAR(tail.num("x"), row_end[rows[r]], 0.011) << r;
     EXPECT_NEAR(tail.num("width") / f_width, want_ms[r], 0.01) << r;
   }
-  EXPECT_NE(tails[1]->text.find("rank 1: dp all-reduce + optimizer, 10.000 ms"), std::string::npos)
+  EXPECT_NE(tails[1]->text.find("rank 1: optimizer step, 10.000 ms"), std::string::npos)
       << tails[1]->text;
   // Rank 0's tail ends at 10 ms, 7 ms before rank 1's: x(17 ms) is the plot's right end.
   EXPECT_NEAR(tails[1]->num("x") + tails[1]->num("width"), 1400 - 120, 0.02);
   // Labels inside the blocks; the wide one says what it is.
   const auto labels = test::select(els, "text", "tail-label");
   ASSERT_EQ(labels.size(), 2u);
-  EXPECT_NE(labels[1]->text.find("dp all-reduce + optimizer"), std::string::npos);
+  EXPECT_NE(labels[1]->text.find("optimizer step"), std::string::npos);
   for (int r = 0; r < 2; ++r) {
     EXPECT_GT(labels[r]->num("x"), tails[r]->num("x"));
     EXPECT_LT(labels[r]->num("x"), tails[r]->num("x") + tails[r]->num("width"));
   }
-  EXPECT_NE(out.str().find("dp all-reduce + optimizer</text>"), std::string::npos) << "legend";
+  EXPECT_NE(out.str().find("optimizer step</text>"), std::string::npos) << "legend";
+  // No reductions here, so no wait for them, in the picture or the legend.
+  EXPECT_TRUE(test::select(els, "rect", "grad-reduce-wait").empty());
+  EXPECT_EQ(out.str().find("waiting for dp gradient reduction"), std::string::npos);
   // No tail work, no tail block.
   std::ostringstream plain;
   write_timeline_svg(plain, record_timeline(test::uniform(sch, *topo, kMs, kMs, kMs), sch));

@@ -152,9 +152,8 @@ TEST(Tail, TheSvgDrawsTheTailFromTailStart) {
   EXPECT_NEAR(tails[0]->num("width"), ms, 0.05);
 }
 
-// Without reductions of its own the tail is the dp all-reduce and the optimizer together,
-// drawn right after the last op as before.
-TEST(Tail, WithoutOverlapTheTailFollowsTheLastOp) {
+// Without reductions the tail (the optimizer step) is drawn right after the last op.
+TEST(Tail, WithoutReductionsTheTailFollowsTheLastOp) {
   const Schedule sch = two_chunks();
   const auto topo = test::node(2);
   SimInput in = test::uniform(sch, *topo, kMs, kMs, kMs);
@@ -163,14 +162,42 @@ TEST(Tail, WithoutOverlapTheTailFollowsTheLastOp) {
   write_timeline_svg(out, record_timeline(in, sch));
   const std::map<int, TailRect> rects = tail_rects(out.str());
   ASSERT_EQ(rects.size(), 2u);
-  EXPECT_EQ(rects.at(0).what, "dp all-reduce + optimizer");
+  EXPECT_EQ(rects.at(0).what, "optimizer step");
   EXPECT_DOUBLE_EQ(rects.at(0).start_ms, 12.0);
   EXPECT_DOUBLE_EQ(rects.at(1).start_ms, 10.0);
+  EXPECT_EQ(out.str().find("grad-reduce-wait"), std::string::npos);
+}
+
+// Reductions after the last op (no overlap): the rank waits for them, drawn as a lighter
+// block from its last op to the tail, whose width is the reduction's 3 ms and 4 ms.
+TEST(Tail, ReductionsAfterTheLastOpAreAWaitBeforeTheTail) {
+  const Schedule sch = two_chunks();
+  const auto topo = test::node(2);
+  SimInput in = test::uniform(sch, *topo, kMs, kMs, kMs);
+  in.tail_time = {1 * kMs, 2 * kMs};
+  in.grad_buckets = {{GradBucket{3 * kMs, 1.0, 1.0}}, {GradBucket{4 * kMs, 1.0, 1.0}}, {}, {}};
+  SimResult r;
+  const Timeline timeline = record_timeline(in, sch, {}, &r);
+  ASSERT_TRUE(r.ok) << r.error;
+  std::ostringstream out;
+  write_timeline_svg(out, timeline);
+  const std::map<int, TailRect> rects = tail_rects(out.str());
+  ASSERT_EQ(rects.size(), 2u);
+  for (int rank = 0; rank < 2; ++rank) {
+    const Time last = r.devices[rank].last_end;
+    const Time reduce = rank == 0 ? 3 * kMs : 4 * kMs;  // stage 0 is rank 0's, stage 1 rank 1's
+    EXPECT_EQ(r.devices[rank].tail_start, last + reduce) << rank;
+    EXPECT_DOUBLE_EQ(rects.at(rank).start_ms, static_cast<double>(last + reduce) / kMs) << rank;
+  }
+  const auto waits = test::select(test::parse_svg(out.str()), "rect", "grad-reduce-wait");
+  EXPECT_EQ(waits.size(), 2u);
+  EXPECT_NE(out.str().find("waiting for dp gradient reduction</text>"), std::string::npos)
+      << "legend";
 }
 
 TEST(Tail, TheMemoryPictureNamesTheTailThatRan) {
   // With overlapped reductions the work after the last op is the optimizer step (the
-  // reductions ran on their own stream); without, it is the dp all-reduce and the step.
+  // reductions ran on their own stream); without, the reductions then the step.
   const test::ScratchDir dir;
   const std::string overlapped = dir.file("o.svg"), blocking = dir.file("b.svg");
   ASSERT_EQ(test::run_cli("simulate " + kGpt3 + kOverlap + " --memory-svg " + overlapped).code, 0);
@@ -179,7 +206,8 @@ TEST(Tail, TheMemoryPictureNamesTheTailThatRan) {
   EXPECT_NE(o.find("last op ends; then the optimizer step, after the overlapped reductions"),
             std::string::npos);
   EXPECT_EQ(o.find("dp all-reduce + optimizer"), std::string::npos);
-  EXPECT_NE(b.find("last op ends; then dp all-reduce + optimizer"), std::string::npos);
+  EXPECT_NE(b.find("last op ends; then the dp reductions, then the optimizer step"),
+            std::string::npos);
 }
 
 }  // namespace
