@@ -133,8 +133,12 @@ int run_simulate(const std::vector<std::string>& args) {
 }
 
 int run_schedules(const std::vector<std::string>& args) {
+  if (args.size() == 1 && args[0] == "--names") {  // for scripts: one name per line
+    for (const ScheduleInfo& info : builtin_schedules()) std::cout << info.name << "\n";
+    return 0;
+  }
   if (!args.empty() && args[0] != "--help" && args[0] != "-h") {
-    std::cerr << "bmpipe schedules: takes no arguments\n";
+    std::cerr << "bmpipe schedules: takes no arguments but --names (one name per line)\n";
     return 2;
   }
   std::cout << schedule_help();

@@ -162,5 +162,35 @@ TEST(FuzzCorpus, HoldsTheSeeds) {
   EXPECT_FALSE(hf.empty());
 }
 
+// The seeds scripts/fuzz_seeds.sh writes are what the code writes today: each schedule of the
+// registry exported on tiny.yaml, and each example config as it is. A schedule whose order
+// changes, or an example edited without its seed, fails here until the script is rerun.
+TEST(FuzzCorpus, SeedsAreWhatTheScriptWritesToday) {
+  const test::CliRun names = test::run_cli("schedules --names");
+  ASSERT_EQ(names.code, 0) << names.err;
+  std::string listed;
+  for (const ScheduleInfo& info : builtin_schedules()) listed += std::string(info.name) + "\n";
+  EXPECT_EQ(names.out, listed);
+  const test::ScratchDir dir;
+  for (const ScheduleInfo& info : builtin_schedules()) {
+    const std::string name(info.name), file = dir.file(name + ".csv");
+    const test::CliRun run = test::run_cli("simulate " + quoted(test::examples() + "tiny.yaml") +
+                                           " --schedule " + name + " --export-schedule " +
+                                           quoted(file));
+    ASSERT_EQ(run.code, 0) << name << ": " << run.err;
+    EXPECT_EQ(test::slurp((corpus("schedule_file") / ("seed-tiny-" + name + ".csv")).string()),
+              test::slurp(file))
+        << name << ": rerun scripts/fuzz_seeds.sh";
+  }
+  std::error_code ec;
+  for (const auto& e :
+       fs::directory_iterator(fs::path(BMPIPE_SOURCE_DIR) / "configs" / "examples", ec))
+    if (e.path().extension() == ".yaml") {
+      EXPECT_EQ(test::slurp((corpus("config") / ("seed-" + e.path().filename().string())).string()),
+                test::slurp(e.path().string()))
+          << e.path() << ": rerun scripts/fuzz_seeds.sh";
+    }
+}
+
 }  // namespace
 }  // namespace bmpipe

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Writes the fuzz seeds that follow from the code, so that a new schedule or example is a
+# new seed without anyone remembering to add it:
+#   tests/fuzz/corpus/schedule_file/seed-tiny-NAME.csv  every schedule `bmpipe schedules`
+#       lists (the registry), as `simulate tiny.yaml --schedule NAME --export-schedule` writes it;
+#   tests/fuzz/corpus/config/seed-EXAMPLE.yaml          every configs/examples/*.yaml.
+# Hand-made seeds (seed-small-*) and crash reproducers (crash-*) are left alone.
+# tests/cli/fuzz_corpus_test.cpp checks that the corpus equals what this writes.
+# Usage: bash scripts/fuzz_seeds.sh [path/to/bmpipe]   (default build/cli/bmpipe)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bmpipe="${1:-build/cli/bmpipe}"
+out=tests/fuzz/corpus
+for name in $("$bmpipe" schedules --names); do
+  "$bmpipe" simulate configs/examples/tiny.yaml --schedule "$name" \
+    --export-schedule "$out/schedule_file/seed-tiny-$name.csv" >/dev/null
+done
+for f in configs/examples/*.yaml; do
+  cp "$f" "$out/config/seed-$(basename "$f")"
+done
