@@ -71,17 +71,19 @@ int run_cost(const std::vector<std::string>& args) {
                 a.settings.seq_length, a.settings.micro_batch_size, a.settings.tp,
                 a.settings.sequence_parallel ? " (sequence parallel)" : "", a.dp);
     std::printf("per micro-batch, per device (ms; activations in MiB):\n\n");
-    std::printf("%-10s %5s %9s %9s %9s %10s %10s %10s %9s %9s %13s\n", "layer", "count", "F", "I",
-                "W", "act none", "act sel", "act full", "rc sel", "rc full", "params");
+    // Activations per mode, then the recompute time of each mode that recomputes.
+    std::printf("%-10s %5s %9s %9s %9s", "layer", "count", "F", "I", "W");
+    for (Recompute r : kAllRecompute)
+      std::printf(" %10s", ("act " + std::string(recompute_column(r))).c_str());
+    for (Recompute r : kRecomputingModes)
+      std::printf(" %9s", ("rc " + std::string(recompute_column(r))).c_str());
+    std::printf(" %13s\n", "params");
     auto row = [&](const LayerCost& c, int count) {
-      std::printf("%-10s %5d %9.3f %9.3f %9.3f %10s %10s %10s %9.3f %9.3f %13lld\n", c.name.c_str(),
-                  count, c.forward_s * 1e3, c.backward_input_s * 1e3, c.backward_weight_s * 1e3,
-                  mib(c.activation_bytes[Recompute::none]).c_str(),
-                  mib(c.activation_bytes[Recompute::selective]).c_str(),
-                  mib(c.activation_bytes[Recompute::full]).c_str(),
-                  c.recompute_extra_s[Recompute::selective] * 1e3,
-                  c.recompute_extra_s[Recompute::full] * 1e3,
-                  static_cast<long long>(c.param_count));
+      std::printf("%-10s %5d %9.3f %9.3f %9.3f", c.name.c_str(), count, c.forward_s * 1e3,
+                  c.backward_input_s * 1e3, c.backward_weight_s * 1e3);
+      for (Recompute r : kAllRecompute) std::printf(" %10s", mib(c.activation_bytes[r]).c_str());
+      for (Recompute r : kRecomputingModes) std::printf(" %9.3f", c.recompute_extra_s[r] * 1e3);
+      std::printf(" %13lld\n", static_cast<long long>(c.param_count));
       if (with_ops)
         for (const auto& op : c.ops)
           std::printf("  %-18s %9.3f %9.3f %9.3f\n", op.name.c_str(), op.forward_s * 1e3,

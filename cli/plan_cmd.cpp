@@ -42,8 +42,14 @@ std::string plan_table(const Experiment& e, const PlanRun& run, std::int64_t lim
   const std::vector<StageInfo> stages = stage_info(e, run.plan);
   const SimInput in = assemble(e, run.plan, run.schedule);
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%5s %4s %11s %5s %5s %5s %10s %10s %24s\n", "stage", "rank",
-                "layers", "none", "sel", "full", "F ms/mb", "B ms/mb", "peak mem / limit");
+  // Layers per recompute mode, one column each.
+  std::snprintf(buf, sizeof buf, "%5s %4s %11s", "stage", "rank", "layers");
+  out << buf;
+  for (Recompute r : kAllRecompute) {
+    std::snprintf(buf, sizeof buf, " %5s", std::string(recompute_column(r)).c_str());
+    out << buf;
+  }
+  std::snprintf(buf, sizeof buf, " %10s %10s %24s\n", "F ms/mb", "B ms/mb", "peak mem / limit");
   out << buf;
   for (std::size_t s = 0; s < stages.size(); ++s) {
     const StageInfo& st = stages[s];
@@ -56,9 +62,13 @@ std::string plan_table(const Experiment& e, const PlanRun& run, std::int64_t lim
     const std::string mem =
         run.result.ok ? format_gib(run.result.devices[rank].peak_bytes) + " / " + format_gib(limit)
                       : "-";
-    std::snprintf(buf, sizeof buf, "%5zu %4d %11s %5d %5d %5d %10s %10s %24s\n", s, rank,
-                  layers.c_str(), st.modes[Recompute::none], st.modes[Recompute::selective],
-                  st.modes[Recompute::full], ms(c.forward).c_str(),
+    std::snprintf(buf, sizeof buf, "%5zu %4d %11s", s, rank, layers.c_str());
+    out << buf;
+    for (Recompute r : kAllRecompute) {
+      std::snprintf(buf, sizeof buf, " %5d", st.modes[r]);
+      out << buf;
+    }
+    std::snprintf(buf, sizeof buf, " %10s %10s %24s\n", ms(c.forward).c_str(),
                   ms(c.backward_full() + c.recompute).c_str(), mem.c_str());
     out << buf;
   }

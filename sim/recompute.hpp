@@ -32,6 +32,10 @@ constexpr std::string_view recompute_name(Recompute r) {
   constexpr std::array<std::string_view, kRecomputeModes> kNames = {"none", "selective", "full"};
   return kNames[static_cast<std::size_t>(r)];
 }
+/// The mode's name in a table's narrow column: "none", "sel" or "full".
+constexpr std::string_view recompute_column(Recompute r) {
+  return r == Recompute::selective ? "sel" : recompute_name(r);
+}
 /// The mode called `text`, or nullopt.
 constexpr std::optional<Recompute> parse_recompute(std::string_view text) {
   for (Recompute r : kAllRecompute)
