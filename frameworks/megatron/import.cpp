@@ -320,16 +320,23 @@ class Args {
 
 // ---- the reader, by section ---------------------------------------------------------------
 
-/// Where the launcher's own words end: the index of the first word naming a Python script
-/// ("torchrun --nproc_per_node 8 pretrain_gpt.py ..."), or 0 when there is none. Flags
-/// before it belong to the launcher, not to Megatron-LM.
-std::size_t script_word(const std::vector<ShellWord>& words) {
+/// The launcher's words, [first, second): from the command word before the first Python
+/// script ("torchrun --nproc_per_node 8 pretrain_gpt.py ...") up to the script; empty when
+/// there is no script, or when its command starts with a flag (a value that names a .py file
+/// is no script). Flags there are the launcher's, not Megatron-LM's.
+std::pair<std::size_t, std::size_t> launcher_words(const std::vector<ShellWord>& words) {
+  std::size_t from = 0;
   for (std::size_t i = 0; i < words.size(); ++i) {
     const std::string& t = words[i].text;
-    if (!words[i].boundary && t.size() > 3 && t[0] != '-' && t.compare(t.size() - 3, 3, ".py") == 0)
-      return i;
+    if (words[i].boundary) {
+      from = i + 1;
+      continue;
+    }
+    if (t.size() > 3 && t[0] != '-' && t.compare(t.size() - 3, 3, ".py") == 0)
+      return from < i && words[from].text.rfind("--", 0) != 0 ? std::pair{from, i}
+                                                              : std::pair{std::size_t{0}, std::size_t{0}};
   }
-  return 0;
+  return {0, 0};
 }
 
 /// The words of `text` as flags: the last use of each flag bmpipe reads (argparse keeps the
@@ -350,10 +357,7 @@ std::map<std::string, Use> flags_of(const std::string& text, const std::string& 
   std::map<std::string, Use>* current_map = nullptr;
   std::string expansion;  // the first shell expansion outside a flag, for the note
   const std::vector<ShellWord> words = split_shell_words(text, name);
-  const std::size_t script = script_word(words);
-  std::size_t launcher_from = 0;  // the launcher's command starts after the last boundary
-  for (std::size_t i = 0; i < script; ++i)
-    if (words[i].boundary) launcher_from = i + 1;
+  const auto [launcher_from, script] = launcher_words(words);
   for (std::size_t i = 0; i < words.size(); ++i) {
     const ShellWord& w = words[i];
     if (w.boundary || w.text == "--") {

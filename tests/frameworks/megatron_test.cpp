@@ -489,6 +489,20 @@ TEST(MegatronImport, FlagsThatChangeTheJobAreUnmodelled) {
             0u);
 }
 
+// Flags before the script are the launcher's; a .py file as a flag's value is no script.
+TEST(MegatronImport, TheLaunchersFlagsAreListed) {
+  const ImportedJob job = import("export X=1; python -m torch.distributed.run --nnodes 2 "
+                                 "--nproc-per-node=8 pretrain_gpt.py \\\n" + kModel);
+  EXPECT_EQ(job.ignored, (std::vector<std::string>{"'export' (not a flag)", "'X=1' (not a flag)",
+                                                   "'python' (not a flag)", "'-m' (not a flag)",
+                                                   "'torch.distributed.run' (not a flag)",
+                                                   "--nnodes (not modelled)",
+                                                   "--nproc-per-node (not modelled)",
+                                                   "'pretrain_gpt.py' (not a flag)"}));
+  EXPECT_EQ(error_of("--nnodes 2 --spec x.py\n" + kModel).rfind("args.txt:1: --nnodes: unknown flag", 0),
+            0u);
+}
+
 // Inert flags stay listed, their values with them.
 TEST(MegatronImport, InertFlagsStayListed) {
   const ImportedJob job = import(kModel + "--save /x --log-interval 10 --wandb-project p\n");
