@@ -237,10 +237,20 @@ Vocabulary::Vocabulary(std::string_view text, std::string_view source) {
 
 bool VocabularyEntry::harmless_value(std::string_view value) const {
   if (!harmless) return false;
+  // A number matches by value ("0." is "0"), anything else by its text.
+  auto number = [](std::string_view t) -> std::optional<double> {
+    double v = 0;
+    const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (t.empty() || r.ec != std::errc() || r.ptr != t.data() + t.size()) return std::nullopt;
+    return v;
+  };
+  const std::optional<double> given = number(value);
   std::string_view rest = *harmless;
   while (true) {
     const std::size_t bar = rest.find('|');
-    if (rest.substr(0, bar) == value) return true;
+    const std::string_view h = rest.substr(0, bar);
+    if (h == value) return true;
+    if (const std::optional<double> n = number(h); n && given && *n == *given) return true;
     if (bar == std::string_view::npos) return false;
     rest.remove_prefix(bar + 1);
   }

@@ -445,6 +445,10 @@ TEST(MegatronVocabulary, MalformedTablesAreRefused) {
   EXPECT_TRUE(v.find("--b")->harmless_value("2"));
   EXPECT_FALSE(v.find("--b")->harmless_value("12"));
   EXPECT_FALSE(v.find("--b")->harmless_value("1|2"));
+  // Numbers match by value: YAML's "0." and "1.0" are 0 and 1.
+  EXPECT_TRUE(v.find("--b")->harmless_value("1.0"));
+  EXPECT_TRUE(v.find("--b")->harmless_value("2."));
+  EXPECT_FALSE(v.find("--b")->harmless_value("1.5"));
 }
 
 // The cases: each flag that changes time or memory is returned as unmodelled with
