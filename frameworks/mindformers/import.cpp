@@ -304,7 +304,9 @@ void read_context(const Reading& ctx) {
   const YAML::Node m = Mf::child(context, "max_device_memory");
   if (!m.IsDefined()) return;
   const std::string key = "context.max_device_memory";
-  // MindSpore's form: a number and "GB", which MindSpore counts in units of 2^30 bytes.
+  // MindSpore's form: a number and "GB", which MindSpore counts in units of 2^30 bytes
+  // (mindspore-ai/mindspore, mindspore/ccsrc/backend/common/mem_reuse/
+  // mem_dynamic_allocator.cc: kGBToByte = 1024 << 20).
   const std::string text = m.IsScalar() ? m.Scalar() : "";
   double GiB = 0;
   const bool gb = text.size() > 2 && text.compare(text.size() - 2, 2, "GB") == 0;
