@@ -208,7 +208,8 @@ Vocabulary::Vocabulary(std::string_view text, std::string_view source) {
       if (tab == std::string_view::npos) break;
       from = tab + 1;
     }
-    if (cells.size() != 4) bad("expected 4 tab-separated columns, got " + std::to_string(cells.size()));
+    if (cells.size() != 4)
+      bad("expected 4 tab-separated columns, got " + std::to_string(cells.size()));
     VocabularyEntry e;
     e.name = std::string(cells[0]);
     if (e.name.empty() || e.name == "-") bad("a row without a name");
@@ -226,7 +227,8 @@ Vocabulary::Vocabulary(std::string_view text, std::string_view source) {
     if (cells[3] != "-") e.reason = std::string(cells[3]);
     const bool needs_reason =
         e.treatment == Treatment::unmodelled || e.treatment == Treatment::obsolete;
-    if (needs_reason == e.reason.empty()) bad(e.name + ": a reason goes with unmodelled and obsolete rows only");
+    if (needs_reason == e.reason.empty())
+      bad(e.name + ": a reason goes with unmodelled and obsolete rows only");
     if (e.harmless && e.treatment != Treatment::unmodelled)
       bad(e.name + ": a harmless value goes with unmodelled rows only");
     if (!index_.emplace(e.name, entries_.size()).second) bad(e.name + " is listed twice");
@@ -267,8 +269,8 @@ std::string Vocabulary::suggestion(std::string_view name) const {
 
 ImportError unmodelled_error(const std::vector<Unmodelled>& u) {
   const Origin& o = u.front().origin;
-  std::string message = "not modelled yet; the simulated job would differ from yours (" +
-                        u.front().reason + ")";
+  std::string message =
+      "not modelled yet; the simulated job would differ from yours (" + u.front().reason + ")";
   if (u.size() > 1) {
     message += "; also not modelled:";
     for (std::size_t i = 1; i < u.size(); ++i)

@@ -333,8 +333,9 @@ std::pair<std::size_t, std::size_t> launcher_words(const std::vector<ShellWord>&
       continue;
     }
     if (t.size() > 3 && t[0] != '-' && t.compare(t.size() - 3, 3, ".py") == 0)
-      return from < i && words[from].text.rfind("--", 0) != 0 ? std::pair{from, i}
-                                                              : std::pair{std::size_t{0}, std::size_t{0}};
+      return from < i && words[from].text.rfind("--", 0) != 0
+                 ? std::pair{from, i}
+                 : std::pair{std::size_t{0}, std::size_t{0}};
   }
   return {0, 0};
 }
@@ -353,7 +354,7 @@ std::map<std::string, Use> flags_of(const std::string& text, const std::string& 
   // Unmodelled flags, by first appearance, and their last use.
   std::vector<std::string> unmodelled_order;
   std::map<std::string, Use> unmodelled;
-  std::string current;    // the flag whose values follow; empty: none
+  std::string current;  // the flag whose values follow; empty: none
   std::map<std::string, Use>* current_map = nullptr;
   std::string expansion;  // the first shell expansion outside a flag, for the note
   const std::vector<ShellWord> words = split_shell_words(text, name);

@@ -159,9 +159,9 @@ class Mf {
           if (kv.second.IsScalar() && e->harmless_value(kv.second.Scalar()))
             job_.ignore(key + " (not modelled)");
           else
-            job_.unmodelled.push_back(Unmodelled{
-                origin(kv.first, key),
-                kv.second.IsScalar() ? key + ": " + shown(kv.second) : key, e->reason});
+            job_.unmodelled.push_back(
+                Unmodelled{origin(kv.first, key),
+                           kv.second.IsScalar() ? key + ": " + shown(kv.second) : key, e->reason});
           break;
       }
     }

@@ -101,8 +101,7 @@ TEST(ImportCli, TheUsersBytesOnStderrStayPrintable) {
   EXPECT_NE(r.err.find(":9: --colour\\x1b[31m: unknown flag"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find('\x1b'), std::string::npos);
   // Words that are not flags are listed, escaped, on stderr and in the YAML's header.
-  const std::string tee =
-      test::write_file(f.out("tee.txt"), kArgs + "  2>&1 | tee log\x1b[31m\n");
+  const std::string tee = test::write_file(f.out("tee.txt"), kArgs + "  2>&1 | tee log\x1b[31m\n");
   const test::CliRun t = test::run_cli("import megatron " + q(tee) + " --preset h200 --devices 16");
   EXPECT_EQ(t.code, 0) << t.err;
   EXPECT_NE(t.err.find("ignored: 'log\\x1b[31m' (not a flag)\n"), std::string::npos) << t.err;
@@ -163,7 +162,8 @@ TEST(ImportCli, MistypedFlagsAndKeysExitTwoWithTheClosestName) {
   std::string mf = kMindFormers;
   mf.replace(mf.find("pipeline_stage"), 14, "pipline_stage");
   const std::string mf_file = test::write_file(f.out("typo.yaml"), mf);
-  const test::CliRun r = test::run_cli("import mindformers " + q(mf_file) + " --preset ascend-910b");
+  const test::CliRun r =
+      test::run_cli("import mindformers " + q(mf_file) + " --preset ascend-910b");
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "bmpipe import mindformers: " + mf_file +
                        ":1: parallel_config.pipline_stage: unknown key: MindFormers has no key "
@@ -198,21 +198,24 @@ TEST(ImportCli, UnmodelledFlagsExitTwoUnlessAllowed) {
     EXPECT_EQ(allowed.err.find("ignored: " + flag), std::string::npos) << allowed.err;
   }
   // A MindFormers key the same way.
-  const std::string mf = test::write_file(f.out("moe.yaml"), kMindFormers + "moe_config: {expert_num: 8}\n");
+  const std::string mf =
+      test::write_file(f.out("moe.yaml"), kMindFormers + "moe_config: {expert_num: 8}\n");
   const test::CliRun moe = test::run_cli("import mindformers " + q(mf) + " --preset ascend-910b");
   EXPECT_EQ(moe.code, 2);
   EXPECT_NE(moe.err.find(mf + ":7: moe_config.expert_num: not modelled yet"), std::string::npos)
       << moe.err;
-  EXPECT_EQ(test::run_cli("import mindformers " + q(mf) + " --preset ascend-910b --allow-unmodelled")
-                .code,
-            0);
+  EXPECT_EQ(
+      test::run_cli("import mindformers " + q(mf) + " --preset ascend-910b --allow-unmodelled")
+          .code,
+      0);
 }
 
 TEST(ImportCli, OverlapGradReduceInertFlagsAndTheMemoryCap) {
   const Files f;
   const std::string args = test::write_file(
       f.out("overlap.txt"), kArgs + "--overlap-grad-reduce --save /x --log-interval 10\n");
-  const test::CliRun r = test::run_cli("import megatron " + q(args) + " --preset h200 --devices 16");
+  const test::CliRun r =
+      test::run_cli("import megatron " + q(args) + " --preset h200 --devices 16");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("\n    overlap_grad_reduce: true "), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("ignored: --save (not modelled)\n"), std::string::npos) << r.err;

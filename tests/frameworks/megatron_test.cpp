@@ -224,12 +224,10 @@ TEST(MegatronImport, FlagsItDoesNotModelAreListed) {
              "  --data-path 0.5 /data/a 0.5 /data/b --lr 1e-4 2>&1 | tee train.log\n");
   // The launcher's flag (before the script) is listed; so are inert flags. Context and
   // expert parallelism change the job: they are not listed as ignored but as unmodelled.
-  const std::vector<std::string> expected = {"'torchrun' (not a flag)",
-                                             "--nproc_per_node (not modelled)",
-                                             "--lr (not modelled)",
-                                             "--data-path (not modelled)",
-                                             "'tee' (not a flag)",
-                                             "'train.log' (not a flag)"};
+  const std::vector<std::string> expected = {
+      "'torchrun' (not a flag)", "--nproc_per_node (not modelled)",
+      "--lr (not modelled)",     "--data-path (not modelled)",
+      "'tee' (not a flag)",      "'train.log' (not a flag)"};
   EXPECT_EQ(job.ignored, expected);
   ASSERT_EQ(job.unmodelled.size(), 2u);
   EXPECT_EQ(job.unmodelled[0].given, "--context-parallel-size 2");
@@ -439,7 +437,8 @@ TEST(MegatronVocabulary, MalformedTablesAreRefused) {
   EXPECT_THROW(Vocabulary("--a\tinert\n", "t"), std::logic_error);
   EXPECT_THROW(Vocabulary("--a\tsometimes\t-\t-\n", "t"), std::logic_error);
   EXPECT_THROW(Vocabulary("--a\tunmodelled\t-\t-\n", "t"), std::logic_error);  // no reason
-  EXPECT_THROW(Vocabulary("--a\tinert\t1\t-\n", "t"), std::logic_error);  // harmless: unmodelled only
+  EXPECT_THROW(Vocabulary("--a\tinert\t1\t-\n", "t"),
+               std::logic_error);  // harmless: unmodelled only
   const Vocabulary v("--b\tunmodelled\t1|2\tbecause\n", "t");
   EXPECT_TRUE(v.find("--b")->harmless_value("1"));
   EXPECT_TRUE(v.find("--b")->harmless_value("2"));
@@ -461,7 +460,8 @@ TEST(MegatronImport, FlagsThatChangeTheJobAreUnmodelled) {
     EXPECT_EQ(job.unmodelled[0].given, extra);
     EXPECT_EQ(job.unmodelled[0].origin.file, "args.txt");
     EXPECT_EQ(job.unmodelled[0].origin.line, 4);
-    EXPECT_EQ(job.unmodelled[0].origin.key, std::string(extra).substr(0, std::string(extra).find(' ')));
+    EXPECT_EQ(job.unmodelled[0].origin.key,
+              std::string(extra).substr(0, std::string(extra).find(' ')));
     EXPECT_FALSE(job.unmodelled[0].reason.empty());
     EXPECT_TRUE(job.ignored.empty()) << job.ignored[0];
     // The refusal names the file, the line and the flag.
@@ -472,13 +472,13 @@ TEST(MegatronImport, FlagsThatChangeTheJobAreUnmodelled) {
               0u);
   }
   // Megatron-LM's own default changes nothing: listed, not refused (also as --flag=value).
-  const ImportedJob defaults =
-      import(kModel + "--context-parallel-size 1 --mtp-num-layers=0 --expert-model-parallel-size 1\n");
+  const ImportedJob defaults = import(
+      kModel + "--context-parallel-size 1 --mtp-num-layers=0 --expert-model-parallel-size 1\n");
   EXPECT_TRUE(defaults.unmodelled.empty());
-  EXPECT_EQ(defaults.ignored, (std::vector<std::string>{
-                                  "--context-parallel-size 1 (Megatron-LM's default)",
-                                  "--mtp-num-layers 0 (Megatron-LM's default)",
-                                  "--expert-model-parallel-size 1 (Megatron-LM's default)"}));
+  EXPECT_EQ(defaults.ignored,
+            (std::vector<std::string>{"--context-parallel-size 1 (Megatron-LM's default)",
+                                      "--mtp-num-layers 0 (Megatron-LM's default)",
+                                      "--expert-model-parallel-size 1 (Megatron-LM's default)"}));
   // The last use counts, as in argparse; several are named after the first.
   const ImportedJob both =
       import(kModel + "--fp8-format hybrid --context-parallel-size 1\n--context-parallel-size 2\n");
@@ -488,23 +488,26 @@ TEST(MegatronImport, FlagsThatChangeTheJobAreUnmodelled) {
   EXPECT_NE(std::string(unmodelled_error(both.unmodelled).what())
                 .find("; also not modelled: --context-parallel-size (line 5)."),
             std::string::npos);
-  EXPECT_EQ(unmodelled_warning(both.unmodelled[0]).rfind(
-                "--fp8-format hybrid is not modelled; the simulated job differs from yours (", 0),
-            0u);
+  EXPECT_EQ(
+      unmodelled_warning(both.unmodelled[0])
+          .rfind("--fp8-format hybrid is not modelled; the simulated job differs from yours (", 0),
+      0u);
 }
 
 // Flags before the script are the launcher's; a .py file as a flag's value is no script.
 TEST(MegatronImport, TheLaunchersFlagsAreListed) {
-  const ImportedJob job = import("export X=1; python -m torch.distributed.run --nnodes 2 "
-                                 "--nproc-per-node=8 pretrain_gpt.py \\\n" + kModel);
-  EXPECT_EQ(job.ignored, (std::vector<std::string>{"'export' (not a flag)", "'X=1' (not a flag)",
-                                                   "'python' (not a flag)", "'-m' (not a flag)",
-                                                   "'torch.distributed.run' (not a flag)",
-                                                   "--nnodes (not modelled)",
-                                                   "--nproc-per-node (not modelled)",
-                                                   "'pretrain_gpt.py' (not a flag)"}));
-  EXPECT_EQ(error_of("--nnodes 2 --spec x.py\n" + kModel).rfind("args.txt:1: --nnodes: unknown flag", 0),
-            0u);
+  const ImportedJob job = import(
+      "export X=1; python -m torch.distributed.run --nnodes 2 "
+      "--nproc-per-node=8 pretrain_gpt.py \\\n" +
+      kModel);
+  EXPECT_EQ(job.ignored, (std::vector<std::string>{
+                             "'export' (not a flag)", "'X=1' (not a flag)", "'python' (not a flag)",
+                             "'-m' (not a flag)", "'torch.distributed.run' (not a flag)",
+                             "--nnodes (not modelled)", "--nproc-per-node (not modelled)",
+                             "'pretrain_gpt.py' (not a flag)"}));
+  EXPECT_EQ(
+      error_of("--nnodes 2 --spec x.py\n" + kModel).rfind("args.txt:1: --nnodes: unknown flag", 0),
+      0u);
 }
 
 // Inert flags stay listed, their values with them.

@@ -416,8 +416,8 @@ TEST(MindFormersImport, KeysThatChangeTheJobAreUnmodelled) {
       {"vocab_emb_dp: False", "context_parallel: 2", "parallel_config.context_parallel: '2'", 19},
       {"vocab_emb_dp: False", "vocab_emb_dp: True", "parallel_config.vocab_emb_dp: 'True'", 19},
       {"seed: 0", "swap_config:\n  swap: True", "swap_config.swap: 'True'", 2},
-      {"rms_norm_eps: 1.0e-5", "num_hidden_layers: 32", "model.model_config.num_hidden_layers: '32'",
-       37},
+      {"rms_norm_eps: 1.0e-5", "num_hidden_layers: 32",
+       "model.model_config.num_hidden_layers: '32'", 37},
       {"seed: 0", "context:\n  jit_config: {jit_level: O1}", "context.jit_config", 2},
       {"rms_norm_eps: 1.0e-5", "hidden_dropout_prob: 0.1",
        "model.model_config.hidden_dropout_prob: '0.1'", 37},
@@ -430,13 +430,13 @@ TEST(MindFormersImport, KeysThatChangeTheJobAreUnmodelled) {
     EXPECT_EQ(job.unmodelled[0].origin.file, "mf.yaml");
   }
   const ImportedJob harmless =
-      import(with(with(with(kConfig, "seed: 0", "moe_config:\n  expert_num: 1"), "vocab_emb_dp: False",
-                       "context_parallel: 1"),
+      import(with(with(with(kConfig, "seed: 0", "moe_config:\n  expert_num: 1"),
+                       "vocab_emb_dp: False", "context_parallel: 1"),
                   "rms_norm_eps: 1.0e-5", "hidden_dropout_prob: 0."));
   EXPECT_TRUE(harmless.unmodelled.empty());
-  for (const char* key : {"moe_config.expert_num (not modelled)",
-                          "parallel_config.context_parallel (not modelled)",
-                          "model.model_config.hidden_dropout_prob (not modelled)"})
+  for (const char* key :
+       {"moe_config.expert_num (not modelled)", "parallel_config.context_parallel (not modelled)",
+        "model.model_config.hidden_dropout_prob (not modelled)"})
     EXPECT_NE(std::find(harmless.ignored.begin(), harmless.ignored.end(), key),
               harmless.ignored.end())
         << key;
