@@ -42,6 +42,7 @@ ImportOutcome run_import(const ImportRequest& r) {
   check_import_request(r);
   const Importer& importer = importer_of(r.format);
   ImportedJob job = importer.read(read_input(r.input, kMaxInput), r.input);
+  if (!job.unmodelled.empty() && !r.allow_unmodelled) throw unmodelled_error(job.unmodelled);
   if (r.pp) {
     job.pp = *r.pp;
     job.from("training.pp", Origin{"", 0, 0, "--pp", ""});
@@ -65,6 +66,7 @@ ImportOutcome run_import(const ImportRequest& r) {
   auto shown = [](const std::string& s) { return ConfigError("", 0, "", s).message(); };
   for (const std::string& i : job.ignored) out.ignored.push_back(shown(i));
   for (const std::string& n : job.notes) out.notes.push_back(shown(n));
+  for (const Unmodelled& u : job.unmodelled) out.warnings.push_back(shown(unmodelled_warning(u)));
   return out;
 }
 

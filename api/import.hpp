@@ -19,6 +19,9 @@ struct ImportRequest {
   std::optional<long long> devices;    ///< ... on this many devices
   std::optional<int> pp;               ///< profile imports only: pipeline stages
   std::optional<int> microbatches;     ///< profile imports only: micro-batches
+  /// Import a job whose flags or keys change time or memory in ways bmpipe does not model
+  /// (ImportedJob::unmodelled), with a warning for each, instead of refusing it.
+  bool allow_unmodelled = false;
   /// Where the YAML goes ("<stdout>" when printed): its header names it, and relative
   /// paths in it are written relative to it.
   std::string out = "<stdout>";
@@ -29,6 +32,9 @@ struct ImportOutcome {
   /// Flags and keys bmpipe does not model, and approximations, one line each, with the
   /// user's bytes shown as ConfigError shows them (control characters as \xNN).
   std::vector<std::string> ignored, notes;
+  /// With allow_unmodelled: each flag or key bmpipe does not model that makes the simulated
+  /// job differ from the user's, one line each.
+  std::vector<std::string> warnings;
 };
 
 /// The request's own values, checked before the input is read: a known format, exactly one
@@ -37,7 +43,8 @@ struct ImportOutcome {
 void check_import_request(const ImportRequest& request);
 
 /// Reads the input and writes the config. Throws RequestError, and ConfigError for the
-/// input, the cluster file or the preset.
+/// input (among them an ImportError for flags or keys bmpipe does not model, unless
+/// allow_unmodelled), the cluster file or the preset.
 ImportOutcome run_import(const ImportRequest& request);
 
 }  // namespace bmpipe::api

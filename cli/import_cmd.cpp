@@ -23,8 +23,12 @@ std::string import_help() {
   return "bmpipe import FORMAT INPUT [options]\n\nFormats:\n" + importer_help() +
          R"(
 The YAML goes to stdout (or --out) and loads with `bmpipe simulate`; each value carries
-a comment naming the flag or key it came from. Flags and keys bmpipe does not model are
-listed on stderr as "ignored: ...", approximations as "note: ...".
+a comment naming the flag or key it came from. Every flag or key is checked against the
+framework's own list: an unknown one is an error (with the closest known name). Those
+that cannot change time or memory (logging, checkpoints, data paths) are listed on stderr
+as "ignored: ...", approximations as "note: ...". Those that change time or memory in a
+way bmpipe does not model (context parallelism, FP8, mixture of experts, FSDP,
+offloading, ...) are an error, or with --allow-unmodelled a "warning: ..." each.
 )";
 }
 
@@ -47,7 +51,9 @@ int run_import(const std::vector<std::string>& args) {
        "mindformers defaults to data_parallel x model_parallel x pipeline_stage")
       ("out", po::value<std::string>(), "write the YAML to FILE instead of stdout")
       ("pp", po::value<int>(), "profile only: pipeline stages (default 1)")
-      ("microbatches", po::value<int>(), "profile only: micro-batches per iteration (default 1)");
+      ("microbatches", po::value<int>(), "profile only: micro-batches per iteration (default 1)")
+      ("allow-unmodelled", "import flags or keys that change time or memory in ways bmpipe does "
+       "not model, with a warning each, instead of refusing them");
   // clang-format on
   if (args.empty()) return usage_error("missing FORMAT (" + importer_names() + ")", opts);
   if (args[0] == "--help" || args[0] == "-h") {
@@ -87,6 +93,7 @@ int run_import(const std::vector<std::string>& args) {
   if (vm.count("devices")) request.devices = vm["devices"].as<long long>();
   if (vm.count("pp")) request.pp = vm["pp"].as<int>();
   if (vm.count("microbatches")) request.microbatches = vm["microbatches"].as<int>();
+  request.allow_unmodelled = vm.count("allow-unmodelled") > 0;
   const std::string out = vm.count("out") ? vm["out"].as<std::string>() : "";
   if (!out.empty()) request.out = out;
   try {
@@ -98,6 +105,7 @@ int run_import(const std::vector<std::string>& args) {
     const api::ImportOutcome imported = api::run_import(request);
     for (const std::string& i : imported.ignored) std::cerr << "ignored: " << i << "\n";
     for (const std::string& n : imported.notes) std::cerr << "note: " << n << "\n";
+    for (const std::string& w : imported.warnings) std::cerr << "warning: " << w << "\n";
     if (out.empty()) {
       std::cout << imported.yaml;
     } else {

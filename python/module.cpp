@@ -346,7 +346,7 @@ PYBIND11_MODULE(bmpipe, m) {
       "import_config",
       [](const std::string& format, const py::handle& path, std::optional<py::object> cluster,
          std::optional<std::string> preset, std::optional<long long> devices, std::optional<int> pp,
-         std::optional<int> microbatches) {
+         std::optional<int> microbatches, bool allow_unmodelled) {
         api::ImportRequest r;
         r.format = format;
         r.input = path_string(path);
@@ -355,6 +355,7 @@ PYBIND11_MODULE(bmpipe, m) {
         r.devices = devices;
         r.pp = pp;
         r.microbatches = microbatches;
+        r.allow_unmodelled = allow_unmodelled;
         api::ImportOutcome imported;
         {
           py::gil_scoped_release nogil;
@@ -364,15 +365,18 @@ PYBIND11_MODULE(bmpipe, m) {
         const py::object warn = py::module_::import("warnings").attr("warn");
         for (const std::string& i : imported.ignored) warn(utf8("ignored: " + i));
         for (const std::string& n : imported.notes) warn(utf8("note: " + n));
+        for (const std::string& w : imported.warnings) warn(utf8("warning: " + w));
         return utf8(imported.yaml);
       },
       py::arg("format"), py::arg("path"), py::kw_only(), py::arg("cluster") = py::none(),
       py::arg("preset") = py::none(), py::arg("devices") = py::none(), py::arg("pp") = py::none(),
-      py::arg("microbatches") = py::none(),
+      py::arg("microbatches") = py::none(), py::arg("allow_unmodelled") = false,
       "The bmpipe YAML config `bmpipe import FORMAT PATH` prints, as a str that load() "
       "takes. format: 'megatron' (launch arguments), 'mindformers' (a YAML) or 'profile' (a "
       "per-layer CSV, with pp and microbatches); the cluster is a cluster YAML file, or "
       "preset with devices. Flags the import does not model and approximations come as "
-      "UserWarnings ('ignored: ...', 'note: ...'). Raises ConfigError for the input, "
+      "UserWarnings ('ignored: ...', 'note: ...'). A flag or key that changes time or memory "
+      "in a way bmpipe does not model raises ConfigError, unless allow_unmodelled=True, which "
+      "makes it a UserWarning ('warning: ...'). Raises ConfigError for the input, "
       "ValueError for a bad option.");
 }

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "experiment/suggest.hpp"
 #include "sim/cost/hardware.hpp"
 
 namespace bmpipe {
@@ -146,6 +147,27 @@ std::string mode_costs(const LayerModeCosts& m) {
   return out + "}";
 }
 
+/// `cluster_yaml` with cluster.device.memory_GiB set to `GiB`, its origin beside it.
+std::string with_device_memory(const std::string& cluster_yaml, double GiB,
+                               const ImportedJob& job) {
+  YAML::Node root = YAML::Load(cluster_yaml);
+  root["cluster"]["device"]["memory_GiB"] = GiB;
+  YAML::Emitter e;
+  e << root;
+  std::string text = std::string(e.c_str()) + "\n";
+  // The emitter writes the device's keys four spaces in: the comment goes on that line.
+  const std::string line = "\n    memory_GiB: ";
+  const auto it = job.origin.find("cluster.device.memory_GiB");
+  if (const std::size_t at = text.find(line); at != std::string::npos && it != job.origin.end()) {
+    const std::size_t end = text.find('\n', at + 1);
+    const Origin& o = it->second;
+    text.insert(end, "  # " + comment_text(o.key) +
+                         (o.line > 0 ? " (line " + std::to_string(o.line) + ")" : "") +
+                         (o.why.empty() ? "" : ": " + comment_text(o.why)));
+  }
+  return text;
+}
+
 /// The origin of `key` or of its nearest parent ("a.b[2].c" -> "a.b[2]" -> "a.b" -> "a").
 const Origin* origin_of(const ImportedJob& job, std::string key) {
   while (true) {
@@ -162,6 +184,107 @@ ImportError::ImportError(std::string file, int line, int column, std::string key
                          std::string message)
     : ConfigError(std::move(file), line, std::move(key), std::move(message)), column_(column) {
   what_ = what_of(*this, column_);
+}
+
+// ---- the vocabulary ------------------------------------------------------------------------
+
+Vocabulary::Vocabulary(std::string_view text, std::string_view source) {
+  int line = 0;
+  auto bad = [&](const std::string& why) {
+    throw std::logic_error(std::string(source) + ":" + std::to_string(line) + ": " + why);
+  };
+  for (std::size_t pos = 0; pos < text.size();) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view row = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line;
+    if (!row.empty() && row.back() == '\r') row.remove_suffix(1);
+    if (row.empty() || row.front() == '#') continue;
+    std::vector<std::string_view> cells;
+    for (std::size_t from = 0;;) {
+      const std::size_t tab = row.find('\t', from);
+      cells.push_back(row.substr(from, tab == std::string_view::npos ? row.npos : tab - from));
+      if (tab == std::string_view::npos) break;
+      from = tab + 1;
+    }
+    if (cells.size() != 4)
+      bad("expected 4 tab-separated columns, got " + std::to_string(cells.size()));
+    VocabularyEntry e;
+    e.name = std::string(cells[0]);
+    if (e.name.empty() || e.name == "-") bad("a row without a name");
+    if (cells[1] == "modelled")
+      e.treatment = Treatment::modelled;
+    else if (cells[1] == "inert")
+      e.treatment = Treatment::inert;
+    else if (cells[1] == "unmodelled")
+      e.treatment = Treatment::unmodelled;
+    else if (cells[1] == "obsolete")
+      e.treatment = Treatment::obsolete;
+    else
+      bad("unknown class '" + std::string(cells[1]) + "'");
+    if (cells[2] != "-") e.harmless = std::string(cells[2]);
+    if (cells[3] != "-") e.reason = std::string(cells[3]);
+    const bool needs_reason =
+        e.treatment == Treatment::unmodelled || e.treatment == Treatment::obsolete;
+    if (needs_reason == e.reason.empty())
+      bad(e.name + ": a reason goes with unmodelled and obsolete rows only");
+    if (e.harmless && e.treatment != Treatment::unmodelled)
+      bad(e.name + ": a harmless value goes with unmodelled rows only");
+    if (!index_.emplace(e.name, entries_.size()).second) bad(e.name + " is listed twice");
+    names_.push_back(e.name);
+    entries_.push_back(std::move(e));
+  }
+}
+
+bool VocabularyEntry::harmless_value(std::string_view value) const {
+  if (!harmless) return false;
+  // A number matches by value ("0." is "0"), anything else by its text.
+  auto number = [](std::string_view t) -> std::optional<double> {
+    double v = 0;
+    const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (t.empty() || r.ec != std::errc() || r.ptr != t.data() + t.size()) return std::nullopt;
+    return v;
+  };
+  const std::optional<double> given = number(value);
+  std::string_view rest = *harmless;
+  while (true) {
+    const std::size_t bar = rest.find('|');
+    const std::string_view h = rest.substr(0, bar);
+    if (h == value) return true;
+    if (const std::optional<double> n = number(h); n && given && *n == *given) return true;
+    if (bar == std::string_view::npos) return false;
+    rest.remove_prefix(bar + 1);
+  }
+}
+
+const VocabularyEntry* Vocabulary::find(std::string_view name) const {
+  const auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &entries_[it->second];
+}
+
+std::string Vocabulary::suggestion(std::string_view name) const {
+  return did_you_mean(name, names_);
+}
+
+ImportError unmodelled_error(const std::vector<Unmodelled>& u) {
+  const Origin& o = u.front().origin;
+  std::string message =
+      "not modelled yet; the simulated job would differ from yours (" + u.front().reason + ")";
+  if (u.size() > 1) {
+    message += "; also not modelled:";
+    for (std::size_t i = 1; i < u.size(); ++i)
+      message += (i > 1 ? ", " : " ") + u[i].origin.key +
+                 (u[i].origin.line > 0 ? " (line " + std::to_string(u[i].origin.line) + ")" : "");
+  }
+  message +=
+      ". To import it anyway, with a warning, give --allow-unmodelled "
+      "(Python: allow_unmodelled=True)";
+  return ImportError(o.file, o.line, o.column, o.key, message);
+}
+
+std::string unmodelled_warning(const Unmodelled& u) {
+  return u.given + " is not modelled; the simulated job differs from yours (" + u.reason + ")";
 }
 
 void ImportedJob::ignore(const std::string& what) {
@@ -262,6 +385,7 @@ ImportCluster cluster_from_file(const std::string& path) {
   out.yaml = std::string(e.c_str()) + "\n";
   out.devices = static_cast<long long>(c.cluster.nodes) * c.cluster.devices_per_node;
   out.has_compute = c.device.hardware.has_value();
+  out.memory_GiB = c.device.memory_GiB;
   out.description = "cluster from " + path + " (" + std::to_string(c.cluster.nodes) + " x " +
                     std::to_string(c.cluster.devices_per_node) + " " + c.device.name + ")";
   out.origin = Origin{path, cluster_line, 0, "cluster", ""};
@@ -293,6 +417,7 @@ ImportCluster cluster_from_preset(const std::string& name, long long devices) {
              "\n";
   out.devices = devices;
   out.has_compute = true;
+  out.memory_GiB = hw->memory_GiB;
   out.description = std::to_string(devices) + " " + name + " devices (--preset " + name +
                     " --devices " + std::to_string(devices) + ")";
   out.origin = Origin{"", 0, 0, "--devices", ""};
@@ -315,11 +440,21 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
   head << "# Cluster: " << comment_text(cluster.description) << ".\n";
   head << "# Beside each value, the flag or key it came from.\n";
   for (const std::string& n : job.notes) head << "# Note: " << comment_text(n) << "\n";
+  for (const Unmodelled& u : job.unmodelled)
+    head << "# Warning: " << comment_text(unmodelled_warning(u)) << "\n";
+  // A cap on the device's memory counts when it is below the device's own.
+  const bool capped = job.device_memory_GiB && *job.device_memory_GiB < cluster.memory_GiB;
+  if (job.device_memory_GiB && !capped) {
+    const auto it = job.origin.find("cluster.device.memory_GiB");
+    head << "# Note: " << (it == job.origin.end() ? "the memory cap" : comment_text(it->second.key))
+         << " (" << number(*job.device_memory_GiB) << " GiB) is not below the device's "
+         << number(cluster.memory_GiB) << " GiB, which stays the limit.\n";
+  }
   if (!job.ignored.empty()) wrap_list(head, "Not modelled (ignored):", job.ignored);
 
   YamlOut y(job);
   y.raw(head.str());
-  y.raw(cluster.yaml);
+  y.raw(capped ? with_device_memory(cluster.yaml, *job.device_memory_GiB, job) : cluster.yaml);
 
   y.section("model");
   y.value(1, "name", quoted(job.model_name), "model.name");
@@ -391,11 +526,14 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
   if (job.sequence_parallel)
     y.value(1, "sequence_parallel", *job.sequence_parallel ? "true" : "false",
             "training.sequence_parallel");
-  if (job.zero_stage || job.grad_dtype) {
+  if (job.zero_stage || job.grad_dtype || job.overlap_grad_reduce) {
     y.raw("  optimizer:\n");
     if (job.zero_stage)
       y.value(2, "zero_stage", std::to_string(*job.zero_stage), "training.optimizer.zero_stage");
     if (job.grad_dtype) y.value(2, "grad_dtype", *job.grad_dtype, "training.optimizer.grad_dtype");
+    if (job.overlap_grad_reduce)
+      y.value(2, "overlap_grad_reduce", *job.overlap_grad_reduce ? "true" : "false",
+              "training.optimizer.overlap_grad_reduce");
   }
   // An even split is bmpipe's default one. Left out, it lets a schedule with another stage
   // count (`compare`, `plan --schedule auto`) split the layers its own way.
@@ -416,7 +554,9 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
     parse_config(text, out_name);
   } catch (const ConfigError& e) {
     const std::string key = e.key();
-    const Origin* o = key.rfind("cluster", 0) == 0 ? &cluster.origin : origin_of(job, key);
+    // A cluster key is the cluster's, unless the job set it (the device memory).
+    const Origin* o = key.rfind("cluster", 0) == 0 && !job.origin.count(key) ? &cluster.origin
+                                                                             : origin_of(job, key);
     if (!o)
       throw ImportError(source, 0, 0, "",
                         "the imported config does not load: " + std::string(e.what()));

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "experiment/config.hpp"
@@ -46,8 +47,68 @@ struct ImportCluster {
   std::string description;   ///< one line for the header comment
   long long devices = 0;     ///< nodes x devices_per_node
   bool has_compute = false;  ///< the device has figures for the analytic cost model
+  double memory_GiB = 0;     ///< the device's memory (cluster.device.memory_GiB)
   Origin origin;             ///< the file or the options it came from
 };
+
+// ---- the vocabulary of a framework ---------------------------------------------------------
+
+/// What an importer does with one of the framework's flags or keys.
+enum class Treatment {
+  modelled,    ///< read into the job
+  inert,       ///< cannot change time or memory: listed as ignored
+  unmodelled,  ///< changes time or memory, not modelled: refused unless allowed
+  obsolete,    ///< the framework itself refuses it
+};
+
+/// One row of a vocabulary table.
+struct VocabularyEntry {
+  std::string name;
+  Treatment treatment = Treatment::inert;
+  /// unmodelled only: the values ('|' between them) with which it changes nothing bmpipe
+  /// models (for Megatron-LM, the value taken when the flag is absent).
+  std::optional<std::string> harmless;
+  std::string reason;  ///< unmodelled and obsolete: what it does, or what to use instead
+
+  /// Whether `value` is one of the harmless values.
+  bool harmless_value(std::string_view value) const;
+};
+
+/// Every flag or key a framework reads, each with its treatment: a table compiled into bmpipe
+/// (frameworks/megatron/flags.tsv, frameworks/mindformers/keys.tsv). One row a line, tab-
+/// separated: NAME, CLASS (modelled, inert, unmodelled, obsolete), HARMLESS and REASON ('-'
+/// for none); '#' starts a comment line.
+class Vocabulary {
+ public:
+  /// Parses `text`; a malformed row or a name given twice throws std::logic_error naming
+  /// `source` and the line (the table is bmpipe's own, so that is a bug in bmpipe).
+  Vocabulary(std::string_view text, std::string_view source);
+  const VocabularyEntry* find(std::string_view name) const;
+  const std::vector<VocabularyEntry>& entries() const { return entries_; }
+  /// " (did you mean 'x'?)" for the closest name, or "".
+  std::string suggestion(std::string_view name) const;
+
+ private:
+  std::vector<VocabularyEntry> entries_;
+  std::map<std::string, std::size_t, std::less<>> index_;
+  std::vector<std::string> names_;
+};
+
+/// A flag or key the job was given that changes time or memory in a way bmpipe does not
+/// model (Treatment::unmodelled). The import refuses the job unless asked to allow them.
+struct Unmodelled {
+  Origin origin;       ///< where it was given; key: the flag or key
+  std::string given;   ///< as given: "--fp8-format hybrid"
+  std::string reason;  ///< what it does that bmpipe does not model
+};
+
+/// The refusal of `u`: "FILE:LINE: KEY: not modelled yet; the simulated job would differ
+/// from yours (REASON) ...", naming the others after the first.
+ImportError unmodelled_error(const std::vector<Unmodelled>& u);
+
+/// The warning for `u` when allowed: "--fp8-format hybrid is not modelled; the simulated
+/// job differs from yours (REASON)".
+std::string unmodelled_warning(const Unmodelled& u);
 
 /// The cluster of `path`, a YAML file holding only a cluster: section (as in a config).
 /// It is checked as `bmpipe simulate` would check it; errors name `path` and its lines.
@@ -80,6 +141,10 @@ struct ImportedJob {
   std::optional<std::string> grad_dtype;  ///< fp32, bf16 or fp16
   std::vector<int> partition;             ///< layers per stage; empty: bmpipe's uniform split
   std::vector<Recompute> recompute;       ///< per layer in model order; empty: none
+  std::optional<bool> overlap_grad_reduce;
+  /// The memory the framework may use per device, GiB: cluster.device.memory_GiB when below
+  /// the device's own (MindFormers' context.max_device_memory).
+  std::optional<double> device_memory_GiB;
 
   /// Config key path ("training.pp", "model.layers[2].forward_ms") -> where its value came
   /// from. A key without an entry takes its nearest parent's.
@@ -88,6 +153,9 @@ struct ImportedJob {
   std::vector<std::string> ignored;
   /// What the config approximates, one sentence each.
   std::vector<std::string> notes;
+  /// Flags or keys that change time or memory and that bmpipe does not model, in input
+  /// order: the import fails on them unless allowed (api::ImportRequest::allow_unmodelled).
+  std::vector<Unmodelled> unmodelled;
 
   /// Records `key`'s origin.
   void from(const std::string& key, Origin o) { origin[key] = std::move(o); }

@@ -149,7 +149,7 @@ constexpr std::string_view kGranularity[] = {"full", "selective"};
 constexpr std::string_view kMethod[] = {"uniform", "block"};
 
 // The flags bmpipe reads; [MG-args] and [MG-au] give their kinds. Every other flag is
-// listed as not modelled.
+// treated as frameworks/megatron/flags.tsv says (its modelled rows are these).
 constexpr FlagSpec kFlags[] = {
     // model
     {"--num-layers", Kind::integer},
@@ -193,23 +193,7 @@ constexpr FlagSpec kFlags[] = {
     {"--fp16", Kind::boolean},
     {"--accumulate-allreduce-grads-in-fp32", Kind::boolean},
     {"--grad-reduce-in-bf16", Kind::boolean},
-};
-
-// Flags that make a model bmpipe cannot run: refused rather than listed as ignored, since
-// the rest of the import would describe another model.
-struct Refusal {
-  std::string_view name;
-  std::string_view why;
-};
-constexpr Refusal kRefused[] = {
-    {"--num-experts", "makes a mixture-of-experts model; bmpipe models dense decoder layers only"},
-    {"--hybrid-layer-pattern",
-     "makes a hybrid (Mamba) model; bmpipe models transformer decoder "
-     "layers only"},
-    {"--multi-latent-attention",
-     "selects multi-latent attention, which bmpipe's cost model does "
-     "not have"},
-    {"--mtp-num-layers", "adds multi-token prediction layers, which bmpipe does not model"},
+    {"--overlap-grad-reduce", Kind::boolean},
 };
 
 const FlagSpec* find_flag(std::string_view name) {
@@ -336,16 +320,47 @@ class Args {
 
 // ---- the reader, by section ---------------------------------------------------------------
 
+/// The launcher's words, [first, second): from the command word before the first Python
+/// script ("torchrun --nproc_per_node 8 pretrain_gpt.py ...") up to the script; empty when
+/// there is no script, or when its command starts with a flag (a value that names a .py file
+/// is no script). Flags there are the launcher's, not Megatron-LM's.
+std::pair<std::size_t, std::size_t> launcher_words(const std::vector<ShellWord>& words) {
+  std::size_t from = 0;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& t = words[i].text;
+    if (words[i].boundary) {
+      from = i + 1;
+      continue;
+    }
+    if (t.size() > 3 && t[0] != '-' && t.compare(t.size() - 3, 3, ".py") == 0)
+      return from < i && words[from].text.rfind("--", 0) != 0
+                 ? std::pair{from, i}
+                 : std::pair{std::size_t{0}, std::size_t{0}};
+  }
+  return {0, 0};
+}
+
 /// The words of `text` as flags: the last use of each flag bmpipe reads (argparse keeps the
-/// last), with the values that follow it. Flags it does not read, and words outside a flag,
-/// are listed in job.ignored; repeated flags and shell expansions get a note. Throws for a
-/// flag that makes a model bmpipe cannot run (kRefused).
+/// last), with the values that follow it. Every flag is looked up in the table
+/// (frameworks/megatron/flags.tsv): an unknown one is an error with the closest known name,
+/// an obsolete one an error naming its replacement; inert flags, the launcher's flags and
+/// words outside a flag are listed in job.ignored; flags that change time or memory in a way
+/// bmpipe does not model go to job.unmodelled, unless given their harmless value. Repeated
+/// flags and shell expansions get a note.
 std::map<std::string, Use> flags_of(const std::string& text, const std::string& name,
                                     const std::string& file, ImportedJob& job) {
+  const Vocabulary& vocabulary = megatron_vocabulary();
   std::map<std::string, Use> used;
-  std::string current;    // the flag whose values follow; empty: none
+  // Unmodelled flags, by first appearance, and their last use.
+  std::vector<std::string> unmodelled_order;
+  std::map<std::string, Use> unmodelled;
+  std::string current;  // the flag whose values follow; empty: none
+  std::map<std::string, Use>* current_map = nullptr;
   std::string expansion;  // the first shell expansion outside a flag, for the note
-  for (const ShellWord& w : split_shell_words(text, name)) {
+  const std::vector<ShellWord> words = split_shell_words(text, name);
+  const auto [launcher_from, script] = launcher_words(words);
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const ShellWord& w = words[i];
     if (w.boundary || w.text == "--") {
       current.clear();
       continue;
@@ -359,13 +374,24 @@ std::map<std::string, Use> flags_of(const std::string& text, const std::string& 
         inline_value = v;
         flag.resize(eq);
       }
-      for (const Refusal& r : kRefused)
-        if (flag == r.name &&
-            !(flag == "--mtp-num-layers" && inline_value && inline_value->text == "0"))
-          throw ImportError(file, w.line, 0, flag, std::string(r.why));
       current = flag;
-      if (find_flag(flag)) {
-        Use& u = used[flag];
+      current_map = nullptr;
+      const VocabularyEntry* entry = vocabulary.find(flag);
+      if (i >= launcher_from && i < script) {
+        job.ignore(flag + " (not modelled)");  // the launcher's (torchrun's) flag
+      } else if (!entry) {
+        throw ImportError(file, w.line, 0, flag,
+                          "unknown flag: Megatron-LM's arguments.py has no such flag, and its "
+                          "parser takes no abbreviations" +
+                              vocabulary.suggestion(flag));
+      } else if (entry->treatment == Treatment::obsolete) {
+        throw ImportError(file, w.line, 0, flag, entry->reason);
+      } else if (entry->treatment == Treatment::modelled ||
+                 entry->treatment == Treatment::unmodelled) {
+        const bool modelled = entry->treatment == Treatment::modelled;
+        current_map = modelled ? &used : &unmodelled;
+        if (!modelled && !unmodelled.count(flag)) unmodelled_order.push_back(flag);
+        Use& u = (*current_map)[flag];
         u.values.clear();
         u.line = w.line;
         u.lines.push_back(w.line);
@@ -382,7 +408,21 @@ std::map<std::string, Use> flags_of(const std::string& text, const std::string& 
       if (w.expansion && expansion.empty()) expansion = w.text;
       continue;
     }
-    if (auto it = used.find(current); it != used.end()) it->second.values.push_back(w);
+    if (current_map)
+      if (auto it = current_map->find(current); it != current_map->end())
+        it->second.values.push_back(w);
+  }
+  for (const std::string& flag : unmodelled_order) {
+    const Use& u = unmodelled.at(flag);
+    const VocabularyEntry& entry = *vocabulary.find(flag);
+    std::string given = flag;
+    for (const ShellWord& v : u.values) given += " " + v.text;
+    // Megatron-LM's own default, given explicitly, changes nothing.
+    if (u.values.size() == 1 && entry.harmless_value(u.values[0].text)) {
+      job.ignore(given + " (Megatron-LM's default)");
+      continue;
+    }
+    job.unmodelled.push_back(Unmodelled{Origin{file, u.line, 0, flag, ""}, given, entry.reason});
   }
   for (const auto& [flag, u] : used)
     if (u.lines.size() > 1)
@@ -621,6 +661,10 @@ void read_precision_and_optimizer(const Reading& ctx) {
            a.origin("--use-distributed-optimizer",
                     *job.zero_stage ? "--use-distributed-optimizer: optimizer state sharded over dp"
                                     : "no --use-distributed-optimizer: replicated optimizer"));
+  if (a.boolean("--overlap-grad-reduce")) {
+    job.overlap_grad_reduce = true;
+    job.from("training.optimizer.overlap_grad_reduce", a.origin("--overlap-grad-reduce"));
+  }
   if (a.boolean("--sequence-parallel")) {
     // [MG-args]: sequence parallelism is switched off when tp is 1.
     job.sequence_parallel = tp > 1;
@@ -878,6 +922,17 @@ void read_recompute(const Reading& ctx) {
 }
 
 }  // namespace
+
+const Vocabulary& megatron_vocabulary() {
+  static const Vocabulary table(megatron_flags_text(), "frameworks/megatron/flags.tsv");
+  return table;
+}
+
+std::vector<std::string_view> megatron_modelled_flags() {
+  std::vector<std::string_view> out;
+  for (const FlagSpec& f : kFlags) out.push_back(f.name);
+  return out;
+}
 
 ImportedJob read_megatron_args(const std::string& text, const std::string& name) {
   const std::string file = shown_path(name);

@@ -3,12 +3,15 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <climits>
 #include <cmath>
 #include <filesystem>
 #include <initializer_list>
 #include <string_view>
 
+#include "experiment/suggest.hpp"
 #include "experiment/yaml_reader.hpp"
 #include "frameworks/mindformers/formats.hpp"
 #include "schedules/registry.hpp"
@@ -114,14 +117,53 @@ class Mf {
     return n.Scalar();
   }
 
-  /// Lists every key of `map` (at `path`) not in `read` as not modelled.
-  void ignore_others(const YAML::Node& map, const std::string& path,
-                     std::initializer_list<std::string_view> read) const {
+  /// Checks every key of `map` (at `path`, "" for the top level) against the table
+  /// (frameworks/mindformers/keys.tsv): an unknown key is an error naming the closest
+  /// known one; inert keys are listed as not modelled; unmodelled ones go to
+  /// job.unmodelled unless given a harmless value. `read` are the keys the caller reads,
+  /// which must be exactly the table's modelled keys of `path` (a bug in bmpipe otherwise).
+  void check_keys(const YAML::Node& map, const std::string& path,
+                  std::initializer_list<std::string_view> read) const {
+    const Vocabulary& table = mindformers_vocabulary();
+    const std::string prefix = path.empty() ? "" : path + ".";
+    std::vector<std::string> siblings;
+    for (const VocabularyEntry& e : table.entries()) {
+      if (e.name.compare(0, prefix.size(), prefix) != 0) continue;
+      const std::string last = e.name.substr(prefix.size());
+      if (last.find('.') != std::string::npos) continue;
+      siblings.push_back(last);
+      const bool reads = std::find(read.begin(), read.end(), last) != read.end();
+      if (reads != (e.treatment == Treatment::modelled))
+        throw std::logic_error("frameworks/mindformers/keys.tsv and the importer disagree on " +
+                               e.name);
+    }
     if (!map.IsDefined() || !map.IsMap()) return;
     for (const auto& kv : map) {
       const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : "?";
-      if (std::find(read.begin(), read.end(), k) == read.end())
-        job_.ignore((path.empty() ? "" : path + ".") + k + " (not modelled)");
+      const std::string key = prefix + k;
+      const VocabularyEntry* e = table.find(key);
+      if (!e || std::find(siblings.begin(), siblings.end(), k) == siblings.end())
+        fail(kv.first, key,
+             "unknown key: MindFormers has no " +
+                 (path.empty() ? "top-level key '" + k + "'" : "key '" + k + "' in " + path) +
+                 did_you_mean(k, siblings));
+      switch (e->treatment) {
+        case Treatment::modelled:
+          break;
+        case Treatment::inert:
+          job_.ignore(key + " (not modelled)");
+          break;
+        case Treatment::obsolete:
+          fail(kv.first, key, e->reason);
+        case Treatment::unmodelled:
+          if (kv.second.IsScalar() && e->harmless_value(kv.second.Scalar()))
+            job_.ignore(key + " (not modelled)");
+          else
+            job_.unmodelled.push_back(
+                Unmodelled{origin(kv.first, key),
+                           kv.second.IsScalar() ? key + ": " + shown(kv.second) : key, e->reason});
+          break;
+      }
     }
   }
 
@@ -238,23 +280,44 @@ YAML::Node load_root(const Mf& mf, const std::string& text) {
     throw ImportError(file, 1, 0, "",
                       "expected a MindFormers config: a mapping with "
                       "parallel_config, model and recompute_config");
-  mf.ignore_others(
-      root, "",
-      {"parallel_config", "model", "recompute_config", "runner_config", "parallel", "moe_config"});
+  mf.check_keys(root, "",
+                {"parallel_config", "model", "recompute_config", "runner_config", "parallel",
+                 "moe_config", "context", "swap_config"});
   return root;
 }
 
-/// A mixture-of-experts model is another model, not an approximation of this one.
-void refuse_mixture_of_experts(const Reading& ctx) {
+/// moe_config and swap_config: bmpipe reads none of their keys, but expert_num > 1 (another
+/// model) and swapping change the job, which the key table says (Mf::check_keys).
+void check_moe_and_swap(const Reading& ctx) {
   const Mf& mf = ctx.mf;
-  const YAML::Node& root = ctx.root;
-  if (const YAML::Node moe = mf.section(root, "moe_config", "moe_config"); moe.IsDefined()) {
-    const YAML::Node experts = Mf::child(moe, "expert_num");
-    if (experts.IsDefined() && mf.integer(experts, "moe_config.expert_num", 0, LLONG_MAX) > 1)
-      mf.fail(experts, "moe_config.expert_num",
-              "a mixture-of-experts model (expert_num > 1); bmpipe models dense decoder layers "
-              "only");
-  }
+  mf.check_keys(mf.section(ctx.root, "moe_config", "moe_config"), "moe_config", {});
+  mf.check_keys(mf.section(ctx.root, "swap_config", "swap_config"), "swap_config", {});
+}
+
+/// context, MindSpore's set_context: max_device_memory ("58GB") caps the memory of every
+/// device, so it becomes the device's memory in the imported config.
+void read_context(const Reading& ctx) {
+  const Mf& mf = ctx.mf;
+  ImportedJob& job = ctx.job;
+  const YAML::Node context = mf.section(ctx.root, "context", "context");
+  mf.check_keys(context, "context", {"max_device_memory"});
+  const YAML::Node m = Mf::child(context, "max_device_memory");
+  if (!m.IsDefined()) return;
+  const std::string key = "context.max_device_memory";
+  // MindSpore's form: a number and "GB", which MindSpore counts in units of 2^30 bytes
+  // (mindspore-ai/mindspore, mindspore/ccsrc/backend/common/mem_reuse/
+  // mem_dynamic_allocator.cc: kGBToByte = 1024 << 20).
+  const std::string text = m.IsScalar() ? m.Scalar() : "";
+  double GiB = 0;
+  const bool gb = text.size() > 2 && text.compare(text.size() - 2, 2, "GB") == 0;
+  const char* end = text.data() + (gb ? text.size() - 2 : 0);
+  const auto r = std::from_chars(text.data(), end, GiB);
+  if (!gb || r.ec != std::errc() || r.ptr != end || !std::isfinite(GiB) ||
+      !std::isdigit(static_cast<unsigned char>(text[0])))
+    mf.fail(m, key, "expected a size like \"58GB\" (MindSpore's form), got " + Mf::shown(m));
+  if (GiB <= 0) mf.fail(m, key, "must be more than 0GB, got " + Mf::shown(m));
+  job.device_memory_GiB = GiB;
+  job.from("cluster.device.memory_GiB", mf.origin(m, key));
 }
 
 /// parallel_config: dp, tp, pp, micro_batch_num and sequence parallelism.
@@ -263,7 +326,7 @@ void read_parallel_config(Reading& ctx) {
   ImportedJob& job = ctx.job;
   const YAML::Node& root = ctx.root;
   const YAML::Node pc = mf.section(root, "parallel_config", "parallel_config");
-  mf.ignore_others(
+  mf.check_keys(
       pc, "parallel_config",
       {"data_parallel", "model_parallel", "pipeline_stage", "micro_batch_num", "use_seq_parallel"});
   auto pc_int = [&](const char* k, const char* why_default) {
@@ -301,9 +364,9 @@ void read_parallel(Reading& ctx) {
   ImportedJob& job = ctx.job;
   const YAML::Node& root = ctx.root;
   const YAML::Node par = mf.section(root, "parallel", "parallel");
-  mf.ignore_others(par, "parallel", {"pipeline_config", "enable_parallel_optimizer"});
+  mf.check_keys(par, "parallel", {"pipeline_config", "enable_parallel_optimizer"});
   const YAML::Node pipe = mf.section(par, "pipeline_config", "parallel.pipeline_config");
-  mf.ignore_others(pipe, "parallel.pipeline_config", {"pipeline_interleave", "pipeline_scheduler"});
+  mf.check_keys(pipe, "parallel.pipeline_config", {"pipeline_interleave", "pipeline_scheduler"});
   const YAML::Node interleave_node = Mf::child(pipe, "pipeline_interleave");
   const bool interleave =
       interleave_node.IsDefined() &&
@@ -337,7 +400,7 @@ void read_runner_config(const Reading& ctx) {
   const int micro_batch_num = ctx.micro_batch_num;
   const Origin& mbn_origin = ctx.micro_batch_num_origin;
   const YAML::Node runner = mf.section(root, "runner_config", "runner_config");
-  mf.ignore_others(runner, "runner_config", {"batch_size", "gradient_accumulation_steps"});
+  mf.check_keys(runner, "runner_config", {"batch_size", "gradient_accumulation_steps"});
   {
     const YAML::Node b = Mf::child(runner, "batch_size");
     job.micro_batch_size =
@@ -446,12 +509,12 @@ void read_model_config(Reading& ctx) {
   const YAML::Node& root = ctx.root;
   const YAML::Node model = mf.section(root, "model", "model");
   if (!model.IsDefined()) throw ImportError(file, 1, 0, "model", "missing required section");
-  mf.ignore_others(model, "model", {"model_config"});
+  mf.check_keys(model, "model", {"model_config"});
   const YAML::Node mc = mf.section(model, "model_config", "model.model_config");
   if (!mc.IsDefined())
     mf.fail(model, "model.model_config", "missing required section (the model's shape)");
   const std::string mk = "model.model_config.";
-  mf.ignore_others(
+  mf.check_keys(
       mc, "model.model_config",
       {"type", "num_layers", "hidden_size", "num_heads", "n_kv_heads", "intermediate_size",
        "multiple_of", "ffn_dim_multiplier", "vocab_size", "seq_length", "offset",
@@ -653,7 +716,7 @@ void read_recompute(const Reading& ctx) {
     recompute_origin = mf.origin(rc, rk);
   } else if (rc.IsDefined()) {
     if (!rc.IsMap()) mf.fail(rc, rk, "expected a mapping (recompute, select_recompute, ...)");
-    mf.ignore_others(rc, rk, {"recompute", "select_recompute"});
+    mf.check_keys(rc, rk, {"recompute", "select_recompute"});
     if (const YAML::Node r = Mf::child(rc, "recompute"); r.IsDefined()) {
       full = recompute_counts(mf, r, rk + ".recompute", partition, pp, vpp);
       recompute_origin = mf.origin(r, rk + ".recompute");
@@ -691,13 +754,19 @@ void read_recompute(const Reading& ctx) {
 
 }  // namespace
 
+const Vocabulary& mindformers_vocabulary() {
+  static const Vocabulary table(mindformers_keys_text(), "frameworks/mindformers/keys.tsv");
+  return table;
+}
+
 ImportedJob read_mindformers_yaml(const std::string& text, const std::string& name) {
   ImportedJob job;
   job.source = name;
   job.framework = "MindFormers YAML";
   const Mf mf(shown_path(name), job);
   Reading ctx(mf, job, name, load_root(mf, text));
-  refuse_mixture_of_experts(ctx);
+  check_moe_and_swap(ctx);
+  read_context(ctx);
   read_parallel_config(ctx);
   read_parallel(ctx);
   read_runner_config(ctx);

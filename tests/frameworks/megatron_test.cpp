@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <random>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "frameworks/megatron/export.hpp"
@@ -220,15 +222,17 @@ TEST(MegatronImport, FlagsItDoesNotModelAreListed) {
       import("torchrun --nproc_per_node 8 pretrain_gpt.py \\\n" + kModel +
              "--context-parallel-size 2 --expert-model-parallel-size 4 --lr 3e-4 \\\n"
              "  --data-path 0.5 /data/a 0.5 /data/b --lr 1e-4 2>&1 | tee train.log\n");
-  const std::vector<std::string> expected = {"'torchrun' (not a flag)",
-                                             "--nproc_per_node (not modelled)",
-                                             "--context-parallel-size (not modelled)",
-                                             "--expert-model-parallel-size (not modelled)",
-                                             "--lr (not modelled)",
-                                             "--data-path (not modelled)",
-                                             "'tee' (not a flag)",
-                                             "'train.log' (not a flag)"};
+  // The launcher's flag (before the script) is listed; so are inert flags. Context and
+  // expert parallelism change the job: they are not listed as ignored but as unmodelled.
+  const std::vector<std::string> expected = {
+      "'torchrun' (not a flag)", "--nproc_per_node (not modelled)",
+      "--lr (not modelled)",     "--data-path (not modelled)",
+      "'tee' (not a flag)",      "'train.log' (not a flag)"};
   EXPECT_EQ(job.ignored, expected);
+  ASSERT_EQ(job.unmodelled.size(), 2u);
+  EXPECT_EQ(job.unmodelled[0].given, "--context-parallel-size 2");
+  EXPECT_EQ(job.unmodelled[1].given, "--expert-model-parallel-size 4");
+  EXPECT_EQ(job.unmodelled[0].origin.line, 5);
 }
 
 TEST(MegatronImport, ShellWords) {
@@ -280,7 +284,17 @@ TEST(MegatronImport, ErrorsNameTheFileLineAndFlag) {
        "args.txt:4: --pipeline-model-parallel-size: expects a value"},
       {"--pipeline-model-parallel-size 2 4",
        "args.txt:4: --pipeline-model-parallel-size: takes one value, got 2"},
-      {"--num-experts 8", "args.txt:4: --num-experts: makes a mixture-of-experts model"},
+      {"--pipline-model-parallel-size 8",
+       "args.txt:4: --pipline-model-parallel-size: unknown flag: Megatron-LM's arguments.py has "
+       "no such flag, and its parser takes no abbreviations (did you mean "
+       "'--pipeline-model-parallel-size'?)"},
+      {"--recompute-granulrity full",
+       "args.txt:4: --recompute-granulrity: unknown flag: Megatron-LM's arguments.py has no "
+       "such flag, and its parser takes no abbreviations (did you mean "
+       "'--recompute-granularity'?)"},
+      {"--pipeline-model", "args.txt:4: --pipeline-model: unknown flag"},  // no abbreviations
+      {"--batch-size 4",
+       "args.txt:4: --batch-size: no longer valid (Megatron-LM asserts): use --micro-batch-size"},
       {"--fp16", "args.txt:4: --fp16: cannot be given with --bf16"},
       {"--kv-channels 64", "args.txt:4: --kv-channels: a head dimension of 64"},
       {"--pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2 "
@@ -339,6 +353,185 @@ TEST(MegatronImport, ErrorsNameTheFileLineAndFlag) {
             0u);
   EXPECT_EQ(
       error_of(kModel + "--data-path \"unterminated\n").rfind("args.txt:4: a double quote", 0), 0u);
+}
+
+// ---- the vocabulary: every flag is modelled, inert, unmodelled or unknown ------------------
+
+/// The rows of the table's text, read here independently of the importer's parser.
+std::vector<std::vector<std::string>> table_rows(std::string_view text) {
+  std::vector<std::vector<std::string>> rows;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t end = std::min(text.find('\n', pos), text.size());
+    const std::string line(text.substr(pos, end - pos));
+    pos = end + 1;
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> cells;
+    std::size_t from = 0;
+    for (std::size_t tab; (tab = line.find('\t', from)) != std::string::npos; from = tab + 1)
+      cells.push_back(line.substr(from, tab - from));
+    cells.push_back(line.substr(from));
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+// The code reads exactly the flags the table calls modelled, so the two cannot drift; the
+// table names each flag once and cites the Megatron-LM commit it lists.
+TEST(MegatronVocabulary, TheTableAndTheReaderAgree) {
+  const auto rows = table_rows(megatron_flags_text());
+  std::vector<std::string> names, modelled;
+  for (const auto& r : rows) {
+    ASSERT_EQ(r.size(), 4u) << r[0];
+    names.push_back(r[0]);
+    if (r[1] == "modelled") modelled.push_back(r[0]);
+  }
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end())
+      << "listed twice: " << *std::adjacent_find(sorted.begin(), sorted.end());
+  std::vector<std::string> read;
+  for (std::string_view f : megatron_modelled_flags()) read.emplace_back(f);
+  std::sort(read.begin(), read.end());
+  std::sort(modelled.begin(), modelled.end());
+  EXPECT_EQ(read, modelled);
+  EXPECT_NE(megatron_flags_text().find("d98e8a64ddf3"), std::string_view::npos);
+  EXPECT_EQ(megatron_vocabulary().entries().size(), rows.size());
+  // Spot checks, one per class and one of each generated form (argument_utils.py: a
+  // bool field defaulting to True gives --no-X and --disable-X).
+  const struct {
+    const char* flag;
+    Treatment treatment;
+  } spots[] = {
+      {"--overlap-grad-reduce", Treatment::modelled},
+      {"--pipeline-model-parallel-size", Treatment::modelled},
+      {"--save", Treatment::inert},
+      {"--log-interval", Treatment::inert},
+      {"--tokenizer-model", Treatment::inert},
+      {"--context-parallel-size", Treatment::unmodelled},
+      {"--fp8-format", Treatment::unmodelled},
+      {"--num-experts", Treatment::unmodelled},
+      {"--expert-model-parallel-size", Treatment::unmodelled},
+      {"--use-torch-fsdp2", Treatment::unmodelled},
+      {"--cpu-offloading-num-layers", Treatment::unmodelled},
+      {"--tp-comm-overlap", Treatment::unmodelled},
+      {"--hybrid-layer-pattern", Treatment::unmodelled},
+      {"--multi-latent-attention", Treatment::unmodelled},
+      {"--mtp-num-layers", Treatment::unmodelled},
+      {"--overlap-param-gather", Treatment::unmodelled},
+      {"--no-tp-comm-bulk-wgrad", Treatment::unmodelled},
+      {"--disable-tp-comm-bulk-wgrad", Treatment::unmodelled},
+      {"--batch-size", Treatment::obsolete},
+  };
+  for (const auto& s : spots) {
+    const VocabularyEntry* e = megatron_vocabulary().find(s.flag);
+    ASSERT_NE(e, nullptr) << s.flag;
+    EXPECT_EQ(e->treatment, s.treatment) << s.flag;
+  }
+  EXPECT_EQ(megatron_vocabulary().find("--pipline-model-parallel-size"), nullptr);
+}
+
+TEST(MegatronVocabulary, MalformedTablesAreRefused) {
+  EXPECT_NO_THROW(Vocabulary("# c\n--a\tinert\t-\t-\n--b\tunmodelled\t1|2\tbecause\n", "t"));
+  EXPECT_THROW(Vocabulary("--a\tinert\t-\t-\n--a\tinert\t-\t-\n", "t"), std::logic_error);
+  EXPECT_THROW(Vocabulary("--a\tinert\n", "t"), std::logic_error);
+  EXPECT_THROW(Vocabulary("--a\tsometimes\t-\t-\n", "t"), std::logic_error);
+  EXPECT_THROW(Vocabulary("--a\tunmodelled\t-\t-\n", "t"), std::logic_error);  // no reason
+  EXPECT_THROW(Vocabulary("--a\tinert\t1\t-\n", "t"),
+               std::logic_error);  // harmless: unmodelled only
+  const Vocabulary v("--b\tunmodelled\t1|2\tbecause\n", "t");
+  EXPECT_TRUE(v.find("--b")->harmless_value("1"));
+  EXPECT_TRUE(v.find("--b")->harmless_value("2"));
+  EXPECT_FALSE(v.find("--b")->harmless_value("12"));
+  EXPECT_FALSE(v.find("--b")->harmless_value("1|2"));
+  // Numbers match by value: YAML's "0." and "1.0" are 0 and 1.
+  EXPECT_TRUE(v.find("--b")->harmless_value("1.0"));
+  EXPECT_TRUE(v.find("--b")->harmless_value("2."));
+  EXPECT_FALSE(v.find("--b")->harmless_value("1.5"));
+}
+
+// The issue's cases: each flag that changes time or memory is returned as unmodelled with
+// its line and value (the caller refuses it unless allowed), and not listed as ignored.
+TEST(MegatronImport, FlagsThatChangeTheJobAreUnmodelled) {
+  for (const char* extra : {"--context-parallel-size 2", "--fp8-format hybrid", "--num-experts 8",
+                            "--use-torch-fsdp2", "--mtp-num-layers 1"}) {
+    const ImportedJob job = import(kModel + extra + "\n");
+    ASSERT_EQ(job.unmodelled.size(), 1u) << extra;
+    EXPECT_EQ(job.unmodelled[0].given, extra);
+    EXPECT_EQ(job.unmodelled[0].origin.file, "args.txt");
+    EXPECT_EQ(job.unmodelled[0].origin.line, 4);
+    EXPECT_EQ(job.unmodelled[0].origin.key,
+              std::string(extra).substr(0, std::string(extra).find(' ')));
+    EXPECT_FALSE(job.unmodelled[0].reason.empty());
+    EXPECT_TRUE(job.ignored.empty()) << job.ignored[0];
+    // The refusal names the file, the line and the flag.
+    EXPECT_EQ(std::string(unmodelled_error(job.unmodelled).what())
+                  .rfind("args.txt:4: " + job.unmodelled[0].origin.key +
+                             ": not modelled yet; the simulated job would differ from yours (",
+                         0),
+              0u);
+  }
+  // Megatron-LM's own default changes nothing: listed, not refused (also as --flag=value).
+  const ImportedJob defaults = import(
+      kModel + "--context-parallel-size 1 --mtp-num-layers=0 --expert-model-parallel-size 1\n");
+  EXPECT_TRUE(defaults.unmodelled.empty());
+  EXPECT_EQ(defaults.ignored,
+            (std::vector<std::string>{"--context-parallel-size 1 (Megatron-LM's default)",
+                                      "--mtp-num-layers 0 (Megatron-LM's default)",
+                                      "--expert-model-parallel-size 1 (Megatron-LM's default)"}));
+  // The last use counts, as in argparse; several are named after the first.
+  const ImportedJob both =
+      import(kModel + "--fp8-format hybrid --context-parallel-size 1\n--context-parallel-size 2\n");
+  ASSERT_EQ(both.unmodelled.size(), 2u);
+  EXPECT_EQ(both.unmodelled[1].given, "--context-parallel-size 2");
+  EXPECT_EQ(both.unmodelled[1].origin.line, 5);
+  EXPECT_NE(std::string(unmodelled_error(both.unmodelled).what())
+                .find("; also not modelled: --context-parallel-size (line 5)."),
+            std::string::npos);
+  EXPECT_EQ(
+      unmodelled_warning(both.unmodelled[0])
+          .rfind("--fp8-format hybrid is not modelled; the simulated job differs from yours (", 0),
+      0u);
+}
+
+// Flags before the script are the launcher's; a .py file as a flag's value is no script.
+TEST(MegatronImport, TheLaunchersFlagsAreListed) {
+  const ImportedJob job = import(
+      "export X=1; python -m torch.distributed.run --nnodes 2 "
+      "--nproc-per-node=8 pretrain_gpt.py \\\n" +
+      kModel);
+  EXPECT_EQ(job.ignored, (std::vector<std::string>{
+                             "'export' (not a flag)", "'X=1' (not a flag)", "'python' (not a flag)",
+                             "'-m' (not a flag)", "'torch.distributed.run' (not a flag)",
+                             "--nnodes (not modelled)", "--nproc-per-node (not modelled)",
+                             "'pretrain_gpt.py' (not a flag)"}));
+  EXPECT_EQ(
+      error_of("--nnodes 2 --spec x.py\n" + kModel).rfind("args.txt:1: --nnodes: unknown flag", 0),
+      0u);
+}
+
+// Inert flags stay listed, their values with them.
+TEST(MegatronImport, InertFlagsStayListed) {
+  const ImportedJob job = import(kModel + "--save /x --log-interval 10 --wandb-project p\n");
+  EXPECT_EQ(job.ignored,
+            (std::vector<std::string>{"--save (not modelled)", "--log-interval (not modelled)",
+                                      "--wandb-project (not modelled)"}));
+  EXPECT_TRUE(job.unmodelled.empty());
+}
+
+// --overlap-grad-reduce is bmpipe's training.optimizer.overlap_grad_reduce.
+TEST(MegatronImport, OverlapGradReduceIsRead) {
+  const ImportedJob job = import(kModel + "--overlap-grad-reduce\n");
+  EXPECT_EQ(job.overlap_grad_reduce, true);
+  EXPECT_TRUE(job.ignored.empty());
+  const std::string yaml = imported_yaml(job, cluster_from_preset("h200", 8), "out.yaml");
+  EXPECT_EQ(line_with(yaml, "    overlap_grad_reduce:"),
+            "    overlap_grad_reduce: true           # --overlap-grad-reduce (line 4)");
+  EXPECT_TRUE(parse_config(yaml, "out.yaml").training.optimizer.overlap_grad_reduce);
+  // Without the flag the key is left out (bmpipe's default, false).
+  const std::string plain = imported_yaml(import(kModel), cluster_from_preset("h200", 8), "o.yaml");
+  EXPECT_EQ(plain.find("overlap_grad_reduce"), std::string::npos);
+  EXPECT_FALSE(parse_config(plain, "o.yaml").training.optimizer.overlap_grad_reduce);
 }
 
 // ---- the YAML -----------------------------------------------------------------------------

@@ -341,8 +341,26 @@ TEST(MindFormersImport, ErrorsNameTheFileLineAndKey) {
        "mf.yaml:16: parallel_config.pipeline_stage: must be at least 1"},
       {"use_seq_parallel: True", "use_seq_parallel: maybe",
        "mf.yaml:17: parallel_config.use_seq_parallel: expected True or False, got 'maybe'"},
-      {"seed: 0", "moe_config:\n  expert_num: 8",
-       "mf.yaml:2: moe_config.expert_num: a mixture-of-experts model"},
+      {"pipeline_stage: 4", "pipline_stage: 4",
+       "mf.yaml:16: parallel_config.pipline_stage: unknown key: MindFormers has no key "
+       "'pipline_stage' in parallel_config (did you mean 'pipeline_stage'?)"},
+      {"seed: 0", "sed: 0",
+       "mf.yaml:1: sed: unknown key: MindFormers has no top-level key 'sed' (did you mean "
+       "'seed'?)"},
+      {"rms_norm_eps: 1.0e-5", "rms_norm_epsilon: 1.0e-5",
+       "mf.yaml:37: model.model_config.rms_norm_epsilon: unknown key: MindFormers has no key "
+       "'rms_norm_epsilon' in model.model_config (did you mean 'rms_norm_eps'?)"},
+      {"seed: 0", "context:\n  max_device_memory: 58G",
+       "mf.yaml:2: context.max_device_memory: expected a size like \"58GB\" (MindSpore's form), "
+       "got '58G'"},
+      {"seed: 0", "context:\n  max_device_memory: GB",
+       "mf.yaml:2: context.max_device_memory: expected a size like \"58GB\""},
+      {"seed: 0", "context:\n  max_device_memory: -1GB",
+       "mf.yaml:2: context.max_device_memory: expected a size like \"58GB\""},
+      {"seed: 0", "context:\n  max_device_memory: 0GB",
+       "mf.yaml:2: context.max_device_memory: must be more than 0GB, got '0GB'"},
+      {"seed: 0", "context:\n  max_device_memory: [58GB]",
+       "mf.yaml:2: context.max_device_memory: expected a size like \"58GB\""},
       {"num_layers: 32", "num_layers: 32\n    pp_interleave_num: 2", "<accepted>"},
   };
   for (const Case& c : cases) {
@@ -383,6 +401,98 @@ TEST(MindFormersImport, TheYamlLoadsAndWholeConfigChecksNameTheKey) {
               0u)
         << e.what();
   }
+}
+
+// ---- every key is modelled, inert, unmodelled or unknown ----------------------------------
+
+// Keys that change time or memory are returned as unmodelled with their line and value; a
+// harmless value is only listed; an inert section's keys are not checked.
+TEST(MindFormersImport, KeysThatChangeTheJobAreUnmodelled) {
+  const struct {
+    std::string from, to, given;
+    int line;
+  } cases[] = {
+      {"seed: 0", "moe_config:\n  expert_num: 8", "moe_config.expert_num: '8'", 2},
+      {"vocab_emb_dp: False", "context_parallel: 2", "parallel_config.context_parallel: '2'", 19},
+      {"vocab_emb_dp: False", "vocab_emb_dp: True", "parallel_config.vocab_emb_dp: 'True'", 19},
+      {"seed: 0", "swap_config:\n  swap: True", "swap_config.swap: 'True'", 2},
+      {"rms_norm_eps: 1.0e-5", "num_hidden_layers: 32",
+       "model.model_config.num_hidden_layers: '32'", 37},
+      {"seed: 0", "context:\n  jit_config: {jit_level: O1}", "context.jit_config", 2},
+      {"rms_norm_eps: 1.0e-5", "hidden_dropout_prob: 0.1",
+       "model.model_config.hidden_dropout_prob: '0.1'", 37},
+  };
+  for (const auto& c : cases) {
+    const ImportedJob job = import(with(kConfig, c.from, c.to));
+    ASSERT_EQ(job.unmodelled.size(), 1u) << c.to;
+    EXPECT_EQ(job.unmodelled[0].given, c.given);
+    EXPECT_EQ(job.unmodelled[0].origin.line, c.line) << c.to;
+    EXPECT_EQ(job.unmodelled[0].origin.file, "mf.yaml");
+  }
+  const ImportedJob harmless =
+      import(with(with(with(kConfig, "seed: 0", "moe_config:\n  expert_num: 1"),
+                       "vocab_emb_dp: False", "context_parallel: 1"),
+                  "rms_norm_eps: 1.0e-5", "hidden_dropout_prob: 0."));
+  EXPECT_TRUE(harmless.unmodelled.empty());
+  for (const char* key :
+       {"moe_config.expert_num (not modelled)", "parallel_config.context_parallel (not modelled)",
+        "model.model_config.hidden_dropout_prob (not modelled)"})
+    EXPECT_NE(std::find(harmless.ignored.begin(), harmless.ignored.end(), key),
+              harmless.ignored.end())
+        << key;
+  // An inert section is listed whole; its keys are the framework's business.
+  const ImportedJob inert =
+      import(with(kConfig, "seed: 0", "train_dataset:\n  anything: [1, 2]\n  pipline: 3"));
+  EXPECT_TRUE(inert.unmodelled.empty());
+  EXPECT_NE(std::find(inert.ignored.begin(), inert.ignored.end(), "train_dataset (not modelled)"),
+            inert.ignored.end());
+}
+
+// context.max_device_memory caps the device's memory: 58GB is 58 GiB (MindSpore counts a
+// GB as 2^30 bytes), named as the key it came from; a cap above the device's own memory
+// leaves the device's (an Ascend 910B preset has 64 GiB).
+TEST(MindFormersImport, MaxDeviceMemoryIsTheMemoryLimit) {
+  const ImportedJob job =
+      import(with(kConfig, "seed: 0", "context:\n  mode: 0\n  max_device_memory: \"58GB\""));
+  EXPECT_EQ(job.device_memory_GiB, 58.0);
+  EXPECT_NE(std::find(job.ignored.begin(), job.ignored.end(), "context.mode (not modelled)"),
+            job.ignored.end());
+  const std::string yaml = imported_yaml(job, cluster_from_preset("ascend-910b", 16), "out.yaml");
+  EXPECT_NE(yaml.find("    preset: ascend-910b\n    memory_GiB: 58  # context.max_device_memory "
+                      "(line 3)\n"),
+            std::string::npos)
+      << yaml;
+  EXPECT_EQ(parse_config(yaml, "out.yaml").device.memory_GiB, 58.0);
+  const ImportedJob half =
+      import(with(kConfig, "seed: 0", "context:\n  max_device_memory: 30.5GB"));
+  EXPECT_EQ(half.device_memory_GiB, 30.5);
+  const ImportedJob above = import(with(kConfig, "seed: 0", "context:\n  max_device_memory: 80GB"));
+  const std::string big = imported_yaml(above, cluster_from_preset("ascend-910b", 16), "out.yaml");
+  EXPECT_EQ(parse_config(big, "out.yaml").device.memory_GiB, 64.0);
+  EXPECT_NE(big.find("# Note: context.max_device_memory (80 GiB) is not below the device's 64 "
+                     "GiB, which stays the limit.\n"),
+            std::string::npos)
+      << big;
+}
+
+// The table names each key once and cites the MindFormers commit it lists; the importer
+// checks at each section that it reads exactly the table's modelled keys.
+TEST(MindFormersVocabulary, EachKeyOnceWithItsSource) {
+  const std::string_view text = mindformers_keys_text();
+  EXPECT_NE(text.find("fd4deebc1"), std::string_view::npos);
+  std::vector<std::string> names;
+  for (const VocabularyEntry& e : mindformers_vocabulary().entries()) names.push_back(e.name);
+  std::size_t rows = 0;
+  for (std::size_t pos = 0; pos < text.size();) {
+    const std::size_t end = std::min(text.find('\n', pos), text.size());
+    if (end > pos && text[pos] != '#') ++rows;
+    pos = end + 1;
+  }
+  EXPECT_EQ(names.size(), rows);  // the parser refuses a name given twice
+  for (const char* key : {"parallel_config.pipeline_stage", "context.max_device_memory",
+                          "model.model_config.num_layers", "recompute_config.select_recompute"})
+    EXPECT_EQ(mindformers_vocabulary().find(key)->treatment, Treatment::modelled) << key;
+  EXPECT_NO_THROW(import(kConfig));
 }
 
 // ---- the vocabulary ------------------------------------------------------------------------

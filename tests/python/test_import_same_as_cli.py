@@ -66,3 +66,33 @@ def test_import_unknown_format_lists_the_known_ones():
     with pytest.raises(ValueError) as e:
         bmpipe.import_config("deepspeed", MEGATRON, preset="h200", devices=16)
     assert "megatron, mindformers or profile" in str(e.value)
+
+
+def test_import_unmodelled_flags_refused_unless_allowed(tmp_path):
+    """A flag that changes time or memory in a way bmpipe does not model (issue 17): a
+    ConfigError naming the file, the line and the flag, as the command exits 2; with
+    allow_unmodelled=True the same text as `--allow-unmodelled`, and the same warnings."""
+    args = tmp_path / "cp2.txt"
+    with open(MEGATRON, encoding="utf-8") as f:
+        args.write_text(f.read() + "  --context-parallel-size 2\n")
+    rc, out, err = run_cli("import", "megatron", str(args), "--preset", "h200", "--devices", "16")
+    assert rc == 2 and out == ""
+    with pytest.raises(bmpipe.ConfigError) as e:
+        bmpipe.import_config("megatron", str(args), preset="h200", devices=16)
+    assert e.value.line == 10
+    message = str(e.value).split(": not modelled yet", 1)[1]
+    assert message.startswith("; the simulated job would differ from yours")
+    assert err.startswith("bmpipe import megatron: " + str(args) + ":10: --context-parallel-size: "
+                          "not modelled yet" + message)
+    rc, out, err = run_cli("import", "megatron", str(args), "--preset", "h200", "--devices", "16",
+                           "--allow-unmodelled")
+    assert rc == 0, err
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        text = bmpipe.import_config("megatron", str(args), preset="h200", devices=16,
+                                    allow_unmodelled=True)
+    assert text == out
+    said = [line for line in err.splitlines()
+            if line.startswith(("ignored: ", "note: ", "warning: "))]
+    assert [str(w.message) for w in caught] == said
+    assert any(s.startswith("warning: --context-parallel-size 2 is not modelled") for s in said)
