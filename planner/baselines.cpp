@@ -431,6 +431,17 @@ const BaselineRun* megatron_reference(const PlanOutcome& o) {
   return best;
 }
 
+const BaselineRun* best_expressible_baseline(const Experiment& e, const PlanOutcome& o,
+                                             Expressible x) {
+  const BaselineRun* best = nullptr;
+  for (const BaselineRun& b : o.baselines)
+    if (b.run && b.run->fits() &&
+        (!best || b.run->result.iteration_time < best->run->result.iteration_time) &&
+        expressible_by(e, b.run->plan, b.run->schedule, x))
+      best = &b;
+  return best;
+}
+
 const std::vector<std::string>& baseline_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;

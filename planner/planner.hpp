@@ -170,6 +170,13 @@ const BaselineRun* find_baseline(const PlanOutcome& o, std::string_view name);
 /// none fits.
 const BaselineRun* megatron_reference(const PlanOutcome& o);
 
+/// The fastest fitting baseline of `o` whose plan `x`'s framework states exactly
+/// (expressible_by), or nullptr: what an export that cannot state `o.best` falls back to
+/// when it is faster than the nearest plan the framework states, so an inexact export is
+/// never slower than the best expressible baseline of the same run.
+const BaselineRun* best_expressible_baseline(const Experiment& e, const PlanOutcome& o,
+                                             Expressible x);
+
 /// `plan` with the modes of each stage's decoder layers (export_layout's) reordered so the
 /// stage recomputes its first layers: full first, then selective, then none, as both
 /// Megatron-LM (--recompute-method block) and MindFormers (recompute lists) recompute.

@@ -222,6 +222,32 @@ TEST(Expressible, MindFormersPlansAreFirstNAndTheOptimumOfThem) {
   EXPECT_GE(cases, 3);
 }
 
+TEST(Expressible, TheBestExpressibleBaselineIsTheFastestTheFlagsState) {
+  // 6 identical layers, pp 2, a limit where no recompute does not fit: every baseline that
+  // fits is checked by hand against export_megatron.
+  std::mt19937_64 rng(18);
+  for (int trial = 0; trial < 6; ++trial) {
+    const std::vector<test::LayerKind> kinds = {test::random_kind(rng), test::random_kind(rng)};
+    const std::int64_t cap = 150'000 + static_cast<std::int64_t>(rng() % 600'000);
+    const auto e = test::instance(kinds, {0, 1, 1, 0, 1, 0}, 2, 4, cap);
+    const PlanOutcome out = plan_pipeline(*e, options(*e));
+    const BaselineRun* got = best_expressible_baseline(*e, out, Expressible::megatron);
+    const BaselineRun* want = nullptr;
+    for (const BaselineRun& b : out.baselines) {
+      if (!b.run || !b.run->fits()) continue;
+      if (!export_megatron(export_layout(*e, b.run->plan, b.run->schedule)).exact) continue;
+      if (!want || b.run->result.iteration_time < want->run->result.iteration_time) want = &b;
+    }
+    EXPECT_EQ(got, want) << "trial " << trial;
+    // megatron-best-rule is stated exactly, so whenever it fits there is one, no slower.
+    const BaselineRun& rule = baseline(out, "megatron-best-rule");
+    if (rule.run->fits()) {
+      ASSERT_NE(got, nullptr);
+      EXPECT_LE(got->run->result.iteration_time, rule.run->result.iteration_time);
+    }
+  }
+}
+
 TEST(Expressible, AScheduleTheFrameworkDoesNotRunIsRefused) {
   std::mt19937_64 rng(17);
   const auto e = test::instance({test::random_kind(rng)}, std::vector<int>(8, 0), 2, 4, 1 << 30);

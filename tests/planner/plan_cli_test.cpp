@@ -136,6 +136,32 @@ TEST(PlanCli, MindFormersListsCountOnlyThePlansLayers) {
             "4593.752");
 }
 
+// The 70B example: stage 0 recomputed layers 1 and 2, so MindFormers' lists said 3 (with a
+// note) and Megatron-LM's nearest rule was block 3. Layers 0 and 1 take the same time
+// (42872.347 ms, the figure before the change), so the lists say 2 and the rule block 2.
+TEST(PlanCli, The70BExampleRecomputesTheFirstTwoLayers) {
+  const std::string args =
+      "plan " + test::examples() + "ascend910b_llama2_70b_plan.yaml --max-evals 300 --quiet";
+  const test::CliRun mf = run_cli(args + " --format mindformers");
+  ASSERT_EQ(mf.code, 0) << mf.err;
+  EXPECT_NE(mf.out.find("  recompute: [2, 0, 0, 0, 0, 0, 0, 0]\n"
+                        "  select_recompute: [2, 0, 0, 0, 0, 0, 0, 0]\n"),
+            std::string::npos)
+      << mf.out;
+  EXPECT_EQ(mf.out.find("# note"), std::string::npos) << mf.out;
+  const test::CliRun mg = run_cli(args + " --format megatron");
+  ASSERT_EQ(mg.code, 0) << mg.err;
+  EXPECT_NE(mg.out.find("--recompute-method block\n--recompute-num-layers 2\n"), std::string::npos)
+      << mg.out;
+  const test::CliRun j = run_cli(args + " --json");
+  ASSERT_EQ(j.code, 0) << j.err;
+  const auto p = nlohmann::json::parse(j.out);
+  EXPECT_EQ(ms3(p["plan"]["iteration_time_ms"].get<double>()), "42872.347");
+  std::vector<std::string> expected(80, "none");
+  expected[0] = expected[1] = "full";
+  EXPECT_EQ(p["plan"]["layer_recompute"], expected);
+}
+
 // plan --expressible megatron: the flags state the plan exactly (no "cannot express" note),
 // and its time lies between the unrestricted plan's and megatron-best-rule's.
 TEST(PlanCli, ExpressibleMegatronExportsExactly) {
