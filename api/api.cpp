@@ -230,10 +230,23 @@ void check_plan_request(const PlanRequest& r) {
   if (r.max_evals < 1) throw RequestError("--max-evals", "must be at least 1");
   if (r.threads < 0) throw RequestError("--threads", "must be 0 or more");
   if (r.baseline && std::find(baseline_names().begin(), baseline_names().end(), *r.baseline) ==
-                        baseline_names().end())
+                        baseline_names().end()) {
+    // The old names are refused, not aliased: "megatron-default" meant full recompute, while
+    // Megatron-LM's default is none, and an alias would keep that reading alive.
+    for (const auto& [old_name, new_name] : renamed_baselines())
+      if (*r.baseline == old_name)
+        throw RequestError("--baseline", "'" + old_name + "' is now called '" + new_name +
+                                             "' (Megatron-LM's default is no recompute: "
+                                             "megatron-no-recompute) (" +
+                                             comma_list(baseline_names()) + ")");
     throw RequestError("--baseline", "unknown baseline '" + *r.baseline + "'" +
                                          did_you_mean(*r.baseline, baseline_names()) + " (" +
                                          comma_list(baseline_names()) + ")");
+  }
+  if (r.expressible && !find_expressible(*r.expressible))
+    throw RequestError("--expressible", "unknown framework '" + *r.expressible + "'" +
+                                            did_you_mean(*r.expressible, expressible_names()) +
+                                            " (" + comma_list(expressible_names()) + ")");
 }
 
 PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
@@ -255,11 +268,18 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
   po.seed = r.seed;
   po.max_evals = r.max_evals;
   po.time_limit_s = r.time_limit_s;
+  if (r.expressible) po.expressible = *find_expressible(*r.expressible);
 
   std::vector<std::pair<std::string, int>> candidates;
-  if (asked == "auto")
+  if (asked == "auto") {
     candidates = auto_schedules(e);
-  else
+    // --expressible: only the schedules the framework runs (plan_pipeline refuses others).
+    std::erase_if(candidates, [&](const std::pair<std::string, int>& c) {
+      const ScheduleInfo* info = find_schedule(c.first);
+      return (po.expressible == Expressible::megatron && !info->megatron) ||
+             (po.expressible == Expressible::mindformers && info->mindformers_scheduler.empty());
+    });
+  } else
     candidates.emplace_back(
         asked,
         effective_vpp(require_schedule(config, asked, "training.schedule"), config.training.vpp));

@@ -150,6 +150,9 @@ struct PlanRequest {
   std::int64_t max_evals = 20'000;
   std::optional<double> time_limit_s;
   std::optional<std::string> baseline;  ///< show this baseline's plan instead
+  /// "megatron" or "mindformers": plan only what that framework's flags or keys state
+  /// exactly, on the schedules it runs (PlannerOptions::expressible); none: every plan.
+  std::optional<std::string> expressible;
   /// Called from the calling thread during each schedule's search, with the schedule's
   /// label ("interleaved v2").
   std::function<void(const std::string& label, const PlannerProgress&)> progress;
@@ -158,6 +161,9 @@ struct PlanRequest {
 struct PlanResults {
   std::shared_ptr<const Experiment> experiment;
   /// One per schedule planned: fastest fitting first, then the rest in the order tried.
+  /// Each carries its baselines' runs (PlanOutcome::baselines; megatron_reference() and
+  /// find_baseline() in planner.hpp), so an export can fall back to the best plan the
+  /// framework states by rule in the same run.
   std::vector<PlanOutcome> outcomes;
   /// The plan shown: outcomes.front().best, or the baseline asked for. Points into
   /// `outcomes` (so a PlanResults is not copied).
@@ -174,8 +180,9 @@ struct PlanResults {
 /// RequestError for values out of range.
 std::int64_t plan_memory_limit_bytes(const Config& config, const PlanRequest& request);
 
-/// The request's own values (limits, counts, baseline name), checked before any config is
-/// read. Throws RequestError naming the option. run_plan calls it first.
+/// The request's own values (limits, counts, baseline name, expressible framework), checked
+/// before any config is read. Throws RequestError naming the option (with "did you mean",
+/// and the new name of a renamed baseline). run_plan calls it first.
 void check_plan_request(const PlanRequest& request);
 
 /// Plans `config` under the request. Throws RequestError, ConfigError, and NoPlanFits when

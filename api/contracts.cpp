@@ -137,6 +137,7 @@ nlohmann::json baselines_json(const PlanOutcome& o) {
       j["partition"] = b.run->plan.partition;
       j["layer_recompute"] = mode_names(b.run->plan.recompute);
       if (!b.error.empty()) j["note"] = b.error;
+      if (!b.expressible) j["expressible"] = false;
     } else {
       j["fits"] = false;
       j["error"] = b.error;
@@ -160,6 +161,15 @@ nlohmann::json plan_summary(const Experiment& e, const std::vector<PlanOutcome>&
   nlohmann::json j;
   j["plan"] = plan_json(e, top, shown);
   j["baselines"] = baselines_json(top);
+  // The speedup is quoted against what a Megatron-LM user gets by flags on the even split:
+  // the fastest fitting megatron-* baseline (null when none fits).
+  if (const BaselineRun* ref = megatron_reference(top);
+      ref && shown.result.ok && shown.result.iteration_time > 0)
+    j["speedup"] = {{"baseline", ref->name},
+                    {"value", static_cast<double>(ref->run->result.iteration_time) /
+                                  static_cast<double>(shown.result.iteration_time)}};
+  else
+    j["speedup"] = nullptr;
   j["search"] = search_json(top.stats);
   if (outcomes.size() > 1) {
     nlohmann::json others = nlohmann::json::array();

@@ -25,7 +25,8 @@ nlohmann::json compare_document(const std::vector<CompareRow>& rows);
 nlohmann::json cost_document(const Config& config, const CostOutcome& cost, bool with_ops);
 
 /// `plan --json`: the shown plan, the baselines and search statistics of outcomes.front(),
-/// and with several outcomes the ranking of the schedules.
+/// `speedup` ({baseline, value}: the fastest fitting megatron-* baseline's time over the
+/// shown plan's, or null), and with several outcomes the ranking of the schedules.
 nlohmann::json plan_summary(const Experiment& e, const std::vector<PlanOutcome>& outcomes,
                             const PlanRun& shown);
 

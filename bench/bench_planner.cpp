@@ -2,7 +2,8 @@
 //   BM_PlanSmallInstances     100 seeded small instances against the exhaustive optimum:
 //                             counters equal_pct (target >= 95) and median_plan_s (< 1 s)
 //   BM_PlanExample/<file>     an example config end to end; counters: plan_ms and the
-//                             iteration time of every baseline, speedup over megatron-default
+//                             iteration time of every baseline, speedup over the fastest
+//                             fitting megatron-* baseline
 //   BM_PlanScaling/L/m        planner wall time and evaluations for L layers, pp 8, m
 // Every row runs once (Iterations(1)): these are sweeps with counters, read from the output.
 #include <benchmark/benchmark.h>
@@ -61,8 +62,8 @@ void BM_PlanSmallInstances(benchmark::State& state) {
         for (const DeviceResult& d : b->run->result.devices) p = std::max(p, d.peak_bytes);
         return p;
       };
-      const std::int64_t hi = peak(find(loose, "uniform-none")),
-                         lo = peak(find(loose, "megatron-default"));
+      const std::int64_t hi = peak(find(loose, "megatron-no-recompute")),
+                         lo = peak(find(loose, "megatron-full-recompute"));
       std::mt19937_64 rng(seed * 7919);
       const double u = 0.1 + 0.8 * static_cast<double>(rng() % 1000) / 1000.0;
       o.memory_limit_bytes = lo + static_cast<std::int64_t>(u * static_cast<double>(hi - lo));
@@ -117,7 +118,7 @@ void plan_example(benchmark::State& state, const std::string& file, const std::s
     state.counters[b.name + (b.run->fits() ? "_ms" : "_ms_NOFIT")] =
         ns_to_ms(b.run->result.iteration_time);
   }
-  if (const BaselineRun* m = find(out.baselines, "megatron-default"); m && m->run)
+  if (const BaselineRun* m = megatron_reference(out))
     state.counters["speedup_vs_megatron"] = static_cast<double>(m->run->result.iteration_time) /
                                             static_cast<double>(out.best.result.iteration_time);
 }
@@ -131,10 +132,10 @@ void BM_PlanScaling(benchmark::State& state) {
   auto e = std::make_shared<Experiment>(*test::instance(kinds, order, 8, m, std::int64_t{1} << 40));
   PlannerOptions o;
   o.memory_limit_bytes = e->capacity_bytes;
-  // Memory-tight: 70% of what uniform-none needs on its busiest rank.
+  // Memory-tight: 70% of what megatron-no-recompute needs on its busiest rank.
   const std::vector<BaselineRun> loose = plan_baselines(*e, o);
   std::int64_t need = 0;
-  for (const DeviceResult& d : find(loose, "uniform-none")->run->result.devices)
+  for (const DeviceResult& d : find(loose, "megatron-no-recompute")->run->result.devices)
     need = std::max(need, d.peak_bytes);
   o.memory_limit_bytes = need * 7 / 10;
   e->capacity_bytes = o.memory_limit_bytes;

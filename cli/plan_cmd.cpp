@@ -86,7 +86,7 @@ std::string plan_table(const Experiment& e, const PlanRun& run, std::int64_t lim
 std::string baselines_table(const PlanOutcome& o, const PlanRun& run) {
   std::ostringstream out;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "\n%-22s %14s %6s %9s\n", "baseline", "iteration ms", "fits",
+  std::snprintf(buf, sizeof buf, "\n%-23s %14s %6s %9s\n", "baseline", "iteration ms", "fits",
                 "speedup");
   out << buf;
   for (const BaselineRun& b : o.baselines) {
@@ -98,11 +98,24 @@ std::string baselines_table(const PlanOutcome& o, const PlanRun& run) {
                                ? static_cast<double>(b.run->result.iteration_time) /
                                      static_cast<double>(run.result.iteration_time)
                                : 0.0;
-    std::snprintf(buf, sizeof buf, "%-22s %14s %6s %8.3fx%s\n", b.name.c_str(),
+    std::string note = b.error;
+    if (!b.expressible)
+      note += (note.empty() ? "" : "; ") + std::string("the framework cannot state it");
+    std::snprintf(buf, sizeof buf, "%-23s %14s %6s %8.3fx%s\n", b.name.c_str(),
                   ms(b.run->result.iteration_time).c_str(), b.run->fits() ? "yes" : "NO", speedup,
-                  b.error.empty() ? "" : ("   (" + b.error + ")").c_str());
+                  note.empty() ? "" : ("   (" + note + ")").c_str());
     out << buf;
   }
+  if (const BaselineRun* ref = megatron_reference(o); ref && run.result.iteration_time > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "speedup over Megatron-LM: %.3fx against %s (the fastest megatron-* baseline "
+                  "that fits)\n",
+                  static_cast<double>(ref->run->result.iteration_time) /
+                      static_cast<double>(run.result.iteration_time),
+                  ref->name.c_str());
+    out << buf;
+  } else
+    out << "speedup over Megatron-LM: none of the megatron-* baselines fits\n";
   return out.str();
 }
 
@@ -170,6 +183,10 @@ int run_plan(const std::vector<std::string>& args) {
       ("baseline", po::value<std::string>()->value_name("NAME"),
        ("print (and --out / --format) this baseline's plan instead: " +
         comma_list(baseline_names())).c_str())
+      ("expressible", po::value<std::string>()->value_name("FRAMEWORK"),
+       "plan only what this framework states exactly, on the schedules it runs: megatron "
+       "(one recompute rule for all stages: none, selective, block N or uniform) or "
+       "mindformers (per stage, the first n layers in full and the next k selective)")
       ("format", po::value<std::string>()->value_name("FORMAT")->default_value("table"),
        "table, mindformers (offset, recompute, select_recompute) or megatron (flags)")
       ("json", po::bool_switch(), "print the plan, baselines and search as JSON")
@@ -216,6 +233,7 @@ int run_plan(const std::vector<std::string>& args) {
     request.max_evals = vm["max-evals"].as<std::int64_t>();
     if (vm.count("time-limit-s")) request.time_limit_s = vm["time-limit-s"].as<double>();
     if (vm.count("baseline")) request.baseline = vm["baseline"].as<std::string>();
+    if (vm.count("expressible")) request.expressible = vm["expressible"].as<std::string>();
     const std::string baseline = request.baseline.value_or("");
     ProgressLine line(!vm["quiet"].as<bool>() && isatty(STDERR_FILENO));
     request.progress = [&line](const std::string& label, const PlannerProgress& p) {

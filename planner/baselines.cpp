@@ -294,8 +294,14 @@ struct Context {
   }
 };
 
-// megatron-default: uniform, every layer that can recompute fully does.
-std::optional<PlanRun> megatron_default(Context& c, std::string*) {
+// megatron-no-recompute: Megatron-LM's default, the even split and no recompute.
+std::optional<PlanRun> megatron_no_recompute(Context& c, std::string*) {
+  return c.run(Plan{c.uniform, std::vector<Recompute>(c.space.layers(), Recompute::none)});
+}
+
+// megatron-full-recompute: the even split, every layer that can recompute fully does
+// (--recompute-granularity full --recompute-method uniform --recompute-num-layers 1).
+std::optional<PlanRun> megatron_full_recompute(Context& c, std::string*) {
   const Experiment& e = c.space.experiment();
   const int L = c.space.layers();
   Plan p{c.uniform, std::vector<Recompute>(L)};
@@ -304,8 +310,17 @@ std::optional<PlanRun> megatron_default(Context& c, std::string*) {
   return c.run(p);
 }
 
-std::optional<PlanRun> uniform_none(Context& c, std::string*) {
-  return c.run(Plan{c.uniform, std::vector<Recompute>(c.space.layers(), Recompute::none)});
+// megatron-best-rule: the even split under every recompute rule Megatron-LM's flags state
+// (none, selective everywhere, block N for every N, uniform full:
+// megatron_recompute_choices); the fastest that fits, else the one closest to fitting.
+std::optional<PlanRun> megatron_best_rule(Context& c, std::string* why) {
+  std::optional<PlanRun> best;
+  for (const Plan& p : c.space.megatron_rule_plans(c.uniform)) {
+    PlanRun r = c.run(p);
+    if (!best || score_of(r.result) < score_of(best->result)) best = std::move(r);
+  }
+  if (!best) *why = "no recompute rule of Megatron-LM's flags can run on these layers";
+  return best;
 }
 
 // uniform-min-recompute: the same number of fully recomputed layers on every stage
@@ -362,8 +377,9 @@ struct Baseline {
 // The baselines, in the order they run and are reported. sapp-ilp reads adapipe-dp's plan,
 // so it comes after it. exhaustive is the reference, so the search does not start from it.
 constexpr Baseline kBaselines[] = {
-    {"megatron-default", true, megatron_default},
-    {"uniform-none", true, uniform_none},
+    {"megatron-no-recompute", true, megatron_no_recompute},
+    {"megatron-full-recompute", true, megatron_full_recompute},
+    {"megatron-best-rule", true, megatron_best_rule},
     {"uniform-min-recompute", true, uniform_min_recompute},
     {"adapipe-dp", true, adapipe_dp},
     {"sapp-ilp", true, sapp_ilp},
@@ -380,6 +396,9 @@ std::vector<BaselineRun> run_baselines(const Space& space, const PlannerOptions&
     r.name = b.name;
     r.run = b.make(c, &r.error);
     if (r.run) r.error = fit_note(*r.run);
+    if (r.run)
+      r.expressible =
+          expressible_by(space.experiment(), r.run->plan, r.run->schedule, o.expressible);
     out.push_back(std::move(r));
   }
   return out;
@@ -390,6 +409,38 @@ bool starts_search(std::size_t index) {
 }
 
 }  // namespace planner
+
+const std::vector<std::pair<std::string, std::string>>& renamed_baselines() {
+  static const std::vector<std::pair<std::string, std::string>> renamed{
+      {"megatron-default", "megatron-full-recompute"}, {"uniform-none", "megatron-no-recompute"}};
+  return renamed;
+}
+
+const BaselineRun* find_baseline(const PlanOutcome& o, std::string_view name) {
+  for (const BaselineRun& b : o.baselines)
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+const BaselineRun* megatron_reference(const PlanOutcome& o) {
+  const BaselineRun* best = nullptr;
+  for (const BaselineRun& b : o.baselines)
+    if (b.name.rfind("megatron-", 0) == 0 && b.run && b.run->fits() &&
+        (!best || b.run->result.iteration_time < best->run->result.iteration_time))
+      best = &b;
+  return best;
+}
+
+const BaselineRun* best_expressible_baseline(const Experiment& e, const PlanOutcome& o,
+                                             Expressible x) {
+  const BaselineRun* best = nullptr;
+  for (const BaselineRun& b : o.baselines)
+    if (b.run && b.run->fits() &&
+        (!best || b.run->result.iteration_time < best->run->result.iteration_time) &&
+        expressible_by(e, b.run->plan, b.run->schedule, x))
+      best = &b;
+  return best;
+}
 
 const std::vector<std::string>& baseline_names() {
   static const std::vector<std::string> names = [] {

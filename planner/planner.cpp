@@ -27,6 +27,14 @@ namespace {
 
 Schedule searched_schedule(const Experiment& e, const PlannerOptions& o) {
   const ScheduleInfo& info = require_schedule(e.config, o.schedule, "training.schedule");
+  // --expressible: the framework must run the schedule too, or its time is not the plan's.
+  if (o.expressible == Expressible::megatron && !info.megatron)
+    e.config.fail("training.schedule", "--expressible megatron: Megatron-LM does not run " +
+                                           o.schedule +
+                                           " (it runs 1f1b, and interleaved with virtual stages)");
+  if (o.expressible == Expressible::mindformers && info.mindformers_scheduler.empty())
+    e.config.fail("training.schedule", "--expressible mindformers: MindFormers has no " +
+                                           o.schedule + " pipeline_scheduler");
   const int stages = e.pp() * effective_vpp(info, o.vpp);
   if (stages > e.num_layers())
     e.config.fail("training.pp", "pp x vpp = " + std::to_string(stages) +
@@ -38,10 +46,49 @@ Schedule searched_schedule(const Experiment& e, const PlannerOptions& o) {
   return make_schedule(e, o.schedule, o.vpp, &start);
 }
 
+/// The first-N form of `best` (first_n_order) when it runs at most as long and fits: among
+/// equal-time plans, the one both frameworks' per-stage counts state. All stages at once,
+/// else stage by stage (a stage whose layers differ may run slower reordered).
+PlanRun prefer_first_n(const Experiment& e, const PlannerOptions& o, const Schedule& sch,
+                       PlanRun best) {
+  if (!best.fits()) return best;
+  const Plan all = first_n_order(e, best.plan);
+  if (all.recompute == best.plan.recompute) return best;
+  auto no_slower = [&](const PlanRun& r) {
+    return r.fits() && r.result.iteration_time <= best.result.iteration_time;
+  };
+  if (PlanRun r = planner::finish_run(e, o, sch, all); no_slower(r)) return r;
+  for (std::size_t s = 0, first = 0; s < best.plan.partition.size();
+       first += static_cast<std::size_t>(best.plan.partition[s]), ++s) {
+    Plan one = best.plan;
+    const auto from = static_cast<std::ptrdiff_t>(first);
+    const auto to = from + best.plan.partition[s];
+    std::copy(all.recompute.begin() + from, all.recompute.begin() + to,
+              one.recompute.begin() + from);
+    if (one.recompute == best.plan.recompute) continue;
+    if (PlanRun r = planner::finish_run(e, o, sch, one); no_slower(r)) best = std::move(r);
+  }
+  return best;
+}
+
+/// Under Expressible::megatron: the search picked one rule per partition by a bound; on
+/// the final partition every rule is run, and the fastest that fits and is stated exactly
+/// is kept if it beats `best`.
+PlanRun best_megatron_rule(const Space& space, const PlannerOptions& o, PlanRun best) {
+  for (const Plan& p : space.megatron_rule_plans(best.plan.partition)) {
+    if (p.recompute == best.plan.recompute) continue;
+    PlanRun r = planner::finish_run(space.experiment(), o, space.schedule(), p);
+    if (r.fits() && planner::score_of(r.result) < planner::score_of(best.result) &&
+        expressible_by(space.experiment(), r.plan, r.schedule, o.expressible))
+      best = std::move(r);
+  }
+  return best;
+}
+
 }  // namespace
 
 std::vector<BaselineRun> plan_baselines(const Experiment& e, const PlannerOptions& o) {
-  const Space space(e, searched_schedule(e, o), o.memory_limit_bytes);
+  const Space space(e, searched_schedule(e, o), o.memory_limit_bytes, o.expressible);
   return planner::run_baselines(space, o);
 }
 
@@ -53,7 +100,7 @@ PlanOutcome plan_pipeline(const Experiment& e, const PlannerOptions& o) {
   // searched_schedule() rejects an unknown name first, so find_schedule() is not null here.
   const Schedule sch = searched_schedule(e, o);
   out.vpp = effective_vpp(*find_schedule(o.schedule), o.vpp);
-  const Space space(e, sch, o.memory_limit_bytes);
+  const Space space(e, sch, o.memory_limit_bytes, o.expressible);
   out.baselines = planner::run_baselines(space, o);
   Search search(space, o);
   search.report("baselines");
@@ -62,7 +109,7 @@ PlanOutcome plan_pipeline(const Experiment& e, const PlannerOptions& o) {
   const BaselineRun* start = nullptr;
   for (std::size_t k = 0; k < out.baselines.size(); ++k) {
     const BaselineRun& b = out.baselines[k];
-    if (!b.run || !planner::starts_search(k)) continue;
+    if (!b.run || !b.expressible || !planner::starts_search(k)) continue;
     if (!start || planner::score_of(b.run->result) < planner::score_of(start->run->result))
       start = &b;
   }
@@ -80,9 +127,15 @@ PlanOutcome plan_pipeline(const Experiment& e, const PlannerOptions& o) {
       best.plan.partition.empty()
           ? Plan{first.partition, std::vector<Recompute>(e.num_layers(), Recompute::none)}
           : best.plan);
+  if (o.expressible == Expressible::megatron && !best.plan.partition.empty())
+    out.best = best_megatron_rule(space, o, std::move(out.best));
   for (const BaselineRun& b : out.baselines)
-    if (b.run && planner::score_of(b.run->result) < planner::score_of(out.best.result))
+    if (b.run && b.expressible &&
+        planner::score_of(b.run->result) < planner::score_of(out.best.result))
       out.best = *b.run;
+  // Among equal times, the plan that recomputes the first layers of each stage, as the
+  // frameworks' flags and keys say it (under --expressible it already does).
+  if (o.expressible == Expressible::any) out.best = prefer_first_n(e, o, sch, std::move(out.best));
   if (!out.best.fits()) {
     const Derived& c = search.closest_infeasible();
     if (c.worst_rank >= 0) {

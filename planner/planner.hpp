@@ -29,6 +29,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "experiment/experiment.hpp"
@@ -42,6 +44,23 @@ struct PlannerProgress {
   double elapsed_s = 0;
   std::string phase;  ///< "baselines", "search", "polish"
 };
+
+/// Which framework must be able to state a plan exactly (`bmpipe plan --expressible`).
+enum class Expressible {
+  any,          ///< every plan (the default)
+  megatron,     ///< export_megatron(export_layout(plan)).exact: even, uneven or any layout,
+                ///< and one recompute rule for all stages (none, selective everywhere,
+                ///< block N: the first N layers of every stage in full, or uniform full)
+  mindformers,  ///< per stage, the first n layers in full and the next k selective
+                ///< (recompute / select_recompute lists), any offsets, interleaved placement
+};
+
+/// "megatron", "mindformers": the values of --expressible (Expressible::any has no name).
+const std::vector<std::string>& expressible_names();
+/// The value named `name`, or nullopt.
+std::optional<Expressible> find_expressible(std::string_view name);
+/// "megatron", "mindformers", or "any".
+std::string expressible_name(Expressible x);
 
 struct PlannerOptions {
   std::string schedule = "1f1b";
@@ -58,6 +77,10 @@ struct PlannerOptions {
   std::int64_t stall_evals = 1'500;
   /// The exhaustive baseline refuses above this many plans.
   std::int64_t exhaustive_limit = 200'000;
+  /// Plans a framework cannot state are not searched, started from or reported. The
+  /// schedule must be one the framework runs (ScheduleInfo::megatron, mindformers_scheduler),
+  /// else plan_pipeline refuses it (ConfigError).
+  Expressible expressible = Expressible::any;
   /// Called from the calling thread after every batch.
   std::function<void(const PlannerProgress&)> progress;
 };
@@ -74,6 +97,9 @@ struct BaselineRun {
   std::string name;
   std::optional<PlanRun> run;  ///< empty when it could not be built
   std::string error;           ///< why not (or why it does not fit)
+  /// False when PlannerOptions::expressible's framework cannot state the run's plan: it is
+  /// still reported, but the search neither starts from it nor reports it as the plan.
+  bool expressible = true;
 };
 
 /// How one move of the search fared (its name is its row in the moves table).
@@ -107,6 +133,10 @@ struct PlanOutcome {
   int vpp = 1;
   std::int64_t memory_limit_bytes = 0;
   PlanRun best;
+  /// Every baseline of baseline_names(), in that order, with its run (plan, schedule as
+  /// run, result): an export that cannot state `best` exactly can fall back to one of them,
+  /// e.g. megatron_reference() or baseline(o, "megatron-best-rule"), so it is never slower
+  /// than the best plan the framework can state by rule in the same run.
   std::vector<BaselineRun> baselines;
   SearchStats stats;
   /// When no plan fits: the rank and stage that came closest, and its least peak.
@@ -121,10 +151,44 @@ PlanOutcome plan_pipeline(const Experiment& e, const PlannerOptions& options);
 std::vector<BaselineRun> plan_baselines(const Experiment& e, const PlannerOptions& options);
 
 /// The baselines' names, in the order plan_pipeline and plan_baselines report them: the one
-/// list of them (planner/baselines.cpp). megatron-default, uniform-none,
-/// uniform-min-recompute, adapipe-dp, sapp-ilp (the exact optimum of MindSpore's pipeline
-/// balancer objective), exhaustive.
+/// list of them (planner/baselines.cpp). megatron-no-recompute (Megatron-LM's default: even
+/// split, no recompute), megatron-full-recompute (even split, every layer in full),
+/// megatron-best-rule (even split, the fastest fitting recompute rule Megatron-LM's flags
+/// state), uniform-min-recompute, adapipe-dp, sapp-ilp (the exact optimum of MindSpore's
+/// pipeline balancer objective), exhaustive.
 const std::vector<std::string>& baseline_names();
+
+/// The names baselines had before (megatron-default, uniform-none) and what they are now
+/// called, for the message that refuses them.
+const std::vector<std::pair<std::string, std::string>>& renamed_baselines();
+
+/// The baseline called `name` in `o`, or nullptr.
+const BaselineRun* find_baseline(const PlanOutcome& o, std::string_view name);
+
+/// What a speedup is quoted against: the fastest fitting of the megatron-* baselines
+/// (what a Megatron-LM user gets by its flags on Megatron's even split), or nullptr when
+/// none fits.
+const BaselineRun* megatron_reference(const PlanOutcome& o);
+
+/// The fastest fitting baseline of `o` whose plan `x`'s framework states exactly
+/// (expressible_by), or nullptr: what an export that cannot state `o.best` falls back to
+/// when it is faster than the nearest plan the framework states, so an inexact export is
+/// never slower than the best expressible baseline of the same run.
+const BaselineRun* best_expressible_baseline(const Experiment& e, const PlanOutcome& o,
+                                             Expressible x);
+
+/// `plan` with the modes of each stage's decoder layers (export_layout's) reordered so the
+/// stage recomputes its first layers: full first, then selective, then none, as both
+/// Megatron-LM (--recompute-method block) and MindFormers (recompute lists) recompute.
+/// A stage where some layer cannot run its new mode is left as it was.
+Plan first_n_order(const Experiment& e, const Plan& plan);
+
+/// Whether `x`'s framework states `plan` (run under `schedule`) exactly: Megatron-LM iff
+/// export_megatron(export_layout(...)).exact; MindFormers iff its stages are interleaved
+/// (stage s on rank s mod pp), hold at least one decoder layer each, keep the embedding
+/// first and the loss last, and recompute in first-N form (full, then selective, then
+/// none). Always true for Expressible::any.
+bool expressible_by(const Experiment& e, const Plan& plan, const Schedule& schedule, Expressible x);
 
 /// The candidate schedules of `--schedule auto` for `e`: 1f1b; interleaved with v in
 /// {2, 3, 4} where the layers and micro-batches allow; zb-h1; zb-v. As (name, vpp).

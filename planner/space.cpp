@@ -5,6 +5,9 @@
 #include <iterator>
 #include <limits>
 
+#include "frameworks/megatron/export.hpp"
+#include "planner/planner.hpp"
+
 namespace bmpipe::planner {
 
 std::string Candidate::key() const {
@@ -24,13 +27,14 @@ std::string Candidate::key() const {
   return k;
 }
 
-Space::Space(const Experiment& e, Schedule schedule, std::int64_t limit)
+Space::Space(const Experiment& e, Schedule schedule, std::int64_t limit, Expressible expressible)
     : e_(e),
       schedule_(std::move(schedule)),
       compiled_(CompiledSchedule::borrowing(schedule_)),
       memory_(memory_profile(schedule_)),
-      table_(e),
-      limit_(limit) {
+      table_(e, expressible == Expressible::mindformers),
+      limit_(limit),
+      expressible_(expressible) {
   stages_ = schedule_.num_stages;
   ranks_ = schedule_.num_ranks;
   layers_ = e.num_layers();
@@ -81,7 +85,84 @@ Derived Space::derive(const Candidate& c) const {
     }
     if (bound_valid_) d.lower_bound = std::max(d.lower_bound, m * (busy + pick.total_recompute()));
   }
+  if (expressible_ == Expressible::megatron && d.fits) derive_megatron(c, d);
+  if (expressible_ != Expressible::any && d.fits)
+    d.expressible = expressible_by(e_, d.plan, schedule_, expressible_);
   return d;
+}
+
+std::vector<Plan> Space::megatron_rule_plans(const std::vector<int>& partition) const {
+  const Plan base{partition, std::vector<Recompute>(layers_, Recompute::none)};
+  const ExportLayout layout = export_layout(e_, base, schedule_);
+  std::vector<Plan> out;
+  for (const std::vector<Recompute>& modes : megatron_recompute_choices(layout.partition)) {
+    Plan p = with_decoder_modes(e_, base, modes);
+    // A layer without the mode (a measured model may have no selective form) would run
+    // something the flags do not say.
+    if (export_layout(e_, p, schedule_).recompute != modes) continue;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+void Space::derive_megatron(const Candidate& c, Derived& d) const {
+  std::vector<int> first(stages_ + 1, 0);
+  for (int s = 0; s < stages_; ++s) first[s + 1] = first[s] + c.partition[s];
+  const std::int64_t m = schedule_.num_microbatches;
+  struct Fitting {
+    Plan plan;
+    Time bound;
+  };
+  std::vector<Fitting> fitting;
+  std::int64_t least_excess = std::numeric_limits<std::int64_t>::max();
+  int least_rank = -1;
+  std::int64_t least_peak_bytes = 0;
+  for (Plan& p : megatron_rule_plans(c.partition)) {
+    Time bound = 0;
+    std::int64_t excess = std::numeric_limits<std::int64_t>::min();
+    int worst = -1;
+    std::int64_t worst_peak = 0;
+    for (int r = 0; r < ranks_; ++r) {
+      const RankMemory& mem = memory_[r];
+      std::int64_t fixed = e_.reserved_bytes;
+      std::vector<std::int64_t> a, kept;
+      Time busy = 0;
+      for (int s : mem.stages) {
+        fixed += table_.static_bytes(first[s], c.partition[s]);
+        if (stages_ > 1 && first[s + 1] == layers_) fixed += e_.layers.head_copy_static_bytes;
+        busy += busy_prefix_[first[s + 1]] - busy_prefix_[first[s]];
+        std::int64_t sa = 0, sr = 0;
+        for (int l = first[s]; l < first[s + 1]; ++l) {
+          const LayerModeCost& cost = *e_.layers.layers[l].modes[p.recompute[l]];
+          sa += cost.activation_bytes;
+          sr += cost.weight_grad_retained_bytes.value_or(cost.activation_bytes);
+          busy += cost.recompute;
+        }
+        a.push_back(sa);
+        kept.push_back(sr);
+      }
+      const std::int64_t peak = fixed + peak_activation(mem, a, kept);
+      if (peak - limit_ > excess) excess = peak - limit_, worst = r, worst_peak = peak;
+      bound = std::max(bound, m * busy);
+    }
+    if (excess <= 0)
+      fitting.push_back(Fitting{std::move(p), bound});
+    else if (excess < least_excess)
+      least_excess = excess, least_rank = worst, least_peak_bytes = worst_peak;
+  }
+  if (fitting.empty()) {
+    d.fits = false;
+    d.excess = least_excess;
+    d.worst_rank = least_rank;
+    d.worst_peak = least_peak_bytes;
+    return;
+  }
+  std::stable_sort(fitting.begin(), fitting.end(),
+                   [](const Fitting& x, const Fitting& y) { return x.bound < y.bound; });
+  const std::size_t k =
+      multi_ ? std::min<std::size_t>(static_cast<std::size_t>(c.choice[0]), fitting.size() - 1) : 0;
+  d.plan = std::move(fitting[k].plan);
+  d.lower_bound = bound_valid_ ? fitting[k].bound : 0;
 }
 
 const std::vector<RankChoice>& Space::choices_of(int r, const std::vector<int>& first,
@@ -190,6 +271,13 @@ constexpr Filter kFilters[] = {
      [](const Derived& d, double) -> std::optional<Rejection> {
        if (d.fits) return std::nullopt;
        return Rejection{kInfeasible + static_cast<double>(d.excess), true};
+     }},
+    // plan --expressible: the framework cannot state the plan (a layout its flags or keys
+    // cannot say). Scored as a failed run, so it is never the search's best.
+    {"expressible",
+     [](const Derived& d, double) -> std::optional<Rejection> {
+       if (d.expressible) return std::nullopt;
+       return Rejection{kInfeasible * 2, true};
      }},
     // Even the busiest rank's own work is slower than any plan the acceptance rule would
     // take. Not cached (its exact score is unknown) and never picked.

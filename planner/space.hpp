@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "experiment/experiment.hpp"
+#include "planner/planner.hpp"
 #include "planner/stage_options.hpp"
 #include "sim/compiled_schedule.hpp"
 
@@ -63,6 +64,8 @@ struct Derived {
   int worst_rank = -1;          ///< the rank of that excess
   std::int64_t worst_peak = 0;  ///< its least total peak (static + activations)
   Time lower_bound = 0;         ///< no run of this plan can be faster
+  /// The space's framework (Space's `expressible`) states the plan exactly.
+  bool expressible = true;
 };
 
 /// Everything fixed while one schedule is planned.
@@ -70,7 +73,11 @@ class Space {
  public:
   Space(const Space&) = delete;
   Space& operator=(const Space&) = delete;
-  Space(const Experiment& e, Schedule schedule, std::int64_t limit);
+  /// With `expressible` set, derive() gives only plans that framework states: MindFormers'
+  /// first-N options (StageOptionTable's first_n) or one Megatron-LM recompute rule for
+  /// every stage, and Derived::expressible says whether the whole plan is stated exactly.
+  Space(const Experiment& e, Schedule schedule, std::int64_t limit,
+        Expressible expressible = Expressible::any);
 
   int stages() const { return stages_; }
   int ranks() const { return ranks_; }
@@ -79,11 +86,16 @@ class Space {
   const Schedule& schedule() const { return schedule_; }
   const Experiment& experiment() const { return e_; }
   std::int64_t limit() const { return limit_; }
+  Expressible expressible() const { return expressible_; }
   const StageOptionTable& table() const { return table_; }
   const std::vector<RankMemory>& memory() const { return memory_; }
 
   /// Derives the recompute modes of a candidate (see stage_options.hpp).
   Derived derive(const Candidate& c) const;
+
+  /// Every plan of `partition` under a recompute rule Megatron-LM's flags state
+  /// (megatron_recompute_choices) whose layers can all run their mode, in that order.
+  std::vector<Plan> megatron_rule_plans(const std::vector<int>& partition) const;
 
   /// A rank's undominated recompute choices for its stages' layer ranges, kept: a move
   /// changes one or two boundaries, so most ranks meet the same ranges again and again.
@@ -99,6 +111,10 @@ class Space {
   SimResult run(const Plan& plan, SimInput& in) const;
 
  private:
+  /// derive() under Expressible::megatron: of the rules that fit (by the memory model), the
+  /// one with the least lower bound (rank `choice[0]`'s index in that order when ranks hold
+  /// several stages, so the search's recompute-choice move walks the rules).
+  void derive_megatron(const Candidate& c, Derived& d) const;
   const Experiment& e_;
   Schedule schedule_;
   CompiledSchedule compiled_;  ///< borrows schedule_: validated once for every candidate
@@ -107,6 +123,7 @@ class Space {
   std::vector<RankMemory> memory_;
   StageOptionTable table_;
   std::int64_t limit_;
+  Expressible expressible_ = Expressible::any;
   int stages_ = 0, ranks_ = 0, layers_ = 0;
   bool multi_ = false;
   bool bound_valid_ = true;

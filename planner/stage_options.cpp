@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "planner/export_layout.hpp"
+
 namespace bmpipe {
 
 namespace {
@@ -65,10 +67,87 @@ int type_layer(const StageOptions& so, int t, int first) {
 
 }  // namespace
 
-StageOptionTable::StageOptionTable(const Experiment& experiment) : e_(experiment) {
+StageOptionTable::StageOptionTable(const Experiment& experiment, bool first_n)
+    : e_(experiment), first_n_(first_n) {
   prefix_static_.assign(1, 0);
   for (const LayerRow& row : e_.layers.layers)
     prefix_static_.push_back(prefix_static_.back() + row.static_bytes);
+  if (first_n_) {
+    decoder_.assign(e_.layers.layers.size(), 0);
+    for (int l : decoder_layers(e_)) decoder_[l] = 1;
+  }
+}
+
+const StageOptions* StageOptionTable::make_first_n(int first, int count) const {
+  auto made = std::make_unique<StageOptions>();
+  StageOptions& so = *made;
+  so.first_n = true;
+  so.type_of.assign(count, 0);
+  so.decoder.assign(decoder_.begin() + first, decoder_.begin() + first + count);
+  std::vector<int> layers;  // the range's decoder layers, in order
+  for (int i = 0; i < count; ++i)
+    if (decoder_[first + i]) layers.push_back(first + i);
+  const int d = static_cast<int>(layers.size());
+  // Non-decoder layers stay none: their cost is in every option.
+  StageOption base;
+  for (int i = 0; i < count; ++i)
+    if (!decoder_[first + i]) {
+      const LayerModeCost& c = *e_.layers.layers[first + i].modes[Recompute::none];
+      base.recompute += c.recompute;
+      base.activation += c.activation_bytes;
+      base.retained += c.weight_grad_retained_bytes.value_or(c.activation_bytes);
+    }
+  base.counts.assign(1, PerMode<int>{});
+  // Per mode, prefix sums over the decoder layers (and how many of them lack the mode), so
+  // each (f, g) costs O(1).
+  struct Sums {
+    std::vector<Time> recompute{0};
+    std::vector<std::int64_t> activation{0}, retained{0};
+    std::vector<int> missing{0};
+  };
+  PerMode<Sums> sum;
+  for (Recompute r : kAllRecompute)
+    for (int k = 0; k < d; ++k) {
+      const LayerRow& row = e_.layers.layers[layers[k]];
+      Sums& x = sum[r];
+      const LayerModeCost c = row.has(r) ? *row.modes[r] : LayerModeCost{};
+      x.recompute.push_back(x.recompute.back() + c.recompute);
+      x.activation.push_back(x.activation.back() + c.activation_bytes);
+      x.retained.push_back(x.retained.back() +
+                           c.weight_grad_retained_bytes.value_or(c.activation_bytes));
+      x.missing.push_back(x.missing.back() + (row.has(r) ? 0 : 1));
+    }
+  std::vector<StageOption> all;
+  for (int f = 0; f <= d; ++f)
+    for (int g = 0; f + g <= d; ++g) {
+      // Decoder layers [0, f) full, [f, f + g) selective, [f + g, d) none.
+      const std::pair<Recompute, std::pair<int, int>> parts[] = {{Recompute::full, {0, f}},
+                                                                 {Recompute::selective, {f, f + g}},
+                                                                 {Recompute::none, {f + g, d}}};
+      StageOption o = base;
+      bool possible = true;
+      for (const auto& [r, range] : parts) {
+        const Sums& x = sum[r];
+        const auto [a, b] = range;
+        possible = possible && x.missing[b] == x.missing[a];
+        o.recompute += x.recompute[b] - x.recompute[a];
+        o.activation += x.activation[b] - x.activation[a];
+        o.retained += x.retained[b] - x.retained[a];
+      }
+      if (!possible) continue;
+      o.counts[0][Recompute::full] = f;
+      o.counts[0][Recompute::selective] = g;
+      o.counts[0][Recompute::none] = d - f - g;
+      all.push_back(std::move(o));
+    }
+  prune(all);
+  if (all.size() > kMaxOptions) so.thinned = true;
+  thin(all);
+  so.options = std::move(all);
+  const auto key = std::make_pair(first, count);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, inserted] = cache_.emplace(key, std::move(made));
+  return it->second.get();
 }
 
 const StageOptions& StageOptionTable::get(int first, int count) const {
@@ -77,6 +156,7 @@ const StageOptions& StageOptionTable::get(int first, int count) const {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = cache_.find(key); it != cache_.end()) return *it->second;
   }
+  if (first_n_) return *make_first_n(first, count);
   // A range is its one-shorter prefix plus one layer: the options are the prefix's options
   // with that layer in each of its modes, pruned. (An option that is beaten in the prefix
   // stays beaten with the same layer added, so pruning the prefix first loses nothing.)
@@ -238,6 +318,19 @@ std::int64_t least_peak(const RankMemory& memory, const std::vector<const StageO
 
 void apply_option(const StageOptions& stage, const StageOption& option, int first,
                   std::vector<Recompute>& modes) {
+  if (stage.first_n) {
+    const int f = option.counts[0][Recompute::full];
+    const int g = option.counts[0][Recompute::selective];
+    for (int i = 0, k = 0; i < static_cast<int>(stage.decoder.size()); ++i) {
+      Recompute mode = Recompute::none;
+      if (stage.decoder[i]) {
+        mode = k < f ? Recompute::full : k < f + g ? Recompute::selective : Recompute::none;
+        ++k;
+      }
+      modes[first + i] = mode;
+    }
+    return;
+  }
   std::vector<PerMode<int>> used(option.counts.size());
   for (std::size_t i = 0; i < stage.type_of.size(); ++i) {
     const int t = stage.type_of[i];

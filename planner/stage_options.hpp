@@ -41,13 +41,21 @@ struct StageOptions {
   std::vector<int> type_of;  ///< per layer of the range, its type (index into counts)
   std::vector<StageOption> options;
   bool thinned = false;  ///< the set was too large and was thinned (see stage_options.cpp)
+  /// A first-N table's range (StageOptionTable's `first_n`): one type, counts[0] holds the
+  /// decoder layers in full and in selective, which are the range's first decoder layers;
+  /// `decoder` marks the range's decoder layers (the others stay none).
+  bool first_n = false;
+  std::vector<char> decoder;
 };
 
 /// Options per layer range, computed on first use and kept: the search asks for the same
 /// ranges again and again. Safe to use from several threads.
 class StageOptionTable {
  public:
-  explicit StageOptionTable(const Experiment& experiment);
+  /// With `first_n`, a range's options are only the first-N forms MindFormers states (per
+  /// stage, the first f decoder layers in full and the next g selective, the rest none):
+  /// every (f, g) a range's decoder layers can run, undominated ones kept.
+  explicit StageOptionTable(const Experiment& experiment, bool first_n = false);
   /// Layers [first, first + count).
   const StageOptions& get(int first, int count) const;
   /// Weights, gradients and optimizer state of layers [first, first + count).
@@ -57,7 +65,10 @@ class StageOptionTable {
   const Experiment& experiment() const { return e_; }
 
  private:
+  const StageOptions* make_first_n(int first, int count) const;
   const Experiment& e_;
+  bool first_n_ = false;
+  std::vector<char> decoder_;  ///< per model layer (first_n tables)
   std::vector<std::int64_t> prefix_static_;
   mutable std::mutex mutex_;
   mutable std::map<std::pair<int, int>, std::unique_ptr<StageOptions>> cache_;
@@ -88,6 +99,8 @@ std::int64_t least_peak(const RankMemory& memory, const std::vector<const StageO
 /// Writes the modes of layers [first, first + n) for `option` into `modes` (model order):
 /// within each layer type, full first, then selective, then none, so the recomputed layers
 /// are the first of the stage, as MindFormers' and Megatron-LM's per-stage counts mean.
+/// (Across types they need not be: first_n_order in planner.hpp makes a plan's stages
+/// first-N; a first-N table's options are first-N over the stage's decoder layers.)
 void apply_option(const StageOptions& stage, const StageOption& option, int first,
                   std::vector<Recompute>& modes);
 

@@ -174,17 +174,24 @@ TEST(PlannerMoves, ChoiceMovesStayWithinRankChoicesLimit) {
   EXPECT_TRUE(reached_last);
 }
 
-TEST(PlannerFilters, MemoryThenLowerBound) {
+TEST(PlannerFilters, MemoryThenExpressibleThenLowerBound) {
   const auto all = planner::filters();
-  ASSERT_EQ(all.size(), 2u);
+  ASSERT_EQ(all.size(), 3u);
   EXPECT_STREQ(all[0].name, "memory");
-  EXPECT_STREQ(all[1].name, "lower-bound");
+  EXPECT_STREQ(all[1].name, "expressible");
+  EXPECT_STREQ(all[2].name, "lower-bound");
   planner::Derived d;
   d.lower_bound = 100;
   EXPECT_FALSE(all[0].check(d, 50));  // it fits
-  ASSERT_TRUE(all[1].check(d, 50));
-  EXPECT_FALSE(all[1].check(d, 50)->cached);  // depends on the threshold
-  EXPECT_FALSE(all[1].check(d, 100));
+  EXPECT_FALSE(all[1].check(d, 50));  // every plan is expressible by default
+  ASSERT_TRUE(all[2].check(d, 50));
+  EXPECT_FALSE(all[2].check(d, 50)->cached);  // depends on the threshold
+  EXPECT_FALSE(all[2].check(d, 100));
+  d.expressible = false;  // --expressible: the framework cannot state it; never the best
+  ASSERT_TRUE(all[1].check(d, 1e9));
+  EXPECT_TRUE(all[1].check(d, 1e9)->cached);
+  EXPECT_GE(all[1].check(d, 1e9)->score, planner::kInfeasible);
+  d.expressible = true;
   d.fits = false;
   d.excess = 7;
   ASSERT_TRUE(all[0].check(d, 50));

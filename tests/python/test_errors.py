@@ -95,6 +95,10 @@ def test_compare_rejects_unknown_and_empty_lists():
     ({"memory_limit_GiB": float("nan")}, "memory_limit_GiB: must be a positive number of GiB"),
     ({"memory_limit_GiB": 1, "margin_GiB": 2}, "margin_GiB: leaves no memory below the limit"),
     ({"baseline": "nope"}, "baseline: unknown baseline 'nope'"),
+    ({"baseline": "megatron-default"},
+     "baseline: 'megatron-default' is now called 'megatron-full-recompute'"),
+    ({"expressible": "megatorn"},
+     "expressible: unknown framework 'megatorn' (did you mean 'megatron'?)"),
 ])
 def test_plan_rejects_bad_options(kwargs, message):
     with pytest.raises(ValueError) as e:

@@ -35,6 +35,8 @@ def test_plan(config):
      {"memory_limit_GiB": 40, "schedule": "auto", "max_evals": 60, "seed": 7}),
     (["--memory-limit-GiB", "40", "--baseline", "adapipe-dp"],
      {"memory_limit_GiB": 40.0, "baseline": "adapipe-dp"}),
+    (["--memory-limit-GiB", "30", "--expressible", "megatron", "--max-evals", "300"],
+     {"memory_limit_GiB": 30, "expressible": "megatron", "max_evals": 300}),
     (["--memory-limit-GiB", "40", "--microbatches", "16", "--schedule", "zb-h1"],
      {"memory_limit_GiB": 40, "microbatches": 16, "schedule": "zb-h1"}),
 ])

@@ -1,0 +1,99 @@
+// What a framework can state of a plan (plan --expressible), and the first-N order both
+// frameworks recompute in. Declared in planner.hpp.
+#include <algorithm>
+#include <stdexcept>
+
+#include "frameworks/megatron/export.hpp"
+#include "planner/planner.hpp"
+
+namespace bmpipe {
+
+const std::vector<std::string>& expressible_names() {
+  static const std::vector<std::string> names{"megatron", "mindformers"};
+  return names;
+}
+
+std::optional<Expressible> find_expressible(std::string_view name) {
+  if (name == "megatron") return Expressible::megatron;
+  if (name == "mindformers") return Expressible::mindformers;
+  return std::nullopt;
+}
+
+std::string expressible_name(Expressible x) {
+  switch (x) {
+    case Expressible::megatron:
+      return "megatron";
+    case Expressible::mindformers:
+      return "mindformers";
+    case Expressible::any:
+      break;
+  }
+  return "any";
+}
+
+namespace {
+
+/// 0 for full, 1 for selective, 2 for none: the first-N order.
+int rank_of(Recompute r) {
+  return r == Recompute::full ? 0 : r == Recompute::selective ? 1 : 2;
+}
+
+/// Whether every stage's decoder modes read full*, selective*, none*.
+bool first_n_form(const ExportLayout& l) {
+  std::size_t i = 0;
+  for (int n : l.partition) {
+    int last = 0;
+    for (int k = 0; k < n; ++k, ++i) {
+      const int now = rank_of(l.recompute[i]);
+      if (now < last) return false;
+      last = now;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Plan first_n_order(const Experiment& e, const Plan& plan) {
+  const int L = e.num_layers();
+  std::vector<char> decoder(L, 0);
+  for (int l : decoder_layers(e)) decoder[l] = 1;
+  Plan out = plan;
+  for (int s = 0, first = 0; s < static_cast<int>(plan.partition.size());
+       first += plan.partition[s], ++s) {
+    std::vector<int> layers;
+    for (int l = first; l < first + plan.partition[s]; ++l)
+      if (decoder[l]) layers.push_back(l);
+    std::vector<Recompute> modes;
+    for (int l : layers) modes.push_back(plan.recompute[l]);
+    std::stable_sort(modes.begin(), modes.end(),
+                     [](Recompute a, Recompute b) { return rank_of(a) < rank_of(b); });
+    bool possible = true;
+    for (std::size_t k = 0; k < layers.size(); ++k)
+      possible = possible && e.layers.layers[layers[k]].has(modes[k]);
+    if (!possible) continue;
+    for (std::size_t k = 0; k < layers.size(); ++k) out.recompute[layers[k]] = modes[k];
+  }
+  return out;
+}
+
+bool expressible_by(const Experiment& e, const Plan& plan, const Schedule& schedule,
+                    Expressible x) {
+  if (x == Expressible::any) return true;
+  ExportLayout l;
+  try {
+    l = export_layout(e, plan, schedule);
+    check_export_layout(l);
+  } catch (const std::invalid_argument&) {
+    return false;  // e.g. virtual stages without pipeline ranks: neither framework has them
+  }
+  if (x == Expressible::megatron) return export_megatron(l).exact;
+  // MindFormers (frameworks/mindformers/export.cpp): stage j of every interleave on rank j,
+  // the embedding first and the head last, every stage with a decoder layer, and per stage
+  // the first n layers in full and the next selective.
+  return interleaved_placement(l) && l.embedding_on_first && l.loss_on_last &&
+         std::none_of(l.partition.begin(), l.partition.end(), [](int n) { return n == 0; }) &&
+         first_n_form(l);
+}
+
+}  // namespace bmpipe
