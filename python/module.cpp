@@ -108,8 +108,9 @@ void translate(std::exception_ptr p) {
   try {
     if (p) std::rethrow_exception(p);
   } catch (const bmpipe::ConfigError& e) {
-    // Rebuilt rather than what(), so that an override's key reads as the keyword given.
-    const std::string key = python_key(e.key());
+    // Rebuilt rather than what(), so that an override's key reads as the keyword given. A
+    // key on a line of a file (a Megatron-LM flag in an imported script) is the file's word.
+    const std::string key = e.line() > 0 ? e.key() : python_key(e.key());
     raise_config_error(e.file(), e.line(), key, e.message(),
                        e.file() + (e.line() > 0 ? ":" + std::to_string(e.line()) : "") + ": " +
                            (key.empty() ? "" : key + ": ") + e.message());
