@@ -6,14 +6,12 @@
 // give the time the export quoted, to the digit. Nothing here computes an expected time:
 // both sides are bmpipe's own outputs, joined only by the framework's text.
 #include <gtest/gtest.h>
-#include <yaml-cpp/yaml.h>
 
 #include <nlohmann/json.hpp>
-#include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "support/framework_files.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
@@ -27,7 +25,7 @@ std::string source(const std::string& path) {
 
 const std::string kMegatronArgs = source("configs/examples/llama2_13b_megatron_args.txt");
 const std::string kH100Cluster = source("configs/clusters/h100_2x8.yaml");
-const std::string kMindFormers = source("configs/examples/llama2_13b_mindformers.yaml");
+const std::string kMindFormers = source("configs/examples/mindformers/llama2_13b.yaml");
 
 nlohmann::json json_of(const test::CliRun& r, const std::string& what) {
   EXPECT_EQ(r.code, 0) << what << ": " << r.err;
@@ -36,34 +34,6 @@ nlohmann::json json_of(const test::CliRun& r, const std::string& what) {
   } catch (const std::exception& e) {
     ADD_FAILURE() << what << ": not JSON: " << r.out << r.err;
     return nlohmann::json::object();
-  }
-}
-
-/// The flags an export says to remove ("#   --flag" lines).
-std::vector<std::string> flags_to_remove(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("#   --", 0) == 0) out.push_back(line.substr(4));
-  return out;
-}
-
-/// `script` without `flag` and its value (a word not starting with "--"), wherever it is.
-std::string without_flag(const std::string& script, const std::string& flag) {
-  return std::regex_replace(script, std::regex(flag + "(=\\S+|[ \\t]+[^-\\s\\\\]\\S*)?(?=\\s|$)"),
-                            "");
-}
-
-/// Deep merge as a user merges the fragment into their run's YAML: a mapping in both is
-/// merged key by key, anything else is replaced.
-void merge(YAML::Node into, const YAML::Node& from) {
-  for (const auto& kv : from) {
-    const std::string key = kv.first.as<std::string>();
-    if (into[key] && into[key].IsMap() && kv.second.IsMap())
-      merge(into[key], kv.second);
-    else
-      into[key] = kv.second;
   }
 }
 
@@ -86,16 +56,12 @@ Roundtrip round_trip(const test::ScratchDir& dir, const std::string& config,
   r.quoted_ms = r.exported["iteration_time_ms"].get<double>();
   std::string import_args;
   if (format == "megatron") {
-    std::string script = test::slurp(kMegatronArgs);
-    for (const std::string& f : flags_to_remove(text)) script = without_flag(script, f);
-    r.framework_file = test::write_file(dir.file("args_exported.txt"), script + "\n" + text);
+    r.framework_file = test::write_file(dir.file("args_exported.txt"),
+                                        test::script_with_export(test::slurp(kMegatronArgs), text));
     import_args = "import megatron '" + r.framework_file + "' --cluster '" + kH100Cluster + "'";
   } else {
-    YAML::Node run = YAML::LoadFile(kMindFormers);
-    merge(run, YAML::Load(text));
-    YAML::Emitter out;
-    out << run;
-    r.framework_file = test::write_file(dir.file("mf_exported.yaml"), out.c_str());
+    r.framework_file =
+        test::write_file(dir.file("mf_exported.yaml"), test::yaml_with_export(kMindFormers, text));
     import_args = "import mindformers '" + r.framework_file + "' --preset ascend-910b --devices 16";
   }
   const std::string reimported = dir.file("reimported.yaml");
