@@ -56,8 +56,15 @@ Roundtrip round_trip(const test::ScratchDir& dir, const std::string& config,
   r.quoted_ms = r.exported["iteration_time_ms"].get<double>();
   std::string import_args;
   if (format == "megatron") {
-    r.framework_file = test::write_file(dir.file("args_exported.txt"),
-                                        test::script_with_export(test::slurp(kMegatronArgs), text));
+    // The script also carries flags the export must say to remove where it does not set
+    // them: recompute every layer, the selective switch, and a vpp flag (which Megatron-LM
+    // refuses beside a layout).
+    const std::string script = test::slurp(kMegatronArgs) +
+                               "  --recompute-activations --recompute-granularity full "
+                               "--recompute-method uniform --recompute-num-layers 1 \\\n"
+                               "  --num-virtual-stages-per-pipeline-rank 2\n";
+    r.framework_file =
+        test::write_file(dir.file("args_exported.txt"), test::script_with_export(script, text));
     import_args = "import megatron '" + r.framework_file + "' --cluster '" + kH100Cluster + "'";
   } else {
     r.framework_file =
