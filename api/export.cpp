@@ -57,6 +57,26 @@ Stated state(const std::string& format, const ExportLayout& layout) {
   return s;
 }
 
+/// The layout's recompute with each stage's counts per mode kept and moved to its first
+/// layers: full, then selective, then none.
+std::vector<Recompute> first_layers_first(const ExportLayout& layout) {
+  std::vector<Recompute> modes;
+  std::size_t next = 0;
+  for (int count : layout.partition) {
+    int full = 0, selective = 0;
+    for (int k = 0; k < count; ++k) {
+      full += layout.recompute[next + k] == Recompute::full;
+      selective += layout.recompute[next + k] == Recompute::selective;
+    }
+    for (int k = 0; k < count; ++k)
+      modes.push_back(k < full               ? Recompute::full
+                      : k < full + selective ? Recompute::selective
+                                             : Recompute::none);
+    next += static_cast<std::size_t>(count);
+  }
+  return modes;
+}
+
 }  // namespace
 
 const std::vector<std::string>& export_formats() {
@@ -169,7 +189,14 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
     // would state of the plan.
     const SimResult nearest = *result;
     bool replaced = false;
-    for (const std::vector<Recompute>& modes : megatron_recompute_choices(layout.partition)) {
+    // First, the plan's own counts per stage moved to the stage's first layers (full, then
+    // selective): both frameworks recompute the first n layers, the planner any of them, and
+    // a stage's layers cost alike but for the first and last (issue 17: MindFormers [3, 2,
+    // 0, 0] gives the plan's time where the covering [4, 2, 0, 0] does not).
+    std::vector<std::vector<Recompute>> choices = {first_layers_first(layout)};
+    for (std::vector<Recompute>& modes : megatron_recompute_choices(layout.partition))
+      choices.push_back(std::move(modes));
+    for (const std::vector<Recompute>& modes : choices) {
       ExportLayout other = layout;
       other.recompute = modes;
       Stated s = state(format, other);
@@ -185,7 +212,8 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
       notes.push_back("The plan as the " + std::string(megatron ? "flags" : "keys") +
                       " state it takes " + said(nearest) + " under " +
                       schedule_words(out.schedule, out.vpp) +
-                      "; these state the fastest recompute rule that fits on its partition.");
+                      "; these state the fastest recompute rule that fits on its partition "
+                      "(its per-stage counts on the first layers, or one rule for every stage).");
     else if (!(result->ok && result->fits))
       notes.push_back("No recompute rule the " + std::string(megatron ? "flags" : "keys") +
                       " can state fits the memory limit on this partition; this is the "

@@ -142,6 +142,36 @@ TEST(ExportCli, SavedPlanExportsAsThePlanDid) {
   EXPECT_EQ(body(exported.out), body(planned.out));
 }
 
+// Issue 17: the planner may recompute any layer of a stage, MindFormers the first n. Here
+// (the shipped MindFormers job, interleaved v2) the plan recomputes layer 1 of stage 0, not
+// layer 0; the covering prefix (recompute 2 there) is slower, while the same count on the
+// first layer, recompute [[1, 1, 0, ...], ...], gives the plan's own time: exact.
+TEST(ExportCli, MindFormersStatesThePlansCountsOnTheFirstLayers) {
+  const test::ScratchDir dir;
+  const std::string job = dir.file("mfjob.yaml");
+  ASSERT_EQ(run_cli("import mindformers " + std::string(BMPIPE_SOURCE_DIR) +
+                    "/configs/examples/mindformers/llama2_13b.yaml --preset ascend-910b --devices "
+                    "16 --out " +
+                    job)
+                .code,
+            0);
+  const test::CliRun r = run_cli("plan " + job +
+                                 " --schedule interleaved --vpp 2 --quiet --json --format "
+                                 "mindformers");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& modes = j["plan"]["layer_recompute"];
+  ASSERT_EQ(j["plan"]["partition"][0], 2);
+  EXPECT_EQ(modes[0], "none");  // the case: stage 0 recomputes its second layer
+  EXPECT_EQ(modes[1], "full");
+  const auto& x = j["export"];
+  EXPECT_TRUE(x["exact"].get<bool>());
+  EXPECT_EQ(x["iteration_time_ms"], j["plan"]["iteration_time_ms"]);
+  EXPECT_TRUE(has_line(x["text"].get<std::string>(),
+                       "  recompute: [[1, 1, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0, 0]]"))
+      << x["text"].get<std::string>();
+}
+
 TEST(ExportCli, BadInput) {
   const std::string tiny = test::examples() + "tiny.yaml";
   const test::CliRun typo = run_cli("export " + tiny + " --format megatorn");
