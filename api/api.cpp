@@ -168,42 +168,6 @@ CostOutcome run_cost(const Config& config, bool with_ops) {
 
 // ---- plan -------------------------------------------------------------------------------
 
-MegatronAdvice megatron_advice(const Experiment& e, const PlanRun& shown,
-                               std::int64_t memory_limit_bytes) {
-  const ExportLayout layout = export_layout(e, shown.plan, shown.schedule);
-  MegatronAdvice advice;
-  advice.flags = export_megatron(layout);
-  if (advice.flags.exact) return advice;
-  const RunOptions limited{memory_limit_bytes, nullptr};
-  auto run_of = [&](const MegatronExport& x) {
-    return run(e, with_decoder_modes(e, shown.plan, x.expressed.recompute), shown.schedule,
-               limited);
-  };
-  // The nearest rule recomputes every layer at least as much as the plan. Another rule may
-  // be faster and still fit (the layers of a stage differ, and the planner may recompute
-  // any of them): of all the rules the flags can state for this partition, the fastest
-  // that fits is given.
-  advice.nearest = run_of(advice.flags);
-  for (const std::vector<Recompute>& modes : megatron_recompute_choices(layout.partition)) {
-    ExportLayout other = layout;
-    other.recompute = modes;
-    const MegatronExport x = export_megatron(other);
-    // A layer without the mode (a measured model may have no selective form) would simulate
-    // something the flags do not say.
-    if (export_layout(e, with_decoder_modes(e, shown.plan, x.expressed.recompute), shown.schedule)
-            .recompute != x.expressed.recompute)
-      continue;
-    const SimResult rx = run_of(x);
-    if (!rx.ok || !rx.fits) continue;
-    const SimResult& best = advice.faster ? *advice.faster : *advice.nearest;
-    if (!(best.ok && best.fits) || rx.iteration_time < best.iteration_time) {
-      advice.faster = rx;
-      advice.flags.flags = x.flags;
-    }
-  }
-  return advice;
-}
-
 std::int64_t plan_memory_limit_bytes(const Config& config, const PlanRequest& r) {
   if (!(r.margin_GiB >= 0) || !std::isfinite(r.margin_GiB))
     throw RequestError("--margin-GiB", "must be 0 or more GiB");

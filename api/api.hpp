@@ -27,7 +27,6 @@
 #include "api/errors.hpp"
 #include "experiment/config.hpp"
 #include "experiment/experiment.hpp"
-#include "frameworks/megatron/export.hpp"
 #include "planner/planner.hpp"
 #include "sim/bubbles.hpp"
 #include "traces/timeline.hpp"
@@ -188,17 +187,5 @@ void check_plan_request(const PlanRequest& request);
 /// Plans `config` under the request. Throws RequestError, ConfigError, and NoPlanFits when
 /// the best plan found does not fit.
 PlanResults run_plan(const Config& config, const PlanRequest& request);
-
-/// A plan in Megatron-LM's flags (`bmpipe plan --format megatron`). When the flags cannot
-/// state the plan exactly, the nearest plan they can state is simulated, and so is every
-/// recompute rule they can state on the plan's partition (megatron_recompute_choices):
-/// the flags are those of the fastest rule that fits, if one is faster than the nearest.
-struct MegatronAdvice {
-  MegatronExport flags;              ///< flags.flags is what to print
-  std::optional<SimResult> nearest;  ///< the nearest plan's run (set when !flags.exact)
-  std::optional<SimResult> faster;   ///< the faster rule's run, when one was found
-};
-MegatronAdvice megatron_advice(const Experiment& e, const PlanRun& shown,
-                               std::int64_t memory_limit_bytes);
 
 }  // namespace bmpipe::api

@@ -260,4 +260,24 @@ std::string search_csv(const SearchReport& report) {
   return out;
 }
 
+nlohmann::json export_document(const ExportOutcome& x) {
+  auto time = [](const SimResult& r) {
+    return r.ok ? nlohmann::json(ns_to_ms(r.iteration_time)) : nlohmann::json(nullptr);
+  };
+  nlohmann::json j;
+  j["format"] = x.format;
+  j["text"] = x.text;
+  j["schedule"] = x.schedule;
+  j["vpp"] = x.vpp;
+  j["iteration_time_ms"] = time(x.result);
+  j["fits"] = x.result.ok && x.result.fits;
+  j["exact"] = x.exact;
+  j["states_plan"] = x.states_plan;
+  j["config_schedule"] = x.config_schedule;
+  j["config_vpp"] = x.config_vpp;
+  j["config_iteration_time_ms"] = time(x.config_result);
+  j["notes"] = x.notes;
+  return j;
+}
+
 }  // namespace bmpipe::api

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api/api.hpp"
+#include "api/export.hpp"
 #include "api/search.hpp"
 
 namespace bmpipe::api {
@@ -38,5 +39,11 @@ std::string search_csv(const SearchReport& report);
 
 /// One layout as in the search document (also the MPI wire format's body).
 nlohmann::json layout_json(const LayoutResult& r);
+
+/// `export --json` (and the `export` member of `plan --json --format` and `search --json
+/// --format`): {format, text, schedule, vpp, iteration_time_ms, fits, exact, states_plan,
+/// config_schedule, config_vpp, config_iteration_time_ms, notes}; a time is null when its
+/// simulation failed.
+nlohmann::json export_document(const ExportOutcome& outcome);
 
 }  // namespace bmpipe::api

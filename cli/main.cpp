@@ -29,6 +29,8 @@ Commands:
   import FORMAT IN  write a config from a Megatron-LM launch script's arguments, a
                     MindFormers YAML or a per-layer profile CSV (megatron, mindformers,
                     profile)
+  export CONFIG     write a config as Megatron-LM flags or a MindFormers YAML fragment
+                    (--format megatron|mindformers), with the time the framework gets
 
 Run 'bmpipe help <command>' (or 'bmpipe <command> --help') for its options.
 
@@ -37,8 +39,8 @@ Exit codes: 0 success (including "does not fit in memory", which is a result),
             70 internal error (a bug in bmpipe: please report it with the command line).
 )";
 
-constexpr const char* kCommands[] = {"simulate", "schedules", "cost",  "compare",
-                                     "plan",     "search",    "import"};
+constexpr const char* kCommands[] = {"simulate", "schedules", "cost",   "compare",
+                                     "plan",     "search",    "import", "export"};
 
 /// Runs the command; what no command handles is a bug, reported as such.
 int dispatch(const std::string& command, const std::vector<std::string>& args) {
@@ -49,6 +51,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "plan") return bmpipe::cli::run_plan(args);
   if (command == "search") return bmpipe::cli::run_search(args);
   if (command == "import") return bmpipe::cli::run_import(args);
+  if (command == "export") return bmpipe::cli::run_export(args);
   std::cerr << "bmpipe: unknown command '" << command << "'"
             << bmpipe::did_you_mean(command, kCommands) << "\n\n"
             << kUsage;

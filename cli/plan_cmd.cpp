@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "api/api.hpp"
+#include "api/export.hpp"
 #include "cli/commands.hpp"
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
@@ -19,8 +20,6 @@
 #include "experiment/experiment.hpp"
 #include "experiment/suggest.hpp"
 #include "experiment/write_config.hpp"
-#include "frameworks/megatron/export.hpp"
-#include "frameworks/mindformers/export.hpp"
 #include "planner/planner.hpp"
 #include "schedules/registry.hpp"
 #include "sim/units.hpp"
@@ -157,10 +156,6 @@ std::string auto_names() {
   return out;
 }
 
-ExportLayout layout_of(const Experiment& e, const PlanRun& run) {
-  return export_layout(e, run.plan, run.schedule);
-}
-
 }  // namespace
 
 int run_plan(const std::vector<std::string>& args) {
@@ -188,8 +183,9 @@ int run_plan(const std::vector<std::string>& args) {
        "(one recompute rule for all stages: none, selective, block N or uniform) or "
        "mindformers (per stage, the first n layers in full and the next k selective)")
       ("format", po::value<std::string>()->value_name("FORMAT")->default_value("table"),
-       "table, mindformers (offset, recompute, select_recompute) or megatron (flags)")
-      ("json", po::bool_switch(), "print the plan, baselines and search as JSON")
+       "table, or the plan exported as `bmpipe export` does: megatron (flags) or mindformers (YAML)")
+      ("json", po::bool_switch(),
+       "print the plan, baselines and search as JSON (with --format: and the export, as 'export')")
       ("out", po::value<std::string>()->value_name("FILE"), "write the config with the plan filled in to FILE")
       ("quiet", po::bool_switch(), "no progress line on stderr")
       ("schedule-file", po::value<std::string>()->value_name("FILE"), "not accepted: see below");
@@ -254,57 +250,37 @@ int run_plan(const std::vector<std::string>& args) {
     const PlanRun* shown = planned.shown;
     const int shown_vpp = shown->schedule.chunks_per_device();
 
-    if (vm.count("out")) {
-      const ConfigEdits edits{top.schedule,
-                              shown->schedule.num_ranks,
-                              shown_vpp,
-                              shown->schedule.num_microbatches,
-                              shown->plan.partition,
-                              shown->plan.recompute,
-                              {},
-                              {},
-                              {}};
+    const ConfigEdits edits{top.schedule,
+                            shown->schedule.num_ranks,
+                            shown_vpp,
+                            shown->schedule.num_microbatches,
+                            shown->plan.partition,
+                            shown->plan.recompute,
+                            {},
+                            {},
+                            {}};
+    if (vm.count("out"))
       write_edited_config(
           path, vm["out"].as<std::string>(), edits,
           "Written by bmpipe plan from " + path + ": " + (baseline.empty() ? "planned" : baseline) +
               " plan for " + top.schedule + ", " + ms(shown->result.iteration_time) +
               " ms per iteration as simulated.\n`bmpipe simulate` on this file reproduces it.");
-    }
 
+    // --format: the plan as its --out file would state it, exported by the one function
+    // `bmpipe export` calls, under the plan's memory limit.
+    std::optional<api::ExportOutcome> exported;
+    if (format != "table")
+      exported = api::export_config(
+          api::config_with_plan(config, edits),
+          api::ExportRequest{format, static_cast<double>(memory_limit) / 1073741824.0});
     if (json) {
-      std::cout << json_text(planned.summary) << "\n";
+      nlohmann::json document = planned.summary;
+      if (exported) document["export"] = exported->summary;
+      std::cout << json_text(document) << "\n";
       return 0;
     }
-    if (format == "mindformers") {
-      std::vector<std::string> notes;
-      std::cout << export_mindformers(layout_of(*e, *shown), &notes);
-      for (const std::string& n : notes) std::cout << "# note: " << n << "\n";
-      return 0;
-    }
-    if (format == "megatron") {
-      const api::MegatronAdvice m = api::megatron_advice(*e, *shown, memory_limit);
-      if (!require_schedule(config, top.schedule, "training.schedule").megatron)
-        std::cout << "# Megatron-LM has no " << top.schedule
-                  << " schedule (it runs 1F1B, and interleaved 1F1B with virtual stages): the "
-                     "flags set the layout and the recompute; the times are "
-                  << top.schedule << "'s.\n";
-      if (!m.flags.exact) {
-        auto said = [&](const SimResult& x) {
-          return (x.ok ? ms(x.iteration_time) + " ms per iteration as simulated" : x.error) +
-                 (x.ok && !x.fits ? std::string(" (does not fit)") : std::string());
-        };
-        std::cout << "# Megatron-LM cannot express this plan exactly: " << m.flags.note << "\n";
-        if (!m.faster)
-          std::cout << "# The flags below are the nearest plan it can express: " << said(*m.nearest)
-                    << ", against " << ms(shown->result.iteration_time) << " ms for the plan.\n";
-        else
-          std::cout << "# That nearest plan takes " << said(*m.nearest)
-                    << ". The flags below state the fastest recompute rule that fits on this "
-                       "partition: "
-                    << said(*m.faster) << ", against " << ms(shown->result.iteration_time)
-                    << " ms for the plan.\n";
-      }
-      std::cout << m.flags.flags;
+    if (exported) {
+      std::cout << exported->text;
       return 0;
     }
     std::cout << "bmpipe plan " << config.file << "\n";

@@ -21,6 +21,7 @@ struct SearchCommand {
   bool json = false;
   bool quiet = false;
   std::optional<std::string> csv, out;
+  std::optional<std::string> format;  ///< --format: export the best layout (api/export.hpp)
 };
 
 /// Parses the command line and the config and enumerates the layouts. Sets `exit_code`
@@ -28,7 +29,7 @@ struct SearchCommand {
 /// api::RequestError and ConfigError for bad input.
 SearchCommand setup_search(const std::vector<std::string>& args, std::optional<int>* exit_code);
 
-/// Ranks and prints (table, --json, --csv, --out). Returns the exit code.
+/// Ranks and prints (table, --json, --csv, --out, --format). Returns the exit code.
 int report_search(const SearchCommand& c, std::vector<LayoutResult> results, int processes,
                   double wall_s);
 

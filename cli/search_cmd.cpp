@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "api/contracts.hpp"
+#include "api/export.hpp"
 #include "cli/commands.hpp"
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
@@ -87,7 +88,9 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
       ("seed", po::value<std::uint64_t>()->value_name("N")->default_value(1), "planner seed")
       ("threads", po::value<int>()->value_name("N")->default_value(0, "all cores"), "layouts evaluated at once per process")
       ("top", po::value<int>()->value_name("N")->default_value(10), "rows of the table")
-      ("json", po::bool_switch(), "print {layouts, search} as JSON")
+      ("json", po::bool_switch(), "print {layouts, search} as JSON (with --format: and 'export')")
+      ("format", po::value<std::string>()->value_name("FORMAT"),
+       "print the best layout as `bmpipe export` does: megatron (flags) or mindformers (YAML)")
       ("csv", po::value<std::string>()->value_name("FILE"), "write every layout as CSV to FILE")
       ("out", po::value<std::string>()->value_name("FILE"), "write the best layout, planned, as a config to FILE")
       ("quiet", po::bool_switch(), "no progress line on stderr");
@@ -120,6 +123,10 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   request.space.schedules = name_list(vm, "schedules");
   if (vm.count("csv")) c.csv = vm["csv"].as<std::string>();
   if (vm.count("out")) c.out = vm["out"].as<std::string>();
+  if (vm.count("format")) {
+    c.format = vm["format"].as<std::string>();
+    api::check_export_request(api::ExportRequest{*c.format, {}});
+  }
   request.seed = vm["seed"].as<std::uint64_t>();
   request.max_evals = vm["max-evals"].as<std::int64_t>();
   request.threads = vm["threads"].as<int>();
@@ -135,19 +142,32 @@ int report_search(const SearchCommand& c, std::vector<LayoutResult> results, int
   const api::SearchReport report = api::rank_search(c.setup, std::move(results), processes, wall_s);
   const std::vector<LayoutResult>& ranked = report.layouts;
   const Config& config = c.setup.config;
-  if (c.out) {
-    if (ranked.empty() || !ranked.front().rejected.empty() || !ranked.front().fits)
-      throw ConfigError(config.file, 0, "--out", "no layout fits: nothing to write");
+  const bool best_fits = !ranked.empty() && ranked.front().rejected.empty() && ranked.front().fits;
+  std::optional<ConfigEdits> best_edits;
+  if (best_fits) {
     const LayoutResult& best = ranked.front();
-    const ConfigEdits edits{
-        best.layout.schedule, best.layout.pp,      best.layout.vpp,
-        best.microbatches,    best.plan.partition, best.plan.recompute,
-        best.layout.tp,       best.layout.dp,      best.layout.micro_batch_size};
-    write_edited_config(c.path, *c.out, edits,
+    best_edits =
+        ConfigEdits{best.layout.schedule, best.layout.pp,      best.layout.vpp,
+                    best.microbatches,    best.plan.partition, best.plan.recompute,
+                    best.layout.tp,       best.layout.dp,      best.layout.micro_batch_size};
+  }
+  if (c.out) {
+    if (!best_fits) throw ConfigError(config.file, 0, "--out", "no layout fits: nothing to write");
+    const LayoutResult& best = ranked.front();
+    write_edited_config(c.path, *c.out, *best_edits,
                         "Written by bmpipe search from " + c.path + ": the fastest layout, " +
                             to_string(best.layout) + ", " + ms(best.iteration_time) +
                             " ms per iteration as simulated.\n`bmpipe simulate` on this file "
                             "reproduces it.");
+  }
+  // --format: the best layout as its --out file would state it, exported by the one
+  // function `bmpipe export` calls, under the search's memory limit.
+  std::optional<api::ExportOutcome> exported;
+  if (c.format) {
+    if (!best_fits)
+      throw ConfigError(config.file, 0, "--format", "no layout fits: nothing to export");
+    exported = api::export_config(api::config_with_plan(config, *best_edits),
+                                  api::ExportRequest{*c.format, c.setup.request.memory_limit_GiB});
   }
   if (c.csv) {
     std::ofstream file;
@@ -156,7 +176,13 @@ int report_search(const SearchCommand& c, std::vector<LayoutResult> results, int
     close_output(file, *c.csv, "--csv");
   }
   if (c.json) {
-    std::cout << json_text(api::search_document(report)) << "\n";
+    nlohmann::json document = api::search_document(report);
+    if (exported) document["export"] = exported->summary;
+    std::cout << json_text(document) << "\n";
+    return 0;
+  }
+  if (exported) {
+    std::cout << exported->text;
     return 0;
   }
   std::cout << "bmpipe search " << config.file << "\n";

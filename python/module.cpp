@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "api/api.hpp"
+#include "api/export.hpp"
 #include "api/import.hpp"
 #include "api/search.hpp"
 #include "schedules/registry.hpp"
@@ -344,6 +345,27 @@ PYBIND11_MODULE(bmpipe, m) {
       "(max_evals per layout); tp, pp, vpp, micro_batch_size and schedules are lists (None: "
       "the command's default range); threads=0: every core. Raises ConfigError for the "
       "config, ValueError for a bad option.");
+
+  m.def(
+      "export_config",
+      [](const py::handle& config, const std::string& format,
+         std::optional<double> memory_limit_GiB) {
+        const Config c = config_of(config);
+        const api::ExportRequest r{format, memory_limit_GiB};
+        nlohmann::json summary;
+        {
+          py::gil_scoped_release nogil;
+          summary = api::export_config(c, r).summary;
+        }
+        return to_python(summary);
+      },
+      py::arg("config"), py::arg("format"), py::kw_only(), py::arg("memory_limit_GiB") = py::none(),
+      "The config as the framework's settings, and the time the framework gets as bmpipe "
+      "simulates them: the dict `bmpipe export CONFIG --format FORMAT --json` prints "
+      "({format, text, schedule, vpp, iteration_time_ms, fits, exact, ...}). format: "
+      "'megatron' (flags) or 'mindformers' (a YAML fragment). No planning: give a plan's or "
+      "a search's output config. Raises ConfigError for the config, ValueError for a bad "
+      "format.");
 
   m.def(
       "import_config",

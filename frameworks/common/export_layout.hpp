@@ -28,6 +28,18 @@ struct ExportLayout {
   bool loss_on_last = true;
 };
 
+/// The job around a plan, which a complete export states beside it (tp, dp, the batch).
+struct ExportJob {
+  int tp = 1;
+  int dp = 1;                ///< data-parallel replicas: devices / (tp * pp)
+  int micro_batch_size = 1;  ///< samples per micro-batch
+  int microbatches = 1;      ///< micro-batches per iteration and pipeline
+  bool sequence_parallel = false;
+  int devices = 1;  ///< tp * pp * dp
+  /// Samples per iteration: micro-batch size x dp x micro-batches.
+  int global_batch_size() const { return micro_batch_size * dp * microbatches; }
+};
+
 /// pp * vpp.
 int export_stage_count(const ExportLayout& l);
 

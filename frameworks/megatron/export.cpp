@@ -171,6 +171,45 @@ MegatronExport export_megatron(const ExportLayout& layout) {
   return result;
 }
 
+std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
+  auto gives = [&](const std::string& flag) {
+    return x.flags.rfind(flag + " ", 0) == 0 || x.flags.rfind(flag + "\n", 0) == 0 ||
+           x.flags.find("\n" + flag + " ") != std::string::npos ||
+           x.flags.find("\n" + flag + "\n") != std::string::npos;
+  };
+  const bool selective = x.flags.find("--recompute-granularity selective") != std::string::npos;
+  const bool sequence_parallel = job.sequence_parallel && job.tp > 1;
+  // Flags whose presence in the script changes the job whatever the flags below say
+  // ([MG-args]): another way to set vpp or the partition (Megatron refuses two of them
+  // together), the recompute flags a plan without them must not keep
+  // (--recompute-activations turns the granularity to selective in validate_args), and
+  // --recompute-modules beside selective (bmpipe's selective is its default, core_attn).
+  std::vector<std::string> remove;
+  for (const char* f :
+       {"--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+        "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
+        "--pipeline-model-parallel-layout", "--account-for-embedding-in-pipeline-split",
+        "--account-for-loss-in-pipeline-split", "--recompute-granularity", "--recompute-method",
+        "--recompute-num-layers"})
+    if (!gives(f)) remove.emplace_back(f);
+  if (!selective) remove.emplace_back("--recompute-activations");
+  if (selective) remove.emplace_back("--recompute-modules");
+  if (!sequence_parallel && job.tp > 1) remove.emplace_back("--sequence-parallel");
+
+  std::string out;
+  out += "# Remove these flags from your script if it has them (no value below undoes them):\n";
+  for (const std::string& f : remove) out += "#   " + f + "\n";
+  out += "# data parallel " + std::to_string(job.dp) + ": Megatron-LM takes the world size (" +
+         std::to_string(job.devices) + " devices) / (tp " + std::to_string(job.tp) + " x pp " +
+         std::to_string(x.expressed.pp) + ")\n";
+  out += "--tensor-model-parallel-size " + std::to_string(job.tp) + "\n";
+  out += x.flags;
+  out += "--micro-batch-size " + std::to_string(job.micro_batch_size) + "\n";
+  out += "--global-batch-size " + std::to_string(job.global_batch_size()) + "\n";
+  if (sequence_parallel) out += "--sequence-parallel\n";
+  return out;
+}
+
 std::vector<std::vector<Recompute>> megatron_recompute_choices(const std::vector<int>& partition) {
   const int layers = std::accumulate(partition.begin(), partition.end(), 0);
   const int largest = partition.empty() ? 0 : *std::max_element(partition.begin(), partition.end());

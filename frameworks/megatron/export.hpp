@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "frameworks/common/export_layout.hpp"
+#include "frameworks/common/export_layout.hpp"  // ExportLayout, ExportJob
 
 namespace bmpipe {
 
@@ -18,6 +18,16 @@ struct MegatronExport {
   std::string flags;       ///< e.g. "--pipeline-model-parallel-size 8\n..."
 };
 MegatronExport export_megatron(const ExportLayout& layout);
+
+/// The whole job in Megatron-LM's flags, to append to a launch script (argparse keeps a
+/// flag's last value): first, as `#` lines, the flags to remove from the script because
+/// no value of theirs below would undo them (the other partition and vpp flags, the
+/// recompute flags the plan does not use, --sequence-parallel when it is off); then
+/// --tensor-model-parallel-size, `x.flags` (pp, layers, partition, recompute),
+/// --micro-batch-size, --global-batch-size and --sequence-parallel (tp > 1 only: Megatron-LM
+/// turns it off at tp 1). dp is not a flag: Megatron-LM takes the world size / (tp x pp),
+/// which a comment states.
+std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job);
 
 /// Every per-layer recompute choice Megatron-LM's flags can state for a partition (decoder
 /// layers per stage): none; selective everywhere; full for the first N layers of every

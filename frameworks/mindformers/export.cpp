@@ -17,13 +17,11 @@
 
 namespace bmpipe {
 
-std::string export_mindformers(const ExportLayout& layout, std::vector<std::string>* notes) {
+MindFormersExport mindformers_plan(const ExportLayout& layout) {
   check_export_layout(layout);
   std::vector<std::string> said;
   const int pp = layout.pp;
-  const int vpp = layout.vpp;
   const int stages = export_stage_count(layout);
-  const int layers = static_cast<int>(layout.recompute.size());
   const std::vector<int> starts = stage_starts(layout.partition);
 
   // [MF-card], [MF-docs]: layers of (mini) stage = num_layers // (pipeline_stage *
@@ -91,6 +89,31 @@ std::string export_mindformers(const ExportLayout& layout, std::vector<std::stri
         "MindFormers builds the embedding on the first stage and the LM head on the last; the "
         "plan puts them elsewhere, which these keys cannot say.");
 
+  MindFormersExport x;
+  x.offset = offset;
+  x.full = full;
+  x.select = select;
+  x.notes = std::move(said);
+  x.expressed = layout;
+  for (int s = 0; s < stages; ++s) {
+    x.expressed.stage_rank[s] = s % pp;
+    for (int i = starts[s]; i < starts[s + 1]; ++i) {
+      const int k = i - starts[s];
+      x.expressed.recompute[i] = k < full[s]     ? Recompute::full
+                                 : k < select[s] ? Recompute::selective
+                                                 : Recompute::none;
+    }
+  }
+  x.expressed.embedding_on_first = true;
+  x.expressed.loss_on_last = true;
+  return x;
+}
+
+std::string export_mindformers(const ExportLayout& layout, std::vector<std::string>* notes) {
+  MindFormersExport x = mindformers_plan(layout);
+  const int pp = layout.pp;
+  const int vpp = layout.vpp;
+  const int layers = static_cast<int>(layout.recompute.size());
   std::ostringstream out;
   out << "# bmpipe plan: " << layers << " decoder layers, pipeline_stage " << pp;
   if (vpp > 1) out << ", pp_interleave_num " << vpp;
@@ -103,12 +126,45 @@ std::string export_mindformers(const ExportLayout& layout, std::vector<std::stri
   out << "parallel_config:\n  pipeline_stage: " << pp << "\n";
   out << "model:\n  model_config:\n";
   if (vpp > 1) out << "    pp_interleave_num: " << vpp << "\n";
-  out << "    offset: " << mindformers_stage_list(offset, pp, vpp) << "\n";
+  out << "    offset: " << mindformers_stage_list(x.offset, pp, vpp) << "\n";
   out << "recompute_config:\n";
-  out << "  recompute: " << mindformers_stage_list(full, pp, vpp) << "\n";
-  out << "  select_recompute: " << mindformers_stage_list(select, pp, vpp) << "\n";
+  out << "  recompute: " << mindformers_stage_list(x.full, pp, vpp) << "\n";
+  out << "  select_recompute: " << mindformers_stage_list(x.select, pp, vpp) << "\n";
 
-  if (notes) *notes = std::move(said);
+  if (notes) *notes = std::move(x.notes);
+  return out.str();
+}
+
+std::string mindformers_job_yaml(const MindFormersExport& x, const ExportJob& job,
+                                 const std::string& scheduler) {
+  const ExportLayout& l = x.expressed;
+  const int pp = l.pp;
+  const int vpp = l.vpp;
+  std::ostringstream out;
+  out << "# " << l.recompute.size() << " decoder layers, layers per stage "
+      << mindformers_stage_list(l.partition, pp, vpp) << "; global batch "
+      << job.global_batch_size() << " = batch_size x data_parallel x "
+      << (pp > 1 ? "micro_batch_num" : "gradient_accumulation_steps") << "\n";
+  // [MF-card]: pp_interleave_num counts only with pipeline_interleave on, so both are
+  // always given, and so is the scheduler: a run's own values would otherwise stay.
+  out << "parallel:\n  pipeline_config:\n    pipeline_interleave: " << (vpp > 1 ? "True" : "False")
+      << "\n    pipeline_scheduler: " << scheduler << "\n";
+  out << "parallel_config:\n";
+  out << "  data_parallel: " << job.dp << "\n";
+  out << "  model_parallel: " << job.tp << "\n";
+  out << "  pipeline_stage: " << pp << "\n";
+  out << "  micro_batch_num: " << (pp > 1 ? job.microbatches : 1) << "\n";
+  out << "  use_seq_parallel: " << (job.sequence_parallel ? "True" : "False") << "\n";
+  // [MF-batch] (frameworks/mindformers/import.cpp): with pipeline stages micro_batch_num
+  // micro-batches and no gradient accumulation; without, one per accumulation step.
+  out << "runner_config:\n  batch_size: " << job.micro_batch_size << "\n";
+  out << "  gradient_accumulation_steps: " << (pp > 1 ? 1 : job.microbatches) << "\n";
+  out << "model:\n  model_config:\n";
+  out << "    pp_interleave_num: " << vpp << "\n";
+  out << "    offset: " << mindformers_stage_list(x.offset, pp, vpp) << "\n";
+  out << "recompute_config:\n";
+  out << "  recompute: " << mindformers_stage_list(x.full, pp, vpp) << "\n";
+  out << "  select_recompute: " << mindformers_stage_list(x.select, pp, vpp) << "\n";
   return out.str();
 }
 

@@ -6,9 +6,30 @@
 #include <string>
 #include <vector>
 
-#include "frameworks/common/export_layout.hpp"
+#include "frameworks/common/export_layout.hpp"  // ExportLayout, ExportJob
 
 namespace bmpipe {
+
+/// What MindFormers' keys state of a plan, before it is written out.
+struct MindFormersExport {
+  std::vector<int> offset;         ///< model_config.offset, per stage
+  std::vector<int> full, select;   ///< recompute and select_recompute counts, per stage
+  std::vector<std::string> notes;  ///< what the keys cannot say exactly (empty if none)
+  /// The plan the keys describe: the same partition on interleaved placement, and per
+  /// stage its first `full` layers full, the next up to `select` selective, the rest none.
+  ExportLayout expressed;
+};
+MindFormersExport mindformers_plan(const ExportLayout& layout);
+
+/// The whole job in MindFormers' keys, a YAML fragment to merge into the run's config
+/// (every key it gives replaces the run's): parallel_config (data_parallel,
+/// model_parallel, pipeline_stage, micro_batch_num, use_seq_parallel),
+/// runner_config.batch_size (and gradient_accumulation_steps without pipeline stages),
+/// parallel.pipeline_config (pipeline_interleave, pipeline_scheduler: `scheduler`),
+/// model.model_config (pp_interleave_num, offset) and recompute_config (recompute,
+/// select_recompute). `x.notes` are the caller's to print.
+std::string mindformers_job_yaml(const MindFormersExport& x, const ExportJob& job,
+                                 const std::string& scheduler);
 
 /// MindFormers keys (a YAML fragment): model.model_config.offset and pp_interleave_num,
 /// recompute_config.recompute and select_recompute, as lists per stage (2-D when vpp > 1).

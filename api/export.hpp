@@ -1,0 +1,74 @@
+#pragma once
+/// \file
+/// `bmpipe export`: any config (an example, a `plan --out` or a `search --out` file) as
+/// the settings of the framework that will run it, Megatron-LM's flags or MindFormers'
+/// YAML keys, with no planning. `plan --format` and `search --format` call the same
+/// function on the plan or layout they found, and the Python module's export_config too.
+///
+/// The time an export quotes is bmpipe's simulation of the exported text as the framework
+/// runs it: Megatron-LM runs 1F1B (vpp 1) or interleaved 1F1B (vpp > 1), MindFormers its
+/// pipeline_scheduler (1f1b, interleaved with pp_interleave_num, or gpipe), and both
+/// recompute the FIRST n layers of a stage. So the plan the text states (the config's
+/// partition, on interleaved placement, with first-n recompute per stage) is run under
+/// that schedule, and `exact` says whether that equals the config's own simulated time.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "experiment/config.hpp"
+#include "experiment/write_config.hpp"
+#include "sim/simulate.hpp"
+
+namespace bmpipe::api {
+
+struct ExportRequest {
+  std::string format;                      ///< "megatron" or "mindformers"
+  std::optional<double> memory_limit_GiB;  ///< none: the device's capacity
+};
+
+/// The formats export_config writes, in the order --help lists them.
+const std::vector<std::string>& export_formats();
+
+/// The request's own values, checked before any config is read: a known format (did you
+/// mean), a positive memory limit. Throws RequestError naming --format or
+/// --memory-limit-GiB.
+void check_export_request(const ExportRequest& request);
+
+struct ExportOutcome {
+  std::string format;
+  /// The flags (one per line) or the YAML fragment, after `#` lines that say what the
+  /// framework runs, the time, what to remove from the user's script and why the text is
+  /// not exact. Every line is a flag, a key or a comment, so the whole text can be
+  /// appended to a launch script (argparse keeps a flag's last value) or merged into a
+  /// MindFormers YAML.
+  std::string text;
+  std::string schedule;  ///< the framework's schedule as bmpipe names it: 1f1b, interleaved, gpipe
+  int vpp = 1;
+  SimResult result;  ///< the text's plan under `schedule`
+  /// result's time equals the config's own simulated time (its schedule, its plan).
+  bool exact = false;
+  /// The text states the config's partition and per-layer recompute as they are (the
+  /// schedule may still differ).
+  bool states_plan = false;
+  std::string config_schedule;
+  int config_vpp = 1;
+  SimResult config_result;         ///< the config as it is (what `bmpipe simulate` gives)
+  std::vector<std::string> notes;  ///< why not exact, in sentences (empty when exact)
+  nlohmann::json summary;          ///< what `bmpipe export --json` prints (export_document)
+};
+
+/// Exports `config` (checked, with its overrides applied) as `request.format`. Throws
+/// RequestError for the request, ConfigError for a config the framework cannot run (its
+/// interleaved schedule refusing the micro-batches, a measured layer without the mode the
+/// text states), naming --format.
+ExportOutcome export_config(const Config& config, const ExportRequest& request);
+
+/// `config` with the keys a plan or a layout search decides replaced by `edits`, checked
+/// again: what `plan --out` / `search --out` write, in memory (the command line's other
+/// overrides stay). Throws ConfigError.
+Config config_with_plan(Config config, const ConfigEdits& edits);
+
+}  // namespace bmpipe::api

@@ -1,0 +1,73 @@
+// bmpipe export CONFIG --format megatron|mindformers: a config (an example, a plan's or a
+// search's --out file) as the framework's own settings, with the time the framework will
+// get as bmpipe simulates it; no planning.
+#include <boost/program_options.hpp>
+#include <iostream>
+
+#include "api/export.hpp"
+#include "cli/commands.hpp"
+#include "cli/guard.hpp"
+#include "cli/options.hpp"
+#include "cli/outputs.hpp"
+#include "experiment/suggest.hpp"
+#include "schedules/registry.hpp"
+
+namespace po = boost::program_options;
+
+namespace bmpipe::cli {
+
+int run_export(const std::vector<std::string>& args) {
+  po::options_description opts("bmpipe export CONFIG --format FORMAT [options]\n\nOptions");
+  add_config_options(opts);
+  // clang-format off
+  opts.add_options()
+      ("format", po::value<std::string>()->value_name("FORMAT"),
+       ("required: " + comma_list(api::export_formats()) +
+        " (flags to append to a launch script, or a YAML fragment to merge)").c_str())
+      ("json", po::bool_switch(),
+       "print {format, text, schedule, vpp, iteration_time_ms, fits, exact, ...} as JSON")
+      ("schedule", po::value<std::string>()->value_name("NAME"),
+       ("the config's schedule, overriding training.schedule (" + schedule_names() + ")").c_str())
+      ("memory-limit-GiB", po::value<double>()->value_name("GiB"),
+       "GiB a device may use when a recompute rule is chosen (default: its capacity)");
+  // clang-format on
+  add_override_options(opts, "chunks per device, overriding training.vpp");
+  po::variables_map vm;
+  if (auto stop = parse_command_line(
+          "export", args, opts,
+          "Writes the config's layout, partition and recompute as the framework's settings:\n"
+          "Megatron-LM flags (tp, pp, layout or vpp, micro-batch and global batch, recompute;\n"
+          "a comment lists the flags to remove from your script) or a MindFormers YAML\n"
+          "fragment (parallel_config, runner_config, offset, recompute lists). The time it\n"
+          "quotes is the text as the framework runs it, simulated: Megatron-LM's 1F1B or\n"
+          "interleaved 1F1B, MindFormers' pipeline_scheduler, and first-n-layers recompute\n"
+          "per stage. 'exact' says whether that is the config's own simulated time; when\n"
+          "not, the text states, of the recompute rules the framework can say on the\n"
+          "config's partition, the fastest that fits. No planning: export a plan's or a\n"
+          "search's --out file, or use plan/search --format.\n"
+          "Exit codes: 0 success, 2 bad input (an unknown format, a layout the framework's\n"
+          "schedule refuses).\n",
+          vm))
+    return *stop;
+  const bool json = vm["json"].as<bool>();
+  return guarded("export", [&] {
+    if (!vm.count("format"))
+      throw UsageError("--format", "is required (" + comma_list(api::export_formats()) + ")");
+    api::ExportRequest request;
+    request.format = vm["format"].as<std::string>();
+    if (vm.count("memory-limit-GiB"))
+      request.memory_limit_GiB = vm["memory-limit-GiB"].as<double>();
+    api::check_export_request(request);  // a typo in an option fails before the file is read
+    Overrides overrides = overrides_from(vm);
+    if (vm.count("schedule")) overrides.schedule = vm["schedule"].as<std::string>();
+    const Config config = load_config(vm["config"].as<std::string>(), overrides);
+    const api::ExportOutcome x = api::export_config(config, request);
+    if (json)
+      std::cout << json_text(x.summary) << "\n";
+    else
+      std::cout << x.text;
+    return 0;
+  });
+}
+
+}  // namespace bmpipe::cli

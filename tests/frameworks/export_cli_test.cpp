@@ -1,0 +1,199 @@
+// `bmpipe export` and the --format of plan and search, on the cases issue 17 reproduced
+// with the README's worked workflow (Llama-2-13B at 8k on two DGX H100 nodes, imported from
+// configs/examples/llama2_13b_megatron_args.txt): the time quoted is Megatron-LM's
+// schedule's, tp is among the flags, the recompute flags to remove are named, --json keeps
+// the export, and exporting a plan's --out file gives what plan --format gives.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/support.hpp"
+
+namespace bmpipe {
+namespace {
+
+using test::run_cli;
+
+/// The README's imported job, in the test's own folder.
+std::string imported_job(const test::ScratchDir& dir) {
+  const std::string job = dir.file("job.yaml");
+  const test::CliRun r =
+      run_cli("import megatron " + test::examples() + "llama2_13b_megatron_args.txt --cluster " +
+              std::string(BMPIPE_SOURCE_DIR) + "/configs/clusters/h100_2x8.yaml --out " + job);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return job;
+}
+
+std::string three_decimals(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", ms);
+  return buf;
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  return ("\n" + text).find("\n" + line + "\n") != std::string::npos;
+}
+
+// Issue 17: `plan CFG --schedule dualpipe-v --format megatron` said "nearest plan it can
+// express: 7076.868 ms", the DualPipeV time. Its layout Et*5|t*5|t*5|t*7|t*3|t*5|t*5|t*5L
+// takes 8431.5 ms under Megatron-LM's interleaved schedule: that is the time to quote, and
+// it is not exact.
+TEST(ExportCli, DualPipeVQuotesTheInterleavedSchedule) {
+  const test::ScratchDir dir;
+  const std::string job = imported_job(dir), plan = dir.file("plan.yaml");
+  const test::CliRun r = run_cli(
+      "plan " + job + " --schedule dualpipe-v --format megatron --json --quiet --out " + plan);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto x = nlohmann::json::parse(r.out).at("export");
+  EXPECT_EQ(x["schedule"], "interleaved");
+  EXPECT_EQ(x["vpp"], 2);
+  EXPECT_FALSE(x["exact"].get<bool>());
+  EXPECT_EQ(three_decimals(x["config_iteration_time_ms"].get<double>()), "7076.868");
+  EXPECT_EQ(three_decimals(x["iteration_time_ms"].get<double>()), "8431.523");
+  const std::string text = x["text"].get<std::string>();
+  EXPECT_TRUE(
+      has_line(text, "--pipeline-model-parallel-layout \"Et*5|t*5|t*5|t*7|t*3|t*5|t*5|t*5L\""))
+      << text;
+  // The same plan, simulated by `simulate` under the interleaved schedule.
+  const test::CliRun sim = run_cli("simulate " + plan + " --schedule interleaved --vpp 2 --json");
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  EXPECT_EQ(nlohmann::json::parse(sim.out)["iteration_time_ms"], x["iteration_time_ms"]);
+}
+
+// Issue 17: after `search` picks tp 4, the flags printed no tp.
+TEST(ExportCli, TensorParallelSizeIsAFlag) {
+  const test::ScratchDir dir;
+  const std::string job = imported_job(dir);
+  const test::CliRun r = run_cli("search " + job +
+                                 " --tp 4 --pp 4 --micro-batch-size 1 --schedules 1f1b "
+                                 "--planner off --quiet --format megatron");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // 16 devices / (tp 4 x pp 4): dp 1, so 64 sequences are 64 micro-batches of one.
+  EXPECT_TRUE(has_line(r.out, "--tensor-model-parallel-size 4")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "--pipeline-model-parallel-size 4")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "--global-batch-size 64")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "--sequence-parallel")) << r.out;
+  const test::CliRun e = run_cli("export " + job + " --tp 4 --format megatron");
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_TRUE(has_line(e.out, "--tensor-model-parallel-size 4")) << e.out;
+}
+
+// Issue 17: when the plan recomputes nothing, nothing told the user to remove their
+// --recompute-* flags. The job recomputes nothing; a job that recomputes says so in flags.
+TEST(ExportCli, NamesTheRecomputeFlagsToRemove) {
+  const test::ScratchDir dir;
+  const std::string job = imported_job(dir);
+  const test::CliRun r = run_cli("export " + job + " --format megatron");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* f : {"--recompute-granularity", "--recompute-method", "--recompute-num-layers",
+                        "--recompute-activations"})
+    EXPECT_TRUE(has_line(r.out, std::string("#   ") + f)) << f << "\n" << r.out;
+  EXPECT_EQ(r.out.find("\n--recompute"), std::string::npos) << r.out;
+  // Every layer in full: uniform 1, and the recompute flags are no longer to remove.
+  const test::CliRun full = run_cli("export " + job + " --recompute full --format megatron");
+  ASSERT_EQ(full.code, 0) << full.err;
+  EXPECT_TRUE(has_line(full.out, "--recompute-granularity full")) << full.out;
+  EXPECT_TRUE(has_line(full.out, "--recompute-method uniform")) << full.out;
+  EXPECT_FALSE(has_line(full.out, "#   --recompute-granularity")) << full.out;
+  EXPECT_TRUE(has_line(full.out, "#   --recompute-activations")) << full.out;
+}
+
+// Issue 17: --json swallowed --format. With both, the export is the "export" member; without
+// --format there is none.
+TEST(ExportCli, JsonKeepsTheExport) {
+  const test::ScratchDir dir;
+  const std::string job = imported_job(dir);
+  const test::CliRun with =
+      run_cli("plan " + job + " --max-evals 200 --quiet --json --format mindformers");
+  ASSERT_EQ(with.code, 0) << with.err;
+  const auto j = nlohmann::json::parse(with.out);
+  ASSERT_TRUE(j.contains("export")) << with.out;
+  EXPECT_EQ(j["export"]["format"], "mindformers");
+  for (const char* k : {"text", "schedule", "iteration_time_ms", "exact", "fits"})
+    EXPECT_TRUE(j["export"].contains(k)) << k;
+  EXPECT_EQ(j["export"]["iteration_time_ms"], j["plan"]["iteration_time_ms"]);  // 1F1B: exact
+  EXPECT_TRUE(j["export"]["exact"].get<bool>());
+  const test::CliRun without = run_cli("plan " + job + " --max-evals 200 --quiet --json");
+  ASSERT_EQ(without.code, 0) << without.err;
+  EXPECT_FALSE(nlohmann::json::parse(without.out).contains("export"));
+  const test::CliRun search =
+      run_cli("search " + job +
+              " --tp 2 --pp 4 --micro-batch-size 1 --schedules 1f1b --planner off --quiet --json "
+              "--format megatron");
+  ASSERT_EQ(search.code, 0) << search.err;
+  EXPECT_EQ(nlohmann::json::parse(search.out).at("export").at("format"), "megatron");
+}
+
+// Exporting a saved plan is exporting the plan: the same text as plan --format, but for
+// the first line, which names the file exported.
+TEST(ExportCli, SavedPlanExportsAsThePlanDid) {
+  const test::ScratchDir dir;
+  const std::string job = imported_job(dir), plan = dir.file("plan.yaml");
+  const test::CliRun planned = run_cli("plan " + job +
+                                       " --schedule zb-h2 --max-evals 300 --quiet --format "
+                                       "megatron --out " +
+                                       plan);
+  ASSERT_EQ(planned.code, 0) << planned.err;
+  const test::CliRun exported = run_cli("export " + plan + " --format megatron");
+  ASSERT_EQ(exported.code, 0) << exported.err;
+  auto body = [](const std::string& t) { return t.substr(t.find('\n') + 1); };
+  EXPECT_EQ(body(exported.out), body(planned.out));
+}
+
+// Issue 17: the planner may recompute any layer of a stage, MindFormers the first n. Here
+// (the shipped MindFormers job, interleaved v2) the plan recomputes layer 1 of stage 0, not
+// layer 0; the covering prefix (recompute 2 there) is slower, while the same count on the
+// first layer, recompute [[1, 1, 0, ...], ...], gives the plan's own time: exact.
+TEST(ExportCli, MindFormersStatesThePlansCountsOnTheFirstLayers) {
+  const test::ScratchDir dir;
+  const std::string job = dir.file("mfjob.yaml");
+  ASSERT_EQ(run_cli("import mindformers " + std::string(BMPIPE_SOURCE_DIR) +
+                    "/configs/examples/mindformers/llama2_13b.yaml --preset ascend-910b --devices "
+                    "16 --out " +
+                    job)
+                .code,
+            0);
+  const test::CliRun r = run_cli("plan " + job +
+                                 " --schedule interleaved --vpp 2 --quiet --json --format "
+                                 "mindformers");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& modes = j["plan"]["layer_recompute"];
+  ASSERT_EQ(j["plan"]["partition"][0], 2);
+  EXPECT_EQ(modes[0], "none");  // the case: stage 0 recomputes its second layer
+  EXPECT_EQ(modes[1], "full");
+  const auto& x = j["export"];
+  EXPECT_TRUE(x["exact"].get<bool>());
+  EXPECT_EQ(x["iteration_time_ms"], j["plan"]["iteration_time_ms"]);
+  EXPECT_TRUE(has_line(x["text"].get<std::string>(),
+                       "  recompute: [[1, 1, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0, 0]]"))
+      << x["text"].get<std::string>();
+}
+
+TEST(ExportCli, BadInput) {
+  const std::string tiny = test::examples() + "tiny.yaml";
+  const test::CliRun typo = run_cli("export " + tiny + " --format megatorn");
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.err.find("did you mean 'megatron'?"), std::string::npos) << typo.err;
+  const test::CliRun missing = run_cli("export " + tiny);
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("--format"), std::string::npos) << missing.err;
+  const test::CliRun no_file = run_cli("export " + tiny + ".missing --format megatron");
+  EXPECT_EQ(no_file.code, 2);
+  EXPECT_NE(no_file.err.find("cannot open the file"), std::string::npos) << no_file.err;
+  // Interleaved needs m a multiple of p beyond p micro-batches: tiny at vpp 2 with 6.
+  const test::CliRun refused =
+      run_cli("export " + tiny + " --schedule zb-v --microbatches 6 --format megatron");
+  EXPECT_EQ(refused.code, 2) << refused.out;
+  EXPECT_NE(refused.err.find("--format: Megatron-LM would run this layout with interleaved"),
+            std::string::npos)
+      << refused.err;
+  const test::CliRun search = run_cli("search " + tiny + " --format mindformer --planner off");
+  EXPECT_EQ(search.code, 2);
+  EXPECT_NE(search.err.find("did you mean 'mindformers'?"), std::string::npos) << search.err;
+}
+
+}  // namespace
+}  // namespace bmpipe
