@@ -113,19 +113,19 @@ TEST(PlanCli, ZbH2PlanRecomputesTheFirstLayerOfTheStage) {
 
 // Issue 17: a MindFormers export whose stage 0 recomputed layers 1-3 said recompute 4 for
 // it (the covering prefix), which recomputes more than the plan. The plan now recomputes
-// layers 0-2, at the time the old plan had (4593.752 ms), and the lists say 3.
+// layers 0-2, at the time the old plan had (4593.752 ms): per stage of 5 layers, full on the
+// first [3, 2, 2, 1, 1, 0, 0, 0], the lists MindFormers states. (The export runs MindFormers'
+// 1F1B, not zb-h2, so its lists are that schedule's own choice: tests/frameworks.)
 TEST(PlanCli, MindFormersListsCountOnlyThePlansLayers) {
-  const test::CliRun r = run_cli("plan " + k13b + " --schedule zb-h2 --format mindformers --quiet");
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("  recompute: [3, 2, 2, 1, 1, 0, 0, 0]\n"
-                       "  select_recompute: [3, 2, 2, 1, 1, 0, 0, 0]\n"),
-            std::string::npos)
-      << r.out;
-  EXPECT_EQ(r.out.find("another order"), std::string::npos) << r.out;
   const test::CliRun j = run_cli("plan " + k13b + " --schedule zb-h2 --json --quiet");
   ASSERT_EQ(j.code, 0) << j.err;
-  EXPECT_EQ(ms3(nlohmann::json::parse(j.out)["plan"]["iteration_time_ms"].get<double>()),
-            "4593.752");
+  const auto p = nlohmann::json::parse(j.out);
+  EXPECT_EQ(ms3(p["plan"]["iteration_time_ms"].get<double>()), "4593.752");
+  ASSERT_EQ(p["plan"]["partition"], nlohmann::json::parse("[5, 5, 5, 5, 5, 5, 5, 5]"));
+  const int first_n[] = {3, 2, 2, 1, 1, 0, 0, 0};
+  for (int layer = 0; layer < 40; ++layer)
+    EXPECT_EQ(p["plan"]["layer_recompute"][layer], layer % 5 < first_n[layer / 5] ? "full" : "none")
+        << layer;
 }
 
 // The 70B example: stage 0 recomputed layers 1 and 2, so MindFormers' lists said 3 (with a
