@@ -254,4 +254,79 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   return out;
 }
 
+ExportOutcome export_plan(const Config& config, const PlanResults& planned,
+                          const ExportRequest& request) {
+  const PlanOutcome& top = planned.outcomes.front();
+  auto edits_of = [&](const PlanRun& r) {
+    return ConfigEdits{top.schedule,        r.schedule.num_ranks, r.schedule.chunks_per_device(),
+                       r.schedule.num_microbatches, r.plan.partition, r.plan.recompute,
+                       {},
+                       {},
+                       {}};
+  };
+  ExportOutcome out = export_config(config_with_plan(config, edits_of(*planned.shown)), request);
+  if (out.exact || planned.shown != &top.best) return out;
+  // Where the planner's plan is more than the framework states, the planner can be asked
+  // for what it states instead.
+  const ScheduleInfo* info = find_schedule(top.schedule);
+  const bool runs = info && (request.format == "megatron" ? info->megatron
+                                                          : !info->mindformers_scheduler.empty());
+  const std::string framework = request.format == "megatron" ? "Megatron-LM" : "MindFormers";
+  const std::string hint =
+      "bmpipe plan --expressible " + request.format + (runs ? "" : " --schedule auto") +
+      " plans only what the " + (request.format == "megatron" ? "flags" : "keys") + " state" +
+      (runs ? "" : ", on the schedules " + framework + " runs") + ", so that the export is exact.";
+  // The text is three header lines, then a `#` line per note: the hint goes after them.
+  auto after_lines = [](const std::string& text, std::size_t lines) {
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < lines && at < text.size(); ++i) at = text.find('\n', at) + 1;
+    return at;
+  };
+  auto with_hint = [&](ExportOutcome& x) {
+    x.text.insert(after_lines(x.text, 3 + x.notes.size()), "# " + hint + "\n");
+    x.notes.push_back(hint);
+    x.summary = export_document(x);
+  };
+  auto fits = [](const SimResult& r) { return r.ok && r.fits; };
+  std::optional<ExportOutcome> better;
+  std::string by;
+  for (const BaselineRun& b : top.baselines) {
+    if (!b.run || !b.run->fits()) continue;
+    std::optional<ExportOutcome> x;
+    try {
+      x = export_config(config_with_plan(config, edits_of(*b.run)), request);
+    } catch (const ConfigError&) {
+      continue;  // the framework's schedule refuses this layout: nothing to offer
+    }
+    const ExportOutcome& best = better ? *better : out;
+    if (fits(x->result) &&
+        (!fits(best.result) || x->result.iteration_time < best.result.iteration_time)) {
+      better = std::move(x);
+      by = b.name;
+    }
+  }
+  if (!better) {
+    with_hint(out);
+    return out;
+  }
+  // The baseline's text, said as the plan's export: the config it stands for is the plan.
+  const std::string words = request.format == "megatron" ? "flags" : "keys";
+  const std::string note = "The plan's own " + words + " take " + said(out.result) + " under " +
+                           schedule_words(out.schedule, out.vpp) + "; the " + by +
+                           " baseline's " + words + " take less, so these are its.";
+  ExportOutcome& x = *better;
+  x.exact = false;
+  x.states_plan = false;
+  x.config_schedule = out.config_schedule;
+  x.config_vpp = out.config_vpp;
+  x.config_result = out.config_result;
+  x.notes.insert(x.notes.begin(), note);
+  // Its header, but for the config's line (the plan's), then the note.
+  x.text = x.text.substr(0, after_lines(x.text, 2)) + "# The config (" + out.config_schedule +
+           "): " + said(out.config_result) + ". Not exact:\n# " + note + "\n" +
+           x.text.substr(after_lines(x.text, 3));
+  with_hint(x);
+  return std::move(x);
+}
+
 }  // namespace bmpipe::api

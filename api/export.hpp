@@ -66,6 +66,16 @@ struct ExportOutcome {
 /// text states), naming --format.
 ExportOutcome export_config(const Config& config, const ExportRequest& request);
 
+struct PlanResults;
+
+/// `plan --format`: the shown plan (PlanResults::shown) as `--out` would write it, exported
+/// by export_config. When that export is not exact, every baseline of the same run that fits
+/// is exported too, and the fastest fitting export is given, with a note naming the
+/// baseline: an inexact export is never slower than a baseline the framework can run
+/// (issue 17). A baseline asked for (--baseline) is exported as it is.
+ExportOutcome export_plan(const Config& config, const PlanResults& planned,
+                          const ExportRequest& request);
+
 /// `config` with the keys a plan or a layout search decides replaced by `edits`, checked
 /// again: what `plan --out` / `search --out` write, in memory (the command line's other
 /// overrides stay). Throws ConfigError.

@@ -270,8 +270,8 @@ int run_plan(const std::vector<std::string>& args) {
     // `bmpipe export` calls, under the plan's memory limit.
     std::optional<api::ExportOutcome> exported;
     if (format != "table")
-      exported = api::export_config(
-          api::config_with_plan(config, edits),
+      exported = api::export_plan(
+          config, planned,
           api::ExportRequest{format, static_cast<double>(memory_limit) / 1073741824.0});
     if (json) {
       nlohmann::json document = planned.summary;
