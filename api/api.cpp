@@ -13,7 +13,7 @@
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
 #include "sim/compiled_schedule.hpp"
-#include "traces/summary.hpp"
+#include "api/summary.hpp"
 
 namespace bmpipe::api {
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <type_traits>
 
-#include "traces/summary.hpp"
+#include "api/summary.hpp"
 
 namespace bmpipe::api {
 

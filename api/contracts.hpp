@@ -4,7 +4,7 @@
 /// search's CSV. The executable prints them, the Python module returns them, and the tests
 /// that compare the two read them from here. Field names and units are the contract; the
 /// run summary of one simulation (simulate --json, and each row of compare's) is
-/// summary_json in traces/summary.hpp, which these documents embed.
+/// summary_json in api/summary.hpp, which these documents embed.
 
 #include <nlohmann/json.hpp>
 #include <string>

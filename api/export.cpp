@@ -14,7 +14,7 @@
 #include "planner/export_layout.hpp"
 #include "schedules/registry.hpp"
 #include "sim/units.hpp"
-#include "traces/summary.hpp"
+#include "api/summary.hpp"
 
 namespace bmpipe::api {
 

@@ -13,7 +13,7 @@
 #include "cli/outputs.hpp"
 #include "experiment/suggest.hpp"
 #include "schedules/registry.hpp"
-#include "traces/summary.hpp"
+#include "api/summary.hpp"
 #include "traces/svg.hpp"
 
 namespace po = boost::program_options;

@@ -9,7 +9,7 @@
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
 #include "experiment/experiment.hpp"
-#include "traces/summary.hpp"
+#include "api/summary.hpp"
 
 namespace po = boost::program_options;
 

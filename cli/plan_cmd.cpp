@@ -23,7 +23,7 @@
 #include "planner/planner.hpp"
 #include "schedules/registry.hpp"
 #include "sim/units.hpp"
-#include "traces/summary.hpp"
+#include "api/summary.hpp"
 
 namespace po = boost::program_options;
 

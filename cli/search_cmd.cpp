@@ -21,7 +21,7 @@
 #include "experiment/suggest.hpp"
 #include "experiment/write_config.hpp"
 #include "sim/units.hpp"
-#include "traces/summary.hpp"
+#include "api/summary.hpp"
 
 namespace po = boost::program_options;
 

@@ -16,7 +16,7 @@
 #include "schedules/schedule_file.hpp"
 #include "sim/observer.hpp"
 #include "traces/chrome_trace.hpp"
-#include "traces/summary.hpp"
+#include "api/summary.hpp"
 #include "traces/svg.hpp"
 
 namespace po = boost::program_options;

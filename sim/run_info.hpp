@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// What a run was, beyond what the SimResult holds: plain values the experiment layer
-/// fills (make_run_info) and the output layer prints (traces/summary.hpp).
+/// fills (make_run_info) and the output layer prints (api/summary.hpp).
 
 #include <optional>
 #include <string>

@@ -16,7 +16,7 @@
 #include "sim/bubbles.hpp"
 #include "sim/observer.hpp"
 #include "traces/chrome_trace.hpp"
-#include "traces/summary.hpp"
+#include "api/summary.hpp"
 #include "traces/svg.hpp"
 
 namespace bmpipe::fuzz {

@@ -7,7 +7,7 @@
 #include "schedules/schedule_file.hpp"
 #include "schedules/validate.hpp"
 #include "support/support.hpp"
-#include "traces/summary.hpp"
+#include "api/summary.hpp"
 
 namespace bmpipe {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <thread>
 
-#include "traces/summary.hpp"
+#include "api/summary.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/bubbles.hpp"
-#include "traces/summary.hpp"
+#include "api/summary.hpp"
 #include "trace_checks.hpp"
 
 namespace bmpipe {

@@ -1,4 +1,4 @@
-#include "traces/summary.hpp"
+#include "api/summary.hpp"
 
 #include <cstdio>
 
