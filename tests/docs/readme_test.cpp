@@ -4,7 +4,9 @@
 // fails"). Commands run from the source root, as the README assumes; every file they write
 // (--out, --trace, --svg, --memory-svg, --csv, --export-schedule, `> FILE`) goes to a scratch
 // folder instead, and a later command naming such a file reads it from there. A command
-// meant to fail or not to be run here carries the comment `# not run: why`.
+// meant to fail or not to be run here carries the comment `# not run: why`. The output the
+// README shows under a command (a plain ``` block right after its sh block) must be lines
+// that command printed, `…` marking what was trimmed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -52,6 +54,7 @@ struct Command {
   int line = 0;          ///< README line where it starts
   std::string text;      ///< continuation lines joined, comment removed
   std::string comment;   ///< the trailing `# ...`, if any
+  int block = 0;         ///< which ```sh block of the file, from 1
 };
 
 /// Every command of every ```sh block of `markdown`, continuations joined.
@@ -60,12 +63,13 @@ std::vector<Command> sh_commands(const std::string& markdown) {
   std::istringstream in(markdown);
   std::string line;
   bool inside = false;
-  int number = 0;
+  int number = 0, block = 0;
   Command pending;
   while (std::getline(in, line)) {
     ++number;
     if (!inside) {
       inside = line == "```sh";
+      block += inside;
       continue;
     }
     if (line.rfind("```", 0) == 0) {
@@ -73,6 +77,7 @@ std::vector<Command> sh_commands(const std::string& markdown) {
       continue;
     }
     if (pending.text.empty()) pending.line = number;
+    pending.block = block;
     // A comment starts at a '#' after a space, outside quotes.
     std::string code = line, comment;
     char quote = 0;
@@ -100,6 +105,35 @@ std::vector<Command> sh_commands(const std::string& markdown) {
     pending = Command{};
   }
   return out;
+}
+
+/// The output a ```sh block shows: the plain ``` block that opens on the line right after
+/// its closing fence, by sh block number (from 1), with the line it starts on.
+std::map<int, std::pair<int, std::vector<std::string>>> shown_outputs(const std::string& markdown) {
+  std::map<int, std::pair<int, std::vector<std::string>>> out;
+  std::vector<std::string> lines;
+  std::istringstream in(markdown);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  int block = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i] != "```sh") continue;
+    ++block;
+    std::size_t end = i + 1;
+    while (end < lines.size() && lines[end].rfind("```", 0) != 0) ++end;
+    if (end + 1 < lines.size() && lines[end + 1] == "```") {
+      auto& [first, shown] = out[block];
+      first = static_cast<int>(end) + 3;
+      for (std::size_t j = end + 2; j < lines.size() && lines[j] != "```"; ++j)
+        shown.push_back(lines[j]);
+    }
+    i = end;
+  }
+  return out;
+}
+
+std::string rstrip(std::string s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
 }
 
 /// `path` in single quotes for the shell (built with append: GCC 12 reports '"'" + s + "'"'
@@ -134,6 +168,7 @@ TEST(Readme, EveryBmpipeCommandRunsAndExitsZero) {
   const std::set<std::string> output_options = {"--out", "--trace", "--svg", "--memory-svg",
                                                 "--csv", "--export-schedule"};
   std::set<std::string> written;  // files earlier commands wrote, by the name the README uses
+  std::map<int, std::string> produced;  // what each sh block's commands printed
   int ran = 0;
   for (const Command& c : sh_commands(readme)) {
     if (!is_bmpipe(c.text) || c.comment.find("not run:") != std::string::npos) continue;
@@ -161,8 +196,32 @@ TEST(Readme, EveryBmpipeCommandRunsAndExitsZero) {
     EXPECT_EQ(code, 0) << "README.md:" << c.line << ": " << c.text << "\n"
                        << test::slurp(err);
     ++ran;
+    // What the user would see, with the scratch folder's paths as the README names them.
+    std::string seen = test::slurp(err) + (redirected ? "" : test::slurp(out));
+    const std::string prefix = dir.path().string() + "/";
+    for (auto at = seen.find(prefix); at != std::string::npos; at = seen.find(prefix, at))
+      seen.erase(at, prefix.size());
+    produced[c.block] += seen;
   }
   EXPECT_GE(ran, 6);  // the tour: simulate, compare, plan, search, import, export
+
+  // Output the README shows under a command is that command's output, trimmed: every line
+  // but the `…` elisions is a line it printed (stdout or stderr).
+  int shown_blocks = 0;
+  for (const auto& [block, where] : shown_outputs(readme)) {
+    const auto& [first, shown] = where;
+    std::set<std::string> printed;
+    std::istringstream lines(produced[block]);
+    for (std::string l; std::getline(lines, l);) printed.insert(rstrip(l));
+    ++shown_blocks;
+    for (std::size_t i = 0; i < shown.size(); ++i) {
+      if (shown[i] == "…") continue;
+      EXPECT_TRUE(printed.count(rstrip(shown[i])))
+          << "README.md:" << first + static_cast<int>(i) << " shows a line its command does "
+          << "not print:\n  " << shown[i];
+    }
+  }
+  EXPECT_GE(shown_blocks, 5);
 }
 
 TEST(Readme, FitsOnAScreenAndItsDocsLinksResolve) {
