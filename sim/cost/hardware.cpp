@@ -115,8 +115,8 @@ HardwareSpec make_ascend_910b() {
   h.memory_efficiency = 0.90;              // as h200
   h.kernel_launch_us = 4;                  // as h200
   h.collective_efficiency = 0.50;
-  // HCCS full mesh: 392 GB/s per NPU counts both directions (DESIGN.md: about 196 GB/s
-  // one way), spread over 7 peers: 28 GB/s per directed link.
+  // HCCS full mesh: 392 GB/s per NPU counts both directions (about 196 GB/s one way;
+  // docs/cost-model.md, "Hardware figures"), spread over 7 peers: 28 GB/s per directed link.
   h.intra_node = {28, 10};
   h.intra_node_mesh = true;
   h.inter_node = {25, 20};  // one 200 Gb/s RoCE v2 port per NPU; RoCE latency ~20 us

@@ -1,6 +1,6 @@
-// The README's worked workflow, import -> plan -> export, for the shipped Megatron-LM
+// The worked workflow (docs/workflow.md), import -> plan -> export, for the shipped Megatron-LM
 // launch script and the shipped MindFormers YAML: the commands it shows, the figures it
-// quotes, the export outputs it prints (read from README.md itself), and that the exported
+// quotes, the export outputs it prints (read from docs/workflow.md itself), and that the exported
 // text, given back to the framework's file and imported again, simulates to the same time.
 #include <gtest/gtest.h>
 
@@ -26,10 +26,10 @@ std::string three_decimals(const nlohmann::json& ms) {
   return buf;
 }
 
-/// The README's fenced block whose first line is `first_line`, without the fences ("" if
-/// there is none).
+/// docs/workflow.md's fenced block whose first line is `first_line`, without the fences
+/// ("" if there is none).
 std::string readme_block(const std::string& first_line) {
-  const std::string readme = test::slurp(source("README.md"));
+  const std::string readme = test::slurp(source("docs/workflow.md"));
   const std::size_t at = readme.find("```\n" + first_line + "\n");
   if (at == std::string::npos) return "";
   const std::size_t begin = at + 4;
@@ -48,7 +48,7 @@ double simulated_ms(const std::string& config) {
   return r.code == 0 ? nlohmann::json::parse(r.out)["iteration_time_ms"].get<double>() : -1;
 }
 
-// README "A worked workflow", steps 2, 5 and 6.
+// docs/workflow.md, steps 2, 5 and 6.
 TEST(ReadmeWorkflow, MegatronImportPlanExport) {
   const test::ScratchDir dir;
   const std::string args = source("configs/examples/llama2_13b_megatron_args.txt");
@@ -61,7 +61,7 @@ TEST(ReadmeWorkflow, MegatronImportPlanExport) {
   const test::CliRun exported = run_cli("export " + plan + " --format megatron");
   ASSERT_EQ(exported.code, 0) << exported.err;
   const std::string shown = readme_block("# bmpipe export megatron of plan.yaml");
-  ASSERT_FALSE(shown.empty()) << "the README shows no megatron export of plan.yaml";
+  ASSERT_FALSE(shown.empty()) << "docs/workflow.md shows no megatron export of plan.yaml";
   EXPECT_EQ(body(exported.out), body(shown));
   // "bmpipe import megatron of the result simulates to 6969.970 ms again."
   const std::string script = test::write_file(
@@ -73,7 +73,7 @@ TEST(ReadmeWorkflow, MegatronImportPlanExport) {
   EXPECT_EQ(three_decimals(simulated_ms(again)), "6969.970");
 }
 
-// README "The same from a MindFormers job".
+// docs/workflow.md, "The same from a MindFormers job".
 TEST(ReadmeWorkflow, MindFormersImportPlanExport) {
   const test::ScratchDir dir;
   const std::string run = source("configs/examples/mindformers/llama2_13b.yaml");
@@ -107,7 +107,7 @@ TEST(ReadmeWorkflow, MindFormersImportPlanExport) {
   const test::CliRun exported = run_cli("export " + plan + " --format mindformers");
   ASSERT_EQ(exported.code, 0) << exported.err;
   const std::string shown = readme_block("# bmpipe export mindformers of mfplan.yaml");
-  ASSERT_FALSE(shown.empty()) << "the README shows no mindformers export of mfplan.yaml";
+  ASSERT_FALSE(shown.empty()) << "docs/workflow.md shows no mindformers export of mfplan.yaml";
   EXPECT_EQ(body(exported.out), body(shown));
   // "bmpipe import mindformers of the result simulates to 4575.276 ms again."
   const std::string merged =

@@ -1,0 +1,185 @@
+// bmpipe_config_reference: prints docs/config.md, the config reference, from the field tables
+// of experiment/config_fields.hpp (the one place a key exists). Keys, types, ranges, units,
+// defaults and help lines all come from the tables and the structs their rows fill, so the
+// page cannot drift from what the loader accepts; tests/docs/config_reference_test.cpp
+// fails when the checked-in page differs from this program's output.
+//
+//   build/experiment/bmpipe_config_reference > docs/config.md
+#include <cstdint>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+
+#include "experiment/config.hpp"
+#include "experiment/config_fields.hpp"
+
+namespace bmpipe::detail {
+namespace {
+
+std::string escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string need_text(Need need) {
+  switch (need) {
+    case Need::required:
+      return "required";
+    case Need::unless_base:
+      return "required unless a preset gives it";
+    case Need::optional:
+      break;
+  }
+  return "optional";
+}
+
+std::string form_text(Form form) {
+  switch (form) {
+    case Form::analytic:
+      return "analytic model only";
+    case Form::measured:
+      return "measured layers only";
+    case Form::compute:
+      return "analytic model only (a device's compute figures)";
+    case Form::any:
+      break;
+  }
+  return "";
+}
+
+std::string range_text(const Range& r) {
+  if (r.min == 0 && r.max == 0 && !r.min_open) return "";  // not a number
+  std::string out = std::string(r.min_open ? "(" : "[") + format_number(r.min) + ", " +
+                    format_number(r.max) + "]";
+  if (!r.unit.empty()) out += " " + std::string(r.unit);
+  if (!r.max_note.empty()) out += " (max: " + std::string(r.max_note) + ")";
+  if (r.low > 0)
+    out += "; at least " + format_number(r.low) +
+           (r.low_note.empty() ? "" : " (" + std::string(r.low_note) + ")");
+  return out;
+}
+
+/// The type of a row and, for an optional key whose member has a plain default, that
+/// default as the default-constructed struct holds it.
+template <class T>
+std::pair<std::string, std::string> type_and_default(const Field<T>& f, const T& fresh) {
+  std::string type, value;
+  std::visit(
+      [&](auto member) {
+        using M = decltype(member);
+        if constexpr (std::is_same_v<M, std::monostate>) {
+          type = f.choices.empty() ? "see description" : "text";
+        } else if constexpr (std::is_same_v<M, double T::*>) {
+          type = "number";
+          value = format_number(fresh.*member);
+        } else if constexpr (std::is_same_v<M, int T::*> || std::is_same_v<M, std::int64_t T::*>) {
+          type = "integer";
+          value = std::to_string(fresh.*member);
+        } else if constexpr (std::is_same_v<M, bool T::*>) {
+          type = "boolean";
+          value = fresh.*member ? "true" : "false";
+        } else if constexpr (std::is_same_v<M, std::string T::*>) {
+          type = "text";
+          value = fresh.*member;
+        } else if constexpr (std::is_same_v<M, std::optional<double> T::*>) {
+          type = "number";
+        } else {
+          type = "integer";
+        }
+      },
+      f.slot);
+  if (!f.choices.empty()) {
+    type = "one of ";
+    for (std::size_t i = 0; i < f.choices.size(); ++i)
+      type += (i ? ", " : "") + std::string("`") + std::string(f.choices[i]) + "`";
+  }
+  if (f.need != Need::optional) value.clear();
+  // A default outside the key's own range is a sentinel ("0: as many kv heads as heads"),
+  // not a value a user could write; the description says what absence means.
+  const Range& r = f.range;
+  if (!value.empty() && !(r.min == 0 && r.max == 0 && !r.min_open) && type == "integer" &&
+      std::stod(value) < r.min)
+    value.clear();
+  if (!value.empty()) value = "`" + value + "`";
+  return {type, value};
+}
+
+template <class T, std::size_t N>
+void section(std::ostream& out, const std::string& path, const std::string& about,
+             const std::array<Field<T>, N>& table) {
+  out << "## `" << path << "`\n\n" << about << "\n\n";
+  out << "| key | type | range | required | default | form | description |\n";
+  out << "|---|---|---|---|---|---|---|\n";
+  // static: GCC 12 -O2 reports a default-constructed local read through a member pointer
+  // inside std::visit as maybe-uninitialized (a false positive); a constant needs no frame.
+  static const T defaults{};
+  for (const Field<T>& f : table) {
+    const auto [type, value] = type_and_default(f, defaults);
+    out << "| `" << f.name << "` | " << escape(type) << " | " << escape(range_text(f.range))
+        << " | " << need_text(f.need) << " | " << escape(value) << " | " << form_text(f.form)
+        << " | " << escape(f.help) << " |\n";
+  }
+  out << "\n";
+}
+
+void print_reference(std::ostream& out) {
+  out << "# Config reference\n\n"
+         "<!-- Generated by build/experiment/bmpipe_config_reference from "
+         "experiment/config_fields.hpp; do not edit.\n"
+         "     Regenerate: build/experiment/bmpipe_config_reference > docs/config.md -->\n\n"
+         "Every key a config file accepts, section by section, as the loader's field tables "
+         "declare it (`experiment/config_fields.hpp`). A key not listed here is an error "
+         "naming the file, the line and the keys the section accepts. Ranges are closed "
+         "`[a, b]` unless written `(a, b]`; A value "
+         "outside its range is an error that names the key, the range and the value as "
+         "written. *Default* is the value an absent optional key leaves; an empty cell means "
+         "the key's description says what absence means (often: derived from other keys, or "
+         "from a preset). Keys of the analytic model and keys of measured layers do not mix "
+         "in one file (*form*). Commented examples: [the config page](config-guide.md).\n\n";
+  section(out, "(top level)", "The three sections of every config.", kRootFields);
+  section(out, "cluster", "The devices and how they are linked: nodes x devices_per_node devices.",
+          kClusterFields);
+  section(out, "cluster.device",
+          "One accelerator. With `preset:` (ascend-910b, a100-80g, h100-sxm, h200) every other "
+          "key is optional and overrides the preset's value.",
+          kDeviceFields);
+  section(out, "cluster.intra_node, cluster.inter_node",
+          "A link: `intra_node` between two devices of a node, `inter_node` a device's NIC "
+          "into the fabric between nodes (needed when nodes > 1).",
+          kLinkFields);
+  section(out, "model",
+          "Either measured layers (`layers`) or an analytic shape (`preset`, `hf_config` or "
+          "the shape keys).",
+          kModelFields);
+  section(out, "model.layers[i]",
+          "One group of identical measured layers, costs per micro-batch, in model order.",
+          kLayerFields);
+  section(out, "model.layers[i].recompute.<mode>",
+          "The costs of one recompute mode (`selective` or `full`) of a measured group; a "
+          "mode keeps at most the none mode's bytes.",
+          kLayerModeFields);
+  section(out, "training", "The schedule, the parallel layout and the batch.", kTrainingFields);
+  section(out, "training.optimizer", "The optimizer (analytic model only).", kOptimizerFields);
+  section(out, "training.recompute",
+          "A mode for every layer (`none`, `selective`, `full`), or this map. A layer's mode is "
+          "its `layers` entry, else its stage's `stages` entry, else `default`.",
+          kRecomputeFields);
+}
+
+}  // namespace
+}  // namespace bmpipe::detail
+
+int main() {
+  std::ostringstream text;
+  bmpipe::detail::print_reference(text);
+  std::cout << text.str();
+  return std::cout ? 0 : 1;
+}
