@@ -23,7 +23,7 @@ constexpr std::array kImporters = {
              read_mindformers_yaml, false, true},
     Importer{"profile", "CSV",
              "measured per-layer costs, one row per run of identical layers\n"
-             "(columns: see the README, \"Importing your job\")",
+             "(columns: see docs/import.md)",
              read_profile_csv, true, false},
 };
 // clang-format on

@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (tests/fuzz) with clang-14 and runs each over its corpus.
 #
 # CI (no arguments): a fixed number of runs per target from a fixed seed, so a run is
-# reproducible and short (README, "Fuzzing"). New inputs go to a scratch folder; the
+# reproducible and short (docs/testing.md, "Fuzzing"). New inputs go to a scratch folder; the
 # corpus in the tree only changes by hand.
 #
 # Longer sessions: BMPIPE_FUZZ_SECONDS=1200 bash scripts/fuzz.sh [TARGET...] fuzzes each

@@ -18,7 +18,7 @@
 
 namespace bmpipe {
 
-/// The column names, in the order the README documents them.
+/// The column names, in the order docs/import.md documents them.
 extern const char* const kProfileColumns[15];
 
 /// Reads the CSV `text` (the contents of `name`) into a job with one layer group per row,

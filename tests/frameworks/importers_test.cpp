@@ -50,7 +50,7 @@ TEST(Importers, NamesAndHelpAsTheCommandPrintsThem) {
             "                    '\\' continuations and '#' comments allowed; '-' reads stdin)\n"
             "  mindformers YAML  a MindFormers training config (Llama family)\n"
             "  profile CSV       measured per-layer costs, one row per run of identical layers\n"
-            "                    (columns: see the README, \"Importing your job\")\n");
+            "                    (columns: see docs/import.md)\n");
 }
 
 }  // namespace
