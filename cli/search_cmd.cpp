@@ -170,10 +170,7 @@ int report_search(const SearchCommand& c, std::vector<LayoutResult> results, int
                                   api::ExportRequest{*c.format, c.setup.request.memory_limit_GiB});
   }
   if (c.csv) {
-    std::ofstream file;
-    open_output(file, *c.csv, "--csv");
-    file << api::search_csv(report);
-    close_output(file, *c.csv, "--csv");
+    write_output(*c.csv, "--csv", api::search_csv(report));
   }
   if (c.json) {
     nlohmann::json document = api::search_document(report);
