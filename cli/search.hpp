@@ -20,6 +20,7 @@ struct SearchCommand {
   int top = 10;
   bool json = false;
   bool quiet = false;
+  double progress_interval_s = 5;  ///< off a terminal: seconds between progress lines
   std::optional<std::string> csv, out;
   std::optional<std::string> format;  ///< --format: export the best layout (api/export.hpp)
 };
@@ -30,8 +31,7 @@ struct SearchCommand {
 SearchCommand setup_search(const std::vector<std::string>& args, std::optional<int>* exit_code);
 
 /// Ranks and prints (table, --json, --csv, --out, --format). Returns the exit code.
-int report_search(const SearchCommand& c, std::vector<LayoutResult> results, int processes,
-                  double wall_s);
+int report_search(const SearchCommand& c, api::SearchRun run, int processes, double wall_s);
 
 /// True when this process was started by mpirun / srun (so MPI_Init is wanted).
 bool launched_by_mpi();
