@@ -2,6 +2,7 @@
 // bmpipe search's command line, shared by the single-process path (search_cmd.cpp) and the
 // MPI driver (search_mpi.cpp). The search itself is the library's (api/search.hpp).
 
+#include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -22,6 +23,10 @@ struct SearchCommand {
   bool quiet = false;
   double progress_interval_s = 5;  ///< off a terminal: seconds between progress lines
   std::optional<std::string> csv, out;
+  std::optional<std::string> journal;  ///< --journal FILE
+  /// FNV-1a of the config's text and the options that change a layout's result (the
+  /// journal's header; the version is added by the journal).
+  std::uint64_t inputs_hash = 0;
   std::optional<std::string> format;  ///< --format: export the best layout (api/export.hpp)
 };
 

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "api/contracts.hpp"
@@ -19,6 +20,7 @@
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
 #include "cli/search.hpp"
+#include "cli/search_journal.hpp"
 #include "experiment/suggest.hpp"
 #include "experiment/write_config.hpp"
 #include "sim/units.hpp"
@@ -104,6 +106,12 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
        "print the best layout as `bmpipe export` does: megatron (flags) or mindformers (YAML)")
       ("csv", po::value<std::string>()->value_name("FILE"), "write every layout as CSV to FILE")
       ("out", po::value<std::string>()->value_name("FILE"), "write the best layout, planned, as a config to FILE")
+      ("journal", po::value<std::string>()->value_name("FILE"),
+       "append each finished layout to FILE (one JSON line, fsync'd); a rerun with the same "
+       "FILE, config and options reads them back instead of planning them again, with the "
+       "same output. A journal of other inputs is refused (exit 2); a torn last line is "
+       "dropped. --threads, --max-evals, --time-limit-s and the printing options may "
+       "differ between runs")
       ("quiet", po::bool_switch(), "no progress line on stderr")
       ("progress-interval-s", po::value<double>()->value_name("S")->default_value(5.0, "5"),
        "when stderr is not a terminal: seconds between progress lines (phase, layouts done, "
@@ -154,6 +162,35 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   api::check_search_request(request);  // a typo in an option fails before the file is read
   c.path = vm["config"].as<std::string>();
   c.setup = api::prepare_search(load_config(c.path), request);
+  if (vm.count("journal")) {
+    c.journal = vm["journal"].as<std::string>();
+    // The inputs: the config's bytes and every option that can change a layout's result,
+    // by name and value (defaults included).
+    std::ifstream in(c.path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::uint64_t h = fnv1a64(text.str());
+    for (const auto& [name, value] : vm) {
+      static const std::set<std::string> kNoEffect{
+          "config", "journal", "threads", "quiet", "progress-interval-s", "top", "json",
+          "format", "csv", "out", "max-evals", "time-limit-s", "help"};
+      if (kNoEffect.count(name)) continue;
+      std::string v;
+      const boost::any& a = value.value();
+      if (const auto* p = boost::any_cast<std::string>(&a)) v = *p;
+      else if (const auto* i = boost::any_cast<std::int64_t>(&a)) v = std::to_string(*i);
+      else if (const auto* u = boost::any_cast<std::uint64_t>(&a)) v = std::to_string(*u);
+      else if (const auto* n = boost::any_cast<int>(&a)) v = std::to_string(*n);
+      else if (const auto* d = boost::any_cast<double>(&a)) {
+        char buf[40];
+        std::snprintf(buf, sizeof buf, "%.17g", *d);
+        v = buf;
+      } else if (const auto* b = boost::any_cast<bool>(&a)) v = *b ? "true" : "false";
+      else throw std::logic_error("search --journal: option --" + name + " has no hash");
+      h = fnv1a64("\n" + name + "=" + v, h);
+    }
+    c.inputs_hash = h;
+  }
   return c;
 }
 
@@ -306,7 +343,14 @@ int run_search(const std::vector<std::string>& args) {
                    p.best ? (ms(*p.best) + " ms").c_str() : "none yet", p.elapsed_s, eta.c_str(),
                    tty ? "   " : "\n");
     };
-    api::SearchRun run = api::evaluate_search(c.setup, {}, progress);
+    std::optional<SearchJournal> journal;
+    if (c.journal) journal.emplace(*c.journal, c.inputs_hash, total);
+    const auto record = [&](std::size_t i, const LayoutResult& r, const api::SearchProgress& p) {
+      if (journal) journal->append(i, r);
+      progress(i, r, p);
+    };
+    api::SearchRun run = api::evaluate_search(
+        c.setup, journal ? journal->known() : std::vector<std::optional<LayoutResult>>{}, record);
     if (show && tty) std::fprintf(stderr, "\r%120s\r", "");
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -108,6 +108,8 @@ int run_search_mpi(const std::vector<std::string>& args) {
     if (stop) code = *stop == 0 ? -1 : *stop;  // -1: --help, a success that stops here
     // The MPI driver evaluates every layout and applies --max-evals afterwards (the same
     // answer, none of the saving); it has no clock to stop at.
+    if (code == 0 && c.journal)
+      throw UsageError("--journal", "is not written under mpirun yet; run without mpirun");
     if (code == 0 && c.setup.request.time_limit_s)
       throw UsageError("--time-limit-s", "is not applied under mpirun yet; use --max-evals");
     int& threads = c.setup.request.threads;
