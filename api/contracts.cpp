@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "api/summary.hpp"
+#include "planner/schedules_plan.hpp"
 
 namespace bmpipe::api {
 
@@ -177,9 +178,15 @@ nlohmann::json plan_summary(const Experiment& e, const std::vector<PlanOutcome>&
       nlohmann::json r{{"schedule", oc.schedule}, {"vpp", oc.vpp}, {"fits", oc.best.fits()}};
       if (oc.best.result.ok) r["iteration_time_ms"] = ns_to_ms(oc.best.result.iteration_time);
       if (!oc.infeasible.empty()) r["note"] = oc.infeasible;
+      r["evaluations"] = oc.stats.evaluations;
       others.push_back(r);
     }
     j["schedules"] = others;
+    // --max-evals and --time-limit-s bound all the schedules together (plan_schedules).
+    std::int64_t total = 0;
+    for (const PlanOutcome& oc : outcomes) total += oc.stats.evaluations;
+    j["schedules_search"] = {{"evaluations", total},
+                             {"stopped_by", schedules_stopped_by(outcomes)}};
   }
   return j;
 }
@@ -229,6 +236,7 @@ nlohmann::json search_document(const SearchReport& report) {
            {{"layouts", report.layouts.size()},
             {"rejected_by", filters},
             {"evaluations", report.evaluations},
+            {"stopped_by", report.stopped_by},
             {"processes", report.processes},
             {"wall_s", report.wall_s}}}};
 }

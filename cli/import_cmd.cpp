@@ -109,10 +109,7 @@ int run_import(const std::vector<std::string>& args) {
     if (out.empty()) {
       std::cout << imported.yaml;
     } else {
-      std::ofstream file;
-      open_output(file, out, "--out");
-      file << imported.yaml;
-      close_output(file, out, "--out");
+      write_output(out, "--out", imported.yaml);
     }
     return 0;
   });

@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "--version") {
-    std::cout << "bmpipe 0.1.0\n";
+    std::cout << "bmpipe " BMPIPE_VERSION "\n";
     return 0;
   }
   try {

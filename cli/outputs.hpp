@@ -22,26 +22,37 @@ class OutputError : public std::runtime_error {
 };
 
 /// An output a command writes: a file, or standard output when its path is "-".
+///
+/// A file is written atomically: into a temporary file of its own in the same folder
+/// (".NAME.bmpipe-XXXXXX", made by mkstemp so that parallel runs never collide), renamed
+/// over `path` by close() only when everything was written. Until then `path` keeps its
+/// old bytes; if the command fails (or the object is destroyed unclosed) the temporary
+/// file is removed. A process killed outright leaves `path` intact and at most one
+/// temporary file. Targets that exist and are not regular files (/dev/null, a fifo) are
+/// written in place.
 class OutputFile {
  public:
-  /// Opens `path` (or takes stdout for "-") or throws OutputError naming `option`.
+  /// Creates the temporary file (or takes stdout for "-") or throws OutputError naming
+  /// `option`: a missing folder, a directory, a file that may not be written.
   OutputFile(std::string path, std::string option);
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
   std::ostream& stream() { return to_stdout_ ? std::cout : file_; }
   bool to_stdout() const { return to_stdout_; }
-  /// Flushes and throws OutputError if anything written failed.
+  /// Flushes, renames the temporary file over `path`, and throws OutputError if anything
+  /// written failed (the temporary file is then removed and `path` left as it was).
   void close();
 
  private:
   std::string path_, option_;
+  std::string temp_;  ///< the temporary file; empty once renamed (or when in place)
   bool to_stdout_ = false;
   std::ofstream file_;
 };
 
-/// Opens `path` for writing (binary, truncated) or throws OutputError naming `option`.
-void open_output(std::ofstream& file, const std::string& path, const std::string& option);
-
-/// Flushes `file` and throws OutputError if anything written to it failed.
-void close_output(std::ofstream& file, const std::string& path, const std::string& option);
+/// Writes `text` to `path` through an OutputFile (atomically).
+void write_output(const std::string& path, const std::string& option, const std::string& text);
 
 /// Writes to `out_path` (option --out) the config read from `config_path` with `edits`
 /// applied under `header` (config_with_edits). Throws OutputError and ConfigError.

@@ -172,9 +172,11 @@ int run_plan(const std::vector<std::string>& args) {
       ("threads", po::value<int>()->value_name("N")->default_value(0, "all cores"), "threads that simulate")
       ("seed", po::value<std::uint64_t>()->value_name("N")->default_value(1), "seed of the search")
       ("max-evals", po::value<std::int64_t>()->value_name("N")->default_value(20000),
-       "simulations the search may run (the baselines come on top)")
+       "simulations the search may run (the baselines come on top); with --schedule auto, "
+       "of all the schedules together (JSON: schedules_search)")
       ("time-limit-s", po::value<double>()->value_name("SECONDS"),
-       "stop the search after this many seconds (results then depend on the machine's speed)")
+       "stop the search after this many seconds (results then depend on the machine's speed); "
+       "with --schedule auto, all the schedules together")
       ("baseline", po::value<std::string>()->value_name("NAME"),
        ("print (and --out / --format) this baseline's plan instead: " +
         comma_list(baseline_names())).c_str())

@@ -2,6 +2,7 @@
 // bmpipe search's command line, shared by the single-process path (search_cmd.cpp) and the
 // MPI driver (search_mpi.cpp). The search itself is the library's (api/search.hpp).
 
+#include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -20,7 +21,12 @@ struct SearchCommand {
   int top = 10;
   bool json = false;
   bool quiet = false;
+  double progress_interval_s = 5;  ///< off a terminal: seconds between progress lines
   std::optional<std::string> csv, out;
+  std::optional<std::string> journal;  ///< --journal FILE
+  /// FNV-1a of the config's text and the options that change a layout's result (the
+  /// journal's header; the version is added by the journal).
+  std::uint64_t inputs_hash = 0;
   std::optional<std::string> format;  ///< --format: export the best layout (api/export.hpp)
 };
 
@@ -30,8 +36,7 @@ struct SearchCommand {
 SearchCommand setup_search(const std::vector<std::string>& args, std::optional<int>* exit_code);
 
 /// Ranks and prints (table, --json, --csv, --out, --format). Returns the exit code.
-int report_search(const SearchCommand& c, std::vector<LayoutResult> results, int processes,
-                  double wall_s);
+int report_search(const SearchCommand& c, api::SearchRun run, int processes, double wall_s);
 
 /// True when this process was started by mpirun / srun (so MPI_Init is wanted).
 bool launched_by_mpi();

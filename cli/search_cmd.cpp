@@ -5,10 +5,12 @@
 
 #include <boost/program_options.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "api/contracts.hpp"
@@ -18,6 +20,7 @@
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
 #include "cli/search.hpp"
+#include "cli/search_journal.hpp"
 #include "experiment/suggest.hpp"
 #include "experiment/write_config.hpp"
 #include "sim/units.hpp"
@@ -83,8 +86,18 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
       ("planner", po::value<std::string>()->value_name("EFFORT")->default_value("quick"),
        "off (uniform partition, the config's recompute), quick (planner, 300 evaluations) or "
        "full (planner, --max-evals)")
-      ("max-evals", po::value<std::int64_t>()->value_name("N")->default_value(20000), "planner budget with --planner full")
+      ("max-evals", po::value<std::int64_t>()->value_name("N"),
+       "evaluations of the whole search (default: no bound). Layouts are kept in enumeration "
+       "order while their evaluations fit; the rest are reported as cut by 'evaluation limit'. "
+       "Deterministic: the answer does not depend on --threads")
+      ("layout-evals", po::value<std::int64_t>()->value_name("N")->default_value(20000),
+       "planner budget per layout with --planner full")
+      ("time-limit-s", po::value<double>()->value_name("S"),
+       "wall-clock seconds of the whole search: no layout starts after it, and a layout's "
+       "planner gets what is left (results then depend on the machine)")
       ("memory-limit-GiB", po::value<double>()->value_name("GiB"), "GiB a device may use (replaces its capacity)")
+      ("margin-GiB", po::value<double>()->value_name("GiB")->default_value(0.0, "0"),
+       "GiB kept free below the limit (the capacity or --memory-limit-GiB), as plan's")
       ("seed", po::value<std::uint64_t>()->value_name("N")->default_value(1), "planner seed")
       ("threads", po::value<int>()->value_name("N")->default_value(0, "all cores"), "layouts evaluated at once per process")
       ("top", po::value<int>()->value_name("N")->default_value(10), "rows of the table")
@@ -93,7 +106,16 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
        "print the best layout as `bmpipe export` does: megatron (flags) or mindformers (YAML)")
       ("csv", po::value<std::string>()->value_name("FILE"), "write every layout as CSV to FILE")
       ("out", po::value<std::string>()->value_name("FILE"), "write the best layout, planned, as a config to FILE")
-      ("quiet", po::bool_switch(), "no progress line on stderr");
+      ("journal", po::value<std::string>()->value_name("FILE"),
+       "append each finished layout to FILE (one JSON line, fsync'd); a rerun with the same "
+       "FILE, config and options reads them back instead of planning them again, with the "
+       "same output. A journal of other inputs is refused (exit 2); a torn last line is "
+       "dropped. --threads, --max-evals, --time-limit-s and the printing options may "
+       "differ between runs")
+      ("quiet", po::bool_switch(), "no progress line on stderr")
+      ("progress-interval-s", po::value<double>()->value_name("S")->default_value(5.0, "5"),
+       "when stderr is not a terminal: seconds between progress lines (phase, layouts done, "
+       "evaluations, best so far, ETA)");
   // clang-format on
   po::variables_map vm;
   if (auto stop = parse_command_line(
@@ -112,6 +134,9 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   }
   c.json = vm["json"].as<bool>();
   c.quiet = vm["quiet"].as<bool>();
+  c.progress_interval_s = vm["progress-interval-s"].as<double>();
+  if (!(c.progress_interval_s >= 0) || !std::isfinite(c.progress_interval_s))
+    throw UsageError("--progress-interval-s", "must be 0 or more seconds");
   c.top = vm["top"].as<int>();
   if (c.top < 1) throw UsageError("--top", "must be at least 1");
   api::SearchRequest request;
@@ -128,18 +153,50 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
     api::check_export_request(api::ExportRequest{*c.format, {}});
   }
   request.seed = vm["seed"].as<std::uint64_t>();
-  request.max_evals = vm["max-evals"].as<std::int64_t>();
+  if (vm.count("max-evals")) request.max_evals = vm["max-evals"].as<std::int64_t>();
+  request.layout_evals = vm["layout-evals"].as<std::int64_t>();
+  if (vm.count("time-limit-s")) request.time_limit_s = vm["time-limit-s"].as<double>();
+  request.margin_GiB = vm["margin-GiB"].as<double>();
   request.threads = vm["threads"].as<int>();
   if (vm.count("memory-limit-GiB")) request.memory_limit_GiB = vm["memory-limit-GiB"].as<double>();
   api::check_search_request(request);  // a typo in an option fails before the file is read
   c.path = vm["config"].as<std::string>();
   c.setup = api::prepare_search(load_config(c.path), request);
+  if (vm.count("journal")) {
+    c.journal = vm["journal"].as<std::string>();
+    // The inputs: the config's bytes and every option that can change a layout's result,
+    // by name and value (defaults included).
+    std::ifstream in(c.path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::uint64_t h = fnv1a64(text.str());
+    for (const auto& [name, value] : vm) {
+      static const std::set<std::string> kNoEffect{
+          "config", "journal", "threads", "quiet", "progress-interval-s", "top", "json",
+          "format", "csv", "out", "max-evals", "time-limit-s", "help"};
+      if (kNoEffect.count(name)) continue;
+      std::string v;
+      const boost::any& a = value.value();
+      if (const auto* p = boost::any_cast<std::string>(&a)) v = *p;
+      else if (const auto* i = boost::any_cast<std::int64_t>(&a)) v = std::to_string(*i);
+      else if (const auto* u = boost::any_cast<std::uint64_t>(&a)) v = std::to_string(*u);
+      else if (const auto* n = boost::any_cast<int>(&a)) v = std::to_string(*n);
+      else if (const auto* d = boost::any_cast<double>(&a)) {
+        char buf[40];
+        std::snprintf(buf, sizeof buf, "%.17g", *d);
+        v = buf;
+      } else if (const auto* b = boost::any_cast<bool>(&a)) v = *b ? "true" : "false";
+      else throw std::logic_error("search --journal: option --" + name + " has no hash");
+      h = fnv1a64("\n" + name + "=" + v, h);
+    }
+    c.inputs_hash = h;
+  }
   return c;
 }
 
-int report_search(const SearchCommand& c, std::vector<LayoutResult> results, int processes,
-                  double wall_s) {
-  const api::SearchReport report = api::rank_search(c.setup, std::move(results), processes, wall_s);
+int report_search(const SearchCommand& c, api::SearchRun run, int processes, double wall_s) {
+  const api::SearchReport report =
+      api::rank_search(c.setup, std::move(run.results), processes, wall_s, run.stopped_by);
   const std::vector<LayoutResult>& ranked = report.layouts;
   const Config& config = c.setup.config;
   const bool best_fits = !ranked.empty() && ranked.front().rejected.empty() && ranked.front().fits;
@@ -170,10 +227,7 @@ int report_search(const SearchCommand& c, std::vector<LayoutResult> results, int
                                   api::ExportRequest{*c.format, c.setup.request.memory_limit_GiB});
   }
   if (c.csv) {
-    std::ofstream file;
-    open_output(file, *c.csv, "--csv");
-    file << api::search_csv(report);
-    close_output(file, *c.csv, "--csv");
+    write_output(*c.csv, "--csv", api::search_csv(report));
   }
   if (c.json) {
     nlohmann::json document = api::search_document(report);
@@ -221,6 +275,7 @@ int report_search(const SearchCommand& c, std::vector<LayoutResult> results, int
                 ranked.size(), static_cast<long long>(report.evaluations), processes,
                 processes == 1 ? "" : "es", wall_s);
   std::cout << buf;
+  if (report.stopped_by != "done") std::cout << "stopped by the " << report.stopped_by << "\n";
   return 0;
 }
 
@@ -248,29 +303,58 @@ int run_search(const std::vector<std::string>& args) {
     std::optional<int> stop;
     const SearchCommand c = setup_search(args, &stop);
     if (stop) return *stop;
-    const std::vector<Layout>& layouts = c.setup.layouts;
-    std::vector<LayoutResult> results(layouts.size());
-    const bool live = !c.quiet && isatty(STDERR_FILENO);
-    std::size_t finished = 0;  // evaluate_layouts serialises `done`
-    auto progress = [&] {
-      const std::size_t done = ++finished;
-      if (!live) return;
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      Time best = 0;
-      for (const LayoutResult& r : results)
-        if (r.rejected.empty() && r.fits && r.iteration_time > 0 &&
-            (best == 0 || r.iteration_time < best))
-          best = r.iteration_time;
-      const double eta = done ? elapsed / done * (layouts.size() - done) : 0;
-      std::fprintf(stderr, "\rsearch: %zu / %zu layouts, best %s, %.1f s, ETA %.0f s   ", done,
-                   layouts.size(), best ? (ms(best) + " ms").c_str() : "none yet", elapsed, eta);
+    const std::size_t total = c.setup.layouts.size();
+    const bool tty = isatty(STDERR_FILENO) != 0;
+    const bool show = !c.quiet;
+    const api::SearchRequest& rq = c.setup.request;
+    double last_line = -1e300;
+    std::size_t here = 0;     // layouts evaluated by this run (not read back)
+    std::int64_t spent = 0;   // their evaluations
+    auto progress = [&](std::size_t, const LayoutResult& r, const api::SearchProgress& p) {
+      ++here;
+      spent += r.evaluations;
+      if (!show) return;
+      if (!tty && p.elapsed_s - last_line < c.progress_interval_s && p.done < total) return;
+      last_line = p.elapsed_s;
+      // ETA from the work left: this run's evaluations per layout times the layouts left,
+      // at this run's rate, capped by what the budgets leave.
+      const std::size_t left = total - std::min(total, p.done);
+      std::string eta = "ETA unknown";
+      if (left == 0) {
+        eta = "ETA 0 s";
+      } else if (here > 0 && p.elapsed_s > 0) {
+        double evals_left = static_cast<double>(spent) / static_cast<double>(here) *
+                            static_cast<double>(left);
+        if (rq.max_evals)
+          evals_left = std::min(evals_left, static_cast<double>(std::max<std::int64_t>(
+                                                0, *rq.max_evals - p.evaluations)));
+        double s = spent > 0 ? evals_left / (static_cast<double>(spent) / p.elapsed_s)
+                             : p.elapsed_s / static_cast<double>(here) * static_cast<double>(left);
+        if (rq.time_limit_s) s = std::min(s, std::max(0.0, *rq.time_limit_s - p.elapsed_s));
+        char b[64];
+        if (s < 1)
+          std::snprintf(b, sizeof b, "ETA <1 s");
+        else
+          std::snprintf(b, sizeof b, "ETA %.0f s", std::ceil(s));
+        eta = b;
+      }
+      std::fprintf(stderr, "%ssearch: planning, %zu / %zu layouts, %lld evaluations, best %s, %.1f s, %s%s",
+                   tty ? "\r" : "", p.done, total, static_cast<long long>(p.evaluations),
+                   p.best ? (ms(*p.best) + " ms").c_str() : "none yet", p.elapsed_s, eta.c_str(),
+                   tty ? "   " : "\n");
     };
-    api::evaluate_layouts(c.setup, 0, layouts.size(), results, progress);
-    if (live) std::fprintf(stderr, "\r%100s\r", "");
+    std::optional<SearchJournal> journal;
+    if (c.journal) journal.emplace(*c.journal, c.inputs_hash, total);
+    const auto record = [&](std::size_t i, const LayoutResult& r, const api::SearchProgress& p) {
+      if (journal) journal->append(i, r);
+      progress(i, r, p);
+    };
+    api::SearchRun run = api::evaluate_search(
+        c.setup, journal ? journal->known() : std::vector<std::optional<LayoutResult>>{}, record);
+    if (show && tty) std::fprintf(stderr, "\r%120s\r", "");
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return report_search(c, std::move(results), 1, wall);
+    return report_search(c, std::move(run), 1, wall);
   });
 }
 

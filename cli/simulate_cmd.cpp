@@ -79,11 +79,8 @@ int run_simulate(const std::vector<std::string>& args) {
     const api::PreparedSimulation run = api::prepare_simulation(config, request);
     if (shown) std::fprintf(stderr, "\r%80s\r", "");
     if (vm.count("export-schedule")) {
-      try {
-        save_schedule_file(run.schedule, vm["export-schedule"].as<std::string>());
-      } catch (const std::runtime_error& e) {
-        throw OutputError(vm["export-schedule"].as<std::string>(), "--export-schedule", e.what());
-      }
+      write_output(vm["export-schedule"].as<std::string>(), "--export-schedule",
+                   schedule_to_csv(run.schedule));
     }
     // Optional outputs are opened before the run so that a bad path fails fast. One of
     // them may be standard output ("-"); the summary then goes to stderr.

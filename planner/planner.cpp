@@ -117,7 +117,9 @@ PlanOutcome plan_pipeline(const Experiment& e, const PlannerOptions& o) {
       start ? start->run->plan.partition : uniform_partition(e.num_layers(), space.stages()),
       std::vector<int>(space.ranks(), 0)};
   search.anneal(first);
-  search.polish(planner::kNoBudget);
+  search.polish(o.total_evals
+                    ? std::max<std::int64_t>(0, *o.total_evals - search.stats().evaluations)
+                    : planner::kNoBudget);
   const auto& best = search.best();
   out.stats = search.stats();
   if (out.stats.stopped_by.empty()) out.stats.stopped_by = "converged";

@@ -71,6 +71,9 @@ struct PlannerOptions {
   std::uint64_t seed = 1;
   std::int64_t max_evals = 20'000;     ///< simulations of the search (baselines not counted)
   std::optional<double> time_limit_s;  ///< wall-clock bound; makes results machine-dependent
+  /// When set, the search and the polish together spend at most this many evaluations
+  /// (plan_schedules' share of a total budget); unset, the polish has a budget of its own.
+  std::optional<std::int64_t> total_evals;
   /// One annealing run ends when this many evaluations brought it nothing better; the
   /// search restarts from the best plan, perturbed, and stops after 8 runs in a row that
   /// found nothing better (or when the budget or the time is spent).

@@ -307,7 +307,8 @@ PYBIND11_MODULE(bmpipe, m) {
          std::optional<std::vector<int>> pp, std::optional<std::vector<int>> vpp,
          std::optional<std::vector<int>> micro_batch_size,
          std::optional<std::vector<std::string>> schedules, std::optional<double> memory_limit_GiB,
-         std::uint64_t seed, std::int64_t max_evals, int threads) {
+         std::uint64_t seed, std::optional<std::int64_t> max_evals, std::int64_t layout_evals,
+         std::optional<double> time_limit_s, double margin_GiB, int threads) {
         const Config c = config_of(config);
         api::SearchRequest r;
         r.effort = api::planner_effort(planner);
@@ -327,6 +328,9 @@ PYBIND11_MODULE(bmpipe, m) {
         r.memory_limit_GiB = memory_limit_GiB;
         r.seed = seed;
         r.max_evals = max_evals;
+        r.layout_evals = layout_evals;
+        r.time_limit_s = time_limit_s;
+        r.margin_GiB = margin_GiB;
         r.threads = threads;
         nlohmann::json document;
         {
@@ -338,11 +342,13 @@ PYBIND11_MODULE(bmpipe, m) {
       py::arg("config"), py::kw_only(), py::arg("planner") = "quick", py::arg("tp") = py::none(),
       py::arg("pp") = py::none(), py::arg("vpp") = py::none(),
       py::arg("micro_batch_size") = py::none(), py::arg("schedules") = py::none(),
-      py::arg("memory_limit_GiB") = py::none(), py::arg("seed") = 1, py::arg("max_evals") = 20000,
-      py::arg("threads") = 0,
+      py::arg("memory_limit_GiB") = py::none(), py::arg("seed") = 1,
+      py::arg("max_evals") = py::none(), py::arg("layout_evals") = 20000,
+      py::arg("time_limit_s") = py::none(), py::arg("margin_GiB") = 0.0, py::arg("threads") = 0,
       "Finds the fastest parallel layout and returns what `bmpipe search --json` prints: "
       "{layouts, search}, every layout ranked. planner is 'off', 'quick' or 'full' "
-      "(max_evals per layout); tp, pp, vpp, micro_batch_size and schedules are lists (None: "
+      "(layout_evals per layout); max_evals and time_limit_s bound the whole search "
+      "(search.stopped_by says which stopped it); margin_GiB is kept free; tp, pp, vpp, micro_batch_size and schedules are lists (None: "
       "the command's default range); threads=0: every core. Raises ConfigError for the "
       "config, ValueError for a bad option.");
 
