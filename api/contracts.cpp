@@ -37,6 +37,7 @@ nlohmann::json layer_json(const LayerCost& c, int count, bool with_ops) {
       {"recompute_extra_ms", per_mode_json(c.recompute_extra_s, kRecomputingModes, 1e3)},
       {"output_bytes", c.output_bytes},
       {"param_count", c.param_count},
+      {"active_param_count", c.active_param_count},
       {"forward_tflop", c.forward_flops / 1e12}};
   if (with_ops) {
     nlohmann::json ops = nlohmann::json::array();
@@ -75,10 +76,30 @@ nlohmann::json cost_document(const Config& config, const CostOutcome& out, bool 
   j["tp"] = a.settings.tp;
   j["sequence_parallel"] = a.settings.sequence_parallel;
   j["dp"] = a.dp;
-  j["layers"] =
-      nlohmann::json::array({layer_json(a.embedding, 1, with_ops),
-                             layer_json(a.decoder, config.model.shape->num_layers, with_ops),
-                             layer_json(a.head_for(out.schedule.num_stages), 1, with_ops)});
+  if (!a.moe_decoder) {
+    j["layers"] =
+        nlohmann::json::array({layer_json(a.embedding, 1, with_ops),
+                               layer_json(a.decoder, config.model.shape->num_layers, with_ops),
+                               layer_json(a.head_for(out.schedule.num_stages), 1, with_ops)});
+  } else {
+    // Dense and MoE decoder layers as two rows (a row whose count is 0 left out).
+    const ModelShape& shape = *config.model.shape;
+    int moe_layers = 0;
+    for (int i = 0; i < shape.num_layers; ++i) moe_layers += shape.is_moe_layer(i) ? 1 : 0;
+    j["layers"] = nlohmann::json::array({layer_json(a.embedding, 1, with_ops)});
+    if (shape.num_layers > moe_layers)
+      j["layers"].push_back(layer_json(a.decoder, shape.num_layers - moe_layers, with_ops));
+    if (moe_layers > 0) j["layers"].push_back(layer_json(*a.moe_decoder, moe_layers, with_ops));
+    j["layers"].push_back(layer_json(a.head_for(out.schedule.num_stages), 1, with_ops));
+    j["ep"] = config.training.ep;
+    j["etp"] = config.training.etp;
+    j["edp"] = a.edp;
+  }
+  // The whole model's parameters (not one device's share), as model cards count them:
+  // all of them, and what one token runs through (both embedding matrices counted).
+  const ModelShape& m = *config.model.shape;
+  j["parameters_total"] = m.total_params(false, a.settings.seq_length);
+  j["parameters_active"] = m.total_params(true, a.settings.seq_length);
   j["static_bytes_per_stage"] = out.stage_static_bytes;
   j["reserved_bytes"] = out.experiment->reserved_bytes;
   j["tail_ms_per_rank"] = out.tail_ms;

@@ -22,7 +22,9 @@ nlohmann::json compare_document(const std::vector<CompareRow>& rows);
 
 /// `cost --json [--ops]`: the model, device and sizes, the embedding, decoder and head
 /// layers (times in ms, bytes, parameters, TFLOP; with `with_ops` each layer's sub-ops),
-/// static bytes per stage, reserved bytes and the tail per rank in ms.
+/// the whole model's parameters_total and parameters_active (what one token runs through,
+/// both embedding matrices counted), static bytes per stage, reserved bytes and the tail
+/// per rank in ms.
 nlohmann::json cost_document(const Config& config, const CostOutcome& cost, bool with_ops);
 
 /// `plan --json`: the shown plan, the baselines and search statistics of outcomes.front(),

@@ -70,6 +70,10 @@ int run_cost(const std::vector<std::string>& args) {
     std::printf("device %s   seq %d   micro-batch %d   tp %d%s   dp %d\n", a.hardware.name.c_str(),
                 a.settings.seq_length, a.settings.micro_batch_size, a.settings.tp,
                 a.settings.sequence_parallel ? " (sequence parallel)" : "", a.dp);
+    if (m.is_moe())
+      std::printf("experts %d (top %d, ffn %d, shared ffn %d)   ep %d   etp %d   edp %d\n",
+                  m.moe.num_experts, m.moe.top_k, m.moe.expert_ffn, m.moe.shared_ffn,
+                  a.settings.ep, a.settings.etp, a.edp);
     std::printf("per micro-batch, per device (ms; activations in MiB):\n\n");
     // Activations per mode, then the recompute time of each mode that recomputes.
     std::printf("%-10s %5s %9s %9s %9s", "layer", "count", "F", "I", "W");
@@ -90,7 +94,14 @@ int run_cost(const std::vector<std::string>& args) {
                       op.backward_input_s * 1e3, op.backward_weight_s * 1e3);
     };
     row(a.embedding, 1);
-    row(a.decoder, num_layers);
+    if (a.moe_decoder) {
+      int moe_layers = 0;
+      for (int i = 0; i < num_layers; ++i) moe_layers += m.is_moe_layer(i) ? 1 : 0;
+      if (num_layers > moe_layers) row(a.decoder, num_layers - moe_layers);
+      if (moe_layers > 0) row(*a.moe_decoder, moe_layers);
+    } else {
+      row(a.decoder, num_layers);
+    }
     row(head, 1);
     std::printf("\n%5s %7s %14s %14s\n", "stage", "layers", "static", "dp+optimizer");
     for (int s = 0; s < schedule.num_stages; ++s)

@@ -239,11 +239,26 @@ void read_shape(Reader& rd, const YAML::Node& n, Config& c) {
                          ? Architecture::gpt
                          : Architecture::llama;
   if (!base && !Reader::present(n, "num_kv_heads")) m.num_kv_heads = m.num_attention_heads;
+  if (m.is_moe() && m.architecture != Architecture::llama)
+    rd.fail(n["architecture"], "model.architecture",
+            "the mixture-of-experts layer is costed for llama only (RMSNorm, SwiGLU experts)");
+  if (YAML::Node mo = rd.child(n, key, "moe", false); mo.IsDefined()) {
+    if (!m.is_moe())
+      rd.fail(mo, "model.moe", m.name + " has no experts: model.moe is for mixture-of-experts models");
+    read_fields(rd, mo, "model.moe", detail::kMoeFields, m.moe);
+  }
   try {
     check_shape(m);
   } catch (const ShapeError& e) {
     rd.fail(n, "model", e.what());
   }
+  // read_hf_config reads multi-latent-attention shapes (DeepSeek-V3: their parameter
+  // counts are the model card's); the cost model has no layer for that attention yet.
+  if (m.is_mla())
+    rd.fail(n["hf_config"], "model.hf_config",
+            m.name + " has multi-latent attention (kv_lora_rank " +
+                std::to_string(m.mla.kv_lora_rank) +
+                "); bmpipe's cost model does not cost that attention yet");
   c.model.name = m.name;
   c.model.shape = m;
 }

@@ -116,6 +116,11 @@ struct TrainingConfig {
   int pp = 1;
   int vpp = 1;
   int tp = 1;
+  /// Mixture-of-experts layers (Megatron-Core's parallel folding): expert parallel and
+  /// expert tensor parallel sizes over the tp x dp devices of a stage; the expert data
+  /// parallel size is edp = tp x dp / (etp x ep).
+  int ep = 1;
+  int etp = 1;
   std::optional<int> dp;  ///< not given: derived as devices / (pp * tp)
   int microbatches = 1;
   std::vector<int> partition;  ///< layers per stage; empty = uniform

@@ -51,6 +51,9 @@ inline constexpr Range kOverlapFactor{
 /// Counts of devices, stages, micro-batches: the work limits (WorkLimits) bound products.
 inline constexpr Range kCount{.min = 1, .max = INT_MAX};
 inline constexpr Range kCount0{.min = 0, .max = INT_MAX};
+/// max / mean tokens per expert.
+inline constexpr Range kLoadImbalance{
+    .min = 1, .max = 1024, .max_note = "more than every token of 1024 experts on one"};
 inline constexpr Range kLayers{.min = 1, .max = 100'000, .max_note = "no model has more layers"};
 inline constexpr Range kZeroStage{
     .min = 0,
@@ -185,6 +188,9 @@ inline constexpr auto kModelFields = std::to_array<Field<ModelShape>>({
     {.name = "hf_config",
      .help = "a HuggingFace config.json, relative to the YAML file",
      .form = Form::analytic},
+    {.name = "moe",
+     .help = "mixture-of-experts options, {load_imbalance}",
+     .form = Form::analytic},
     {.name = "architecture",
      .help = "llama or gpt",
      .choices = kArchitectures,
@@ -300,6 +306,16 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
      .help = "pipeline devices"},
     {.name = "vpp", .slot = &TrainingConfig::vpp, .range = kCount, .help = "chunks per device"},
     {.name = "tp", .slot = &TrainingConfig::tp, .range = kCount},
+    {.name = "ep",
+     .slot = &TrainingConfig::ep,
+     .range = kCount,
+     .help = "expert parallel size: divides the experts, ep x etp divides tp x dp",
+     .form = Form::analytic},
+    {.name = "etp",
+     .slot = &TrainingConfig::etp,
+     .range = kCount,
+     .help = "expert tensor parallel size (default 1)",
+     .form = Form::analytic},
     {.name = "dp",
      .slot = &TrainingConfig::dp,
      .range = kCount,
@@ -334,6 +350,13 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
      .choices = kGradAccumulations,
      .form = Form::analytic},
     {.name = "recompute", .help = "a mode, or {default, stages: {s: mode}, layers: {l: mode}}"},
+});
+
+inline constexpr auto kMoeFields = std::to_array<Field<MoeShape>>({
+    {.name = "load_imbalance",
+     .slot = &MoeShape::load_imbalance,
+     .range = kLoadImbalance,
+     .help = "max / mean tokens per expert; 1 = balanced"},
 });
 
 inline constexpr auto kOptimizerFields = std::to_array<Field<OptimizerSettings>>({

@@ -162,6 +162,7 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
   out.grad_buckets.clear();
   out.overlap_grad_reduce = overlap;
   out.tied_reduce.reset();
+  std::vector<std::int64_t> expert_params(analytic ? p : 0, 0);  // of tail_time's counts
 
   const int last_layer = e.num_layers() - 1;
   int layer = 0;
@@ -194,6 +195,7 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
       }
       out.static_bytes[rank] += static_bytes;
       if (analytic) out.tail_time[rank] += params;
+      if (analytic) expert_params[rank] += row.expert_param_count;
     }
     if (!all_retained) cost.weight_grad_retained_bytes = retained;
   }
@@ -212,9 +214,11 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
       if (held[rank]) continue;
       held[rank] = true;
       out.grad_buckets[s].push_back(
-          GradBucket{stage_grad_reduce_time(e, rank, out.tail_time[rank]), 1.0, 1.0});
+          GradBucket{stage_grad_reduce_time(e, rank, out.tail_time[rank], expert_params[rank]),
+                     1.0, 1.0});
     }
-    for (int r = 0; r < p; ++r) out.tail_time[r] = optimizer_tail_time(e, r, out.tail_time[r]);
+    for (int r = 0; r < p; ++r)
+      out.tail_time[r] = optimizer_tail_time(e, r, out.tail_time[r], expert_params[r]);
     return;
   }
   // Megatron-LM reduces in buckets of max(40M, 1M x dp) parameters
@@ -237,7 +241,7 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
       total_w += static_cast<double>(row.backward_weight);
     }
     double done_b = 0, done_w = 0;
-    std::int64_t params = 0;
+    std::int64_t params = 0, experts = 0;
     for (int l = first + n - 1; l >= first; --l) {
       const LayerRow& row = e.layers.layers[l];
       done_b += static_cast<double>(row.backward_input + row.backward_weight +
@@ -245,11 +249,13 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
       done_w += static_cast<double>(row.backward_weight);
       params +=
           row.param_count + (l == last_layer && num_stages > 1 ? e.layers.head_copy_params : 0);
+      experts += row.expert_param_count;
       if (params >= bucket_size || l == first) {
-        const Time time = stage_grad_reduce_time(e, schedule.stage_rank[s], params);
+        const Time time = stage_grad_reduce_time(e, schedule.stage_rank[s], params, experts);
         out.grad_buckets[s].push_back(GradBucket{time, total_b > 0 ? done_b / total_b : 1.0,
                                                  total_w > 0 ? done_w / total_w : 1.0});
         params = 0;
+        experts = 0;
       }
     }
     // The bucket holding the stage's first layer closes with the op: exactly 1.
@@ -258,7 +264,8 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
       out.grad_buckets[s].back().ready_w = 1.0;
     }
   }
-  for (int r = 0; r < p; ++r) out.tail_time[r] = optimizer_tail_time(e, r, out.tail_time[r]);
+  for (int r = 0; r < p; ++r)
+    out.tail_time[r] = optimizer_tail_time(e, r, out.tail_time[r], expert_params[r]);
   // Tied embeddings with more than one stage: the first and the last stage each hold the
   // matrix and all-reduce its gradient after the dp reduction (Megatron-LM,
   // finalize_model_grads: _allreduce_word_embedding_grads). One rank holding both (a V
@@ -351,14 +358,41 @@ double param_gather_s(const Experiment& e, int rank, std::int64_t params) {
 
 }  // namespace
 
-Time stage_grad_reduce_time(const Experiment& e, int rank, std::int64_t params) {
+Time stage_grad_reduce_time(const Experiment& e, int rank, std::int64_t params,
+                            std::int64_t expert_params) {
+  if (expert_params > 0 && e.analytic) {
+    // Dense gradients over dp, then the experts' over edp (Megatron-Core's
+    // expert_data_parallel group), on the same stream one after the other. The edp group
+    // is taken to cross nodes when the dp group does.
+    const AnalyticCosts& a = *e.analytic;
+    const double dense = grad_reduce_s(e, rank, params - expert_params);
+    const double experts = collective_time_s(
+        a.hardware,
+        a.optimizer.zero_stage >= 1 ? Collective::reduce_scatter : Collective::all_reduce, a.edp,
+        static_cast<double>(expert_params) * a.optimizer.grad_bytes, dp_crosses_nodes(e, rank));
+    return s_to_ns(dense + experts);
+  }
   if (!e.analytic || e.analytic->dp <= 1) return 0;
   return s_to_ns(grad_reduce_s(e, rank, params));
 }
 
-Time optimizer_tail_time(const Experiment& e, int rank, std::int64_t params) {
+Time optimizer_tail_time(const Experiment& e, int rank, std::int64_t params,
+                         std::int64_t expert_params) {
   if (!e.analytic) return 0;
   const AnalyticCosts& a = *e.analytic;
+  if (expert_params > 0) {
+    const std::int64_t dense = params - expert_params;
+    double seconds =
+        optimizer_step_s(dense, a.settings.dtype_bytes, a.optimizer, a.dp, a.hardware) +
+        optimizer_step_s(expert_params, a.settings.dtype_bytes, a.optimizer, a.edp, a.hardware);
+    if (a.optimizer.zero_stage >= 1) {
+      if (a.dp > 1) seconds += param_gather_s(e, rank, dense);
+      seconds += collective_time_s(a.hardware, Collective::all_gather, a.edp,
+                                   static_cast<double>(expert_params) * a.settings.dtype_bytes,
+                                   dp_crosses_nodes(e, rank));
+    }
+    return s_to_ns(seconds);
+  }
   double seconds = optimizer_step_s(params, a.settings.dtype_bytes, a.optimizer, a.dp, a.hardware);
   if (a.dp > 1 && a.optimizer.zero_stage >= 1) seconds += param_gather_s(e, rank, params);
   return s_to_ns(seconds);

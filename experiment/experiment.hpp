@@ -123,13 +123,18 @@ std::vector<std::string> stage_recompute_counts(const std::vector<StageInfo>& st
 /// communication stream. With training.optimizer.overlap_grad_reduce a stage's gradients
 /// are several buckets ready part-way through its last backward; without, a rank's
 /// gradients are one bucket that starts after its last pipeline op.
-Time stage_grad_reduce_time(const Experiment& e, int rank, std::int64_t params);
+/// Of `params`, `expert_params` are routed experts' (mixture-of-experts models): they
+/// reduce over the expert data-parallel group (AnalyticCosts::edp) instead.
+Time stage_grad_reduce_time(const Experiment& e, int rank, std::int64_t params,
+                            std::int64_t expert_params = 0);
 
 /// What follows rank `rank`'s reductions, holding `params` parameters: the Adam step and,
 /// with ZeRO-1, the all-gather of the updated parameters (Megatron-LM overlaps that with
 /// the next iteration's forward only under --overlap-param-gather, which is not modelled).
 /// SimInput::tail_time. 0 for measured models.
-Time optimizer_tail_time(const Experiment& e, int rank, std::int64_t params);
+/// `expert_params` of them shard over edp under ZeRO-1 (and gather over it).
+Time optimizer_tail_time(const Experiment& e, int rank, std::int64_t params,
+                         std::int64_t expert_params = 0);
 
 /// The tied embedding's gradient all-reduce between pipeline ranks `rank_a` and `rank_b`
 /// (the first and the last stage's): vocab x hidden / tp parameters of gradient dtype over

@@ -181,6 +181,8 @@ Load analytic_load(const Config& c) {
   st.tp_crosses_nodes = t.tp > c.cluster.devices_per_node;
   st.grad_accumulation = t.grad_accumulation;  // as analytic_costs sets them
   st.grad_bytes = t.optimizer.grad_bytes;
+  st.ep = t.ep;
+  st.etp = t.etp;
   const HardwareSpec& hw = *c.device.hardware;
   // The cost model rounds bytes with llround, which has no answer past int64. Its stored
   // tensors are at most 8 bytes per token per column of the widest matrix (the fp32
@@ -195,8 +197,10 @@ Load analytic_load(const Config& c) {
            "one micro-batch of seq_length x micro_batch_size = " + count_text(tokens) +
                " tokens would keep about " + count_text(8 * tokens * widest) +
                " bytes in one layer, more than int64 can count");
-  const LayerCost parts[] = {decoder_layer_cost(m, hw, st), embedding_cost(m, hw, st),
-                             head_cost(m, hw, st, true)};
+  // An MoE model's bound takes every layer as an MoE one (its costliest kind).
+  const LayerCost parts[] = {
+      m.is_moe() ? moe_decoder_layer_cost(m, hw, st) : decoder_layer_cost(m, hw, st),
+      embedding_cost(m, hw, st), head_cost(m, hw, st, true)};
   Load load;
   load.key = "model";
   const long double kDay = 86'400;
@@ -368,6 +372,39 @@ void check_work_bounds(const Config& c, const WorkLimits& limits) {
                ": use fewer devices per node or fewer stages");
 }
 
+// training.ep and training.etp against the model's experts and the stage's tp x dp devices
+// (Megatron-Core's MoE parallel folding: etp x ep x edp = tp x dp).
+void check_expert_parallel(const Config& c, std::int64_t dp) {
+  const TrainingConfig& t = c.training;
+  const ModelShape& m = *c.model.shape;
+  if (!m.is_moe()) {
+    if (t.ep > 1) c.fail("training.ep", "ep = " + std::to_string(t.ep) + ", but " + m.name +
+                                            " has no experts (a dense model)");
+    if (t.etp > 1) c.fail("training.etp", "etp = " + std::to_string(t.etp) + ", but " + m.name +
+                                              " has no experts (a dense model)");
+    return;
+  }
+  if (m.architecture != Architecture::llama)
+    c.fail("model.architecture", "the mixture-of-experts layer is costed for llama only");
+  if (m.moe.num_experts % t.ep != 0)
+    c.fail("training.ep", "ep = " + std::to_string(t.ep) + " does not divide the " +
+                              std::to_string(m.moe.num_experts) + " experts of " + m.name);
+  if (m.moe.expert_ffn % t.etp != 0)
+    c.fail("training.etp", "etp = " + std::to_string(t.etp) +
+                               " does not divide the experts' intermediate size " +
+                               std::to_string(m.moe.expert_ffn));
+  if (m.moe.shared_ffn % t.tp != 0)
+    c.fail("training.tp", "tp = " + std::to_string(t.tp) +
+                              " does not divide the shared experts' intermediate size " +
+                              std::to_string(m.moe.shared_ffn));
+  const std::int64_t stage = static_cast<std::int64_t>(t.tp) * dp;
+  const std::int64_t folded = static_cast<std::int64_t>(t.etp) * t.ep;
+  if (stage % folded != 0)
+    c.fail("training.ep", "etp x ep = " + std::to_string(folded) +
+                              " does not divide the tp x dp = " + std::to_string(stage) +
+                              " devices of a pipeline stage, which the MoE layers share");
+}
+
 void check_config(const Config& c) {
   const TrainingConfig& t = c.training;
   check_values(c);
@@ -410,6 +447,7 @@ void check_config(const Config& c) {
     if (m.ffn_hidden_size % t.tp != 0)
       c.fail("training.tp", "tp = " + std::to_string(t.tp) + " does not divide ffn_hidden_size = " +
                                 std::to_string(m.ffn_hidden_size) + " of " + m.name);
+    check_expert_parallel(c, devices / pp_tp);
   }
   for (const auto& [s, mode] : t.recompute.stages)
     if (s >= stages)

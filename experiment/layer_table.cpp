@@ -1,5 +1,7 @@
 #include "experiment/layer_table.hpp"
 
+#include <algorithm>
+
 namespace bmpipe {
 
 AnalyticCosts analytic_costs(const Config& c) {
@@ -25,8 +27,12 @@ AnalyticCosts analytic_costs(const Config& c) {
   a.settings.grad_bytes = t.optimizer.grad_bytes;
   a.optimizer = t.optimizer;
   a.dp = t.data_parallel(c.cluster.nodes * c.cluster.devices_per_node);
+  a.settings.ep = t.ep;
+  a.settings.etp = t.etp;
+  a.edp = std::max(1, t.tp * a.dp / (t.ep * t.etp));
   const ModelShape& m = *c.model.shape;
   a.decoder = decoder_layer_cost(m, a.hardware, a.settings);
+  if (m.is_moe()) a.moe_decoder = moe_decoder_layer_cost(m, a.hardware, a.settings);
   a.embedding = embedding_cost(m, a.hardware, a.settings);
   // Tied embeddings: with one stage the head reuses the embedding matrix; with more, the
   // last stage keeps its own copy.
@@ -61,7 +67,7 @@ struct Seconds {
   double forward = 0, backward_input = 0, backward_weight = 0;
   PerMode<double> recompute;
   PerMode<std::int64_t> activation, retained;
-  std::int64_t static_bytes = 0, params = 0;
+  std::int64_t static_bytes = 0, params = 0, expert_params = 0;
 
   static Seconds of(const LayerCost& c, const AnalyticCosts& a, bool all_modes) {
     Seconds s;
@@ -75,8 +81,14 @@ struct Seconds {
       s.activation[r] = c.activation_bytes[from];
       s.retained[r] = c.weight_grad_bytes[from];
     }
-    s.static_bytes = bmpipe::static_bytes(c.param_count, a.settings.dtype_bytes, a.optimizer, a.dp);
+    // Routed experts' state shards over edp (ZeRO-1), the rest over dp.
+    s.static_bytes = bmpipe::static_bytes(c.param_count - c.expert_param_count,
+                                          a.settings.dtype_bytes, a.optimizer, a.dp);
+    if (c.expert_param_count > 0)
+      s.static_bytes += bmpipe::static_bytes(c.expert_param_count, a.settings.dtype_bytes,
+                                             a.optimizer, a.edp);
     s.params = c.param_count;
+    s.expert_params = c.expert_param_count;
     return s;
   }
   void add(const Seconds& o) {
@@ -90,6 +102,7 @@ struct Seconds {
     }
     static_bytes += o.static_bytes;
     params += o.params;
+    expert_params += o.expert_params;
   }
 };
 
@@ -106,6 +119,10 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
   if (!a) c.fail("model", "internal: the analytic layer table needs the cost model's layers");
   const int n = c.model.num_layers();
   const Seconds decoder = Seconds::of(a->decoder, *a, true);
+  const ModelShape& m = *c.model.shape;
+  const std::optional<Seconds> moe =
+      a->moe_decoder ? std::optional<Seconds>(Seconds::of(*a->moe_decoder, *a, true))
+                     : std::nullopt;
   const Seconds embedding = Seconds::of(a->embedding, *a, false);
   const Seconds head = Seconds::of(a->head_single_stage, *a, false);
   table.head_copy_static_bytes = Seconds::of(a->head, *a, false).static_bytes - head.static_bytes;
@@ -113,8 +130,10 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
   table.fixed_forward_flops = a->embedding.forward_flops + a->head.forward_flops;
   table.layers.reserve(n);
   for (int l = 0; l < n; ++l) {
-    Seconds s = decoder;
-    std::string name = "decoder." + std::to_string(l);
+    const bool is_moe = moe && m.is_moe_layer(l);
+    const LayerCost& kind = is_moe ? *a->moe_decoder : a->decoder;
+    Seconds s = is_moe ? *moe : decoder;
+    std::string name = (is_moe ? "moe_decoder." : "decoder.") + std::to_string(l);
     if (l == 0) s.add(embedding), name += "+embedding";
     if (l == n - 1) s.add(head), name += "+lm_head";
     LayerRow row;
@@ -122,13 +141,14 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
     row.forward = s_to_ns(s.forward);
     row.backward_input = s_to_ns(s.backward_input);
     row.backward_weight = s_to_ns(s.backward_weight);
-    row.output_bytes = a->decoder.output_bytes;
+    row.output_bytes = kind.output_bytes;
     row.static_bytes = s.static_bytes;
     row.param_count = s.params;
+    row.expert_param_count = s.expert_params;
     for (Recompute r : kAllRecompute)
       row.modes[r] = LayerModeCost{s_to_ns(s.recompute[r]), s.activation[r], s.retained[r]};
-    row.forward_flops = a->decoder.forward_flops;
-    row.recompute_flops = a->decoder.recompute_flops;
+    row.forward_flops = kind.forward_flops;
+    row.recompute_flops = kind.recompute_flops;
     table.layers.push_back(std::move(row));
   }
   return table;

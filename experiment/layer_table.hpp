@@ -38,6 +38,8 @@ struct LayerRow {
   std::int64_t output_bytes = 0;  ///< sent to the next layer (and stage)
   std::int64_t static_bytes = 0;  ///< weights, gradients and optimizer state on one device
   std::int64_t param_count = 0;   ///< parameters on one device (analytic models; else 0)
+  /// Of param_count, routed-expert weights: reduced and sharded over edp, not dp.
+  std::int64_t expert_param_count = 0;
   /// The modes the layer can run; [Recompute::none] is always set.
   PerMode<std::optional<LayerModeCost>> modes;
   /// Analytic models: forward FLOPs of the decoder layer (the embedding and head are in
@@ -67,7 +69,13 @@ struct AnalyticCosts {
   CostSettings settings;
   OptimizerSettings optimizer;
   int dp = 1;
+  /// Expert data parallel size, tp x dp / (etp x ep): the group the experts' gradients
+  /// reduce over and their optimizer state shards over (1 for a dense model).
+  int edp = 1;
   LayerCost decoder;
+  /// Mixture-of-experts models: the layer with the MoE MLP (ModelShape::is_moe_layer picks
+  /// it); the others are `decoder`.
+  std::optional<LayerCost> moe_decoder;
   LayerCost embedding;          ///< on the first stage
   LayerCost head;               ///< final norm, LM head and loss on the last stage, own weights
   LayerCost head_single_stage;  ///< the same when one stage holds the whole model (tied: shared)

@@ -84,13 +84,19 @@ std::string read_text(const std::string& path) {
   return text;
 }
 
-// A mixture-of-experts model has expert MLPs and a router in place of the dense MLP that
-// bmpipe's cost model builds: reading its shared fields would cost another model.
-// The expert counts by family: num_local_experts (Mixtral), num_experts (Qwen2-MoE,
-// Qwen3-MoE, OLMoE), n_routed_experts (DeepSeek-V2/V3), moe_num_experts; and
+// The mixture-of-experts families read below; any other config with expert fields, or of
+// another MoE family, is refused rather than costed as a dense model.
+bool supported_moe_family(const std::string& type) {
+  return type == "mixtral" || type == "qwen2_moe" || type == "qwen3_moe" ||
+         type == "deepseek_v3" || type == "gpt_oss";
+}
+
+// The expert counts by family: num_local_experts (Mixtral, gpt-oss), num_experts
+// (Qwen2-MoE, Qwen3-MoE, OLMoE), n_routed_experts (DeepSeek-V2/V3), moe_num_experts; and
 // num_experts_per_tok, the experts each token is routed to.
 void refuse_mixture_of_experts(const nlohmann::json& j, const std::string& path,
                                const std::string& type) {
+  if (supported_moe_family(type)) return;
   for (const char* field : {"num_local_experts", "num_experts", "n_routed_experts",
                             "moe_num_experts", "num_experts_per_tok"}) {
     if (!given(j, field)) continue;
@@ -104,13 +110,117 @@ void refuse_mixture_of_experts(const nlohmann::json& j, const std::string& path,
     const bool per_token = std::string(field) == "num_experts_per_tok";
     if (per_token ? n > 0 : n > 1)
       throw ShapeError(where(path, field) + ": a mixture-of-experts config (" + field + " = " +
-                       v.dump() + "); bmpipe's cost model has dense decoder layers only");
+                       v.dump() + ") of model_type '" + type +
+                       "'; bmpipe reads the mixture-of-experts families mixtral, qwen2_moe, "
+                       "qwen3_moe, deepseek_v3 and gpt_oss");
   }
-  if (type == "mixtral" || type.find("moe") != std::string::npos ||
-      type.rfind("deepseek_v", 0) == 0)
+  if (type.find("moe") != std::string::npos || type.rfind("deepseek_v", 0) == 0 ||
+      type.rfind("llama4", 0) == 0)
     throw ShapeError(where(path, "model_type") + ": '" + type +
-                     "' is a mixture-of-experts family; bmpipe's cost model has dense decoder "
-                     "layers only");
+                     "' is a mixture-of-experts family bmpipe does not read (it reads "
+                     "mixtral, qwen2_moe, qwen3_moe, deepseek_v3 and gpt_oss)");
+}
+
+// A non-negative integer, `fallback` when absent or null.
+int get_count(const nlohmann::json& j, const std::string& path, const char* field, int fallback) {
+  auto it = j.find(field);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (it->is_number_integer() && !it->is_number_unsigned() && it->get<std::int64_t>() == 0)
+    return 0;
+  if (it->is_number_unsigned() && it->get<std::uint64_t>() == 0) return 0;
+  return get_int(j, path, field);
+}
+
+// The MoE and attention fields of the families above, as HF transformers' modeling files
+// read them (transformers v4.57: models/mixtral, qwen2_moe, qwen3_moe, deepseek_v3,
+// gpt_oss; read, not copied).
+void read_moe_family(const nlohmann::json& j, const std::string& path, const std::string& type,
+                     ModelShape& m) {
+  MoeShape& moe = m.moe;
+  moe.top_k = get_int(j, path, "num_experts_per_tok");
+  if (type == "mixtral" || type == "gpt_oss") {
+    // Every layer is sparse; intermediate_size is one expert's.
+    moe.num_experts = get_int(j, path, "num_local_experts");
+    moe.expert_ffn = m.ffn_hidden_size;
+    if (type == "gpt_oss") {
+      // GptOssAttention: q/k/v/o with biases (attention_bias true), a sink logit per
+      // head; GptOssTopKRouter: a linear with a bias; GptOssExperts: gate_up_proj and
+      // down_proj with biases. layer_types alternates sliding_attention and
+      // full_attention from layer 0.
+      m.attention_bias = get_bool(j, path, "attention_bias", true);
+      m.attention_sinks = true;
+      moe.router_bias = true;
+      moe.expert_bias = true;
+      m.sliding_window = get_count(j, path, "sliding_window", 0);
+      if (m.sliding_window > 0) m.sliding_every = 2;
+    } else {
+      m.sliding_window = get_count(j, path, "sliding_window", 0);
+      m.sliding_every = m.sliding_window > 0 ? 1 : 0;
+    }
+  } else if (type == "qwen2_moe" || type == "qwen3_moe") {
+    // Qwen2MoeDecoderLayer: sparse when layer_idx is not in mlp_only_layers and
+    // (layer_idx + 1) % decoder_sparse_step == 0; otherwise a dense MLP of
+    // intermediate_size. Qwen2-MoE adds a shared expert of
+    // shared_expert_intermediate_size with a sigmoid gate h -> 1, and q/k/v biases;
+    // Qwen3-MoE has no shared expert and RMSNorms q and k per head.
+    moe.num_experts = get_int(j, path, "num_experts");
+    moe.expert_ffn = get_int(j, path, "moe_intermediate_size");
+    moe.sparse_step = given(j, "decoder_sparse_step") ? get_int(j, path, "decoder_sparse_step") : 1;
+    moe.sparse_offset = 1;
+    if (given(j, "mlp_only_layers")) {
+      const nlohmann::json& v = j["mlp_only_layers"];
+      if (!v.is_array())
+        throw ShapeError(where(path, "mlp_only_layers") + ": expected a list of layer indices, got " +
+                         v.type_name());
+      for (const auto& x : v) {
+        if (!x.is_number_integer() || x.get<std::int64_t>() < 0 ||
+            x.get<std::int64_t>() >= m.num_layers)
+          throw ShapeError(where(path, "mlp_only_layers") +
+                           ": expected layer indices from 0 to num_hidden_layers - 1 = " +
+                           std::to_string(m.num_layers - 1) + ", got " + x.dump());
+        moe.dense_layers.push_back(static_cast<int>(x.get<std::int64_t>()));
+      }
+    }
+    if (type == "qwen2_moe") {
+      moe.shared_ffn = get_count(j, path, "shared_expert_intermediate_size", 0);
+      moe.shared_gate = moe.shared_ffn > 0;
+      m.qkv_bias = true;
+    } else {
+      m.qk_norm = true;
+      m.attention_bias = get_bool(j, path, "attention_bias", false);
+    }
+  } else {  // deepseek_v3
+    // DeepseekV3DecoderLayer: MoE when layer_idx >= first_k_dense_replace (and
+    // layer_idx % moe_layer_freq == 0); DeepseekV3MoE: n_routed_experts of
+    // moe_intermediate_size, n_shared_experts fused into one MLP of
+    // n_shared_experts x moe_intermediate_size, a router gate with an
+    // e_score_correction_bias per expert (topk_method noaux_tc).
+    moe.num_experts = get_int(j, path, "n_routed_experts");
+    moe.expert_ffn = get_int(j, path, "moe_intermediate_size");
+    moe.shared_ffn = get_count(j, path, "n_shared_experts", 0) * moe.expert_ffn;
+    moe.first_dense_layers = get_count(j, path, "first_k_dense_replace", 0);
+    moe.sparse_step = given(j, "moe_layer_freq") ? get_int(j, path, "moe_layer_freq") : 1;
+    moe.router_score_bias = get_string(j, path, "topk_method") == "noaux_tc";
+    MlaShape& mla = m.mla;
+    mla.q_lora_rank = get_count(j, path, "q_lora_rank", 0);
+    mla.kv_lora_rank = get_int(j, path, "kv_lora_rank");
+    mla.qk_nope_head_dim = get_int(j, path, "qk_nope_head_dim");
+    mla.qk_rope_head_dim = get_int(j, path, "qk_rope_head_dim");
+    mla.v_head_dim = get_int(j, path, "v_head_dim");
+    m.mtp_layers = get_count(j, path, "num_nextn_predict_layers", 0);
+    if (mla.kv_lora_rank > m.hidden_size)
+      throw ShapeError(where(path, "kv_lora_rank") + ": " + std::to_string(mla.kv_lora_rank) +
+                       " is wider than hidden_size = " + std::to_string(m.hidden_size) +
+                       ": the latent must compress the hidden state");
+    if (mla.q_lora_rank > m.hidden_size)
+      throw ShapeError(where(path, "q_lora_rank") + ": " + std::to_string(mla.q_lora_rank) +
+                       " is wider than hidden_size = " + std::to_string(m.hidden_size) +
+                       ": the latent must compress the hidden state");
+  }
+  if (moe.top_k > moe.num_experts)
+    throw ShapeError(where(path, "num_experts_per_tok") + ": " + std::to_string(moe.top_k) +
+                     " experts per token, but the model has " +
+                     std::to_string(moe.num_experts));
 }
 
 }  // namespace
@@ -176,6 +286,7 @@ ModelShape parse_hf_config(const std::string& text, const std::string& path) {
     // configs leave it out); LlamaConfig, MistralConfig and Qwen2Config to false.
     const bool ties_by_default = type == "gemma" || type == "gemma2";
     m.tied_embeddings = get_bool(j, path, "tie_word_embeddings", ties_by_default);
+    if (supported_moe_family(type)) read_moe_family(j, path, type, m);
   }
   try {
     check_shape(m);

@@ -15,9 +15,14 @@ namespace bmpipe {
 /// qwen2, gemma, gemma2, and any other with these names): hidden_size, num_hidden_layers,
 /// num_attention_heads, num_key_value_heads, head_dim, intermediate_size, vocab_size,
 /// tie_word_embeddings (default false; true for gemma and gemma2, as their HF config
-/// classes default it); gpt2: n_embd, n_layer, n_head, n_inner, vocab_size. A
-/// mixture-of-experts config (num_local_experts, num_experts, n_routed_experts, ...) is
-/// refused. Throws ShapeError naming the missing or malformed field.
+/// classes default it); gpt2: n_embd, n_layer, n_head, n_inner, vocab_size.
+/// Mixtures of experts (ModelShape::moe): mixtral and gpt_oss (num_local_experts,
+/// num_experts_per_tok; gpt_oss's biases, attention sinks and alternating sliding window),
+/// qwen2_moe and qwen3_moe (num_experts, moe_intermediate_size, shared expert,
+/// decoder_sparse_step, mlp_only_layers), deepseek_v3 (n_routed_experts, n_shared_experts,
+/// first_k_dense_replace, multi-latent attention ranks, num_nextn_predict_layers). Any other
+/// config with experts (num_local_experts, num_experts, n_routed_experts, ...) or of
+/// another MoE family is refused. Throws ShapeError naming the missing or malformed field.
 ModelShape read_hf_config(const std::string& path);
 /// The same from the file's text; `name` stands for the file in messages.
 ModelShape parse_hf_config(const std::string& text, const std::string& name);

@@ -84,6 +84,26 @@ class Builder {
     cost_.forward_flops += flops;
   }
 
+  /// A grouped GEMM over `groups` experts (Megatron-Core's GroupedMLP / TE GroupedLinear):
+  /// `m` tokens in all (the rows the time is set by), each group's own [k x n] weight
+  /// read once; one kernel per pass. Model FLOPs count `flop_m` tokens (balanced load).
+  void grouped(const std::string& name, double m, double k, double n, double groups,
+               double flop_m) {
+    const double e = st_.dtype_bytes, g = st_.grad_bytes, flops = 2 * m * k * n;
+    const double weights = groups * k * n;
+    const double bytes = e * (m * k + weights + m * n);
+    const double f = roof(flops, bytes, hw_.matmul_efficiency) + launches(1);
+    const double i = roof(flops, bytes, hw_.matmul_backward_efficiency) + launches(1);
+    const double we = hw_.weight_grad_efficiency();
+    double w = 0;
+    if (accumulation_ == GradAccumulation::fused)
+      w = roof(flops, e * (m * k + m * n) + 2 * g * weights, we) + launches(1);
+    else
+      w = roof(flops, bytes, we) + launches(1) + accumulate(weights, static_cast<int>(groups));
+    add(name, f, i, w);
+    cost_.forward_flops += 2 * flop_m * k * n;
+  }
+
   /// Adding `params` fresh gradients into the buffer with one kernel per tensor: read the
   /// buffer (grad_bytes) and the gradient (dtype), write the buffer. Norm scales, biases
   /// and embeddings take this path even under `fused` (only GEMMs fuse it).
@@ -134,8 +154,11 @@ std::int64_t to_bytes(double v) {
 
 }  // namespace
 
-LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st) {
-  Builder b(hw, st, m.architecture, "decoder");
+namespace {
+
+LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st,
+                       bool moe_mlp) {
+  Builder b(hw, st, m.architecture, moe_mlp ? "moe_decoder" : "decoder");
   const bool llama = m.architecture == Architecture::llama;
   const double e = st.dtype_bytes;
   const double t = st.tp;
@@ -220,7 +243,40 @@ LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const 
                 norm_tensors * h, norm_tensors);
   if (st.sequence_parallel)
     b.tp_collective("mlp_all_gather", Collective::all_gather, Collective::reduce_scatter, e * Hn);
-  if (llama) {
+  // The mixture-of-experts MLP (moe_decoder_layer_cost's comment): on the tokens this
+  // device holds at the MLP (T / tp with sequence parallelism).
+  const MoeShape& x = m.moe;
+  const double Tm = Hs / h;
+  const double E = x.num_experts, top_k = x.top_k;
+  const double local_experts = E / st.ep, ef = static_cast<double>(x.expert_ffn) / st.etp;
+  const double Tk = Tm * top_k;                  // expert rows, balanced
+  const double Tmax = Tk * x.load_imbalance;     // expert rows of the busiest device
+  const double sf = static_cast<double>(x.shared_ffn) / t;
+  std::size_t moe_last_saving_op = 0;
+  if (moe_mlp) {
+    b.linear("router", Tm, h, E);
+    // Softmax (or sigmoid) over fp32 logits, then top-k: read and write T x E fp32, write
+    // the T x top_k indices (int64) and weights (fp32); backward the same over the probs.
+    b.elementwise("router_topk", 8 * Tm * E + 12 * Tk, 8 * Tm * E + 4 * Tk, 0, 2, 2, 0);
+    // Permute: gather T x h into T x top_k rows in expert order; its backward scatters
+    // the rows' gradients back (read top_k rows per token, write one).
+    b.elementwise("permute", e * (Tm * h + Tk * h), e * (Tk * h + Tm * h), 0, 1, 1, 0);
+    b.grouped("experts_gate_up", Tmax, h, 2 * ef, local_experts, Tk);
+    b.elementwise("experts_swiglu", 5 * e * Tmax * ef, 9 * e * Tmax * ef, 0, 2, 4, 0);
+    b.grouped("experts_down", Tmax, ef, h, local_experts, Tk);
+    // Unpermute: scale the rows by their router weights and sum them back to T x h;
+    // backward: the rows' gradients (read T x h, write top_k rows) and the weights'
+    // (read the saved rows and the gradient again).
+    moe_last_saving_op = b.cost().ops.size();
+    b.elementwise("unpermute", e * (Tk * h + Tm * h) + 4 * Tk, e * (Tm * h + 2 * Tk * h) + 4 * Tk,
+                  0, 1, 2, 0);
+    if (x.shared_ffn > 0) {
+      b.linear("shared_gate_up", Tm, h, 2 * sf, 2, 1);
+      b.elementwise("shared_swiglu", 5 * e * Tm * sf, 9 * e * Tm * sf, 0, 2, 4, 0);
+      moe_last_saving_op = b.cost().ops.size();
+      b.linear("shared_down", Tm, sf, h);
+    }
+  } else if (llama) {
     b.linear("gate_up_proj", T, h, 2 * f, 2, 1);  // HF: separate gate and up
     // SiLU(gate) * up: silu (r+w), mul (2r+w) forward; mul and silu backward.
     b.elementwise("swiglu", 5 * e * F, 9 * e * F, 0, 2, 4, 0);
@@ -231,11 +287,15 @@ LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const 
   }
   // The MLP's output projection saves the layer's last tensor for backward (its input):
   // an early-stopping recompute ends before it (see recompute_extra_s).
-  const std::size_t last_saving_op = b.cost().ops.size();
-  b.linear(llama ? "down_proj" : "fc2", T, f, h);
-  b.tp_collective(st.sequence_parallel ? "mlp_reduce_scatter" : "mlp_all_reduce",
-                  st.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce,
-                  st.sequence_parallel ? Collective::all_gather : Collective::all_reduce, e * Hn);
+  std::size_t last_saving_op = moe_last_saving_op;
+  if (!moe_mlp) {
+    last_saving_op = b.cost().ops.size();
+    b.linear(llama ? "down_proj" : "fc2", T, f, h);
+    b.tp_collective(st.sequence_parallel ? "mlp_reduce_scatter" : "mlp_all_reduce",
+                    st.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce,
+                    st.sequence_parallel ? Collective::all_gather : Collective::all_reduce,
+                    e * Hn);
+  }
   b.elementwise("residual_2", add_f, add_f, llama ? 0.0 : e * Hs, 1, 1, 1, add_bias, 1);
 
   LayerCost& c = b.cost();
@@ -257,7 +317,16 @@ LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const 
   const double Ts = Hs / h;  // tokens this device normalizes (T / tp with sequence parallel)
   double saved = 0;
   double core_only = 0;  // what selective recompute drops
-  if (llama) {
+  if (moe_mlp) {
+    saved += e * Hs;                       // layer input
+    saved += 2 * ((4 + e) * Hs + 4 * Ts);  // two RMSNorms
+    saved += 2 * e * Hs;                   // inputs of the qkv projection and the router
+    saved += 4 * Tm * E + 12 * Tk;         // fp32 router probabilities, top-k indices, weights
+    saved += e * Tmax * h;                 // permuted rows: the experts' input
+    saved += 4 * e * Tmax * ef;            // gate, silu(gate), up, product
+    saved += e * Tmax * h;                 // expert outputs, for the router weights' grad
+    saved += x.shared_ffn > 0 ? 4 * e * Tm * sf : 0.0;  // the shared expert's SwiGLU
+  } else if (llama) {
     saved += e * Hs;                       // layer input (counted, as the profile does)
     saved += 2 * ((4 + e) * Hs + 4 * Ts);  // two RMSNorms: fp32 input, bf16 normalized, rsqrt
     saved += 2 * e * Hs;                   // inputs of the qkv and gate/up projections
@@ -281,7 +350,10 @@ LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const 
   // W needs the inputs of the four projections (qkv and MLP-in: e Hs each; out_proj:
   // the core output; MLP-out: e F) and, for the norm scales, the normalized tensors
   // (llama) or the LayerNorm inputs (gpt): e Hs each.
-  const double proj_inputs = 2 * e * Hs + e * T * q_cols + e * F;
+  const double proj_inputs =
+      moe_mlp ? 2 * e * Hs + e * T * q_cols + e * Tmax * (h + ef) +
+                    (x.shared_ffn > 0 ? e * Tm * sf : 0.0)
+              : 2 * e * Hs + e * T * q_cols + e * F;
   const double norm_outputs = 2 * e * Hs;
   c.weight_grad_bytes[Recompute::none] =
       std::min(c.activation_bytes[Recompute::none], to_bytes(proj_inputs + norm_outputs));
@@ -289,15 +361,51 @@ LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const 
       std::min(c.activation_bytes[Recompute::selective], c.weight_grad_bytes[Recompute::none]);
   c.weight_grad_bytes[Recompute::full] = c.activation_bytes[Recompute::full];
   c.recompute_flops[Recompute::selective] = core_flops;
-  c.recompute_flops[Recompute::full] = c.forward_flops - (llama ? 2 * T * f * h : 0.0);
+  c.recompute_flops[Recompute::full] =
+      c.forward_flops - (moe_mlp ? (x.shared_ffn > 0 ? 2 * Tm * sf * h : 0.0)
+                                 : (llama ? 2 * T * f * h : 0.0));
   c.output_bytes = to_bytes(e * Hs);
   const long long kv_params = static_cast<long long>(kv_cols * h);
+  if (moe_mlp) {
+    // Attention (this device's heads), two norms, the extras of ModelShape::
+    // attention_params, the router (replicated), the shared expert (tp share) and the
+    // local experts (etp share).
+    double att = 2 * h * q_cols + 2 * kv_cols * h + 2 * h;
+    if (m.attention_bias) att += q_cols + 2 * kv_cols + h;
+    else if (m.qkv_bias) att += q_cols + 2 * kv_cols;
+    if (m.qk_norm) att += 2 * d;
+    if (m.attention_sinks) att += heads;
+    const double router = h * E + (x.router_bias ? E : 0.0) + (x.router_score_bias ? E : 0.0);
+    const double shared = 3 * h * sf + (x.shared_gate ? h : 0.0);
+    const double expert = 3 * h * ef + (x.expert_bias ? 2 * ef + h : 0.0);
+    c.expert_param_count = static_cast<std::int64_t>(std::llround(local_experts * expert));
+    c.param_count = static_cast<std::int64_t>(std::llround(att + router + shared)) +
+                    c.expert_param_count;
+    c.active_param_count = static_cast<std::int64_t>(
+        std::llround(att + router + shared + top_k * expert));
+    return c;
+  }
   if (llama)
     c.param_count = static_cast<std::int64_t>(2 * h * q_cols + 2 * kv_params + 3 * h * f + 2 * h);
   else
     c.param_count = static_cast<std::int64_t>(h * (q_cols + 2 * kv_cols) + q_cols + 2 * kv_cols +
                                               q_cols * h + h + 2 * h * f + f + h + 4 * h);
+  c.active_param_count = c.param_count;
   return c;
+}
+
+}  // namespace
+
+LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st) {
+  return decoder_impl(m, hw, st, false);
+}
+
+LayerCost moe_decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw,
+                                 const CostSettings& st) {
+  if (!m.is_moe() || m.architecture != Architecture::llama || m.is_mla())
+    throw ShapeError("moe_decoder_layer_cost needs a llama-architecture mixture of experts "
+                     "without multi-latent attention");
+  return decoder_impl(m, hw, st, true);
 }
 
 LayerCost embedding_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st) {
@@ -331,6 +439,7 @@ LayerCost embedding_cost(const ModelShape& m, const HardwareSpec& hw, const Cost
   c.param_count =
       static_cast<std::int64_t>(m.vocab_size / t * h) +
       (m.architecture == Architecture::gpt ? static_cast<std::int64_t>(st.seq_length * h) : 0);
+  c.active_param_count = c.param_count;
   return c;
 }
 
@@ -366,6 +475,7 @@ LayerCost head_cost(const ModelShape& m, const HardwareSpec& hw, const CostSetti
   c.output_bytes = 0;
   c.param_count =
       static_cast<std::int64_t>(h) + (holds_head_weights ? static_cast<std::int64_t>(v * h) : 0);
+  c.active_param_count = c.param_count;
   return c;
 }
 

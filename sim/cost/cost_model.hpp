@@ -72,6 +72,12 @@ struct CostSettings {
   /// Bytes per element of the gradient buffer: 4 for an fp32 buffer (Megatron's
   /// main_grad; OptimizerSettings::grad_bytes' default), 2 for a bf16 `param.grad`.
   int grad_bytes = 4;
+  /// Mixture-of-experts layers (Megatron-Core's MoE parallel folding): the experts are
+  /// split over ep devices (each holds num_experts / ep of them) and each expert's
+  /// matrices over etp; the tokens a device's experts receive are, balanced, the device's
+  /// tokens x top_k (every device of the ep group sends as many as it receives).
+  int ep = 1;
+  int etp = 1;
 };
 
 /// One sub-op's share, kept for `bmpipe cost` and for calibration.
@@ -105,6 +111,12 @@ struct LayerCost {
   PerMode<double> recompute_extra_s;
   std::int64_t output_bytes = 0;  ///< sent onward (to the next layer / stage)
   std::int64_t param_count = 0;   ///< parameters one device holds (its tp share)
+  /// Of param_count, what one token runs through (dense layers: all of it; an MoE layer:
+  /// top_k of the num_experts experts, at the device's etp share).
+  std::int64_t active_param_count = 0;
+  /// Of param_count, the routed experts' weights: their gradients reduce over the expert
+  /// data-parallel group (edp = tp x dp / (etp x ep)), not over dp.
+  std::int64_t expert_param_count = 0;
   /// Model FLOPs of one device's forward (what the layer must compute: no recompute, the
   /// attention matmuls counted as the kernel runs them). Training = 3x this.
   double forward_flops = 0;
@@ -116,6 +128,19 @@ struct LayerCost {
 /// One decoder layer.
 LayerCost decoder_layer_cost(const ModelShape& model, const HardwareSpec& hw,
                              const CostSettings& settings);
+/// One decoder layer with the mixture-of-experts MLP of `model.moe` in place of the dense
+/// one (llama architecture): attention as decoder_layer_cost's, then
+///   router:   a T x h x E GEMM (replicated over tp), softmax and top-k over fp32 logits;
+///   permute:  the T x h tokens gathered into T x top_k expert order (memory-bound), and
+///             unpermute: the T x top_k expert outputs scaled and summed back to T x h;
+///   experts:  grouped GEMMs over the T x top_k x load_imbalance tokens the busiest
+///             expert set receives (gate_up h -> 2 ef / etp, SwiGLU, down ef / etp -> h),
+///             reading the E / ep local experts' weights;
+///   shared:   a dense SwiGLU MLP of shared_ffn / tp, when the model has one.
+/// Activations add T x top_k x (h + 4 ef / etp) elements for the experts (their input and
+/// SwiGLU's four tensors) and fp32 router probabilities. The all-to-all is not in it.
+LayerCost moe_decoder_layer_cost(const ModelShape& model, const HardwareSpec& hw,
+                                 const CostSettings& settings);
 /// Word (and, for gpt, position) embedding: runs on the first stage.
 LayerCost embedding_cost(const ModelShape& model, const HardwareSpec& hw,
                          const CostSettings& settings);

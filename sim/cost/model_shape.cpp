@@ -1,5 +1,6 @@
 #include "sim/cost/model_shape.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace bmpipe {
@@ -22,6 +23,72 @@ long long ModelShape::layer_params() const {
 long long ModelShape::embedding_params(int seq_length) const {
   long long p = static_cast<long long>(vocab_size) * hidden_size;
   if (architecture == Architecture::gpt) p += static_cast<long long>(seq_length) * hidden_size;
+  return p;
+}
+
+bool ModelShape::is_moe_layer(int i) const {
+  if (moe.num_experts <= 0 || i < moe.first_dense_layers) return false;
+  if ((i + moe.sparse_offset) % std::max(moe.sparse_step, 1) != 0) return false;
+  return std::find(moe.dense_layers.begin(), moe.dense_layers.end(), i) == moe.dense_layers.end();
+}
+
+long long ModelShape::attention_params() const {
+  const long long h = hidden_size;
+  const bool llama = architecture == Architecture::llama;
+  const long long norm = llama ? h : 2 * h;  // RMSNorm scale; LayerNorm scale and bias
+  if (is_mla()) {
+    // HF DeepseekV3Attention: q_a_proj (h -> q_lora_rank), q_a_layernorm, q_b_proj
+    // (-> heads x (nope + rope)), or q_proj when q_lora_rank is 0; kv_a_proj_with_mqa
+    // (h -> kv_lora_rank + rope), kv_a_layernorm, kv_b_proj (-> heads x (nope + v));
+    // o_proj (heads x v -> h).
+    const long long heads = num_attention_heads, ql = mla.q_lora_rank, kvl = mla.kv_lora_rank;
+    const long long qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
+    const long long q = ql > 0 ? h * ql + ql + ql * heads * qk : h * heads * qk;
+    const long long kv = h * (kvl + mla.qk_rope_head_dim) + kvl +
+                         kvl * heads * (mla.qk_nope_head_dim + mla.v_head_dim);
+    return q + kv + heads * mla.v_head_dim * h + norm;
+  }
+  const long long q = static_cast<long long>(num_attention_heads) * head_dim();
+  const long long kv = static_cast<long long>(num_kv_heads) * head_dim();
+  long long p = 2 * h * q + 2 * h * kv + norm;
+  if (!llama || attention_bias) p += q + 2 * kv + h;  // q, k, v and output biases
+  else if (qkv_bias) p += q + 2 * kv;
+  if (qk_norm) p += 2LL * head_dim();
+  if (attention_sinks) p += num_attention_heads;
+  return p;
+}
+
+long long ModelShape::dense_mlp_params() const {
+  const long long h = hidden_size, f = ffn_hidden_size;
+  if (architecture == Architecture::llama) return 3 * h * f + h;  // gate, up, down; norm
+  return (h * f + f) + (f * h + h) + 2 * h;                       // fc1, fc2; LayerNorm
+}
+
+long long ModelShape::moe_mlp_params(bool active) const {
+  const long long h = hidden_size, e = moe.num_experts, ef = moe.expert_ffn;
+  long long router = h * e + (moe.router_bias ? e : 0) + (moe.router_score_bias ? e : 0);
+  const long long expert = 3 * h * ef + (moe.expert_bias ? 2 * ef + h : 0);
+  const long long shared = 3 * h * moe.shared_ffn + (moe.shared_gate ? h : 0);
+  return router + (active ? moe.top_k : e) * expert + shared + h;  // + post-attention norm
+}
+
+long long ModelShape::decoder_layer_params(int i, bool active) const {
+  return attention_params() + (is_moe_layer(i) ? moe_mlp_params(active) : dense_mlp_params());
+}
+
+long long ModelShape::mtp_module_params(bool active) const {
+  // DeepSeek-V3 (HF checkpoint, model.layers.61): enorm, hnorm, eh_proj (2h -> h), one
+  // decoder layer shaped like the last, and shared_head.norm; embed_tokens and
+  // shared_head.head are the main model's.
+  const long long h = hidden_size;
+  return decoder_layer_params(num_layers - 1, active) + 3 * h + 2 * h * h;
+}
+
+long long ModelShape::total_params(bool active, int seq_length) const {
+  const long long h = hidden_size, v = vocab_size;
+  long long p = embedding_params(seq_length) + (architecture == Architecture::llama ? h : 2 * h);
+  if (!tied_embeddings) p += v * h;
+  for (int i = 0; i < num_layers; ++i) p += decoder_layer_params(i, active);
   return p;
 }
 
@@ -108,6 +175,30 @@ void check_shape(const ModelShape& m) {
   if (m.explicit_head_dim == 0 && m.hidden_size % m.num_attention_heads != 0)
     throw ShapeError("num_attention_heads = " + std::to_string(m.num_attention_heads) +
                      " does not divide hidden_size = " + std::to_string(m.hidden_size));
+  if (m.is_moe()) {
+    positive(m.moe.top_k, "num_experts_per_tok");
+    positive(m.moe.expert_ffn, "moe_intermediate_size");
+    positive(m.moe.sparse_step, "decoder_sparse_step");
+    if (m.moe.top_k > m.moe.num_experts)
+      throw ShapeError("num_experts_per_tok = " + std::to_string(m.moe.top_k) +
+                       " is more than the " + std::to_string(m.moe.num_experts) + " experts");
+    if (m.moe.shared_ffn < 0 || m.moe.first_dense_layers < 0)
+      throw ShapeError("shared expert size and first dense layers cannot be negative");
+    if (!(m.moe.load_imbalance >= 1.0 && m.moe.load_imbalance <= 1e6))
+      throw ShapeError("load_imbalance (max / mean expert load) must be at least 1");
+  }
+  if (m.is_mla()) {
+    positive(m.mla.qk_nope_head_dim, "qk_nope_head_dim");
+    positive(m.mla.qk_rope_head_dim, "qk_rope_head_dim");
+    positive(m.mla.v_head_dim, "v_head_dim");
+    if (m.mla.q_lora_rank < 0)
+      throw ShapeError("q_lora_rank must be 0 (no q compression) or more");
+    if (m.mla.kv_lora_rank > m.hidden_size || m.mla.q_lora_rank > m.hidden_size)
+      throw ShapeError("kv_lora_rank = " + std::to_string(m.mla.kv_lora_rank) +
+                       " and q_lora_rank = " + std::to_string(m.mla.q_lora_rank) +
+                       " must not exceed hidden_size = " + std::to_string(m.hidden_size) +
+                       ": a low-rank projection narrower than what it compresses");
+  }
   if (m.num_attention_heads % m.num_kv_heads != 0)
     throw ShapeError(
         "num_kv_heads = " + std::to_string(m.num_kv_heads) +

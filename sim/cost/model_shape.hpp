@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace bmpipe {
 
@@ -16,6 +17,38 @@ namespace bmpipe {
 enum class Architecture { llama, gpt };
 
 std::string to_string(Architecture a);
+
+/// The mixture-of-experts MLP of a decoder layer (num_experts 0: every layer is dense).
+/// Which layers are MoE: layer i (0-based) when i >= first_dense_layers, (i + sparse_offset)
+/// is a multiple of sparse_step and i is not in dense_layers. HF Qwen2-MoE / Qwen3-MoE:
+/// offset 1 (`(layer_idx + 1) % decoder_sparse_step == 0`, `mlp_only_layers`); DeepSeek-V3:
+/// offset 0 (`layer_idx >= first_k_dense_replace and layer_idx % moe_layer_freq == 0`).
+struct MoeShape {
+  int num_experts = 0;       ///< routed experts
+  int top_k = 0;             ///< experts per token
+  int expert_ffn = 0;        ///< one routed expert's intermediate size (gate, up, down)
+  int shared_ffn = 0;        ///< all shared experts' intermediate size together (0: none)
+  bool shared_gate = false;  ///< Qwen2-MoE: a sigmoid gate h -> 1 on the shared expert
+  bool router_bias = false;  ///< gpt-oss: the router linear has a bias
+  bool expert_bias = false;  ///< gpt-oss: gate_up and down carry biases
+  /// DeepSeek-V3: the router's e_score_correction_bias, one value per expert.
+  bool router_score_bias = false;
+  int first_dense_layers = 0;
+  int sparse_step = 1;
+  int sparse_offset = 0;
+  std::vector<int> dense_layers;  ///< Qwen mlp_only_layers
+  /// max / mean tokens per expert: the busiest expert's GEMM sets the time (1: balanced).
+  double load_imbalance = 1.0;
+};
+
+/// DeepSeek's multi-head latent attention (q_lora_rank 0: q is projected directly).
+struct MlaShape {
+  int q_lora_rank = 0;
+  int kv_lora_rank = 0;  ///< 0: not MLA
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+};
 
 struct ModelShape {
   std::string name = "model";
@@ -38,6 +71,48 @@ struct ModelShape {
   /// 0: hidden_size / num_attention_heads. The q and output projections are
   /// hidden_size x num_attention_heads * head_dim().
   int explicit_head_dim = 0;
+
+  /// Mixture of experts (num_experts 0: dense), multi-latent attention (kv_lora_rank 0:
+  /// not MLA).
+  MoeShape moe;
+  MlaShape mla;
+  /// q, k, v and output projections with biases (gpt-oss); q/k/v biases only (Qwen2).
+  bool attention_bias = false;
+  bool qkv_bias = false;
+  /// Per-head RMSNorm of q and k (Qwen3): head_dim scales each.
+  bool qk_norm = false;
+  /// gpt-oss: a learned sink logit per head.
+  bool attention_sinks = false;
+  /// Sliding-window attention width in tokens (0: none) and which layers use it: every
+  /// `sliding_every`-th layer counted from layer 0 (gpt-oss alternates: 2).
+  int sliding_window = 0;
+  int sliding_every = 0;
+  /// DeepSeek-V3's multi-token-prediction modules (num_nextn_predict_layers): each is one
+  /// more decoder layer (MoE where the model's last layer is) plus two RMSNorms and an
+  /// eh_proj 2h -> h; it shares the embedding and the output head with the main model.
+  int mtp_layers = 0;
+
+  bool is_moe() const { return moe.num_experts > 0; }
+  bool is_mla() const { return mla.kv_lora_rank > 0; }
+  /// Whether decoder layer `i` (0-based) has the MoE MLP.
+  bool is_moe_layer(int i) const;
+  /// Parameters of the attention block (projections, biases, sinks, q/k norms, and the
+  /// input norm), of a dense MLP block (with its norm), and of an MoE block: every expert
+  /// (`active` false) or the top_k a token runs through plus the shared ones (true);
+  /// router, shared experts and the block's norm counted in both.
+  long long attention_params() const;
+  long long dense_mlp_params() const;
+  long long moe_mlp_params(bool active) const;
+  /// Decoder layer `i`, all of it or what one token runs through.
+  long long decoder_layer_params(int i, bool active) const;
+  /// One MTP module (its own decoder layer, norms and eh_proj; not the shared embedding
+  /// and head).
+  long long mtp_module_params(bool active) const;
+  /// The whole model without the MTP modules: embedding, decoder layers, final norm and
+  /// output head (counted once when tied). `active`: what one token runs through, both
+  /// embedding matrices counted. gpt's learned positions count `seq_length` rows, as
+  /// embedding_params does.
+  long long total_params(bool active, int seq_length = 0) const;
 
   int head_dim() const {
     return explicit_head_dim > 0 ? explicit_head_dim : hidden_size / num_attention_heads;

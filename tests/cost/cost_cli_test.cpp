@@ -44,6 +44,17 @@ TEST(CostCli, JsonContract) {
             j["static_bytes_per_stage"][1].get<double>());
 }
 
+TEST(CostCli, ParametersOfTheWholeModel) {
+  // Meta-Llama-3-8B: 32 x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x 4096)
+  // + 2 x 128256 x 4096 + 4096 = 8,030,261,248, the figure HF transformers reports for
+  // the checkpoint. A dense model runs every parameter for every token.
+  const CliRun r = run("cost " + kExamples + "h200_llama3_8b_hf.yaml --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["parameters_total"], 8'030'261'248LL);
+  EXPECT_EQ(j["parameters_active"], 8'030'261'248LL);
+}
+
 TEST(CostCli, TableAndErrors) {
   const CliRun table = run("cost " + kExamples + "ascend910b_llama2_13b_analytic.yaml");
   EXPECT_EQ(table.code, 0) << table.out;

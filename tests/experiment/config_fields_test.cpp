@@ -29,7 +29,7 @@ TEST(ConfigFields, UnknownKeyListsExactlyTheSectionsKeys) {
        "activation_bytes, weight_grad_retained_bytes, output_bytes, param_bytes, grad_bytes, "
        "optimizer_bytes, recompute"},
       {"  pp: 4\n", "  pp: 4\n  ppp: 4\n", "training.ppp",
-       "schedule, pp, vpp, tp, dp, microbatches, partition, overlap_factor, overlap_ms, "
+       "schedule, pp, vpp, tp, ep, etp, dp, microbatches, partition, overlap_factor, overlap_ms, "
        "activation_limit_microbatches, seq_length, micro_batch_size, global_batch_size, dtype, "
        "sequence_parallel, optimizer, grad_accumulation, recompute",
        "pp"},

@@ -1,0 +1,161 @@
+// The mixture-of-experts decoder layer of the cost model (moe_decoder_layer_cost), pinned
+// sub-op by sub-op on a tiny shape whose times are worked out by hand: a device of 1e12
+// FLOP/s and 1e12 bytes/s at full efficiency and free kernel launches, so a sub-op takes
+// max(FLOPs, bytes) picoseconds.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "frameworks/hf/hf_config.hpp"
+#include "sim/cost/cost_model.hpp"
+
+namespace bmpipe {
+namespace {
+
+constexpr double kPs = 1e-12;
+
+HardwareSpec unit_device() {
+  HardwareSpec hw;
+  hw.name = "unit";
+  hw.peak_tflops = 1;
+  hw.hbm_GBps = 1000;
+  hw.matmul_efficiency = hw.matmul_backward_efficiency = 1;
+  hw.attention_efficiency = hw.attention_backward_efficiency = 1;
+  hw.memory_efficiency = 1;
+  hw.kernel_launch_us = 0;
+  return hw;
+}
+
+/// h 8, 2 heads of 4, 4 experts of ffn 4, top-2; 4 tokens (seq 4, micro-batch 1).
+ModelShape tiny_moe() {
+  ModelShape m;
+  m.name = "tiny-moe";
+  m.num_layers = 1;
+  m.hidden_size = 8;
+  m.num_attention_heads = 2;
+  m.num_kv_heads = 2;
+  m.ffn_hidden_size = 16;
+  m.vocab_size = 32;
+  m.moe.num_experts = 4;
+  m.moe.top_k = 2;
+  m.moe.expert_ffn = 4;
+  check_shape(m);
+  return m;
+}
+
+CostSettings settings(int ep) {
+  CostSettings st;
+  st.seq_length = 4;
+  st.micro_batch_size = 1;
+  st.ep = ep;
+  st.grad_accumulation = GradAccumulation::overwrite;
+  return st;
+}
+
+const SubOpCost& op(const LayerCost& c, const std::string& name) {
+  for (const auto& o : c.ops)
+    if (o.name == name) return o;
+  throw std::runtime_error("no sub-op " + name);
+}
+
+TEST(MoeCost, RouterPermuteExpertsAndUnpermuteByHand) {
+  ModelShape m = tiny_moe();
+  m.moe.load_imbalance = 1.5;
+  const LayerCost c = moe_decoder_layer_cost(m, unit_device(), settings(2));
+  // T = 4 tokens, h = 8, E = 4, top_k = 2: T x top_k = 8 expert rows, 12 on the busiest
+  // device at load_imbalance 1.5; ep 2 leaves 2 experts per device; bf16 (2 bytes).
+  // router: 2 x 4 x 8 x 4 = 256 FLOPs over 2 x (32 + 32 + 16) = 160 bytes.
+  EXPECT_NEAR(op(c, "router").forward_s, 256 * kPs, 1e-20);
+  // top-k: fp32 logits read and written (8 x T x E = 128) + indices and weights (12 x 8).
+  EXPECT_NEAR(op(c, "router_topk").forward_s, 224 * kPs, 1e-20);
+  // permute: read T x h, write 8 rows of h: 2 x (32 + 64) = 192 bytes; same backward.
+  EXPECT_NEAR(op(c, "permute").forward_s, 192 * kPs, 1e-20);
+  EXPECT_NEAR(op(c, "permute").backward_input_s, 192 * kPs, 1e-20);
+  // gate_up: 12 rows x h 8 x 2 ef = 8: 2 x 12 x 8 x 8 = 1536 FLOPs (bytes: 2 x (96 + 2 x 64
+  // + 96) = 640); the same in I and W (overwrite: no accumulation).
+  EXPECT_NEAR(op(c, "experts_gate_up").forward_s, 1536 * kPs, 1e-20);
+  EXPECT_NEAR(op(c, "experts_gate_up").backward_input_s, 1536 * kPs, 1e-20);
+  EXPECT_NEAR(op(c, "experts_gate_up").backward_weight_s, 1536 * kPs, 1e-20);
+  // SwiGLU over 12 x 4: 5 x 2 x 48 = 480 bytes forward, 9 x 2 x 48 = 864 backward.
+  EXPECT_NEAR(op(c, "experts_swiglu").forward_s, 480 * kPs, 1e-20);
+  EXPECT_NEAR(op(c, "experts_swiglu").backward_input_s, 864 * kPs, 1e-20);
+  // down: 2 x 12 x 4 x 8 = 768 FLOPs (bytes 2 x (48 + 64 + 96) = 416).
+  EXPECT_NEAR(op(c, "experts_down").forward_s, 768 * kPs, 1e-20);
+  // unpermute: 2 x (64 + 32) + 4 x 8 = 224 bytes; backward 2 x (32 + 128) + 32 = 352.
+  EXPECT_NEAR(op(c, "unpermute").forward_s, 224 * kPs, 1e-20);
+  EXPECT_NEAR(op(c, "unpermute").backward_input_s, 352 * kPs, 1e-20);
+  // No dense MLP, no shared expert.
+  for (const auto& o : c.ops) {
+    EXPECT_NE(o.name, "gate_up_proj");
+    EXPECT_NE(o.name, "shared_gate_up");
+  }
+}
+
+TEST(MoeCost, LoadImbalanceScalesTheExpertsNotTheModelFlops) {
+  ModelShape m = tiny_moe();
+  const LayerCost even = moe_decoder_layer_cost(m, unit_device(), settings(2));
+  m.moe.load_imbalance = 1.5;
+  const LayerCost skewed = moe_decoder_layer_cost(m, unit_device(), settings(2));
+  // Balanced gate_up: 2 x 8 x 8 x 8 = 1024 FLOPs over 2 x (64 + 128 + 64) = 512 bytes.
+  EXPECT_NEAR(op(even, "experts_gate_up").forward_s, 1024 * kPs, 1e-20);
+  EXPECT_NEAR(op(skewed, "experts_gate_up").forward_s / op(even, "experts_gate_up").forward_s,
+              1.5, 1e-12);
+  // Model FLOPs: qkv 2 x 4 x 8 x 24 = 1536, causal attention 2 x 2 x 4 x 4 x 8 / 2 = 256,
+  // out 512, router 256, experts (balanced) 2 x 8 x 8 x 8 + 2 x 8 x 4 x 8 = 1536.
+  EXPECT_DOUBLE_EQ(even.forward_flops, 4096);
+  EXPECT_DOUBLE_EQ(skewed.forward_flops, 4096);
+}
+
+TEST(MoeCost, ActivationsAndParametersByHand) {
+  ModelShape m = tiny_moe();
+  m.moe.load_imbalance = 1.5;
+  const LayerCost c = moe_decoder_layer_cost(m, unit_device(), settings(2));
+  // Layer input 2 x 32 = 64; two RMSNorms 2 x (6 x 32 + 4 x 4) = 416; qkv and router
+  // inputs 128; fp32 probabilities 4 x 4 x 4 + indices and weights 12 x 8 = 160; expert
+  // input rows 2 x 12 x 8 = 192; SwiGLU 4 x 2 x 12 x 4 = 384; expert outputs 192; q, k, v
+  // 2 x 4 x 24 = 192; attention output 64; flash logsumexp 4 x 2 heads x 4 = 32.
+  EXPECT_EQ(c.activation_bytes[Recompute::none], 1824);
+  EXPECT_EQ(c.activation_bytes[Recompute::selective], 1792);
+  EXPECT_EQ(c.activation_bytes[Recompute::full], 64);
+  // Attention 2 x 64 + 2 x 64 + two norms 16 = 272; router 32; 2 local experts of
+  // 3 x 8 x 4 = 96. Active: the top-2 experts.
+  EXPECT_EQ(c.expert_param_count, 192);
+  EXPECT_EQ(c.param_count, 272 + 32 + 192);
+  EXPECT_EQ(c.active_param_count, 272 + 32 + 2 * 96);
+  // ep 1 holds all four experts: the layer's whole count, as ModelShape counts it.
+  const LayerCost all = moe_decoder_layer_cost(m, unit_device(), settings(1));
+  EXPECT_EQ(all.param_count, m.decoder_layer_params(0, false));
+  EXPECT_EQ(all.active_param_count, m.decoder_layer_params(0, true));
+}
+
+TEST(MoeCost, SharedExpertIsADenseSwiGluBesideTheExperts) {
+  ModelShape m = tiny_moe();
+  m.moe.shared_ffn = 4;
+  const LayerCost c = moe_decoder_layer_cost(m, unit_device(), settings(1));
+  // shared gate_up: 2 x 4 x 8 x 8 = 512 FLOPs (bytes 2 x (32 + 64 + 32) = 256); down
+  // 2 x 4 x 4 x 8 = 256 FLOPs (bytes 2 x (16 + 32 + 32) = 160).
+  EXPECT_NEAR(op(c, "shared_gate_up").forward_s, 512 * kPs, 1e-20);
+  EXPECT_NEAR(op(c, "shared_down").forward_s, 256 * kPs, 1e-20);
+  EXPECT_EQ(c.param_count, m.decoder_layer_params(0, false));
+  EXPECT_EQ(c.active_param_count, m.decoder_layer_params(0, true));
+  // The shared expert's SwiGLU keeps 4 x 2 x 4 x 4 = 128 bytes more.
+  const LayerCost without = moe_decoder_layer_cost(tiny_moe(), unit_device(), settings(1));
+  EXPECT_EQ(c.activation_bytes[Recompute::none] - without.activation_bytes[Recompute::none], 128);
+}
+
+TEST(MoeCost, MixtralLayerMatchesItsParameterCount) {
+  const ModelShape m =
+      read_hf_config(std::string(BMPIPE_TEST_DATA_DIR) + "/hf/mixtral_8x7b_config.json");
+  CostSettings st;
+  st.seq_length = 4096;
+  st.ep = 8;
+  HardwareSpec hw = unit_device();
+  const LayerCost c = moe_decoder_layer_cost(m, hw, st);
+  // ep 8: one expert of 3 x 4096 x 14336 per device.
+  EXPECT_EQ(c.expert_param_count, 3LL * 4096 * 14336);
+  st.ep = 1;
+  EXPECT_EQ(moe_decoder_layer_cost(m, hw, st).param_count, m.decoder_layer_params(0, false));
+}
+
+}  // namespace
+}  // namespace bmpipe
