@@ -83,6 +83,7 @@ SimulationReport run_prepared(const PreparedSimulation& run, Observer* observer)
   if (report.result.ok) report.bubbles = decompose_bubbles(run.input, compiled, report.result);
   report.summary =
       summary_json(report.info, report.result, report.bubbles ? &*report.bubbles : nullptr);
+  report.summary["bmpipe"] = provenance(run.experiment->config.file);
   return report;
 }
 
@@ -163,6 +164,7 @@ CostOutcome run_cost(const Config& config, bool with_ops) {
   for (Time t : tail) out.tail_ms.push_back(ns_to_ms(t));
 
   out.summary = cost_document(config, out, with_ops);
+  out.summary["bmpipe"] = provenance(config.file);
   return out;
 }
 
@@ -266,6 +268,7 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
       throw ConfigError(config.file, 0, "--baseline", *r.baseline + ": not run by the planner");
   }
   out.summary = plan_summary(e, out.outcomes, *out.shown);
+  out.summary["bmpipe"] = provenance(config.file);
   return out;
 }
 

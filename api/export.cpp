@@ -251,6 +251,7 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
     text += mindformers_job_yaml(chosen.mindformers, job, scheduler);
   out.text = std::move(text);
   out.summary = export_document(out);
+  out.summary["bmpipe"] = provenance(config.file);
   return out;
 }
 
@@ -286,6 +287,7 @@ ExportOutcome export_plan(const Config& config, const PlanResults& planned,
     x.text.insert(after_lines(x.text, 3 + x.notes.size()), "# " + hint + "\n");
     x.notes.push_back(hint);
     x.summary = export_document(x);
+    x.summary["bmpipe"] = provenance(config.file);
   };
   auto fits = [](const SimResult& r) { return r.ok && r.fits; };
   std::optional<ExportOutcome> better;

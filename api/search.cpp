@@ -125,7 +125,9 @@ nlohmann::json run_search(const Config& config, const SearchRequest& request,
   evaluate_layouts(s, 0, s.layouts.size(), results, done);
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return search_document(rank_search(s, std::move(results), 1, wall));
+  nlohmann::json document = search_document(rank_search(s, std::move(results), 1, wall));
+  document["bmpipe"] = provenance(config.file);
+  return document;
 }
 
 }  // namespace bmpipe::api

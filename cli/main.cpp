@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "api/contracts.hpp"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "experiment/suggest.hpp"
@@ -75,7 +76,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "--version") {
-    std::cout << "bmpipe 0.1.0\n";
+    std::cout << "bmpipe " << bmpipe::api::version() << "\n";
     return 0;
   }
   try {

@@ -178,6 +178,7 @@ int report_search(const SearchCommand& c, std::vector<LayoutResult> results, int
   if (c.json) {
     nlohmann::json document = api::search_document(report);
     if (exported) document["export"] = exported->summary;
+    document["bmpipe"] = api::provenance(c.setup.config.file);
     std::cout << json_text(document) << "\n";
     return 0;
   }
