@@ -441,13 +441,18 @@ class Painter {
     buf_ += "<g class=\"axis\"><line x1=\"" + num(kLeft) + "\" y1=\"" + num(ay) + "\" x2=\"" +
             num(kLeft + plot_width_) + "\" y2=\"" + num(ay) +
             "\" stroke=\"#333333\" stroke-width=\"1\"/>";
+    // The axis title starts after the last tick label: a tick near the right end would
+    // otherwise run into it ("7000time (ms)").
+    double title_x = kLeft + plot_width_ + 6;
     for (Time tick = 0; tick <= span_; tick += axis.step) {
+      const std::string label = tick_label(tick, axis);
       buf_ += "<line x1=\"" + num(x(tick)) + "\" y1=\"" + num(ay) + "\" x2=\"" + num(x(tick)) +
               "\" y2=\"" + num(ay + 4) + "\" stroke=\"#333333\" stroke-width=\"1\"/>";
       buf_ += "<text x=\"" + num(x(tick)) + "\" y=\"" + num(ay + 15) +
-              "\" font-size=\"10\" text-anchor=\"middle\">" + tick_label(tick, axis) + "</text>";
+              "\" font-size=\"10\" text-anchor=\"middle\">" + label + "</text>";
+      title_x = std::max(title_x, x(tick) + text_px(label) / 2 + 8);
     }
-    buf_ += "<text x=\"" + num(kLeft + plot_width_ + 6) + "\" y=\"" + num(ay + 15) +
+    buf_ += "<text x=\"" + num(title_x) + "\" y=\"" + num(ay + 15) +
             "\" font-size=\"10\">time (" + axis.unit_name + ")</text></g>\n";
 
     if (options_.memory_panels) memory(t, rows_bottom + kAxis);

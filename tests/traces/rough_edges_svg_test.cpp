@@ -1,5 +1,5 @@
 // The pictures' rough edges a new user found (issue 21, section 3): the compare SVG in the
-// table's order.
+// table's order, the time axis's title clear of its last tick label.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -40,6 +40,39 @@ TEST(RoughEdgesSvg, CompareSvgIsInTheTablesOrder) {
       if (line.rfind(std::string(name) + " ", 0) == 0) table.push_back(name);
   EXPECT_EQ(table, (std::vector<std::string>{"zb-h1", "gpipe", "1f1b"}));
   EXPECT_EQ(panel_names(bmpipe::test::slurp(svg)), table);
+}
+
+TEST(RoughEdgesSvg, TheAxisTitleClearsTheLastTickLabel) {
+  // The README's workflow: the Megatron-LM job imported on 2 x 8 H100, under zb-h2, is
+  // 7035.886 ms; the axis ends with a "7000" tick 14 px before the plot's right end, whose
+  // label ran into "time (ms)".
+  bmpipe::test::ScratchDir dir;
+  const std::string job = dir.file("job.yaml"), svg = dir.file("t.svg");
+  ASSERT_EQ(run_cli("import megatron " + bmpipe::test::examples() +
+                    "llama2_13b_megatron_args.txt --cluster " + BMPIPE_SOURCE_DIR +
+                    "/configs/clusters/h100_2x8.yaml --out " + job)
+                .code,
+            0);
+  const CliRun r = run_cli("simulate " + job + " --schedule zb-h2 --svg " + svg);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string text = bmpipe::test::slurp(svg);
+  const std::size_t axis = text.find("<g class=\"axis\">");
+  ASSERT_NE(axis, std::string::npos);
+  const std::string group = text.substr(axis, text.find("</g>", axis) - axis);
+  static const std::regex label(R"re(<text x="([0-9.]+)"[^>]*>([^<]*)</text>)re");
+  std::vector<std::pair<double, std::string>> texts;
+  for (auto it = std::sregex_iterator(group.begin(), group.end(), label);
+       it != std::sregex_iterator(); ++it)
+    texts.emplace_back(std::stod((*it)[1]), (*it)[2]);
+  ASSERT_GE(texts.size(), 2u);
+  const auto& [title_x, title] = texts.back();
+  const auto& [tick_x, tick] = texts[texts.size() - 2];
+  EXPECT_EQ(title, "time (ms)");
+  EXPECT_EQ(tick, "7000");
+  // A centred 10 px label of digits is at most 0.62 em per digit wide; a space (~3 px) and
+  // more must separate it from the title.
+  const double tick_right = tick_x + 0.62 * 10 * static_cast<double>(tick.size()) / 2;
+  EXPECT_GE(title_x - tick_right, 5.0) << "tick at " << tick_x << ", title at " << title_x;
 }
 
 }  // namespace
