@@ -72,6 +72,21 @@ KindStyle style(OpKind kind) {
   return {"?", "X", "#999999", "#000000", "#cccccc", "#000000"};
 }
 
+/// `dark` at t = 0 to `light` at t = 1, channel by channel ("#rrggbb" both).
+std::string shade(const char* dark, const char* light, double t) {
+  if (t <= 0) return dark;
+  if (t >= 1) return light;
+  auto channel = [](const char* hex, int i) {
+    return std::stoi(std::string(hex + 1 + 2 * i, 2), nullptr, 16);
+  };
+  char out[8];
+  int c[3];
+  for (int i = 0; i < 3; ++i)
+    c[i] = static_cast<int>(std::lround(channel(dark, i) + t * (channel(light, i) - channel(dark, i))));
+  std::snprintf(out, sizeof out, "#%02x%02x%02x", c[0], c[1], c[2]);
+  return out;
+}
+
 constexpr std::array<OpKind, kKinds> kKindOrder = {OpKind::F, OpKind::B, OpKind::I, OpKind::W,
                                                    OpKind::FB};
 
@@ -244,6 +259,8 @@ class Painter {
                               std::max<double>(kDefaultWidth, options.max_width_px));
     plot_width_ = std::max(100.0, width_ - kLeft - kRight);
     for (const auto& t : timelines_) span_ = std::max({span_, t.iteration_time, t.pipeline_time});
+    for (const auto& t : timelines_)
+      for (int c : t.stage_chunk) chunks_ = std::max(chunks_, c + 1);
     span_ = std::max<Time>(span_, 1);
     scale_ = plot_width_ / static_cast<double>(span_);
     std::size_t drawn = 0;
@@ -371,7 +388,24 @@ class Painter {
                  "(stripes: mixed kinds)",
                  6.2 * 80);
     }
-    if (chunks) {
+    if (chunks && chunks_ > 2) {
+      // One swatch per chunk, dark to light, and their names.
+      const double w = 28.0 / chunks_;
+      for (int c = 0; c < chunks_; ++c)
+        buf_ += "<rect class=\"legend chunk\" x=\"" + num(lx + c * w) + "\" y=\"" + num(ly) +
+                "\" width=\"" + num(w) + "\" height=\"12\" fill=\"" +
+                shade("#4e79a7", "#a6c3e0", static_cast<double>(c) / (chunks_ - 1)) + "\"/>";
+      std::string names;
+      for (int c = 1; c <= chunks_; ++c)
+        names += (c > 1 ? " / " : "") + std::to_string(c) +
+                 (c % 10 == 1 && c != 11 ? "st" : c % 10 == 2 && c != 12 ? "nd"
+                                                : c % 10 == 3 && c != 13 ? "rd"
+                                                                         : "th");
+      const std::string text = "dark to light: a device\u2019s " + names + " chunk";
+      buf_ += "<text x=\"" + num(lx + 32) + "\" y=\"" + num(ly + 10) + "\" font-size=\"11\">" +
+              text + "</text>\n";
+      lx += 50 + text_px(text);
+    } else if (chunks) {
       buf_ += "<rect class=\"legend\" x=\"" + num(lx) + "\" y=\"" + num(ly) +
               "\" width=\"7\" height=\"12\" fill=\"#4e79a7\"/><rect class=\"legend\" x=\"" +
               num(lx + 7) + "\" y=\"" + num(ly) + "\" width=\"7\" height=\"12\" fill=\"#a6c3e0\"/>";
@@ -461,9 +495,13 @@ class Painter {
   void box(const Timeline& t, const Timeline::Box& b, double rows_top) {
     char buf[256];
     const KindStyle s = style(b.op.kind);
-    const bool light = at_or<int>(t.stage_chunk, b.op.stage, 0) % 2 == 1;
-    const char* fill = light ? s.light_fill : s.fill;
-    const char* text = light ? s.light_text : s.text;
+    // A device's chunks from dark (its first) to light (its last): at vpp 2 the two tints,
+    // past it one shade each, so that chunks 0 and 2 no longer look the same.
+    const int chunk = at_or<int>(t.stage_chunk, b.op.stage, 0);
+    const double lightness =
+        chunks_ <= 2 ? chunk % 2 : static_cast<double>(chunk) / static_cast<double>(chunks_ - 1);
+    const std::string fill = shade(s.fill, s.light_fill, lightness);
+    const char* text = lightness >= 0.5 ? s.light_text : s.text;
     const double bx = x(b.start);
     const double bw = static_cast<double>(b.end - b.start) * scale_;
     const double by = rows_top + b.rank * kRowPitch;
@@ -659,6 +697,7 @@ class Painter {
   SvgOptions options_;
   std::vector<Layout> layouts_;
   std::vector<unsigned> mixes_;  // kind masks of mixed bands, sorted
+  int chunks_ = 1;               // most chunks per device of any timeline
   double width_ = kDefaultWidth;
   double plot_width_ = 0;
   Time span_ = 0;

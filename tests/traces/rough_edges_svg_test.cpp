@@ -1,8 +1,11 @@
 // The pictures' rough edges a new user found (issue 21, section 3): the compare SVG in the
-// table's order, the time axis's title clear of its last tick label.
+// table's order, the time axis's title clear of its last tick label, a shade per chunk past
+// vpp 2.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -73,6 +76,31 @@ TEST(RoughEdgesSvg, TheAxisTitleClearsTheLastTickLabel) {
   // more must separate it from the title.
   const double tick_right = tick_x + 0.62 * 10 * static_cast<double>(tick.size()) / 2;
   EXPECT_GE(title_x - tick_right, 5.0) << "tick at " << tick_x << ", title at " << title_x;
+}
+
+TEST(RoughEdgesSvg, EveryChunkHasItsOwnShadeAndTheLegendNamesThem) {
+  // Interleaved at pp 2, vpp 4: stage s runs on rank s % 2 as that rank's chunk s / 2. The
+  // legend said "dark / light: 1st / 2nd chunk", and chunks 0 and 2 had the same fill.
+  bmpipe::test::ScratchDir dir;
+  const std::string svg = dir.file("t.svg");
+  const CliRun r = run_cli("simulate " + bmpipe::test::examples() +
+                           "tiny.yaml --schedule interleaved --pp 2 --vpp 4 --svg " + svg);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string text = bmpipe::test::slurp(svg);
+  static const std::regex op(R"re(<rect class="op F"[^>]* fill="(#[0-9a-f]{6})"[^>]*><title>F\d+@s(\d+):)re");
+  std::map<int, std::set<std::string>> fills;  // chunk -> fills of its forward ops
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), op); it != std::sregex_iterator();
+       ++it)
+    fills[std::stoi((*it)[2]) / 2].insert((*it)[1]);
+  ASSERT_EQ(fills.size(), 4u);
+  std::set<std::string> distinct;
+  for (const auto& [chunk, f] : fills) {
+    EXPECT_EQ(f.size(), 1u) << "chunk " << chunk;
+    distinct.insert(*f.begin());
+  }
+  EXPECT_EQ(distinct.size(), 4u);
+  EXPECT_NE(text.find("1st / 2nd / 3rd / 4th chunk"), std::string::npos);
+  EXPECT_EQ(text.find("dark / light"), std::string::npos);
 }
 
 }  // namespace
