@@ -127,9 +127,9 @@ int run_import(const std::vector<std::string>& args) {
     request.preset = vm["preset"].as<std::string>();
     // Before the input is read: a misspelt preset is the first thing to fix.
     if (!find_hardware_preset(*request.preset)) {
-      std::cerr << "bmpipe import " << format << ": --preset: unknown hardware preset '" << *request.preset << "'"
-                << preset_suggestion(*request.preset) << " (known: " << hardware_preset_names()
-                << ")\n";
+      std::cerr << "bmpipe import " << format << ": --preset: unknown hardware preset '"
+                << *request.preset << "'" << preset_suggestion(*request.preset)
+                << " (known: " << hardware_preset_names() << ")\n";
       return 2;
     }
   }
