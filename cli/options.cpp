@@ -67,8 +67,7 @@ std::string expected_value(const po::options_description& opts, const std::strin
 
 void store_exact(const std::vector<std::string>& args, const po::options_description& opts,
                  const po::positional_options_description& pos, po::variables_map& vm) {
-  const int style = po::command_line_style::default_style &
-                    ~po::command_line_style::allow_guessing;
+  const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
   po::store(po::command_line_parser(args).options(opts).positional(pos).style(style).run(), vm);
   po::notify(vm);
 }

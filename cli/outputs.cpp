@@ -37,11 +37,13 @@ void close_output(std::ofstream& file, const std::string& path, const std::strin
 }
 
 void write_edited_config(const std::string& config_path, const std::string& out_path,
-                         const ConfigEdits& edits, const std::string& header) {
+                         const ConfigEdits& edits, const std::string& header,
+                         std::optional<double> device_memory_GiB) {
   std::ifstream in(config_path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
-  const std::string body = config_with_edits(text.str(), config_path, out_path, edits, header);
+  const std::string body =
+      config_with_edits(text.str(), config_path, out_path, edits, header, device_memory_GiB);
   std::ofstream file;
   open_output(file, out_path, "--out");
   file << body;

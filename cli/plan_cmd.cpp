@@ -266,9 +266,16 @@ int run_plan(const std::vector<std::string>& args) {
     if (vm.count("out"))
       write_edited_config(
           path, vm["out"].as<std::string>(), edits,
-          "Written by bmpipe plan from " + path + ": " + (baseline.empty() ? "planned" : baseline) +
-              " plan for " + top.schedule + ", " + ms(shown->result.iteration_time) +
-              " ms per iteration as simulated.\n`bmpipe simulate` on this file reproduces it.");
+          "Written by bmpipe plan from " + path + ": " +
+              (baseline.empty() ? "the plan found" : "the " + baseline + " baseline's plan") +
+              " for " + top.schedule + ", " + ms(shown->result.iteration_time) +
+              " ms per iteration as simulated.\n" +
+              (request.memory_limit_GiB
+                   ? "cluster.device.memory_GiB is --memory-limit-GiB, the limit it was planned "
+                     "for.\n"
+                   : "") +
+              "`bmpipe simulate` on this file reproduces it.",
+          request.memory_limit_GiB);
 
     // --format: the plan as its --out file would state it, exported by the one function
     // `bmpipe export` calls, under the plan's memory limit.

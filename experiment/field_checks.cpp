@@ -386,7 +386,8 @@ void check_config(const Config& c) {
     // pp * tp divides the devices (checked above), so one dp always fits; a pp may too.
     const std::int64_t dp_fit = devices / pp_tp;
     const std::int64_t tp_dp = static_cast<std::int64_t>(t.tp) * *t.dp;
-    std::string fix = ": use dp " + std::to_string(dp_fit) + " (--dp " + std::to_string(dp_fit) + ")";
+    std::string fix =
+        ": use dp " + std::to_string(dp_fit) + " (--dp " + std::to_string(dp_fit) + ")";
     if (devices % tp_dp == 0)
       fix += ", or pp " + std::to_string(devices / tp_dp) + " (--pp " +
              std::to_string(devices / tp_dp) + ")";

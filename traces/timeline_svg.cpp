@@ -82,7 +82,8 @@ std::string shade(const char* dark, const char* light, double t) {
   char out[8];
   int c[3];
   for (int i = 0; i < 3; ++i)
-    c[i] = static_cast<int>(std::lround(channel(dark, i) + t * (channel(light, i) - channel(dark, i))));
+    c[i] = static_cast<int>(
+        std::lround(channel(dark, i) + t * (channel(light, i) - channel(dark, i))));
   std::snprintf(out, sizeof out, "#%02x%02x%02x", c[0], c[1], c[2]);
   return out;
 }
@@ -398,9 +399,10 @@ class Painter {
       std::string names;
       for (int c = 1; c <= chunks_; ++c)
         names += (c > 1 ? " / " : "") + std::to_string(c) +
-                 (c % 10 == 1 && c != 11 ? "st" : c % 10 == 2 && c != 12 ? "nd"
-                                                : c % 10 == 3 && c != 13 ? "rd"
-                                                                         : "th");
+                 (c % 10 == 1 && c != 11   ? "st"
+                  : c % 10 == 2 && c != 12 ? "nd"
+                  : c % 10 == 3 && c != 13 ? "rd"
+                                           : "th");
       const std::string text = "dark to light: a device\u2019s " + names + " chunk";
       buf_ += "<text x=\"" + num(lx + 32) + "\" y=\"" + num(ly + 10) + "\" font-size=\"11\">" +
               text + "</text>\n";
@@ -486,8 +488,8 @@ class Painter {
               "\" font-size=\"10\" text-anchor=\"middle\">" + label + "</text>";
       title_x = std::max(title_x, x(tick) + text_px(label) / 2 + 8);
     }
-    buf_ += "<text x=\"" + num(title_x) + "\" y=\"" + num(ay + 15) +
-            "\" font-size=\"10\">time (" + axis.unit_name + ")</text></g>\n";
+    buf_ += "<text x=\"" + num(title_x) + "\" y=\"" + num(ay + 15) + "\" font-size=\"10\">time (" +
+            axis.unit_name + ")</text></g>\n";
 
     if (options_.memory_panels) memory(t, rows_bottom + kAxis);
   }

@@ -125,8 +125,7 @@ TEST(RoughEdges, EveryJsonDocumentNamesTheVersionAndTheConfig) {
 
 TEST(RoughEdges, ADeviceCountMismatchSaysWhichOverrideFixesIt) {
   // The README's command: 2 nodes x 8 = 16 devices, pp 4, tp 1 and dp 2 from the file.
-  const CliRun r =
-      run_cli("simulate " + k2x8 + " --schedule gpipe --pp 4 --microbatches 32");
+  const CliRun r = run_cli("simulate " + k2x8 + " --schedule gpipe --pp 4 --microbatches 32");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("pp * tp * dp = 8 but the cluster has 16 devices"), std::string::npos)
       << r.err;
@@ -135,6 +134,36 @@ TEST(RoughEdges, ADeviceCountMismatchSaysWhichOverrideFixesIt) {
   const CliRun fixed =
       run_cli("simulate " + k2x8 + " --schedule gpipe --pp 4 --microbatches 32 --dp 4");
   EXPECT_EQ(fixed.code, 0) << fixed.all();
+}
+
+// ---- 7. the plan file ---------------------------------------------------------------------
+
+TEST(RoughEdges, ThePlanFileKeepsTheMemoryLimitItWasPlannedFor) {
+  // tiny's devices hold 1 GiB; planned for 0.5 GiB, the file says 0.5 GiB and simulate
+  // checks against 0.5 * 2^30 bytes.
+  bmpipe::test::ScratchDir dir;
+  const std::string plan = dir.file("p.yaml");
+  const CliRun r =
+      run_cli("plan " + kTiny + " --memory-limit-GiB 0.5 --max-evals 50 --quiet --out " + plan);
+  ASSERT_EQ(r.code, 0) << r.all();
+  const std::string text = bmpipe::test::slurp(plan);
+  EXPECT_NE(text.find("memory_GiB: 0.5"), std::string::npos) << text;
+  EXPECT_EQ(text.find("planned plan"), std::string::npos) << text;
+  EXPECT_NE(text.find(": the plan found for 1f1b, "), std::string::npos) << text;
+  const CliRun sim = run_cli("simulate --json " + plan);
+  ASSERT_EQ(sim.code, 0) << sim.all();
+  const auto j = nlohmann::json::parse(sim.out);
+  for (const auto& d : j["devices"]) EXPECT_EQ(d["capacity_bytes"], 536870912) << sim.out;
+  // Without --memory-limit-GiB the capacity stays the file's.
+  const CliRun plain = run_cli("plan " + kTiny + " --max-evals 50 --quiet --out " + plan);
+  ASSERT_EQ(plain.code, 0) << plain.all();
+  EXPECT_NE(bmpipe::test::slurp(plan).find("memory_GiB: 1"), std::string::npos);
+  const CliRun base = run_cli(
+      "plan " + kTiny + " --baseline megatron-no-recompute --max-evals 50 --quiet --out " + plan);
+  ASSERT_EQ(base.code, 0) << base.all();
+  EXPECT_NE(
+      bmpipe::test::slurp(plan).find(": the megatron-no-recompute baseline's plan for 1f1b, "),
+      std::string::npos);
 }
 
 // ---- 5. saturated counts ------------------------------------------------------------------

@@ -87,7 +87,8 @@ TEST(RoughEdgesSvg, EveryChunkHasItsOwnShadeAndTheLegendNamesThem) {
                            "tiny.yaml --schedule interleaved --pp 2 --vpp 4 --svg " + svg);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string text = bmpipe::test::slurp(svg);
-  static const std::regex op(R"re(<rect class="op F"[^>]* fill="(#[0-9a-f]{6})"[^>]*><title>F\d+@s(\d+):)re");
+  static const std::regex op(
+      R"re(<rect class="op F"[^>]* fill="(#[0-9a-f]{6})"[^>]*><title>F\d+@s(\d+):)re");
   std::map<int, std::set<std::string>> fills;  // chunk -> fills of its forward ops
   for (auto it = std::sregex_iterator(text.begin(), text.end(), op); it != std::sregex_iterator();
        ++it)
