@@ -29,6 +29,12 @@ constexpr double kMemHeightFew = 50;
 constexpr double kMemHeightMany = 34;  // above kFewRanks ranks
 constexpr int kFewRanks = 16;
 constexpr double kMemGap = 8;
+// Past this many ranks the per-rank memory panels, mostly empty at that height, become one
+// heat strip: a row per rank, a cell per time bin, its shade the bin's fullest moment.
+constexpr int kHeatRanks = 32;
+constexpr double kHeatRow = 4;   // px per rank in the strip
+constexpr int kHeatBins = 400;   // time bins across the plot
+constexpr int kHeatLevels = 10;  // shades from empty to full
 constexpr double kBlockGap = 24;
 constexpr double kSmallFont = 8;             // two-line band labels
 constexpr std::size_t kTooltipLimit = 5000;  // boxes; above it tooltips only bloat the file
@@ -308,7 +314,9 @@ class Painter {
   double block_height(const Timeline& t) const {
     if (!t.ok) return kBlockTitle + 20;
     double h = kBlockTitle + t.num_ranks * kRowPitch + kAxis;
-    if (options_.memory_panels) h += kMemHeading + t.num_ranks * (mem_height_ + kMemGap);
+    if (options_.memory_panels)
+      h += kMemHeading + (t.num_ranks > kHeatRanks ? t.num_ranks * kHeatRow + kMemGap
+                                                   : t.num_ranks * (mem_height_ + kMemGap));
     return h;
   }
 
@@ -632,7 +640,73 @@ class Painter {
     return bottom - static_cast<double>(bytes) / mem_.full * height;
   }
 
+  // Fraction of the capacity (or of the scale, without one) to a shade: white to dark blue,
+  // and the capacity colour above it.
+  static std::string heat_fill(int level) {
+    if (level > kHeatLevels) return kCapacityColour;
+    return shade("#f7fbff", "#08306b", static_cast<double>(level) / kHeatLevels);
+  }
+
+  void heat_strip(const Timeline& t, double y) {
+    buf_ += "<text x=\"12\" y=\"" + num(y + 13) +
+            "\" font-size=\"11\" font-weight=\"bold\">memory per device as a heat strip: a row per "
+            "rank, a cell's shade its fullest moment against the capacity (white empty, dark "
+            "blue full, red over)</text>\n";
+    y += kMemHeading;
+    const Time end = std::max<Time>(std::max(t.iteration_time, t.pipeline_time), 1);
+    const double bin_w = plot_width_ / kHeatBins;
+    buf_ += "<g class=\"heat-strip\">";
+    for (int r = 0; r < t.num_ranks; ++r) {
+      const std::int64_t cap = at_or<std::int64_t>(t.capacity_bytes, r, 0);
+      const double full = cap > 0 ? static_cast<double>(cap) : mem_.full;
+      const std::int64_t stat = at_or<std::int64_t>(t.static_bytes, r, 0);
+      // The most bytes held in each bin: the level on entering it and every change in it.
+      std::vector<std::int64_t> most(kHeatBins, stat);
+      auto bin_of = [&](Time time) {
+        return std::clamp<int>(static_cast<int>(static_cast<double>(time) / end * kHeatBins), 0,
+                               kHeatBins - 1);
+      };
+      std::int64_t current = stat;
+      int from = 0;
+      if (static_cast<std::size_t>(r) < t.memory.size())
+        for (const auto& sample : t.memory[r]) {
+          const int b = bin_of(sample.time);
+          for (int k = from; k <= b; ++k) most[k] = std::max(most[k], current);
+          current = stat + sample.activation_bytes;
+          most[b] = std::max(most[b], current);
+          from = b;
+        }
+      for (int k = from; k < kHeatBins; ++k) most[k] = std::max(most[k], current);
+      auto level = [&](std::int64_t bytes) {
+        const double f = static_cast<double>(bytes) / full;
+        return f > 1 ? kHeatLevels + 1
+                     : static_cast<int>(std::lround(std::clamp(f, 0.0, 1.0) * kHeatLevels));
+      };
+      // Runs of one shade as one rect.
+      const double top = y + r * kHeatRow;
+      for (int k = 0; k < kHeatBins;) {
+        const int lv = level(most[k]);
+        int k2 = k + 1;
+        while (k2 < kHeatBins && level(most[k2]) == lv) ++k2;
+        buf_ += "<rect x=\"" + num(kLeft + k * bin_w) + "\" y=\"" + num(top) + "\" width=\"" +
+                num((k2 - k) * bin_w) + "\" height=\"" + num(kHeatRow) + "\" fill=\"" +
+                heat_fill(lv) + "\"/>";
+        k = k2;
+      }
+      if (r % 8 == 0)
+        buf_ += "<text x=\"" + num(kLeft - 8) + "\" y=\"" + num(top + kHeatRow + 2) +
+                "\" font-size=\"9\" text-anchor=\"end\">rank " + std::to_string(r) + "</text>";
+      buf_ += "\n";
+      flush_if_large();
+    }
+    buf_ += "</g>\n";
+  }
+
   void memory(const Timeline& t, double y) {
+    if (t.num_ranks > kHeatRanks) {
+      heat_strip(t, y);
+      return;
+    }
     std::string heading = "memory per device, one scale: panel height = " +
                           gib(static_cast<std::int64_t>(mem_.full)) +
                           " (dark: static, light: activations; dashed: capacity";

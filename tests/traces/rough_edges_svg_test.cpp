@@ -1,6 +1,6 @@
 // The pictures' rough edges a new user found (issue 21, section 3): the compare SVG in the
 // table's order, the time axis's title clear of its last tick label, a shade per chunk past
-// vpp 2.
+// vpp 2, and one heat strip instead of 64 mostly empty memory panels.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -102,6 +102,34 @@ TEST(RoughEdgesSvg, EveryChunkHasItsOwnShadeAndTheLegendNamesThem) {
   EXPECT_EQ(distinct.size(), 4u);
   EXPECT_NE(text.find("1st / 2nd / 3rd / 4th chunk"), std::string::npos);
   EXPECT_EQ(text.find("dark / light"), std::string::npos);
+}
+
+TEST(RoughEdgesSvg, AtPp64TheMemoryPanelsBecomeOneHeatStrip) {
+  // 64 panels of 34 px plus 8 px gaps were 2688 px of mostly empty boxes (the picture was
+  // 4262 px high and 2.2 MB); a strip of 4 px per rank is 264 px.
+  bmpipe::test::ScratchDir dir;
+  const std::string svg = dir.file("t.svg");
+  const CliRun r =
+      run_cli("simulate " + bmpipe::test::examples() + "h200_8x8_pp64.yaml --svg " + svg);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string text = bmpipe::test::slurp(svg);
+  EXPECT_NE(text.find("<g class=\"heat-strip\">"), std::string::npos);
+  EXPECT_EQ(text.find("class=\"memory\""), std::string::npos);  // no per-rank panel curves
+  std::smatch height;
+  ASSERT_TRUE(std::regex_search(text, height, std::regex(R"re(<svg[^>]* height="(\d+)")re")));
+  EXPECT_LT(std::stoi(height[1]), 4262 - 2688 + 264 + 1);
+  EXPECT_LT(text.size(), 1500000u);
+  // Below the threshold the panels stay: tiny's 4 ranks keep theirs.
+  const CliRun few =
+      run_cli("simulate " + bmpipe::test::examples() + "tiny.yaml --svg " + dir.file("f.svg"));
+  ASSERT_EQ(few.code, 0);
+  const std::string small = bmpipe::test::slurp(dir.file("f.svg"));
+  EXPECT_EQ(small.find("heat-strip"), std::string::npos);
+  std::size_t panels = 0;
+  for (std::size_t at = small.find("class=\"memory\""); at != std::string::npos;
+       at = small.find("class=\"memory\"", at + 1))
+    ++panels;
+  EXPECT_EQ(panels, 4u);
 }
 
 }  // namespace
