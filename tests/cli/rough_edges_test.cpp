@@ -3,6 +3,7 @@
 // version, and a pp*tp*dp mismatch that says which override fixes it.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -176,6 +177,35 @@ TEST(RoughEdges, ASaturatedCountReadsAsItsOrderOfMagnitude) {
   EXPECT_NE(r.out.find("exhaustive: refused: more than 10^18 partitions"), std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find("9223372036854775807"), std::string::npos) << r.out;
+}
+
+// ---- 8. bash completion ------------------------------------------------------------------
+
+/// The words bash would offer for `bmpipe WORDS...` (the last one being completed), using
+/// the installed completion script against this build's binary.
+std::string complete(const std::string& words) {
+  bmpipe::test::ScratchDir dir;
+  const std::string script = bmpipe::test::write_file(
+      dir.file("c.sh"), "source '" + std::string(BMPIPE_SOURCE_DIR) +
+                            "/cli/bmpipe-completion.bash'\n"
+                            "COMP_WORDS=(" +
+                            std::string(BMPIPE_BINARY) + " " + words +
+                            ")\n"
+                            "COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))\n"
+                            "_bmpipe\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n");
+  const std::string out = dir.file("out");
+  [[maybe_unused]] const int rc =
+      std::system(("bash '" + script + "' > '" + out + "' 2>&1").c_str());
+  return bmpipe::test::slurp(out);
+}
+
+TEST(RoughEdges, BashCompletionOffersEachCommandsOptions) {
+  EXPECT_EQ(complete("simulate --micro"), "--micro-batch-size\n--microbatches\n");
+  EXPECT_EQ(complete("plan --memory"), "--memory-limit-GiB\n");
+  EXPECT_EQ(complete("import --all"), "--allow-unmodelled\n");
+  EXPECT_EQ(complete("comp"), "compare\n");
+  EXPECT_EQ(complete("import mega"), "megatron\n");
+  EXPECT_EQ(complete("simulate x.yaml --schedule zb-h"), "zb-h1\nzb-h2\n");
 }
 
 }  // namespace
