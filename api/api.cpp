@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iterator>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -83,6 +84,7 @@ SimulationReport run_prepared(const PreparedSimulation& run, Observer* observer)
   if (report.result.ok) report.bubbles = decompose_bubbles(run.input, compiled, report.result);
   report.summary =
       summary_json(report.info, report.result, report.bubbles ? &*report.bubbles : nullptr);
+  report.summary["bmpipe"] = provenance(run.experiment->config.file);
   return report;
 }
 
@@ -109,6 +111,8 @@ CompareOutcome run_compare(const Config& config, const CompareRequest& request) 
   apply_overrides(base, o);
 
   CompareOutcome out;
+  // Per row, its timeline's index in out.timelines (refused rows have none).
+  std::vector<std::optional<std::size_t>> timeline_of;
   // One experiment for every schedule: the layer table does not depend on the schedule.
   const std::shared_ptr<const Experiment> experiment = prepare(base);
   for (const std::string& name : request.schedules) {
@@ -119,23 +123,40 @@ CompareOutcome run_compare(const Config& config, const CompareRequest& request) 
       const Schedule schedule = make_schedule(*experiment, name, vpp);
       const Plan plan = config_plan(*experiment, schedule.num_stages);
       CompareRow row{make_run_info(*experiment, plan, schedule), {}, {}};
-      if (request.record_timelines)
+      if (request.record_timelines) {
+        timeline_of.push_back(out.timelines.size());
         out.timelines.push_back(record_timeline(assemble(*experiment, plan, schedule), schedule,
                                                 schedule.name, &row.result));
-      else
+      } else {
+        timeline_of.emplace_back();
         row.result = run(*experiment, plan, schedule);
+      }
       out.rows.push_back(std::move(row));
     } catch (const ConfigError& e) {
       CompareRow row{
           RunInfo{name, base.training.pp, vpp, base.training.microbatches}, {}, e.what()};
       row.result.error = e.what();
+      timeline_of.emplace_back();
       out.rows.push_back(std::move(row));
     }
   }
-  std::stable_sort(out.rows.begin(), out.rows.end(), [](const CompareRow& a, const CompareRow& b) {
+  // Fastest first; the pictures in the table's order, so the SVG reads as the table does.
+  std::vector<std::size_t> order(out.rows.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t ia, std::size_t ib) {
+    const CompareRow& a = out.rows[ia];
+    const CompareRow& b = out.rows[ib];
     if (a.result.ok != b.result.ok) return a.result.ok;
     return a.result.iteration_time < b.result.iteration_time;
   });
+  std::vector<CompareRow> rows;
+  std::vector<Timeline> timelines;
+  for (std::size_t i : order) {
+    rows.push_back(std::move(out.rows[i]));
+    if (timeline_of[i]) timelines.push_back(std::move(out.timelines[*timeline_of[i]]));
+  }
+  out.rows = std::move(rows);
+  out.timelines = std::move(timelines);
   out.summary = compare_document(out.rows);
   return out;
 }
@@ -163,6 +184,7 @@ CostOutcome run_cost(const Config& config, bool with_ops) {
   for (Time t : tail) out.tail_ms.push_back(ns_to_ms(t));
 
   out.summary = cost_document(config, out, with_ops);
+  out.summary["bmpipe"] = provenance(config.file);
   return out;
 }
 
@@ -266,6 +288,7 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
       throw ConfigError(config.file, 0, "--baseline", *r.baseline + ": not run by the planner");
   }
   out.summary = plan_summary(e, out.outcomes, *out.shown);
+  out.summary["bmpipe"] = provenance(config.file);
   return out;
 }
 

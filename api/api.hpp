@@ -107,7 +107,7 @@ struct CompareRow {
 struct CompareOutcome {
   /// Fastest first, failed and refused runs last; ties keep the order asked for.
   std::vector<CompareRow> rows;
-  /// With record_timelines: one per schedule that ran, in the order asked for.
+  /// With record_timelines: one per schedule that ran, in the rows' order (fastest first).
   std::vector<Timeline> timelines;
   nlohmann::json summary;  ///< what `bmpipe compare --json` prints
 };

@@ -10,6 +10,14 @@
 
 namespace bmpipe::api {
 
+const char* version() {
+  return BMPIPE_VERSION;
+}
+
+nlohmann::json provenance(const std::string& config_file) {
+  return {{"version", version()}, {"config", config_file}};
+}
+
 namespace {
 
 /// {mode: value} over `modes` (floating values times `scale`).

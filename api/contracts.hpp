@@ -16,6 +16,13 @@
 
 namespace bmpipe::api {
 
+/// bmpipe's version, "X.Y.Z": the VERSION of project() in the top-level CMakeLists.
+const char* version();
+
+/// {"version": version(), "config": config_file}: the "bmpipe" member of every JSON
+/// document a command prints, so a saved document says what made it and from what.
+nlohmann::json provenance(const std::string& config_file);
+
 /// `compare --json`: one summary per schedule in the rows' order (fastest first); a
 /// schedule that refused the config is {schedule, ok: false, error}.
 nlohmann::json compare_document(const std::vector<CompareRow>& rows);

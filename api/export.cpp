@@ -118,6 +118,13 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   const std::string& format = request.format;
   const bool megatron = format == "megatron";
   const std::string framework = megatron ? "Megatron-LM" : "MindFormers";
+  // The frameworks' MoE flags and keys are not written yet: an export without them would
+  // hand the user a dense job (issue 17: never a different job than the one they wrote).
+  if (config.model.shape && config.model.shape->is_moe())
+    throw ConfigError(config.file, 0, "--format",
+                      "the model is a mixture of experts; bmpipe does not write " + framework +
+                          "'s expert settings (experts, top-k, expert parallelism) yet, and "
+                          "an export without them would describe a dense job");
   const std::shared_ptr<const Experiment> experiment = prepare(config);
   const Experiment& e = *experiment;
   RunOptions limited;
@@ -251,6 +258,7 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
     text += mindformers_job_yaml(chosen.mindformers, job, scheduler);
   out.text = std::move(text);
   out.summary = export_document(out);
+  out.summary["bmpipe"] = provenance(config.file);
   return out;
 }
 
@@ -286,6 +294,7 @@ ExportOutcome export_plan(const Config& config, const PlanResults& planned,
     x.text.insert(after_lines(x.text, 3 + x.notes.size()), "# " + hint + "\n");
     x.notes.push_back(hint);
     x.summary = export_document(x);
+    x.summary["bmpipe"] = provenance(config.file);
   };
   auto fits = [](const SimResult& r) { return r.ok && r.fits; };
   std::optional<ExportOutcome> better;

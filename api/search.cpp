@@ -258,7 +258,10 @@ nlohmann::json run_search(const Config& config, const SearchRequest& request,
   });
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return search_document(rank_search(s, std::move(run.results), 1, wall, run.stopped_by));
+  nlohmann::json document =
+      search_document(rank_search(s, std::move(run.results), 1, wall, run.stopped_by));
+  document["bmpipe"] = provenance(config.file);
+  return document;
 }
 
 }  // namespace bmpipe::api

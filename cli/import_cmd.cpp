@@ -8,7 +8,9 @@
 #include "api/import.hpp"
 #include "cli/commands.hpp"
 #include "cli/guard.hpp"
+#include "cli/options.hpp"
 #include "cli/outputs.hpp"
+#include "experiment/suggest.hpp"
 #include "frameworks/importers.hpp"
 #include "sim/cost/hardware.hpp"
 
@@ -29,12 +31,42 @@ that cannot change time or memory (logging, checkpoints, data paths) are listed 
 as "ignored: ...", approximations as "note: ...". Those that change time or memory in a
 way bmpipe does not model (context parallelism, FP8, mixture of experts, FSDP,
 offloading, ...) are an error, or with --allow-unmodelled a "warning: ..." each.
+
+Exit codes: 0 success (with ignored/note/warning lines on stderr), 2 bad input (an
+unknown format, flag, key or preset, a file that cannot be read, an unmodelled feature
+without --allow-unmodelled), 70 internal error.
 )";
 }
 
 int usage_error(const std::string& message, const po::options_description& opts) {
   std::cerr << "bmpipe import: " << message << "\n\n" << import_help() << "\n" << opts;
   return 2;
+}
+
+/// The names in a list such as "megatron, mindformers or profile", for did_you_mean.
+std::vector<std::string> split_or_list(const std::string& text) {
+  std::vector<std::string> names;
+  std::string word;
+  for (char c : text + ",") {
+    if (c == ',' || c == ' ') {
+      if (!word.empty() && word != "or" && word != "and") names.push_back(word);
+      word.clear();
+    } else {
+      word += c;
+    }
+  }
+  return names;
+}
+
+/// " (did you mean 'h100-sxm'?)" for a preset name: the one preset that `name` begins
+/// ("h100" is h100-sxm, not the one edit away h200), or else the closest by edits.
+std::string preset_suggestion(const std::string& name) {
+  const std::vector<std::string> names = split_or_list(hardware_preset_names());
+  std::vector<std::string> extended;
+  for (const std::string& n : names)
+    if (!name.empty() && n.rfind(name, 0) == 0) extended.push_back(n);
+  if (extended.size() == 1) return " (did you mean '" + extended[0] + "'?)";
+  return did_you_mean(name, names);
 }
 
 }  // namespace
@@ -44,14 +76,17 @@ int run_import(const std::vector<std::string>& args) {
   // clang-format off
   opts.add_options()
       ("help,h", "show this help")
-      ("cluster", po::value<std::string>(), "the cluster: a YAML file with only a cluster: section")
-      ("preset", po::value<std::string>(), ("or a hardware preset (" + hardware_preset_names() + ")").c_str())
-      ("devices", po::value<long long>(),
+      ("cluster", po::value<std::string>()->value_name("FILE"),
+       "the cluster: a YAML file with only a cluster: section")
+      ("preset", po::value<std::string>()->value_name("NAME"),
+       ("or a hardware preset (" + hardware_preset_names() + ")").c_str())
+      ("devices", po::value<long long>()->value_name("N"),
        "with --preset: the number of devices (whole nodes of the preset's size, or fewer); "
        "mindformers defaults to data_parallel x model_parallel x pipeline_stage")
-      ("out", po::value<std::string>(), "write the YAML to FILE instead of stdout")
-      ("pp", po::value<int>(), "profile only: pipeline stages (default 1)")
-      ("microbatches", po::value<int>(), "profile only: micro-batches per iteration (default 1)")
+      ("out", po::value<std::string>()->value_name("FILE"), "write the YAML to FILE instead of stdout")
+      ("pp", po::value<int>()->value_name("N"), "profile only: pipeline stages (default 1)")
+      ("microbatches", po::value<int>()->value_name("N"),
+       "profile only: micro-batches per iteration (default 1)")
       ("allow-unmodelled", "import flags or keys that change time or memory in ways bmpipe does "
        "not model, with a warning each, instead of refusing them");
   // clang-format on
@@ -63,7 +98,10 @@ int run_import(const std::vector<std::string>& args) {
   const std::string format = args[0];
   const Importer* importer = find_importer(format);
   if (!importer)
-    return usage_error("unknown format '" + format + "' (" + importer_names() + ")", opts);
+    return usage_error("unknown format '" + format + "'" +
+                           did_you_mean(format, split_or_list(importer_names())) + " (" +
+                           importer_names() + ")",
+                       opts);
 
   po::options_description all;
   all.add(opts).add_options()("input", po::value<std::string>(), "");
@@ -71,14 +109,10 @@ int run_import(const std::vector<std::string>& args) {
   pos.add("input", 1);
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(std::vector<std::string>(args.begin() + 1, args.end()))
-                  .options(all)
-                  .positional(pos)
-                  .run(),
-              vm);
-    po::notify(vm);
+    store_exact(std::vector<std::string>(args.begin() + 1, args.end()), all, pos, vm);
   } catch (const po::error& e) {
-    return usage_error(e.what(), opts);
+    std::cerr << "bmpipe import: " << parse_error_line(e, opts) << "\n";  // one line
+    return 2;
   }
   if (vm.count("help")) {
     std::cout << import_help() << "\n" << opts;
@@ -89,7 +123,16 @@ int run_import(const std::vector<std::string>& args) {
   request.format = format;
   request.input = vm["input"].as<std::string>();
   if (vm.count("cluster")) request.cluster = vm["cluster"].as<std::string>();
-  if (vm.count("preset")) request.preset = vm["preset"].as<std::string>();
+  if (vm.count("preset")) {
+    request.preset = vm["preset"].as<std::string>();
+    // Before the input is read: a misspelt preset is the first thing to fix.
+    if (!find_hardware_preset(*request.preset)) {
+      std::cerr << "bmpipe import " << format << ": --preset: unknown hardware preset '"
+                << *request.preset << "'" << preset_suggestion(*request.preset)
+                << " (known: " << hardware_preset_names() << ")\n";
+      return 2;
+    }
+  }
   if (vm.count("devices")) request.devices = vm["devices"].as<long long>();
   if (vm.count("pp")) request.pp = vm["pp"].as<int>();
   if (vm.count("microbatches")) request.microbatches = vm["microbatches"].as<int>();

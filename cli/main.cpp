@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "api/contracts.hpp"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "experiment/suggest.hpp"
@@ -37,6 +38,9 @@ Run 'bmpipe help <command>' (or 'bmpipe <command> --help') for its options.
 Exit codes: 0 success (including "does not fit in memory", which is a result),
             1 the simulation failed (deadlock), 2 bad input or usage,
             70 internal error (a bug in bmpipe: please report it with the command line).
+
+'bmpipe --version' prints the version. 'cmake --install' also installs a bash completion
+(share/bash-completion/completions/bmpipe) that reads each command's options from its --help.
 )";
 
 constexpr const char* kCommands[] = {"simulate", "schedules", "cost",   "compare",
@@ -75,7 +79,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "--version") {
-    std::cout << "bmpipe " BMPIPE_VERSION "\n";
+    std::cout << "bmpipe " << bmpipe::api::version() << "\n";
     return 0;
   }
   try {

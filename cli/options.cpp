@@ -45,24 +45,70 @@ void add_override_options(po::options_description& opts, const char* vpp_help) {
   // clang-format on
 }
 
+namespace {
+
+template <typename T>
+bool holds(const po::value_semantic* semantic) {
+  return dynamic_cast<const po::typed_value<T>*>(semantic) != nullptr;
+}
+
+/// "an integer", "a number", ...: what the option `name` (without dashes) takes.
+std::string expected_value(const po::options_description& opts, const std::string& name) {
+  const po::option_description* d = opts.find_nothrow(name, false);
+  if (!d) return "a valid value";
+  const po::value_semantic* v = d->semantic().get();
+  if (holds<std::uint64_t>(v) || holds<unsigned>(v)) return "a non-negative integer";
+  if (holds<int>(v) || holds<long>(v) || holds<long long>(v)) return "an integer";
+  if (holds<double>(v) || holds<float>(v)) return "a number";
+  return "a valid value";
+}
+
+}  // namespace
+
+void store_exact(const std::vector<std::string>& args, const po::options_description& opts,
+                 const po::positional_options_description& pos, po::variables_map& vm) {
+  const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+  po::store(po::command_line_parser(args).options(opts).positional(pos).style(style).run(), vm);
+  po::notify(vm);
+}
+
+std::string parse_error_line(const po::error& e, const po::options_description& opts) {
+  if (const auto* unknown = dynamic_cast<const po::unknown_option*>(&e)) {
+    std::vector<std::string> names;
+    for (const auto& option : opts.options())
+      if (!option->long_name().empty()) names.push_back("--" + option->long_name());
+    return std::string(e.what()) + did_you_mean(unknown->get_option_name(), names);
+  }
+  if (const auto* bad = dynamic_cast<const po::invalid_option_value*>(&e)) {
+    // Boost's text is "the argument ('VALUE') for option '--NAME' is invalid": the value is
+    // between the first "('" and the last "') for option".
+    const std::string what = e.what(), open = "('", close = "') for option";
+    const std::size_t from = what.find(open), to = what.rfind(close);
+    std::string option = bad->get_option_name();
+    if (from == std::string::npos || to == std::string::npos || to < from + open.size())
+      return what;
+    const std::string name = option.rfind("--", 0) == 0 ? option.substr(2) : option;
+    return option + ": expected " + expected_value(opts, name) + ", got '" +
+           what.substr(from + open.size(), to - from - open.size()) + "'";
+  }
+  return e.what();
+}
+
 std::optional<int> parse_command_line(const std::string& command,
                                       const std::vector<std::string>& args,
                                       const po::options_description& opts,
-                                      const std::string& epilogue, po::variables_map& vm) {
+                                      const std::string& epilogue, po::variables_map& vm,
+                                      const po::options_description* hidden) {
   po::positional_options_description pos;
   pos.add("config", 1);
+  po::options_description all;
+  all.add(opts);
+  if (hidden) all.add(*hidden);
   try {
-    po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::unknown_option& e) {
-    std::vector<std::string> names;
-    for (const auto& option : opts.options()) names.push_back("--" + option->long_name());
-    std::cerr << "bmpipe " << command << ": " << e.what()
-              << did_you_mean(e.get_option_name(), names) << "\n\n"
-              << opts;
-    return 2;
+    store_exact(args, all, pos, vm);
   } catch (const po::error& e) {
-    std::cerr << "bmpipe " << command << ": " << e.what() << "\n\n" << opts;
+    // One line: the whole option list would bury the one thing that is wrong.
+    std::cerr << "bmpipe " << command << ": " << parse_error_line(e, opts) << "\n";
     return 2;
   }
   if (vm.count("help")) {

@@ -27,13 +27,29 @@ void add_config_options(boost::program_options::options_description& opts);
 void add_override_options(boost::program_options::options_description& opts, const char* vpp_help);
 
 /// Parses `args` for `bmpipe <command>`. Returns an exit code when the command should stop
-/// now: 0 after printing --help (followed by `epilogue`), 2 after a usage error (bad
-/// option, or no CONFIG), each printed with the option list. nullopt: go on with `vm`.
-std::optional<int> parse_command_line(const std::string& command,
-                                      const std::vector<std::string>& args,
-                                      const boost::program_options::options_description& opts,
-                                      const std::string& epilogue,
-                                      boost::program_options::variables_map& vm);
+/// now: 0 after printing --help (followed by `epilogue`), 2 after a usage error: a bad
+/// option or value in one line ("bmpipe simulate: --pp: expected an integer, got 'abc'"),
+/// no CONFIG with the option list. nullopt: go on with `vm`. `hidden` options are parsed
+/// but not listed by --help (an option a command refuses with its reason).
+std::optional<int> parse_command_line(
+    const std::string& command, const std::vector<std::string>& args,
+    const boost::program_options::options_description& opts, const std::string& epilogue,
+    boost::program_options::variables_map& vm,
+    const boost::program_options::options_description* hidden = nullptr);
+
+/// Stores `args` in `vm` with `opts` and `pos`, accepting only exact option names (Boost
+/// takes an unambiguous prefix by default: --microbatch would silently be --microbatches).
+/// Throws what boost::program_options throws.
+void store_exact(const std::vector<std::string>& args,
+                 const boost::program_options::options_description& opts,
+                 const boost::program_options::positional_options_description& pos,
+                 boost::program_options::variables_map& vm);
+
+/// One line for a parse error, without the "bmpipe <command>: " prefix: "--pp: expected an
+/// integer, got 'abc'", or "unrecognised option '--microbatch' (did you mean
+/// '--microbatches'?)", the names offered being those of `opts`.
+std::string parse_error_line(const boost::program_options::error& e,
+                             const boost::program_options::options_description& opts);
 
 /// The --pp/--vpp/--microbatches/--max-ops/--max-devices values present in `vm`. Throws
 /// UsageError for a limit below 1.

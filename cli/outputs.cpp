@@ -84,11 +84,13 @@ void write_output(const std::string& path, const std::string& option, const std:
 }
 
 void write_edited_config(const std::string& config_path, const std::string& out_path,
-                         const ConfigEdits& edits, const std::string& header) {
+                         const ConfigEdits& edits, const std::string& header,
+                         std::optional<double> device_memory_GiB) {
   std::ifstream in(config_path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
-  const std::string body = config_with_edits(text.str(), config_path, out_path, edits, header);
+  const std::string body =
+      config_with_edits(text.str(), config_path, out_path, edits, header, device_memory_GiB);
   write_output(out_path, "--out", body);
 }
 

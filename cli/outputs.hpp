@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -57,7 +58,8 @@ void write_output(const std::string& path, const std::string& option, const std:
 /// Writes to `out_path` (option --out) the config read from `config_path` with `edits`
 /// applied under `header` (config_with_edits). Throws OutputError and ConfigError.
 void write_edited_config(const std::string& config_path, const std::string& out_path,
-                         const ConfigEdits& edits, const std::string& header);
+                         const ConfigEdits& edits, const std::string& header,
+                         std::optional<double> device_memory_GiB = std::nullopt);
 
 /// `j` as indented text; bytes that are not UTF-8 (a path, say) become U+FFFD instead of
 /// throwing.

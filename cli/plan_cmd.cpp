@@ -189,10 +189,12 @@ int run_plan(const std::vector<std::string>& args) {
       ("json", po::bool_switch(),
        "print the plan, baselines and search as JSON (with --format: and the export, as 'export')")
       ("out", po::value<std::string>()->value_name("FILE"), "write the config with the plan filled in to FILE")
-      ("quiet", po::bool_switch(), "no progress line on stderr")
-      ("schedule-file", po::value<std::string>()->value_name("FILE"), "not accepted: see below");
+      ("quiet", po::bool_switch(), "no progress line on stderr");
   // clang-format on
   add_override_options(opts, "chunks per device for interleaved");
+  // Parsed so that it is refused with its reason, but not listed: plan does not take it.
+  po::options_description refused;
+  refused.add_options()("schedule-file", po::value<std::string>(), "");
   po::variables_map vm;
   if (auto stop = parse_command_line(
           "plan", args, opts,
@@ -204,7 +206,7 @@ int run_plan(const std::vector<std::string>& args) {
           "fixes an op order made for another partition; give --schedule NAME.\n"
           "Exit codes: 0 a plan fits, 1 the simulation failed, 2 bad input or no plan\n"
           "fits the memory limit (the message names the rank that comes closest).\n",
-          vm))
+          vm, &refused))
     return *stop;
   const bool json = vm["json"].as<bool>();
   const std::string format = vm["format"].as<std::string>();
@@ -213,9 +215,11 @@ int run_plan(const std::vector<std::string>& args) {
       throw ConfigError(vm["schedule-file"].as<std::string>(), 0, "--schedule-file",
                         "bmpipe plan builds its own schedule: a schedule file fixes an op order "
                         "made for another partition; use --schedule NAME");
+    constexpr const char* kFormats[] = {"table", "mindformers", "megatron"};
     if (format != "table" && format != "mindformers" && format != "megatron")
-      throw UsageError("--format",
-                       "unknown format '" + format + "' (table, mindformers, megatron)");
+      throw UsageError("--format", "unknown format '" + format + "'" +
+                                       did_you_mean(format, kFormats) +
+                                       " (table, mindformers, megatron)");
     // parse -> prepare -> run -> print: api::run_plan checks the options, prepares the
     // config and plans every schedule asked for, as the Python module does.
     const std::string path = vm["config"].as<std::string>();
@@ -264,9 +268,16 @@ int run_plan(const std::vector<std::string>& args) {
     if (vm.count("out"))
       write_edited_config(
           path, vm["out"].as<std::string>(), edits,
-          "Written by bmpipe plan from " + path + ": " + (baseline.empty() ? "planned" : baseline) +
-              " plan for " + top.schedule + ", " + ms(shown->result.iteration_time) +
-              " ms per iteration as simulated.\n`bmpipe simulate` on this file reproduces it.");
+          "Written by bmpipe plan from " + path + ": " +
+              (baseline.empty() ? "the plan found" : "the " + baseline + " baseline's plan") +
+              " for " + top.schedule + ", " + ms(shown->result.iteration_time) +
+              " ms per iteration as simulated.\n" +
+              (request.memory_limit_GiB
+                   ? "cluster.device.memory_GiB is --memory-limit-GiB, the limit it was planned "
+                     "for.\n"
+                   : "") +
+              "`bmpipe simulate` on this file reproduces it.",
+          request.memory_limit_GiB);
 
     // --format: the plan as its --out file would state it, exported by the one function
     // `bmpipe export` calls, under the plan's memory limit.

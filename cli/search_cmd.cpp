@@ -232,6 +232,7 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
   if (c.json) {
     nlohmann::json document = api::search_document(report);
     if (exported) document["export"] = exported->summary;
+    document["bmpipe"] = api::provenance(c.setup.config.file);
     std::cout << json_text(document) << "\n";
     return 0;
   }

@@ -139,6 +139,9 @@ int run_schedules(const std::vector<std::string>& args) {
     return 2;
   }
   std::cout << schedule_help();
+  if (!args.empty())  // --help: the list, then how to call it
+    std::cout << "\nbmpipe schedules [--names]: the list above; --names prints one name per "
+                 "line.\nExit codes: 0 success, 2 bad usage.\n";
   return 0;
 }
 

@@ -419,9 +419,18 @@ void check_config(const Config& c) {
   if (devices % pp_tp != 0)
     c.fail("training.tp", "pp * tp = " + std::to_string(pp_tp) + " does not divide the " +
                               std::to_string(devices) + " devices");
-  if (t.dp && pp_tp * *t.dp != devices)
+  if (t.dp && pp_tp * *t.dp != devices) {
+    // pp * tp divides the devices (checked above), so one dp always fits; a pp may too.
+    const std::int64_t dp_fit = devices / pp_tp;
+    const std::int64_t tp_dp = static_cast<std::int64_t>(t.tp) * *t.dp;
+    std::string fix =
+        ": use dp " + std::to_string(dp_fit) + " (--dp " + std::to_string(dp_fit) + ")";
+    if (devices % tp_dp == 0)
+      fix += ", or pp " + std::to_string(devices / tp_dp) + " (--pp " +
+             std::to_string(devices / tp_dp) + ")";
     c.fail("training.dp", "pp * tp * dp = " + std::to_string(pp_tp * *t.dp) +
-                              " but the cluster has " + std::to_string(devices) + " devices");
+                              " but the cluster has " + std::to_string(devices) + " devices" + fix);
+  }
   // The schedule's real stage count: V schedules hold two stages per device even when the
   // config says vpp 1.
   const std::int64_t stages = schedule_stages(c);

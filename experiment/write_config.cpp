@@ -34,7 +34,7 @@ YAML::Node recompute_node(const std::vector<Recompute>& modes) {
 
 std::string config_with_edits(const std::string& source_text, const std::string& source_path,
                               const std::string& out_path, const ConfigEdits& edits,
-                              const std::string& header) {
+                              const std::string& header, std::optional<double> device_memory_GiB) {
   YAML::Node root;
   try {
     root = YAML::Load(source_text);
@@ -58,6 +58,8 @@ std::string config_with_edits(const std::string& source_text, const std::string&
   partition.SetStyle(YAML::EmitterStyle::Flow);
   t["partition"] = partition;
   t["recompute"] = recompute_node(edits.recompute);
+  // Beside a device preset, the key overrides the preset's capacity.
+  if (device_memory_GiB) root["cluster"]["device"]["memory_GiB"] = *device_memory_GiB;
   // A relative HF config path is relative to the file that names it.
   YAML::Node model = root["model"];
   if (model.IsMap() && model["hf_config"].IsScalar()) {

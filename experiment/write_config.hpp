@@ -28,9 +28,12 @@ struct ConfigEdits {
 /// to `out_path`: a relative model.hf_config is re-pointed so that it still names the same
 /// file from there. The recompute is written as one mode, or as {default, layers} with the
 /// most common mode as the default. Comments of the source are not kept; a header says
-/// where the file came from. Throws ConfigError if the source does not parse.
+/// where the file came from. With `device_memory_GiB` (plan --memory-limit-GiB), it is
+/// written as cluster.device.memory_GiB, so that simulate checks against the limit that
+/// was planned for. Throws ConfigError if the source does not parse.
 std::string config_with_edits(const std::string& source_text, const std::string& source_path,
                               const std::string& out_path, const ConfigEdits& edits,
-                              const std::string& header);
+                              const std::string& header,
+                              std::optional<double> device_memory_GiB = std::nullopt);
 
 }  // namespace bmpipe

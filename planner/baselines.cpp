@@ -230,7 +230,11 @@ std::optional<Plan> exhaustive_plan(const Space& space, const PlannerOptions& o,
   const int S = space.stages(), L = space.layers(), R = space.ranks();
   const std::int64_t partitions = compositions(L, S);
   if (partitions > o.exhaustive_limit) {
-    *why = "refused: " + std::to_string(partitions) + " partitions, more than the " +
+    // compositions() saturates past 9e18: a count that large reads as its order of magnitude.
+    const std::string count = partitions == std::numeric_limits<std::int64_t>::max()
+                                  ? "more than 10^18"
+                                  : std::to_string(partitions);
+    *why = "refused: " + count + " partitions, more than the " +
            std::to_string(o.exhaustive_limit) +
            " plans it simulates in about a minute (small instances only)";
     return std::nullopt;

@@ -29,6 +29,12 @@ constexpr double kMemHeightFew = 50;
 constexpr double kMemHeightMany = 34;  // above kFewRanks ranks
 constexpr int kFewRanks = 16;
 constexpr double kMemGap = 8;
+// Past this many ranks the per-rank memory panels, mostly empty at that height, become one
+// heat strip: a row per rank, a cell per time bin, its shade the bin's fullest moment.
+constexpr int kHeatRanks = 32;
+constexpr double kHeatRow = 4;   // px per rank in the strip
+constexpr int kHeatBins = 400;   // time bins across the plot
+constexpr int kHeatLevels = 10;  // shades from empty to full
 constexpr double kBlockGap = 24;
 constexpr double kSmallFont = 8;             // two-line band labels
 constexpr std::size_t kTooltipLimit = 5000;  // boxes; above it tooltips only bloat the file
@@ -70,6 +76,22 @@ KindStyle style(OpKind kind) {
       return {"F&amp;B", "FB", "#b07aa1", "#ffffff", "#dcc1d6", "#000000"};
   }
   return {"?", "X", "#999999", "#000000", "#cccccc", "#000000"};
+}
+
+/// `dark` at t = 0 to `light` at t = 1, channel by channel ("#rrggbb" both).
+std::string shade(const char* dark, const char* light, double t) {
+  if (t <= 0) return dark;
+  if (t >= 1) return light;
+  auto channel = [](const char* hex, int i) {
+    return std::stoi(std::string(hex + 1 + 2 * i, 2), nullptr, 16);
+  };
+  char out[8];
+  int c[3];
+  for (int i = 0; i < 3; ++i)
+    c[i] = static_cast<int>(
+        std::lround(channel(dark, i) + t * (channel(light, i) - channel(dark, i))));
+  std::snprintf(out, sizeof out, "#%02x%02x%02x", c[0], c[1], c[2]);
+  return out;
 }
 
 constexpr std::array<OpKind, kKinds> kKindOrder = {OpKind::F, OpKind::B, OpKind::I, OpKind::W,
@@ -244,6 +266,8 @@ class Painter {
                               std::max<double>(kDefaultWidth, options.max_width_px));
     plot_width_ = std::max(100.0, width_ - kLeft - kRight);
     for (const auto& t : timelines_) span_ = std::max({span_, t.iteration_time, t.pipeline_time});
+    for (const auto& t : timelines_)
+      for (int c : t.stage_chunk) chunks_ = std::max(chunks_, c + 1);
     span_ = std::max<Time>(span_, 1);
     scale_ = plot_width_ / static_cast<double>(span_);
     std::size_t drawn = 0;
@@ -290,7 +314,9 @@ class Painter {
   double block_height(const Timeline& t) const {
     if (!t.ok) return kBlockTitle + 20;
     double h = kBlockTitle + t.num_ranks * kRowPitch + kAxis;
-    if (options_.memory_panels) h += kMemHeading + t.num_ranks * (mem_height_ + kMemGap);
+    if (options_.memory_panels)
+      h += kMemHeading + (t.num_ranks > kHeatRanks ? t.num_ranks * kHeatRow + kMemGap
+                                                   : t.num_ranks * (mem_height_ + kMemGap));
     return h;
   }
 
@@ -371,7 +397,25 @@ class Painter {
                  "(stripes: mixed kinds)",
                  6.2 * 80);
     }
-    if (chunks) {
+    if (chunks && chunks_ > 2) {
+      // One swatch per chunk, dark to light, and their names.
+      const double w = 28.0 / chunks_;
+      for (int c = 0; c < chunks_; ++c)
+        buf_ += "<rect class=\"legend chunk\" x=\"" + num(lx + c * w) + "\" y=\"" + num(ly) +
+                "\" width=\"" + num(w) + "\" height=\"12\" fill=\"" +
+                shade("#4e79a7", "#a6c3e0", static_cast<double>(c) / (chunks_ - 1)) + "\"/>";
+      std::string names;
+      for (int c = 1; c <= chunks_; ++c)
+        names += (c > 1 ? " / " : "") + std::to_string(c) +
+                 (c % 10 == 1 && c != 11   ? "st"
+                  : c % 10 == 2 && c != 12 ? "nd"
+                  : c % 10 == 3 && c != 13 ? "rd"
+                                           : "th");
+      const std::string text = "dark to light: a device\u2019s " + names + " chunk";
+      buf_ += "<text x=\"" + num(lx + 32) + "\" y=\"" + num(ly + 10) + "\" font-size=\"11\">" +
+              text + "</text>\n";
+      lx += 50 + text_px(text);
+    } else if (chunks) {
       buf_ += "<rect class=\"legend\" x=\"" + num(lx) + "\" y=\"" + num(ly) +
               "\" width=\"7\" height=\"12\" fill=\"#4e79a7\"/><rect class=\"legend\" x=\"" +
               num(lx + 7) + "\" y=\"" + num(ly) + "\" width=\"7\" height=\"12\" fill=\"#a6c3e0\"/>";
@@ -441,14 +485,19 @@ class Painter {
     buf_ += "<g class=\"axis\"><line x1=\"" + num(kLeft) + "\" y1=\"" + num(ay) + "\" x2=\"" +
             num(kLeft + plot_width_) + "\" y2=\"" + num(ay) +
             "\" stroke=\"#333333\" stroke-width=\"1\"/>";
+    // The axis title starts after the last tick label: a tick near the right end would
+    // otherwise run into it ("7000time (ms)").
+    double title_x = kLeft + plot_width_ + 6;
     for (Time tick = 0; tick <= span_; tick += axis.step) {
+      const std::string label = tick_label(tick, axis);
       buf_ += "<line x1=\"" + num(x(tick)) + "\" y1=\"" + num(ay) + "\" x2=\"" + num(x(tick)) +
               "\" y2=\"" + num(ay + 4) + "\" stroke=\"#333333\" stroke-width=\"1\"/>";
       buf_ += "<text x=\"" + num(x(tick)) + "\" y=\"" + num(ay + 15) +
-              "\" font-size=\"10\" text-anchor=\"middle\">" + tick_label(tick, axis) + "</text>";
+              "\" font-size=\"10\" text-anchor=\"middle\">" + label + "</text>";
+      title_x = std::max(title_x, x(tick) + text_px(label) / 2 + 8);
     }
-    buf_ += "<text x=\"" + num(kLeft + plot_width_ + 6) + "\" y=\"" + num(ay + 15) +
-            "\" font-size=\"10\">time (" + axis.unit_name + ")</text></g>\n";
+    buf_ += "<text x=\"" + num(title_x) + "\" y=\"" + num(ay + 15) + "\" font-size=\"10\">time (" +
+            axis.unit_name + ")</text></g>\n";
 
     if (options_.memory_panels) memory(t, rows_bottom + kAxis);
   }
@@ -456,9 +505,13 @@ class Painter {
   void box(const Timeline& t, const Timeline::Box& b, double rows_top) {
     char buf[256];
     const KindStyle s = style(b.op.kind);
-    const bool light = at_or<int>(t.stage_chunk, b.op.stage, 0) % 2 == 1;
-    const char* fill = light ? s.light_fill : s.fill;
-    const char* text = light ? s.light_text : s.text;
+    // A device's chunks from dark (its first) to light (its last): at vpp 2 the two tints,
+    // past it one shade each, so that chunks 0 and 2 no longer look the same.
+    const int chunk = at_or<int>(t.stage_chunk, b.op.stage, 0);
+    const double lightness =
+        chunks_ <= 2 ? chunk % 2 : static_cast<double>(chunk) / static_cast<double>(chunks_ - 1);
+    const std::string fill = shade(s.fill, s.light_fill, lightness);
+    const char* text = lightness >= 0.5 ? s.light_text : s.text;
     const double bx = x(b.start);
     const double bw = static_cast<double>(b.end - b.start) * scale_;
     const double by = rows_top + b.rank * kRowPitch;
@@ -587,7 +640,73 @@ class Painter {
     return bottom - static_cast<double>(bytes) / mem_.full * height;
   }
 
+  // Fraction of the capacity (or of the scale, without one) to a shade: white to dark blue,
+  // and the capacity colour above it.
+  static std::string heat_fill(int level) {
+    if (level > kHeatLevels) return kCapacityColour;
+    return shade("#f7fbff", "#08306b", static_cast<double>(level) / kHeatLevels);
+  }
+
+  void heat_strip(const Timeline& t, double y) {
+    buf_ += "<text x=\"12\" y=\"" + num(y + 13) +
+            "\" font-size=\"11\" font-weight=\"bold\">memory per device as a heat strip: a row per "
+            "rank, a cell's shade its fullest moment against the capacity (white empty, dark "
+            "blue full, red over)</text>\n";
+    y += kMemHeading;
+    const Time end = std::max<Time>(std::max(t.iteration_time, t.pipeline_time), 1);
+    const double bin_w = plot_width_ / kHeatBins;
+    buf_ += "<g class=\"heat-strip\">";
+    for (int r = 0; r < t.num_ranks; ++r) {
+      const std::int64_t cap = at_or<std::int64_t>(t.capacity_bytes, r, 0);
+      const double full = cap > 0 ? static_cast<double>(cap) : mem_.full;
+      const std::int64_t stat = at_or<std::int64_t>(t.static_bytes, r, 0);
+      // The most bytes held in each bin: the level on entering it and every change in it.
+      std::vector<std::int64_t> most(kHeatBins, stat);
+      auto bin_of = [&](Time time) {
+        return std::clamp<int>(static_cast<int>(static_cast<double>(time) / end * kHeatBins), 0,
+                               kHeatBins - 1);
+      };
+      std::int64_t current = stat;
+      int from = 0;
+      if (static_cast<std::size_t>(r) < t.memory.size())
+        for (const auto& sample : t.memory[r]) {
+          const int b = bin_of(sample.time);
+          for (int k = from; k <= b; ++k) most[k] = std::max(most[k], current);
+          current = stat + sample.activation_bytes;
+          most[b] = std::max(most[b], current);
+          from = b;
+        }
+      for (int k = from; k < kHeatBins; ++k) most[k] = std::max(most[k], current);
+      auto level = [&](std::int64_t bytes) {
+        const double f = static_cast<double>(bytes) / full;
+        return f > 1 ? kHeatLevels + 1
+                     : static_cast<int>(std::lround(std::clamp(f, 0.0, 1.0) * kHeatLevels));
+      };
+      // Runs of one shade as one rect.
+      const double top = y + r * kHeatRow;
+      for (int k = 0; k < kHeatBins;) {
+        const int lv = level(most[k]);
+        int k2 = k + 1;
+        while (k2 < kHeatBins && level(most[k2]) == lv) ++k2;
+        buf_ += "<rect x=\"" + num(kLeft + k * bin_w) + "\" y=\"" + num(top) + "\" width=\"" +
+                num((k2 - k) * bin_w) + "\" height=\"" + num(kHeatRow) + "\" fill=\"" +
+                heat_fill(lv) + "\"/>";
+        k = k2;
+      }
+      if (r % 8 == 0)
+        buf_ += "<text x=\"" + num(kLeft - 8) + "\" y=\"" + num(top + kHeatRow + 2) +
+                "\" font-size=\"9\" text-anchor=\"end\">rank " + std::to_string(r) + "</text>";
+      buf_ += "\n";
+      flush_if_large();
+    }
+    buf_ += "</g>\n";
+  }
+
   void memory(const Timeline& t, double y) {
+    if (t.num_ranks > kHeatRanks) {
+      heat_strip(t, y);
+      return;
+    }
     std::string heading = "memory per device, one scale: panel height = " +
                           gib(static_cast<std::int64_t>(mem_.full)) +
                           " (dark: static, light: activations; dashed: capacity";
@@ -654,6 +773,7 @@ class Painter {
   SvgOptions options_;
   std::vector<Layout> layouts_;
   std::vector<unsigned> mixes_;  // kind masks of mixed bands, sorted
+  int chunks_ = 1;               // most chunks per device of any timeline
   double width_ = kDefaultWidth;
   double plot_width_ = 0;
   Time span_ = 0;

@@ -250,6 +250,19 @@ TEST(ExportCli, AnInexactExportIsNeverSlowerThanABaseline) {
   }
 }
 
+// A mixture-of-experts config exports no expert settings yet, so it is refused rather than
+// exported as the dense job its flags would describe.
+TEST(ExportCli, AMixtureOfExpertsIsRefusedNotExportedDense) {
+  for (const char* format : {"megatron", "mindformers"}) {
+    const test::CliRun r = run_cli("export " + test::examples() +
+                                   "h100_mixtral_8x7b_ep8.yaml --format " + format);
+    EXPECT_EQ(r.code, 2) << format << r.out;
+    EXPECT_EQ(r.out, "") << format;
+    EXPECT_NE(r.err.find("--format: the model is a mixture of experts"), std::string::npos)
+        << r.err;
+  }
+}
+
 TEST(ExportCli, BadInput) {
   const std::string tiny = test::examples() + "tiny.yaml";
   const test::CliRun typo = run_cli("export " + tiny + " --format megatorn");
