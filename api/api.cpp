@@ -9,12 +9,12 @@
 #include <utility>
 
 #include "api/contracts.hpp"
+#include "api/summary.hpp"
 #include "experiment/suggest.hpp"
 #include "planner/schedules_plan.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
 #include "sim/compiled_schedule.hpp"
-#include "api/summary.hpp"
 
 namespace bmpipe::api {
 

@@ -7,6 +7,7 @@
 
 #include "api/api.hpp"
 #include "api/contracts.hpp"
+#include "api/summary.hpp"
 #include "experiment/experiment.hpp"
 #include "experiment/suggest.hpp"
 #include "frameworks/megatron/export.hpp"
@@ -14,7 +15,6 @@
 #include "planner/export_layout.hpp"
 #include "schedules/registry.hpp"
 #include "sim/units.hpp"
-#include "api/summary.hpp"
 
 namespace bmpipe::api {
 
@@ -266,8 +266,12 @@ ExportOutcome export_plan(const Config& config, const PlanResults& planned,
                           const ExportRequest& request) {
   const PlanOutcome& top = planned.outcomes.front();
   auto edits_of = [&](const PlanRun& r) {
-    return ConfigEdits{top.schedule,        r.schedule.num_ranks, r.schedule.chunks_per_device(),
-                       r.schedule.num_microbatches, r.plan.partition, r.plan.recompute,
+    return ConfigEdits{top.schedule,
+                       r.schedule.num_ranks,
+                       r.schedule.chunks_per_device(),
+                       r.schedule.num_microbatches,
+                       r.plan.partition,
+                       r.plan.recompute,
                        {},
                        {},
                        {}};
@@ -321,8 +325,8 @@ ExportOutcome export_plan(const Config& config, const PlanResults& planned,
   // The baseline's text, said as the plan's export: the config it stands for is the plan.
   const std::string words = request.format == "megatron" ? "flags" : "keys";
   const std::string note = "The plan's own " + words + " take " + said(out.result) + " under " +
-                           schedule_words(out.schedule, out.vpp) + "; the " + by +
-                           " baseline's " + words + " take less, so these are its.";
+                           schedule_words(out.schedule, out.vpp) + "; the " + by + " baseline's " +
+                           words + " take less, so these are its.";
   ExportOutcome& x = *better;
   x.exact = false;
   x.states_plan = false;

@@ -108,9 +108,9 @@ SearchRun apply_budgets(const SearchSetup& s, std::vector<std::optional<LayoutRe
                   std::to_string(spent) + " evaluations before it)");
     } else if (!r) {
       timed_out = true;
-      r = cut(s.layouts[i], "time limit",
-              "not planned: --time-limit-s " + number(s.request.time_limit_s.value_or(0)) +
-                  " spent");
+      r = cut(
+          s.layouts[i], "time limit",
+          "not planned: --time-limit-s " + number(s.request.time_limit_s.value_or(0)) + " spent");
     } else {
       spent += r->evaluations;
     }
@@ -162,7 +162,8 @@ SearchRun evaluate_search(
     // One layout per task, taken in enumeration order as far as the scheduler allows, so
     // the budget's prefix fills early.
     tbb::parallel_for(
-        tbb::blocked_range<std::size_t>(0, n, 1), [&](const tbb::blocked_range<std::size_t>& range) {
+        tbb::blocked_range<std::size_t>(0, n, 1),
+        [&](const tbb::blocked_range<std::size_t>& range) {
           for (std::size_t i = range.begin(); i != range.end(); ++i) {
             {
               const std::lock_guard<std::mutex> lock(m);
@@ -252,10 +253,10 @@ nlohmann::json run_search(const Config& config, const SearchRequest& request,
                           const std::function<void()>& done) {
   const auto start = std::chrono::steady_clock::now();
   const SearchSetup s = prepare_search(config, request);
-  SearchRun run = evaluate_search(s, {}, [&](std::size_t, const LayoutResult&,
-                                               const SearchProgress&) {
-    if (done) done();
-  });
+  SearchRun run =
+      evaluate_search(s, {}, [&](std::size_t, const LayoutResult&, const SearchProgress&) {
+        if (done) done();
+      });
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nlohmann::json document =

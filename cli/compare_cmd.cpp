@@ -7,13 +7,13 @@
 #include <sstream>
 
 #include "api/api.hpp"
+#include "api/summary.hpp"
 #include "cli/commands.hpp"
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
 #include "experiment/suggest.hpp"
 #include "schedules/registry.hpp"
-#include "api/summary.hpp"
 #include "traces/svg.hpp"
 
 namespace po = boost::program_options;

@@ -4,12 +4,12 @@
 #include <iostream>
 
 #include "api/api.hpp"
+#include "api/summary.hpp"
 #include "cli/commands.hpp"
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
 #include "experiment/experiment.hpp"
-#include "api/summary.hpp"
 
 namespace po = boost::program_options;
 
@@ -72,8 +72,8 @@ int run_cost(const std::vector<std::string>& args) {
                 a.settings.sequence_parallel ? " (sequence parallel)" : "", a.dp);
     if (m.is_moe())
       std::printf("experts %d (top %d, ffn %d, shared ffn %d)   ep %d   etp %d   edp %d\n",
-                  m.moe.num_experts, m.moe.top_k, m.moe.expert_ffn, m.moe.shared_ffn,
-                  a.settings.ep, a.settings.etp, a.edp);
+                  m.moe.num_experts, m.moe.top_k, m.moe.expert_ffn, m.moe.shared_ffn, a.settings.ep,
+                  a.settings.etp, a.edp);
     std::printf("per micro-batch, per device (ms; activations in MiB):\n\n");
     // Activations per mode, then the recompute time of each mode that recomputes.
     std::printf("%-10s %5s %9s %9s %9s", "layer", "count", "F", "I", "W");

@@ -13,6 +13,7 @@
 
 #include "api/api.hpp"
 #include "api/export.hpp"
+#include "api/summary.hpp"
 #include "cli/commands.hpp"
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
@@ -23,7 +24,6 @@
 #include "planner/planner.hpp"
 #include "schedules/registry.hpp"
 #include "sim/units.hpp"
-#include "api/summary.hpp"
 
 namespace po = boost::program_options;
 

@@ -15,6 +15,7 @@
 
 #include "api/contracts.hpp"
 #include "api/export.hpp"
+#include "api/summary.hpp"
 #include "cli/commands.hpp"
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
@@ -24,7 +25,6 @@
 #include "experiment/suggest.hpp"
 #include "experiment/write_config.hpp"
 #include "sim/units.hpp"
-#include "api/summary.hpp"
 
 namespace po = boost::program_options;
 
@@ -172,21 +172,27 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
     std::uint64_t h = fnv1a64(text.str());
     for (const auto& [name, value] : vm) {
       static const std::set<std::string> kNoEffect{
-          "config", "journal", "threads", "quiet", "progress-interval-s", "top", "json",
-          "format", "csv", "out", "max-evals", "time-limit-s", "help"};
+          "config", "journal", "threads", "quiet",     "progress-interval-s", "top", "json",
+          "format", "csv",     "out",     "max-evals", "time-limit-s",        "help"};
       if (kNoEffect.count(name)) continue;
       std::string v;
       const boost::any& a = value.value();
-      if (const auto* p = boost::any_cast<std::string>(&a)) v = *p;
-      else if (const auto* i = boost::any_cast<std::int64_t>(&a)) v = std::to_string(*i);
-      else if (const auto* u = boost::any_cast<std::uint64_t>(&a)) v = std::to_string(*u);
-      else if (const auto* n = boost::any_cast<int>(&a)) v = std::to_string(*n);
+      if (const auto* p = boost::any_cast<std::string>(&a))
+        v = *p;
+      else if (const auto* i = boost::any_cast<std::int64_t>(&a))
+        v = std::to_string(*i);
+      else if (const auto* u = boost::any_cast<std::uint64_t>(&a))
+        v = std::to_string(*u);
+      else if (const auto* n = boost::any_cast<int>(&a))
+        v = std::to_string(*n);
       else if (const auto* d = boost::any_cast<double>(&a)) {
         char buf[40];
         std::snprintf(buf, sizeof buf, "%.17g", *d);
         v = buf;
-      } else if (const auto* b = boost::any_cast<bool>(&a)) v = *b ? "true" : "false";
-      else throw std::logic_error("search --journal: option --" + name + " has no hash");
+      } else if (const auto* b = boost::any_cast<bool>(&a))
+        v = *b ? "true" : "false";
+      else
+        throw std::logic_error("search --journal: option --" + name + " has no hash");
       h = fnv1a64("\n" + name + "=" + v, h);
     }
     c.inputs_hash = h;
@@ -309,8 +315,8 @@ int run_search(const std::vector<std::string>& args) {
     const bool show = !c.quiet;
     const api::SearchRequest& rq = c.setup.request;
     double last_line = -1e300;
-    std::size_t here = 0;     // layouts evaluated by this run (not read back)
-    std::int64_t spent = 0;   // their evaluations
+    std::size_t here = 0;    // layouts evaluated by this run (not read back)
+    std::int64_t spent = 0;  // their evaluations
     auto progress = [&](std::size_t, const LayoutResult& r, const api::SearchProgress& p) {
       ++here;
       spent += r.evaluations;
@@ -324,8 +330,8 @@ int run_search(const std::vector<std::string>& args) {
       if (left == 0) {
         eta = "ETA 0 s";
       } else if (here > 0 && p.elapsed_s > 0) {
-        double evals_left = static_cast<double>(spent) / static_cast<double>(here) *
-                            static_cast<double>(left);
+        double evals_left =
+            static_cast<double>(spent) / static_cast<double>(here) * static_cast<double>(left);
         if (rq.max_evals)
           evals_left = std::min(evals_left, static_cast<double>(std::max<std::int64_t>(
                                                 0, *rq.max_evals - p.evaluations)));
@@ -339,7 +345,8 @@ int run_search(const std::vector<std::string>& args) {
           std::snprintf(b, sizeof b, "ETA %.0f s", std::ceil(s));
         eta = b;
       }
-      std::fprintf(stderr, "%ssearch: planning, %zu / %zu layouts, %lld evaluations, best %s, %.1f s, %s%s",
+      std::fprintf(stderr,
+                   "%ssearch: planning, %zu / %zu layouts, %lld evaluations, best %s, %.1f s, %s%s",
                    tty ? "\r" : "", p.done, total, static_cast<long long>(p.evaluations),
                    p.best ? (ms(*p.best) + " ms").c_str() : "none yet", p.elapsed_s, eta.c_str(),
                    tty ? "   " : "\n");

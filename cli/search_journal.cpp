@@ -41,12 +41,14 @@ void write_all(int fd, const std::string& text, const std::string& path) {
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw OutputError(path, "--journal", std::string("write failed (") +
-                                                         std::strerror(errno) + ")");
+    if (n <= 0)
+      throw OutputError(path, "--journal",
+                        std::string("write failed (") + std::strerror(errno) + ")");
     done += static_cast<std::size_t>(n);
   }
   if (::fsync(fd) != 0)
-    throw OutputError(path, "--journal", std::string("fsync failed (") + std::strerror(errno) + ")");
+    throw OutputError(path, "--journal",
+                      std::string("fsync failed (") + std::strerror(errno) + ")");
 }
 
 }  // namespace
@@ -66,7 +68,8 @@ SearchJournal::SearchJournal(std::string path, std::uint64_t hash, std::size_t l
   }
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
   if (fd_ < 0)
-    throw UsageError("--journal", path_ + ": cannot open for writing (" + std::strerror(errno) + ")");
+    throw UsageError("--journal",
+                     path_ + ": cannot open for writing (" + std::strerror(errno) + ")");
   if (text.empty()) {
     write_all(fd_, header.dump() + "\n", path_);
     return;
@@ -74,20 +77,19 @@ SearchJournal::SearchJournal(std::string path, std::uint64_t hash, std::size_t l
   // The header line: the same inputs, or refuse.
   std::size_t end = text.find('\n');
   nlohmann::json got;
-  if (end != std::string::npos)
-    got = nlohmann::json::parse(text.substr(0, end), nullptr, false);
+  if (end != std::string::npos) got = nlohmann::json::parse(text.substr(0, end), nullptr, false);
   if (end == std::string::npos || got.is_discarded() || !got.is_object() ||
       got.value("format", "") != kFormat)
     throw UsageError("--journal", path_ + ": line 1: not a bmpipe search journal (expected '" +
                                       std::string(kFormat) + "' header)");
   if (got != header)
     throw UsageError("--journal",
-                     path_ + ": written for other inputs (the config, an option that changes "
-                             "results, or the bmpipe version differ: journal " +
+                     path_ +
+                         ": written for other inputs (the config, an option that changes "
+                         "results, or the bmpipe version differ: journal " +
                          got.value("inputs", std::string("?")) + " bmpipe " +
                          got.value("version", std::string("?")) + ", this run " + hex(hash) +
-                         " bmpipe " + BMPIPE_VERSION +
-                         "); remove it or name another file");
+                         " bmpipe " + BMPIPE_VERSION + "); remove it or name another file");
   // The layouts: one line each. Only the last line may be torn (a kill in mid-write).
   std::size_t good = end + 1, line = 1;
   while (good < text.size()) {
