@@ -16,16 +16,6 @@ namespace {
 
 using test::run_cli;
 
-/// The README's imported job, in the test's own folder.
-std::string imported_job(const test::ScratchDir& dir) {
-  const std::string job = dir.file("job.yaml");
-  const test::CliRun r =
-      run_cli("import megatron " + test::examples() + "llama2_13b_megatron_args.txt --cluster " +
-              std::string(BMPIPE_SOURCE_DIR) + "/configs/clusters/h100_2x8.yaml --out " + job);
-  EXPECT_EQ(r.code, 0) << r.err;
-  return job;
-}
-
 std::string three_decimals(double ms) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f", ms);
@@ -42,7 +32,7 @@ bool has_line(const std::string& text, const std::string& line) {
 // it is not exact.
 TEST(ExportCli, DualPipeVQuotesTheInterleavedSchedule) {
   const test::ScratchDir dir;
-  const std::string job = imported_job(dir), plan = dir.file("plan.yaml");
+  const std::string job = test::imported_13b_job(dir), plan = dir.file("plan.yaml");
   const test::CliRun r = run_cli(
       "plan " + job + " --schedule dualpipe-v --format megatron --json --quiet --out " + plan);
   ASSERT_EQ(r.code, 0) << r.err;
@@ -61,24 +51,26 @@ TEST(ExportCli, DualPipeVQuotesTheInterleavedSchedule) {
   // run, Megatron-LM's default (even split, no recompute), exports faster: its flags are
   // given (issue 17: never slower than a baseline the framework runs).
   EXPECT_EQ(three_decimals(x["iteration_time_ms"].get<double>()), "7144.528");
-  EXPECT_TRUE(has_line(text, "# The plan's own flags take 8431.523 ms per iteration under "
-                             "interleaved 1F1B (vpp 2); the megatron-no-recompute baseline's "
-                             "flags take less, so these are its."))
+  EXPECT_TRUE(has_line(text,
+                       "# The plan's own flags take 8431.523 ms per iteration under "
+                       "interleaved 1F1B (vpp 2); the megatron-no-recompute baseline's "
+                       "flags take less, so these are its."))
       << text;
-  EXPECT_FALSE(has_line(
-      text, "--pipeline-model-parallel-layout \"Et*5|t*5|t*5|t*7|t*3|t*5|t*5|t*5L\""))
+  EXPECT_FALSE(
+      has_line(text, "--pipeline-model-parallel-layout \"Et*5|t*5|t*5|t*7|t*3|t*5|t*5|t*5L\""))
       << text;
   // Megatron-LM runs no dualpipe-v: the hint names the schedules it does run.
-  EXPECT_TRUE(has_line(text, "# bmpipe plan --expressible megatron --schedule auto plans only "
-                             "what the flags state, on the schedules Megatron-LM runs, so that "
-                             "the export is exact."))
+  EXPECT_TRUE(has_line(text,
+                       "# bmpipe plan --expressible megatron --schedule auto plans only "
+                       "what the flags state, on the schedules Megatron-LM runs, so that "
+                       "the export is exact."))
       << text;
 }
 
 // Issue 17: after `search` picks tp 4, the flags printed no tp.
 TEST(ExportCli, TensorParallelSizeIsAFlag) {
   const test::ScratchDir dir;
-  const std::string job = imported_job(dir);
+  const std::string job = test::imported_13b_job(dir);
   const test::CliRun r = run_cli("search " + job +
                                  " --tp 4 --pp 4 --micro-batch-size 1 --schedules 1f1b "
                                  "--planner off --quiet --format megatron");
@@ -97,7 +89,7 @@ TEST(ExportCli, TensorParallelSizeIsAFlag) {
 // --recompute-* flags. The job recomputes nothing; a job that recomputes says so in flags.
 TEST(ExportCli, NamesTheRecomputeFlagsToRemove) {
   const test::ScratchDir dir;
-  const std::string job = imported_job(dir);
+  const std::string job = test::imported_13b_job(dir);
   const test::CliRun r = run_cli("export " + job + " --format megatron");
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* f : {"--recompute-granularity", "--recompute-method", "--recompute-num-layers",
@@ -117,7 +109,7 @@ TEST(ExportCli, NamesTheRecomputeFlagsToRemove) {
 // --format there is none.
 TEST(ExportCli, JsonKeepsTheExport) {
   const test::ScratchDir dir;
-  const std::string job = imported_job(dir);
+  const std::string job = test::imported_13b_job(dir);
   const test::CliRun with =
       run_cli("plan " + job + " --max-evals 200 --quiet --json --format mindformers");
   ASSERT_EQ(with.code, 0) << with.err;
@@ -146,7 +138,7 @@ TEST(ExportCli, SavedPlanExportsAsThePlanDid) {
   // run's baselines and the planner, so it alone adds the hint to plan with --expressible
   // (and would fall back to a faster baseline; none is faster here).
   const test::ScratchDir dir;
-  const std::string job = imported_job(dir), plan = dir.file("plan.yaml");
+  const std::string job = test::imported_13b_job(dir), plan = dir.file("plan.yaml");
   const test::CliRun planned = run_cli("plan " + job +
                                        " --schedule zb-h2 --max-evals 300 --quiet --format "
                                        "megatron --out " +
@@ -182,7 +174,8 @@ TEST(ExportCli, MindFormersStatesThePlansCountsOnTheFirstLayers) {
             0);
   const test::CliRun r = run_cli("plan " + job +
                                  " --schedule interleaved --vpp 2 --quiet --json --format "
-                                 "mindformers --out " + plan);
+                                 "mindformers --out " +
+                                 plan);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   const auto& modes = j["plan"]["layer_recompute"];
@@ -198,7 +191,8 @@ TEST(ExportCli, MindFormersStatesThePlansCountsOnTheFirstLayers) {
   std::string swapped;
   for (int layer = 0; layer < static_cast<int>(modes.size()); ++layer)
     if (modes[layer] != "none" && layer != 0) swapped += ", " + std::to_string(layer) + ": full";
-  const test::CliRun other = run_cli("export " + plan + " --format mindformers --json --set "
+  const test::CliRun other = run_cli("export " + plan +
+                                     " --format mindformers --json --set "
                                      "'training.recompute={default: none, layers: {1: full" +
                                      swapped + "}}'");
   ASSERT_EQ(other.code, 0) << other.err;
@@ -230,8 +224,9 @@ TEST(ExportCli, AnInexactExportIsNeverSlowerThanABaseline) {
                        "# The plan's own flags take 32149.132 ms per iteration under 1F1B; the "
                        "megatron-best-rule baseline's flags take less, so these are its."))
       << text;
-  EXPECT_TRUE(has_line(text, "# bmpipe plan --expressible megatron plans only what the flags "
-                             "state, so that the export is exact."))
+  EXPECT_TRUE(has_line(text,
+                       "# bmpipe plan --expressible megatron plans only what the flags "
+                       "state, so that the export is exact."))
       << text;
   EXPECT_TRUE(has_line(text, "--recompute-num-layers 5")) << text;
   for (const auto& b : j["baselines"]) {
@@ -241,8 +236,7 @@ TEST(ExportCli, AnInexactExportIsNeverSlowerThanABaseline) {
     ASSERT_EQ(own.code, 0) << name << ": " << own.err;
     const auto o = nlohmann::json::parse(own.out)["export"];
     if (o["fits"].get<bool>()) {
-      EXPECT_LE(x["iteration_time_ms"].get<double>(), o["iteration_time_ms"].get<double>())
-          << name;
+      EXPECT_LE(x["iteration_time_ms"].get<double>(), o["iteration_time_ms"].get<double>()) << name;
     }
     if (name == "megatron-best-rule") {
       EXPECT_EQ(o["iteration_time_ms"], x["iteration_time_ms"]);
@@ -254,8 +248,8 @@ TEST(ExportCli, AnInexactExportIsNeverSlowerThanABaseline) {
 // exported as the dense job its flags would describe.
 TEST(ExportCli, AMixtureOfExpertsIsRefusedNotExportedDense) {
   for (const char* format : {"megatron", "mindformers"}) {
-    const test::CliRun r = run_cli("export " + test::examples() +
-                                   "h100_mixtral_8x7b_ep8.yaml --format " + format);
+    const test::CliRun r =
+        run_cli("export " + test::examples() + "h100_mixtral_8x7b_ep8.yaml --format " + format);
     EXPECT_EQ(r.code, 2) << format << r.out;
     EXPECT_EQ(r.out, "") << format;
     EXPECT_NE(r.err.find("--format: the model is a mixture of experts"), std::string::npos)

@@ -23,16 +23,6 @@ std::string ms3(double ms) {
   return buf;
 }
 
-// The README's worked job: the shipped Megatron-LM script imported on 16 H100s, as FILE.
-std::string imported_13b_job(const test::ScratchDir& dir) {
-  const std::string job = dir.file("job.yaml");
-  const test::CliRun imported =
-      run_cli("import megatron " + test::examples() + "llama2_13b_megatron_args.txt --cluster " +
-              std::string(BMPIPE_SOURCE_DIR) + "/configs/clusters/h100_2x8.yaml --out " + job);
-  EXPECT_EQ(imported.code, 0) << imported.err;
-  return job;
-}
-
 TEST(PlanCli, JsonHasThePlanTheBaselinesAndTheSearch) {
   const test::CliRun r = run_cli("plan " + kTiny + " --json --quiet");
   ASSERT_EQ(r.code, 0) << r.err;
@@ -89,7 +79,7 @@ TEST(PlanCli, OutIsReproducedBySimulate) {
 // the plan now recomputes layer 0 (first_n_order). Its export is the next test's.
 TEST(PlanCli, ZbH2PlanRecomputesTheFirstLayerOfTheStage) {
   const test::ScratchDir dir;
-  const std::string job = imported_13b_job(dir);
+  const std::string job = test::imported_13b_job(dir);
   const test::CliRun planned = run_cli("plan " + job + " --schedule zb-h2 --json --quiet");
   ASSERT_EQ(planned.code, 0) << planned.err;
   const auto p = nlohmann::json::parse(planned.out);
@@ -209,7 +199,7 @@ TEST(PlanCli, ExpressibleRefusesWhatTheFrameworkDoesNotRun) {
 // under 1F1B).
 TEST(PlanCli, MegatronFlagsQuoteMegatronsSchedule) {
   const test::ScratchDir dir;
-  const std::string job = imported_13b_job(dir);
+  const std::string job = test::imported_13b_job(dir);
   const test::CliRun r =
       run_cli("plan " + job + " --schedule zb-h2 --format megatron --json --quiet");
   ASSERT_EQ(r.code, 0) << r.err;

@@ -209,4 +209,15 @@ inline std::string examples() {
   return std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/";
 }
 
+/// The README's worked job: the shipped Megatron-LM script imported onto 16 H100s
+/// (configs/clusters/h100_2x8.yaml), written as job.yaml in `dir`; returns its path.
+inline std::string imported_13b_job(const ScratchDir& dir) {
+  const std::string job = dir.file("job.yaml");
+  const CliRun r =
+      run_cli("import megatron " + examples() + "llama2_13b_megatron_args.txt --cluster " +
+              std::string(BMPIPE_SOURCE_DIR) + "/configs/clusters/h100_2x8.yaml --out " + job);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return job;
+}
+
 }  // namespace bmpipe::test
