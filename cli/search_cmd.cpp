@@ -78,8 +78,8 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
                                        "up to a node that divide the heads and the FFN)")
       ("pp", po::value<std::string>()->value_name("LIST"), "pipeline sizes (default: every divisor of devices / tp up to "
                                        "the layers)")
-      ("vpp", po::value<std::string>()->value_name("LIST"), "chunks per device for interleaved (default: 2, 3, 4 where "
-                                        "pp x vpp divides the layers)")
+      ("vpp", po::value<std::string>()->value_name("LIST"), "chunks per device for interleaved (default: 2, 3, 4 while "
+                                        "pp x vpp <= layers, as plan --schedule auto)")
       ("micro-batch-size", po::value<std::string>()->value_name("LIST"), "micro-batch sizes (default 1,2,4)")
       ("schedules", po::value<std::string>()->value_name("LIST"), ("schedules (default 1f1b,interleaved; " +
                                                schedule_names() + ")").c_str())

@@ -167,15 +167,10 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
         const int m = static_cast<int>(gbs / (static_cast<std::int64_t>(mbs) * dp));
         for (const std::string& name : schedules) {
           const ScheduleInfo& info = *find_schedule(name);
-          std::vector<int> vpps;
-          if (info.placement == Placement::kLoop) {
-            vpps = space.vpp;
-            if (vpps.empty())
-              for (int v : {2, 3, 4})
-                if (layers % (pp * v) == 0) vpps.push_back(v);
-          } else {
-            vpps = {effective_vpp(info, 1)};
-          }
+          // --vpp as given; otherwise the rule plan --schedule auto follows.
+          const std::vector<int> vpps = info.placement == Placement::kLoop && !space.vpp.empty()
+                                            ? space.vpp
+                                            : default_vpps(info, pp, layers);
           for (int v : vpps) {
             Layout l = base;
             l.vpp = v;

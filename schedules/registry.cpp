@@ -158,18 +158,24 @@ const ScheduleInfo* find_schedule(std::string_view name) {
   return nullptr;
 }
 
+std::vector<int> default_vpps(const ScheduleInfo& info, int pp, int layers) {
+  // A loop needs several ranks to interleave over; it is tried with 2, 3 and 4 chunks.
+  if (info.placement != Placement::kLoop) return {effective_vpp(info, 1)};
+  std::vector<int> out;
+  if (pp > 1)
+    for (int v : {2, 3, 4})
+      if (pp * chunks_per_rank(info.placement, v) <= layers) out.push_back(v);
+  return out;
+}
+
 std::vector<std::pair<std::string, int>> auto_candidates(int pp, int microbatches, int layers) {
   std::vector<std::pair<std::string, int>> out;
   for (const ScheduleInfo& info : kBuiltins) {
     if (!info.auto_candidate) continue;
     if (info.microbatches_in_groups_of_pp && microbatches > pp && microbatches % pp != 0) continue;
-    // A loop needs several ranks to interleave over; it is tried with 2, 3 and 4 chunks
-    // per rank. A schedule that then refuses the config (too few micro-batches, say) is
-    // listed by the planner as refused, with its reason, rather than left out here.
-    const std::vector<int> vpps = info.placement == Placement::kLoop
-                                      ? (pp > 1 ? std::vector<int>{2, 3, 4} : std::vector<int>{})
-                                      : std::vector<int>{effective_vpp(info, 1)};
-    for (int v : vpps)
+    // A schedule that refuses the config (too few micro-batches, say) is listed by the
+    // planner as refused, with its reason, rather than left out here.
+    for (int v : default_vpps(info, pp, layers))
       if (pp * chunks_per_rank(info.placement, v) <= layers) out.emplace_back(info.name, v);
   }
   return out;

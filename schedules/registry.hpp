@@ -121,6 +121,12 @@ std::span<const ScheduleInfo> builtin_schedules();
 /// The table entry called `name`, or nullptr.
 const ScheduleInfo* find_schedule(std::string_view name);
 
+/// The chunks per rank a schedule is tried with when none are given, by `plan --schedule
+/// auto` and `bmpipe search` alike (one rule): a loop-placed schedule 2, 3 and 4, each only
+/// while every stage gets a layer (pp x chunks <= layers; the planner splits the layers
+/// unevenly when they do not divide) and none when pp is 1; any other schedule its one vpp.
+std::vector<int> default_vpps(const ScheduleInfo& info, int pp, int layers);
+
 /// What `plan --schedule auto` plans for a pipeline of `pp` ranks, `microbatches`
 /// micro-batches and `layers` layers, as (name, vpp), in table order: every
 /// auto_candidate row whose stages the layers can fill and whose micro-batch rules hold;

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "planner/layout_search.hpp"
+#include "schedules/registry.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
@@ -80,6 +81,26 @@ TEST(LayoutSearch, DivisibilityRulesRejectWithAReason) {
         mbs_reason || r.rejected.find("does not divide the global batch") != std::string::npos;
   }
   EXPECT_TRUE(mbs_reason);
+}
+
+// Issue 21: `search` dropped vpp 3 for 80 layers at pp 8 (it asked that pp x vpp divide the
+// layers) while `plan --schedule auto` planned it (it asks only that every stage gets a
+// layer). One rule now: 32 layers at pp 8 take vpp 2, 3 and 4 (16, 24, 32 stages), though
+// 24 stages do not divide 32 layers, exactly the vpps plan --schedule auto tries.
+TEST(LayoutSearch, VppsAreTheOnesPlanAutoTries) {
+  LayoutSpace space;
+  space.tp = {1};
+  space.pp = {8};
+  space.micro_batch_size = {1};
+  space.schedules = {"interleaved"};
+  const std::vector<Layout> layouts = enumerate_layouts(small(), space, nullptr);
+  std::vector<int> vpps;
+  for (const Layout& l : layouts) vpps.push_back(l.vpp);
+  EXPECT_EQ(vpps, (std::vector<int>{2, 3, 4}));
+  std::vector<int> planned;
+  for (const auto& [name, v] : auto_candidates(8, 16, 32))
+    if (name == "interleaved") planned.push_back(v);
+  EXPECT_EQ(planned, vpps);
 }
 
 TEST(LayoutSearch, BadRequestsAreConfigErrors) {
