@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "api/report.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
@@ -41,14 +42,15 @@ struct Page {
 /// Loads `html` headless in its own profile folder under `dir` (named by `tag`, unique in
 /// the test): dumps the DOM and takes a 1400 x 1000 screenshot, `tag`.png (one launch
 /// does both: chromium starts in seconds on a busy machine).
-Page load(const test::ScratchDir& dir, const std::string& html, const std::string& tag) {
+Page load(const test::ScratchDir& dir, const std::string& html, const std::string& tag,
+          const std::string& hash = "") {
   const std::string out = dir.file("dom" + tag), err = dir.file("log" + tag);
   const std::string what =
       "--window-size=1400,1000 --screenshot='" + dir.file(tag + ".png") + "' --dump-dom";
   const std::string cmd = "timeout 60 chromium --headless --no-sandbox --disable-gpu "
                           "--no-first-run --user-data-dir='" + dir.file("profile" + tag) +
                           "' --virtual-time-budget=5000 --enable-logging=stderr --v=0 " + what +
-                          " 'file://" + html + "' >'" + out + "' 2>'" + err + "'";
+                          " 'file://" + html + hash + "' >'" + out + "' 2>'" + err + "'";
   const int status = std::system(cmd.c_str());
   EXPECT_EQ(status, 0) << cmd << "\n" << test::slurp(err);
   return Page{test::slurp(out), test::slurp(err)};
@@ -96,11 +98,12 @@ void expect_screenshot(const std::string& png) {
 
 /// Writes the report of `args` and loads it: the DOM, and a screenshot that is kept when
 /// BMPIPE_REPORT_SCREENSHOTS names a folder (for the issue's closing note).
-Page report(const test::ScratchDir& dir, const std::string& args, const std::string& name) {
+Page report(const test::ScratchDir& dir, const std::string& args, const std::string& name,
+            const std::string& hash = "") {
   const std::string html = dir.file(name + ".html");
   const test::CliRun run = test::run_cli("report " + args + " --out " + html);
   EXPECT_EQ(run.code, 0) << run.err;
-  const Page page = load(dir, html, name);
+  const Page page = load(dir, html, name, hash);
   expect_clean(page);
   const std::string png = dir.file(name + ".png");
   expect_screenshot(png);
@@ -127,21 +130,63 @@ void expect_summary(const std::string& dom, const json& simulated) {
   }
 }
 
-TEST(ReportBrowser, SimulatePageShowsTheSummaryNumbers) {
+/// The JSON a page embeds.
+json embedded(const std::string& html) {
+  const std::string open = "<script type=\"application/json\" id=\"bmpipe-data\">";
+  const std::size_t from = html.find(open);
+  const std::size_t to = html.find("</script>", from);
+  return json::parse(html.substr(from + open.size(), to - from - open.size()));
+}
+
+TEST(ReportBrowser, SimulatePageShowsTheSummaryNumbersAndAnOpsCard) {
   REQUIRE_CHROMIUM();
   test::ScratchDir dir;
-  const Page page = report(dir, kLlama, "simulate");
+  // Opened zoomed on the first 200 ms, hovering rank 1's first op: 1F1B starts it with the
+  // forward of stage 1, micro-batch 0.
+  const Page page = report(dir, kLlama, "simulate", "#zoom=0,200&hover=1,0");
   const test::CliRun cli = test::run_cli("simulate " + kLlama + " --json");
   ASSERT_EQ(cli.code, 0);
   expect_summary(page.dom, json::parse(cli.out));
   EXPECT_EQ(text_of(page.dom, "iteration-time-ms"), "1786.471");  // the README's number
+  const json t = embedded(test::slurp(dir.file("simulate.html"))).at("timeline");
+  const json& ops = t.at("ops")[1];
+  auto first = [](const json& column) {
+    return static_cast<double>(api::unpack_column(column).at(0));
+  };
+  EXPECT_EQ(text_of(page.dom, "card-op"), "F · forward");
+  EXPECT_EQ(text_of(page.dom, "card-micro-batch"), "0");
+  EXPECT_EQ(text_of(page.dom, "card-stage"), "1");
+  EXPECT_EQ(text_of(page.dom, "card-layers"), "4-7");  // 32 layers over 8 stages
+  EXPECT_EQ(text_of(page.dom, "card-recompute"), t.at("stage_recompute")[1].get<std::string>());
+  // Rank 1 waits for stage 0's forward and its transfer; the card says when it starts.
+  const double start_ns = first(ops.at("g")), duration_ns = first(ops.at("d"));
+  EXPECT_GT(start_ns, 0);
+  EXPECT_EQ(text_of(page.dom, "card-start"), format("%.3f ms", start_ns / 1e6));
+  EXPECT_EQ(text_of(page.dom, "card-duration"), format("%.3f ms", duration_ns / 1e6));
+}
+
+TEST(ReportBrowser, ConsoleMessagesAndExceptionsAreCaught) {
+  // The checks of every other test can fail: a page that logs and throws is seen to.
+  REQUIRE_CHROMIUM();
+  test::ScratchDir dir;
+  const std::string html = dir.file("bad.html");
+  ASSERT_EQ(test::run_cli("report " + kTiny + " --out " + html).code, 0);
+  std::string text = test::slurp(html);
+  text.insert(text.rfind("</body>"),
+              "<script>console.log('planted message');</script><script>null.f();</script>");
+  test::write_file(html, text);
+  const Page page = load(dir, html, "bad");
+  EXPECT_NE(page.dom.find("data-count=\"2\""), std::string::npos);
+  EXPECT_NE(page.dom.find("console.log: planted message"), std::string::npos);
+  EXPECT_NE(page.dom.find("uncaught: "), std::string::npos);
+  EXPECT_NE(page.log.find(":CONSOLE"), std::string::npos) << page.log;
 }
 
 TEST(ReportBrowser, ComparePageRanksAsCompareDoes) {
   REQUIRE_CHROMIUM();
   test::ScratchDir dir;
   const std::string list = "1f1b,zb-h1,zb-v,dualpipe-v";
-  const Page page = report(dir, kLlama + " --compare " + list, "compare");
+  const Page page = report(dir, kLlama + " --compare " + list, "compare", "#compare-section");
   const test::CliRun cli = test::run_cli("compare " + kLlama + " --schedules " + list + " --json");
   ASSERT_EQ(cli.code, 0);
   const json rows = json::parse(cli.out);
@@ -161,7 +206,7 @@ TEST(ReportBrowser, PlanPageShowsThePlanAndItsExports) {
   REQUIRE_CHROMIUM();
   test::ScratchDir dir;
   const std::string options = " --memory-limit-GiB 40 --max-evals 300 --threads 1";
-  const Page page = report(dir, kAscend + " --plan" + options, "plan");
+  const Page page = report(dir, kAscend + " --plan" + options, "plan", "#plan-section");
   const test::CliRun cli = test::run_cli("plan " + kAscend + options + " --json --quiet");
   ASSERT_EQ(cli.code, 0) << cli.err;
   const json plan = json::parse(cli.out);
@@ -179,7 +224,7 @@ TEST(ReportBrowser, PlanPageShowsThePlanAndItsExports) {
 TEST(ReportBrowser, SearchPageMarksTheWinner) {
   REQUIRE_CHROMIUM();
   test::ScratchDir dir;
-  const Page page = report(dir, kTiny + " --search --planner off --threads 1", "search");
+  const Page page = report(dir, kTiny + " --search --planner off --threads 1", "search", "#search-section");
   const test::CliRun cli = test::run_cli("search " + kTiny + " --planner off --json --quiet");
   ASSERT_EQ(cli.code, 0) << cli.err;
   const json layouts = json::parse(cli.out).at("layouts");
@@ -203,10 +248,13 @@ TEST(ReportBrowser, Pp64With1024MicroBatchesOpensInUnder2s) {
     const std::size_t at = dom.find(key);
     return at == std::string::npos ? 1e9 : std::stod(dom.substr(at + key.size()));
   };
+  // BMPIPE_REPORT_MAX_MS sets another bound (a machine slower than the one of issue 21).
+  const char* bound_text = std::getenv("BMPIPE_REPORT_MAX_MS");
+  const double bound = bound_text ? std::stod(bound_text) : 2000.0;
   double best = render_ms(page.dom);
-  for (int i = 0; i < 2 && best >= 2000; ++i)
+  for (int i = 0; i < 2 && best >= bound; ++i)
     best = std::min(best, render_ms(load(dir, dir.file("pp64.html"), "again" + std::to_string(i)).dom));
-  EXPECT_LT(best, 2000.0);
+  EXPECT_LT(best, bound);
   std::printf("pp 64, m 1024: %ju bytes, drawn in %.0f ms\n",
               static_cast<std::uintmax_t>(std::filesystem::file_size(dir.file("pp64.html"))), best);
 }
