@@ -149,6 +149,32 @@ TEST(ReportCli, RefusesBadUsageInOneLine) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("b.html")));
 }
 
+/// The words bash offers for `bmpipe WORDS...` with cli/bmpipe-completion.bash (as
+/// tests/cli/rough_edges_test.cpp asks it).
+std::string complete(const std::string& words) {
+  test::ScratchDir dir;
+  const std::string script = test::write_file(
+      dir.file("c.sh"), "source '" + std::string(BMPIPE_SOURCE_DIR) +
+                            "/cli/bmpipe-completion.bash'\nCOMP_WORDS=(" + BMPIPE_BINARY + " " +
+                            words +
+                            ")\nCOMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))\n"
+                            "_bmpipe\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n");
+  const std::string out = dir.file("out");
+  [[maybe_unused]] const int rc = std::system(("bash '" + script + "' > '" + out + "' 2>&1").c_str());
+  return test::slurp(out);
+}
+
+TEST(ReportCli, IsListedAndCompleted) {
+  EXPECT_EQ(complete("rep"), "report\n");
+  EXPECT_EQ(complete("help rep"), "report\n");
+  EXPECT_EQ(complete("report --comp"), "--compare\n");
+  EXPECT_EQ(complete("report x.yaml --planner f"), "full\n");
+  const test::CliRun usage = test::run_cli("--help");
+  EXPECT_NE(usage.out.find("\n  report CONFIG "), std::string::npos) << usage.out;
+  const test::CliRun typo = test::run_cli("reprot");
+  EXPECT_NE(typo.err.find("did you mean 'report'"), std::string::npos) << typo.err;
+}
+
 TEST(ReportSize, Pp64With1024MicroBatchesStaysUnder10MB) {
   // 131 072 ops, 129 024 transfers, 262 144 memory changes.
   test::ScratchDir dir;
