@@ -34,11 +34,16 @@ class TransferCollector final : public Observer {
 
 char kind_letter(OpKind kind) {
   switch (kind) {
-    case OpKind::F: return 'F';
-    case OpKind::B: return 'B';
-    case OpKind::I: return 'I';
-    case OpKind::W: return 'W';
-    case OpKind::FB: return 'X';
+    case OpKind::F:
+      return 'F';
+    case OpKind::B:
+      return 'B';
+    case OpKind::I:
+      return 'I';
+    case OpKind::W:
+      return 'W';
+    case OpKind::FB:
+      return 'X';
   }
   return '?';
 }
@@ -127,7 +132,8 @@ std::vector<std::int64_t> unpack_column(const nlohmann::json& packed) {
   }
   const std::vector<std::int64_t> indices = unpack_column(packed["i"]);
   const auto& table = packed["t"];
-  for (std::int64_t i : indices) out.push_back(table.at(static_cast<std::size_t>(i)).get<std::int64_t>());
+  for (std::int64_t i : indices)
+    out.push_back(table.at(static_cast<std::size_t>(i)).get<std::int64_t>());
   return out;
 }
 
@@ -267,8 +273,10 @@ nlohmann::json report_data(const Config& config, const ReportRequest& request) {
     for (const std::string& format : export_formats()) {
       try {
         exports[format] = export_plan(config, plan, ExportRequest{format, limit_GiB}).text;
-      } catch (const std::exception& e) {
+      } catch (const ConfigError& e) {
         // A framework that cannot run the plan says why, in the page.
+        exports[format] = std::string("# cannot export: ") + e.what() + "\n";
+      } catch (const RequestError& e) {
         exports[format] = std::string("# cannot export: ") + e.what() + "\n";
       }
     }

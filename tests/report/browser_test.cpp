@@ -29,9 +29,9 @@ bool have_chromium() {
   return std::system("command -v chromium >/dev/null 2>&1") == 0;
 }
 
-#define REQUIRE_CHROMIUM()                                                                \
-  if (!have_chromium())                                                                   \
-  GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it: apt-get "     \
+#define REQUIRE_CHROMIUM()                                                            \
+  if (!have_chromium())                                                               \
+  GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it: apt-get " \
                   "install chromium); the report pages are not checked in a browser here"
 
 struct Page {
@@ -47,10 +47,11 @@ Page load(const test::ScratchDir& dir, const std::string& html, const std::strin
   const std::string out = dir.file("dom" + tag), err = dir.file("log" + tag);
   const std::string what =
       "--window-size=1400,1000 --screenshot='" + dir.file(tag + ".png") + "' --dump-dom";
-  const std::string cmd = "timeout 60 chromium --headless --no-sandbox --disable-gpu "
-                          "--no-first-run --user-data-dir='" + dir.file("profile" + tag) +
-                          "' --virtual-time-budget=5000 --enable-logging=stderr --v=0 " + what +
-                          " 'file://" + html + hash + "' >'" + out + "' 2>'" + err + "'";
+  const std::string cmd =
+      "timeout 60 chromium --headless --no-sandbox --disable-gpu "
+      "--no-first-run --user-data-dir='" +
+      dir.file("profile" + tag) + "' --virtual-time-budget=5000 --enable-logging=stderr --v=0 " +
+      what + " 'file://" + html + hash + "' >'" + out + "' 2>'" + err + "'";
   const int status = std::system(cmd.c_str());
   EXPECT_EQ(status, 0) << cmd << "\n" << test::slurp(err);
   return Page{test::slurp(out), test::slurp(err)};
@@ -89,7 +90,8 @@ void expect_screenshot(const std::string& png) {
   auto be32 = [&](std::size_t at) {
     return (static_cast<unsigned char>(bytes[at]) << 24) |
            (static_cast<unsigned char>(bytes[at + 1]) << 16) |
-           (static_cast<unsigned char>(bytes[at + 2]) << 8) | static_cast<unsigned char>(bytes[at + 3]);
+           (static_cast<unsigned char>(bytes[at + 2]) << 8) |
+           static_cast<unsigned char>(bytes[at + 3]);
   };
   EXPECT_EQ(be32(16), 1400u);
   EXPECT_EQ(be32(20), 1000u);
@@ -186,7 +188,9 @@ TEST(ReportBrowser, ComparePageRanksAsCompareDoes) {
   REQUIRE_CHROMIUM();
   test::ScratchDir dir;
   const std::string list = "1f1b,zb-h1,zb-v,dualpipe-v";
-  const Page page = report(dir, kLlama + " --compare " + list, "compare", "#compare-section");
+  // The run itself under DualPipeV: F&B ops and two chunks a rank on the timeline.
+  const Page page = report(dir, kLlama + " --schedule dualpipe-v --compare " + list, "compare",
+                           "#compare-section");
   const test::CliRun cli = test::run_cli("compare " + kLlama + " --schedules " + list + " --json");
   ASSERT_EQ(cli.code, 0);
   const json rows = json::parse(cli.out);
@@ -224,7 +228,9 @@ TEST(ReportBrowser, PlanPageShowsThePlanAndItsExports) {
 TEST(ReportBrowser, SearchPageMarksTheWinner) {
   REQUIRE_CHROMIUM();
   test::ScratchDir dir;
-  const Page page = report(dir, kTiny + " --search --planner off --threads 1", "search", "#search-section");
+  const Page page =
+      report(dir, kTiny + " --schedule zb-h1 --search --planner off --threads 1", "search",
+             "#search-section");  // the run under ZB-H1: I and W ops
   const test::CliRun cli = test::run_cli("search " + kTiny + " --planner off --json --quiet");
   ASSERT_EQ(cli.code, 0) << cli.err;
   const json layouts = json::parse(cli.out).at("layouts");
@@ -253,7 +259,8 @@ TEST(ReportBrowser, Pp64With1024MicroBatchesOpensInUnder2s) {
   const double bound = bound_text ? std::stod(bound_text) : 2000.0;
   double best = render_ms(page.dom);
   for (int i = 0; i < 2 && best >= bound; ++i)
-    best = std::min(best, render_ms(load(dir, dir.file("pp64.html"), "again" + std::to_string(i)).dom));
+    best = std::min(best,
+                    render_ms(load(dir, dir.file("pp64.html"), "again" + std::to_string(i)).dom));
   EXPECT_LT(best, bound);
   std::printf("pp 64, m 1024: %ju bytes, drawn in %.0f ms\n",
               static_cast<std::uintmax_t>(std::filesystem::file_size(dir.file("pp64.html"))), best);

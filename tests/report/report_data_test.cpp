@@ -35,7 +35,8 @@ TEST(ReportColumns, PackHandWorkedColumnsShortest) {
   // Runs: four 5s are [5, 4].
   EXPECT_EQ(api::pack_column({5, 5, 5, 5, 5, 5, 5, 5}), json::parse(R"({"r": [5, 8]})"));
   // A count: differences 0 then 1 seven times.
-  EXPECT_EQ(api::pack_column({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}), json::parse(R"({"dr": [0, 1, 1, 9]})"));
+  EXPECT_EQ(api::pack_column({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}),
+            json::parse(R"({"dr": [0, 1, 1, 9]})"));
   // Short and irregular: as it is.
   EXPECT_EQ(api::pack_column({3, 1, 2}), json::parse("[3, 1, 2]"));
   EXPECT_EQ(api::pack_column({}), json::array());
@@ -140,7 +141,8 @@ TEST(ReportCli, RefusesBadUsageInOneLine) {
   const test::CliRun auto_alone =
       test::run_cli("report " + kTiny + " --schedule auto --out " + dir.file("a.html"));
   EXPECT_EQ(auto_alone.code, 2);
-  EXPECT_EQ(auto_alone.err, "bmpipe report: --schedule: 'auto' plans every schedule: it needs --plan\n");
+  EXPECT_EQ(auto_alone.err,
+            "bmpipe report: --schedule: 'auto' plans every schedule: it needs --plan\n");
   const test::CliRun typo =
       test::run_cli("report " + kTiny + " --compare 1f1b,zbh1 --out " + dir.file("b.html"));
   EXPECT_EQ(typo.code, 2);
@@ -153,14 +155,15 @@ TEST(ReportCli, RefusesBadUsageInOneLine) {
 /// tests/cli/rough_edges_test.cpp asks it).
 std::string complete(const std::string& words) {
   test::ScratchDir dir;
-  const std::string script = test::write_file(
-      dir.file("c.sh"), "source '" + std::string(BMPIPE_SOURCE_DIR) +
-                            "/cli/bmpipe-completion.bash'\nCOMP_WORDS=(" + BMPIPE_BINARY + " " +
-                            words +
-                            ")\nCOMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))\n"
-                            "_bmpipe\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n");
+  const std::string script =
+      test::write_file(dir.file("c.sh"), "source '" + std::string(BMPIPE_SOURCE_DIR) +
+                                             "/cli/bmpipe-completion.bash'\nCOMP_WORDS=(" +
+                                             BMPIPE_BINARY + " " + words +
+                                             ")\nCOMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))\n"
+                                             "_bmpipe\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n");
   const std::string out = dir.file("out");
-  [[maybe_unused]] const int rc = std::system(("bash '" + script + "' > '" + out + "' 2>&1").c_str());
+  [[maybe_unused]] const int rc =
+      std::system(("bash '" + script + "' > '" + out + "' 2>&1").c_str());
   return test::slurp(out);
 }
 
@@ -179,14 +182,14 @@ TEST(ReportSize, Pp64With1024MicroBatchesStaysUnder10MB) {
   // 131 072 ops, 129 024 transfers, 262 144 memory changes.
   test::ScratchDir dir;
   const std::string page = dir.file("big.html");
-  const test::CliRun run =
-      test::run_cli("report " + kPp64 + " --microbatches 1024 --out " + page);
+  const test::CliRun run = test::run_cli("report " + kPp64 + " --microbatches 1024 --out " + page);
   ASSERT_EQ(run.code, 0) << run.err;
   const auto bytes = std::filesystem::file_size(page);
   EXPECT_LT(bytes, 10u * 1000 * 1000);
   const json data = embedded(test::slurp(page));
   std::size_t ops = 0;
-  for (const json& row : data.at("timeline").at("ops")) ops += row.at("k").get<std::string>().size();
+  for (const json& row : data.at("timeline").at("ops"))
+    ops += row.at("k").get<std::string>().size();
   EXPECT_EQ(ops, 64u * 1024 * 2);
 }
 
