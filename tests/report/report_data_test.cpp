@@ -133,6 +133,20 @@ TEST(ReportCli, WritesThePageOfTheRun) {
   EXPECT_EQ(data.at("summary"), json::parse(simulated.out));
 }
 
+TEST(ReportCli, ADeadlockedRunStillGetsItsPageAndExit1) {
+  // Rank 1 runs its backward before its forward: nothing can start it.
+  test::ScratchDir dir;
+  const std::string csv = test::write_file(dir.file("dead.csv"), "0F0,0B0\n1B0,1F0\n");
+  const std::string page = dir.file("dead.html");
+  const test::CliRun run =
+      test::run_cli("report " + kTiny + " --schedule-file " + csv + " --out " + page);
+  EXPECT_EQ(run.code, 1) << run.err;
+  const json data = embedded(test::slurp(page));
+  EXPECT_EQ(data.at("summary").at("ok"), false);
+  EXPECT_NE(data.at("summary_text").get<std::string>().find("simulation failed: deadlock"),
+            std::string::npos);
+}
+
 TEST(ReportCli, RefusesBadUsageInOneLine) {
   test::ScratchDir dir;
   const test::CliRun no_out = test::run_cli("report " + kTiny);
