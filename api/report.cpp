@@ -16,7 +16,7 @@
 namespace bmpipe::api {
 
 // The page's HTML, CSS and JavaScript: report/report.html, compiled in by
-// api/CMakeLists.txt (report_template.cpp.in).
+// api/CMakeLists.txt (from report/report_page.cpp.in).
 std::string_view report_template();
 
 namespace {
