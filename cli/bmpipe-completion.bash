@@ -5,7 +5,7 @@
 _bmpipe() {
   local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"
   local bin="${COMP_WORDS[0]}"
-  local commands="simulate schedules cost compare plan search import export help"
+  local commands="simulate schedules cost compare plan search import export report help"
   COMPREPLY=()
   if [[ $COMP_CWORD -eq 1 ]]; then
     mapfile -t COMPREPLY < <(compgen -W "$commands --help --version" -- "$cur")
@@ -23,6 +23,9 @@ _bmpipe() {
   case "$prev" in
     --schedule)
       mapfile -t COMPREPLY < <(compgen -W "$("$bin" schedules --names 2>/dev/null) auto" -- "$cur")
+      return 0 ;;
+    --planner)
+      mapfile -t COMPREPLY < <(compgen -W "off quick full" -- "$cur")
       return 0 ;;
     --format)
       mapfile -t COMPREPLY < <(compgen -W "table megatron mindformers" -- "$cur")

@@ -18,5 +18,6 @@ int run_plan(const std::vector<std::string>& args);
 int run_search(const std::vector<std::string>& args);
 int run_import(const std::vector<std::string>& args);
 int run_export(const std::vector<std::string>& args);
+int run_report(const std::vector<std::string>& args);
 
 }  // namespace bmpipe::cli

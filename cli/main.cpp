@@ -32,6 +32,8 @@ Commands:
                     profile)
   export CONFIG     write a config as Megatron-LM flags or a MindFormers YAML fragment
                     (--format megatron|mindformers), with the time the framework gets
+  report CONFIG     write one self-contained HTML page of a run (--out FILE.html):
+                    summary, timeline, memory; with --compare, --plan, --search too
 
 Run 'bmpipe help <command>' (or 'bmpipe <command> --help') for its options.
 
@@ -44,7 +46,7 @@ Exit codes: 0 success (including "does not fit in memory", which is a result),
 )";
 
 constexpr const char* kCommands[] = {"simulate", "schedules", "cost",   "compare",
-                                     "plan",     "search",    "import", "export"};
+                                     "plan",     "search",    "import", "export", "report"};
 
 /// Runs the command; what no command handles is a bug, reported as such.
 int dispatch(const std::string& command, const std::vector<std::string>& args) {
@@ -56,6 +58,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "search") return bmpipe::cli::run_search(args);
   if (command == "import") return bmpipe::cli::run_import(args);
   if (command == "export") return bmpipe::cli::run_export(args);
+  if (command == "report") return bmpipe::cli::run_report(args);
   std::cerr << "bmpipe: unknown command '" << command << "'"
             << bmpipe::did_you_mean(command, kCommands) << "\n\n"
             << kUsage;

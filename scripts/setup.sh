@@ -4,7 +4,7 @@ set -euo pipefail
 packages=(g++ cmake make libboost-graph-dev libboost-program-options-dev libyaml-cpp-dev
           nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev librsvg2-bin libtbb-dev
           libopenmpi-dev openmpi-bin pybind11-dev python3-dev python3-pytest clang-14
-          libclang-rt-14-dev)
+          libclang-rt-14-dev chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
