@@ -157,7 +157,7 @@ CompareOutcome run_compare(const Config& config, const CompareRequest& request) 
   }
   out.rows = std::move(rows);
   out.timelines = std::move(timelines);
-  out.summary = compare_document(out.rows);
+  out.summary = compare_document(out.rows, config.file);
   return out;
 }
 

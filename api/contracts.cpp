@@ -63,13 +63,16 @@ nlohmann::json layer_json(const LayerCost& c, int count, bool with_ops) {
 
 // ---- compare and cost ---------------------------------------------------------------------
 
-nlohmann::json compare_document(const std::vector<CompareRow>& rows) {
+nlohmann::json compare_document(const std::vector<CompareRow>& rows,
+                                const std::string& config_file) {
   nlohmann::json doc = nlohmann::json::array();
   for (const CompareRow& r : rows) {
-    if (!r.refused.empty())
-      doc.push_back({{"schedule", r.info.schedule}, {"ok", false}, {"error", r.refused}});
-    else
-      doc.push_back(summary_json(r.info, r.result));
+    nlohmann::json row =
+        r.refused.empty()
+            ? summary_json(r.info, r.result)
+            : nlohmann::json{{"schedule", r.info.schedule}, {"ok", false}, {"error", r.refused}};
+    row["bmpipe"] = provenance(config_file);
+    doc.push_back(std::move(row));
   }
   return doc;
 }

@@ -24,8 +24,11 @@ const char* version();
 nlohmann::json provenance(const std::string& config_file);
 
 /// `compare --json`: one summary per schedule in the rows' order (fastest first); a
-/// schedule that refused the config is {schedule, ok: false, error}.
-nlohmann::json compare_document(const std::vector<CompareRow>& rows);
+/// schedule that refused the config is {schedule, ok: false, error}. The document is a list
+/// (its contract), so each row carries the "bmpipe" provenance member: a row is what
+/// `simulate --json` prints for its schedule.
+nlohmann::json compare_document(const std::vector<CompareRow>& rows,
+                                const std::string& config_file);
 
 /// `cost --json [--ops]`: the model, device and sizes, the embedding, decoder and head
 /// layers (times in ms, bytes, parameters, TFLOP; with `with_ops` each layer's sub-ops),

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -118,28 +119,71 @@ std::string baselines_table(const PlanOutcome& o, const PlanRun& run) {
   return out.str();
 }
 
-/// A live line on a terminal: evaluations, best so far, elapsed.
+/// Progress on stderr. On a terminal, one live line: evaluations, best so far, elapsed.
+/// Off a terminal (a log file, a CI job), one line every `interval_s` seconds: the
+/// schedule and phase, the command's evaluations so far, the best so far, elapsed and an
+/// ETA bounded by the evaluation budget (the planner may stop sooner, when it converges;
+/// it never runs past --max-evals or --time-limit-s).
 class ProgressLine {
  public:
-  explicit ProgressLine(bool on) : on_(on) {}
+  ProgressLine(bool on, bool tty, double interval_s, std::int64_t budget,
+               std::optional<double> time_limit_s)
+      : on_(on), tty_(tty), interval_s_(interval_s), budget_(budget), limit_s_(time_limit_s) {}
   ~ProgressLine() { clear(); }
   void show(const std::string& what, const PlannerProgress& p) {
     if (!on_) return;
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "\r%s: %s, %lld evaluations, best %s, %.1f s  ", what.c_str(),
-                  p.phase.c_str(), static_cast<long long>(p.evaluations),
-                  p.best ? (ms(*p.best) + " ms").c_str() : "none fits yet", p.elapsed_s);
+    // Each schedule's planner counts from 0: the command's total adds the ones before.
+    if (what != label_) {
+      done_before_ += last_evaluations_;
+      label_ = what;
+    }
+    last_evaluations_ = p.evaluations;
+    const std::string best = p.best ? ms(*p.best) + " ms" : "none fits yet";
+    char buf[240];
+    if (tty_) {
+      std::snprintf(buf, sizeof buf, "\r%s: %s, %lld evaluations, best %s, %.1f s  ", what.c_str(),
+                    p.phase.c_str(), static_cast<long long>(p.evaluations), best.c_str(),
+                    p.elapsed_s);
+      std::cerr << buf << std::flush;
+      shown_ = true;
+      return;
+    }
+    const double now = std::chrono::duration<double>(Clock::now() - started_).count();
+    if (printed_ && now - last_line_s_ < interval_s_) return;
+    printed_ = true;
+    last_line_s_ = now;
+    const std::int64_t total = done_before_ + p.evaluations;
+    std::string eta = "ETA unknown";
+    if (total > 0 && now > 0) {
+      double left = static_cast<double>(std::max<std::int64_t>(0, budget_ - total)) *
+                    (now / static_cast<double>(total));
+      if (limit_s_) left = std::min(left, std::max(0.0, *limit_s_ - now));
+      char b[64];
+      std::snprintf(b, sizeof b, left < 1 ? "ETA <1 s" : "ETA at most %.0f s", std::ceil(left));
+      eta = b;
+    }
+    std::snprintf(buf, sizeof buf, "plan: %s: %s, %lld evaluations, best %s, %.1f s, %s\n",
+                  what.c_str(), p.phase.c_str(), static_cast<long long>(total), best.c_str(), now,
+                  eta.c_str());
     std::cerr << buf << std::flush;
-    shown_ = true;
   }
   void clear() {
-    if (on_ && shown_) std::cerr << "\r" << std::string(100, ' ') << "\r" << std::flush;
+    if (on_ && tty_ && shown_) std::cerr << "\r" << std::string(100, ' ') << "\r" << std::flush;
     shown_ = false;
   }
 
  private:
-  bool on_;
+  using Clock = std::chrono::steady_clock;
+  bool on_, tty_;
+  double interval_s_;
+  std::int64_t budget_;
+  std::optional<double> limit_s_;
   bool shown_ = false;
+  bool printed_ = false;
+  double last_line_s_ = 0;
+  std::string label_;
+  std::int64_t done_before_ = 0, last_evaluations_ = 0;
+  Clock::time_point started_ = Clock::now();
 };
 
 /// "1f1b, interleaved (v 2, 3, 4), zb-h1 and zb-v": what `--schedule auto` plans for,
@@ -189,7 +233,10 @@ int run_plan(const std::vector<std::string>& args) {
       ("json", po::bool_switch(),
        "print the plan, baselines and search as JSON (with --format: and the export, as 'export')")
       ("out", po::value<std::string>()->value_name("FILE"), "write the config with the plan filled in to FILE")
-      ("quiet", po::bool_switch(), "no progress line on stderr");
+      ("quiet", po::bool_switch(), "no progress line on stderr")
+      ("progress-interval-s", po::value<double>()->value_name("S")->default_value(5.0, "5"),
+       "when stderr is not a terminal: seconds between progress lines (schedule, phase, "
+       "evaluations, best so far, ETA)");
   // clang-format on
   add_override_options(opts, "chunks per device for interleaved");
   // Parsed so that it is refused with its reason, but not listed: plan does not take it.
@@ -237,7 +284,11 @@ int run_plan(const std::vector<std::string>& args) {
     if (vm.count("baseline")) request.baseline = vm["baseline"].as<std::string>();
     if (vm.count("expressible")) request.expressible = vm["expressible"].as<std::string>();
     const std::string baseline = request.baseline.value_or("");
-    ProgressLine line(!vm["quiet"].as<bool>() && isatty(STDERR_FILENO));
+    const double interval_s = vm["progress-interval-s"].as<double>();
+    if (!(interval_s >= 0) || !std::isfinite(interval_s))
+      throw UsageError("--progress-interval-s", "must be 0 or more seconds");
+    ProgressLine line(!vm["quiet"].as<bool>(), isatty(STDERR_FILENO) != 0, interval_s,
+                      request.max_evals, request.time_limit_s);
     request.progress = [&line](const std::string& label, const PlannerProgress& p) {
       line.show(label, p);
     };

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "support/support.hpp"
@@ -103,7 +105,6 @@ TEST(RoughEdges, VersionIsTheProjectsVersion) {
 }
 
 TEST(RoughEdges, EveryJsonDocumentNamesTheVersionAndTheConfig) {
-  // compare --json is a list (its contract), which has no member to add: not here.
   const std::string analytic = bmpipe::test::examples() + "ascend910b_llama2_13b_analytic.yaml";
   for (const auto& [cmd, config] : std::vector<std::pair<std::string, std::string>>{
            {"simulate --json", kTiny},
@@ -120,6 +121,56 @@ TEST(RoughEdges, EveryJsonDocumentNamesTheVersionAndTheConfig) {
     EXPECT_EQ(j["bmpipe"]["version"], BMPIPE_TEST_VERSION) << cmd;
     EXPECT_EQ(j["bmpipe"]["config"], config) << cmd;
   }
+}
+
+// compare --json is a list (its contract): each row carries the member, refused rows too,
+// and a row is what simulate --json prints for its schedule.
+TEST(RoughEdges, EveryCompareRowNamesTheVersionAndTheConfig) {
+  const CliRun r =
+      run_cli("compare " + kTiny + " --schedules 1f1b,dualpipe-v --microbatches 4 --json");
+  ASSERT_EQ(r.code, 0) << r.all();
+  const auto rows = nlohmann::json::parse(r.out);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row["bmpipe"]["version"], BMPIPE_TEST_VERSION);
+    EXPECT_EQ(row["bmpipe"]["config"], kTiny);
+  }
+  EXPECT_EQ(rows[1]["ok"], false);  // dualpipe-v refuses m = 4 < 2p = 8
+  const CliRun s = run_cli("simulate " + kTiny + " --schedule 1f1b --microbatches 4 --json");
+  ASSERT_EQ(s.code, 0) << s.all();
+  EXPECT_EQ(rows[0], nlohmann::json::parse(s.out));
+}
+
+// Issue 21: with stderr redirected, a 28 s `plan --schedule auto` printed nothing until it
+// ended. Off a terminal it prints a line per interval (0 here: every report): schedule,
+// phase, the command's evaluations (growing across schedules), best so far, elapsed, ETA.
+TEST(RoughEdges, PlanProgressOffATerminalIsOneLinePerInterval) {
+  const CliRun r =
+      run_cli("plan " + kTiny + " --schedule auto --max-evals 300 --progress-interval-s 0");
+  ASSERT_EQ(r.code, 0) << r.all();
+  const std::regex shape(
+      R"(plan: ([a-z0-9-]+( v\d)?): (baselines|search|polish), (\d+) evaluations, best )"
+      R"((none fits yet|[0-9.]+ ms), [0-9.]+ s, ETA (<1 s|at most \d+ s|unknown))");
+  std::istringstream in(r.err);
+  std::string line;
+  long long last = 0;
+  std::set<std::string> schedules;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, shape)) << line;
+    EXPECT_GE(std::stoll(m[4]), last) << line;  // the command's count never goes back
+    last = std::stoll(m[4]);
+    EXPECT_LE(last, 300);
+    schedules.insert(m[1]);
+    ++lines;
+  }
+  EXPECT_GE(lines, 2);
+  EXPECT_GE(schedules.size(), 2u) << r.err;  // auto plans several schedules
+  EXPECT_TRUE(run_cli("plan " + kTiny + " --quiet").err.empty());
+  const CliRun bad = run_cli("plan " + kTiny + " --progress-interval-s -1");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--progress-interval-s"), std::string::npos) << bad.err;
 }
 
 // ---- 4. pp * tp * dp ----------------------------------------------------------------------
