@@ -183,6 +183,7 @@ Load analytic_load(const Config& c) {
   st.grad_bytes = t.optimizer.grad_bytes;
   st.ep = t.ep;
   st.etp = t.etp;
+  st.ep_crosses_nodes = t.etp * t.ep > c.cluster.devices_per_node;
   const HardwareSpec& hw = *c.device.hardware;
   // The cost model rounds bytes with llround, which has no answer past int64. Its stored
   // tensors are at most 8 bytes per token per column of the widest matrix (the fp32

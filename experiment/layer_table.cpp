@@ -29,6 +29,11 @@ AnalyticCosts analytic_costs(const Config& c) {
   a.dp = t.data_parallel(c.cluster.nodes * c.cluster.devices_per_node);
   a.settings.ep = t.ep;
   a.settings.etp = t.etp;
+  // Megatron-Core's expert ranks run etp fastest, then ep (RankGenerator order
+  // "tp-ep-dp-pp" with tp = etp: NVIDIA/Megatron-LM d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+  // megatron/core/parallel_state.py, expert_decoder_rank_generator), so an ep group spans
+  // etp x ep consecutive devices of the stage: it leaves the node when that is larger.
+  a.settings.ep_crosses_nodes = t.etp * t.ep > c.cluster.devices_per_node;
   a.edp = std::max(1, t.tp * a.dp / (t.ep * t.etp));
   const ModelShape& m = *c.model.shape;
   a.decoder = decoder_layer_cost(m, a.hardware, a.settings);

@@ -18,6 +18,17 @@ double collective_time_s(const HardwareSpec& hw, Collective kind, int group, dou
   return fraction * bytes / bw + steps * link.latency_us * 1e-6;
 }
 
+double all_to_all_time_s(const HardwareSpec& hw, int group, double bytes, bool crosses_nodes) {
+  if (group <= 1 || bytes <= 0) return 0.0;
+  const double k = group;
+  const LinkSpec& link = crosses_nodes ? hw.inter_node : hw.intra_node;
+  const double lanes = (!crosses_nodes && hw.intra_node_mesh) ? k - 1 : 1.0;
+  const double bw = link.bandwidth_GBps * 1e9 * lanes * hw.collective_efficiency;
+  // NCCL (and HCCL) run the k-1 sends and receives of an all-to-all as one grouped step:
+  // one latency, not k-1.
+  return link.latency_us * 1e-6 + (k - 1) / k * bytes / bw;
+}
+
 std::int64_t static_bytes(std::int64_t params, int dtype_bytes, const OptimizerSettings& opt,
                           int dp) {
   // Adam keeps m and v in fp32 (8 bytes), plus an fp32 master copy with mixed precision
@@ -261,9 +272,17 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     // Permute: gather T x h into T x top_k rows in expert order; its backward scatters
     // the rows' gradients back (read top_k rows per token, write one).
     b.elementwise("permute", e * (Tm * h + Tk * h), e * (Tk * h + Tm * h), 0, 1, 1, 0);
+    // Megatron-Core's MoEAlltoAllTokenDispatcher (NVIDIA/Megatron-LM
+    // d98e8a64ddf34856e74b24714e3bedb2f5a39553, megatron/core/transformer/moe/
+    // token_dispatcher.py: token_dispatch and token_combine each call all_to_all over the
+    // ep group on the permuted T x top_k rows; the autograd backward of each is the reverse
+    // all_to_all on the gradients, same volume). Exposed: nothing overlaps them here.
+    const double a2a = all_to_all_time_s(hw, st.ep, e * Tk * h, st.ep_crosses_nodes);
+    if (st.ep > 1) b.add("a2a-dispatch", a2a, a2a, 0.0);
     b.grouped("experts_gate_up", Tmax, h, 2 * ef, local_experts, Tk);
     b.elementwise("experts_swiglu", 5 * e * Tmax * ef, 9 * e * Tmax * ef, 0, 2, 4, 0);
     b.grouped("experts_down", Tmax, ef, h, local_experts, Tk);
+    if (st.ep > 1) b.add("a2a-combine", a2a, a2a, 0.0);
     // Unpermute: scale the rows by their router weights and sum them back to T x h;
     // backward: the rows' gradients (read T x h, write top_k rows) and the weights'
     // (read the saved rows and the gradient again).
