@@ -79,7 +79,9 @@ TEST(MoeConfig, BadExpertParallelismNamesFileLineAndKey) {
       {mixtral_yaml(mixtral, "  pp: 4\n  ep: 3\n"),
        ":11: training.ep: ep = 3 does not divide the 8 experts"},
       {mixtral_yaml(mixtral, "  pp: 32\n  ep: 4\n"),  // dp 2: a stage has 2 devices
-       ":11: training.ep: etp x ep = 4 does not divide the tp x dp = 2 devices"},
+       ":11: training.ep: etp x ep = 4 is more than the tp x dp = 2 devices"},
+      {mixtral_yaml(mixtral, "  pp: 8\n  etp: 7\n"),  // dp 8; 14336 = 7 x 2048
+       ":11: training.etp: etp x ep = 7 does not divide the tp x dp = 8 devices"},
       {mixtral_yaml(mixtral, "  pp: 4\n  etp: 3\n"),
        ":11: training.etp: etp = 3 does not divide the experts' intermediate size 14336"},
       {mixtral_yaml(mixtral, "  pp: 4\n", "  moe: {load_imbalance: 0.5}\n"),
