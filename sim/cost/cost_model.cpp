@@ -496,6 +496,73 @@ LayerCost moe_decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw,
   return decoder_impl(m, hw, st, true);
 }
 
+LayerCost mtp_module_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st) {
+  // Megatron-Core's MultiTokenPredictionLayer (NVIDIA/Megatron-LM
+  // d98e8a64ddf34856e74b24714e3bedb2f5a39553, megatron/core/transformer/
+  // multi_token_prediction.py): embedding of the next tokens, enorm / hnorm, concat,
+  // eh_proj, a transformer layer, then the shared output layer and its loss.
+  const bool last_moe = m.is_moe_layer(m.num_layers - 1);
+  const LayerCost layer =
+      last_moe ? moe_decoder_layer_cost(m, hw, st) : decoder_layer_cost(m, hw, st);
+  const LayerCost lookup = embedding_cost(m, hw, st);
+  const LayerCost head = head_cost(m, hw, st, false);  // the norm only: the matrix is shared
+  Builder b(hw, st, m.architecture, "mtp");
+  const bool llama = m.architecture == Architecture::llama;
+  const double e = st.dtype_bytes, t = st.tp;
+  const double T = static_cast<double>(st.seq_length) * st.micro_batch_size;
+  const double h = m.hidden_size;
+  const double Hn = T * h, Hs = st.sequence_parallel ? Hn / t : Hn, Ts = Hs / h;
+  LayerCost& c = b.cost();
+  const auto append = [&c](const LayerCost& part) {
+    for (SubOpCost op : part.ops) {
+      op.name = "mtp." + op.name;
+      c.forward_s += op.forward_s;
+      c.backward_input_s += op.backward_input_s;
+      c.backward_weight_s += op.backward_weight_s;
+      c.ops.push_back(std::move(op));
+    }
+    c.forward_flops += part.forward_flops;
+  };
+  append(lookup);
+  // enorm (the embedded tokens) and hnorm (the main model's last hidden state): RMSNorms.
+  const double norm_f = llama ? 18 * e : 2 * e, norm_i = llama ? 36 * e : 3 * e;
+  const double norm_w = llama ? 4 * e : 2 * e;
+  for (const char* name : {"mtp.enorm", "mtp.hnorm"})
+    b.elementwise(name, norm_f * Hs, norm_i * Hs, norm_w * Hs, llama ? 6 : 1, llama ? 10 : 1,
+                  llama ? 2 : 1, h, 1);
+  // The concat of the two (2h wide) into eh_proj, column-parallel over tp, its output
+  // gathered back to the full hidden state.
+  b.elementwise("mtp.concat", 4 * e * Hs, 4 * e * Hs, 0, 1, 1, 0);
+  if (st.sequence_parallel)
+    b.tp_collective("mtp.eh_all_gather", Collective::all_gather, Collective::reduce_scatter,
+                    2 * e * Hn);
+  b.linear("mtp.eh_proj", T, 2 * h, h / t);
+  if (st.tp > 1)
+    b.tp_collective("mtp.eh_gather", Collective::all_gather, Collective::reduce_scatter, e * Hn);
+  append(layer);
+  append(head);
+  // Recompute acts on the module's decoder layer; the rest always keeps its tensors: the
+  // lookup's ids, the two norms (fp32 input, normalized output, rsqrt), eh_proj's input,
+  // and the head's.
+  const double own = 2 * ((4 + e) * Hs + 4 * Ts) + 2 * e * Hs;
+  for (Recompute r : kAllRecompute) {
+    c.recompute_extra_s[r] = layer.recompute_extra_s[r];
+    c.recompute_flops[r] = layer.recompute_flops[r];
+    c.activation_bytes[r] = layer.activation_bytes[r] + lookup.activation_bytes[r] +
+                            head.activation_bytes[r] + to_bytes(own);
+    c.weight_grad_bytes[r] = layer.weight_grad_bytes[r] + lookup.weight_grad_bytes[r] +
+                             head.weight_grad_bytes[r] + to_bytes(2 * e * Hs + e * Hs);
+  }
+  // (The layer's sub-ops carry their recompute_s over; the others re-run nothing.)
+  const std::int64_t own_params =
+      static_cast<std::int64_t>(std::llround(2 * h + 2 * h * h / t));  // norms, eh_proj
+  c.param_count = own_params + layer.param_count + head.param_count;
+  c.active_param_count = own_params + layer.active_param_count + head.active_param_count;
+  c.expert_param_count = layer.expert_param_count;
+  c.output_bytes = 0;
+  return c;
+}
+
 LayerCost embedding_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st) {
   Builder b(hw, st, m.architecture, "embedding");
   const double e = st.dtype_bytes, t = st.tp;

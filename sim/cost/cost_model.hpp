@@ -152,6 +152,15 @@ LayerCost decoder_layer_cost(const ModelShape& model, const HardwareSpec& hw,
 /// Their buffers are the experts' input rows and output rows the activations already keep.
 LayerCost moe_decoder_layer_cost(const ModelShape& model, const HardwareSpec& hw,
                                  const CostSettings& settings);
+/// One multi-token-prediction module (DeepSeek-V3's num_nextn_predict_layers; Megatron-Core's
+/// MultiTokenPredictionLayer), on the last stage before the output head: the shared
+/// embedding's lookup of the shifted tokens, enorm and hnorm over the two inputs, eh_proj
+/// (2h -> h, split over tp), one decoder layer shaped as the model's last (MoE when that
+/// is), and one more pass through the shared head (its own norm, the shared output matrix,
+/// the loss). Sub-ops are prefixed "mtp."; param_count is ModelShape::mtp_module_params'
+/// (the embedding and the output matrix are the model's: not counted again).
+LayerCost mtp_module_cost(const ModelShape& model, const HardwareSpec& hw,
+                          const CostSettings& settings);
 /// Word (and, for gpt, position) embedding: runs on the first stage.
 LayerCost embedding_cost(const ModelShape& model, const HardwareSpec& hw,
                          const CostSettings& settings);
