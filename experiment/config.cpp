@@ -252,13 +252,8 @@ void read_shape(Reader& rd, const YAML::Node& n, Config& c) {
   } catch (const ShapeError& e) {
     rd.fail(n, "model", e.what());
   }
-  // read_hf_config reads multi-latent-attention shapes (DeepSeek-V3: their parameter
-  // counts are the model card's); the cost model has no layer for that attention yet.
-  if (m.is_mla())
-    rd.fail(n["hf_config"], "model.hf_config",
-            m.name + " has multi-latent attention (kv_lora_rank " +
-                std::to_string(m.mla.kv_lora_rank) +
-                "); bmpipe's cost model does not cost that attention yet");
+  // Multi-latent attention (read_hf_config's MlaShape) is costed by the cost model's
+  // decoder layers (sim/cost/cost_model.cpp: q_a/q_b, kv_a/kv_b, latent norms, RoPE).
   c.model.name = m.name;
   c.model.shape = m;
 }

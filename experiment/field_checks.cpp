@@ -183,6 +183,7 @@ Load analytic_load(const Config& c) {
   st.grad_bytes = t.optimizer.grad_bytes;
   st.ep = t.ep;
   st.etp = t.etp;
+  st.ep_crosses_nodes = t.etp * t.ep > c.cluster.devices_per_node;
   const HardwareSpec& hw = *c.device.hardware;
   // The cost model rounds bytes with llround, which has no answer past int64. Its stored
   // tensors are at most 8 bytes per token per column of the widest matrix (the fp32
@@ -399,8 +400,18 @@ void check_expert_parallel(const Config& c, std::int64_t dp) {
                               std::to_string(m.moe.shared_ffn));
   const std::int64_t stage = static_cast<std::int64_t>(t.tp) * dp;
   const std::int64_t folded = static_cast<std::int64_t>(t.etp) * t.ep;
+  // Name the key the file set: ep, or etp when only etp is there.
+  const std::string key =
+      c.lines.count("training.ep") || !c.lines.count("training.etp") ? "training.ep"
+                                                                     : "training.etp";
+  if (folded > stage)
+    c.fail(key,
+           "etp x ep = " + std::to_string(folded) + " is more than the tp x dp = " +
+               std::to_string(stage) +
+               " devices of a pipeline stage: the MoE layers' experts are spread over the "
+               "stage's own devices (use a smaller ep or etp, or more dp)");
   if (stage % folded != 0)
-    c.fail("training.ep", "etp x ep = " + std::to_string(folded) +
+    c.fail(key, "etp x ep = " + std::to_string(folded) +
                               " does not divide the tp x dp = " + std::to_string(stage) +
                               " devices of a pipeline stage, which the MoE layers share");
 }

@@ -29,10 +29,16 @@ AnalyticCosts analytic_costs(const Config& c) {
   a.dp = t.data_parallel(c.cluster.nodes * c.cluster.devices_per_node);
   a.settings.ep = t.ep;
   a.settings.etp = t.etp;
+  // Megatron-Core's expert ranks run etp fastest, then ep (RankGenerator order
+  // "tp-ep-dp-pp" with tp = etp: NVIDIA/Megatron-LM d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+  // megatron/core/parallel_state.py, expert_decoder_rank_generator), so an ep group spans
+  // etp x ep consecutive devices of the stage: it leaves the node when that is larger.
+  a.settings.ep_crosses_nodes = t.etp * t.ep > c.cluster.devices_per_node;
   a.edp = std::max(1, t.tp * a.dp / (t.ep * t.etp));
   const ModelShape& m = *c.model.shape;
   a.decoder = decoder_layer_cost(m, a.hardware, a.settings);
   if (m.is_moe()) a.moe_decoder = moe_decoder_layer_cost(m, a.hardware, a.settings);
+  if (m.mtp_layers > 0) a.mtp = mtp_module_cost(m, a.hardware, a.settings);
   a.embedding = embedding_cost(m, a.hardware, a.settings);
   // Tied embeddings: with one stage the head reuses the embedding matrix; with more, the
   // last stage keeps its own copy.
@@ -128,6 +134,12 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
   table.head_copy_static_bytes = Seconds::of(a->head, *a, false).static_bytes - head.static_bytes;
   table.head_copy_params = a->head.param_count - a->head_single_stage.param_count;
   table.fixed_forward_flops = a->embedding.forward_flops + a->head.forward_flops;
+  // The MTP modules sit on the last stage, before the head: folded into the last layer.
+  std::optional<Seconds> mtp;
+  if (a->mtp) {
+    mtp = Seconds::of(*a->mtp, *a, true);
+    table.fixed_forward_flops += m.mtp_layers * a->mtp->forward_flops;
+  }
   table.layers.reserve(n);
   for (int l = 0; l < n; ++l) {
     const bool is_moe = moe && m.is_moe_layer(l);
@@ -135,6 +147,10 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
     Seconds s = is_moe ? *moe : decoder;
     std::string name = (is_moe ? "moe_decoder." : "decoder.") + std::to_string(l);
     if (l == 0) s.add(embedding), name += "+embedding";
+    if (l == n - 1 && mtp) {
+      for (int k = 0; k < m.mtp_layers; ++k) s.add(*mtp);
+      name += "+mtp";
+    }
     if (l == n - 1) s.add(head), name += "+lm_head";
     LayerRow row;
     row.name = std::move(name);
@@ -149,6 +165,9 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
       row.modes[r] = LayerModeCost{s_to_ns(s.recompute[r]), s.activation[r], s.retained[r]};
     row.forward_flops = kind.forward_flops;
     row.recompute_flops = kind.recompute_flops;
+    if (l == n - 1 && a->mtp)
+      for (Recompute r : kAllRecompute)
+        row.recompute_flops[r] += m.mtp_layers * a->mtp->recompute_flops[r];
     table.layers.push_back(std::move(row));
   }
   return table;

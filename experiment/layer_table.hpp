@@ -57,7 +57,8 @@ struct LayerTable {
   /// all-reduce). Zero otherwise.
   std::int64_t head_copy_static_bytes = 0;
   std::int64_t head_copy_params = 0;
-  /// Analytic models: forward FLOPs of the embedding plus the head, per micro-batch.
+  /// Analytic models: forward FLOPs of the embedding plus the head (and the MTP modules),
+  /// per micro-batch.
   double fixed_forward_flops = 0;
 
   int size() const { return static_cast<int>(layers.size()); }
@@ -76,6 +77,9 @@ struct AnalyticCosts {
   /// Mixture-of-experts models: the layer with the MoE MLP (ModelShape::is_moe_layer picks
   /// it); the others are `decoder`.
   std::optional<LayerCost> moe_decoder;
+  /// Models with multi-token prediction (ModelShape::mtp_layers): one module, run
+  /// mtp_layers times on the last stage before the head (folded into the last layer).
+  std::optional<LayerCost> mtp;
   LayerCost embedding;          ///< on the first stage
   LayerCost head;               ///< final norm, LM head and loss on the last stage, own weights
   LayerCost head_single_stage;  ///< the same when one stage holds the whole model (tied: shared)

@@ -18,6 +18,17 @@ double collective_time_s(const HardwareSpec& hw, Collective kind, int group, dou
   return fraction * bytes / bw + steps * link.latency_us * 1e-6;
 }
 
+double all_to_all_time_s(const HardwareSpec& hw, int group, double bytes, bool crosses_nodes) {
+  if (group <= 1 || bytes <= 0) return 0.0;
+  const double k = group;
+  const LinkSpec& link = crosses_nodes ? hw.inter_node : hw.intra_node;
+  const double lanes = (!crosses_nodes && hw.intra_node_mesh) ? k - 1 : 1.0;
+  const double bw = link.bandwidth_GBps * 1e9 * lanes * hw.collective_efficiency;
+  // NCCL (and HCCL) run the k-1 sends and receives of an all-to-all as one grouped step:
+  // one latency, not k-1.
+  return link.latency_us * 1e-6 + (k - 1) / k * bytes / bw;
+}
+
 std::int64_t static_bytes(std::int64_t params, int dtype_bytes, const OptimizerSettings& opt,
                           int dp) {
   // Adam keeps m and v in fp32 (8 bytes), plus an fp32 master copy with mixed precision
@@ -189,9 +200,51 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   // --- attention block ---
   b.elementwise("input_norm", norm_f * Hs, norm_i * Hs, norm_w * Hs, norm_kf, norm_ki, norm_kw,
                 norm_tensors * h, norm_tensors);
-  if (st.sequence_parallel)
+  // Multi-latent attention (DeepSeek-V2/V3): the shape of one device's share.
+  const MlaShape& mla = m.mla;
+  const bool is_mla = m.is_mla();
+  const double ql = mla.q_lora_rank, kvl = mla.kv_lora_rank;
+  const double qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim, dr = mla.qk_rope_head_dim;
+  const double dv = mla.v_head_dim;
+  const double Ts_att = Hs / h;  // tokens before the sequence-parallel gather
+  if (is_mla) {
+    // Megatron-Core's MLASelfAttention (NVIDIA/Megatron-LM
+    // d98e8a64ddf34856e74b24714e3bedb2f5a39553, megatron/core/transformer/
+    // multi_latent_attention.py): the down projections linear_q_down_proj and
+    // linear_kv_down_proj are 'duplicated' (every tp rank holds them whole) and run on the
+    // rank's own tokens; the latents are layer-normed, gathered over tp under sequence
+    // parallelism, and the up projections linear_q_up_proj / linear_kv_up_proj and the
+    // output projection split the heads. Norms and RoPE as the llama layer runs them.
+    const double gathered = (ql > 0 ? ql : 0.0) + kvl + dr;  // latent columns gathered
+    if (ql > 0) {
+      b.linear("q_a_proj", Ts_att, h, ql);
+      b.elementwise("q_a_layernorm", norm_f * Ts_att * ql, norm_i * Ts_att * ql,
+                    norm_w * Ts_att * ql, norm_kf, norm_ki, norm_kw, ql, 1);
+    } else if (st.sequence_parallel) {
+      // q_proj (column-parallel) gathers the hidden states itself.
+      b.tp_collective("q_all_gather", Collective::all_gather, Collective::reduce_scatter, e * Hn);
+    }
+    b.linear("kv_a_proj_with_mqa", Ts_att, h, kvl + dr);
+    b.elementwise("kv_a_layernorm", norm_f * Ts_att * kvl, norm_i * Ts_att * kvl,
+                  norm_w * Ts_att * kvl, norm_kf, norm_ki, norm_kw, kvl, 1);
+    if (st.sequence_parallel)
+      b.tp_collective("latent_all_gather", Collective::all_gather, Collective::reduce_scatter,
+                      e * T * gathered);
+    if (ql > 0) b.linear("q_b_proj", T, ql, heads * qk);
+    else b.linear("q_proj", T, h, heads * qk);
+    b.linear("kv_b_proj", T, kvl, heads * (mla.qk_nope_head_dim + dv));
+    // RoPE on the rope parts: q's heads x qk_rope_head_dim and the one shared k_pe.
+    const double el = T * (heads * dr + dr);
+    b.elementwise("rope", 10 * e * el, 8 * e * el, 0, 10, 8, 0);
+    // q = [q_nope, q_pe]; k = [k_nope, k_pe broadcast to every head]: read the parts,
+    // write q and k (backward: the slices back).
+    const double cat = e * T * (3 * heads * qk + heads * mla.qk_nope_head_dim + dr);
+    b.elementwise("qk_concat", cat, cat, 0, 2, 2, 0);
+  } else if (st.sequence_parallel)
     b.tp_collective("qkv_all_gather", Collective::all_gather, Collective::reduce_scatter, e * Hn);
-  if (llama) {
+  if (is_mla) {
+    // q, k and v came from the latent projections above.
+  } else if (llama) {
     b.linear("qkv_proj", T, h, q_cols + 2 * kv_cols, 3, 2);  // HF: separate q, k, v
   } else {
     b.linear("qkv_proj", T, h, q_cols + 2 * kv_cols);
@@ -199,13 +252,21 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     const double qkv_out = T * (q_cols + 2 * kv_cols);
     b.elementwise("qkv_bias", 0, 0, e * qkv_out, 0, 0, 1, q_cols + 2 * kv_cols, 1);
   }
-  if (llama) {
+  if (llama && !is_mla) {
     // HF applies RoPE to q and k with five elementwise kernels (mul, neg, cat, mul, add).
     const double el = T * (q_cols + kv_cols);
     b.elementwise("rope", 10 * e * el, 8 * e * el, 0, 10, 8, 0);
   }
   double core_f = 0, core_flops = 0;
-  if (m.flash_attention) {
+  if (is_mla) {
+    // Flash attention with q/k heads of qk_nope + qk_rope and v heads of v_head_dim:
+    // causal QK^T over qk columns and PV over dv columns, half the s x s computed each.
+    core_flops = 2 * T * s * heads * (qk + dv) * 0.5;
+    const double io = e * T * heads * (2 * qk + 2 * dv);  // q, k, v, output
+    core_f = b.roof(core_flops, io, hw.attention_efficiency) + b.launches(1);
+    b.add("attention", core_f,
+          b.roof(2.5 * core_flops, 2 * io, hw.attention_backward_efficiency) + b.launches(2), 0.0);
+  } else if (m.flash_attention) {
     // Causal: half of the s x s scores computed. Backward re-forms the scores and runs
     // four more matmuls: 2.5x the forward FLOPs.
     core_flops = 2 * 2 * T * s * q_cols * 0.5;
@@ -228,7 +289,8 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     b.add("attention", core_f, 4 * bmm_b + softmax_i + drop_i, 0.0);
   }
   b.cost().forward_flops += core_flops;
-  b.linear("out_proj", T, q_cols, h);
+  const double o_cols = is_mla ? heads * dv : q_cols;  // the output projection's input
+  b.linear("out_proj", T, o_cols, h);
   b.tp_collective(st.sequence_parallel ? "out_reduce_scatter" : "out_all_reduce",
                   st.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce,
                   st.sequence_parallel ? Collective::all_gather : Collective::all_reduce, e * Hn);
@@ -261,9 +323,17 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     // Permute: gather T x h into T x top_k rows in expert order; its backward scatters
     // the rows' gradients back (read top_k rows per token, write one).
     b.elementwise("permute", e * (Tm * h + Tk * h), e * (Tk * h + Tm * h), 0, 1, 1, 0);
+    // Megatron-Core's MoEAlltoAllTokenDispatcher (NVIDIA/Megatron-LM
+    // d98e8a64ddf34856e74b24714e3bedb2f5a39553, megatron/core/transformer/moe/
+    // token_dispatcher.py: token_dispatch and token_combine each call all_to_all over the
+    // ep group on the permuted T x top_k rows; the autograd backward of each is the reverse
+    // all_to_all on the gradients, same volume). Exposed: nothing overlaps them here.
+    const double a2a = all_to_all_time_s(hw, st.ep, e * Tk * h, st.ep_crosses_nodes);
+    if (st.ep > 1) b.add("a2a-dispatch", a2a, a2a, 0.0);
     b.grouped("experts_gate_up", Tmax, h, 2 * ef, local_experts, Tk);
     b.elementwise("experts_swiglu", 5 * e * Tmax * ef, 9 * e * Tmax * ef, 0, 2, 4, 0);
     b.grouped("experts_down", Tmax, ef, h, local_experts, Tk);
+    if (st.ep > 1) b.add("a2a-combine", a2a, a2a, 0.0);
     // Unpermute: scale the rows by their router weights and sum them back to T x h;
     // backward: the rows' gradients (read T x h, write top_k rows) and the weights'
     // (read the saved rows and the gradient again).
@@ -337,9 +407,19 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     saved += 2 * e * F;              // GeLU input, fc2 input
     saved += 2 * drop_mask;          // after attention and after the MLP
   }
-  saved += e * T * (q_cols + 2 * kv_cols);  // q, k, v (the core's inputs)
-  saved += e * T * q_cols;                  // core output = out_proj input
-  if (m.flash_attention) {
+  if (is_mla) {
+    // The latents' norms (fp32 input, bf16 output, rsqrt), the up projections' inputs,
+    // q, k (heads x qk), v (heads x dv), and the core output (out_proj's input).
+    const double q_lat = ql > 0 ? ql : 0.0;
+    saved += (4 + e) * Ts_att * (q_lat + kvl) + 4 * Ts_att * (ql > 0 ? 2 : 1);
+    saved += e * T * (q_lat + kvl);
+    saved += e * T * heads * (2 * qk + dv);
+    saved += e * T * heads * dv;
+  } else {
+    saved += e * T * (q_cols + 2 * kv_cols);  // q, k, v (the core's inputs)
+    saved += e * T * q_cols;                  // core output = out_proj input
+  }
+  if (m.flash_attention || is_mla) {
     core_only = 4 * mb * heads * s;  // fp32 logsumexp
   } else {
     core_only = e * S2 + (m.dropout ? (1 + e) * S2 : 0.0);  // softmax, mask, dropped probs
@@ -351,10 +431,12 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   // the core output; MLP-out: e F) and, for the norm scales, the normalized tensors
   // (llama) or the LayerNorm inputs (gpt): e Hs each.
   const double proj_inputs =
-      moe_mlp ? 2 * e * Hs + e * T * q_cols + e * Tmax * (h + ef) +
+      moe_mlp ? 2 * e * Hs + e * T * o_cols + e * Tmax * (h + ef) +
                     (x.shared_ffn > 0 ? e * Tm * sf : 0.0)
-              : 2 * e * Hs + e * T * q_cols + e * F;
-  const double norm_outputs = 2 * e * Hs;
+              : 2 * e * Hs + e * T * o_cols + e * F;
+  // MLA: the normalized latents, which are also the up projections' inputs.
+  const double norm_outputs =
+      2 * e * Hs + (is_mla ? e * T * ((ql > 0 ? ql : 0.0) + kvl) : 0.0);
   c.weight_grad_bytes[Recompute::none] =
       std::min(c.activation_bytes[Recompute::none], to_bytes(proj_inputs + norm_outputs));
   c.weight_grad_bytes[Recompute::selective] =
@@ -366,13 +448,18 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
                                  : (llama ? 2 * T * f * h : 0.0));
   c.output_bytes = to_bytes(e * Hs);
   const long long kv_params = static_cast<long long>(kv_cols * h);
+  // MLA's attention on this device (ModelShape::attention_params without its norm, the
+  // up and output projections at this device's heads).
+  const double mla_att =
+      (ql > 0 ? h * ql + ql + ql * heads * qk : h * heads * qk) + h * (kvl + dr) + kvl +
+      kvl * heads * (mla.qk_nope_head_dim + dv) + heads * dv * h;
   if (moe_mlp) {
     // Attention (this device's heads), two norms, the extras of ModelShape::
     // attention_params, the router (replicated), the shared expert (tp share) and the
     // local experts (etp share).
-    double att = 2 * h * q_cols + 2 * kv_cols * h + 2 * h;
-    if (m.attention_bias) att += q_cols + 2 * kv_cols + h;
-    else if (m.qkv_bias) att += q_cols + 2 * kv_cols;
+    double att = is_mla ? mla_att + 2 * h : 2 * h * q_cols + 2 * kv_cols * h + 2 * h;
+    if (m.attention_bias && !is_mla) att += q_cols + 2 * kv_cols + h;
+    else if (m.qkv_bias && !is_mla) att += q_cols + 2 * kv_cols;
     if (m.qk_norm) att += 2 * d;
     if (m.attention_sinks) att += heads;
     const double router = h * E + (x.router_bias ? E : 0.0) + (x.router_score_bias ? E : 0.0);
@@ -385,7 +472,9 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
         std::llround(att + router + shared + top_k * expert));
     return c;
   }
-  if (llama)
+  if (is_mla)
+    c.param_count = static_cast<std::int64_t>(std::llround(mla_att + 3 * h * f + 2 * h));
+  else if (llama)
     c.param_count = static_cast<std::int64_t>(2 * h * q_cols + 2 * kv_params + 3 * h * f + 2 * h);
   else
     c.param_count = static_cast<std::int64_t>(h * (q_cols + 2 * kv_cols) + q_cols + 2 * kv_cols +
@@ -402,10 +491,76 @@ LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const 
 
 LayerCost moe_decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw,
                                  const CostSettings& st) {
-  if (!m.is_moe() || m.architecture != Architecture::llama || m.is_mla())
-    throw ShapeError("moe_decoder_layer_cost needs a llama-architecture mixture of experts "
-                     "without multi-latent attention");
+  if (!m.is_moe() || m.architecture != Architecture::llama)
+    throw ShapeError("moe_decoder_layer_cost needs a llama-architecture mixture of experts");
   return decoder_impl(m, hw, st, true);
+}
+
+LayerCost mtp_module_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st) {
+  // Megatron-Core's MultiTokenPredictionLayer (NVIDIA/Megatron-LM
+  // d98e8a64ddf34856e74b24714e3bedb2f5a39553, megatron/core/transformer/
+  // multi_token_prediction.py): embedding of the next tokens, enorm / hnorm, concat,
+  // eh_proj, a transformer layer, then the shared output layer and its loss.
+  const bool last_moe = m.is_moe_layer(m.num_layers - 1);
+  const LayerCost layer =
+      last_moe ? moe_decoder_layer_cost(m, hw, st) : decoder_layer_cost(m, hw, st);
+  const LayerCost lookup = embedding_cost(m, hw, st);
+  const LayerCost head = head_cost(m, hw, st, false);  // the norm only: the matrix is shared
+  Builder b(hw, st, m.architecture, "mtp");
+  const bool llama = m.architecture == Architecture::llama;
+  const double e = st.dtype_bytes, t = st.tp;
+  const double T = static_cast<double>(st.seq_length) * st.micro_batch_size;
+  const double h = m.hidden_size;
+  const double Hn = T * h, Hs = st.sequence_parallel ? Hn / t : Hn, Ts = Hs / h;
+  LayerCost& c = b.cost();
+  const auto append = [&c](const LayerCost& part) {
+    for (SubOpCost op : part.ops) {
+      op.name = "mtp." + op.name;
+      c.forward_s += op.forward_s;
+      c.backward_input_s += op.backward_input_s;
+      c.backward_weight_s += op.backward_weight_s;
+      c.ops.push_back(std::move(op));
+    }
+    c.forward_flops += part.forward_flops;
+  };
+  append(lookup);
+  // enorm (the embedded tokens) and hnorm (the main model's last hidden state): RMSNorms.
+  const double norm_f = llama ? 18 * e : 2 * e, norm_i = llama ? 36 * e : 3 * e;
+  const double norm_w = llama ? 4 * e : 2 * e;
+  for (const char* name : {"mtp.enorm", "mtp.hnorm"})
+    b.elementwise(name, norm_f * Hs, norm_i * Hs, norm_w * Hs, llama ? 6 : 1, llama ? 10 : 1,
+                  llama ? 2 : 1, h, 1);
+  // The concat of the two (2h wide) into eh_proj, column-parallel over tp, its output
+  // gathered back to the full hidden state.
+  b.elementwise("mtp.concat", 4 * e * Hs, 4 * e * Hs, 0, 1, 1, 0);
+  if (st.sequence_parallel)
+    b.tp_collective("mtp.eh_all_gather", Collective::all_gather, Collective::reduce_scatter,
+                    2 * e * Hn);
+  b.linear("mtp.eh_proj", T, 2 * h, h / t);
+  if (st.tp > 1)
+    b.tp_collective("mtp.eh_gather", Collective::all_gather, Collective::reduce_scatter, e * Hn);
+  append(layer);
+  append(head);
+  // Recompute acts on the module's decoder layer; the rest always keeps its tensors: the
+  // lookup's ids, the two norms (fp32 input, normalized output, rsqrt), eh_proj's input,
+  // and the head's.
+  const double own = 2 * ((4 + e) * Hs + 4 * Ts) + 2 * e * Hs;
+  for (Recompute r : kAllRecompute) {
+    c.recompute_extra_s[r] = layer.recompute_extra_s[r];
+    c.recompute_flops[r] = layer.recompute_flops[r];
+    c.activation_bytes[r] = layer.activation_bytes[r] + lookup.activation_bytes[r] +
+                            head.activation_bytes[r] + to_bytes(own);
+    c.weight_grad_bytes[r] = layer.weight_grad_bytes[r] + lookup.weight_grad_bytes[r] +
+                             head.weight_grad_bytes[r] + to_bytes(2 * e * Hs + e * Hs);
+  }
+  // (The layer's sub-ops carry their recompute_s over; the others re-run nothing.)
+  const std::int64_t own_params =
+      static_cast<std::int64_t>(std::llround(2 * h + 2 * h * h / t));  // norms, eh_proj
+  c.param_count = own_params + layer.param_count + head.param_count;
+  c.active_param_count = own_params + layer.active_param_count + head.active_param_count;
+  c.expert_param_count = layer.expert_param_count;
+  c.output_bytes = 0;
+  return c;
 }
 
 LayerCost embedding_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st) {

@@ -78,6 +78,11 @@ struct CostSettings {
   /// tokens x top_k (every device of the ep group sends as many as it receives).
   int ep = 1;
   int etp = 1;
+  /// The ep group leaves the node: its all-to-all runs over the NICs (inter_node) instead
+  /// of the node's links. Megatron-Core orders expert ranks etp, then ep (RankGenerator
+  /// order "tp-ep-dp-pp" with tp = etp), so an ep group spans etp x ep consecutive
+  /// devices: it crosses nodes when that is more than a node holds.
+  bool ep_crosses_nodes = false;
 };
 
 /// One sub-op's share, kept for `bmpipe cost` and for calibration.
@@ -138,9 +143,24 @@ LayerCost decoder_layer_cost(const ModelShape& model, const HardwareSpec& hw,
 ///             reading the E / ep local experts' weights;
 ///   shared:   a dense SwiGLU MLP of shared_ffn / tp, when the model has one.
 /// Activations add T x top_k x (h + 4 ef / etp) elements for the experts (their input and
-/// SwiGLU's four tensors) and fp32 router probabilities. The all-to-all is not in it.
+/// SwiGLU's four tensors) and fp32 router probabilities.
+/// With ep > 1 the tokens are exchanged before and after the experts (Megatron-Core's
+/// alltoall token dispatcher), exposed, as 1F1B and interleaved run them:
+///   a2a-dispatch (after permute) and a2a-combine (before unpermute), each
+///   all_to_all_time_s over the ep group on T x top_k x h x dtype_bytes, forward and again
+///   in the input-grad (the backward runs the reverse exchange on the gradients).
+/// Their buffers are the experts' input rows and output rows the activations already keep.
 LayerCost moe_decoder_layer_cost(const ModelShape& model, const HardwareSpec& hw,
                                  const CostSettings& settings);
+/// One multi-token-prediction module (DeepSeek-V3's num_nextn_predict_layers; Megatron-Core's
+/// MultiTokenPredictionLayer), on the last stage before the output head: the shared
+/// embedding's lookup of the shifted tokens, enorm and hnorm over the two inputs, eh_proj
+/// (2h -> h, split over tp), one decoder layer shaped as the model's last (MoE when that
+/// is), and one more pass through the shared head (its own norm, the shared output matrix,
+/// the loss). Sub-ops are prefixed "mtp."; param_count is ModelShape::mtp_module_params'
+/// (the embedding and the output matrix are the model's: not counted again).
+LayerCost mtp_module_cost(const ModelShape& model, const HardwareSpec& hw,
+                          const CostSettings& settings);
 /// Word (and, for gpt, position) embedding: runs on the first stage.
 LayerCost embedding_cost(const ModelShape& model, const HardwareSpec& hw,
                          const CostSettings& settings);
@@ -156,6 +176,13 @@ enum class Collective { all_reduce, all_gather, reduce_scatter };
 /// all-gather and reduce-scatter (k-1)/k. `crosses_nodes` selects the NIC bandwidth.
 double collective_time_s(const HardwareSpec& hw, Collective kind, int group, double bytes,
                          bool crosses_nodes);
+
+/// Time of an all-to-all over `group` devices where each device holds `bytes` to scatter
+/// (its own share included): it sends (k-1)/k of them and receives as much, in parallel,
+///   latency + (k-1)/k x bytes / (link bandwidth x lanes x collective_efficiency),
+/// on one directed link (lanes 1: a switched node or the NIC) or, on a mesh node, the k-1
+/// peer links at once. `crosses_nodes` selects the NIC. 0 for a group of one.
+double all_to_all_time_s(const HardwareSpec& hw, int group, double bytes, bool crosses_nodes);
 
 /// Optimizer-state bytes per parameter and step time come from these.
 struct OptimizerSettings {

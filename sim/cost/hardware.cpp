@@ -61,6 +61,24 @@ HardwareSpec make_h100() {
   return h;
 }
 
+HardwareSpec make_h800() {
+  // The H100 SXM's GH100 die, HBM and compute (NVIDIA H800 SXM product brief: the same
+  // 989 TFLOPS dense BF16, 80 GB HBM3 at 3.35 TB/s), with NVLink cut to 400 GB/s over both
+  // directions: 200 GB/s one way, against the H100's 450.
+  HardwareSpec h = make_h100();
+  h.name = "h800";
+  h.intra_node = {200, 5};  // 400 GB/s bidirectional NVLink (H800 product brief); ~5 us NCCL
+  // DeepSeek-V3 technical report (arXiv 2412.19437), sec. 3.1: its 2048 H800 are nodes of
+  // 8 GPUs on NVLink + NVSwitch, the nodes on InfiniBand; sec. 3.2.2: "IB (50 GB/s)" per
+  // GPU and NVLink "160 GB/s" as achieved. 50 GB/s is the NIC's line rate (one 400 Gb/s
+  // NDR port per GPU); 160 of NVLink's 200 GB/s one way is a fraction of 0.8, which this
+  // preset takes for every collective (the NICs then reach 40 GB/s).
+  h.inter_node = {50, 10};
+  h.collective_efficiency = 0.8;
+  h.devices_per_node = 8;
+  return h;
+}
+
 HardwareSpec make_a100() {
   // Every fraction of peak as h200 (none was measured on A100). Large square bf16 GEMMs
   // reach ~250-270 of 312 TFLOP/s in public cuBLAS benchmarks; the tp-sharded GEMMs of a
@@ -124,9 +142,9 @@ HardwareSpec make_ascend_910b() {
   return h;
 }
 
-const std::array<HardwareSpec, 4>& presets() {
-  static const std::array<HardwareSpec, 4> table{make_ascend_910b(), make_a100(), make_h100(),
-                                                 make_h200()};
+const std::array<HardwareSpec, 5>& presets() {
+  static const std::array<HardwareSpec, 5> table{make_ascend_910b(), make_a100(), make_h100(),
+                                                 make_h200(), make_h800()};
   return table;
 }
 

@@ -55,7 +55,7 @@ struct HardwareSpec {
   }
 };
 
-/// The preset called `name` (ascend-910b, a100-80g, h100-sxm, h200), or nullptr.
+/// The preset called `name` (ascend-910b, a100-80g, h100-sxm, h200, h800), or nullptr.
 const HardwareSpec* find_hardware_preset(const std::string& name);
 /// Every preset name, comma-separated, for error messages.
 std::string hardware_preset_names();
