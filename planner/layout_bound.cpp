@@ -75,7 +75,21 @@ LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape) {
     per_rank = std::max(per_rank, lowest[r] * d + phi * static_cast<double>(m) * chunks[r] *
                                                       static_cast<double>(s_min));
   }
-  const double mean = (phi * static_cast<double>(m) * work + d * sum_k) / p;
+  double mean = (phi * static_cast<double>(m) * work + d * sum_k) / p;
+  // One stage per rank (stage r on rank r): the fill with the stages' own costs (term 2').
+  bool one_per_rank = S == p;
+  for (int s = 0; s < S && one_per_rank; ++s) one_per_rank = shape.stage_rank[s] == s;
+  const double mu = phi * static_cast<double>(m);
+  if (one_per_rank && mu > 0) {
+    double gamma = 1.0;
+    for (const LayerRow& row : layers) {
+      const double f = static_cast<double>(row.forward);
+      const double b = static_cast<double>(row.backward_input + row.backward_weight);
+      if (f + b > 0) gamma = std::min(gamma, (phi * f + (only_f_b ? b : 0.0)) / (f + b));
+    }
+    if (gamma > 0 && gamma <= mu)
+      mean = std::max(mean, gamma * work / (1.0 - std::pow(1.0 - gamma / mu, p)));
+  }
   // llround in the engine's FB durations may shave up to 0.5 ns per op: 1 ns per op slack.
   const double slack = maybe_fb ? 2.0 * static_cast<double>(m) * S : 0.0;
   const auto down = [&](double v) { return static_cast<Time>(std::max(0.0, std::floor(v - slack))); };

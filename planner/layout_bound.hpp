@@ -44,6 +44,18 @@
 ///     with equal stages this is the (p-1)/2 of the classic (p-1)(F+B) bubble that an
 ///     adversarial partition cannot avoid; for interleaved and V schedules the fill uses
 ///     single layers only (their first chunks may be one layer each), an honest weak term.
+///  2'. One stage per rank (stage r on rank r): the fill counted with the stages' own
+///     costs c_s = f_s + b_s instead of single layers. By 2, rank r's ops lie in
+///     [sum_{s<r} F_s, T - sum_{s<r} B_s] (the B part with only F and B ops), and
+///     sum_{s<r} (phi F_s + [F and B only] B_s) >= gamma P_r with P_r = sum_{s<r} c_s and
+///     gamma = min_l (phi f_l + [F and B only] b_l) / (f_l + b_l) (a sum of ratios at
+///     least gamma is at least gamma); its work is at least mu c_r, mu = phi m. So
+///     T_pipe >= gamma P_r + mu c_r for every r. The least such T over all c >= 0 with
+///     sum c = C = sum_l (f_l + b_l) is T* = gamma C / (1 - (1 - gamma/mu)^p) (0 < gamma
+///     <= mu): with every rank at T*, P_{r+1} = P_r (1 - gamma/mu) + T*/mu gives P_p = C;
+///     if some c had max_r < T*, induction on r gives P_r < P*_r (as 1 - gamma/mu >= 0),
+///     so sum c = P_p < C, a contradiction. 1F1B with m >> p: about half the classic
+///     (p-1)(F+B) bubble of equal stages, which an adversarial partition cannot beat.
 ///  3. One micro-batch's chain: F(0..S-1, k) then B or I(S-1..0, k), each op at least phi
 ///     times its half: T_pipe >= phi sum_l (f_l + i_l).
 ///  4. The tail. A rank's optimizer step (tail_time) follows its last pipeline op and its
