@@ -212,7 +212,8 @@ void BoundedQueue::settle() {
       break;  // not planned yet
     pending_[i].reset();
     if (s_.request.max_evals && prefix_evals_ + r->evaluations > *s_.request.max_evals) {
-      cut_ = true;  // apply_budgets reports it and every later one
+      final_[i] = std::move(r);  // apply_budgets cuts it and every later one
+      cut_ = true;
       break;
     }
     prefix_evals_ += r->evaluations;

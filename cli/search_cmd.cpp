@@ -339,8 +339,10 @@ int run_search(const std::vector<std::string>& args) {
       // so far (the others will be skipped); without it, every layout not done.
       const std::size_t left = std::min(total - std::min(total, p.done), p.may_plan);
       std::string eta = "ETA unknown";
-      if (left == 0) {
+      if (p.done >= total) {
         eta = "ETA 0 s";
+      } else if (left == 0) {
+        eta = "ETA <1 s";  // what is left will be skipped by the bound
       } else if (here > 0 && p.elapsed_s > 0) {
         double evals_left =
             static_cast<double>(spent) / static_cast<double>(here) * static_cast<double>(left);
@@ -358,10 +360,8 @@ int run_search(const std::vector<std::string>& args) {
         eta = b;
       }
       std::fprintf(stderr,
-                   "%ssearch: planning, %zu / %zu layouts%s, %lld evaluations, best %s, %.1f s, %s%s",
-                   tty ? "\r" : "", p.done, total,
-                   p.skipped ? (" (" + std::to_string(p.skipped) + " skipped by bound)").c_str() : "",
-                   static_cast<long long>(p.evaluations),
+                   "%ssearch: planning, %zu / %zu layouts, %lld evaluations, best %s, %.1f s, %s%s",
+                   tty ? "\r" : "", p.done, total, static_cast<long long>(p.evaluations),
                    p.best ? (ms(*p.best) + " ms").c_str() : "none yet", p.elapsed_s, eta.c_str(),
                    tty ? "   " : "\n");
     };

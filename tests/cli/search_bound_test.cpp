@@ -5,6 +5,7 @@
 // journal cut at every line; --refine K never loses to the quick search.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -81,6 +82,32 @@ TEST(SearchBound, ByteIdenticalUnderOneAndTwoThreads) {
   const std::string args = kGpt3 + " --tp 8 --pp 8,16 --micro-batch-size 1";
   EXPECT_EQ(search_json(args + " --threads 1").dump(), search_json(args + " --threads 2").dump());
   EXPECT_EQ(search_json(kTiny + " --threads 1").dump(), search_json(kTiny + " --threads 2").dump());
+}
+
+TEST(SearchBound, MpiGivesTheOneProcessAnswer) {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun";
+  bmpipe::test::ScratchDir dir;
+  for (const std::string& args :
+       {kTiny, kTiny + " --max-evals 200", kGpt3 + " --tp 8 --pp 8,16 --micro-batch-size 1"}) {
+    json want = search_json(args + " --threads 1");
+    if (args == kTiny) {
+      ASSERT_GE(count_filter(want, "bound"), 1);  // the bound is at work
+    }
+    for (int np : {2, 3}) {
+      // As SearchCli.MpiGivesTheSameLayoutsAsOneProcess: no leak checks under mpirun.
+      const std::string cmd = "ASAN_OPTIONS=\"${ASAN_OPTIONS:-}:detect_leaks=0\" mpirun -np " +
+                              std::to_string(np) + " --oversubscribe --allow-run-as-root " +
+                              std::string(BMPIPE_BINARY) + " search " + args +
+                              " --json --quiet >" + dir.file("mpi.json") + " 2>" +
+                              dir.file("mpi.err");
+      ASSERT_EQ(std::system(cmd.c_str()), 0) << bmpipe::test::slurp(dir.file("mpi.err"));
+      json got = json::parse(bmpipe::test::slurp(dir.file("mpi.json")));
+      got["search"].erase("wall_s");
+      EXPECT_EQ(got["search"]["processes"], np);
+      got["search"]["processes"] = 1;
+      EXPECT_EQ(got.dump(), want.dump()) << args << " np " << np;
+    }
+  }
 }
 
 TEST(SearchBound, PruningNeverChangesTheBestLayoutOnSmallSpaces) {
