@@ -179,7 +179,8 @@ BoundedQueue::BoundedQueue(const SearchSetup& s, SearchOrder order,
   progress_.may_plan = n;
   start_ = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < n; ++i)
-    if (pending_[i] && fits(*pending_[i]) && (!any_best_ || pending_[i]->iteration_time < *any_best_))
+    if (pending_[i] && fits(*pending_[i]) &&
+        (!any_best_ || pending_[i]->iteration_time < *any_best_))
       any_best_ = pending_[i]->iteration_time;
   const std::lock_guard<std::mutex> lock(m_);
   settle();

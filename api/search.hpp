@@ -6,8 +6,8 @@
 /// single-process path, its MPI driver (cli/search_mpi.cpp, the only MPI user) and the
 /// Python module all go through here, so they give one answer.
 
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -113,8 +113,8 @@ SearchRun evaluate_search(
 /// The order the layouts are planned in: by lower bound, ties in enumeration order, with
 /// their bounds and the refusals the screen found; identity order without the bound.
 struct SearchOrder {
-  std::vector<std::size_t> order;        ///< layout indices, in planning order
-  std::vector<LayoutScreen> screens;     ///< per layout index (empty without the bound)
+  std::vector<std::size_t> order;     ///< layout indices, in planning order
+  std::vector<LayoutScreen> screens;  ///< per layout index (empty without the bound)
 };
 SearchOrder order_search(const SearchSetup& s);
 

@@ -193,8 +193,9 @@ int run_search_mpi(const std::vector<std::string>& args) {
   // process's whatever the processes and their speeds.
   const bool bounded = api::uses_bound(c.setup.request);
   std::optional<api::BoundedQueue> bq;
-  if (bounded) bq.emplace(c.setup, api::order_search(c.setup),
-                          std::vector<std::optional<LayoutResult>>{}, api::BoundedQueue::Done{});
+  if (bounded)
+    bq.emplace(c.setup, api::order_search(c.setup), std::vector<std::optional<LayoutResult>>{},
+               api::BoundedQueue::Done{});
   std::mutex queue;
   std::size_t next = 0;  // guarded by queue (without the bound)
   auto take = [&]() -> std::optional<std::size_t> {

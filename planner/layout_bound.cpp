@@ -11,11 +11,10 @@ namespace bmpipe {
 Schedule bound_shape(const Experiment& e) {
   const Config& c = e.config;
   const ScheduleInfo* info = find_schedule(c.training.schedule);
-  if (!info)
-    c.fail("training.schedule", "unknown schedule '" + c.training.schedule + "'");
+  if (!info) c.fail("training.schedule", "unknown schedule '" + c.training.schedule + "'");
   try {
-    return info->generate(ScheduleParams{c.training.pp, c.training.microbatches, c.training.vpp,
-                                         {}, {}});
+    return info->generate(
+        ScheduleParams{c.training.pp, c.training.microbatches, c.training.vpp, {}, {}});
   } catch (const ScheduleError& ex) {
     c.fail("training.schedule", ex.what());
   }
@@ -92,7 +91,9 @@ LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape) {
   }
   // llround in the engine's FB durations may shave up to 0.5 ns per op: 1 ns per op slack.
   const double slack = maybe_fb ? 2.0 * static_cast<double>(m) * S : 0.0;
-  const auto down = [&](double v) { return static_cast<Time>(std::max(0.0, std::floor(v - slack))); };
+  const auto down = [&](double v) {
+    return static_cast<Time>(std::max(0.0, std::floor(v - slack)));
+  };
   out.work_fill = down(std::max(per_rank, mean));
   out.chain = down(phi * chain);
 

@@ -87,8 +87,7 @@ struct LayoutScreen {
   Time bound = 0;
   int microbatches = 0;
 };
-LayoutScreen screen_layout(const Config& base, const Layout& layout,
-                           const PlannerOptions& options);
+LayoutScreen screen_layout(const Config& base, const Layout& layout, const PlannerOptions& options);
 
 /// Ranks results: layouts that fit, fastest first; then the rest in enumeration order.
 void rank_layouts(std::vector<LayoutResult>& results);

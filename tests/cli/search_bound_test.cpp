@@ -97,9 +97,8 @@ TEST(SearchBound, MpiGivesTheOneProcessAnswer) {
       // As SearchCli.MpiGivesTheSameLayoutsAsOneProcess: no leak checks under mpirun.
       const std::string cmd = "ASAN_OPTIONS=\"${ASAN_OPTIONS:-}:detect_leaks=0\" mpirun -np " +
                               std::to_string(np) + " --oversubscribe --allow-run-as-root " +
-                              std::string(BMPIPE_BINARY) + " search " + args +
-                              " --json --quiet >" + dir.file("mpi.json") + " 2>" +
-                              dir.file("mpi.err");
+                              std::string(BMPIPE_BINARY) + " search " + args + " --json --quiet >" +
+                              dir.file("mpi.json") + " 2>" + dir.file("mpi.err");
       ASSERT_EQ(std::system(cmd.c_str()), 0) << bmpipe::test::slurp(dir.file("mpi.err"));
       json got = json::parse(bmpipe::test::slurp(dir.file("mpi.json")));
       got["search"].erase("wall_s");

@@ -28,7 +28,8 @@ TEST(LayoutBound, HandWorkedTiny1F1B) {
   // rank, gamma = 1, mu = 8, C = 12 ms): 12 / (1 - (7/8)^4) = 12 x 4096 / 1695 =
   // 28.998230088 ms, the larger. Term 3: sum(f + i) = 8 ms. The simulated time of the
   // uniform plan is 33 ms (the file's comment).
-  const auto e = prepare(load_config(std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/tiny.yaml"));
+  const auto e =
+      prepare(load_config(std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/tiny.yaml"));
   const LayoutBound b = layout_lower_bound(*e, bound_shape(*e));
   EXPECT_EQ(b.work_fill, 28'998'230);
   EXPECT_EQ(b.chain, 8'000'000);
@@ -139,7 +140,8 @@ TEST(LayoutBound, NeverAboveTheSimulatedTimeOnRandomLayouts) {
     cuts.resize(sch.num_stages - 1);
     std::sort(cuts.begin(), cuts.end());
     cuts.push_back(e->num_layers());
-    for (int s = 0, prev = 0; s < sch.num_stages; prev = cuts[s], ++s) p.partition[s] = cuts[s] - prev;
+    for (int s = 0, prev = 0; s < sch.num_stages; prev = cuts[s], ++s)
+      p.partition[s] = cuts[s] - prev;
     for (int l = 0; l < e->num_layers(); ++l) {
       std::vector<Recompute> modes;
       for (Recompute r : kAllRecompute)
@@ -156,8 +158,12 @@ TEST(LayoutBound, NeverAboveTheSimulatedTimeOnRandomLayouts) {
     ratio_sum += static_cast<double>(bound) / static_cast<double>(uniform.iteration_time);
     ++cases;
     if (k % 10 == 0) {  // the planner's best plan of the layout (memory ignored: huge limit)
-      Layout l{1, pp, e->config.training.dp.value_or(1), e->config.training.vpp,
-               e->config.training.micro_batch_size, name};
+      Layout l{1,
+               pp,
+               e->config.training.dp.value_or(1),
+               e->config.training.vpp,
+               e->config.training.micro_batch_size,
+               name};
       PlannerOptions o;
       o.threads = 1;
       o.memory_limit_bytes = std::int64_t{1} << 50;
