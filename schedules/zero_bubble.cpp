@@ -401,8 +401,50 @@ Schedule make_zb_v(const ScheduleParams& params) {
   return fastest.take("zb-v");
 }
 
+namespace {
+
+/// Which candidate zb-auto kept: the greedy at `budget` (W first or not), or ZB-H1 / ZB-H2.
+struct ZbAutoChoice {
+  int handcrafted = 0;  ///< 0: the greedy; 1: ZB-H1; 2: ZB-H2
+  int budget = 0;
+  bool w_first = false;
+};
+
+Schedule zb_auto(const ScheduleParams& params, ZbAutoChoice* choice);
+
+}  // namespace
+
 Schedule make_zb_auto(const ScheduleParams& params) {
   check_params(*find_schedule("zb-auto"), params);
+  const int p = params.pp;
+  const int m = params.microbatches;
+  // As zb-v: past 16p micro-batches, choose on a prefix of 8p with the evaluator and draw
+  // only the choice at full length (issue 20, item 7).
+  if (params.evaluate && m > kPrefixFromPerRank * p) {
+    ScheduleParams prefix = params;
+    prefix.microbatches = kRankPrefixPerRank * p;
+    ZbAutoChoice choice;
+    zb_auto(prefix, &choice);
+    Schedule s;
+    if (choice.handcrafted == 1)
+      s = make_zb_h1(ScheduleParams{p, m, 1, {}, {}});
+    else if (choice.handcrafted == 2)
+      s = make_zb_h2(ScheduleParams{p, m, 1, {}, {}});
+    else {
+      Plan plan = costed_plan(params, Placement::kOnePerRank, 0, "zb-auto");
+      plan.budget = choice.budget;
+      plan.w_before_f = choice.w_first;
+      s = greedy("zb-auto", plan).schedule;
+    }
+    s.name = "zb-auto";
+    return s;
+  }
+  return zb_auto(params, nullptr);
+}
+
+namespace {
+
+Schedule zb_auto(const ScheduleParams& params, ZbAutoChoice* choice) {
   const int p = params.pp;
   const int m = params.microbatches;
   const Plan plan = costed_plan(params, Placement::kOnePerRank, 0, "zb-auto");
@@ -463,12 +505,18 @@ Schedule make_zb_auto(const ScheduleParams& params) {
     }
   }
   // Without an evaluator there is nothing to time the handcrafted ones with.
+  int handcrafted = 0;
   if (params.evaluate) {
-    if (limit >= p) fastest.offer(make_zb_h1(ScheduleParams{p, m, 1, {}, {}}), std::nullopt);
-    if (limit >= 2 * p - 1)
-      fastest.offer(make_zb_h2(ScheduleParams{p, m, 1, {}, {}}), std::nullopt);
+    if (limit >= p && fastest.offer(make_zb_h1(ScheduleParams{p, m, 1, {}, {}}), std::nullopt))
+      handcrafted = 1;
+    if (limit >= 2 * p - 1 &&
+        fastest.offer(make_zb_h2(ScheduleParams{p, m, 1, {}, {}}), std::nullopt))
+      handcrafted = 2;
   }
+  if (choice) *choice = ZbAutoChoice{handcrafted, kept, kept_w_first};
   return fastest.take("zb-auto");
 }
+
+}  // namespace
 
 }  // namespace bmpipe

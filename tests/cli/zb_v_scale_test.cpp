@@ -31,6 +31,21 @@ TEST(ZbVScale, CandidatesAreRankedOnAPrefixPastEightP) {
   EXPECT_EQ(s.total_ops(), static_cast<std::size_t>(3 * 2 * p * m));
 }
 
+TEST(ZbVScale, ZbAutoChoosesOnAPrefixPastSixteenP) {
+  const int p = 4, m = 72;
+  int longest = 0;
+  bmpipe::ScheduleParams params{p, m, 1, {}, {}};
+  params.evaluate = [&](const bmpipe::Schedule& s) -> std::optional<std::int64_t> {
+    longest = std::max(longest, s.num_microbatches);
+    return static_cast<std::int64_t>(s.total_ops());
+  };
+  const bmpipe::Schedule s = bmpipe::make_zb_auto(params);
+  EXPECT_EQ(longest, 8 * p);
+  EXPECT_EQ(s.num_microbatches, m);
+  EXPECT_EQ(s.name, "zb-auto");
+  EXPECT_EQ(s.total_ops(), static_cast<std::size_t>(3 * p * m));
+}
+
 TEST(ZbVScale, Pp64ExampleAt8192MicroBatchesKeepsTheWholeRankingsChoice) {
   const auto r = run_cli("simulate " + bmpipe::test::examples() +
                          "h200_8x8_pp64.yaml --schedule zb-v --microbatches 8192");
