@@ -1,4 +1,4 @@
-// zb-v at large micro-batch counts (issue 20, item 7): past 16p micro-batches its
+// zb-v and zb-auto at large micro-batch counts (issue 20, item 7): past 16p micro-batches their
 // candidates are ranked by the evaluator on a prefix of 8p and only the winner is drawn at
 // full length. Pinned: the evaluator never sees a whole-length candidate there, the result
 // is a whole schedule, and on the pp-64 example at 8192 micro-batches it is the schedule
@@ -13,7 +13,7 @@ namespace {
 
 using bmpipe::test::run_cli;
 
-TEST(ZbVScale, CandidatesAreRankedOnAPrefixPastEightP) {
+TEST(ZbVScale, CandidatesAreRankedOnAPrefixPastSixteenP) {
   const int p = 4, m = 72;  // 72 > 16p = 64
   int calls = 0, longest = 0;
   bmpipe::ScheduleParams params{p, m, 2, {}, {}};
