@@ -237,6 +237,7 @@ nlohmann::json layout_json(const LayoutResult& r) {
       {"fits", r.rejected.empty() && r.fits},
       {"rejected", r.rejected.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.rejected)}};
   if (!r.filter.empty()) j["filter"] = r.filter;
+  if (r.filter == "bound") j["bound_ms"] = ns_to_ms(r.bound);
   if (r.iteration_time > 0) {
     j["iteration_time_ms"] = ns_to_ms(r.iteration_time);
     j["tokens_per_s"] = r.tokens_per_s;
@@ -263,14 +264,18 @@ nlohmann::json search_document(const SearchReport& report) {
   for (const LayoutResult& r : report.layouts) layouts.push_back(layout_json(r));
   nlohmann::json filters;
   for (const auto& [f, n] : report.rejected_by) filters[f] = n;
-  return {{"layouts", layouts},
-          {"search",
-           {{"layouts", report.layouts.size()},
-            {"rejected_by", filters},
-            {"evaluations", report.evaluations},
-            {"stopped_by", report.stopped_by},
-            {"processes", report.processes},
-            {"wall_s", report.wall_s}}}};
+  nlohmann::json document{{"layouts", layouts},
+                          {"search",
+                           {{"layouts", report.layouts.size()},
+                            {"rejected_by", filters},
+                            {"evaluations", report.evaluations},
+                            {"stopped_by", report.stopped_by},
+                            {"processes", report.processes},
+                            {"wall_s", report.wall_s}}}};
+  // Added with the bound (issue 20); absent from searches without it, as before.
+  if (report.bound) document["search"]["bound"] = true;
+  if (report.refine > 0) document["search"]["refine"] = report.refine;
+  return document;
 }
 
 std::string search_csv(const SearchReport& report) {

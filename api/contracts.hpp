@@ -43,7 +43,9 @@ nlohmann::json cost_document(const Config& config, const CostOutcome& cost, bool
 nlohmann::json plan_summary(const Experiment& e, const std::vector<PlanOutcome>& outcomes,
                             const PlanRun& shown);
 
-/// `search --json`: {layouts, search}, the layouts ranked.
+/// `search --json`: {layouts, search}, the layouts ranked. A layout skipped by the bound
+/// has filter "bound" and bound_ms; search.bound is true when the bound was used and
+/// search.refine is --refine's K when given (both absent otherwise).
 nlohmann::json search_document(const SearchReport& report);
 
 /// `search --csv FILE`: a header and one row per layout, ranked.

@@ -10,12 +10,15 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <mutex>
+#include <thread>
 #include <utility>
 
 #include "api/contracts.hpp"
 #include "api/errors.hpp"
 #include "sim/time.hpp"
+#include "sim/units.hpp"
 
 namespace bmpipe::api {
 
@@ -27,6 +30,7 @@ void check_search_request(const SearchRequest& r) {
   if (!(r.margin_GiB >= 0) || !std::isfinite(r.margin_GiB))
     throw RequestError("--margin-GiB", "must be 0 or more GiB");
   if (r.threads < 0) throw RequestError("--threads", "must be 0 or more");
+  if (r.refine < 0) throw RequestError("--refine", "must be 0 or more layouts");
   if (r.memory_limit_GiB && (!(*r.memory_limit_GiB > 0) || !std::isfinite(*r.memory_limit_GiB) ||
                              *r.memory_limit_GiB > 1e6))
     throw RequestError("--memory-limit-GiB", "must be a positive number of GiB");
@@ -94,12 +98,15 @@ std::string number(double v) {
 
 }  // namespace
 
-SearchRun apply_budgets(const SearchSetup& s, std::vector<std::optional<LayoutResult>> results) {
+SearchRun apply_budgets(const SearchSetup& s, std::vector<std::optional<LayoutResult>> results,
+                        const std::vector<std::size_t>& order) {
   SearchRun run;
   std::int64_t spent = 0;
   bool over = false, timed_out = false;
   const std::optional<std::int64_t>& budget = s.request.max_evals;
-  for (std::size_t i = 0; i < s.layouts.size(); ++i) {
+  const std::size_t n = s.layouts.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t i = order.empty() ? k : order.at(k);
     std::optional<LayoutResult>& r = results.at(i);
     if (budget && !over && r && spent + r->evaluations > *budget) over = true;
     if (budget && over) {
@@ -114,11 +121,245 @@ SearchRun apply_budgets(const SearchSetup& s, std::vector<std::optional<LayoutRe
     } else {
       spent += r->evaluations;
     }
-    run.results.push_back(std::move(*r));
   }
+  for (std::size_t i = 0; i < n; ++i) run.results.push_back(std::move(*results[i]));
   run.stopped_by = timed_out ? "time limit" : over ? "evaluation limit" : "done";
   return run;
 }
+
+bool uses_bound(const SearchRequest& request) {
+  return request.bound && request.effort != PlannerEffort::off;
+}
+
+SearchOrder order_search(const SearchSetup& s) {
+  SearchOrder o;
+  const std::size_t n = s.layouts.size();
+  o.order.resize(n);
+  for (std::size_t i = 0; i < n; ++i) o.order[i] = i;
+  if (!uses_bound(s.request)) return o;
+  o.screens.resize(n);
+  const int cores = tbb::this_task_arena::max_concurrency();
+  const int threads = s.request.threads;
+  tbb::task_arena arena(threads > 0 ? std::min(threads, cores) : cores);
+  arena.execute([&] {
+    tbb::parallel_for(std::size_t{0}, n, [&](std::size_t i) {
+      o.screens[i] = screen_layout(s.config, s.layouts[i], s.options);
+    });
+  });
+  // Refused layouts first (they cost nothing), then by bound; ties in enumeration order.
+  const auto key = [&](std::size_t i) {
+    return o.screens[i].refused ? Time{-1} : o.screens[i].bound;
+  };
+  std::stable_sort(o.order.begin(), o.order.end(),
+                   [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+  return o;
+}
+
+namespace {
+
+bool fits(const LayoutResult& r) {
+  return r.rejected.empty() && r.fits && r.iteration_time > 0;
+}
+
+}  // namespace
+
+BoundedQueue::BoundedQueue(const SearchSetup& s, SearchOrder order,
+                           const std::vector<std::optional<LayoutResult>>& known, Done done)
+    : s_(s), order_(std::move(order)), done_(std::move(done)) {
+  const std::size_t n = s.layouts.size();
+  final_.resize(n);
+  pending_.resize(n);
+  known_.assign(n, false);
+  for (std::size_t i = 0; i < std::min(n, known.size()); ++i)
+    if (known[i]) pending_[i] = known[i], known_[i] = true;
+  if (!order_.screens.empty())
+    for (std::size_t i = 0; i < n; ++i)
+      if (order_.screens[i].refused && !pending_[i]) pending_[i] = order_.screens[i].refused;
+  progress_.total = n;
+  progress_.may_plan = n;
+  start_ = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < n; ++i)
+    if (pending_[i] && fits(*pending_[i]) &&
+        (!any_best_ || pending_[i]->iteration_time < *any_best_))
+      any_best_ = pending_[i]->iteration_time;
+  const std::lock_guard<std::mutex> lock(m_);
+  settle();
+}
+
+LayoutResult BoundedQueue::skipped(std::size_t i, Time best) const {
+  LayoutResult r;
+  r.layout = s_.layouts[i];
+  r.microbatches = order_.screens.empty() ? 0 : order_.screens[i].microbatches;
+  r.bound = order_.screens.empty() ? 0 : order_.screens[i].bound;
+  r.filter = "bound";
+  r.rejected = "not planned: its lower bound " + format_ms(r.bound, 1) + " ms exceeds " +
+               format_ms(best, 1) + " ms, the best layout planned before it";
+  return r;
+}
+
+void BoundedQueue::settle() {
+  const std::size_t n = order_.order.size();
+  const bool bounded = !order_.screens.empty();
+  while (prefix_ < n && !cut_) {
+    const std::size_t i = order_.order[prefix_];
+    std::optional<LayoutResult> r;
+    if (known_[i])
+      r = pending_[i];  // an earlier run's final word
+    else if (bounded && !order_.screens[i].refused && best_ && order_.screens[i].bound > *best_)
+      r = skipped(i, *best_);
+    else if (pending_[i])
+      r = pending_[i];
+    else
+      break;  // not planned yet
+    pending_[i].reset();
+    if (s_.request.max_evals && prefix_evals_ + r->evaluations > *s_.request.max_evals) {
+      final_[i] = std::move(r);  // apply_budgets cuts it and every later one
+      cut_ = true;
+      break;
+    }
+    prefix_evals_ += r->evaluations;
+    if (fits(*r) && (!best_ || r->iteration_time < *best_)) best_ = r->iteration_time;
+    if (fits(*r) && (!any_best_ || r->iteration_time < *any_best_)) any_best_ = r->iteration_time;
+    final_[i] = std::move(r);
+    ++prefix_;
+    const LayoutResult& got = *final_[i];
+    ++progress_.done;
+    progress_.evaluations += got.evaluations;
+    if (got.filter == "bound") ++progress_.skipped;
+    progress_.best = best_;
+    progress_.elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    std::size_t may = 0;
+    for (std::size_t k = prefix_; k < n; ++k) {
+      const std::size_t j = order_.order[k];
+      if (!bounded || (!order_.screens[j].refused && !(best_ && order_.screens[j].bound > *best_)))
+        ++may;
+    }
+    progress_.may_plan = may;
+    if (done_ && !known_[i]) done_(i, got, progress_);
+  }
+}
+
+std::optional<std::size_t> BoundedQueue::take() {
+  const std::lock_guard<std::mutex> lock(m_);
+  const std::size_t n = order_.order.size();
+  while (next_ < n && !cut_ && !stopped_) {
+    const std::size_t i = order_.order[next_++];
+    if (final_[i] || pending_[i]) continue;
+    // Sure to be skipped: a layout already planned before it in the order (or any
+    // planned one: a later one's time is at least its own bound, at least this one's)
+    // is faster than this layout's bound.
+    if (!order_.screens.empty() && any_best_ && order_.screens[i].bound > *any_best_) continue;
+    return i;
+  }
+  return std::nullopt;
+}
+
+void BoundedQueue::put(std::size_t i, LayoutResult r) {
+  const std::lock_guard<std::mutex> lock(m_);
+  if (fits(r) && (!any_best_ || r.iteration_time < *any_best_)) any_best_ = r.iteration_time;
+  pending_[i] = std::move(r);
+  settle();
+}
+
+void BoundedQueue::stop() {
+  const std::lock_guard<std::mutex> lock(m_);
+  stopped_ = true;
+}
+
+std::vector<std::optional<LayoutResult>> BoundedQueue::results() {
+  const std::lock_guard<std::mutex> lock(m_);
+  settle();
+  std::vector<std::optional<LayoutResult>> out = final_;
+  if (cut_) return out;  // apply_budgets cuts the rest
+  // A time limit left holes: what was planned after one still counts, skipped against the
+  // best before it (the answer depends on the machine then anyway).
+  const bool bounded = !order_.screens.empty();
+  std::optional<Time> best = best_;
+  for (std::size_t k = prefix_; k < order_.order.size(); ++k) {
+    const std::size_t i = order_.order[k];
+    if (bounded && !known_[i] && !order_.screens[i].refused && best &&
+        order_.screens[i].bound > *best)
+      out[i] = skipped(i, *best);
+    else if (pending_[i])
+      out[i] = pending_[i];
+    if (out[i] && fits(*out[i]) && (!best || out[i]->iteration_time < *best))
+      best = out[i]->iteration_time;
+  }
+  return out;
+}
+
+void refine_search(const SearchSetup& s, SearchRun& run) {
+  const int k = s.request.refine;
+  if (k <= 0 || run.stopped_by != "done") return;
+  std::vector<std::size_t> best;
+  for (std::size_t i = 0; i < run.results.size(); ++i)
+    if (fits(run.results[i])) best.push_back(i);
+  std::stable_sort(best.begin(), best.end(), [&](std::size_t a, std::size_t b) {
+    return run.results[a].iteration_time < run.results[b].iteration_time;
+  });
+  if (best.size() > static_cast<std::size_t>(k)) best.resize(static_cast<std::size_t>(k));
+  std::vector<LayoutResult> full(best.size());
+  const int cores = tbb::this_task_arena::max_concurrency();
+  const int threads = s.request.threads;
+  tbb::task_arena arena(threads > 0 ? std::min(threads, cores) : cores);
+  arena.execute([&] {
+    tbb::parallel_for(std::size_t{0}, best.size(), [&](std::size_t j) {
+      full[j] = evaluate_layout(s.config, s.layouts[best[j]], PlannerEffort::full, s.options);
+    });
+  });
+  for (std::size_t j = 0; j < best.size(); ++j) {
+    LayoutResult& old = run.results[best[j]];
+    const std::int64_t spent = old.evaluations + full[j].evaluations;
+    if (fits(full[j]) && full[j].iteration_time < old.iteration_time) old = std::move(full[j]);
+    old.evaluations = spent;
+  }
+}
+
+namespace {
+
+/// evaluate_search with the bound: this process's threads take layouts from one
+/// BoundedQueue.
+SearchRun evaluate_bounded(
+    const SearchSetup& s, const std::vector<std::optional<LayoutResult>>& known,
+    const std::function<void(std::size_t, const LayoutResult&, const SearchProgress&)>& done) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  BoundedQueue queue(s, order_search(s), known, done);
+  const int cores = tbb::this_task_arena::max_concurrency();
+  const int threads = s.request.threads > 0 ? std::min(s.request.threads, cores) : cores;
+  std::mutex error_m;
+  std::exception_ptr error;
+  const auto work = [&] {
+    try {
+      while (const std::optional<std::size_t> i = queue.take()) {
+        PlannerOptions o = s.options;
+        if (s.request.time_limit_s) {
+          const double left = *s.request.time_limit_s - elapsed();
+          if (left <= 0) {
+            queue.stop();  // never started: apply_budgets marks it
+            break;
+          }
+          o.time_limit_s = left;
+        }
+        queue.put(*i, evaluate_layout(s.config, s.layouts[*i], s.request.effort, o));
+      }
+    } catch (...) {
+      queue.stop();
+      const std::lock_guard<std::mutex> lock(error_m);
+      if (!error) error = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+  return apply_budgets(s, queue.results(), queue.order());
+}
+
+}  // namespace
 
 SearchRun evaluate_search(
     const SearchSetup& s, const std::vector<std::optional<LayoutResult>>& known,
@@ -126,6 +367,11 @@ SearchRun evaluate_search(
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  if (uses_bound(s.request)) {
+    SearchRun run = evaluate_bounded(s, known, done);
+    refine_search(s, run);
+    return run;
+  }
   const std::size_t n = s.layouts.size();
   std::vector<std::optional<LayoutResult>> results(n);
   for (std::size_t i = 0; i < std::min(n, known.size()); ++i) results[i] = known[i];
@@ -185,13 +431,16 @@ SearchRun evaluate_search(
                 (!progress.best || got.iteration_time < *progress.best))
               progress.best = got.iteration_time;
             progress.elapsed_s = elapsed();
+            progress.may_plan = n - progress.done;
             account();
             if (done) done(i, got, progress);
           }
         },
         tbb::simple_partitioner());
   });
-  return apply_budgets(s, std::move(results));
+  SearchRun run = apply_budgets(s, std::move(results));
+  refine_search(s, run);
+  return run;
 }
 
 SearchReport rank_search(const SearchSetup& s, std::vector<LayoutResult> results, int processes,
@@ -200,6 +449,8 @@ SearchReport rank_search(const SearchSetup& s, std::vector<LayoutResult> results
   report.stopped_by = stopped_by;
   report.processes = processes;
   report.wall_s = wall_s;
+  report.bound = uses_bound(s.request);
+  report.refine = s.request.refine;
   for (const LayoutResult& r : results) report.evaluations += r.evaluations;
   for (const LayoutResult& r : s.rejected) results.push_back(r);
   for (const LayoutResult& r : results)
@@ -233,6 +484,7 @@ LayoutResult layout_from_json(const nlohmann::json& j) {
       r.plan.recompute.push_back(*parse_recompute(m.get<std::string>()));
   }
   r.evaluations = j.at("evaluations");
+  if (j.contains("bound_ns")) r.bound = j.at("bound_ns");
   return r;
 }
 
@@ -242,6 +494,7 @@ std::string encode_result(const LayoutResult& r) {
   nlohmann::json j = layout_json(r);
   j["iteration_time_ns"] = r.iteration_time;
   j["fits"] = r.fits;  // the raw flag (layout_json folds rejection into it)
+  if (r.bound > 0) j["bound_ns"] = r.bound;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -6,9 +6,11 @@
 /// single-process path, its MPI driver (cli/search_mpi.cpp, the only MPI user) and the
 /// Python module all go through here, so they give one answer.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -34,7 +36,22 @@ struct SearchRequest {
   double margin_GiB = 0;                   ///< GiB kept free below the limit (--margin-GiB)
   std::uint64_t seed = 1;
   int threads = 0;  ///< layouts evaluated at once by this process (0: every core)
+  /// Branch and bound (planner/layout_bound.hpp; not with effort off, where a layout costs
+  /// one simulation): layouts are planned in the order of their lower bounds (ties in
+  /// enumeration order), and one whose bound exceeds the best fitting time of the layouts
+  /// before it in that order is not planned: filter "bound". The decision depends only on
+  /// the layouts before it, so the answer does not depend on threads or processes (work
+  /// planned ahead of a decision is discarded), and the best layout is the one an
+  /// exhaustive search finds (a skipped layout's every plan is slower than a found one).
+  bool bound = true;
+  /// After the search: the full planner (layout_evals) on the best `refine` fitting
+  /// layouts, each keeping the better of its two plans (--refine K; 0: none). Not run
+  /// when a budget stopped the search.
+  int refine = 0;
 };
+
+/// Whether `request` searches with the bound (SearchRequest::bound).
+bool uses_bound(const SearchRequest& request);
 
 /// The request's own values, checked before any config is read. Throws RequestError
 /// naming the option ("--max-evals", "--layout-evals", "--time-limit-s", "--threads",
@@ -68,6 +85,10 @@ void evaluate_layouts(const SearchSetup& s, std::size_t begin, std::size_t end,
 /// How far a search has gone, for a progress line.
 struct SearchProgress {
   std::size_t done = 0, total = 0;  ///< layouts
+  /// With the bound: layouts not done whose bound does not exceed the best so far (the
+  /// work that may still be planned); without it, total - done.
+  std::size_t may_plan = 0;
+  std::size_t skipped = 0;  ///< layouts skipped by the bound so far
   std::int64_t evaluations = 0;
   std::optional<Time> best;  ///< fastest fitting iteration time so far
   double elapsed_s = 0;
@@ -89,11 +110,64 @@ SearchRun evaluate_search(
     const SearchSetup& s, const std::vector<std::optional<LayoutResult>>& known = {},
     const std::function<void(std::size_t, const LayoutResult&, const SearchProgress&)>& done = {});
 
+/// The order the layouts are planned in: by lower bound, ties in enumeration order, with
+/// their bounds and the refusals the screen found; identity order without the bound.
+struct SearchOrder {
+  std::vector<std::size_t> order;     ///< layout indices, in planning order
+  std::vector<LayoutScreen> screens;  ///< per layout index (empty without the bound)
+};
+SearchOrder order_search(const SearchSetup& s);
+
+/// Hands out layouts in bound order and decides, position by position, what each one's
+/// result is: its refusal, its plan, or filter "bound" when its bound exceeds the best
+/// fitting time before it. Thread-safe. Any number of evaluators (threads, or MPI
+/// processes served by one thread) may take() and put() in any interleaving: the final
+/// results are the same. take() never hands out a layout that is sure to be skipped.
+class BoundedQueue {
+ public:
+  using Done = std::function<void(std::size_t, const LayoutResult&, const SearchProgress&)>;
+  BoundedQueue(const SearchSetup& s, SearchOrder order,
+               const std::vector<std::optional<LayoutResult>>& known, Done done);
+  /// A layout index to plan, or none when nothing is left to start (or a budget stopped).
+  std::optional<std::size_t> take();
+  /// Layout i's result. Decides the positions it completes (calling `done` for each).
+  void put(std::size_t i, LayoutResult r);
+  /// Stops handing out layouts (the time limit).
+  void stop();
+  /// The final results per layout index (nullopt: never started), after the evaluators are
+  /// done, and the planning order for apply_budgets.
+  std::vector<std::optional<LayoutResult>> results();
+  const std::vector<std::size_t>& order() const { return order_.order; }
+
+ private:
+  void settle();  // under m_
+  LayoutResult skipped(std::size_t i, Time best) const;
+  const SearchSetup& s_;
+  SearchOrder order_;
+  Done done_;
+  std::mutex m_;
+  std::vector<std::optional<LayoutResult>> final_, pending_;
+  std::vector<bool> known_;
+  std::size_t next_ = 0, prefix_ = 0;
+  std::optional<Time> best_;      ///< over the settled prefix
+  std::optional<Time> any_best_;  ///< over everything planned so far
+  std::int64_t prefix_evals_ = 0;
+  bool cut_ = false, stopped_ = false;
+  SearchProgress progress_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+/// --refine K: the full planner on the best K fitting layouts of run (in rank order),
+/// each keeping the better of its quick and its full plan; their evaluations are added.
+void refine_search(const SearchSetup& s, SearchRun& run);
+
 /// Applies --max-evals to results in enumeration order (a layout is kept while the sum of
 /// the kept layouts' evaluations, with its own, is within the budget; it and every later
 /// one are cut after that) and marks missing results (nullopt: never started) as cut by
 /// the time limit. Used by evaluate_search and the MPI driver alike.
-SearchRun apply_budgets(const SearchSetup& s, std::vector<std::optional<LayoutResult>> results);
+/// With `order` (the bound's planning order), in that order instead.
+SearchRun apply_budgets(const SearchSetup& s, std::vector<std::optional<LayoutResult>> results,
+                        const std::vector<std::size_t>& order = {});
 
 /// Every layout ranked (fitting first, fastest first; then the rest in enumeration order),
 /// the rejected ones included, with the counts the reports print.
@@ -104,6 +178,8 @@ struct SearchReport {
   std::string stopped_by = "done";  ///< SearchRun::stopped_by
   int processes = 1;
   double wall_s = 0;
+  bool bound = false;  ///< searched with the bound (uses_bound)
+  int refine = 0;      ///< SearchRequest::refine
 };
 
 /// Ranks `results` (one per s.layouts entry) together with s.rejected.

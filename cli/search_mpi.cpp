@@ -9,6 +9,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 #include <algorithm>
 #include <atomic>
@@ -73,11 +74,12 @@ std::optional<int> agree_on_setup(int rank, int size, const std::string& error, 
   return worst;
 }
 
-std::string encode_chunk(const std::vector<LayoutResult>& results, std::size_t begin,
-                         std::size_t end) {
+/// [[index, result], ...] of the layouts `which`.
+std::string encode_chunk(const std::vector<LayoutResult>& results,
+                         const std::vector<long long>& which) {
   nlohmann::json j = nlohmann::json::array();
-  j.push_back(begin);
-  for (std::size_t i = begin; i < end; ++i) j.push_back(api::encode_result(results[i]));
+  for (const long long i : which)
+    j.push_back({i, api::encode_result(results[static_cast<std::size_t>(i)])});
   return j.dump();
 }
 
@@ -142,25 +144,39 @@ int run_search_mpi(const std::vector<std::string>& args) {
     const std::size_t left = n - std::min(n, next_layout);
     return std::clamp<std::size_t>(left / (2 * static_cast<std::size_t>(size)), 1, 16);
   };
-  auto evaluate = [&](std::size_t begin, std::size_t end) {  // on a worker
-    try {
-      api::evaluate_layouts(c.setup, begin, end, results);
-    } catch (const std::exception& e) {
-      send_text(e.what(), 0, kFailure);
-      MPI_Finalize();
-      std::exit(70);
-    }
+  // Evaluates the layouts `which` into results, on this process's threads.
+  auto evaluate = [&](const std::vector<long long>& which) {
+    const int cores = tbb::this_task_arena::max_concurrency();
+    const int threads = c.setup.request.threads;
+    tbb::task_arena arena(threads > 0 ? std::min(threads, cores) : cores);
+    arena.execute([&] {
+      tbb::parallel_for(std::size_t{0}, which.size(), [&](std::size_t k) {
+        const std::size_t i = static_cast<std::size_t>(which[k]);
+        results[i] = evaluate_layout(c.setup.config, c.setup.layouts[i], c.setup.request.effort,
+                                     c.setup.options);
+      });
+    });
   };
 
   if (rank != 0) {
     while (true) {
       int ask = 1;
       MPI_Send(&ask, 1, MPI_INT, 0, kRequest, MPI_COMM_WORLD);
-      long long range[2];
-      MPI_Recv(range, 2, MPI_LONG_LONG, 0, kAssign, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      if (range[0] >= range[1]) break;
-      evaluate(static_cast<std::size_t>(range[0]), static_cast<std::size_t>(range[1]));
-      send_text(encode_chunk(results, range[0], range[1]), 0, kResults);
+      MPI_Status status;
+      MPI_Probe(0, kAssign, MPI_COMM_WORLD, &status);
+      int count = 0;
+      MPI_Get_count(&status, MPI_LONG_LONG, &count);
+      std::vector<long long> which(static_cast<std::size_t>(count));
+      MPI_Recv(which.data(), count, MPI_LONG_LONG, 0, kAssign, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      if (which.empty()) break;
+      try {
+        evaluate(which);
+      } catch (const std::exception& e) {
+        send_text(e.what(), 0, kFailure);
+        MPI_Finalize();
+        std::exit(70);
+      }
+      send_text(encode_chunk(results, which), 0, kResults);
     }
     int rc = 0;
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -172,33 +188,49 @@ int run_search_mpi(const std::vector<std::string>& args) {
   // that calls MPI); a second thread evaluates layouts from the same queue meanwhile. Serving
   // between its own layouts instead kept workers waiting for a whole layout per chunk: on
   // GPT-3 175B with 2 processes on 2 cores, 27.3 s against 20.9 s for one process.
+  // Without the bound the queue is the enumeration order; with it, the BoundedQueue, which
+  // decides every skip from the layouts before it in bound order, so the answer is the one
+  // process's whatever the processes and their speeds.
+  const bool bounded = api::uses_bound(c.setup.request);
+  std::optional<api::BoundedQueue> bq;
+  if (bounded)
+    bq.emplace(c.setup, api::order_search(c.setup), std::vector<std::optional<LayoutResult>>{},
+               api::BoundedQueue::Done{});
   std::mutex queue;
-  std::size_t next = 0;  // guarded by queue
+  std::size_t next = 0;  // guarded by queue (without the bound)
+  auto take = [&]() -> std::optional<std::size_t> {
+    if (bq) return bq->take();
+    const std::lock_guard<std::mutex> lock(queue);
+    if (next >= n) return std::nullopt;
+    return next++;
+  };
+  auto put = [&](std::size_t i, const LayoutResult& r) {
+    if (bq) bq->put(i, r);
+  };
   std::atomic<std::size_t> received{0};
-  std::atomic<bool> failed{false};
+  std::size_t assigned = 0;  // to workers, by the main thread
+  std::atomic<bool> failed{false}, own_done{false};
   std::string failure;  // written once, before failed is set
   std::thread own([&] {
     while (!failed.load()) {
-      std::size_t mine = 0;
-      {
-        const std::lock_guard<std::mutex> lock(queue);
-        if (next >= n) return;
-        mine = next++;
-      }
+      const std::optional<std::size_t> mine = take();
+      if (!mine) break;
       try {
-        api::evaluate_layouts(c.setup, mine, mine + 1, results);
+        evaluate({static_cast<long long>(*mine)});
       } catch (const std::exception& e) {
         failure = e.what();
         failed.store(true);
-        return;
+        break;
       }
+      put(*mine, results[*mine]);
       received.fetch_add(1);
     }
+    own_done.store(true);
   });
   int stopped = 0;
   const bool live = !c.quiet && isatty(STDERR_FILENO);
-  std::size_t shown = 0;
-  while (received.load() < n || stopped < size - 1) {
+  std::size_t shown = 0, worker_results = 0;
+  while (!own_done.load() || stopped < size - 1 || worker_results < assigned) {
     if (failed.load()) {
       std::cerr << "bmpipe search: internal error: " << failure << "\n";
       MPI_Abort(MPI_COMM_WORLD, 70);
@@ -217,21 +249,31 @@ int run_search_mpi(const std::vector<std::string>& args) {
     if (status.MPI_TAG == kRequest) {
       int ask = 0;
       MPI_Recv(&ask, 1, MPI_INT, status.MPI_SOURCE, kRequest, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      long long range[2];
+      std::vector<long long> which;
+      std::size_t want = 1;
       {
         const std::lock_guard<std::mutex> lock(queue);
-        range[0] = static_cast<long long>(next);
-        range[1] = static_cast<long long>(std::min(n, next + chunk_at(next)));
-        next = static_cast<std::size_t>(range[1]);
+        want = chunk_at(bq ? received.load() : next);
       }
-      if (range[0] >= range[1]) ++stopped;
-      MPI_Send(range, 2, MPI_LONG_LONG, status.MPI_SOURCE, kAssign, MPI_COMM_WORLD);
+      while (which.size() < want)
+        if (const std::optional<std::size_t> i = take())
+          which.push_back(static_cast<long long>(*i));
+        else
+          break;
+      if (which.empty()) ++stopped;
+      assigned += which.size();
+      MPI_Send(which.data(), static_cast<int>(which.size()), MPI_LONG_LONG, status.MPI_SOURCE,
+               kAssign, MPI_COMM_WORLD);
     } else if (status.MPI_TAG == kResults) {
       const nlohmann::json j =
           nlohmann::json::parse(receive_text(status.MPI_SOURCE, kResults, &status));
-      const std::size_t begin = j[0].get<std::size_t>();
-      for (std::size_t k = 1; k < j.size(); ++k)
-        results[begin + k - 1] = api::decode_result(j[k].get<std::string>()), received.fetch_add(1);
+      for (const auto& item : j) {
+        const std::size_t i = item[0].get<std::size_t>();
+        results[i] = api::decode_result(item[1].get<std::string>());
+        put(i, results[i]);
+        received.fetch_add(1);
+        ++worker_results;
+      }
     } else if (status.MPI_TAG == kFailure) {
       std::cerr << "bmpipe search: process " << status.MPI_SOURCE
                 << ": internal error: " << receive_text(status.MPI_SOURCE, kFailure, &status)
@@ -244,8 +286,15 @@ int run_search_mpi(const std::vector<std::string>& args) {
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   int rc = guarded("search", [&] {
-    std::vector<std::optional<LayoutResult>> all(results.begin(), results.end());
-    return report_search(c, api::apply_budgets(c.setup, std::move(all)), size, wall);
+    api::SearchRun run;
+    if (bq) {
+      run = api::apply_budgets(c.setup, bq->results(), bq->order());
+    } else {
+      std::vector<std::optional<LayoutResult>> all(results.begin(), results.end());
+      run = api::apply_budgets(c.setup, std::move(all));
+    }
+    api::refine_search(c.setup, run);
+    return report_search(c, std::move(run), size, wall);
   });
   MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Finalize();

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <set>
 
+#include "planner/layout_bound.hpp"
 #include "sim/units.hpp"
 
 namespace bmpipe {
@@ -39,7 +40,43 @@ LayoutResult refused(const Layout& l, std::string filter, std::string why) {
   return r;
 }
 
+/// Filter: weights, gradients and optimizer state alone. The layers must go somewhere,
+/// so some rank holds at least 1/pp of them.
+std::optional<LayoutResult> static_memory_refusal(const Experiment& e, const Layout& l,
+                                                  std::int64_t limit) {
+  std::int64_t total = e.layers.head_copy_static_bytes;
+  for (const LayerRow& row : e.layers.layers) total += row.static_bytes;
+  const std::int64_t least = e.reserved_bytes + (total + l.pp - 1) / l.pp;
+  if (least > limit)
+    return refused(l, "static-memory",
+                   "weights, gradients and optimizer state need at least " + gib(least) +
+                       " per device of " + gib(limit));
+  return std::nullopt;
+}
+
 }  // namespace
+
+LayoutScreen screen_layout(const Config& base, const Layout& l, const PlannerOptions& options) {
+  LayoutScreen out;
+  std::shared_ptr<const Experiment> e;
+  try {
+    const Config c = layout_config(base, l);
+    out.microbatches = c.training.microbatches;
+    e = prepare(c);
+  } catch (const ConfigError& err) {
+    out.refused = refused(l, "config", err.message());
+    return out;
+  }
+  const std::int64_t limit =
+      options.memory_limit_bytes > 0 ? options.memory_limit_bytes : e->capacity_bytes;
+  if ((out.refused = static_memory_refusal(*e, l, limit))) return out;
+  try {
+    out.bound = layout_lower_bound(*e, bound_shape(*e)).total();
+  } catch (const ConfigError&) {
+    out.bound = 0;  // evaluate_layout reports the schedule's refusal as it always has
+  }
+  return out;
+}
 
 std::string to_string(const Layout& l) {
   return "tp " + std::to_string(l.tp) + " pp " + std::to_string(l.pp) + " dp " +
@@ -218,15 +255,7 @@ LayoutResult evaluate_layout(const Config& base, const Layout& l, PlannerEffort 
   const std::int64_t limit =
       options.memory_limit_bytes > 0 ? options.memory_limit_bytes : e->capacity_bytes;
   r.capacity_bytes = limit;
-  // Filter: weights, gradients and optimizer state alone. The layers must go somewhere,
-  // so some rank holds at least 1/pp of them.
-  std::int64_t total = e->layers.head_copy_static_bytes;
-  for (const LayerRow& row : e->layers.layers) total += row.static_bytes;
-  const std::int64_t least = e->reserved_bytes + (total + l.pp - 1) / l.pp;
-  if (least > limit)
-    return refused(l, "static-memory",
-                   "weights, gradients and optimizer state need at least " + gib(least) +
-                       " per device of " + gib(limit));
+  if (std::optional<LayoutResult> no = static_memory_refusal(*e, l, limit)) return *no;
   PlanRun run;
   try {
     if (effort == PlannerEffort::off) {

@@ -54,6 +54,8 @@ struct LayoutResult {
   std::int64_t capacity_bytes = 0;
   Plan plan;
   std::int64_t evaluations = 0;  ///< simulations spent on this layout
+  /// Filter "bound": the layout's lower bound (ns), above the best time found before it.
+  Time bound = 0;
 };
 
 /// The layouts of `space` for `config`, and (in `rejected`) those a divisibility rule or
@@ -75,6 +77,17 @@ Config layout_config(const Config& base, const Layout& layout);
 /// quick: the planner with `quick_evals` evaluations; full: with options.max_evals.
 LayoutResult evaluate_layout(const Config& base, const Layout& layout, PlannerEffort effort,
                              const PlannerOptions& options, std::int64_t quick_evals = 300);
+
+/// What is known of a layout before it is planned: its refusal, exactly as
+/// evaluate_layout would report it, by the config or the static-memory filter; else a
+/// lower bound on the iteration time of every plan of it (planner/layout_bound.hpp; 0 when
+/// the bound's own schedule could not be drawn: evaluate_layout reports why).
+struct LayoutScreen {
+  std::optional<LayoutResult> refused;
+  Time bound = 0;
+  int microbatches = 0;
+};
+LayoutScreen screen_layout(const Config& base, const Layout& layout, const PlannerOptions& options);
 
 /// Ranks results: layouts that fit, fastest first; then the rest in enumeration order.
 void rank_layouts(std::vector<LayoutResult>& results);

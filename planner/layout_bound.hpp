@@ -1,0 +1,95 @@
+#pragma once
+/// \file
+/// A lower bound on the iteration time of every plan of one layout, without simulating.
+///
+/// The layout fixes the schedule, pp, vpp, the micro-batch count m and every layer's
+/// costs (the prepared Experiment); the planner chooses the partition (contiguous layers
+/// per stage, at least one each: planner/planner.hpp) and a recompute mode per layer. The
+/// bound holds for every such plan, so a layout whose bound exceeds a time some other
+/// layout reaches cannot win, whatever the planner would find for it.
+///
+/// Notation (integer ns, per micro-batch, recompute none): layer l costs f_l (F), i_l (I),
+/// w_l (W), b_l = i_l + w_l (a full B). S stages, p ranks, rank r holds c_r stages, the
+/// lowest of which is stage k_r. f_min = min_l f_l, b_min = min_l b_l, s_min = min_l
+/// (f_l + b_l).
+///
+/// Facts used (sim/simulate.hpp states the engine; experiment.cpp's assemble the costs):
+///  (a) A stage's F costs the sum of its layers' f, its I their i, its W their w, its B
+///      i + w, plus, for I, B and an FB's backward half, the recompute time of the layers'
+///      modes, which is never negative. So recompute none is the cheapest: every term below
+///      uses it. An FB pair takes overlap_factor x (F + B + recompute) of its halves, or
+///      the fixed overlap_ms; let phi = min(1, overlap_factor) when the schedule has FB ops
+///      and no overlap_ms (phi = 0 with overlap_ms: no work term is claimed), else 1. Every
+///      op then takes at least phi x (the sum of its halves' f and b).
+///  (b) A rank runs its ops one at a time. F(s, k) starts after F(s-1, k) ends; B or I(s, k)
+///      after B or I(s+1, k) ends; transfers take >= 0 ns.
+///  (c) Every stage holds at least one layer.
+///
+/// Terms:
+///  1. Work. Rank r runs m F and m B (or I + W, or their halves in FB pairs) of each of its
+///     stages, so it is busy for W_r >= phi m sum_{l on r} (f_l + b_l) (a, and the ops are
+///     sequential by b). Summed over ranks: sum_r W_r >= phi m sum_l (f_l + b_l) =: W.
+///     And W_r >= phi m c_r s_min (c).
+///  2. Fill (and drain). The first op of rank r is an F of its lowest stage k_r (an F of a
+///     higher stage of r needs F(k_r, .) on r first; a backward needs its own F first).
+///     Its chain F(0, k) .. F(k_r - 1, k) runs on other ranks (the stages below k_r are
+///     not on r) and ends no earlier than sum_{s<k_r} F_s >= k_r f_min (b, c); under FB
+///     pairs each link of the chain is an op of at least phi f_min. With only F and B
+///     ops, rank r's last op is a B of a stage j >= k_r, and B(k_r - 1, k) .. B(0, k)
+///     must follow it: another k_r b_min. So rank r's ops lie in [k_r d, T - k_r e] with
+///     d = f_min (phi f_min with FB ops) and e = b_min with only F and B ops, else 0.
+///     Hence T_pipe >= max_r (k_r (d + e) + W_r). Minimised over every split of W with
+///     W_r >= phi m c_r s_min, the max is at least both max_r (k_r (d+e) + phi m c_r
+///     s_min) and the mean (W + (d+e) sum_r k_r) / p (a max is at least a mean). For 1F1B
+///     with equal stages this is the (p-1)/2 of the classic (p-1)(F+B) bubble that an
+///     adversarial partition cannot avoid; for interleaved and V schedules the fill uses
+///     single layers only (their first chunks may be one layer each), an honest weak term.
+///  2'. One stage per rank (stage r on rank r): the fill counted with the stages' own
+///     costs c_s = f_s + b_s instead of single layers. By 2, rank r's ops lie in
+///     [sum_{s<r} F_s, T - sum_{s<r} B_s] (the B part with only F and B ops), and
+///     sum_{s<r} (phi F_s + [F and B only] B_s) >= gamma P_r with P_r = sum_{s<r} c_s and
+///     gamma = min_l (phi f_l + [F and B only] b_l) / (f_l + b_l) (a sum of ratios at
+///     least gamma is at least gamma); its work is at least mu c_r, mu = phi m. So
+///     T_pipe >= gamma P_r + mu c_r for every r. The least such T over all c >= 0 with
+///     sum c = C = sum_l (f_l + b_l) is T* = gamma C / (1 - (1 - gamma/mu)^p) (0 < gamma
+///     <= mu): with every rank at T*, P_{r+1} = P_r (1 - gamma/mu) + T*/mu gives P_p = C;
+///     if some c had max_r < T*, induction on r gives P_r < P*_r (as 1 - gamma/mu >= 0),
+///     so sum c = P_p < C, a contradiction. 1F1B with m >> p: about half the classic
+///     (p-1)(F+B) bubble of equal stages, which an adversarial partition cannot beat.
+///  3. One micro-batch's chain: F(0..S-1, k) then B or I(S-1..0, k), each op at least phi
+///     times its half: T_pipe >= phi sum_l (f_l + i_l).
+///  4. The tail. A rank's optimizer step (tail_time) follows its last pipeline op and its
+///     gradient reductions; without overlap_grad_reduce the reductions start after the
+///     last pipeline op. Both are collective or memory times increasing in the rank's
+///     parameters (cost_model.cpp: latency + bytes / bandwidth, 0 at 0 bytes; the step is
+///     linear), and a rank holds at least c_min layers' parameters (c). So every rank
+///     adds at least g = min_r (reduce(r, P_min) if not overlapped + step(r, P_min)),
+///     P_min = c_min x min_l params_l, after its last pipeline op; terms 2 and 3 end at
+///     some rank's last pipeline op, so g adds to both. Models with routed experts (a
+///     different formula) and measured layers (no tail) take g = 0.
+/// Bound = max(term 2, term 3) + g, rounded down.
+
+#include "experiment/experiment.hpp"
+#include "schedules/op.hpp"
+
+namespace bmpipe {
+
+/// What the bound is made of, for tests and reports (ns).
+struct LayoutBound {
+  Time work_fill = 0;  ///< term 2
+  Time chain = 0;      ///< term 3
+  Time tail = 0;       ///< term 4
+  Time total() const { return std::max(work_fill, chain) + tail; }
+};
+
+/// The bound of every plan of `e` (its config's schedule, pp, vpp, micro-batches) run under
+/// a schedule of `shape`'s placement and op kinds (any m: only its stage_rank and which op
+/// kinds it uses are read).
+LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape);
+
+/// The schedule of `e`'s config as the bound reads it: its generator at the config's pp,
+/// vpp and m without costs or candidate ranking (cheap; the ops' kinds and placement are
+/// those of the real one). Throws ConfigError as make_schedule does.
+Schedule bound_shape(const Experiment& e);
+
+}  // namespace bmpipe
