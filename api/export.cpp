@@ -118,9 +118,9 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   const std::string& format = request.format;
   const bool megatron = format == "megatron";
   const std::string framework = megatron ? "Megatron-LM" : "MindFormers";
-  // The frameworks' MoE flags and keys are not written yet: an export without them would
-  // hand the user a dense job (issue 17: never a different job than the one they wrote).
-  if (config.model.shape && config.model.shape->is_moe())
+  // MindFormers' MoE keys are not written yet: an export without them would hand the user
+  // a dense job (issue 17: never a different job than the one they wrote).
+  if (!megatron && config.model.shape && config.model.shape->is_moe())
     throw ConfigError(config.file, 0, "--format",
                       "the model is a mixture of experts; bmpipe does not write " + framework +
                           "'s expert settings (experts, top-k, expert parallelism) yet, and "
@@ -245,6 +245,9 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   job.microbatches = own.num_microbatches;
   job.sequence_parallel = config.training.sequence_parallel;
   job.devices = run_info.tp * run_info.dp * layout.pp;
+  job.shape = config.model.shape;
+  job.ep = config.training.ep;
+  job.etp = config.training.etp;
 
   std::string text = "# bmpipe export " + format + " of " + config.file + "\n";
   text += "# " + framework + " runs this with " + schedule_words(out.schedule, out.vpp) + ": " +
