@@ -199,10 +199,10 @@ TEST(ImportCli, UnmodelledFlagsExitTwoUnlessAllowed) {
   }
   // A MindFormers key the same way.
   const std::string mf =
-      test::write_file(f.out("moe.yaml"), kMindFormers + "moe_config: {expert_num: 8}\n");
+      test::write_file(f.out("swap.yaml"), kMindFormers + "swap_config: {swap: True}\n");
   const test::CliRun moe = test::run_cli("import mindformers " + q(mf) + " --preset ascend-910b");
   EXPECT_EQ(moe.code, 2);
-  EXPECT_NE(moe.err.find(mf + ":7: moe_config.expert_num: not modelled yet"), std::string::npos)
+  EXPECT_NE(moe.err.find(mf + ":7: swap_config.swap: not modelled yet"), std::string::npos)
       << moe.err;
   EXPECT_EQ(
       test::run_cli("import mindformers " + q(mf) + " --preset ascend-910b --allow-unmodelled")

@@ -1,11 +1,13 @@
-// Mixture-of-experts settings through Megatron-LM's flags, both ways: --moe-layer-freq as
+// Mixture-of-experts settings through Megatron-LM's flags and MindFormers' keys, both ways: --moe-layer-freq as
 // Megatron-LM reads it (its own help's examples), the Mixtral launch script imported as the
 // Mixtral of its HF config, every bad flag exit 2 naming FILE:LINE:flag, and export ->
 // script -> import giving back the same job (the same shape, ep and etp, and the time the
-// export quoted, to the digit).
+// export quoted, to the digit); the same for MindFormers' moe_config and
+// parallel_config.expert_parallel.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 #include <string>
 #include <vector>
 
@@ -225,6 +227,122 @@ TEST(MegatronMoeExport, ALayerPatternSharedExpertsAndEtpComeBack) {
   EXPECT_EQ(b.training.etp, 2);
   const nlohmann::json sim = nlohmann::json::parse(run_cli("simulate '" + back + "' --json").out);
   EXPECT_EQ(sim["iteration_time_ms"], x["iteration_time_ms"]) << x["text"];
+}
+
+// ---- MindFormers ------------------------------------------------------------------------
+
+const std::string kMixtralMf = kData + "/mindformers/mixtral_8x7b.yaml";
+
+TEST(MindFormersMoe, TheMixtralYamlIsTheMixtralOfItsHfConfig) {
+  test::ScratchDir dir;
+  const std::string job = dir.file("job.yaml");
+  const test::CliRun r = run_cli("import mindformers '" + kMixtralMf +
+                                 "' --preset h100-sxm --devices 64 --out '" + job + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Config c = load_config(job);
+  const ModelShape& m = *c.model.shape;
+  EXPECT_EQ(m.moe.num_experts, 8);
+  EXPECT_EQ(m.moe.top_k, 2);
+  EXPECT_EQ(m.moe.expert_ffn, 14336);  // LlamaConfig's intermediate_size: each expert's
+  EXPECT_EQ(m.moe.shared_ffn, 0);
+  EXPECT_EQ(c.training.ep, 8);
+  const nlohmann::json cost = nlohmann::json::parse(run_cli("cost '" + job + "' --json").out);
+  EXPECT_EQ(cost["parameters_total"], 46'702'792'704LL);
+  EXPECT_EQ(cost["parameters_active"], 12'879'925'248LL);
+}
+
+TEST(MindFormersMoe, BadKeysNameFileLineAndKey) {
+  test::ScratchDir dir;
+  const std::string yaml = test::slurp(kMixtralMf);
+  struct Case {
+    std::string from, to, expect;
+  };
+  const Case cases[] = {
+      {"num_experts_chosen: 2", "num_experts_chosen: 9",
+       ":24: moe_config.num_experts_chosen: 9 experts per token, but expert_num is 8"},
+      {"expert_num: 8", "expert_num: 0", ":23: moe_config.expert_num: must be at least 1"},
+      {"expert_num: 8", "expert_num: 1",
+       ":18: parallel_config.expert_parallel: is more than 1, but the model has no experts"},
+      {"expert_num: 8", "expert_num: 8\n  first_k_dense_replace: 32",
+       ":24: moe_config.first_k_dense_replace: leaves no MoE layer of the 32"},
+      {"expert_parallel: 8", "expert_parallel: 3",
+       ":18: parallel_config.expert_parallel: ep = 3 does not divide the 8 experts"},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    std::string text = yaml;
+    text.replace(text.find(c.from), c.from.size(), c.to);
+    const std::string path = test::write_file(dir.file(std::to_string(n++) + ".yaml"), text);
+    const test::CliRun r =
+        run_cli("import mindformers '" + path + "' --preset h100-sxm --devices 64");
+    EXPECT_EQ(r.code, 2) << c.to << r.out;
+    EXPECT_NE(r.err.find(path + c.expect), std::string::npos) << c.to << "\n" << r.err;
+  }
+}
+
+/// export --format mindformers of `config` merged into `run` (a MindFormers YAML), imported
+/// on 64 H100: the re-imported config, and the export's JSON.
+std::pair<std::string, nlohmann::json> mf_round_trip(const test::ScratchDir& dir,
+                                                     const std::string& config,
+                                                     const std::string& run) {
+  const test::CliRun x = run_cli("export '" + config + "' --format mindformers --json");
+  EXPECT_EQ(x.code, 0) << x.err;
+  const nlohmann::json j = nlohmann::json::parse(x.out);
+  const std::string given = test::write_file(
+      dir.file("given.yaml"), test::yaml_with_export(run, j["text"].get<std::string>()));
+  const std::string back = dir.file("back.yaml");
+  const test::CliRun r = run_cli("import mindformers '" + given +
+                                 "' --preset h100-sxm --devices 64 --out '" + back + "'");
+  EXPECT_EQ(r.code, 0) << r.err << "\n" << test::slurp(given);
+  return {back, j};
+}
+
+TEST(MindFormersMoe, ImportOfTheExportIsTheSameJob) {
+  test::ScratchDir dir;
+  // The Mixtral run without its expert keys: the export alone makes it the MoE job.
+  YAML::Node run = YAML::LoadFile(kMixtralMf);
+  run.remove("moe_config");
+  run["parallel_config"].remove("expert_parallel");
+  YAML::Emitter e;
+  e << run;
+  const std::string dense = test::write_file(dir.file("dense.yaml"), e.c_str());
+  const auto [back, x] = mf_round_trip(dir, kMixtralExample, dense);
+  const Config b = load_config(back);
+  EXPECT_EQ(b.model.shape->moe.num_experts, 8);
+  EXPECT_EQ(b.model.shape->moe.top_k, 2);
+  EXPECT_EQ(b.training.ep, 8);
+  const nlohmann::json sim = nlohmann::json::parse(run_cli("simulate '" + back + "' --json").out);
+  EXPECT_EQ(sim["iteration_time_ms"], x["iteration_time_ms"]) << x["text"];
+}
+
+TEST(MindFormersMoe, SharedExpertsFirstDenseLayersAndExpertWidthComeBack) {
+  test::ScratchDir dir;
+  // Mixtral's dimensions with 16 experts of 7168, two shared ones, the first 4 layers dense.
+  const std::string config = test::write_file(
+      dir.file("c.yaml"),
+      "cluster: {nodes: 8, devices_per_node: 8, device: {preset: h100-sxm}}\n"
+      "model:\n"
+      "  num_layers: 32\n  hidden_size: 4096\n  num_attention_heads: 32\n  num_kv_heads: 8\n"
+      "  ffn_hidden_size: 14336\n  vocab_size: 32000\n"
+      "  moe: {num_experts: 16, top_k: 2, expert_ffn_hidden_size: 7168,\n"
+      "        shared_expert_ffn_hidden_size: 14336, first_dense_layers: 4}\n"
+      "training:\n  pp: 4\n  ep: 8\n  seq_length: 4096\n"
+      "  micro_batch_size: 1\n  global_batch_size: 256\n  recompute: selective\n"
+      "  optimizer: {zero_stage: 1}\n");  // the run's enable_parallel_optimizer
+  const auto [back, x] = mf_round_trip(dir, config, kMixtralMf);
+  const std::string text = x["text"].get<std::string>();
+  EXPECT_NE(text.find("  shared_expert_num: 2\n  moe_intermediate_size: 7168\n"
+                      "  first_k_dense_replace: 4\n"),
+            std::string::npos)
+      << text;
+  const Config b = load_config(back);
+  const ModelShape& m = *b.model.shape;
+  EXPECT_EQ(m.moe.num_experts, 16);
+  EXPECT_EQ(m.moe.expert_ffn, 7168);
+  EXPECT_EQ(m.moe.shared_ffn, 14336);
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(m.is_moe_layer(i), i >= 4) << i;
+  const nlohmann::json sim = nlohmann::json::parse(run_cli("simulate '" + back + "' --json").out);
+  EXPECT_EQ(sim["iteration_time_ms"], x["iteration_time_ms"]) << text;
 }
 
 }  // namespace
