@@ -118,13 +118,14 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   const std::string& format = request.format;
   const bool megatron = format == "megatron";
   const std::string framework = megatron ? "Megatron-LM" : "MindFormers";
-  // The frameworks' MoE flags and keys are not written yet: an export without them would
-  // hand the user a dense job (issue 17: never a different job than the one they wrote).
-  if (config.model.shape && config.model.shape->is_moe())
-    throw ConfigError(config.file, 0, "--format",
-                      "the model is a mixture of experts; bmpipe does not write " + framework +
-                          "'s expert settings (experts, top-k, expert parallelism) yet, and "
-                          "an export without them would describe a dense job");
+  // An export that cannot state the experts would hand the user another job (issue 17:
+  // never a different job than the one they wrote).
+  if (!megatron && config.model.shape)
+    if (const std::string why = mindformers_moe_refusal(*config.model.shape, config.training.etp);
+        !why.empty())
+      throw ConfigError(config.file, 0, "--format",
+                        "the model is a mixture of experts that MindFormers' keys cannot state: " +
+                            why);
   const std::shared_ptr<const Experiment> experiment = prepare(config);
   const Experiment& e = *experiment;
   RunOptions limited;
@@ -245,6 +246,9 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   job.microbatches = own.num_microbatches;
   job.sequence_parallel = config.training.sequence_parallel;
   job.devices = run_info.tp * run_info.dp * layout.pp;
+  job.shape = config.model.shape;
+  job.ep = config.training.ep;
+  job.etp = config.training.etp;
 
   std::string text = "# bmpipe export " + format + " of " + config.file + "\n";
   text += "# " + framework + " runs this with " + schedule_words(out.schedule, out.vpp) + ": " +

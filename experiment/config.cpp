@@ -194,6 +194,70 @@ void read_cluster(Reader& rd, const YAML::Node& root, Config& c) {
   }
 }
 
+// model.moe over the shape read so far (a preset's, an HF config's, or the shape keys'):
+// each key given overrides; on a dense base num_experts and top_k are required and make the
+// model a mixture of experts.
+void read_moe(Reader& rd, const YAML::Node& mo, ModelShape& m) {
+  const std::string key = "model.moe";
+  rd.expect_map(mo, key, detail::names_of(detail::kMoeFields));
+  const bool base = m.is_moe();
+  if (!base && !Reader::present(mo, "num_experts"))
+    rd.fail(mo, key,
+            m.name + " has no experts: model.moe is for mixture-of-experts models (give "
+                     "model.moe.num_experts and top_k to make it one)");
+  MoeShape& moe = m.moe;
+  read_fields(rd, mo, key, detail::kMoeFields, moe,
+              {.base = base, .forms = kAllForms, .refusal = ""});
+  if (!base && !Reader::present(mo, "expert_ffn_hidden_size")) moe.expert_ffn = m.ffn_hidden_size;
+  if (moe.top_k > moe.num_experts)
+    rd.fail(Reader::present(mo, "top_k") ? mo["top_k"] : mo["num_experts"], key + ".top_k",
+            std::to_string(moe.top_k) + " experts per token, but the model has " +
+                std::to_string(moe.num_experts) + " (num_experts)");
+  if (YAML::Node f = rd.child(mo, key, "layer_freq", false); f.IsDefined()) {
+    // Megatron-LM's --moe-layer-freq (megatron/training/arguments.py, commit d98e8a64ddf3,
+    // and TransformerConfig.moe_layer_freq): an int N makes layer i MoE when i % N == 0,
+    // a list gives 1 (MoE) or 0 (dense) per layer. It replaces the base's pattern.
+    const std::string fkey = key + ".layer_freq";
+    moe.sparse_offset = 0;
+    moe.dense_layers.clear();
+    if (f.IsSequence()) {
+      if (static_cast<int>(f.size()) != m.num_layers)
+        rd.fail(f, fkey,
+                "a list gives one 0 (dense) or 1 (MoE) per layer: expected " +
+                    std::to_string(m.num_layers) + " entries (num_layers), got " +
+                    std::to_string(f.size()));
+      moe.sparse_step = 1;
+      for (std::size_t i = 0; i < f.size(); ++i)
+        if (rd.whole(f[i], fkey + "[" + std::to_string(i) + "]", detail::kMoeBit) == 0)
+          moe.dense_layers.push_back(static_cast<int>(i));
+    } else {
+      moe.sparse_step = static_cast<int>(rd.whole(f, fkey, detail::kLayerFreq, INT_MAX));
+    }
+  }
+  int sparse = 0;
+  for (int i = 0; i < m.num_layers; ++i) sparse += m.is_moe_layer(i) ? 1 : 0;
+  if (sparse == 0)
+    rd.fail(mo, key,
+            "no decoder layer of the " + std::to_string(m.num_layers) +
+                " is MoE (first_dense_layers " + std::to_string(moe.first_dense_layers) +
+                ", layer_freq): a model with experts needs at least one MoE layer");
+}
+
+// model.mla over the shape read so far, as read_moe does.
+void read_mla(Reader& rd, const YAML::Node& ml, ModelShape& m) {
+  const std::string key = "model.mla";
+  const bool base = m.is_mla();
+  read_fields(rd, ml, key, detail::kMlaFields, m.mla,
+              {.base = base, .forms = kAllForms, .refusal = ""});
+  for (const char* rank : {"q_lora_rank", "kv_lora_rank"}) {
+    const int v = std::string_view(rank) == "q_lora_rank" ? m.mla.q_lora_rank : m.mla.kv_lora_rank;
+    if (v > m.hidden_size)
+      rd.fail(Reader::present(ml, rank) ? ml[rank] : ml, key + "." + rank,
+              std::to_string(v) + " is wider than hidden_size = " +
+                  std::to_string(m.hidden_size) + ": the latent must compress the hidden state");
+  }
+}
+
 // The analytic forms of model: preset, hf_config, or explicit shape keys (which also
 // override a preset's or an HF config's values).
 void read_shape(Reader& rd, const YAML::Node& n, Config& c) {
@@ -239,14 +303,12 @@ void read_shape(Reader& rd, const YAML::Node& n, Config& c) {
                          ? Architecture::gpt
                          : Architecture::llama;
   if (!base && !Reader::present(n, "num_kv_heads")) m.num_kv_heads = m.num_attention_heads;
+  if (YAML::Node mo = rd.child(n, key, "moe", false); mo.IsDefined()) read_moe(rd, mo, m);
+  if (YAML::Node ml = rd.child(n, key, "mla", false); ml.IsDefined()) read_mla(rd, ml, m);
   if (m.is_moe() && m.architecture != Architecture::llama)
-    rd.fail(n["architecture"], "model.architecture",
+    rd.fail(Reader::present(n, "architecture") ? n["architecture"] : n["moe"],
+            "model.architecture",
             "the mixture-of-experts layer is costed for llama only (RMSNorm, SwiGLU experts)");
-  if (YAML::Node mo = rd.child(n, key, "moe", false); mo.IsDefined()) {
-    if (!m.is_moe())
-      rd.fail(mo, "model.moe", m.name + " has no experts: model.moe is for mixture-of-experts models");
-    read_fields(rd, mo, "model.moe", detail::kMoeFields, m.moe);
-  }
   try {
     check_shape(m);
   } catch (const ShapeError& e) {

@@ -55,6 +55,15 @@ inline constexpr Range kCount0{.min = 0, .max = INT_MAX};
 inline constexpr Range kLoadImbalance{
     .min = 1, .max = 1024, .max_note = "more than every token of 1024 experts on one"};
 inline constexpr Range kLayers{.min = 1, .max = 100'000, .max_note = "no model has more layers"};
+inline constexpr Range kLayers0{.min = 0, .max = 100'000, .max_note = "no model has more layers"};
+/// model.moe.layer_freq: an entry of its list form (0 dense, 1 MoE), or its int form.
+inline constexpr Range kMoeBit{.min = 0, .max = 1, .max_note = "1 marks an MoE layer"};
+inline constexpr Range kLayerFreq{.min = 1, .max = 100'000, .max_note = "no model has more layers"};
+/// Routed experts of an MoE layer, and experts per token.
+inline constexpr Range kExperts{.min = 1, .max = 65'536};
+/// Multi-token-prediction modules (DeepSeek-V3 has 1).
+inline constexpr Range kMtpLayers{
+    .min = 0, .max = 64, .max_note = "more predicted tokens than any model uses"};
 inline constexpr Range kZeroStage{
     .min = 0,
     .max = 1,
@@ -63,6 +72,10 @@ inline constexpr Range kZeroStage{
 inline constexpr Range kHidden{.min = 1, .max = 1'048'576};
 inline constexpr Range kHeads{.min = 1, .max = 65'536};
 inline constexpr Range kFfn{.min = 1, .max = 16'777'216};
+inline constexpr Range kFfn0{.min = 0, .max = 16'777'216};
+/// Multi-latent attention ranks and head widths.
+inline constexpr Range kRank{.min = 1, .max = 1'048'576};
+inline constexpr Range kRank0{.min = 0, .max = 1'048'576};
 inline constexpr Range kVocab{.min = 1, .max = 16'777'216};
 inline constexpr Range kSeqLength{.min = 1, .max = 16'777'216, .unit = "tokens"};
 inline constexpr Range kMicroBatch{.min = 1, .max = 65'536, .unit = "samples"};
@@ -189,7 +202,15 @@ inline constexpr auto kModelFields = std::to_array<Field<ModelShape>>({
      .help = "a HuggingFace config.json, relative to the YAML file",
      .form = Form::analytic},
     {.name = "moe",
-     .help = "mixture-of-experts options, {load_imbalance}",
+     .help = "mixture-of-experts layers: see model.moe",
+     .form = Form::analytic},
+    {.name = "mla",
+     .help = "multi-latent attention: see model.mla",
+     .form = Form::analytic},
+    {.name = "mtp_layers",
+     .slot = &ModelShape::mtp_layers,
+     .range = kMtpLayers,
+     .help = "multi-token-prediction modules after the last layer (DeepSeek-V3: 1)",
      .form = Form::analytic},
     {.name = "architecture",
      .help = "llama or gpt",
@@ -352,11 +373,66 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
     {.name = "recompute", .help = "a mode, or {default, stages: {s: mode}, layers: {l: mode}}"},
 });
 
+/// model.moe. Beside hf_config (or a preset) each key overrides the file's value; on a
+/// dense base, num_experts and top_k make the model a mixture of experts.
 inline constexpr auto kMoeFields = std::to_array<Field<MoeShape>>({
+    {.name = "num_experts",
+     .slot = &MoeShape::num_experts,
+     .range = kExperts,
+     .need = Need::unless_base,
+     .help = "routed experts per MoE layer"},
+    {.name = "top_k",
+     .slot = &MoeShape::top_k,
+     .range = kExperts,
+     .need = Need::unless_base,
+     .help = "experts per token, at most num_experts"},
+    {.name = "expert_ffn_hidden_size",
+     .slot = &MoeShape::expert_ffn,
+     .range = kFfn,
+     .help = "one routed expert's intermediate size; default: the base's, else ffn_hidden_size"},
+    {.name = "shared_expert_ffn_hidden_size",
+     .slot = &MoeShape::shared_ffn,
+     .range = kFfn0,
+     .help = "all shared experts' intermediate size together (0: none)"},
+    {.name = "first_dense_layers",
+     .slot = &MoeShape::first_dense_layers,
+     .range = kLayers0,
+     .help = "the first layers keep a dense MLP (DeepSeek-V3: 3)"},
+    {.name = "layer_freq",
+     .help = "N: layer i is MoE when i % N == 0; or a list of 0/1 per layer (1: MoE), as "
+             "Megatron's --moe-layer-freq; replaces the base's pattern"},
     {.name = "load_imbalance",
      .slot = &MoeShape::load_imbalance,
      .range = kLoadImbalance,
      .help = "max / mean tokens per expert; 1 = balanced"},
+});
+
+/// model.mla, named as Megatron-Core's MLATransformerConfig names them. Beside an hf_config
+/// with MLA each key overrides the file's value.
+inline constexpr auto kMlaFields = std::to_array<Field<MlaShape>>({
+    {.name = "q_lora_rank",
+     .slot = &MlaShape::q_lora_rank,
+     .range = kRank0,
+     .help = "q's low-rank latent (0: q projected directly); at most hidden_size"},
+    {.name = "kv_lora_rank",
+     .slot = &MlaShape::kv_lora_rank,
+     .range = kRank,
+     .need = Need::unless_base,
+     .help = "the k/v latent; at most hidden_size"},
+    {.name = "qk_head_dim",
+     .slot = &MlaShape::qk_nope_head_dim,
+     .range = kHeads,
+     .need = Need::unless_base,
+     .help = "q/k head width without the rotary part (HF qk_nope_head_dim)"},
+    {.name = "qk_pos_emb_head_dim",
+     .slot = &MlaShape::qk_rope_head_dim,
+     .range = kHeads,
+     .need = Need::unless_base,
+     .help = "q/k rotary head width (HF qk_rope_head_dim)"},
+    {.name = "v_head_dim",
+     .slot = &MlaShape::v_head_dim,
+     .range = kHeads,
+     .need = Need::unless_base},
 });
 
 inline constexpr auto kOptimizerFields = std::to_array<Field<OptimizerSettings>>({

@@ -159,6 +159,18 @@ void print_reference(std::ostream& out) {
           "Either measured layers (`layers`) or an analytic shape (`preset`, `hf_config` or "
           "the shape keys).",
           kModelFields);
+  section(out, "model.moe",
+          "The mixture-of-experts layers of an analytic model. Beside `hf_config` (or a "
+          "preset) each key given overrides the value the file gives; on a dense base, "
+          "`num_experts` and `top_k` make every layer the pattern selects an MoE layer, "
+          "its experts of `expert_ffn_hidden_size` (default `ffn_hidden_size`). Layer i "
+          "(from 0) is MoE when i >= `first_dense_layers` and `layer_freq` selects it.",
+          kMoeFields);
+  section(out, "model.mla",
+          "Multi-latent attention (DeepSeek-V3), in Megatron-Core's names. Beside an "
+          "`hf_config` with MLA each key given overrides the file's value; otherwise "
+          "`kv_lora_rank` and the three head widths are required.",
+          kMlaFields);
   section(out, "model.layers[i]",
           "One group of identical measured layers, costs per micro-batch, in model order.",
           kLayerFields);

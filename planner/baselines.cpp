@@ -6,7 +6,9 @@
 #include <limits>
 #include <optional>
 
+#include "frameworks/megatron/formats.hpp"
 #include "planner/evaluate.hpp"
+#include "planner/export_layout.hpp"
 #include "sim/units.hpp"
 
 namespace bmpipe {
@@ -28,6 +30,34 @@ std::string fit_note(const PlanRun& run) {
               gib(d.capacity_bytes);
     }
   return "does not fit: " + worst;
+}
+
+std::vector<std::vector<int>> megatron_first_last_splits(int layers, int pp, int vpp) {
+  std::vector<std::vector<int>> out;
+  if (pp < 2) return out;
+  const int share = (layers + pp - 1) / pp;
+  std::vector<std::optional<int>> counts{std::nullopt};
+  for (int n = 1; n <= share; ++n) counts.emplace_back(n);
+  for (const std::optional<int>& first : counts)
+    for (const std::optional<int>& last : counts) {
+      if (!first && !last) continue;
+      std::optional<std::vector<int>> split = megatron_uneven(layers, pp, vpp, first, last);
+      if (split && std::find(out.begin(), out.end(), *split) == out.end())
+        out.push_back(std::move(*split));
+    }
+  return out;
+}
+
+std::vector<AccountedSplit> megatron_accounted_splits(int layers, int pp, int vpp) {
+  std::vector<AccountedSplit> out;
+  for (const auto& [embedding, loss] : {std::pair{true, false}, {false, true}, {true, true}}) {
+    try {
+      out.push_back({embedding, loss, megatron_even(layers, pp, vpp, embedding, loss)});
+    } catch (const FormatError&) {
+      // Megatron-LM refuses this one (the total does not divide): not a baseline.
+    }
+  }
+  return out;
 }
 
 namespace {
@@ -347,6 +377,77 @@ std::optional<PlanRun> uniform_min_recompute(Context& c, std::string*) {
   return last;
 }
 
+/// The plan partition (layer-table rows per stage) of a split in decoder layers: a measured
+/// model's separate embedding and head rows go to the first and the last stage
+/// (decoder_layers), as Megatron-LM builds them. nullopt when a stage would be empty.
+std::optional<std::vector<int>> rows_of_split(const Experiment& e, std::vector<int> split) {
+  const std::vector<int> decoders = decoder_layers(e);
+  if (!decoders.empty() && decoders.front() != 0) ++split.front();
+  if (!decoders.empty() && decoders.back() != e.num_layers() - 1) ++split.back();
+  if (std::find(split.begin(), split.end(), 0) != split.end()) return std::nullopt;
+  return split;
+}
+
+/// Of every split, under every recompute rule Megatron-LM's flags state on it, the fastest
+/// run that fits, else the one closest to fitting.
+std::optional<PlanRun> best_rule_over(Context& c, const std::vector<std::vector<int>>& splits,
+                                      std::string* why) {
+  const Experiment& e = c.space.experiment();
+  std::optional<PlanRun> best;
+  for (const std::vector<int>& split : splits) {
+    const std::optional<std::vector<int>> rows = rows_of_split(e, split);
+    if (!rows) continue;
+    for (const Plan& p : c.space.megatron_rule_plans(*rows)) {
+      PlanRun r = c.run(p);
+      if (!best || score_of(r.result) < score_of(best->result)) best = std::move(r);
+    }
+  }
+  if (!best && why->empty()) *why = "no split of these flags runs on these layers";
+  return best;
+}
+
+int decoder_count(const Context& c) {
+  return static_cast<int>(decoder_layers(c.space.experiment()).size());
+}
+
+// megatron-first-last: --decoder-first-pipeline-num-layers and/or
+// --decoder-last-pipeline-num-layers, the splits megatron_first_last_splits lists (the
+// first and last rank 0 to share - 1 layers lighter, the middle ranks even), each under
+// the fastest fitting recompute rule of megatron-best-rule.
+std::optional<PlanRun> megatron_first_last(Context& c, std::string* why) {
+  const int pp = c.space.ranks(), vpp = c.space.stages() / c.space.ranks();
+  if (pp < 2) {
+    *why = "needs more than one pipeline rank";
+    return std::nullopt;
+  }
+  const std::vector<std::vector<int>> splits =
+      megatron_first_last_splits(decoder_count(c), pp, vpp);
+  if (splits.empty()) {
+    *why = "Megatron-LM accepts no first/last count up to the even share here";
+    return std::nullopt;
+  }
+  return best_rule_over(c, splits, why);
+}
+
+// megatron-embedding-loss: the even split with the embedding and/or the loss
+// counted as a layer (--account-for-embedding-in-pipeline-split,
+// --account-for-loss-in-pipeline-split; Megatron-LM at d98e8a64ddf3,
+// megatron/core/transformer/transformer_block.py get_num_layers_to_build and
+// transformer_layer.py get_transformer_layer_offset), each combination Megatron-LM accepts,
+// under the fastest fitting recompute rule.
+std::optional<PlanRun> megatron_account_embedding_loss(Context& c, std::string* why) {
+  const int pp = c.space.ranks(), vpp = c.space.stages() / c.space.ranks();
+  std::vector<std::vector<int>> splits;
+  for (const AccountedSplit& a : megatron_accounted_splits(decoder_count(c), pp, vpp))
+    splits.push_back(a.partition);
+  if (splits.empty()) {
+    *why = "Megatron-LM refuses it here: the layers plus the embedding and/or the loss do "
+           "not split evenly over the pipeline ranks";
+    return std::nullopt;
+  }
+  return best_rule_over(c, splits, why);
+}
+
 std::optional<PlanRun> adapipe_dp(Context& c, std::string* why) {
   c.adapipe = adapipe_plan(c.space, c.stage_times(), &c.adapipe_why);
   if (!c.adapipe) {
@@ -384,6 +485,8 @@ constexpr Baseline kBaselines[] = {
     {"megatron-no-recompute", true, megatron_no_recompute},
     {"megatron-full-recompute", true, megatron_full_recompute},
     {"megatron-best-rule", true, megatron_best_rule},
+    {"megatron-first-last", true, megatron_first_last},
+    {"megatron-embedding-loss", true, megatron_account_embedding_loss},
     {"uniform-min-recompute", true, uniform_min_recompute},
     {"adapipe-dp", true, adapipe_dp},
     {"sapp-ilp", true, sapp_ilp},

@@ -25,6 +25,25 @@ bool starts_search(std::size_t index);
 /// it fits.
 std::string fit_note(const PlanRun& run);
 
+/// The decoder-layer splits of megatron-first-last (stage order, pp * vpp entries):
+/// Megatron-LM's --decoder-first-pipeline-num-layers F and/or
+/// --decoder-last-pipeline-num-layers L, the rest split evenly over the middle ranks, as
+/// get_num_layers_to_build builds them (megatron_uneven). Tried: F and L each from 1 to the
+/// even share ceil(layers / pp) (the first and last rank lighter than the rest, by 0 to
+/// share - 1 layers), or absent, every combination Megatron-LM accepts except both absent;
+/// in order of F (absent first), then L. Each split once.
+std::vector<std::vector<int>> megatron_first_last_splits(int layers, int pp, int vpp);
+
+/// The decoder-layer splits of megatron-embedding-loss: Megatron-LM's even split
+/// with --account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split, or
+/// both (each counts as one layer; megatron_even), each that Megatron-LM accepts, in that
+/// order, with which flags give it.
+struct AccountedSplit {
+  bool embedding = false, loss = false;
+  std::vector<int> partition;
+};
+std::vector<AccountedSplit> megatron_accounted_splits(int layers, int pp, int vpp);
+
 /// Bytes in GiB, or MiB / KiB when smaller, with two decimals.
 std::string gib(std::int64_t bytes);
 

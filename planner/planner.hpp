@@ -157,7 +157,10 @@ std::vector<BaselineRun> plan_baselines(const Experiment& e, const PlannerOption
 /// list of them (planner/baselines.cpp). megatron-no-recompute (Megatron-LM's default: even
 /// split, no recompute), megatron-full-recompute (even split, every layer in full),
 /// megatron-best-rule (even split, the fastest fitting recompute rule Megatron-LM's flags
-/// state), uniform-min-recompute, adapipe-dp, sapp-ilp (the exact optimum of MindSpore's
+/// state), megatron-first-last and megatron-embedding-loss (Megatron-LM's uneven
+/// splits by --decoder-first/last-pipeline-num-layers and
+/// --account-for-embedding/loss-in-pipeline-split, each under its fastest fitting rule),
+/// uniform-min-recompute, adapipe-dp, sapp-ilp (the exact optimum of MindSpore's
 /// pipeline balancer objective), exhaustive.
 const std::vector<std::string>& baseline_names();
 

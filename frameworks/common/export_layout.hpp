@@ -4,9 +4,11 @@
 /// (frameworks/megatron/export.hpp, frameworks/mindformers/export.hpp). The planner builds
 /// one from a plan (planner.hpp, export_layout).
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "sim/cost/model_shape.hpp"
 #include "sim/recompute.hpp"
 
 namespace bmpipe {
@@ -36,6 +38,10 @@ struct ExportJob {
   int microbatches = 1;      ///< micro-batches per iteration and pipeline
   bool sequence_parallel = false;
   int devices = 1;  ///< tp * pp * dp
+  /// An analytic model with experts, latent attention or MTP modules, whose settings the
+  /// export states (a dense model's shape is the script's own and is not restated).
+  std::optional<ModelShape> shape;
+  int ep = 1, etp = 1;  ///< expert (tensor) parallel sizes
   /// Samples per iteration: micro-batch size x dp x micro-batches.
   int global_batch_size() const { return micro_batch_size * dp * microbatches; }
 };

@@ -147,6 +147,43 @@ std::string mode_costs(const LayerModeCosts& m) {
   return out + "}";
 }
 
+/// model.moe of an MoE shape. Which layers are MoE is written in the shortest form that
+/// gives the same layers: nothing (every layer), first_dense_layers k (the first k dense),
+/// layer_freq N (i % N == 0), or layer_freq as a 0/1 list.
+void write_moe(YamlOut& y, const ModelShape& m) {
+  const MoeShape& moe = m.moe;
+  y.raw("  moe:\n");
+  y.value(2, "num_experts", std::to_string(moe.num_experts), "model.moe.num_experts");
+  y.value(2, "top_k", std::to_string(moe.top_k), "model.moe.top_k");
+  y.value(2, "expert_ffn_hidden_size", std::to_string(moe.expert_ffn),
+          "model.moe.expert_ffn_hidden_size");
+  if (moe.shared_ffn > 0)
+    y.value(2, "shared_expert_ffn_hidden_size", std::to_string(moe.shared_ffn),
+            "model.moe.shared_expert_ffn_hidden_size");
+  std::vector<int> pattern;
+  for (int i = 0; i < m.num_layers; ++i) pattern.push_back(m.is_moe_layer(i) ? 1 : 0);
+  const auto first_moe = std::find(pattern.begin(), pattern.end(), 1);
+  const bool dense_then_moe = std::find(first_moe, pattern.end(), 0) == pattern.end();
+  const int every = [&] {
+    for (int n = 1; n <= m.num_layers; ++n) {
+      bool same = true;
+      for (int i = 0; i < m.num_layers && same; ++i) same = pattern[i] == (i % n == 0 ? 1 : 0);
+      if (same) return n;
+    }
+    return 0;
+  }();
+  if (every > 1) {
+    y.value(2, "layer_freq", std::to_string(every), "model.moe.layer_freq");
+  } else if (every == 0 && dense_then_moe) {
+    y.value(2, "first_dense_layers", std::to_string(first_moe - pattern.begin()),
+            "model.moe.layer_freq");
+  } else if (every == 0) {
+    y.value(2, "layer_freq", int_flow(pattern), "model.moe.layer_freq");
+  }
+  if (moe.load_imbalance != 1.0)
+    y.value(2, "load_imbalance", number(moe.load_imbalance), "model.moe.load_imbalance");
+}
+
 /// `cluster_yaml` with cluster.device.memory_GiB set to `GiB`, its origin beside it.
 std::string with_device_memory(const std::string& cluster_yaml, double GiB,
                                const ImportedJob& job) {
@@ -473,6 +510,19 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
       y.value(1, "flash_attention", *job.flash_attention ? "true" : "false",
               "model.flash_attention");
     if (job.dropout) y.value(1, "dropout", *job.dropout ? "true" : "false", "model.dropout");
+    if (m.is_moe()) write_moe(y, m);
+    if (m.is_mla()) {
+      y.raw("  mla:\n");
+      if (m.mla.q_lora_rank > 0)
+        y.value(2, "q_lora_rank", std::to_string(m.mla.q_lora_rank), "model.mla.q_lora_rank");
+      y.value(2, "kv_lora_rank", std::to_string(m.mla.kv_lora_rank), "model.mla.kv_lora_rank");
+      y.value(2, "qk_head_dim", std::to_string(m.mla.qk_nope_head_dim), "model.mla.qk_head_dim");
+      y.value(2, "qk_pos_emb_head_dim", std::to_string(m.mla.qk_rope_head_dim),
+              "model.mla.qk_pos_emb_head_dim");
+      y.value(2, "v_head_dim", std::to_string(m.mla.v_head_dim), "model.mla.v_head_dim");
+    }
+    if (m.mtp_layers > 0)
+      y.value(1, "mtp_layers", std::to_string(m.mtp_layers), "model.mtp_layers");
   } else {
     y.raw("  layers:\n");
     for (std::size_t i = 0; i < job.layers.size(); ++i) {
@@ -512,6 +562,8 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
   y.value(1, "vpp", std::to_string(job.vpp), "training.vpp");
   y.value(1, "tp", std::to_string(job.tp), "training.tp");
   if (job.dp) y.value(1, "dp", std::to_string(*job.dp), "training.dp");
+  if (job.ep) y.value(1, "ep", std::to_string(*job.ep), "training.ep");
+  if (job.etp) y.value(1, "etp", std::to_string(*job.etp), "training.etp");
   if (job.microbatches)
     y.value(1, "microbatches", std::to_string(*job.microbatches), "training.microbatches");
   if (job.seq_length)

@@ -134,6 +134,7 @@ struct ImportedJob {
   int vpp = 1;
   int tp = 1;
   std::optional<int> dp;  ///< empty: devices / (pp * tp)
+  std::optional<int> ep, etp;  ///< expert (tensor) parallel sizes; written when set
   std::optional<int> microbatches, global_batch_size, micro_batch_size, seq_length;
   std::optional<std::string> dtype;  ///< bf16 or fp16
   std::optional<bool> sequence_parallel;

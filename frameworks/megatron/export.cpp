@@ -66,6 +66,55 @@ std::vector<std::string> megatron_partition_flags(const ExportLayout& l) {
   return flags;
 }
 
+/// The experts, the latent attention and the MTP modules of `m` as Megatron-LM's flags,
+/// which import reads back to the same shape (frameworks/megatron/import.cpp,
+/// read_experts and read_latent_attention); `remove`: the flags of those groups that the
+/// model does not use and a script may have.
+std::string megatron_model_flags(const ModelShape& m, int ep, int etp,
+                                 std::vector<std::string>& remove) {
+  std::string out;
+  auto flag = [&out](const std::string& name, long long v) {
+    out += name + " " + std::to_string(v) + "\n";
+  };
+  if (m.is_moe()) {
+    const MoeShape& moe = m.moe;
+    flag("--num-experts", moe.num_experts);
+    flag("--moe-router-topk", moe.top_k);
+    flag("--moe-ffn-hidden-size", moe.expert_ffn);
+    if (moe.shared_ffn > 0)
+      flag("--moe-shared-expert-intermediate-size", moe.shared_ffn);
+    else
+      remove.emplace_back("--moe-shared-expert-intermediate-size");
+    std::vector<int> pattern;
+    for (int i = 0; i < m.num_layers; ++i) pattern.push_back(m.is_moe_layer(i) ? 1 : 0);
+    // Quoted: '(' '[' and '*' are shell metacharacters.
+    const std::string freq = megatron_moe_freq_text(pattern);
+    out += "--moe-layer-freq " + (freq.front() == '(' ? "\"" + freq + "\"" : freq) + "\n";
+    // bmpipe's MoE layer is the alltoall dispatcher's, its experts grouped GEMMs.
+    out += "--moe-token-dispatcher-type alltoall\n--moe-grouped-gemm\n";
+    flag("--expert-model-parallel-size", ep);
+    flag("--expert-tensor-parallel-size", etp);
+  }
+  if (m.is_mla()) {
+    out += "--multi-latent-attention\n";
+    if (m.mla.q_lora_rank > 0)
+      flag("--q-lora-rank", m.mla.q_lora_rank);
+    else
+      remove.emplace_back("--q-lora-rank");
+    flag("--kv-lora-rank", m.mla.kv_lora_rank);
+    flag("--qk-head-dim", m.mla.qk_nope_head_dim);
+    flag("--qk-pos-emb-head-dim", m.mla.qk_rope_head_dim);
+    flag("--v-head-dim", m.mla.v_head_dim);
+  } else {
+    remove.emplace_back("--multi-latent-attention");
+  }
+  if (m.mtp_layers > 0)
+    flag("--mtp-num-layers", m.mtp_layers);
+  else
+    remove.emplace_back("--mtp-num-layers");
+  return out;
+}
+
 }  // namespace
 
 // ---- Megatron-LM -------------------------------------------------------------------------
@@ -195,6 +244,10 @@ std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
   if (!selective) remove.emplace_back("--recompute-activations");
   if (selective) remove.emplace_back("--recompute-modules");
   if (!sequence_parallel && job.tp > 1) remove.emplace_back("--sequence-parallel");
+  const bool states_model =
+      job.shape && (job.shape->is_moe() || job.shape->is_mla() || job.shape->mtp_layers > 0);
+  const std::string model_flags =
+      states_model ? megatron_model_flags(*job.shape, job.ep, job.etp, remove) : std::string();
 
   std::string out;
   out += "# Remove these flags from your script if it has them (no value below undoes them):\n";
@@ -207,6 +260,7 @@ std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
   out += "--micro-batch-size " + std::to_string(job.micro_batch_size) + "\n";
   out += "--global-batch-size " + std::to_string(job.global_batch_size()) + "\n";
   if (sequence_parallel) out += "--sequence-parallel\n";
+  out += model_flags;
   return out;
 }
 

@@ -26,7 +26,9 @@ MegatronExport export_megatron(const ExportLayout& layout);
 /// --tensor-model-parallel-size, `x.flags` (pp, layers, partition, recompute),
 /// --micro-batch-size, --global-batch-size and --sequence-parallel (tp > 1 only: Megatron-LM
 /// turns it off at tp 1). dp is not a flag: Megatron-LM takes the world size / (tp x pp),
-/// which a comment states.
+/// which a comment states. An analytic model with experts, latent attention or MTP modules
+/// (job.shape) adds their flags (--num-experts, ..., --expert-model-parallel-size,
+/// --expert-tensor-parallel-size), which import reads back to the same shape.
 std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job);
 
 /// Every per-layer recompute choice Megatron-LM's flags can state for a partition (decoder

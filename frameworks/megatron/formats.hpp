@@ -46,4 +46,16 @@ std::optional<std::vector<int>> megatron_uneven(int layers, int pp, int vpp,
 std::vector<int> megatron_even(int layers, int pp, int vpp, bool account_embedding,
                                bool account_loss);
 
+/// --moe-layer-freq (Megatron-LM's moe_freq_type, megatron/training/arguments.py at
+/// d98e8a64ddf3): text without '[' is an int N (layer i is MoE when i % N == 0); text with
+/// '[' is a Python list expression of the characters `,0-9[]()+*` (which Megatron-LM
+/// evaluates with eval), e.g. "([0]*3+[1]*58)", giving 1 (MoE) or 0 (dense) per layer.
+/// Returns one entry per layer of `layers`; throws FormatError for anything else (a value
+/// other than 0 or 1, a list of another length, a malformed expression).
+std::vector<int> megatron_moe_pattern(std::string_view text, int layers);
+
+/// The shortest of the two forms for a 0/1 pattern: "N" when it is i % N == 0, else the
+/// run-length list expression "([0]*3+[1]*58)".
+std::string megatron_moe_freq_text(const std::vector<int>& pattern);
+
 }  // namespace bmpipe

@@ -147,6 +147,7 @@ struct FlagSpec {
 
 constexpr std::string_view kGranularity[] = {"full", "selective"};
 constexpr std::string_view kMethod[] = {"uniform", "block"};
+constexpr std::string_view kDispatcher[] = {"allgather", "alltoall", "flex"};
 
 // The flags bmpipe reads; [MG-args] and [MG-au] give their kinds. Every other flag is
 // treated as frameworks/megatron/flags.tsv says (its modelled rows are these).
@@ -167,6 +168,21 @@ constexpr FlagSpec kFlags[] = {
     {"--attention-dropout", Kind::real},
     {"--hidden-dropout", Kind::real},
     {"--use-flash-attn", Kind::boolean},
+    // mixture of experts, multi-latent attention, multi-token prediction
+    {"--num-experts", Kind::integer},
+    {"--moe-router-topk", Kind::integer},
+    {"--moe-ffn-hidden-size", Kind::integer},
+    {"--moe-shared-expert-intermediate-size", Kind::integer},
+    {"--moe-layer-freq", Kind::text},
+    {"--moe-token-dispatcher-type", Kind::choice, kDispatcher},
+    {"--moe-grouped-gemm", Kind::boolean},
+    {"--multi-latent-attention", Kind::boolean},
+    {"--q-lora-rank", Kind::integer},
+    {"--kv-lora-rank", Kind::integer},
+    {"--qk-head-dim", Kind::integer},
+    {"--qk-pos-emb-head-dim", Kind::integer},
+    {"--v-head-dim", Kind::integer},
+    {"--mtp-num-layers", Kind::integer},
     // batch and parallelism
     {"--micro-batch-size", Kind::integer},
     {"--global-batch-size", Kind::integer},
@@ -175,6 +191,8 @@ constexpr FlagSpec kFlags[] = {
     {"--num-layers-per-virtual-pipeline-stage", Kind::integer},
     {"--num-virtual-stages-per-pipeline-rank", Kind::integer},
     {"--sequence-parallel", Kind::boolean},
+    {"--expert-model-parallel-size", Kind::integer},
+    {"--expert-tensor-parallel-size", Kind::integer},
     // recompute
     {"--recompute-granularity", Kind::choice, kGranularity},
     {"--recompute-method", Kind::choice, kMethod},
@@ -575,6 +593,118 @@ void read_vocabulary(const Reading& ctx, ModelShape& m) {
                     m.tied_embeddings ? "tied: no --untie-embeddings-and-output-weights" : ""));
 }
 
+/// The experts: --num-experts makes the model a mixture of experts (Megatron-LM: None means
+/// dense), with Megatron-LM's defaults for the rest ([MG-args] _add_moe_args and
+/// validate_args, TransformerConfig): top-k 2, the experts as wide as --ffn-hidden-size,
+/// no shared expert, every layer MoE (--moe-layer-freq 1), the allgather dispatcher.
+void read_experts(const Reading& ctx, ModelShape& m) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const char* moe_flags[] = {"--moe-router-topk", "--moe-ffn-hidden-size",
+                             "--moe-shared-expert-intermediate-size", "--moe-layer-freq",
+                             "--moe-token-dispatcher-type", "--moe-grouped-gemm"};
+  const auto experts = a.integer("--num-experts", 1);
+  if (!experts) {
+    for (const char* f : moe_flags)
+      if (a.given(f)) job.ignore(std::string(f) + " (no effect without --num-experts)");
+    return;
+  }
+  if (m.architecture != Architecture::llama)
+    a.fail("--num-experts",
+           "bmpipe costs the mixture-of-experts layer with SwiGLU experts only: add --swiglu");
+  MoeShape& moe = m.moe;
+  moe.num_experts = *experts;
+  job.from("model.moe.num_experts", a.origin("--num-experts"));
+  moe.top_k = a.integer("--moe-router-topk", 1).value_or(2);
+  job.from("model.moe.top_k",
+           a.origin("--moe-router-topk", a.given("--moe-router-topk") ? "" : "default 2"));
+  if (moe.top_k > moe.num_experts)
+    a.fail(a.given("--moe-router-topk") ? "--moe-router-topk" : "--num-experts",
+           std::to_string(moe.top_k) + " experts per token, but --num-experts is " +
+               std::to_string(moe.num_experts));
+  moe.expert_ffn = a.integer("--moe-ffn-hidden-size", 1).value_or(m.ffn_hidden_size);
+  job.from("model.moe.expert_ffn_hidden_size",
+           a.origin("--moe-ffn-hidden-size", a.given("--moe-ffn-hidden-size")
+                                                 ? ""
+                                                 : "Megatron-LM's default: --ffn-hidden-size"));
+  moe.shared_ffn = a.integer("--moe-shared-expert-intermediate-size", 1).value_or(0);
+  job.from("model.moe.shared_expert_ffn_hidden_size",
+           a.origin("--moe-shared-expert-intermediate-size"));
+  if (const auto freq = a.single("--moe-layer-freq")) {
+    std::vector<int> pattern;
+    try {
+      pattern = megatron_moe_pattern(*freq, m.num_layers);
+    } catch (const FormatError& e) {
+      a.fail("--moe-layer-freq", e.what());
+    }
+    moe.sparse_step = 1;
+    moe.sparse_offset = 0;
+    for (int i = 0; i < m.num_layers; ++i)
+      if (pattern[i] == 0) moe.dense_layers.push_back(i);
+    if (std::find(pattern.begin(), pattern.end(), 1) == pattern.end())
+      a.fail("--moe-layer-freq", "makes no layer an MoE layer");
+    job.from("model.moe.layer_freq", a.origin("--moe-layer-freq"));
+  }
+  // The cost model's MoE layer is the alltoall dispatcher's (permute, grouped GEMMs,
+  // unpermute); allgather and flex move tokens differently.
+  const std::string dispatcher = a.choice("--moe-token-dispatcher-type").value_or("allgather");
+  if (dispatcher != "alltoall")
+    job.unmodelled.push_back(Unmodelled{
+        a.origin(a.given("--moe-token-dispatcher-type") ? "--moe-token-dispatcher-type"
+                                                         : "--num-experts"),
+        a.given("--moe-token-dispatcher-type")
+            ? "--moe-token-dispatcher-type " + dispatcher
+            : "--num-experts without --moe-token-dispatcher-type (Megatron-LM's allgather)",
+        "the " + dispatcher +
+            " token dispatcher: bmpipe costs the alltoall dispatcher's permute, all-to-all "
+            "and unpermute; give --moe-token-dispatcher-type alltoall"});
+  if (!a.boolean("--moe-grouped-gemm"))
+    job.notes.push_back(
+        "no --moe-grouped-gemm: Megatron-LM runs the local experts one GEMM after another; "
+        "bmpipe's cost model assumes grouped GEMMs, which is faster for many small experts.");
+}
+
+/// Multi-latent attention and multi-token prediction, with Megatron-LM's defaults for the
+/// ranks ([MG-args] _add_mla_args: q_lora_rank None, kv_lora_rank 32, qk_head_dim 128,
+/// qk_pos_emb_head_dim 64, v_head_dim 128).
+void read_latent_attention(const Reading& ctx, ModelShape& m) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const char* mla_flags[] = {"--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",
+                             "--qk-pos-emb-head-dim", "--v-head-dim"};
+  if (!a.boolean("--multi-latent-attention")) {
+    for (const char* f : mla_flags)
+      if (a.given(f)) job.ignore(std::string(f) + " (no effect without --multi-latent-attention)");
+  } else {
+    MlaShape& mla = m.mla;
+    mla.q_lora_rank = a.integer("--q-lora-rank", 1).value_or(0);
+    mla.kv_lora_rank = a.integer("--kv-lora-rank", 1).value_or(32);
+    mla.qk_nope_head_dim = a.integer("--qk-head-dim", 1).value_or(128);
+    mla.qk_rope_head_dim = a.integer("--qk-pos-emb-head-dim", 1).value_or(64);
+    mla.v_head_dim = a.integer("--v-head-dim", 1).value_or(128);
+    const std::pair<const char*, const char*> keys[] = {
+        {"--q-lora-rank", "q_lora_rank"},
+        {"--kv-lora-rank", "kv_lora_rank"},
+        {"--qk-head-dim", "qk_head_dim"},
+        {"--qk-pos-emb-head-dim", "qk_pos_emb_head_dim"},
+        {"--v-head-dim", "v_head_dim"}};
+    for (const auto& [flag, key] : keys)
+      job.from(std::string("model.mla.") + key,
+               a.origin(flag, a.given(flag) ? "" : "Megatron-LM's default"));
+    for (const char* flag : {"--q-lora-rank", "--kv-lora-rank"}) {
+      const int v = std::string_view(flag) == "--q-lora-rank" ? mla.q_lora_rank : mla.kv_lora_rank;
+      if (v > m.hidden_size)
+        a.fail(flag, std::to_string(v) + " is wider than --hidden-size " +
+                         std::to_string(m.hidden_size) +
+                         ": the latent must compress the hidden state");
+    }
+  }
+  if (const auto mtp = a.integer("--mtp-num-layers", 0); mtp && *mtp > 0) {
+    m.mtp_layers = *mtp;
+    job.from("model.mtp_layers", a.origin("--mtp-num-layers"));
+  }
+}
+
 /// The model: its shape, with Megatron-LM's defaults and checks; job.shape.
 void read_model(const Reading& ctx) {
   const Args& a = ctx.a;
@@ -584,6 +714,8 @@ void read_model(const Reading& ctx) {
   read_layers_and_attention(ctx, m);
   read_mlp(ctx, m);
   read_vocabulary(ctx, m);
+  read_experts(ctx, m);
+  read_latent_attention(ctx, m);
   {
     // [MG-config]: attention_dropout and hidden_dropout default to 0.1.
     const auto attention = a.real("--attention-dropout", 0, 1);
@@ -614,6 +746,21 @@ void read_batch_and_parallelism(const Reading& ctx) {
   job.pp = a.integer("--pipeline-model-parallel-size", 1).value_or(1);
   job.from("training.pp", a.origin("--pipeline-model-parallel-size",
                                    a.given("--pipeline-model-parallel-size") ? "" : "default 1"));
+  if (job.shape && job.shape->is_moe()) {
+    job.ep = a.integer("--expert-model-parallel-size", 1).value_or(1);
+    job.from("training.ep", a.origin("--expert-model-parallel-size",
+                                     a.given("--expert-model-parallel-size") ? "" : "default 1"));
+    // [MG-args] validate_args: expert_tensor_parallel_size defaults to the tp size.
+    job.etp = a.integer("--expert-tensor-parallel-size", 1).value_or(job.tp);
+    job.from("training.etp",
+             a.origin("--expert-tensor-parallel-size",
+                      a.given("--expert-tensor-parallel-size")
+                          ? ""
+                          : "Megatron-LM's default: --tensor-model-parallel-size"));
+  } else {
+    for (const char* f : {"--expert-model-parallel-size", "--expert-tensor-parallel-size"})
+      if (a.given(f)) job.ignore(std::string(f) + " (no effect without --num-experts)");
+  }
   job.seq_length = ctx.require_int("--seq-length", 1, "the sequence length");
   job.from("training.seq_length", a.origin("--seq-length"));
   job.micro_batch_size = ctx.require_int("--micro-batch-size", 1, "the micro-batch size");

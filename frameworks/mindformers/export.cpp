@@ -155,6 +155,8 @@ std::string mindformers_job_yaml(const MindFormersExport& x, const ExportJob& jo
   out << "  pipeline_stage: " << pp << "\n";
   out << "  micro_batch_num: " << (pp > 1 ? job.microbatches : 1) << "\n";
   out << "  use_seq_parallel: " << (job.sequence_parallel ? "True" : "False") << "\n";
+  const bool moe = job.shape && job.shape->is_moe();
+  if (moe) out << "  expert_parallel: " << job.ep << "\n";
   // [MF-batch] (frameworks/mindformers/import.cpp): with pipeline stages micro_batch_num
   // micro-batches and no gradient accumulation; without, one per accumulation step.
   out << "runner_config:\n  batch_size: " << job.micro_batch_size << "\n";
@@ -165,7 +167,42 @@ std::string mindformers_job_yaml(const MindFormersExport& x, const ExportJob& jo
   out << "recompute_config:\n";
   out << "  recompute: " << mindformers_stage_list(x.full, pp, vpp) << "\n";
   out << "  select_recompute: " << mindformers_stage_list(x.select, pp, vpp) << "\n";
+  if (moe) {
+    // What frameworks/mindformers/import.cpp (read_moe_config) reads back; the shape is
+    // one mindformers_moe_refusal accepts.
+    const ModelShape& m = *job.shape;
+    out << "moe_config:\n";
+    out << "  expert_num: " << m.moe.num_experts << "\n";
+    out << "  num_experts_chosen: " << m.moe.top_k << "\n";
+    out << "  shared_expert_num: " << (m.moe.shared_ffn / m.moe.expert_ffn) << "\n";
+    if (m.moe.expert_ffn != m.ffn_hidden_size)
+      out << "  moe_intermediate_size: " << m.moe.expert_ffn << "\n";
+    int dense = 0;
+    while (dense < m.num_layers && !m.is_moe_layer(dense)) ++dense;
+    if (dense > 0) out << "  first_k_dense_replace: " << dense << "\n";
+  }
   return out.str();
+}
+
+std::string mindformers_moe_refusal(const ModelShape& m, int etp) {
+  if (!m.is_moe() && !m.is_mla() && m.mtp_layers == 0) return {};
+  if (m.is_mla() || m.mtp_layers > 0)
+    return "MindFormers' Llama-family keys have no multi-latent attention or MTP modules";
+  int dense = 0;
+  while (dense < m.num_layers && !m.is_moe_layer(dense)) ++dense;
+  for (int i = dense; i < m.num_layers; ++i)
+    if (!m.is_moe_layer(i))
+      return "moe_config states only the first k layers dense (first_k_dense_replace) and the "
+             "rest MoE; layer " + std::to_string(i) + " is dense after MoE layers";
+  if (m.moe.shared_ffn % m.moe.expert_ffn != 0)
+    return "moe_config states shared experts as shared_expert_num experts of the experts' width "
+           "(" + std::to_string(m.moe.expert_ffn) + "); " + std::to_string(m.moe.shared_ffn) +
+           " is not a multiple of it";
+  if (m.moe.load_imbalance != 1.0)
+    return "model.moe.load_imbalance describes the data, which no MindFormers key states; set "
+           "it to 1 to export";
+  if (etp != 1) return "MindFormers has no expert tensor parallel size other than 1 (training.etp)";
+  return {};
 }
 
 }  // namespace bmpipe

@@ -36,4 +36,9 @@ std::string mindformers_job_yaml(const MindFormersExport& x, const ExportJob& jo
 /// `notes` gets one line per thing MindFormers cannot express exactly (empty if none).
 std::string export_mindformers(const ExportLayout& layout, std::vector<std::string>* notes);
 
+/// Why MindFormers' keys cannot state the experts of `m` (with expert tensor parallel size
+/// `etp`), or "" when they can (a dense model, or experts that moe_config states: every
+/// layer MoE after the first k, shared experts a multiple of the experts' width, etp 1).
+std::string mindformers_moe_refusal(const ModelShape& m, int etp);
+
 }  // namespace bmpipe

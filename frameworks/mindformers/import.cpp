@@ -286,11 +286,13 @@ YAML::Node load_root(const Mf& mf, const std::string& text) {
   return root;
 }
 
-/// moe_config and swap_config: bmpipe reads none of their keys, but expert_num > 1 (another
-/// model) and swapping change the job, which the key table says (Mf::check_keys).
+/// moe_config and swap_config, checked against the key table (Mf::check_keys); swapping
+/// changes the job and is not modelled; the experts are read by read_moe_config.
 void check_moe_and_swap(const Reading& ctx) {
   const Mf& mf = ctx.mf;
-  mf.check_keys(mf.section(ctx.root, "moe_config", "moe_config"), "moe_config", {});
+  mf.check_keys(mf.section(ctx.root, "moe_config", "moe_config"), "moe_config",
+                {"expert_num", "num_experts_chosen", "shared_expert_num", "first_k_dense_replace",
+                 "moe_intermediate_size"});
   mf.check_keys(mf.section(ctx.root, "swap_config", "swap_config"), "swap_config", {});
 }
 
@@ -328,7 +330,8 @@ void read_parallel_config(Reading& ctx) {
   const YAML::Node pc = mf.section(root, "parallel_config", "parallel_config");
   mf.check_keys(
       pc, "parallel_config",
-      {"data_parallel", "model_parallel", "pipeline_stage", "micro_batch_num", "use_seq_parallel"});
+      {"data_parallel", "model_parallel", "pipeline_stage", "micro_batch_num", "use_seq_parallel",
+       "expert_parallel"});
   auto pc_int = [&](const char* k, const char* why_default) {
     const YAML::Node n = Mf::child(pc, k);
     const std::string key = std::string("parallel_config.") + k;
@@ -566,6 +569,89 @@ void read_model_config(Reading& ctx) {
   ctx.mc = mc;
 }
 
+/// moe_config (MindFormers at fd4deebc1: mindformers/tools/register/template.py MoEConfig
+/// and its defaults, mindformers/modules/transformer/moe.py MoEConfig's checks, and
+/// mindformers/models/llama/llama_transformer.py and llama_layer.py, which build the MoE
+/// layer): expert_num > 1 makes every decoder layer MoE, num_experts_chosen (default 1,
+/// at most expert_num) experts per token, each as wide as the model's intermediate size,
+/// and shared_expert_num shared experts of that width together (LlamaFeedForwardWithMoE:
+/// intermediate_size * shared_expert_num). moe_intermediate_size and an integer
+/// first_k_dense_replace are DeepSeek-V3's (its models read them; the template's defaults,
+/// 1407 and True, are not given values), read when written. parallel_config.expert_parallel
+/// is training.ep.
+void read_moe_config(Reading& ctx) {
+  const Mf& mf = ctx.mf;
+  ImportedJob& job = ctx.job;
+  const YAML::Node moe = mf.section(ctx.root, "moe_config", "moe_config");
+  const YAML::Node pc = mf.section(ctx.root, "parallel_config", "parallel_config");
+  const YAML::Node ep_node = Mf::child(pc, "expert_parallel");
+  const YAML::Node experts = Mf::child(moe, "expert_num");
+  const int expert_num =
+      experts.IsDefined() ? static_cast<int>(mf.integer(experts, "moe_config.expert_num", 1)) : 1;
+  if (expert_num <= 1) {
+    for (const char* k :
+         {"num_experts_chosen", "shared_expert_num", "first_k_dense_replace", "moe_intermediate_size"})
+      if (Mf::child(moe, k).IsDefined())
+        job.ignore("moe_config." + std::string(k) + " (no effect without expert_num > 1)");
+    if (ep_node.IsDefined()) {
+      if (mf.integer(ep_node, "parallel_config.expert_parallel", 1) != 1)
+        mf.fail(ep_node, "parallel_config.expert_parallel",
+                "is more than 1, but the model has no experts (moe_config.expert_num)");
+      job.ignore("parallel_config.expert_parallel (no effect without experts)");
+    }
+    return;
+  }
+  ModelShape& m = *job.shape;
+  MoeShape& e = m.moe;
+  e.num_experts = expert_num;
+  job.from("model.moe.num_experts", mf.origin(experts, "moe_config.expert_num"));
+  const YAML::Node chosen = Mf::child(moe, "num_experts_chosen");
+  e.top_k = chosen.IsDefined()
+                ? static_cast<int>(mf.integer(chosen, "moe_config.num_experts_chosen", 1))
+                : 1;
+  job.from("model.moe.top_k",
+           chosen.IsDefined() ? mf.origin(chosen, "moe_config.num_experts_chosen")
+                              : mf.origin(moe, "moe_config.num_experts_chosen",
+                                          "moe_config.num_experts_chosen: default 1"));
+  if (e.top_k > e.num_experts)
+    mf.fail(chosen, "moe_config.num_experts_chosen",
+            std::to_string(e.top_k) + " experts per token, but expert_num is " +
+                std::to_string(e.num_experts) + " (MindFormers refuses it)");
+  e.expert_ffn = m.ffn_hidden_size;
+  job.from("model.moe.expert_ffn_hidden_size",
+           mf.origin(ctx.mc, "model.model_config.intermediate_size",
+                     "each expert as wide as the model's intermediate size"));
+  if (const YAML::Node w = Mf::child(moe, "moe_intermediate_size"); w.IsDefined()) {
+    e.expert_ffn = static_cast<int>(mf.integer(w, "moe_config.moe_intermediate_size", 1));
+    job.from("model.moe.expert_ffn_hidden_size", mf.origin(w, "moe_config.moe_intermediate_size"));
+  }
+  if (const YAML::Node sh = Mf::child(moe, "shared_expert_num"); sh.IsDefined()) {
+    const long long shared = mf.integer(sh, "moe_config.shared_expert_num", 0) * e.expert_ffn;
+    if (shared > INT_MAX) mf.fail(sh, "moe_config.shared_expert_num", "is too large");
+    e.shared_ffn = static_cast<int>(shared);
+    job.from("model.moe.shared_expert_ffn_hidden_size",
+             mf.origin(sh, "moe_config.shared_expert_num",
+                       "shared_expert_num x the experts' intermediate size"));
+  }
+  if (const YAML::Node k = Mf::child(moe, "first_k_dense_replace");
+      k.IsDefined() && !(k.IsScalar() && scalar_kind(k) == Scalar::boolean)) {
+    e.first_dense_layers = static_cast<int>(mf.integer(k, "moe_config.first_k_dense_replace", 0));
+    if (e.first_dense_layers >= m.num_layers)
+      mf.fail(k, "moe_config.first_k_dense_replace",
+              "leaves no MoE layer of the " + std::to_string(m.num_layers));
+    job.from("model.moe.layer_freq", mf.origin(k, "moe_config.first_k_dense_replace"));
+  }
+  if (m.architecture != Architecture::llama)
+    mf.fail(experts, "moe_config.expert_num", "the MoE layer is costed for Llama-family models only");
+  job.ep = ep_node.IsDefined()
+               ? static_cast<int>(mf.integer(ep_node, "parallel_config.expert_parallel", 1))
+               : 1;
+  job.from("training.ep", ep_node.IsDefined()
+                              ? mf.origin(ep_node, "parallel_config.expert_parallel")
+                              : mf.origin(pc, "parallel_config.expert_parallel",
+                                          "parallel_config.expert_parallel: default 1"));
+}
+
 /// pp_interleave_num and offset: the virtual stages and the partition.
 void read_partition(Reading& ctx) {
   const Mf& mf = ctx.mf;
@@ -771,6 +857,7 @@ ImportedJob read_mindformers_yaml(const std::string& text, const std::string& na
   read_parallel(ctx);
   read_runner_config(ctx);
   read_model_config(ctx);
+  read_moe_config(ctx);
   read_partition(ctx);
   read_schedule(ctx);
   read_recompute(ctx);

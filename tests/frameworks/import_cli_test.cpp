@@ -173,7 +173,7 @@ TEST(ImportCli, MistypedFlagsAndKeysExitTwoWithTheClosestName) {
 TEST(ImportCli, UnmodelledFlagsExitTwoUnlessAllowed) {
   const Files f;
   for (const std::string extra :
-       {"--context-parallel-size 2", "--fp8-format hybrid", "--num-experts 8"}) {
+       {"--context-parallel-size 2", "--fp8-format hybrid", "--moe-router-num-groups 4"}) {
     const std::string flag = extra.substr(0, extra.find(' '));
     const std::string args = test::write_file(f.out("unmodelled.txt"), kArgs + extra + "\n");
     const std::string command = "import megatron " + q(args) + " --preset h200 --devices 16";
@@ -199,10 +199,10 @@ TEST(ImportCli, UnmodelledFlagsExitTwoUnlessAllowed) {
   }
   // A MindFormers key the same way.
   const std::string mf =
-      test::write_file(f.out("moe.yaml"), kMindFormers + "moe_config: {expert_num: 8}\n");
+      test::write_file(f.out("swap.yaml"), kMindFormers + "swap_config: {swap: True}\n");
   const test::CliRun moe = test::run_cli("import mindformers " + q(mf) + " --preset ascend-910b");
   EXPECT_EQ(moe.code, 2);
-  EXPECT_NE(moe.err.find(mf + ":7: moe_config.expert_num: not modelled yet"), std::string::npos)
+  EXPECT_NE(moe.err.find(mf + ":7: swap_config.swap: not modelled yet"), std::string::npos)
       << moe.err;
   EXPECT_EQ(
       test::run_cli("import mindformers " + q(mf) + " --preset ascend-910b --allow-unmodelled")

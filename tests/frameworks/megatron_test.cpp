@@ -222,16 +222,17 @@ TEST(MegatronImport, FlagsItDoesNotModelAreListed) {
       import("torchrun --nproc_per_node 8 pretrain_gpt.py \\\n" + kModel +
              "--context-parallel-size 2 --expert-model-parallel-size 4 --lr 3e-4 \\\n"
              "  --data-path 0.5 /data/a 0.5 /data/b --lr 1e-4 2>&1 | tee train.log\n");
-  // The launcher's flag (before the script) is listed; so are inert flags. Context and
-  // expert parallelism change the job: they are not listed as ignored but as unmodelled.
+  // The launcher's flag (before the script) is listed; so are inert flags. Context
+  // parallelism changes the job: it is not listed as ignored but as unmodelled.
   const std::vector<std::string> expected = {
       "'torchrun' (not a flag)", "--nproc_per_node (not modelled)",
       "--lr (not modelled)",     "--data-path (not modelled)",
-      "'tee' (not a flag)",      "'train.log' (not a flag)"};
+      "'tee' (not a flag)",      "'train.log' (not a flag)",
+      // Read, but Megatron-LM has no experts to spread without --num-experts.
+      "--expert-model-parallel-size (no effect without --num-experts)"};
   EXPECT_EQ(job.ignored, expected);
-  ASSERT_EQ(job.unmodelled.size(), 2u);
+  ASSERT_EQ(job.unmodelled.size(), 1u);
   EXPECT_EQ(job.unmodelled[0].given, "--context-parallel-size 2");
-  EXPECT_EQ(job.unmodelled[1].given, "--expert-model-parallel-size 4");
   EXPECT_EQ(job.unmodelled[0].origin.line, 5);
 }
 
@@ -410,14 +411,14 @@ TEST(MegatronVocabulary, TheTableAndTheReaderAgree) {
       {"--tokenizer-model", Treatment::inert},
       {"--context-parallel-size", Treatment::unmodelled},
       {"--fp8-format", Treatment::unmodelled},
-      {"--num-experts", Treatment::unmodelled},
-      {"--expert-model-parallel-size", Treatment::unmodelled},
+      {"--num-experts", Treatment::modelled},
+      {"--expert-model-parallel-size", Treatment::modelled},
       {"--use-torch-fsdp2", Treatment::unmodelled},
       {"--cpu-offloading-num-layers", Treatment::unmodelled},
       {"--tp-comm-overlap", Treatment::unmodelled},
       {"--hybrid-layer-pattern", Treatment::unmodelled},
-      {"--multi-latent-attention", Treatment::unmodelled},
-      {"--mtp-num-layers", Treatment::unmodelled},
+      {"--multi-latent-attention", Treatment::modelled},
+      {"--mtp-num-layers", Treatment::modelled},
       {"--overlap-param-gather", Treatment::unmodelled},
       {"--no-tp-comm-bulk-wgrad", Treatment::unmodelled},
       {"--disable-tp-comm-bulk-wgrad", Treatment::unmodelled},
@@ -453,8 +454,8 @@ TEST(MegatronVocabulary, MalformedTablesAreRefused) {
 // The cases: each flag that changes time or memory is returned as unmodelled with
 // its line and value (the caller refuses it unless allowed), and not listed as ignored.
 TEST(MegatronImport, FlagsThatChangeTheJobAreUnmodelled) {
-  for (const char* extra : {"--context-parallel-size 2", "--fp8-format hybrid", "--num-experts 8",
-                            "--use-torch-fsdp2", "--mtp-num-layers 1"}) {
+  for (const char* extra : {"--context-parallel-size 2", "--fp8-format hybrid",
+                            "--moe-router-num-groups 4", "--use-torch-fsdp2", "--tp-comm-overlap"}) {
     const ImportedJob job = import(kModel + extra + "\n");
     ASSERT_EQ(job.unmodelled.size(), 1u) << extra;
     EXPECT_EQ(job.unmodelled[0].given, extra);
@@ -473,12 +474,15 @@ TEST(MegatronImport, FlagsThatChangeTheJobAreUnmodelled) {
   }
   // Megatron-LM's own default changes nothing: listed, not refused (also as --flag=value).
   const ImportedJob defaults = import(
-      kModel + "--context-parallel-size 1 --mtp-num-layers=0 --expert-model-parallel-size 1\n");
+      kModel +
+      "--context-parallel-size 1 --pipeline-model-parallel-comm-backend=nccl "
+      "--expert-model-parallel-size 1\n");
   EXPECT_TRUE(defaults.unmodelled.empty());
   EXPECT_EQ(defaults.ignored,
-            (std::vector<std::string>{"--context-parallel-size 1 (Megatron-LM's default)",
-                                      "--mtp-num-layers 0 (Megatron-LM's default)",
-                                      "--expert-model-parallel-size 1 (Megatron-LM's default)"}));
+            (std::vector<std::string>{
+                "--context-parallel-size 1 (Megatron-LM's default)",
+                "--pipeline-model-parallel-comm-backend nccl (Megatron-LM's default)",
+                "--expert-model-parallel-size (no effect without --num-experts)"}));
   // The last use counts, as in argparse; several are named after the first.
   const ImportedJob both =
       import(kModel + "--fp8-format hybrid --context-parallel-size 1\n--context-parallel-size 2\n");

@@ -412,7 +412,6 @@ TEST(MindFormersImport, KeysThatChangeTheJobAreUnmodelled) {
     std::string from, to, given;
     int line;
   } cases[] = {
-      {"seed: 0", "moe_config:\n  expert_num: 8", "moe_config.expert_num: '8'", 2},
       {"vocab_emb_dp: False", "context_parallel: 2", "parallel_config.context_parallel: '2'", 19},
       {"vocab_emb_dp: False", "vocab_emb_dp: True", "parallel_config.vocab_emb_dp: 'True'", 19},
       {"seed: 0", "swap_config:\n  swap: True", "swap_config.swap: 'True'", 2},
@@ -429,13 +428,15 @@ TEST(MindFormersImport, KeysThatChangeTheJobAreUnmodelled) {
     EXPECT_EQ(job.unmodelled[0].origin.line, c.line) << c.to;
     EXPECT_EQ(job.unmodelled[0].origin.file, "mf.yaml");
   }
+  // expert_num 1 (MindFormers' default) is a dense model: read, nothing to list.
   const ImportedJob harmless =
       import(with(with(with(kConfig, "seed: 0", "moe_config:\n  expert_num: 1"),
                        "vocab_emb_dp: False", "context_parallel: 1"),
                   "rms_norm_eps: 1.0e-5", "hidden_dropout_prob: 0."));
   EXPECT_TRUE(harmless.unmodelled.empty());
+  EXPECT_FALSE(harmless.shape->is_moe());
   for (const char* key :
-       {"moe_config.expert_num (not modelled)", "parallel_config.context_parallel (not modelled)",
+       {"parallel_config.context_parallel (not modelled)",
         "model.model_config.hidden_dropout_prob (not modelled)"})
     EXPECT_NE(std::find(harmless.ignored.begin(), harmless.ignored.end(), key),
               harmless.ignored.end())
