@@ -25,8 +25,8 @@ nlohmann::json provenance(const std::string& config_file);
 
 /// `compare --json`: one summary per schedule in the rows' order (fastest first); a
 /// schedule that refused the config is {schedule, ok: false, error}. The document is a list
-/// (its contract), so each row carries the "bmpipe" provenance member: a row is what
-/// `simulate --json` prints for its schedule.
+/// (its contract), so each row carries the "bmpipe" provenance member: a row holds what
+/// `simulate --json` prints for its schedule, without the bubble breakdown.
 nlohmann::json compare_document(const std::vector<CompareRow>& rows,
                                 const std::string& config_file);
 

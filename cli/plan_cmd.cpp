@@ -149,8 +149,9 @@ class ProgressLine {
       return;
     }
     const double now = std::chrono::duration<double>(Clock::now() - started_).count();
-    if (printed_ && now - last_line_s_ < interval_s_) return;
-    printed_ = true;
+    // The first line after one interval too: a plan shorter than that prints none, and an
+    // error stays the first line of stderr.
+    if (now - last_line_s_ < interval_s_) return;
     last_line_s_ = now;
     const std::int64_t total = done_before_ + p.evaluations;
     std::string eta = "ETA unknown";
@@ -179,7 +180,6 @@ class ProgressLine {
   std::int64_t budget_;
   std::optional<double> limit_s_;
   bool shown_ = false;
-  bool printed_ = false;
   double last_line_s_ = 0;
   std::string label_;
   std::int64_t done_before_ = 0, last_evaluations_ = 0;
