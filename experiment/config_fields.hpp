@@ -93,6 +93,12 @@ inline constexpr auto kClusterFields = std::to_array<Field<ClusterSpec>>({
      .range = kCount,
      .need = Need::unless_base,
      .help = "devices in one node; a device preset knows the usual number"},
+    {.name = "scale_up_domain",
+     .slot = &ClusterSpec::scale_up_domain,
+     .range = kCount0,
+     .help = "devices on one scale-up fabric (whole nodes, dividing the device count) whose "
+             "tp and ep groups use the intra_node link; 0: devices_per_node; absent: the "
+             "device preset's (gb200 72, ascend-910c 384, capped at the device count), else 0"},
     {.name = "device", .need = Need::required, .help = "the accelerator"},
     {.name = "intra_node", .help = "the link between two devices of a node"},
     {.name = "inter_node", .help = "one device's NIC into the fabric"},

@@ -178,12 +178,12 @@ Load analytic_load(const Config& c) {
   st.tp = t.tp;
   st.sequence_parallel = t.sequence_parallel;
   st.dtype_bytes = t.dtype_bytes();
-  st.tp_crosses_nodes = t.tp > c.cluster.devices_per_node;
+  st.tp_crosses_nodes = t.tp > c.cluster.domain();
   st.grad_accumulation = t.grad_accumulation;  // as analytic_costs sets them
   st.grad_bytes = t.optimizer.grad_bytes;
   st.ep = t.ep;
   st.etp = t.etp;
-  st.ep_crosses_nodes = t.etp * t.ep > c.cluster.devices_per_node;
+  st.ep_crosses_nodes = t.etp * t.ep > c.cluster.domain();
   const HardwareSpec& hw = *c.device.hardware;
   // The cost model rounds bytes with llround, which has no answer past int64. Its stored
   // tensors are at most 8 bytes per token per column of the widest matrix (the fp32
@@ -352,8 +352,9 @@ void check_work_bounds(const Config& c, const WorkLimits& limits) {
   }
   // Every route the engine computes walks every link of the device graph.
   const long double dpn = c.cluster.devices_per_node;
-  const long double links =
-      c.cluster.nodes * dpn * (dpn - 1) + (c.cluster.nodes > 1 ? 2.0L * devices : 0.0L);
+  const long double links = c.cluster.nodes * dpn * (dpn - 1) +
+                            (c.cluster.nodes > 1 ? 2.0L * devices : 0.0L) +
+                            (c.cluster.domain() > dpn ? 2.0L * devices : 0.0L);
   const std::string links_text =
       count_text(links) +
       " links (devices_per_node x (devices_per_node - 1) in each node, 2 per device between "

@@ -19,9 +19,10 @@ AnalyticCosts analytic_costs(const Config& c) {
   a.settings.tp = t.tp;
   a.settings.sequence_parallel = t.sequence_parallel;
   a.settings.dtype_bytes = t.dtype_bytes();
-  // Megatron placement puts a tp group on consecutive devices: it leaves the node only
-  // when it is larger than one.
-  a.settings.tp_crosses_nodes = t.tp > c.cluster.devices_per_node;
+  // Megatron placement puts a tp group on consecutive devices: it leaves the scale-up
+  // domain (the node, unless cluster.scale_up_domain is larger) only when it is larger
+  // than one; inside it the group runs on the intra_node link.
+  a.settings.tp_crosses_nodes = t.tp > c.cluster.domain();
   a.settings.grad_accumulation = t.grad_accumulation;
   // The buffer the weight-grad pass accumulates into is the one the optimizer reads.
   a.settings.grad_bytes = t.optimizer.grad_bytes;
@@ -32,8 +33,8 @@ AnalyticCosts analytic_costs(const Config& c) {
   // Megatron-Core's expert ranks run etp fastest, then ep (RankGenerator order
   // "tp-ep-dp-pp" with tp = etp: NVIDIA/Megatron-LM d98e8a64ddf34856e74b24714e3bedb2f5a39553,
   // megatron/core/parallel_state.py, expert_decoder_rank_generator), so an ep group spans
-  // etp x ep consecutive devices of the stage: it leaves the node when that is larger.
-  a.settings.ep_crosses_nodes = t.etp * t.ep > c.cluster.devices_per_node;
+  // etp x ep consecutive devices of the stage: it leaves the domain when that is larger.
+  a.settings.ep_crosses_nodes = t.etp * t.ep > c.cluster.domain();
   a.edp = std::max(1, t.tp * a.dp / (t.ep * t.etp));
   const ModelShape& m = *c.model.shape;
   a.decoder = decoder_layer_cost(m, a.hardware, a.settings);

@@ -21,7 +21,7 @@ TEST(ConfigFields, UnknownKeyListsExactlyTheSectionsKeys) {
   };
   const Case cases[] = {
       {"  nodes: 1\n", "  nodes: 1\n  node: 2\n", "cluster.node",
-       "nodes, devices_per_node, device, intra_node, inter_node", "nodes"},
+       "nodes, devices_per_node, scale_up_domain, device, intra_node, inter_node", "nodes"},
       {"latency_us: 0}", "latency_us: 0, jitter_us: 1}", "cluster.intra_node.jitter_us",
        "bandwidth_GBps, latency_us"},
       {"count: 8\n", "count: 8\n      flops: 3\n", "model.layers[0].flops",
