@@ -1,6 +1,7 @@
 #include "experiment/layer_table.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace bmpipe {
 
@@ -35,6 +36,8 @@ AnalyticCosts analytic_costs(const Config& c) {
   // megatron/core/parallel_state.py, expert_decoder_rank_generator), so an ep group spans
   // etp x ep consecutive devices of the stage: it leaves the domain when that is larger.
   a.settings.ep_crosses_nodes = t.etp * t.ep > c.cluster.domain();
+  a.settings.fp8 = t.fp8_format();
+  a.settings.fp8_recipe = t.fp8_scaling();
   a.edp = std::max(1, t.tp * a.dp / (t.ep * t.etp));
   const ModelShape& m = *c.model.shape;
   a.decoder = decoder_layer_cost(m, a.hardware, a.settings);
@@ -94,6 +97,8 @@ struct Seconds {
     if (c.expert_param_count > 0)
       s.static_bytes += bmpipe::static_bytes(c.expert_param_count, a.settings.dtype_bytes,
                                              a.optimizer, a.edp);
+    // FP8: the weights' FP8 copies, one byte a GEMM parameter, beside the bf16 ones.
+    s.static_bytes += static_cast<std::int64_t>(std::llround(c.fp8_weight_bytes));
     s.params = c.param_count;
     s.expert_params = c.expert_param_count;
     return s;

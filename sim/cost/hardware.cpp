@@ -27,6 +27,7 @@ HardwareSpec make_h200() {
   HardwareSpec h;
   h.name = "h200";
   h.peak_tflops = 989;  // NVIDIA H200 datasheet: 989 TFLOPS dense BF16 (1979 with sparsity)
+  h.fp8_peak_tflops = 1979;  // datasheet: FP8 3958 TFLOPS with sparsity = 1979 dense (2x BF16)
   h.memory_GiB = 140;   // 141 GB HBM3e (datasheet); nvidia-smi reports 143771 MiB
   h.reserved_GiB = 2;   // CUDA context + caching-allocator slack, typical for PyTorch
   h.hbm_GBps = 4800;    // datasheet: 4.8 TB/s
@@ -54,6 +55,7 @@ HardwareSpec make_h100() {
   HardwareSpec h = make_h200();  // same GH100 die and clocks: same fractions of peak
   h.name = "h100-sxm";
   h.peak_tflops = 989;      // NVIDIA H100 SXM datasheet: 989 TFLOPS dense BF16
+  h.fp8_peak_tflops = 1979;  // datasheet: FP8 3958 TFLOPS with sparsity = 1979 dense
   h.memory_GiB = 79.6;      // 80 GB HBM3; nvidia-smi reports 81559 MiB
   h.hbm_GBps = 3350;        // datasheet: 3.35 TB/s
   h.intra_node = {450, 5};  // NVLink 4, as h200
@@ -88,6 +90,10 @@ HardwareSpec make_b200() {
   // NVIDIA HGX B200 datasheet (8 GPUs per board): FP16/BF16 "36 PFLOPS" for the board is
   // with 2:4 sparsity, so 4.5 PFLOPS sparse = 2.25 PFLOPS dense per GPU.
   h.peak_tflops = 2250;
+  // Datasheet: FP8/FP6 72 PFLOPS with sparsity for the board = 4.5 PFLOPS dense per GPU
+  // (2x BF16); MXFP8 (32-element block scales) runs at the same rate in hardware.
+  h.fp8_peak_tflops = 4500;
+  h.mxfp8 = true;
   // HGX B200 datasheet: 1.4 TB HBM3e for 8 GPUs = 180 GB per GPU. nvidia-smi on B200 shows
   // 183359 MiB in public outputs (179.1 GiB; not checked on a machine here: an estimate).
   h.memory_GiB = 179;
@@ -112,6 +118,8 @@ HardwareSpec make_gb200() {
   // Datasheet, for the rack: FP16/BF16 360 PFLOPS with sparsity = 5 PFLOPS sparse =
   // 2.5 PFLOPS dense per GPU.
   h.peak_tflops = 2500;
+  // Datasheet: FP8/FP6 720 PFLOPS with sparsity for the rack = 5 PFLOPS dense per GPU.
+  h.fp8_peak_tflops = 5000;
   // Datasheet: up to 13.4 TB HBM3e for the rack = 186 GB per GPU. Usable capacity taken as
   // B200's 179 GiB of 180 GB scaled to 186: 185 GiB (an estimate, no nvidia-smi figure here).
   h.memory_GiB = 185;
@@ -139,6 +147,7 @@ HardwareSpec make_a100() {
   HardwareSpec h = make_h200();
   h.name = "a100-80g";
   h.peak_tflops = 312;  // NVIDIA A100 datasheet: 312 TFLOPS dense BF16/FP16
+  h.fp8_peak_tflops = 0;  // Ampere has no FP8 tensor cores
   h.memory_GiB = 80;    // 80 GB HBM2e; nvidia-smi reports 81920 MiB
   h.reserved_GiB = 2;   // CUDA context + allocator slack
   h.hbm_GBps = 2039;    // A100 80GB SXM datasheet: 2,039 GB/s
@@ -202,6 +211,7 @@ HardwareSpec make_ascend_910c() {
   HardwareSpec h = make_ascend_910b();
   h.name = "ascend-910c";
   h.peak_tflops = 752;  // 2 x 376 TFLOPS dense BF16 (paper, sec. 3.3)
+  h.fp8_peak_tflops = 0;  // no FP8 in the paper's figures (INT8 is the low precision)
   h.memory_GiB = 128;   // 2 x 64 GB HBM (paper); usable capacity as 910B's 64 per die
   h.reserved_GiB = 6;   // 910B's 3 GiB of CANN runtime and HCCL buffers per die (estimate)
   h.hbm_GBps = 3200;    // 2 x 1.6 TB/s (paper)

@@ -51,6 +51,10 @@ struct HardwareSpec {
   /// Devices on one scale-up fabric (whole nodes): cluster.scale_up_domain when not given;
   /// 0 = the node is the domain.
   int scale_up_domain = 0;
+  /// Dense FP8 tensor-core peak, 1e12 FLOP/s; 0 = no FP8 (training.fp8 is refused).
+  double fp8_peak_tflops = 0.0;
+  /// Block-scaled MXFP8 GEMMs in hardware (Blackwell): training.fp8_recipe mxfp8.
+  bool mxfp8 = false;
 
   /// matmul_weight_grad_efficiency, or matmul_backward_efficiency when unset.
   double weight_grad_efficiency() const {
