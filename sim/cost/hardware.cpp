@@ -26,11 +26,11 @@ namespace {
 HardwareSpec make_h200() {
   HardwareSpec h;
   h.name = "h200";
-  h.peak_tflops = 989;  // NVIDIA H200 datasheet: 989 TFLOPS dense BF16 (1979 with sparsity)
+  h.peak_tflops = 989;       // NVIDIA H200 datasheet: 989 TFLOPS dense BF16 (1979 with sparsity)
   h.fp8_peak_tflops = 1979;  // datasheet: FP8 3958 TFLOPS with sparsity = 1979 dense (2x BF16)
-  h.memory_GiB = 140;   // 141 GB HBM3e (datasheet); nvidia-smi reports 143771 MiB
-  h.reserved_GiB = 2;   // CUDA context + caching-allocator slack, typical for PyTorch
-  h.hbm_GBps = 4800;    // datasheet: 4.8 TB/s
+  h.memory_GiB = 140;        // 141 GB HBM3e (datasheet); nvidia-smi reports 143771 MiB
+  h.reserved_GiB = 2;        // CUDA context + caching-allocator slack, typical for PyTorch
+  h.hbm_GBps = 4800;         // datasheet: 4.8 TB/s
   // Fitted (see the note at the top): forward GEMMs 0.68, input-grad GEMMs 0.58 (the fit
   // lets them absorb the input-grad's small unmodelled kernels), weight-grad GEMMs 0.72
   // (W is nearly pure GEMM, so this one is well pinned: 2 x tokens x params over the
@@ -54,12 +54,12 @@ HardwareSpec make_h200() {
 HardwareSpec make_h100() {
   HardwareSpec h = make_h200();  // same GH100 die and clocks: same fractions of peak
   h.name = "h100-sxm";
-  h.peak_tflops = 989;      // NVIDIA H100 SXM datasheet: 989 TFLOPS dense BF16
+  h.peak_tflops = 989;       // NVIDIA H100 SXM datasheet: 989 TFLOPS dense BF16
   h.fp8_peak_tflops = 1979;  // datasheet: FP8 3958 TFLOPS with sparsity = 1979 dense
-  h.memory_GiB = 79.6;      // 80 GB HBM3; nvidia-smi reports 81559 MiB
-  h.hbm_GBps = 3350;        // datasheet: 3.35 TB/s
-  h.intra_node = {450, 5};  // NVLink 4, as h200
-  h.inter_node = {50, 10};  // 400 Gb/s NDR per GPU (DGX H100)
+  h.memory_GiB = 79.6;       // 80 GB HBM3; nvidia-smi reports 81559 MiB
+  h.hbm_GBps = 3350;         // datasheet: 3.35 TB/s
+  h.intra_node = {450, 5};   // NVLink 4, as h200
+  h.inter_node = {50, 10};   // 400 Gb/s NDR per GPU (DGX H100)
   return h;
 }
 
@@ -146,11 +146,11 @@ HardwareSpec make_a100() {
   // 0.72 (the backward ones scaled alike) would give 32.4 s / 29.6 s.
   HardwareSpec h = make_h200();
   h.name = "a100-80g";
-  h.peak_tflops = 312;  // NVIDIA A100 datasheet: 312 TFLOPS dense BF16/FP16
+  h.peak_tflops = 312;    // NVIDIA A100 datasheet: 312 TFLOPS dense BF16/FP16
   h.fp8_peak_tflops = 0;  // Ampere has no FP8 tensor cores
-  h.memory_GiB = 80;    // 80 GB HBM2e; nvidia-smi reports 81920 MiB
-  h.reserved_GiB = 2;   // CUDA context + allocator slack
-  h.hbm_GBps = 2039;    // A100 80GB SXM datasheet: 2,039 GB/s
+  h.memory_GiB = 80;      // 80 GB HBM2e; nvidia-smi reports 81920 MiB
+  h.reserved_GiB = 2;     // CUDA context + allocator slack
+  h.hbm_GBps = 2039;      // A100 80GB SXM datasheet: 2,039 GB/s
   // Megatron-LM launches few, large, fused kernels that the CPU queues ahead of the GPU:
   // a smaller per-kernel cost than the h200 fit's 4 us for eager HF.
   h.kernel_launch_us = 2;
@@ -210,11 +210,11 @@ HardwareSpec make_ascend_910c() {
   // 200 Gb/s RDMA port. One device here is the package, as Huawei counts 384 NPUs.
   HardwareSpec h = make_ascend_910b();
   h.name = "ascend-910c";
-  h.peak_tflops = 752;  // 2 x 376 TFLOPS dense BF16 (paper, sec. 3.3)
+  h.peak_tflops = 752;    // 2 x 376 TFLOPS dense BF16 (paper, sec. 3.3)
   h.fp8_peak_tflops = 0;  // no FP8 in the paper's figures (INT8 is the low precision)
-  h.memory_GiB = 128;   // 2 x 64 GB HBM (paper); usable capacity as 910B's 64 per die
-  h.reserved_GiB = 6;   // 910B's 3 GiB of CANN runtime and HCCL buffers per die (estimate)
-  h.hbm_GBps = 3200;    // 2 x 1.6 TB/s (paper)
+  h.memory_GiB = 128;     // 2 x 64 GB HBM (paper); usable capacity as 910B's 64 per die
+  h.reserved_GiB = 6;     // 910B's 3 GiB of CANN runtime and HCCL buffers per die (estimate)
+  h.hbm_GBps = 3200;      // 2 x 1.6 TB/s (paper)
   // Efficiencies: the 910B fit's (see make_ascend_910b), carried over -- the 910C is two
   // 910B-generation dies and no 910C run has been fitted here. They multiply the 910C's
   // own peak, so what the 910B fit absorbed (possibly a faster variant than 313 TFLOPS)
@@ -232,10 +232,9 @@ HardwareSpec make_ascend_910c() {
 }
 
 const std::array<HardwareSpec, 8>& presets() {
-  static const std::array<HardwareSpec, 8> table{make_ascend_910b(), make_ascend_910c(),
-                                                 make_a100(),        make_b200(),
-                                                 make_gb200(),       make_h100(),
-                                                 make_h200(),        make_h800()};
+  static const std::array<HardwareSpec, 8> table{
+      make_ascend_910b(), make_ascend_910c(), make_a100(), make_b200(),
+      make_gb200(),       make_h100(),        make_h200(), make_h800()};
   return table;
 }
 

@@ -32,7 +32,8 @@ TEST(Presets, ParameterCountsMatchThePublishedSizes) {
 }
 
 TEST(Presets, HardwareFigures) {
-  EXPECT_EQ(hardware_preset_names(), "ascend-910b, ascend-910c, a100-80g, b200, gb200, h100-sxm, h200, h800");
+  EXPECT_EQ(hardware_preset_names(),
+            "ascend-910b, ascend-910c, a100-80g, b200, gb200, h100-sxm, h200, h800");
   EXPECT_DOUBLE_EQ(find_hardware_preset("ascend-910b")->memory_GiB, 64);
   EXPECT_TRUE(find_hardware_preset("ascend-910b")->intra_node_mesh);
   EXPECT_DOUBLE_EQ(find_hardware_preset("a100-80g")->peak_tflops, 312);

@@ -117,8 +117,11 @@ std::string fp8_config(const std::string& preset, const std::string& fp8,
          "  seq_length: 4096\n"
          "  micro_batch_size: 1\n"
          "  global_batch_size: 16\n"
-         "  fp8: " + fp8 + "\n"
-         "  fp8_recipe: " + recipe + "\n";
+         "  fp8: " +
+         fp8 +
+         "\n"
+         "  fp8_recipe: " +
+         recipe + "\n";
 }
 
 TEST(Fp8, DevicesWithoutFp8RefuseItNamingTheKey) {
@@ -142,6 +145,15 @@ TEST(Fp8, TheStageHoldsTheFp8WeightsAndRunsFaster) {
   const auto fp8 = prepare(parse_config(fp8_config("h100-sxm", "hybrid", "delayed"), "b.yaml"));
   EXPECT_DOUBLE_EQ(fp8->analytic->decoder.fp8_weight_bytes, 218103808.0);
   EXPECT_LT(fp8->analytic->decoder.forward_s, bf16->analytic->decoder.forward_s);
+  // Every decoder row of the layer table holds the 218,103,808 bytes of FP8 weights more.
+  int decoders = 0;
+  for (std::size_t i = 0; i < fp8->layers.layers.size(); ++i)
+    if (fp8->layers.layers[i].name.rfind("decoder", 0) == 0) {
+      ++decoders;
+      EXPECT_EQ(fp8->layers.layers[i].static_bytes - bf16->layers.layers[i].static_bytes,
+                218103808);
+    }
+  EXPECT_EQ(decoders, 32);
 }
 
 }  // namespace

@@ -15,8 +15,8 @@ using test::has;
 
 // Lines: cluster.nodes on 2, cluster.device on 3, training.tp on 9.
 std::string tp16(const std::string& preset, int nodes, const std::string& extra = "") {
-  return "cluster:\n  nodes: " + std::to_string(nodes) + "\n  device: {preset: " + preset +
-         "}\n" + extra +
+  return "cluster:\n  nodes: " + std::to_string(nodes) + "\n  device: {preset: " + preset + "}\n" +
+         extra +
          "model: {preset: llama3-70b}\n"
          "training:\n"
          "  schedule: 1f1b\n"
@@ -44,8 +44,7 @@ TEST(ScaleUpDomain, TheTpAllReduceRunsAsInsideOneNode) {
   const auto domain = prepare(parse_config(tp16("gb200", 4), "a.yaml"));
   const auto node = prepare(parse_config(tp16("gb200", 1, "  devices_per_node: 16\n"), "b.yaml"));
   // ... and a domain of one tray each puts them on the 50 GB/s NICs.
-  const auto split =
-      prepare(parse_config(tp16("gb200", 4, "  scale_up_domain: 4\n"), "c.yaml"));
+  const auto split = prepare(parse_config(tp16("gb200", 4, "  scale_up_domain: 4\n"), "c.yaml"));
   EXPECT_TRUE(split->analytic->settings.tp_crosses_nodes);
   const auto all_reduce = [](const LayerCost& c) {
     double s = 0;
@@ -93,7 +92,8 @@ TEST(ScaleUpDomain, BadDomainsNameTheKeyAndLine) {
   };
   const Case cases[] = {
       // gb200: 4 devices a node.
-      {4, "2", "expected at least devices_per_node = 4 devices (a domain holds whole nodes), got 2"},
+      {4, "2",
+       "expected at least devices_per_node = 4 devices (a domain holds whole nodes), got 2"},
       {4, "6", "expected a multiple of devices_per_node = 4 (a domain holds whole nodes), got 6"},
       {4, "12", "expected a divisor of nodes x devices_per_node = 4 x 4 = 16 devices, got 12"},
   };
