@@ -182,6 +182,40 @@ void read_cluster(Reader& rd, const YAML::Node& root, Config& c) {
               {.base = preset != nullptr, .forms = kAllForms, .refusal = ""});
   if (preset && !Reader::present(n, "devices_per_node"))
     c.cluster.devices_per_node = preset->devices_per_node;
+  // The scale-up domain holds whole nodes and divides the devices, so that every domain is
+  // alike. A preset's domain (gb200's 72 GPUs) is capped at the cluster: 16 GB200 are one
+  // domain of 16.
+  const int dpn = c.cluster.devices_per_node;
+  const std::int64_t devices = static_cast<std::int64_t>(c.cluster.nodes) * dpn;
+  const auto domain_problem = [&](std::int64_t d) -> std::string {
+    if (d < dpn)
+      return "expected at least devices_per_node = " + std::to_string(dpn) +
+             " devices (a domain holds whole nodes)";
+    if (d % dpn != 0)
+      return "expected a multiple of devices_per_node = " + std::to_string(dpn) +
+             " (a domain holds whole nodes)";
+    if (devices % d != 0)
+      return "expected a divisor of nodes x devices_per_node = " + std::to_string(c.cluster.nodes) +
+             " x " + std::to_string(dpn) + " = " + std::to_string(devices) + " devices";
+    return "";
+  };
+  if (Reader::present(n, "scale_up_domain")) {  // 0: the node, as when absent
+    const std::string problem =
+        c.cluster.scale_up_domain == 0 ? "" : domain_problem(c.cluster.scale_up_domain);
+    if (!problem.empty())
+      rd.fail(n["scale_up_domain"], "cluster.scale_up_domain",
+              problem + ", got " + std::to_string(c.cluster.scale_up_domain));
+  } else if (preset && preset->scale_up_domain > dpn) {
+    const std::int64_t d = std::min<std::int64_t>(preset->scale_up_domain, devices);
+    const std::string problem = domain_problem(d);
+    if (!problem.empty())
+      rd.fail(n["device"], "cluster.scale_up_domain",
+              "absent, so the " + preset->name + " preset's domain of " +
+                  std::to_string(preset->scale_up_domain) + " devices (capped at the " +
+                  std::to_string(devices) + " devices: " + std::to_string(d) +
+                  ") applies, but " + problem + "; give cluster.scale_up_domain");
+    c.cluster.scale_up_domain = static_cast<int>(d);
+  }
   // Intra-node links are needed as soon as a node holds two devices; inter-node links as
   // soon as there are two nodes. A device preset supplies both.
   read_link(rd, n, "intra_node", c.cluster.devices_per_node > 1,

@@ -142,6 +142,8 @@ struct TrainingConfig {
   // Analytic model only.
   std::string dtype = "bf16";  ///< bf16 or fp16 (2 bytes, tensor-core peak)
   bool sequence_parallel = false;
+  std::string fp8 = "none";            ///< none, hybrid or e4m3 (CostSettings::fp8)
+  std::string fp8_recipe = "delayed";  ///< delayed, tensorwise, blockwise or mxfp8
   OptimizerSettings optimizer;
   /// How weight gradients reach the buffer; unset: the architecture's default
   /// (CostSettings::grad_accumulation).
@@ -152,6 +154,15 @@ struct TrainingConfig {
   /// dp as given, or devices / (pp * tp).
   int data_parallel(int devices) const { return dp ? *dp : devices / (pp * tp); }
   int dtype_bytes() const { return 2; }
+  Fp8 fp8_format() const {
+    return fp8 == "hybrid" ? Fp8::hybrid : fp8 == "e4m3" ? Fp8::e4m3 : Fp8::none;
+  }
+  Fp8Recipe fp8_scaling() const {
+    return fp8_recipe == "tensorwise"  ? Fp8Recipe::tensorwise
+           : fp8_recipe == "blockwise" ? Fp8Recipe::blockwise
+           : fp8_recipe == "mxfp8"     ? Fp8Recipe::mxfp8
+                                       : Fp8Recipe::delayed;
+  }
 };
 
 /// How much work a run may ask for, checked before anything is allocated. Measured (README,

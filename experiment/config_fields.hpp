@@ -82,6 +82,9 @@ inline constexpr Range kMicroBatch{.min = 1, .max = 65'536, .unit = "samples"};
 
 inline constexpr std::array<std::string_view, 2> kArchitectures{"llama", "gpt"};
 inline constexpr std::array<std::string_view, 2> kDtypes{"bf16", "fp16"};
+inline constexpr std::array<std::string_view, 3> kFp8Formats{"none", "hybrid", "e4m3"};
+inline constexpr std::array<std::string_view, 4> kFp8Recipes{"delayed", "tensorwise",
+                                                             "blockwise", "mxfp8"};
 inline constexpr std::array<std::string_view, 1> kOptimizers{"adam"};
 inline constexpr std::array<std::string_view, 3> kGradDtypes{"fp32", "bf16", "fp16"};
 /// CostSettings::grad_accumulation, in GradAccumulation's order.
@@ -106,6 +109,12 @@ inline constexpr auto kClusterFields = std::to_array<Field<ClusterSpec>>({
      .range = kCount,
      .need = Need::unless_base,
      .help = "devices in one node; a device preset knows the usual number"},
+    {.name = "scale_up_domain",
+     .slot = &ClusterSpec::scale_up_domain,
+     .range = kCount0,
+     .help = "devices on one scale-up fabric (whole nodes, dividing the device count) whose "
+             "tp and ep groups use the intra_node link; 0: devices_per_node; absent: the "
+             "device preset's (gb200 72, ascend-910c 384, capped at the device count), else 0"},
     {.name = "device", .need = Need::required, .help = "the accelerator"},
     {.name = "intra_node", .help = "the link between two devices of a node"},
     {.name = "inter_node", .help = "one device's NIC into the fabric"},
@@ -364,6 +373,18 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
     {.name = "dtype", .slot = &TrainingConfig::dtype, .choices = kDtypes, .form = Form::analytic},
     {.name = "sequence_parallel",
      .slot = &TrainingConfig::sequence_parallel,
+     .form = Form::analytic},
+    {.name = "fp8",
+     .slot = &TrainingConfig::fp8,
+     .help = "FP8 GEMMs (Megatron's --fp8-format): at the device's FP8 peak, casts "
+             "memory-bound, FP8 weight copies held; needs a device with FP8",
+     .choices = kFp8Formats,
+     .form = Form::analytic},
+    {.name = "fp8_recipe",
+     .slot = &TrainingConfig::fp8_recipe,
+     .help = "FP8 scaling (Megatron's --fp8-recipe); tensorwise adds an amax pass per cast; "
+             "mxfp8 needs b200 or gb200",
+     .choices = kFp8Recipes,
      .form = Form::analytic},
     {.name = "optimizer", .form = Form::analytic},
     {.name = "grad_accumulation",

@@ -331,12 +331,12 @@ std::vector<std::string> stage_recompute_counts(const std::vector<StageInfo>& st
 namespace {
 
 /// Whether the dp group of pipeline rank `rank` (tp rank 0: devices base + j * tp) spans
-/// more than one node.
+/// more than one scale-up domain (the node unless cluster.scale_up_domain is larger).
 bool dp_crosses_nodes(const Experiment& e, int rank) {
   const Config& c = e.config;
   const int tp = c.training.tp, dp = e.analytic->dp;
   const int base = rank * tp * dp, last = base + (dp - 1) * tp;
-  return base / c.cluster.devices_per_node != last / c.cluster.devices_per_node;
+  return base / c.cluster.domain() != last / c.cluster.domain();
 }
 
 /// The dp reduction of `params` gradients: all-reduce, or ZeRO-1's reduce-scatter.
@@ -405,7 +405,7 @@ Time tied_embedding_reduce_time(const Experiment& e, int rank_a, int rank_b) {
   // hidden when the embeddings are tied, 0 otherwise.
   const double grads = static_cast<double>(e.layers.head_copy_params) * a.optimizer.grad_bytes;
   const int dev_a = e.rank_device[rank_a], dev_b = e.rank_device[rank_b];
-  const bool crosses = e.topology->node_of(dev_a) != e.topology->node_of(dev_b);
+  const bool crosses = e.topology->domain_of(dev_a) != e.topology->domain_of(dev_b);
   return s_to_ns(collective_time_s(a.hardware, Collective::all_reduce, 2, grads, crosses));
 }
 

@@ -64,6 +64,18 @@ void check_values(const Config& c) {
                     detail::kLayerModeFields, *costs);
   }
   check_table(c, "training", detail::kTrainingFields, c.training);
+  // FP8 needs FP8 tensor cores; MXFP8 needs Blackwell's block-scaled ones.
+  if (c.training.fp8_format() != Fp8::none && c.device.hardware) {
+    const HardwareSpec& hw = *c.device.hardware;
+    if (!(hw.fp8_peak_tflops > 0))
+      c.fail("training.fp8", "fp8 = " + c.training.fp8 + ", but the device " + hw.name +
+                                 " has no FP8 peak (expected none; FP8 presets: b200, gb200, "
+                                 "h100-sxm, h200, h800)");
+    if (c.training.fp8_scaling() == Fp8Recipe::mxfp8 && !hw.mxfp8)
+      c.fail("training.fp8_recipe", "mxfp8 needs block-scaled FP8 GEMMs in hardware (b200, "
+                                    "gb200), but the device is " + hw.name +
+                                    " (expected delayed, tensorwise or blockwise)");
+  }
   check_table(c, "training.optimizer", detail::kOptimizerFields, c.training.optimizer);
   std::int64_t layers = 0;
   for (const LayerGroup& g : c.model.layers) {
@@ -178,12 +190,14 @@ Load analytic_load(const Config& c) {
   st.tp = t.tp;
   st.sequence_parallel = t.sequence_parallel;
   st.dtype_bytes = t.dtype_bytes();
-  st.tp_crosses_nodes = t.tp > c.cluster.devices_per_node;
+  st.tp_crosses_nodes = t.tp > c.cluster.domain();
   st.grad_accumulation = t.grad_accumulation;  // as analytic_costs sets them
   st.grad_bytes = t.optimizer.grad_bytes;
   st.ep = t.ep;
   st.etp = t.etp;
-  st.ep_crosses_nodes = t.etp * t.ep > c.cluster.devices_per_node;
+  st.ep_crosses_nodes = t.etp * t.ep > c.cluster.domain();
+  st.fp8 = t.fp8_format();
+  st.fp8_recipe = t.fp8_scaling();
   const HardwareSpec& hw = *c.device.hardware;
   // The cost model rounds bytes with llround, which has no answer past int64. Its stored
   // tensors are at most 8 bytes per token per column of the widest matrix (the fp32
@@ -352,8 +366,9 @@ void check_work_bounds(const Config& c, const WorkLimits& limits) {
   }
   // Every route the engine computes walks every link of the device graph.
   const long double dpn = c.cluster.devices_per_node;
-  const long double links =
-      c.cluster.nodes * dpn * (dpn - 1) + (c.cluster.nodes > 1 ? 2.0L * devices : 0.0L);
+  const long double links = c.cluster.nodes * dpn * (dpn - 1) +
+                            (c.cluster.nodes > 1 ? 2.0L * devices : 0.0L) +
+                            (c.cluster.domain() > dpn ? 2.0L * devices : 0.0L);
   const std::string links_text =
       count_text(links) +
       " links (devices_per_node x (devices_per_node - 1) in each node, 2 per device between "

@@ -1,6 +1,7 @@
 #include "experiment/layer_table.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace bmpipe {
 
@@ -19,9 +20,10 @@ AnalyticCosts analytic_costs(const Config& c) {
   a.settings.tp = t.tp;
   a.settings.sequence_parallel = t.sequence_parallel;
   a.settings.dtype_bytes = t.dtype_bytes();
-  // Megatron placement puts a tp group on consecutive devices: it leaves the node only
-  // when it is larger than one.
-  a.settings.tp_crosses_nodes = t.tp > c.cluster.devices_per_node;
+  // Megatron placement puts a tp group on consecutive devices: it leaves the scale-up
+  // domain (the node, unless cluster.scale_up_domain is larger) only when it is larger
+  // than one; inside it the group runs on the intra_node link.
+  a.settings.tp_crosses_nodes = t.tp > c.cluster.domain();
   a.settings.grad_accumulation = t.grad_accumulation;
   // The buffer the weight-grad pass accumulates into is the one the optimizer reads.
   a.settings.grad_bytes = t.optimizer.grad_bytes;
@@ -32,8 +34,10 @@ AnalyticCosts analytic_costs(const Config& c) {
   // Megatron-Core's expert ranks run etp fastest, then ep (RankGenerator order
   // "tp-ep-dp-pp" with tp = etp: NVIDIA/Megatron-LM d98e8a64ddf34856e74b24714e3bedb2f5a39553,
   // megatron/core/parallel_state.py, expert_decoder_rank_generator), so an ep group spans
-  // etp x ep consecutive devices of the stage: it leaves the node when that is larger.
-  a.settings.ep_crosses_nodes = t.etp * t.ep > c.cluster.devices_per_node;
+  // etp x ep consecutive devices of the stage: it leaves the domain when that is larger.
+  a.settings.ep_crosses_nodes = t.etp * t.ep > c.cluster.domain();
+  a.settings.fp8 = t.fp8_format();
+  a.settings.fp8_recipe = t.fp8_scaling();
   a.edp = std::max(1, t.tp * a.dp / (t.ep * t.etp));
   const ModelShape& m = *c.model.shape;
   a.decoder = decoder_layer_cost(m, a.hardware, a.settings);
@@ -93,6 +97,8 @@ struct Seconds {
     if (c.expert_param_count > 0)
       s.static_bytes += bmpipe::static_bytes(c.expert_param_count, a.settings.dtype_bytes,
                                              a.optimizer, a.edp);
+    // FP8: the weights' FP8 copies, one byte a GEMM parameter, beside the bf16 ones.
+    s.static_bytes += static_cast<std::int64_t>(std::llround(c.fp8_weight_bytes));
     s.params = c.param_count;
     s.expert_params = c.expert_param_count;
     return s;

@@ -25,7 +25,7 @@ int checked_devices(const ClusterSpec& spec) {
   if (spec.nodes < 1 || spec.devices_per_node < 1)
     throw std::invalid_argument("topology needs at least one node and one device per node");
   const std::int64_t devices = static_cast<std::int64_t>(spec.nodes) * spec.devices_per_node;
-  const std::int64_t links = devices * (spec.devices_per_node - 1) + 2 * devices;
+  const std::int64_t links = devices * (spec.devices_per_node - 1) + 4 * devices;
   if (links > std::numeric_limits<int>::max())
     throw std::invalid_argument("topology of " + std::to_string(spec.nodes) + " x " +
                                 std::to_string(spec.devices_per_node) +
@@ -63,6 +63,15 @@ Time Route::serialization(std::int64_t bytes) const {
 
 Topology::Topology(const ClusterSpec& spec)
     : num_devices_(checked_devices(spec)), devices_per_node_(spec.devices_per_node) {
+  domain_ = spec.domain();
+  if (domain_ < spec.devices_per_node || domain_ % spec.devices_per_node != 0 ||
+      num_devices_ % domain_ != 0)
+    throw std::invalid_argument("a scale-up domain of " + std::to_string(domain_) +
+                                " devices must hold whole nodes of " +
+                                std::to_string(spec.devices_per_node) + " and divide the " +
+                                std::to_string(num_devices_) + " devices");
+  const bool switched = domain_ > spec.devices_per_node;
+  vertices_ = num_devices_ + 1 + (switched ? num_devices_ / domain_ : 0);
   const Time intra_latency = spec.devices_per_node > 1 ? checked_latency(spec.intra_node) : 0;
   const Time inter_latency = spec.nodes > 1 ? checked_latency(spec.inter_node) : 0;
   auto add = [&](int from, int to, const LinkSpec& l, Time latency) {
@@ -81,7 +90,14 @@ Topology::Topology(const ClusterSpec& spec)
       add(fabric, d, spec.inter_node, 0);
     }
   }
-  graph_ = std::make_unique<Graph>(num_devices_ + 1);
+  if (switched) {
+    for (int d = 0; d < num_devices_; ++d) {
+      const int sw = num_devices_ + 1 + d / domain_;
+      add(d, sw, spec.intra_node, intra_latency);
+      add(sw, d, spec.intra_node, 0);
+    }
+  }
+  graph_ = std::make_unique<Graph>(vertices_);
   for (int id = 0; id < static_cast<int>(links_.size()); ++id)
     boost::add_edge(links_[id].from, links_[id].to, id, graph_->g);
 }
@@ -104,7 +120,7 @@ Route Topology::compute_route(int src, int dst, std::int64_t bytes) const {
   if (src < 0 || dst < 0 || src >= num_devices_ || dst >= num_devices_)
     throw std::invalid_argument("route between unknown devices " + std::to_string(src) + " and " +
                                 std::to_string(dst));
-  const int vertices = num_devices_ + 1;
+  const int vertices = vertices_;
   const auto& g = graph_->g;
   std::vector<double> weight(links_.size());
   for (int id = 0; id < static_cast<int>(links_.size()); ++id) {

@@ -11,6 +11,13 @@
 /// and a link fabric -> device with none, so a cross-node path pays the latency once and
 /// contends on the sender's and the receiver's NICs. Each link direction is a resource
 /// that transfers queue on.
+///
+/// A scale-up domain larger than a node (`scale_up_domain` devices: GB200 NVL72's 72 GPUs
+/// on one NVLink switch fabric, an Ascend SuperPoD's 384 NPUs on one Unified Bus) adds one
+/// switch vertex per domain: every device has a directed link device -> switch with the
+/// intra-node bandwidth and latency and a link switch -> device with no latency, so a
+/// transfer between two nodes of one domain runs at the scale-up bandwidth and contends on
+/// the sender's and the receiver's switch ports.
 
 #include <cstdint>
 #include <map>
@@ -34,6 +41,13 @@ struct ClusterSpec {
   int devices_per_node = 1;
   LinkSpec intra_node;
   LinkSpec inter_node;
+  /// Devices per scale-up domain (whole nodes, one high-bandwidth fabric); 0 =
+  /// devices_per_node, the usual node that is its own domain. Last, so that positional
+  /// initializers of the other four keep working.
+  int scale_up_domain = 0;
+
+  /// scale_up_domain, or devices_per_node when it is 0.
+  int domain() const { return scale_up_domain > 0 ? scale_up_domain : devices_per_node; }
 };
 
 struct Link {
@@ -66,6 +80,8 @@ class Topology {
   int num_devices() const { return num_devices_; }
   int devices_per_node() const { return devices_per_node_; }
   int node_of(int device) const { return device / devices_per_node_; }
+  /// The scale-up domain of `device` (the node when the domain is the node).
+  int domain_of(int device) const { return device / domain_; }
   const std::vector<Link>& links() const { return links_; }
 
   /// Cheapest path from `src` to `dst` for a message of `bytes`, by Dijkstra with edge
@@ -79,6 +95,8 @@ class Topology {
   struct Graph;  // the Boost.Graph adjacency list, kept out of this header
   int num_devices_ = 0;
   int devices_per_node_ = 1;
+  int domain_ = 1;
+  int vertices_ = 1;  ///< devices, the fabric, then one switch per domain larger than a node
   std::vector<Link> links_;
   std::unique_ptr<Graph> graph_;
   mutable std::mutex memo_mutex_;

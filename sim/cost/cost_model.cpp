@@ -59,6 +59,8 @@ class Builder {
       : hw_(hw), st_(st) {
     cost_.name = std::move(name);
     peak_ = hw.peak_tflops * 1e12;
+    fp8_peak_ = hw.fp8_peak_tflops * 1e12;
+    fp8_ = st.fp8 != Fp8::none;
     bw_ = hw.hbm_GBps * 1e9 * hw.memory_efficiency;
     launch_ = hw.kernel_launch_us * 1e-6;
     accumulation_ = st.grad_accumulation.value_or(
@@ -70,6 +72,22 @@ class Builder {
     return std::max(flops / (peak_ * efficiency), bytes / bw_);
   }
   double memory(double bytes) const { return bytes / bw_; }
+  /// Roofline of an FP8 GEMM: the FP8 peak x the GEMM's efficiency (the bf16 fraction of
+  /// peak, carried over: no FP8 layer has been measured here).
+  double fp8_roof(double flops, double bytes, double efficiency) const {
+    return std::max(flops / (fp8_peak_ * efficiency), bytes / bw_);
+  }
+  /// Turns FP8 off for the GEMMs that follow (Megatron keeps the router and the output
+  /// layer in bf16) and back on.
+  void fp8_gemms(bool on) { fp8_ = on && st_.fp8 != Fp8::none; }
+  /// The memory-bound cast of `elements` bf16 values to FP8 (read dtype bytes, write one)
+  /// with its scale; tensorwise (current) scaling first reads the tensor once more for its
+  /// amax, the other recipes find it inside the cast kernel.
+  double fp8_cast(double elements) const {
+    const bool amax_pass = st_.fp8_recipe == Fp8Recipe::tensorwise;
+    const double per_element = st_.dtype_bytes + 1.0 + (amax_pass ? st_.dtype_bytes : 0.0);
+    return memory(per_element * elements) + launches(amax_pass ? 2 : 1);
+  }
   /// `n` kernel launches.
   double launches(int n) const { return n * launch_; }
 
@@ -78,6 +96,7 @@ class Builder {
   /// one input (HF's separate q, k, v and gate, up projections).
   void linear(const std::string& name, double m, double k, double n, int count = 1,
               int grad_adds = 0) {
+    if (fp8_) return fp8_linear(name, m, k, n, count, grad_adds);
     const double e = st_.dtype_bytes, g = st_.grad_bytes, flops = 2 * m * k * n;
     const double bytes = e * (m * k + k * n + m * n);
     const double f = roof(flops, bytes, hw_.matmul_efficiency) + launches(count);
@@ -95,6 +114,33 @@ class Builder {
     cost_.forward_flops += flops;
   }
 
+  /// linear() with FP8 operands (TransformerEngine's fp8_autocast): each GEMM reads its two
+  /// inputs as one byte an element and writes a dtype output, at the FP8 peak. Casts, per
+  /// micro-batch: the forward's input X (m x k) and the input-grad's output gradient dY
+  /// (m x n); the weight-grad GEMM reuses both (its transposes come out of the same
+  /// cast-transpose kernels). The FP8 weights are cast once an iteration (TE caches them
+  /// from the first micro-batch, Megatron passing is_first_microbatch), so not here; they
+  /// are held beside the bf16 ones (LayerCost::fp8_weight_bytes).
+  void fp8_linear(const std::string& name, double m, double k, double n, int count,
+                  int grad_adds) {
+    const double e = st_.dtype_bytes, g = st_.grad_bytes, flops = 2 * m * k * n;
+    const double f = fp8_roof(flops, (m * k + k * n) + e * m * n, hw_.matmul_efficiency) +
+                     launches(count) + fp8_cast(m * k);
+    const double i = fp8_roof(flops, (m * n + k * n) + e * m * k, hw_.matmul_backward_efficiency) +
+                     launches(count) + fp8_cast(m * n) +
+                     grad_adds * (memory(3 * e * m * k) + launches(1));
+    const double we = hw_.weight_grad_efficiency();
+    double w = 0;
+    if (accumulation_ == GradAccumulation::fused)
+      w = fp8_roof(flops, (m * k + m * n) + 2 * g * k * n, we) + launches(count);
+    else
+      w = fp8_roof(flops, (m * k + m * n) + e * k * n, we) + launches(count) +
+          accumulate(k * n, count);
+    add(name, f, i, w);
+    cost_.forward_flops += flops;
+    cost_.fp8_weight_bytes += k * n;
+  }
+
   /// A grouped GEMM over `groups` experts (Megatron-Core's GroupedMLP / TE GroupedLinear):
   /// `m` tokens in all (the rows the time is set by), each group's own [k x n] weight
   /// read once; one kernel per pass. Model FLOPs count `flop_m` tokens (balanced load).
@@ -102,6 +148,24 @@ class Builder {
                double flop_m) {
     const double e = st_.dtype_bytes, g = st_.grad_bytes, flops = 2 * m * k * n;
     const double weights = groups * k * n;
+    if (fp8_) {  // as fp8_linear, over the groups' weights
+      const double f = fp8_roof(flops, m * k + weights + e * m * n, hw_.matmul_efficiency) +
+                       launches(1) + fp8_cast(m * k);
+      const double i =
+          fp8_roof(flops, m * n + weights + e * m * k, hw_.matmul_backward_efficiency) +
+          launches(1) + fp8_cast(m * n);
+      const double we = hw_.weight_grad_efficiency();
+      double w = 0;
+      if (accumulation_ == GradAccumulation::fused)
+        w = fp8_roof(flops, m * k + m * n + 2 * g * weights, we) + launches(1);
+      else
+        w = fp8_roof(flops, m * k + m * n + e * weights, we) + launches(1) +
+            accumulate(weights, static_cast<int>(groups));
+      add(name, f, i, w);
+      cost_.forward_flops += 2 * flop_m * k * n;
+      cost_.fp8_weight_bytes += weights;
+      return;
+    }
     const double bytes = e * (m * k + weights + m * n);
     const double f = roof(flops, bytes, hw_.matmul_efficiency) + launches(1);
     const double i = roof(flops, bytes, hw_.matmul_backward_efficiency) + launches(1);
@@ -155,7 +219,8 @@ class Builder {
   const HardwareSpec& hw_;
   const CostSettings& st_;
   LayerCost cost_;
-  double peak_ = 0, bw_ = 0, launch_ = 0;
+  double peak_ = 0, fp8_peak_ = 0, bw_ = 0, launch_ = 0;
+  bool fp8_ = false;
   GradAccumulation accumulation_ = GradAccumulation::add;
 };
 
@@ -316,7 +381,9 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   const double sf = static_cast<double>(x.shared_ffn) / t;
   std::size_t moe_last_saving_op = 0;
   if (moe_mlp) {
+    b.fp8_gemms(false);  // Megatron's router GEMM stays in bf16/fp32
     b.linear("router", Tm, h, E);
+    b.fp8_gemms(true);
     // Softmax (or sigmoid) over fp32 logits, then top-k: read and write T x E fp32, write
     // the T x top_k indices (int64) and weights (fp32); backward the same over the probs.
     b.elementwise("router_topk", 8 * Tm * E + 12 * Tk, 8 * Tm * E + 4 * Tk, 0, 2, 2, 0);
@@ -601,6 +668,7 @@ LayerCost embedding_cost(const ModelShape& m, const HardwareSpec& hw, const Cost
 LayerCost head_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st,
                     bool holds_head_weights) {
   Builder b(hw, st, m.architecture, "lm_head");
+  b.fp8_gemms(false);  // Megatron runs the output layer in bf16 under FP8
   const bool llama = m.architecture == Architecture::llama;
   const double e = st.dtype_bytes, t = st.tp;
   const double T = static_cast<double>(st.seq_length) * st.micro_batch_size;

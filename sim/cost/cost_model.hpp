@@ -58,6 +58,15 @@ enum class GradAccumulation {
   fused,
 };
 
+/// FP8 GEMMs (Megatron-LM's --fp8-format): none (bf16/fp16 GEMMs), hybrid (E4M3 forward,
+/// E5M2 gradients) or e4m3 (E4M3 throughout). Both are one byte an element.
+enum class Fp8 { none, hybrid, e4m3 };
+/// How FP8 scales are found (Megatron-LM's --fp8-recipe): delayed (amax history, the amax
+/// fused into the cast), tensorwise (current scaling: an amax pass over the tensor before
+/// its cast), blockwise (1 x 128 / 128 x 128 blocks, the amax fused into the cast), mxfp8
+/// (32-element blocks in hardware, Blackwell only).
+enum class Fp8Recipe { delayed, tensorwise, blockwise, mxfp8 };
+
 struct CostSettings {
   int seq_length = 0;
   int micro_batch_size = 1;
@@ -83,6 +92,9 @@ struct CostSettings {
   /// order "tp-ep-dp-pp" with tp = etp), so an ep group spans etp x ep consecutive
   /// devices: it crosses nodes when that is more than a node holds.
   bool ep_crosses_nodes = false;
+  /// FP8 GEMMs: at HardwareSpec::fp8_peak_tflops, with a cast of each GEMM input.
+  Fp8 fp8 = Fp8::none;
+  Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
 };
 
 /// One sub-op's share, kept for `bmpipe cost` and for calibration.
@@ -127,6 +139,9 @@ struct LayerCost {
   double forward_flops = 0;
   /// FLOPs the recompute mode adds.
   PerMode<double> recompute_flops;
+  /// Bytes of the FP8 copies of the GEMM weights (one a parameter) held beside the bf16
+  /// ones when CostSettings::fp8 is on; 0 otherwise.
+  double fp8_weight_bytes = 0;
   std::vector<SubOpCost> ops;
 };
 

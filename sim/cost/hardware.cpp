@@ -26,10 +26,11 @@ namespace {
 HardwareSpec make_h200() {
   HardwareSpec h;
   h.name = "h200";
-  h.peak_tflops = 989;  // NVIDIA H200 datasheet: 989 TFLOPS dense BF16 (1979 with sparsity)
-  h.memory_GiB = 140;   // 141 GB HBM3e (datasheet); nvidia-smi reports 143771 MiB
-  h.reserved_GiB = 2;   // CUDA context + caching-allocator slack, typical for PyTorch
-  h.hbm_GBps = 4800;    // datasheet: 4.8 TB/s
+  h.peak_tflops = 989;       // NVIDIA H200 datasheet: 989 TFLOPS dense BF16 (1979 with sparsity)
+  h.fp8_peak_tflops = 1979;  // datasheet: FP8 3958 TFLOPS with sparsity = 1979 dense (2x BF16)
+  h.memory_GiB = 140;        // 141 GB HBM3e (datasheet); nvidia-smi reports 143771 MiB
+  h.reserved_GiB = 2;        // CUDA context + caching-allocator slack, typical for PyTorch
+  h.hbm_GBps = 4800;         // datasheet: 4.8 TB/s
   // Fitted (see the note at the top): forward GEMMs 0.68, input-grad GEMMs 0.58 (the fit
   // lets them absorb the input-grad's small unmodelled kernels), weight-grad GEMMs 0.72
   // (W is nearly pure GEMM, so this one is well pinned: 2 x tokens x params over the
@@ -53,11 +54,12 @@ HardwareSpec make_h200() {
 HardwareSpec make_h100() {
   HardwareSpec h = make_h200();  // same GH100 die and clocks: same fractions of peak
   h.name = "h100-sxm";
-  h.peak_tflops = 989;      // NVIDIA H100 SXM datasheet: 989 TFLOPS dense BF16
-  h.memory_GiB = 79.6;      // 80 GB HBM3; nvidia-smi reports 81559 MiB
-  h.hbm_GBps = 3350;        // datasheet: 3.35 TB/s
-  h.intra_node = {450, 5};  // NVLink 4, as h200
-  h.inter_node = {50, 10};  // 400 Gb/s NDR per GPU (DGX H100)
+  h.peak_tflops = 989;       // NVIDIA H100 SXM datasheet: 989 TFLOPS dense BF16
+  h.fp8_peak_tflops = 1979;  // datasheet: FP8 3958 TFLOPS with sparsity = 1979 dense
+  h.memory_GiB = 79.6;       // 80 GB HBM3; nvidia-smi reports 81559 MiB
+  h.hbm_GBps = 3350;         // datasheet: 3.35 TB/s
+  h.intra_node = {450, 5};   // NVLink 4, as h200
+  h.inter_node = {50, 10};   // 400 Gb/s NDR per GPU (DGX H100)
   return h;
 }
 
@@ -79,6 +81,62 @@ HardwareSpec make_h800() {
   return h;
 }
 
+// Blackwell. Every fraction of peak is the h200 fit's, carried over: no Blackwell layer
+// has been measured here, so none could be fitted (B200 GEMMs may well reach a different
+// fraction of their larger peak; override matmul_efficiency etc. when a profile exists).
+HardwareSpec make_b200() {
+  HardwareSpec h = make_h200();
+  h.name = "b200";
+  // NVIDIA HGX B200 datasheet (8 GPUs per board): FP16/BF16 "36 PFLOPS" for the board is
+  // with 2:4 sparsity, so 4.5 PFLOPS sparse = 2.25 PFLOPS dense per GPU.
+  h.peak_tflops = 2250;
+  // Datasheet: FP8/FP6 72 PFLOPS with sparsity for the board = 4.5 PFLOPS dense per GPU
+  // (2x BF16); MXFP8 (32-element block scales) runs at the same rate in hardware.
+  h.fp8_peak_tflops = 4500;
+  h.mxfp8 = true;
+  // HGX B200 datasheet: 1.4 TB HBM3e for 8 GPUs = 180 GB per GPU. nvidia-smi on B200 shows
+  // 183359 MiB in public outputs (179.1 GiB; not checked on a machine here: an estimate).
+  h.memory_GiB = 179;
+  h.reserved_GiB = 2;  // CUDA context + allocator slack, as h200
+  h.hbm_GBps = 8000;   // HGX B200 datasheet: 64 TB/s for 8 GPUs = 8 TB/s per GPU
+  // NVLink 5: 1.8 TB/s per GPU counting both directions (HGX B200 datasheet) = 900 GB/s one
+  // way through the NVSwitch; NCCL overhead taken as NVLink 4's ~5 us (estimate).
+  h.intra_node = {900, 5};
+  // DGX B200: eight ConnectX-7 400 Gb/s NICs, one per GPU = 50 GB/s (DGX B200 user guide).
+  h.inter_node = {50, 10};
+  h.collective_efficiency = 0.75;  // h200's NVLink busbw fraction, carried over (estimate)
+  h.devices_per_node = 8;          // HGX B200 8-GPU board
+  return h;
+}
+
+HardwareSpec make_gb200() {
+  // GB200 NVL72 rack (NVIDIA GB200 NVL72 datasheet): 72 Blackwell GPUs and 36 Grace CPUs,
+  // all 72 GPUs on one NVLink 5 switch fabric. The same B200-class die as make_b200, a
+  // higher power limit.
+  HardwareSpec h = make_b200();
+  h.name = "gb200";
+  // Datasheet, for the rack: FP16/BF16 360 PFLOPS with sparsity = 5 PFLOPS sparse =
+  // 2.5 PFLOPS dense per GPU.
+  h.peak_tflops = 2500;
+  // Datasheet: FP8/FP6 720 PFLOPS with sparsity for the rack = 5 PFLOPS dense per GPU.
+  h.fp8_peak_tflops = 5000;
+  // Datasheet: up to 13.4 TB HBM3e for the rack = 186 GB per GPU. Usable capacity taken as
+  // B200's 179 GiB of 180 GB scaled to 186: 185 GiB (an estimate, no nvidia-smi figure here).
+  h.memory_GiB = 185;
+  h.hbm_GBps = 8000;  // datasheet: 576 TB/s for the rack = 8 TB/s per GPU
+  // NVLink 5 as HGX B200: 130 TB/s for the rack = 1.8 TB/s per GPU both ways = 900 GB/s
+  // one way, to any of the 72 GPUs (the NVLink switch trays are non-blocking).
+  h.intra_node = {900, 5};
+  // Scale-out: one 400 Gb/s ConnectX-7 InfiniBand NIC per GPU in NVIDIA's GB200 NVL72
+  // reference architecture = 50 GB/s (ConnectX-8 at 800 Gb/s comes with GB300).
+  h.inter_node = {50, 10};
+  // A compute tray holds two GB200 superchips (one Grace + two Blackwell each): 4 GPUs per
+  // node, 18 trays per rack, all 72 GPUs one NVLink domain.
+  h.devices_per_node = 4;
+  h.scale_up_domain = 72;
+  return h;
+}
+
 HardwareSpec make_a100() {
   // Every fraction of peak as h200 (none was measured on A100). Large square bf16 GEMMs
   // reach ~250-270 of 312 TFLOP/s in public cuBLAS benchmarks; the tp-sharded GEMMs of a
@@ -88,10 +146,11 @@ HardwareSpec make_a100() {
   // 0.72 (the backward ones scaled alike) would give 32.4 s / 29.6 s.
   HardwareSpec h = make_h200();
   h.name = "a100-80g";
-  h.peak_tflops = 312;  // NVIDIA A100 datasheet: 312 TFLOPS dense BF16/FP16
-  h.memory_GiB = 80;    // 80 GB HBM2e; nvidia-smi reports 81920 MiB
-  h.reserved_GiB = 2;   // CUDA context + allocator slack
-  h.hbm_GBps = 2039;    // A100 80GB SXM datasheet: 2,039 GB/s
+  h.peak_tflops = 312;    // NVIDIA A100 datasheet: 312 TFLOPS dense BF16/FP16
+  h.fp8_peak_tflops = 0;  // Ampere has no FP8 tensor cores
+  h.memory_GiB = 80;      // 80 GB HBM2e; nvidia-smi reports 81920 MiB
+  h.reserved_GiB = 2;     // CUDA context + allocator slack
+  h.hbm_GBps = 2039;      // A100 80GB SXM datasheet: 2,039 GB/s
   // Megatron-LM launches few, large, fused kernels that the CPU queues ahead of the GPU:
   // a smaller per-kernel cost than the h200 fit's 4 us for eager HF.
   h.kernel_launch_us = 2;
@@ -142,9 +201,40 @@ HardwareSpec make_ascend_910b() {
   return h;
 }
 
-const std::array<HardwareSpec, 5>& presets() {
-  static const std::array<HardwareSpec, 5> table{make_ascend_910b(), make_a100(), make_h100(),
-                                                 make_h200(), make_h800()};
+HardwareSpec make_ascend_910c() {
+  // Ascend 910C in an Atlas 900 A3 SuperPoD / CloudMatrix384: 384 NPUs in 48 nodes of 8,
+  // all on one Unified Bus (UB) fabric, a two-tier non-blocking Clos of UB switches. Figures
+  // from Zuo et al., "Serving Large Language Models on Huawei CloudMatrix384" (arXiv
+  // 2506.12708, 2025), sec. 3: the 910C is two dies in one package, each 376 TFLOPS dense
+  // BF16/FP16, 64 GB HBM at 1.6 TB/s, 7 x 224 Gb/s UB links (196 GB/s one way) and a
+  // 200 Gb/s RDMA port. One device here is the package, as Huawei counts 384 NPUs.
+  HardwareSpec h = make_ascend_910b();
+  h.name = "ascend-910c";
+  h.peak_tflops = 752;    // 2 x 376 TFLOPS dense BF16 (paper, sec. 3.3)
+  h.fp8_peak_tflops = 0;  // no FP8 in the paper's figures (INT8 is the low precision)
+  h.memory_GiB = 128;     // 2 x 64 GB HBM (paper); usable capacity as 910B's 64 per die
+  h.reserved_GiB = 6;     // 910B's 3 GiB of CANN runtime and HCCL buffers per die (estimate)
+  h.hbm_GBps = 3200;      // 2 x 1.6 TB/s (paper)
+  // Efficiencies: the 910B fit's (see make_ascend_910b), carried over -- the 910C is two
+  // 910B-generation dies and no 910C run has been fitted here. They multiply the 910C's
+  // own peak, so what the 910B fit absorbed (possibly a faster variant than 313 TFLOPS)
+  // carries over too: an estimate.
+  // UB: 392 GB/s one way per package through switches, not a mesh of point-to-point
+  // links, so a device's whole bandwidth is its one link (as an NVSwitch). Latency: the
+  // paper quotes sub-microsecond UB hops; the HCCL software overhead is taken as 910B's
+  // 10 us (estimate).
+  h.intra_node = {392, 10};
+  h.intra_node_mesh = false;
+  h.inter_node = {50, 20};  // RDMA plane: 2 x 200 Gb/s RoCE per package = 50 GB/s (paper)
+  h.devices_per_node = 8;   // 48 nodes x 8 NPUs = 384 (paper, sec. 3.2)
+  h.scale_up_domain = 384;  // the whole SuperPoD on one UB fabric
+  return h;
+}
+
+const std::array<HardwareSpec, 8>& presets() {
+  static const std::array<HardwareSpec, 8> table{
+      make_ascend_910b(), make_ascend_910c(), make_a100(), make_b200(),
+      make_gb200(),       make_h100(),        make_h200(), make_h800()};
   return table;
 }
 

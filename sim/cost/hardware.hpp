@@ -48,6 +48,13 @@ struct HardwareSpec {
   bool intra_node_mesh = false;
   LinkSpec inter_node;       ///< one device's NIC into the fabric
   int devices_per_node = 8;  ///< the usual node size: cluster.devices_per_node when not given
+  /// Devices on one scale-up fabric (whole nodes): cluster.scale_up_domain when not given;
+  /// 0 = the node is the domain.
+  int scale_up_domain = 0;
+  /// Dense FP8 tensor-core peak, 1e12 FLOP/s; 0 = no FP8 (training.fp8 is refused).
+  double fp8_peak_tflops = 0.0;
+  /// Block-scaled MXFP8 GEMMs in hardware (Blackwell): training.fp8_recipe mxfp8.
+  bool mxfp8 = false;
 
   /// matmul_weight_grad_efficiency, or matmul_backward_efficiency when unset.
   double weight_grad_efficiency() const {
@@ -55,7 +62,7 @@ struct HardwareSpec {
   }
 };
 
-/// The preset called `name` (ascend-910b, a100-80g, h100-sxm, h200, h800), or nullptr.
+/// The preset called `name` (ascend-910b, ascend-910c, a100-80g, b200, gb200, h100-sxm, h200, h800), or nullptr.
 const HardwareSpec* find_hardware_preset(const std::string& name);
 /// Every preset name, comma-separated, for error messages.
 std::string hardware_preset_names();

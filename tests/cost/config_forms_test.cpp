@@ -256,10 +256,11 @@ TEST(ConfigErrors, UnknownModelPresetListsKnownNames) {
 
 TEST(ConfigErrors, UnknownHardwarePresetListsKnownNames) {
   const ConfigError e =
-      error_of(yaml("model: {preset: llama2-7b}", "  global_batch_size: 64\n", "{preset: b200}"));
+      error_of(yaml("model: {preset: llama2-7b}", "  global_batch_size: 64\n", "{preset: b300}"));
   EXPECT_EQ(e.key(), "cluster.device.preset");
   EXPECT_EQ(e.line(), 4);
-  for (const char* name : {"ascend-910b", "a100-80g", "h100-sxm", "h200"})
+  for (const char* name :
+       {"ascend-910b", "ascend-910c", "a100-80g", "b200", "gb200", "h100-sxm", "h200", "h800"})
     EXPECT_NE(e.message().find(name), std::string::npos) << name;
 }
 

@@ -32,13 +32,55 @@ TEST(Presets, ParameterCountsMatchThePublishedSizes) {
 }
 
 TEST(Presets, HardwareFigures) {
-  EXPECT_EQ(hardware_preset_names(), "ascend-910b, a100-80g, h100-sxm, h200, h800");
+  EXPECT_EQ(hardware_preset_names(),
+            "ascend-910b, ascend-910c, a100-80g, b200, gb200, h100-sxm, h200, h800");
   EXPECT_DOUBLE_EQ(find_hardware_preset("ascend-910b")->memory_GiB, 64);
   EXPECT_TRUE(find_hardware_preset("ascend-910b")->intra_node_mesh);
   EXPECT_DOUBLE_EQ(find_hardware_preset("a100-80g")->peak_tflops, 312);
   EXPECT_DOUBLE_EQ(find_hardware_preset("h100-sxm")->peak_tflops, 989);
   EXPECT_DOUBLE_EQ(find_hardware_preset("h200")->hbm_GBps, 4800);
-  EXPECT_EQ(find_hardware_preset("b200"), nullptr);
+  EXPECT_EQ(find_hardware_preset("b300"), nullptr);
+}
+
+TEST(Presets, BlackwellAndSuperPodFigures) {
+  // HGX B200 datasheet, per GPU of the 8: BF16 36 PFLOPS sparse / 8 / 2 = 2250 TFLOPS dense;
+  // 64 TB/s / 8 = 8 TB/s HBM3e; NVLink 5 1.8 TB/s both ways = 900 GB/s one way.
+  const HardwareSpec& b200 = *find_hardware_preset("b200");
+  EXPECT_DOUBLE_EQ(b200.peak_tflops, 2250);
+  EXPECT_DOUBLE_EQ(b200.hbm_GBps, 8000);
+  EXPECT_DOUBLE_EQ(b200.intra_node.bandwidth_GBps, 900);
+  EXPECT_EQ(b200.devices_per_node, 8);
+  EXPECT_GT(b200.memory_GiB, 160);  // 180 GB
+  EXPECT_LE(b200.memory_GiB, 180);
+  // GB200 NVL72 datasheet, per GPU of the 72: 360 PFLOPS sparse / 72 / 2 = 2500 dense;
+  // 13.4 TB / 72 = 186 GB; 576 TB/s / 72 = 8 TB/s. Four GPUs per compute tray.
+  const HardwareSpec& gb200 = *find_hardware_preset("gb200");
+  EXPECT_DOUBLE_EQ(gb200.peak_tflops, 2500);
+  EXPECT_DOUBLE_EQ(gb200.hbm_GBps, 8000);
+  EXPECT_DOUBLE_EQ(gb200.intra_node.bandwidth_GBps, 900);
+  EXPECT_EQ(gb200.devices_per_node, 4);
+  EXPECT_GT(gb200.memory_GiB, 170);
+  EXPECT_LE(gb200.memory_GiB, 186);
+  // Ascend 910C (CloudMatrix384 paper): two dies of 376 TFLOPS BF16, 64 GB, 1.6 TB/s each;
+  // 392 GB/s of UB one way through switches (not a mesh); 8 NPUs per node.
+  const HardwareSpec& c = *find_hardware_preset("ascend-910c");
+  EXPECT_DOUBLE_EQ(c.peak_tflops, 752);
+  EXPECT_DOUBLE_EQ(c.memory_GiB, 128);
+  EXPECT_DOUBLE_EQ(c.hbm_GBps, 3200);
+  EXPECT_DOUBLE_EQ(c.intra_node.bandwidth_GBps, 392);
+  EXPECT_FALSE(c.intra_node_mesh);
+  EXPECT_EQ(c.devices_per_node, 8);
+  // Borrowed efficiencies: b200/gb200 carry h200's, 910C carries 910B's.
+  const HardwareSpec& h200 = *find_hardware_preset("h200");
+  const HardwareSpec& b = *find_hardware_preset("ascend-910b");
+  for (const HardwareSpec* s : {&b200, &gb200}) {
+    EXPECT_DOUBLE_EQ(s->matmul_efficiency, h200.matmul_efficiency) << s->name;
+    EXPECT_DOUBLE_EQ(s->weight_grad_efficiency(), h200.weight_grad_efficiency()) << s->name;
+    EXPECT_DOUBLE_EQ(s->attention_backward_efficiency, h200.attention_backward_efficiency);
+  }
+  EXPECT_DOUBLE_EQ(c.matmul_efficiency, b.matmul_efficiency);
+  EXPECT_DOUBLE_EQ(c.attention_efficiency, b.attention_efficiency);
+  EXPECT_DOUBLE_EQ(c.collective_efficiency, b.collective_efficiency);
 }
 
 CostSettings settings(int tp, bool sp) {

@@ -21,7 +21,7 @@ TEST(ConfigFields, UnknownKeyListsExactlyTheSectionsKeys) {
   };
   const Case cases[] = {
       {"  nodes: 1\n", "  nodes: 1\n  node: 2\n", "cluster.node",
-       "nodes, devices_per_node, device, intra_node, inter_node", "nodes"},
+       "nodes, devices_per_node, scale_up_domain, device, intra_node, inter_node", "nodes"},
       {"latency_us: 0}", "latency_us: 0, jitter_us: 1}", "cluster.intra_node.jitter_us",
        "bandwidth_GBps, latency_us"},
       {"count: 8\n", "count: 8\n      flops: 3\n", "model.layers[0].flops",
@@ -31,7 +31,7 @@ TEST(ConfigFields, UnknownKeyListsExactlyTheSectionsKeys) {
       {"  pp: 4\n", "  pp: 4\n  ppp: 4\n", "training.ppp",
        "schedule, pp, vpp, tp, ep, etp, dp, microbatches, partition, overlap_factor, overlap_ms, "
        "activation_limit_microbatches, seq_length, micro_batch_size, global_batch_size, dtype, "
-       "sequence_parallel, optimizer, grad_accumulation, recompute",
+       "sequence_parallel, fp8, fp8_recipe, optimizer, grad_accumulation, recompute",
        "pp"},
       {"model:\n", "modle: 1\nmodel:\n", "modle", "cluster, model, training", "model"},
   };

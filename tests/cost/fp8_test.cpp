@@ -1,0 +1,160 @@
+// FP8 GEMMs (training.fp8, issue 19 item 1): GEMMs at the FP8 peak, the casts of their
+// inputs as memory-bound work, the FP8 weight copies, and the devices that refuse FP8.
+// Expected values are worked by hand from the shapes below.
+#include <gtest/gtest.h>
+
+#include "experiment/config_cases.hpp"
+#include "experiment/experiment.hpp"
+
+namespace bmpipe {
+namespace {
+
+// Round figures: 1000 TFLOPS bf16, 2000 FP8, GEMMs at 0.5 of either, 1000 GB/s of HBM all
+// reached, no launch cost.
+HardwareSpec round_device() {
+  HardwareSpec hw;
+  hw.name = "round";
+  hw.peak_tflops = 1000;
+  hw.fp8_peak_tflops = 2000;
+  hw.hbm_GBps = 1000;
+  hw.memory_efficiency = 1.0;
+  hw.matmul_efficiency = 0.5;
+  hw.matmul_backward_efficiency = 0.5;
+  hw.matmul_weight_grad_efficiency = 0.5;
+  hw.kernel_launch_us = 0;
+  return hw;
+}
+
+CostSettings llama_4096(Fp8 fp8, Fp8Recipe recipe = Fp8Recipe::delayed) {
+  CostSettings st;
+  st.seq_length = 4096;
+  st.micro_batch_size = 1;
+  st.grad_accumulation = GradAccumulation::overwrite;
+  st.fp8 = fp8;
+  st.fp8_recipe = recipe;
+  return st;
+}
+
+const SubOpCost& op(const LayerCost& c, const std::string& name) {
+  for (const auto& o : c.ops)
+    if (o.name == name) return o;
+  ADD_FAILURE() << "no sub-op " << name;
+  return c.ops.front();
+}
+
+// Llama 3 8B's out_proj at s = 4096, tp 1: [4096 x 4096] x [4096 x 4096], 2 x 4096^3 =
+// 137,438,953,472 FLOPs. bf16: 137.44e9 / (1000e12 x 0.5) = 274.877906944 us, against
+// 3 x 4096^2 x 2 bytes / 1e12 = 100.66 us of memory: compute-bound. FP8: the FLOPs at
+// 2000e12 x 0.5 = 137.438953472 us (half), the GEMM's bytes 4096^2 x (1 + 1 + 2) = 67.1 us
+// (still compute-bound), plus the cast of its 4096 x 4096 bf16 input to FP8: read 2 bytes,
+// write 1 = 50,331,648 bytes = 50.331648 us.
+TEST(Fp8, AGemmRunsAtTheFp8PeakPlusTheCastOfItsInput) {
+  const ModelShape& m = *find_model_preset("llama3-8b");
+  const HardwareSpec hw = round_device();
+  const LayerCost bf16 = decoder_layer_cost(m, hw, llama_4096(Fp8::none));
+  const LayerCost fp8 = decoder_layer_cost(m, hw, llama_4096(Fp8::hybrid));
+  EXPECT_NEAR(op(bf16, "out_proj").forward_s, 274.877906944e-6, 1e-12);
+  EXPECT_NEAR(op(fp8, "out_proj").forward_s, 137.438953472e-6 + 50.331648e-6, 1e-12);
+  // Input-grad: the same FLOPs at the backward fraction, plus the cast of dY (4096 x 4096).
+  EXPECT_NEAR(op(fp8, "out_proj").backward_input_s, 137.438953472e-6 + 50.331648e-6, 1e-12);
+  // Weight-grad: no cast of its own (X and dY came out FP8 from the casts above), and the
+  // FLOPs at half the bf16 time: exactly half when compute-bound.
+  EXPECT_NEAR(op(fp8, "out_proj").backward_weight_s, op(bf16, "out_proj").backward_weight_s / 2,
+              1e-12);
+  // The FLOPs counted are the same.
+  EXPECT_DOUBLE_EQ(fp8.forward_flops, bf16.forward_flops);
+}
+
+TEST(Fp8, TensorwiseScalingReadsTheInputOnceMoreForItsAmax) {
+  // Current scaling: an amax pass (2 bytes an element) before the cast: 5 x 4096^2 bytes
+  // = 83.88608 us of casting instead of 50.331648.
+  const ModelShape& m = *find_model_preset("llama3-8b");
+  const LayerCost c =
+      decoder_layer_cost(m, round_device(), llama_4096(Fp8::e4m3, Fp8Recipe::tensorwise));
+  EXPECT_NEAR(op(c, "out_proj").forward_s, 137.438953472e-6 + 83.88608e-6, 1e-12);
+}
+
+TEST(Fp8, TheLayerHoldsAnFp8CopyOfItsGemmWeights) {
+  // Llama 3 8B layer, tp 1: qkv 4096 x (4096 + 2 x 1024) = 25,165,824; out 4096^2 =
+  // 16,777,216; gate+up 4096 x 2 x 14336 = 117,440,512; down 14336 x 4096 = 58,720,256:
+  // 218,103,808 bytes (the layer's parameters less its two RMSNorm scales).
+  const ModelShape& m = *find_model_preset("llama3-8b");
+  const LayerCost fp8 = decoder_layer_cost(m, round_device(), llama_4096(Fp8::hybrid));
+  EXPECT_DOUBLE_EQ(fp8.fp8_weight_bytes, 218103808.0);
+  EXPECT_EQ(fp8.param_count, 218103808 + 2 * 4096);
+  EXPECT_DOUBLE_EQ(decoder_layer_cost(m, round_device(), llama_4096(Fp8::none)).fp8_weight_bytes,
+                   0.0);
+  // The output layer stays bf16 under FP8, as Megatron runs it.
+  const LayerCost head = head_cost(m, round_device(), llama_4096(Fp8::hybrid), true);
+  const LayerCost head16 = head_cost(m, round_device(), llama_4096(Fp8::none), true);
+  EXPECT_DOUBLE_EQ(head.forward_s, head16.forward_s);
+  EXPECT_DOUBLE_EQ(head.fp8_weight_bytes, 0.0);
+}
+
+TEST(Fp8, PresetsCarryTheirFp8Peaks) {
+  // Datasheets, dense (half the "with sparsity" figures): H100/H200 3958 / 2; HGX B200
+  // 72 PFLOPS / 8 / 2; GB200 NVL72 720 PFLOPS / 72 / 2. A100, 910B and 910C: none.
+  EXPECT_DOUBLE_EQ(find_hardware_preset("h100-sxm")->fp8_peak_tflops, 1979);
+  EXPECT_DOUBLE_EQ(find_hardware_preset("h200")->fp8_peak_tflops, 1979);
+  EXPECT_DOUBLE_EQ(find_hardware_preset("h800")->fp8_peak_tflops, 1979);
+  EXPECT_DOUBLE_EQ(find_hardware_preset("b200")->fp8_peak_tflops, 4500);
+  EXPECT_DOUBLE_EQ(find_hardware_preset("gb200")->fp8_peak_tflops, 5000);
+  for (const char* none : {"a100-80g", "ascend-910b", "ascend-910c"})
+    EXPECT_DOUBLE_EQ(find_hardware_preset(none)->fp8_peak_tflops, 0) << none;
+  EXPECT_TRUE(find_hardware_preset("b200")->mxfp8);
+  EXPECT_TRUE(find_hardware_preset("gb200")->mxfp8);
+  EXPECT_FALSE(find_hardware_preset("h100-sxm")->mxfp8);
+}
+
+// Line 11 holds training.fp8, line 12 training.fp8_recipe.
+std::string fp8_config(const std::string& preset, const std::string& fp8,
+                       const std::string& recipe) {
+  return "cluster:\n  nodes: 1\n  device: {preset: " + preset +
+         "}\nmodel: {preset: llama3-8b}\n"
+         "training:\n"
+         "  schedule: 1f1b\n"
+         "  pp: 2\n"
+         "  seq_length: 4096\n"
+         "  micro_batch_size: 1\n"
+         "  global_batch_size: 16\n"
+         "  fp8: " +
+         fp8 +
+         "\n"
+         "  fp8_recipe: " +
+         recipe + "\n";
+}
+
+TEST(Fp8, DevicesWithoutFp8RefuseItNamingTheKey) {
+  for (const char* device : {"a100-80g", "ascend-910b"}) {
+    const ConfigError e = test::config_error(fp8_config(device, "hybrid", "delayed"));
+    EXPECT_EQ(e.key(), "training.fp8") << device;
+    EXPECT_EQ(e.line(), 11) << device;
+    EXPECT_TRUE(test::has(e.message(), "has no FP8 peak")) << device;
+  }
+  const ConfigError mx = test::config_error(fp8_config("h100-sxm", "e4m3", "mxfp8"));
+  EXPECT_EQ(mx.key(), "training.fp8_recipe");
+  EXPECT_EQ(mx.line(), 12);
+  EXPECT_TRUE(test::has(mx.message(), "mxfp8 needs block-scaled FP8 GEMMs"));
+  // Accepted where the hardware has them.
+  EXPECT_NO_THROW(parse_config(fp8_config("b200", "hybrid", "mxfp8"), "b200.yaml"));
+  EXPECT_NO_THROW(parse_config(fp8_config("a100-80g", "none", "delayed"), "a100.yaml"));
+}
+
+TEST(Fp8, TheStageHoldsTheFp8WeightsAndRunsFaster) {
+  const auto bf16 = prepare(parse_config(fp8_config("h100-sxm", "none", "delayed"), "a.yaml"));
+  const auto fp8 = prepare(parse_config(fp8_config("h100-sxm", "hybrid", "delayed"), "b.yaml"));
+  EXPECT_DOUBLE_EQ(fp8->analytic->decoder.fp8_weight_bytes, 218103808.0);
+  EXPECT_LT(fp8->analytic->decoder.forward_s, bf16->analytic->decoder.forward_s);
+  // Every decoder row of the layer table holds the 218,103,808 bytes of FP8 weights more.
+  int decoders = 0;
+  for (std::size_t i = 0; i < fp8->layers.layers.size(); ++i)
+    if (fp8->layers.layers[i].name.rfind("decoder", 0) == 0) {
+      ++decoders;
+      EXPECT_EQ(fp8->layers.layers[i].static_bytes - bf16->layers.layers[i].static_bytes,
+                218103808);
+    }
+  EXPECT_EQ(decoders, 32);
+}
+
+}  // namespace
+}  // namespace bmpipe
