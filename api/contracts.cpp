@@ -47,6 +47,17 @@ nlohmann::json layer_json(const LayerCost& c, int count, bool with_ops) {
       {"param_count", c.param_count},
       {"active_param_count", c.active_param_count},
       {"forward_tflop", c.forward_flops / 1e12}};
+  // An MoE layer's expert-parallel all-to-all (its a2a-* sub-ops, the MTP module's too),
+  // exposed in the layer's time: what `--ops` would show, summed per pass.
+  double a2a_f = 0, a2a_b = 0;
+  bool a2a = false;
+  for (const auto& op : c.ops)
+    if (op.name.find("a2a-") != std::string::npos) {
+      a2a = true;
+      a2a_f += op.forward_s * 1e3;
+      a2a_b += (op.backward_input_s + op.backward_weight_s) * 1e3;
+    }
+  if (a2a) j["all_to_all_ms"] = {{"forward", a2a_f}, {"backward", a2a_b}};
   if (with_ops) {
     nlohmann::json ops = nlohmann::json::array();
     for (const auto& op : c.ops)

@@ -31,7 +31,8 @@ nlohmann::json compare_document(const std::vector<CompareRow>& rows,
                                 const std::string& config_file);
 
 /// `cost --json [--ops]`: the model, device and sizes, the embedding, decoder and head
-/// layers (times in ms, bytes, parameters, TFLOP; with `with_ops` each layer's sub-ops),
+/// layers (times in ms, bytes, parameters, TFLOP, an MoE layer's all_to_all_ms {forward,
+/// backward} at ep > 1; with `with_ops` each layer's sub-ops),
 /// the whole model's parameters_total and parameters_active (what one token runs through,
 /// both embedding matrices counted), static bytes per stage, reserved bytes and the tail
 /// per rank in ms.

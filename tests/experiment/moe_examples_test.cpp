@@ -46,6 +46,10 @@ TEST(MoeExamples, DeepSeekV3OnH800) {
   EXPECT_EQ(moe["count"], 58);
   EXPECT_NEAR(op_ms(moe, "a2a-dispatch"), 11.5705504, 1e-6);
   EXPECT_NEAR(op_ms(moe, "a2a-combine"), 11.5705504, 1e-6);
+  // cost --json sums them per pass (backward: the reverse exchanges, the same volume).
+  EXPECT_NEAR(moe["all_to_all_ms"]["forward"].get<double>(), 2 * 11.5705504, 1e-6);
+  EXPECT_NEAR(moe["all_to_all_ms"]["backward"].get<double>(), 2 * 11.5705504, 1e-6);
+  EXPECT_FALSE(layer(c, "decoder").contains("all_to_all_ms"));  // the 3 dense layers
 
   const nlohmann::json s = run_json("simulate " + yaml + " --json");
   EXPECT_EQ(s["schedule"], "dualpipe-v");
