@@ -123,9 +123,9 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   if (!megatron && config.model.shape)
     if (const std::string why = mindformers_moe_refusal(*config.model.shape, config.training.etp);
         !why.empty())
-      throw ConfigError(config.file, 0, "--format",
-                        "the model is a mixture of experts that MindFormers' keys cannot state: " +
-                            why);
+      throw ConfigError(
+          config.file, 0, "--format",
+          "the model is a mixture of experts that MindFormers' keys cannot state: " + why);
   const std::shared_ptr<const Experiment> experiment = prepare(config);
   const Experiment& e = *experiment;
   RunOptions limited;

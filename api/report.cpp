@@ -32,22 +32,6 @@ class TransferCollector final : public Observer {
   std::vector<TransferRecord> transfers;
 };
 
-char kind_letter(OpKind kind) {
-  switch (kind) {
-    case OpKind::F:
-      return 'F';
-    case OpKind::B:
-      return 'B';
-    case OpKind::I:
-      return 'I';
-    case OpKind::W:
-      return 'W';
-    case OpKind::FB:
-      return 'X';
-  }
-  return '?';
-}
-
 template <typename T>
 T at_or(const std::vector<T>& v, std::size_t i, T fallback) {
   return i < v.size() ? v[i] : fallback;
@@ -175,7 +159,7 @@ nlohmann::json timeline_data(const Timeline& t, const std::vector<TransferRecord
     Time previous_end = 0;
     for (std::size_t i = 0; i < row.size(); ++i) {
       const Timeline::Box& b = *row[i];
-      k += kind_letter(b.op.kind);
+      k += op_kind_char(b.op.kind);
       s.push_back(b.op.stage);
       m.push_back(b.op.microbatch);
       g.push_back(b.start - previous_end);

@@ -45,8 +45,8 @@ Exit codes: 0 success (including "does not fit in memory", which is a result),
 (share/bash-completion/completions/bmpipe) that reads each command's options from its --help.
 )";
 
-constexpr const char* kCommands[] = {"simulate", "schedules", "cost",   "compare",
-                                     "plan",     "search",    "import", "export", "report"};
+constexpr const char* kCommands[] = {"simulate", "schedules", "cost",   "compare", "plan",
+                                     "search",   "import",    "export", "report"};
 
 /// Runs the command; what no command handles is a bug, reported as such.
 int dispatch(const std::string& command, const std::vector<std::string>& args) {

@@ -212,8 +212,8 @@ void read_cluster(Reader& rd, const YAML::Node& root, Config& c) {
       rd.fail(n["device"], "cluster.scale_up_domain",
               "absent, so the " + preset->name + " preset's domain of " +
                   std::to_string(preset->scale_up_domain) + " devices (capped at the " +
-                  std::to_string(devices) + " devices: " + std::to_string(d) +
-                  ") applies, but " + problem + "; give cluster.scale_up_domain");
+                  std::to_string(devices) + " devices: " + std::to_string(d) + ") applies, but " +
+                  problem + "; give cluster.scale_up_domain");
     c.cluster.scale_up_domain = static_cast<int>(d);
   }
   // Intra-node links are needed as soon as a node holds two devices; inter-node links as
@@ -237,8 +237,9 @@ void read_moe(Reader& rd, const YAML::Node& mo, ModelShape& m) {
   const bool base = m.is_moe();
   if (!base && !Reader::present(mo, "num_experts"))
     rd.fail(mo, key,
-            m.name + " has no experts: model.moe is for mixture-of-experts models (give "
-                     "model.moe.num_experts and top_k to make it one)");
+            m.name +
+                " has no experts: model.moe is for mixture-of-experts models (give "
+                "model.moe.num_experts and top_k to make it one)");
   MoeShape& moe = m.moe;
   read_fields(rd, mo, key, detail::kMoeFields, moe,
               {.base = base, .forms = kAllForms, .refusal = ""});
@@ -287,8 +288,8 @@ void read_mla(Reader& rd, const YAML::Node& ml, ModelShape& m) {
     const int v = std::string_view(rank) == "q_lora_rank" ? m.mla.q_lora_rank : m.mla.kv_lora_rank;
     if (v > m.hidden_size)
       rd.fail(Reader::present(ml, rank) ? ml[rank] : ml, key + "." + rank,
-              std::to_string(v) + " is wider than hidden_size = " +
-                  std::to_string(m.hidden_size) + ": the latent must compress the hidden state");
+              std::to_string(v) + " is wider than hidden_size = " + std::to_string(m.hidden_size) +
+                  ": the latent must compress the hidden state");
   }
 }
 
@@ -340,8 +341,7 @@ void read_shape(Reader& rd, const YAML::Node& n, Config& c) {
   if (YAML::Node mo = rd.child(n, key, "moe", false); mo.IsDefined()) read_moe(rd, mo, m);
   if (YAML::Node ml = rd.child(n, key, "mla", false); ml.IsDefined()) read_mla(rd, ml, m);
   if (m.is_moe() && m.architecture != Architecture::llama)
-    rd.fail(Reader::present(n, "architecture") ? n["architecture"] : n["moe"],
-            "model.architecture",
+    rd.fail(Reader::present(n, "architecture") ? n["architecture"] : n["moe"], "model.architecture",
             "the mixture-of-experts layer is costed for llama only (RMSNorm, SwiGLU experts)");
   try {
     check_shape(m);

@@ -83,8 +83,8 @@ inline constexpr Range kMicroBatch{.min = 1, .max = 65'536, .unit = "samples"};
 inline constexpr std::array<std::string_view, 2> kArchitectures{"llama", "gpt"};
 inline constexpr std::array<std::string_view, 2> kDtypes{"bf16", "fp16"};
 inline constexpr std::array<std::string_view, 3> kFp8Formats{"none", "hybrid", "e4m3"};
-inline constexpr std::array<std::string_view, 4> kFp8Recipes{"delayed", "tensorwise",
-                                                             "blockwise", "mxfp8"};
+inline constexpr std::array<std::string_view, 4> kFp8Recipes{"delayed", "tensorwise", "blockwise",
+                                                             "mxfp8"};
 inline constexpr std::array<std::string_view, 1> kOptimizers{"adam"};
 inline constexpr std::array<std::string_view, 3> kGradDtypes{"fp32", "bf16", "fp16"};
 /// CostSettings::grad_accumulation, in GradAccumulation's order.
@@ -210,12 +210,8 @@ inline constexpr auto kModelFields = std::to_array<Field<ModelShape>>({
     {.name = "hf_config",
      .help = "a HuggingFace config.json, relative to the YAML file",
      .form = Form::analytic},
-    {.name = "moe",
-     .help = "mixture-of-experts layers: see model.moe",
-     .form = Form::analytic},
-    {.name = "mla",
-     .help = "multi-latent attention: see model.mla",
-     .form = Form::analytic},
+    {.name = "moe", .help = "mixture-of-experts layers: see model.moe", .form = Form::analytic},
+    {.name = "mla", .help = "multi-latent attention: see model.mla", .form = Form::analytic},
     {.name = "mtp_layers",
      .slot = &ModelShape::mtp_layers,
      .range = kMtpLayers,

@@ -213,9 +213,8 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
       const int rank = schedule.stage_rank[s];
       if (held[rank]) continue;
       held[rank] = true;
-      out.grad_buckets[s].push_back(
-          GradBucket{stage_grad_reduce_time(e, rank, out.tail_time[rank], expert_params[rank]),
-                     1.0, 1.0});
+      out.grad_buckets[s].push_back(GradBucket{
+          stage_grad_reduce_time(e, rank, out.tail_time[rank], expert_params[rank]), 1.0, 1.0});
     }
     for (int r = 0; r < p; ++r)
       out.tail_time[r] = optimizer_tail_time(e, r, out.tail_time[r], expert_params[r]);

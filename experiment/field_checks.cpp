@@ -72,9 +72,10 @@ void check_values(const Config& c) {
                                  " has no FP8 peak (expected none; FP8 presets: b200, gb200, "
                                  "h100-sxm, h200, h800)");
     if (c.training.fp8_scaling() == Fp8Recipe::mxfp8 && !hw.mxfp8)
-      c.fail("training.fp8_recipe", "mxfp8 needs block-scaled FP8 GEMMs in hardware (b200, "
-                                    "gb200), but the device is " + hw.name +
-                                    " (expected delayed, tensorwise or blockwise)");
+      c.fail("training.fp8_recipe",
+             "mxfp8 needs block-scaled FP8 GEMMs in hardware (b200, "
+             "gb200), but the device is " +
+                 hw.name + " (expected delayed, tensorwise or blockwise)");
   }
   check_table(c, "training.optimizer", detail::kOptimizerFields, c.training.optimizer);
   std::int64_t layers = 0;
@@ -394,10 +395,12 @@ void check_expert_parallel(const Config& c, std::int64_t dp) {
   const TrainingConfig& t = c.training;
   const ModelShape& m = *c.model.shape;
   if (!m.is_moe()) {
-    if (t.ep > 1) c.fail("training.ep", "ep = " + std::to_string(t.ep) + ", but " + m.name +
-                                            " has no experts (a dense model)");
-    if (t.etp > 1) c.fail("training.etp", "etp = " + std::to_string(t.etp) + ", but " + m.name +
-                                              " has no experts (a dense model)");
+    if (t.ep > 1)
+      c.fail("training.ep", "ep = " + std::to_string(t.ep) + ", but " + m.name +
+                                " has no experts (a dense model)");
+    if (t.etp > 1)
+      c.fail("training.etp", "etp = " + std::to_string(t.etp) + ", but " + m.name +
+                                 " has no experts (a dense model)");
     return;
   }
   if (m.architecture != Architecture::llama)
@@ -416,19 +419,18 @@ void check_expert_parallel(const Config& c, std::int64_t dp) {
   const std::int64_t stage = static_cast<std::int64_t>(t.tp) * dp;
   const std::int64_t folded = static_cast<std::int64_t>(t.etp) * t.ep;
   // Name the key the file set: ep, or etp when only etp is there.
-  const std::string key =
-      c.lines.count("training.ep") || !c.lines.count("training.etp") ? "training.ep"
-                                                                     : "training.etp";
+  const std::string key = c.lines.count("training.ep") || !c.lines.count("training.etp")
+                              ? "training.ep"
+                              : "training.etp";
   if (folded > stage)
-    c.fail(key,
-           "etp x ep = " + std::to_string(folded) + " is more than the tp x dp = " +
-               std::to_string(stage) +
-               " devices of a pipeline stage: the MoE layers' experts are spread over the "
-               "stage's own devices (use a smaller ep or etp, or more dp)");
+    c.fail(key, "etp x ep = " + std::to_string(folded) +
+                    " is more than the tp x dp = " + std::to_string(stage) +
+                    " devices of a pipeline stage: the MoE layers' experts are spread over the "
+                    "stage's own devices (use a smaller ep or etp, or more dp)");
   if (stage % folded != 0)
     c.fail(key, "etp x ep = " + std::to_string(folded) +
-                              " does not divide the tp x dp = " + std::to_string(stage) +
-                              " devices of a pipeline stage, which the MoE layers share");
+                    " does not divide the tp x dp = " + std::to_string(stage) +
+                    " devices of a pipeline stage, which the MoE layers share");
 }
 
 void check_config(const Config& c) {

@@ -95,8 +95,8 @@ struct Seconds {
     s.static_bytes = bmpipe::static_bytes(c.param_count - c.expert_param_count,
                                           a.settings.dtype_bytes, a.optimizer, a.dp);
     if (c.expert_param_count > 0)
-      s.static_bytes += bmpipe::static_bytes(c.expert_param_count, a.settings.dtype_bytes,
-                                             a.optimizer, a.edp);
+      s.static_bytes +=
+          bmpipe::static_bytes(c.expert_param_count, a.settings.dtype_bytes, a.optimizer, a.edp);
     // FP8: the weights' FP8 copies, one byte a GEMM parameter, beside the bf16 ones.
     s.static_bytes += static_cast<std::int64_t>(std::llround(c.fp8_weight_bytes));
     s.params = c.param_count;
