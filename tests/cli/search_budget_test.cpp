@@ -17,7 +17,7 @@ using bmpipe::test::run_cli;
 using nlohmann::json;
 
 const std::string kTiny = bmpipe::test::examples() + "tiny.yaml";
-const std::string kGpt3 = bmpipe::test::examples() + "gpt3_175b_a100.yaml";
+const std::string kMedium = bmpipe::test::medium_search_args();
 
 json search_json(const std::string& args) {
   const auto r = run_cli("search " + args + " --json --quiet");
@@ -49,7 +49,7 @@ TEST(SearchBudget, PlannerOffSpendsOneEvaluationPerLayoutSoMaxEvalsKeepsThatMany
 }
 
 TEST(SearchBudget, MaxEvalsBoundsTheWholeSearchWhateverTheThreads) {
-  const std::string args = kGpt3 + " --tp 8 --pp 8,16 --micro-batch-size 1 --max-evals 1000";
+  const std::string args = kMedium + " --max-evals 1000";
   const auto one = run_cli("search " + args + " --json --quiet --threads 1");
   const auto two = run_cli("search " + args + " --json --quiet --threads 2");
   ASSERT_EQ(one.code, 0) << one.err;
@@ -77,13 +77,13 @@ TEST(SearchBudget, PlanAutoMaxEvalsBoundsAllSchedulesTogether) {
   EXPECT_EQ(j["schedules_search"]["evaluations"], sum);
   EXPECT_EQ(j["schedules_search"]["stopped_by"], "evaluation limit");
   // Generous enough that no schedule runs out: each converges on its own.
-  const json free = json::parse(
-      run_cli("plan " + kTiny + " --schedule auto --max-evals 1000000 --json").out);
+  const json free =
+      json::parse(run_cli("plan " + kTiny + " --schedule auto --max-evals 1000000 --json").out);
   EXPECT_EQ(free["schedules_search"]["stopped_by"], "done");
 }
 
 TEST(SearchBudget, TimeLimitCutsTheSearchAndSaysSo) {
-  const auto r = run_cli("search " + kGpt3 + " --tp 8 --pp 8,16 --json --quiet --time-limit-s 0.001");
+  const auto r = run_cli("search " + kMedium + " --json --quiet --time-limit-s 0.001");
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(r.out);
   EXPECT_EQ(j["search"]["stopped_by"], "time limit");

@@ -11,6 +11,10 @@ SOURCE_DIR = pathlib.Path(os.environ.get("BMPIPE_SOURCE_DIR", pathlib.Path(__fil
 BINARY = pathlib.Path(os.environ.get("BMPIPE_BINARY", SOURCE_DIR / "build" / "cli" / "bmpipe"))
 EXAMPLES = SOURCE_DIR / "configs" / "examples"
 TINY = EXAMPLES / "tiny.yaml"
+# The search tests' medium space (tests/data/search_gpt3_24_layers.yaml): GPT-3's layer cut
+# to 24 layers on 64 A100s; searches of the whole GPT-3 example take twenty times longer
+# under the sanitizers.
+MEDIUM = SOURCE_DIR / "tests" / "data" / "search_gpt3_24_layers.yaml"
 
 
 def example(name):

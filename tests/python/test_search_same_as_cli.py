@@ -5,9 +5,9 @@ import json
 import pytest
 
 import bmpipe
-from conftest import example, run_cli
+from conftest import MEDIUM, run_cli
 
-GPT3 = example("gpt3_175b_a100.yaml")
+CONFIG = str(MEDIUM)  # GPT-3's layer, 24 of them, on 64 A100s
 
 
 def without_wall_time(document):
@@ -16,29 +16,29 @@ def without_wall_time(document):
 
 
 @pytest.mark.parametrize("args,kwargs", [
-    (["--planner", "off", "--tp", "8", "--pp", "8,16", "--micro-batch-size", "1"],
-     {"planner": "off", "tp": [8], "pp": [8, 16], "micro_batch_size": [1]}),
-    (["--tp", "8", "--pp", "16", "--micro-batch-size", "1,2", "--schedules", "1f1b,zb-h1",
-      "--memory-limit-GiB", "60", "--seed", "3"],
-     {"tp": [8], "pp": [16], "micro_batch_size": [1, 2], "schedules": ["1f1b", "zb-h1"],
-      "memory_limit_GiB": 60, "seed": 3}),
+    (["--planner", "off", "--tp", "8", "--pp", "4,8", "--micro-batch-size", "1"],
+     {"planner": "off", "tp": [8], "pp": [4, 8], "micro_batch_size": [1]}),
+    (["--tp", "8", "--pp", "8", "--micro-batch-size", "1,2", "--schedules", "1f1b,zb-h1",
+      "--memory-limit-GiB", "40", "--seed", "3"],
+     {"tp": [8], "pp": [8], "micro_batch_size": [1, 2], "schedules": ["1f1b", "zb-h1"],
+      "memory_limit_GiB": 40, "seed": 3}),
     (["--planner", "off", "--tp", "4,8", "--pp", "8", "--vpp", "2", "--micro-batch-size", "1",
       "--schedules", "interleaved"],
      {"planner": "off", "tp": [4, 8], "pp": [8], "vpp": [2], "micro_batch_size": [1],
       "schedules": ["interleaved"]}),
 ])
 def test_search(args, kwargs):
-    rc, out, err = run_cli("search", GPT3, *args, "--json", "--quiet")
+    rc, out, err = run_cli("search", CONFIG, *args, "--json", "--quiet")
     assert rc == 0, err
     expected = json.loads(out)
-    got = bmpipe.search(GPT3, **kwargs)
+    got = bmpipe.search(CONFIG, **kwargs)
     assert without_wall_time(got) == without_wall_time(expected)
     assert got["layouts"], "the search found no layout at all"
 
 
 def test_search_threads_do_not_change_the_answer():
-    one = bmpipe.search(GPT3, tp=[8], pp=[8, 16], micro_batch_size=[1], threads=1)
-    two = bmpipe.search(GPT3, tp=[8], pp=[8, 16], micro_batch_size=[1], threads=2)
+    one = bmpipe.search(CONFIG, tp=[8], pp=[4, 8], micro_batch_size=[1], threads=1)
+    two = bmpipe.search(CONFIG, tp=[8], pp=[4, 8], micro_batch_size=[1], threads=2)
     assert without_wall_time(one) == without_wall_time(two)
 
 
@@ -51,5 +51,5 @@ def test_search_threads_do_not_change_the_answer():
 ])
 def test_search_bad_options_name_the_keyword(kwargs, key):
     with pytest.raises(ValueError) as e:
-        bmpipe.search(GPT3, **kwargs)
+        bmpipe.search(CONFIG, **kwargs)
     assert key in str(e.value)

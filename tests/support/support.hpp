@@ -209,6 +209,15 @@ inline std::string examples() {
   return std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/";
 }
 
+/// The search tests' medium space: GPT-3's layer cut to 24 layers on 64 A100s
+/// (tests/data/search_gpt3_24_layers.yaml), with the dimensions that give it 28 layouts,
+/// some of them skipped by the bound. Searches of the whole GPT-3 example take seconds
+/// each, and twenty times that under the sanitizers; this one takes about 0.2 s.
+inline std::string medium_search_args() {
+  return std::string(BMPIPE_TEST_DATA_DIR) +
+         "/search_gpt3_24_layers.yaml --tp 4,8 --pp 4,8 --micro-batch-size 1,2";
+}
+
 /// The README's worked job: the shipped Megatron-LM script imported onto 16 H100s
 /// (configs/clusters/h100_2x8.yaml), written as job.yaml in `dir`; returns its path.
 inline std::string imported_13b_job(const ScratchDir& dir) {
