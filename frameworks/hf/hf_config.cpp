@@ -11,8 +11,11 @@ namespace bmpipe {
 namespace {
 
 // Messages name a field by its JSON Pointer (RFC 6901), "/num_hidden_layers": the form
-// jq and editors use. HF field names hold no '/' or '~' to escape.
+// jq and editors use. HF field names hold no '/' or '~' to escape. A nested object (Llama
+// 4's text_config) is read with `path` as a URI fragment, "config.json#/text_config", and
+// its fields are named in that form too: "config.json#/text_config/hidden_size".
 std::string where(const std::string& path, const char* field) {
+  if (path.find('#') != std::string::npos) return path + "/" + field;
   return path + ": /" + field;
 }
 
@@ -87,8 +90,8 @@ std::string read_text(const std::string& path) {
 // The mixture-of-experts families read below; any other config with expert fields, or of
 // another MoE family, is refused rather than costed as a dense model.
 bool supported_moe_family(const std::string& type) {
-  return type == "mixtral" || type == "qwen2_moe" || type == "qwen3_moe" ||
-         type == "deepseek_v3" || type == "gpt_oss";
+  return type == "mixtral" || type == "qwen2_moe" || type == "qwen3_moe" || type == "deepseek_v3" ||
+         type == "gpt_oss" || type == "llama4_text";
 }
 
 // The expert counts by family: num_local_experts (Mixtral, gpt-oss), num_experts
@@ -112,13 +115,13 @@ void refuse_mixture_of_experts(const nlohmann::json& j, const std::string& path,
       throw ShapeError(where(path, field) + ": a mixture-of-experts config (" + field + " = " +
                        v.dump() + ") of model_type '" + type +
                        "'; bmpipe reads the mixture-of-experts families mixtral, qwen2_moe, "
-                       "qwen3_moe, deepseek_v3 and gpt_oss");
+                       "qwen3_moe, deepseek_v3, gpt_oss and llama4");
   }
   if (type.find("moe") != std::string::npos || type.rfind("deepseek_v", 0) == 0 ||
       type.rfind("llama4", 0) == 0)
     throw ShapeError(where(path, "model_type") + ": '" + type +
                      "' is a mixture-of-experts family bmpipe does not read (it reads "
-                     "mixtral, qwen2_moe, qwen3_moe, deepseek_v3 and gpt_oss)");
+                     "mixtral, qwen2_moe, qwen3_moe, deepseek_v3, gpt_oss and llama4)");
 }
 
 // A non-negative integer, `fallback` when absent or null.
@@ -170,8 +173,8 @@ void read_moe_family(const nlohmann::json& j, const std::string& path, const std
     if (given(j, "mlp_only_layers")) {
       const nlohmann::json& v = j["mlp_only_layers"];
       if (!v.is_array())
-        throw ShapeError(where(path, "mlp_only_layers") + ": expected a list of layer indices, got " +
-                         v.type_name());
+        throw ShapeError(where(path, "mlp_only_layers") +
+                         ": expected a list of layer indices, got " + v.type_name());
       for (const auto& x : v) {
         if (!x.is_number_integer() || x.get<std::int64_t>() < 0 ||
             x.get<std::int64_t>() >= m.num_layers)
@@ -189,6 +192,48 @@ void read_moe_family(const nlohmann::json& j, const std::string& path, const std
       m.qk_norm = true;
       m.attention_bias = get_bool(j, path, "attention_bias", false);
     }
+  } else if (type == "llama4_text") {
+    // Llama4TextDecoderLayer: a Llama4TextMoe when layer_idx is in moe_layers (by default
+    // range(interleave_moe_layer_step - 1, num_hidden_layers, interleave_moe_layer_step),
+    // Llama4TextConfig), otherwise a dense Llama4TextMLP of intermediate_size_mlp.
+    // Llama4TextMoe: num_local_experts experts of intermediate_size (gate_up_proj fused,
+    // down_proj), a router linear h -> experts without a bias (sigmoid scores scale the
+    // routed input), and one shared expert, a Llama4TextMLP of intermediate_size, added
+    // without a gate. Not modelled: the chunked attention of the RoPE layers
+    // (attention_chunk_size, 8192 in the published models: full causal attention is
+    // costed, the same at sequences up to the chunk) and the weightless L2 norm of q and
+    // k (use_qk_norm), a memory-bound op of a few per cent of the norms' traffic.
+    moe.num_experts = get_int(j, path, "num_local_experts");
+    moe.expert_ffn = m.ffn_hidden_size;  // intermediate_size
+    moe.shared_ffn = m.ffn_hidden_size;
+    const int step =
+        given(j, "interleave_moe_layer_step") ? get_int(j, path, "interleave_moe_layer_step") : 1;
+    if (given(j, "moe_layers")) {
+      // An explicit list: every other layer is dense.
+      const nlohmann::json& v = j["moe_layers"];
+      if (!v.is_array())
+        throw ShapeError(where(path, "moe_layers") + ": expected a list of layer indices, got " +
+                         v.type_name());
+      std::vector<bool> sparse(static_cast<std::size_t>(m.num_layers), false);
+      for (const auto& x : v) {
+        if (!x.is_number_integer() || x.get<std::int64_t>() < 0 ||
+            x.get<std::int64_t>() >= m.num_layers)
+          throw ShapeError(where(path, "moe_layers") +
+                           ": expected layer indices from 0 to num_hidden_layers - 1 = " +
+                           std::to_string(m.num_layers - 1) + ", got " + x.dump());
+        sparse[static_cast<std::size_t>(x.get<std::int64_t>())] = true;
+      }
+      for (int i = 0; i < m.num_layers; ++i)
+        if (!sparse[static_cast<std::size_t>(i)]) moe.dense_layers.push_back(i);
+    } else {
+      moe.sparse_step = step;
+      moe.sparse_offset = 1;
+    }
+    bool any_dense = !moe.dense_layers.empty();
+    for (int i = 0; i < m.num_layers && !any_dense; ++i) any_dense = !m.is_moe_layer(i);
+    // The dense layers' MLP; read only when some layer is dense (Scout has none).
+    if (any_dense) m.ffn_hidden_size = get_int(j, path, "intermediate_size_mlp");
+    m.attention_bias = get_bool(j, path, "attention_bias", false);
   } else {  // deepseek_v3
     // DeepseekV3DecoderLayer: MoE when layer_idx >= first_k_dense_replace (and
     // layer_idx % moe_layer_freq == 0); DeepseekV3MoE: n_routed_experts of
@@ -219,8 +264,7 @@ void read_moe_family(const nlohmann::json& j, const std::string& path, const std
   }
   if (moe.top_k > moe.num_experts)
     throw ShapeError(where(path, "num_experts_per_tok") + ": " + std::to_string(moe.top_k) +
-                     " experts per token, but the model has " +
-                     std::to_string(moe.num_experts));
+                     " experts per token, but the model has " + std::to_string(moe.num_experts));
 }
 
 }  // namespace
@@ -241,6 +285,25 @@ ModelShape parse_hf_config(const std::string& text, const std::string& path) {
   if (!j.is_object()) throw ShapeError(path + ": expected a JSON object, got " + j.type_name());
   ModelShape m;
   const std::string type = get_string(j, path, "model_type");
+  if (type == "llama4") {
+    // Llama4ForConditionalGeneration's config.json: the language model is text_config
+    // (model_type llama4_text), which Llama4ForCausalLM is built from; vision_config is
+    // not read. tie_word_embeddings may sit at either level (Llama4Config and
+    // Llama4TextConfig both take it; both default to false).
+    auto text_config = j.find("text_config");
+    if (text_config == j.end() || !text_config->is_object())
+      throw ShapeError(where(path, "text_config") +
+                       ": a llama4 config needs its language model's text_config object");
+    nlohmann::json inner = *text_config;
+    if (!inner.contains("model_type")) inner["model_type"] = "llama4_text";
+    if (!inner.contains("tie_word_embeddings") && j.contains("tie_word_embeddings"))
+      inner["tie_word_embeddings"] = j["tie_word_embeddings"];
+    if (!inner.contains("_name_or_path") && j.contains("_name_or_path"))
+      inner["_name_or_path"] = j["_name_or_path"];
+    if (get_string(inner, path + "#/text_config", "model_type") != "llama4_text")
+      throw ShapeError(where(path + "#/text_config", "model_type") + ": expected 'llama4_text'");
+    return parse_hf_config(inner.dump(), path + "#/text_config");
+  }
   refuse_mixture_of_experts(j, path, type);
   // Only a name for outputs: anything but a string is ignored.
   m.name = j.contains("_name_or_path") && j["_name_or_path"].is_string()

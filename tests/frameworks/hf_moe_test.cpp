@@ -102,8 +102,8 @@ TEST(HfMoe, QwenSparseStepAndMlpOnlyLayersPickTheDenseLayers) {
   EXPECT_EQ(m.dense_mlp_params(), dense_mlp);
   const long long att = 4LL * 2048 * 2048 + 3 * 2048 + 2048;
   const long long moe_all = 2048LL * 60 + 60LL * 3 * 2048 * 1408 + 3LL * 2048 * 5632 + 2048 + 2048;
-  EXPECT_EQ(m.total_params(false), 24 * att + 13 * dense_mlp + 11 * moe_all + 2LL * 151936 * 2048 +
-                                       2048);
+  EXPECT_EQ(m.total_params(false),
+            24 * att + 13 * dense_mlp + 11 * moe_all + 2LL * 151936 * 2048 + 2048);
 }
 
 TEST(HfMoe, DeepSeekVThreeLatentAttentionDenseLayersAndMtp) {
@@ -147,9 +147,8 @@ TEST(HfMoe, DeepSeekVThreeLatentAttentionDenseLayersAndMtp) {
   // module with its own copies of both matrices in the checkpoint.
   const long long mtp = m.mtp_module_params(false);
   EXPECT_EQ(mtp, 11'610'068'224LL);
-  expect_within_one_percent(
-      static_cast<double>(m.total_params(false) + mtp + 2LL * 129280 * 7168), 685e9,
-      "with the MTP module");
+  expect_within_one_percent(static_cast<double>(m.total_params(false) + mtp + 2LL * 129280 * 7168),
+                            685e9, "with the MTP module");
 }
 
 TEST(HfMoe, GptOssBiasesSinksAndSlidingWindow) {
@@ -176,6 +175,90 @@ TEST(HfMoe, GptOssBiasesSinksAndSlidingWindow) {
                             "active without the input embedding");
 }
 
+TEST(HfMoe, LlamaFourScoutEveryLayerSixteenExpertsAndASharedOne) {
+  // The language model of a Llama4ForConditionalGeneration config: its text_config.
+  const ModelShape m = read_hf_config(hf("llama4_scout_17b_16e_config.json"));
+  EXPECT_EQ(m.num_layers, 48);
+  EXPECT_EQ(m.moe.num_experts, 16);
+  EXPECT_EQ(m.moe.top_k, 1);
+  EXPECT_EQ(m.moe.expert_ffn, 8192);
+  EXPECT_EQ(m.moe.shared_ffn, 8192);
+  EXPECT_FALSE(m.moe.shared_gate);
+  EXPECT_FALSE(m.tied_embeddings);
+  for (int i = 0; i < m.num_layers; ++i) EXPECT_TRUE(m.is_moe_layer(i)) << i;
+  // Per layer: q, o 5120 x 5120; k, v 5120 x 1024 (8 kv heads of 128); two norms 5120;
+  // router 5120 x 16; experts 16 x 3 x 5120 x 8192; shared expert 3 x 5120 x 8192:
+  // 2 202 101 760. x 48, + embedding and head 202048 x 5120 each + final norm 5120.
+  EXPECT_EQ(m.total_params(false), 107'769'861'120LL);
+  // Active: one routed expert and the shared one: 314 664 960 per layer.
+  EXPECT_EQ(m.total_params(true), 17'172'894'720LL);
+  // Meta's model card: 17B active, 109B total. "17B" is the count to whole billions: with
+  // both embedding matrices 17.17B rounds to it (1.0 % above; without the input lookup,
+  // 16.14B, it would not). The card's total is the whole multimodal checkpoint (its
+  // vision encoder and projector too), which the language model here is 1.1 % below.
+  EXPECT_EQ(std::lround(static_cast<double>(m.total_params(true)) / 1e9), 17);
+  EXPECT_LT(static_cast<double>(m.total_params(false)), 109e9);
+  EXPECT_GT(static_cast<double>(m.total_params(false)), 0.98 * 109e9);
+}
+
+TEST(HfMoe, LlamaFourMaverickAlternatesDenseAndMoeLayers) {
+  const ModelShape m = read_hf_config(hf("llama4_maverick_17b_128e_config.json"));
+  EXPECT_EQ(m.moe.num_experts, 128);
+  EXPECT_EQ(m.ffn_hidden_size, 16384);  // intermediate_size_mlp, the dense layers' MLP
+  // interleave_moe_layer_step 2: moe_layers = range(1, 48, 2), the odd layers.
+  for (int i = 0; i < m.num_layers; ++i) EXPECT_EQ(m.is_moe_layer(i), i % 2 == 1) << i;
+  // MoE layer: attention 62 914 560 + norms 10 240 + router 5120 x 128 + 128 experts and
+  // the shared one of 125 829 120 each = 16 295 536 640; dense layer: attention, norms and
+  // 3 x 5120 x 16384 = 314 583 040. 24 of each, + 2 x 202048 x 5120 + 5120.
+  EXPECT_EQ(m.total_params(false), 400'711'848'960LL);
+  // Active: 24 x 315 238 400 (one routed expert and the shared one) + 24 dense layers.
+  EXPECT_EQ(m.total_params(true), 17'184'691'200LL);
+  // Model card: 17B active, 400B total. The total agrees within 0.2 %; the active count,
+  // both embedding matrices counted, is 17.18B, which the card rounds to whole billions.
+  expect_within_one_percent(static_cast<double>(m.total_params(false)), 400e9, "total");
+  EXPECT_EQ(std::lround(static_cast<double>(m.total_params(true)) / 1e9), 17);
+  // An explicit moe_layers list is read as given.
+  const test::ScratchDir dir;
+  nlohmann::json j = nlohmann::json::parse(test::slurp(hf("llama4_maverick_17b_128e_config.json")));
+  j["text_config"]["moe_layers"] = {0, 47};
+  const ModelShape two = read_hf_config(test::write_file(dir.file("two.json"), j.dump()));
+  for (int i = 0; i < two.num_layers; ++i) EXPECT_EQ(two.is_moe_layer(i), i == 0 || i == 47) << i;
+}
+
+TEST(HfMoe, LlamaFourBadFieldsNameTheirPointerInsideTextConfig) {
+  const test::ScratchDir dir;
+  const nlohmann::json scout =
+      nlohmann::json::parse(test::slurp(hf("llama4_scout_17b_16e_config.json")));
+  struct Case {
+    nlohmann::json patch;
+    std::string expect;
+  };
+  const Case cases[] = {
+      {{{"text_config", nullptr}}, ": /text_config: a llama4 config needs"},
+      {{{"text_config", {{"num_local_experts", 0}}}},
+       "#/text_config/num_local_experts: HF config field 'num_local_experts' must be a positive"},
+      {{{"text_config", {{"moe_layers", {3, 48}}}}},
+       "#/text_config/moe_layers: expected layer indices from 0 to num_hidden_layers - 1 = 47, "
+       "got 48"},
+      {{{"text_config", {{"interleave_moe_layer_step", 2}, {"intermediate_size_mlp", nullptr}}}},
+       "#/text_config: HF config lacks the field 'intermediate_size_mlp'"},
+      {{{"text_config", {{"model_type", "llama4_vision_model"}}}},
+       "#/text_config/model_type: expected 'llama4_text'"},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    nlohmann::json j = scout;
+    j.merge_patch(c.patch);
+    const std::string path = test::write_file(dir.file(std::to_string(n++) + ".json"), j.dump());
+    try {
+      read_hf_config(path);
+      ADD_FAILURE() << "accepted " << c.patch.dump();
+    } catch (const ShapeError& e) {
+      EXPECT_NE(std::string(e.what()).find(path + c.expect), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(HfMoe, BadExpertAndLatentFieldsNameTheField) {
   const test::ScratchDir dir;
   const nlohmann::json mixtral = nlohmann::json::parse(test::slurp(hf("mixtral_8x7b_config.json")));
@@ -187,7 +270,8 @@ TEST(HfMoe, BadExpertAndLatentFieldsNameTheField) {
     const char* expect;
   };
   const Case cases[] = {
-      {&mixtral, "num_experts_per_tok", 9, "/num_experts_per_tok: 9 experts per token, but the model has 8"},
+      {&mixtral, "num_experts_per_tok", 9,
+       "/num_experts_per_tok: 9 experts per token, but the model has 8"},
       {&mixtral, "num_local_experts", nullptr, "lacks the field 'num_local_experts'"},
       {&ds, "kv_lora_rank", 8192, "/kv_lora_rank: 8192 is wider than hidden_size = 7168"},
       {&ds, "q_lora_rank", 10000, "/q_lora_rank: 10000 is wider than hidden_size = 7168"},
