@@ -71,7 +71,7 @@ LayoutScreen screen_layout(const Config& base, const Layout& l, const PlannerOpt
       options.memory_limit_bytes > 0 ? options.memory_limit_bytes : e->capacity_bytes;
   if ((out.refused = static_memory_refusal(*e, l, limit))) return out;
   try {
-    out.bound = layout_lower_bound(*e, bound_shape(*e)).total();
+    out.bound = layout_lower_bound(*e, bound_shape(*e), limit).total();
   } catch (const ConfigError&) {
     out.bound = 0;  // evaluate_layout reports the schedule's refusal as it always has
   }
