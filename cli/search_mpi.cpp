@@ -9,6 +9,8 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 #include <algorithm>
@@ -29,6 +31,21 @@
 namespace bmpipe::cli {
 
 namespace {
+
+/// Rank 0's last word when mpirun stops the job. Open MPI (4.1, Debian 12) ends the whole
+/// job when any process dies (a worker killed with SIGKILL: "mpirun noticed that process
+/// rank N ... exited on signal 9"), sending the others SIGTERM: checked by hand and in
+/// tests/cli/search_mpi_kill_test.cpp. Nothing hangs; rank 0 says what happened to the
+/// search (write(2) only: async-signal-safe) and exits 143.
+extern "C" void stopped_by_mpirun(int) {
+  static const char kText[] =
+      "\nbmpipe search: stopped by mpirun: a process of the job ended (mpirun names it "
+      "above or below); the layouts planned so far are lost. Rerun the search (without "
+      "mpirun, --journal FILE keeps finished layouts across a kill).\n";
+  const ssize_t written = write(STDERR_FILENO, kText, sizeof kText - 1);
+  (void)written;
+  _exit(143);
+}
 
 enum Tag : int { kRequest = 1, kAssign = 2, kResults = 3, kFailure = 4 };
 
@@ -96,6 +113,8 @@ int run_search_mpi(const std::vector<std::string>& args) {
   if (rank != 0) {
     std::freopen("/dev/null", "w", stdout);
     std::freopen("/dev/null", "w", stderr);
+  } else {
+    std::signal(SIGTERM, stopped_by_mpirun);
   }
   const auto start = std::chrono::steady_clock::now();
   SearchCommand c;
