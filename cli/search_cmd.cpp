@@ -124,7 +124,7 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
        "FILE, config and options reads them back instead of planning them again, with the "
        "same output. A journal of other inputs is refused (exit 2); a torn last line is "
        "dropped. --threads, --max-evals, --time-limit-s and the printing options may "
-       "differ between runs")
+       "differ between runs. Under mpirun rank 0 alone reads and writes it")
       ("quiet", po::bool_switch(), "no progress line on stderr")
       ("progress-interval-s", po::value<double>()->value_name("S")->default_value(5.0, "5"),
        "when stderr is not a terminal: seconds between progress lines (phase, layouts done, "

@@ -27,6 +27,7 @@
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
 #include "cli/search.hpp"
+#include "cli/search_journal.hpp"
 
 namespace bmpipe::cli {
 
@@ -40,8 +41,8 @@ namespace {
 extern "C" void stopped_by_mpirun(int) {
   static const char kText[] =
       "\nbmpipe search: stopped by mpirun: a process of the job ended (mpirun names it "
-      "above or below); the layouts planned so far are lost. Rerun the search (without "
-      "mpirun, --journal FILE keeps finished layouts across a kill).\n";
+      "above or below). Rerun the same command: with --journal FILE it takes the layouts "
+      "already finished from FILE (written by rank 0 as they arrive) and plans the rest.\n";
   const ssize_t written = write(STDERR_FILENO, kText, sizeof kText - 1);
   (void)written;
   _exit(143);
@@ -118,6 +119,7 @@ int run_search_mpi(const std::vector<std::string>& args) {
   }
   const auto start = std::chrono::steady_clock::now();
   SearchCommand c;
+  std::optional<SearchJournal> journal;  // rank 0 with --journal
   // Processes on one node share its cores: by default each takes its share.
   int local = 1;
   if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local = std::max(1, std::atoi(v));
@@ -129,12 +131,13 @@ int run_search_mpi(const std::vector<std::string>& args) {
     if (stop) code = *stop == 0 ? -1 : *stop;  // -1: --help, a success that stops here
     // The MPI driver evaluates every layout and applies --max-evals afterwards (the same
     // answer, none of the saving); it has no clock to stop at.
-    if (code == 0 && c.journal)
-      throw UsageError("--journal", "is not written under mpirun yet; run without mpirun");
     if (code == 0 && c.setup.request.time_limit_s)
       throw UsageError("--time-limit-s", "is not applied under mpirun yet; use --max-evals");
     int& threads = c.setup.request.threads;
     if (threads == 0) threads = std::max(1, tbb::this_task_arena::max_concurrency() / local);
+    // The journal is rank 0's alone: it reads it back and appends every result it gathers.
+    if (code == 0 && rank == 0 && c.journal)
+      journal.emplace(*c.journal, c.inputs_hash, c.setup.layouts.size());
   } catch (const UsageError& e) {
     error = e.what(), code = 2;
   } catch (const api::RequestError& e) {
@@ -211,20 +214,35 @@ int run_search_mpi(const std::vector<std::string>& args) {
   // decides every skip from the layouts before it in bound order, so the answer is the one
   // process's whatever the processes and their speeds.
   const bool bounded = api::uses_bound(c.setup.request);
+  // --journal: the layouts a killed run finished are taken as they are, and every new
+  // result is appended (serialised: the BoundedQueue calls `done` under its lock; without
+  // the bound, `put` appends under `queue`), as the single-process search does.
+  const std::vector<std::optional<LayoutResult>> known =
+      journal ? journal->known() : std::vector<std::optional<LayoutResult>>{};
   std::optional<api::BoundedQueue> bq;
   if (bounded)
-    bq.emplace(c.setup, api::order_search(c.setup), std::vector<std::optional<LayoutResult>>{},
-               api::BoundedQueue::Done{});
+    bq.emplace(c.setup, api::order_search(c.setup), known,
+               journal ? api::BoundedQueue::Done([&](std::size_t i, const LayoutResult& r,
+                                                     const api::SearchProgress&) {
+                 journal->append(i, r);
+               })
+                       : api::BoundedQueue::Done{});
   std::mutex queue;
   std::size_t next = 0;  // guarded by queue (without the bound)
   auto take = [&]() -> std::optional<std::size_t> {
     if (bq) return bq->take();
     const std::lock_guard<std::mutex> lock(queue);
+    while (next < n && next < known.size() && known[next]) results[next] = *known[next], ++next;
     if (next >= n) return std::nullopt;
     return next++;
   };
   auto put = [&](std::size_t i, const LayoutResult& r) {
-    if (bq) bq->put(i, r);
+    if (bq) {
+      bq->put(i, r);
+    } else if (journal) {
+      const std::lock_guard<std::mutex> lock(queue);
+      journal->append(i, r);
+    }
   };
   std::atomic<std::size_t> received{0};
   std::size_t assigned = 0;  // to workers, by the main thread
