@@ -239,8 +239,9 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
     throw ConfigError(config.file, 0, c.out ? "--out" : "--format",
                       "the best layout (" + to_string(ranked.front().layout) +
                           ") has another ep or etp than the config's, which cannot be written "
-                          "yet: search with --ep " + std::to_string(config.training.ep) +
-                          " --etp " + std::to_string(config.training.etp) + " to write one");
+                          "yet: search with --ep " +
+                          std::to_string(config.training.ep) + " --etp " +
+                          std::to_string(config.training.etp) + " to write one");
   if (c.out) {
     if (!best_fits) throw ConfigError(config.file, 0, "--out", "no layout fits: nothing to write");
     const LayoutResult& best = ranked.front();

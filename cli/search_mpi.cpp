@@ -222,10 +222,10 @@ int run_search_mpi(const std::vector<std::string>& args) {
   std::optional<api::BoundedQueue> bq;
   if (bounded)
     bq.emplace(c.setup, api::order_search(c.setup), known,
-               journal ? api::BoundedQueue::Done([&](std::size_t i, const LayoutResult& r,
-                                                     const api::SearchProgress&) {
-                 journal->append(i, r);
-               })
+               journal ? api::BoundedQueue::Done(
+                             [&](std::size_t i, const LayoutResult& r, const api::SearchProgress&) {
+                               journal->append(i, r);
+                             })
                        : api::BoundedQueue::Done{});
   std::mutex queue;
   std::size_t next = 0;  // guarded by queue (without the bound)

@@ -177,7 +177,8 @@ LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape,
       // Pairs of moments for a few of them (V and interleaved ranks); single ones beyond.
       const bool pairs = mo.size() <= 64;
       for (std::size_t a = 0; a < mo.size(); ++a)
-        for (std::size_t b = a; b < (pairs ? mo.size() : a + 1); ++b) {  // moment a, and a and b half each
+        for (std::size_t b = a; b < (pairs ? mo.size() : a + 1);
+             ++b) {  // moment a, and a and b half each
           std::vector<double> mix(mo[a].full.size());
           for (std::size_t j = 0; j < mix.size(); ++j)
             mix[j] = (mo[a].full[j] + mo[b].full[j]) / 2.0;
@@ -185,16 +186,15 @@ LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape,
         }
     }
   }
-  const std::vector<SavePiece> pieces = memory_limit > 0 ? save_pieces(layers)
-                                                         : std::vector<SavePiece>{};
+  const std::vector<SavePiece> pieces =
+      memory_limit > 0 ? save_pieces(layers) : std::vector<SavePiece>{};
   std::vector<double> pre_work(L + 1, 0), pre_static(L + 1, 0), pre_act(L + 1, 0);
   for (int l = 0; l < L; ++l) {
     const LayerRow& row = layers[l];
-    pre_work[l + 1] = pre_work[l] + static_cast<double>(row.forward + row.backward_input +
-                                                        row.backward_weight);
+    pre_work[l + 1] =
+        pre_work[l] + static_cast<double>(row.forward + row.backward_input + row.backward_weight);
     pre_static[l + 1] = pre_static[l] + static_cast<double>(row.static_bytes);
-    pre_act[l + 1] =
-        pre_act[l] + static_cast<double>(row.modes[Recompute::none]->activation_bytes);
+    pre_act[l + 1] = pre_act[l] + static_cast<double>(row.modes[Recompute::none]->activation_bytes);
   }
   // The recompute rank r needs (ns per micro-batch) when it holds layers [i, j).
   const auto rank_recompute = [&](int r, int i, int j) {
@@ -240,8 +240,8 @@ LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape,
     for (int r = 0; r < p; ++r)
       for (int l = 0; l < L; ++l) {
         const double w = pre_work[l + 1] - pre_work[l];
-        const double bytes = pre_static[l + 1] - pre_static[l] +
-                             in_flight[r] * (pre_act[l + 1] - pre_act[l]);
+        const double bytes =
+            pre_static[l + 1] - pre_static[l] + in_flight[r] * (pre_act[l + 1] - pre_act[l]);
         if (w > 0) sigma[r] = std::min(sigma[r], bytes / w);
       }
     const auto most_work = [&](int r, double T) {  // the largest w_r that ends by T

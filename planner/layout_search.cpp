@@ -104,9 +104,9 @@ Config layout_config(const Config& base, const Layout& l) {
   // Per-stage and per-layer recompute keys belong to another layout's stages.
   t.recompute.stages.clear();
   t.recompute.layers.clear();
-  for (const char* key : {"training.tp", "training.pp", "training.dp", "training.vpp",
-                          "training.micro_batch_size", "training.schedule", "training.ep",
-                          "training.etp"})
+  for (const char* key :
+       {"training.tp", "training.pp", "training.dp", "training.vpp", "training.micro_batch_size",
+        "training.schedule", "training.ep", "training.etp"})
     c.lines[key] = 0;
   resolve_batch(c);
   check_config(c);

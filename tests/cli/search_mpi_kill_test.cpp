@@ -25,12 +25,14 @@ TEST(SearchMpiKill, AKilledWorkerEndsTheJobWithAClearMessage) {
   const std::string script =
       "( timeout 120 mpirun -np 3 --oversubscribe --allow-run-as-root " +
       std::string(BMPIPE_BINARY) + " search " + bmpipe::test::examples() +
-      "h100_mixtral_8x7b_ep8.yaml --quiet --tp 1,2 --micro-batch-size 1 --csv '" + tag +
-      "' >'" + dir.file("out") + "' 2>'" + dir.file("err") + "'; echo $? >'" + dir.file("rc") +
+      "h100_mixtral_8x7b_ep8.yaml --quiet --tp 1,2 --micro-batch-size 1 --csv '" + tag + "' >'" +
+      dir.file("out") + "' 2>'" + dir.file("err") + "'; echo $? >'" + dir.file("rc") +
       "' ) &\n"
       "found=\n"
       "for i in $(seq 1 600); do\n"
-      "  for p in $(pgrep -f -- '" + tag + "'); do\n"
+      "  for p in $(pgrep -f -- '" +
+      tag +
+      "'); do\n"
       "    if tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=2;"
       " then sleep 1.5; kill -9 $p && found=1; fi\n"
       "  done\n"
@@ -40,8 +42,7 @@ TEST(SearchMpiKill, AKilledWorkerEndsTheJobWithAClearMessage) {
       "wait\n"
       "[ -n \"$found\" ]\n";
   bmpipe::test::write_file(dir.file("kill.sh"), script);
-  ASSERT_EQ(std::system(("bash '" + dir.file("kill.sh") + "'").c_str()), 0)
-      << "no worker to kill";
+  ASSERT_EQ(std::system(("bash '" + dir.file("kill.sh") + "'").c_str()), 0) << "no worker to kill";
   const int rc = std::atoi(bmpipe::test::slurp(dir.file("rc")).c_str());
   const std::string err = bmpipe::test::slurp(dir.file("err"));
   EXPECT_NE(rc, 0);
