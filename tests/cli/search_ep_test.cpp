@@ -4,6 +4,7 @@
 // On configs/examples/h100_mixtral_8x7b_ep8.yaml (8 experts, 64 GPUs).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -80,6 +81,20 @@ TEST(SearchEp, DenseModelsRefuseEpAboveOne) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--ep"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("no experts"), std::string::npos) << r.err;
+}
+
+TEST(SearchEp, OutRefusesABestLayoutWithAnotherEpThanTheFile) {
+  // The file says ep 8; searching ep 4 only, the best layout has ep 4, which --out cannot
+  // write yet (experiment/write_config.hpp has no ep): exit 2 naming --out, no file.
+  bmpipe::test::ScratchDir dir;
+  const auto r = run_cli("search " + kMixtral +
+                         " --planner off --tp 2 --pp 4 --micro-batch-size 1 --schedules 1f1b"
+                         " --ep 4 --quiet --out '" +
+                         dir.file("best.yaml") + "'");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--out"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--ep 8"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("best.yaml")));
 }
 
 TEST(SearchEp, DenseOutputsCarryNoEpKeys) {
