@@ -272,7 +272,13 @@ nlohmann::json layout_json(const LayoutResult& r) {
 
 nlohmann::json search_document(const SearchReport& report) {
   nlohmann::json layouts = nlohmann::json::array();
-  for (const LayoutResult& r : report.layouts) layouts.push_back(layout_json(r));
+  for (const LayoutResult& r : report.layouts) {
+    layouts.push_back(layout_json(r));
+    if (report.experts) {  // issue 18: ep and etp are search dimensions of MoE models
+      layouts.back()["ep"] = r.layout.ep;
+      layouts.back()["etp"] = r.layout.etp;
+    }
+  }
   nlohmann::json filters;
   for (const auto& [f, n] : report.rejected_by) filters[f] = n;
   nlohmann::json document{{"layouts", layouts},

@@ -451,6 +451,7 @@ SearchReport rank_search(const SearchSetup& s, std::vector<LayoutResult> results
   report.wall_s = wall_s;
   report.bound = uses_bound(s.request);
   report.refine = s.request.refine;
+  report.experts = s.config.model.analytic() && s.config.model.shape->is_moe();
   for (const LayoutResult& r : results) report.evaluations += r.evaluations;
   for (const LayoutResult& r : s.rejected) results.push_back(r);
   for (const LayoutResult& r : results)
@@ -466,6 +467,8 @@ LayoutResult layout_from_json(const nlohmann::json& j) {
   LayoutResult r;
   r.layout = Layout{j.at("tp"),      j.at("pp"), j.at("dp"), j.at("vpp"), j.at("micro_batch_size"),
                     j.at("schedule")};
+  r.layout.ep = j.value("ep", 1);
+  r.layout.etp = j.value("etp", 1);
   r.microbatches = j.at("microbatches");
   r.fits = j.at("fits");
   if (!j.at("rejected").is_null()) r.rejected = j.at("rejected");
@@ -494,6 +497,8 @@ std::string encode_result(const LayoutResult& r) {
   nlohmann::json j = layout_json(r);
   j["iteration_time_ns"] = r.iteration_time;
   j["fits"] = r.fits;  // the raw flag (layout_json folds rejection into it)
+  j["ep"] = r.layout.ep;
+  j["etp"] = r.layout.etp;
   if (r.bound > 0) j["bound_ns"] = r.bound;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -180,6 +180,8 @@ struct SearchReport {
   double wall_s = 0;
   bool bound = false;  ///< searched with the bound (uses_bound)
   int refine = 0;      ///< SearchRequest::refine
+  /// A mixture-of-experts model: every layout carries ep and etp (in the JSON, the table).
+  bool experts = false;
 };
 
 /// Ranks `results` (one per s.layouts entry) together with s.rejected.

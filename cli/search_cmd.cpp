@@ -81,6 +81,11 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
       ("vpp", po::value<std::string>()->value_name("LIST"), "chunks per device for interleaved (default: 2, 3, 4 while "
                                         "pp x vpp <= layers, as plan --schedule auto)")
       ("micro-batch-size", po::value<std::string>()->value_name("LIST"), "micro-batch sizes (default 1,2,4)")
+      ("ep", po::value<std::string>()->value_name("LIST"), "expert-parallel sizes of a mixture-of-experts model "
+                                       "(default: every divisor of the routed experts; 1 for dense "
+                                       "models). Layouts whose etp x ep does not divide the stage's "
+                                       "tp x dp devices are rejected by filter 'experts'")
+      ("etp", po::value<std::string>()->value_name("LIST"), "expert tensor-parallel sizes (default 1)")
       ("schedules", po::value<std::string>()->value_name("LIST"), ("schedules (default 1f1b,interleaved; " +
                                                schedule_names() + ")").c_str())
       ("planner", po::value<std::string>()->value_name("EFFORT")->default_value("quick"),
@@ -119,7 +124,7 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
        "FILE, config and options reads them back instead of planning them again, with the "
        "same output. A journal of other inputs is refused (exit 2); a torn last line is "
        "dropped. --threads, --max-evals, --time-limit-s and the printing options may "
-       "differ between runs")
+       "differ between runs. Under mpirun rank 0 alone reads and writes it")
       ("quiet", po::bool_switch(), "no progress line on stderr")
       ("progress-interval-s", po::value<double>()->value_name("S")->default_value(5.0, "5"),
        "when stderr is not a terminal: seconds between progress lines (phase, layouts done, "
@@ -153,6 +158,8 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   request.space.pp = int_list(vm, "pp");
   request.space.vpp = int_list(vm, "vpp");
   request.space.micro_batch_size = int_list(vm, "micro-batch-size");
+  request.space.ep = int_list(vm, "ep");
+  request.space.etp = int_list(vm, "etp");
   request.space.schedules = name_list(vm, "schedules");
   if (vm.count("csv")) c.csv = vm["csv"].as<std::string>();
   if (vm.count("out")) c.out = vm["out"].as<std::string>();
@@ -224,6 +231,17 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
                     best.microbatches,    best.plan.partition, best.plan.recompute,
                     best.layout.tp,       best.layout.dp,      best.layout.micro_batch_size};
   }
+  // ConfigEdits (experiment/write_config.hpp) cannot set ep or etp yet: refuse to write a
+  // layout whose experts the file would place otherwise.
+  if (best_fits && (c.out || c.format) &&
+      (ranked.front().layout.ep != config.training.ep ||
+       ranked.front().layout.etp != config.training.etp))
+    throw ConfigError(config.file, 0, c.out ? "--out" : "--format",
+                      "the best layout (" + to_string(ranked.front().layout) +
+                          ") has another ep or etp than the config's, which cannot be written "
+                          "yet: search with --ep " +
+                          std::to_string(config.training.ep) + " --etp " +
+                          std::to_string(config.training.etp) + " to write one");
   if (c.out) {
     if (!best_fits) throw ConfigError(config.file, 0, "--out", "no layout fits: nothing to write");
     const LayoutResult& best = ranked.front();
@@ -258,10 +276,10 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
   }
   std::cout << "bmpipe search " << config.file << "\n";
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%4s %4s %4s %4s %4s %4s %-12s %14s %11s %6s %9s %8s %24s\n", "#",
+  std::snprintf(buf, sizeof buf, "%4s %4s %4s %4s %4s %4s %-12s %14s %11s %6s %9s %8s %24s", "#",
                 "tp", "pp", "dp", "vpp", "mbs", "schedule", "iteration ms", "tokens/s", "MFU %",
                 "TFLOP/s", "bubble %", "max peak / capacity");
-  std::cout << buf;
+  std::cout << buf << (report.experts ? "   ep  etp" : "") << "\n";
   int shown = 0, fitting = 0;
   for (const LayoutResult& r : ranked) {
     if (!r.rejected.empty() || !r.fits) continue;
@@ -269,12 +287,17 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
     if (shown >= c.top) continue;
     ++shown;
     std::snprintf(buf, sizeof buf,
-                  "%4d %4d %4d %4d %4d %4d %-12s %14s %11.0f %6.1f %9.1f %8.2f %24s\n", shown,
+                  "%4d %4d %4d %4d %4d %4d %-12s %14s %11.0f %6.1f %9.1f %8.2f %24s", shown,
                   r.layout.tp, r.layout.pp, r.layout.dp, r.layout.vpp, r.layout.micro_batch_size,
                   r.layout.schedule.c_str(), ms(r.iteration_time).c_str(), r.tokens_per_s,
                   100 * r.mfu, r.tflops_per_device, 100 * r.bubble_ratio,
                   (format_gib(r.max_peak_bytes) + " / " + format_gib(r.capacity_bytes)).c_str());
     std::cout << buf;
+    if (report.experts) {
+      std::snprintf(buf, sizeof buf, " %4d %4d", r.layout.ep, r.layout.etp);
+      std::cout << buf;
+    }
+    std::cout << "\n";
   }
   std::cout << "\n" << fitting << " of " << ranked.size() << " layouts fit";
   if (fitting > shown) std::cout << " (" << shown << " shown; --top N for more, --json for all)";

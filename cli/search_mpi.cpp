@@ -9,6 +9,8 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 #include <algorithm>
@@ -25,10 +27,26 @@
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
 #include "cli/search.hpp"
+#include "cli/search_journal.hpp"
 
 namespace bmpipe::cli {
 
 namespace {
+
+/// Rank 0's last word when mpirun stops the job. Open MPI (4.1, Debian 12) ends the whole
+/// job when any process dies (a worker killed with SIGKILL: "mpirun noticed that process
+/// rank N ... exited on signal 9"), sending the others SIGTERM: checked by hand and in
+/// tests/cli/search_mpi_kill_test.cpp. Nothing hangs; rank 0 says what happened to the
+/// search (write(2) only: async-signal-safe) and exits 143.
+extern "C" void stopped_by_mpirun(int) {
+  static const char kText[] =
+      "\nbmpipe search: stopped by mpirun: a process of the job ended (mpirun names it "
+      "above or below). Rerun the same command: with --journal FILE it takes the layouts "
+      "already finished from FILE (written by rank 0 as they arrive) and plans the rest.\n";
+  const ssize_t written = write(STDERR_FILENO, kText, sizeof kText - 1);
+  (void)written;
+  _exit(143);
+}
 
 enum Tag : int { kRequest = 1, kAssign = 2, kResults = 3, kFailure = 4 };
 
@@ -96,9 +114,12 @@ int run_search_mpi(const std::vector<std::string>& args) {
   if (rank != 0) {
     std::freopen("/dev/null", "w", stdout);
     std::freopen("/dev/null", "w", stderr);
+  } else {
+    std::signal(SIGTERM, stopped_by_mpirun);
   }
   const auto start = std::chrono::steady_clock::now();
   SearchCommand c;
+  std::optional<SearchJournal> journal;  // rank 0 with --journal
   // Processes on one node share its cores: by default each takes its share.
   int local = 1;
   if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local = std::max(1, std::atoi(v));
@@ -110,12 +131,13 @@ int run_search_mpi(const std::vector<std::string>& args) {
     if (stop) code = *stop == 0 ? -1 : *stop;  // -1: --help, a success that stops here
     // The MPI driver evaluates every layout and applies --max-evals afterwards (the same
     // answer, none of the saving); it has no clock to stop at.
-    if (code == 0 && c.journal)
-      throw UsageError("--journal", "is not written under mpirun yet; run without mpirun");
     if (code == 0 && c.setup.request.time_limit_s)
       throw UsageError("--time-limit-s", "is not applied under mpirun yet; use --max-evals");
     int& threads = c.setup.request.threads;
     if (threads == 0) threads = std::max(1, tbb::this_task_arena::max_concurrency() / local);
+    // The journal is rank 0's alone: it reads it back and appends every result it gathers.
+    if (code == 0 && rank == 0 && c.journal)
+      journal.emplace(*c.journal, c.inputs_hash, c.setup.layouts.size());
   } catch (const UsageError& e) {
     error = e.what(), code = 2;
   } catch (const api::RequestError& e) {
@@ -192,20 +214,35 @@ int run_search_mpi(const std::vector<std::string>& args) {
   // decides every skip from the layouts before it in bound order, so the answer is the one
   // process's whatever the processes and their speeds.
   const bool bounded = api::uses_bound(c.setup.request);
+  // --journal: the layouts a killed run finished are taken as they are, and every new
+  // result is appended (serialised: the BoundedQueue calls `done` under its lock; without
+  // the bound, `put` appends under `queue`), as the single-process search does.
+  const std::vector<std::optional<LayoutResult>> known =
+      journal ? journal->known() : std::vector<std::optional<LayoutResult>>{};
   std::optional<api::BoundedQueue> bq;
   if (bounded)
-    bq.emplace(c.setup, api::order_search(c.setup), std::vector<std::optional<LayoutResult>>{},
-               api::BoundedQueue::Done{});
+    bq.emplace(c.setup, api::order_search(c.setup), known,
+               journal ? api::BoundedQueue::Done(
+                             [&](std::size_t i, const LayoutResult& r, const api::SearchProgress&) {
+                               journal->append(i, r);
+                             })
+                       : api::BoundedQueue::Done{});
   std::mutex queue;
   std::size_t next = 0;  // guarded by queue (without the bound)
   auto take = [&]() -> std::optional<std::size_t> {
     if (bq) return bq->take();
     const std::lock_guard<std::mutex> lock(queue);
+    while (next < n && next < known.size() && known[next]) results[next] = *known[next], ++next;
     if (next >= n) return std::nullopt;
     return next++;
   };
   auto put = [&](std::size_t i, const LayoutResult& r) {
-    if (bq) bq->put(i, r);
+    if (bq) {
+      bq->put(i, r);
+    } else if (journal) {
+      const std::lock_guard<std::mutex> lock(queue);
+      journal->append(i, r);
+    }
   };
   std::atomic<std::size_t> received{0};
   std::size_t assigned = 0;  // to workers, by the main thread

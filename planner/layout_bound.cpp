@@ -4,9 +4,82 @@
 #include <cmath>
 #include <limits>
 
+#include "planner/memory_model.hpp"
 #include "schedules/registry.hpp"
 
 namespace bmpipe {
+
+namespace {
+
+/// One piece of a layer's recompute frontier (term 5): `bytes` of activation saved per
+/// micro-batch at `slope` ns of recompute per byte.
+struct SavePiece {
+  double slope = 0;
+  double bytes = 0;
+  int layer = 0;
+};
+
+/// The lower convex hull of (0, 0) and each mode's (bytes saved, recompute ns) of every
+/// layer, as pieces sorted by slope (ties by layer: deterministic).
+std::vector<SavePiece> save_pieces(const std::vector<LayerRow>& layers) {
+  std::vector<SavePiece> out;
+  for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
+    const LayerRow& row = layers[l];
+    const double a0 = static_cast<double>(row.modes[Recompute::none]->activation_bytes);
+    std::vector<std::pair<double, double>> pts;  // (saved, recompute)
+    for (Recompute r : kRecomputingModes)
+      if (row.has(r)) {
+        const double saved = a0 - static_cast<double>(row.modes[r]->activation_bytes);
+        if (saved > 0) pts.emplace_back(saved, static_cast<double>(row.modes[r]->recompute));
+      }
+    std::sort(pts.begin(), pts.end());
+    double x = 0, y = 0;  // walk the hull from the origin: the least slope each time
+    while (true) {
+      double best = std::numeric_limits<double>::infinity();
+      std::size_t at = pts.size();
+      for (std::size_t k = 0; k < pts.size(); ++k)
+        if (pts[k].first > x) {
+          const double slope = std::max(0.0, pts[k].second - y) / (pts[k].first - x);
+          if (slope <= best) best = slope, at = k;  // <=: the farther of equal slopes
+        }
+      if (at == pts.size()) break;
+      out.push_back(SavePiece{best, pts[at].first - x, l});
+      y = std::max(y, pts[at].second);
+      x = pts[at].first;
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const SavePiece& a, const SavePiece& b) { return a.slope < b.slope; });
+  return out;
+}
+
+/// The least recompute (ns per micro-batch) of layers [i, j) that saves `need` bytes per
+/// micro-batch in the fractional relaxation; infinity when even all of it saves less.
+double least_recompute(const std::vector<SavePiece>& pieces, int i, int j, double need) {
+  if (need <= 0) return 0;
+  double rec = 0;
+  for (const SavePiece& piece : pieces) {
+    if (piece.layer < i || piece.layer >= j) continue;
+    const double take = std::min(need, piece.bytes);
+    rec += take * piece.slope;
+    need -= take;
+    if (need <= 0) return rec;
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
+/// The least integer T in (lo, hi] with feasible(T), feasible(hi) true and monotone.
+template <class F>
+double least_feasible(double lo, double hi, F&& feasible) {
+  lo = std::floor(lo), hi = std::ceil(hi);
+  while (hi - lo > 1) {
+    const double mid = std::floor((lo + hi) / 2);
+    (feasible(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+}  // namespace
 
 Schedule bound_shape(const Experiment& e) {
   const Config& c = e.config;
@@ -20,7 +93,8 @@ Schedule bound_shape(const Experiment& e) {
   }
 }
 
-LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape) {
+LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape,
+                               std::int64_t memory_limit) {
   LayoutBound out;
   const std::vector<LayerRow>& layers = e.layers.layers;
   if (layers.empty() || shape.num_ranks < 1) return out;
@@ -79,15 +153,123 @@ LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape) {
   bool one_per_rank = S == p;
   for (int s = 0; s < S && one_per_rank; ++s) one_per_rank = shape.stage_rank[s] == s;
   const double mu = phi * static_cast<double>(m);
-  if (one_per_rank && mu > 0) {
-    double gamma = 1.0;
-    for (const LayerRow& row : layers) {
-      const double f = static_cast<double>(row.forward);
-      const double b = static_cast<double>(row.backward_input + row.backward_weight);
-      if (f + b > 0) gamma = std::min(gamma, (phi * f + (only_f_b ? b : 0.0)) / (f + b));
+  double gamma = 1.0;
+  for (const LayerRow& row : layers) {
+    const double f = static_cast<double>(row.forward);
+    const double b = static_cast<double>(row.backward_input + row.backward_weight);
+    if (f + b > 0) gamma = std::min(gamma, (phi * f + (only_f_b ? b : 0.0)) / (f + b));
+  }
+  if (one_per_rank && mu > 0 && gamma > 0 && gamma <= mu)
+    mean = std::max(mean, gamma * work / (1.0 - std::pow(1.0 - gamma / mu, p)));
+
+  // Term 5: memory, and (one stage per rank) the partition in whole layers.
+  const int L = static_cast<int>(layers.size());
+  const double cap = memory_limit > 0 ? static_cast<double>(memory_limit - e.reserved_bytes)
+                                      : std::numeric_limits<double>::infinity();
+  std::vector<double> in_flight(p, 0.0);  // n_r
+  if (memory_limit > 0) {
+    const std::vector<RankMemory> prof = memory_profile(shape);
+    for (int r = 0; r < p; ++r) {
+      const std::vector<MemoryMoment>& mo = prof[r].moments;
+      const auto least = [](const std::vector<double>& v) {
+        return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end());
+      };
+      // Pairs of moments for a few of them (V and interleaved ranks); single ones beyond.
+      const bool pairs = mo.size() <= 64;
+      for (std::size_t a = 0; a < mo.size(); ++a)
+        for (std::size_t b = a; b < (pairs ? mo.size() : a + 1);
+             ++b) {  // moment a, and a and b half each
+          std::vector<double> mix(mo[a].full.size());
+          for (std::size_t j = 0; j < mix.size(); ++j)
+            mix[j] = (mo[a].full[j] + mo[b].full[j]) / 2.0;
+          in_flight[r] = std::max(in_flight[r], least(mix));
+        }
     }
-    if (gamma > 0 && gamma <= mu)
-      mean = std::max(mean, gamma * work / (1.0 - std::pow(1.0 - gamma / mu, p)));
+  }
+  const std::vector<SavePiece> pieces =
+      memory_limit > 0 ? save_pieces(layers) : std::vector<SavePiece>{};
+  std::vector<double> pre_work(L + 1, 0), pre_static(L + 1, 0), pre_act(L + 1, 0);
+  for (int l = 0; l < L; ++l) {
+    const LayerRow& row = layers[l];
+    pre_work[l + 1] =
+        pre_work[l] + static_cast<double>(row.forward + row.backward_input + row.backward_weight);
+    pre_static[l + 1] = pre_static[l] + static_cast<double>(row.static_bytes);
+    pre_act[l + 1] = pre_act[l] + static_cast<double>(row.modes[Recompute::none]->activation_bytes);
+  }
+  // The recompute rank r needs (ns per micro-batch) when it holds layers [i, j).
+  const auto rank_recompute = [&](int r, int i, int j) {
+    if (memory_limit <= 0 || in_flight[r] <= 0) return 0.0;
+    const double held = pre_static[j] - pre_static[i] + in_flight[r] * (pre_act[j] - pre_act[i]);
+    return least_recompute(pieces, i, j, (held - cap) / in_flight[r]);
+  };
+  if (one_per_rank && mu > 0 && gamma <= mu) {
+    // 5a: ranks take layers greedily, each the most that ends by T (rank_cost below grows
+    // with j and, for a fixed j, falls as i grows, so taking more never hurts a later rank).
+    const auto rank_cost = [&](int r, int i, int j) {
+      return gamma * pre_work[i] + mu * (pre_work[j] - pre_work[i]) +
+             phi * static_cast<double>(m) * rank_recompute(r, i, j);
+    };
+    const auto feasible = [&](double T) {
+      const double limit = T * (1 + 1e-12) + 1e-6;  // rounding may only lower the bound
+      int i = 0;
+      for (int r = 0; r < p; ++r) {
+        const int most = L - (p - 1 - r);
+        if (i >= most || rank_cost(r, i, i + 1) > limit) return false;
+        int lo = i + 1, hi = most;  // the largest j in [lo, hi] with cost <= limit
+        while (lo < hi) {
+          const int mid = (lo + hi + 1) / 2;
+          if (rank_cost(r, i, mid) <= limit)
+            lo = mid;
+          else
+            hi = mid - 1;
+        }
+        i = lo;
+      }
+      return i == L;
+    };
+    // Every T works when the memory does (about 31 years in ns: beyond any layout).
+    const double hi = 1e18;
+    if (feasible(hi)) mean = std::max(mean, least_feasible(0, hi, feasible));
+  }
+  if (memory_limit > 0 && mu > 0) {
+    // 5b: any placement. Rank r's layers X_r hold at least sigma_r (bytes per ns of work)
+    // x their work w_r, and recompute saves bytes at rho ns per byte at best.
+    double rho = std::numeric_limits<double>::infinity();
+    for (const SavePiece& piece : pieces) rho = std::min(rho, piece.slope);
+    std::vector<double> sigma(p, std::numeric_limits<double>::infinity());
+    for (int r = 0; r < p; ++r)
+      for (int l = 0; l < L; ++l) {
+        const double w = pre_work[l + 1] - pre_work[l];
+        const double bytes =
+            pre_static[l + 1] - pre_static[l] + in_flight[r] * (pre_act[l + 1] - pre_act[l]);
+        if (w > 0) sigma[r] = std::min(sigma[r], bytes / w);
+      }
+    const auto most_work = [&](int r, double T) {  // the largest w_r that ends by T
+      const double y = T - lowest[r] * d;
+      if (y < 0) return -1.0;
+      double w = y / mu;
+      if (std::isfinite(rho) && in_flight[r] > 0 && sigma[r] * w > cap) {
+        const double kappa = phi * static_cast<double>(m) * rho / in_flight[r];
+        w = std::max(cap / sigma[r], (y + kappa * cap) / (mu + kappa * sigma[r]));
+      }
+      return w;
+    };
+    const auto feasible = [&](double T) {
+      double sum = 0;
+      for (int r = 0; r < p; ++r) {
+        const double w = most_work(r, T);
+        if (w < chunks[r] * static_cast<double>(s_min)) return false;
+        sum += w;
+      }
+      return sum >= pre_work[L] * (1 - 1e-12);
+    };
+    double hi = mu * pre_work[L] + d * S;
+    if (std::isfinite(rho))
+      for (int r = 0; r < p; ++r)
+        hi += phi * static_cast<double>(m) * rho *
+              std::max(0.0, pre_static[L] + in_flight[r] * pre_act[L]) /
+              std::max(1e-9, in_flight[r]);
+    if (feasible(hi)) mean = std::max(mean, least_feasible(0, hi, feasible));
   }
   // llround in the engine's FB durations may shave up to 0.5 ns per op: 1 ns per op slack.
   const double slack = maybe_fb ? 2.0 * static_cast<double>(m) * S : 0.0;

@@ -67,7 +67,41 @@
 ///     P_min = c_min x min_l params_l, after its last pipeline op; terms 2 and 3 end at
 ///     some rank's last pipeline op, so g adds to both. Models with routed experts (a
 ///     different formula) and measured layers (no tail) take g = 0.
-/// Bound = max(term 2, term 3) + g, rounded down.
+///  5. Memory, and whole layers (with a memory limit M; none: the recompute terms are 0).
+///     Only plans that fit are claimed: every device's peak <= M. Facts (planner/
+///     memory_model.hpp, experiment.cpp's assemble): rank r's peak is reserved + the static
+///     bytes of its layers (+ the tied head copy, dropped here: >= 0) + its activation
+///     peak, which is at least sum_j full_t[j] A_j at every allocation moment t of its op
+///     order (retained bytes >= 0), A_j = sum of its layers' activation bytes in their
+///     modes. For any weights lambda_t >= 0 summing to 1, the max over t is at least the
+///     lambda-mix, hence at least n_r sum_j A_j with n_r = min_j sum_t lambda_t full_t[j];
+///     n_r is taken as the best over single moments and equal pairs (one stage per rank:
+///     n_r = the most micro-batches it holds). With a_l^0 the bytes of layer l in mode
+///     none and s_l = a_l^0 - a_l the bytes its mode saves, a rank holding layers X fits
+///     only if sum_X s_l >= N(X) := (sum_X static_l + n_r sum_X a_l^0 - (M - reserved)) /
+///     n_r. Its modes add rec(X) = sum_X rec_l to every backward (fact a), at least
+///     R(X, N), the least of sum_X rec_l over the fractional relaxation: each layer on the
+///     lower convex hull of (0, 0) and its modes' (saved, recompute) points (a mode choice
+///     is a point of the hull's epigraph), its pieces taken cheapest first (a fractional
+///     knapsack: optimal for the relaxation); infinity when even all of X saves less. So
+///     W_r >= phi m (sum_X (f_l + b_l) + R(X_r, N(X_r))).
+///     5a. One stage per rank: rank r holds a range [i, j) and, as in 2', its ops lie in
+///     [gamma P(i), T - ...]: T >= gamma P(i) + mu (P(j) - P(i)) + phi m R([i, j), N) with P
+///     the prefix sums of f + b. This cost grows with j (one more layer l adds N >= its own
+///     a_l^0 >= what it can save, so R cannot fall) and, for a fixed j, does not grow with
+///     i (mu >= gamma; fewer layers). So whether some partition meets T is decided by
+///     giving each rank, in order, the most layers that end by T (leaving one per later
+///     rank): an exchange argument (a later start is never worse for the next rank). The
+///     least such integer T, by bisection, is a bound; without a memory limit it is term
+///     2' in whole layers. When no partition fits at any T (no plan fits) nothing is
+///     claimed.
+///     5b. Any placement: with sigma_r = min_l (static_l + n_r a_l^0) / (f_l + b_l) and rho
+///     the least slope of every hull piece, rank r's layers of work w hold >= sigma_r w
+///     bytes, so W_r >= mu w + phi m rho max(0, sigma_r w - (M - reserved)) / n_r =: g_r(w),
+///     increasing, and T >= k_r d + g_r(w_r) (term 2's start) with sum_r w_r = sum_l
+///     (f_l + b_l) and w_r >= c_r s_min. The least integer T for which the largest w_r
+///     each rank allows sum to the total is a bound (term 2's mean, with memory).
+/// Bound = max(term 2, term 3, term 5) + g, rounded down.
 
 #include "experiment/experiment.hpp"
 #include "schedules/op.hpp"
@@ -76,16 +110,19 @@ namespace bmpipe {
 
 /// What the bound is made of, for tests and reports (ns).
 struct LayoutBound {
-  Time work_fill = 0;  ///< term 2
+  Time work_fill = 0;  ///< terms 2 and 5
   Time chain = 0;      ///< term 3
   Time tail = 0;       ///< term 4
   Time total() const { return std::max(work_fill, chain) + tail; }
 };
 
 /// The bound of every plan of `e` (its config's schedule, pp, vpp, micro-batches) run under
-/// a schedule of `shape`'s placement and op kinds (any m: only its stage_rank and which op
-/// kinds it uses are read).
-LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape);
+/// a schedule of `shape`'s placement and op kinds (without a memory limit any m: only its
+/// stage_rank and which op kinds it uses are read; with one, its op order at the config's
+/// m, for the micro-batches in flight). `memory_limit` > 0 (bytes per device): the bound
+/// of every plan whose peak stays within it (term 5); 0: of every plan.
+LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape,
+                               std::int64_t memory_limit = 0);
 
 /// The schedule of `e`'s config as the bound reads it: its generator at the config's pp,
 /// vpp and m without costs or candidate ranking (cheap; the ops' kinds and placement are

@@ -71,7 +71,7 @@ LayoutScreen screen_layout(const Config& base, const Layout& l, const PlannerOpt
       options.memory_limit_bytes > 0 ? options.memory_limit_bytes : e->capacity_bytes;
   if ((out.refused = static_memory_refusal(*e, l, limit))) return out;
   try {
-    out.bound = layout_lower_bound(*e, bound_shape(*e)).total();
+    out.bound = layout_lower_bound(*e, bound_shape(*e), limit).total();
   } catch (const ConfigError&) {
     out.bound = 0;  // evaluate_layout reports the schedule's refusal as it always has
   }
@@ -79,9 +79,12 @@ LayoutScreen screen_layout(const Config& base, const Layout& l, const PlannerOpt
 }
 
 std::string to_string(const Layout& l) {
-  return "tp " + std::to_string(l.tp) + " pp " + std::to_string(l.pp) + " dp " +
-         std::to_string(l.dp) + " vpp " + std::to_string(l.vpp) + " mbs " +
-         std::to_string(l.micro_batch_size) + " " + l.schedule;
+  std::string out = "tp " + std::to_string(l.tp) + " pp " + std::to_string(l.pp) + " dp " +
+                    std::to_string(l.dp) + " vpp " + std::to_string(l.vpp) + " mbs " +
+                    std::to_string(l.micro_batch_size) + " " + l.schedule;
+  if (l.ep != 1 || l.etp != 1)
+    out += " ep " + std::to_string(l.ep) + " etp " + std::to_string(l.etp);
+  return out;
 }
 
 Config layout_config(const Config& base, const Layout& l) {
@@ -93,14 +96,17 @@ Config layout_config(const Config& base, const Layout& l) {
   t.dp = l.dp;
   t.vpp = l.vpp;
   t.micro_batch_size = l.micro_batch_size;
+  t.ep = l.ep;
+  t.etp = l.etp;
   t.global_batch_size = static_cast<int>(global_batch(base));
   t.microbatches_given = false;
   t.partition.clear();  // the planner (or a uniform split) decides
   // Per-stage and per-layer recompute keys belong to another layout's stages.
   t.recompute.stages.clear();
   t.recompute.layers.clear();
-  for (const char* key : {"training.tp", "training.pp", "training.dp", "training.vpp",
-                          "training.micro_batch_size", "training.schedule"})
+  for (const char* key :
+       {"training.tp", "training.pp", "training.dp", "training.vpp", "training.micro_batch_size",
+        "training.schedule", "training.ep", "training.etp"})
     c.lines[key] = 0;
   resolve_batch(c);
   check_config(c);
@@ -120,7 +126,9 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
            {"--tp", space.tp},
            {"--pp", space.pp},
            {"--vpp", space.vpp},
-           {"--micro-batch-size", space.micro_batch_size}})
+           {"--micro-batch-size", space.micro_batch_size},
+           {"--ep", space.ep},
+           {"--etp", space.etp}})
     for (int v : list)
       if (v < 1) fail(name, "values must be at least 1 (got " + std::to_string(v) + ")");
 
@@ -172,6 +180,23 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
   if (schedules.empty()) schedules = search_default_schedules();
   for (const std::string& s : schedules)
     if (!find_schedule(s)) fail("--schedules", unknown_schedule_message(s));
+
+  // ep and etp: mixture-of-experts models only.
+  const bool moe = analytic && c.model.shape->is_moe();
+  std::vector<int> eps = space.ep, etps = space.etp;
+  if (!moe) {
+    for (const auto& [name, list] :
+         std::vector<std::pair<const char*, std::vector<int>>>{{"--ep", eps}, {"--etp", etps}})
+      for (int v : list)
+        if (v != 1)
+          fail(name, std::to_string(v) + ", but " +
+                         (analytic ? c.model.shape->name : std::string("a measured model")) +
+                         " has no experts (a dense model): only 1");
+    eps = {1}, etps = {1};
+  } else {
+    if (eps.empty()) eps = divisors(c.model.shape->moe.num_experts);
+    if (etps.empty()) etps = {1};
+  }
 
   std::vector<Layout> out;
   bool any_batch = false;
@@ -227,7 +252,27 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
               if (rejected) rejected->push_back(refused(l, "divisibility", why));
               continue;
             }
-            out.push_back(l);
+            for (int ep : eps)
+              for (int etp : etps) {
+                Layout x = l;
+                x.ep = ep;
+                x.etp = etp;
+                if (moe) {
+                  // The config's own rules decide (check_config, via layout_config): a
+                  // layout they refuse for ep or etp cannot hold its experts.
+                  try {
+                    layout_config(c, x);
+                  } catch (const ConfigError& err) {
+                    // layout_config sets ep and etp as command-line overrides.
+                    if (err.key().rfind("training.ep", 0) == 0 ||
+                        err.key().rfind("training.etp", 0) == 0) {
+                      if (rejected) rejected->push_back(refused(x, "experts", err.message()));
+                      continue;
+                    }
+                  }
+                }
+                out.push_back(x);
+              }
           }
         }
       }

@@ -24,16 +24,19 @@ namespace bmpipe {
 /// What to try; an empty list means the default range (see enumerate_layouts).
 struct LayoutSpace {
   std::vector<int> tp, pp, vpp, micro_batch_size;
+  /// Expert parallel and expert tensor parallel sizes (mixture-of-experts models only).
+  std::vector<int> ep, etp;
   std::vector<std::string> schedules;
 };
 
 struct Layout {
   int tp = 1, pp = 1, dp = 1, vpp = 1, micro_batch_size = 1;
   std::string schedule;
+  int ep = 1, etp = 1;  ///< training.ep, training.etp (1 for dense models)
   friend bool operator==(const Layout&, const Layout&) = default;
 };
 
-/// "tp 8 pp 16 dp 8 vpp 1 mbs 1 1f1b"
+/// "tp 8 pp 16 dp 8 vpp 1 mbs 1 1f1b", and " ep 8 etp 1" after it when ep or etp is not 1
 std::string to_string(const Layout& l);
 
 enum class PlannerEffort { off, quick, full };
@@ -64,8 +67,13 @@ struct LayoutResult {
 /// devices / tp and at most the layers; dp = devices / (tp pp), with micro_batch_size x dp
 /// dividing the global batch; vpp 1 for 1f1b, zb-h1, zb-h2, {2, 3, 4} for interleaved where
 /// pp x vpp divides the layers, 2 for V schedules; micro_batch_size {1, 2, 4}; schedules
-/// 1f1b and interleaved. Throws ConfigError for impossible requests (an empty list, a tp
-/// that divides nothing, a global batch no layout divides).
+/// 1f1b and interleaved; for mixture-of-experts models ep every divisor of the routed
+/// experts and etp 1 (dense models: 1 and 1, and --ep or --etp above 1 is an error). A
+/// layout whose ep and etp break Megatron-Core's folding (ep divides the experts, etp the
+/// experts' FFN, etp x ep divides the stage's tp x dp devices: the rules of
+/// experiment/field_checks.cpp, which decide) is rejected by filter "experts". Throws
+/// ConfigError for impossible requests (an empty list, a tp that divides nothing, a global
+/// batch no layout divides).
 std::vector<Layout> enumerate_layouts(const Config& config, const LayoutSpace& space,
                                       std::vector<LayoutResult>* rejected);
 
