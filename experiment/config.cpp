@@ -505,6 +505,20 @@ void read_training(Reader& rd, const YAML::Node& root, Config& c) {
       t.optimizer.grad_bytes =
           rd.text(g, key + ".grad_dtype", detail::kGradDtypes) == "fp32" ? 4 : 2;
   }
+  if (t.fsdp) {
+    // FSDP shards the parameters (ZeRO-3), or with Megatron-FSDP's optim_grads only the
+    // gradients and optimizer state (ZeRO-2); it never leaves the gradients whole.
+    YAML::Node opt = rd.child(n, "training", "optimizer", false);
+    if (opt.IsDefined() && Reader::present(opt, "zero_stage")) {
+      if (t.optimizer.zero_stage < 2)
+        rd.fail(opt["zero_stage"], "training.optimizer.zero_stage",
+                "is " + std::to_string(t.optimizer.zero_stage) +
+                    " but training.fsdp is true: fsdp shards parameters (zero_stage 3) or at "
+                    "least gradients (2); drop zero_stage or give 2 or 3");
+    } else {
+      t.optimizer.zero_stage = 3;
+    }
+  }
   if (YAML::Node g = rd.child(n, "training", "grad_accumulation", false); g.IsDefined()) {
     const std::string mode = rd.text(g, "training.grad_accumulation", detail::kGradAccumulations);
     t.grad_accumulation = mode == "overwrite" ? GradAccumulation::overwrite

@@ -150,6 +150,9 @@ struct TrainingConfig {
   std::optional<GradAccumulation> grad_accumulation;
   // Both forms.
   RecomputeSpec recompute;
+  /// Fully sharded data parallel (Megatron-FSDP, torch FSDP2): sets optimizer.zero_stage to
+  /// 3 when the file gives none; 2 may be given, 0 and 1 are refused.
+  bool fsdp = false;
 
   /// dp as given, or devices / (pp * tp).
   int data_parallel(int devices) const { return dp ? *dp : devices / (pp * tp); }

@@ -65,9 +65,7 @@ inline constexpr Range kExperts{.min = 1, .max = 65'536};
 inline constexpr Range kMtpLayers{
     .min = 0, .max = 64, .max_note = "more predicted tokens than any model uses"};
 inline constexpr Range kZeroStage{
-    .min = 0,
-    .max = 1,
-    .max_note = "ZeRO-1 shards optimizer state over dp; higher stages are not modelled"};
+    .min = 0, .max = 3, .max_note = "ZeRO-3 shards everything there is: parameters"};
 // Shapes: generous bounds that keep the cost model's parameter counts far inside int64.
 inline constexpr Range kHidden{.min = 1, .max = 1'048'576};
 inline constexpr Range kHeads{.min = 1, .max = 65'536};
@@ -388,6 +386,11 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
      .choices = kGradAccumulations,
      .form = Form::analytic},
     {.name = "recompute", .help = "a mode, or {default, stages: {s: mode}, layers: {l: mode}}"},
+    {.name = "fsdp",
+     .slot = &TrainingConfig::fsdp,
+     .help = "fully sharded data parallel (Megatron-FSDP, FSDP2): optimizer.zero_stage 3 "
+             "unless it says 2",
+     .form = Form::analytic},
 });
 
 /// model.moe. Beside hf_config (or a preset) each key overrides the file's value; on a
@@ -454,12 +457,19 @@ inline constexpr auto kMlaFields = std::to_array<Field<MlaShape>>({
 
 inline constexpr auto kOptimizerFields = std::to_array<Field<OptimizerSettings>>({
     {.name = "type", .choices = kOptimizers},
-    {.name = "zero_stage", .slot = &OptimizerSettings::zero_stage, .range = kZeroStage},
+    {.name = "zero_stage",
+     .slot = &OptimizerSettings::zero_stage,
+     .range = kZeroStage,
+     .help = "sharded over dp: 1 optimizer state, 2 also gradients, 3 also parameters "
+             "(gathered per layer, as FSDP)"},
     {.name = "master_weights", .slot = &OptimizerSettings::master_weights},
     {.name = "grad_dtype", .help = "gradient buffers", .choices = kGradDtypes},
     {.name = "overlap_grad_reduce",
      .slot = &OptimizerSettings::overlap_grad_reduce,
      .help = "reduce each stage's gradients over dp during the backward"},
+    {.name = "overlap_param_gather",
+     .slot = &OptimizerSettings::overlap_param_gather,
+     .help = "zero_stage 1/2: the post-step all-gather runs under the next first forward"},
 });
 
 inline constexpr auto kRecomputeFields = std::to_array<Field<RecomputeSpec>>({

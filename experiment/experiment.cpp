@@ -1,5 +1,6 @@
 #include "experiment/experiment.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -24,6 +25,17 @@ std::shared_ptr<const Experiment> prepare(const Config& config) {
   e->rank_device.resize(pp);
   for (int r = 0; r < pp; ++r) e->rank_device[r] = r * per_pipeline_rank;
   e->reserved_bytes = gib_to_bytes(config.device.reserved_GiB);
+  if (e->analytic &&
+      e->analytic->settings.param_shard_dp * e->analytic->settings.param_shard_edp > 1) {
+    // ZeRO-3: the layer in use and the prefetched next one, gathered to full size.
+    const AnalyticCosts& a = *e->analytic;
+    std::int64_t largest =
+        std::max({a.decoder.param_count, a.embedding.param_count, a.head.param_count});
+    if (a.moe_decoder) largest = std::max(largest, a.moe_decoder->param_count);
+    if (a.mtp) largest = std::max(largest, a.mtp->param_count);
+    e->sharded_working_bytes = 2 * largest * a.settings.dtype_bytes;
+    e->reserved_bytes += e->sharded_working_bytes;
+  }
   e->capacity_bytes = gib_to_bytes(config.device.memory_GiB);
   return e;
 }
@@ -198,10 +210,24 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
       if (analytic) expert_params[rank] += row.expert_param_count;
     }
     if (!all_retained) cost.weight_grad_retained_bytes = retained;
+    // ZeRO-3: the op's first layer in forward (and last, first in backward) cannot hide
+    // its gather behind anything before it (LayerCost::first_forward_s).
+    if (plan.partition[s] > 0) {
+      const LayerRow& first = e.layers.layers[layer - plan.partition[s]];
+      const LayerRow& last = e.layers.layers[layer - 1];
+      cost.forward += first.first_forward;
+      cost.backward_input += last.first_backward_input;
+      cost.backward_weight += last.first_backward_weight;
+    }
   }
   if (layer != e.num_layers())
     throw std::invalid_argument("assemble: " + check_plan(e, plan, num_stages));
   if (!analytic) return;
+  // The forward op each rank runs first (its lowest stage's): what hides the post-step
+  // all-gather under overlap_param_gather.
+  std::vector<Time> first_forward(p, -1);
+  for (int s = 0; s < num_stages; ++s)
+    if (Time& f = first_forward[schedule.stage_rank[s]]; f < 0) f = out.stages[s].forward;
   out.grad_buckets.assign(num_stages, {});
   if (!overlap) {
     // Reductions after the pipeline (Megatron-LM without --overlap-grad-reduce reduces in
@@ -217,7 +243,8 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
           stage_grad_reduce_time(e, rank, out.tail_time[rank], expert_params[rank]), 1.0, 1.0});
     }
     for (int r = 0; r < p; ++r)
-      out.tail_time[r] = optimizer_tail_time(e, r, out.tail_time[r], expert_params[r]);
+      out.tail_time[r] =
+          optimizer_tail_time(e, r, out.tail_time[r], expert_params[r], first_forward[r]);
     return;
   }
   // Megatron-LM reduces in buckets of max(40M, 1M x dp) parameters
@@ -264,7 +291,8 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
     }
   }
   for (int r = 0; r < p; ++r)
-    out.tail_time[r] = optimizer_tail_time(e, r, out.tail_time[r], expert_params[r]);
+    out.tail_time[r] =
+        optimizer_tail_time(e, r, out.tail_time[r], expert_params[r], first_forward[r]);
   // Tied embeddings with more than one stage: the first and the last stage each hold the
   // matrix and all-reduce its gradient after the dp reduction (Megatron-LM,
   // finalize_model_grads: _allreduce_word_embedding_grads). One rank holding both (a V
@@ -359,6 +387,8 @@ double param_gather_s(const Experiment& e, int rank, std::int64_t params) {
 
 Time stage_grad_reduce_time(const Experiment& e, int rank, std::int64_t params,
                             std::int64_t expert_params) {
+  // ZeRO-3 reduce-scatters each layer's gradients in its backward (grad_reduce_scatter).
+  if (e.analytic && e.analytic->optimizer.zero_stage >= 3) return 0;
   if (expert_params > 0 && e.analytic) {
     // Dense gradients over dp, then the experts' over edp (Megatron-Core's
     // expert_data_parallel group), on the same stream one after the other. The edp group
@@ -376,25 +406,35 @@ Time stage_grad_reduce_time(const Experiment& e, int rank, std::int64_t params,
 }
 
 Time optimizer_tail_time(const Experiment& e, int rank, std::int64_t params,
-                         std::int64_t expert_params) {
+                         std::int64_t expert_params, Time first_forward) {
   if (!e.analytic) return 0;
   const AnalyticCosts& a = *e.analytic;
+  // ZeRO-1 and -2 gather the updated parameters after the step; ZeRO-3 in the layers.
+  const bool gathers = a.optimizer.zero_stage == 1 || a.optimizer.zero_stage == 2;
+  double step = 0, gather_dense = 0, gather_experts = 0;
   if (expert_params > 0) {
     const std::int64_t dense = params - expert_params;
-    double seconds =
-        optimizer_step_s(dense, a.settings.dtype_bytes, a.optimizer, a.dp, a.hardware) +
-        optimizer_step_s(expert_params, a.settings.dtype_bytes, a.optimizer, a.edp, a.hardware);
-    if (a.optimizer.zero_stage >= 1) {
-      if (a.dp > 1) seconds += param_gather_s(e, rank, dense);
-      seconds += collective_time_s(a.hardware, Collective::all_gather, a.edp,
-                                   static_cast<double>(expert_params) * a.settings.dtype_bytes,
-                                   dp_crosses_nodes(e, rank));
+    step = optimizer_step_s(dense, a.settings.dtype_bytes, a.optimizer, a.dp, a.hardware) +
+           optimizer_step_s(expert_params, a.settings.dtype_bytes, a.optimizer, a.edp, a.hardware);
+    if (gathers) {
+      if (a.dp > 1) gather_dense = param_gather_s(e, rank, dense);
+      gather_experts = collective_time_s(
+          a.hardware, Collective::all_gather, a.edp,
+          static_cast<double>(expert_params) * a.settings.dtype_bytes, dp_crosses_nodes(e, rank));
     }
+  } else {
+    step = optimizer_step_s(params, a.settings.dtype_bytes, a.optimizer, a.dp, a.hardware);
+    if (a.dp > 1 && gathers) gather_dense = param_gather_s(e, rank, params);
+  }
+  if (!a.optimizer.overlap_param_gather) {
+    double seconds = step;  // summed in this order so the rounding stays as it was
+    seconds += gather_dense;
+    seconds += gather_experts;
     return s_to_ns(seconds);
   }
-  double seconds = optimizer_step_s(params, a.settings.dtype_bytes, a.optimizer, a.dp, a.hardware);
-  if (a.dp > 1 && a.optimizer.zero_stage >= 1) seconds += param_gather_s(e, rank, params);
-  return s_to_ns(seconds);
+  // --overlap-param-gather: the gather runs under the next iteration's first forward op.
+  const Time exposed = std::max<Time>(0, s_to_ns(gather_dense + gather_experts) - first_forward);
+  return s_to_ns(step) + exposed;
 }
 
 Time tied_embedding_reduce_time(const Experiment& e, int rank_a, int rank_b) {

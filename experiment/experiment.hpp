@@ -20,6 +20,7 @@
 /// physical device r * tp * dp, and its transfers cross the links that device really has.
 
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,7 +51,13 @@ struct Experiment {
   /// The cost model's layers; set for analytic models only.
   std::optional<AnalyticCosts> analytic;
   std::vector<int> rank_device;     ///< physical device of each pipeline rank
-  std::int64_t reserved_bytes = 0;  ///< per device, before any tensor
+  /// Per device, before any tensor: device.reserved_GiB, plus under ZeRO-3 the gathered
+  /// working set (sharded_working_bytes).
+  std::int64_t reserved_bytes = 0;
+  /// ZeRO-3 / FSDP: the full-size parameters of the layer in use and of the next one,
+  /// prefetched: 2 x the largest unit's (decoder layer, embedding, head, MTP module)
+  /// parameters x dtype bytes. 0 otherwise.
+  std::int64_t sharded_working_bytes = 0;
   std::int64_t capacity_bytes = 0;  ///< per device
 
   int num_layers() const { return layers.size(); }
@@ -129,12 +136,17 @@ Time stage_grad_reduce_time(const Experiment& e, int rank, std::int64_t params,
                             std::int64_t expert_params = 0);
 
 /// What follows rank `rank`'s reductions, holding `params` parameters: the Adam step and,
-/// with ZeRO-1, the all-gather of the updated parameters (Megatron-LM overlaps that with
-/// the next iteration's forward only under --overlap-param-gather, which is not modelled).
+/// with ZeRO-1 or ZeRO-2, the all-gather of the updated parameters. Under
+/// training.optimizer.overlap_param_gather (Megatron-LM's --overlap-param-gather) that
+/// all-gather runs in the next iteration's forward, waited on layer by layer: it is taken
+/// as hidden behind the rank's first forward op, `first_forward` long, and only what
+/// exceeds it is left in the tail (the default hides it all: a lower bound). ZeRO-3 has
+/// neither: its layers gather and reduce-scatter inside their forward and backward.
 /// SimInput::tail_time. 0 for measured models.
 /// `expert_params` of them shard over edp under ZeRO-1 (and gather over it).
 Time optimizer_tail_time(const Experiment& e, int rank, std::int64_t params,
-                         std::int64_t expert_params = 0);
+                         std::int64_t expert_params = 0,
+                         Time first_forward = std::numeric_limits<Time>::max());
 
 /// The tied embedding's gradient all-reduce between pipeline ranks `rank_a` and `rank_b`
 /// (the first and the last stage's): vocab x hidden / tp parameters of gradient dtype over

@@ -39,6 +39,13 @@ AnalyticCosts analytic_costs(const Config& c) {
   a.settings.fp8 = t.fp8_format();
   a.settings.fp8_recipe = t.fp8_scaling();
   a.edp = std::max(1, t.tp * a.dp / (t.ep * t.etp));
+  // ZeRO-3 / FSDP: every layer gathers its parameters over dp (experts over edp), on the
+  // links a dp group of tp-strided devices reaches (it leaves the domain when tp x dp does).
+  if (t.optimizer.zero_stage >= 3) {
+    a.settings.param_shard_dp = a.dp;
+    a.settings.param_shard_edp = a.edp;
+    a.settings.dp_crosses_nodes = static_cast<long long>(t.tp) * a.dp > c.cluster.domain();
+  }
   const ModelShape& m = *c.model.shape;
   a.decoder = decoder_layer_cost(m, a.hardware, a.settings);
   if (m.is_moe()) a.moe_decoder = moe_decoder_layer_cost(m, a.hardware, a.settings);
@@ -169,6 +176,13 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
     row.expert_param_count = s.expert_params;
     for (Recompute r : kAllRecompute)
       row.modes[r] = LayerModeCost{s_to_ns(s.recompute[r]), s.activation[r], s.retained[r]};
+    // The unit each op runs first: the embedding (forward of layer 0), the head (backward
+    // of the last layer), else the decoder layer itself.
+    const LayerCost& runs_first_f = l == 0 ? a->embedding : kind;
+    const LayerCost& runs_first_b = l == n - 1 ? a->head_single_stage : kind;
+    row.first_forward = s_to_ns(runs_first_f.first_forward_s);
+    row.first_backward_input = s_to_ns(runs_first_b.first_backward_input_s);
+    row.first_backward_weight = s_to_ns(runs_first_b.first_backward_weight_s);
     row.forward_flops = kind.forward_flops;
     row.recompute_flops = kind.recompute_flops;
     if (l == n - 1 && a->mtp)

@@ -40,6 +40,11 @@ struct LayerRow {
   std::int64_t param_count = 0;   ///< parameters on one device (analytic models; else 0)
   /// Of param_count, routed-expert weights: reduced and sharded over edp, not dp.
   std::int64_t expert_param_count = 0;
+  /// ZeRO-3: what a stage op adds when this layer is the first it runs in forward (the
+  /// stage's first layer) and in backward (its last): LayerCost::first_forward_s etc.
+  Time first_forward = 0;
+  Time first_backward_input = 0;
+  Time first_backward_weight = 0;
   /// The modes the layer can run; [Recompute::none] is always set.
   PerMode<std::optional<LayerModeCost>> modes;
   /// Analytic models: forward FLOPs of the decoder layer (the embedding and head are in

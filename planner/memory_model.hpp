@@ -14,6 +14,16 @@
 /// its start, I frees A - R, W frees R, B frees A at its end), so a plan's peak is known
 /// without simulating. Moments that another one dominates (holds at least as much of
 /// every stage) are dropped.
+///
+/// What is not activations is fixed for the whole iteration, so it only shifts the peak: a
+/// rank's static bytes are the sum of its layers' (LayerRow::static_bytes, one device's tp
+/// share) plus Experiment::reserved_bytes. Per parameter, with e weight bytes, g gradient
+/// bytes and K Adam bytes over dp: ZeRO-0 e + g + K, ZeRO-1 e + g + K/dp, ZeRO-2
+/// e + (g + K)/dp, ZeRO-3 (e + g + K)/dp (sim/cost/cost_model.hpp, static_bytes). ZeRO-3
+/// (training.fsdp) also holds, whatever the layers, the layer in use and the prefetched
+/// next one gathered to full size, 2 x the largest unit's parameters x e, in reserved_bytes
+/// (Experiment::sharded_working_bytes): a constant per device, so linear sums above stay
+/// exact.
 
 #include <cstdint>
 #include <vector>

@@ -42,6 +42,10 @@ struct ExportJob {
   /// export states (a dense model's shape is the script's own and is not restated).
   std::optional<ModelShape> shape;
   int ep = 1, etp = 1;  ///< expert (tensor) parallel sizes
+  /// training.optimizer.zero_stage and overlap_param_gather: stages 2 and 3 are written as
+  /// Megatron-FSDP's flags; stage 1 (the distributed optimizer) is left to the script.
+  int zero_stage = 0;
+  bool overlap_param_gather = false;
   /// Samples per iteration: micro-batch size x dp x micro-batches.
   int global_batch_size() const { return micro_batch_size * dp * microbatches; }
 };

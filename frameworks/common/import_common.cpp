@@ -578,7 +578,8 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
   if (job.sequence_parallel)
     y.value(1, "sequence_parallel", *job.sequence_parallel ? "true" : "false",
             "training.sequence_parallel");
-  if (job.zero_stage || job.grad_dtype || job.overlap_grad_reduce) {
+  if (job.fsdp) y.value(1, "fsdp", *job.fsdp ? "true" : "false", "training.fsdp");
+  if (job.zero_stage || job.grad_dtype || job.overlap_grad_reduce || job.overlap_param_gather) {
     y.raw("  optimizer:\n");
     if (job.zero_stage)
       y.value(2, "zero_stage", std::to_string(*job.zero_stage), "training.optimizer.zero_stage");
@@ -586,6 +587,9 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
     if (job.overlap_grad_reduce)
       y.value(2, "overlap_grad_reduce", *job.overlap_grad_reduce ? "true" : "false",
               "training.optimizer.overlap_grad_reduce");
+    if (job.overlap_param_gather)
+      y.value(2, "overlap_param_gather", *job.overlap_param_gather ? "true" : "false",
+              "training.optimizer.overlap_param_gather");
   }
   // An even split is bmpipe's default one. Left out, it lets a schedule with another stage
   // count (`compare`, `plan --schedule auto`) split the layers its own way.

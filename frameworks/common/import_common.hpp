@@ -143,6 +143,8 @@ struct ImportedJob {
   std::vector<int> partition;             ///< layers per stage; empty: bmpipe's uniform split
   std::vector<Recompute> recompute;       ///< per layer in model order; empty: none
   std::optional<bool> overlap_grad_reduce;
+  std::optional<bool> overlap_param_gather;  ///< written when set
+  std::optional<bool> fsdp;                  ///< training.fsdp; written when set
   /// The memory the framework may use per device, GiB: cluster.device.memory_GiB when below
   /// the device's own (MindFormers' context.max_device_memory).
   std::optional<double> device_memory_GiB;

@@ -220,6 +220,25 @@ MegatronExport export_megatron(const ExportLayout& layout) {
   return result;
 }
 
+/// ZeRO-2/3 as Megatron-FSDP (--data-parallel-sharding-strategy optim_grads /
+/// optim_grads_params, beside the distributed optimizer, which Megatron-FSDP's recipes give
+/// too), and --overlap-param-gather ([MG-args]: it needs the distributed optimizer, so a
+/// stage-1 job that overlaps says so). Nothing for stage 0 or 1 without the overlap: those
+/// stay the script's own, as before.
+namespace {
+std::string megatron_sharding_flags(const ExportJob& job) {
+  std::string out;
+  if (job.zero_stage >= 2)
+    out += std::string("--use-distributed-optimizer\n--use-megatron-fsdp\n") +
+           "--data-parallel-sharding-strategy " +
+           (job.zero_stage >= 3 ? "optim_grads_params" : "optim_grads") + "\n";
+  else if (job.zero_stage == 1 && job.overlap_param_gather)
+    out += "--use-distributed-optimizer\n";
+  if (job.overlap_param_gather && job.zero_stage >= 1) out += "--overlap-param-gather\n";
+  return out;
+}
+}  // namespace
+
 std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
   auto gives = [&](const std::string& flag) {
     return x.flags.rfind(flag + " ", 0) == 0 || x.flags.rfind(flag + "\n", 0) == 0 ||
@@ -260,6 +279,7 @@ std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
   out += "--micro-batch-size " + std::to_string(job.micro_batch_size) + "\n";
   out += "--global-batch-size " + std::to_string(job.global_batch_size()) + "\n";
   if (sequence_parallel) out += "--sequence-parallel\n";
+  out += megatron_sharding_flags(job);
   out += model_flags;
   return out;
 }

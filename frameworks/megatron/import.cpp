@@ -148,6 +148,9 @@ struct FlagSpec {
 constexpr std::string_view kGranularity[] = {"full", "selective"};
 constexpr std::string_view kMethod[] = {"uniform", "block"};
 constexpr std::string_view kDispatcher[] = {"allgather", "alltoall", "flex"};
+// Megatron-FSDP's --data-parallel-sharding-strategy: what is sharded over dp, in ZeRO order.
+constexpr std::string_view kShardingStrategy[] = {"no_shard", "optim", "optim_grads",
+                                                  "optim_grads_params"};
 
 // The flags bmpipe reads; [MG-args] and [MG-au] give their kinds. Every other flag is
 // treated as frameworks/megatron/flags.tsv says (its modelled rows are these).
@@ -212,6 +215,11 @@ constexpr FlagSpec kFlags[] = {
     {"--accumulate-allreduce-grads-in-fp32", Kind::boolean},
     {"--grad-reduce-in-bf16", Kind::boolean},
     {"--overlap-grad-reduce", Kind::boolean},
+    // sharded data parallelism
+    {"--use-megatron-fsdp", Kind::boolean},
+    {"--use-torch-fsdp2", Kind::boolean},
+    {"--data-parallel-sharding-strategy", Kind::choice, kShardingStrategy},
+    {"--overlap-param-gather", Kind::boolean},
 };
 
 const FlagSpec* find_flag(std::string_view name) {
@@ -777,6 +785,63 @@ void read_batch_and_parallelism(const Reading& ctx) {
   }
 }
 
+/// Sharded data parallelism ([MG-args]; megatron/core/distributed/fsdp, read): torch FSDP2
+/// (--use-torch-fsdp2, fully_shard with resharding after forward) shards parameters,
+/// gradients and optimizer state: ZeRO-3. Megatron-FSDP (--use-megatron-fsdp) shards what
+/// --data-parallel-sharding-strategy says: no_shard, optim, optim_grads, optim_grads_params
+/// = zero_stage 0, 1, 2, 3 (the strategy is read only under Megatron-FSDP; its parser
+/// default is no_shard). Stages 2 and 3 are written as training.fsdp with the stage; 0 and 1
+/// as the stage alone (Megatron-FSDP then runs as plain or distributed-optimizer data
+/// parallel). --overlap-param-gather: training.optimizer.overlap_param_gather.
+void read_sharded_data_parallel(const Args& a, ImportedJob& job) {
+  const bool torch_fsdp = a.boolean("--use-torch-fsdp2");
+  const bool megatron_fsdp = a.boolean("--use-megatron-fsdp");
+  if (torch_fsdp && megatron_fsdp)
+    a.fail("--use-torch-fsdp2",
+           "cannot be given with --use-megatron-fsdp (Megatron-LM asserts "
+           "at most one FSDP implementation)");
+  const auto strategy = a.choice("--data-parallel-sharding-strategy");
+  if (torch_fsdp) {
+    job.zero_stage = 3;
+    job.fsdp = true;
+    job.from("training.optimizer.zero_stage",
+             a.origin("--use-torch-fsdp2",
+                      "FSDP2: parameters, gradients and optimizer state "
+                      "sharded over dp"));
+    job.from("training.fsdp", a.origin("--use-torch-fsdp2"));
+  } else if (megatron_fsdp) {
+    const std::string s = strategy.value_or("no_shard");
+    int stage = 0;
+    for (int i = 0; i < 4; ++i)
+      if (kShardingStrategy[i] == s) stage = i;
+    job.zero_stage = stage;
+    const std::string flag = strategy ? "--data-parallel-sharding-strategy" : "--use-megatron-fsdp";
+    job.from("training.optimizer.zero_stage",
+             a.origin(flag, "Megatron-FSDP, sharding strategy " + std::string(s)));
+    if (stage >= 2) {
+      job.fsdp = true;
+      job.from("training.fsdp", a.origin("--use-megatron-fsdp"));
+    } else {
+      job.notes.push_back("--use-megatron-fsdp with sharding strategy " + std::string(s) +
+                          " shards no gradients: modelled as zero_stage " + std::to_string(stage) +
+                          " without training.fsdp.");
+    }
+  } else if (strategy) {
+    job.notes.push_back("--data-parallel-sharding-strategy " + *strategy +
+                        " has no effect without --use-megatron-fsdp (Megatron-LM reads it only "
+                        "there).");
+  }
+  if (a.boolean("--overlap-param-gather")) {
+    // [MG-args]: the overlap needs the distributed optimizer (or FSDP) to have a gather.
+    if (job.zero_stage.value_or(0) < 1)
+      a.fail("--overlap-param-gather",
+             "needs --use-distributed-optimizer or FSDP (Megatron-LM asserts it): there is no "
+             "parameter all-gather to overlap");
+    job.overlap_param_gather = true;
+    job.from("training.optimizer.overlap_param_gather", a.origin("--overlap-param-gather"));
+  }
+}
+
 /// Precision and optimizer: the dtype, the gradients' dtype, the distributed optimizer,
 /// and sequence parallelism.
 void read_precision_and_optimizer(const Reading& ctx) {
@@ -812,6 +877,7 @@ void read_precision_and_optimizer(const Reading& ctx) {
     job.overlap_grad_reduce = true;
     job.from("training.optimizer.overlap_grad_reduce", a.origin("--overlap-grad-reduce"));
   }
+  read_sharded_data_parallel(a, job);
   if (a.boolean("--sequence-parallel")) {
     // [MG-args]: sequence parallelism is switched off when tp is 1.
     job.sequence_parallel = tp > 1;

@@ -33,9 +33,13 @@ std::int64_t static_bytes(std::int64_t params, int dtype_bytes, const OptimizerS
                           int dp) {
   // Adam keeps m and v in fp32 (8 bytes), plus an fp32 master copy with mixed precision
   // (ZeRO paper, Rajbhandari et al. 2020, sec. 3.1: 12 bytes of optimizer state).
+  // ZeRO-2 shards the gradients too, ZeRO-3 the weights as well (sec. 5.1's P_os+g, P_os+g+p).
   const double state = 8.0 + (opt.master_weights ? 4.0 : 0.0);
   const double shard = opt.zero_stage >= 1 ? std::max(dp, 1) : 1;
-  const double bytes = static_cast<double>(params) * (dtype_bytes + opt.grad_bytes + state / shard);
+  const double grad_shard = opt.zero_stage >= 2 ? shard : 1;
+  const double weight_shard = opt.zero_stage >= 3 ? shard : 1;
+  const double bytes = static_cast<double>(params) *
+                       (dtype_bytes / weight_shard + opt.grad_bytes / grad_shard + state / shard);
   return static_cast<std::int64_t>(std::llround(bytes));
 }
 
@@ -48,6 +52,35 @@ double optimizer_step_s(std::int64_t params, int dtype_bytes, const OptimizerSet
       opt.grad_bytes + 2.0 * (8.0 + (opt.master_weights ? 4.0 : 0.0)) + dtype_bytes;
   return static_cast<double>(params) / shard * per_param /
          (hw.hbm_GBps * 1e9 * hw.memory_efficiency);
+}
+
+void add_param_sharding_comm(LayerCost& c, const HardwareSpec& hw, const CostSettings& st) {
+  if (st.param_shard_dp <= 1 && st.param_shard_edp <= 1) return;
+  // Megatron-FSDP (NVIDIA/Megatron-LM, megatron/core/distributed/fsdp: prefetches the next
+  // module's parameter all-gather, reduce-scatters each module's gradients once its
+  // backward is done) and FSDP2 (pytorch/pytorch, torch/distributed/fsdp/_fully_shard:
+  // forward and backward prefetch of one module on separate streams) read, not copied.
+  const double dense = static_cast<double>(c.param_count - c.expert_param_count);
+  const double experts = static_cast<double>(c.expert_param_count);
+  const auto both = [&](Collective kind, double bytes_per_param) {
+    return collective_time_s(hw, kind, st.param_shard_dp, dense * bytes_per_param,
+                             st.dp_crosses_nodes) +
+           collective_time_s(hw, kind, st.param_shard_edp, experts * bytes_per_param,
+                             st.dp_crosses_nodes);
+  };
+  const double ag = both(Collective::all_gather, st.dtype_bytes);
+  const double rs = both(Collective::reduce_scatter, st.grad_bytes);
+  const double f = c.forward_s, b = c.backward_input_s + c.backward_weight_s;
+  const double ag_b = std::max(0.0, ag - b);
+  const double both_b = std::max(0.0, ag + rs - b);
+  c.ops.push_back({"param_all_gather", std::max(0.0, ag - f), ag_b, 0.0, {}});
+  c.ops.push_back({"grad_reduce_scatter", 0.0, 0.0, both_b - ag_b, {}});
+  c.forward_s += std::max(0.0, ag - f);
+  c.backward_input_s += ag_b;
+  c.backward_weight_s += both_b - ag_b;
+  c.first_forward_s = std::min(ag, f);
+  c.first_backward_input_s = std::min(ag, b);
+  c.first_backward_weight_s = std::min(ag + rs, b) - std::min(ag, b);
 }
 
 namespace {
@@ -553,17 +586,25 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
 }  // namespace
 
 LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st) {
-  return decoder_impl(m, hw, st, false);
+  LayerCost c = decoder_impl(m, hw, st, false);
+  add_param_sharding_comm(c, hw, st);
+  return c;
 }
 
 LayerCost moe_decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw,
                                  const CostSettings& st) {
   if (!m.is_moe() || m.architecture != Architecture::llama)
     throw ShapeError("moe_decoder_layer_cost needs a llama-architecture mixture of experts");
-  return decoder_impl(m, hw, st, true);
+  LayerCost c = decoder_impl(m, hw, st, true);
+  add_param_sharding_comm(c, hw, st);
+  return c;
 }
 
-LayerCost mtp_module_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st) {
+LayerCost mtp_module_cost(const ModelShape& m, const HardwareSpec& hw,
+                          const CostSettings& sharded) {
+  // ZeRO-3: the module gathers its parameters as one unit, added once at the end.
+  CostSettings st = sharded;
+  st.param_shard_dp = st.param_shard_edp = 1;
   // Megatron-Core's MultiTokenPredictionLayer (NVIDIA/Megatron-LM
   // d98e8a64ddf34856e74b24714e3bedb2f5a39553, megatron/core/transformer/
   // multi_token_prediction.py): embedding of the next tokens, enorm / hnorm, concat,
@@ -627,6 +668,7 @@ LayerCost mtp_module_cost(const ModelShape& m, const HardwareSpec& hw, const Cos
   c.active_param_count = own_params + layer.active_param_count + head.active_param_count;
   c.expert_param_count = layer.expert_param_count;
   c.output_bytes = 0;
+  add_param_sharding_comm(c, hw, sharded);
   return c;
 }
 
@@ -662,6 +704,7 @@ LayerCost embedding_cost(const ModelShape& m, const HardwareSpec& hw, const Cost
       static_cast<std::int64_t>(m.vocab_size / t * h) +
       (m.architecture == Architecture::gpt ? static_cast<std::int64_t>(st.seq_length * h) : 0);
   c.active_param_count = c.param_count;
+  add_param_sharding_comm(c, hw, st);
   return c;
 }
 
@@ -699,6 +742,7 @@ LayerCost head_cost(const ModelShape& m, const HardwareSpec& hw, const CostSetti
   c.param_count =
       static_cast<std::int64_t>(h) + (holds_head_weights ? static_cast<std::int64_t>(v * h) : 0);
   c.active_param_count = c.param_count;
+  add_param_sharding_comm(c, hw, st);
   return c;
 }
 

@@ -95,6 +95,14 @@ struct CostSettings {
   /// FP8 GEMMs: at HardwareSpec::fp8_peak_tflops, with a cast of each GEMM input.
   Fp8 fp8 = Fp8::none;
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
+  /// ZeRO-3 / FSDP (OptimizerSettings::zero_stage 3): the parameters are sharded over the
+  /// dp group (routed experts over the edp group), so every layer all-gathers them before
+  /// its forward and again before its backward and reduce-scatters its gradients after its
+  /// backward (add_param_sharding_comm). 1: not sharded, no such traffic.
+  int param_shard_dp = 1;
+  int param_shard_edp = 1;
+  /// The dp group leaves the scale-up domain: those collectives run over the NICs.
+  bool dp_crosses_nodes = false;
 };
 
 /// One sub-op's share, kept for `bmpipe cost` and for calibration.
@@ -142,8 +150,34 @@ struct LayerCost {
   /// Bytes of the FP8 copies of the GEMM weights (one a parameter) held beside the bf16
   /// ones when CostSettings::fp8 is on; 0 otherwise.
   double fp8_weight_bytes = 0;
+  /// ZeRO-3: what a stage op pays beyond the sub-ops when this layer is the first its op
+  /// runs (the first of the stage in forward, the last in backward): the part of the
+  /// layer's gather (and, backward, its reduce-scatter) the op cannot hide, since nothing
+  /// runs before it to overlap with. See add_param_sharding_comm.
+  double first_forward_s = 0;
+  double first_backward_input_s = 0;
+  double first_backward_weight_s = 0;
   std::vector<SubOpCost> ops;
 };
+
+/// ZeRO-3 / FSDP parameter traffic of one layer (Megatron-FSDP, torch FSDP2), added as two
+/// sub-ops when CostSettings::param_shard_dp or param_shard_edp is above 1. With
+/// P_d = param_count - expert_param_count and P_e = expert_param_count (this device's tp
+/// share, full size), on ring collectives over dp (P_d) and edp (P_e):
+///   AG = all-gather of P_d x dtype_bytes + of P_e x dtype_bytes  ((k-1)/k of the bytes each)
+///   RS = reduce-scatter of P_d x grad_bytes + of P_e x grad_bytes
+/// The frameworks prefetch one layer ahead on a communication stream, so a layer's traffic
+/// runs under the compute of the layer before it; layers of a model being alike, that
+/// compute is taken as the layer's own (F forward, B = input-grad + weight-grad):
+///   param_all_gather   forward      max(0, AG - F)
+///                      input-grad   max(0, AG - B)
+///   grad_reduce_scatter weight-grad max(0, AG + RS - B) - max(0, AG - B)
+/// and the first layer an op runs has nothing before it: first_forward_s = min(AG, F),
+/// first_backward_input_s = min(AG, B), first_backward_weight_s = min(AG + RS, B) -
+/// min(AG, B), which bring its exposed time to AG (forward) and AG + RS (backward). So a
+/// stage op of n alike layers exposes AG + (n-1) max(0, AG - F) in forward, as Megatron-FSDP
+/// and FSDP2 expose them. Call it once, after the layer's compute sub-ops.
+void add_param_sharding_comm(LayerCost& cost, const HardwareSpec& hw, const CostSettings& settings);
 
 /// One decoder layer.
 LayerCost decoder_layer_cost(const ModelShape& model, const HardwareSpec& hw,
@@ -201,16 +235,26 @@ double all_to_all_time_s(const HardwareSpec& hw, int group, double bytes, bool c
 
 /// Optimizer-state bytes per parameter and step time come from these.
 struct OptimizerSettings {
-  int zero_stage = 0;          ///< 0: replicated; 1: optimizer state sharded over dp
+  /// 0: replicated; 1: optimizer state sharded over dp (ZeRO-1, Megatron's distributed
+  /// optimizer); 2: gradients too (ZeRO-2); 3: parameters too (ZeRO-3, FSDP), gathered a
+  /// layer at a time (add_param_sharding_comm).
+  int zero_stage = 0;
   bool master_weights = true;  ///< fp32 copy of the weights (mixed precision)
   int grad_bytes = 4;          ///< gradient buffer dtype: 4 (fp32, Megatron's main_grad) or 2
   /// Reduce each stage's gradients over dp while the backward goes on (Megatron-LM's
   /// --overlap-grad-reduce; off by default there too) instead of in one block at the end.
   bool overlap_grad_reduce = false;
+  /// ZeRO-1/2: run the all-gather of the updated parameters in the next iteration's forward
+  /// (Megatron-LM's --overlap-param-gather) instead of after the step.
+  bool overlap_param_gather = false;
 };
 
 /// Static bytes (weights, gradients, Adam m and v, master weights) of `params` parameters
-/// on one device, with state sharded over `dp` when zero_stage is 1.
+/// on one device (ZeRO paper, Rajbhandari et al. 2020, sec. 5.1), with P params, dtype
+/// bytes e, gradient bytes g, optimizer state K (12 with master weights, else 8):
+///   stage 0: P (e + g + K)       stage 1: P (e + g + K/dp)
+///   stage 2: P (e + (g + K)/dp)  stage 3: P (e + g + K) / dp
+/// (stage 3's gathered working set is Experiment::reserved_bytes', not here).
 std::int64_t static_bytes(std::int64_t params, int dtype_bytes, const OptimizerSettings& opt,
                           int dp);
 

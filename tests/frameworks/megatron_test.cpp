@@ -413,13 +413,13 @@ TEST(MegatronVocabulary, TheTableAndTheReaderAgree) {
       {"--fp8-format", Treatment::unmodelled},
       {"--num-experts", Treatment::modelled},
       {"--expert-model-parallel-size", Treatment::modelled},
-      {"--use-torch-fsdp2", Treatment::unmodelled},
+      {"--use-torch-fsdp2", Treatment::modelled},
       {"--cpu-offloading-num-layers", Treatment::unmodelled},
       {"--tp-comm-overlap", Treatment::unmodelled},
       {"--hybrid-layer-pattern", Treatment::unmodelled},
       {"--multi-latent-attention", Treatment::modelled},
       {"--mtp-num-layers", Treatment::modelled},
-      {"--overlap-param-gather", Treatment::unmodelled},
+      {"--overlap-param-gather", Treatment::modelled},
       {"--no-tp-comm-bulk-wgrad", Treatment::unmodelled},
       {"--disable-tp-comm-bulk-wgrad", Treatment::unmodelled},
       {"--batch-size", Treatment::obsolete},
@@ -454,8 +454,9 @@ TEST(MegatronVocabulary, MalformedTablesAreRefused) {
 // The cases: each flag that changes time or memory is returned as unmodelled with
 // its line and value (the caller refuses it unless allowed), and not listed as ignored.
 TEST(MegatronImport, FlagsThatChangeTheJobAreUnmodelled) {
-  for (const char* extra : {"--context-parallel-size 2", "--fp8-format hybrid",
-                            "--moe-router-num-groups 4", "--use-torch-fsdp2", "--tp-comm-overlap"}) {
+  for (const char* extra :
+       {"--context-parallel-size 2", "--fp8-format hybrid", "--moe-router-num-groups 4",
+        "--torch-fsdp2-no-reshard-after-forward", "--tp-comm-overlap"}) {
     const ImportedJob job = import(kModel + extra + "\n");
     ASSERT_EQ(job.unmodelled.size(), 1u) << extra;
     EXPECT_EQ(job.unmodelled[0].given, extra);
