@@ -249,6 +249,7 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   job.shape = config.model.shape;
   job.ep = config.training.ep;
   job.etp = config.training.etp;
+  job.moe_overlap = config.training.moe_overlap;
 
   std::string text = "# bmpipe export " + format + " of " + config.file + "\n";
   text += "# " + framework + " runs this with " + schedule_words(out.schedule, out.vpp) + ": " +

@@ -150,6 +150,10 @@ struct TrainingConfig {
   std::optional<GradAccumulation> grad_accumulation;
   // Both forms.
   RecomputeSpec recompute;
+  /// Megatron-LM's --overlap-moe-expert-parallel-comm: 1F1B and interleaved pair a
+  /// steady-state backward with the next forward, one's computation hiding the other's
+  /// all-to-all (schedules/fb_pairing.hpp, sim/fb_pair.hpp). Needs MoE layers and ep > 1.
+  bool moe_overlap = false;
 
   /// dp as given, or devices / (pp * tp).
   int data_parallel(int devices) const { return dp ? *dp : devices / (pp * tp); }

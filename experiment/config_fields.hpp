@@ -388,6 +388,12 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
      .choices = kGradAccumulations,
      .form = Form::analytic},
     {.name = "recompute", .help = "a mode, or {default, stages: {s: mode}, layers: {l: mode}}"},
+    {.name = "moe_overlap",
+     .slot = &TrainingConfig::moe_overlap,
+     .help = "1f1b/interleaved: pair each steady-state backward with the next forward so one "
+             "hides the other's all-to-all (Megatron's --overlap-moe-expert-parallel-comm); "
+             "needs MoE layers and ep > 1",
+     .form = Form::analytic},
 });
 
 /// model.moe. Beside hf_config (or a preset) each key overrides the file's value; on a

@@ -41,7 +41,8 @@ struct ExportJob {
   /// An analytic model with experts, latent attention or MTP modules, whose settings the
   /// export states (a dense model's shape is the script's own and is not restated).
   std::optional<ModelShape> shape;
-  int ep = 1, etp = 1;  ///< expert (tensor) parallel sizes
+  int ep = 1, etp = 1;       ///< expert (tensor) parallel sizes
+  bool moe_overlap = false;  ///< training.moe_overlap: --overlap-moe-expert-parallel-comm
   /// Samples per iteration: micro-batch size x dp x micro-batches.
   int global_batch_size() const { return micro_batch_size * dp * microbatches; }
 };

@@ -578,6 +578,8 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
   if (job.sequence_parallel)
     y.value(1, "sequence_parallel", *job.sequence_parallel ? "true" : "false",
             "training.sequence_parallel");
+  if (job.moe_overlap)
+    y.value(1, "moe_overlap", *job.moe_overlap ? "true" : "false", "training.moe_overlap");
   if (job.zero_stage || job.grad_dtype || job.overlap_grad_reduce) {
     y.raw("  optimizer:\n");
     if (job.zero_stage)

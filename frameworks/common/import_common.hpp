@@ -143,6 +143,7 @@ struct ImportedJob {
   std::vector<int> partition;             ///< layers per stage; empty: bmpipe's uniform split
   std::vector<Recompute> recompute;       ///< per layer in model order; empty: none
   std::optional<bool> overlap_grad_reduce;
+  std::optional<bool> moe_overlap;  ///< training.moe_overlap; written when set
   /// The memory the framework may use per device, GiB: cluster.device.memory_GiB when below
   /// the device's own (MindFormers' context.max_device_memory).
   std::optional<double> device_memory_GiB;

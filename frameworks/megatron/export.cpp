@@ -261,6 +261,7 @@ std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
   out += "--global-batch-size " + std::to_string(job.global_batch_size()) + "\n";
   if (sequence_parallel) out += "--sequence-parallel\n";
   out += model_flags;
+  if (job.moe_overlap) out += "--overlap-moe-expert-parallel-comm\n";
   return out;
 }
 
