@@ -251,6 +251,7 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   job.etp = config.training.etp;
   job.zero_stage = config.training.optimizer.zero_stage;
   job.overlap_param_gather = config.training.optimizer.overlap_param_gather;
+  job.moe_overlap = config.training.moe_overlap;
 
   std::string text = "# bmpipe export " + format + " of " + config.file + "\n";
   text += "# " + framework + " runs this with " + schedule_words(out.schedule, out.vpp) + ": " +

@@ -153,6 +153,10 @@ struct TrainingConfig {
   /// Fully sharded data parallel (Megatron-FSDP, torch FSDP2): sets optimizer.zero_stage to
   /// 3 when the file gives none; 2 may be given, 0 and 1 are refused.
   bool fsdp = false;
+  /// Megatron-LM's --overlap-moe-expert-parallel-comm: 1F1B and interleaved pair a
+  /// steady-state backward with the next forward, one's computation hiding the other's
+  /// all-to-all (schedules/fb_pairing.hpp, sim/fb_pair.hpp). Needs MoE layers and ep > 1.
+  bool moe_overlap = false;
 
   /// dp as given, or devices / (pp * tp).
   int data_parallel(int devices) const { return dp ? *dp : devices / (pp * tp); }

@@ -391,6 +391,12 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
      .help = "fully sharded data parallel (Megatron-FSDP, FSDP2): optimizer.zero_stage 3 "
              "unless it says 2",
      .form = Form::analytic},
+    {.name = "moe_overlap",
+     .slot = &TrainingConfig::moe_overlap,
+     .help = "1f1b/interleaved: pair each steady-state backward with the next forward so one "
+             "hides the other's all-to-all (Megatron's --overlap-moe-expert-parallel-comm); "
+             "needs MoE layers and ep > 1",
+     .form = Form::analytic},
 });
 
 /// model.moe. Beside hf_config (or a preset) each key overrides the file's value; on a

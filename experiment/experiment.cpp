@@ -160,6 +160,11 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
   out.fb_overlap_factor = t.overlap_factor;
   out.fb_pair_time.reset();
   if (t.overlap_ms) out.fb_pair_time = ms_to_ns(*t.overlap_ms);
+  // An overlap_factor the user wrote wins over the pair computed from the parts (an
+  // explicit key is never ignored); so does overlap_ms (SimInput::fb_pair_time).
+  out.fb_factor_explicit = e.config.lines.count("training.overlap_factor") > 0;
+  const bool parts = e.layers.all_to_all;
+  out.stage_parts.resize(parts ? num_stages : 0);
   out.stages.assign(num_stages, StageCost{});
   out.rank_device.assign(e.rank_device.begin(), e.rank_device.end());
   out.static_bytes.assign(p, e.reserved_bytes);
@@ -218,6 +223,42 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
       cost.forward += first.first_forward;
       cost.backward_input += last.first_backward_input;
       cost.backward_weight += last.first_backward_weight;
+    }
+    if (parts) {
+      // The stage's layers in turn; the backward runs them last to first, each layer's
+      // recompute before its own backward.
+      auto& sp = out.stage_parts[s];
+      sp.forward.assign(1, 0);
+      sp.backward.assign(1, 0);
+      const int first = layer - plan.partition[s];
+      for (int l = first; l < layer; ++l) {
+        const LayerRow& row = e.layers.layers[l];
+        if (row.forward_parts.empty()) {
+          sp.forward.back() += row.forward;
+        } else {
+          sp.forward.back() += row.forward_parts.front();
+          sp.forward.insert(sp.forward.end(), row.forward_parts.begin() + 1,
+                            row.forward_parts.end());
+        }
+      }
+      for (int l = layer - 1; l >= first; --l) {
+        const LayerRow& row = e.layers.layers[l];
+        sp.backward.back() += row.modes[plan.recompute[l]]->recompute;
+        if (row.backward_parts.empty()) {
+          sp.backward.back() += row.backward_input + row.backward_weight;
+        } else {
+          sp.backward.back() += row.backward_parts.front();
+          sp.backward.insert(sp.backward.end(), row.backward_parts.begin() + 1,
+                             row.backward_parts.end());
+        }
+      }
+      // ZeRO-3's exposed first-layer gathers (above) run on the computation stream, at
+      // the start of the forward and of the backward.
+      if (plan.partition[s] > 0) {
+        sp.forward.front() += e.layers.layers[first].first_forward;
+        sp.backward.front() += e.layers.layers[layer - 1].first_backward_input +
+                               e.layers.layers[layer - 1].first_backward_weight;
+      }
     }
   }
   if (layer != e.num_layers())

@@ -394,6 +394,12 @@ void check_work_bounds(const Config& c, const WorkLimits& limits) {
 void check_expert_parallel(const Config& c, std::int64_t dp) {
   const TrainingConfig& t = c.training;
   const ModelShape& m = *c.model.shape;
+  if (t.moe_overlap && (!m.is_moe() || t.ep == 1))
+    c.fail("training.moe_overlap",
+           !m.is_moe() ? "true, but " + m.name +
+                             " has no mixture-of-experts layers: there is no all-to-all to overlap"
+                       : "true, but ep = 1: the experts are not split, so there is no "
+                         "all-to-all to overlap (set training.ep)");
   if (!m.is_moe()) {
     if (t.ep > 1)
       c.fail("training.ep", "ep = " + std::to_string(t.ep) + ", but " + m.name +

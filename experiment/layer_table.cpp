@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 namespace bmpipe {
 
@@ -125,6 +126,65 @@ struct Seconds {
   }
 };
 
+bool is_all_to_all(const std::string& name) {
+  const auto ends = [&](std::string_view tail) {
+    return name.size() >= tail.size() &&
+           name.compare(name.size() - tail.size(), tail.size(), tail.data(), tail.size()) == 0;
+  };
+  return ends("a2a-dispatch") || ends("a2a-combine");
+}
+
+/// Computation and a2a in turn (seconds) to ns parts adding up to `total` exactly: a2a
+/// rounded each, computation rounded on its running sum, the last computation taking what
+/// the row's own rounding leaves (a few ns at most).
+std::vector<Time> to_parts(const std::vector<double>& seconds, Time total) {
+  std::vector<Time> parts(seconds.size(), 0);
+  double compute = 0;
+  Time compute_ns = 0, sum = 0;
+  for (std::size_t k = 0; k < seconds.size(); ++k) {
+    if (k % 2 == 1) {
+      parts[k] = s_to_ns(seconds[k]);
+    } else {
+      compute += seconds[k];
+      parts[k] = s_to_ns(compute) - compute_ns;
+      compute_ns += parts[k];
+    }
+    sum += parts[k];
+  }
+  parts.back() += total - sum;  // an odd count: the last part is computation
+  if (parts.back() < 0) parts.back() = 0;
+  return parts;
+}
+
+/// The row's forward and backward parts from the sub-ops of what it folds together, in
+/// forward order (see LayerRow::forward_parts); nothing when none of them is an a2a.
+void split_parts(const std::vector<const LayerCost*>& folded, LayerRow& row) {
+  std::vector<double> f{0.0}, b{0.0};
+  bool any = false;
+  for (const LayerCost* c : folded)
+    for (const SubOpCost& op : c->ops) {
+      if (!is_all_to_all(op.name)) {
+        f.back() += op.forward_s;
+        continue;
+      }
+      any = true;
+      f.push_back(op.forward_s);
+      f.push_back(0.0);
+    }
+  if (!any) return;
+  for (auto c = folded.rbegin(); c != folded.rend(); ++c)
+    for (auto op = (*c)->ops.rbegin(); op != (*c)->ops.rend(); ++op) {
+      if (!is_all_to_all(op->name)) {
+        b.back() += op->backward_input_s + op->backward_weight_s;
+        continue;
+      }
+      b.push_back(op->backward_input_s + op->backward_weight_s);
+      b.push_back(0.0);
+    }
+  row.forward_parts = to_parts(f, row.forward);
+  row.backward_parts = to_parts(b, row.backward_input + row.backward_weight);
+}
+
 }  // namespace
 
 LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
@@ -188,6 +248,15 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
     if (l == n - 1 && a->mtp)
       for (Recompute r : kAllRecompute)
         row.recompute_flops[r] += m.mtp_layers * a->mtp->recompute_flops[r];
+    if (a->settings.ep > 1) {
+      std::vector<const LayerCost*> folded;
+      if (l == 0) folded.push_back(&a->embedding);
+      folded.push_back(&kind);
+      if (l == n - 1 && a->mtp) folded.insert(folded.end(), m.mtp_layers, &*a->mtp);
+      if (l == n - 1) folded.push_back(&a->head_single_stage);
+      split_parts(folded, row);
+      table.all_to_all = table.all_to_all || !row.forward_parts.empty();
+    }
     table.layers.push_back(std::move(row));
   }
   return table;

@@ -51,6 +51,13 @@ struct LayerRow {
   /// LayerTable::fixed_forward_flops) and the FLOPs each mode adds.
   double forward_flops = 0;
   PerMode<double> recompute_flops;
+  /// Analytic layers with all-to-all (mixture-of-experts layers at ep > 1, and the layers
+  /// an MTP module with them is folded into): the forward and the full backward (input and
+  /// weight gradients, no recompute) as computation and a2a parts in turn, the backward in
+  /// the order it runs (SimInput::stage_parts, sim/fb_pair.hpp). They add up to forward and
+  /// to backward_input + backward_weight. Empty: one computation piece.
+  std::vector<Time> forward_parts;
+  std::vector<Time> backward_parts;
 
   bool has(Recompute r) const { return modes[r].has_value(); }
 };
@@ -65,6 +72,8 @@ struct LayerTable {
   /// Analytic models: forward FLOPs of the embedding plus the head (and the MTP modules),
   /// per micro-batch.
   double fixed_forward_flops = 0;
+  /// Some layer has forward_parts: the engine can time F&B pairs from them.
+  bool all_to_all = false;
 
   int size() const { return static_cast<int>(layers.size()); }
 };

@@ -2,6 +2,7 @@
 
 #include "experiment/experiment.hpp"
 #include "experiment/suggest.hpp"
+#include "schedules/fb_pairing.hpp"
 
 namespace bmpipe {
 
@@ -55,6 +56,11 @@ Schedule make_schedule(const Experiment& e, std::string_view name, int vpp, cons
           return r.iteration_time;
         };
     }
+    // training.moe_overlap (Megatron's --overlap-moe-expert-parallel-comm) pairs 1F1B's and
+    // the interleaved schedule's steady-state backward and forward (schedules/fb_pairing.hpp);
+    // DualPipe's pairs overlap anyway, and the other schedules have no such mode.
+    if (c.training.moe_overlap && (info->name == "1f1b" || info->name == "interleaved"))
+      return pair_steady_state(info->generate(params));
     return info->generate(params);
   } catch (const ScheduleError& ex) {
     c.fail("training.schedule", ex.what());

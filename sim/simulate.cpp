@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "sim/event_queue.hpp"
+#include "sim/fb_pair.hpp"
 
 namespace bmpipe {
 namespace {
@@ -89,6 +90,13 @@ std::string check_input(const SimInput& in, const CompiledSchedule& cs) {
       return "stage costs must not be negative";
   if (!(in.fb_overlap_factor > 0.0)) return "fb_overlap_factor must be positive";
   if (in.fb_pair_time && *in.fb_pair_time < 0) return "fb_pair_time must not be negative";
+  if (!in.stage_parts.empty() && in.stage_parts.size() != static_cast<std::size_t>(S))
+    return "stage_parts has " + std::to_string(in.stage_parts.size()) + " entries for " +
+           std::to_string(S) + " stages (give one per stage, or none)";
+  for (const SimInput::StageParts& parts : in.stage_parts)
+    for (const auto* half : {&parts.forward, &parts.backward})
+      for (Time t : *half)
+        if (t < 0) return "stage_parts must not be negative";
   for (Time t : in.tail_time)
     if (t < 0) return "tail_time must not be negative";
   if (!in.grad_buckets.empty() && in.grad_buckets.size() != static_cast<std::size_t>(S))
@@ -153,6 +161,15 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
     row = CostRow{0, f.activation_bytes, b.activation_bytes, 1, -1};
     if (in.fb_pair_time) {
       row.duration = *in.fb_pair_time;
+    } else if (!in.stage_parts.empty() && !in.fb_factor_explicit) {
+      // Each part is below 2^63 and their sum bounds the pair, checked like the costs.
+      std::int64_t sum = 0;
+      for (const auto* half :
+           {&in.stage_parts[pairs[k].stage].forward, &in.stage_parts[pairs[k].stage2].backward})
+        for (Time part : *half)
+          if (!add(sum, part, sum)) return kTooLong;
+      row.duration = fb_pair_time(in.stage_parts[pairs[k].stage].forward,
+                                  in.stage_parts[pairs[k].stage2].backward);
     } else {
       std::int64_t pair;
       if (!add(f.forward, b.backward_input, pair) || !add(pair, b.backward_weight, pair) ||

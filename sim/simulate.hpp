@@ -174,6 +174,22 @@ struct SimInput {
   double fb_overlap_factor = 1.0;
   /// Or a fixed duration for every FB pair; used instead of the factor when given.
   std::optional<Time> fb_pair_time;
+  /// Per stage, its forward and its full backward as computation and all-to-all in turn
+  /// (sim/fb_pair.hpp): what an analytic model of mixture-of-experts layers knows. Empty:
+  /// not known (measured costs give F and B only). Given (one entry per stage), an FB pair
+  /// takes fb_pair_time(forward parts of its F half, backward parts of its B half) instead
+  /// of fb_overlap_factor x (F + B + recompute), unless fb_factor_explicit; a fixed
+  /// fb_pair_time still wins over both. The parts of a stage add up to its F and to its
+  /// I + W + recompute (the recompute leads each layer's backward). Traces draw the
+  /// all-to-all from them.
+  struct StageParts {
+    std::vector<Time> forward;
+    std::vector<Time> backward;
+  };
+  std::vector<StageParts> stage_parts;
+  /// The user set fb_overlap_factor (training.overlap_factor): it times FB pairs even when
+  /// stage_parts are known.
+  bool fb_factor_explicit = false;
 };
 
 /// Why an op could not start earlier than it did.

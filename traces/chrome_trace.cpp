@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstdio>
 
+#include "sim/fb_pair.hpp"
+
 namespace bmpipe {
 namespace {
 
@@ -12,6 +14,7 @@ constexpr int kComputeTid = 0;
 constexpr int kFirstCommTid = 1;
 // The gradient reductions' thread: after every comm lane (a rank opens few of those).
 constexpr int kReduceTid = 1 << 20;
+constexpr int kA2aTid = (1 << 20) + 1;  // after the reductions' thread
 // Flush the event buffer to the stream once it holds this much.
 constexpr std::size_t kFlushBytes = 1 << 16;
 // Memory counters, one quantity each (Perfetto names the tracks "<name> bytes").
@@ -315,6 +318,57 @@ void ChromeTraceWriter::write_op(const OpRecord& r) {
   half("", op.stage, op.microbatch);
   if (op.kind == OpKind::FB) half("backward_", op.stage2, op.microbatch2);
   buf_ += "}}";
+  write_all_to_all(r);
+}
+
+void ChromeTraceWriter::write_all_to_all(const OpRecord& r) {
+  const auto& parts = input_.stage_parts;
+  const Op& op = r.op;
+  const auto known = [&](int stage) {
+    return stage >= 0 && static_cast<std::size_t>(stage) < parts.size();
+  };
+  std::vector<FbPiece> pieces;
+  if (op.kind == OpKind::F && known(op.stage)) {
+    pieces = fb_chain_timeline(parts[op.stage].forward, false);
+  } else if (op.kind == OpKind::B && known(op.stage)) {
+    pieces = fb_chain_timeline(parts[op.stage].backward, true);
+  } else if (op.kind == OpKind::FB && known(op.stage) && known(op.stage2) && !input_.fb_pair_time &&
+             !input_.fb_factor_explicit) {
+    pieces = fb_pair_timeline(parts[op.stage].forward, parts[op.stage2].backward);
+  }
+  // Only where the parts are what the op ran (they add up to its duration).
+  Time span = 0;
+  for (const FbPiece& p : pieces) span = std::max(span, p.end);
+  if (pieces.empty() || span != r.end - r.start) return;
+  RankState& st = ranks_[r.rank];
+  const std::string pid = std::to_string(r.rank), tid = std::to_string(kA2aTid);
+  int count[2] = {0, 0};  // a2a seen per half: dispatch and combine alternate
+  for (const FbPiece& p : pieces) {
+    if (!p.comm) continue;
+    if (!st.a2a_thread) {
+      st.a2a_thread = true;
+      begin_event();
+      buf_ += "\"ph\":\"M\",\"pid\":" + pid + ",\"tid\":" + tid +
+              ",\"name\":\"thread_name\",\"args\":{\"name\":\"all-to-all\"}}";
+      begin_event();
+      buf_ += "\"ph\":\"M\",\"pid\":" + pid + ",\"tid\":" + tid +
+              ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" + tid + "}}";
+    }
+    // The forward runs dispatch, combine per layer; the backward combine-bwd, dispatch-bwd.
+    const bool dispatch = (count[p.backward ? 1 : 0]++ % 2 == 0) != p.backward;
+    const int stage = p.backward && op.kind == OpKind::FB ? op.stage2 : op.stage;
+    const int mb = p.backward && op.kind == OpKind::FB ? op.microbatch2 : op.microbatch;
+    begin_event();
+    buf_ += "\"ph\":\"X\",\"cat\":\"all-to-all\",\"name\":\"";
+    buf_ += dispatch ? "a2a dispatch" : "a2a combine";
+    buf_ += "\",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":";
+    append_us(r.start + p.start);
+    buf_ += ",\"dur\":";
+    append_us(p.end - p.start);
+    buf_ += ",\"args\":{\"half\":";
+    buf_ += p.backward ? "\"backward\"" : "\"forward\"";
+    buf_ += ",\"stage\":" + std::to_string(stage) + ",\"microbatch\":" + std::to_string(mb) + "}}";
+  }
 }
 
 void ChromeTraceWriter::consume(const OpRecord& r, int stage, int microbatch, bool gradient,

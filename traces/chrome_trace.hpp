@@ -33,6 +33,13 @@
 ///   dp reduction ("dp reduce stage s", args ready_us: when its gradients were complete)
 ///   and the tied-embedding all-reduce ("tied embedding all-reduce", args peer_rank). A
 ///   rank runs them one after another, so they never overlap on the thread.
+/// - thread "all-to-all", when the stages' costs come in parts (SimInput::stage_parts: MoE
+///   layers at ep > 1): every expert-parallel all-to-all of the rank's F, B and computed
+///   F&B ops, named "a2a dispatch" or "a2a combine" (args half: forward or backward,
+///   stage, microbatch), where it runs inside its op: back to back with the computation in
+///   an F or a B (exposed), and on the pair's communication stream in an F&B
+///   (sim/fb_pair.hpp), so the overlap shows beside the compute slice. Not drawn for I and
+///   W (the parts hold the backward whole) or for pairs timed by overlap_factor/overlap_ms.
 /// - flow arrows (ph "s" / "f", id = transfer id) from the producing op to the consuming
 ///   op, both bound to their enclosing compute slices. A flow is written when its consumer
 ///   runs, so every flow in the file has both ends.
@@ -103,6 +110,7 @@ class ChromeTraceWriter final : public Observer {
     std::int64_t peak_activation = 0;
     Time peak_time = 0;
     bool reduce_thread = false;   ///< its gradient-reduction thread has been named
+    bool a2a_thread = false;      ///< its all-to-all thread has been named
     Time tail_start = -1;         ///< DeviceResult::tail_start; -1: no result (right after
                                   ///< its last op)
     std::vector<Time> lane_free;  ///< per comm lane: when its last transfer ends
@@ -120,6 +128,7 @@ class ChromeTraceWriter final : public Observer {
   std::uint64_t key(int stage, int microbatch, bool gradient) const;
   void write_metadata();
   void write_op(const OpRecord& r);
+  void write_all_to_all(const OpRecord& r);
   void counter(int rank, Time time, const char* name, std::int64_t bytes);
   void write_bubble(int rank, Time from, Time to, const std::string& cause,
                     const std::string& extra);

@@ -46,6 +46,7 @@ struct ExportJob {
   /// Megatron-FSDP's flags; stage 1 (the distributed optimizer) is left to the script.
   int zero_stage = 0;
   bool overlap_param_gather = false;
+  bool moe_overlap = false;  ///< training.moe_overlap: --overlap-moe-expert-parallel-comm
   /// Samples per iteration: micro-batch size x dp x micro-batches.
   int global_batch_size() const { return micro_batch_size * dp * microbatches; }
 };

@@ -579,6 +579,8 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
     y.value(1, "sequence_parallel", *job.sequence_parallel ? "true" : "false",
             "training.sequence_parallel");
   if (job.fsdp) y.value(1, "fsdp", *job.fsdp ? "true" : "false", "training.fsdp");
+  if (job.moe_overlap)
+    y.value(1, "moe_overlap", *job.moe_overlap ? "true" : "false", "training.moe_overlap");
   if (job.zero_stage || job.grad_dtype || job.overlap_grad_reduce || job.overlap_param_gather) {
     y.raw("  optimizer:\n");
     if (job.zero_stage)

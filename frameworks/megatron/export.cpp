@@ -281,6 +281,7 @@ std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
   if (sequence_parallel) out += "--sequence-parallel\n";
   out += megatron_sharding_flags(job);
   out += model_flags;
+  if (job.moe_overlap) out += "--overlap-moe-expert-parallel-comm\n";
   return out;
 }
 

@@ -196,6 +196,7 @@ constexpr FlagSpec kFlags[] = {
     {"--sequence-parallel", Kind::boolean},
     {"--expert-model-parallel-size", Kind::integer},
     {"--expert-tensor-parallel-size", Kind::integer},
+    {"--overlap-moe-expert-parallel-comm", Kind::boolean},
     // recompute
     {"--recompute-granularity", Kind::choice, kGranularity},
     {"--recompute-method", Kind::choice, kMethod},
@@ -878,6 +879,11 @@ void read_precision_and_optimizer(const Reading& ctx) {
     job.from("training.optimizer.overlap_grad_reduce", a.origin("--overlap-grad-reduce"));
   }
   read_sharded_data_parallel(a, job);
+  if (a.boolean("--overlap-moe-expert-parallel-comm")) {
+    // training.moe_overlap: 1F1B and interleaved pair a backward with the next forward.
+    job.moe_overlap = true;
+    job.from("training.moe_overlap", a.origin("--overlap-moe-expert-parallel-comm"));
+  }
   if (a.boolean("--sequence-parallel")) {
     // [MG-args]: sequence parallelism is switched off when tp is 1.
     job.sequence_parallel = tp > 1;

@@ -31,7 +31,7 @@ TEST(ConfigFields, UnknownKeyListsExactlyTheSectionsKeys) {
       {"  pp: 4\n", "  pp: 4\n  ppp: 4\n", "training.ppp",
        "schedule, pp, vpp, tp, ep, etp, dp, microbatches, partition, overlap_factor, overlap_ms, "
        "activation_limit_microbatches, seq_length, micro_batch_size, global_batch_size, dtype, "
-       "sequence_parallel, fp8, fp8_recipe, optimizer, grad_accumulation, recompute, fsdp",
+       "sequence_parallel, fp8, fp8_recipe, optimizer, grad_accumulation, recompute, fsdp, moe_overlap",
        "pp"},
       {"model:\n", "modle: 1\nmodel:\n", "modle", "cluster, model, training", "model"},
   };

@@ -129,7 +129,8 @@ TEST(MegatronMoeImport, BadFlagsNameFileLineAndFlag) {
        ":4: --moe-token-dispatcher-type: not modelled yet"},
       {"  --num-experts 8 --moe-token-dispatcher-type alltoall "
        "--overlap-moe-expert-parallel-comm\n",
-       ":4: --overlap-moe-expert-parallel-comm: not modelled yet"},
+       // Modelled now (training.moe_overlap), and refused with ep 1: nothing to overlap.
+       ":4: --overlap-moe-expert-parallel-comm: true, but ep = 1"},
       {"  --multi-latent-attention --kv-lora-rank 2048\n",
        ":4: --kv-lora-rank: 2048 is wider than --hidden-size 1024"},
   };
