@@ -245,13 +245,17 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   job.micro_batch_size = run_info.micro_batch_size;
   job.microbatches = own.num_microbatches;
   job.sequence_parallel = config.training.sequence_parallel;
-  job.devices = run_info.tp * run_info.dp * layout.pp;
+  job.devices = run_info.tp * config.training.cp * run_info.dp * layout.pp;
   job.shape = config.model.shape;
   job.ep = config.training.ep;
   job.etp = config.training.etp;
   job.zero_stage = config.training.optimizer.zero_stage;
   job.overlap_param_gather = config.training.optimizer.overlap_param_gather;
   job.moe_overlap = config.training.moe_overlap;
+  job.cp = config.training.cp;
+  job.cp_comm_type = config.training.cp_comm_type;
+  job.fp8 = config.training.fp8;
+  job.fp8_recipe = config.training.fp8_recipe;
 
   std::string text = "# bmpipe export " + format + " of " + config.file + "\n";
   text += "# " + framework + " runs this with " + schedule_words(out.schedule, out.vpp) + ": " +

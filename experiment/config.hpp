@@ -42,6 +42,14 @@ class ConfigError : public std::runtime_error {
   std::string message_;
 };
 
+/// Whether a group of `span` consecutive devices (Megatron places tp, cp, ep groups on
+/// consecutive ranks) can leave the scale-up domain (the node unless
+/// cluster.scale_up_domain is larger): when it is larger than the domain. Its collectives
+/// then run on the NIC.
+inline bool group_crosses_domain(const ClusterSpec& cluster, int span) {
+  return span > cluster.domain();
+}
+
 struct DeviceSpec {
   std::string name = "device";
   double memory_GiB = 0.0;
@@ -121,7 +129,12 @@ struct TrainingConfig {
   /// parallel size is edp = tp x dp / (etp x ep).
   int ep = 1;
   int etp = 1;
-  std::optional<int> dp;  ///< not given: derived as devices / (pp * tp)
+  /// Context parallelism (Megatron-LM's --context-parallel-size, CostSettings::cp): the
+  /// ranks that split each sequence, placed after tp; cp_comm_type p2p (the ring) or a2a
+  /// (Ulysses).
+  int cp = 1;
+  std::string cp_comm_type = "p2p";
+  std::optional<int> dp;  ///< not given: derived as devices / (pp * tp * cp)
   int microbatches = 1;
   std::vector<int> partition;  ///< layers per stage; empty = uniform
   /// Duration of an overlapped forward-and-backward pair (DualPipeV's F&B) as a factor of
@@ -158,8 +171,9 @@ struct TrainingConfig {
   /// all-to-all (schedules/fb_pairing.hpp, sim/fb_pair.hpp). Needs MoE layers and ep > 1.
   bool moe_overlap = false;
 
-  /// dp as given, or devices / (pp * tp).
-  int data_parallel(int devices) const { return dp ? *dp : devices / (pp * tp); }
+  /// dp as given, or devices / (pp * tp * cp).
+  int data_parallel(int devices) const { return dp ? *dp : devices / (pp * tp * cp); }
+  CpComm cp_comm() const { return cp_comm_type == "a2a" ? CpComm::a2a : CpComm::p2p; }
   int dtype_bytes() const { return 2; }
   Fp8 fp8_format() const {
     return fp8 == "hybrid" ? Fp8::hybrid : fp8 == "e4m3" ? Fp8::e4m3 : Fp8::none;

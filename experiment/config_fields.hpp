@@ -81,6 +81,7 @@ inline constexpr Range kMicroBatch{.min = 1, .max = 65'536, .unit = "samples"};
 inline constexpr std::array<std::string_view, 2> kArchitectures{"llama", "gpt"};
 inline constexpr std::array<std::string_view, 2> kDtypes{"bf16", "fp16"};
 inline constexpr std::array<std::string_view, 3> kFp8Formats{"none", "hybrid", "e4m3"};
+inline constexpr std::array<std::string_view, 2> kCpCommTypes{"p2p", "a2a"};
 inline constexpr std::array<std::string_view, 4> kFp8Recipes{"delayed", "tensorwise", "blockwise",
                                                              "mxfp8"};
 inline constexpr std::array<std::string_view, 1> kOptimizers{"adam"};
@@ -340,10 +341,22 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
      .range = kCount,
      .help = "expert tensor parallel size (default 1)",
      .form = Form::analytic},
+    {.name = "cp",
+     .slot = &TrainingConfig::cp,
+     .range = kCount,
+     .help = "context parallel size (Megatron's --context-parallel-size): splits each "
+             "sequence in 2 cp causal chunks; divides seq_length / 2",
+     .form = Form::analytic},
+    {.name = "cp_comm_type",
+     .slot = &TrainingConfig::cp_comm_type,
+     .help = "p2p: ring key/value exchange overlapped with attention; a2a: Ulysses "
+             "all-to-alls, exposed",
+     .choices = kCpCommTypes,
+     .form = Form::analytic},
     {.name = "dp",
      .slot = &TrainingConfig::dp,
      .range = kCount,
-     .help = "default: devices / (pp * tp)"},
+     .help = "default: devices / (pp * tp * cp)"},
     {.name = "microbatches",
      .slot = &TrainingConfig::microbatches,
      .range = kCount,

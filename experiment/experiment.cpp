@@ -21,7 +21,7 @@ std::shared_ptr<const Experiment> prepare(const Config& config) {
   if (config.model.analytic()) e->analytic = analytic_costs(config);
   e->layers = layer_costs(config, e->analytic ? &*e->analytic : nullptr);
   const int pp = config.training.pp;
-  const int per_pipeline_rank = e->topology->num_devices() / pp;  // tp * dp devices per rank
+  const int per_pipeline_rank = e->topology->num_devices() / pp;  // tp * cp * dp devices per rank
   e->rank_device.resize(pp);
   for (int r = 0; r < pp; ++r) e->rank_device[r] = r * per_pipeline_rank;
   e->reserved_bytes = gib_to_bytes(config.device.reserved_GiB);
@@ -297,7 +297,7 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
   // an FB's backward) walks the layers last to first in proportion to their input-grad +
   // weight-grad + recompute time, a W in proportion to their weight-grad time.
   const std::int64_t bucket_size =
-      std::max<std::int64_t>(40'000'000, std::int64_t{1'000'000} * e.analytic->dp);
+      std::max<std::int64_t>(40'000'000, std::int64_t{1'000'000} * e.analytic->dense_group());
   for (int s = 0, first = 0; s < num_stages; first += plan.partition[s], ++s) {
     const int n = plan.partition[s];
     double total_b = 0, total_w = 0;
@@ -398,28 +398,31 @@ std::vector<std::string> stage_recompute_counts(const std::vector<StageInfo>& st
 
 namespace {
 
-/// Whether the dp group of pipeline rank `rank` (tp rank 0: devices base + j * tp) spans
-/// more than one scale-up domain (the node unless cluster.scale_up_domain is larger).
+/// Whether the dp x cp group of pipeline rank `rank` (tp rank 0: devices base + j * tp,
+/// cp ranks then dp ranks, Megatron's "tp-cp-ep-dp-pp") spans more than one scale-up
+/// domain (the node unless cluster.scale_up_domain is larger).
 bool dp_crosses_nodes(const Experiment& e, int rank) {
   const Config& c = e.config;
-  const int tp = c.training.tp, dp = e.analytic->dp;
-  const int base = rank * tp * dp, last = base + (dp - 1) * tp;
+  const int tp = c.training.tp, group = e.analytic->dense_group();
+  const int base = rank * tp * group, last = base + (group - 1) * tp;
   return base / c.cluster.domain() != last / c.cluster.domain();
 }
 
-/// The dp reduction of `params` gradients: all-reduce, or ZeRO-1's reduce-scatter.
+/// The dp reduction of `params` gradients: all-reduce, or ZeRO-1's reduce-scatter, over
+/// dp x cp (Megatron reduces dense gradients over the data-parallel group with context
+/// parallelism: each cp rank's are for its part of the same samples).
 double grad_reduce_s(const Experiment& e, int rank, std::int64_t params) {
   const AnalyticCosts& a = *e.analytic;
   const double grads = static_cast<double>(params) * a.optimizer.grad_bytes;
   return collective_time_s(
       a.hardware, a.optimizer.zero_stage >= 1 ? Collective::reduce_scatter : Collective::all_reduce,
-      a.dp, grads, dp_crosses_nodes(e, rank));
+      a.dense_group(), grads, dp_crosses_nodes(e, rank));
 }
 
 /// ZeRO-1's all-gather of the `params` updated parameters.
 double param_gather_s(const Experiment& e, int rank, std::int64_t params) {
   const AnalyticCosts& a = *e.analytic;
-  return collective_time_s(a.hardware, Collective::all_gather, a.dp,
+  return collective_time_s(a.hardware, Collective::all_gather, a.dense_group(),
                            static_cast<double>(params) * a.settings.dtype_bytes,
                            dp_crosses_nodes(e, rank));
 }
@@ -442,7 +445,7 @@ Time stage_grad_reduce_time(const Experiment& e, int rank, std::int64_t params,
         static_cast<double>(expert_params) * a.optimizer.grad_bytes, dp_crosses_nodes(e, rank));
     return s_to_ns(dense + experts);
   }
-  if (!e.analytic || e.analytic->dp <= 1) return 0;
+  if (!e.analytic || e.analytic->dense_group() <= 1) return 0;
   return s_to_ns(grad_reduce_s(e, rank, params));
 }
 
@@ -455,17 +458,17 @@ Time optimizer_tail_time(const Experiment& e, int rank, std::int64_t params,
   double step = 0, gather_dense = 0, gather_experts = 0;
   if (expert_params > 0) {
     const std::int64_t dense = params - expert_params;
-    step = optimizer_step_s(dense, a.settings.dtype_bytes, a.optimizer, a.dp, a.hardware) +
+    step = optimizer_step_s(dense, a.settings.dtype_bytes, a.optimizer, a.dense_group(), a.hardware) +
            optimizer_step_s(expert_params, a.settings.dtype_bytes, a.optimizer, a.edp, a.hardware);
     if (gathers) {
-      if (a.dp > 1) gather_dense = param_gather_s(e, rank, dense);
+      if (a.dense_group() > 1) gather_dense = param_gather_s(e, rank, dense);
       gather_experts = collective_time_s(
           a.hardware, Collective::all_gather, a.edp,
           static_cast<double>(expert_params) * a.settings.dtype_bytes, dp_crosses_nodes(e, rank));
     }
   } else {
-    step = optimizer_step_s(params, a.settings.dtype_bytes, a.optimizer, a.dp, a.hardware);
-    if (a.dp > 1 && gathers) gather_dense = param_gather_s(e, rank, params);
+    step = optimizer_step_s(params, a.settings.dtype_bytes, a.optimizer, a.dense_group(), a.hardware);
+    if (a.dense_group() > 1 && gathers) gather_dense = param_gather_s(e, rank, params);
   }
   if (!a.optimizer.overlap_param_gather) {
     double seconds = step;  // summed in this order so the rounding stays as it was
@@ -517,13 +520,13 @@ RunInfo make_run_info(const Experiment& e, const Plan& plan, const Schedule& sch
     forward += row.forward_flops;
     recompute += row.recompute_flops[plan.recompute[l]];
   }
-  const double scale = static_cast<double>(t.tp) * dp * schedule.num_microbatches;
+  const double scale = static_cast<double>(t.tp) * t.cp * dp * schedule.num_microbatches;
   // Training = forward + input-grad + weight-grad = 3x forward (the usual model-FLOPs
   // convention behind MFU, e.g. Chowdhery et al. 2022, appendix B).
   info.model_flops_per_iteration = 3 * forward * scale;
   info.hardware_flops_per_iteration = (3 * forward + recompute) * scale;
   info.peak_flops_per_device = e.analytic->hardware.peak_tflops * 1e12;
-  info.devices = t.pp * t.tp * dp;
+  info.devices = t.pp * t.tp * t.cp * dp;
   return info;
 }
 

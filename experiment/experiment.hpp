@@ -15,9 +15,9 @@
 /// Every command is parse -> prepare -> run -> print: simulate, compare, cost, plan and
 /// search all go through here, so a candidate plan costs one assemble plus one simulate().
 ///
-/// Placement follows Megatron-LM: tp is innermost inside a node, then dp, then pp. The
+/// Placement follows Megatron-LM: tp is innermost inside a node, then cp, dp, then pp. The
 /// simulated pipeline is the one with dp rank 0 and tp rank 0, so pipeline rank r runs on
-/// physical device r * tp * dp, and its transfers cross the links that device really has.
+/// physical device r * tp * cp * dp, and its transfers cross the links that device really has.
 
 #include <functional>
 #include <limits>

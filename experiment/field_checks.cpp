@@ -196,9 +196,12 @@ Load analytic_load(const Config& c) {
   st.grad_bytes = t.optimizer.grad_bytes;
   st.ep = t.ep;
   st.etp = t.etp;
-  st.ep_crosses_nodes = t.etp * t.ep > c.cluster.domain();
+  st.ep_crosses_nodes = group_crosses_domain(c.cluster, t.etp * t.ep);
   st.fp8 = t.fp8_format();
   st.fp8_recipe = t.fp8_scaling();
+  st.cp = t.cp;
+  st.cp_comm = t.cp_comm();
+  st.cp_crosses_nodes = group_crosses_domain(c.cluster, t.tp * t.cp);
   const HardwareSpec& hw = *c.device.hardware;
   // The cost model rounds bytes with llround, which has no answer past int64. Its stored
   // tensors are at most 8 bytes per token per column of the widest matrix (the fp32
@@ -255,6 +258,7 @@ Load analytic_load(const Config& c) {
   // any rank's tail.
   const long double params = load.static_bytes / 18.0L;
   if (params < kClock / 64) {
+    // The dense gradients reduce over dp x cp: every device but the pp x tp of a pipeline.
     const int dp = static_cast<int>(device_count(c) / (static_cast<std::int64_t>(t.pp) * t.tp));
     const double step =
         optimizer_step_s(static_cast<std::int64_t>(params), st.dtype_bytes, t.optimizer, 1, hw);
@@ -439,6 +443,24 @@ void check_expert_parallel(const Config& c, std::int64_t dp) {
                     " devices of a pipeline stage, which the MoE layers share");
 }
 
+// training.cp and cp_comm_type against the sequence and the heads.
+void check_context_parallel(const Config& c) {
+  const TrainingConfig& t = c.training;
+  const ModelShape& m = *c.model.shape;
+  if (t.cp > 1 && *t.seq_length % (2 * t.cp) != 0)
+    c.fail("training.cp",
+           "cp = " + std::to_string(t.cp) + " does not divide seq_length / 2 (" +
+               std::to_string(*t.seq_length) +
+               " tokens): the load-balanced causal split cuts the sequence in 2 cp = " +
+               std::to_string(2 * t.cp) + " equal chunks");
+  // Ulysses trades the sequence split for a head split over the cp group.
+  if (t.cp > 1 && t.cp_comm() == CpComm::a2a && (m.num_attention_heads / t.tp) % t.cp != 0)
+    c.fail("training.cp_comm_type",
+           "a2a (Ulysses) splits each tp rank's " + std::to_string(m.num_attention_heads / t.tp) +
+               " attention heads over cp = " + std::to_string(t.cp) +
+               ", which does not divide them (expected p2p, or a cp dividing the heads)");
+}
+
 void check_config(const Config& c) {
   const TrainingConfig& t = c.training;
   check_values(c);
@@ -453,17 +475,24 @@ void check_config(const Config& c) {
   if (devices % pp_tp != 0)
     c.fail("training.tp", "pp * tp = " + std::to_string(pp_tp) + " does not divide the " +
                               std::to_string(devices) + " devices");
-  if (t.dp && pp_tp * *t.dp != devices) {
-    // pp * tp divides the devices (checked above), so one dp always fits; a pp may too.
-    const std::int64_t dp_fit = devices / pp_tp;
-    const std::int64_t tp_dp = static_cast<std::int64_t>(t.tp) * *t.dp;
+  // Context parallelism takes its cp ranks out of what would be dp.
+  const std::int64_t pp_tp_cp = pp_tp * t.cp;
+  if (t.cp > 1 && devices % pp_tp_cp != 0)
+    c.fail("training.cp", "tp * pp * cp = " + std::to_string(t.tp) + " * " + std::to_string(t.pp) +
+                              " * " + std::to_string(t.cp) + " = " + std::to_string(pp_tp_cp) +
+                              " does not divide the " + std::to_string(devices) + " devices");
+  if (t.dp && pp_tp_cp * *t.dp != devices) {
+    // pp * tp * cp divides the devices (checked above), so one dp always fits; a pp may too.
+    const std::int64_t dp_fit = devices / pp_tp_cp;
+    const std::int64_t tp_dp = static_cast<std::int64_t>(t.tp) * t.cp * *t.dp;
     std::string fix =
         ": use dp " + std::to_string(dp_fit) + " (--dp " + std::to_string(dp_fit) + ")";
     if (devices % tp_dp == 0)
       fix += ", or pp " + std::to_string(devices / tp_dp) + " (--pp " +
              std::to_string(devices / tp_dp) + ")";
-    c.fail("training.dp", "pp * tp * dp = " + std::to_string(pp_tp * *t.dp) +
-                              " but the cluster has " + std::to_string(devices) + " devices" + fix);
+    c.fail("training.dp", std::string(t.cp > 1 ? "pp * tp * cp * dp = " : "pp * tp * dp = ") +
+                              std::to_string(pp_tp_cp * *t.dp) + " but the cluster has " +
+                              std::to_string(devices) + " devices" + fix);
   }
   // The schedule's real stage count: V schedules hold two stages per device even when the
   // config says vpp 1.
@@ -490,6 +519,7 @@ void check_config(const Config& c) {
     if (m.ffn_hidden_size % t.tp != 0)
       c.fail("training.tp", "tp = " + std::to_string(t.tp) + " does not divide ffn_hidden_size = " +
                                 std::to_string(m.ffn_hidden_size) + " of " + m.name);
+    check_context_parallel(c);
     check_expert_parallel(c, devices / pp_tp);
   }
   for (const auto& [s, mode] : t.recompute.stages)
@@ -528,8 +558,9 @@ void resolve_batch(Config& c) {
   const std::int64_t devices = device_count(c);
   const std::int64_t pp_tp = static_cast<std::int64_t>(t.pp) * t.tp;
   if (t.pp < 1 || t.tp < 1 || devices < 1 || devices % pp_tp != 0)
-    return;  // check_config reports it
-  const std::int64_t dp = t.dp ? *t.dp : devices / pp_tp;
+    return;                                               // check_config reports it
+  if (t.cp < 1 || devices % (pp_tp * t.cp) != 0) return;  // check_config reports it
+  const std::int64_t dp = t.dp ? *t.dp : devices / (pp_tp * t.cp);
   if (t.global_batch_size) {
     const std::int64_t per = static_cast<std::int64_t>(t.micro_batch_size) * dp;
     const std::string per_text = "micro_batch_size x dp = " + std::to_string(t.micro_batch_size) +

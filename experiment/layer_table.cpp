@@ -36,16 +36,26 @@ AnalyticCosts analytic_costs(const Config& c) {
   // "tp-ep-dp-pp" with tp = etp: NVIDIA/Megatron-LM d98e8a64ddf34856e74b24714e3bedb2f5a39553,
   // megatron/core/parallel_state.py, expert_decoder_rank_generator), so an ep group spans
   // etp x ep consecutive devices of the stage: it leaves the domain when that is larger.
-  a.settings.ep_crosses_nodes = t.etp * t.ep > c.cluster.domain();
+  a.settings.ep_crosses_nodes = group_crosses_domain(c.cluster, t.etp * t.ep);
   a.settings.fp8 = t.fp8_format();
   a.settings.fp8_recipe = t.fp8_scaling();
-  a.edp = std::max(1, t.tp * a.dp / (t.ep * t.etp));
-  // ZeRO-3 / FSDP: every layer gathers its parameters over dp (experts over edp), on the
-  // links a dp group of tp-strided devices reaches (it leaves the domain when tp x dp does).
+  a.settings.cp = t.cp;
+  a.settings.cp_comm = t.cp_comm();
+  // Megatron's rank order "tp-cp-ep-dp-pp" (NVIDIA/Megatron-LM
+  // d98e8a64ddf34856e74b24714e3bedb2f5a39553, megatron/core/parallel_state.py,
+  // decoder_rank_generator): a cp group spans tp x cp consecutive devices, the same rule
+  // as the ep group's above.
+  a.settings.cp_crosses_nodes = group_crosses_domain(c.cluster, t.tp * t.cp);
+  a.cp = t.cp;
+  // Experts fold over the tp x cp x dp devices of a stage (etp x ep x edp).
+  a.edp = std::max(1, t.tp * t.cp * a.dp / (t.ep * t.etp));
+  // ZeRO-3 / FSDP: every layer gathers its parameters over dp x cp (experts over edp), on
+  // the links a dp group of tp x cp-strided devices reaches (it leaves the domain when
+  // tp x cp x dp does).
   if (t.optimizer.zero_stage >= 3) {
-    a.settings.param_shard_dp = a.dp;
+    a.settings.param_shard_dp = a.dp * t.cp;  // Megatron shards over dp x cp
     a.settings.param_shard_edp = a.edp;
-    a.settings.dp_crosses_nodes = static_cast<long long>(t.tp) * a.dp > c.cluster.domain();
+    a.settings.dp_crosses_nodes = static_cast<long long>(t.tp) * t.cp * a.dp > c.cluster.domain();
   }
   const ModelShape& m = *c.model.shape;
   a.decoder = decoder_layer_cost(m, a.hardware, a.settings);
@@ -99,9 +109,9 @@ struct Seconds {
       s.activation[r] = c.activation_bytes[from];
       s.retained[r] = c.weight_grad_bytes[from];
     }
-    // Routed experts' state shards over edp (ZeRO-1), the rest over dp.
+    // Routed experts' state shards over edp (ZeRO-1), the rest over dp x cp.
     s.static_bytes = bmpipe::static_bytes(c.param_count - c.expert_param_count,
-                                          a.settings.dtype_bytes, a.optimizer, a.dp);
+                                          a.settings.dtype_bytes, a.optimizer, a.dense_group());
     if (c.expert_param_count > 0)
       s.static_bytes +=
           bmpipe::static_bytes(c.expert_param_count, a.settings.dtype_bytes, a.optimizer, a.edp);

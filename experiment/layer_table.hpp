@@ -84,7 +84,11 @@ struct AnalyticCosts {
   CostSettings settings;
   OptimizerSettings optimizer;
   int dp = 1;
-  /// Expert data parallel size, tp x dp / (etp x ep): the group the experts' gradients
+  /// Context parallel size: the dense parameters' gradients reduce (and ZeRO-1 state
+  /// shards) over dp x cp, Megatron's data-parallel group with context parallelism.
+  int cp = 1;
+  int dense_group() const { return dp * cp; }
+  /// Expert data parallel size, tp x cp x dp / (etp x ep): the group the experts' gradients
   /// reduce over and their optimizer state shards over (1 for a dense model).
   int edp = 1;
   LayerCost decoder;

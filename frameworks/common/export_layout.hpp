@@ -37,7 +37,7 @@ struct ExportJob {
   int micro_batch_size = 1;  ///< samples per micro-batch
   int microbatches = 1;      ///< micro-batches per iteration and pipeline
   bool sequence_parallel = false;
-  int devices = 1;  ///< tp * pp * dp
+  int devices = 1;  ///< tp * pp * cp * dp
   /// An analytic model with experts, latent attention or MTP modules, whose settings the
   /// export states (a dense model's shape is the script's own and is not restated).
   std::optional<ModelShape> shape;
@@ -47,6 +47,10 @@ struct ExportJob {
   int zero_stage = 0;
   bool overlap_param_gather = false;
   bool moe_overlap = false;  ///< training.moe_overlap: --overlap-moe-expert-parallel-comm
+  /// Context parallelism and FP8 (training.cp, cp_comm_type, fp8, fp8_recipe); the export
+  /// states them when they are not the defaults (cp 1, no FP8).
+  int cp = 1;
+  std::string cp_comm_type = "p2p", fp8 = "none", fp8_recipe = "delayed";
   /// Samples per iteration: micro-batch size x dp x micro-batches.
   int global_batch_size() const { return micro_batch_size * dp * microbatches; }
 };

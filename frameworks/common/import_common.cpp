@@ -564,6 +564,8 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
   if (job.dp) y.value(1, "dp", std::to_string(*job.dp), "training.dp");
   if (job.ep) y.value(1, "ep", std::to_string(*job.ep), "training.ep");
   if (job.etp) y.value(1, "etp", std::to_string(*job.etp), "training.etp");
+  if (job.cp) y.value(1, "cp", std::to_string(*job.cp), "training.cp");
+  if (job.cp_comm_type) y.value(1, "cp_comm_type", *job.cp_comm_type, "training.cp_comm_type");
   if (job.microbatches)
     y.value(1, "microbatches", std::to_string(*job.microbatches), "training.microbatches");
   if (job.seq_length)
@@ -581,6 +583,8 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
   if (job.fsdp) y.value(1, "fsdp", *job.fsdp ? "true" : "false", "training.fsdp");
   if (job.moe_overlap)
     y.value(1, "moe_overlap", *job.moe_overlap ? "true" : "false", "training.moe_overlap");
+  if (job.fp8) y.value(1, "fp8", *job.fp8, "training.fp8");
+  if (job.fp8_recipe) y.value(1, "fp8_recipe", *job.fp8_recipe, "training.fp8_recipe");
   if (job.zero_stage || job.grad_dtype || job.overlap_grad_reduce || job.overlap_param_gather) {
     y.raw("  optimizer:\n");
     if (job.zero_stage)

@@ -135,6 +135,10 @@ struct ImportedJob {
   int tp = 1;
   std::optional<int> dp;  ///< empty: devices / (pp * tp)
   std::optional<int> ep, etp;  ///< expert (tensor) parallel sizes; written when set
+  /// Context parallelism (training.cp, cp_comm_type) and FP8 GEMMs (training.fp8,
+  /// fp8_recipe); written when set.
+  std::optional<int> cp;
+  std::optional<std::string> cp_comm_type, fp8, fp8_recipe;
   std::optional<int> microbatches, global_batch_size, micro_batch_size, seq_length;
   std::optional<std::string> dtype;  ///< bf16 or fp16
   std::optional<bool> sequence_parallel;

@@ -239,6 +239,21 @@ std::string megatron_sharding_flags(const ExportJob& job) {
 }
 }  // namespace
 
+std::string megatron_cp_fp8_flags(const ExportJob& job) {
+  // Written only when they differ from Megatron-LM's defaults (cp 1, no FP8), so that a
+  // job without them exports as before.
+  std::string out;
+  if (job.cp > 1) {
+    out += "--context-parallel-size " + std::to_string(job.cp) + "\n";
+    out += "--cp-comm-type " + job.cp_comm_type + "\n";
+  }
+  if (job.fp8 != "none") {
+    out += "--fp8-format " + job.fp8 + "\n";
+    out += "--fp8-recipe " + job.fp8_recipe + "\n";
+  }
+  return out;
+}
+
 std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
   auto gives = [&](const std::string& flag) {
     return x.flags.rfind(flag + " ", 0) == 0 || x.flags.rfind(flag + "\n", 0) == 0 ||
@@ -273,13 +288,15 @@ std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
   for (const std::string& f : remove) out += "#   " + f + "\n";
   out += "# data parallel " + std::to_string(job.dp) + ": Megatron-LM takes the world size (" +
          std::to_string(job.devices) + " devices) / (tp " + std::to_string(job.tp) + " x pp " +
-         std::to_string(x.expressed.pp) + ")\n";
+         std::to_string(x.expressed.pp) + (job.cp > 1 ? " x cp " + std::to_string(job.cp) : "") +
+         ")\n";
   out += "--tensor-model-parallel-size " + std::to_string(job.tp) + "\n";
   out += x.flags;
   out += "--micro-batch-size " + std::to_string(job.micro_batch_size) + "\n";
   out += "--global-batch-size " + std::to_string(job.global_batch_size()) + "\n";
   if (sequence_parallel) out += "--sequence-parallel\n";
   out += megatron_sharding_flags(job);
+  out += megatron_cp_fp8_flags(job);
   out += model_flags;
   if (job.moe_overlap) out += "--overlap-moe-expert-parallel-comm\n";
   return out;

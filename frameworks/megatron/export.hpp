@@ -30,6 +30,9 @@ MegatronExport export_megatron(const ExportLayout& layout);
 /// (job.shape) adds their flags (--num-experts, ..., --expert-model-parallel-size,
 /// --expert-tensor-parallel-size), which import reads back to the same shape.
 std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job);
+/// --context-parallel-size and --cp-comm-type when job.cp > 1, --fp8-format and
+/// --fp8-recipe when job.fp8 is not none; nothing for a job at Megatron-LM's defaults.
+std::string megatron_cp_fp8_flags(const ExportJob& job);
 
 /// Every per-layer recompute choice Megatron-LM's flags can state for a partition (decoder
 /// layers per stage): none; selective everywhere; full for the first N layers of every

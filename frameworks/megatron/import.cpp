@@ -151,6 +151,7 @@ constexpr std::string_view kDispatcher[] = {"allgather", "alltoall", "flex"};
 // Megatron-FSDP's --data-parallel-sharding-strategy: what is sharded over dp, in ZeRO order.
 constexpr std::string_view kShardingStrategy[] = {"no_shard", "optim", "optim_grads",
                                                   "optim_grads_params"};
+constexpr std::string_view kFp8Format[] = {"e4m3", "hybrid"};
 
 // The flags bmpipe reads; [MG-args] and [MG-au] give their kinds. Every other flag is
 // treated as frameworks/megatron/flags.tsv says (its modelled rows are these).
@@ -221,6 +222,11 @@ constexpr FlagSpec kFlags[] = {
     {"--use-torch-fsdp2", Kind::boolean},
     {"--data-parallel-sharding-strategy", Kind::choice, kShardingStrategy},
     {"--overlap-param-gather", Kind::boolean},
+    // context parallelism and FP8
+    {"--context-parallel-size", Kind::integer},
+    {"--cp-comm-type", Kind::list},
+    {"--fp8-format", Kind::choice, kFp8Format},
+    {"--fp8-recipe", Kind::text},
 };
 
 const FlagSpec* find_flag(std::string_view name) {
@@ -895,6 +901,53 @@ void read_precision_and_optimizer(const Reading& ctx) {
   }
 }
 
+/// Context parallelism and FP8 ([MG-args]: --context-parallel-size, default 1;
+/// --cp-comm-type, one value or one per layer of p2p, a2a, allgather, a2a+p2p, default p2p;
+/// --fp8-format e4m3 or hybrid, none when absent; --fp8-recipe, default delayed). bmpipe
+/// models the ring (p2p) and Ulysses (a2a), and the four recipes of training.fp8_recipe;
+/// another exchange or recipe is refused as unmodelled.
+void read_context_parallel_and_fp8(const Reading& ctx) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  if (const auto cp = a.integer("--context-parallel-size", 1)) {
+    job.cp = *cp;
+    job.from("training.cp", a.origin("--context-parallel-size"));
+  }
+  const std::vector<std::string> comm = a.list("--cp-comm-type");
+  if (!comm.empty()) {
+    const bool one = std::all_of(comm.begin(), comm.end(),
+                                 [&](const std::string& c) { return c == comm.front(); });
+    std::string given = "--cp-comm-type";
+    for (const std::string& c : comm) given += " " + c;
+    if (one && (comm.front() == "p2p" || comm.front() == "a2a")) {
+      job.cp_comm_type = comm.front();
+      job.from("training.cp_comm_type", a.origin("--cp-comm-type"));
+    } else {
+      job.unmodelled.push_back(Unmodelled{
+          a.origin("--cp-comm-type"), given,
+          one ? "the " + comm.front() +
+                    " context-parallel exchange: bmpipe models p2p (the ring) and a2a (Ulysses)"
+              : "a context-parallel exchange per layer: bmpipe models one for every layer, "
+                "p2p (the ring) or a2a (Ulysses)"});
+    }
+  }
+  if (const auto format = a.choice("--fp8-format")) {
+    job.fp8 = *format;
+    job.from("training.fp8", a.origin("--fp8-format"));
+  }
+  if (const auto recipe = a.single("--fp8-recipe")) {
+    if (*recipe == "delayed" || *recipe == "tensorwise" || *recipe == "blockwise" ||
+        *recipe == "mxfp8") {
+      job.fp8_recipe = *recipe;
+      job.from("training.fp8_recipe", a.origin("--fp8-recipe"));
+    } else {
+      job.unmodelled.push_back(Unmodelled{
+          a.origin("--fp8-recipe"), "--fp8-recipe " + *recipe,
+          "the " + *recipe + " FP8 recipe: bmpipe models delayed, tensorwise, blockwise and mxfp8"});
+    }
+  }
+}
+
 /// The partition flags as given: the three ways to ask for virtual stages, the first and
 /// last ranks' layers, and the embedding and the loss counted as layers.
 struct PartitionFlags {
@@ -1164,6 +1217,7 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
   read_model(ctx);
   read_batch_and_parallelism(ctx);
   read_precision_and_optimizer(ctx);
+  read_context_parallel_and_fp8(ctx);
   read_partition(ctx);
   read_recompute(ctx);
   return job;

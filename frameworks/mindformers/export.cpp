@@ -157,6 +157,10 @@ std::string mindformers_job_yaml(const MindFormersExport& x, const ExportJob& jo
   out << "  use_seq_parallel: " << (job.sequence_parallel ? "True" : "False") << "\n";
   const bool moe = job.shape && job.shape->is_moe();
   if (moe) out << "  expert_parallel: " << job.ep << "\n";
+  // MindFormers' context_parallel_algo: colossalai_cp (a ring, its default) or ulysses_cp.
+  if (job.cp > 1)
+    out << "  context_parallel: " << job.cp << "\n  context_parallel_algo: "
+        << (job.cp_comm_type == "a2a" ? "ulysses_cp" : "colossalai_cp") << "\n";
   // [MF-batch] (frameworks/mindformers/import.cpp): with pipeline stages micro_batch_num
   // micro-batches and no gradient accumulation; without, one per accumulation step.
   out << "runner_config:\n  batch_size: " << job.micro_batch_size << "\n";

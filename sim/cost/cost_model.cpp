@@ -29,6 +29,12 @@ double all_to_all_time_s(const HardwareSpec& hw, int group, double bytes, bool c
   return link.latency_us * 1e-6 + (k - 1) / k * bytes / bw;
 }
 
+double p2p_time_s(const HardwareSpec& hw, double bytes, bool crosses_nodes) {
+  if (bytes <= 0) return 0.0;
+  const LinkSpec& link = crosses_nodes ? hw.inter_node : hw.intra_node;
+  return link.latency_us * 1e-6 + bytes / (link.bandwidth_GBps * 1e9 * hw.collective_efficiency);
+}
+
 std::int64_t static_bytes(std::int64_t params, int dtype_bytes, const OptimizerSettings& opt,
                           int dp) {
   // Adam keeps m and v in fp32 (8 bytes), plus an fp32 master copy with mixed precision
@@ -265,14 +271,54 @@ std::int64_t to_bytes(double v) {
 
 namespace {
 
+/// The context-parallel exchanges of one layer's attention (CostSettings::cp > 1), added
+/// after the attention sub-op as the time they leave exposed. `tokens`: this rank's
+/// tokens; `attention_f` / `attention_b`: the attention core's forward and backward time
+/// on them; `kv_cols`: key plus value columns per token (one device's heads); `qkv_cols`
+/// and `out_cols`: what Ulysses' all-to-alls carry in and out.
+///
+/// p2p (the ring; TransformerEngine's AttnFuncWithCPAndKVP2P, NVIDIA/TransformerEngine
+/// v2.1, transformer_engine/pytorch/attention.py, read for its structure, not copied):
+/// cp steps of attention, each on one key/value block, while the block for the next step
+/// travels one hop of the ring: cp - 1 transfers of the rank's keys and values,
+/// kv_cols x tokens x dtype bytes, forward; the backward passes the keys and values and
+/// their gradients on, twice the bytes. Under the load-balanced split every step is the
+/// same share of the rank's attention, 1/cp (step 0: two diagonal half-blocks and one full
+/// block; the others: two full blocks), so transfer i hides behind attention step i - 1 and
+/// exposed = (cp - 1) x max(0, transfer - attention / cp), forward and backward alike.
+///
+/// a2a (DeepSpeed-Ulysses; TE's AttnFuncWithCPAndQKVOA2A): an all-to-all over the cp group
+/// of q, k, v before attention and one of its output after, the reverse pair on the
+/// gradients backward; each moves (cp - 1)/cp of this rank's tokens x columns x dtype
+/// bytes (all_to_all_time_s) and nothing overlaps them.
+void cp_exchange(Builder& b, const HardwareSpec& hw, const CostSettings& st, double tokens,
+                 double attention_f, double attention_b, double kv_cols, double qkv_cols,
+                 double out_cols) {
+  const double e = st.dtype_bytes, cp = st.cp;
+  if (st.cp_comm == CpComm::a2a) {
+    const double in = all_to_all_time_s(hw, st.cp, e * tokens * qkv_cols, st.cp_crosses_nodes);
+    const double out = all_to_all_time_s(hw, st.cp, e * tokens * out_cols, st.cp_crosses_nodes);
+    b.add("cp_a2a", in + out, in + out, 0.0);
+    return;
+  }
+  const double block = e * tokens * kv_cols;
+  const double forward = p2p_time_s(hw, block, st.cp_crosses_nodes);
+  const double backward = p2p_time_s(hw, 2 * block, st.cp_crosses_nodes);
+  b.add("cp_ring", (cp - 1) * std::max(0.0, forward - attention_f / cp),
+        (cp - 1) * std::max(0.0, backward - attention_b / cp), 0.0);
+}
+
 LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st,
                        bool moe_mlp) {
   Builder b(hw, st, m.architecture, moe_mlp ? "moe_decoder" : "decoder");
   const bool llama = m.architecture == Architecture::llama;
   const double e = st.dtype_bytes;
   const double t = st.tp;
+  // s: the whole sequence (the keys a query may see); sl: this rank's share of it under
+  // context parallelism (CostSettings::cp), whose tokens T every per-token cost runs on.
   const double s = st.seq_length, mb = st.micro_batch_size;
-  const double T = s * mb;  // tokens of one micro-batch
+  const double cp = st.cp, sl = s / cp;
+  const double T = sl * mb;  // tokens of one micro-batch on this device
   const double h = m.hidden_size;
   const double d = m.head_dim();
   const double heads = m.num_attention_heads / t;  // this device's heads
@@ -283,7 +329,7 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   const double Hn = T * h;                               // full hidden tensor
   const double Hs = st.sequence_parallel ? Hn / t : Hn;  // replicated-region share
   const double F = T * f;                                // MLP intermediate
-  const double S2 = heads * mb * s * s;                  // score-matrix elements
+  const double S2 = heads * mb * sl * s;                 // score-matrix elements
 
   // Per-element HBM traffic of memory-bound sub-ops (reads + writes, bytes), forward /
   // input-grad / weight-grad. Llama's RMSNorm is HF's unfused one: cast to fp32, pow,
@@ -387,6 +433,11 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     b.add("attention", core_f, 4 * bmm_b + softmax_i + drop_i, 0.0);
   }
   b.cost().forward_flops += core_flops;
+  if (st.cp > 1)
+    cp_exchange(b, hw, st, T, core_f, b.cost().ops.back().backward_input_s,
+                is_mla ? heads * (qk + dv) : 2 * kv_cols,
+                is_mla ? heads * (2 * qk + dv) : q_cols + 2 * kv_cols,
+                is_mla ? heads * dv : q_cols);
   const double o_cols = is_mla ? heads * dv : q_cols;  // the output projection's input
   b.linear("out_proj", T, o_cols, h);
   b.tp_collective(st.sequence_parallel ? "out_reduce_scatter" : "out_all_reduce",
@@ -477,7 +528,10 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   const std::size_t full_end = llama ? last_saving_op : c.ops.size();
   for (std::size_t k = 0; k < c.ops.size(); ++k) {
     SubOpCost& op = c.ops[k];
-    if (op.name == "attention") op.recompute_s[Recompute::selective] = op.forward_s;
+    // (Under cp the attention's exchanges run again with it: TransformerEngine's
+    // context-parallel attention is one autograd function.)
+    if (op.name == "attention" || op.name.rfind("cp_", 0) == 0)
+      op.recompute_s[Recompute::selective] = op.forward_s;
     if (k < full_end) op.recompute_s[Recompute::full] = op.forward_s;
     for (Recompute r : kRecomputingModes) c.recompute_extra_s[r] += op.recompute_s[r];
   }
@@ -520,7 +574,7 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     saved += e * T * q_cols;                  // core output = out_proj input
   }
   if (m.flash_attention || is_mla) {
-    core_only = 4 * mb * heads * s;  // fp32 logsumexp
+    core_only = 4 * mb * heads * sl;  // fp32 logsumexp
   } else {
     core_only = e * S2 + (m.dropout ? (1 + e) * S2 : 0.0);  // softmax, mask, dropped probs
   }
@@ -530,13 +584,11 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   // W needs the inputs of the four projections (qkv and MLP-in: e Hs each; out_proj:
   // the core output; MLP-out: e F) and, for the norm scales, the normalized tensors
   // (llama) or the LayerNorm inputs (gpt): e Hs each.
-  const double proj_inputs =
-      moe_mlp ? 2 * e * Hs + e * T * o_cols + e * Tmax * (h + ef) +
-                    (x.shared_ffn > 0 ? e * Tm * sf : 0.0)
-              : 2 * e * Hs + e * T * o_cols + e * F;
+  const double proj_inputs = moe_mlp ? 2 * e * Hs + e * T * o_cols + e * Tmax * (h + ef) +
+                                           (x.shared_ffn > 0 ? e * Tm * sf : 0.0)
+                                     : 2 * e * Hs + e * T * o_cols + e * F;
   // MLA: the normalized latents, which are also the up projections' inputs.
-  const double norm_outputs =
-      2 * e * Hs + (is_mla ? e * T * ((ql > 0 ? ql : 0.0) + kvl) : 0.0);
+  const double norm_outputs = 2 * e * Hs + (is_mla ? e * T * ((ql > 0 ? ql : 0.0) + kvl) : 0.0);
   c.weight_grad_bytes[Recompute::none] =
       std::min(c.activation_bytes[Recompute::none], to_bytes(proj_inputs + norm_outputs));
   c.weight_grad_bytes[Recompute::selective] =
@@ -544,32 +596,34 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   c.weight_grad_bytes[Recompute::full] = c.activation_bytes[Recompute::full];
   c.recompute_flops[Recompute::selective] = core_flops;
   c.recompute_flops[Recompute::full] =
-      c.forward_flops - (moe_mlp ? (x.shared_ffn > 0 ? 2 * Tm * sf * h : 0.0)
-                                 : (llama ? 2 * T * f * h : 0.0));
+      c.forward_flops -
+      (moe_mlp ? (x.shared_ffn > 0 ? 2 * Tm * sf * h : 0.0) : (llama ? 2 * T * f * h : 0.0));
   c.output_bytes = to_bytes(e * Hs);
   const long long kv_params = static_cast<long long>(kv_cols * h);
   // MLA's attention on this device (ModelShape::attention_params without its norm, the
   // up and output projections at this device's heads).
-  const double mla_att =
-      (ql > 0 ? h * ql + ql + ql * heads * qk : h * heads * qk) + h * (kvl + dr) + kvl +
-      kvl * heads * (mla.qk_nope_head_dim + dv) + heads * dv * h;
+  const double mla_att = (ql > 0 ? h * ql + ql + ql * heads * qk : h * heads * qk) +
+                         h * (kvl + dr) + kvl + kvl * heads * (mla.qk_nope_head_dim + dv) +
+                         heads * dv * h;
   if (moe_mlp) {
     // Attention (this device's heads), two norms, the extras of ModelShape::
     // attention_params, the router (replicated), the shared expert (tp share) and the
     // local experts (etp share).
     double att = is_mla ? mla_att + 2 * h : 2 * h * q_cols + 2 * kv_cols * h + 2 * h;
-    if (m.attention_bias && !is_mla) att += q_cols + 2 * kv_cols + h;
-    else if (m.qkv_bias && !is_mla) att += q_cols + 2 * kv_cols;
+    if (m.attention_bias && !is_mla)
+      att += q_cols + 2 * kv_cols + h;
+    else if (m.qkv_bias && !is_mla)
+      att += q_cols + 2 * kv_cols;
     if (m.qk_norm) att += 2 * d;
     if (m.attention_sinks) att += heads;
     const double router = h * E + (x.router_bias ? E : 0.0) + (x.router_score_bias ? E : 0.0);
     const double shared = 3 * h * sf + (x.shared_gate ? h : 0.0);
     const double expert = 3 * h * ef + (x.expert_bias ? 2 * ef + h : 0.0);
     c.expert_param_count = static_cast<std::int64_t>(std::llround(local_experts * expert));
-    c.param_count = static_cast<std::int64_t>(std::llround(att + router + shared)) +
-                    c.expert_param_count;
-    c.active_param_count = static_cast<std::int64_t>(
-        std::llround(att + router + shared + top_k * expert));
+    c.param_count =
+        static_cast<std::int64_t>(std::llround(att + router + shared)) + c.expert_param_count;
+    c.active_param_count =
+        static_cast<std::int64_t>(std::llround(att + router + shared + top_k * expert));
     return c;
   }
   if (is_mla)
@@ -617,7 +671,7 @@ LayerCost mtp_module_cost(const ModelShape& m, const HardwareSpec& hw,
   Builder b(hw, st, m.architecture, "mtp");
   const bool llama = m.architecture == Architecture::llama;
   const double e = st.dtype_bytes, t = st.tp;
-  const double T = static_cast<double>(st.seq_length) * st.micro_batch_size;
+  const double T = st.local_tokens();
   const double h = m.hidden_size;
   const double Hn = T * h, Hs = st.sequence_parallel ? Hn / t : Hn, Ts = Hs / h;
   LayerCost& c = b.cost();
@@ -675,7 +729,7 @@ LayerCost mtp_module_cost(const ModelShape& m, const HardwareSpec& hw,
 LayerCost embedding_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st) {
   Builder b(hw, st, m.architecture, "embedding");
   const double e = st.dtype_bytes, t = st.tp;
-  const double T = static_cast<double>(st.seq_length) * st.micro_batch_size;
+  const double T = st.local_tokens();
   const double h = m.hidden_size;
   const double Hn = T * h, Hs = st.sequence_parallel ? Hn / t : Hn;
   // Vocab-parallel lookup: each device writes its rows (others zero), then the tp group
@@ -714,7 +768,7 @@ LayerCost head_cost(const ModelShape& m, const HardwareSpec& hw, const CostSetti
   b.fp8_gemms(false);  // Megatron runs the output layer in bf16 under FP8
   const bool llama = m.architecture == Architecture::llama;
   const double e = st.dtype_bytes, t = st.tp;
-  const double T = static_cast<double>(st.seq_length) * st.micro_batch_size;
+  const double T = st.local_tokens();
   const double h = m.hidden_size, v = m.vocab_size / t;
   const double Hn = T * h, Hs = st.sequence_parallel ? Hn / t : Hn;
   const double L = T * v;  // this device's logits

@@ -66,6 +66,11 @@ enum class Fp8 { none, hybrid, e4m3 };
 /// its cast), blockwise (1 x 128 / 128 x 128 blocks, the amax fused into the cast), mxfp8
 /// (32-element blocks in hardware, Blackwell only).
 enum class Fp8Recipe { delayed, tensorwise, blockwise, mxfp8 };
+/// How the context-parallel ranks of a layer exchange what attention needs (Megatron-LM's
+/// --cp-comm-type): p2p, the ring (each rank passes its key/value block on, cp - 1 times,
+/// overlapped with the attention of the block in hand); a2a, DeepSpeed-Ulysses (all-to-alls
+/// before and after attention turn the sequence split into a head split).
+enum class CpComm { p2p, a2a };
 
 struct CostSettings {
   int seq_length = 0;
@@ -103,6 +108,21 @@ struct CostSettings {
   int param_shard_edp = 1;
   /// The dp group leaves the scale-up domain: those collectives run over the NICs.
   bool dp_crosses_nodes = false;
+
+  /// Context parallelism (Megatron-LM's --context-parallel-size): each of the cp ranks of
+  /// a sequence holds seq_length / cp of its tokens, with the load-balanced causal split of
+  /// Megatron / TransformerEngine (the sequence cut into 2 cp chunks, rank r holding chunks
+  /// r and 2 cp - 1 - r), so every per-token cost divides by cp and each rank's causal
+  /// attention is 1/cp of the whole: seq_length / cp queries against seq_length keys, half
+  /// of them masked. seq_length stays the whole sequence.
+  int cp = 1;
+  CpComm cp_comm = CpComm::p2p;
+  /// The cp group leaves the scale-up domain: its exchanges run over the NICs. Megatron
+  /// orders ranks "tp-cp-ep-dp-pp", so a cp group spans tp x cp consecutive devices.
+  bool cp_crosses_nodes = false;
+
+  /// Tokens of one micro-batch on this device: seq_length / cp x micro_batch_size.
+  double local_tokens() const { return static_cast<double>(seq_length) / cp * micro_batch_size; }
 };
 
 /// One sub-op's share, kept for `bmpipe cost` and for calibration.
@@ -179,7 +199,10 @@ struct LayerCost {
 /// and FSDP2 expose them. Call it once, after the layer's compute sub-ops.
 void add_param_sharding_comm(LayerCost& cost, const HardwareSpec& hw, const CostSettings& settings);
 
-/// One decoder layer.
+/// One decoder layer. Under context parallelism (CostSettings::cp > 1) on this rank's
+/// seq_length / cp tokens, with a sub-op after the attention core for what the cp group's
+/// exchanges leave exposed: "cp_ring" (p2p) or "cp_a2a" (Ulysses); see cp_exchange in
+/// cost_model.cpp and docs/cost-model.md.
 LayerCost decoder_layer_cost(const ModelShape& model, const HardwareSpec& hw,
                              const CostSettings& settings);
 /// One decoder layer with the mixture-of-experts MLP of `model.moe` in place of the dense
@@ -232,6 +255,12 @@ double collective_time_s(const HardwareSpec& hw, Collective kind, int group, dou
 /// on one directed link (lanes 1: a switched node or the NIC) or, on a mesh node, the k-1
 /// peer links at once. `crosses_nodes` selects the NIC. 0 for a group of one.
 double all_to_all_time_s(const HardwareSpec& hw, int group, double bytes, bool crosses_nodes);
+
+/// Time of one point-to-point transfer of `bytes` on one directed link (a ring step: every
+/// rank sends to the next while it receives from the previous, each on its own link):
+///   latency + bytes / (link bandwidth x collective_efficiency).
+/// `crosses_nodes` selects the NIC. 0 for no bytes.
+double p2p_time_s(const HardwareSpec& hw, double bytes, bool crosses_nodes);
 
 /// Optimizer-state bytes per parameter and step time come from these.
 struct OptimizerSettings {

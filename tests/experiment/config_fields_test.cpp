@@ -29,7 +29,8 @@ TEST(ConfigFields, UnknownKeyListsExactlyTheSectionsKeys) {
        "activation_bytes, weight_grad_retained_bytes, output_bytes, param_bytes, grad_bytes, "
        "optimizer_bytes, recompute"},
       {"  pp: 4\n", "  pp: 4\n  ppp: 4\n", "training.ppp",
-       "schedule, pp, vpp, tp, ep, etp, dp, microbatches, partition, overlap_factor, overlap_ms, "
+       "schedule, pp, vpp, tp, ep, etp, cp, cp_comm_type, dp, microbatches, partition, "
+       "overlap_factor, overlap_ms, "
        "activation_limit_microbatches, seq_length, micro_batch_size, global_batch_size, dtype, "
        "sequence_parallel, fp8, fp8_recipe, optimizer, grad_accumulation, recompute, fsdp, moe_overlap",
        "pp"},
@@ -198,8 +199,7 @@ TEST(ConfigFields, ChecksOnDefaultedKeysPointAtTheirSection) {
 // docs/config-guide.md documents the measured form with one example: it must load as
 // written.
 TEST(ConfigFields, ReadmeExampleLoads) {
-  const std::string readme =
-      test::slurp(std::string(BMPIPE_SOURCE_DIR) + "/docs/config-guide.md");
+  const std::string readme = test::slurp(std::string(BMPIPE_SOURCE_DIR) + "/docs/config-guide.md");
   const auto section = readme.find("## The config");
   ASSERT_NE(section, std::string::npos);
   const auto start = readme.find("```yaml\n", section);

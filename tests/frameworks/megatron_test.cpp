@@ -220,10 +220,10 @@ TEST(MegatronImport, DefaultsMegatronDerives) {
 TEST(MegatronImport, FlagsItDoesNotModelAreListed) {
   const ImportedJob job =
       import("torchrun --nproc_per_node 8 pretrain_gpt.py \\\n" + kModel +
-             "--context-parallel-size 2 --expert-model-parallel-size 4 --lr 3e-4 \\\n"
+             "--cpu-offloading-num-layers 2 --expert-model-parallel-size 4 --lr 3e-4 \\\n"
              "  --data-path 0.5 /data/a 0.5 /data/b --lr 1e-4 2>&1 | tee train.log\n");
-  // The launcher's flag (before the script) is listed; so are inert flags. Context
-  // parallelism changes the job: it is not listed as ignored but as unmodelled.
+  // The launcher's flag (before the script) is listed; so are inert flags. Offloading
+  // changes the job: it is not listed as ignored but as unmodelled.
   const std::vector<std::string> expected = {
       "'torchrun' (not a flag)", "--nproc_per_node (not modelled)",
       "--lr (not modelled)",     "--data-path (not modelled)",
@@ -232,7 +232,7 @@ TEST(MegatronImport, FlagsItDoesNotModelAreListed) {
       "--expert-model-parallel-size (no effect without --num-experts)"};
   EXPECT_EQ(job.ignored, expected);
   ASSERT_EQ(job.unmodelled.size(), 1u);
-  EXPECT_EQ(job.unmodelled[0].given, "--context-parallel-size 2");
+  EXPECT_EQ(job.unmodelled[0].given, "--cpu-offloading-num-layers 2");
   EXPECT_EQ(job.unmodelled[0].origin.line, 5);
 }
 
@@ -409,8 +409,9 @@ TEST(MegatronVocabulary, TheTableAndTheReaderAgree) {
       {"--save", Treatment::inert},
       {"--log-interval", Treatment::inert},
       {"--tokenizer-model", Treatment::inert},
-      {"--context-parallel-size", Treatment::unmodelled},
-      {"--fp8-format", Treatment::unmodelled},
+      {"--context-parallel-size", Treatment::modelled},
+      {"--fp8-format", Treatment::modelled},
+      {"--fp8-margin", Treatment::unmodelled},
       {"--num-experts", Treatment::modelled},
       {"--expert-model-parallel-size", Treatment::modelled},
       {"--use-torch-fsdp2", Treatment::modelled},
@@ -454,9 +455,9 @@ TEST(MegatronVocabulary, MalformedTablesAreRefused) {
 // The cases: each flag that changes time or memory is returned as unmodelled with
 // its line and value (the caller refuses it unless allowed), and not listed as ignored.
 TEST(MegatronImport, FlagsThatChangeTheJobAreUnmodelled) {
-  for (const char* extra :
-       {"--context-parallel-size 2", "--fp8-format hybrid", "--moe-router-num-groups 4",
-        "--torch-fsdp2-no-reshard-after-forward", "--tp-comm-overlap"}) {
+  for (const char* extra : {"--cpu-offloading-num-layers 2", "--fp8-margin 1",
+                            "--moe-router-num-groups 4", "--torch-fsdp2-no-reshard-after-forward",
+                            "--tp-comm-overlap"}) {
     const ImportedJob job = import(kModel + extra + "\n");
     ASSERT_EQ(job.unmodelled.size(), 1u) << extra;
     EXPECT_EQ(job.unmodelled[0].given, extra);
@@ -476,26 +477,26 @@ TEST(MegatronImport, FlagsThatChangeTheJobAreUnmodelled) {
   // Megatron-LM's own default changes nothing: listed, not refused (also as --flag=value).
   const ImportedJob defaults = import(
       kModel +
-      "--context-parallel-size 1 --pipeline-model-parallel-comm-backend=nccl "
+      "--cpu-offloading-num-layers 0 --pipeline-model-parallel-comm-backend=nccl "
       "--expert-model-parallel-size 1\n");
   EXPECT_TRUE(defaults.unmodelled.empty());
   EXPECT_EQ(defaults.ignored,
             (std::vector<std::string>{
-                "--context-parallel-size 1 (Megatron-LM's default)",
+                "--cpu-offloading-num-layers 0 (Megatron-LM's default)",
                 "--pipeline-model-parallel-comm-backend nccl (Megatron-LM's default)",
                 "--expert-model-parallel-size (no effect without --num-experts)"}));
   // The last use counts, as in argparse; several are named after the first.
   const ImportedJob both =
-      import(kModel + "--fp8-format hybrid --context-parallel-size 1\n--context-parallel-size 2\n");
+      import(kModel + "--fp8-margin 1 --cpu-offloading-num-layers 0\n--cpu-offloading-num-layers 2\n");
   ASSERT_EQ(both.unmodelled.size(), 2u);
-  EXPECT_EQ(both.unmodelled[1].given, "--context-parallel-size 2");
+  EXPECT_EQ(both.unmodelled[1].given, "--cpu-offloading-num-layers 2");
   EXPECT_EQ(both.unmodelled[1].origin.line, 5);
   EXPECT_NE(std::string(unmodelled_error(both.unmodelled).what())
-                .find("; also not modelled: --context-parallel-size (line 5)."),
+                .find("; also not modelled: --cpu-offloading-num-layers (line 5)."),
             std::string::npos);
   EXPECT_EQ(
       unmodelled_warning(both.unmodelled[0])
-          .rfind("--fp8-format hybrid is not modelled; the simulated job differs from yours (", 0),
+          .rfind("--fp8-margin 1 is not modelled; the simulated job differs from yours (", 0),
       0u);
 }
 

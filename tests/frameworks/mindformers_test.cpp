@@ -412,7 +412,7 @@ TEST(MindFormersImport, KeysThatChangeTheJobAreUnmodelled) {
     std::string from, to, given;
     int line;
   } cases[] = {
-      {"vocab_emb_dp: False", "context_parallel: 2", "parallel_config.context_parallel: '2'", 19},
+      {"vocab_emb_dp: False", "seq_split_num: 2", "parallel_config.seq_split_num: '2'", 19},
       {"vocab_emb_dp: False", "vocab_emb_dp: True", "parallel_config.vocab_emb_dp: 'True'", 19},
       {"seed: 0", "swap_config:\n  swap: True", "swap_config.swap: 'True'", 2},
       {"rms_norm_eps: 1.0e-5", "num_hidden_layers: 32",
@@ -431,12 +431,12 @@ TEST(MindFormersImport, KeysThatChangeTheJobAreUnmodelled) {
   // expert_num 1 (MindFormers' default) is a dense model: read, nothing to list.
   const ImportedJob harmless =
       import(with(with(with(kConfig, "seed: 0", "moe_config:\n  expert_num: 1"),
-                       "vocab_emb_dp: False", "context_parallel: 1"),
+                       "vocab_emb_dp: False", "seq_split_num: 1"),
                   "rms_norm_eps: 1.0e-5", "hidden_dropout_prob: 0."));
   EXPECT_TRUE(harmless.unmodelled.empty());
   EXPECT_FALSE(harmless.shape->is_moe());
   for (const char* key :
-       {"parallel_config.context_parallel (not modelled)",
+       {"parallel_config.seq_split_num (not modelled)",
         "model.model_config.hidden_dropout_prob (not modelled)"})
     EXPECT_NE(std::find(harmless.ignored.begin(), harmless.ignored.end(), key),
               harmless.ignored.end())

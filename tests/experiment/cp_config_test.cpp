@@ -1,0 +1,142 @@
+// training.cp and training.cp_comm_type (issue 19, item 2) in the experiment: dp is what is
+// left of the devices after pp x tp x cp, the cp group's link follows Megatron's placement
+// after tp, the dense gradients reduce over dp x cp, the job's model FLOPs and tokens do
+// not depend on cp, and every bad value exits with its file, line and key.
+#include <gtest/gtest.h>
+
+#include "experiment/config_cases.hpp"
+#include "experiment/experiment.hpp"
+#include "support/run_config.hpp"
+#include "support/support.hpp"
+
+namespace bmpipe {
+namespace {
+
+using test::config_error;
+using test::has;
+
+// Llama 3 8B on `nodes` HGX H100 nodes of 8. Lines: training.tp on 8, cp on 9, the
+// extra training keys from 13 on.
+std::string cp_config(int nodes, int tp, int pp, int cp, int gbs = 32,
+                      const std::string& extra = "") {
+  return "cluster:\n  nodes: " + std::to_string(nodes) +
+         "\n  device: {preset: h100-sxm}\n"
+         "model: {preset: llama3-8b}\n"
+         "training:\n"
+         "  schedule: 1f1b\n"
+         "  pp: " +
+         std::to_string(pp) + "\n  tp: " + std::to_string(tp) + "\n  cp: " + std::to_string(cp) +
+         "\n"
+         "  seq_length: 8192\n"
+         "  micro_batch_size: 1\n"
+         "  global_batch_size: " +
+         std::to_string(gbs) + "\n" + extra;
+}
+
+TEST(CpConfig, DpIsWhatIsLeftAfterPpTpCp) {
+  // 16 devices, tp 2, pp 2, cp 2: dp 2, and 32 samples make 16 micro-batches.
+  const Config c = parse_config(cp_config(2, 2, 2, 2), "a.yaml");
+  EXPECT_EQ(c.training.data_parallel(16), 2);
+  EXPECT_EQ(c.training.microbatches, 16);
+  const auto e = prepare(c);
+  EXPECT_EQ(e->analytic->dp, 2);
+  EXPECT_EQ(e->analytic->cp, 2);
+  EXPECT_EQ(e->analytic->dense_group(), 4);
+  EXPECT_EQ(e->analytic->settings.cp, 2);
+  // Pipeline rank 1 starts after the tp x cp x dp = 8 devices of rank 0.
+  EXPECT_EQ(e->rank_device, (std::vector<int>{0, 8}));
+  const test::Prepared run = test::prepare_run(c);
+  EXPECT_EQ(run.info.dp, 2);
+  EXPECT_EQ(run.info.devices, 16);
+  // 16 micro-batches x 1 sample x dp 2 x 8192 tokens: every sample once, not per cp rank.
+  EXPECT_DOUBLE_EQ(run.info.tokens_per_iteration, 16.0 * 2 * 8192);
+}
+
+TEST(CpConfig, TheJobsModelFlopsAndTokensDoNotDependOnCp) {
+  // The same 32 samples on the same 16 devices: cp 1 (dp 4) or cp 2 (dp 2).
+  const test::Prepared one = test::prepare_run(parse_config(cp_config(2, 2, 2, 1), "a.yaml"));
+  const test::Prepared two = test::prepare_run(parse_config(cp_config(2, 2, 2, 2), "b.yaml"));
+  EXPECT_DOUBLE_EQ(one.info.tokens_per_iteration, two.info.tokens_per_iteration);
+  EXPECT_NEAR(two.info.model_flops_per_iteration, one.info.model_flops_per_iteration,
+              1e-12 * one.info.model_flops_per_iteration);
+  EXPECT_EQ(one.info.devices, two.info.devices);
+}
+
+TEST(CpConfig, TheDenseGradientsReduceOverDpTimesCp) {
+  // dp 2 x cp 2 on 16 devices is the same 4-device group, same stride (tp 2), as dp 4 at
+  // cp 1: the same all-reduce of the same parameters.
+  const auto one = prepare(parse_config(cp_config(2, 2, 2, 1), "a.yaml"));
+  const auto two = prepare(parse_config(cp_config(2, 2, 2, 2), "b.yaml"));
+  const std::int64_t params = 1'000'000'000;
+  const Time t1 = stage_grad_reduce_time(*one, 0, params, 0);
+  EXPECT_GT(t1, 0);
+  EXPECT_EQ(stage_grad_reduce_time(*two, 0, params, 0), t1);
+  // By hand: 4 devices inside one node (rank 0's group is devices 0, 2, 4, 6), NVLink 4 at
+  // 450 GB/s x 0.75, 5 us: 2 x 3/4 x 4e9 bytes / 337.5e9 + 6 x 5 us.
+  const double expect = 2.0 * 3 / 4 * 4e9 / 337.5e9 + 6 * 5e-6;
+  EXPECT_EQ(t1, s_to_ns(expect));
+  // ... where dp 2 alone would be a group of 2.
+  const double dp_only = 2.0 * 1 / 2 * 4e9 / 337.5e9 + 2 * 5e-6;
+  EXPECT_NE(stage_grad_reduce_time(*two, 0, params, 0), s_to_ns(dp_only));
+}
+
+TEST(CpConfig, TheCpGroupIsPlacedAfterTp) {
+  // tp 4 x cp 2 = 8 consecutive devices: inside an HGX node.
+  EXPECT_FALSE(
+      prepare(parse_config(cp_config(2, 4, 2, 2), "a.yaml"))->analytic->settings.cp_crosses_nodes);
+  // tp 8 x cp 2 = 16: leaves it, the ring runs on the NICs.
+  EXPECT_TRUE(
+      prepare(parse_config(cp_config(2, 8, 1, 2), "b.yaml"))->analytic->settings.cp_crosses_nodes);
+}
+
+TEST(CpConfig, UlyssesIsRead) {
+  const Config c = parse_config(cp_config(2, 2, 2, 2, 32, "  cp_comm_type: a2a\n"), "a.yaml");
+  EXPECT_EQ(c.training.cp_comm(), CpComm::a2a);
+  EXPECT_EQ(prepare(c)->analytic->settings.cp_comm, CpComm::a2a);
+  EXPECT_EQ(parse_config(cp_config(2, 2, 2, 2), "b.yaml").training.cp_comm(), CpComm::p2p);
+}
+
+TEST(CpConfig, BadValuesNameFileLineAndKey) {
+  {
+    const ConfigError e = config_error(cp_config(2, 2, 2, 0));
+    EXPECT_EQ(e.key(), "training.cp");
+    EXPECT_EQ(e.line(), 9);
+    EXPECT_EQ(e.file(), "exp.yaml");
+  }
+  {  // 8192 / 2 = 4096 tokens is not a multiple of cp 3.
+    const ConfigError e = config_error(cp_config(3, 2, 2, 3, 24));
+    EXPECT_EQ(e.key(), "training.cp");
+    EXPECT_EQ(e.line(), 9);
+    EXPECT_TRUE(has(e.message(), "does not divide seq_length / 2")) << e.message();
+  }
+  {  // tp 2 x pp 2 x cp 8 = 32 on 16 devices.
+    const ConfigError e = config_error(cp_config(2, 2, 2, 8));
+    EXPECT_EQ(e.key(), "training.cp");
+    EXPECT_EQ(e.line(), 9);
+    EXPECT_TRUE(has(e.message(), "tp * pp * cp = 2 * 2 * 8 = 32 does not divide the 16 devices"))
+        << e.message();
+  }
+  {
+    const ConfigError e = config_error(cp_config(2, 2, 2, 2, 32, "  cp_comm_type: ring\n"));
+    EXPECT_EQ(e.key(), "training.cp_comm_type");
+    EXPECT_EQ(e.line(), 13);
+    EXPECT_TRUE(has(e.message(), "p2p")) << e.message();
+  }
+  {  // Ulysses splits the 32 / tp 8 = 4 heads of a tp rank over cp: 8 does not divide 4.
+    const std::string text = cp_config(8, 8, 1, 8, 32, "  cp_comm_type: a2a\n");
+    const ConfigError e = config_error(text);
+    EXPECT_EQ(e.key(), "training.cp_comm_type");
+    EXPECT_EQ(e.line(), 13);
+  }
+  {  // dp given against the devices left after cp.
+    const ConfigError e = config_error(cp_config(2, 2, 2, 2, 32, "  dp: 4\n"));
+    EXPECT_EQ(e.key(), "training.dp");
+    EXPECT_TRUE(has(e.message(), "pp * tp * cp * dp = 32")) << e.message();
+  }
+  // The batch divides over dp = devices / (pp tp cp): 2 samples per step at dp 2.
+  EXPECT_NO_THROW(parse_config(cp_config(2, 2, 2, 2, 2), "ok.yaml"));
+  EXPECT_EQ(parse_config(cp_config(2, 2, 2, 2, 2), "ok.yaml").training.microbatches, 1);
+}
+
+}  // namespace
+}  // namespace bmpipe

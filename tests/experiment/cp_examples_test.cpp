@@ -1,0 +1,65 @@
+// The FP8 and context-parallel examples (issue 19): each pinned by the iteration time,
+// tokens/s/GPU and MFU `simulate --json` prints for it today, and by what can be checked
+// by hand (dp, micro-batches, the cp group's link).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "experiment/experiment.hpp"
+#include "support/support.hpp"
+
+namespace bmpipe {
+namespace {
+
+const std::string kExamples = std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/";
+
+nlohmann::json simulate_json(const std::string& name) {
+  const test::CliRun r = test::run_cli("simulate " + kExamples + name + " --json");
+  EXPECT_EQ(r.code, 0) << name << "\n" << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+double tokens_per_gpu(const nlohmann::json& s, int devices) {
+  return s["tokens_per_s"].get<double>() / devices;
+}
+
+TEST(CpExamples, Llama3_70BFp8On64H100) {
+  const nlohmann::json s = simulate_json("h100_llama3_70b_fp8.yaml");
+  EXPECT_TRUE(s["fits"].get<bool>());
+  EXPECT_EQ(s["dp"], 2);              // 64 / (tp 4 x pp 8)
+  EXPECT_EQ(s["microbatches"], 128);  // 256 / dp 2
+  EXPECT_NEAR(s["iteration_time_ms"].get<double>(), 32482.897721, 1e-3);
+  EXPECT_NEAR(tokens_per_gpu(s, 64), 1008.777, 1e-3);  // 256 x 8192 / 32.483 s / 64
+  EXPECT_NEAR(s["mfu"].get<double>(), 0.458206, 1e-6);
+}
+
+TEST(CpExamples, Llama31_405BFp8Cp2On1024H100) {
+  const auto e = prepare(load_config(kExamples + "h100_llama31_405b_fp8_cp2.yaml"));
+  EXPECT_EQ(e->analytic->dp, 8);  // 1024 / (tp 8 x pp 8 x cp 2)
+  EXPECT_EQ(e->analytic->dense_group(), 16);
+  EXPECT_TRUE(e->analytic->settings.cp_crosses_nodes);  // tp 8 x cp 2 = two nodes
+  const nlohmann::json s = simulate_json("h100_llama31_405b_fp8_cp2.yaml");
+  EXPECT_TRUE(s["fits"].get<bool>());
+  EXPECT_EQ(s["microbatches"], 256);  // 2048 / dp 8
+  EXPECT_NEAR(s["iteration_time_ms"].get<double>(), 80752.877985, 1e-3);
+  EXPECT_NEAR(tokens_per_gpu(s, 1024), 202.891, 1e-3);  // 2048 x 8192 / 80.753 s / 1024
+  EXPECT_NEAR(s["mfu"].get<double>(), 0.517783, 1e-6);
+  // Model TFLOPs/GPU, against the Llama 3 paper's 430 (BF16, 8192 GPUs, Table 4).
+  EXPECT_NEAR(s["mfu"].get<double>() * 989, 512.1, 0.1);
+}
+
+TEST(CpExamples, Llama3_70B128kCp8OnAGb200Rack) {
+  const auto e = prepare(load_config(kExamples + "gb200_llama3_70b_128k_cp8.yaml"));
+  EXPECT_EQ(e->analytic->dp, 1);
+  EXPECT_FALSE(e->analytic->settings.cp_crosses_nodes);  // inside the NVL72 domain
+  const nlohmann::json s = simulate_json("gb200_llama3_70b_128k_cp8.yaml");
+  EXPECT_TRUE(s["fits"].get<bool>());
+  EXPECT_EQ(s["microbatches"], 128);
+  EXPECT_NEAR(s["iteration_time_ms"].get<double>(), 349680.273006, 1e-3);
+  EXPECT_NEAR(tokens_per_gpu(s, 64), 749.668, 1e-3);  // 128 x 131072 / 349.68 s / 64
+  EXPECT_NEAR(s["mfu"].get<double>(), 0.279598, 1e-6);
+}
+
+}  // namespace
+}  // namespace bmpipe
