@@ -19,14 +19,15 @@ TEST(SearchMpiKill, AKilledWorkerEndsTheJobWithAClearMessage) {
   bmpipe::test::ScratchDir dir;
   const std::string tag = dir.file("tag.csv");  // unique: finds this job's processes only
   // The search runs in the background; rank 2 is found by its OMPI_COMM_WORLD_RANK, given
-  // 1.5 s to be serving (past MPI_Init and the config), then killed with SIGKILL. The
-  // Mixtral space (tp 1, 2, every pp and ep) plans for many seconds, so the kill lands
-  // mid-search; `timeout` turns a hang into exit 124.
+  // 3 s to be serving (past MPI_Init and the config), then killed with SIGKILL. The whole
+  // GPT-3 example's space plans for a minute and more, so the kill lands mid-search
+  // whatever the machine (a smaller space finished before the kill on a loaded machine);
+  // `timeout` turns a hang into exit 124.
   const std::string script =
       "( timeout 120 mpirun -np 3 --oversubscribe --allow-run-as-root " +
       std::string(BMPIPE_BINARY) + " search " + bmpipe::test::examples() +
-      "h100_mixtral_8x7b_ep8.yaml --quiet --tp 1,2 --micro-batch-size 1 --csv '" + tag + "' >'" +
-      dir.file("out") + "' 2>'" + dir.file("err") + "'; echo $? >'" + dir.file("rc") +
+      "gpt3_175b_a100.yaml --quiet --csv '" + tag + "' >'" + dir.file("out") + "' 2>'" +
+      dir.file("err") + "'; echo $? >'" + dir.file("rc") +
       "' ) &\n"
       "found=\n"
       "for i in $(seq 1 600); do\n"
@@ -34,7 +35,7 @@ TEST(SearchMpiKill, AKilledWorkerEndsTheJobWithAClearMessage) {
       tag +
       "'); do\n"
       "    if tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=2;"
-      " then sleep 1.5; kill -9 $p && found=1; fi\n"
+      " then sleep 3; kill -9 $p && found=1; fi\n"
       "  done\n"
       "  [ -n \"$found\" ] && break\n"
       "  sleep 0.1\n"
