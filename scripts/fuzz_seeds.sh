@@ -15,6 +15,10 @@ for name in $("$bmpipe" schedules --names); do
   "$bmpipe" simulate configs/examples/tiny.yaml --schedule "$name" \
     --export-schedule "$out/schedule_file/seed-tiny-$name.csv" >/dev/null
 done
+# Left out: h100_llama31_405b_fp8_cp2.yaml. `plan` spends about 13 s on it before its first
+# evaluation (126 layers over 64 interleaved stages), past the corpus test's 20 s promise
+# under the sanitizers: a known finding, not a fuzz input.
 for f in configs/examples/*.yaml; do
+  [ "$(basename "$f")" = h100_llama31_405b_fp8_cp2.yaml ] && continue
   cp "$f" "$out/config/seed-$(basename "$f")"
 done
