@@ -109,11 +109,19 @@ LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape,
       if (op.kind == OpKind::FB) has_fb = true;
       if (op.kind != OpKind::F && op.kind != OpKind::B) only_fb_pairs_free = false;
     }
-  const bool only_f_b = only_fb_pairs_free && !uncertain;
-  const bool maybe_fb = has_fb || uncertain;
+  // Pairs timed from their parts (analytic MoE layers with an all-to-all: DualPipe's F&B
+  // pairs, and 1F1B's or interleaved's under moe_overlap, sim/fb_pair.hpp) take F + B less
+  // whatever all-to-all the other half hides, below any fixed fraction of F + B: claim no
+  // pair time for them (phi 0, as with overlap_ms), and under moe_overlap treat 1F1B's F and
+  // B as possibly paired.
+  const bool computed_pairs =
+      e.layers.all_to_all && !t.overlap_ms && e.config.lines.count("training.overlap_factor") == 0;
+  const bool paired_f_b = computed_pairs && t.moe_overlap;
+  const bool only_f_b = only_fb_pairs_free && !uncertain && !paired_f_b;
+  const bool maybe_fb = has_fb || uncertain || paired_f_b;
   // phi (fact a): the least fraction of its halves an op may take.
   double phi = 1.0;
-  if (maybe_fb) phi = t.overlap_ms ? 0.0 : std::min(1.0, t.overlap_factor);
+  if (maybe_fb) phi = t.overlap_ms || computed_pairs ? 0.0 : std::min(1.0, t.overlap_factor);
 
   const std::int64_t m = t.microbatches;
   const int p = shape.num_ranks;

@@ -19,7 +19,10 @@
 ///      modes, which is never negative. So recompute none is the cheapest: every term below
 ///      uses it. An FB pair takes overlap_factor x (F + B + recompute) of its halves, or
 ///      the fixed overlap_ms; let phi = min(1, overlap_factor) when the schedule has FB ops
-///      and no overlap_ms (phi = 0 with overlap_ms: no work term is claimed), else 1. Every
+///      and no overlap_ms (phi = 0 with overlap_ms: no work term is claimed), else 1. A pair
+///      timed from its parts (analytic MoE with an all-to-all, sim/fb_pair.hpp: DualPipe's
+///      pairs, and 1F1B's or interleaved's F and B under moe_overlap) takes F + B less the
+///      all-to-all its other half hides, below any fixed fraction: phi = 0 then too. Every
 ///      op then takes at least phi x (the sum of its halves' f and b).
 ///  (b) A rank runs its ops one at a time. F(s, k) starts after F(s-1, k) ends; B or I(s, k)
 ///      after B or I(s+1, k) ends; transfers take >= 0 ns.
