@@ -458,8 +458,9 @@ Time optimizer_tail_time(const Experiment& e, int rank, std::int64_t params,
   double step = 0, gather_dense = 0, gather_experts = 0;
   if (expert_params > 0) {
     const std::int64_t dense = params - expert_params;
-    step = optimizer_step_s(dense, a.settings.dtype_bytes, a.optimizer, a.dense_group(), a.hardware) +
-           optimizer_step_s(expert_params, a.settings.dtype_bytes, a.optimizer, a.edp, a.hardware);
+    step =
+        optimizer_step_s(dense, a.settings.dtype_bytes, a.optimizer, a.dense_group(), a.hardware) +
+        optimizer_step_s(expert_params, a.settings.dtype_bytes, a.optimizer, a.edp, a.hardware);
     if (gathers) {
       if (a.dense_group() > 1) gather_dense = param_gather_s(e, rank, dense);
       gather_experts = collective_time_s(
@@ -467,7 +468,8 @@ Time optimizer_tail_time(const Experiment& e, int rank, std::int64_t params,
           static_cast<double>(expert_params) * a.settings.dtype_bytes, dp_crosses_nodes(e, rank));
     }
   } else {
-    step = optimizer_step_s(params, a.settings.dtype_bytes, a.optimizer, a.dense_group(), a.hardware);
+    step =
+        optimizer_step_s(params, a.settings.dtype_bytes, a.optimizer, a.dense_group(), a.hardware);
     if (a.dense_group() > 1 && gathers) gather_dense = param_gather_s(e, rank, params);
   }
   if (!a.optimizer.overlap_param_gather) {

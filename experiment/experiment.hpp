@@ -50,7 +50,7 @@ struct Experiment {
   LayerTable layers;
   /// The cost model's layers; set for analytic models only.
   std::optional<AnalyticCosts> analytic;
-  std::vector<int> rank_device;     ///< physical device of each pipeline rank
+  std::vector<int> rank_device;  ///< physical device of each pipeline rank
   /// Per device, before any tensor: device.reserved_GiB, plus under ZeRO-3 the gathered
   /// working set (sharded_working_bytes).
   std::int64_t reserved_bytes = 0;

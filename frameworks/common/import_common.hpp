@@ -133,7 +133,7 @@ struct ImportedJob {
   int pp = 1;
   int vpp = 1;
   int tp = 1;
-  std::optional<int> dp;  ///< empty: devices / (pp * tp)
+  std::optional<int> dp;       ///< empty: devices / (pp * tp)
   std::optional<int> ep, etp;  ///< expert (tensor) parallel sizes; written when set
   /// Context parallelism (training.cp, cp_comm_type) and FP8 GEMMs (training.fp8,
   /// fp8_recipe); written when set.
@@ -149,7 +149,7 @@ struct ImportedJob {
   std::optional<bool> overlap_grad_reduce;
   std::optional<bool> overlap_param_gather;  ///< written when set
   std::optional<bool> fsdp;                  ///< training.fsdp; written when set
-  std::optional<bool> moe_overlap;  ///< training.moe_overlap; written when set
+  std::optional<bool> moe_overlap;           ///< training.moe_overlap; written when set
   /// The memory the framework may use per device, GiB: cluster.device.memory_GiB when below
   /// the device's own (MindFormers' context.max_device_memory).
   std::optional<double> device_memory_GiB;

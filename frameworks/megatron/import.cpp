@@ -615,9 +615,9 @@ void read_vocabulary(const Reading& ctx, ModelShape& m) {
 void read_experts(const Reading& ctx, ModelShape& m) {
   const Args& a = ctx.a;
   ImportedJob& job = ctx.job;
-  const char* moe_flags[] = {"--moe-router-topk", "--moe-ffn-hidden-size",
-                             "--moe-shared-expert-intermediate-size", "--moe-layer-freq",
-                             "--moe-token-dispatcher-type", "--moe-grouped-gemm"};
+  const char* moe_flags[] = {
+      "--moe-router-topk", "--moe-ffn-hidden-size",       "--moe-shared-expert-intermediate-size",
+      "--moe-layer-freq",  "--moe-token-dispatcher-type", "--moe-grouped-gemm"};
   const auto experts = a.integer("--num-experts", 1);
   if (!experts) {
     for (const char* f : moe_flags)
@@ -638,10 +638,10 @@ void read_experts(const Reading& ctx, ModelShape& m) {
            std::to_string(moe.top_k) + " experts per token, but --num-experts is " +
                std::to_string(moe.num_experts));
   moe.expert_ffn = a.integer("--moe-ffn-hidden-size", 1).value_or(m.ffn_hidden_size);
-  job.from("model.moe.expert_ffn_hidden_size",
-           a.origin("--moe-ffn-hidden-size", a.given("--moe-ffn-hidden-size")
-                                                 ? ""
-                                                 : "Megatron-LM's default: --ffn-hidden-size"));
+  job.from(
+      "model.moe.expert_ffn_hidden_size",
+      a.origin("--moe-ffn-hidden-size",
+               a.given("--moe-ffn-hidden-size") ? "" : "Megatron-LM's default: --ffn-hidden-size"));
   moe.shared_ffn = a.integer("--moe-shared-expert-intermediate-size", 1).value_or(0);
   job.from("model.moe.shared_expert_ffn_hidden_size",
            a.origin("--moe-shared-expert-intermediate-size"));
@@ -666,7 +666,7 @@ void read_experts(const Reading& ctx, ModelShape& m) {
   if (dispatcher != "alltoall")
     job.unmodelled.push_back(Unmodelled{
         a.origin(a.given("--moe-token-dispatcher-type") ? "--moe-token-dispatcher-type"
-                                                         : "--num-experts"),
+                                                        : "--num-experts"),
         a.given("--moe-token-dispatcher-type")
             ? "--moe-token-dispatcher-type " + dispatcher
             : "--num-experts without --moe-token-dispatcher-type (Megatron-LM's allgather)",
@@ -767,11 +767,10 @@ void read_batch_and_parallelism(const Reading& ctx) {
                                      a.given("--expert-model-parallel-size") ? "" : "default 1"));
     // [MG-args] validate_args: expert_tensor_parallel_size defaults to the tp size.
     job.etp = a.integer("--expert-tensor-parallel-size", 1).value_or(job.tp);
-    job.from("training.etp",
-             a.origin("--expert-tensor-parallel-size",
-                      a.given("--expert-tensor-parallel-size")
-                          ? ""
-                          : "Megatron-LM's default: --tensor-model-parallel-size"));
+    job.from("training.etp", a.origin("--expert-tensor-parallel-size",
+                                      a.given("--expert-tensor-parallel-size")
+                                          ? ""
+                                          : "Megatron-LM's default: --tensor-model-parallel-size"));
   } else {
     for (const char* f : {"--expert-model-parallel-size", "--expert-tensor-parallel-size"})
       if (a.given(f)) job.ignore(std::string(f) + " (no effect without --num-experts)");
@@ -941,9 +940,10 @@ void read_context_parallel_and_fp8(const Reading& ctx) {
       job.fp8_recipe = *recipe;
       job.from("training.fp8_recipe", a.origin("--fp8-recipe"));
     } else {
-      job.unmodelled.push_back(Unmodelled{
-          a.origin("--fp8-recipe"), "--fp8-recipe " + *recipe,
-          "the " + *recipe + " FP8 recipe: bmpipe models delayed, tensorwise, blockwise and mxfp8"});
+      job.unmodelled.push_back(
+          Unmodelled{a.origin("--fp8-recipe"), "--fp8-recipe " + *recipe,
+                     "the " + *recipe +
+                         " FP8 recipe: bmpipe models delayed, tensorwise, blockwise and mxfp8"});
     }
   }
 }

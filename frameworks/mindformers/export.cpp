@@ -197,10 +197,12 @@ std::string mindformers_moe_refusal(const ModelShape& m, int etp) {
   for (int i = dense; i < m.num_layers; ++i)
     if (!m.is_moe_layer(i))
       return "moe_config states only the first k layers dense (first_k_dense_replace) and the "
-             "rest MoE; layer " + std::to_string(i) + " is dense after MoE layers";
+             "rest MoE; layer " +
+             std::to_string(i) + " is dense after MoE layers";
   if (m.moe.shared_ffn % m.moe.expert_ffn != 0)
     return "moe_config states shared experts as shared_expert_num experts of the experts' width "
-           "(" + std::to_string(m.moe.expert_ffn) + "); " + std::to_string(m.moe.shared_ffn) +
+           "(" +
+           std::to_string(m.moe.expert_ffn) + "); " + std::to_string(m.moe.shared_ffn) +
            " is not a multiple of it";
   if (m.moe.load_imbalance != 1.0)
     return "model.moe.load_imbalance describes the data, which no MindFormers key states; set "

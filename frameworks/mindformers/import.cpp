@@ -341,10 +341,11 @@ void read_context_parallel(const Mf& mf, const YAML::Node& pc, ImportedJob& job)
     job.cp_comm_type = name == "ulysses_cp" ? "a2a" : "p2p";
     job.from("training.cp_comm_type", mf.origin(algo, key));
   } else {
-    job.unmodelled.push_back(Unmodelled{
-        mf.origin(algo, key), key + ": " + name,
-        "the " + name + " context-parallel algorithm: bmpipe models colossalai_cp (a ring) and "
-                        "ulysses_cp (all-to-alls)"});
+    job.unmodelled.push_back(
+        Unmodelled{mf.origin(algo, key), key + ": " + name,
+                   "the " + name +
+                       " context-parallel algorithm: bmpipe models colossalai_cp (a ring) and "
+                       "ulysses_cp (all-to-alls)"});
   }
 }
 
@@ -616,8 +617,8 @@ void read_moe_config(Reading& ctx) {
   const int expert_num =
       experts.IsDefined() ? static_cast<int>(mf.integer(experts, "moe_config.expert_num", 1)) : 1;
   if (expert_num <= 1) {
-    for (const char* k :
-         {"num_experts_chosen", "shared_expert_num", "first_k_dense_replace", "moe_intermediate_size"})
+    for (const char* k : {"num_experts_chosen", "shared_expert_num", "first_k_dense_replace",
+                          "moe_intermediate_size"})
       if (Mf::child(moe, k).IsDefined())
         job.ignore("moe_config." + std::string(k) + " (no effect without expert_num > 1)");
     if (ep_node.IsDefined()) {
@@ -636,10 +637,10 @@ void read_moe_config(Reading& ctx) {
   e.top_k = chosen.IsDefined()
                 ? static_cast<int>(mf.integer(chosen, "moe_config.num_experts_chosen", 1))
                 : 1;
-  job.from("model.moe.top_k",
-           chosen.IsDefined() ? mf.origin(chosen, "moe_config.num_experts_chosen")
-                              : mf.origin(moe, "moe_config.num_experts_chosen",
-                                          "moe_config.num_experts_chosen: default 1"));
+  job.from("model.moe.top_k", chosen.IsDefined()
+                                  ? mf.origin(chosen, "moe_config.num_experts_chosen")
+                                  : mf.origin(moe, "moe_config.num_experts_chosen",
+                                              "moe_config.num_experts_chosen: default 1"));
   if (e.top_k > e.num_experts)
     mf.fail(chosen, "moe_config.num_experts_chosen",
             std::to_string(e.top_k) + " experts per token, but expert_num is " +
@@ -669,7 +670,8 @@ void read_moe_config(Reading& ctx) {
     job.from("model.moe.layer_freq", mf.origin(k, "moe_config.first_k_dense_replace"));
   }
   if (m.architecture != Architecture::llama)
-    mf.fail(experts, "moe_config.expert_num", "the MoE layer is costed for Llama-family models only");
+    mf.fail(experts, "moe_config.expert_num",
+            "the MoE layer is costed for Llama-family models only");
   job.ep = ep_node.IsDefined()
                ? static_cast<int>(mf.integer(ep_node, "parallel_config.expert_parallel", 1))
                : 1;

@@ -160,8 +160,7 @@ class Builder {
   /// cast-transpose kernels). The FP8 weights are cast once an iteration (TE caches them
   /// from the first micro-batch, Megatron passing is_first_microbatch), so not here; they
   /// are held beside the bf16 ones (LayerCost::fp8_weight_bytes).
-  void fp8_linear(const std::string& name, double m, double k, double n, int count,
-                  int grad_adds) {
+  void fp8_linear(const std::string& name, double m, double k, double n, int count, int grad_adds) {
     const double e = st_.dtype_bytes, g = st_.grad_bytes, flops = 2 * m * k * n;
     const double f = fp8_roof(flops, (m * k + k * n) + e * m * n, hw_.matmul_efficiency) +
                      launches(count) + fp8_cast(m * k);
@@ -374,8 +373,10 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     if (st.sequence_parallel)
       b.tp_collective("latent_all_gather", Collective::all_gather, Collective::reduce_scatter,
                       e * T * gathered);
-    if (ql > 0) b.linear("q_b_proj", T, ql, heads * qk);
-    else b.linear("q_proj", T, h, heads * qk);
+    if (ql > 0)
+      b.linear("q_b_proj", T, ql, heads * qk);
+    else
+      b.linear("q_proj", T, h, heads * qk);
     b.linear("kv_b_proj", T, kvl, heads * (mla.qk_nope_head_dim + dv));
     // RoPE on the rope parts: q's heads x qk_rope_head_dim and the one shared k_pe.
     const double el = T * (heads * dr + dr);
@@ -460,8 +461,8 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   const double Tm = Hs / h;
   const double E = x.num_experts, top_k = x.top_k;
   const double local_experts = E / st.ep, ef = static_cast<double>(x.expert_ffn) / st.etp;
-  const double Tk = Tm * top_k;                  // expert rows, balanced
-  const double Tmax = Tk * x.load_imbalance;     // expert rows of the busiest device
+  const double Tk = Tm * top_k;               // expert rows, balanced
+  const double Tmax = Tk * x.load_imbalance;  // expert rows of the busiest device
   const double sf = static_cast<double>(x.shared_ffn) / t;
   std::size_t moe_last_saving_op = 0;
   if (moe_mlp) {
@@ -514,8 +515,7 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     b.linear(llama ? "down_proj" : "fc2", T, f, h);
     b.tp_collective(st.sequence_parallel ? "mlp_reduce_scatter" : "mlp_all_reduce",
                     st.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce,
-                    st.sequence_parallel ? Collective::all_gather : Collective::all_reduce,
-                    e * Hn);
+                    st.sequence_parallel ? Collective::all_gather : Collective::all_reduce, e * Hn);
   }
   b.elementwise("residual_2", add_f, add_f, llama ? 0.0 : e * Hs, 1, 1, 1, add_bias, 1);
 
