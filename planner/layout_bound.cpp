@@ -79,6 +79,234 @@ double least_feasible(double lo, double hi, F&& feasible) {
   return hi;
 }
 
+/// Term 6: the schedule's own op order as a graph. Node n is one op; `pred` lists the ops
+/// that must end before it starts (fact b, and the op before it on its rank); each node's
+/// least duration is linear in the stage costs: `factor` x (F of stage fs + I of stage is
+/// + W of stage ws), -1 for a part it does not have.
+struct OrderGraph {
+  std::vector<int> first, pred;  // node n's predecessors: pred[first[n] .. first[n + 1])
+  std::vector<int> fs, is, ws;
+  std::vector<double> factor;
+  int stages = 0;
+};
+
+/// The graph of `shape` in a topological order, or an empty graph when the order cannot
+/// complete (then nothing is claimed). `fb_factor` is phi for FB pairs.
+OrderGraph order_graph(const Schedule& shape, double fb_factor) {
+  const int S = shape.num_stages, M = shape.num_microbatches;
+  OrderGraph g;
+  g.stages = S;
+  // Node ids in rank order first; the node of each F half and backward-input half by (s, k).
+  std::vector<int> fnode(static_cast<std::size_t>(S) * M, -1), bnode = fnode;
+  std::vector<int> fs, is, ws, rank_prev;
+  std::vector<double> factor;
+  const auto at = [&](int s, int k) { return static_cast<std::size_t>(s) * M + k; };
+  const auto valid = [&](int s, int k) { return s >= 0 && s < S && k >= 0 && k < M; };
+  for (const std::vector<Op>& ops : shape.ops) {
+    int prev = -1;
+    for (const Op& op : ops) {
+      const int n = static_cast<int>(fs.size());
+      int f = -1, i = -1, w = -1;
+      double fac = 1.0;
+      switch (op.kind) {
+        case OpKind::F:
+          f = op.stage;
+          break;
+        case OpKind::B:
+          i = w = op.stage;
+          break;
+        case OpKind::I:
+          i = op.stage;
+          break;
+        case OpKind::W:
+          w = op.stage;
+          break;
+        case OpKind::FB:
+          f = op.stage, i = w = op.stage2, fac = fb_factor;
+          break;
+      }
+      const int kb = op.kind == OpKind::FB ? op.microbatch2 : op.microbatch;
+      if ((f >= 0 && !valid(f, op.microbatch)) || (i >= 0 && !valid(i, kb)) ||
+          (w >= 0 && !valid(w, kb)))
+        return {};
+      if (f >= 0) fnode[at(f, op.microbatch)] = n;
+      if (i >= 0) bnode[at(i, kb)] = n;
+      fs.push_back(f), is.push_back(i), ws.push_back(w), factor.push_back(fac);
+      rank_prev.push_back(prev);
+      prev = n;
+    }
+  }
+  const int N = static_cast<int>(fs.size());
+  std::vector<std::vector<int>> in(N);
+  int n = 0;
+  for (const std::vector<Op>& ops : shape.ops)
+    for (const Op& op : ops) {
+      std::vector<int>& p = in[n];
+      if (rank_prev[n] >= 0) p.push_back(rank_prev[n]);
+      const int kb = op.kind == OpKind::FB ? op.microbatch2 : op.microbatch;
+      if (fs[n] > 0) p.push_back(fnode[at(fs[n] - 1, op.microbatch)]);  // F(s-1, k)
+      if (is[n] >= 0 && op.kind != OpKind::W) {
+        p.push_back(fnode[at(is[n], kb)]);                         // its own F
+        if (is[n] + 1 < S) p.push_back(bnode[at(is[n] + 1, kb)]);  // B or I(s+1, k)
+      }
+      if (op.kind == OpKind::W) p.push_back(bnode[at(ws[n], kb)]);  // I(s, k)
+      for (int q : p)
+        if (q < 0 || q == n) return {};  // an input no op produces: not a schedule
+      ++n;
+    }
+  // Kahn's algorithm; the order is by node id among the ready ones (deterministic).
+  std::vector<int> indeg(N, 0);
+  std::vector<std::vector<int>> out(N);
+  for (int v = 0; v < N; ++v)
+    for (int q : in[v]) ++indeg[v], out[q].push_back(v);
+  std::vector<int> order, ready;
+  for (int v = N - 1; v >= 0; --v)
+    if (indeg[v] == 0) ready.push_back(v);
+  std::vector<int> id(N, -1);
+  while (!ready.empty()) {
+    const int v = ready.back();
+    ready.pop_back();
+    id[v] = static_cast<int>(order.size());
+    order.push_back(v);
+    for (int u : out[v])
+      if (--indeg[u] == 0) ready.push_back(u);
+  }
+  if (static_cast<int>(order.size()) != N) return {};  // a cycle: the order cannot complete
+  g.first.assign(1, 0);
+  for (int v : order) {
+    for (int q : in[v]) g.pred.push_back(id[q]);
+    g.first.push_back(static_cast<int>(g.pred.size()));
+    g.fs.push_back(fs[v]), g.is.push_back(is[v]), g.ws.push_back(ws[v]);
+    g.factor.push_back(factor[v]);
+  }
+  return g;
+}
+
+/// Per stage: how many times a path counts its F, I and W (each times the op's factor).
+struct StageWeights {
+  std::vector<double> f, i, w;
+  explicit StageWeights(int S = 0) : f(S, 0.0), i(S, 0.0), w(S, 0.0) {}
+};
+
+/// The longest path of `g` when the stages cost F, I, W (ns): its length and its weights.
+double longest_path(const OrderGraph& g, const std::vector<double>& F, const std::vector<double>& I,
+                    const std::vector<double>& W, StageWeights& weights) {
+  const int N = static_cast<int>(g.fs.size());
+  std::vector<double> end(N);
+  std::vector<int> from(N, -1);
+  int last = -1;
+  for (int v = 0; v < N; ++v) {
+    double start = 0;
+    for (int k = g.first[v]; k < g.first[v + 1]; ++k)
+      if (from[v] < 0 || end[g.pred[k]] > start) start = end[g.pred[k]], from[v] = g.pred[k];
+    double d = 0;
+    if (g.fs[v] >= 0) d += F[g.fs[v]];
+    if (g.is[v] >= 0) d += I[g.is[v]];
+    if (g.ws[v] >= 0) d += W[g.ws[v]];
+    end[v] = start + g.factor[v] * d;
+    if (last < 0 || end[v] > end[last]) last = v;
+  }
+  weights = StageWeights(g.stages);
+  for (int v = last; v >= 0; v = from[v]) {
+    if (g.fs[v] >= 0) weights.f[g.fs[v]] += g.factor[v];
+    if (g.is[v] >= 0) weights.i[g.is[v]] += g.factor[v];
+    if (g.ws[v] >= 0) weights.w[g.ws[v]] += g.factor[v];
+  }
+  return last < 0 ? 0.0 : end[last];
+}
+
+/// The least of sum_s (a_s F_s + c_s I_s + e_s W_s) over every partition of the layers into
+/// the stages in order, each stage one layer or more (fact c): a dynamic program over (stage,
+/// layers so far). Returns the least value and, in `counts`, a partition reaching it.
+double least_weighted(const StageWeights& wt, const std::vector<double>& pf,
+                      const std::vector<double>& pi, const std::vector<double>& pw,
+                      std::vector<int>& counts) {
+  const int S = static_cast<int>(wt.f.size());
+  const int L = static_cast<int>(pf.size()) - 1;
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> prev(L + 1, inf), cur(L + 1, inf);
+  std::vector<int> choice(static_cast<std::size_t>(S) * (L + 1), -1);
+  prev[0] = 0;
+  for (int s = 0; s < S; ++s) {
+    std::fill(cur.begin(), cur.end(), inf);
+    const auto key = [&](int j) { return wt.f[s] * pf[j] + wt.i[s] * pi[j] + wt.w[s] * pw[j]; };
+    double best = inf;
+    int arg = -1;
+    for (int l = s + 1; l <= L - (S - 1 - s); ++l) {
+      const int j = l - 1;  // stage s takes layers [j, l)
+      if (prev[j] < inf && prev[j] - key(j) < best) best = prev[j] - key(j), arg = j;
+      if (arg >= 0) cur[l] = best + key(l), choice[static_cast<std::size_t>(s) * (L + 1) + l] = arg;
+    }
+    std::swap(prev, cur);
+  }
+  counts.assign(S, 0);
+  for (int s = S - 1, l = L; s >= 0; --s) {
+    const int j = choice[static_cast<std::size_t>(s) * (L + 1) + l];
+    counts[s] = l - j;
+    l = j;
+  }
+  return prev[L];
+}
+
+/// Term 6's value (ns, before slack and tail): the best weighted-path bound found in at most
+/// `rounds` rounds (see the header's proof); 0 when the graph is empty.
+double order_term(const OrderGraph& g, const std::vector<LayerRow>& layers, int rounds) {
+  const int S = g.stages;
+  const int L = static_cast<int>(layers.size());
+  if (g.fs.empty() || S < 1 || L < S) return 0;
+  std::vector<double> pf(L + 1, 0), pi(L + 1, 0), pw(L + 1, 0);
+  for (int l = 0; l < L; ++l) {
+    pf[l + 1] = pf[l] + static_cast<double>(layers[l].forward);
+    pi[l + 1] = pi[l] + static_cast<double>(layers[l].backward_input);
+    pw[l + 1] = pw[l] + static_cast<double>(layers[l].backward_weight);
+  }
+  std::vector<int> counts(S, L / S);  // the first partition: as even as the layers allow
+  for (int s = 0; s < L % S; ++s) ++counts[s];
+  std::vector<StageWeights> paths;
+  std::vector<double> gain;  // each path's length summed over the partitions tried
+  double lower = 0, upper = std::numeric_limits<double>::infinity();
+  for (int iter = 1; iter <= rounds; ++iter) {
+    std::vector<double> F(S), I(S), W(S);
+    for (int s = 0, l = 0; s < S; l += counts[s], ++s) {
+      F[s] = pf[l + counts[s]] - pf[l];
+      I[s] = pi[l + counts[s]] - pi[l];
+      W[s] = pw[l + counts[s]] - pw[l];
+    }
+    StageWeights path;
+    upper = std::min(upper, longest_path(g, F, I, W, path));
+    paths.push_back(path);
+    gain.push_back(0);
+    // Hedge over the paths found: every path's gain grows by its length at this partition
+    // (a path found later is charged its gain on the partitions before it as well).
+    const auto length = [&](const StageWeights& p, const std::vector<int>& part) {
+      double v = 0;
+      for (int s = 0, l = 0; s < S; l += part[s], ++s)
+        v += p.f[s] * (pf[l + part[s]] - pf[l]) + p.i[s] * (pi[l + part[s]] - pi[l]) +
+             p.w[s] * (pw[l + part[s]] - pw[l]);
+      return v;
+    };
+    for (std::size_t k = 0; k < paths.size(); ++k) gain[k] += length(paths[k], counts);
+    const double top = *std::max_element(gain.begin(), gain.end());
+    const double eta =
+        std::sqrt(8.0 * std::log(std::max<double>(2, paths.size())) / iter) / std::max(1.0, upper);
+    StageWeights mix(S);
+    double total = 0;
+    for (std::size_t k = 0; k < paths.size(); ++k) {
+      const double lambda = std::exp(eta * (gain[k] - top));
+      total += lambda;
+      for (int s = 0; s < S; ++s) {
+        mix.f[s] += lambda * paths[k].f[s];
+        mix.i[s] += lambda * paths[k].i[s];
+        mix.w[s] += lambda * paths[k].w[s];
+      }
+    }
+    for (int s = 0; s < S; ++s) mix.f[s] /= total, mix.i[s] /= total, mix.w[s] /= total;
+    lower = std::max(lower, least_weighted(mix, pf, pi, pw, counts));
+    if (lower >= upper * (1 - 1e-4)) break;
+  }
+  return lower;
+}
+
 }  // namespace
 
 Schedule bound_shape(const Experiment& e) {
@@ -286,6 +514,16 @@ LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape,
   };
   out.work_fill = down(std::max(per_rank, mean));
   out.chain = down(phi * chain);
+  // Term 6: the op order's weighted paths. Not for generators that may draw another order,
+  // nor under moe_overlap (make_schedule pairs 1F1B's and interleaved's F and B).
+  const bool paired_order = t.moe_overlap && (shape.name == "1f1b" || shape.name == "interleaved");
+  if (!uncertain && !paired_order && !paired_f_b) {
+    const double fb_factor = t.overlap_ms || computed_pairs ? 0.0 : std::min(1.0, t.overlap_factor);
+    // T_pipe is whole ns: it is at least the least integer above v less its rounding error
+    // (relative 1e-9 is far above a double's for sums of this size) and the FB slack.
+    const double v = order_term(order_graph(shape, fb_factor), layers, 40);
+    out.order = static_cast<Time>(std::max(0.0, std::ceil(v - 1e-9 * v - 1e-3 - slack)));
+  }
 
   // Term 4: the tail every rank adds after its last pipeline op.
   if (e.analytic && !experts && c_min > 0 && c_min < std::numeric_limits<int>::max()) {

@@ -104,7 +104,32 @@
 ///     increasing, and T >= k_r d + g_r(w_r) (term 2's start) with sum_r w_r = sum_l
 ///     (f_l + b_l) and w_r >= c_r s_min. The least integer T for which the largest w_r
 ///     each rank allows sum to the total is a bound (term 2's mean, with memory).
-/// Bound = max(term 2, term 3, term 5) + g, rounded down.
+///  6. The op order (issue 20: interleaved and V schedules, whose fill term 2 counts in
+///     single layers). Generators that do not read costs or rank candidates draw the same
+///     order for every plan (`shape`; not under moe_overlap, whose pairing make_schedule
+///     adds). Make each op a node of a graph with an edge from every op that must end
+///     before it starts: the op before it on its rank (b), F(s-1, k) for F(s, k), F(s, k)
+///     and B or I(s+1, k) for B or I(s, k), I(s, k) for W(s, k) (sim/simulate.hpp: an FB
+///     node has both halves' inputs). A node's duration is at least its least duration
+///     with recompute none (a): F_s, B_s = I_s + W_s, I_s, W_s for F, B, I, W, and for
+///     an FB pair phi (F_a + B_b) (phi as in (a); 0 with overlap_ms or pairs timed from
+///     their parts). Along any path P the ops run one after another, so for every plan x,
+///     T_pipe(x) >= len_P(x) := sum over P's nodes of those durations = sum_s (a_s F_s(x)
+///     + c_s I_s(x) + e_s W_s(x)), with a, c, e how often P counts each stage's part. For
+///     weights lambda >= 0 summing to 1 over a set of paths, T_pipe(x) >= max_P len_P(x)
+///     >= sum_P lambda_P len_P(x) >= min_y sum_P lambda_P len_P(y) over every partition y
+///     (each stage one layer or more, c); that minimum is linear in the layers' costs, so
+///     a dynamic program over (stage, layers so far) finds it exactly. Any lambda gives a
+///     bound; the paths and weights are only a search for a good one: the longest path
+///     at the partition the previous weights chose (starting from the even split) joins
+///     the set, and the weights follow Hedge (exp of each path's total length over the
+///     partitions tried), at most 40 rounds, stopping once the bound meets the least
+///     longest path seen (then it equals the best plan's time at zero communication,
+///     recompute and tail). For interleaved schedules the paths cross every chunk, so the
+///     fill is counted in whole stages of every chunk, not single layers of the first.
+/// Bound = max(term 2, term 3, term 5, term 6) + g, rounded down.
+
+#include <algorithm>
 
 #include "experiment/experiment.hpp"
 #include "schedules/op.hpp"
@@ -116,7 +141,8 @@ struct LayoutBound {
   Time work_fill = 0;  ///< terms 2 and 5
   Time chain = 0;      ///< term 3
   Time tail = 0;       ///< term 4
-  Time total() const { return std::max(work_fill, chain) + tail; }
+  Time order = 0;      ///< term 6
+  Time total() const { return std::max({work_fill, chain, order}) + tail; }
 };
 
 /// The bound of every plan of `e` (its config's schedule, pp, vpp, micro-batches) run under

@@ -5,7 +5,9 @@
 // and far from trivial on average.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -127,6 +129,120 @@ TEST(LayoutBound, PairsTimedFromTheirPartsStayBelowTheSimulatedTime) {
   }
 }
 
+/// Measured layers of unequal costs (ms: f, i, w per layer), free communication, no tail, no
+/// recompute modes: the engine's time is the longest path of the op order (sim/simulate.hpp).
+std::string free_config(const std::string& training, const std::vector<std::array<int, 3>>& cost) {
+  std::ostringstream y;
+  y << "cluster: {nodes: 1, devices_per_node: 4, device: {name: unit, memory_GiB: 1000},\n"
+    << "          intra_node: {bandwidth_GBps: 100, latency_us: 0}}\n"
+    << "model: {name: u, layers: [";
+  for (std::size_t l = 0; l < cost.size(); ++l)
+    y << (l ? ", " : "") << "{name: l" << l << ", count: 1, forward_ms: " << cost[l][0]
+      << ", backward_input_ms: " << cost[l][1] << ", backward_weight_ms: " << cost[l][2]
+      << ", activation_bytes: 1048576, output_bytes: 0, param_bytes: 1048576}";
+  y << "]}\ntraining: {" << training << "}\n";
+  return y.str();
+}
+
+/// Every partition of `layers` into `stages` parts of one layer or more.
+void partitions(int layers, int stages, std::vector<int>& cur, std::vector<std::vector<int>>& out) {
+  if (stages == 1) {
+    cur.push_back(layers);
+    out.push_back(cur);
+    cur.pop_back();
+    return;
+  }
+  for (int take = 1; take <= layers - (stages - 1); ++take) {
+    cur.push_back(take);
+    partitions(layers - take, stages - 1, cur, out);
+    cur.pop_back();
+  }
+}
+
+/// The least simulated time over every partition (recompute none), by exhaustive search.
+Time exhaustive_best(const Experiment& e, const Schedule& sch) {
+  std::vector<std::vector<int>> all;
+  std::vector<int> cur;
+  partitions(e.num_layers(), sch.num_stages, cur, all);
+  Time best = std::numeric_limits<Time>::max();
+  for (const std::vector<int>& part : all) {
+    Plan p = config_plan(e, sch.num_stages);
+    p.partition = part;
+    const SimResult r = run(e, p, sch);
+    EXPECT_TRUE(r.ok) << r.error;
+    best = std::min(best, r.iteration_time);
+  }
+  return best;
+}
+
+TEST(LayoutBound, OrderTermIsTheSimulatedTimeWhenThePartitionIsForced) {
+  // As many layers as stages: one plan (one layer per stage, recompute none), and with free
+  // communication and no tail its time is the longest path of the op order at those costs,
+  // which term 6 finds in its first round (the path set {P}, the only partition). Expected:
+  // the engine's time of that plan (an exhaustive search of one). FB pairs (dualpipe-v,
+  // overlap_factor 1) may shave 0.5 ns per op in llround: the bound gives 2 m S ns up.
+  const std::vector<std::array<int, 3>> c4{{1, 2, 1}, {3, 1, 2}, {2, 2, 0}, {1, 3, 1}};
+  const std::vector<std::array<int, 3>> c8{{1, 2, 1}, {3, 1, 2}, {2, 2, 0}, {1, 3, 1},
+                                           {2, 1, 1}, {1, 1, 2}, {4, 2, 1}, {1, 2, 2}};
+  struct Case {
+    std::string training;
+    const std::vector<std::array<int, 3>>* cost;
+  };
+  for (const Case& c : {Case{"schedule: 1f1b, pp: 4, microbatches: 6", &c4},
+                        Case{"schedule: interleaved, pp: 2, vpp: 2, microbatches: 4", &c4},
+                        Case{"schedule: interleaved, pp: 2, vpp: 4, microbatches: 6", &c8},
+                        Case{"schedule: interleaved, pp: 4, vpp: 2, microbatches: 8", &c8},
+                        Case{"schedule: zb-h1, pp: 4, microbatches: 5", &c4},
+                        Case{"schedule: v-min, pp: 2, microbatches: 4", &c4},
+                        Case{"schedule: dualpipe-v, pp: 2, microbatches: 6", &c4},
+                        Case{"schedule: dualpipe-v, pp: 4, microbatches: 8", &c8}}) {
+    SCOPED_TRACE(c.training);
+    const auto e = experiment_of(free_config(c.training, *c.cost));
+    const Schedule sch = make_schedule(*e);
+    ASSERT_EQ(sch.num_stages, e->num_layers());
+    const Time best = exhaustive_best(*e, sch);
+    const LayoutBound b = layout_lower_bound(*e, bound_shape(*e));
+    const bool fb = c.training.find("dualpipe") != std::string::npos;
+    const Time slack = fb ? 2 * sch.num_microbatches * sch.num_stages : 0;
+    EXPECT_LE(b.total(), best);
+    EXPECT_GE(b.order, best - slack);
+    EXPECT_EQ(b.tail, 0);
+  }
+}
+
+TEST(LayoutBound, OrderTermNeverAboveTheExhaustiveBestOnSmallSpaces) {
+  // More layers than stages: every partition simulated (exhaustive search), the bound never
+  // above the best of them. Term 6 is a weak-duality bound (some weights over paths), so it
+  // may stay below the best; on the multi-chunk schedules it must beat terms 2, 3 and 5 on
+  // most cases (4 of 5 at the time of writing: interleaved pp 2 vpp 3 is the exception).
+  const std::vector<std::array<int, 3>> c9{{1, 2, 1}, {3, 1, 2}, {2, 2, 0}, {1, 3, 1}, {2, 1, 1},
+                                           {1, 1, 2}, {4, 2, 1}, {1, 2, 2}, {2, 3, 1}};
+  int chunked = 0, raised = 0;
+  for (const char* training :
+       {"schedule: interleaved, pp: 2, vpp: 2, microbatches: 4",
+        "schedule: interleaved, pp: 2, vpp: 3, microbatches: 6",
+        "schedule: interleaved, pp: 4, vpp: 2, microbatches: 8",
+        "schedule: v-min, pp: 2, microbatches: 6", "schedule: dualpipe-v, pp: 2, microbatches: 6",
+        "schedule: 1f1b, pp: 4, microbatches: 8", "schedule: zb-h2, pp: 4, microbatches: 8"}) {
+    SCOPED_TRACE(training);
+    const auto e = experiment_of(free_config(training, c9));
+    const Schedule sch = make_schedule(*e);
+    const Time best = exhaustive_best(*e, sch);
+    const LayoutBound b = layout_lower_bound(*e, bound_shape(*e));
+    EXPECT_LE(b.total(), best);
+    if (sch.num_stages > sch.num_ranks) {
+      ++chunked;
+      raised += b.order > std::max(b.work_fill, b.chain);
+    }
+    std::printf("%s: bound %.3f ms (terms 2-5 %.3f), exhaustive best %.3f ms\n", training,
+                static_cast<double>(b.total()) / 1e6,
+                static_cast<double>(std::max(b.work_fill, b.chain)) / 1e6,
+                static_cast<double>(best) / 1e6);
+  }
+  EXPECT_EQ(chunked, 5);
+  EXPECT_GE(raised, 3);
+}
+
 /// A random config: unequal measured layers or an analytic preset, on 1-2 nodes.
 std::string random_config(std::mt19937_64& rng, const std::string& schedule, int& pp_out) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -165,7 +281,8 @@ std::string random_config(std::mt19937_64& rng, const std::string& schedule, int
   }
   // pp: a divisor of the devices (tp 1, dp = devices / pp) that the layers can fill.
   std::vector<int> pps;
-  const int chunks = chunks_per_rank(info.placement, 2);
+  const int vpp = pick(2, 4);  // interleaved: 2 to 4 chunks a rank (the search's range)
+  const int chunks = chunks_per_rank(info.placement, vpp);
   for (int p = 1; p <= devices; ++p)
     if (devices % p == 0 && p * chunks <= layers && (p > 1 || info.placement != Placement::kLoop))
       pps.push_back(p);
@@ -176,7 +293,7 @@ std::string random_config(std::mt19937_64& rng, const std::string& schedule, int
   if (info.microbatches_in_groups_of_pp && m > pp) m = (m + pp - 1) / pp * pp;
   y << "training: {schedule: " << schedule << ", pp: " << pp << ", tp: 1, dp: " << devices / pp
     << ", microbatches: " << m;
-  if (info.placement == Placement::kLoop) y << ", vpp: 2";
+  if (info.placement == Placement::kLoop) y << ", vpp: " << vpp;
   if (analytic)
     y << ", seq_length: " << (pick(0, 1) ? 1024 : 2048) << ", micro_batch_size: 1"
       << ", recompute: " << (pick(0, 1) ? "full" : "none")
@@ -251,9 +368,9 @@ TEST(LayoutBound, NeverAboveTheSimulatedTimeOnRandomLayouts) {
       }
     }
   }
-  // Measured on this seed: 0.798 of the uniform plan's simulated time on average (the rest
-  // is the bubble an adversarial partition could avoid, communication and recompute). The
-  // floor asserted is a regression guard well below that.
+  // Measured on this seed (vpp 2-4 drawn, term 6 in): 0.809 of the uniform plan's simulated time on
+  // average (the rest is the bubble an adversarial partition could avoid, communication and
+  // recompute). The floor asserted is a regression guard well below that.
   EXPECT_GE(cases, 150);
   EXPECT_GE(planned, 10);
   EXPECT_GE(ratio_sum / cases, 0.6) << "mean bound / simulated = " << ratio_sum / cases;
