@@ -3,7 +3,7 @@
 // GPT-3 example) whose comment gives the source, the table and the exact layout; the
 // published figure is an iteration time, given as such (MT-NLG) or turned from the
 // published TFLOP/s per GPU with the sources' own FLOP count (Narayanan et al. 2021,
-// eq. 3, full recompute): 96 B s l h^2 (1 + s / 6h + V / 16 l h) / (TFLOP/s x GPUs).
+// appendix, full recompute): 96 B s l h^2 (1 + s / 6h + V / 16 l h) / (TFLOP/s x GPUs).
 //
 // These rows are the calibration set. Korthikanti et al. 2022 ("Reducing Activation
 // Recomputation in Large Transformer Models") is the held-out set of issue 19 and is not
@@ -52,11 +52,11 @@ namespace {
 struct PublishedRun {
   const char* config;  ///< under configs/, without .yaml
   double seconds;      ///< published iteration time; 0: from tflops
-  double tflops;       ///< published model TFLOP/s per GPU (with recompute, eq. 3); 0: none
+  double tflops;       ///< published model TFLOP/s per GPU (with recompute); 0: none
   bool megatron;       ///< Megatron-LM's own pipeline (false: DeepSpeed's, MT-NLG)
 };
 
-// Narayanan et al. 2021, eq. 3 (full recompute: 4 passes): FLOPs of one iteration.
+// Narayanan et al. 2021, appendix (full recompute: 4 passes): FLOPs of one iteration.
 double megatron_flops(double batch, double seq, double layers, double hidden, double vocab) {
   return 96.0 * batch * seq * layers * hidden * hidden *
          (1.0 + seq / (6.0 * hidden) + vocab / (16.0 * layers * hidden));
