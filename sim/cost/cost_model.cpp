@@ -266,6 +266,24 @@ std::int64_t to_bytes(double v) {
   return static_cast<std::int64_t>(std::llround(v));
 }
 
+/// Bytes one device sends to the next stage (and receives back as the gradient) for a
+/// hidden-state tensor of `full_bytes` (T x h x dtype). Megatron-LM's scatter/gather of
+/// pipeline tensors (Narayanan et al. 2021, SC'21, sec. 4.1; p2p_communication.py,
+/// `--no-scatter-gather-tensors-in-pipeline` turns it off, on by default): without
+/// sequence parallelism the t ranks of a tp group hold the same output, so each sends
+/// only its 1/t slice, over its own NIC, and the receiving ranks all-gather the slices
+/// over NVLink. With sequence parallelism each rank already holds a different 1/t. Either
+/// way a device's link carries full / t. Taken as on for gpt layers (Megatron-LM of
+/// 2021-22, which the gpt architecture describes); llama layers send the whole tensor
+/// (Megatron-Core's p2p has no scatter/gather). The receiver's all-gather is not charged:
+/// it runs on the node's links, (t - 1)/t of the tensor at 12x a DGX A100 NIC's bandwidth
+/// (GPT-3 175B at tp 8, 50 MB: about 0.2 ms a receive, against 0.25 ms for the slice over
+/// the NIC and 2 ms for the whole tensor; under 0.5 % of a micro-batch's stage time).
+double stage_output_bytes(Architecture arch, const CostSettings& st, double full_bytes) {
+  const bool split = st.sequence_parallel || arch == Architecture::gpt;
+  return split && st.tp > 1 ? full_bytes / st.tp : full_bytes;
+}
+
 }  // namespace
 
 namespace {
@@ -598,7 +616,7 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   c.recompute_flops[Recompute::full] =
       c.forward_flops -
       (moe_mlp ? (x.shared_ffn > 0 ? 2 * Tm * sf * h : 0.0) : (llama ? 2 * T * f * h : 0.0));
-  c.output_bytes = to_bytes(e * Hs);
+  c.output_bytes = to_bytes(stage_output_bytes(m.architecture, st, e * Hn));
   const long long kv_params = static_cast<long long>(kv_cols * h);
   // MLA's attention on this device (ModelShape::attention_params without its norm, the
   // up and output projections at this device's heads).
@@ -753,7 +771,7 @@ LayerCost embedding_cost(const ModelShape& m, const HardwareSpec& hw, const Cost
   const double saved = 8 * T + (m.dropout ? Hs : 0.0);  // token ids (+ dropout mask)
   c.activation_bytes.fill(to_bytes(saved));
   c.weight_grad_bytes.fill(to_bytes(8 * T));  // token ids for the scatter-add
-  c.output_bytes = to_bytes(e * Hs);
+  c.output_bytes = to_bytes(stage_output_bytes(m.architecture, st, e * Hn));
   c.param_count =
       static_cast<std::int64_t>(m.vocab_size / t * h) +
       (m.architecture == Architecture::gpt ? static_cast<std::int64_t>(st.seq_length * h) : 0);

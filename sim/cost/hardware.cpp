@@ -142,8 +142,11 @@ HardwareSpec make_a100() {
   // reach ~250-270 of 312 TFLOP/s in public cuBLAS benchmarks; the tp-sharded GEMMs of a
   // training layer reach less, and the h200 fit's 0.68 (212 TFLOP/s) is in that range.
   // With them GPT-3 175B on 1024 GPUs lands 3.5 % under the Megatron-LM figure
-  // (tests/cost/gpt3_figure_test.cpp: 30.9 s vs 32 s); a forward GEMM fraction of 0.64 /
-  // 0.72 (the backward ones scaled alike) would give 32.4 s / 29.6 s.
+  // (tests/cost/gpt3_figure_test.cpp: 30.8 s vs 32 s); a forward GEMM fraction of 0.64 /
+  // 0.72 (the backward ones scaled alike) would give 32.4 s / 29.6 s. Checked, not fitted,
+  // on nine more published A100 runs (Megatron-LM 175B and 530B at pp 12 and 35, MT-NLG
+  // 530B): tests/cost/a100_published_runs_test.cpp, docs/cost-model.md "Calibration on
+  // published A100 runs".
   HardwareSpec h = make_h200();
   h.name = "a100-80g";
   h.peak_tflops = 312;    // NVIDIA A100 datasheet: 312 TFLOPS dense BF16/FP16
