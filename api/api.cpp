@@ -11,6 +11,9 @@
 #include "api/contracts.hpp"
 #include "api/summary.hpp"
 #include "experiment/suggest.hpp"
+#include "frameworks/megatron/formats.hpp"
+#include "planner/baselines.hpp"
+#include "planner/export_layout.hpp"
 #include "planner/schedules_plan.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
@@ -205,6 +208,12 @@ std::int64_t plan_memory_limit_bytes(const Config& config, const PlanRequest& r)
   return bytes;
 }
 
+namespace {
+constexpr const char* kLayoutExpected =
+    " (expected Megatron-LM's --pipeline-model-parallel-layout: stages split by '|', E the "
+    "embedding, t a decoder layer, L the loss, x*n repeats, e.g. \"Et*9|t*9|t*8|t*6L\")";
+}  // namespace
+
 void check_plan_request(const PlanRequest& r) {
   if (!(r.margin_GiB >= 0) || !std::isfinite(r.margin_GiB))
     throw RequestError("--margin-GiB", "must be 0 or more GiB");
@@ -233,6 +242,14 @@ void check_plan_request(const PlanRequest& r) {
     throw RequestError("--expressible", "unknown framework '" + *r.expressible + "'" +
                                             did_you_mean(*r.expressible, expressible_names()) +
                                             " (" + comma_list(expressible_names()) + ")");
+  if (r.baseline_layout) {
+    try {
+      parse_megatron_layout(*r.baseline_layout);
+    } catch (const FormatError& e) {
+      throw RequestError("--baseline-layout",
+                         "'" + *r.baseline_layout + "': " + e.what() + kLayoutExpected);
+    }
+  }
 }
 
 PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
@@ -255,6 +272,29 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
   po.max_evals = r.max_evals;
   po.time_limit_s = r.time_limit_s;
   if (r.expressible) po.expressible = *find_expressible(*r.expressible);
+  // The megatron-layout baseline's layout: the option's, else the one the config was
+  // imported with. One whose decoder layers are not the model's is refused here (exit 2),
+  // one whose stages are not a schedule's pp x vpp only skips that baseline.
+  const int decoders = static_cast<int>(decoder_layers(e).size());
+  if (r.baseline_layout) {
+    try {
+      planner::megatron_layout_split(*r.baseline_layout, decoders);
+    } catch (const FormatError& x) {
+      throw RequestError("--baseline-layout",
+                         "'" + *r.baseline_layout + "': " + x.what() + kLayoutExpected);
+    }
+    po.baseline_layout = *r.baseline_layout;
+    po.baseline_layout_source = "--baseline-layout";
+  } else if (!config.training.megatron_layout.empty()) {
+    try {
+      planner::megatron_layout_split(config.training.megatron_layout, decoders);
+    } catch (const FormatError& x) {
+      config.fail("training.megatron_layout",
+                  "'" + config.training.megatron_layout + "': " + x.what() + kLayoutExpected);
+    }
+    po.baseline_layout = config.training.megatron_layout;
+    po.baseline_layout_source = "training.megatron_layout";
+  }
 
   std::vector<std::pair<std::string, int>> candidates;
   if (asked == "auto") {

@@ -152,6 +152,10 @@ struct PlanRequest {
   /// "megatron" or "mindformers": plan only what that framework's flags or keys state
   /// exactly, on the schedules it runs (PlannerOptions::expressible); none: every plan.
   std::optional<std::string> expressible;
+  /// A Megatron-LM --pipeline-model-parallel-layout for the megatron-layout baseline; none:
+  /// the config's training.megatron_layout (set by `bmpipe import megatron` from a script
+  /// that had one), else that baseline is skipped.
+  std::optional<std::string> baseline_layout;
   /// Called from the calling thread during each schedule's search, with the schedule's
   /// label ("interleaved v2").
   std::function<void(const std::string& label, const PlannerProgress&)> progress;

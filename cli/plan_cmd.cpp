@@ -224,6 +224,10 @@ int run_plan(const std::vector<std::string>& args) {
       ("baseline", po::value<std::string>()->value_name("NAME"),
        ("print (and --out / --format) this baseline's plan instead: " +
         comma_list(baseline_names())).c_str())
+      ("baseline-layout", po::value<std::string>()->value_name("STRING"),
+       "a Megatron-LM --pipeline-model-parallel-layout (\"Et*9|t*9|t*8|t*6L\") for the "
+       "megatron-layout baseline, under the fastest fitting recompute rule (default: the "
+       "config's training.megatron_layout, which import megatron writes)")
       ("expressible", po::value<std::string>()->value_name("FRAMEWORK"),
        "plan only what this framework states exactly, on the schedules it runs: megatron "
        "(one recompute rule for all stages: none, selective, block N or uniform) or "
@@ -283,6 +287,8 @@ int run_plan(const std::vector<std::string>& args) {
     if (vm.count("time-limit-s")) request.time_limit_s = vm["time-limit-s"].as<double>();
     if (vm.count("baseline")) request.baseline = vm["baseline"].as<std::string>();
     if (vm.count("expressible")) request.expressible = vm["expressible"].as<std::string>();
+    if (vm.count("baseline-layout"))
+      request.baseline_layout = vm["baseline-layout"].as<std::string>();
     const std::string baseline = request.baseline.value_or("");
     const double interval_s = vm["progress-interval-s"].as<double>();
     if (!(interval_s >= 0) || !std::isfinite(interval_s))

@@ -137,6 +137,10 @@ struct TrainingConfig {
   std::optional<int> dp;  ///< not given: derived as devices / (pp * tp * cp)
   int microbatches = 1;
   std::vector<int> partition;  ///< layers per stage; empty = uniform
+  /// The Megatron-LM --pipeline-model-parallel-layout the job was imported with (empty:
+  /// none): bmpipe plan's megatron-layout baseline runs it, and checks it (the experiment
+  /// library does not parse Megatron's grammar); the partition itself is `partition`.
+  std::string megatron_layout;
   /// Duration of an overlapped forward-and-backward pair (DualPipeV's F&B) as a factor of
   /// F + B of its two halves; 1 = no gain from overlapping.
   double overlap_factor = 1.0;

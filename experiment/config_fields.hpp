@@ -362,6 +362,10 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
      .range = kCount,
      .help = "per iteration (or give global_batch_size)"},
     {.name = "partition", .help = "layers per stage"},
+    {.name = "megatron_layout",
+     .slot = &TrainingConfig::megatron_layout,
+     .help = "Megatron-LM's --pipeline-model-parallel-layout the job was imported with; "
+             "bmpipe plan's megatron-layout baseline runs it"},
     {.name = "overlap_factor",
      .slot = &TrainingConfig::overlap_factor,
      .range = kOverlapFactor,

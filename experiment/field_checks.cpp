@@ -197,6 +197,7 @@ Load analytic_load(const Config& c) {
   st.ep = t.ep;
   st.etp = t.etp;
   st.ep_crosses_nodes = group_crosses_domain(c.cluster, t.etp * t.ep);
+  st.etp_crosses_nodes = group_crosses_domain(c.cluster, t.etp);
   st.fp8 = t.fp8_format();
   st.fp8_recipe = t.fp8_scaling();
   st.cp = t.cp;

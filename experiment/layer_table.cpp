@@ -37,6 +37,8 @@ AnalyticCosts analytic_costs(const Config& c) {
   // megatron/core/parallel_state.py, expert_decoder_rank_generator), so an ep group spans
   // etp x ep consecutive devices of the stage: it leaves the domain when that is larger.
   a.settings.ep_crosses_nodes = group_crosses_domain(c.cluster, t.etp * t.ep);
+  // The etp group: etp consecutive devices.
+  a.settings.etp_crosses_nodes = group_crosses_domain(c.cluster, t.etp);
   a.settings.fp8 = t.fp8_format();
   a.settings.fp8_recipe = t.fp8_scaling();
   a.settings.cp = t.cp;

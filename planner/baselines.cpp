@@ -60,6 +60,28 @@ std::vector<AccountedSplit> megatron_accounted_splits(int layers, int pp, int vp
   return out;
 }
 
+std::vector<int> megatron_layout_split(std::string_view layout, int decoders) {
+  const std::vector<MegatronLayoutStage> stages = parse_megatron_layout(layout);
+  std::vector<int> split;
+  int total = 0;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    if (stages[s].mtp > 0)
+      throw FormatError("holds multi-token prediction layers (m), which bmpipe does not model");
+    if (stages[s].embedding && s != 0)
+      throw FormatError("puts the embedding E on stage " + std::to_string(s) +
+                        "; bmpipe's cost model runs it on the first stage");
+    if (stages[s].loss && s + 1 != stages.size())
+      throw FormatError("puts the loss L on stage " + std::to_string(s) +
+                        "; bmpipe's cost model runs it on the last stage");
+    total += stages[s].decoders;
+    split.push_back(stages[s].decoders);
+  }
+  if (total != decoders)
+    throw FormatError("holds " + std::to_string(total) + " decoder layers (t), but the model has " +
+                      std::to_string(decoders));
+  return split;
+}
+
 namespace {
 
 /// Per stage position and layer range, the least stage time (F + I + W + recompute per
@@ -441,11 +463,42 @@ std::optional<PlanRun> megatron_account_embedding_loss(Context& c, std::string* 
   for (const AccountedSplit& a : megatron_accounted_splits(decoder_count(c), pp, vpp))
     splits.push_back(a.partition);
   if (splits.empty()) {
-    *why = "Megatron-LM refuses it here: the layers plus the embedding and/or the loss do "
-           "not split evenly over the pipeline ranks";
+    *why =
+        "Megatron-LM refuses it here: the layers plus the embedding and/or the loss do "
+        "not split evenly over the pipeline ranks";
     return std::nullopt;
   }
   return best_rule_over(c, splits, why);
+}
+
+// megatron-layout: a --pipeline-model-parallel-layout (PlannerOptions::baseline_layout:
+// --baseline-layout, or the config's training.megatron_layout, which `bmpipe import
+// megatron` writes from the script's flag), its split under the fastest fitting recompute
+// rule of megatron-best-rule. Skipped without one, or when its stages are not this
+// schedule's pp x vpp (--schedule auto plans several vpp; the layout fixes one).
+std::optional<PlanRun> megatron_layout(Context& c, std::string* why) {
+  const std::string& layout = c.o.baseline_layout;
+  const std::string source =
+      c.o.baseline_layout_source.empty() ? "the layout" : c.o.baseline_layout_source;
+  if (layout.empty()) {
+    *why =
+        "no layout: give --baseline-layout STRING (Megatron-LM's "
+        "--pipeline-model-parallel-layout)";
+    return std::nullopt;
+  }
+  std::vector<int> split;
+  try {
+    split = megatron_layout_split(layout, decoder_count(c));
+  } catch (const FormatError& e) {
+    *why = source + " " + e.what();
+    return std::nullopt;
+  }
+  if (static_cast<int>(split.size()) != c.space.stages()) {
+    *why = source + " has " + std::to_string(split.size()) + " stages, this schedule " +
+           std::to_string(c.space.stages()) + " (pp x vpp)";
+    return std::nullopt;
+  }
+  return best_rule_over(c, {split}, why);
 }
 
 std::optional<PlanRun> adapipe_dp(Context& c, std::string* why) {
@@ -487,6 +540,7 @@ constexpr Baseline kBaselines[] = {
     {"megatron-best-rule", true, megatron_best_rule},
     {"megatron-first-last", true, megatron_first_last},
     {"megatron-embedding-loss", true, megatron_account_embedding_loss},
+    {"megatron-layout", true, megatron_layout},
     {"uniform-min-recompute", true, uniform_min_recompute},
     {"adapipe-dp", true, adapipe_dp},
     {"sapp-ilp", true, sapp_ilp},

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "planner/planner.hpp"
@@ -43,6 +44,14 @@ struct AccountedSplit {
   std::vector<int> partition;
 };
 std::vector<AccountedSplit> megatron_accounted_splits(int layers, int pp, int vpp);
+
+/// The decoder-layer split (stage order, as Megatron-LM lists the stages) of a
+/// --pipeline-model-parallel-layout on `decoders` decoder layers, read as Megatron-LM reads
+/// it (parse_megatron_layout). Throws FormatError, saying what is wrong, for a layout
+/// Megatron-LM refuses or bmpipe's cost model cannot run as written: multi-token prediction
+/// layers (m), the embedding E off the first stage or the loss L off the last, or another
+/// number of decoder layers (t). api::run_plan checks --baseline-layout with it too.
+std::vector<int> megatron_layout_split(std::string_view layout, int decoders);
 
 /// Bytes in GiB, or MiB / KiB when smaller, with two decimals.
 std::string gib(std::int64_t bytes);

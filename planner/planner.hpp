@@ -84,6 +84,11 @@ struct PlannerOptions {
   /// schedule must be one the framework runs (ScheduleInfo::megatron, mindformers_scheduler),
   /// else plan_pipeline refuses it (ConfigError).
   Expressible expressible = Expressible::any;
+  /// A Megatron-LM --pipeline-model-parallel-layout the megatron-layout baseline runs
+  /// (empty: that baseline is skipped), and where it came from, for its messages
+  /// ("--baseline-layout", or the config's training.megatron_layout).
+  std::string baseline_layout;
+  std::string baseline_layout_source;
   /// Called from the calling thread after every batch.
   std::function<void(const PlannerProgress&)> progress;
 };
@@ -160,8 +165,9 @@ std::vector<BaselineRun> plan_baselines(const Experiment& e, const PlannerOption
 /// state), megatron-first-last and megatron-embedding-loss (Megatron-LM's uneven
 /// splits by --decoder-first/last-pipeline-num-layers and
 /// --account-for-embedding/loss-in-pipeline-split, each under its fastest fitting rule),
-/// uniform-min-recompute, adapipe-dp, sapp-ilp (the exact optimum of MindSpore's
-/// pipeline balancer objective), exhaustive.
+/// megatron-layout (PlannerOptions::baseline_layout's split under its fastest fitting
+/// rule; skipped without one), uniform-min-recompute, adapipe-dp, sapp-ilp (the exact optimum of
+/// MindSpore's pipeline balancer objective), exhaustive.
 const std::vector<std::string>& baseline_names();
 
 /// The names baselines had before (megatron-default, uniform-none) and what they are now

@@ -607,6 +607,9 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
                 "bmpipe's default too, so left to it");
   else if (!job.partition.empty())
     y.value(1, "partition", int_flow(job.partition), "training.partition");
+  // The layout as given, for `bmpipe plan`'s megatron-layout baseline.
+  if (job.megatron_layout)
+    y.value(1, "megatron_layout", quoted(*job.megatron_layout), "training.megatron_layout");
   if (!job.recompute.empty())
     y.value(1, "recompute", recompute_text(job.recompute, 6), "training.recompute");
   const std::string text = y.str();

@@ -145,7 +145,9 @@ struct ImportedJob {
   std::optional<int> zero_stage;
   std::optional<std::string> grad_dtype;  ///< fp32, bf16 or fp16
   std::vector<int> partition;             ///< layers per stage; empty: bmpipe's uniform split
-  std::vector<Recompute> recompute;       ///< per layer in model order; empty: none
+  /// Megatron-LM's --pipeline-model-parallel-layout as given (training.megatron_layout).
+  std::optional<std::string> megatron_layout;
+  std::vector<Recompute> recompute;  ///< per layer in model order; empty: none
   std::optional<bool> overlap_grad_reduce;
   std::optional<bool> overlap_param_gather;  ///< written when set
   std::optional<bool> fsdp;                  ///< training.fsdp; written when set

@@ -1130,6 +1130,10 @@ void read_partition(const Reading& ctx) {
                           : "Megatron-LM's 1F1B"});
   job.partition = split.partition;
   job.from("training.partition", split.origin);
+  if (layout) {
+    job.megatron_layout = *layout;
+    job.from("training.megatron_layout", a.origin("--pipeline-model-parallel-layout"));
+  }
 }
 
 /// The recompute flags as a mode per layer.

@@ -479,8 +479,11 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   const double Tm = Hs / h;
   const double E = x.num_experts, top_k = x.top_k;
   const double local_experts = E / st.ep, ef = static_cast<double>(x.expert_ffn) / st.etp;
-  const double Tk = Tm * top_k;               // expert rows, balanced
-  const double Tmax = Tk * x.load_imbalance;  // expert rows of the busiest device
+  const double Tk = Tm * top_k;               // rows a device dispatches, balanced
+  const double Tmax = Tk * x.load_imbalance;  // rows the busiest device receives over ep
+  // The rows its experts run: the etp group all-gathers what each of its devices received
+  // (the etp collectives below), so etp x Tmax of them at ef = expert_ffn / etp columns.
+  const double etp = st.etp, Tg = etp * Tmax;
   const double sf = static_cast<double>(x.shared_ffn) / t;
   std::size_t moe_last_saving_op = 0;
   if (moe_mlp) {
@@ -500,9 +503,24 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     // all_to_all on the gradients, same volume). Exposed: nothing overlaps them here.
     const double a2a = all_to_all_time_s(hw, st.ep, e * Tk * h, st.ep_crosses_nodes);
     if (st.ep > 1) b.add("a2a-dispatch", a2a, a2a, 0.0);
-    b.grouped("experts_gate_up", Tmax, h, 2 * ef, local_experts, Tk);
-    b.elementwise("experts_swiglu", 5 * e * Tmax * ef, 9 * e * Tmax * ef, 0, 2, 4, 0);
-    b.grouped("experts_down", Tmax, ef, h, local_experts, Tk);
+    // Expert tensor parallelism (same file: dispatch_postprocess all-gathers the rows the
+    // all_to_all brought, gather_from_sequence_parallel_region over the expert tp group,
+    // and combine_preprocess reduce-scatters the experts' outputs back,
+    // reduce_scatter_to_sequence_parallel_region; each one's autograd backward is the
+    // other). The gathered buffer: etp x Tmax rows x h. The all-gather of the rows' router
+    // probabilities (one value a row) is left out: 1/h of these bytes.
+    const auto etp_op = [&](Collective c) {
+      return collective_time_s(hw, c, st.etp, e * Tg * h, st.etp_crosses_nodes);
+    };
+    if (st.etp > 1)
+      b.add("etp-all-gather", etp_op(Collective::all_gather), etp_op(Collective::reduce_scatter),
+            0.0);
+    b.grouped("experts_gate_up", Tg, h, 2 * ef, local_experts, etp * Tk);
+    b.elementwise("experts_swiglu", 5 * e * Tg * ef, 9 * e * Tg * ef, 0, 2, 4, 0);
+    b.grouped("experts_down", Tg, ef, h, local_experts, etp * Tk);
+    if (st.etp > 1)
+      b.add("etp-reduce-scatter", etp_op(Collective::reduce_scatter),
+            etp_op(Collective::all_gather), 0.0);
     if (st.ep > 1) b.add("a2a-combine", a2a, a2a, 0.0);
     // Unpermute: scale the rows by their router weights and sum them back to T x h;
     // backward: the rows' gradients (read T x h, write top_k rows) and the weights'
@@ -559,24 +577,40 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   const double Ts = Hs / h;  // tokens this device normalizes (T / tp with sequence parallel)
   double saved = 0;
   double core_only = 0;  // what selective recompute drops
+  // Bytes an element of a tensor that only an FP8 GEMM saves: under training.fp8 the GEMM
+  // keeps the FP8 cast of its input, not the bf16 one (TransformerEngine's _Linear.forward,
+  // NVIDIA/TransformerEngine d0067d0da6cb01811b8072a7d304f0e00344ce2b,
+  // transformer_engine/pytorch/module/linear.py: inputmat = input_quantizer(inputmat), then
+  // saved_inputmat = inputmat with only its column-wise (transposed) FP8 data kept for the
+  // weight-grad GEMM; GroupedLinear and LayerNormLinear save theirs alike). Norm inputs,
+  // the attention core's tensors, the SwiGLU / GeLU inputs and the router's (a bf16 GEMM)
+  // stay at dtype bytes. A tensor another op also keeps in bf16 (flash attention's output,
+  // which out_proj reads; the router input, which the shared expert reads) stays, and the
+  // FP8 GEMM keeps its one-byte copy beside it (fp8_copies).
+  const bool fp8 = st.fp8 != Fp8::none;
+  const double gi = fp8 ? 1.0 : e;
+  double fp8_copies = 0;
   if (moe_mlp) {
     saved += e * Hs;                       // layer input
     saved += 2 * ((4 + e) * Hs + 4 * Ts);  // two RMSNorms
-    saved += 2 * e * Hs;                   // inputs of the qkv projection and the router
+    saved += gi * Hs + e * Hs;             // inputs of the qkv projection and the router
     saved += 4 * Tm * E + 12 * Tk;         // fp32 router probabilities, top-k indices, weights
-    saved += e * Tmax * h;                 // permuted rows: the experts' input
-    saved += 4 * e * Tmax * ef;            // gate, silu(gate), up, product
+    saved += gi * Tg * h;                  // gathered rows: the experts' input
+    saved += (3 * e + gi) * Tg * ef;       // gate, silu(gate), up; product (experts_down's input)
     saved += e * Tmax * h;                 // expert outputs, for the router weights' grad
-    saved += x.shared_ffn > 0 ? 4 * e * Tm * sf : 0.0;  // the shared expert's SwiGLU
+    if (x.shared_ffn > 0) {
+      saved += (3 * e + gi) * Tm * sf;  // the shared expert's SwiGLU (product: its down's input)
+      if (fp8) fp8_copies += Tm * h;    // shared_gate_up's FP8 input beside the router's
+    }
   } else if (llama) {
     saved += e * Hs;                       // layer input (counted, as the profile does)
     saved += 2 * ((4 + e) * Hs + 4 * Ts);  // two RMSNorms: fp32 input, bf16 normalized, rsqrt
-    saved += 2 * e * Hs;                   // inputs of the qkv and gate/up projections
-    saved += 4 * e * F;                    // gate, silu(gate), up, product
+    saved += 2 * gi * Hs;                  // inputs of the qkv and gate/up projections
+    saved += (3 * e + gi) * F;             // gate, silu(gate), up; product (down_proj's input)
   } else {
     saved += 2 * (e * Hs + 8 * Ts);  // two LayerNorm inputs (+ fp32 mean, rstd)
-    saved += 2 * e * Hs;             // qkv and fc1 inputs
-    saved += 2 * e * F;              // GeLU input, fc2 input
+    saved += 2 * gi * Hs;            // qkv and fc1 inputs
+    saved += (e + gi) * F;           // GeLU input, fc2 input
     saved += 2 * drop_mask;          // after attention and after the MLP
   }
   if (is_mla) {
@@ -584,29 +618,42 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     // q, k (heads x qk), v (heads x dv), and the core output (out_proj's input).
     const double q_lat = ql > 0 ? ql : 0.0;
     saved += (4 + e) * Ts_att * (q_lat + kvl) + 4 * Ts_att * (ql > 0 ? 2 : 1);
-    saved += e * T * (q_lat + kvl);
+    saved += gi * T * (q_lat + kvl);
     saved += e * T * heads * (2 * qk + dv);
-    saved += e * T * heads * dv;
+    saved += e * T * heads * dv;  // flash's output (also out_proj's input)
+    if (fp8) fp8_copies += T * heads * dv;
   } else {
     saved += e * T * (q_cols + 2 * kv_cols);  // q, k, v (the core's inputs)
-    saved += e * T * q_cols;                  // core output = out_proj input
+    // Core output = out_proj input: flash attention keeps it too (bf16), the unfused
+    // core's batched GEMM does not.
+    if (m.flash_attention) {
+      saved += e * T * q_cols;
+      if (fp8) fp8_copies += T * q_cols;
+    } else {
+      saved += gi * T * q_cols;
+    }
   }
   if (m.flash_attention || is_mla) {
     core_only = 4 * mb * heads * sl;  // fp32 logsumexp
   } else {
     core_only = e * S2 + (m.dropout ? (1 + e) * S2 : 0.0);  // softmax, mask, dropped probs
   }
+  saved += fp8_copies;
   c.activation_bytes[Recompute::none] = to_bytes(saved + core_only);
   c.activation_bytes[Recompute::selective] = to_bytes(saved);
   c.activation_bytes[Recompute::full] = to_bytes(e * Hs);  // only the layer input
-  // W needs the inputs of the four projections (qkv and MLP-in: e Hs each; out_proj:
-  // the core output; MLP-out: e F) and, for the norm scales, the normalized tensors
-  // (llama) or the LayerNorm inputs (gpt): e Hs each.
-  const double proj_inputs = moe_mlp ? 2 * e * Hs + e * T * o_cols + e * Tmax * (h + ef) +
-                                           (x.shared_ffn > 0 ? e * Tm * sf : 0.0)
-                                     : 2 * e * Hs + e * T * o_cols + e * F;
-  // MLA: the normalized latents, which are also the up projections' inputs.
-  const double norm_outputs = 2 * e * Hs + (is_mla ? e * T * ((ql > 0 ? ql : 0.0) + kvl) : 0.0);
+  // W needs the inputs of the four projections (qkv and MLP-in: gi Hs each, the router's
+  // e Hs; out_proj: the core output; MLP-out: gi F), at gi bytes (their FP8 casts under
+  // fp8), and, for the norm scales, the normalized tensors (llama) or the LayerNorm inputs
+  // (gpt): e Hs each.
+  const double proj_inputs =
+      moe_mlp ? gi * Hs + e * Hs + gi * T * o_cols + gi * Tg * (h + ef) +
+                    (x.shared_ffn > 0 ? gi * Tm * sf + (fp8 ? Tm * h : 0.0) : 0.0)
+              : 2 * gi * Hs + gi * T * o_cols + gi * F;
+  // MLA: the normalized latents, which are also the up projections' inputs (under fp8
+  // those keep their FP8 casts: gi T (q_lat + kvl) more).
+  const double latents = is_mla ? T * ((ql > 0 ? ql : 0.0) + kvl) : 0.0;
+  const double norm_outputs = 2 * e * Hs + e * latents + (fp8 ? latents : 0.0);
   c.weight_grad_bytes[Recompute::none] =
       std::min(c.activation_bytes[Recompute::none], to_bytes(proj_inputs + norm_outputs));
   c.weight_grad_bytes[Recompute::selective] =

@@ -89,7 +89,8 @@ struct CostSettings {
   /// Mixture-of-experts layers (Megatron-Core's MoE parallel folding): the experts are
   /// split over ep devices (each holds num_experts / ep of them) and each expert's
   /// matrices over etp; the tokens a device's experts receive are, balanced, the device's
-  /// tokens x top_k (every device of the ep group sends as many as it receives).
+  /// tokens x top_k (every device of the ep group sends as many as it receives), times etp
+  /// once the etp group has all-gathered them (moe_decoder_layer_cost).
   int ep = 1;
   int etp = 1;
   /// The ep group leaves the node: its all-to-all runs over the NICs (inter_node) instead
@@ -97,6 +98,9 @@ struct CostSettings {
   /// order "tp-ep-dp-pp" with tp = etp), so an ep group spans etp x ep consecutive
   /// devices: it crosses nodes when that is more than a node holds.
   bool ep_crosses_nodes = false;
+  /// The etp group (etp consecutive devices, the fastest-running expert rank) leaves the
+  /// node: its all-gather and reduce-scatter around the experts run over the NICs.
+  bool etp_crosses_nodes = false;
   /// FP8 GEMMs: at HardwareSpec::fp8_peak_tflops, with a cast of each GEMM input.
   Fp8 fp8 = Fp8::none;
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
@@ -222,6 +226,14 @@ LayerCost decoder_layer_cost(const ModelShape& model, const HardwareSpec& hw,
 ///   all_to_all_time_s over the ep group on T x top_k x h x dtype_bytes, forward and again
 ///   in the input-grad (the backward runs the reverse exchange on the gradients).
 /// Their buffers are the experts' input rows and output rows the activations already keep.
+/// With etp > 1 each device's dispatched rows are all-gathered over the etp group before the
+/// experts and the experts' outputs reduce-scattered back after them (Megatron-Core's
+/// dispatch_postprocess / combine_preprocess), so the experts run etp x T x top_k rows
+/// (x load_imbalance) at ef / etp columns:
+///   etp-all-gather (after a2a-dispatch: all-gather forward, reduce-scatter in the
+///   input-grad) and etp-reduce-scatter (before a2a-combine: reduce-scatter forward,
+///   all-gather in the input-grad), each collective_time_s over etp on the gathered
+///   etp x T x top_k x load_imbalance x h x dtype_bytes.
 LayerCost moe_decoder_layer_cost(const ModelShape& model, const HardwareSpec& hw,
                                  const CostSettings& settings);
 /// One multi-token-prediction module (DeepSeek-V3's num_nextn_predict_layers; Megatron-Core's

@@ -1,10 +1,12 @@
 // FP8 GEMMs (training.fp8, issue 19 item 1): GEMMs at the FP8 peak, the casts of their
-// inputs as memory-bound work, the FP8 weight copies, and the devices that refuse FP8.
+// inputs as memory-bound work, the FP8 weight copies, the FP8 saved GEMM inputs (item 2),
+// and the devices that refuse FP8.
 // Expected values are worked by hand from the shapes below.
 #include <gtest/gtest.h>
 
 #include "experiment/config_cases.hpp"
 #include "experiment/experiment.hpp"
+#include "frameworks/hf/hf_config.hpp"
 
 namespace bmpipe {
 namespace {
@@ -89,6 +91,59 @@ TEST(Fp8, TheLayerHoldsAnFp8CopyOfItsGemmWeights) {
   const LayerCost head16 = head_cost(m, round_device(), llama_4096(Fp8::none), true);
   EXPECT_DOUBLE_EQ(head.forward_s, head16.forward_s);
   EXPECT_DOUBLE_EQ(head.fp8_weight_bytes, 0.0);
+}
+
+// FP8 saved activations (issue 19): a GEMM run in FP8 keeps the FP8 cast of its input for
+// its weight-grad (TransformerEngine's Linear), one byte an element instead of two; the
+// other saved tensors stay bf16. Llama 3 8B at s 4096, tp 1 (flash attention): the tensors
+// only a GEMM keeps are the qkv and gate/up inputs (4096 x 4096 each) and down_proj's
+// (4096 x 14336): 2 x (2 x 16,777,216 + 58,720,256) = 184,549,376 bf16 bytes, halved:
+// 92,274,688 fewer. Flash attention keeps its bf16 output, out_proj's input, so out_proj's
+// FP8 copy (4096 x 4096 = 16,777,216 bytes) comes beside it: 75,497,472 fewer in all.
+TEST(Fp8, SavedGemmInputsAreKeptAsTheirFp8Casts) {
+  const ModelShape& m = *find_model_preset("llama3-8b");
+  ASSERT_TRUE(m.flash_attention);
+  const LayerCost bf16 = decoder_layer_cost(m, round_device(), llama_4096(Fp8::none));
+  const LayerCost fp8 = decoder_layer_cost(m, round_device(), llama_4096(Fp8::hybrid));
+  for (Recompute r : {Recompute::none, Recompute::selective})
+    EXPECT_EQ(bf16.activation_bytes[r] - fp8.activation_bytes[r], 75'497'472) << recompute_name(r);
+  // Full recompute keeps the layer input only, a bf16 residual.
+  EXPECT_EQ(fp8.activation_bytes[Recompute::full], bf16.activation_bytes[Recompute::full]);
+  // What the weight-grad pass still needs: the four projections' inputs, now their FP8
+  // casts: (2 x 16,777,216 + 16,777,216 + 58,720,256) bytes fewer = 109,051,904.
+  EXPECT_EQ(bf16.weight_grad_bytes[Recompute::none] - fp8.weight_grad_bytes[Recompute::none],
+            109'051'904);
+}
+
+// GPT-3 175B's layer at s 2048, tp 1, Megatron's unfused core (nothing else keeps its
+// output): all four projections' inputs halve, qkv and fc1 (2048 x 12288 each), out_proj
+// (2048 x 12288) and fc2 (2048 x 49152): 25,165,824 x 3 + 100,663,296 = 176,160,768 bytes.
+TEST(Fp8, AnUnfusedCoresOutputHalvesToo) {
+  const ModelShape& m = *find_model_preset("gpt3-175b");
+  ASSERT_FALSE(m.flash_attention);
+  CostSettings st = llama_4096(Fp8::none);
+  st.seq_length = 2048;
+  const LayerCost bf16 = decoder_layer_cost(m, round_device(), st);
+  st.fp8 = Fp8::e4m3;
+  const LayerCost fp8 = decoder_layer_cost(m, round_device(), st);
+  EXPECT_EQ(bf16.activation_bytes[Recompute::none] - fp8.activation_bytes[Recompute::none],
+            176'160'768);
+  EXPECT_EQ(
+      bf16.activation_bytes[Recompute::selective] - fp8.activation_bytes[Recompute::selective],
+      176'160'768);
+}
+
+// Mixtral 8x7B's MoE layer at s 4096, tp 1, ep 1: the qkv input (4096 x 4096), the experts'
+// input rows (4096 x top-2 = 8192 x 4096) and experts_down's input (8192 x 14336) halve:
+// (16,777,216 + 33,554,432 + 117,440,512) bytes; the router (a bf16 GEMM) keeps its bf16
+// input, and out_proj's FP8 copy comes beside flash's output: less 16,777,216.
+TEST(Fp8, MoeExpertInputsAreFp8TheRoutersBf16) {
+  ModelShape m = read_hf_config(std::string(BMPIPE_TEST_DATA_DIR) + "/hf/mixtral_8x7b_config.json");
+  m.moe.load_imbalance = 1.0;
+  const LayerCost bf16 = moe_decoder_layer_cost(m, round_device(), llama_4096(Fp8::none));
+  const LayerCost fp8 = moe_decoder_layer_cost(m, round_device(), llama_4096(Fp8::hybrid));
+  EXPECT_EQ(bf16.activation_bytes[Recompute::none] - fp8.activation_bytes[Recompute::none],
+            150'994'944);
 }
 
 TEST(Fp8, PresetsCarryTheirFp8Peaks) {

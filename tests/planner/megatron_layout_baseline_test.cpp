@@ -1,0 +1,134 @@
+// The megatron-layout plan baseline: a Megatron-LM --pipeline-model-parallel-layout (from
+// --baseline-layout, or the one `bmpipe import megatron` kept in training.megatron_layout)
+// under the fastest fitting recompute rule. Splits worked out by hand from the layout
+// grammar (Megatron-LM's docs "Custom Pipeline Model Parallel Layout"); a layout equal to
+// the even split must give megatron-best-rule's run, which is the even split under the
+// same rules.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "frameworks/common/formats.hpp"
+#include "planner/baselines.hpp"
+#include "support/support.hpp"
+
+namespace bmpipe {
+namespace {
+
+using planner::megatron_layout_split;
+using V = std::vector<int>;
+
+const std::string k13b =
+    "'" + std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/ascend910b_llama2_13b_analytic.yaml'";
+
+TEST(MegatronLayoutBaseline, TheSplitIsTheDecoderLayersPerStage) {
+  EXPECT_EQ(megatron_layout_split("Et*9|t*9|t*8|t*6L", 32), (V{9, 9, 8, 6}));
+  // Groups unroll: E t t | t t t | t t t | t t t L -> 2, 3, 3, 3; commas are dropped.
+  EXPECT_EQ(megatron_layout_split("Et*2|(t*3|)*2t,t,tL", 11), (V{2, 3, 3, 3}));
+  // Refused: MTP layers, E or L off the end stages, another decoder count, bad grammar.
+  EXPECT_THROW(megatron_layout_split("Et*4|t*4mL", 8), FormatError);
+  EXPECT_THROW(megatron_layout_split("t*4|Et*4L", 8), FormatError);
+  EXPECT_THROW(megatron_layout_split("Et*4|t*4L", 9), FormatError);
+  EXPECT_THROW(megatron_layout_split("Et*4|x*4L", 8), FormatError);
+}
+
+nlohmann::json plan_json(const std::string& args) {
+  const test::CliRun r = test::run_cli("plan " + args + " --quiet --json --max-evals 50");
+  EXPECT_EQ(r.code, 0) << r.err;
+  return r.code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
+}
+
+const nlohmann::json& baseline(const nlohmann::json& j, const std::string& name) {
+  for (const nlohmann::json& b : j["baselines"])
+    if (b["name"] == name) return b;
+  static const nlohmann::json none;
+  ADD_FAILURE() << "no baseline " << name;
+  return none;
+}
+
+TEST(MegatronLayoutBaseline, TheEvenSplitAsALayoutIsMegatronBestRule) {
+  // Llama-2-13B's 40 layers over pp 8: 5 a stage, Megatron's even split, at the README's
+  // 40 GiB limit, where the best rule recomputes some layers.
+  const nlohmann::json j = plan_json(
+      k13b + " --memory-limit-GiB 40 --baseline-layout 'Et*5|t*5|t*5|t*5|t*5|t*5|t*5|t*5L'");
+  const nlohmann::json& layout = baseline(j, "megatron-layout");
+  const nlohmann::json& rule = baseline(j, "megatron-best-rule");
+  ASSERT_TRUE(layout.contains("iteration_time_ms")) << layout;
+  EXPECT_EQ(layout["partition"], nlohmann::json(V(8, 5)));
+  EXPECT_EQ(layout["iteration_time_ms"], rule["iteration_time_ms"]);
+  EXPECT_EQ(layout["layer_recompute"], rule["layer_recompute"]);
+  EXPECT_EQ(layout["fits"], rule["fits"]);
+}
+
+TEST(MegatronLayoutBaseline, AnotherLayoutRunsItsOwnSplit) {
+  const nlohmann::json j =
+      plan_json(k13b + " --memory-limit-GiB 40 --baseline-layout 'Et*4|(t*5|)*6t*6L'");
+  EXPECT_EQ(baseline(j, "megatron-layout")["partition"], nlohmann::json(V{4, 5, 5, 5, 5, 5, 5, 6}));
+}
+
+TEST(MegatronLayoutBaseline, SkippedWithAReasonWithoutALayoutOrForAnotherStageCount) {
+  const nlohmann::json none = plan_json(k13b);
+  const nlohmann::json& skipped = baseline(none, "megatron-layout");
+  EXPECT_FALSE(skipped.contains("iteration_time_ms")) << skipped;
+  EXPECT_NE(skipped["error"].get<std::string>().find("--baseline-layout"), std::string::npos)
+      << skipped;
+  // Four stages where the schedule has eight.
+  const nlohmann::json four = plan_json(k13b + " --baseline-layout 'Et*10|t*10|t*10|t*10L'");
+  EXPECT_EQ(baseline(four, "megatron-layout")["error"],
+            "--baseline-layout has 4 stages, this schedule 8 (pp x vpp)");
+}
+
+TEST(MegatronLayoutBaseline, AMalformedLayoutExitsTwoNamingTheOption) {
+  for (const char* layout : {"Et*5|t*5|q*5L", "Et*5|(t*5|t*5L", "t*40L"}) {
+    const test::CliRun r =
+        test::run_cli("plan " + k13b + " --quiet --baseline-layout '" + layout + "'");
+    EXPECT_EQ(r.code, 2) << layout << "\n" << r.err;
+    EXPECT_NE(r.err.find("--baseline-layout"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(layout), std::string::npos) << r.err;
+  }
+  // Well formed, but 39 decoder layers for a 40-layer model.
+  const test::CliRun r = test::run_cli("plan " + k13b +
+                                       " --quiet --baseline-layout 'Et*5|t*5|t*5|t*5|t*5|t*5|"
+                                       "t*5|t*4L'");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--baseline-layout"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("holds 39 decoder layers (t), but the model has 40"), std::string::npos)
+      << r.err;
+}
+
+TEST(MegatronLayoutBaseline, AnImportedScriptsLayoutIsTheDefault) {
+  const test::ScratchDir dir;
+  const std::string args = test::write_file(
+      dir.file("args.txt"),
+      "torchrun pretrain_gpt.py \\\n"
+      "  --num-layers 32 --hidden-size 4096 --ffn-hidden-size 11008 --num-attention-heads 32 \\\n"
+      "  --seq-length 4096 --vocab-size 32000 --swiglu --untie-embeddings-and-output-weights \\\n"
+      "  --micro-batch-size 1 --global-batch-size 64 --bf16 \\\n"
+      "  --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 \\\n"
+      "  --pipeline-model-parallel-layout \"Et*9|t*9|t*8|t*6L\"\n");
+  const std::string yaml = dir.file("job.yaml");
+  const test::CliRun imported = test::run_cli("import megatron '" + args +
+                                              "' --preset h200 --devices 16 --out '" + yaml + "'");
+  ASSERT_EQ(imported.code, 0) << imported.err;
+  const std::string text = test::slurp(yaml);
+  EXPECT_NE(text.find("  megatron_layout: \"Et*9|t*9|t*8|t*6L\""), std::string::npos) << text;
+  const nlohmann::json j = plan_json("'" + yaml + "'");
+  EXPECT_EQ(baseline(j, "megatron-layout")["partition"], nlohmann::json(V{9, 9, 8, 6}));
+  // --baseline-layout takes precedence.
+  const nlohmann::json k = plan_json("'" + yaml + "' --baseline-layout 'Et*8|t*8|t*8|t*8L'");
+  EXPECT_EQ(baseline(k, "megatron-layout")["partition"], nlohmann::json(V{8, 8, 8, 8}));
+  // A hand-edited layout that does not parse: exit 2 at the key's line.
+  const std::string bad = dir.file("bad.yaml");
+  std::string edited = text;
+  edited.replace(edited.find("Et*9|t*9|t*8|t*6L"), 17, "Et*9|t*9|t*8|t*6");
+  test::write_file(bad, edited);
+  const test::CliRun r = test::run_cli("plan '" + bad + "' --quiet");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(": training.megatron_layout: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the last layer must be the loss L"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace bmpipe
