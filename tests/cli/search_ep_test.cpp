@@ -1,6 +1,7 @@
 // Expert parallelism as a search dimension (issue 18, "Planner and search"): --ep and
 // --etp, their defaults, the layouts that cannot hold their experts rejected by filter
-// "experts" with the config's own reason, and the same answer under --threads 1 and 2.
+// "experts" with the config's own reason, the same answer under --threads 1 and 2, and
+// ep and etp in the CSV and in the --out config (which simulates to the searched time).
 // On configs/examples/h100_mixtral_8x7b_ep8.yaml (8 experts, 64 GPUs).
 #include <gtest/gtest.h>
 
