@@ -278,6 +278,7 @@ nlohmann::json search_document(const SearchReport& report) {
       layouts.back()["ep"] = r.layout.ep;
       layouts.back()["etp"] = r.layout.etp;
     }
+    if (report.context) layouts.back()["cp"] = r.layout.cp;  // issue 19: --cp
   }
   nlohmann::json filters;
   for (const auto& [f, n] : report.rejected_by) filters[f] = n;
@@ -296,15 +297,23 @@ nlohmann::json search_document(const SearchReport& report) {
 }
 
 std::string search_csv(const SearchReport& report) {
-  std::string out =
-      "tp,pp,dp,vpp,micro_batch_size,schedule,microbatches,fits,iteration_time_ms,"
-      "tokens_per_s,mfu,tflops_per_device,bubble_ratio,max_peak_memory_bytes,"
-      "capacity_bytes,rejected\n";
+  // ep and etp (MoE models) and cp (a search over --cp) as the JSON carries them.
+  std::string out = "tp,pp,dp,vpp,micro_batch_size,schedule,";
+  if (report.experts) out += "ep,etp,";
+  if (report.context) out += "cp,";
+  out +=
+      "microbatches,fits,iteration_time_ms,tokens_per_s,mfu,tflops_per_device,bubble_ratio,"
+      "max_peak_memory_bytes,capacity_bytes,rejected\n";
   for (const LayoutResult& r : report.layouts) {
     char buf[512];
-    std::snprintf(buf, sizeof buf, "%d,%d,%d,%d,%d,%s,%d,%s,", r.layout.tp, r.layout.pp,
-                  r.layout.dp, r.layout.vpp, r.layout.micro_batch_size, r.layout.schedule.c_str(),
-                  r.microbatches, r.rejected.empty() && r.fits ? "true" : "false");
+    std::snprintf(buf, sizeof buf, "%d,%d,%d,%d,%d,%s,", r.layout.tp, r.layout.pp, r.layout.dp,
+                  r.layout.vpp, r.layout.micro_batch_size, r.layout.schedule.c_str());
+    out += buf;
+    if (report.experts)
+      out += std::to_string(r.layout.ep) + "," + std::to_string(r.layout.etp) + ",";
+    if (report.context) out += std::to_string(r.layout.cp) + ",";
+    std::snprintf(buf, sizeof buf, "%d,%s,", r.microbatches,
+                  r.rejected.empty() && r.fits ? "true" : "false");
     out += buf;
     if (r.iteration_time > 0) {
       std::snprintf(buf, sizeof buf, "%.6f,%.3f,%.6f,%.3f,%.6f,%lld,%lld,",

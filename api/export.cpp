@@ -103,6 +103,9 @@ Config config_with_plan(Config c, const ConfigEdits& edits) {
   if (edits.tp) t.tp = *edits.tp;
   if (edits.dp) t.dp = *edits.dp;
   if (edits.micro_batch_size) t.micro_batch_size = *edits.micro_batch_size;
+  if (edits.ep) t.ep = *edits.ep;
+  if (edits.etp) t.etp = *edits.etp;
+  if (edits.cp) t.cp = *edits.cp;
   t.microbatches = edits.microbatches;
   t.microbatches_given = true;
   t.partition = edits.partition;

@@ -452,6 +452,8 @@ SearchReport rank_search(const SearchSetup& s, std::vector<LayoutResult> results
   report.bound = uses_bound(s.request);
   report.refine = s.request.refine;
   report.experts = s.config.model.analytic() && s.config.model.shape->is_moe();
+  for (const LayoutResult& r : results) report.context = report.context || r.layout.cp != 1;
+  for (const LayoutResult& r : s.rejected) report.context = report.context || r.layout.cp != 1;
   for (const LayoutResult& r : results) report.evaluations += r.evaluations;
   for (const LayoutResult& r : s.rejected) results.push_back(r);
   for (const LayoutResult& r : results)
@@ -469,6 +471,7 @@ LayoutResult layout_from_json(const nlohmann::json& j) {
                     j.at("schedule")};
   r.layout.ep = j.value("ep", 1);
   r.layout.etp = j.value("etp", 1);
+  r.layout.cp = j.value("cp", 1);
   r.microbatches = j.at("microbatches");
   r.fits = j.at("fits");
   if (!j.at("rejected").is_null()) r.rejected = j.at("rejected");
@@ -499,6 +502,7 @@ std::string encode_result(const LayoutResult& r) {
   j["fits"] = r.fits;  // the raw flag (layout_json folds rejection into it)
   j["ep"] = r.layout.ep;
   j["etp"] = r.layout.etp;
+  j["cp"] = r.layout.cp;
   if (r.bound > 0) j["bound_ns"] = r.bound;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -182,6 +182,8 @@ struct SearchReport {
   int refine = 0;      ///< SearchRequest::refine
   /// A mixture-of-experts model: every layout carries ep and etp (in the JSON, the table).
   bool experts = false;
+  /// Some layout of the search has cp other than 1 (--cp): every layout carries cp.
+  bool context = false;
 };
 
 /// Ranks `results` (one per s.layouts entry) together with s.rejected.

@@ -86,6 +86,9 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
                                        "models). Layouts whose etp x ep does not divide the stage's "
                                        "tp x dp devices are rejected by filter 'experts'")
       ("etp", po::value<std::string>()->value_name("LIST"), "expert tensor-parallel sizes (default 1)")
+      ("cp", po::value<std::string>()->value_name("LIST"), "context-parallel sizes (default 1; measured "
+                                       "layers: the config's): dp = devices / (tp pp cp), each cp "
+                                       "cutting seq_length into 2 cp chunks")
       ("schedules", po::value<std::string>()->value_name("LIST"), ("schedules (default 1f1b,interleaved; " +
                                                schedule_names() + ")").c_str())
       ("planner", po::value<std::string>()->value_name("EFFORT")->default_value("quick"),
@@ -133,13 +136,13 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   po::variables_map vm;
   if (auto stop = parse_command_line(
           "search", args, opts,
-          "Enumerates tp x pp x dp (dp = devices / (tp pp)), interleaved chunks, micro-batch\n"
-          "sizes and schedules for the config's model, cluster and global batch; rejects what\n"
-          "cannot divide or cannot hold its weights, gradients and optimizer state; plans\n"
-          "every other layout (its own partition and recompute) and ranks them by simulated\n"
-          "iteration time. Budgets are in evaluations, so results do not depend on the\n"
-          "machine. Under mpirun the layouts are shared by the processes; the answer is the\n"
-          "same.\n"
+          "Enumerates tp x pp x dp (dp = devices / (tp pp cp)), interleaved chunks,\n"
+          "micro-batch sizes, schedules, and ep, etp, cp for the config's model, cluster and\n"
+          "global batch; rejects what cannot divide or cannot hold its weights, gradients and\n"
+          "optimizer state; plans every other layout (its own partition and recompute) and\n"
+          "ranks them by simulated iteration time. Budgets are in evaluations, so results do\n"
+          "not depend on the machine. Under mpirun the layouts are shared by the processes;\n"
+          "the answer is the same.\n"
           "Exit codes: 0 success, 2 bad input, 70 internal error.\n",
           vm)) {
     *exit_code = *stop;
@@ -160,6 +163,7 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   request.space.micro_batch_size = int_list(vm, "micro-batch-size");
   request.space.ep = int_list(vm, "ep");
   request.space.etp = int_list(vm, "etp");
+  request.space.cp = int_list(vm, "cp");
   request.space.schedules = name_list(vm, "schedules");
   if (vm.count("csv")) c.csv = vm["csv"].as<std::string>();
   if (vm.count("out")) c.out = vm["out"].as<std::string>();
@@ -230,18 +234,13 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
         ConfigEdits{best.layout.schedule, best.layout.pp,      best.layout.vpp,
                     best.microbatches,    best.plan.partition, best.plan.recompute,
                     best.layout.tp,       best.layout.dp,      best.layout.micro_batch_size};
+    // The experts' folding and the context split are the layout's too (layout_config).
+    if (report.experts) {
+      best_edits->ep = best.layout.ep;
+      best_edits->etp = best.layout.etp;
+    }
+    if (report.context || best.layout.cp != config.training.cp) best_edits->cp = best.layout.cp;
   }
-  // ConfigEdits (experiment/write_config.hpp) cannot set ep or etp yet: refuse to write a
-  // layout whose experts the file would place otherwise.
-  if (best_fits && (c.out || c.format) &&
-      (ranked.front().layout.ep != config.training.ep ||
-       ranked.front().layout.etp != config.training.etp))
-    throw ConfigError(config.file, 0, c.out ? "--out" : "--format",
-                      "the best layout (" + to_string(ranked.front().layout) +
-                          ") has another ep or etp than the config's, which cannot be written "
-                          "yet: search with --ep " +
-                          std::to_string(config.training.ep) + " --etp " +
-                          std::to_string(config.training.etp) + " to write one");
   if (c.out) {
     if (!best_fits) throw ConfigError(config.file, 0, "--out", "no layout fits: nothing to write");
     const LayoutResult& best = ranked.front();
@@ -279,7 +278,8 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
   std::snprintf(buf, sizeof buf, "%4s %4s %4s %4s %4s %4s %-12s %14s %11s %6s %9s %8s %24s", "#",
                 "tp", "pp", "dp", "vpp", "mbs", "schedule", "iteration ms", "tokens/s", "MFU %",
                 "TFLOP/s", "bubble %", "max peak / capacity");
-  std::cout << buf << (report.experts ? "   ep  etp" : "") << "\n";
+  std::cout << buf << (report.experts ? "   ep  etp" : "") << (report.context ? "   cp" : "")
+            << "\n";
   int shown = 0, fitting = 0;
   for (const LayoutResult& r : ranked) {
     if (!r.rejected.empty() || !r.fits) continue;
@@ -295,6 +295,10 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
     std::cout << buf;
     if (report.experts) {
       std::snprintf(buf, sizeof buf, " %4d %4d", r.layout.ep, r.layout.etp);
+      std::cout << buf;
+    }
+    if (report.context) {
+      std::snprintf(buf, sizeof buf, " %4d", r.layout.cp);
       std::cout << buf;
     }
     std::cout << "\n";

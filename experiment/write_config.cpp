@@ -51,6 +51,9 @@ std::string config_with_edits(const std::string& source_text, const std::string&
   if (edits.tp) t["tp"] = *edits.tp;
   if (edits.dp) t["dp"] = *edits.dp;
   if (edits.micro_batch_size) t["micro_batch_size"] = *edits.micro_batch_size;
+  if (edits.ep) t["ep"] = *edits.ep;
+  if (edits.etp) t["etp"] = *edits.etp;
+  if (edits.cp) t["cp"] = *edits.cp;
   // microbatches now says it; a global batch would have to agree with it, and dp may have
   // been derived from a different pp.
   YAML::Node partition(YAML::NodeType::Sequence);

@@ -21,10 +21,13 @@ struct ConfigEdits {
   std::vector<Recompute> recompute;  ///< per layer, model order
   /// A layout search also decides these (written only when given).
   std::optional<int> tp, dp, micro_batch_size;
+  /// training.ep, training.etp, training.cp (a layout search over --ep, --etp, --cp).
+  std::optional<int> ep = std::nullopt, etp = std::nullopt, cp = std::nullopt;
 };
 
 /// `source_text` (the YAML read from `source_path`) with training.schedule, pp, vpp,
-/// microbatches, partition and recompute set from `edits`, as it should read when written
+/// microbatches, partition and recompute set from `edits` (and tp, dp, micro_batch_size,
+/// ep, etp, cp when given), as it should read when written
 /// to `out_path`: a relative model.hf_config is re-pointed so that it still names the same
 /// file from there. The recompute is written as one mode, or as {default, layers} with the
 /// most common mode as the default. Comments of the source are not kept; a header says

@@ -84,6 +84,7 @@ std::string to_string(const Layout& l) {
                     std::to_string(l.micro_batch_size) + " " + l.schedule;
   if (l.ep != 1 || l.etp != 1)
     out += " ep " + std::to_string(l.ep) + " etp " + std::to_string(l.etp);
+  if (l.cp != 1) out += " cp " + std::to_string(l.cp);
   return out;
 }
 
@@ -98,6 +99,7 @@ Config layout_config(const Config& base, const Layout& l) {
   t.micro_batch_size = l.micro_batch_size;
   t.ep = l.ep;
   t.etp = l.etp;
+  t.cp = l.cp;
   t.global_batch_size = static_cast<int>(global_batch(base));
   t.microbatches_given = false;
   t.partition.clear();  // the planner (or a uniform split) decides
@@ -106,7 +108,7 @@ Config layout_config(const Config& base, const Layout& l) {
   t.recompute.layers.clear();
   for (const char* key :
        {"training.tp", "training.pp", "training.dp", "training.vpp", "training.micro_batch_size",
-        "training.schedule", "training.ep", "training.etp"})
+        "training.schedule", "training.ep", "training.etp", "training.cp"})
     c.lines[key] = 0;
   resolve_batch(c);
   check_config(c);
@@ -128,7 +130,8 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
            {"--vpp", space.vpp},
            {"--micro-batch-size", space.micro_batch_size},
            {"--ep", space.ep},
-           {"--etp", space.etp}})
+           {"--etp", space.etp},
+           {"--cp", space.cp}})
     for (int v : list)
       if (v < 1) fail(name, "values must be at least 1 (got " + std::to_string(v) + ")");
 
@@ -198,8 +201,25 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
     if (etps.empty()) etps = {1};
   }
 
+  // cp: 1 unless asked (the config's own for measured layers, whose costs were measured
+  // at one cp). A cp the sequence cannot be cut for holds in no layout: a bad value.
+  std::vector<int> cps = space.cp;
+  if (cps.empty()) cps = {analytic ? 1 : c.training.cp};
+  for (int cp : cps) {
+    if (!analytic && cp != c.training.cp)
+      fail("--cp", "measured layer costs hold for the config's cp " +
+                       std::to_string(c.training.cp) + " only");
+    // experiment/field_checks.cpp, check_context_parallel: the load-balanced causal split
+    // cuts every sequence into 2 cp equal chunks (docs/cost-model.md).
+    if (analytic && cp > 1 && *c.training.seq_length % (2 * cp) != 0)
+      fail("--cp", "cp " + std::to_string(cp) + " does not divide seq_length / 2 (" +
+                       std::to_string(*c.training.seq_length) +
+                       " tokens): the load-balanced causal split cuts the sequence in 2 cp = " +
+                       std::to_string(2 * cp) + " equal chunks");
+  }
+
   std::vector<Layout> out;
-  bool any_batch = false;
+  bool any_batch = false, any_pp = false, any_cp = false;
   for (int tp : valid_tp) {
     std::vector<int> pps = space.pp;
     if (pps.empty())
@@ -214,70 +234,101 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
                                           " devices"));
         continue;
       }
-      const int dp = devices / (tp * pp);
-      for (int mbs : mbss) {
-        Layout base{tp, pp, dp, 1, mbs, ""};
-        if (gbs % (static_cast<std::int64_t>(mbs) * dp) != 0) {
+      any_pp = true;
+      for (int cp : cps) {
+        Layout shape{tp, pp, 0, 1, 1, ""};
+        shape.cp = cp;
+        // The cp ranks come out of what would be dp (experiment/field_checks.cpp).
+        if ((devices / (tp * pp)) % cp != 0) {
           if (rejected)
-            rejected->push_back(refused(base, "divisibility",
-                                        "micro-batch size x dp = " + std::to_string(mbs * dp) +
-                                            " does not divide the global batch " +
-                                            std::to_string(gbs)));
+            rejected->push_back(refused(shape, "divisibility",
+                                        "tp x pp x cp = " + std::to_string(tp * pp * cp) +
+                                            " does not divide the " + std::to_string(devices) +
+                                            " devices"));
           continue;
         }
-        any_batch = true;
-        const int m = static_cast<int>(gbs / (static_cast<std::int64_t>(mbs) * dp));
-        for (const std::string& name : schedules) {
-          const ScheduleInfo& info = *find_schedule(name);
-          // --vpp as given; otherwise the rule plan --schedule auto follows.
-          const std::vector<int> vpps = info.placement == Placement::kLoop && !space.vpp.empty()
-                                            ? space.vpp
-                                            : default_vpps(info, pp, layers);
-          for (int v : vpps) {
-            Layout l = base;
-            l.vpp = v;
-            l.schedule = name;
-            std::string why;
-            if (pp * v > layers)
-              why = "pp x vpp = " + std::to_string(pp * v) + " stages, more than the " +
-                    std::to_string(layers) + " layers";
-            else {
-              try {
-                check_params(info, ScheduleParams{pp, m, v, {}, {}});
-              } catch (const ScheduleError& e) {
-                why = e.what();
+        // Ulysses (cp_comm_type a2a) splits a tp rank's heads over the cp group.
+        if (analytic && cp > 1 && c.training.cp_comm() == CpComm::a2a &&
+            (c.model.shape->num_attention_heads / tp) % cp != 0) {
+          if (rejected)
+            rejected->push_back(
+                refused(shape, "divisibility",
+                        "cp_comm_type a2a (Ulysses) splits each tp rank's " +
+                            std::to_string(c.model.shape->num_attention_heads / tp) +
+                            " attention heads over cp = " + std::to_string(cp) +
+                            ", which does not divide them"));
+          continue;
+        }
+        any_cp = true;
+        const int dp = devices / (tp * pp * cp);
+        for (int mbs : mbss) {
+          Layout base{tp, pp, dp, 1, mbs, ""};
+          base.cp = cp;
+          if (gbs % (static_cast<std::int64_t>(mbs) * dp) != 0) {
+            if (rejected)
+              rejected->push_back(refused(base, "divisibility",
+                                          "micro-batch size x dp = " + std::to_string(mbs * dp) +
+                                              " does not divide the global batch " +
+                                              std::to_string(gbs)));
+            continue;
+          }
+          any_batch = true;
+          const int m = static_cast<int>(gbs / (static_cast<std::int64_t>(mbs) * dp));
+          for (const std::string& name : schedules) {
+            const ScheduleInfo& info = *find_schedule(name);
+            // --vpp as given; otherwise the rule plan --schedule auto follows.
+            const std::vector<int> vpps = info.placement == Placement::kLoop && !space.vpp.empty()
+                                              ? space.vpp
+                                              : default_vpps(info, pp, layers);
+            for (int v : vpps) {
+              Layout l = base;
+              l.vpp = v;
+              l.schedule = name;
+              std::string why;
+              if (pp * v > layers)
+                why = "pp x vpp = " + std::to_string(pp * v) + " stages, more than the " +
+                      std::to_string(layers) + " layers";
+              else {
+                try {
+                  check_params(info, ScheduleParams{pp, m, v, {}, {}});
+                } catch (const ScheduleError& e) {
+                  why = e.what();
+                }
               }
-            }
-            if (!why.empty()) {
-              if (rejected) rejected->push_back(refused(l, "divisibility", why));
-              continue;
-            }
-            for (int ep : eps)
-              for (int etp : etps) {
-                Layout x = l;
-                x.ep = ep;
-                x.etp = etp;
-                if (moe) {
-                  // The config's own rules decide (check_config, via layout_config): a
-                  // layout they refuse for ep or etp cannot hold its experts.
-                  try {
-                    layout_config(c, x);
-                  } catch (const ConfigError& err) {
-                    // layout_config sets ep and etp as command-line overrides.
-                    if (err.key().rfind("training.ep", 0) == 0 ||
-                        err.key().rfind("training.etp", 0) == 0) {
-                      if (rejected) rejected->push_back(refused(x, "experts", err.message()));
-                      continue;
+              if (!why.empty()) {
+                if (rejected) rejected->push_back(refused(l, "divisibility", why));
+                continue;
+              }
+              for (int ep : eps)
+                for (int etp : etps) {
+                  Layout x = l;
+                  x.ep = ep;
+                  x.etp = etp;
+                  if (moe) {
+                    // The config's own rules decide (check_config, via layout_config): a
+                    // layout they refuse for ep or etp cannot hold its experts.
+                    try {
+                      layout_config(c, x);
+                    } catch (const ConfigError& err) {
+                      // layout_config sets ep and etp as command-line overrides.
+                      if (err.key().rfind("training.ep", 0) == 0 ||
+                          err.key().rfind("training.etp", 0) == 0) {
+                        if (rejected) rejected->push_back(refused(x, "experts", err.message()));
+                        continue;
+                      }
                     }
                   }
+                  out.push_back(x);
                 }
-                out.push_back(x);
-              }
+            }
           }
         }
       }
     }
   }
+  if (any_pp && !any_cp)
+    fail("--cp", "no tp x pp x cp of the lists divides the " + std::to_string(devices) +
+                     " devices (or, with cp_comm_type a2a, a tp rank's heads)");
   if (!any_batch)
     c.fail(c.training.global_batch_size ? "training.global_batch_size" : "training.microbatches",
            "the global batch " + std::to_string(gbs) +

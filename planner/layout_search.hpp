@@ -26,6 +26,8 @@ struct LayoutSpace {
   std::vector<int> tp, pp, vpp, micro_batch_size;
   /// Expert parallel and expert tensor parallel sizes (mixture-of-experts models only).
   std::vector<int> ep, etp;
+  /// Context-parallel sizes (training.cp; empty: 1 only).
+  std::vector<int> cp;
   std::vector<std::string> schedules;
 };
 
@@ -33,10 +35,13 @@ struct Layout {
   int tp = 1, pp = 1, dp = 1, vpp = 1, micro_batch_size = 1;
   std::string schedule;
   int ep = 1, etp = 1;  ///< training.ep, training.etp (1 for dense models)
+  /// training.cp: the sequence split over cp ranks placed after tp; dp = devices / (tp pp cp).
+  int cp = 1;
   friend bool operator==(const Layout&, const Layout&) = default;
 };
 
-/// "tp 8 pp 16 dp 8 vpp 1 mbs 1 1f1b", and " ep 8 etp 1" after it when ep or etp is not 1
+/// "tp 8 pp 16 dp 8 vpp 1 mbs 1 1f1b", " ep 8 etp 1" after it when ep or etp is not 1, and
+/// " cp 2" when cp is not 1
 std::string to_string(const Layout& l);
 
 enum class PlannerEffort { off, quick, full };
@@ -64,20 +69,25 @@ struct LayoutResult {
 /// The layouts of `space` for `config`, and (in `rejected`) those a divisibility rule or
 /// the static-memory bound refuses, each with its reason. Defaults: tp a power of two up to
 /// devices_per_node that divides the attention heads and the FFN size; pp dividing
-/// devices / tp and at most the layers; dp = devices / (tp pp), with micro_batch_size x dp
+/// devices / tp and at most the layers; cp 1 (measured layers: the config's cp, where
+/// their costs were measured); dp = devices / (tp pp cp), with micro_batch_size x dp
 /// dividing the global batch; vpp 1 for 1f1b, zb-h1, zb-h2, {2, 3, 4} for interleaved where
 /// pp x vpp divides the layers, 2 for V schedules; micro_batch_size {1, 2, 4}; schedules
 /// 1f1b and interleaved; for mixture-of-experts models ep every divisor of the routed
 /// experts and etp 1 (dense models: 1 and 1, and --ep or --etp above 1 is an error). A
 /// layout whose ep and etp break Megatron-Core's folding (ep divides the experts, etp the
 /// experts' FFN, etp x ep divides the stage's tp x dp devices: the rules of
-/// experiment/field_checks.cpp, which decide) is rejected by filter "experts". Throws
+/// experiment/field_checks.cpp, which decide) is rejected by filter "experts". A cp for
+/// which tp x pp x cp does not divide the devices, or seq_length is not a multiple of
+/// 2 cp (the load-balanced causal split's chunks), or (cp_comm_type a2a) cp does not
+/// divide a tp rank's heads, is rejected by filter "divisibility" with the reason. Throws
 /// ConfigError for impossible requests (an empty list, a tp that divides nothing, a global
 /// batch no layout divides).
 std::vector<Layout> enumerate_layouts(const Config& config, const LayoutSpace& space,
                                       std::vector<LayoutResult>* rejected);
 
-/// The config of one layout: the base with tp, pp, dp, vpp, micro-batch size, schedule
+/// The config of one layout: the base with tp, pp, dp, vpp, micro-batch size, schedule, ep,
+/// etp, cp
 /// (and the micro-batches they imply) set, partition and recompute left to the planner.
 Config layout_config(const Config& base, const Layout& layout);
 

@@ -308,7 +308,9 @@ PYBIND11_MODULE(bmpipe, m) {
          std::optional<std::vector<int>> micro_batch_size,
          std::optional<std::vector<std::string>> schedules, std::optional<double> memory_limit_GiB,
          std::uint64_t seed, std::optional<std::int64_t> max_evals, std::int64_t layout_evals,
-         std::optional<double> time_limit_s, double margin_GiB, int threads) {
+         std::optional<double> time_limit_s, double margin_GiB, int threads,
+         std::optional<std::vector<int>> ep, std::optional<std::vector<int>> etp,
+         std::optional<std::vector<int>> cp) {
         const Config c = config_of(config);
         api::SearchRequest r;
         r.effort = api::planner_effort(planner);
@@ -325,6 +327,9 @@ PYBIND11_MODULE(bmpipe, m) {
         list("vpp", r.space.vpp, std::move(vpp));
         list("micro-batch-size", r.space.micro_batch_size, std::move(micro_batch_size));
         list("schedules", r.space.schedules, std::move(schedules));
+        list("ep", r.space.ep, std::move(ep));
+        list("etp", r.space.etp, std::move(etp));
+        list("cp", r.space.cp, std::move(cp));
         r.memory_limit_GiB = memory_limit_GiB;
         r.seed = seed;
         r.max_evals = max_evals;
@@ -345,12 +350,14 @@ PYBIND11_MODULE(bmpipe, m) {
       py::arg("memory_limit_GiB") = py::none(), py::arg("seed") = 1,
       py::arg("max_evals") = py::none(), py::arg("layout_evals") = 20000,
       py::arg("time_limit_s") = py::none(), py::arg("margin_GiB") = 0.0, py::arg("threads") = 0,
+      py::arg("ep") = py::none(), py::arg("etp") = py::none(), py::arg("cp") = py::none(),
       "Finds the fastest parallel layout and returns what `bmpipe search --json` prints: "
       "{layouts, search}, every layout ranked. planner is 'off', 'quick' or 'full' "
       "(layout_evals per layout); max_evals and time_limit_s bound the whole search "
-      "(search.stopped_by says which stopped it); margin_GiB is kept free; tp, pp, vpp, micro_batch_size and schedules are lists (None: "
-      "the command's default range); threads=0: every core. Raises ConfigError for the "
-      "config, ValueError for a bad option.");
+      "(search.stopped_by says which stopped it); margin_GiB is kept free; tp, pp, vpp, "
+      "micro_batch_size, schedules, ep, etp and cp are lists (None: the command's default "
+      "range; ep and etp for mixture-of-experts models); threads=0: every core. Raises "
+      "ConfigError for the config, ValueError for a bad option.");
 
   m.def(
       "export_config",

@@ -1,6 +1,7 @@
 // Expert parallelism as a search dimension (issue 18, "Planner and search"): --ep and
 // --etp, their defaults, the layouts that cannot hold their experts rejected by filter
-// "experts" with the config's own reason, and the same answer under --threads 1 and 2.
+// "experts" with the config's own reason, the same answer under --threads 1 and 2, and
+// ep and etp in the CSV and in the --out config (which simulates to the searched time).
 // On configs/examples/h100_mixtral_8x7b_ep8.yaml (8 experts, 64 GPUs).
 #include <gtest/gtest.h>
 
@@ -8,7 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
+#include "experiment/config.hpp"
 #include "support/support.hpp"
 
 namespace {
@@ -83,18 +86,81 @@ TEST(SearchEp, DenseModelsRefuseEpAboveOne) {
   EXPECT_NE(r.err.find("no experts"), std::string::npos) << r.err;
 }
 
-TEST(SearchEp, OutRefusesABestLayoutWithAnotherEpThanTheFile) {
-  // The file says ep 8; searching ep 4 only, the best layout has ep 4, which --out cannot
-  // write yet (experiment/write_config.hpp has no ep): exit 2 naming --out, no file.
+TEST(SearchEp, OutWritesTheBestLayoutsEpAndEtp) {
+  // The file says ep 8, etp 1; the search tries ep 4 with etp 2 only (tp 2 x dp 8 = 16
+  // devices per stage hold etp x ep = 8), so the best layout has ep 4 and etp 2, and the
+  // written config must say so and simulate to the time the search reported.
   bmpipe::test::ScratchDir dir;
+  const std::string out = dir.file("best.yaml");
+  const json j = search_json(kMixtral +
+                             " --planner off --tp 2 --pp 4 --micro-batch-size 1 --schedules 1f1b"
+                             " --ep 4 --etp 2 --out '" +
+                             out + "'");
+  const json& best = j["layouts"][0];
+  ASSERT_TRUE(best["fits"].get<bool>()) << best.dump();
+  EXPECT_EQ(best["ep"], 4);
+  EXPECT_EQ(best["etp"], 2);
+  const bmpipe::Config written = bmpipe::load_config(out);
+  EXPECT_EQ(written.training.ep, 4);
+  EXPECT_EQ(written.training.etp, 2);
+  EXPECT_EQ(written.training.tp, 2);
+  EXPECT_EQ(written.training.pp, 4);
+  const auto sim = run_cli("simulate '" + out + "' --json");
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  EXPECT_EQ(json::parse(sim.out)["iteration_time_ms"], best["iteration_time_ms"]);
+}
+
+TEST(SearchEp, FormatExportsTheBestLayoutsEp) {
+  // --format megatron states the best layout's experts, not the file's ep 8.
   const auto r = run_cli("search " + kMixtral +
                          " --planner off --tp 2 --pp 4 --micro-batch-size 1 --schedules 1f1b"
-                         " --ep 4 --quiet --out '" +
-                         dir.file("best.yaml") + "'");
-  EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_NE(r.err.find("--out"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("--ep 8"), std::string::npos) << r.err;
-  EXPECT_FALSE(std::filesystem::exists(dir.file("best.yaml")));
+                         " --ep 4 --quiet --format megatron");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("--expert-model-parallel-size 4"), std::string::npos) << r.out;
+}
+
+TEST(SearchEp, CsvHasEpAndEtpColumns) {
+  bmpipe::test::ScratchDir dir;
+  const std::string csv = dir.file("layouts.csv");
+  const json j = search_json(kMixtral +
+                             " --planner off --tp 2 --pp 4 --micro-batch-size 1 --schedules 1f1b"
+                             " --ep 2,4 --etp 1,2 --csv '" +
+                             csv + "'");
+  const std::string text = bmpipe::test::slurp(csv);
+  std::vector<std::vector<std::string>> rows;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = text.find('\n', at);
+    const std::string line = text.substr(at, end - at);
+    std::vector<std::string> cells;
+    std::size_t c = 0;
+    while (true) {
+      const std::size_t comma = line.find(',', c);
+      cells.push_back(line.substr(c, comma - c));
+      if (comma == std::string::npos) break;
+      c = comma + 1;
+    }
+    rows.push_back(cells);
+    at = end + 1;
+  }
+  ASSERT_GE(rows.size(), 2u);
+  const auto column = [&](const std::string& name) {
+    for (std::size_t i = 0; i < rows[0].size(); ++i)
+      if (rows[0][i] == name) return i;
+    ADD_FAILURE() << "no column " << name << " in " << text.substr(0, text.find('\n'));
+    return std::size_t{0};
+  };
+  const std::size_t ep = column("ep"), etp = column("etp");
+  // One row per layout, in the JSON's order: 2 ep x 2 etp = 4 layouts.
+  ASSERT_EQ(rows.size(), 1 + j["layouts"].size());
+  ASSERT_EQ(j["layouts"].size(), 4u);
+  std::set<std::pair<int, int>> got;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_EQ(std::stoi(rows[i][ep]), j["layouts"][i - 1]["ep"].get<int>());
+    EXPECT_EQ(std::stoi(rows[i][etp]), j["layouts"][i - 1]["etp"].get<int>());
+    got.insert({std::stoi(rows[i][ep]), std::stoi(rows[i][etp])});
+  }
+  EXPECT_EQ(got, (std::set<std::pair<int, int>>{{2, 1}, {2, 2}, {4, 1}, {4, 2}}));
 }
 
 TEST(SearchEp, DenseOutputsCarryNoEpKeys) {

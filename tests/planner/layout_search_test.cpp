@@ -115,6 +115,75 @@ TEST(LayoutSearch, BadRequestsAreConfigErrors) {
   EXPECT_THROW(enumerate_layouts(small(), bad, nullptr), ConfigError);
 }
 
+// Issue 19: cp as a dimension. small(): 8 devices, seq 1024, global batch 16. tp 2 x pp 2
+// leaves 8 / 4 = 2 devices per pipeline rank: cp 1 gives dp 2, cp 2 gives dp 1, cp 4 does
+// not divide 2 (tp x pp x cp = 16 of 8 devices). m = 16 / (mbs dp) = 8 and 16.
+TEST(LayoutSearch, ContextParallelTakesItsRanksOutOfDp) {
+  LayoutSpace space;
+  space.tp = {2};
+  space.pp = {2};
+  space.cp = {1, 2, 4};
+  space.micro_batch_size = {1};
+  space.schedules = {"1f1b"};
+  std::vector<LayoutResult> rejected;
+  const std::vector<Layout> layouts = enumerate_layouts(small(), space, &rejected);
+  ASSERT_EQ(layouts.size(), 2u);
+  EXPECT_EQ(layouts[0].cp, 1);
+  EXPECT_EQ(layouts[0].dp, 2);
+  EXPECT_EQ(layouts[1].cp, 2);
+  EXPECT_EQ(layouts[1].dp, 1);
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_EQ(rejected[0].layout.cp, 4);
+  EXPECT_EQ(rejected[0].filter, "divisibility");
+  EXPECT_NE(rejected[0].rejected.find("tp x pp x cp = 16 does not divide the 8 devices"),
+            std::string::npos)
+      << rejected[0].rejected;
+  const Config c = layout_config(small(), layouts[1]);
+  EXPECT_EQ(c.training.cp, 2);
+  EXPECT_EQ(c.training.data_parallel(8), 1);
+  EXPECT_EQ(c.training.microbatches, 16);
+  EXPECT_EQ(to_string(layouts[1]), "tp 2 pp 2 dp 1 vpp 1 mbs 1 1f1b cp 2");
+}
+
+TEST(LayoutSearch, BadCpValuesAreConfigErrors) {
+  for (int cp : {0, 3}) {  // 0 is no size; 1024 tokens do not cut into 2 x 3 = 6 chunks
+    LayoutSpace space;
+    space.cp = {cp};
+    try {
+      enumerate_layouts(small(), space, nullptr);
+      ADD_FAILURE() << "cp " << cp << " accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.key(), "--cp");
+    }
+  }
+}
+
+// The bound reads cp through the prepared Experiment (its costs are cp's), so it stays
+// below what the planner finds for a cp 2 layout.
+TEST(LayoutSearch, BoundHoldsForContextParallelLayouts) {
+  LayoutSpace space;
+  space.tp = {2};
+  space.pp = {2, 4};
+  space.cp = {2};
+  space.micro_batch_size = {1};
+  space.schedules = {"1f1b", "interleaved"};
+  const Config base = small();
+  const std::vector<Layout> layouts = enumerate_layouts(base, space, nullptr);
+  ASSERT_FALSE(layouts.empty());
+  PlannerOptions o;
+  o.threads = 1;
+  o.seed = 1;
+  for (const Layout& l : layouts) {
+    ASSERT_EQ(l.cp, 2);
+    const LayoutScreen screen = screen_layout(base, l, o);
+    ASSERT_FALSE(screen.refused) << to_string(l) << ": " << screen.refused->rejected;
+    const LayoutResult r = evaluate_layout(base, l, PlannerEffort::quick, o);
+    ASSERT_TRUE(r.rejected.empty()) << to_string(l) << ": " << r.rejected;
+    EXPECT_GT(screen.bound, 0) << to_string(l);
+    EXPECT_LE(screen.bound, r.iteration_time) << to_string(l);
+  }
+}
+
 LayoutResult off(const Config& c, const Layout& l, double limit_gib = 0) {
   PlannerOptions o;
   o.threads = 1;

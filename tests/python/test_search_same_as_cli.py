@@ -5,7 +5,7 @@ import json
 import pytest
 
 import bmpipe
-from conftest import MEDIUM, run_cli
+from conftest import MEDIUM, example, run_cli
 
 CONFIG = str(MEDIUM)  # GPT-3's layer, 24 of them, on 64 A100s
 
@@ -36,6 +36,33 @@ def test_search(args, kwargs):
     assert got["layouts"], "the search found no layout at all"
 
 
+MIXTRAL = example("h100_mixtral_8x7b_ep8.yaml")  # 8 experts on 64 H100s
+
+
+@pytest.mark.parametrize("config,args,kwargs", [
+    # ep and etp (issue 18): a mixture-of-experts model's expert layouts.
+    (MIXTRAL, ["--planner", "off", "--tp", "2", "--pp", "4", "--micro-batch-size", "1",
+               "--schedules", "1f1b", "--ep", "2,4,8", "--etp", "1,2"],
+     {"planner": "off", "tp": [2], "pp": [4], "micro_batch_size": [1], "schedules": ["1f1b"],
+      "ep": [2, 4, 8], "etp": [1, 2]}),
+    (MIXTRAL, ["--tp", "2", "--pp", "4", "--micro-batch-size", "1", "--schedules", "1f1b",
+               "--ep", "4,8"],
+     {"tp": [2], "pp": [4], "micro_batch_size": [1], "schedules": ["1f1b"], "ep": [4, 8]}),
+    # cp (issue 19): context parallel sizes, dp = devices / (tp pp cp).
+    (CONFIG, ["--tp", "8", "--pp", "4,8", "--micro-batch-size", "1", "--schedules", "1f1b",
+              "--cp", "1,2"],
+     {"tp": [8], "pp": [4, 8], "micro_batch_size": [1], "schedules": ["1f1b"], "cp": [1, 2]}),
+])
+def test_search_experts_and_context(config, args, kwargs):
+    rc, out, err = run_cli("search", config, *args, "--json", "--quiet")
+    assert rc == 0, err
+    expected = json.loads(out)
+    got = bmpipe.search(config, **kwargs)
+    assert without_wall_time(got) == without_wall_time(expected)
+    key = "cp" if "cp" in kwargs else "ep"
+    assert {layout[key] for layout in got["layouts"]} == set(kwargs[key])
+
+
 def test_search_threads_do_not_change_the_answer():
     one = bmpipe.search(CONFIG, tp=[8], pp=[4, 8], micro_batch_size=[1], threads=1)
     two = bmpipe.search(CONFIG, tp=[8], pp=[4, 8], micro_batch_size=[1], threads=2)
@@ -48,6 +75,10 @@ def test_search_threads_do_not_change_the_answer():
     ({"max_evals": 0}, "max_evals"),
     ({"memory_limit_GiB": -1}, "memory_limit_GiB"),
     ({"schedules": ["1fb1"]}, "schedules"),
+    ({"cp": [0]}, "cp"),
+    ({"cp": [3]}, "cp"),
+    ({"ep": [2]}, "ep"),
+    ({"cp": []}, "cp"),
 ])
 def test_search_bad_options_name_the_keyword(kwargs, key):
     with pytest.raises(ValueError) as e:
