@@ -30,7 +30,7 @@ TEST(ConfigFields, UnknownKeyListsExactlyTheSectionsKeys) {
        "optimizer_bytes, recompute"},
       {"  pp: 4\n", "  pp: 4\n  ppp: 4\n", "training.ppp",
        "schedule, pp, vpp, tp, ep, etp, cp, cp_comm_type, dp, microbatches, partition, "
-       "overlap_factor, overlap_ms, "
+       "megatron_layout, overlap_factor, overlap_ms, "
        "activation_limit_microbatches, seq_length, micro_batch_size, global_batch_size, dtype, "
        "sequence_parallel, fp8, fp8_recipe, optimizer, grad_accumulation, recompute, fsdp, "
        "moe_overlap",
