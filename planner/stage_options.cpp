@@ -1,6 +1,7 @@
 #include "planner/stage_options.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "planner/export_layout.hpp"
@@ -213,10 +214,33 @@ struct Search {
   std::size_t limit;
   // Per moment: the bytes held so far by the stages already chosen.
   std::vector<std::int64_t> held;
-  // Per stage j and moment k: the least bytes stage j can add to moment k.
-  std::vector<std::vector<std::int64_t>> least;
+  // Per stage j and moment k: the least bytes stages j, j + 1, ... can add to moment k.
+  std::vector<std::vector<std::int64_t>> least_from;
+  // Per stage j: the least recompute time stages j, j + 1, ... can take.
+  std::vector<Time> least_recompute_from;
+  Time partial_recompute{0};
+  // Branch and bound on total recompute. Only the `limit` choices of least total recompute
+  // are returned, and `cutoff` is the limit-th least total among those found so far (no
+  // cutoff before `limit` are found). It never grows: a new choice either joins `found` or
+  // replaces ones it beats on every stage, whose totals are at least its own. So a branch
+  // whose least total exceeds `cutoff` cannot reach the returned choices, and what it would
+  // have removed from `found` (choices it beats, hence also above `cutoff`) is cut off at the
+  // end anyway: the result is the unbounded search's, only found sooner. Without it a rank
+  // holding vpp 8 stages searched every combination of their options (minutes for the
+  // Llama-3.1-405B example).
+  Time cutoff = std::numeric_limits<Time>::max();
   std::vector<int> chosen;
   std::vector<RankChoice> found;
+
+  void update_cutoff() {
+    if (found.size() < limit) return;
+    std::vector<Time> totals;
+    totals.reserve(found.size());
+    for (const RankChoice& f : found) totals.push_back(f.total_recompute());
+    std::nth_element(totals.begin(), totals.begin() + static_cast<std::ptrdiff_t>(limit - 1),
+                     totals.end());
+    cutoff = totals[limit - 1];
+  }
 
   std::int64_t add(std::size_t k, std::size_t j, const StageOption& o) const {
     const MemoryMoment& m = memory.moments[k];
@@ -246,20 +270,21 @@ struct Search {
         return true;
       });
       found.push_back(std::move(c));
+      update_cutoff();
       return;
     }
     const std::vector<StageOption>& options = stages[j]->options;
     for (std::size_t i = 0; i < options.size(); ++i) {
+      if (partial_recompute + options[i].recompute + least_recompute_from[j + 1] > cutoff) continue;
       bool fits = true;
-      for (std::size_t k = 0; k < moments && fits; ++k) {
-        std::int64_t total = held[k] + add(k, j, options[i]);
-        for (std::size_t later = j + 1; later < stages.size(); ++later) total += least[later][k];
-        fits = total <= budget;
-      }
+      for (std::size_t k = 0; k < moments && fits; ++k)
+        fits = held[k] + add(k, j, options[i]) + least_from[j + 1][k] <= budget;
       if (!fits) continue;
       for (std::size_t k = 0; k < moments; ++k) held[k] += add(k, j, options[i]);
       chosen[j] = static_cast<int>(i);
+      partial_recompute += options[i].recompute;
       run(j + 1);
+      partial_recompute -= options[i].recompute;
       for (std::size_t k = 0; k < moments; ++k) held[k] -= add(k, j, options[i]);
       // With one stage (or at the last stage) options come by increasing recompute time,
       // so the first that fits is the best of this branch.
@@ -274,20 +299,28 @@ std::vector<RankChoice> rank_choices(const RankMemory& memory,
                                      const std::vector<const StageOptions*>& stages,
                                      std::int64_t budget, std::size_t limit) {
   if (budget < 0) return {};
-  Search s{memory, stages, budget, limit, {}, {}, {}, {}};
+  if (limit == 0) return {};
+  Search s{memory, stages, budget, limit, {}, {}, {}, Time{0}, std::numeric_limits<Time>::max(),
+           {},     {}};
   const std::size_t moments = memory.moments.size();
   s.held.assign(moments, 0);
   s.chosen.assign(stages.size(), 0);
-  s.least.assign(stages.size(), std::vector<std::int64_t>(moments, 0));
-  for (std::size_t j = 0; j < stages.size(); ++j)
+  s.least_from.assign(stages.size() + 1, std::vector<std::int64_t>(moments, 0));
+  s.least_recompute_from.assign(stages.size() + 1, Time{0});
+  for (std::size_t j = stages.size(); j-- > 0;) {
     for (std::size_t k = 0; k < moments; ++k) {
       std::int64_t best = -1;
       for (const StageOption& o : stages[j]->options) {
         const std::int64_t b = s.add(k, j, o);
         if (best < 0 || b < best) best = b;
       }
-      s.least[j][k] = std::max<std::int64_t>(best, 0);
+      s.least_from[j][k] = s.least_from[j + 1][k] + std::max<std::int64_t>(best, 0);
     }
+    Time least = std::numeric_limits<Time>::max();
+    for (const StageOption& o : stages[j]->options) least = std::min(least, o.recompute);
+    s.least_recompute_from[j] =
+        s.least_recompute_from[j + 1] + (stages[j]->options.empty() ? Time{0} : least);
+  }
   s.run(0);
   std::sort(s.found.begin(), s.found.end(), [](const RankChoice& a, const RankChoice& b) {
     const Time ta = a.total_recompute(), tb = b.total_recompute();
