@@ -198,7 +198,8 @@ std::vector<int> Space::choice_counts(const std::vector<int>& partition) const {
       fixed += table_.static_bytes(first[s], partition[s]);
       if (stages_ > 1 && first[s + 1] == layers_) fixed += e_.layers.head_copy_static_bytes;
     }
-    out[r] = std::max<int>(1, static_cast<int>(rank_choices(mem, options, limit_ - fixed).size()));
+    out[r] =
+        std::max<int>(1, static_cast<int>(choices_of(r, first, partition, options, fixed).size()));
   }
   return out;
 }

@@ -216,6 +216,8 @@ struct Search {
   std::vector<std::int64_t> held;
   // Per stage j and moment k: the least bytes stages j, j + 1, ... can add to moment k.
   std::vector<std::vector<std::int64_t>> least_from;
+  // Per stage j and moment k: the most bytes stages j, j + 1, ... can add to moment k.
+  std::vector<std::vector<std::int64_t>> most_from;
   // Per stage j: the least recompute time stages j, j + 1, ... can take.
   std::vector<Time> least_recompute_from;
   Time partial_recompute{0};
@@ -275,20 +277,27 @@ struct Search {
     }
     const std::vector<StageOption>& options = stages[j]->options;
     for (std::size_t i = 0; i < options.size(); ++i) {
-      if (partial_recompute + options[i].recompute + least_recompute_from[j + 1] > cutoff) continue;
+      // Options come by increasing recompute time (prune sorts them, thin keeps the order),
+      // so once one is past the cutoff every later one is too.
+      if (partial_recompute + options[i].recompute + least_recompute_from[j + 1] > cutoff) break;
       bool fits = true;
       for (std::size_t k = 0; k < moments && fits; ++k)
         fits = held[k] + add(k, j, options[i]) + least_from[j + 1][k] <= budget;
       if (!fits) continue;
+      // Dominance: when option i fits under every completion of the later stages, option
+      // i' > i with any completion is beaten by option i with the same completion (no less
+      // recompute at j, the same elsewhere), so the search ends at j after this option.
+      // (At the last stage that is the first option that fits.)
+      bool fits_always = true;
+      for (std::size_t k = 0; k < moments && fits_always; ++k)
+        fits_always = held[k] + add(k, j, options[i]) + most_from[j + 1][k] <= budget;
       for (std::size_t k = 0; k < moments; ++k) held[k] += add(k, j, options[i]);
       chosen[j] = static_cast<int>(i);
       partial_recompute += options[i].recompute;
       run(j + 1);
       partial_recompute -= options[i].recompute;
       for (std::size_t k = 0; k < moments; ++k) held[k] -= add(k, j, options[i]);
-      // With one stage (or at the last stage) options come by increasing recompute time,
-      // so the first that fits is the best of this branch.
-      if (j + 1 == stages.size()) break;
+      if (fits_always) break;
     }
   }
 };
@@ -300,21 +309,24 @@ std::vector<RankChoice> rank_choices(const RankMemory& memory,
                                      std::int64_t budget, std::size_t limit) {
   if (budget < 0) return {};
   if (limit == 0) return {};
-  Search s{memory, stages, budget, limit, {}, {}, {}, Time{0}, std::numeric_limits<Time>::max(),
+  Search s{memory, stages, budget, limit, {}, {}, {}, {}, Time{0}, std::numeric_limits<Time>::max(),
            {},     {}};
   const std::size_t moments = memory.moments.size();
   s.held.assign(moments, 0);
   s.chosen.assign(stages.size(), 0);
   s.least_from.assign(stages.size() + 1, std::vector<std::int64_t>(moments, 0));
+  s.most_from = s.least_from;
   s.least_recompute_from.assign(stages.size() + 1, Time{0});
   for (std::size_t j = stages.size(); j-- > 0;) {
     for (std::size_t k = 0; k < moments; ++k) {
-      std::int64_t best = -1;
+      std::int64_t best = -1, worst = 0;
       for (const StageOption& o : stages[j]->options) {
         const std::int64_t b = s.add(k, j, o);
         if (best < 0 || b < best) best = b;
+        worst = std::max(worst, b);
       }
       s.least_from[j][k] = s.least_from[j + 1][k] + std::max<std::int64_t>(best, 0);
+      s.most_from[j][k] = s.most_from[j + 1][k] + worst;
     }
     Time least = std::numeric_limits<Time>::max();
     for (const StageOption& o : stages[j]->options) least = std::min(least, o.recompute);

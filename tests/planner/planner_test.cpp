@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "planner/planner.hpp"
@@ -137,6 +138,89 @@ TEST(RecomputeStep, LeastRecomputeThatFitsEqualsBruteForce) {
       for (const RankChoice& c : choices) EXPECT_LE(c.peak, budget);
     }
   }
+}
+
+TEST(RecomputeStep, FewChoicesAreTheLeastTotalsOfTheParetoSetOfBruteForce) {
+  // A rank holding four interleaved stages, asked for only a few choices: the answer is the
+  // brute force's Pareto set of per-stage recompute vectors (no feasible vector is beaten on
+  // every stage by another), ordered by total then vector, cut to the limit. This pins both of
+  // rank_choices' cuts: the cutoff on total recompute and the end of a stage's options once
+  // one fits whatever the later stages choose.
+  std::mt19937_64 rng(11);
+  int cut_short = 0;
+  for (int trial = 0; trial < 12; ++trial) {
+    const std::vector<test::LayerKind> kinds = {test::random_kind(rng), test::random_kind(rng)};
+    const int L = 16;
+    std::vector<int> order(L);
+    for (int& k : order) k = static_cast<int>(rng() % 2);
+    const auto e = test::instance(kinds, order, 2, 8, 1 << 30);
+    const Schedule sch = make_schedule(*e, "interleaved", 4);
+    ASSERT_EQ(sch.num_stages, 8);
+    const std::vector<RankMemory> memory = memory_profile(sch);
+    const StageOptionTable table(*e);
+    const RankMemory& mem = memory[0];
+    ASSERT_EQ(mem.stages.size(), 4u);
+    std::vector<const StageOptions*> opts;
+    std::vector<int> layer_of;  // the rank's layers, stage by stage
+    for (int s : mem.stages) {
+      opts.push_back(&table.get(2 * s, 2));
+      layer_of.push_back(2 * s), layer_of.push_back(2 * s + 1);
+    }
+    // A budget between the rank's all-full and all-none peaks.
+    const auto peak_all = [&](Recompute m) {
+      std::vector<std::int64_t> a(4, 0);
+      for (std::size_t k = 0; k < layer_of.size(); ++k)
+        a[k / 2] += e->layers.layers[layer_of[k]].modes[m]->activation_bytes;
+      return peak_activation(mem, a, a);
+    };
+    const std::int64_t lo = peak_all(Recompute::full), hi = peak_all(Recompute::none);
+    const std::int64_t budget =
+        lo + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(hi - lo));
+    std::set<std::vector<Time>> feasible;
+    std::vector<Recompute> modes(layer_of.size());
+    std::function<void(std::size_t)> go = [&](std::size_t i) {
+      if (i == layer_of.size()) {
+        std::vector<std::int64_t> a(4, 0);
+        std::vector<Time> rc(4, 0);
+        for (std::size_t k = 0; k < layer_of.size(); ++k) {
+          const LayerModeCost& c = *e->layers.layers[layer_of[k]].modes[modes[k]];
+          a[k / 2] += c.activation_bytes;
+          rc[k / 2] += c.recompute;
+        }
+        if (peak_activation(mem, a, a) <= budget) feasible.insert(rc);
+        return;
+      }
+      for (Recompute m : kAllRecompute) modes[i] = m, go(i + 1);
+    };
+    go(0);
+    std::vector<std::vector<Time>> pareto;
+    for (const auto& v : feasible) {
+      bool beaten = false;
+      for (const auto& w : feasible) {
+        bool le = w != v;
+        for (std::size_t j = 0; j < v.size() && le; ++j) le = w[j] <= v[j];
+        beaten = beaten || le;
+      }
+      if (!beaten) pareto.push_back(v);
+    }
+    const auto total = [](const std::vector<Time>& v) {
+      return std::accumulate(v.begin(), v.end(), Time{0});
+    };
+    std::sort(pareto.begin(), pareto.end(), [&](const auto& x, const auto& y) {
+      return total(x) != total(y) ? total(x) < total(y) : x < y;
+    });
+    const std::size_t limit = 3;
+    if (pareto.size() > limit) ++cut_short, pareto.resize(limit);
+    const std::vector<RankChoice> choices = rank_choices(mem, opts, budget, limit);
+    std::vector<std::vector<Time>> got;
+    for (const RankChoice& c : choices) {
+      got.push_back(c.recompute);
+      EXPECT_LE(c.peak, budget) << "trial " << trial;
+    }
+    EXPECT_EQ(got, pareto) << "trial " << trial;
+  }
+  // Most trials have more Pareto points than the limit, so the cutoff is exercised.
+  EXPECT_GE(cut_short, 6);
 }
 
 TEST(Planner, ExhaustiveBaselineEqualsBruteForceOnTinyCases) {
