@@ -271,7 +271,8 @@ PYBIND11_MODULE(bmpipe, m) {
          std::optional<double> memory_limit_GiB, double margin_GiB, int threads, std::uint64_t seed,
          std::int64_t max_evals, std::optional<double> time_limit_s, std::optional<int> pp,
          std::optional<int> vpp, std::optional<int> microbatches,
-         std::optional<std::string> baseline, std::optional<std::string> expressible) {
+         std::optional<std::string> baseline, std::optional<std::string> expressible,
+         std::optional<std::string> baseline_layout) {
         const Config c = config_of(config);
         api::PlanRequest r;
         r.overrides = overrides(std::move(schedule), pp, vpp, microbatches);
@@ -283,6 +284,7 @@ PYBIND11_MODULE(bmpipe, m) {
         r.time_limit_s = time_limit_s;
         r.baseline = std::move(baseline);
         r.expressible = std::move(expressible);
+        r.baseline_layout = std::move(baseline_layout);
         nlohmann::json summary;
         {
           py::gil_scoped_release nogil;
@@ -295,10 +297,12 @@ PYBIND11_MODULE(bmpipe, m) {
       py::arg("seed") = 1, py::arg("max_evals") = 20000, py::arg("time_limit_s") = py::none(),
       py::arg("pp") = py::none(), py::arg("vpp") = py::none(), py::arg("microbatches") = py::none(),
       py::arg("baseline") = py::none(), py::arg("expressible") = py::none(),
+      py::arg("baseline_layout") = py::none(),
       "Searches the layers of every stage and the recompute mode of every layer for the "
       "fastest simulated iteration that fits, and returns what `bmpipe plan --json` prints. "
       "The options are the command's (schedule may be 'auto'; threads=0: every core; "
-      "expressible='megatron' or 'mindformers' is --expressible). "
+      "expressible='megatron' or 'mindformers' is --expressible; baseline_layout, a "
+      "Megatron --pipeline-model-parallel-layout string, is --baseline-layout). "
       "Raises NoPlanFitsError when nothing fits, ValueError for a bad option.");
 
   m.def(

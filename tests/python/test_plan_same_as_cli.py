@@ -39,6 +39,8 @@ def test_plan(config):
      {"memory_limit_GiB": 30, "expressible": "megatron", "max_evals": 300}),
     (["--memory-limit-GiB", "40", "--microbatches", "16", "--schedule", "zb-h1"],
      {"memory_limit_GiB": 40, "microbatches": 16, "schedule": "zb-h1"}),
+    (["--memory-limit-GiB", "40", "--baseline-layout", "Et*4|(t*5|)*6t*6L", "--max-evals", "60"],
+     {"memory_limit_GiB": 40, "baseline_layout": "Et*4|(t*5|)*6t*6L", "max_evals": 60}),
 ])
 def test_plan_with_options(args, kwargs):
     config = str(EXAMPLES / "ascend910b_llama2_13b_analytic.yaml")
