@@ -13,7 +13,7 @@
 namespace bmpipe {
 namespace {
 
-const std::string kTiny = test::examples() + "tiny.yaml";
+using test::kTiny;
 const std::string kGpt3 = test::examples() + "gpt3_175b_a100.yaml";
 
 /// A search document without its wall-clock seconds, the one field that differs by run.

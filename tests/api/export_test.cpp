@@ -14,7 +14,7 @@
 namespace bmpipe {
 namespace {
 
-const std::string kTiny = test::examples() + "tiny.yaml";
+using test::kTiny;
 
 api::ExportOutcome export_tiny(const std::string& format, const std::string& schedule,
                                int vpp = 1) {

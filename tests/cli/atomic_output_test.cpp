@@ -22,7 +22,7 @@ using bmpipe::test::ScratchDir;
 using bmpipe::test::slurp;
 using bmpipe::test::write_file;
 
-const std::string kTiny = bmpipe::test::examples() + "tiny.yaml";
+using bmpipe::test::kTiny;
 const std::string kOld = "the old bytes\n";
 
 std::vector<std::string> names_in(const std::filesystem::path& dir) {
@@ -73,8 +73,8 @@ TEST(AtomicOutput, AFailedRunLeavesTheOldFilesAndNoTemporaryFile) {
   ScratchDir dir;
   const std::string trace = write_file(dir.file("trace.json"), kOld);
   // --trace opens first, then --svg fails (no such folder): the run stops with exit 2.
-  const auto r = run_cli("simulate " + kTiny + " --trace " + trace + " --svg " +
-                         dir.file("missing/x.svg"));
+  const auto r =
+      run_cli("simulate " + kTiny + " --trace " + trace + " --svg " + dir.file("missing/x.svg"));
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("--svg"), std::string::npos) << r.err;
   EXPECT_EQ(slurp(trace), kOld);
@@ -93,7 +93,8 @@ TEST(AtomicOutput, ACompleteRunReplacesTheFileWithAPlainFilesMode) {
   EXPECT_EQ(names_in(dir.path()), (std::vector<std::string>{"s.csv", "t.svg", "trace.json"}));
   // mkstemp makes 0600 files; the output has the mode a plain open gives: 0666 less the
   // umask, as the file written by the test itself has.
-  struct stat made {}, plain {};
+  struct stat made {
+  }, plain{};
   ASSERT_EQ(stat(svg.c_str(), &made), 0);
   ASSERT_EQ(stat(write_file(dir.file("plain"), "x").c_str(), &plain), 0);
   EXPECT_EQ(made.st_mode & 0777, plain.st_mode & 0777);

@@ -22,7 +22,7 @@ std::string stdout_of(const std::string& args) {
   return bmpipe::test::run_cli(args).out;
 }
 
-const std::string kTiny = bmpipe::test::examples() + "tiny.yaml";
+using bmpipe::test::kTiny;
 
 TEST(Cli, HelpExplainsEveryOption) {
   const CliRun top = run("--help");

@@ -17,7 +17,7 @@ namespace {
 using bmpipe::test::CliRun;
 using bmpipe::test::run_cli;
 
-const std::string kTiny = bmpipe::test::examples() + "tiny.yaml";
+using bmpipe::test::kTiny;
 const std::string k2x8 = bmpipe::test::examples() + "ascend910b_2x8.yaml";
 
 // ---- 1. options ---------------------------------------------------------------------------

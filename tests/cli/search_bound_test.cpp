@@ -18,16 +18,10 @@ namespace {
 using bmpipe::test::run_cli;
 using nlohmann::json;
 
-const std::string kTiny = bmpipe::test::examples() + "tiny.yaml";
-const std::string kMedium = bmpipe::test::medium_search_args();
+using bmpipe::test::kMedium;
+using bmpipe::test::kTiny;
 
-json search_json(const std::string& args) {
-  const auto r = run_cli("search " + args + " --json --quiet");
-  EXPECT_EQ(r.code, 0) << r.err;
-  json j = json::parse(r.out);
-  j["search"].erase("wall_s");
-  return j;
-}
+using bmpipe::test::search_json;
 
 /// The best layout as (tp, pp, dp, vpp, mbs, schedule, iteration ms).
 std::string best(const json& j) {

@@ -17,22 +17,16 @@ namespace {
 using bmpipe::test::run_cli;
 using nlohmann::json;
 
-const std::string kMedium = std::string(BMPIPE_TEST_DATA_DIR) + "/search_gpt3_24_layers.yaml";
+const std::string kGpt3Layers24 = std::string(BMPIPE_TEST_DATA_DIR) + "/search_gpt3_24_layers.yaml";
 // tp 8, pp 4 and 8, micro-batch size 1, 1f1b. 64 / (8 x 4) = 2 devices per pipeline rank:
 // cp 1 gives dp 2, cp 2 gives dp 1. 64 / (8 x 8) = 1: cp 1 gives dp 1, cp 2 does not
 // divide it. So 4 layouts: 3 planned, 1 rejected by "divisibility".
 const std::string kSpace = " --tp 8 --pp 4,8 --micro-batch-size 1 --schedules 1f1b";
 
-json search_json(const std::string& args) {
-  const auto r = run_cli("search " + args + " --json --quiet");
-  EXPECT_EQ(r.code, 0) << r.err;
-  json j = json::parse(r.out);
-  j["search"].erase("wall_s");
-  return j;
-}
+using bmpipe::test::search_json;
 
 TEST(SearchCp, ListsCpLayoutsWithDpOutOfTheRest) {
-  const json j = search_json(kMedium + kSpace + " --planner off --cp 1,2");
+  const json j = search_json(kGpt3Layers24 + kSpace + " --planner off --cp 1,2");
   EXPECT_EQ(j["search"]["layouts"], 4);
   EXPECT_EQ(j["search"]["rejected_by"]["divisibility"], 1);
   std::set<std::tuple<int, int, int>> kept;  // (pp, cp, dp)
@@ -58,14 +52,15 @@ TEST(SearchCp, ListsCpLayoutsWithDpOutOfTheRest) {
 TEST(SearchCp, Cp2LayoutSimulatesToItsSearchedTimeWhenWrittenOut) {
   // The cp 2 layout's time in the --cp 1,2 search is the time of the cp 2 layout alone,
   // whose --out config simulates to it and says cp 2, dp 1.
-  const json both = search_json(kMedium + kSpace + " --planner off --cp 1,2");
+  const json both = search_json(kGpt3Layers24 + kSpace + " --planner off --cp 1,2");
   const json* cp2 = nullptr;
   for (const json& l : both["layouts"])
     if (l["cp"] == 2 && l["fits"].get<bool>()) cp2 = &l;
   ASSERT_NE(cp2, nullptr);
   bmpipe::test::ScratchDir dir;
   const std::string out = dir.file("best.yaml");
-  const json alone = search_json(kMedium + kSpace + " --planner off --cp 2 --out '" + out + "'");
+  const json alone =
+      search_json(kGpt3Layers24 + kSpace + " --planner off --cp 2 --out '" + out + "'");
   const json& best = alone["layouts"][0];
   ASSERT_TRUE(best["fits"].get<bool>()) << best.dump();
   EXPECT_EQ(best["cp"], 2);
@@ -84,7 +79,7 @@ TEST(SearchCp, PlannedCp2BestReproducesUnderSimulate) {
   // With the planner (and the bound), the best cp 2 layout's plan written out.
   bmpipe::test::ScratchDir dir;
   const std::string out = dir.file("best.yaml");
-  const json j = search_json(kMedium + kSpace + " --cp 2 --out '" + out + "'");
+  const json j = search_json(kGpt3Layers24 + kSpace + " --cp 2 --out '" + out + "'");
   const json& best = j["layouts"][0];
   ASSERT_TRUE(best["fits"].get<bool>()) << best.dump();
   EXPECT_EQ(best["cp"], 2);
@@ -94,7 +89,7 @@ TEST(SearchCp, PlannedCp2BestReproducesUnderSimulate) {
 }
 
 TEST(SearchCp, BoundFindsTheExhaustiveBest) {
-  const std::string args = kMedium + " --tp 4,8 --pp 4,8 --micro-batch-size 1 --cp 1,2,4";
+  const std::string args = kGpt3Layers24 + " --tp 4,8 --pp 4,8 --micro-batch-size 1 --cp 1,2,4";
   const json with = search_json(args);
   const json without = search_json(args + " --no-bound");
   ASSERT_TRUE(with["layouts"][0]["fits"].get<bool>());
@@ -105,8 +100,8 @@ TEST(SearchCp, BoundFindsTheExhaustiveBest) {
 TEST(SearchCp, CsvAndTableCarryCp) {
   bmpipe::test::ScratchDir dir;
   const std::string csv = dir.file("layouts.csv");
-  const auto r =
-      run_cli("search " + kMedium + kSpace + " --planner off --cp 1,2 --quiet --csv '" + csv + "'");
+  const auto r = run_cli("search " + kGpt3Layers24 + kSpace +
+                         " --planner off --cp 1,2 --quiet --csv '" + csv + "'");
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string text = bmpipe::test::slurp(csv);
   EXPECT_EQ(text.rfind("tp,pp,dp,vpp,micro_batch_size,schedule,cp,microbatches,", 0), 0u) << text;
@@ -116,18 +111,18 @@ TEST(SearchCp, CsvAndTableCarryCp) {
 }
 
 TEST(SearchCp, NoCpKeysWithoutCp) {
-  const json j = search_json(kMedium + kSpace + " --planner off");
+  const json j = search_json(kGpt3Layers24 + kSpace + " --planner off");
   for (const json& l : j["layouts"]) EXPECT_FALSE(l.contains("cp")) << l.dump();
 }
 
 TEST(SearchCp, BadCpValuesExit2NamingTheOption) {
   for (const char* args : {"--cp 0", "--cp x", "--cp ,", "--cp 3", "--cp 1,3"}) {
-    const auto r = run_cli("search " + kMedium + kSpace + " --quiet " + args);
+    const auto r = run_cli("search " + kGpt3Layers24 + kSpace + " --quiet " + args);
     EXPECT_EQ(r.code, 2) << args << ": " << r.err;
     EXPECT_NE(r.err.find("--cp"), std::string::npos) << args << ": " << r.err;
   }
   // 2048 tokens do not cut into 2 x 3 = 6 equal chunks.
-  const auto three = run_cli("search " + kMedium + kSpace + " --quiet --cp 3");
+  const auto three = run_cli("search " + kGpt3Layers24 + kSpace + " --quiet --cp 3");
   EXPECT_NE(three.err.find("2 cp = 6 equal chunks"), std::string::npos) << three.err;
   // Measured layers hold for the config's cp only.
   const auto measured =

@@ -21,13 +21,7 @@ using nlohmann::json;
 
 const std::string kMixtral = bmpipe::test::examples() + "h100_mixtral_8x7b_ep8.yaml";
 
-json search_json(const std::string& args) {
-  const auto r = run_cli("search " + args + " --json --quiet");
-  EXPECT_EQ(r.code, 0) << r.err;
-  json j = json::parse(r.out);
-  j["search"].erase("wall_s");
-  return j;
-}
+using bmpipe::test::search_json;
 
 TEST(SearchEp, ListsEpValuesAndRejectsWhatCannotHoldItsExperts) {
   // tp 2, 1f1b, mbs 1. pp 4: dp 8, a stage's tp x dp = 16 devices: ep 1, 2, 4, 8 fold in,

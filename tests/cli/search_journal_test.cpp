@@ -20,7 +20,7 @@ using bmpipe::test::ScratchDir;
 using bmpipe::test::slurp;
 
 const std::string kGpt3 = bmpipe::test::examples() + "gpt3_175b_a100.yaml";
-const std::string kTiny = bmpipe::test::examples() + "tiny.yaml";
+using bmpipe::test::kTiny;
 // 28 layouts, about half a second on one thread (ten times that under the sanitizers):
 // time to kill it part-way.
 const std::string kArgs = bmpipe::test::medium_search_args() + " --threads 1 --quiet";

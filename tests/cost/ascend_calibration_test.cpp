@@ -13,7 +13,7 @@
 #include "support/run_config.hpp"
 
 namespace bmpipe {
-namespace {
+namespace ascend_calibration_test {
 
 struct PublishedRun {
   const char* config;
@@ -50,5 +50,5 @@ TEST(AscendCalibration, PublishedMindFormersRuns) {
   }
 }
 
-}  // namespace
+}  // namespace ascend_calibration_test
 }  // namespace bmpipe

@@ -18,7 +18,7 @@ CliRun run(const std::string& args) {
   return r;
 }
 
-const std::string kExamples = std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/";
+using bmpipe::test::kExamples;
 
 TEST(CostCli, JsonContract) {
   const CliRun r = run("cost " + kExamples + "gpt3_175b_a100.yaml --json");

@@ -10,7 +10,7 @@
 #include "sim/cost/cost_model.hpp"
 
 namespace bmpipe {
-namespace {
+namespace mla_cost_test {
 
 constexpr double kPs = 1e-12;
 
@@ -36,7 +36,10 @@ ModelShape tiny_mla() {
   m.num_kv_heads = 2;
   m.ffn_hidden_size = 16;
   m.vocab_size = 32;
-  m.mla = {.q_lora_rank = 4, .kv_lora_rank = 4, .qk_nope_head_dim = 2, .qk_rope_head_dim = 2,
+  m.mla = {.q_lora_rank = 4,
+           .kv_lora_rank = 4,
+           .qk_nope_head_dim = 2,
+           .qk_rope_head_dim = 2,
            .v_head_dim = 2};
   check_shape(m);
   return m;
@@ -140,5 +143,5 @@ TEST(MlaCost, DeepSeekV3LayersSumToTheModelsParameters) {
   EXPECT_EQ(sum, m.total_params(false));
 }
 
-}  // namespace
+}  // namespace mla_cost_test
 }  // namespace bmpipe

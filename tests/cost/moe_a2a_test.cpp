@@ -11,9 +11,9 @@
 #include "sim/cost/hardware.hpp"
 
 namespace bmpipe {
-namespace {
+namespace moe_a2a_test {
 
-const std::string kExamples = std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/";
+using test::kExamples;
 
 const SubOpCost* find_op(const LayerCost& c, const std::string& name) {
   for (const auto& o : c.ops)
@@ -65,7 +65,7 @@ TEST(MoeA2a, InsideANodeByHand) {
         o.name == "experts_down" || o.name == "a2a-combine" || o.name == "unpermute")
       order.push_back(o.name);
   EXPECT_EQ(order, (std::vector<std::string>{"permute", "a2a-dispatch", "experts_gate_up",
-                                              "experts_down", "a2a-combine", "unpermute"}));
+                                             "experts_down", "a2a-combine", "unpermute"}));
 }
 
 TEST(MoeA2a, AcrossNodesUsesTheNic) {
@@ -121,5 +121,5 @@ TEST(MoeA2a, TheConfigPlacesTheEpGroupAfterEtp) {
   EXPECT_NEAR(a2a->forward_s, 1575.873493e-6, 1e-12);
 }
 
-}  // namespace
+}  // namespace moe_a2a_test
 }  // namespace bmpipe

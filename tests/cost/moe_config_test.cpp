@@ -13,7 +13,7 @@
 namespace bmpipe {
 namespace {
 
-const std::string kExamples = std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/";
+using test::kExamples;
 const std::string kHf = std::string(BMPIPE_TEST_DATA_DIR) + "/hf/";
 
 TEST(MoeConfig, MixtralExampleCountsAndShardsItsExpertsOverEp) {
@@ -24,7 +24,7 @@ TEST(MoeConfig, MixtralExampleCountsAndShardsItsExpertsOverEp) {
   EXPECT_EQ(j["parameters_total"], 46'702'792'704LL);
   EXPECT_EQ(j["parameters_active"], 12'879'925'248LL);
   EXPECT_EQ(j["ep"], 8);
-  EXPECT_EQ(j["edp"], 2);  // tp 1 x dp 16 / (etp 1 x ep 8)
+  EXPECT_EQ(j["edp"], 2);             // tp 1 x dp 16 / (etp 1 x ep 8)
   ASSERT_EQ(j["layers"].size(), 3u);  // embedding, 32 MoE layers, head: no dense layer
   EXPECT_EQ(j["layers"][1]["name"], "moe_decoder");
   EXPECT_EQ(j["layers"][1]["count"], 32);
@@ -35,8 +35,8 @@ TEST(MoeConfig, MixtralExampleCountsAndShardsItsExpertsOverEp) {
   // 2,113,929,216. 8 x 2,397,321,216 = 19,178,569,728.
   EXPECT_EQ(j["static_bytes_per_stage"][1], 19'178'569'728LL);
   // ep 1: all 8 experts (1,409,286,144) at 2 + 4 + 12/16: 9,512,681,472 per layer.
-  const test::CliRun one = test::run_cli(
-      "cost " + kExamples + "h100_mixtral_8x7b_ep8.yaml --json --set training.ep=1");
+  const test::CliRun one =
+      test::run_cli("cost " + kExamples + "h100_mixtral_8x7b_ep8.yaml --json --set training.ep=1");
   ASSERT_EQ(one.code, 0) << one.err;
   EXPECT_EQ(nlohmann::json::parse(one.out)["static_bytes_per_stage"][1],
             8LL * (283'392'000LL + 9'512'681'472LL));
@@ -54,13 +54,14 @@ TEST(MoeConfig, MixtralExampleSimulates) {
 /// A Mixtral config on 64 devices with `training` lines after line 8 (`pp` on line 8).
 std::string mixtral_yaml(const std::string& hf, const std::string& training,
                          const std::string& model_extra = "") {
-  return "cluster:\n"                                 // 1
-         "  nodes: 8\n"                               // 2
-         "  devices_per_node: 8\n"                    // 3
-         "  device: {preset: h100-sxm}\n"             // 4
-         "model:\n"                                   // 5
-         "  hf_config: \"" + hf + "\"\n" +            // 6
-         model_extra +                                // (7)
+  return "cluster:\n"                      // 1
+         "  nodes: 8\n"                    // 2
+         "  devices_per_node: 8\n"         // 3
+         "  device: {preset: h100-sxm}\n"  // 4
+         "model:\n"                        // 5
+         "  hf_config: \"" +
+         hf + "\"\n" +  // 6
+         model_extra +  // (7)
          "training:\n"
          "  seq_length: 4096\n"
          "  global_batch_size: 256\n" +
@@ -103,15 +104,17 @@ TEST(MoeConfig, DenseModelsRefuseExpertKeys) {
       "model:\n"                                                                // 2
       "  preset: llama3-8b\n";                                                  // 3
   const std::string ep = test::write_file(
-      dir.file("ep.yaml"), base + "training:\n  pp: 2\n  seq_length: 4096\n  microbatches: 4\n  ep: 2\n");
+      dir.file("ep.yaml"),
+      base + "training:\n  pp: 2\n  seq_length: 4096\n  microbatches: 4\n  ep: 2\n");
   const test::CliRun a = test::run_cli("cost " + ep);
   EXPECT_EQ(a.code, 2);
   EXPECT_NE(a.err.find(ep + ":8: training.ep: ep = 2, but llama3-8b has no experts"),
             std::string::npos)
       << a.err;
-  const std::string moe = test::write_file(
-      dir.file("moe.yaml"),
-      base + "  moe: {load_imbalance: 1.2}\ntraining:\n  pp: 2\n  seq_length: 4096\n  microbatches: 4\n");
+  const std::string moe =
+      test::write_file(dir.file("moe.yaml"), base +
+                                                 "  moe: {load_imbalance: 1.2}\ntraining:\n  pp: "
+                                                 "2\n  seq_length: 4096\n  microbatches: 4\n");
   const test::CliRun b = test::run_cli("cost " + moe);
   EXPECT_EQ(b.code, 2);
   EXPECT_NE(b.err.find(moe + ":4: model.moe: llama3-8b has no experts"), std::string::npos)
@@ -123,8 +126,7 @@ TEST(MoeConfig, TopKAboveTheExpertsIsRefusedAndLatentAttentionCosted) {
   nlohmann::json j = nlohmann::json::parse(test::slurp(kHf + "mixtral_8x7b_config.json"));
   j["num_experts_per_tok"] = 9;
   const std::string hf = test::write_file(dir.file("topk.json"), j.dump());
-  const std::string yaml =
-      test::write_file(dir.file("topk.yaml"), mixtral_yaml(hf, "  pp: 4\n"));
+  const std::string yaml = test::write_file(dir.file("topk.yaml"), mixtral_yaml(hf, "  pp: 4\n"));
   const test::CliRun r = test::run_cli("cost " + yaml);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find(yaml + ":6: model.hf_config: " + hf +
@@ -150,8 +152,7 @@ TEST(MoeConfig, ExpertGradientsReduceOverEdp) {
       collective_time_s(hw, Collective::reduce_scatter, 16, 1e9 * 4, /*crosses_nodes=*/true);
   const double experts =
       collective_time_s(hw, Collective::reduce_scatter, 2, 5e8 * 4, /*crosses_nodes=*/true);
-  EXPECT_EQ(stage_grad_reduce_time(*e, 0, 1'500'000'000, 500'000'000),
-            s_to_ns(dense + experts));
+  EXPECT_EQ(stage_grad_reduce_time(*e, 0, 1'500'000'000, 500'000'000), s_to_ns(dense + experts));
   // Without experts, the dense path as before.
   EXPECT_EQ(stage_grad_reduce_time(*e, 0, 1'000'000'000, 0), s_to_ns(dense));
 }

@@ -10,7 +10,7 @@
 #include "sim/cost/cost_model.hpp"
 
 namespace bmpipe {
-namespace {
+namespace moe_cost_test {
 
 constexpr double kPs = 1e-12;
 
@@ -98,8 +98,8 @@ TEST(MoeCost, LoadImbalanceScalesTheExpertsNotTheModelFlops) {
   const LayerCost skewed = moe_decoder_layer_cost(m, unit_device(), settings(2));
   // Balanced gate_up: 2 x 8 x 8 x 8 = 1024 FLOPs over 2 x (64 + 128 + 64) = 512 bytes.
   EXPECT_NEAR(op(even, "experts_gate_up").forward_s, 1024 * kPs, 1e-20);
-  EXPECT_NEAR(op(skewed, "experts_gate_up").forward_s / op(even, "experts_gate_up").forward_s,
-              1.5, 1e-12);
+  EXPECT_NEAR(op(skewed, "experts_gate_up").forward_s / op(even, "experts_gate_up").forward_s, 1.5,
+              1e-12);
   // Model FLOPs: qkv 2 x 4 x 8 x 24 = 1536, causal attention 2 x 2 x 4 x 4 x 8 / 2 = 256,
   // out 512, router 256, experts (balanced) 2 x 8 x 8 x 8 + 2 x 8 x 4 x 8 = 1536.
   EXPECT_DOUBLE_EQ(even.forward_flops, 4096);
@@ -157,5 +157,5 @@ TEST(MoeCost, MixtralLayerMatchesItsParameterCount) {
   EXPECT_EQ(moe_decoder_layer_cost(m, hw, st).param_count, m.decoder_layer_params(0, false));
 }
 
-}  // namespace
+}  // namespace moe_cost_test
 }  // namespace bmpipe

@@ -14,9 +14,9 @@
 #include "sim/cost/hardware.hpp"
 
 namespace bmpipe {
-namespace {
+namespace moe_etp_test {
 
-const std::string kExamples = std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/";
+using test::kExamples;
 
 const SubOpCost* find_op(const LayerCost& c, const std::string& name) {
   for (const auto& o : c.ops)
@@ -142,5 +142,5 @@ TEST(MoeEtp, TheConfigPlacesTheEtpGroupOnConsecutiveDevices) {
   EXPECT_TRUE(across->analytic->settings.etp_crosses_nodes);
 }
 
-}  // namespace
+}  // namespace moe_etp_test
 }  // namespace bmpipe

@@ -10,7 +10,7 @@
 #include "support/support.hpp"
 
 namespace bmpipe {
-namespace {
+namespace zero_sharding_test {
 
 // A switched node at 100 GB/s, every byte of it reached, no latency.
 HardwareSpec round_links() {
@@ -234,5 +234,5 @@ TEST(ZeroSharding, TheCliExitsTwoWithFileLineAndKey) {
   EXPECT_TRUE(test::has(r4.err, "training.optimizer.zero_stage")) << r4.err;
 }
 
-}  // namespace
+}  // namespace zero_sharding_test
 }  // namespace bmpipe

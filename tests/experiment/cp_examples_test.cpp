@@ -12,7 +12,7 @@
 namespace bmpipe {
 namespace {
 
-const std::string kExamples = std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/";
+using test::kExamples;
 
 nlohmann::json simulate_json(const std::string& name) {
   const test::CliRun r = test::run_cli("simulate " + kExamples + name + " --json");

@@ -11,7 +11,7 @@
 namespace bmpipe {
 namespace {
 
-const std::string kTiny = test::examples() + "tiny.yaml";
+using test::kTiny;
 
 // tiny.yaml: 8 unit layers (F = I = W = 0.5 ms, 1 MiB activations and weights each) on 4
 // ranks of one node.

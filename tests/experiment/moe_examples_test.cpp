@@ -9,9 +9,9 @@
 #include "support/support.hpp"
 
 namespace bmpipe {
-namespace {
+namespace moe_examples_test {
 
-const std::string kExamples = std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/";
+using test::kExamples;
 
 nlohmann::json run_json(const std::string& args) {
   const test::CliRun r = test::run_cli(args);
@@ -65,8 +65,8 @@ TEST(MoeExamples, DeepSeekV3OnH800) {
   EXPECT_NEAR(s["mfu"].get<double>(), 0.143566, 1e-6);
   // GPU-hours per trillion tokens: 2048 x 56.391986105 s / 3600 / (15360 x 4096) x 1e12 =
   // 509,910 (the report: 180K in FP8, node-limited routing; this is bf16).
-  const double hours = 2048 * s["iteration_time_ms"].get<double>() / 1000 / 3600 /
-                       (15360.0 * 4096) * 1e12;
+  const double hours =
+      2048 * s["iteration_time_ms"].get<double>() / 1000 / 3600 / (15360.0 * 4096) * 1e12;
   EXPECT_NEAR(hours, 509'910, 1);
 }
 
@@ -100,5 +100,5 @@ TEST(MoeExamples, MixtralOnH100WithItsAllToAll) {
   EXPECT_NEAR(s["bubble_ratio"].get<double>(), 0.183282, 1e-6);
 }
 
-}  // namespace
+}  // namespace moe_examples_test
 }  // namespace bmpipe

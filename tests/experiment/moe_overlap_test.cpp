@@ -13,7 +13,7 @@
 #include "support/support.hpp"
 
 namespace bmpipe {
-namespace {
+namespace moe_overlap_test {
 
 const std::string kHfPresets = std::string(BMPIPE_SOURCE_DIR) + "/configs/presets/hf/";
 
@@ -129,5 +129,5 @@ TEST(MoeOverlap, PairsOfTheRunAreTimedFromTheirParts) {
   ASSERT_TRUE(r.ok) << r.error;
 }
 
-}  // namespace
+}  // namespace moe_overlap_test
 }  // namespace bmpipe

@@ -17,10 +17,10 @@ namespace {
 const std::string kHf = std::string(BMPIPE_TEST_DATA_DIR) + "/hf/";
 
 constexpr const char* kCluster =
-    "cluster:\n"                                        // 1
-    "  nodes: 8\n"                                      // 2
-    "  devices_per_node: 8\n"                           // 3
-    "  device: {preset: h100-sxm}\n";                   // 4
+    "cluster:\n"                       // 1
+    "  nodes: 8\n"                     // 2
+    "  devices_per_node: 8\n"          // 3
+    "  device: {preset: h100-sxm}\n";  // 4
 constexpr const char* kTraining =
     "training:\n"
     "  pp: 4\n"
@@ -30,14 +30,14 @@ constexpr const char* kTraining =
 
 /// Mixtral-8x7B's config.json (mistralai/Mixtral-8x7B-v0.1) written as shape keys.
 const std::string kMixtralModel =
-    "model:\n"                                          // 5
-    "  name: mixtral\n"                                 // 6
-    "  num_layers: 32\n"                                // 7
-    "  hidden_size: 4096\n"                             // 8
-    "  num_attention_heads: 32\n"                       // 9
-    "  num_kv_heads: 8\n"                               // 10
-    "  ffn_hidden_size: 14336\n"                        // 11
-    "  vocab_size: 32000\n";                            // 12
+    "model:\n"                     // 5
+    "  name: mixtral\n"            // 6
+    "  num_layers: 32\n"           // 7
+    "  hidden_size: 4096\n"        // 8
+    "  num_attention_heads: 32\n"  // 9
+    "  num_kv_heads: 8\n"          // 10
+    "  ffn_hidden_size: 14336\n"   // 11
+    "  vocab_size: 32000\n";       // 12
 
 /// Every member of a ModelShape but the name.
 void expect_same_shape(const ModelShape& a, const ModelShape& b) {
@@ -85,8 +85,8 @@ nlohmann::json cost_json(const std::string& path) {
 TEST(MoeYaml, MixtralFromKeysIsTheMixtralOfItsHfConfig) {
   const test::ScratchDir dir;
   const std::string keys = test::write_file(
-      dir.file("keys.yaml"), std::string(kCluster) + kMixtralModel +
-                                 "  moe: {num_experts: 8, top_k: 2}\n" + kTraining);
+      dir.file("keys.yaml"),
+      std::string(kCluster) + kMixtralModel + "  moe: {num_experts: 8, top_k: 2}\n" + kTraining);
   const std::string hf =
       test::write_file(dir.file("hf.yaml"), std::string(kCluster) + "model:\n  hf_config: \"" +
                                                 kHf + "mixtral_8x7b_config.json\"\n" + kTraining);
@@ -147,26 +147,27 @@ TEST(MoeYaml, LayerFreqAndFirstDenseLayersSelectTheMoeLayers) {
   q["decoder_sparse_step"] = 2;
   q["mlp_only_layers"] = {5};
   const std::string qf = test::write_file(dir.file("q.json"), q.dump());
-  const Config c = load_config(test::write_file(
-      dir.file("q.yaml"), std::string(kCluster) + "model:\n  hf_config: \"" + qf +
-                              "\"\n  moe: {layer_freq: 1}\n" + kTraining));
-  for (int i = 0; i < c.model.shape->num_layers; ++i) EXPECT_TRUE(c.model.shape->is_moe_layer(i)) << i;
+  const Config c = load_config(
+      test::write_file(dir.file("q.yaml"), std::string(kCluster) + "model:\n  hf_config: \"" + qf +
+                                               "\"\n  moe: {layer_freq: 1}\n" + kTraining));
+  for (int i = 0; i < c.model.shape->num_layers; ++i)
+    EXPECT_TRUE(c.model.shape->is_moe_layer(i)) << i;
 }
 
 TEST(MoeYaml, DeepSeekV3FromKeysIsTheDeepSeekV3OfItsHfConfig) {
   const test::ScratchDir dir;
   // deepseek-ai/DeepSeek-V3 config.json as shape keys.
-  const std::string keys = test::write_file(
-      dir.file("ds.yaml"),
-      std::string(kCluster) +
-          "model:\n"
-          "  num_layers: 61\n  hidden_size: 7168\n  num_attention_heads: 128\n"
-          "  ffn_hidden_size: 18432\n  vocab_size: 129280\n  mtp_layers: 1\n"
-          "  moe: {num_experts: 256, top_k: 8, expert_ffn_hidden_size: 2048,\n"
-          "        shared_expert_ffn_hidden_size: 2048, first_dense_layers: 3}\n"
-          "  mla: {q_lora_rank: 1536, kv_lora_rank: 512, qk_head_dim: 128,\n"
-          "        qk_pos_emb_head_dim: 64, v_head_dim: 128}\n" +
-          kTraining);
+  const std::string keys =
+      test::write_file(dir.file("ds.yaml"),
+                       std::string(kCluster) +
+                           "model:\n"
+                           "  num_layers: 61\n  hidden_size: 7168\n  num_attention_heads: 128\n"
+                           "  ffn_hidden_size: 18432\n  vocab_size: 129280\n  mtp_layers: 1\n"
+                           "  moe: {num_experts: 256, top_k: 8, expert_ffn_hidden_size: 2048,\n"
+                           "        shared_expert_ffn_hidden_size: 2048, first_dense_layers: 3}\n"
+                           "  mla: {q_lora_rank: 1536, kv_lora_rank: 512, qk_head_dim: 128,\n"
+                           "        qk_pos_emb_head_dim: 64, v_head_dim: 128}\n" +
+                           kTraining);
   Config c;
   try {
     c = load_config(keys);
@@ -184,13 +185,13 @@ TEST(MoeYaml, DeepSeekV3FromKeysIsTheDeepSeekV3OfItsHfConfig) {
 
 TEST(MoeYaml, BadValuesNameFileLineAndKey) {
   const test::ScratchDir dir;
-  struct Case {
+  struct BadValue {
     std::string model_extra;  ///< lines 13 on
     std::string expect;
   };
   std::string bad_entry = "[2";  // 32 entries, the first of them not 0 or 1
   for (int i = 1; i < 32; ++i) bad_entry += ", 1";
-  const Case cases[] = {
+  const BadValue cases[] = {
       {"  moe: {num_experts: 8, top_k: 9}\n",
        ":13: model.moe.top_k: 9 experts per token, but the model has 8"},
       {"  moe: {top_k: 2}\n", ":13: model.moe: mixtral has no experts"},
@@ -206,8 +207,7 @@ TEST(MoeYaml, BadValuesNameFileLineAndKey) {
        ":13: model.moe: no decoder layer of the 32 is MoE"},
       {"  moe: {num_experts: 8, top_k: 2, expert_ffn_hidden_size: -1}\n",
        ":13: model.moe.expert_ffn_hidden_size: must be at least 1"},
-      {"  moe: {num_experts: 8, top_k: 2, capacity: 1}\n",
-       ":13: model.moe.capacity: unknown key"},
+      {"  moe: {num_experts: 8, top_k: 2, capacity: 1}\n", ":13: model.moe.capacity: unknown key"},
       {"  mla: {kv_lora_rank: 512, qk_head_dim: 128, qk_pos_emb_head_dim: 64}\n",
        ":13: model.mla.v_head_dim: missing required key"},
       {"  mla: {kv_lora_rank: 8192, qk_head_dim: 128, qk_pos_emb_head_dim: 64, "
@@ -221,11 +221,11 @@ TEST(MoeYaml, BadValuesNameFileLineAndKey) {
        ":13: model.architecture: the mixture-of-experts layer is costed for llama only"},
   };
   int n = 0;
-  for (const Case& c : cases) {
+  for (const BadValue& c : cases) {
     const std::string& extra = c.model_extra;
-    const std::string path = test::write_file(dir.file(std::to_string(n++) + ".yaml"),
-                                              std::string(kCluster) + kMixtralModel + extra +
-                                                  kTraining);
+    const std::string path =
+        test::write_file(dir.file(std::to_string(n++) + ".yaml"),
+                         std::string(kCluster) + kMixtralModel + extra + kTraining);
     const test::CliRun r = test::run_cli("cost " + path);
     EXPECT_EQ(r.code, 2) << extra << r.out;
     EXPECT_NE(r.err.find(path + c.expect), std::string::npos) << extra << r.err;

@@ -86,18 +86,18 @@ TEST(ScaleUpDomain, TheDeviceGraphSwitchesBetweenNodesOfOneDomain) {
 }
 
 TEST(ScaleUpDomain, BadDomainsNameTheKeyAndLine) {
-  struct Case {
+  struct BadDomain {
     int nodes;
     std::string domain, expected;
   };
-  const Case cases[] = {
+  const BadDomain cases[] = {
       // gb200: 4 devices a node.
       {4, "2",
        "expected at least devices_per_node = 4 devices (a domain holds whole nodes), got 2"},
       {4, "6", "expected a multiple of devices_per_node = 4 (a domain holds whole nodes), got 6"},
       {4, "12", "expected a divisor of nodes x devices_per_node = 4 x 4 = 16 devices, got 12"},
   };
-  for (const Case& c : cases) {
+  for (const BadDomain& c : cases) {
     const ConfigError e =
         config_error(tp16("gb200", c.nodes, "  scale_up_domain: " + c.domain + "\n"));
     EXPECT_EQ(e.key(), "cluster.scale_up_domain");

@@ -15,7 +15,7 @@
 #include "support/support.hpp"
 
 namespace bmpipe {
-namespace {
+namespace export_roundtrip_test {
 
 using test::run_cli;
 
@@ -147,5 +147,5 @@ INSTANTIATE_TEST_SUITE_P(
              "--vpp 2"}),
     [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
 
-}  // namespace
+}  // namespace export_roundtrip_test
 }  // namespace bmpipe

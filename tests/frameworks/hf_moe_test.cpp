@@ -13,7 +13,7 @@
 #include "support/support.hpp"
 
 namespace bmpipe {
-namespace {
+namespace hf_moe_test {
 
 std::string hf(const char* file) {
   return std::string(BMPIPE_TEST_DATA_DIR) + "/hf/" + file;
@@ -307,5 +307,5 @@ TEST(HfMoe, OtherMixtureOfExpertsFamiliesStayRefused) {
   }
 }
 
-}  // namespace
+}  // namespace hf_moe_test
 }  // namespace bmpipe

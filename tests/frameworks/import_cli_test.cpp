@@ -8,7 +8,7 @@
 #include "support/support.hpp"
 
 namespace bmpipe {
-namespace {
+namespace import_cli_test {
 
 const std::string kArgs =
     "# Llama-2-7B-like, 2 x 8 GPUs\n"
@@ -311,5 +311,5 @@ TEST(ImportCluster, AFileWithOnlyAClusterSection) {
             "cluster:\n  nodes: 8\n  devices_per_node: 8\n  device:\n    preset: ascend-910b\n");
 }
 
-}  // namespace
+}  // namespace import_cli_test
 }  // namespace bmpipe

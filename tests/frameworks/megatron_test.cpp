@@ -20,7 +20,7 @@
 #include "support/support.hpp"
 
 namespace bmpipe {
-namespace {
+namespace megatron_test {
 
 using R = Recompute;
 using test::decode_megatron;
@@ -225,9 +225,8 @@ TEST(MegatronImport, FlagsItDoesNotModelAreListed) {
   // The launcher's flag (before the script) is listed; so are inert flags. Offloading
   // changes the job: it is not listed as ignored but as unmodelled.
   const std::vector<std::string> expected = {
-      "'torchrun' (not a flag)", "--nproc_per_node (not modelled)",
-      "--lr (not modelled)",     "--data-path (not modelled)",
-      "'tee' (not a flag)",      "'train.log' (not a flag)",
+      "'torchrun' (not a flag)", "--nproc_per_node (not modelled)", "--lr (not modelled)",
+      "--data-path (not modelled)", "'tee' (not a flag)", "'train.log' (not a flag)",
       // Read, but Megatron-LM has no experts to spread without --num-experts.
       "--expert-model-parallel-size (no effect without --num-experts)"};
   EXPECT_EQ(job.ignored, expected);
@@ -455,9 +454,9 @@ TEST(MegatronVocabulary, MalformedTablesAreRefused) {
 // The cases: each flag that changes time or memory is returned as unmodelled with
 // its line and value (the caller refuses it unless allowed), and not listed as ignored.
 TEST(MegatronImport, FlagsThatChangeTheJobAreUnmodelled) {
-  for (const char* extra : {"--cpu-offloading-num-layers 2", "--fp8-margin 1",
-                            "--moe-router-num-groups 4", "--torch-fsdp2-no-reshard-after-forward",
-                            "--tp-comm-overlap"}) {
+  for (const char* extra :
+       {"--cpu-offloading-num-layers 2", "--fp8-margin 1", "--moe-router-num-groups 4",
+        "--torch-fsdp2-no-reshard-after-forward", "--tp-comm-overlap"}) {
     const ImportedJob job = import(kModel + extra + "\n");
     ASSERT_EQ(job.unmodelled.size(), 1u) << extra;
     EXPECT_EQ(job.unmodelled[0].given, extra);
@@ -475,10 +474,10 @@ TEST(MegatronImport, FlagsThatChangeTheJobAreUnmodelled) {
               0u);
   }
   // Megatron-LM's own default changes nothing: listed, not refused (also as --flag=value).
-  const ImportedJob defaults = import(
-      kModel +
-      "--cpu-offloading-num-layers 0 --pipeline-model-parallel-comm-backend=nccl "
-      "--expert-model-parallel-size 1\n");
+  const ImportedJob defaults =
+      import(kModel +
+             "--cpu-offloading-num-layers 0 --pipeline-model-parallel-comm-backend=nccl "
+             "--expert-model-parallel-size 1\n");
   EXPECT_TRUE(defaults.unmodelled.empty());
   EXPECT_EQ(defaults.ignored,
             (std::vector<std::string>{
@@ -486,18 +485,17 @@ TEST(MegatronImport, FlagsThatChangeTheJobAreUnmodelled) {
                 "--pipeline-model-parallel-comm-backend nccl (Megatron-LM's default)",
                 "--expert-model-parallel-size (no effect without --num-experts)"}));
   // The last use counts, as in argparse; several are named after the first.
-  const ImportedJob both =
-      import(kModel + "--fp8-margin 1 --cpu-offloading-num-layers 0\n--cpu-offloading-num-layers 2\n");
+  const ImportedJob both = import(
+      kModel + "--fp8-margin 1 --cpu-offloading-num-layers 0\n--cpu-offloading-num-layers 2\n");
   ASSERT_EQ(both.unmodelled.size(), 2u);
   EXPECT_EQ(both.unmodelled[1].given, "--cpu-offloading-num-layers 2");
   EXPECT_EQ(both.unmodelled[1].origin.line, 5);
   EXPECT_NE(std::string(unmodelled_error(both.unmodelled).what())
                 .find("; also not modelled: --cpu-offloading-num-layers (line 5)."),
             std::string::npos);
-  EXPECT_EQ(
-      unmodelled_warning(both.unmodelled[0])
-          .rfind("--fp8-margin 1 is not modelled; the simulated job differs from yours (", 0),
-      0u);
+  EXPECT_EQ(unmodelled_warning(both.unmodelled[0])
+                .rfind("--fp8-margin 1 is not modelled; the simulated job differs from yours (", 0),
+            0u);
 }
 
 // Flags before the script are the launcher's; a .py file as a flag's value is no script.
@@ -926,5 +924,5 @@ TEST(MegatronExport, StageWithOnlyTheEmbedding) {
   EXPECT_TRUE(m.exact);
 }
 
-}  // namespace
+}  // namespace megatron_test
 }  // namespace bmpipe

@@ -17,7 +17,7 @@
 #include "support/support.hpp"
 
 namespace bmpipe {
-namespace {
+namespace mindformers_test {
 
 using R = Recompute;
 using test::decode_mindformers;
@@ -435,9 +435,8 @@ TEST(MindFormersImport, KeysThatChangeTheJobAreUnmodelled) {
                   "rms_norm_eps: 1.0e-5", "hidden_dropout_prob: 0."));
   EXPECT_TRUE(harmless.unmodelled.empty());
   EXPECT_FALSE(harmless.shape->is_moe());
-  for (const char* key :
-       {"parallel_config.seq_split_num (not modelled)",
-        "model.model_config.hidden_dropout_prob (not modelled)"})
+  for (const char* key : {"parallel_config.seq_split_num (not modelled)",
+                          "model.model_config.hidden_dropout_prob (not modelled)"})
     EXPECT_NE(std::find(harmless.ignored.begin(), harmless.ignored.end(), key),
               harmless.ignored.end())
         << key;
@@ -648,5 +647,5 @@ TEST(MindFormersExport, StageWithOnlyTheEmbedding) {
   EXPECT_TRUE(mentions(notes, "stage 0 holds no decoder layer"));
 }
 
-}  // namespace
+}  // namespace mindformers_test
 }  // namespace bmpipe

@@ -10,7 +10,7 @@
 #include "support/support.hpp"
 
 namespace bmpipe {
-namespace {
+namespace moe_overlap_interop_test {
 
 using test::run_cli;
 
@@ -44,5 +44,5 @@ TEST(MegatronMoeOverlap, TheKeyExportsAsTheFlag) {
   EXPECT_EQ(off.out.find("--overlap-moe-expert-parallel-comm"), std::string::npos) << off.out;
 }
 
-}  // namespace
+}  // namespace moe_overlap_interop_test
 }  // namespace bmpipe

@@ -11,7 +11,7 @@
 #include "support/support.hpp"
 
 namespace bmpipe {
-namespace {
+namespace profile_test {
 
 const std::string kHeader =
     "name,count,forward_ms,backward_input_ms,backward_weight_ms,activation_bytes,"
@@ -142,5 +142,5 @@ TEST(ProfileImport, TheShippedExampleMatchesTheYamlExample) {
   EXPECT_EQ(ja["bubble_ratio"], jb["bubble_ratio"]);
 }
 
-}  // namespace
+}  // namespace profile_test
 }  // namespace bmpipe

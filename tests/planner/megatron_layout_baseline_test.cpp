@@ -20,7 +20,7 @@ namespace {
 using planner::megatron_layout_split;
 using V = std::vector<int>;
 
-const std::string k13b =
+const std::string k13bArg =
     "'" + std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/ascend910b_llama2_13b_analytic.yaml'";
 
 TEST(MegatronLayoutBaseline, TheSplitIsTheDecoderLayersPerStage) {
@@ -52,7 +52,7 @@ TEST(MegatronLayoutBaseline, TheEvenSplitAsALayoutIsMegatronBestRule) {
   // Llama-2-13B's 40 layers over pp 8: 5 a stage, Megatron's even split, at the README's
   // 40 GiB limit, where the best rule recomputes some layers.
   const nlohmann::json j = plan_json(
-      k13b + " --memory-limit-GiB 40 --baseline-layout 'Et*5|t*5|t*5|t*5|t*5|t*5|t*5|t*5L'");
+      k13bArg + " --memory-limit-GiB 40 --baseline-layout 'Et*5|t*5|t*5|t*5|t*5|t*5|t*5|t*5L'");
   const nlohmann::json& layout = baseline(j, "megatron-layout");
   const nlohmann::json& rule = baseline(j, "megatron-best-rule");
   ASSERT_TRUE(layout.contains("iteration_time_ms")) << layout;
@@ -64,18 +64,18 @@ TEST(MegatronLayoutBaseline, TheEvenSplitAsALayoutIsMegatronBestRule) {
 
 TEST(MegatronLayoutBaseline, AnotherLayoutRunsItsOwnSplit) {
   const nlohmann::json j =
-      plan_json(k13b + " --memory-limit-GiB 40 --baseline-layout 'Et*4|(t*5|)*6t*6L'");
+      plan_json(k13bArg + " --memory-limit-GiB 40 --baseline-layout 'Et*4|(t*5|)*6t*6L'");
   EXPECT_EQ(baseline(j, "megatron-layout")["partition"], nlohmann::json(V{4, 5, 5, 5, 5, 5, 5, 6}));
 }
 
 TEST(MegatronLayoutBaseline, SkippedWithAReasonWithoutALayoutOrForAnotherStageCount) {
-  const nlohmann::json none = plan_json(k13b);
+  const nlohmann::json none = plan_json(k13bArg);
   const nlohmann::json& skipped = baseline(none, "megatron-layout");
   EXPECT_FALSE(skipped.contains("iteration_time_ms")) << skipped;
   EXPECT_NE(skipped["error"].get<std::string>().find("--baseline-layout"), std::string::npos)
       << skipped;
   // Four stages where the schedule has eight.
-  const nlohmann::json four = plan_json(k13b + " --baseline-layout 'Et*10|t*10|t*10|t*10L'");
+  const nlohmann::json four = plan_json(k13bArg + " --baseline-layout 'Et*10|t*10|t*10|t*10L'");
   EXPECT_EQ(baseline(four, "megatron-layout")["error"],
             "--baseline-layout has 4 stages, this schedule 8 (pp x vpp)");
 }
@@ -83,13 +83,13 @@ TEST(MegatronLayoutBaseline, SkippedWithAReasonWithoutALayoutOrForAnotherStageCo
 TEST(MegatronLayoutBaseline, AMalformedLayoutExitsTwoNamingTheOption) {
   for (const char* layout : {"Et*5|t*5|q*5L", "Et*5|(t*5|t*5L", "t*40L"}) {
     const test::CliRun r =
-        test::run_cli("plan " + k13b + " --quiet --baseline-layout '" + layout + "'");
+        test::run_cli("plan " + k13bArg + " --quiet --baseline-layout '" + layout + "'");
     EXPECT_EQ(r.code, 2) << layout << "\n" << r.err;
     EXPECT_NE(r.err.find("--baseline-layout"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(layout), std::string::npos) << r.err;
   }
   // Well formed, but 39 decoder layers for a 40-layer model.
-  const test::CliRun r = test::run_cli("plan " + k13b +
+  const test::CliRun r = test::run_cli("plan " + k13bArg +
                                        " --quiet --baseline-layout 'Et*5|t*5|t*5|t*5|t*5|t*5|"
                                        "t*5|t*4L'");
   EXPECT_EQ(r.code, 2) << r.err;

@@ -13,7 +13,7 @@ namespace {
 
 using test::run_cli;
 
-const std::string kTiny = test::examples() + "tiny.yaml";
+using test::kTiny;
 const std::string k13b = test::examples() + "ascend910b_llama2_13b_analytic.yaml";
 
 /// A time in ms as the table and the README print it (3 decimals).

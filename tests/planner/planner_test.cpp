@@ -12,7 +12,7 @@
 #include "support/support.hpp"
 
 namespace bmpipe {
-namespace {
+namespace planner_test {
 
 PlannerOptions options(const Experiment& e, const char* schedule = "1f1b", int vpp = 1) {
   PlannerOptions o;
@@ -352,5 +352,5 @@ TEST(Planner, BaselineNamesAreTheBaselinesRunInOrder) {
     EXPECT_NE(std::find(ran.begin(), ran.end(), name), ran.end()) << name;
 }
 
-}  // namespace
+}  // namespace planner_test
 }  // namespace bmpipe

@@ -19,7 +19,7 @@ namespace {
 using nlohmann::json;
 
 const std::string kLlama = test::examples() + "h200_llama2_7b.yaml";
-const std::string kTiny = test::examples() + "tiny.yaml";
+using test::kTiny;
 const std::string kPp64 = test::examples() + "h200_8x8_pp64.yaml";
 
 /// The JSON embedded in a page.

@@ -4,10 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/summary.hpp"
 #include "schedules/schedule_file.hpp"
 #include "schedules/validate.hpp"
 #include "support/support.hpp"
-#include "api/summary.hpp"
 
 namespace bmpipe {
 namespace {
@@ -201,7 +201,7 @@ TEST(ScheduleFile, EveryBuiltinRoundTripsToIdenticalJson) {
 using test::run_cli;
 using test::ScratchDir;
 
-const std::string kTiny = test::examples() + "tiny.yaml";
+using test::kTiny;
 
 TEST(ScheduleFileCli, MalformedFileExitsTwoWithRowAndColumn) {
   const ScratchDir dir;

@@ -140,12 +140,12 @@ TEST(VHalf, CheaperWeightGradientsKeepTheSteadyStateFull) {
   // F = I = 2W (the "F=2, I=2, W=1" mix) is inside the tight pattern's range
   // F <= I <= F + W, so the bubble is again a constant, here at most 0.7 of 1F1B's
   // (p-1)(2F + 2(I + W)) = 10(p-1) W. Also F = 3, I = 3, W = 2 and F = 2, I = 3, W = 1.
-  struct Case {
+  struct CostCase {
     Costs c;
     double ratio;
   };
-  for (const Case k : {Case{Costs{2, 2, 1, 1}, 0.7}, Case{Costs{4, 4, 2, 1}, 0.7},
-                       Case{Costs{3, 3, 2, 1}, 0.65}, Case{Costs{2, 3, 1, 1}, 0.85}})
+  for (const CostCase k : {CostCase{Costs{2, 2, 1, 1}, 0.7}, CostCase{Costs{4, 4, 2, 1}, 0.7},
+                           CostCase{Costs{3, 3, 2, 1}, 0.65}, CostCase{Costs{2, 3, 1, 1}, 0.85}})
     for (int p : {2, 3, 4, 6, 8})
       for (int m : {2 * p, 4 * p, 3 * p + 1}) {
         SCOPED_TRACE(where(p, m, k.c));

@@ -12,7 +12,7 @@
 #include "support/support.hpp"
 
 namespace bmpipe {
-namespace {
+namespace zero_duration_test {
 
 Time duration(const SimInput& in, const Op& op) {
   const StageCost& c = in.stages[op.stage];
@@ -213,5 +213,5 @@ TEST(ZeroDuration, SameInstantArrivalsWakeAnIdleRank) {
   EXPECT_EQ(r.devices[1].peak_inflight, 1);
 }
 
-}  // namespace
+}  // namespace zero_duration_test
 }  // namespace bmpipe

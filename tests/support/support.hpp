@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <array>
@@ -209,6 +210,25 @@ inline std::string examples() {
   return std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/";
 }
 
+/// The examples' tiny.yaml: 8 unit layers on 4 ranks of one node.
+inline const std::string kTiny = examples() + "tiny.yaml";
+/// The examples folder, ending in '/'.
+inline const std::string kExamples = examples();
+
+/// Units, in the engine's ns and bytes.
+inline constexpr Time kMs = 1'000'000;
+inline constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+
+/// `bmpipe search ARGS --json --quiet`, which must exit 0, without its wall-clock seconds
+/// (the one field that differs by run).
+inline nlohmann::json search_json(const std::string& args) {
+  const CliRun r = run_cli("search " + args + " --json --quiet");
+  EXPECT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  j["search"].erase("wall_s");
+  return j;
+}
+
 /// The search tests' medium space: GPT-3's layer cut to 24 layers on 64 A100s
 /// (tests/data/search_gpt3_24_layers.yaml), with the dimensions that give it 28 layouts,
 /// some of them skipped by the bound. Searches of the whole GPT-3 example take seconds
@@ -217,6 +237,8 @@ inline std::string medium_search_args() {
   return std::string(BMPIPE_TEST_DATA_DIR) +
          "/search_gpt3_24_layers.yaml --tp 4,8 --pp 4,8 --micro-batch-size 1,2";
 }
+
+inline const std::string kMedium = medium_search_args();
 
 /// The README's worked job: the shipped Megatron-LM script imported onto 16 H100s
 /// (configs/clusters/h100_2x8.yaml), written as job.yaml in `dir`; returns its path.

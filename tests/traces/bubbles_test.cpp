@@ -2,14 +2,14 @@
 // values are worked out by hand in the comments, not taken from the code under test.
 #include <gtest/gtest.h>
 
-#include "sim/bubbles.hpp"
 #include "api/summary.hpp"
+#include "sim/bubbles.hpp"
 #include "trace_checks.hpp"
 
 namespace bmpipe {
 namespace {
 
-constexpr Time kMs = 1'000'000;
+using test::kMs;
 
 BubbleBreakdown breakdown(const SimInput& in, const Schedule& sch, SimResult* out = nullptr) {
   const SimResult r = simulate(in, sch);

@@ -15,7 +15,7 @@ namespace {
 using test::check_trace_invariants;
 using test::ParsedTrace;
 
-constexpr Time kMs = 1'000'000;
+using test::kMs;
 
 std::string trace_of(const SimInput& in, const Schedule& sch, SimResult* result,
                      const TraceLabels& labels = {}) {

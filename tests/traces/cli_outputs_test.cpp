@@ -31,7 +31,7 @@ std::size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
-const std::string kTiny = std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/tiny.yaml";
+using test::kTiny;
 
 TEST(CliOutputs, SimulateWritesTraceSvgAndBreakdown) {
   const test::ScratchDir dir;

@@ -15,8 +15,8 @@ namespace {
 using test::Element;
 using test::parse_svg;
 
-constexpr Time kMs = 1'000'000;
-constexpr std::int64_t kGiB = 1LL << 30;
+using test::kGiB;
+using test::kMs;
 
 // 1F1B, p ranks, m = 8, F = I = W = 1 ms, one GiB of activations per micro-batch: rank r
 // peaks at static_r + min(p - r, m) GiB (its warm-up forwards and one more before the

@@ -13,7 +13,7 @@
 namespace bmpipe {
 namespace {
 
-constexpr Time kMs = 1'000'000;
+using test::kMs;
 
 using test::Element;
 using test::parse_svg;
@@ -163,7 +163,7 @@ TEST(XmlCheck, KeepsTextWithEntitiesDecoded) {
   EXPECT_EQ(x.elements[1].text, "a & bc");
 }
 
-constexpr std::int64_t kGiB = 1LL << 30;
+using test::kGiB;
 
 // 1F1B, p = 4, F = I = W = 1 ms, one GiB of activations per micro-batch: rank r holds
 // p - r micro-batches at its peak (its warm-up forwards and one more before the first

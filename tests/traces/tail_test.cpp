@@ -25,7 +25,7 @@
 namespace bmpipe {
 namespace {
 
-constexpr Time kMs = 1'000'000;
+using test::kMs;
 constexpr int kReduceTid = 1 << 20;  // the trace's gradient-reduction thread
 
 const std::string kGpt3 = test::examples() + "gpt3_175b_a100.yaml";
