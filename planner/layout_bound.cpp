@@ -68,6 +68,47 @@ double least_recompute(const std::vector<SavePiece>& pieces, int i, int j, doubl
   return std::numeric_limits<double>::infinity();
 }
 
+/// Term 5b: the least recompute per ns of work that saves x bytes per ns of work, over any
+/// set of layers. With G(s) = max_l (bytes layer l saves at slopes <= s) / (f_l + b_l),
+/// layers of work w save at most w G(s) bytes at slopes <= s, so saving x w bytes costs at
+/// least w times the integral of the slopes over [0, x] of G's inverse: `least(x)`,
+/// convex, increasing, infinity beyond G's top (no set of layers saves that much).
+struct SaveFrontier {
+  std::vector<double> slope, top, cost;  // by slope: G at it, the integral up to top
+  double least(double x) const {
+    if (x <= 0) return 0;
+    const auto it = std::lower_bound(top.begin(), top.end(), x);
+    if (it == top.end()) return std::numeric_limits<double>::infinity();
+    const std::size_t k = static_cast<std::size_t>(it - top.begin());
+    const double below = k == 0 ? 0.0 : top[k - 1];
+    return (k == 0 ? 0.0 : cost[k - 1]) + slope[k] * (x - below);
+  }
+};
+
+SaveFrontier save_frontier(const std::vector<SavePiece>& pieces,
+                           const std::vector<LayerRow>& layers) {
+  SaveFrontier out;
+  std::vector<double> saved(layers.size(), 0.0);  // per layer, at slopes so far
+  double g = 0;
+  for (std::size_t k = 0; k < pieces.size(); ++k) {
+    const SavePiece& piece = pieces[k];
+    const LayerRow& row = layers[piece.layer];
+    const double work = static_cast<double>(row.forward + row.backward_input + row.backward_weight);
+    saved[piece.layer] += piece.bytes;
+    // A layer of no work that saves bytes: unbounded per ns of work at this slope.
+    g = std::max(g, work > 0 ? saved[piece.layer] / work : std::numeric_limits<double>::infinity());
+    if (k + 1 < pieces.size() && pieces[k + 1].slope == piece.slope) continue;
+    const double below = out.top.empty() ? 0.0 : out.top.back();
+    if (g <= below) continue;
+    const double cost_below = out.cost.empty() ? 0.0 : out.cost.back();
+    out.slope.push_back(piece.slope);
+    out.top.push_back(g);
+    out.cost.push_back(std::isfinite(g) ? cost_below + piece.slope * (g - below) : cost_below);
+    if (!std::isfinite(g)) break;
+  }
+  return out;
+}
+
 /// The least integer T in (lo, hi] with feasible(T), feasible(hi) true and monotone.
 template <class F>
 double least_feasible(double lo, double hi, F&& feasible) {
@@ -215,77 +256,179 @@ double longest_path(const OrderGraph& g, const std::vector<double>& F, const std
   return last < 0 ? 0.0 : end[last];
 }
 
-/// The least of sum_s (a_s F_s + c_s I_s + e_s W_s) over every partition of the layers into
-/// the stages in order, each stage one layer or more (fact c): a dynamic program over (stage,
-/// layers so far). Returns the least value and, in `counts`, a partition reaching it.
-double least_weighted(const StageWeights& wt, const std::vector<double>& pf,
-                      const std::vector<double>& pi, const std::vector<double>& pw,
-                      std::vector<int>& counts) {
+/// Term 6 under a memory limit: rank r's bytes at its allocation moment t are at least
+/// sum_{j on r} (static_j + full_t[j] A_j) (term 5's facts), and a plan fits only if that
+/// is at most `cap` for every (r, t).
+struct OrderMemory {
+  double cap = std::numeric_limits<double>::infinity();  ///< M - reserved
+  /// Per rank, per moment: (stage, micro-batches holding all of its activations).
+  std::vector<std::vector<std::vector<std::pair<int, int>>>> moments;
+  bool on() const { return std::isfinite(cap) && !moments.empty(); }
+};
+
+/// A layer's modes as the Lagrangian prices them.
+struct ModeCosts {
+  std::vector<std::vector<double>> rec, act;  // per layer, per mode it has (none first)
+};
+
+/// The least of sum_s (a_s F_s + c_s (I_s + Rec_s) + e_s W_s) + sum_{r,t} nu_rt (rank r's
+/// bytes at moment t - cap) over every partition of the layers into the stages in order,
+/// each stage one layer or more (fact c), and every layer's mode: per stage, a layer's
+/// cost is separable, so a dynamic program over (stage, layers so far) finds it exactly.
+/// Without a memory part (nu empty) the modes are all none. Returns the least value and,
+/// in `counts` and `modes` (a mode index per layer), a plan reaching it.
+double least_lagrangian(const StageWeights& wt, const std::vector<LayerRow>& layers,
+                        const ModeCosts& mc, const OrderMemory& mem,
+                        const std::vector<std::vector<double>>& nu, std::vector<int>& counts,
+                        std::vector<int>& modes) {
   const int S = static_cast<int>(wt.f.size());
-  const int L = static_cast<int>(pf.size()) - 1;
+  const int L = static_cast<int>(layers.size());
   const double inf = std::numeric_limits<double>::infinity();
+  // Per stage: the multipliers' weight on its static bytes and on its activations.
+  std::vector<double> on_static(S, 0), on_act(S, 0);
+  double constant = 0;
+  if (!nu.empty())
+    for (std::size_t r = 0; r < mem.moments.size(); ++r)
+      for (std::size_t t = 0; t < mem.moments[r].size(); ++t) {
+        const double v = nu[r][t];
+        if (v <= 0) continue;
+        constant -= v * mem.cap;
+        for (const auto& [stage, full] : mem.moments[r][t])
+          on_static[stage] += v, on_act[stage] += v * full;
+      }
+  // cost[s][l]: layer l in stage s at its best mode there; pick[s][l]: that mode.
+  std::vector<double> prefix(static_cast<std::size_t>(S) * (L + 1), 0);
+  std::vector<int> pick(static_cast<std::size_t>(S) * L, 0);
+  for (int s = 0; s < S; ++s) {
+    double* P = &prefix[static_cast<std::size_t>(s) * (L + 1)];
+    for (int l = 0; l < L; ++l) {
+      const LayerRow& row = layers[l];
+      double c = wt.f[s] * static_cast<double>(row.forward) +
+                 wt.i[s] * static_cast<double>(row.backward_input) +
+                 wt.w[s] * static_cast<double>(row.backward_weight) +
+                 on_static[s] * static_cast<double>(row.static_bytes);
+      double least = inf;
+      int arg = 0;
+      const std::size_t n = nu.empty() ? 1 : mc.rec[l].size();
+      for (std::size_t k = 0; k < n; ++k) {
+        const double v = wt.i[s] * mc.rec[l][k] + on_act[s] * mc.act[l][k];
+        if (v < least) least = v, arg = static_cast<int>(k);
+      }
+      pick[static_cast<std::size_t>(s) * L + l] = arg;
+      P[l + 1] = P[l] + c + least;
+    }
+  }
   std::vector<double> prev(L + 1, inf), cur(L + 1, inf);
   std::vector<int> choice(static_cast<std::size_t>(S) * (L + 1), -1);
   prev[0] = 0;
   for (int s = 0; s < S; ++s) {
     std::fill(cur.begin(), cur.end(), inf);
-    const auto key = [&](int j) { return wt.f[s] * pf[j] + wt.i[s] * pi[j] + wt.w[s] * pw[j]; };
+    const double* P = &prefix[static_cast<std::size_t>(s) * (L + 1)];
     double best = inf;
     int arg = -1;
     for (int l = s + 1; l <= L - (S - 1 - s); ++l) {
       const int j = l - 1;  // stage s takes layers [j, l)
-      if (prev[j] < inf && prev[j] - key(j) < best) best = prev[j] - key(j), arg = j;
-      if (arg >= 0) cur[l] = best + key(l), choice[static_cast<std::size_t>(s) * (L + 1) + l] = arg;
+      if (prev[j] < inf && prev[j] - P[j] < best) best = prev[j] - P[j], arg = j;
+      if (arg >= 0) cur[l] = best + P[l], choice[static_cast<std::size_t>(s) * (L + 1) + l] = arg;
     }
     std::swap(prev, cur);
   }
   counts.assign(S, 0);
+  modes.assign(L, 0);
   for (int s = S - 1, l = L; s >= 0; --s) {
     const int j = choice[static_cast<std::size_t>(s) * (L + 1) + l];
     counts[s] = l - j;
+    for (int k = j; k < l; ++k) modes[k] = pick[static_cast<std::size_t>(s) * L + k];
     l = j;
   }
-  return prev[L];
+  return prev[L] + constant;
 }
 
-/// Term 6's value (ns, before slack and tail): the best weighted-path bound found in at most
+/// Term 6's value (ns, before slack and tail): the best Lagrangian bound found in at most
 /// `rounds` rounds (see the header's proof); 0 when the graph is empty.
-double order_term(const OrderGraph& g, const std::vector<LayerRow>& layers, int rounds) {
+double order_term(const OrderGraph& g, const std::vector<LayerRow>& layers, const OrderMemory& mem,
+                  int rounds) {
   const int S = g.stages;
   const int L = static_cast<int>(layers.size());
   if (g.fs.empty() || S < 1 || L < S) return 0;
-  std::vector<double> pf(L + 1, 0), pi(L + 1, 0), pw(L + 1, 0);
-  for (int l = 0; l < L; ++l) {
-    pf[l + 1] = pf[l] + static_cast<double>(layers[l].forward);
-    pi[l + 1] = pi[l] + static_cast<double>(layers[l].backward_input);
-    pw[l + 1] = pw[l] + static_cast<double>(layers[l].backward_weight);
-  }
+  ModeCosts mc;
+  mc.rec.resize(L), mc.act.resize(L);
+  for (int l = 0; l < L; ++l)
+    for (Recompute r : kAllRecompute)
+      if (layers[l].has(r)) {
+        mc.rec[l].push_back(static_cast<double>(layers[l].modes[r]->recompute));
+        mc.act[l].push_back(static_cast<double>(layers[l].modes[r]->activation_bytes));
+      }
+  // A plan's stage costs: F, I with its recompute, W; and its bytes at each moment.
+  const auto stage_costs = [&](const std::vector<int>& counts, const std::vector<int>& modes,
+                               std::vector<double>& F, std::vector<double>& I,
+                               std::vector<double>& W, std::vector<double>& bytes,
+                               std::vector<double>& act) {
+    F.assign(S, 0), I.assign(S, 0), W.assign(S, 0), bytes.assign(S, 0), act.assign(S, 0);
+    for (int s = 0, l = 0; s < S; ++s)
+      for (int k = 0; k < counts[s]; ++k, ++l) {
+        const LayerRow& row = layers[l];
+        F[s] += static_cast<double>(row.forward);
+        I[s] += static_cast<double>(row.backward_input) + mc.rec[l][modes[l]];
+        W[s] += static_cast<double>(row.backward_weight);
+        bytes[s] += static_cast<double>(row.static_bytes);
+        act[s] += mc.act[l][modes[l]];
+      }
+  };
   std::vector<int> counts(S, L / S);  // the first partition: as even as the layers allow
   for (int s = 0; s < L % S; ++s) ++counts[s];
+  std::vector<int> modes(L, 0);
   std::vector<StageWeights> paths;
-  std::vector<double> gain;  // each path's length summed over the partitions tried
-  double lower = 0, upper = std::numeric_limits<double>::infinity();
-  for (int iter = 1; iter <= rounds; ++iter) {
-    std::vector<double> F(S), I(S), W(S);
-    for (int s = 0, l = 0; s < S; l += counts[s], ++s) {
-      F[s] = pf[l + counts[s]] - pf[l];
-      I[s] = pi[l + counts[s]] - pi[l];
-      W[s] = pw[l + counts[s]] - pw[l];
+  std::vector<double> gain;  // each path's length summed over the plans tried
+  std::vector<double> F, I, W, bytes, act;
+  std::vector<std::vector<double>> nu;
+  if (mem.on())
+    for (const auto& moments : mem.moments) nu.emplace_back(moments.size(), 0.0);
+  // upper: the least longest path seen (Hedge's scale); fitted: of plans that fit, the best
+  // plan's time at zero communication, recompute as chosen, and tail when the bound meets it.
+  double lower = 0, upper = std::numeric_limits<double>::infinity(), fitted = upper;
+  double theta = 1.0;  // the multipliers' step, halved when the bound stalls
+  int stalled = 0;
+  // Two phases: `rounds` with the multipliers at 0 (recompute none: the bound without a
+  // memory limit), then, under a limit, rounds / 2 more that move them. The first phase's
+  // bound holds with a limit too (recompute is never negative), so the limit never lowers
+  // the term.
+  const std::vector<std::vector<double>> unpriced;
+  bool priced = false;
+  int priced_left = mem.on() ? rounds / 2 : 0;
+  for (int iter = 1;; ++iter) {
+    if (!priced && iter > rounds) {
+      if (priced_left == 0) break;
+      priced = true;
     }
+    if (priced && priced_left-- == 0) break;
+    stage_costs(counts, modes, F, I, W, bytes, act);
     StageWeights path;
-    upper = std::min(upper, longest_path(g, F, I, W, path));
+    const double longest = longest_path(g, F, I, W, path);
+    // The plan's peak bytes against the limit, moment by moment: the multipliers' step.
+    double excess_sq = 0;
+    bool fits = true;
+    std::vector<std::vector<double>> excess(nu.size());
+    for (std::size_t r = 0; r < nu.size(); ++r)
+      for (const auto& moment : mem.moments[r]) {
+        double held = -mem.cap;
+        for (const auto& [stage, full] : moment) held += bytes[stage] + full * act[stage];
+        excess[r].push_back(held);
+        if (held > 0) fits = false;
+        excess_sq += held * held;
+      }
+    upper = std::min(upper, longest);
+    if (fits) fitted = std::min(fitted, longest);
     paths.push_back(path);
     gain.push_back(0);
-    // Hedge over the paths found: every path's gain grows by its length at this partition
-    // (a path found later is charged its gain on the partitions before it as well).
-    const auto length = [&](const StageWeights& p, const std::vector<int>& part) {
+    // Hedge over the paths found: every path's gain grows by its length at this plan (a
+    // path found later is charged its gain on the plans before it as well).
+    const auto length = [&](const StageWeights& p) {
       double v = 0;
-      for (int s = 0, l = 0; s < S; l += part[s], ++s)
-        v += p.f[s] * (pf[l + part[s]] - pf[l]) + p.i[s] * (pi[l + part[s]] - pi[l]) +
-             p.w[s] * (pw[l + part[s]] - pw[l]);
+      for (int s = 0; s < S; ++s) v += p.f[s] * F[s] + p.i[s] * I[s] + p.w[s] * W[s];
       return v;
     };
-    for (std::size_t k = 0; k < paths.size(); ++k) gain[k] += length(paths[k], counts);
+    for (std::size_t k = 0; k < paths.size(); ++k) gain[k] += length(paths[k]);
     const double top = *std::max_element(gain.begin(), gain.end());
     const double eta =
         std::sqrt(8.0 * std::log(std::max<double>(2, paths.size())) / iter) / std::max(1.0, upper);
@@ -301,8 +444,26 @@ double order_term(const OrderGraph& g, const std::vector<LayerRow>& layers, int 
       }
     }
     for (int s = 0; s < S; ++s) mix.f[s] /= total, mix.i[s] /= total, mix.w[s] /= total;
-    lower = std::max(lower, least_weighted(mix, pf, pi, pw, counts));
-    if (lower >= upper * (1 - 1e-4)) break;
+    // Projected subgradient on the multipliers, toward a target a little above the bound.
+    if (priced && excess_sq > 0) {
+      const double target = std::max(lower, 1.0) * 1.05;
+      const double step = theta * std::max(0.0, target - lower) / excess_sq;
+      for (std::size_t r = 0; r < nu.size(); ++r)
+        for (std::size_t t = 0; t < nu[r].size(); ++t)
+          nu[r][t] = std::max(0.0, nu[r][t] + step * excess[r][t]);
+    }
+    const double v = least_lagrangian(mix, layers, mc, mem, priced ? nu : unpriced, counts, modes);
+    if (v > lower) {
+      lower = v;
+      stalled = 0;
+    } else if (priced && ++stalled >= 4) {
+      theta /= 2, stalled = 0;
+    }
+    if (lower >= fitted * (1 - 1e-4)) break;  // the best plan that fits, at zero cost
+    if (!priced && lower >= upper * (1 - 1e-4)) {
+      if (priced_left == 0) break;
+      priced = true;  // the unpriced bound is met, by a plan that does not fit
+    }
   }
   return lower;
 }
@@ -403,8 +564,9 @@ LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape,
   const double cap = memory_limit > 0 ? static_cast<double>(memory_limit - e.reserved_bytes)
                                       : std::numeric_limits<double>::infinity();
   std::vector<double> in_flight(p, 0.0);  // n_r
+  const std::vector<RankMemory> prof =
+      memory_limit > 0 ? memory_profile(shape) : std::vector<RankMemory>{};
   if (memory_limit > 0) {
-    const std::vector<RankMemory> prof = memory_profile(shape);
     for (int r = 0; r < p; ++r) {
       const std::vector<MemoryMoment>& mo = prof[r].moments;
       const auto least = [](const std::vector<double>& v) {
@@ -469,9 +631,9 @@ LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape,
   }
   if (memory_limit > 0 && mu > 0) {
     // 5b: any placement. Rank r's layers X_r hold at least sigma_r (bytes per ns of work)
-    // x their work w_r, and recompute saves bytes at rho ns per byte at best.
-    double rho = std::numeric_limits<double>::infinity();
-    for (const SavePiece& piece : pieces) rho = std::min(rho, piece.slope);
+    // x their work w_r, and their recompute saves bytes no cheaper than the frontier
+    // `per_work` allows for work w_r.
+    const SaveFrontier per_work = save_frontier(pieces, layers);
     std::vector<double> sigma(p, std::numeric_limits<double>::infinity());
     for (int r = 0; r < p; ++r)
       for (int l = 0; l < L; ++l) {
@@ -480,15 +642,26 @@ LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape,
             pre_static[l + 1] - pre_static[l] + in_flight[r] * (pre_act[l + 1] - pre_act[l]);
         if (w > 0) sigma[r] = std::min(sigma[r], bytes / w);
       }
-    const auto most_work = [&](int r, double T) {  // the largest w_r that ends by T
+    // The least time rank r's work w takes: mu w plus the recompute of the bytes it must
+    // save per micro-batch, (sigma_r w - cap) / n_r; increasing in w (the header's proof).
+    const auto rank_time = [&](int r, double w) {
+      double t_r = mu * w;
+      if (in_flight[r] > 0 && sigma[r] * w > cap)
+        t_r += phi * static_cast<double>(m) * w *
+               per_work.least((sigma[r] * w - cap) / in_flight[r] / w);
+      return t_r;
+    };
+    const auto most_work = [&](int r, double T) {  // the largest w_r that ends by T (or above)
       const double y = T - lowest[r] * d;
       if (y < 0) return -1.0;
-      double w = y / mu;
-      if (std::isfinite(rho) && in_flight[r] > 0 && sigma[r] * w > cap) {
-        const double kappa = phi * static_cast<double>(m) * rho / in_flight[r];
-        w = std::max(cap / sigma[r], (y + kappa * cap) / (mu + kappa * sigma[r]));
+      double lo = 0, hi = y / mu;
+      if (rank_time(r, hi) <= y) return hi;
+      for (int k = 0; k < 100 && lo < hi; ++k) {
+        const double mid = (lo + hi) / 2;
+        if (mid <= lo || mid >= hi) break;
+        (rank_time(r, mid) <= y ? lo : hi) = mid;
       }
-      return w;
+      return hi;  // the upper end: rounding may only lower the bound
     };
     const auto feasible = [&](double T) {
       double sum = 0;
@@ -499,12 +672,8 @@ LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape,
       }
       return sum >= pre_work[L] * (1 - 1e-12);
     };
-    double hi = mu * pre_work[L] + d * S;
-    if (std::isfinite(rho))
-      for (int r = 0; r < p; ++r)
-        hi += phi * static_cast<double>(m) * rho *
-              std::max(0.0, pre_static[L] + in_flight[r] * pre_act[L]) /
-              std::max(1e-9, in_flight[r]);
+    // Every T works when the memory does (about 31 years in ns: beyond any layout).
+    const double hi = 1e18;
     if (feasible(hi)) mean = std::max(mean, least_feasible(0, hi, feasible));
   }
   // llround in the engine's FB durations may shave up to 0.5 ns per op: 1 ns per op slack.
@@ -521,7 +690,19 @@ LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape,
     const double fb_factor = t.overlap_ms || computed_pairs ? 0.0 : std::min(1.0, t.overlap_factor);
     // T_pipe is whole ns: it is at least the least integer above v less its rounding error
     // (relative 1e-9 is far above a double's for sums of this size) and the FB slack.
-    const double v = order_term(order_graph(shape, fb_factor), layers, 40);
+    OrderMemory mem;
+    if (memory_limit > 0) {
+      mem.cap = cap;
+      for (const RankMemory& rank : prof) {
+        auto& moments = mem.moments.emplace_back();
+        for (const MemoryMoment& mo : rank.moments) {
+          auto& held = moments.emplace_back();
+          for (std::size_t j = 0; j < rank.stages.size(); ++j)
+            held.emplace_back(rank.stages[j], mo.full[j]);
+        }
+      }
+    }
+    const double v = order_term(order_graph(shape, fb_factor), layers, mem, 40);
     out.order = static_cast<Time>(std::max(0.0, std::ceil(v - 1e-9 * v - 1e-3 - slack)));
   }
 

@@ -98,12 +98,17 @@
 ///     least such integer T, by bisection, is a bound; without a memory limit it is term
 ///     2' in whole layers. When no partition fits at any T (no plan fits) nothing is
 ///     claimed.
-///     5b. Any placement: with sigma_r = min_l (static_l + n_r a_l^0) / (f_l + b_l) and rho
-///     the least slope of every hull piece, rank r's layers of work w hold >= sigma_r w
-///     bytes, so W_r >= mu w + phi m rho max(0, sigma_r w - (M - reserved)) / n_r =: g_r(w),
-///     increasing, and T >= k_r d + g_r(w_r) (term 2's start) with sum_r w_r = sum_l
-///     (f_l + b_l) and w_r >= c_r s_min. The least integer T for which the largest w_r
-///     each rank allows sum to the total is a bound (term 2's mean, with memory).
+///     5b. Any placement: with sigma_r = min_l (static_l + n_r a_l^0) / (f_l + b_l), rank
+///     r's layers X of work w hold >= sigma_r w bytes and must save N >= (sigma_r w - (M -
+///     reserved)) / n_r per micro-batch. Let G(s) = max_l (bytes of layer l's hull pieces
+///     of slope <= s) / (f_l + b_l): X saves at most w G(s) bytes at slopes <= s, so the
+///     fractional knapsack over X (pieces cheapest first) pays at least what it pays when
+///     w G(s) bytes are on offer at every slope s: w R1(N / w), R1(x) = the integral over
+///     [0, x] of G's inverse (convex, increasing; infinite beyond G's top). So W_r >= mu w
+///     + phi m w R1(N / w) =: g_r(w), increasing in w (N / w grows with w), and T >= k_r d +
+///     g_r(w_r) (term 2's start) with sum_r w_r = sum_l (f_l + b_l) and w_r >= c_r s_min.
+///     The least integer T for which the largest w_r each rank allows sum to the total is a
+///     bound (term 2's mean, with memory).
 ///  6. The op order (issue 20: interleaved and V schedules, whose fill term 2 counts in
 ///     single layers). Generators that do not read costs or rank candidates draw the same
 ///     order for every plan (`shape`; not under moe_overlap, whose pairing make_schedule
@@ -127,6 +132,17 @@
 ///     longest path seen (then it equals the best plan's time at zero communication,
 ///     recompute and tail). For interleaved schedules the paths cross every chunk, so the
 ///     fill is counted in whole stages of every chunk, not single layers of the first.
+///     With a memory limit M (term 5's facts): a plan x fits only if, at every allocation
+///     moment t of every rank r, h_rt(x) := sum_{j on r} (static_j + full_t[j] A_j(x)) -
+///     (M - reserved) <= 0, and its B, I and FB nodes also take the recompute of their
+///     layers' modes (fact a). For multipliers nu >= 0, every plan x that fits has
+///     T_pipe(x) >= sum_P lambda_P len_P(x) >= sum_P lambda_P len_P(x) + sum nu_rt h_rt(x)
+///     >= the least of that sum over every partition and every mode of every layer (weak
+///     duality). A layer's part of the sum depends only on its own stage and mode, so the
+///     same dynamic program finds it, each layer at its cheapest mode for its stage. The
+///     first 40 rounds keep nu = 0 (recompute none: the bound without a limit); 20 more move
+///     nu by projected subgradient steps (the excess h of the plan the weights chose), so
+///     the limit never lowers the term.
 /// Bound = max(term 2, term 3, term 5, term 6) + g, rounded down.
 
 #include <algorithm>

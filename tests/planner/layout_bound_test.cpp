@@ -243,6 +243,83 @@ TEST(LayoutBound, OrderTermNeverAboveTheExhaustiveBestOnSmallSpaces) {
   EXPECT_GE(raised, 3);
 }
 
+/// free_config's layers with two recompute modes each: selective keeps half the activations
+/// for f / 4 of recompute, full keeps 1/16 of them for f.
+std::string free_config_with_modes(const std::string& training,
+                                   const std::vector<std::array<int, 3>>& cost) {
+  std::ostringstream y;
+  y << "cluster: {nodes: 1, devices_per_node: 4, device: {name: unit, memory_GiB: 1000},\n"
+    << "          intra_node: {bandwidth_GBps: 100, latency_us: 0}}\n"
+    << "model: {name: u, layers: [";
+  for (std::size_t l = 0; l < cost.size(); ++l)
+    y << (l ? ", " : "") << "{name: l" << l << ", count: 1, forward_ms: " << cost[l][0]
+      << ", backward_input_ms: " << cost[l][1] << ", backward_weight_ms: " << cost[l][2]
+      << ", activation_bytes: 1048576, output_bytes: 0, param_bytes: 1048576"
+      << ", recompute: {selective: {recompute_ms: " << cost[l][0] / 4.0
+      << ", activation_bytes: 524288}, full: {recompute_ms: " << cost[l][0]
+      << ", activation_bytes: 65536}}}";
+  y << "]}\ntraining: {" << training << "}\n";
+  return y.str();
+}
+
+TEST(LayoutBound, UnderMemoryNeverAboveTheExhaustiveBestOfFittingPlans) {
+  // Every partition and every layer's mode simulated under a memory limit between the
+  // uniform plan's static bytes and its peak without recompute: the bound with the limit
+  // (terms 5 and 6 with the memory multipliers) never above the fastest plan that fits, and
+  // above the bound without the limit on some cases (the memory terms bite).
+  const std::vector<std::array<int, 3>> c6{{1, 2, 1}, {3, 1, 2}, {2, 2, 0},
+                                           {1, 3, 1}, {2, 1, 1}, {1, 1, 2}};
+  int cases = 0, raised = 0, order_raised = 0;
+  for (const char* training :
+       {"schedule: interleaved, pp: 2, vpp: 2, microbatches: 4",
+        "schedule: interleaved, pp: 2, vpp: 2, microbatches: 6",
+        "schedule: 1f1b, pp: 4, microbatches: 6", "schedule: v-min, pp: 2, microbatches: 4",
+        "schedule: zb-h1, pp: 2, microbatches: 4"})
+    for (double frac : {0.3, 0.6}) {
+      SCOPED_TRACE(std::string(training) + ", limit at " + std::to_string(frac));
+      const auto e = experiment_of(free_config_with_modes(training, c6));
+      const Schedule sch = make_schedule(*e);
+      Plan none = config_plan(*e, sch.num_stages);
+      std::fill(none.recompute.begin(), none.recompute.end(), Recompute::none);
+      const SimResult loose = run(*e, none, sch);
+      ASSERT_TRUE(loose.ok) << loose.error;
+      std::int64_t lo = 0, hi = 0;
+      for (const DeviceResult& d : loose.devices)
+        lo = std::max(lo, d.static_bytes), hi = std::max(hi, d.peak_bytes);
+      const std::int64_t limit =
+          lo + static_cast<std::int64_t>(frac * static_cast<double>(hi - lo));
+      std::vector<std::vector<int>> parts;
+      std::vector<int> cur;
+      partitions(e->num_layers(), sch.num_stages, cur, parts);
+      Time best = std::numeric_limits<Time>::max();
+      const int L = e->num_layers();
+      int codes = 1;
+      for (int l = 0; l < L; ++l) codes *= 3;
+      for (const std::vector<int>& part : parts)
+        for (int code = 0; code < codes; ++code) {
+          Plan p = none;
+          p.partition = part;
+          for (int l = 0, c = code; l < L; ++l, c /= 3) p.recompute[l] = kAllRecompute[c % 3];
+          const SimResult r = run(*e, p, sch, {limit, nullptr});
+          ASSERT_TRUE(r.ok) << r.error;
+          if (r.fits) best = std::min(best, r.iteration_time);
+        }
+      const LayoutBound with = layout_lower_bound(*e, bound_shape(*e), limit);
+      const LayoutBound without = layout_lower_bound(*e, bound_shape(*e));
+      if (best == std::numeric_limits<Time>::max()) continue;  // nothing fits: nothing claimed
+      ++cases;
+      EXPECT_LE(with.total(), best);
+      raised += with.total() > without.total();
+      order_raised += with.order > without.order;
+      std::printf("%s, limit %.1f: bound %.3f ms (without the limit %.3f), best fitting %.3f ms\n",
+                  training, frac, static_cast<double>(with.total()) / 1e6,
+                  static_cast<double>(without.total()) / 1e6, static_cast<double>(best) / 1e6);
+    }
+  EXPECT_GE(cases, 8);
+  EXPECT_GE(raised, 4);
+  EXPECT_GE(order_raised, 2);
+}
+
 /// A random config: unequal measured layers or an analytic preset, on 1-2 nodes.
 std::string random_config(std::mt19937_64& rng, const std::string& schedule, int& pp_out) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
