@@ -293,6 +293,10 @@ nlohmann::json search_document(const SearchReport& report) {
   // Added with the bound (issue 20); absent from searches without it, as before.
   if (report.bound) document["search"]["bound"] = true;
   if (report.refine > 0) document["search"]["refine"] = report.refine;
+  // Successive halving (issue 20): the screen's budget and the layouts planned again.
+  if (report.screen_evals > 0)
+    document["search"]["screen"] = {{"evals", report.screen_evals},
+                                    {"confirmed", report.confirmed}};
   return document;
 }
 

@@ -31,6 +31,9 @@ void check_search_request(const SearchRequest& r) {
     throw RequestError("--margin-GiB", "must be 0 or more GiB");
   if (r.threads < 0) throw RequestError("--threads", "must be 0 or more");
   if (r.refine < 0) throw RequestError("--refine", "must be 0 or more layouts");
+  if (r.screen_evals < 0) throw RequestError("--screen-evals", "must be 0 (off) or more");
+  if (!(r.screen_margin >= 0) || !std::isfinite(r.screen_margin) || r.screen_margin > 10)
+    throw RequestError("--screen-margin-pct", "must be between 0 and 1000 %");
   if (r.memory_limit_GiB && (!(*r.memory_limit_GiB > 0) || !std::isfinite(*r.memory_limit_GiB) ||
                              *r.memory_limit_GiB > 1e6))
     throw RequestError("--memory-limit-GiB", "must be a positive number of GiB");
@@ -72,7 +75,7 @@ void evaluate_layouts(const SearchSetup& s, std::size_t begin, std::size_t end,
   std::mutex m;
   arena.execute([&] {
     tbb::parallel_for(begin, end, [&](std::size_t i) {
-      LayoutResult r = evaluate_layout(s.config, s.layouts[i], s.request.effort, s.options);
+      LayoutResult r = plan_layout(s, i, s.options);
       const std::lock_guard<std::mutex> lock(m);
       out[i] = std::move(r);
       if (done) done();
@@ -289,7 +292,96 @@ std::vector<std::optional<LayoutResult>> BoundedQueue::results() {
   return out;
 }
 
-void refine_search(const SearchSetup& s, SearchRun& run) {
+bool screens(const SearchRequest& request) {
+  return request.effort == PlannerEffort::quick && request.screen_evals > 0;
+}
+
+LayoutResult plan_layout(const SearchSetup& s, std::size_t i, const PlannerOptions& options) {
+  const SearchRequest& r = s.request;
+  if (screens(r))
+    return evaluate_layout(s.config, s.layouts[i], PlannerEffort::quick, options, r.screen_evals,
+                           r.screen_evals + r.screen_evals / 2);
+  return evaluate_layout(s.config, s.layouts[i], r.effort, options);
+}
+
+namespace {
+
+/// What the passes after the first may still spend: evaluations (--max-evals less what
+/// was spent) and seconds (--time-limit-s less the time gone).
+struct Leftover {
+  std::optional<std::int64_t> evals;
+  std::optional<double> seconds;
+};
+
+/// Plans the layouts `which` of `s` again with `effort` (on this process's cores), each
+/// keeping the better of its two plans and the evaluations of both. Under --max-evals each
+/// gets an equal share of what is left, so the whole search stays within it whatever the
+/// threads; when nothing is left, nothing runs and the run says which budget stopped it.
+bool plan_again(const SearchSetup& s, SearchRun& run, const std::vector<std::size_t>& which,
+                PlannerEffort effort, Leftover& left) {
+  std::vector<LayoutResult> again(which.size());
+  if (which.empty()) return false;
+  std::optional<std::int64_t> share;
+  if (left.evals) share = *left.evals / static_cast<std::int64_t>(which.size());
+  if (share && *share < 1) {
+    run.stopped_by = "evaluation limit";
+    return false;
+  }
+  if (left.seconds && *left.seconds <= 0) {
+    run.stopped_by = "time limit";
+    return false;
+  }
+  const int cores = tbb::this_task_arena::max_concurrency();
+  const int threads = s.request.threads > 0 ? std::min(s.request.threads, cores) : cores;
+  // Fewer layouts than threads: the planners share the rest (a plan does not depend on its
+  // planner's threads: planner/evaluate.hpp scores each batch by index).
+  PlannerOptions o = s.options;
+  o.threads = std::max<int>(1, threads / static_cast<int>(std::min<std::size_t>(
+                                             which.size(), static_cast<std::size_t>(threads))));
+  o.time_limit_s = left.seconds;
+  std::int64_t quick = 300;  // evaluate_layout's quick budget
+  std::optional<std::int64_t> quick_total;
+  if (share) {
+    o.max_evals = std::min(o.max_evals, *share);
+    o.total_evals = *share;
+    quick = std::min(quick, *share), quick_total = *share;
+  }
+  tbb::task_arena arena(threads);
+  arena.execute([&] {
+    tbb::parallel_for(std::size_t{0}, which.size(), [&](std::size_t j) {
+      again[j] = evaluate_layout(s.config, s.layouts[which[j]], effort, o, quick, quick_total);
+    });
+  });
+  for (std::size_t j = 0; j < which.size(); ++j) {
+    LayoutResult& old = run.results[which[j]];
+    if (left.evals) *left.evals -= again[j].evaluations;
+    if (share && again[j].evaluations >= *share) run.stopped_by = "evaluation limit";
+    const std::int64_t spent = old.evaluations + again[j].evaluations;
+    if (fits(again[j]) && again[j].iteration_time < old.iteration_time) old = std::move(again[j]);
+    old.evaluations = spent;
+  }
+  return true;
+}
+
+/// The screen's second pass: the layouts within the margin of the fastest, with the whole
+/// quick budget. A layout the bound skipped has a bound above a screened time, so no plan
+/// of it can beat the fastest: it is never missed here.
+void confirm_screen(const SearchSetup& s, SearchRun& run, Leftover& left) {
+  if (!screens(s.request) || run.stopped_by != "done") return;
+  std::optional<Time> best;
+  for (const LayoutResult& r : run.results)
+    if (fits(r) && (!best || r.iteration_time < *best)) best = r.iteration_time;
+  if (!best) return;
+  const double within = static_cast<double>(*best) * (1 + s.request.screen_margin);
+  std::vector<std::size_t> which;
+  for (std::size_t i = 0; i < run.results.size(); ++i)
+    if (fits(run.results[i]) && static_cast<double>(run.results[i].iteration_time) <= within)
+      which.push_back(i);
+  if (plan_again(s, run, which, PlannerEffort::quick, left)) run.confirmed = which.size();
+}
+
+/// --refine K: the full planner on the best K fitting layouts.
+void refine_search(const SearchSetup& s, SearchRun& run, Leftover& left) {
   const int k = s.request.refine;
   if (k <= 0 || run.stopped_by != "done") return;
   std::vector<std::size_t> best;
@@ -299,21 +391,20 @@ void refine_search(const SearchSetup& s, SearchRun& run) {
     return run.results[a].iteration_time < run.results[b].iteration_time;
   });
   if (best.size() > static_cast<std::size_t>(k)) best.resize(static_cast<std::size_t>(k));
-  std::vector<LayoutResult> full(best.size());
-  const int cores = tbb::this_task_arena::max_concurrency();
-  const int threads = s.request.threads;
-  tbb::task_arena arena(threads > 0 ? std::min(threads, cores) : cores);
-  arena.execute([&] {
-    tbb::parallel_for(std::size_t{0}, best.size(), [&](std::size_t j) {
-      full[j] = evaluate_layout(s.config, s.layouts[best[j]], PlannerEffort::full, s.options);
-    });
-  });
-  for (std::size_t j = 0; j < best.size(); ++j) {
-    LayoutResult& old = run.results[best[j]];
-    const std::int64_t spent = old.evaluations + full[j].evaluations;
-    if (fits(full[j]) && full[j].iteration_time < old.iteration_time) old = std::move(full[j]);
-    old.evaluations = spent;
+  plan_again(s, run, best, PlannerEffort::full, left);
+}
+
+}  // namespace
+
+void finish_search(const SearchSetup& s, SearchRun& run, double elapsed_s) {
+  Leftover left;
+  if (s.request.max_evals) {
+    left.evals = *s.request.max_evals;
+    for (const LayoutResult& r : run.results) *left.evals -= r.evaluations;
   }
+  if (s.request.time_limit_s) left.seconds = *s.request.time_limit_s - elapsed_s;
+  confirm_screen(s, run, left);
+  refine_search(s, run, left);
 }
 
 namespace {
@@ -343,7 +434,7 @@ SearchRun evaluate_bounded(
           }
           o.time_limit_s = left;
         }
-        queue.put(*i, evaluate_layout(s.config, s.layouts[*i], s.request.effort, o));
+        queue.put(*i, plan_layout(s, *i, o));
       }
     } catch (...) {
       queue.stop();
@@ -369,7 +460,7 @@ SearchRun evaluate_search(
   const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   if (uses_bound(s.request)) {
     SearchRun run = evaluate_bounded(s, known, done);
-    refine_search(s, run);
+    finish_search(s, run, elapsed());
     return run;
   }
   const std::size_t n = s.layouts.size();
@@ -421,7 +512,7 @@ SearchRun evaluate_search(
               if (left <= 0) continue;  // never started: apply_budgets marks it
               o.time_limit_s = left;
             }
-            LayoutResult r = evaluate_layout(s.config, s.layouts[i], s.request.effort, o);
+            LayoutResult r = plan_layout(s, i, o);
             const std::lock_guard<std::mutex> lock(m);
             results[i] = std::move(r);
             const LayoutResult& got = *results[i];
@@ -439,13 +530,15 @@ SearchRun evaluate_search(
         tbb::simple_partitioner());
   });
   SearchRun run = apply_budgets(s, std::move(results));
-  refine_search(s, run);
+  finish_search(s, run, elapsed());
   return run;
 }
 
 SearchReport rank_search(const SearchSetup& s, std::vector<LayoutResult> results, int processes,
-                         double wall_s, const std::string& stopped_by) {
+                         double wall_s, const std::string& stopped_by, std::size_t confirmed) {
   SearchReport report;
+  if (screens(s.request)) report.screen_evals = s.request.screen_evals;
+  report.confirmed = confirmed;
   report.stopped_by = stopped_by;
   report.processes = processes;
   report.wall_s = wall_s;
@@ -521,8 +614,8 @@ nlohmann::json run_search(const Config& config, const SearchRequest& request,
       });
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  nlohmann::json document =
-      search_document(rank_search(s, std::move(run.results), 1, wall, run.stopped_by));
+  nlohmann::json document = search_document(
+      rank_search(s, std::move(run.results), 1, wall, run.stopped_by, run.confirmed));
   document["bmpipe"] = provenance(config.file);
   return document;
 }

@@ -48,7 +48,17 @@ struct SearchRequest {
   /// layouts, each keeping the better of its two plans (--refine K; 0: none). Not run
   /// when a budget stopped the search.
   int refine = 0;
+  /// Successive halving with effort quick (--screen-evals N; 0: off): every layout is
+  /// first planned with N evaluations (and at most N / 2 more polishing), then the ones
+  /// within `screen_margin` of the fastest (a fraction: 0.05 is 5 %) are planned again
+  /// with the whole quick budget (300 and its polish), each keeping the better of its two
+  /// plans. Not run when a budget stopped the search.
+  std::int64_t screen_evals = 64;
+  double screen_margin = 0.05;
 };
+
+/// Whether `request` screens with a short plan first (SearchRequest::screen_evals).
+bool screens(const SearchRequest& request);
 
 /// Whether `request` searches with the bound (SearchRequest::bound).
 bool uses_bound(const SearchRequest& request);
@@ -100,7 +110,18 @@ struct SearchProgress {
 struct SearchRun {
   std::vector<LayoutResult> results;
   std::string stopped_by = "done";
+  std::size_t confirmed = 0;  ///< layouts planned again after the screen
 };
+
+/// Plans layout i of `s` as the search's first pass does (the screen's short budget when
+/// the request screens), with `options` (s.options, or a copy with less time left).
+LayoutResult plan_layout(const SearchSetup& s, std::size_t i, const PlannerOptions& options);
+
+/// After the first pass, when the search was not stopped by a budget: the screen's second
+/// pass (SearchRequest::screen_evals), then --refine, within what --max-evals and
+/// --time-limit-s leave (`elapsed_s`: seconds since the search started). Deterministic
+/// without --time-limit-s: it depends only on run.results.
+void finish_search(const SearchSetup& s, SearchRun& run, double elapsed_s);
 
 /// Evaluates the layouts of `s` on this process's cores under the request's total budgets.
 /// `known[i]`, when set, is layout i's result from an earlier run (a journal): it is taken
@@ -157,10 +178,6 @@ class BoundedQueue {
   std::chrono::steady_clock::time_point start_;
 };
 
-/// --refine K: the full planner on the best K fitting layouts of run (in rank order),
-/// each keeping the better of its quick and its full plan; their evaluations are added.
-void refine_search(const SearchSetup& s, SearchRun& run);
-
 /// Applies --max-evals to results in enumeration order (a layout is kept while the sum of
 /// the kept layouts' evaluations, with its own, is within the budget; it and every later
 /// one are cut after that) and marks missing results (nullopt: never started) as cut by
@@ -180,6 +197,10 @@ struct SearchReport {
   double wall_s = 0;
   bool bound = false;  ///< searched with the bound (uses_bound)
   int refine = 0;      ///< SearchRequest::refine
+  /// SearchRequest::screen_evals when the request screens (else 0), and how many layouts
+  /// its second pass planned again (SearchRun::confirmed).
+  std::int64_t screen_evals = 0;
+  std::size_t confirmed = 0;
   /// A mixture-of-experts model: every layout carries ep and etp (in the JSON, the table).
   bool experts = false;
   /// Some layout of the search has cp other than 1 (--cp): every layout carries cp.
@@ -188,7 +209,8 @@ struct SearchReport {
 
 /// Ranks `results` (one per s.layouts entry) together with s.rejected.
 SearchReport rank_search(const SearchSetup& s, std::vector<LayoutResult> results, int processes,
-                         double wall_s, const std::string& stopped_by = "done");
+                         double wall_s, const std::string& stopped_by = "done",
+                         std::size_t confirmed = 0);
 
 /// One result as text and back, exactly (the MPI driver's messages).
 std::string encode_result(const LayoutResult& r);

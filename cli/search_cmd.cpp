@@ -92,8 +92,15 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
       ("schedules", po::value<std::string>()->value_name("LIST"), ("schedules (default 1f1b,interleaved; " +
                                                schedule_names() + ")").c_str())
       ("planner", po::value<std::string>()->value_name("EFFORT")->default_value("quick"),
-       "off (uniform partition, the config's recompute), quick (planner, 300 evaluations) or "
-       "full (planner, --max-evals)")
+       "off (uniform partition, the config's recompute), quick (planner, 300 evaluations, "
+       "after the screen below) or full (planner, --layout-evals)")
+      ("screen-evals", po::value<std::int64_t>()->value_name("N")->default_value(64),
+       "with --planner quick: plan every layout first with N evaluations (and at most N/2 "
+       "more polishing), then only those within --screen-margin-pct of the fastest with the "
+       "whole quick budget, each keeping the faster of its two plans (0: every layout with "
+       "the whole budget)")
+      ("screen-margin-pct", po::value<double>()->value_name("PCT")->default_value(5.0, "5"),
+       "percent above the fastest screened time within which a layout is planned again")
       ("max-evals", po::value<std::int64_t>()->value_name("N"),
        "evaluations of the whole search (default: no bound). Layouts are kept in enumeration "
        "order while their evaluations fit; the rest are reported as cut by 'evaluation limit'. "
@@ -179,6 +186,8 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   request.threads = vm["threads"].as<int>();
   request.bound = !vm["no-bound"].as<bool>();
   request.refine = vm["refine"].as<int>();
+  request.screen_evals = vm["screen-evals"].as<std::int64_t>();
+  request.screen_margin = vm["screen-margin-pct"].as<double>() / 100.0;
   if (vm.count("memory-limit-GiB")) request.memory_limit_GiB = vm["memory-limit-GiB"].as<double>();
   api::check_search_request(request);  // a typo in an option fails before the file is read
   c.path = vm["config"].as<std::string>();
@@ -222,8 +231,8 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
 }
 
 int report_search(const SearchCommand& c, api::SearchRun run, int processes, double wall_s) {
-  const api::SearchReport report =
-      api::rank_search(c.setup, std::move(run.results), processes, wall_s, run.stopped_by);
+  const api::SearchReport report = api::rank_search(c.setup, std::move(run.results), processes,
+                                                    wall_s, run.stopped_by, run.confirmed);
   const std::vector<LayoutResult>& ranked = report.layouts;
   const Config& config = c.setup.config;
   const bool best_fits = !ranked.empty() && ranked.front().rejected.empty() && ranked.front().fits;

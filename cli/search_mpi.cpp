@@ -174,8 +174,7 @@ int run_search_mpi(const std::vector<std::string>& args) {
     arena.execute([&] {
       tbb::parallel_for(std::size_t{0}, which.size(), [&](std::size_t k) {
         const std::size_t i = static_cast<std::size_t>(which[k]);
-        results[i] = evaluate_layout(c.setup.config, c.setup.layouts[i], c.setup.request.effort,
-                                     c.setup.options);
+        results[i] = api::plan_layout(c.setup, i, c.setup.options);
       });
     });
   };
@@ -320,8 +319,9 @@ int run_search_mpi(const std::vector<std::string>& args) {
   }
   own.join();
   if (live) std::fprintf(stderr, "\r%80s\r", "");
-  const double wall =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   int rc = guarded("search", [&] {
     api::SearchRun run;
     if (bq) {
@@ -330,8 +330,9 @@ int run_search_mpi(const std::vector<std::string>& args) {
       std::vector<std::optional<LayoutResult>> all(results.begin(), results.end());
       run = api::apply_budgets(c.setup, std::move(all));
     }
-    api::refine_search(c.setup, run);
-    return report_search(c, std::move(run), size, wall);
+    // The screen's second pass and --refine run on rank 0's threads.
+    api::finish_search(c.setup, run, seconds());
+    return report_search(c, std::move(run), size, seconds());
   });
   MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Finalize();

@@ -337,7 +337,8 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
 }
 
 LayoutResult evaluate_layout(const Config& base, const Layout& l, PlannerEffort effort,
-                             const PlannerOptions& options, std::int64_t quick_evals) {
+                             const PlannerOptions& options, std::int64_t quick_evals,
+                             std::optional<std::int64_t> quick_total) {
   LayoutResult r;
   r.layout = l;
   std::shared_ptr<const Experiment> e;
@@ -366,7 +367,7 @@ LayoutResult evaluate_layout(const Config& base, const Layout& l, PlannerEffort 
       o.vpp = l.vpp;
       o.memory_limit_bytes = limit;
       o.exhaustive_limit = 0;  // many layouts: the baselines' exhaustive sweep would dominate
-      if (effort == PlannerEffort::quick) o.max_evals = quick_evals;
+      if (effort == PlannerEffort::quick) o.max_evals = quick_evals, o.total_evals = quick_total;
       o.progress = nullptr;
       const PlanOutcome out = plan_pipeline(*e, o);
       run = out.best;

@@ -26,6 +26,13 @@ def without_wall_time(document):
       "--schedules", "interleaved"],
      {"planner": "off", "tp": [4, 8], "pp": [8], "vpp": [2], "micro_batch_size": [1],
       "schedules": ["interleaved"]}),
+    # Successive halving's knobs (issue 20): off, and no margin.
+    (["--tp", "8", "--pp", "4,8", "--micro-batch-size", "1", "--screen-evals", "0"],
+     {"tp": [8], "pp": [4, 8], "micro_batch_size": [1], "screen_evals": 0}),
+    (["--tp", "8", "--pp", "4,8", "--micro-batch-size", "1", "--screen-evals", "32",
+      "--screen-margin-pct", "0"],
+     {"tp": [8], "pp": [4, 8], "micro_batch_size": [1], "screen_evals": 32,
+      "screen_margin_pct": 0}),
 ])
 def test_search(args, kwargs):
     rc, out, err = run_cli("search", CONFIG, *args, "--json", "--quiet")
@@ -79,6 +86,8 @@ def test_search_threads_do_not_change_the_answer():
     ({"cp": [3]}, "cp"),
     ({"ep": [2]}, "ep"),
     ({"cp": []}, "cp"),
+    ({"screen_evals": -1}, "screen_evals"),
+    ({"screen_margin_pct": -1}, "screen_margin_pct"),
 ])
 def test_search_bad_options_name_the_keyword(kwargs, key):
     with pytest.raises(ValueError) as e:
