@@ -134,21 +134,26 @@ bool uses_bound(const SearchRequest& request) {
   return request.bound && request.effort != PlannerEffort::off;
 }
 
-SearchOrder order_search(const SearchSetup& s) {
-  SearchOrder o;
-  const std::size_t n = s.layouts.size();
-  o.order.resize(n);
-  for (std::size_t i = 0; i < n; ++i) o.order[i] = i;
-  if (!uses_bound(s.request)) return o;
-  o.screens.resize(n);
+std::vector<LayoutScreen> screen_layouts(const SearchSetup& s,
+                                         const std::vector<std::size_t>& which) {
+  std::vector<LayoutScreen> out(which.size());
   const int cores = tbb::this_task_arena::max_concurrency();
   const int threads = s.request.threads;
   tbb::task_arena arena(threads > 0 ? std::min(threads, cores) : cores);
   arena.execute([&] {
-    tbb::parallel_for(std::size_t{0}, n, [&](std::size_t i) {
-      o.screens[i] = screen_layout(s.config, s.layouts[i], s.options);
+    tbb::parallel_for(std::size_t{0}, which.size(), [&](std::size_t k) {
+      out[k] = screen_layout(s.config, s.layouts[which[k]], s.options);
     });
   });
+  return out;
+}
+
+SearchOrder order_from_screens(const SearchSetup& s, std::vector<LayoutScreen> screens) {
+  SearchOrder o;
+  const std::size_t n = s.layouts.size();
+  o.order.resize(n);
+  for (std::size_t i = 0; i < n; ++i) o.order[i] = i;
+  o.screens = std::move(screens);
   // Refused layouts first (they cost nothing), then by bound; ties in enumeration order.
   const auto key = [&](std::size_t i) {
     return o.screens[i].refused ? Time{-1} : o.screens[i].bound;
@@ -156,6 +161,33 @@ SearchOrder order_search(const SearchSetup& s) {
   std::stable_sort(o.order.begin(), o.order.end(),
                    [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
   return o;
+}
+
+SearchOrder order_search(const SearchSetup& s) {
+  if (!uses_bound(s.request)) {
+    SearchOrder o;
+    o.order.resize(s.layouts.size());
+    for (std::size_t i = 0; i < o.order.size(); ++i) o.order[i] = i;
+    return o;
+  }
+  std::vector<std::size_t> all(s.layouts.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return order_from_screens(s, screen_layouts(s, all));
+}
+
+std::string encode_screen(const LayoutScreen& screen) {
+  nlohmann::json j{{"bound_ns", screen.bound}, {"microbatches", screen.microbatches}};
+  if (screen.refused) j["refused"] = encode_result(*screen.refused);
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+LayoutScreen decode_screen(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text);
+  LayoutScreen screen;
+  screen.bound = j.at("bound_ns").get<Time>();
+  screen.microbatches = j.at("microbatches").get<int>();
+  if (j.contains("refused")) screen.refused = decode_result(j.at("refused").get<std::string>());
+  return screen;
 }
 
 namespace {
@@ -304,6 +336,32 @@ LayoutResult plan_layout(const SearchSetup& s, std::size_t i, const PlannerOptio
   return evaluate_layout(s.config, s.layouts[i], r.effort, options);
 }
 
+std::vector<LayoutResult> plan_again_here(const SearchSetup& s, const AgainPass& pass,
+                                          const std::vector<std::size_t>& which) {
+  std::vector<LayoutResult> out(which.size());
+  if (which.empty()) return out;
+  const int cores = tbb::this_task_arena::max_concurrency();
+  const int threads = s.request.threads > 0 ? std::min(s.request.threads, cores) : cores;
+  PlannerOptions o = s.options;
+  o.threads = std::max<int>(1, threads / static_cast<int>(std::min<std::size_t>(
+                                             which.size(), static_cast<std::size_t>(threads))));
+  o.time_limit_s = pass.seconds;
+  std::int64_t quick = 300;  // evaluate_layout's quick budget
+  std::optional<std::int64_t> quick_total;
+  if (pass.share) {
+    o.max_evals = std::min(o.max_evals, *pass.share);
+    o.total_evals = *pass.share;
+    quick = std::min(quick, *pass.share), quick_total = *pass.share;
+  }
+  tbb::task_arena arena(threads);
+  arena.execute([&] {
+    tbb::parallel_for(std::size_t{0}, which.size(), [&](std::size_t j) {
+      out[j] = evaluate_layout(s.config, s.layouts[which[j]], pass.effort, o, quick, quick_total);
+    });
+  });
+  return out;
+}
+
 namespace {
 
 /// What the passes after the first may still spend: evaluations (--max-evals less what
@@ -313,51 +371,33 @@ struct Leftover {
   std::optional<double> seconds;
 };
 
-/// Plans the layouts `which` of `s` again with `effort` (on this process's cores), each
-/// keeping the better of its two plans and the evaluations of both. Under --max-evals each
-/// gets an equal share of what is left, so the whole search stays within it whatever the
-/// threads; when nothing is left, nothing runs and the run says which budget stopped it.
-bool plan_again(const SearchSetup& s, SearchRun& run, const std::vector<std::size_t>& which,
-                PlannerEffort effort, Leftover& left) {
-  std::vector<LayoutResult> again(which.size());
+/// Plans the layouts `which` of `s` again with `effort`, each keeping the better of its two
+/// plans and the evaluations of both. Under --max-evals each gets an equal share of what is
+/// left, so the whole search stays within it whatever the threads or processes; when
+/// nothing is left, nothing runs and the run says which budget stopped it.
+bool again(const SearchSetup& s, SearchRun& run, std::vector<std::size_t> which,
+           PlannerEffort effort, Leftover& left, const PassRunner& runner) {
   if (which.empty()) return false;
-  std::optional<std::int64_t> share;
-  if (left.evals) share = *left.evals / static_cast<std::int64_t>(which.size());
-  if (share && *share < 1) {
+  AgainPass pass;
+  pass.which = std::move(which);
+  pass.effort = effort;
+  pass.seconds = left.seconds;
+  if (left.evals) pass.share = *left.evals / static_cast<std::int64_t>(pass.which.size());
+  if (pass.share && *pass.share < 1) {
     run.stopped_by = "evaluation limit";
     return false;
   }
-  if (left.seconds && *left.seconds <= 0) {
+  if (pass.seconds && *pass.seconds <= 0) {
     run.stopped_by = "time limit";
     return false;
   }
-  const int cores = tbb::this_task_arena::max_concurrency();
-  const int threads = s.request.threads > 0 ? std::min(s.request.threads, cores) : cores;
-  // Fewer layouts than threads: the planners share the rest (a plan does not depend on its
-  // planner's threads: planner/evaluate.hpp scores each batch by index).
-  PlannerOptions o = s.options;
-  o.threads = std::max<int>(1, threads / static_cast<int>(std::min<std::size_t>(
-                                             which.size(), static_cast<std::size_t>(threads))));
-  o.time_limit_s = left.seconds;
-  std::int64_t quick = 300;  // evaluate_layout's quick budget
-  std::optional<std::int64_t> quick_total;
-  if (share) {
-    o.max_evals = std::min(o.max_evals, *share);
-    o.total_evals = *share;
-    quick = std::min(quick, *share), quick_total = *share;
-  }
-  tbb::task_arena arena(threads);
-  arena.execute([&] {
-    tbb::parallel_for(std::size_t{0}, which.size(), [&](std::size_t j) {
-      again[j] = evaluate_layout(s.config, s.layouts[which[j]], effort, o, quick, quick_total);
-    });
-  });
-  for (std::size_t j = 0; j < which.size(); ++j) {
-    LayoutResult& old = run.results[which[j]];
-    if (left.evals) *left.evals -= again[j].evaluations;
-    if (share && again[j].evaluations >= *share) run.stopped_by = "evaluation limit";
-    const std::int64_t spent = old.evaluations + again[j].evaluations;
-    if (fits(again[j]) && again[j].iteration_time < old.iteration_time) old = std::move(again[j]);
+  std::vector<LayoutResult> got = runner ? runner(pass) : plan_again_here(s, pass, pass.which);
+  for (std::size_t j = 0; j < pass.which.size(); ++j) {
+    LayoutResult& old = run.results[pass.which[j]];
+    if (left.evals) *left.evals -= got[j].evaluations;
+    if (pass.share && got[j].evaluations >= *pass.share) run.stopped_by = "evaluation limit";
+    const std::int64_t spent = old.evaluations + got[j].evaluations;
+    if (fits(got[j]) && got[j].iteration_time < old.iteration_time) old = std::move(got[j]);
     old.evaluations = spent;
   }
   return true;
@@ -366,7 +406,8 @@ bool plan_again(const SearchSetup& s, SearchRun& run, const std::vector<std::siz
 /// The screen's second pass: the layouts within the margin of the fastest, with the whole
 /// quick budget. A layout the bound skipped has a bound above a screened time, so no plan
 /// of it can beat the fastest: it is never missed here.
-void confirm_screen(const SearchSetup& s, SearchRun& run, Leftover& left) {
+void confirm_screen(const SearchSetup& s, SearchRun& run, Leftover& left,
+                    const PassRunner& runner) {
   if (!screens(s.request) || run.stopped_by != "done") return;
   std::optional<Time> best;
   for (const LayoutResult& r : run.results)
@@ -377,11 +418,12 @@ void confirm_screen(const SearchSetup& s, SearchRun& run, Leftover& left) {
   for (std::size_t i = 0; i < run.results.size(); ++i)
     if (fits(run.results[i]) && static_cast<double>(run.results[i].iteration_time) <= within)
       which.push_back(i);
-  if (plan_again(s, run, which, PlannerEffort::quick, left)) run.confirmed = which.size();
+  const std::size_t count = which.size();
+  if (again(s, run, std::move(which), PlannerEffort::quick, left, runner)) run.confirmed = count;
 }
 
 /// --refine K: the full planner on the best K fitting layouts.
-void refine_search(const SearchSetup& s, SearchRun& run, Leftover& left) {
+void refine_search(const SearchSetup& s, SearchRun& run, Leftover& left, const PassRunner& runner) {
   const int k = s.request.refine;
   if (k <= 0 || run.stopped_by != "done") return;
   std::vector<std::size_t> best;
@@ -391,20 +433,21 @@ void refine_search(const SearchSetup& s, SearchRun& run, Leftover& left) {
     return run.results[a].iteration_time < run.results[b].iteration_time;
   });
   if (best.size() > static_cast<std::size_t>(k)) best.resize(static_cast<std::size_t>(k));
-  plan_again(s, run, best, PlannerEffort::full, left);
+  again(s, run, std::move(best), PlannerEffort::full, left, runner);
 }
 
 }  // namespace
 
-void finish_search(const SearchSetup& s, SearchRun& run, double elapsed_s) {
+void finish_search(const SearchSetup& s, SearchRun& run, double elapsed_s,
+                   const PassRunner& runner) {
   Leftover left;
   if (s.request.max_evals) {
     left.evals = *s.request.max_evals;
     for (const LayoutResult& r : run.results) *left.evals -= r.evaluations;
   }
   if (s.request.time_limit_s) left.seconds = *s.request.time_limit_s - elapsed_s;
-  confirm_screen(s, run, left);
-  refine_search(s, run, left);
+  confirm_screen(s, run, left, runner);
+  refine_search(s, run, left, runner);
 }
 
 namespace {

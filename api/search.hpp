@@ -117,11 +117,32 @@ struct SearchRun {
 /// the request screens), with `options` (s.options, or a copy with less time left).
 LayoutResult plan_layout(const SearchSetup& s, std::size_t i, const PlannerOptions& options);
 
+/// A pass after the first: layouts planned again (the screen's second pass with the quick
+/// planner, or --refine's with the full one), each within `share` evaluations (under
+/// --max-evals: an equal share of what is left) and `seconds` (under --time-limit-s).
+struct AgainPass {
+  std::vector<std::size_t> which;
+  PlannerEffort effort = PlannerEffort::quick;
+  std::optional<std::int64_t> share;
+  std::optional<double> seconds;
+};
+
+/// The layouts `which` (of pass.which) planned as `pass` says, on this process's cores
+/// (planners share the spare threads when there are fewer layouts than threads: a plan does
+/// not depend on its threads). Any process gives the same results.
+std::vector<LayoutResult> plan_again_here(const SearchSetup& s, const AgainPass& pass,
+                                          const std::vector<std::size_t>& which);
+
+/// Runs a pass: one result per pass.which entry, in order.
+using PassRunner = std::function<std::vector<LayoutResult>(const AgainPass&)>;
+
 /// After the first pass, when the search was not stopped by a budget: the screen's second
 /// pass (SearchRequest::screen_evals), then --refine, within what --max-evals and
-/// --time-limit-s leave (`elapsed_s`: seconds since the search started). Deterministic
-/// without --time-limit-s: it depends only on run.results.
-void finish_search(const SearchSetup& s, SearchRun& run, double elapsed_s);
+/// --time-limit-s leave (`elapsed_s`: seconds since the search started), each pass run by
+/// `runner` (empty: on this process's cores). Deterministic without --time-limit-s: it
+/// depends only on run.results.
+void finish_search(const SearchSetup& s, SearchRun& run, double elapsed_s,
+                   const PassRunner& runner = {});
 
 /// Evaluates the layouts of `s` on this process's cores under the request's total budgets.
 /// `known[i]`, when set, is layout i's result from an earlier run (a journal): it is taken
@@ -138,6 +159,16 @@ struct SearchOrder {
   std::vector<LayoutScreen> screens;  ///< per layout index (empty without the bound)
 };
 SearchOrder order_search(const SearchSetup& s);
+
+/// The screens (screen_layout) of the layouts `which` of `s`, on this process's cores: a
+/// share of order_search's work, for the MPI driver to spread over its processes.
+std::vector<LayoutScreen> screen_layouts(const SearchSetup& s,
+                                         const std::vector<std::size_t>& which);
+/// order_search from every layout's screen, made here or gathered from other processes.
+SearchOrder order_from_screens(const SearchSetup& s, std::vector<LayoutScreen> screens);
+/// One screen as text and back, exactly (the MPI driver's messages).
+std::string encode_screen(const LayoutScreen& screen);
+LayoutScreen decode_screen(const std::string& text);
 
 /// Hands out layouts in bound order and decides, position by position, what each one's
 /// result is: its refusal, its plan, or filter "bound" when its bound exceeds the best

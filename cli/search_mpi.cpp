@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -48,7 +49,16 @@ extern "C" void stopped_by_mpirun(int) {
   _exit(143);
 }
 
-enum Tag : int { kRequest = 1, kAssign = 2, kResults = 3, kFailure = 4 };
+enum Tag : int { kRequest = 1, kAssign = 2, kResults = 3, kFailure = 4, kAgain = 5, kScreens = 6 };
+
+/// A pass after the first (api::AgainPass) as rank 0 sends it to one worker: the effort
+/// (0 quick, 1 full; -1: no more passes), the share (-1: none), then the layouts.
+std::vector<long long> encode_pass(const api::AgainPass& pass,
+                                   const std::vector<std::size_t>& layouts) {
+  std::vector<long long> v{pass.effort == PlannerEffort::full ? 1 : 0, pass.share.value_or(-1)};
+  for (const std::size_t i : layouts) v.push_back(static_cast<long long>(i));
+  return v;
+}
 
 void send_text(const std::string& text, int to, int tag) {
   MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, to, tag, MPI_COMM_WORLD);
@@ -179,7 +189,34 @@ int run_search_mpi(const std::vector<std::string>& args) {
     });
   };
 
+  // With the bound, every process screens (bounds) the layouts i with i % size == its rank
+  // and rank 0 gathers them: the bounds are a fifth of a GPT-3 search's work, and the
+  // workers would otherwise wait for rank 0 to make them alone.
+  const bool bounded = api::uses_bound(c.setup.request);
+  std::vector<std::size_t> to_screen;
+  if (bounded)
+    for (std::size_t i = static_cast<std::size_t>(rank); i < n; i += static_cast<std::size_t>(size))
+      to_screen.push_back(i);
+  std::vector<LayoutScreen> screened;
+  try {
+    screened = api::screen_layouts(c.setup, to_screen);
+  } catch (const std::exception& e) {
+    if (rank != 0) {
+      send_text(e.what(), 0, kFailure);
+      MPI_Finalize();
+      std::exit(70);
+    }
+    std::cerr << "bmpipe search: internal error: " << e.what() << "\n";
+    MPI_Abort(MPI_COMM_WORLD, 70);
+  }
+
   if (rank != 0) {
+    if (bounded) {
+      nlohmann::json j = nlohmann::json::array();
+      for (std::size_t k = 0; k < to_screen.size(); ++k)
+        j.push_back({to_screen[k], api::encode_screen(screened[k])});
+      send_text(j.dump(), 0, kScreens);
+    }
     while (true) {
       int ask = 1;
       MPI_Send(&ask, 1, MPI_INT, 0, kRequest, MPI_COMM_WORLD);
@@ -192,6 +229,31 @@ int run_search_mpi(const std::vector<std::string>& args) {
       if (which.empty()) break;
       try {
         evaluate(which);
+      } catch (const std::exception& e) {
+        send_text(e.what(), 0, kFailure);
+        MPI_Finalize();
+        std::exit(70);
+      }
+      send_text(encode_chunk(results, which), 0, kResults);
+    }
+    // The passes after the first (the screen's second pass, --refine): rank 0 sends each
+    // worker its share of every pass, then an effort of -1.
+    while (true) {
+      MPI_Status status;
+      MPI_Probe(0, kAgain, MPI_COMM_WORLD, &status);
+      int count = 0;
+      MPI_Get_count(&status, MPI_LONG_LONG, &count);
+      std::vector<long long> v(static_cast<std::size_t>(count));
+      MPI_Recv(v.data(), count, MPI_LONG_LONG, 0, kAgain, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      if (v.empty() || v[0] < 0) break;
+      api::AgainPass pass;
+      pass.effort = v[0] == 1 ? PlannerEffort::full : PlannerEffort::quick;
+      if (v[1] >= 0) pass.share = v[1];
+      const std::vector<long long> which(v.begin() + 2, v.end());
+      try {
+        const std::vector<std::size_t> layouts(which.begin(), which.end());
+        std::vector<LayoutResult> got = api::plan_again_here(c.setup, pass, layouts);
+        for (std::size_t k = 0; k < layouts.size(); ++k) results[layouts[k]] = std::move(got[k]);
       } catch (const std::exception& e) {
         send_text(e.what(), 0, kFailure);
         MPI_Finalize();
@@ -212,20 +274,33 @@ int run_search_mpi(const std::vector<std::string>& args) {
   // Without the bound the queue is the enumeration order; with it, the BoundedQueue, which
   // decides every skip from the layouts before it in bound order, so the answer is the one
   // process's whatever the processes and their speeds.
-  const bool bounded = api::uses_bound(c.setup.request);
   // --journal: the layouts a killed run finished are taken as they are, and every new
   // result is appended (serialised: the BoundedQueue calls `done` under its lock; without
   // the bound, `put` appends under `queue`), as the single-process search does.
   const std::vector<std::optional<LayoutResult>> known =
       journal ? journal->known() : std::vector<std::optional<LayoutResult>>{};
   std::optional<api::BoundedQueue> bq;
-  if (bounded)
-    bq.emplace(c.setup, api::order_search(c.setup), known,
+  if (bounded) {
+    std::vector<LayoutScreen> screens(n);
+    for (std::size_t k = 0; k < to_screen.size(); ++k) screens[to_screen[k]] = screened[k];
+    for (int w = 1; w < size; ++w) {
+      MPI_Status status;
+      MPI_Probe(w, MPI_ANY_TAG, MPI_COMM_WORLD, &status);
+      if (status.MPI_TAG == kFailure) {
+        std::cerr << "bmpipe search: process " << w
+                  << ": internal error: " << receive_text(w, kFailure, &status) << "\n";
+        MPI_Abort(MPI_COMM_WORLD, 70);
+      }
+      for (const auto& item : nlohmann::json::parse(receive_text(w, kScreens, &status)))
+        screens[item[0].get<std::size_t>()] = api::decode_screen(item[1].get<std::string>());
+    }
+    bq.emplace(c.setup, api::order_from_screens(c.setup, std::move(screens)), known,
                journal ? api::BoundedQueue::Done(
                              [&](std::size_t i, const LayoutResult& r, const api::SearchProgress&) {
                                journal->append(i, r);
                              })
                        : api::BoundedQueue::Done{});
+  }
   std::mutex queue;
   std::size_t next = 0;  // guarded by queue (without the bound)
   auto take = [&]() -> std::optional<std::size_t> {
@@ -330,10 +405,43 @@ int run_search_mpi(const std::vector<std::string>& args) {
       std::vector<std::optional<LayoutResult>> all(results.begin(), results.end());
       run = api::apply_budgets(c.setup, std::move(all));
     }
-    // The screen's second pass and --refine run on rank 0's threads.
-    api::finish_search(c.setup, run, seconds());
+    // The screen's second pass and --refine: layout j of a pass goes to process j % size,
+    // rank 0 planning its own meanwhile. A result depends only on its layout and the pass,
+    // so the answer is the one process's.
+    const api::PassRunner runner = [&](const api::AgainPass& pass) {
+      std::vector<std::vector<std::size_t>> share(static_cast<std::size_t>(size));
+      for (std::size_t j = 0; j < pass.which.size(); ++j)
+        share[j % static_cast<std::size_t>(size)].push_back(pass.which[j]);
+      for (int w = 1; w < size; ++w) {
+        const std::vector<long long> v = encode_pass(pass, share[static_cast<std::size_t>(w)]);
+        MPI_Send(v.data(), static_cast<int>(v.size()), MPI_LONG_LONG, w, kAgain, MPI_COMM_WORLD);
+      }
+      std::vector<LayoutResult> mine = api::plan_again_here(c.setup, pass, share[0]);
+      std::map<std::size_t, LayoutResult> got;
+      for (std::size_t k = 0; k < mine.size(); ++k) got[share[0][k]] = std::move(mine[k]);
+      for (int w = 1; w < size; ++w) {
+        MPI_Status status;
+        MPI_Probe(w, MPI_ANY_TAG, MPI_COMM_WORLD, &status);
+        if (status.MPI_TAG == kFailure) {
+          std::cerr << "bmpipe search: process " << w
+                    << ": internal error: " << receive_text(w, kFailure, &status) << "\n";
+          MPI_Abort(MPI_COMM_WORLD, 70);
+        }
+        for (const auto& item : nlohmann::json::parse(receive_text(w, kResults, &status)))
+          got[item[0].get<std::size_t>()] = api::decode_result(item[1].get<std::string>());
+      }
+      std::vector<LayoutResult> out;
+      for (const std::size_t i : pass.which) out.push_back(got.at(i));
+      return out;
+    };
+    api::finish_search(c.setup, run, seconds(), runner);
     return report_search(c, std::move(run), size, seconds());
   });
+  // No more passes: the workers go on to the exit code.
+  for (int w = 1; w < size; ++w) {
+    const long long done = -1;
+    MPI_Send(&done, 1, MPI_LONG_LONG, w, kAgain, MPI_COMM_WORLD);
+  }
   MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Finalize();
   return rc;

@@ -82,7 +82,10 @@ TEST(SearchBound, ByteIdenticalUnderOneAndTwoThreads) {
 TEST(SearchBound, MpiGivesTheOneProcessAnswer) {
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun";
   bmpipe::test::ScratchDir dir;
-  for (const std::string& args : {kTiny, kTiny + " --max-evals 200", kMedium}) {
+  // The last: the screen's second pass and --refine shared among the processes, within
+  // what --max-evals leaves.
+  for (const std::string& args : {kTiny, kTiny + " --max-evals 200", kMedium,
+                                  kMedium + " --refine 2 --layout-evals 400 --max-evals 2000"}) {
     json want = search_json(args + " --threads 1");
     if (args == kTiny) {
       ASSERT_GE(count_filter(want, "bound"), 1);  // the bound is at work
