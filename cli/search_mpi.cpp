@@ -74,6 +74,30 @@ std::string receive_text(int from, int tag, MPI_Status* status) {
   return text;
 }
 
+/// A worker: rank 0's next message of `tag`, a list of integers.
+std::vector<long long> receive_longs(int tag) {
+  MPI_Status status;
+  MPI_Probe(0, tag, MPI_COMM_WORLD, &status);
+  int count = 0;
+  MPI_Get_count(&status, MPI_LONG_LONG, &count);
+  std::vector<long long> v(static_cast<std::size_t>(count));
+  MPI_Recv(v.data(), count, MPI_LONG_LONG, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  return v;
+}
+
+/// Rank 0: process `from`'s next message of `tag`, a JSON array of [index, text] items; a
+/// failure it reports instead ends the job (exit 70).
+nlohmann::json receive_items(int from, int tag) {
+  MPI_Status status;
+  MPI_Probe(from, MPI_ANY_TAG, MPI_COMM_WORLD, &status);
+  if (status.MPI_TAG == kFailure) {
+    std::cerr << "bmpipe search: process " << from
+              << ": internal error: " << receive_text(from, kFailure, &status) << "\n";
+    MPI_Abort(MPI_COMM_WORLD, 70);
+  }
+  return nlohmann::json::parse(receive_text(from, tag, &status));
+}
+
 /// Setup on every rank; returns the exit code all must use if any rank failed.
 std::optional<int> agree_on_setup(int rank, int size, const std::string& error, int code) {
   int worst = code;
@@ -220,12 +244,7 @@ int run_search_mpi(const std::vector<std::string>& args) {
     while (true) {
       int ask = 1;
       MPI_Send(&ask, 1, MPI_INT, 0, kRequest, MPI_COMM_WORLD);
-      MPI_Status status;
-      MPI_Probe(0, kAssign, MPI_COMM_WORLD, &status);
-      int count = 0;
-      MPI_Get_count(&status, MPI_LONG_LONG, &count);
-      std::vector<long long> which(static_cast<std::size_t>(count));
-      MPI_Recv(which.data(), count, MPI_LONG_LONG, 0, kAssign, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      const std::vector<long long> which = receive_longs(kAssign);
       if (which.empty()) break;
       try {
         evaluate(which);
@@ -239,12 +258,7 @@ int run_search_mpi(const std::vector<std::string>& args) {
     // The passes after the first (the screen's second pass, --refine): rank 0 sends each
     // worker its share of every pass, then an effort of -1.
     while (true) {
-      MPI_Status status;
-      MPI_Probe(0, kAgain, MPI_COMM_WORLD, &status);
-      int count = 0;
-      MPI_Get_count(&status, MPI_LONG_LONG, &count);
-      std::vector<long long> v(static_cast<std::size_t>(count));
-      MPI_Recv(v.data(), count, MPI_LONG_LONG, 0, kAgain, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      const std::vector<long long> v = receive_longs(kAgain);
       if (v.empty() || v[0] < 0) break;
       api::AgainPass pass;
       pass.effort = v[0] == 1 ? PlannerEffort::full : PlannerEffort::quick;
@@ -283,17 +297,9 @@ int run_search_mpi(const std::vector<std::string>& args) {
   if (bounded) {
     std::vector<LayoutScreen> screens(n);
     for (std::size_t k = 0; k < to_screen.size(); ++k) screens[to_screen[k]] = screened[k];
-    for (int w = 1; w < size; ++w) {
-      MPI_Status status;
-      MPI_Probe(w, MPI_ANY_TAG, MPI_COMM_WORLD, &status);
-      if (status.MPI_TAG == kFailure) {
-        std::cerr << "bmpipe search: process " << w
-                  << ": internal error: " << receive_text(w, kFailure, &status) << "\n";
-        MPI_Abort(MPI_COMM_WORLD, 70);
-      }
-      for (const auto& item : nlohmann::json::parse(receive_text(w, kScreens, &status)))
+    for (int w = 1; w < size; ++w)
+      for (const auto& item : receive_items(w, kScreens))
         screens[item[0].get<std::size_t>()] = api::decode_screen(item[1].get<std::string>());
-    }
     bq.emplace(c.setup, api::order_from_screens(c.setup, std::move(screens)), known,
                journal ? api::BoundedQueue::Done(
                              [&](std::size_t i, const LayoutResult& r, const api::SearchProgress&) {
@@ -419,17 +425,9 @@ int run_search_mpi(const std::vector<std::string>& args) {
       std::vector<LayoutResult> mine = api::plan_again_here(c.setup, pass, share[0]);
       std::map<std::size_t, LayoutResult> got;
       for (std::size_t k = 0; k < mine.size(); ++k) got[share[0][k]] = std::move(mine[k]);
-      for (int w = 1; w < size; ++w) {
-        MPI_Status status;
-        MPI_Probe(w, MPI_ANY_TAG, MPI_COMM_WORLD, &status);
-        if (status.MPI_TAG == kFailure) {
-          std::cerr << "bmpipe search: process " << w
-                    << ": internal error: " << receive_text(w, kFailure, &status) << "\n";
-          MPI_Abort(MPI_COMM_WORLD, 70);
-        }
-        for (const auto& item : nlohmann::json::parse(receive_text(w, kResults, &status)))
+      for (int w = 1; w < size; ++w)
+        for (const auto& item : receive_items(w, kResults))
           got[item[0].get<std::size_t>()] = api::decode_result(item[1].get<std::string>());
-      }
       std::vector<LayoutResult> out;
       for (const std::size_t i : pass.which) out.push_back(got.at(i));
       return out;

@@ -22,16 +22,7 @@ using bmpipe::test::kMedium;
 using bmpipe::test::kTiny;
 
 using bmpipe::test::search_json;
-
-/// The best layout as (tp, pp, dp, vpp, mbs, schedule, iteration ms).
-std::string best(const json& j) {
-  const json& l = j["layouts"][0];
-  EXPECT_TRUE(l["fits"].get<bool>());
-  std::ostringstream s;
-  s << l["tp"] << " " << l["pp"] << " " << l["dp"] << " " << l["vpp"] << " "
-    << l["micro_batch_size"] << " " << l["schedule"] << " " << l["iteration_time_ms"];
-  return s.str();
-}
+using bmpipe::test::search_winner;
 
 int count_filter(const json& j, const std::string& filter) {
   int n = 0;
@@ -42,7 +33,7 @@ int count_filter(const json& j, const std::string& filter) {
 TEST(SearchBound, TinyKeepsTheExhaustiveWinnerAndSkipsWithABound) {
   const json bounded = search_json(kTiny);
   const json all = search_json(kTiny + " --no-bound");
-  EXPECT_EQ(best(bounded), best(all));
+  EXPECT_EQ(search_winner(bounded), search_winner(all));
   EXPECT_TRUE(bounded["search"]["bound"].get<bool>());
   EXPECT_FALSE(all["search"].contains("bound"));  // without it, the document as before
   EXPECT_EQ(count_filter(all, "bound"), 0);
@@ -67,7 +58,7 @@ TEST(SearchBound, TinyKeepsTheExhaustiveWinnerAndSkipsWithABound) {
 TEST(SearchBound, MediumSpaceKeepsTheExhaustiveWinner) {
   const json bounded = search_json(kMedium);
   const json all = search_json(kMedium + " --no-bound");
-  EXPECT_EQ(best(bounded), best(all));
+  EXPECT_EQ(search_winner(bounded), search_winner(all));
   // 28 layouts, of which the bound skips some (7 at the time of writing).
   EXPECT_GE(count_filter(bounded, "bound"), 1);
   EXPECT_LT(bounded["search"]["evaluations"].get<int>(), all["search"]["evaluations"].get<int>());
@@ -129,7 +120,7 @@ TEST(SearchBound, PruningNeverChangesTheBestLayoutOnSmallSpaces) {
         continue;
       }
       ++compared;
-      EXPECT_EQ(best(bounded), best(all)) << args;
+      EXPECT_EQ(search_winner(bounded), search_winner(all)) << args;
     }
   EXPECT_EQ(compared, 6);  // every case has a layout that fits
 }

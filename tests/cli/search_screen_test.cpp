@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
 #include "support/support.hpp"
@@ -19,17 +18,8 @@ using bmpipe::test::kMedium;
 using bmpipe::test::kTiny;
 using bmpipe::test::run_cli;
 using bmpipe::test::search_json;
+using bmpipe::test::search_winner;
 using nlohmann::json;
-
-/// The best layout as (tp, pp, dp, vpp, mbs, schedule, iteration ms).
-std::string winner(const json& j) {
-  const json& l = j["layouts"][0];
-  EXPECT_TRUE(l["fits"].get<bool>());
-  std::ostringstream s;
-  s << l["tp"] << " " << l["pp"] << " " << l["dp"] << " " << l["vpp"] << " "
-    << l["micro_batch_size"] << " " << l["schedule"] << " " << l["iteration_time_ms"];
-  return s.str();
-}
 
 TEST(SearchScreen, KeepsTheWinnerOfTheSearchThatPlansEveryLayoutWhole) {
   const std::string gpt3_24 = std::string(BMPIPE_TEST_DATA_DIR) + "/search_gpt3_24_layers.yaml";
@@ -41,7 +31,7 @@ TEST(SearchScreen, KeepsTheWinnerOfTheSearchThatPlansEveryLayoutWhole) {
     SCOPED_TRACE(space);
     const json screened = search_json(space);
     const json whole = search_json(space + " --screen-evals 0");
-    EXPECT_EQ(winner(screened), winner(whole));
+    EXPECT_EQ(search_winner(screened), search_winner(whole));
     EXPECT_EQ(screened["search"]["screen"]["evals"], 64);
     EXPECT_FALSE(whole["search"].contains("screen"));  // off: the document as before
   }

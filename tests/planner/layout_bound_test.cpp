@@ -129,19 +129,46 @@ TEST(LayoutBound, PairsTimedFromTheirPartsStayBelowTheSimulatedTime) {
   }
 }
 
-/// Measured layers of unequal costs (ms: f, i, w per layer), free communication, no tail, no
-/// recompute modes: the engine's time is the longest path of the op order (sim/simulate.hpp).
-std::string free_config(const std::string& training, const std::vector<std::array<int, 3>>& cost) {
+/// Measured layers of unequal costs (ms: f, i, w per layer), free communication, no tail;
+/// without `modes` no recompute modes (the engine's time is then the longest path of the op
+/// order: sim/simulate.hpp), with them two: selective keeps half the activations for f / 4
+/// of recompute, full keeps 1/16 of them for f.
+std::string free_config(const std::string& training, const std::vector<std::array<int, 3>>& cost,
+                        bool modes = false) {
   std::ostringstream y;
   y << "cluster: {nodes: 1, devices_per_node: 4, device: {name: unit, memory_GiB: 1000},\n"
     << "          intra_node: {bandwidth_GBps: 100, latency_us: 0}}\n"
     << "model: {name: u, layers: [";
-  for (std::size_t l = 0; l < cost.size(); ++l)
+  for (std::size_t l = 0; l < cost.size(); ++l) {
     y << (l ? ", " : "") << "{name: l" << l << ", count: 1, forward_ms: " << cost[l][0]
       << ", backward_input_ms: " << cost[l][1] << ", backward_weight_ms: " << cost[l][2]
-      << ", activation_bytes: 1048576, output_bytes: 0, param_bytes: 1048576}";
+      << ", activation_bytes: 1048576, output_bytes: 0, param_bytes: 1048576";
+    if (modes)
+      y << ", recompute: {selective: {recompute_ms: " << cost[l][0] / 4.0
+        << ", activation_bytes: 524288}, full: {recompute_ms: " << cost[l][0]
+        << ", activation_bytes: 65536}}";
+    y << "}";
+  }
   y << "]}\ntraining: {" << training << "}\n";
   return y.str();
+}
+
+/// The config's plan with every layer at recompute none.
+Plan plan_without_recompute(const Experiment& e, const Schedule& sch) {
+  Plan none = config_plan(e, sch.num_stages);
+  std::fill(none.recompute.begin(), none.recompute.end(), Recompute::none);
+  return none;
+}
+
+/// A memory limit `frac` of the way from the uniform plan's largest static bytes to its
+/// peak without recompute (so some plans fit and recompute matters).
+std::int64_t limit_between(const Experiment& e, const Schedule& sch, double frac) {
+  const SimResult loose = run(e, plan_without_recompute(e, sch), sch);
+  EXPECT_TRUE(loose.ok) << loose.error;
+  std::int64_t lo = 0, hi = 0;
+  for (const DeviceResult& d : loose.devices)
+    lo = std::max(lo, d.static_bytes), hi = std::max(hi, d.peak_bytes);
+  return lo + static_cast<std::int64_t>(frac * static_cast<double>(hi - lo));
 }
 
 /// Every partition of `layers` into `stages` parts of one layer or more.
@@ -243,25 +270,6 @@ TEST(LayoutBound, OrderTermNeverAboveTheExhaustiveBestOnSmallSpaces) {
   EXPECT_GE(raised, 3);
 }
 
-/// free_config's layers with two recompute modes each: selective keeps half the activations
-/// for f / 4 of recompute, full keeps 1/16 of them for f.
-std::string free_config_with_modes(const std::string& training,
-                                   const std::vector<std::array<int, 3>>& cost) {
-  std::ostringstream y;
-  y << "cluster: {nodes: 1, devices_per_node: 4, device: {name: unit, memory_GiB: 1000},\n"
-    << "          intra_node: {bandwidth_GBps: 100, latency_us: 0}}\n"
-    << "model: {name: u, layers: [";
-  for (std::size_t l = 0; l < cost.size(); ++l)
-    y << (l ? ", " : "") << "{name: l" << l << ", count: 1, forward_ms: " << cost[l][0]
-      << ", backward_input_ms: " << cost[l][1] << ", backward_weight_ms: " << cost[l][2]
-      << ", activation_bytes: 1048576, output_bytes: 0, param_bytes: 1048576"
-      << ", recompute: {selective: {recompute_ms: " << cost[l][0] / 4.0
-      << ", activation_bytes: 524288}, full: {recompute_ms: " << cost[l][0]
-      << ", activation_bytes: 65536}}}";
-  y << "]}\ntraining: {" << training << "}\n";
-  return y.str();
-}
-
 TEST(LayoutBound, UnderMemoryNeverAboveTheExhaustiveBestOfFittingPlans) {
   // Every partition and every layer's mode simulated under a memory limit between the
   // uniform plan's static bytes and its peak without recompute: the bound with the limit
@@ -277,17 +285,10 @@ TEST(LayoutBound, UnderMemoryNeverAboveTheExhaustiveBestOfFittingPlans) {
         "schedule: zb-h1, pp: 2, microbatches: 4"})
     for (double frac : {0.3, 0.6}) {
       SCOPED_TRACE(std::string(training) + ", limit at " + std::to_string(frac));
-      const auto e = experiment_of(free_config_with_modes(training, c6));
+      const auto e = experiment_of(free_config(training, c6, true));
       const Schedule sch = make_schedule(*e);
-      Plan none = config_plan(*e, sch.num_stages);
-      std::fill(none.recompute.begin(), none.recompute.end(), Recompute::none);
-      const SimResult loose = run(*e, none, sch);
-      ASSERT_TRUE(loose.ok) << loose.error;
-      std::int64_t lo = 0, hi = 0;
-      for (const DeviceResult& d : loose.devices)
-        lo = std::max(lo, d.static_bytes), hi = std::max(hi, d.peak_bytes);
-      const std::int64_t limit =
-          lo + static_cast<std::int64_t>(frac * static_cast<double>(hi - lo));
+      const Plan none = plan_without_recompute(*e, sch);
+      const std::int64_t limit = limit_between(*e, sch, frac);
       std::vector<std::vector<int>> parts;
       std::vector<int> cur;
       partitions(e->num_layers(), sch.num_stages, cur, parts);
@@ -479,15 +480,8 @@ TEST(LayoutBound, NeverAboveTheSimulatedTimeOfFittingPlansUnderTightMemory) {
       continue;
     }
     const Plan uniform = config_plan(*e, sch.num_stages);
-    Plan none = uniform;
-    std::fill(none.recompute.begin(), none.recompute.end(), Recompute::none);
-    const SimResult loose = run(*e, none, sch);
-    ASSERT_TRUE(loose.ok) << loose.error;
-    std::int64_t lo = 0, hi = 0;
-    for (const DeviceResult& d : loose.devices)
-      lo = std::max(lo, d.static_bytes), hi = std::max(hi, d.peak_bytes);
     const double frac = std::uniform_real_distribution<double>(0.2, 0.9)(rng);
-    const std::int64_t limit = lo + static_cast<std::int64_t>(frac * static_cast<double>(hi - lo));
+    const std::int64_t limit = limit_between(*e, sch, frac);
     const Time bound = layout_lower_bound(*e, bound_shape(*e), limit).total();
     const Time free_bound = layout_lower_bound(*e, bound_shape(*e)).total();
     EXPECT_GE(bound, free_bound);

@@ -229,6 +229,17 @@ inline nlohmann::json search_json(const std::string& args) {
   return j;
 }
 
+/// A search document's winner as one line (tp, pp, dp, vpp, mbs, schedule, iteration ms),
+/// to compare two searches' answers.
+inline std::string search_winner(const nlohmann::json& j) {
+  const nlohmann::json& l = j["layouts"][0];
+  EXPECT_TRUE(l["fits"].get<bool>());
+  std::ostringstream s;
+  s << l["tp"] << " " << l["pp"] << " " << l["dp"] << " " << l["vpp"] << " "
+    << l["micro_batch_size"] << " " << l["schedule"] << " " << l["iteration_time_ms"];
+  return s.str();
+}
+
 /// The search tests' medium space: GPT-3's layer cut to 24 layers on 64 A100s
 /// (tests/data/search_gpt3_24_layers.yaml), with the dimensions that give it 28 layouts,
 /// some of them skipped by the bound. Searches of the whole GPT-3 example take seconds
