@@ -188,6 +188,12 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   request.refine = vm["refine"].as<int>();
   request.screen_evals = vm["screen-evals"].as<std::int64_t>();
   request.screen_margin = vm["screen-margin-pct"].as<double>() / 100.0;
+  // The screen is a pass of the quick planner: asked for with another, it would do nothing.
+  for (const char* option : {"screen-evals", "screen-margin-pct"})
+    if (!vm[option].defaulted() && request.effort != PlannerEffort::quick)
+      throw UsageError(std::string("--") + option,
+                       "applies to --planner quick only (got --planner " +
+                           vm["planner"].as<std::string>() + ")");
   if (vm.count("memory-limit-GiB")) request.memory_limit_GiB = vm["memory-limit-GiB"].as<double>();
   api::check_search_request(request);  // a typo in an option fails before the file is read
   c.path = vm["config"].as<std::string>();

@@ -85,7 +85,9 @@ TEST(SearchScreen, BadValuesExitTwoNamingTheOption) {
   for (const auto& [args, option] : std::vector<std::pair<std::string, std::string>>{
            {"--screen-evals -1", "--screen-evals"},
            {"--screen-margin-pct -5", "--screen-margin-pct"},
-           {"--screen-margin-pct nan", "--screen-margin-pct"}}) {
+           {"--screen-margin-pct nan", "--screen-margin-pct"},
+           {"--planner off --screen-evals 32", "--screen-evals"},
+           {"--planner full --screen-margin-pct 10", "--screen-margin-pct"}}) {
     const auto r = run_cli("search " + kTiny + " " + args + " --quiet");
     EXPECT_EQ(r.code, 2) << args;
     EXPECT_NE(r.err.find(option), std::string::npos) << r.err;
