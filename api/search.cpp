@@ -376,7 +376,7 @@ struct Leftover {
 /// left, so the whole search stays within it whatever the threads or processes; when
 /// nothing is left, nothing runs and the run says which budget stopped it.
 bool again(const SearchSetup& s, SearchRun& run, std::vector<std::size_t> which,
-           PlannerEffort effort, Leftover& left, const PassRunner& runner) {
+           PlannerEffort effort, Leftover& left, const PassHooks& hooks) {
   if (which.empty()) return false;
   AgainPass pass;
   pass.which = std::move(which);
@@ -391,7 +391,9 @@ bool again(const SearchSetup& s, SearchRun& run, std::vector<std::size_t> which,
     run.stopped_by = "time limit";
     return false;
   }
-  std::vector<LayoutResult> got = runner ? runner(pass) : plan_again_here(s, pass, pass.which);
+  if (hooks.started) hooks.started(pass);
+  std::vector<LayoutResult> got =
+      hooks.run ? hooks.run(pass) : plan_again_here(s, pass, pass.which);
   for (std::size_t j = 0; j < pass.which.size(); ++j) {
     LayoutResult& old = run.results[pass.which[j]];
     if (left.evals) *left.evals -= got[j].evaluations;
@@ -406,8 +408,7 @@ bool again(const SearchSetup& s, SearchRun& run, std::vector<std::size_t> which,
 /// The screen's second pass: the layouts within the margin of the fastest, with the whole
 /// quick budget. A layout the bound skipped has a bound above a screened time, so no plan
 /// of it can beat the fastest: it is never missed here.
-void confirm_screen(const SearchSetup& s, SearchRun& run, Leftover& left,
-                    const PassRunner& runner) {
+void confirm_screen(const SearchSetup& s, SearchRun& run, Leftover& left, const PassHooks& hooks) {
   if (!screens(s.request) || run.stopped_by != "done") return;
   std::optional<Time> best;
   for (const LayoutResult& r : run.results)
@@ -419,11 +420,11 @@ void confirm_screen(const SearchSetup& s, SearchRun& run, Leftover& left,
     if (fits(run.results[i]) && static_cast<double>(run.results[i].iteration_time) <= within)
       which.push_back(i);
   const std::size_t count = which.size();
-  if (again(s, run, std::move(which), PlannerEffort::quick, left, runner)) run.confirmed = count;
+  if (again(s, run, std::move(which), PlannerEffort::quick, left, hooks)) run.confirmed = count;
 }
 
 /// --refine K: the full planner on the best K fitting layouts.
-void refine_search(const SearchSetup& s, SearchRun& run, Leftover& left, const PassRunner& runner) {
+void refine_search(const SearchSetup& s, SearchRun& run, Leftover& left, const PassHooks& hooks) {
   const int k = s.request.refine;
   if (k <= 0 || run.stopped_by != "done") return;
   std::vector<std::size_t> best;
@@ -433,21 +434,20 @@ void refine_search(const SearchSetup& s, SearchRun& run, Leftover& left, const P
     return run.results[a].iteration_time < run.results[b].iteration_time;
   });
   if (best.size() > static_cast<std::size_t>(k)) best.resize(static_cast<std::size_t>(k));
-  again(s, run, std::move(best), PlannerEffort::full, left, runner);
+  again(s, run, std::move(best), PlannerEffort::full, left, hooks);
 }
 
 }  // namespace
 
-void finish_search(const SearchSetup& s, SearchRun& run, double elapsed_s,
-                   const PassRunner& runner) {
+void finish_search(const SearchSetup& s, SearchRun& run, double elapsed_s, const PassHooks& hooks) {
   Leftover left;
   if (s.request.max_evals) {
     left.evals = *s.request.max_evals;
     for (const LayoutResult& r : run.results) *left.evals -= r.evaluations;
   }
   if (s.request.time_limit_s) left.seconds = *s.request.time_limit_s - elapsed_s;
-  confirm_screen(s, run, left, runner);
-  refine_search(s, run, left, runner);
+  confirm_screen(s, run, left, hooks);
+  refine_search(s, run, left, hooks);
 }
 
 namespace {
@@ -497,13 +497,14 @@ SearchRun evaluate_bounded(
 
 SearchRun evaluate_search(
     const SearchSetup& s, const std::vector<std::optional<LayoutResult>>& known,
-    const std::function<void(std::size_t, const LayoutResult&, const SearchProgress&)>& done) {
+    const std::function<void(std::size_t, const LayoutResult&, const SearchProgress&)>& done,
+    const std::function<void(const AgainPass&)>& started) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   if (uses_bound(s.request)) {
     SearchRun run = evaluate_bounded(s, known, done);
-    finish_search(s, run, elapsed());
+    finish_search(s, run, elapsed(), PassHooks{{}, started});
     return run;
   }
   const std::size_t n = s.layouts.size();
@@ -573,7 +574,7 @@ SearchRun evaluate_search(
         tbb::simple_partitioner());
   });
   SearchRun run = apply_budgets(s, std::move(results));
-  finish_search(s, run, elapsed());
+  finish_search(s, run, elapsed(), PassHooks{{}, started});
   return run;
 }
 

@@ -133,24 +133,31 @@ struct AgainPass {
 std::vector<LayoutResult> plan_again_here(const SearchSetup& s, const AgainPass& pass,
                                           const std::vector<std::size_t>& which);
 
-/// Runs a pass: one result per pass.which entry, in order.
-using PassRunner = std::function<std::vector<LayoutResult>(const AgainPass&)>;
+/// How the passes after the first run: `run` plans a pass (one result per pass.which
+/// entry, in order; empty: on this process's cores), `started` hears of each before it
+/// runs (for a progress line).
+struct PassHooks {
+  std::function<std::vector<LayoutResult>(const AgainPass&)> run;
+  std::function<void(const AgainPass&)> started;
+};
 
 /// After the first pass, when the search was not stopped by a budget: the screen's second
 /// pass (SearchRequest::screen_evals), then --refine, within what --max-evals and
-/// --time-limit-s leave (`elapsed_s`: seconds since the search started), each pass run by
-/// `runner` (empty: on this process's cores). Deterministic without --time-limit-s: it
+/// --time-limit-s leave (`elapsed_s`: seconds since the search started), each pass run as
+/// `hooks` say. Deterministic without --time-limit-s: it
 /// depends only on run.results.
 void finish_search(const SearchSetup& s, SearchRun& run, double elapsed_s,
-                   const PassRunner& runner = {});
+                   const PassHooks& hooks = {});
 
 /// Evaluates the layouts of `s` on this process's cores under the request's total budgets.
 /// `known[i]`, when set, is layout i's result from an earlier run (a journal): it is taken
 /// as is, not recomputed, and counts towards the budgets as if it had been. `done` runs
-/// after each layout evaluated here, serialised, with its index and result.
+/// after each layout evaluated here, serialised, with its index and result; `started`
+/// before each pass after the first (finish_search).
 SearchRun evaluate_search(
     const SearchSetup& s, const std::vector<std::optional<LayoutResult>>& known = {},
-    const std::function<void(std::size_t, const LayoutResult&, const SearchProgress&)>& done = {});
+    const std::function<void(std::size_t, const LayoutResult&, const SearchProgress&)>& done = {},
+    const std::function<void(const AgainPass&)>& started = {});
 
 /// The order the layouts are planned in: by lower bound, ties in enumeration order, with
 /// their bounds and the refusals the screen found; identity order without the bound.

@@ -35,6 +35,9 @@ struct SearchCommand {
 /// api::RequestError and ConfigError for bad input.
 SearchCommand setup_search(const std::vector<std::string>& args, std::optional<int>* exit_code);
 
+/// One line on stderr: a pass after the first (the screen's second pass, --refine) starts.
+void announce_pass(const SearchCommand& c, const api::AgainPass& pass);
+
 /// Ranks and prints (table, --json, --csv, --out, --format). Returns the exit code.
 int report_search(const SearchCommand& c, api::SearchRun run, int processes, double wall_s);
 

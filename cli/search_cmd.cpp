@@ -236,6 +236,25 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   return c;
 }
 
+void announce_pass(const SearchCommand& c, const api::AgainPass& pass) {
+  const std::size_t n = pass.which.size();
+  const char* s = n == 1 ? "" : "s";
+  std::string line;
+  if (pass.effort == PlannerEffort::quick) {
+    char margin[32];
+    std::snprintf(margin, sizeof margin, "%g", c.setup.request.screen_margin * 100);
+    line = "search: planning the " + std::to_string(n) + " layout" + s + " within " + margin +
+           " % of the fastest screened time again, with the whole quick budget (300 "
+           "evaluations and the polish)";
+  } else {
+    line = "search: planning the " + std::to_string(n) + " fastest layout" + s +
+           " again with the full planner (--refine, " +
+           std::to_string(c.setup.request.layout_evals) + " evaluations each)";
+  }
+  if (pass.share) line += ", at most " + std::to_string(*pass.share) + " evaluations each";
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
 int report_search(const SearchCommand& c, api::SearchRun run, int processes, double wall_s) {
   const api::SearchReport report = api::rank_search(c.setup, std::move(run.results), processes,
                                                     wall_s, run.stopped_by, run.confirmed);
@@ -413,8 +432,14 @@ int run_search(const std::vector<std::string>& args) {
       if (journal) journal->append(i, r);
       progress(i, r, p);
     };
+    const auto started = [&](const api::AgainPass& pass) {
+      if (!show) return;
+      if (tty) std::fprintf(stderr, "\r%120s\r", "");
+      announce_pass(c, pass);
+    };
     api::SearchRun run = api::evaluate_search(
-        c.setup, journal ? journal->known() : std::vector<std::optional<LayoutResult>>{}, record);
+        c.setup, journal ? journal->known() : std::vector<std::optional<LayoutResult>>{}, record,
+        started);
     if (show && tty) std::fprintf(stderr, "\r%120s\r", "");
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -414,7 +414,8 @@ int run_search_mpi(const std::vector<std::string>& args) {
     // The screen's second pass and --refine: layout j of a pass goes to process j % size,
     // rank 0 planning its own meanwhile. A result depends only on its layout and the pass,
     // so the answer is the one process's.
-    const api::PassRunner runner = [&](const api::AgainPass& pass) {
+    api::PassHooks hooks;
+    hooks.run = [&](const api::AgainPass& pass) {
       std::vector<std::vector<std::size_t>> share(static_cast<std::size_t>(size));
       for (std::size_t j = 0; j < pass.which.size(); ++j)
         share[j % static_cast<std::size_t>(size)].push_back(pass.which[j]);
@@ -432,7 +433,8 @@ int run_search_mpi(const std::vector<std::string>& args) {
       for (const std::size_t i : pass.which) out.push_back(got.at(i));
       return out;
     };
-    api::finish_search(c.setup, run, seconds(), runner);
+    if (!c.quiet) hooks.started = [&](const api::AgainPass& pass) { announce_pass(c, pass); };
+    api::finish_search(c.setup, run, seconds(), hooks);
     return report_search(c, std::move(run), size, seconds());
   });
   // No more passes: the workers go on to the exit code.

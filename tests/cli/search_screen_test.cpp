@@ -76,6 +76,24 @@ TEST(SearchScreen, PlansAgainExactlyTheLayoutsWithinTheMargin) {
   }
 }
 
+TEST(SearchScreen, TheSecondPassSaysSoOnStderr) {
+  // Long work shows progress: the pass after the screen, with the count the JSON reports.
+  const auto r = run_cli("search " + kMedium + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const int confirmed = json::parse(r.out)["search"]["screen"]["confirmed"].get<int>();
+  ASSERT_GE(confirmed, 1);
+  EXPECT_NE(
+      r.err.find("search: planning the " + std::to_string(confirmed) + " layout" +
+                 (confirmed == 1 ? "" : "s") + " within 5 % of the fastest screened time again"),
+      std::string::npos)
+      << r.err;
+  const auto refined = run_cli("search " + kMedium + " --refine 1 --layout-evals 400");
+  EXPECT_NE(refined.err.find("planning the 1 fastest layout again with the full planner"),
+            std::string::npos)
+      << refined.err;
+  EXPECT_EQ(run_cli("search " + kMedium + " --quiet").err, "");
+}
+
 TEST(SearchScreen, ByteIdenticalUnderOneAndTwoThreads) {
   const std::string space = kMedium + " --screen-evals 32 --screen-margin-pct 20";
   EXPECT_EQ(search_json(space + " --threads 1").dump(), search_json(space + " --threads 2").dump());
