@@ -31,7 +31,10 @@ void check_search_request(const SearchRequest& r) {
     throw RequestError("--margin-GiB", "must be 0 or more GiB");
   if (r.threads < 0) throw RequestError("--threads", "must be 0 or more");
   if (r.refine < 0) throw RequestError("--refine", "must be 0 or more layouts");
-  if (r.screen_evals < 0) throw RequestError("--screen-evals", "must be 0 (off) or more");
+  if (r.screen_evals < 0 || r.screen_evals >= 300)
+    throw RequestError("--screen-evals",
+                       "must be 0 (off) or below the quick planner's 300 evaluations (got " +
+                           std::to_string(r.screen_evals) + ")");
   if (!(r.screen_margin >= 0) || !std::isfinite(r.screen_margin) || r.screen_margin > 10)
     throw RequestError("--screen-margin-pct", "must be between 0 and 1000 %");
   if (r.memory_limit_GiB && (!(*r.memory_limit_GiB > 0) || !std::isfinite(*r.memory_limit_GiB) ||

@@ -102,6 +102,7 @@ TEST(SearchScreen, ByteIdenticalUnderOneAndTwoThreads) {
 TEST(SearchScreen, BadValuesExitTwoNamingTheOption) {
   for (const auto& [args, option] : std::vector<std::pair<std::string, std::string>>{
            {"--screen-evals -1", "--screen-evals"},
+           {"--screen-evals 300", "--screen-evals"},
            {"--screen-margin-pct -5", "--screen-margin-pct"},
            {"--screen-margin-pct nan", "--screen-margin-pct"},
            {"--planner off --screen-evals 32", "--screen-evals"},
