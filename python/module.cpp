@@ -314,7 +314,8 @@ PYBIND11_MODULE(bmpipe, m) {
          std::uint64_t seed, std::optional<std::int64_t> max_evals, std::int64_t layout_evals,
          std::optional<double> time_limit_s, double margin_GiB, int threads,
          std::optional<std::vector<int>> ep, std::optional<std::vector<int>> etp,
-         std::optional<std::vector<int>> cp, std::int64_t screen_evals, double screen_margin_pct) {
+         std::optional<std::vector<int>> cp, std::optional<std::int64_t> screen_evals,
+         std::optional<double> screen_margin_pct) {
         const Config c = config_of(config);
         api::SearchRequest r;
         r.effort = api::planner_effort(planner);
@@ -341,8 +342,14 @@ PYBIND11_MODULE(bmpipe, m) {
         r.time_limit_s = time_limit_s;
         r.margin_GiB = margin_GiB;
         r.threads = threads;
-        r.screen_evals = screen_evals;
-        r.screen_margin = screen_margin_pct / 100.0;
+        // As the command: the screen is a pass of the quick planner, so asking for it with
+        // another is refused rather than ignored.
+        if (screen_evals && r.effort != bmpipe::PlannerEffort::quick)
+          throw api::RequestError("--screen-evals", "applies to planner 'quick' only");
+        if (screen_margin_pct && r.effort != bmpipe::PlannerEffort::quick)
+          throw api::RequestError("--screen-margin-pct", "applies to planner 'quick' only");
+        if (screen_evals) r.screen_evals = *screen_evals;
+        if (screen_margin_pct) r.screen_margin = *screen_margin_pct / 100.0;
         nlohmann::json document;
         {
           py::gil_scoped_release nogil;
@@ -357,16 +364,17 @@ PYBIND11_MODULE(bmpipe, m) {
       py::arg("max_evals") = py::none(), py::arg("layout_evals") = 20000,
       py::arg("time_limit_s") = py::none(), py::arg("margin_GiB") = 0.0, py::arg("threads") = 0,
       py::arg("ep") = py::none(), py::arg("etp") = py::none(), py::arg("cp") = py::none(),
-      py::arg("screen_evals") = 64, py::arg("screen_margin_pct") = 5.0,
+      py::arg("screen_evals") = py::none(), py::arg("screen_margin_pct") = py::none(),
       "Finds the fastest parallel layout and returns what `bmpipe search --json` prints: "
       "{layouts, search}, every layout ranked. planner is 'off', 'quick' or 'full' "
       "(layout_evals per layout); max_evals and time_limit_s bound the whole search "
       "(search.stopped_by says which stopped it); margin_GiB is kept free; tp, pp, vpp, "
       "micro_batch_size, schedules, ep, etp and cp are lists (None: the command's default "
       "range; ep and etp for mixture-of-experts models); threads=0: every core; with planner "
-      "'quick', every layout is first planned with screen_evals evaluations and those within "
-      "screen_margin_pct of the fastest again with the whole budget (screen_evals=0: every "
-      "layout with the whole budget). Raises "
+      "'quick', every layout is first planned with screen_evals evaluations (None: 64) and "
+      "those within screen_margin_pct (None: 5) of the fastest again with the whole budget "
+      "(screen_evals=0: every layout with the whole budget; either with another planner: "
+      "ValueError). Raises "
       "ConfigError for the config, ValueError for a bad option.");
 
   m.def(

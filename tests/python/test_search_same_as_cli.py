@@ -88,6 +88,8 @@ def test_search_threads_do_not_change_the_answer():
     ({"cp": []}, "cp"),
     ({"screen_evals": -1}, "screen_evals"),
     ({"screen_margin_pct": -1}, "screen_margin_pct"),
+    ({"planner": "off", "screen_evals": 32}, "screen_evals"),
+    ({"planner": "full", "screen_margin_pct": 10}, "screen_margin_pct"),
 ])
 def test_search_bad_options_name_the_keyword(kwargs, key):
     with pytest.raises(ValueError) as e:
