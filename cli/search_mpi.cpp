@@ -411,14 +411,29 @@ int run_search_mpi(const std::vector<std::string>& args) {
       std::vector<std::optional<LayoutResult>> all(results.begin(), results.end());
       run = api::apply_budgets(c.setup, std::move(all));
     }
-    // The screen's second pass and --refine: layout j of a pass goes to process j % size,
+    // The screen's second pass and --refine: a pass's layouts are dealt out by their size,
     // rank 0 planning its own meanwhile. A result depends only on its layout and the pass,
     // so the answer is the one process's.
     api::PassHooks hooks;
     hooks.run = [&](const api::AgainPass& pass) {
+      // Longest first, each to the least loaded process (ties: the lower rank), by the ops
+      // one simulation of the layout runs: stages x micro-batches, micro-batches being the
+      // global batch / (micro-batch size x dp). A result does not depend on who plans it.
+      const auto ops = [&](std::size_t i) {
+        const Layout& l = c.setup.layouts[i];
+        return static_cast<double>(l.pp) * std::max(1, l.vpp) /
+               (static_cast<double>(l.micro_batch_size) * std::max(1, l.dp));
+      };
+      std::vector<std::size_t> longest = pass.which;
+      std::stable_sort(longest.begin(), longest.end(),
+                       [&](std::size_t a, std::size_t b) { return ops(a) > ops(b); });
       std::vector<std::vector<std::size_t>> share(static_cast<std::size_t>(size));
-      for (std::size_t j = 0; j < pass.which.size(); ++j)
-        share[j % static_cast<std::size_t>(size)].push_back(pass.which[j]);
+      std::vector<double> load(static_cast<std::size_t>(size), 0.0);
+      for (const std::size_t i : longest) {
+        const auto least = std::min_element(load.begin(), load.end()) - load.begin();
+        share[static_cast<std::size_t>(least)].push_back(i);
+        load[static_cast<std::size_t>(least)] += ops(i);
+      }
       for (int w = 1; w < size; ++w) {
         const std::vector<long long> v = encode_pass(pass, share[static_cast<std::size_t>(w)]);
         MPI_Send(v.data(), static_cast<int>(v.size()), MPI_LONG_LONG, w, kAgain, MPI_COMM_WORLD);
