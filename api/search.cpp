@@ -31,10 +31,10 @@ void check_search_request(const SearchRequest& r) {
     throw RequestError("--margin-GiB", "must be 0 or more GiB");
   if (r.threads < 0) throw RequestError("--threads", "must be 0 or more");
   if (r.refine < 0) throw RequestError("--refine", "must be 0 or more layouts");
-  if (r.screen_evals < 0 || r.screen_evals >= 300)
-    throw RequestError("--screen-evals",
-                       "must be 0 (off) or below the quick planner's 300 evaluations (got " +
-                           std::to_string(r.screen_evals) + ")");
+  if (r.screen_evals < 0 || r.screen_evals >= kQuickEvals)
+    throw RequestError("--screen-evals", "must be 0 (off) or below the quick planner's " +
+                                             std::to_string(kQuickEvals) + " evaluations (got " +
+                                             std::to_string(r.screen_evals) + ")");
   if (!(r.screen_margin >= 0) || !std::isfinite(r.screen_margin) || r.screen_margin > 10)
     throw RequestError("--screen-margin-pct", "must be between 0 and 1000 %");
   if (r.memory_limit_GiB && (!(*r.memory_limit_GiB > 0) || !std::isfinite(*r.memory_limit_GiB) ||
@@ -349,7 +349,7 @@ std::vector<LayoutResult> plan_again_here(const SearchSetup& s, const AgainPass&
   o.threads = std::max<int>(1, threads / static_cast<int>(std::min<std::size_t>(
                                              which.size(), static_cast<std::size_t>(threads))));
   o.time_limit_s = pass.seconds;
-  std::int64_t quick = 300;  // evaluate_layout's quick budget
+  std::int64_t quick = kQuickEvals;
   std::optional<std::int64_t> quick_total;
   if (pass.share) {
     o.max_evals = std::min(o.max_evals, *pass.share);

@@ -244,8 +244,8 @@ void announce_pass(const SearchCommand& c, const api::AgainPass& pass) {
     char margin[32];
     std::snprintf(margin, sizeof margin, "%g", c.setup.request.screen_margin * 100);
     line = "search: planning the " + std::to_string(n) + " layout" + s + " within " + margin +
-           " % of the fastest screened time again, with the whole quick budget (300 "
-           "evaluations and the polish)";
+           " % of the fastest screened time again, with the whole quick budget (" +
+           std::to_string(kQuickEvals) + " evaluations and the polish)";
   } else {
     line = "search: planning the " + std::to_string(n) + " fastest layout" + s +
            " again with the full planner (--refine, " +

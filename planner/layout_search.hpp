@@ -91,12 +91,15 @@ std::vector<Layout> enumerate_layouts(const Config& config, const LayoutSpace& s
 /// (and the micro-batches they imply) set, partition and recompute left to the planner.
 Config layout_config(const Config& base, const Layout& layout);
 
+/// The quick planner's evaluations per layout (`bmpipe search --planner quick`).
+inline constexpr std::int64_t kQuickEvals = 300;
+
 /// Plans one layout. `effort` off: the uniform partition with the config's recompute;
 /// quick: the planner with `quick_evals` evaluations (and, when `quick_total` is set, at
 /// most that many with its final polish; unset, the polish has no budget of its own);
 /// full: with options.max_evals.
 LayoutResult evaluate_layout(const Config& base, const Layout& layout, PlannerEffort effort,
-                             const PlannerOptions& options, std::int64_t quick_evals = 300,
+                             const PlannerOptions& options, std::int64_t quick_evals = kQuickEvals,
                              std::optional<std::int64_t> quick_total = std::nullopt);
 
 /// What is known of a layout before it is planned: its refusal, exactly as
