@@ -60,12 +60,19 @@ std::vector<long long> encode_pass(const api::AgainPass& pass,
   return v;
 }
 
+/// MPI_Probe without the spin: Open MPI's blocking probe polls at full speed, so a worker
+/// waiting for its next share took a core from rank 0's planning thread.
+void probe(int from, int tag, MPI_Status* status) {
+  int flag = 0;
+  while (MPI_Iprobe(from, tag, MPI_COMM_WORLD, &flag, status), !flag) usleep(100);
+}
+
 void send_text(const std::string& text, int to, int tag) {
   MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, to, tag, MPI_COMM_WORLD);
 }
 
 std::string receive_text(int from, int tag, MPI_Status* status) {
-  MPI_Probe(from, tag, MPI_COMM_WORLD, status);
+  probe(from, tag, status);
   int size = 0;
   MPI_Get_count(status, MPI_CHAR, &size);
   std::string text(static_cast<std::size_t>(size), '\0');
@@ -77,7 +84,7 @@ std::string receive_text(int from, int tag, MPI_Status* status) {
 /// A worker: rank 0's next message of `tag`, a list of integers.
 std::vector<long long> receive_longs(int tag) {
   MPI_Status status;
-  MPI_Probe(0, tag, MPI_COMM_WORLD, &status);
+  probe(0, tag, &status);
   int count = 0;
   MPI_Get_count(&status, MPI_LONG_LONG, &count);
   std::vector<long long> v(static_cast<std::size_t>(count));
@@ -89,7 +96,7 @@ std::vector<long long> receive_longs(int tag) {
 /// failure it reports instead ends the job (exit 70).
 nlohmann::json receive_items(int from, int tag) {
   MPI_Status status;
-  MPI_Probe(from, MPI_ANY_TAG, MPI_COMM_WORLD, &status);
+  probe(from, MPI_ANY_TAG, &status);
   if (status.MPI_TAG == kFailure) {
     std::cerr << "bmpipe search: process " << from
               << ": internal error: " << receive_text(from, kFailure, &status) << "\n";
@@ -368,9 +375,11 @@ int run_search_mpi(const std::vector<std::string>& args) {
       MPI_Recv(&ask, 1, MPI_INT, status.MPI_SOURCE, kRequest, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       std::vector<long long> which;
       std::size_t want = 1;
-      {
+      // With the bound, one layout at a time: a layout handed out early is planned even if
+      // a result that arrives meanwhile would have skipped it.
+      if (!bq) {
         const std::lock_guard<std::mutex> lock(queue);
-        want = chunk_at(bq ? received.load() : next);
+        want = chunk_at(next);
       }
       while (which.size() < want)
         if (const std::optional<std::size_t> i = take())
