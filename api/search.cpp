@@ -340,7 +340,8 @@ LayoutResult plan_layout(const SearchSetup& s, std::size_t i, const PlannerOptio
 }
 
 std::vector<LayoutResult> plan_again_here(const SearchSetup& s, const AgainPass& pass,
-                                          const std::vector<std::size_t>& which) {
+                                          const std::vector<std::size_t>& which,
+                                          const std::function<void(std::size_t done)>& finished) {
   std::vector<LayoutResult> out(which.size());
   if (which.empty()) return out;
   const int cores = tbb::this_task_arena::max_concurrency();
@@ -356,10 +357,15 @@ std::vector<LayoutResult> plan_again_here(const SearchSetup& s, const AgainPass&
     o.total_evals = *pass.share;
     quick = std::min(quick, *pass.share), quick_total = *pass.share;
   }
+  std::mutex m;
+  std::size_t done = 0;  // guarded by m
   tbb::task_arena arena(threads);
   arena.execute([&] {
     tbb::parallel_for(std::size_t{0}, which.size(), [&](std::size_t j) {
       out[j] = evaluate_layout(s.config, s.layouts[which[j]], pass.effort, o, quick, quick_total);
+      if (!finished) return;
+      const std::lock_guard<std::mutex> lock(m);
+      finished(++done);
     });
   });
   return out;
@@ -396,7 +402,9 @@ bool again(const SearchSetup& s, SearchRun& run, std::vector<std::size_t> which,
   }
   if (hooks.started) hooks.started(pass);
   std::vector<LayoutResult> got =
-      hooks.run ? hooks.run(pass) : plan_again_here(s, pass, pass.which);
+      hooks.run ? hooks.run(pass) : plan_again_here(s, pass, pass.which, [&](std::size_t done) {
+        if (hooks.finished) hooks.finished(pass, done);
+      });
   for (std::size_t j = 0; j < pass.which.size(); ++j) {
     LayoutResult& old = run.results[pass.which[j]];
     if (left.evals) *left.evals -= got[j].evaluations;
@@ -501,13 +509,13 @@ SearchRun evaluate_bounded(
 SearchRun evaluate_search(
     const SearchSetup& s, const std::vector<std::optional<LayoutResult>>& known,
     const std::function<void(std::size_t, const LayoutResult&, const SearchProgress&)>& done,
-    const std::function<void(const AgainPass&)>& started) {
+    const PassHooks& passes) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   if (uses_bound(s.request)) {
     SearchRun run = evaluate_bounded(s, known, done);
-    finish_search(s, run, elapsed(), PassHooks{{}, started});
+    finish_search(s, run, elapsed(), passes);
     return run;
   }
   const std::size_t n = s.layouts.size();
@@ -577,7 +585,7 @@ SearchRun evaluate_search(
         tbb::simple_partitioner());
   });
   SearchRun run = apply_budgets(s, std::move(results));
-  finish_search(s, run, elapsed(), PassHooks{{}, started});
+  finish_search(s, run, elapsed(), passes);
   return run;
 }
 

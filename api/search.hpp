@@ -129,16 +129,20 @@ struct AgainPass {
 
 /// The layouts `which` (of pass.which) planned as `pass` says, on this process's cores
 /// (planners share the spare threads when there are fewer layouts than threads: a plan does
-/// not depend on its threads). Any process gives the same results.
-std::vector<LayoutResult> plan_again_here(const SearchSetup& s, const AgainPass& pass,
-                                          const std::vector<std::size_t>& which);
+/// not depend on its threads). Any process gives the same results. `finished`, when set,
+/// runs after each layout, serialised, with how many of `which` are done.
+std::vector<LayoutResult> plan_again_here(
+    const SearchSetup& s, const AgainPass& pass, const std::vector<std::size_t>& which,
+    const std::function<void(std::size_t done)>& finished = {});
 
 /// How the passes after the first run: `run` plans a pass (one result per pass.which
 /// entry, in order; empty: on this process's cores), `started` hears of each before it
-/// runs (for a progress line).
+/// runs (for a progress line), and `finished`, when the pass runs here, after each of its
+/// layouts (serialised; `done` of pass.which.size()).
 struct PassHooks {
   std::function<std::vector<LayoutResult>(const AgainPass&)> run;
   std::function<void(const AgainPass&)> started;
+  std::function<void(const AgainPass&, std::size_t done)> finished;
 };
 
 /// After the first pass, when the search was not stopped by a budget: the screen's second
@@ -152,12 +156,12 @@ void finish_search(const SearchSetup& s, SearchRun& run, double elapsed_s,
 /// Evaluates the layouts of `s` on this process's cores under the request's total budgets.
 /// `known[i]`, when set, is layout i's result from an earlier run (a journal): it is taken
 /// as is, not recomputed, and counts towards the budgets as if it had been. `done` runs
-/// after each layout evaluated here, serialised, with its index and result; `started`
-/// before each pass after the first (finish_search).
+/// after each layout evaluated here, serialised, with its index and result; `passes` runs
+/// the passes after the first (finish_search).
 SearchRun evaluate_search(
     const SearchSetup& s, const std::vector<std::optional<LayoutResult>>& known = {},
     const std::function<void(std::size_t, const LayoutResult&, const SearchProgress&)>& done = {},
-    const std::function<void(const AgainPass&)>& started = {});
+    const PassHooks& passes = {});
 
 /// The order the layouts are planned in: by lower bound, ties in enumeration order, with
 /// their bounds and the refusals the screen found; identity order without the bound.

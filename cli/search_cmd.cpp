@@ -432,14 +432,38 @@ int run_search(const std::vector<std::string>& args) {
       if (journal) journal->append(i, r);
       progress(i, r, p);
     };
-    const auto started = [&](const api::AgainPass& pass) {
+    api::PassHooks passes;
+    std::chrono::steady_clock::time_point pass_start;
+    passes.started = [&](const api::AgainPass& pass) {
+      pass_start = std::chrono::steady_clock::now();
+      last_line = -1e300;
       if (!show) return;
       if (tty) std::fprintf(stderr, "\r%120s\r", "");
       announce_pass(c, pass);
     };
+    // A line per layout of the pass (off a terminal, one every few seconds and the last),
+    // with an ETA at the pass's own rate: layouts done per second, threads included.
+    passes.finished = [&](const api::AgainPass& pass, std::size_t done) {
+      if (!show) return;
+      const std::size_t n = pass.which.size();
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_start).count();
+      if (!tty && s - last_line < c.progress_interval_s && done < n) return;
+      last_line = s;
+      const double eta = s / static_cast<double>(done) * static_cast<double>(n - done);
+      char b[32];
+      if (done >= n)
+        std::snprintf(b, sizeof b, "ETA 0 s");
+      else if (eta < 1)
+        std::snprintf(b, sizeof b, "ETA <1 s");
+      else
+        std::snprintf(b, sizeof b, "ETA %.0f s", std::ceil(eta));
+      std::fprintf(stderr, "%ssearch: planned again %zu / %zu layouts, %.1f s, %s%s",
+                   tty ? "\r" : "", done, n, s, b, tty ? "   " : "\n");
+    };
     api::SearchRun run = api::evaluate_search(
         c.setup, journal ? journal->known() : std::vector<std::optional<LayoutResult>>{}, record,
-        started);
+        passes);
     if (show && tty) std::fprintf(stderr, "\r%120s\r", "");
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -87,9 +87,20 @@ TEST(SearchScreen, TheSecondPassSaysSoOnStderr) {
                  (confirmed == 1 ? "" : "s") + " within 5 % of the fastest screened time again"),
       std::string::npos)
       << r.err;
+  // Off a terminal: the pass's first layout, then one line every few seconds, and its last,
+  // whose ETA is 0.
+  const std::string n = std::to_string(confirmed);
+  const std::size_t first = r.err.find("search: planned again 1 / " + n + " layouts, ");
+  const std::size_t last = r.err.find("search: planned again " + n + " / " + n + " layouts, ");
+  EXPECT_NE(first, std::string::npos) << r.err;
+  ASSERT_NE(last, std::string::npos) << r.err;
+  EXPECT_LE(first, last);
+  EXPECT_NE(r.err.find(" s, ETA 0 s\n", last), std::string::npos) << r.err;
   const auto refined = run_cli("search " + kMedium + " --refine 1 --layout-evals 400");
   EXPECT_NE(refined.err.find("planning the 1 fastest layout again with the full planner"),
             std::string::npos)
+      << refined.err;
+  EXPECT_NE(refined.err.find("search: planned again 1 / 1 layouts, "), std::string::npos)
       << refined.err;
   EXPECT_EQ(run_cli("search " + kMedium + " --quiet").err, "");
 }
