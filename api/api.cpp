@@ -211,7 +211,8 @@ std::int64_t plan_memory_limit_bytes(const Config& config, const PlanRequest& r)
 namespace {
 constexpr const char* kLayoutExpected =
     " (expected Megatron-LM's --pipeline-model-parallel-layout: stages split by '|', E the "
-    "embedding, t a decoder layer, L the loss, x*n repeats, e.g. \"Et*9|t*9|t*8|t*6L\")";
+    "embedding, t a decoder layer, m a multi-token prediction layer, L the loss, x*n "
+    "repeats, e.g. \"Et*9|t*9|t*8|t*6L\")";
 }  // namespace
 
 void check_plan_request(const PlanRequest& r) {
@@ -273,12 +274,14 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
   po.time_limit_s = r.time_limit_s;
   if (r.expressible) po.expressible = *find_expressible(*r.expressible);
   // The megatron-layout baseline's layout: the option's, else the one the config was
-  // imported with. One whose decoder layers are not the model's is refused here (exit 2),
-  // one whose stages are not a schedule's pp x vpp only skips that baseline.
+  // imported with. One whose decoder or MTP layers are not the model's is refused here
+  // (exit 2); one bmpipe cannot run as written (an empty stage, MTP before the last stage),
+  // or whose stages are not a schedule's pp x vpp, only skips that baseline.
   const int decoders = static_cast<int>(decoder_layers(e).size());
+  const int mtp = config.model.shape ? config.model.shape->mtp_layers : 0;
   if (r.baseline_layout) {
     try {
-      planner::megatron_layout_split(*r.baseline_layout, decoders);
+      planner::megatron_layout_split(*r.baseline_layout, decoders, mtp);
     } catch (const FormatError& x) {
       throw RequestError("--baseline-layout",
                          "'" + *r.baseline_layout + "': " + x.what() + kLayoutExpected);
@@ -287,7 +290,7 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
     po.baseline_layout_source = "--baseline-layout";
   } else if (!config.training.megatron_layout.empty()) {
     try {
-      planner::megatron_layout_split(config.training.megatron_layout, decoders);
+      planner::megatron_layout_split(config.training.megatron_layout, decoders, mtp);
     } catch (const FormatError& x) {
       config.fail("training.megatron_layout",
                   "'" + config.training.megatron_layout + "': " + x.what() + kLayoutExpected);

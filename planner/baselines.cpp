@@ -60,26 +60,37 @@ std::vector<AccountedSplit> megatron_accounted_splits(int layers, int pp, int vp
   return out;
 }
 
-std::vector<int> megatron_layout_split(std::string_view layout, int decoders) {
+LayoutSplit megatron_layout_split(std::string_view layout, int decoders, int mtp_layers) {
   const std::vector<MegatronLayoutStage> stages = parse_megatron_layout(layout);
-  std::vector<int> split;
-  int total = 0;
+  LayoutSplit out;
+  int total = 0, mtp = 0;
   for (std::size_t s = 0; s < stages.size(); ++s) {
-    if (stages[s].mtp > 0)
-      throw FormatError("holds multi-token prediction layers (m), which bmpipe does not model");
-    if (stages[s].embedding && s != 0)
-      throw FormatError("puts the embedding E on stage " + std::to_string(s) +
-                        "; bmpipe's cost model runs it on the first stage");
-    if (stages[s].loss && s + 1 != stages.size())
-      throw FormatError("puts the loss L on stage " + std::to_string(s) +
-                        "; bmpipe's cost model runs it on the last stage");
     total += stages[s].decoders;
-    split.push_back(stages[s].decoders);
+    mtp += stages[s].mtp;
+    out.decoders.push_back(stages[s].decoders);
   }
   if (total != decoders)
     throw FormatError("holds " + std::to_string(total) + " decoder layers (t), but the model has " +
                       std::to_string(decoders));
-  return split;
+  if (mtp != mtp_layers)
+    throw FormatError("holds " + std::to_string(mtp) +
+                      " multi-token prediction layers (m), but the model has " +
+                      std::to_string(mtp_layers) + " (model.mtp_layers)");
+  // Megatron-LM's parser already puts E first and L last (parse_megatron_layout); these
+  // are what bmpipe's stages cannot hold as written.
+  const std::size_t last = stages.size() - 1;
+  for (std::size_t s = 0; s < stages.size() && out.unsupported.empty(); ++s) {
+    const std::string at = "stage " + std::to_string(s) + " of " + std::to_string(stages.size());
+    if (stages[s].decoders == 0)
+      out.unsupported = "leaves " + at +
+                        " without decoder layers (t); bmpipe runs the embedding, the MTP "
+                        "module and the loss with the first and last decoder layers, and each "
+                        "of its stages holds at least one";
+    else if (stages[s].mtp > 0 && s != last)
+      out.unsupported = "puts multi-token prediction layers (m) on " + at +
+                        "; bmpipe runs the MTP module on the last stage, before the loss";
+  }
+  return out;
 }
 
 namespace {
@@ -432,6 +443,11 @@ int decoder_count(const Context& c) {
   return static_cast<int>(decoder_layers(c.space.experiment()).size());
 }
 
+int mtp_count(const Context& c) {
+  const Config& config = c.space.experiment().config;
+  return config.model.shape ? config.model.shape->mtp_layers : 0;
+}
+
 // megatron-first-last: --decoder-first-pipeline-num-layers and/or
 // --decoder-last-pipeline-num-layers, the splits megatron_first_last_splits lists (the
 // first and last rank 0 to share - 1 layers lighter, the middle ranks even), each under
@@ -486,13 +502,18 @@ std::optional<PlanRun> megatron_layout(Context& c, std::string* why) {
         "--pipeline-model-parallel-layout)";
     return std::nullopt;
   }
-  std::vector<int> split;
+  LayoutSplit read;
   try {
-    split = megatron_layout_split(layout, decoder_count(c));
+    read = megatron_layout_split(layout, decoder_count(c), mtp_count(c));
   } catch (const FormatError& e) {
     *why = source + " " + e.what();
     return std::nullopt;
   }
+  if (!read.unsupported.empty()) {
+    *why = source + " " + read.unsupported;
+    return std::nullopt;
+  }
+  const std::vector<int>& split = read.decoders;
   if (static_cast<int>(split.size()) != c.space.stages()) {
     *why = source + " has " + std::to_string(split.size()) + " stages, this schedule " +
            std::to_string(c.space.stages()) + " (pp x vpp)";

@@ -45,13 +45,24 @@ struct AccountedSplit {
 };
 std::vector<AccountedSplit> megatron_accounted_splits(int layers, int pp, int vpp);
 
-/// The decoder-layer split (stage order, as Megatron-LM lists the stages) of a
-/// --pipeline-model-parallel-layout on `decoders` decoder layers, read as Megatron-LM reads
-/// it (parse_megatron_layout). Throws FormatError, saying what is wrong, for a layout
-/// Megatron-LM refuses or bmpipe's cost model cannot run as written: multi-token prediction
-/// layers (m), the embedding E off the first stage or the loss L off the last, or another
-/// number of decoder layers (t). api::run_plan checks --baseline-layout with it too.
-std::vector<int> megatron_layout_split(std::string_view layout, int decoders);
+/// A --pipeline-model-parallel-layout read for a model: its decoder layers per stage (stage
+/// order, as Megatron-LM lists the stages), and, when bmpipe's cost model cannot run it as
+/// written, why (empty: it can).
+struct LayoutSplit {
+  std::vector<int> decoders;
+  std::string unsupported;
+};
+
+/// The layout read as Megatron-LM reads it (parse_megatron_layout) for a model of
+/// `decoders` decoder layers and `mtp_layers` multi-token prediction layers. Throws
+/// FormatError, saying what is wrong, for a layout that is not this model's: bad grammar,
+/// another number of decoder layers (t) or of MTP layers (m). api::run_plan checks
+/// --baseline-layout and training.megatron_layout with it (exit 2). What bmpipe cannot run
+/// as written only skips the megatron-layout baseline, with `unsupported` as the reason: a
+/// stage without decoder layers (bmpipe folds the embedding, the MTP module and the loss
+/// into the first and last decoder layers, so such a stage would hold nothing), and MTP
+/// layers anywhere but the last stage.
+LayoutSplit megatron_layout_split(std::string_view layout, int decoders, int mtp_layers = 0);
 
 /// Bytes in GiB, or MiB / KiB when smaller, with two decimals.
 std::string gib(std::int64_t bytes);

@@ -24,14 +24,44 @@ const std::string k13bArg =
     "'" + std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/ascend910b_llama2_13b_analytic.yaml'";
 
 TEST(MegatronLayoutBaseline, TheSplitIsTheDecoderLayersPerStage) {
-  EXPECT_EQ(megatron_layout_split("Et*9|t*9|t*8|t*6L", 32), (V{9, 9, 8, 6}));
+  EXPECT_EQ(megatron_layout_split("Et*9|t*9|t*8|t*6L", 32).decoders, (V{9, 9, 8, 6}));
   // Groups unroll: E t t | t t t | t t t | t t t L -> 2, 3, 3, 3; commas are dropped.
-  EXPECT_EQ(megatron_layout_split("Et*2|(t*3|)*2t,t,tL", 11), (V{2, 3, 3, 3}));
-  // Refused: MTP layers, E or L off the end stages, another decoder count, bad grammar.
-  EXPECT_THROW(megatron_layout_split("Et*4|t*4mL", 8), FormatError);
+  EXPECT_EQ(megatron_layout_split("Et*2|(t*3|)*2t,t,tL", 11).decoders, (V{2, 3, 3, 3}));
+  EXPECT_EQ(megatron_layout_split("Et*9|t*9|t*8|t*6L", 32).unsupported, "");
+  // Not this model's layout: E or L off the end stages (Megatron-LM's parser refuses it),
+  // another decoder count, another MTP count, bad grammar.
   EXPECT_THROW(megatron_layout_split("t*4|Et*4L", 8), FormatError);
   EXPECT_THROW(megatron_layout_split("Et*4|t*4L", 9), FormatError);
   EXPECT_THROW(megatron_layout_split("Et*4|x*4L", 8), FormatError);
+  EXPECT_THROW(megatron_layout_split("Et*4|t*4mL", 8), FormatError);      // the model has no MTP
+  EXPECT_THROW(megatron_layout_split("Et*4|t*4L", 8, 1), FormatError);    // it has one
+  EXPECT_THROW(megatron_layout_split("Et*4|t*4mmL", 8, 1), FormatError);  // not two
+}
+
+TEST(MegatronLayoutBaseline, MtpOnTheLastStageRunsElsewhereOrEmptyStagesAreSaidWhy) {
+  // DeepSeek-V3's 61 decoder layers and one MTP layer over 32 stages (pp 16 x 2), the MTP
+  // module with the loss on the last stage, where bmpipe runs it: 1 + 29 x 2 + 1 + 1.
+  const planner::LayoutSplit with_loss = megatron_layout_split("Et|(tt|)*29,t|t,m,L", 61, 1);
+  V expected{1};
+  expected.insert(expected.end(), 29, 2);
+  expected.insert(expected.end(), {1, 1});
+  EXPECT_EQ(with_loss.decoders, expected);
+  EXPECT_EQ(with_loss.unsupported, "");
+  // Megatron-LM's documented example (docs "Custom Pipeline Model Parallel Layout"): the MTP
+  // layer and the loss each on a stage of their own, stages 30 and 31, without decoders.
+  const planner::LayoutSplit documented = megatron_layout_split("Et*3|(tt|)*29,m|L", 61, 1);
+  ASSERT_EQ(documented.decoders.size(), 32u);
+  EXPECT_EQ(documented.decoders[30], 0);
+  EXPECT_EQ(documented.decoders[31], 0);
+  EXPECT_EQ(documented.unsupported.rfind("leaves stage 30 of 32 without decoder layers (t)", 0), 0u)
+      << documented.unsupported;
+  // MTP with decoders, but before the last stage; the embedding alone on stage 0.
+  EXPECT_EQ(megatron_layout_split("Et*4m|t*4L", 8, 1)
+                .unsupported.rfind("puts multi-token prediction layers (m) on stage 0 of 2", 0),
+            0u);
+  EXPECT_EQ(megatron_layout_split("E|t*4|t*4L", 8)
+                .unsupported.rfind("leaves stage 0 of 3 without decoder layers (t)", 0),
+            0u);
 }
 
 nlohmann::json plan_json(const std::string& args) {
@@ -128,6 +158,32 @@ TEST(MegatronLayoutBaseline, AnImportedScriptsLayoutIsTheDefault) {
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find(": training.megatron_layout: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("the last layer must be the loss L"), std::string::npos) << r.err;
+}
+
+TEST(MegatronLayoutBaseline, DeepSeekV3sLayoutsRunOrSkipWithTheReason) {
+  const std::string ds =
+      "'" + std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/h800_deepseek_v3.yaml'";
+  // DualPipeV at pp 16: 32 stages, as the layouts.
+  const nlohmann::json runs = plan_json(ds + " --baseline-layout 'Et|(tt|)*29,t|t,m,L'");
+  V expected{1};
+  expected.insert(expected.end(), 29, 2);
+  expected.insert(expected.end(), {1, 1});
+  EXPECT_EQ(baseline(runs, "megatron-layout")["partition"], nlohmann::json(expected));
+  const nlohmann::json skips = plan_json(ds + " --baseline-layout 'Et*3|(tt|)*29,m|L'");
+  const nlohmann::json& skipped = baseline(skips, "megatron-layout");
+  EXPECT_FALSE(skipped.contains("iteration_time_ms")) << skipped;
+  EXPECT_EQ(skipped["error"].get<std::string>().rfind(
+                "--baseline-layout leaves stage 30 of 32 without decoder layers (t)", 0),
+            0u)
+      << skipped;
+  // Without the MTP layer it is another model's layout: exit 2, naming the option.
+  const test::CliRun r =
+      test::run_cli("plan " + ds + " --quiet --baseline-layout 'Et*3|(tt|)*29,L'");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--baseline-layout: 'Et*3|(tt|)*29,L': holds 0 multi-token prediction "
+                       "layers (m), but the model has 1 (model.mtp_layers)"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace
