@@ -27,6 +27,7 @@ ExportLayout export_layout(const Experiment& e, const Plan& plan, const Schedule
   x.pp = schedule.num_ranks;
   x.vpp = schedule.chunks_per_device();
   x.stage_rank = schedule.stage_rank;
+  if (e.config.model.shape) x.mtp_layers = e.config.model.shape->mtp_layers;
   const std::vector<int> decoders = decoder_layers(e);
   std::size_t next = 0;
   int layer = 0;

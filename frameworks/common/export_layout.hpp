@@ -28,6 +28,9 @@ struct ExportLayout {
   /// in bmpipe's cost model and in both frameworks by default.
   bool embedding_on_first = true;
   bool loss_on_last = true;
+  /// Multi-token prediction modules (model.mtp_layers), run on the last stage before the
+  /// loss, as bmpipe's cost model runs them; a Megatron-LM layout lists them there as 'm'.
+  int mtp_layers = 0;
 };
 
 /// The job around a plan, which a complete export states beside it (tp, dp, the batch).

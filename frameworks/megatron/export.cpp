@@ -61,8 +61,8 @@ std::vector<std::string> megatron_partition_flags(const ExportLayout& l) {
     }
   }
   // Quoted: '|' and '*' are shell metacharacters ([MG-layout] quotes it the same way).
-  flags.push_back("--pipeline-model-parallel-layout \"" + megatron_layout_string(l.partition) +
-                  "\"");
+  flags.push_back("--pipeline-model-parallel-layout \"" +
+                  megatron_layout_string(l.partition, l.mtp_layers) + "\"");
   return flags;
 }
 

@@ -14,14 +14,18 @@
 
 namespace bmpipe {
 
-std::string megatron_layout_string(const std::vector<int>& partition) {
+std::string megatron_layout_string(const std::vector<int>& partition, int mtp_layers) {
   std::string out;
   for (std::size_t s = 0; s < partition.size(); ++s) {
     if (s > 0) out += '|';
     if (s == 0) out += 'E';
     if (partition[s] == 1) out += 't';
     if (partition[s] > 1) out += "t*" + std::to_string(partition[s]);
-    if (s + 1 == partition.size()) out += 'L';
+    if (s + 1 == partition.size()) {
+      if (mtp_layers == 1) out += 'm';
+      if (mtp_layers > 1) out += "m*" + std::to_string(mtp_layers);
+      out += 'L';
+    }
   }
   return out;
 }
@@ -323,13 +327,16 @@ std::vector<int> megatron_moe_pattern(std::string_view text, int layers) {
     if (i < text.size() && text[i] == '+') ++i;
     const std::size_t digits = i;
     long long n = 0;
-    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && n <= kMaxUnrolled)
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) &&
+           n <= kMaxUnrolled)
       n = n * 10 + (text[i++] - '0');
     const std::size_t end = i;
     while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
     if (end == digits || i != text.size())
-      throw FormatError("--moe-layer-freq: expected an integer or a list expression such as "
-                        "([0]*3+[1]*58), got '" + std::string(text) + "'");
+      throw FormatError(
+          "--moe-layer-freq: expected an integer or a list expression such as "
+          "([0]*3+[1]*58), got '" +
+          std::string(text) + "'");
     if (n < 1 || n > kMaxUnrolled)
       throw FormatError("--moe-layer-freq: " + std::string(text) +
                         " must be at least 1 (one MoE layer every N layers)");

@@ -15,8 +15,11 @@
 namespace bmpipe {
 
 /// --pipeline-model-parallel-layout for `partition` (decoder layers per stage, stage order)
-/// with the embedding on the first stage and the loss on the last: "Et*9|t*9|t*8|t*6L".
-std::string megatron_layout_string(const std::vector<int>& partition);
+/// with the embedding on the first stage and the loss on the last: "Et*9|t*9|t*8|t*6L";
+/// `mtp_layers` multi-token prediction layers before the loss ("...|t*6mL"): Megatron-LM
+/// refuses a layout whose 'm' count is not --mtp-num-layers ([MG-layout]
+/// validate_layer_layout).
+std::string megatron_layout_string(const std::vector<int>& partition, int mtp_layers = 0);
 
 /// One stage of a parsed layout.
 struct MegatronLayoutStage {

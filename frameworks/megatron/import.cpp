@@ -1014,10 +1014,15 @@ Split split_of_layout(const Args& a, const PartitionFlags& f, int L, int pp) {
     a.fail(flag, std::to_string(stages.size()) + " stages do not divide over " +
                      std::to_string(pp) + " pipeline ranks (--pipeline-model-parallel-size)");
   vpp = static_cast<int>(stages.size()) / pp;
-  int decoders = 0;
+  int decoders = 0, mtp = 0;
   for (std::size_t s = 0; s < stages.size(); ++s) {
-    if (stages[s].mtp > 0)
-      a.fail(flag, "holds multi-token prediction layers (m), which bmpipe does not model");
+    // bmpipe runs the MTP modules on the last stage, before the loss (experiment/
+    // layer_table.cpp); Megatron-LM puts no decoder layer after them ([MG-layout]).
+    if (stages[s].mtp > 0 && s + 1 != stages.size())
+      a.fail(flag, "puts multi-token prediction layers (m) on stage " + std::to_string(s) + " of " +
+                       std::to_string(stages.size()) +
+                       "; bmpipe runs the MTP module on the last stage, before the loss");
+    mtp += stages[s].mtp;
     if (stages[s].embedding && s != 0)
       a.fail(flag, "puts the embedding E on stage " + std::to_string(s) +
                        "; bmpipe's cost model runs it on the first stage");
@@ -1030,6 +1035,22 @@ Split split_of_layout(const Args& a, const PartitionFlags& f, int L, int pp) {
   if (decoders != L)
     a.fail(flag, "holds " + std::to_string(decoders) + " decoder layers (t) but --num-layers is " +
                      std::to_string(L));
+  // [MG-layout] validate_layer_layout: the 'm' count is --mtp-num-layers.
+  const int mtp_flag = a.integer("--mtp-num-layers", 0).value_or(0);
+  if (mtp != mtp_flag)
+    a.fail(flag, "holds " + std::to_string(mtp) +
+                     " multi-token prediction layers (m) but --mtp-num-layers is " +
+                     std::to_string(mtp_flag) + " (Megatron-LM refuses it)");
+  // The analytic model folds the embedding into the first decoder layer and the MTP module
+  // and the loss into the last (experiment/layer_table.cpp): a stage without decoders would
+  // move them to another rank, a different job. (A plan of measured layers with their own
+  // embedding row exports such a layout; it cannot come back as the same job.)
+  for (std::size_t s = 0; s < stages.size(); ++s)
+    if (stages[s].decoders == 0)
+      a.fail(flag, "leaves stage " + std::to_string(s) + " of " + std::to_string(stages.size()) +
+                       " without decoder layers (t); bmpipe runs the embedding, the MTP module "
+                       "and the loss with the first and last decoder layers, so each stage "
+                       "must hold at least one");
   partition_origin = a.origin(flag);
   return Split{vpp, partition, partition_origin};
 }

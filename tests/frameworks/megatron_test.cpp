@@ -94,7 +94,6 @@ TEST(MegatronImport, ExportedFlagsReadBackAsTheirPlan) {
       plan(4, 2, {6, 4, 4, 2, 6, 4, 4, 2}),
       plan(4, 1, {9, 9, 8, 6}),
       plan(4, 2, {5, 3, 4, 4, 4, 4, 3, 5}),
-      plan(4, 1, {0, 12, 12, 8}),
       plan(2, 1, {16, 16}, {{0, 16}, {0, 16}}),                    // selective everywhere
       plan(2, 1, {16, 16}, {{16, 0}, {16, 0}}),                    // full everywhere: uniform 1
       plan(4, 1, {9, 9, 8, 6}, {{2, 0}, {2, 0}, {2, 0}, {2, 0}}),  // block 2
@@ -116,6 +115,23 @@ TEST(MegatronImport, ExportedFlagsReadBackAsTheirPlan) {
 
 // Flags the export does not write but Megatron takes, read as Megatron builds them; the
 // export then says the same plan its own way.
+// A layout with MTP layers ([MG-layout]: their count is --mtp-num-layers, after every
+// decoder layer): on the last stage, before the loss, it is the plan bmpipe runs; on an
+// earlier stage (DeepSeek-V3's documented layout gives m a stage of its own) it is not.
+TEST(MegatronImport, MtpLayersInTheLayoutOnTheLastStage) {
+  const std::string mtp = kModel + "--mtp-num-layers 1 --pipeline-model-parallel-size 4 ";
+  const ImportedJob job = import(mtp + "--pipeline-model-parallel-layout 'Et*9|t*9|t*8|t*6,m,L'\n");
+  EXPECT_EQ(job.partition, (std::vector<int>{9, 9, 8, 6}));
+  ASSERT_TRUE(job.shape.has_value());
+  EXPECT_EQ(job.shape->mtp_layers, 1);
+  EXPECT_EQ(error_of(mtp + "--pipeline-model-parallel-layout 'Et*9|t*9|t*8m|t*6L'\n")
+                .rfind("args.txt:4: --pipeline-model-parallel-layout: puts multi-token "
+                       "prediction layers (m) on stage 2 of 4; bmpipe runs the MTP module on "
+                       "the last stage, before the loss",
+                       0),
+            0u);
+}
+
 TEST(MegatronImport, OtherSpellingsOfTheSamePlan) {
   // (32 / 4) / 2 = 4 virtual stages of 2 layers.
   const ImportedJob per_stage =
@@ -315,6 +331,14 @@ TEST(MegatronImport, ErrorsNameTheFileLineAndFlag) {
        "args.txt:4: --pipeline-model-parallel-layout: the last layer must be the loss L"},
       {"--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout '|Et*16|t*16|L'",
        "args.txt:4: --pipeline-model-parallel-layout: puts the embedding E on stage 1"},
+      // The analytic model runs E, m and L with the first and last decoder layers: a stage
+      // without decoders (this one exports from a plan of measured layers) is another job.
+      {"--pipeline-model-parallel-size 4 --pipeline-model-parallel-layout 'E|t*12|t*12|t*8L'",
+       "args.txt:4: --pipeline-model-parallel-layout: leaves stage 0 of 4 without decoder "
+       "layers (t)"},
+      {"--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et*16|t*16mL'",
+       "args.txt:4: --pipeline-model-parallel-layout: holds 1 multi-token prediction layers (m) "
+       "but --mtp-num-layers is 0"},
       {"--pipeline-model-parallel-size 3",
        "args.txt:4: --pipeline-model-parallel-size: 32 layers "
        "do not split evenly over 3 pipeline ranks"},
@@ -772,6 +796,24 @@ TEST(MegatronExport, LayoutOfTheWorkedExample) {
   EXPECT_EQ(m.expressed.partition, l.partition);
   EXPECT_EQ(m.expressed.stage_rank, l.stage_rank);
   EXPECT_EQ(parse_layout("\"Et*9|t*9|t*8|t*6L\""), (std::vector<int>{9, 9, 8, 6}));
+}
+
+// With DeepSeek-V3's MTP module: Megatron-LM refuses a layout whose 'm' count is not
+// --mtp-num-layers ([MG-layout] validate_layer_layout), so the layout lists it on the last
+// stage before the loss, where bmpipe runs it; two MTP layers as m*2.
+TEST(MegatronExport, TheLayoutListsTheMtpLayersBeforeTheLoss) {
+  ExportLayout l = plan(4, 1, {9, 9, 8, 6});
+  l.mtp_layers = 1;
+  EXPECT_EQ(export_megatron(l).flags,
+            "--pipeline-model-parallel-size 4\n"
+            "--num-layers 32\n"
+            "--pipeline-model-parallel-layout \"Et*9|t*9|t*8|t*6mL\"\n");
+  const auto stages = parse_megatron_layout(megatron_layout_string({9, 9, 8, 6}, 2));
+  ASSERT_EQ(stages.size(), 4u);
+  EXPECT_EQ(stages[3].decoders, 6);
+  EXPECT_EQ(stages[3].mtp, 2);
+  EXPECT_TRUE(stages[3].loss);
+  EXPECT_EQ(megatron_layout_string({9, 9, 8, 6}, 2), "Et*9|t*9|t*8|t*6m*2L");
 }
 
 TEST(MegatronExport, UniformPlanPrintsNoPartitionFlags) {
