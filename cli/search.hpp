@@ -2,6 +2,7 @@
 // bmpipe search's command line, shared by the single-process path (search_cmd.cpp) and the
 // MPI driver (search_mpi.cpp). The search itself is the library's (api/search.hpp).
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -35,8 +36,25 @@ struct SearchCommand {
 /// api::RequestError and ConfigError for bad input.
 SearchCommand setup_search(const std::vector<std::string>& args, std::optional<int>* exit_code);
 
-/// One line on stderr: a pass after the first (the screen's second pass, --refine) starts.
-void announce_pass(const SearchCommand& c, const api::AgainPass& pass);
+/// The lines on stderr of the passes after the first (the screen's second pass, --refine):
+/// one when a pass starts, then one per finished layout, `search: planned again K / N
+/// layouts, T s, ETA E` (off a terminal: the first, one per --progress-interval-s, and the
+/// last, whose ETA is 0), the ETA at the pass's own rate of layouts per second. Nothing
+/// with --quiet. `hooks()` gives api::PassHooks its `started` and `finished`.
+class PassProgress {
+ public:
+  explicit PassProgress(const SearchCommand& c);
+  void started(const api::AgainPass& pass);
+  void finished(const api::AgainPass& pass, std::size_t done);
+  /// Sets hooks.started and hooks.finished to this object's (it must outlive them).
+  void hook(api::PassHooks& hooks);
+
+ private:
+  const SearchCommand& c_;
+  bool tty_;
+  std::chrono::steady_clock::time_point start_;
+  double last_line_ = -1e300;
+};
 
 /// Ranks and prints (table, --json, --csv, --out, --format). Returns the exit code.
 int report_search(const SearchCommand& c, api::SearchRun run, int processes, double wall_s);

@@ -236,6 +236,9 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   return c;
 }
 
+namespace {
+
+/// One line on stderr: a pass after the first starts.
 void announce_pass(const SearchCommand& c, const api::AgainPass& pass) {
   const std::size_t n = pass.which.size();
   const char* s = n == 1 ? "" : "s";
@@ -253,6 +256,42 @@ void announce_pass(const SearchCommand& c, const api::AgainPass& pass) {
   }
   if (pass.share) line += ", at most " + std::to_string(*pass.share) + " evaluations each";
   std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+}  // namespace
+
+PassProgress::PassProgress(const SearchCommand& c)
+    : c_(c), tty_(isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()) {}
+
+void PassProgress::started(const api::AgainPass& pass) {
+  start_ = std::chrono::steady_clock::now();
+  last_line_ = -1e300;
+  if (c_.quiet) return;
+  if (tty_) std::fprintf(stderr, "\r%120s\r", "");
+  announce_pass(c_, pass);
+}
+
+void PassProgress::finished(const api::AgainPass& pass, std::size_t done) {
+  if (c_.quiet || done == 0) return;
+  const std::size_t n = pass.which.size();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  if (!tty_ && s - last_line_ < c_.progress_interval_s && done < n) return;
+  last_line_ = s;
+  const double eta = s / static_cast<double>(done) * static_cast<double>(n - std::min(n, done));
+  char b[32];
+  if (done >= n)
+    std::snprintf(b, sizeof b, "ETA 0 s");
+  else if (eta < 1)
+    std::snprintf(b, sizeof b, "ETA <1 s");
+  else
+    std::snprintf(b, sizeof b, "ETA %.0f s", std::ceil(eta));
+  std::fprintf(stderr, "%ssearch: planned again %zu / %zu layouts, %.1f s, %s%s", tty_ ? "\r" : "",
+               done, n, s, b, tty_ ? "   " : "\n");
+}
+
+void PassProgress::hook(api::PassHooks& hooks) {
+  hooks.started = [this](const api::AgainPass& pass) { started(pass); };
+  hooks.finished = [this](const api::AgainPass& pass, std::size_t done) { finished(pass, done); };
 }
 
 int report_search(const SearchCommand& c, api::SearchRun run, int processes, double wall_s) {
@@ -433,34 +472,8 @@ int run_search(const std::vector<std::string>& args) {
       progress(i, r, p);
     };
     api::PassHooks passes;
-    std::chrono::steady_clock::time_point pass_start;
-    passes.started = [&](const api::AgainPass& pass) {
-      pass_start = std::chrono::steady_clock::now();
-      last_line = -1e300;
-      if (!show) return;
-      if (tty) std::fprintf(stderr, "\r%120s\r", "");
-      announce_pass(c, pass);
-    };
-    // A line per layout of the pass (off a terminal, one every few seconds and the last),
-    // with an ETA at the pass's own rate: layouts done per second, threads included.
-    passes.finished = [&](const api::AgainPass& pass, std::size_t done) {
-      if (!show) return;
-      const std::size_t n = pass.which.size();
-      const double s =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_start).count();
-      if (!tty && s - last_line < c.progress_interval_s && done < n) return;
-      last_line = s;
-      const double eta = s / static_cast<double>(done) * static_cast<double>(n - done);
-      char b[32];
-      if (done >= n)
-        std::snprintf(b, sizeof b, "ETA 0 s");
-      else if (eta < 1)
-        std::snprintf(b, sizeof b, "ETA <1 s");
-      else
-        std::snprintf(b, sizeof b, "ETA %.0f s", std::ceil(eta));
-      std::fprintf(stderr, "%ssearch: planned again %zu / %zu layouts, %.1f s, %s%s",
-                   tty ? "\r" : "", done, n, s, b, tty ? "   " : "\n");
-    };
+    PassProgress pass_progress(c);
+    pass_progress.hook(passes);
     api::SearchRun run = api::evaluate_search(
         c.setup, journal ? journal->known() : std::vector<std::optional<LayoutResult>>{}, record,
         passes);

@@ -450,17 +450,26 @@ int run_search_mpi(const std::vector<std::string>& args) {
         const std::vector<long long> v = encode_pass(pass, share[static_cast<std::size_t>(w)]);
         MPI_Send(v.data(), static_cast<int>(v.size()), MPI_LONG_LONG, w, kAgain, MPI_COMM_WORLD);
       }
-      std::vector<LayoutResult> mine = api::plan_again_here(c.setup, pass, share[0]);
+      // Progress: rank 0's own layouts as they finish, then each worker's share as it
+      // arrives.
+      std::vector<LayoutResult> mine =
+          api::plan_again_here(c.setup, pass, share[0], [&](std::size_t done) {
+            if (hooks.finished) hooks.finished(pass, done);
+          });
       std::map<std::size_t, LayoutResult> got;
       for (std::size_t k = 0; k < mine.size(); ++k) got[share[0][k]] = std::move(mine[k]);
-      for (int w = 1; w < size; ++w)
-        for (const auto& item : receive_items(w, kResults))
+      for (int w = 1; w < size; ++w) {
+        const nlohmann::json items = receive_items(w, kResults);
+        for (const auto& item : items)
           got[item[0].get<std::size_t>()] = api::decode_result(item[1].get<std::string>());
+        if (hooks.finished && !items.empty()) hooks.finished(pass, got.size());
+      }
       std::vector<LayoutResult> out;
       for (const std::size_t i : pass.which) out.push_back(got.at(i));
       return out;
     };
-    if (!c.quiet) hooks.started = [&](const api::AgainPass& pass) { announce_pass(c, pass); };
+    PassProgress pass_progress(c);
+    pass_progress.hook(hooks);
     api::finish_search(c.setup, run, seconds(), hooks);
     return report_search(c, std::move(run), size, seconds());
   });

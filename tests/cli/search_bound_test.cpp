@@ -97,6 +97,24 @@ TEST(SearchBound, MpiGivesTheOneProcessAnswer) {
   }
 }
 
+TEST(SearchBound, UnderMpiTheSecondPassReportsProgressToo) {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun";
+  bmpipe::test::ScratchDir dir;
+  const std::string cmd =
+      "ASAN_OPTIONS=\"${ASAN_OPTIONS:-}:detect_leaks=0\" mpirun -np 2 "
+      "--oversubscribe --allow-run-as-root " +
+      std::string(BMPIPE_BINARY) + " search " + kMedium + " --json >" + dir.file("mpi.json") +
+      " 2>" + dir.file("mpi.err");
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << bmpipe::test::slurp(dir.file("mpi.err"));
+  const json got = json::parse(bmpipe::test::slurp(dir.file("mpi.json")));
+  const std::string n = std::to_string(got["search"]["screen"]["confirmed"].get<int>());
+  const std::string text = bmpipe::test::slurp(dir.file("mpi.err"));
+  EXPECT_NE(text.find("search: planning the " + n + " layout"), std::string::npos) << text;
+  const std::size_t last = text.find("search: planned again " + n + " / " + n + " layouts, ");
+  ASSERT_NE(last, std::string::npos) << text;
+  EXPECT_NE(text.find(" s, ETA 0 s\n", last), std::string::npos) << text;
+}
+
 TEST(SearchBound, PruningNeverChangesTheBestLayoutOnSmallSpaces) {
   // Llama-2-7B's layer, 16 of them, on 8 devices under memory limits from roomy to tight
   // (at 11 GiB some layouts fit only with recompute and some not at all), 1F1B,
