@@ -36,6 +36,28 @@ struct SearchCommand {
 /// api::RequestError and ConfigError for bad input.
 SearchCommand setup_search(const std::vector<std::string>& args, std::optional<int>* exit_code);
 
+/// The first pass's line on stderr: layouts done, evaluations, best so far, seconds (and
+/// the processes under mpirun) and an ETA from the work left: with the bound, the layouts
+/// whose bound does not exceed the best so far, at this run's evaluations per planned
+/// layout and rate, capped by what the budgets leave. On a terminal one line redrawn in
+/// place; off it one every --progress-interval-s and the last. Nothing with --quiet.
+class LayoutProgress {
+ public:
+  LayoutProgress(const SearchCommand& c, int processes);
+  /// After each layout's final result, serialised by the caller.
+  void layout(const LayoutResult& r, const api::SearchProgress& p);
+  /// On a terminal, erases the line.
+  void clear() const;
+
+ private:
+  const SearchCommand& c_;
+  int processes_;
+  bool tty_;
+  double last_line_ = -1e300;
+  std::size_t here_ = 0;    ///< layouts planned by this run (not read back)
+  std::int64_t spent_ = 0;  ///< their evaluations
+};
+
 /// The lines on stderr of the passes after the first (the screen's second pass, --refine):
 /// one when a pass starts, then one per finished layout, `search: planned again K / N
 /// layouts, T s, ETA E` (off a terminal: the first, one per --progress-interval-s, and the

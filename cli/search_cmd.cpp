@@ -260,6 +260,57 @@ void announce_pass(const SearchCommand& c, const api::AgainPass& pass) {
 
 }  // namespace
 
+LayoutProgress::LayoutProgress(const SearchCommand& c, int processes)
+    : c_(c), processes_(processes), tty_(isatty(STDERR_FILENO) != 0) {}
+
+void LayoutProgress::layout(const LayoutResult& r, const api::SearchProgress& p) {
+  if (r.evaluations > 0) ++here_;  // planned here (not refused, skipped or read back)
+  spent_ += r.evaluations;
+  if (c_.quiet) return;
+  const std::size_t total = p.total;
+  if (!tty_ && p.elapsed_s - last_line_ < c_.progress_interval_s && p.done < total) return;
+  last_line_ = p.elapsed_s;
+  // ETA from the work left: this run's evaluations per layout times the layouts left, at
+  // this run's rate, capped by what the budgets leave. With the bound the work left is the
+  // layouts whose bound does not exceed the best so far (the others will be skipped);
+  // without it, every layout not done.
+  const api::SearchRequest& rq = c_.setup.request;
+  const std::size_t left = std::min(total - std::min(total, p.done), p.may_plan);
+  std::string eta = "ETA unknown";
+  if (p.done >= total) {
+    eta = "ETA 0 s";
+  } else if (left == 0) {
+    eta = "ETA <1 s";  // what is left will be skipped by the bound
+  } else if (here_ > 0 && p.elapsed_s > 0) {
+    double evals_left =
+        static_cast<double>(spent_) / static_cast<double>(here_) * static_cast<double>(left);
+    if (rq.max_evals)
+      evals_left =
+          std::min(evals_left,
+                   static_cast<double>(std::max<std::int64_t>(0, *rq.max_evals - p.evaluations)));
+    double s = spent_ > 0 ? evals_left / (static_cast<double>(spent_) / p.elapsed_s)
+                          : p.elapsed_s / static_cast<double>(here_) * static_cast<double>(left);
+    if (rq.time_limit_s) s = std::min(s, std::max(0.0, *rq.time_limit_s - p.elapsed_s));
+    char b[64];
+    if (s < 1)
+      std::snprintf(b, sizeof b, "ETA <1 s");
+    else
+      std::snprintf(b, sizeof b, "ETA %.0f s", std::ceil(s));
+    eta = b;
+  }
+  const std::string processes =
+      processes_ > 1 ? ", " + std::to_string(processes_) + " processes" : std::string();
+  std::fprintf(stderr,
+               "%ssearch: planning, %zu / %zu layouts, %lld evaluations, best %s, %.1f s%s, %s%s",
+               tty_ ? "\r" : "", p.done, total, static_cast<long long>(p.evaluations),
+               p.best ? (ms(*p.best) + " ms").c_str() : "none yet", p.elapsed_s, processes.c_str(),
+               eta.c_str(), tty_ ? "   " : "\n");
+}
+
+void LayoutProgress::clear() const {
+  if (!c_.quiet && tty_) std::fprintf(stderr, "\r%120s\r", "");
+}
+
 PassProgress::PassProgress(const SearchCommand& c)
     : c_(c), tty_(isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()) {}
 
@@ -421,55 +472,12 @@ int run_search(const std::vector<std::string>& args) {
     const SearchCommand c = setup_search(args, &stop);
     if (stop) return *stop;
     const std::size_t total = c.setup.layouts.size();
-    const bool tty = isatty(STDERR_FILENO) != 0;
-    const bool show = !c.quiet;
-    const api::SearchRequest& rq = c.setup.request;
-    double last_line = -1e300;
-    std::size_t here = 0;    // layouts evaluated by this run (not read back)
-    std::int64_t spent = 0;  // their evaluations
-    auto progress = [&](std::size_t, const LayoutResult& r, const api::SearchProgress& p) {
-      if (r.evaluations > 0) ++here;  // planned here (not refused, skipped or read back)
-      spent += r.evaluations;
-      if (!show) return;
-      if (!tty && p.elapsed_s - last_line < c.progress_interval_s && p.done < total) return;
-      last_line = p.elapsed_s;
-      // ETA from the work left: this run's evaluations per layout times the layouts left,
-      // at this run's rate, capped by what the budgets leave.
-      // With the bound the work left is the layouts whose bound does not exceed the best
-      // so far (the others will be skipped); without it, every layout not done.
-      const std::size_t left = std::min(total - std::min(total, p.done), p.may_plan);
-      std::string eta = "ETA unknown";
-      if (p.done >= total) {
-        eta = "ETA 0 s";
-      } else if (left == 0) {
-        eta = "ETA <1 s";  // what is left will be skipped by the bound
-      } else if (here > 0 && p.elapsed_s > 0) {
-        double evals_left =
-            static_cast<double>(spent) / static_cast<double>(here) * static_cast<double>(left);
-        if (rq.max_evals)
-          evals_left = std::min(evals_left, static_cast<double>(std::max<std::int64_t>(
-                                                0, *rq.max_evals - p.evaluations)));
-        double s = spent > 0 ? evals_left / (static_cast<double>(spent) / p.elapsed_s)
-                             : p.elapsed_s / static_cast<double>(here) * static_cast<double>(left);
-        if (rq.time_limit_s) s = std::min(s, std::max(0.0, *rq.time_limit_s - p.elapsed_s));
-        char b[64];
-        if (s < 1)
-          std::snprintf(b, sizeof b, "ETA <1 s");
-        else
-          std::snprintf(b, sizeof b, "ETA %.0f s", std::ceil(s));
-        eta = b;
-      }
-      std::fprintf(stderr,
-                   "%ssearch: planning, %zu / %zu layouts, %lld evaluations, best %s, %.1f s, %s%s",
-                   tty ? "\r" : "", p.done, total, static_cast<long long>(p.evaluations),
-                   p.best ? (ms(*p.best) + " ms").c_str() : "none yet", p.elapsed_s, eta.c_str(),
-                   tty ? "   " : "\n");
-    };
+    LayoutProgress progress(c, 1);
     std::optional<SearchJournal> journal;
     if (c.journal) journal.emplace(*c.journal, c.inputs_hash, total);
     const auto record = [&](std::size_t i, const LayoutResult& r, const api::SearchProgress& p) {
       if (journal) journal->append(i, r);
-      progress(i, r, p);
+      progress.layout(r, p);
     };
     api::PassHooks passes;
     PassProgress pass_progress(c);
@@ -477,7 +485,7 @@ int run_search(const std::vector<std::string>& args) {
     api::SearchRun run = api::evaluate_search(
         c.setup, journal ? journal->known() : std::vector<std::optional<LayoutResult>>{}, record,
         passes);
-    if (show && tty) std::fprintf(stderr, "\r%120s\r", "");
+    progress.clear();
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return report_search(c, std::move(run), 1, wall);

@@ -300,6 +300,9 @@ int run_search_mpi(const std::vector<std::string>& args) {
   // the bound, `put` appends under `queue`), as the single-process search does.
   const std::vector<std::optional<LayoutResult>> known =
       journal ? journal->known() : std::vector<std::optional<LayoutResult>>{};
+  // Progress on stderr, as one process prints it: from the BoundedQueue's count with the
+  // bound, else from `nb` (guarded by `queue`); each line under the lock that orders them.
+  LayoutProgress progress(c, size);
   std::optional<api::BoundedQueue> bq;
   if (bounded) {
     std::vector<LayoutScreen> screens(n);
@@ -308,14 +311,24 @@ int run_search_mpi(const std::vector<std::string>& args) {
       for (const auto& item : receive_items(w, kScreens))
         screens[item[0].get<std::size_t>()] = api::decode_screen(item[1].get<std::string>());
     bq.emplace(c.setup, api::order_from_screens(c.setup, std::move(screens)), known,
-               journal ? api::BoundedQueue::Done(
-                             [&](std::size_t i, const LayoutResult& r, const api::SearchProgress&) {
-                               journal->append(i, r);
-                             })
-                       : api::BoundedQueue::Done{});
+               [&](std::size_t i, const LayoutResult& r, const api::SearchProgress& p) {
+                 if (journal) journal->append(i, r);
+                 progress.layout(r, p);
+               });
   }
   std::mutex queue;
-  std::size_t next = 0;  // guarded by queue (without the bound)
+  std::size_t next = 0;    // guarded by queue (without the bound)
+  api::SearchProgress nb;  // guarded by queue (without the bound)
+  nb.total = nb.may_plan = n;
+  const auto fits = [](const LayoutResult& r) {
+    return r.rejected.empty() && r.fits && r.iteration_time > 0;
+  };
+  for (std::size_t i = 0; i < std::min(n, known.size()); ++i)
+    if (known[i]) {
+      ++nb.done, nb.evaluations += known[i]->evaluations;
+      if (fits(*known[i]) && (!nb.best || known[i]->iteration_time < *nb.best))
+        nb.best = known[i]->iteration_time;
+    }
   auto take = [&]() -> std::optional<std::size_t> {
     if (bq) return bq->take();
     const std::lock_guard<std::mutex> lock(queue);
@@ -323,15 +336,21 @@ int run_search_mpi(const std::vector<std::string>& args) {
     if (next >= n) return std::nullopt;
     return next++;
   };
+  const auto first_pass = std::chrono::steady_clock::now();
   auto put = [&](std::size_t i, const LayoutResult& r) {
     if (bq) {
       bq->put(i, r);
-    } else if (journal) {
-      const std::lock_guard<std::mutex> lock(queue);
-      journal->append(i, r);
+      return;
     }
+    const std::lock_guard<std::mutex> lock(queue);
+    if (journal) journal->append(i, r);
+    ++nb.done, nb.evaluations += r.evaluations;
+    if (fits(r) && (!nb.best || r.iteration_time < *nb.best)) nb.best = r.iteration_time;
+    nb.may_plan = n - std::min(n, nb.done);
+    nb.elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - first_pass).count();
+    progress.layout(r, nb);
   };
-  std::atomic<std::size_t> received{0};
   std::size_t assigned = 0;  // to workers, by the main thread
   std::atomic<bool> failed{false}, own_done{false};
   std::string failure;  // written once, before failed is set
@@ -347,13 +366,11 @@ int run_search_mpi(const std::vector<std::string>& args) {
         break;
       }
       put(*mine, results[*mine]);
-      received.fetch_add(1);
     }
     own_done.store(true);
   });
   int stopped = 0;
-  const bool live = !c.quiet && isatty(STDERR_FILENO);
-  std::size_t shown = 0, worker_results = 0;
+  std::size_t worker_results = 0;
   while (!own_done.load() || stopped < size - 1 || worker_results < assigned) {
     if (failed.load()) {
       std::cerr << "bmpipe search: internal error: " << failure << "\n";
@@ -363,10 +380,6 @@ int run_search_mpi(const std::vector<std::string>& args) {
     MPI_Status status;
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
     if (!flag) {
-      if (live && received.load() != shown) {
-        shown = received.load();
-        std::fprintf(stderr, "\rsearch: %zu / %zu layouts, %d processes   ", shown, n, size);
-      }
       // A request waits at most 200 us. Alone, nobody asks: waking 5,000 times a second
       // cost one process bound to one core (mpirun's default for -np 1 and 2) 8 % of the
       // GPT-3 search, --threads 1 (6.37 s -> 5.86 s, medians of 3 and 2).
@@ -400,7 +413,6 @@ int run_search_mpi(const std::vector<std::string>& args) {
         const std::size_t i = item[0].get<std::size_t>();
         results[i] = api::decode_result(item[1].get<std::string>());
         put(i, results[i]);
-        received.fetch_add(1);
         ++worker_results;
       }
     } else if (status.MPI_TAG == kFailure) {
@@ -411,7 +423,7 @@ int run_search_mpi(const std::vector<std::string>& args) {
     }
   }
   own.join();
-  if (live) std::fprintf(stderr, "\r%80s\r", "");
+  progress.clear();
   const auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
