@@ -507,14 +507,23 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     // all_to_all brought, gather_from_sequence_parallel_region over the expert tp group,
     // and combine_preprocess reduce-scatters the experts' outputs back,
     // reduce_scatter_to_sequence_parallel_region; each one's autograd backward is the
-    // other). The gathered buffer: etp x Tmax rows x h. The all-gather of the rows' router
-    // probabilities (one value a row) is left out: 1/h of these bytes.
+    // other). The gathered buffer: etp x Tmax rows x h. Beside it, dispatch_postprocess
+    // all-gathers the rows' router probabilities (global_probs, one value a row) in a call of
+    // its own: a collective's latency for 1/h of the bytes, counted at 4 bytes a value (the
+    // router's softmax runs in fp32; at bf16 it would be half of a small term). Its backward,
+    // the probabilities' gradients, is the reduce-scatter.
     const auto etp_op = [&](Collective c) {
       return collective_time_s(hw, c, st.etp, e * Tg * h, st.etp_crosses_nodes);
     };
-    if (st.etp > 1)
+    const auto etp_probs = [&](Collective c) {
+      return collective_time_s(hw, c, st.etp, 4.0 * Tg, st.etp_crosses_nodes);
+    };
+    if (st.etp > 1) {
       b.add("etp-all-gather", etp_op(Collective::all_gather), etp_op(Collective::reduce_scatter),
             0.0);
+      b.add("etp-probs-all-gather", etp_probs(Collective::all_gather),
+            etp_probs(Collective::reduce_scatter), 0.0);
+    }
     b.grouped("experts_gate_up", Tg, h, 2 * ef, local_experts, etp * Tk);
     b.elementwise("experts_swiglu", 5 * e * Tg * ef, 9 * e * Tg * ef, 0, 2, 4, 0);
     b.grouped("experts_down", Tg, ef, h, local_experts, etp * Tk);

@@ -1,8 +1,9 @@
 // Expert tensor parallelism (training.etp > 1) in an MoE layer: the all-gather of the
-// dispatched rows over the etp group before the experts and the reduce-scatter of their
-// outputs after (Megatron-Core's MoEAlltoAllTokenDispatcher), worked out by hand on round
-// link figures; etp 1 adds nothing; the experts then run etp x the rows at 1/etp of the
-// columns, the same FLOPs a device; and where the config places the etp group.
+// dispatched rows (and, in a call of its own, of their router probabilities) over the etp
+// group before the experts and the reduce-scatter of their outputs after (Megatron-Core's
+// MoEAlltoAllTokenDispatcher), worked out by hand on round link figures; etp 1 adds
+// nothing; the experts then run etp x the rows at 1/etp of the columns, the same FLOPs a
+// device; and where the config places the etp group.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -74,6 +75,21 @@ TEST(MoeEtp, AllGatherAndReduceScatterAroundTheExpertsByHand) {
   }
 }
 
+// The router probabilities of the same 8192 rows, one 4-byte value each: 32,768 bytes
+// gathered, half of them moved, 5 us + 16,384 / 100e9 s = 5.16384 us each way. A call of its
+// own: the latency is most of it.
+TEST(MoeEtp, TheRowsRouterProbabilitiesAreGatheredInACallOfTheirOwn) {
+  const LayerCost c = moe_decoder_layer_cost(mixtral(), round_links(), settings(2, 1));
+  const SubOpCost* o = find_op(c, "etp-probs-all-gather");
+  ASSERT_NE(o, nullptr);
+  EXPECT_NEAR(o->forward_s, 5.16384e-6, 1e-15);
+  EXPECT_NEAR(o->backward_input_s, 5.16384e-6, 1e-15);
+  EXPECT_EQ(o->backward_weight_s, 0.0);
+  EXPECT_EQ(find_op(moe_decoder_layer_cost(mixtral(), round_links(), settings(1, 2)),
+                    "etp-probs-all-gather"),
+            nullptr);
+}
+
 TEST(MoeEtp, InsideTheAllToAllsAroundTheExperts) {
   const LayerCost c = moe_decoder_layer_cost(mixtral(), round_links(), settings(2, 2));
   std::vector<std::string> order;
@@ -81,9 +97,9 @@ TEST(MoeEtp, InsideTheAllToAllsAroundTheExperts) {
     if (o.name.rfind("a2a-", 0) == 0 || o.name.rfind("etp-", 0) == 0 ||
         o.name.rfind("experts_", 0) == 0)
       order.push_back(o.name);
-  EXPECT_EQ(order, (std::vector<std::string>{"a2a-dispatch", "etp-all-gather", "experts_gate_up",
-                                             "experts_swiglu", "experts_down", "etp-reduce-scatter",
-                                             "a2a-combine"}));
+  EXPECT_EQ(order, (std::vector<std::string>{
+                       "a2a-dispatch", "etp-all-gather", "etp-probs-all-gather", "experts_gate_up",
+                       "experts_swiglu", "experts_down", "etp-reduce-scatter", "a2a-combine"}));
 }
 
 TEST(MoeEtp, TheBusiestDevicesRowsAreGathered) {
