@@ -76,20 +76,7 @@ LayoutSplit megatron_layout_split(std::string_view layout, int decoders, int mtp
     throw FormatError("holds " + std::to_string(mtp) +
                       " multi-token prediction layers (m), but the model has " +
                       std::to_string(mtp_layers) + " (model.mtp_layers)");
-  // Megatron-LM's parser already puts E first and L last (parse_megatron_layout); these
-  // are what bmpipe's stages cannot hold as written.
-  const std::size_t last = stages.size() - 1;
-  for (std::size_t s = 0; s < stages.size() && out.unsupported.empty(); ++s) {
-    const std::string at = "stage " + std::to_string(s) + " of " + std::to_string(stages.size());
-    if (stages[s].decoders == 0)
-      out.unsupported = "leaves " + at +
-                        " without decoder layers (t); bmpipe runs the embedding, the MTP "
-                        "module and the loss with the first and last decoder layers, and each "
-                        "of its stages holds at least one";
-    else if (stages[s].mtp > 0 && s != last)
-      out.unsupported = "puts multi-token prediction layers (m) on " + at +
-                        "; bmpipe runs the MTP module on the last stage, before the loss";
-  }
+  out.unsupported = megatron_layout_unsupported(stages);
   return out;
 }
 

@@ -59,6 +59,20 @@ void append_repeated(std::string& out, std::string_view what, long long n) {
 
 }  // namespace
 
+std::string megatron_layout_unsupported(const std::vector<MegatronLayoutStage>& stages) {
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const std::string at = "stage " + std::to_string(s) + " of " + std::to_string(stages.size());
+    if (stages[s].decoders == 0)
+      return "leaves " + at +
+             " without decoder layers (t); bmpipe runs the embedding, the MTP module and the "
+             "loss with the first and last decoder layers, so each stage must hold at least one";
+    if (stages[s].mtp > 0 && s + 1 != stages.size())
+      return "puts multi-token prediction layers (m) on " + at +
+             "; bmpipe runs the MTP module on the last stage, before the loss";
+  }
+  return {};
+}
+
 std::vector<MegatronLayoutStage> parse_megatron_layout(std::string_view layout) {
   // [MG-layout] parse_str_to_list: commas are cosmetic and go first.
   std::string text;

@@ -36,6 +36,13 @@ struct MegatronLayoutStage {
 /// (an unknown character, nested parentheses, a repeat count of 0 or past 100000 layers).
 std::vector<MegatronLayoutStage> parse_megatron_layout(std::string_view layout);
 
+/// Why bmpipe's analytic model cannot run parsed `stages` as written, or empty when it can.
+/// It folds the embedding into the first decoder layer and the MTP modules and the loss into
+/// the last (experiment/layer_table.cpp), so a stage without decoder layers, or MTP layers
+/// before the last stage, would put them on another rank: another job. The first such
+/// stage is named.
+std::string megatron_layout_unsupported(const std::vector<MegatronLayoutStage>& stages);
+
 /// Decoder layers per stage that Megatron builds from --decoder-first-pipeline-num-layers
 /// and/or --decoder-last-pipeline-num-layers (`first`, `last`: layers of the whole rank,
 /// over its vpp chunks), or nullopt where Megatron refuses them.

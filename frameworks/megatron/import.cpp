@@ -1016,12 +1016,6 @@ Split split_of_layout(const Args& a, const PartitionFlags& f, int L, int pp) {
   vpp = static_cast<int>(stages.size()) / pp;
   int decoders = 0, mtp = 0;
   for (std::size_t s = 0; s < stages.size(); ++s) {
-    // bmpipe runs the MTP modules on the last stage, before the loss (experiment/
-    // layer_table.cpp); Megatron-LM puts no decoder layer after them ([MG-layout]).
-    if (stages[s].mtp > 0 && s + 1 != stages.size())
-      a.fail(flag, "puts multi-token prediction layers (m) on stage " + std::to_string(s) + " of " +
-                       std::to_string(stages.size()) +
-                       "; bmpipe runs the MTP module on the last stage, before the loss");
     mtp += stages[s].mtp;
     if (stages[s].embedding && s != 0)
       a.fail(flag, "puts the embedding E on stage " + std::to_string(s) +
@@ -1041,16 +1035,11 @@ Split split_of_layout(const Args& a, const PartitionFlags& f, int L, int pp) {
     a.fail(flag, "holds " + std::to_string(mtp) +
                      " multi-token prediction layers (m) but --mtp-num-layers is " +
                      std::to_string(mtp_flag) + " (Megatron-LM refuses it)");
-  // The analytic model folds the embedding into the first decoder layer and the MTP module
-  // and the loss into the last (experiment/layer_table.cpp): a stage without decoders would
-  // move them to another rank, a different job. (A plan of measured layers with their own
-  // embedding row exports such a layout; it cannot come back as the same job.)
-  for (std::size_t s = 0; s < stages.size(); ++s)
-    if (stages[s].decoders == 0)
-      a.fail(flag, "leaves stage " + std::to_string(s) + " of " + std::to_string(stages.size()) +
-                       " without decoder layers (t); bmpipe runs the embedding, the MTP module "
-                       "and the loss with the first and last decoder layers, so each stage "
-                       "must hold at least one");
+  // A stage without decoders or MTP before the last stage would be another job (an
+  // imported 'E|t*16|t*16|L' once simulated with the embedding on rank 1). A plan of
+  // measured layers with their own embedding row exports such a layout; it cannot come back
+  // as the same analytic job.
+  if (const std::string why = megatron_layout_unsupported(stages); !why.empty()) a.fail(flag, why);
   partition_origin = a.origin(flag);
   return Split{vpp, partition, partition_origin};
 }
