@@ -201,6 +201,12 @@ bool fits(const LayoutResult& r) {
 
 }  // namespace
 
+void SearchProgress::count(const LayoutResult& r) {
+  ++done;
+  evaluations += r.evaluations;
+  if (fits(r) && (!best || r.iteration_time < *best)) best = r.iteration_time;
+}
+
 BoundedQueue::BoundedQueue(const SearchSetup& s, SearchOrder order,
                            const std::vector<std::optional<LayoutResult>>& known, Done done)
     : s_(s), order_(std::move(order)), done_(std::move(done)) {
@@ -537,14 +543,7 @@ SearchRun evaluate_search(
     }
   };
   for (std::size_t i = 0; i < n; ++i)
-    if (results[i]) {
-      ++progress.done;
-      progress.evaluations += results[i]->evaluations;
-      const LayoutResult& r = *results[i];
-      if (r.rejected.empty() && r.fits && r.iteration_time > 0 &&
-          (!progress.best || r.iteration_time < *progress.best))
-        progress.best = r.iteration_time;
-    }
+    if (results[i]) progress.count(*results[i]);
   account();
   // Never more threads than the process may run (mpirun may bind it to fewer cores).
   const int cores = tbb::this_task_arena::max_concurrency();
@@ -571,11 +570,7 @@ SearchRun evaluate_search(
             const std::lock_guard<std::mutex> lock(m);
             results[i] = std::move(r);
             const LayoutResult& got = *results[i];
-            ++progress.done;
-            progress.evaluations += got.evaluations;
-            if (got.rejected.empty() && got.fits && got.iteration_time > 0 &&
-                (!progress.best || got.iteration_time < *progress.best))
-              progress.best = got.iteration_time;
+            progress.count(got);
             progress.elapsed_s = elapsed();
             progress.may_plan = n - progress.done;
             account();

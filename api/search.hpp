@@ -102,6 +102,8 @@ struct SearchProgress {
   std::int64_t evaluations = 0;
   std::optional<Time> best;  ///< fastest fitting iteration time so far
   double elapsed_s = 0;
+  /// Counts one layout's final result: done, its evaluations and, when it fits, the best.
+  void count(const LayoutResult& r);
 };
 
 /// What evaluate_search did: a result for every layout of s.layouts (those the budgets

@@ -62,7 +62,7 @@ class LayoutProgress {
 /// one when a pass starts, then one per finished layout, `search: planned again K / N
 /// layouts, T s, ETA E` (off a terminal: the first, one per --progress-interval-s, and the
 /// last, whose ETA is 0), the ETA at the pass's own rate of layouts per second. Nothing
-/// with --quiet. `hooks()` gives api::PassHooks its `started` and `finished`.
+/// with --quiet. `hook()` gives api::PassHooks its `started` and `finished`.
 class PassProgress {
  public:
   explicit PassProgress(const SearchCommand& c);

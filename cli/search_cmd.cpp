@@ -258,6 +258,16 @@ void announce_pass(const SearchCommand& c, const api::AgainPass& pass) {
   std::fprintf(stderr, "%s\n", line.c_str());
 }
 
+/// "ETA <1 s" or "ETA N s" (N rounded up) for `seconds` of work left.
+std::string eta_text(double seconds) {
+  char b[64];
+  if (seconds < 1)
+    std::snprintf(b, sizeof b, "ETA <1 s");
+  else
+    std::snprintf(b, sizeof b, "ETA %.0f s", std::ceil(seconds));
+  return b;
+}
+
 }  // namespace
 
 LayoutProgress::LayoutProgress(const SearchCommand& c, int processes)
@@ -291,12 +301,7 @@ void LayoutProgress::layout(const LayoutResult& r, const api::SearchProgress& p)
     double s = spent_ > 0 ? evals_left / (static_cast<double>(spent_) / p.elapsed_s)
                           : p.elapsed_s / static_cast<double>(here_) * static_cast<double>(left);
     if (rq.time_limit_s) s = std::min(s, std::max(0.0, *rq.time_limit_s - p.elapsed_s));
-    char b[64];
-    if (s < 1)
-      std::snprintf(b, sizeof b, "ETA <1 s");
-    else
-      std::snprintf(b, sizeof b, "ETA %.0f s", std::ceil(s));
-    eta = b;
+    eta = eta_text(s);
   }
   const std::string processes =
       processes_ > 1 ? ", " + std::to_string(processes_) + " processes" : std::string();
@@ -328,16 +333,11 @@ void PassProgress::finished(const api::AgainPass& pass, std::size_t done) {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   if (!tty_ && s - last_line_ < c_.progress_interval_s && done < n) return;
   last_line_ = s;
-  const double eta = s / static_cast<double>(done) * static_cast<double>(n - std::min(n, done));
-  char b[32];
-  if (done >= n)
-    std::snprintf(b, sizeof b, "ETA 0 s");
-  else if (eta < 1)
-    std::snprintf(b, sizeof b, "ETA <1 s");
-  else
-    std::snprintf(b, sizeof b, "ETA %.0f s", std::ceil(eta));
+  const std::string eta =
+      done >= n ? "ETA 0 s"
+                : eta_text(s / static_cast<double>(done) * static_cast<double>(n - done));
   std::fprintf(stderr, "%ssearch: planned again %zu / %zu layouts, %.1f s, %s%s", tty_ ? "\r" : "",
-               done, n, s, b, tty_ ? "   " : "\n");
+               done, n, s, eta.c_str(), tty_ ? "   " : "\n");
 }
 
 void PassProgress::hook(api::PassHooks& hooks) {

@@ -320,15 +320,8 @@ int run_search_mpi(const std::vector<std::string>& args) {
   std::size_t next = 0;    // guarded by queue (without the bound)
   api::SearchProgress nb;  // guarded by queue (without the bound)
   nb.total = nb.may_plan = n;
-  const auto fits = [](const LayoutResult& r) {
-    return r.rejected.empty() && r.fits && r.iteration_time > 0;
-  };
   for (std::size_t i = 0; i < std::min(n, known.size()); ++i)
-    if (known[i]) {
-      ++nb.done, nb.evaluations += known[i]->evaluations;
-      if (fits(*known[i]) && (!nb.best || known[i]->iteration_time < *nb.best))
-        nb.best = known[i]->iteration_time;
-    }
+    if (known[i]) nb.count(*known[i]);
   auto take = [&]() -> std::optional<std::size_t> {
     if (bq) return bq->take();
     const std::lock_guard<std::mutex> lock(queue);
@@ -344,8 +337,7 @@ int run_search_mpi(const std::vector<std::string>& args) {
     }
     const std::lock_guard<std::mutex> lock(queue);
     if (journal) journal->append(i, r);
-    ++nb.done, nb.evaluations += r.evaluations;
-    if (fits(r) && (!nb.best || r.iteration_time < *nb.best)) nb.best = r.iteration_time;
+    nb.count(r);
     nb.may_plan = n - std::min(n, nb.done);
     nb.elapsed_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - first_pass).count();
