@@ -38,7 +38,7 @@ TEST(MegatronLayoutBaseline, TheSplitIsTheDecoderLayersPerStage) {
   EXPECT_THROW(megatron_layout_split("Et*4|t*4mmL", 8, 1), FormatError);  // not two
 }
 
-TEST(MegatronLayoutBaseline, MtpOnTheLastStageRunsElsewhereOrEmptyStagesAreSaidWhy) {
+TEST(MegatronLayoutBaseline, MtpOnTheLastStageRunsAnythingElseSaysWhy) {
   // DeepSeek-V3's 61 decoder layers and one MTP layer over 32 stages (pp 16 x 2), the MTP
   // module with the loss on the last stage, where bmpipe runs it: 1 + 29 x 2 + 1 + 1.
   const planner::LayoutSplit with_loss = megatron_layout_split("Et|(tt|)*29,t|t,m,L", 61, 1);
