@@ -78,13 +78,17 @@ PreparedSimulation prepare_simulation(Config config, const SimulateRequest& requ
   return run;
 }
 
-SimulationReport run_prepared(const PreparedSimulation& run, Observer* observer) {
+SimulationReport run_prepared(const PreparedSimulation& run, Observer* observer,
+                              const std::function<void(const std::string&)>& on_phase) {
   SimulationReport report;
   // Compiled once for the run and the bubble breakdown's three re-runs.
   const CompiledSchedule compiled = CompiledSchedule::borrowing(run.schedule);
   report.result = simulate(run.input, compiled, observer);
   report.info = make_run_info(*run.experiment, run.plan, run.schedule);
-  if (report.result.ok) report.bubbles = decompose_bubbles(run.input, compiled, report.result);
+  if (report.result.ok) {
+    if (on_phase) on_phase("bubble breakdown: 3 more simulations");
+    report.bubbles = decompose_bubbles(run.input, compiled, report.result);
+  }
   report.summary =
       summary_json(report.info, report.result, report.bubbles ? &*report.bubbles : nullptr);
   report.summary["bmpipe"] = provenance(run.experiment->config.file);

@@ -84,7 +84,10 @@ void check_simulate_request(const SimulateRequest& request);
 PreparedSimulation prepare_simulation(Config config, const SimulateRequest& request);
 
 /// Runs `run` once, telling `observer` (may be null) every event, and summarizes it.
-SimulationReport run_prepared(const PreparedSimulation& run, Observer* observer = nullptr);
+/// `on_phase`, when given, hears what starts after the run: "bubble breakdown: 3 more
+/// simulations" (for a progress line; the run itself is the caller's to announce).
+SimulationReport run_prepared(const PreparedSimulation& run, Observer* observer = nullptr,
+                              const std::function<void(const std::string&)>& on_phase = {});
 
 /// prepare_simulation + run_prepared.
 SimulateOutcome run_simulate(const Config& config, const SimulateRequest& request,

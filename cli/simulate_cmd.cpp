@@ -1,22 +1,23 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
-#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <optional>
 
 #include "api/api.hpp"
+#include "api/summary.hpp"
 #include "cli/commands.hpp"
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
+#include "cli/ticker.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
 #include "sim/observer.hpp"
 #include "traces/chrome_trace.hpp"
-#include "api/summary.hpp"
 #include "traces/svg.hpp"
 
 namespace po = boost::program_options;
@@ -41,7 +42,11 @@ int run_simulate(const std::vector<std::string>& args) {
        "replay the op order in FILE (torch.distributed.pipelining compute-only CSV: one row per "
        "rank, e.g. 0F0,0F1,0I0,0W0); pp becomes the number of rows")
       ("export-schedule", po::value<std::string>()->value_name("FILE"),
-       "write the schedule that runs to FILE in the same CSV format");
+       "write the schedule that runs to FILE in the same CSV format")
+      ("quiet", po::bool_switch(), "no progress line on stderr")
+      ("progress-interval-s", po::value<double>()->value_name("S")->default_value(5.0, "5"),
+       "when stderr is not a terminal: seconds between progress lines (what runs, seconds "
+       "so far); a run shorter than that prints none");
   // clang-format on
   add_override_options(opts, "chunks per device, overriding training.vpp");
   po::variables_map vm;
@@ -61,24 +66,24 @@ int run_simulate(const std::vector<std::string>& args) {
     // Overrides (and --set values) go in before the file's checks; prepare_simulation
     // applies the scalar ones again, which changes nothing.
     const Config config = load_config(vm["config"].as<std::string>(), request.overrides);
-    // zb-auto and zb-v simulate their candidates while the schedule is made: on a
-    // terminal, say how far that has got.
-    const bool live = isatty(STDERR_FILENO);
-    const auto started = std::chrono::steady_clock::now();
-    bool shown = false;
-    if (live)
-      request.on_candidate = [&](int n) {
-        const double s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        if (s < 0.5) return;  // quick ones stay quiet
-        std::fprintf(stderr, "\rsimulate: %s: %d candidate schedules simulated, %.1f s   ",
-                     config.training.schedule.c_str(), n, s);
-        shown = true;
-      };
+    // A long run says what it is doing: making the schedule (zb-auto and zb-v simulate
+    // candidates then, and draw the chosen one), simulating, the bubble breakdown. At
+    // 65,536 micro-batches and pp 64 zb-v takes seconds in each (issue 20, item 7).
+    const double interval_s = vm["progress-interval-s"].as<double>();
+    if (!(interval_s >= 0) || !std::isfinite(interval_s))
+      throw UsageError("--progress-interval-s", "must be 0 or more seconds");
+    Ticker ticker("simulate", !vm["quiet"].as<bool>(), isatty(STDERR_FILENO) != 0, interval_s);
+    const std::string making = request.schedule_file
+                                   ? "reading the schedule file"
+                                   : "making the " + config.training.schedule + " schedule";
+    ticker.phase(making);
+    request.on_candidate = [&](int n) {
+      ticker.phase(making + ", " + std::to_string(n) + " candidates simulated");
+    };
     // parse -> prepare -> run -> print
     const api::PreparedSimulation run = api::prepare_simulation(config, request);
-    if (shown) std::fprintf(stderr, "\r%80s\r", "");
     if (vm.count("export-schedule")) {
+      ticker.phase("writing the schedule");
       write_output(vm["export-schedule"].as<std::string>(), "--export-schedule",
                    schedule_to_csv(run.schedule));
     }
@@ -102,7 +107,11 @@ int run_simulate(const std::vector<std::string>& args) {
       memory_out.emplace(vm["memory-svg"].as<std::string>(), "--memory-svg");
     if (svg_out || memory_out) recorder.emplace(run.input, run.schedule, run.schedule.name);
     TeeObserver observers({trace ? &*trace : nullptr, recorder ? &*recorder : nullptr});
-    const api::SimulationReport report = api::run_prepared(run, observers.get());
+    ticker.phase("simulating " + std::to_string(run.schedule.total_ops()) + " ops on " +
+                 std::to_string(run.schedule.num_ranks) + " pipeline ranks");
+    const api::SimulationReport report = api::run_prepared(
+        run, observers.get(), [&](const std::string& what) { ticker.phase(what); });
+    ticker.phase("writing the outputs");
     if (trace) {
       trace->finish();
       trace_out->close();
@@ -118,6 +127,7 @@ int run_simulate(const std::vector<std::string>& args) {
         memory_out->close();
       }
     }
+    ticker.stop();
     std::ostream& summary = to_stdout ? std::cerr : std::cout;
     if (json)
       summary << json_text(report.summary) << "\n";

@@ -47,10 +47,34 @@ TEST(ZbVScale, ZbAutoChoosesOnAPrefixPastSixteenP) {
 }
 
 TEST(ZbVScale, Pp64ExampleAt8192MicroBatchesKeepsTheWholeRankingsChoice) {
+  // Off a terminal, with a progress line every 0.05 s: the run takes over half a second
+  // even in Release, most of it making the schedule and simulating it, so both phases
+  // are named; stdout is the same report.
   const auto r = run_cli("simulate " + bmpipe::test::examples() +
-                         "h200_8x8_pp64.yaml --schedule zb-v --microbatches 8192");
+                         "h200_8x8_pp64.yaml --schedule zb-v --microbatches 8192 "
+                         "--progress-interval-s 0.05");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("iteration time   189394.350 ms"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("simulate: making the zb-v schedule"), std::string::npos) << r.err;
+  // 2 chunks x (F, I, W) x 8192 micro-batches x 64 ranks.
+  EXPECT_NE(r.err.find("simulate: simulating 3145728 ops on 64 pipeline ranks, "),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << "off a terminal, lines are not redrawn";
+}
+
+TEST(ZbVScale, AQuickOrQuietRunPrintsNoProgress) {
+  const std::string run = "simulate " + bmpipe::test::examples() + "h200_8x8_pp64.yaml";
+  // The example runs in well under the default 5 s.
+  const auto quick = run_cli(run);
+  ASSERT_EQ(quick.code, 0) << quick.err;
+  EXPECT_EQ(quick.err, "");
+  const auto quiet = run_cli(run + " --quiet --progress-interval-s 0");
+  ASSERT_EQ(quiet.code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err, "");
+  const auto bad = run_cli(run + " --progress-interval-s -1");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--progress-interval-s"), std::string::npos) << bad.err;
 }
 
 }  // namespace

@@ -1,0 +1,44 @@
+#pragma once
+// A progress line for work that cannot count its own steps: one long simulation, or a
+// schedule generator drawing 10^7 ops. It says what is running and for how long.
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace bmpipe::cli {
+
+/// "<command>: <phase>, <seconds> s" on stderr, from a thread of its own: on a terminal
+/// one line redrawn every half second from half a second on, and erased by stop(); off a
+/// terminal one line every `interval_s` seconds (at least 0.05) from `interval_s` on. Quick
+/// runs print nothing. phase() may be called from any thread.
+class Ticker {
+ public:
+  /// `enabled` false (--quiet) prints nothing and starts no thread.
+  Ticker(std::string command, bool enabled, bool terminal, double interval_s);
+  ~Ticker();
+  Ticker(const Ticker&) = delete;
+  Ticker& operator=(const Ticker&) = delete;
+
+  /// What is running now ("simulating 25,165,824 ops").
+  void phase(std::string text);
+  /// Ends the thread and, on a terminal, erases the line. Idempotent.
+  void stop();
+
+ private:
+  void run();
+  std::string command_;
+  bool terminal_;
+  double interval_s_;
+  std::chrono::steady_clock::time_point start_;
+  std::mutex m_;
+  std::condition_variable wake_;
+  std::string phase_;      // guarded by m_
+  bool stopping_ = false;  // guarded by m_
+  bool shown_ = false;     // only the ticker's thread writes it before join
+  std::thread thread_;
+};
+
+}  // namespace bmpipe::cli
