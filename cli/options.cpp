@@ -1,5 +1,6 @@
 #include "cli/options.hpp"
 
+#include <cmath>
 #include <iostream>
 
 #include "experiment/suggest.hpp"
@@ -154,6 +155,19 @@ Overrides overrides_from(const po::variables_map& vm) {
     o.limits = limits;
   }
   return o;
+}
+
+void add_progress_options(po::options_description& opts, const std::string& carries) {
+  opts.add_options()("quiet", po::bool_switch(), "no progress line on stderr")(
+      "progress-interval-s", po::value<double>()->value_name("S")->default_value(5.0, "5"),
+      ("when stderr is not a terminal: seconds between progress lines (" + carries + ")").c_str());
+}
+
+double progress_interval_s(const po::variables_map& vm) {
+  const double s = vm["progress-interval-s"].as<double>();
+  if (!(s >= 0) || !std::isfinite(s))
+    throw UsageError("--progress-interval-s", "must be 0 or more seconds");
+  return s;
 }
 
 }  // namespace bmpipe::cli

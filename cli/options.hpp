@@ -26,6 +26,14 @@ void add_config_options(boost::program_options::options_description& opts);
 /// means for the command.
 void add_override_options(boost::program_options::options_description& opts, const char* vpp_help);
 
+/// Adds --quiet and --progress-interval-s (default 5), as every command that can run for
+/// long takes them; `carries` lists what a progress line says, for --help.
+void add_progress_options(boost::program_options::options_description& opts,
+                          const std::string& carries);
+
+/// --progress-interval-s from `vm`. Throws UsageError when it is negative or not finite.
+double progress_interval_s(const boost::program_options::variables_map& vm);
+
 /// Parses `args` for `bmpipe <command>`. Returns an exit code when the command should stop
 /// now: 0 after printing --help (followed by `epilogue`), 2 after a usage error: a bad
 /// option or value in one line ("bmpipe simulate: --pp: expected an integer, got 'abc'"),

@@ -236,12 +236,9 @@ int run_plan(const std::vector<std::string>& args) {
        "table, or the plan exported as `bmpipe export` does: megatron (flags) or mindformers (YAML)")
       ("json", po::bool_switch(),
        "print the plan, baselines and search as JSON (with --format: and the export, as 'export')")
-      ("out", po::value<std::string>()->value_name("FILE"), "write the config with the plan filled in to FILE")
-      ("quiet", po::bool_switch(), "no progress line on stderr")
-      ("progress-interval-s", po::value<double>()->value_name("S")->default_value(5.0, "5"),
-       "when stderr is not a terminal: seconds between progress lines (schedule, phase, "
-       "evaluations, best so far, ETA)");
+      ("out", po::value<std::string>()->value_name("FILE"), "write the config with the plan filled in to FILE");
   // clang-format on
+  add_progress_options(opts, "schedule, phase, evaluations, best so far, ETA");
   add_override_options(opts, "chunks per device for interleaved");
   // Parsed so that it is refused with its reason, but not listed: plan does not take it.
   po::options_description refused;
@@ -290,9 +287,7 @@ int run_plan(const std::vector<std::string>& args) {
     if (vm.count("baseline-layout"))
       request.baseline_layout = vm["baseline-layout"].as<std::string>();
     const std::string baseline = request.baseline.value_or("");
-    const double interval_s = vm["progress-interval-s"].as<double>();
-    if (!(interval_s >= 0) || !std::isfinite(interval_s))
-      throw UsageError("--progress-interval-s", "must be 0 or more seconds");
+    const double interval_s = progress_interval_s(vm);
     ProgressLine line(!vm["quiet"].as<bool>(), isatty(STDERR_FILENO) != 0, interval_s,
                       request.max_evals, request.time_limit_s);
     request.progress = [&line](const std::string& label, const PlannerProgress& p) {

@@ -134,12 +134,9 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
        "FILE, config and options reads them back instead of planning them again, with the "
        "same output. A journal of other inputs is refused (exit 2); a torn last line is "
        "dropped. --threads, --max-evals, --time-limit-s and the printing options may "
-       "differ between runs. Under mpirun rank 0 alone reads and writes it")
-      ("quiet", po::bool_switch(), "no progress line on stderr")
-      ("progress-interval-s", po::value<double>()->value_name("S")->default_value(5.0, "5"),
-       "when stderr is not a terminal: seconds between progress lines (phase, layouts done, "
-       "evaluations, best so far, ETA)");
+       "differ between runs. Under mpirun rank 0 alone reads and writes it");
   // clang-format on
+  add_progress_options(opts, "phase, layouts done, evaluations, best so far, ETA");
   po::variables_map vm;
   if (auto stop = parse_command_line(
           "search", args, opts,
@@ -157,9 +154,7 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   }
   c.json = vm["json"].as<bool>();
   c.quiet = vm["quiet"].as<bool>();
-  c.progress_interval_s = vm["progress-interval-s"].as<double>();
-  if (!(c.progress_interval_s >= 0) || !std::isfinite(c.progress_interval_s))
-    throw UsageError("--progress-interval-s", "must be 0 or more seconds");
+  c.progress_interval_s = progress_interval_s(vm);
   c.top = vm["top"].as<int>();
   if (c.top < 1) throw UsageError("--top", "must be at least 1");
   api::SearchRequest request;

@@ -1,7 +1,6 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
-#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -42,12 +41,9 @@ int run_simulate(const std::vector<std::string>& args) {
        "replay the op order in FILE (torch.distributed.pipelining compute-only CSV: one row per "
        "rank, e.g. 0F0,0F1,0I0,0W0); pp becomes the number of rows")
       ("export-schedule", po::value<std::string>()->value_name("FILE"),
-       "write the schedule that runs to FILE in the same CSV format")
-      ("quiet", po::bool_switch(), "no progress line on stderr")
-      ("progress-interval-s", po::value<double>()->value_name("S")->default_value(5.0, "5"),
-       "when stderr is not a terminal: seconds between progress lines (what runs, seconds "
-       "so far); a run shorter than that prints none");
+       "write the schedule that runs to FILE in the same CSV format");
   // clang-format on
+  add_progress_options(opts, "what runs, seconds so far; a run shorter than that prints none");
   add_override_options(opts, "chunks per device, overriding training.vpp");
   po::variables_map vm;
   if (auto stop = parse_command_line(
@@ -69,10 +65,8 @@ int run_simulate(const std::vector<std::string>& args) {
     // A long run says what it is doing: making the schedule (zb-auto and zb-v simulate
     // candidates then, and draw the chosen one), simulating, the bubble breakdown. At
     // 65,536 micro-batches and pp 64 zb-v takes seconds in each (issue 20, item 7).
-    const double interval_s = vm["progress-interval-s"].as<double>();
-    if (!(interval_s >= 0) || !std::isfinite(interval_s))
-      throw UsageError("--progress-interval-s", "must be 0 or more seconds");
-    Ticker ticker("simulate", !vm["quiet"].as<bool>(), isatty(STDERR_FILENO) != 0, interval_s);
+    Ticker ticker("simulate", !vm["quiet"].as<bool>(), isatty(STDERR_FILENO) != 0,
+                  progress_interval_s(vm));
     const std::string making = request.schedule_file
                                    ? "reading the schedule file"
                                    : "making the " + config.training.schedule + " schedule";
