@@ -122,12 +122,18 @@ CompareOutcome run_compare(const Config& config, const CompareRequest& request) 
   std::vector<std::optional<std::size_t>> timeline_of;
   // One experiment for every schedule: the layer table does not depend on the schedule.
   const std::shared_ptr<const Experiment> experiment = prepare(base);
-  for (const std::string& name : request.schedules) {
+  for (std::size_t k = 0; k < request.schedules.size(); ++k) {
+    const std::string& name = request.schedules[k];
+    const std::string which = name + " (" + std::to_string(k + 1) + " of " +
+                              std::to_string(request.schedules.size()) + "): ";
     const int vpp = effective_vpp(require_schedule(name, "--schedules"), base.training.vpp);
     // One schedule refusing this config (DualPipeV with m < 2p, a partition sized for
     // another vpp, ...) does not stop the others from being compared.
     try {
+      if (request.on_phase) request.on_phase(which + "making the schedule");
       const Schedule schedule = make_schedule(*experiment, name, vpp);
+      if (request.on_phase)
+        request.on_phase(which + "simulating " + std::to_string(schedule.total_ops()) + " ops");
       const Plan plan = config_plan(*experiment, schedule.num_stages);
       CompareRow row{make_run_info(*experiment, plan, schedule), {}, {}};
       if (request.record_timelines) {

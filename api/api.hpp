@@ -99,6 +99,9 @@ struct CompareRequest {
   std::vector<std::string> schedules;  ///< built-in names, in the order asked for
   Overrides overrides;                 ///< pp, vpp, micro-batches (schedule is ignored)
   bool record_timelines = false;       ///< keep each run's Timeline (for an SVG)
+  /// Hears what starts, schedule by schedule: "zb-v (2 of 3): making the schedule", then
+  /// "zb-v (2 of 3): simulating N ops" (for a progress line).
+  std::function<void(const std::string&)> on_phase;
 };
 
 struct CompareRow {

@@ -1,4 +1,6 @@
 // bmpipe compare: the same config under several schedules, side by side.
+#include <unistd.h>
+
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <cstdio>
@@ -12,6 +14,7 @@
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
+#include "cli/ticker.hpp"
 #include "experiment/suggest.hpp"
 #include "schedules/registry.hpp"
 #include "traces/svg.hpp"
@@ -78,6 +81,9 @@ int run_compare(const std::vector<std::string>& args) {
        "write the timelines, stacked on one time scale, as SVG to FILE ('-': stdout, the table "
        "then goes to stderr)");
   // clang-format on
+  add_progress_options(opts,
+                       "schedule, what runs, seconds so far; a run shorter than that "
+                       "prints none");
   add_override_options(opts, "chunks per device for schedules that take vpp (interleaved)");
   po::variables_map vm;
   if (auto stop = parse_command_line(
@@ -100,10 +106,15 @@ int run_compare(const std::vector<std::string>& args) {
   const bool svg = vm.count("svg") > 0;
   return guarded("compare", [&] {
     const Overrides o = overrides_from(vm);
-    const api::CompareRequest request{split_names(vm["schedules"].as<std::string>()), o, svg};
+    api::CompareRequest request{split_names(vm["schedules"].as<std::string>()), o, svg, {}};
     api::check_compare_request(request);  // a misspelt schedule fails before the file is read
+    Ticker ticker("compare", !vm["quiet"].as<bool>(), isatty(STDERR_FILENO) != 0,
+                  progress_interval_s(vm));
+    ticker.phase("reading the config");
+    request.on_phase = [&](const std::string& what) { ticker.phase(what); };
     const Config base = load_config(vm["config"].as<std::string>(), o);
     const api::CompareOutcome outcome = api::run_compare(base, request);
+    ticker.stop();
     if (svg) {
       OutputFile out(vm["svg"].as<std::string>(), "--svg");
       write_compare_svg(out.stream(), outcome.timelines);

@@ -236,7 +236,7 @@ PYBIND11_MODULE(bmpipe, m) {
       [](const py::handle& config, const std::vector<std::string>& schedules, std::optional<int> pp,
          std::optional<int> vpp, std::optional<int> microbatches) {
         const Config c = config_of(config);
-        const api::CompareRequest r{schedules, overrides({}, pp, vpp, microbatches), false};
+        const api::CompareRequest r{schedules, overrides({}, pp, vpp, microbatches), false, {}};
         nlohmann::json summary;
         {
           py::gil_scoped_release nogil;

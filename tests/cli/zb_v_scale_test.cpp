@@ -63,6 +63,24 @@ TEST(ZbVScale, Pp64ExampleAt8192MicroBatchesKeepsTheWholeRankingsChoice) {
   EXPECT_EQ(r.err.find('\r'), std::string::npos) << "off a terminal, lines are not redrawn";
 }
 
+TEST(ZbVScale, CompareSaysWhichScheduleRunsAndWhatItDoes) {
+  const auto r = run_cli("compare " + bmpipe::test::examples() +
+                         "h200_8x8_pp64.yaml --schedules 1f1b,zb-v --microbatches 2048 "
+                         "--progress-interval-s 0.05");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("zb-v "), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("compare: zb-v (2 of 2): making the schedule, "), std::string::npos)
+      << r.err;
+  // 2 chunks x (F, I, W) x 2048 micro-batches x 64 ranks.
+  EXPECT_NE(r.err.find("compare: zb-v (2 of 2): simulating 786432 ops, "), std::string::npos)
+      << r.err;
+  const auto quiet = run_cli("compare " + bmpipe::test::examples() +
+                             "h200_8x8_pp64.yaml --schedules 1f1b,zb-v --quiet "
+                             "--progress-interval-s 0");
+  ASSERT_EQ(quiet.code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err, "");
+}
+
 TEST(ZbVScale, AQuickOrQuietRunPrintsNoProgress) {
   const std::string run = "simulate " + bmpipe::test::examples() + "h200_8x8_pp64.yaml";
   // The example runs in well under the default 5 s.
