@@ -41,9 +41,6 @@ struct Plan {
   /// When both an F and a W could run: true runs the W first (trades a little time for
   /// fewer live activations; one of the variants zb-auto tries).
   bool w_before_f = false;
-  /// V placement: true always prefers a chunk-1 forward (it finishes a micro-batch's V
-  /// and so frees memory sooner); false takes the oldest micro-batch first.
-  bool chunk1_first = false;
   /// false: after an I, a ready F goes first (1F1B's rhythm); true: Is always first.
   bool i_always_first = false;
 };
@@ -154,13 +151,14 @@ Planned greedy(const char* name, const Plan& plan) {
     const Cost now = next.time();
     const int r = next.rank();
     // Best ready I (oldest micro-batch, then later stage) and best ready F (later stage
-    // first: it brings a micro-batch closer to its loss) on this rank.
+    // first: it brings a micro-batch closer to its loss) on this rank. For F that is also
+    // the oldest micro-batch: a V passes every rank's chunk 0 before any chunk 1, so when
+    // chunk 1's F of micro-batch k is ready, chunk 0 has run k and its next is younger.
     int best_i = -1, best_f = -1;
     for (int c = chunks - 1; c >= 0; --c) {
       const int st = chunk_stage(plan.placement, r, c, p);
       if (i_ready(st) <= now && (best_i < 0 || next_i[st] < next_i[best_i])) best_i = st;
-      if (f_ready(st) <= now && (best_f < 0 || (!plan.chunk1_first && next_f[st] < next_f[best_f])))
-        best_f = st;
+      if (best_f < 0 && f_ready(st) <= now) best_f = st;
     }
     // A forward that starts a micro-batch on this rank (chunk 0 of a V) leaves one slot
     // free for a chunk-1 forward, or a V placement could fill every rank with chunk-0
@@ -345,13 +343,13 @@ Schedule make_zb_h2(const ScheduleParams& params) {
 
 /// Above kPrefixFromPerRank x p micro-batches, zb-v ranks its candidates with the evaluator
 /// on a prefix of kRankPrefixPerRank x p micro-batches and draws only the winner at full
-/// length: simulating all 16 whole took 122 s and 2.4 GB on the pp-64 example at 65 536
-/// micro-batches (issue 20, item 7), where 1F1B takes 2.1 s. The greedy's rules are the
-/// same at every length, and past a few p micro-batches every rank is in its steady state,
-/// so the prefix shows each variant's rhythm. At or below the threshold (every example
-/// and test of today) the ranking is the whole-schedule one, unchanged. (With the threshold
-/// at 8p, GPT-3 175B's example, m = 12p, got a schedule 0.37 % slower: 23428.8 ms against
-/// 23343.0 ms; hence 16p.)
+/// length: simulating all 16 candidates of then whole took 122 s and 2.4 GB on the pp-64
+/// example at 65 536 micro-batches (issue 20, item 7), where 1F1B takes 2.1 s. The
+/// greedy's rules are the same at every length, and past a few p micro-batches every rank
+/// is in its steady state, so the prefix shows each variant's rhythm. At or below the
+/// threshold (every example and test of today) the ranking is the whole-schedule one,
+/// unchanged. (With the threshold at 8p, GPT-3 175B's example, m = 12p, got a schedule
+/// 0.37 % slower: 23428.8 ms against 23343.0 ms; hence 16p.)
 constexpr int kRankPrefixPerRank = 8;
 constexpr int kPrefixFromPerRank = 16;
 
@@ -361,36 +359,18 @@ Schedule make_zb_v(const ScheduleParams& params) {
   const int budget = 2 * params.pp;
   const Plan real = costed_plan(params, Placement::kV, budget, "zb-v");
   const bool costed = !params.costs.forward.empty();
+  // Four tie-break variants: W before F or not, Is always first or not. (A third rule
+  // once doubled them to eight: a chunk-1 forward always first, against the oldest
+  // micro-batch first. The two never differ, as the greedy's choice of F says, so every
+  // other candidate was a copy of the one before: half of zb-v's engine runs. On the pp-64
+  // example at m = 1024, 2.36 s -> 1.47 s, the same schedule chosen.)
+  constexpr int kVariants = 4;
   auto draw = [&](bool use_real, int variant, int m) {
     Plan plan = use_real ? real : unit_plan(params, Placement::kV, budget);
     plan.m = m;
-    plan.chunk1_first = variant & 1;
-    plan.w_before_f = variant & 2;
-    plan.i_always_first = variant & 4;
+    plan.w_before_f = variant & 1;
+    plan.i_always_first = variant & 2;
     return greedy("zb-v", plan);
-  };
-  // Variants 2k and 2k+1 differ only in chunk1_first, which changes nothing when no rank
-  // ever has forwards of both chunks ready at once: the pp-64 example draws all eight
-  // pairs alike. A candidate equal to the one drawn just before it has that one's time,
-  // and equal times keep the first, so it is not shown to the evaluator again (at
-  // m = 1024 there, 2.36 s -> 1.47 s). Equal is judged by a 64-bit hash of the op lists,
-  // not a copy of them, which would add a schedule's memory.
-  std::uint64_t before = 0;  // hash of the even variant just drawn
-  auto repeats = [&before](const Schedule& s, int variant) {
-    std::uint64_t h = 0xcbf29ce484222325u;  // FNV-1a over (rank end, kind, stage, mb)
-    auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 0x100000001b3u; };
-    for (const auto& list : s.ops) {
-      for (const Op& op : list)
-        mix((static_cast<std::uint64_t>(op.kind) << 56) ^
-            (static_cast<std::uint64_t>(static_cast<std::uint32_t>(op.stage)) << 32) ^
-            static_cast<std::uint32_t>(op.microbatch));
-      mix(~std::uint64_t{0});
-    }
-    if (variant % 2 == 0) {
-      before = h;
-      return false;
-    }
-    return h == before;
   };
   const int prefix = kRankPrefixPerRank * params.pp;
   if (params.evaluate && params.microbatches > kPrefixFromPerRank * params.pp) {
@@ -398,27 +378,24 @@ Schedule make_zb_v(const ScheduleParams& params) {
     int best_key = -1;
     for (bool use_real : {false, true}) {
       if (use_real && !costed) break;
-      for (int variant = 0; variant < 8; ++variant) {
-        const Schedule candidate = draw(use_real, variant, prefix).schedule;
-        if (repeats(candidate, variant)) continue;
-        const std::optional<Cost> t = params.evaluate(candidate);
-        if (t && (!best || *t < *best)) best = t, best_key = 8 * use_real + variant;
+      for (int variant = 0; variant < kVariants; ++variant) {
+        const std::optional<Cost> t = params.evaluate(draw(use_real, variant, prefix).schedule);
+        if (t && (!best || *t < *best)) best = t, best_key = kVariants * use_real + variant;
       }
     }
     if (best_key < 0)
       throw ScheduleError("zb-v: every candidate schedule deadlocked when simulated");
-    Schedule s = draw(best_key >= 8, best_key % 8, params.microbatches).schedule;
+    Schedule s = draw(best_key >= kVariants, best_key % kVariants, params.microbatches).schedule;
     s.name = "zb-v";
     return s;
   }
-  // The eight tie-break variants, each planned with unit costs and (when given) with the
-  // real ones: a plan drawn with unit costs is sometimes the faster under the real ones.
+  // Each variant planned with unit costs and (when given) with the real ones: a plan drawn
+  // with unit costs is sometimes the faster under the real ones.
   Fastest fastest(params.evaluate);
   for (bool use_real : {false, true}) {
     if (use_real && !costed) break;
-    for (int variant = 0; variant < 8; ++variant) {
+    for (int variant = 0; variant < kVariants; ++variant) {
       Planned candidate = draw(use_real, variant, params.microbatches);
-      if (repeats(candidate.schedule, variant)) continue;
       const bool comparable = use_real || !costed;
       fastest.offer(std::move(candidate.schedule),
                     comparable ? std::optional<Cost>(candidate.makespan) : std::nullopt);
