@@ -227,12 +227,17 @@ nlohmann::json report_data(const Config& config, const ReportRequest& request) {
   j["report"] = kReportVersion;
   j["kind"] = kind_name(request);
 
+  const auto phase = [&request](const std::string& what) {
+    if (request.on_phase) request.on_phase(what);
+  };
   // The run, recorded for the timeline (ops, memory) and its links (transfers).
+  phase("making the schedule");
   const PreparedSimulation run = prepare_simulation(config, request.simulate);
   TimelineRecorder recorder(run.input, run.schedule, run.schedule.name);
   TransferCollector transfers;
   TeeObserver observers({&recorder, &transfers});
-  const SimulationReport report = run_prepared(run, observers.get());
+  phase("simulating " + std::to_string(run.schedule.total_ops()) + " ops");
+  const SimulationReport report = run_prepared(run, observers.get(), phase);
   const Timeline timeline = recorder.take(report.result);
   j["summary"] = report.summary;
   j["summary_text"] =
@@ -245,9 +250,11 @@ nlohmann::json report_data(const Config& config, const ReportRequest& request) {
   if (request.compare) {
     CompareRequest compare = *request.compare;
     compare.record_timelines = false;
+    compare.on_phase = [&phase](const std::string& what) { phase("comparing: " + what); };
     j["compare"] = run_compare(config, compare).summary;
   }
   if (request.plan) {
+    phase("planning");
     const PlanResults plan = run_plan(config, *request.plan);
     j["plan"] = plan.summary;
     // The snippets `plan --format` prints, under the plan's memory limit.
@@ -266,7 +273,10 @@ nlohmann::json report_data(const Config& config, const ReportRequest& request) {
     }
     j["plan_exports"] = exports;
   }
-  if (request.search) j["search"] = run_search(config, *request.search);
+  if (request.search) {
+    phase("searching");
+    j["search"] = run_search(config, *request.search);
+  }
   return j;
 }
 

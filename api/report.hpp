@@ -21,6 +21,7 @@
 ///   search    with a search: what `bmpipe search --json` prints
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -42,6 +43,9 @@ struct ReportRequest {
   std::optional<CompareRequest> compare;  ///< its overrides are the simulation's
   std::optional<PlanRequest> plan;        ///< its overrides are the simulation's
   std::optional<SearchRequest> search;
+  /// Hears what starts (for a progress line): "making the schedule", "simulating N ops",
+  /// "bubble breakdown: ...", "comparing: <compare's own phase>", "planning", "searching".
+  std::function<void(const std::string&)> on_phase;
 };
 
 /// Per-stage labels of the run shown on the timeline's hover card.

@@ -1,5 +1,7 @@
 // bmpipe report: one self-contained HTML page of a run, and optionally of a comparison, a
 // plan and a search of the same config (api/report.hpp builds it).
+#include <unistd.h>
+
 #include <boost/program_options.hpp>
 #include <iostream>
 
@@ -8,6 +10,7 @@
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
+#include "cli/ticker.hpp"
 #include "experiment/suggest.hpp"
 #include "schedules/registry.hpp"
 
@@ -54,6 +57,7 @@ int run_report(const std::vector<std::string>& args) {
       ("threads", po::value<int>()->value_name("N")->default_value(0, "all cores"),
        "--plan and --search: threads that simulate");
   // clang-format on
+  add_progress_options(opts, "what runs, seconds so far; a run shorter than that prints none");
   add_override_options(opts, "chunks per device, overriding training.vpp");
   po::variables_map vm;
   if (auto stop = parse_command_line(
@@ -124,11 +128,23 @@ int run_report(const std::vector<std::string>& args) {
     }
     // The output is opened before the runs, so that a bad path fails fast.
     OutputFile out(vm["out"].as<std::string>(), "--out");
+    // A report with --plan or --search runs for minutes: say what runs.
+    Ticker ticker("report", !vm["quiet"].as<bool>(), isatty(STDERR_FILENO) != 0,
+                  progress_interval_s(vm));
+    ticker.phase("reading the config");
+    request.on_phase = [&ticker](const std::string& what) { ticker.phase(what); };
+    if (request.plan)
+      request.plan->progress = [&ticker](const std::string& label, const PlannerProgress& p) {
+        ticker.phase("planning " + label + ": " + p.phase + ", " + std::to_string(p.evaluations) +
+                     " evaluations");
+      };
     Overrides load_overrides = request.simulate.overrides;
     const Config config = load_config(vm["config"].as<std::string>(), load_overrides);
     const nlohmann::json data = api::report_data(config, request);
+    ticker.phase("writing the page");
     out.stream() << api::report_html(data);
     out.close();
+    ticker.stop();
     return data["summary"].value("ok", false) ? 0 : 1;
   });
 }

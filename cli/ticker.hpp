@@ -22,7 +22,7 @@ class Ticker {
   Ticker(const Ticker&) = delete;
   Ticker& operator=(const Ticker&) = delete;
 
-  /// What is running now ("simulating 25,165,824 ops").
+  /// What is running now ("simulating 25165824 ops on 64 pipeline ranks").
   void phase(std::string text);
   /// Ends the thread and, on a terminal, erases the line. Idempotent.
   void stop();

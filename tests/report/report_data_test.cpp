@@ -121,6 +121,25 @@ TEST(ReportHtml, EmbedsTheDataSafelyInThePage) {
     EXPECT_EQ(html.find(fetch), std::string::npos) << fetch;
 }
 
+TEST(ReportCli, ALongReportSaysWhatRunsOffATerminal) {
+  // The pp-64 example at 2048 micro-batches: the comparison's zb-v spends about 0.4 s
+  // making its schedule, so a line every 0.05 s names it. The page is written as ever.
+  test::ScratchDir dir;
+  const std::string page = dir.file("r.html");
+  const test::CliRun run =
+      test::run_cli("report " + kPp64 + " --microbatches 2048 --compare 1f1b,zb-v " +
+                    "--progress-interval-s 0.05 --out " + page);
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.err.find("report: comparing: zb-v (2 of 2): making the schedule, "),
+            std::string::npos)
+      << run.err;
+  EXPECT_EQ(embedded(test::slurp(page)).at("summary").at("microbatches"), 2048);
+  const test::CliRun quiet = test::run_cli(
+      "report " + kTiny + " --quiet --progress-interval-s 0 --out " + dir.file("q.html"));
+  ASSERT_EQ(quiet.code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err, "");
+}
+
 TEST(ReportCli, WritesThePageOfTheRun) {
   test::ScratchDir dir;
   const std::string page = dir.file("r.html");
