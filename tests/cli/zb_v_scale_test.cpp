@@ -74,14 +74,15 @@ TEST(ZbVScale, Pp64ExampleAt8192MicroBatchesKeepsTheWholeRankingsChoice) {
 
 TEST(ZbVScale, CompareSaysWhichScheduleRunsAndWhatItDoes) {
   const auto r = run_cli("compare " + bmpipe::test::examples() +
-                         "h200_8x8_pp64.yaml --schedules 1f1b,zb-v --microbatches 2048 "
+                         "h200_8x8_pp64.yaml --schedules 1f1b,zb-v --microbatches 4096 "
                          "--progress-interval-s 0.05");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("zb-v "), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("compare: zb-v (2 of 2): making the schedule, "), std::string::npos)
       << r.err;
-  // 2 chunks x (F, I, W) x 2048 micro-batches x 64 ranks.
-  EXPECT_NE(r.err.find("compare: zb-v (2 of 2): simulating 786432 ops, "), std::string::npos)
+  // 2 chunks x (F, I, W) x 4096 micro-batches x 64 ranks; each phase lasts about 0.3 s
+  // in Release, six lines at 0.05 s.
+  EXPECT_NE(r.err.find("compare: zb-v (2 of 2): simulating 1572864 ops, "), std::string::npos)
       << r.err;
   const auto quiet = run_cli("compare " + bmpipe::test::examples() +
                              "h200_8x8_pp64.yaml --schedules 1f1b,zb-v --quiet "
