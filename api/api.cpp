@@ -83,6 +83,9 @@ SimulationReport run_prepared(const PreparedSimulation& run, Observer* observer,
   SimulationReport report;
   // Compiled once for the run and the bubble breakdown's three re-runs.
   const CompiledSchedule compiled = CompiledSchedule::borrowing(run.schedule);
+  if (on_phase)
+    on_phase("simulating " + std::to_string(run.schedule.total_ops()) + " ops on " +
+             std::to_string(run.schedule.num_ranks) + " pipeline ranks");
   report.result = simulate(run.input, compiled, observer);
   report.info = make_run_info(*run.experiment, run.plan, run.schedule);
   if (report.result.ok) {

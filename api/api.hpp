@@ -84,8 +84,8 @@ void check_simulate_request(const SimulateRequest& request);
 PreparedSimulation prepare_simulation(Config config, const SimulateRequest& request);
 
 /// Runs `run` once, telling `observer` (may be null) every event, and summarizes it.
-/// `on_phase`, when given, hears what starts after the run: "bubble breakdown: 3 more
-/// simulations" (for a progress line; the run itself is the caller's to announce).
+/// `on_phase`, when given, hears what starts (for a progress line): "simulating N ops on P
+/// pipeline ranks", then "bubble breakdown: 3 more simulations".
 SimulationReport run_prepared(const PreparedSimulation& run, Observer* observer = nullptr,
                               const std::function<void(const std::string&)>& on_phase = {});
 

@@ -236,7 +236,6 @@ nlohmann::json report_data(const Config& config, const ReportRequest& request) {
   TimelineRecorder recorder(run.input, run.schedule, run.schedule.name);
   TransferCollector transfers;
   TeeObserver observers({&recorder, &transfers});
-  phase("simulating " + std::to_string(run.schedule.total_ops()) + " ops");
   const SimulationReport report = run_prepared(run, observers.get(), phase);
   const Timeline timeline = recorder.take(report.result);
   j["summary"] = report.summary;

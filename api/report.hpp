@@ -43,8 +43,8 @@ struct ReportRequest {
   std::optional<CompareRequest> compare;  ///< its overrides are the simulation's
   std::optional<PlanRequest> plan;        ///< its overrides are the simulation's
   std::optional<SearchRequest> search;
-  /// Hears what starts (for a progress line): "making the schedule", "simulating N ops",
-  /// "bubble breakdown: ...", "comparing: <compare's own phase>", "planning", "searching".
+  /// Hears what starts (for a progress line): "making the schedule", run_prepared's phases,
+  /// "comparing: <compare's own phase>", "planning", "searching".
   std::function<void(const std::string&)> on_phase;
 };
 

@@ -101,8 +101,6 @@ int run_simulate(const std::vector<std::string>& args) {
       memory_out.emplace(vm["memory-svg"].as<std::string>(), "--memory-svg");
     if (svg_out || memory_out) recorder.emplace(run.input, run.schedule, run.schedule.name);
     TeeObserver observers({trace ? &*trace : nullptr, recorder ? &*recorder : nullptr});
-    ticker.phase("simulating " + std::to_string(run.schedule.total_ops()) + " ops on " +
-                 std::to_string(run.schedule.num_ranks) + " pipeline ranks");
     const api::SimulationReport report = api::run_prepared(
         run, observers.get(), [&](const std::string& what) { ticker.phase(what); });
     ticker.phase("writing the outputs");
