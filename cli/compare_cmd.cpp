@@ -1,6 +1,4 @@
 // bmpipe compare: the same config under several schedules, side by side.
-#include <unistd.h>
-
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <cstdio>
@@ -108,8 +106,7 @@ int run_compare(const std::vector<std::string>& args) {
     const Overrides o = overrides_from(vm);
     api::CompareRequest request{split_names(vm["schedules"].as<std::string>()), o, svg, {}};
     api::check_compare_request(request);  // a misspelt schedule fails before the file is read
-    Ticker ticker("compare", !vm["quiet"].as<bool>(), isatty(STDERR_FILENO) != 0,
-                  progress_interval_s(vm));
+    Ticker ticker = progress_ticker("compare", vm);
     ticker.phase("reading the config");
     request.on_phase = [&](const std::string& what) { ticker.phase(what); };
     const Config base = load_config(vm["config"].as<std::string>(), o);

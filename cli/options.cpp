@@ -1,7 +1,10 @@
 #include "cli/options.hpp"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <iostream>
+#include <utility>
 
 #include "experiment/suggest.hpp"
 
@@ -168,6 +171,11 @@ double progress_interval_s(const po::variables_map& vm) {
   if (!(s >= 0) || !std::isfinite(s))
     throw UsageError("--progress-interval-s", "must be 0 or more seconds");
   return s;
+}
+
+Ticker progress_ticker(std::string command, const po::variables_map& vm) {
+  return Ticker(std::move(command), !vm["quiet"].as<bool>(), isatty(STDERR_FILENO) != 0,
+                progress_interval_s(vm));
 }
 
 }  // namespace bmpipe::cli

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/ticker.hpp"
 #include "experiment/config.hpp"
 
 namespace bmpipe::cli {
@@ -33,6 +34,10 @@ void add_progress_options(boost::program_options::options_description& opts,
 
 /// --progress-interval-s from `vm`. Throws UsageError when it is negative or not finite.
 double progress_interval_s(const boost::program_options::variables_map& vm);
+
+/// The progress line of `command` as its options ask: none with --quiet, redrawn when
+/// stderr is a terminal, else one line per --progress-interval-s.
+Ticker progress_ticker(std::string command, const boost::program_options::variables_map& vm);
 
 /// Parses `args` for `bmpipe <command>`. Returns an exit code when the command should stop
 /// now: 0 after printing --help (followed by `epilogue`), 2 after a usage error: a bad

@@ -1,7 +1,5 @@
 // bmpipe report: one self-contained HTML page of a run, and optionally of a comparison, a
 // plan and a search of the same config (api/report.hpp builds it).
-#include <unistd.h>
-
 #include <boost/program_options.hpp>
 #include <iostream>
 
@@ -129,8 +127,7 @@ int run_report(const std::vector<std::string>& args) {
     // The output is opened before the runs, so that a bad path fails fast.
     OutputFile out(vm["out"].as<std::string>(), "--out");
     // A report with --plan or --search runs for minutes: say what runs.
-    Ticker ticker("report", !vm["quiet"].as<bool>(), isatty(STDERR_FILENO) != 0,
-                  progress_interval_s(vm));
+    Ticker ticker = progress_ticker("report", vm);
     ticker.phase("reading the config");
     request.on_phase = [&ticker](const std::string& what) { ticker.phase(what); };
     if (request.plan)

@@ -1,5 +1,3 @@
-#include <unistd.h>
-
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <fstream>
@@ -65,8 +63,7 @@ int run_simulate(const std::vector<std::string>& args) {
     // A long run says what it is doing: making the schedule (zb-auto and zb-v simulate
     // candidates then, and draw the chosen one), simulating, the bubble breakdown. At
     // 65,536 micro-batches and pp 64 zb-v takes seconds in each (issue 20, item 7).
-    Ticker ticker("simulate", !vm["quiet"].as<bool>(), isatty(STDERR_FILENO) != 0,
-                  progress_interval_s(vm));
+    Ticker ticker = progress_ticker("simulate", vm);
     const std::string making = request.schedule_file
                                    ? "reading the schedule file"
                                    : "making the " + config.training.schedule + " schedule";
