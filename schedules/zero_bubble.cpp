@@ -100,7 +100,10 @@ Planned greedy(const char* name, const Plan& plan) {
   const int stages = p * chunks;
   Planned out{empty_schedule(name, plan.placement, p, chunks, m), 0};
   Schedule& s = out.schedule;
-  auto idx = [m](int st, int mb) { return static_cast<std::size_t>(st) * m + mb; };
+  // Micro-batch-major: the ops in flight at any time touch a window of a few p
+  // micro-batches across all stages, which stays in cache; stage-major made every stage
+  // its own stream through memory (BM_GenerateRanked_zb-v/64/8192 694 -> 669 ms).
+  auto idx = [stages](int st, int mb) { return static_cast<std::size_t>(mb) * stages + st; };
   // When the output of F / I of (stage, mb) is usable on the rank that needs it next, and
   // when F ended on its own rank.
   std::vector<Cost> f_out(static_cast<std::size_t>(stages) * m, kNever);
