@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <optional>
 
@@ -560,7 +561,10 @@ constexpr Baseline kBaselines[] = {
 std::vector<BaselineRun> run_baselines(const Space& space, const PlannerOptions& o) {
   Context c{space, o, uniform_partition(space.layers(), space.stages()), {}, {}, {}};
   std::vector<BaselineRun> out;
+  const std::size_t count = std::size(kBaselines);
   for (const Baseline& b : kBaselines) {
+    announce(o, "baseline " + std::string(b.name) + " (" + std::to_string(out.size() + 1) + " of " +
+                    std::to_string(count) + ")");
     BaselineRun r;
     r.name = b.name;
     r.run = b.make(c, &r.error);

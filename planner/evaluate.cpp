@@ -56,4 +56,11 @@ PlanRun finish_run(const Experiment& e, const PlannerOptions& o, const Schedule&
   return run;
 }
 
+void announce(const PlannerOptions& o, const std::string& phase) {
+  if (!o.progress) return;
+  PlannerProgress p;
+  p.phase = phase;
+  o.progress(p);
+}
+
 }  // namespace bmpipe::planner

@@ -4,6 +4,7 @@
 /// of candidates on a fixed oneTBB arena, and runs a final plan as `bmpipe simulate` would.
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "planner/planner.hpp"
@@ -40,5 +41,10 @@ class Evaluator {
 /// and it is simulated with capacity = the memory limit.
 PlanRun finish_run(const Experiment& e, const PlannerOptions& o, const Schedule& searched,
                    const Plan& plan);
+
+/// Tells o.progress (if any) that `phase` starts before the first evaluation or after the
+/// last: making a cost-aware schedule, a baseline, the final runs. Each of those makes the
+/// schedule again (finish_run), seconds for zb-v at thousands of micro-batches.
+void announce(const PlannerOptions& o, const std::string& phase);
 
 }  // namespace bmpipe::planner

@@ -98,6 +98,7 @@ PlanOutcome plan_pipeline(const Experiment& e, const PlannerOptions& o) {
   out.schedule = o.schedule;
   out.memory_limit_bytes = o.memory_limit_bytes;
   // searched_schedule() rejects an unknown name first, so find_schedule() is not null here.
+  planner::announce(o, "making the schedule");
   const Schedule sch = searched_schedule(e, o);
   out.vpp = effective_vpp(*find_schedule(o.schedule), o.vpp);
   const Space space(e, sch, o.memory_limit_bytes, o.expressible);
@@ -124,6 +125,7 @@ PlanOutcome plan_pipeline(const Experiment& e, const PlannerOptions& o) {
   out.stats = search.stats();
   if (out.stats.stopped_by.empty()) out.stats.stopped_by = "converged";
   // The reported plan: the search's best, or a baseline that is faster as run.
+  search.report("the final runs");
   out.best = planner::finish_run(
       e, o, sch,
       best.plan.partition.empty()

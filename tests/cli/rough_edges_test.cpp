@@ -148,13 +148,21 @@ TEST(RoughEdges, EveryCompareRowNamesTheVersionAndTheConfig) {
 // Issue 21: with stderr redirected, a 28 s `plan --schedule auto` printed nothing until it
 // ended. Off a terminal it prints a line per interval (0 here: every report): schedule,
 // phase, the command's evaluations (growing across schedules), best so far, elapsed, ETA.
+// Issue 20: the phases before the first evaluation and after the last are named too
+// (zb-v at 8192 micro-batches spent 7.5 s there, silent): making the schedule, each
+// baseline, the final runs.
 TEST(RoughEdges, PlanProgressOffATerminalIsOneLinePerInterval) {
   const CliRun r =
       run_cli("plan " + kTiny + " --schedule auto --max-evals 300 --progress-interval-s 0");
   ASSERT_EQ(r.code, 0) << r.all();
   const std::regex shape(
-      R"(plan: ([a-z0-9-]+( v\d)?): (baselines|search|polish), (\d+) evaluations, best )"
+      R"(plan: ([a-z0-9-]+( v\d)?): (making the schedule|baseline [a-z-]+ \(\d+ of \d+\)|)"
+      R"(baselines|search|polish|the final runs), (\d+) evaluations, best )"
       R"((none fits yet|[0-9.]+ ms), [0-9.]+ s, ETA (<1 s|at most \d+ s|unknown))");
+  for (const char* phase : {"plan: 1f1b: making the schedule, 0 evaluations",
+                            "plan: 1f1b: baseline megatron-no-recompute (1 of 10), 0 evaluations",
+                            ": the final runs, "})
+    EXPECT_NE(r.err.find(phase), std::string::npos) << phase << "\n" << r.err;
   std::istringstream in(r.err);
   std::string line;
   long long last = 0;
