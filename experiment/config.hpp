@@ -161,6 +161,9 @@ struct TrainingConfig {
   bool sequence_parallel = false;
   std::string fp8 = "none";            ///< none, hybrid or e4m3 (CostSettings::fp8)
   std::string fp8_recipe = "delayed";  ///< delayed, tensorwise, blockwise or mxfp8
+  /// eager or fused (CostSettings::kernels); empty: the architecture's own (llama eager,
+  /// gpt fused).
+  std::string kernels;
   OptimizerSettings optimizer;
   /// How weight gradients reach the buffer; unset: the architecture's default
   /// (CostSettings::grad_accumulation).
@@ -179,6 +182,7 @@ struct TrainingConfig {
   int data_parallel(int devices) const { return dp ? *dp : devices / (pp * tp * cp); }
   CpComm cp_comm() const { return cp_comm_type == "a2a" ? CpComm::a2a : CpComm::p2p; }
   int dtype_bytes() const { return 2; }
+  Kernels kernel_set() const { return kernels == "fused" ? Kernels::fused : Kernels::eager; }
   Fp8 fp8_format() const {
     return fp8 == "hybrid" ? Fp8::hybrid : fp8 == "e4m3" ? Fp8::e4m3 : Fp8::none;
   }

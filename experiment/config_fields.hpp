@@ -86,6 +86,8 @@ inline constexpr std::array<std::string_view, 4> kFp8Recipes{"delayed", "tensorw
                                                              "mxfp8"};
 inline constexpr std::array<std::string_view, 1> kOptimizers{"adam"};
 inline constexpr std::array<std::string_view, 3> kGradDtypes{"fp32", "bf16", "fp16"};
+/// CostSettings::kernels, in Kernels' order.
+inline constexpr std::array<std::string_view, 2> kKernels{"eager", "fused"};
 /// CostSettings::grad_accumulation, in GradAccumulation's order.
 inline constexpr std::array<std::string_view, 3> kGradAccumulations{"overwrite", "add", "fused"};
 
@@ -398,8 +400,15 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
      .choices = kFp8Recipes,
      .form = Form::analytic},
     {.name = "optimizer", .form = Form::analytic},
+    {.name = "kernels",
+     .slot = &TrainingConfig::kernels,
+     .help = "llama layers' norm, RoPE and SwiGLU kernels: eager (HF transformers, the "
+             "default) or fused (Megatron-Core with TransformerEngine); gpt layers are fused",
+     .choices = kKernels,
+     .form = Form::analytic},
     {.name = "grad_accumulation",
-     .help = "how weight gradients reach the buffer; default: llama add, gpt fused",
+     .help = "how weight gradients reach the buffer; default: llama add (with fused kernels: "
+             "fused), gpt fused",
      .choices = kGradAccumulations,
      .form = Form::analytic},
     {.name = "recompute", .help = "a mode, or {default, stages: {s: mode}, layers: {l: mode}}"},

@@ -77,6 +77,11 @@ void check_values(const Config& c) {
              "gb200), but the device is " +
                  hw.name + " (expected delayed, tensorwise or blockwise)");
   }
+  if (c.training.kernels == "eager" && c.model.shape &&
+      c.model.shape->architecture == Architecture::gpt)
+    c.fail("training.kernels",
+           "eager: bmpipe models gpt layers with Megatron-LM's fused kernels only (expected "
+           "fused, or no key)");
   check_table(c, "training.optimizer", detail::kOptimizerFields, c.training.optimizer);
   std::int64_t layers = 0;
   for (const LayerGroup& g : c.model.layers) {
@@ -200,6 +205,7 @@ Load analytic_load(const Config& c) {
   st.etp_crosses_nodes = group_crosses_domain(c.cluster, t.etp);
   st.fp8 = t.fp8_format();
   st.fp8_recipe = t.fp8_scaling();
+  st.kernels = t.kernel_set();
   st.cp = t.cp;
   st.cp_comm = t.cp_comm();
   st.cp_crosses_nodes = group_crosses_domain(c.cluster, t.tp * t.cp);

@@ -41,6 +41,7 @@ AnalyticCosts analytic_costs(const Config& c) {
   a.settings.etp_crosses_nodes = group_crosses_domain(c.cluster, t.etp);
   a.settings.fp8 = t.fp8_format();
   a.settings.fp8_recipe = t.fp8_scaling();
+  a.settings.kernels = t.kernel_set();
   a.settings.cp = t.cp;
   a.settings.cp_comm = t.cp_comm();
   // Megatron's rank order "tp-cp-ep-dp-pp" (NVIDIA/Megatron-LM

@@ -103,7 +103,8 @@ class Builder {
     bw_ = hw.hbm_GBps * 1e9 * hw.memory_efficiency;
     launch_ = hw.kernel_launch_us * 1e-6;
     accumulation_ = st.grad_accumulation.value_or(
-        arch == Architecture::llama ? GradAccumulation::add : GradAccumulation::fused);
+        arch == Architecture::llama && st.kernels == Kernels::eager ? GradAccumulation::add
+                                                                    : GradAccumulation::fused);
   }
 
   /// Roofline of one kernel.
@@ -325,10 +326,45 @@ void cp_exchange(Builder& b, const HardwareSpec& hw, const CostSettings& st, dou
         (cp - 1) * std::max(0.0, backward - attention_b / cp), 0.0);
 }
 
+/// One norm's HBM traffic per element of its input (bytes: reads + writes) and its kernel
+/// launches, forward / input-grad / weight-grad. Eager (HF's RMSNorm): cast to fp32, pow,
+/// mean, rsqrt-mul, cast back, scale: six kernels forward, about ten backward. Fused
+/// (Megatron's LayerNorm, TransformerEngine's RMSNorm): one kernel each way that reads the
+/// input (and the gradient) once and writes its output.
+struct NormTraffic {
+  double f, i, w;
+  int kf, ki, kw;
+};
+NormTraffic norm_traffic(bool eager, double e) {
+  if (eager) return {18 * e, 36 * e, 4 * e, 6, 10, 2};
+  return {2 * e, 3 * e, 2 * e, 1, 1, 1};
+}
+
+/// What one RMSNorm keeps for backward per element of its input, beyond its per-token
+/// fp32 rsqrt: eager, the fp32 copy of the input and the bf16 normalized tensor; fused
+/// (TransformerEngine), the input alone.
+double rms_norm_saved(bool eager, double e) {
+  return eager ? 4 + e : e;
+}
+
+/// SwiGLU's HBM traffic per element of its output, forward / input-grad, and its launches.
+/// Eager: silu (read, write) and mul (two reads, a write) forward; mul and silu backward.
+/// Fused (Megatron's bias_swiglu): one kernel reads gate and up and writes the product;
+/// backward reads the gradient and both inputs and writes both gradients.
+struct SwigluTraffic {
+  double f, i;
+  int kf, ki;
+};
+SwigluTraffic swiglu_traffic(bool eager, double e) {
+  if (eager) return {5 * e, 9 * e, 2, 4};
+  return {3 * e, 5 * e, 1, 1};
+}
+
 LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st,
                        bool moe_mlp) {
   Builder b(hw, st, m.architecture, moe_mlp ? "moe_decoder" : "decoder");
   const bool llama = m.architecture == Architecture::llama;
+  const bool eager = llama && st.kernels == Kernels::eager;  // HF's kernels (Kernels)
   const double e = st.dtype_bytes;
   const double t = st.tp;
   // s: the whole sequence (the keys a query may see); sl: this rank's share of it under
@@ -349,13 +385,12 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   const double S2 = heads * mb * sl * s;                 // score-matrix elements
 
   // Per-element HBM traffic of memory-bound sub-ops (reads + writes, bytes), forward /
-  // input-grad / weight-grad. Llama's RMSNorm is HF's unfused one: cast to fp32, pow,
-  // mean, rsqrt-mul, cast back, scale: six kernels forward; autograd runs about ten
-  // backward. gpt's LayerNorm and activations are Megatron's fused kernels.
-  const double norm_f = llama ? 18 * e : 2 * e;
-  const double norm_i = llama ? 36 * e : 3 * e;
-  const double norm_w = llama ? 4 * e : 2 * e;
-  const int norm_kf = llama ? 6 : 1, norm_ki = llama ? 10 : 1, norm_kw = llama ? 2 : 1;
+  // input-grad / weight-grad (NormTraffic). gpt's LayerNorm and activations are
+  // Megatron's fused kernels; llama's are HF's eager ones unless the kernels are fused.
+  const NormTraffic norm = norm_traffic(eager, e);
+  const double norm_f = norm.f, norm_i = norm.i, norm_w = norm.w;
+  const int norm_kf = norm.kf, norm_ki = norm.ki, norm_kw = norm.kw;
+  const SwigluTraffic glu = swiglu_traffic(eager, e);
   const int norm_tensors = llama ? 1 : 2;  // RMSNorm: a scale; LayerNorm: scale and bias
 
   // --- attention block ---
@@ -368,6 +403,15 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   const double qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim, dr = mla.qk_rope_head_dim;
   const double dv = mla.v_head_dim;
   const double Ts_att = Hs / h;  // tokens before the sequence-parallel gather
+  // RoPE on `el` elements of q and k. Eager (HF): five elementwise kernels (mul, neg, cat,
+  // mul, add) on each. Fused (TransformerEngine's fused RoPE): one kernel each on q and k
+  // that reads and writes the tensor once, each way.
+  const auto rope = [&](double el) {
+    if (eager)
+      b.elementwise("rope", 10 * e * el, 8 * e * el, 0, 10, 8, 0);
+    else
+      b.elementwise("rope", 2 * e * el, 2 * e * el, 0, 2, 2, 0);
+  };
   if (is_mla) {
     // Megatron-Core's MLASelfAttention (NVIDIA/Megatron-LM
     // d98e8a64ddf34856e74b24714e3bedb2f5a39553, megatron/core/transformer/
@@ -398,7 +442,7 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     b.linear("kv_b_proj", T, kvl, heads * (mla.qk_nope_head_dim + dv));
     // RoPE on the rope parts: q's heads x qk_rope_head_dim and the one shared k_pe.
     const double el = T * (heads * dr + dr);
-    b.elementwise("rope", 10 * e * el, 8 * e * el, 0, 10, 8, 0);
+    rope(el);
     // q = [q_nope, q_pe]; k = [k_nope, k_pe broadcast to every head]: read the parts,
     // write q and k (backward: the slices back).
     const double cat = e * T * (3 * heads * qk + heads * mla.qk_nope_head_dim + dr);
@@ -407,19 +451,17 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     b.tp_collective("qkv_all_gather", Collective::all_gather, Collective::reduce_scatter, e * Hn);
   if (is_mla) {
     // q, k and v came from the latent projections above.
-  } else if (llama) {
+  } else if (eager) {
     b.linear("qkv_proj", T, h, q_cols + 2 * kv_cols, 3, 2);  // HF: separate q, k, v
+  } else if (llama) {
+    b.linear("qkv_proj", T, h, q_cols + 2 * kv_cols);  // Megatron's linear_qkv
   } else {
     b.linear("qkv_proj", T, h, q_cols + 2 * kv_cols);
     // Its bias gradient: a reduction of the output gradient over the tokens.
     const double qkv_out = T * (q_cols + 2 * kv_cols);
     b.elementwise("qkv_bias", 0, 0, e * qkv_out, 0, 0, 1, q_cols + 2 * kv_cols, 1);
   }
-  if (llama && !is_mla) {
-    // HF applies RoPE to q and k with five elementwise kernels (mul, neg, cat, mul, add).
-    const double el = T * (q_cols + kv_cols);
-    b.elementwise("rope", 10 * e * el, 8 * e * el, 0, 10, 8, 0);
-  }
+  if (llama && !is_mla) rope(T * (q_cols + kv_cols));
   double core_f = 0, core_flops = 0;
   if (is_mla) {
     // Flash attention with q/k heads of qk_nope + qk_rope and v heads of v_head_dim:
@@ -525,7 +567,7 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
             etp_probs(Collective::reduce_scatter), 0.0);
     }
     b.grouped("experts_gate_up", Tg, h, 2 * ef, local_experts, etp * Tk);
-    b.elementwise("experts_swiglu", 5 * e * Tg * ef, 9 * e * Tg * ef, 0, 2, 4, 0);
+    b.elementwise("experts_swiglu", glu.f * Tg * ef, glu.i * Tg * ef, 0, glu.kf, glu.ki, 0);
     b.grouped("experts_down", Tg, ef, h, local_experts, etp * Tk);
     if (st.etp > 1)
       b.add("etp-reduce-scatter", etp_op(Collective::reduce_scatter),
@@ -538,15 +580,20 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     b.elementwise("unpermute", e * (Tk * h + Tm * h) + 4 * Tk, e * (Tm * h + 2 * Tk * h) + 4 * Tk,
                   0, 1, 2, 0);
     if (x.shared_ffn > 0) {
-      b.linear("shared_gate_up", Tm, h, 2 * sf, 2, 1);
-      b.elementwise("shared_swiglu", 5 * e * Tm * sf, 9 * e * Tm * sf, 0, 2, 4, 0);
+      if (eager)
+        b.linear("shared_gate_up", Tm, h, 2 * sf, 2, 1);  // HF: separate gate and up
+      else
+        b.linear("shared_gate_up", Tm, h, 2 * sf);
+      b.elementwise("shared_swiglu", glu.f * Tm * sf, glu.i * Tm * sf, 0, glu.kf, glu.ki, 0);
       moe_last_saving_op = b.cost().ops.size();
       b.linear("shared_down", Tm, sf, h);
     }
   } else if (llama) {
-    b.linear("gate_up_proj", T, h, 2 * f, 2, 1);  // HF: separate gate and up
-    // SiLU(gate) * up: silu (r+w), mul (2r+w) forward; mul and silu backward.
-    b.elementwise("swiglu", 5 * e * F, 9 * e * F, 0, 2, 4, 0);
+    if (eager)
+      b.linear("gate_up_proj", T, h, 2 * f, 2, 1);  // HF: separate gate and up
+    else
+      b.linear("gate_up_proj", T, h, 2 * f);                              // Megatron's linear_fc1
+    b.elementwise("swiglu", glu.f * F, glu.i * F, 0, glu.kf, glu.ki, 0);  // SiLU(gate) * up
   } else {
     b.linear("fc1", T, h, f);
     // Fused bias-GeLU; the bias gradient is a reduction over the tokens.
@@ -569,8 +616,8 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   // --- recompute: the forward of the sub-ops each mode re-runs ---
   // selective re-runs the attention core alone; full re-runs the forward, up to the last
   // saving op under PyTorch's early-stopping checkpoint (llama as HF runs it), all of it
-  // under Megatron-LM's reentrant one (gpt).
-  const std::size_t full_end = llama ? last_saving_op : c.ops.size();
+  // under Megatron-LM's reentrant one (gpt, and llama with fused kernels).
+  const std::size_t full_end = eager ? last_saving_op : c.ops.size();
   for (std::size_t k = 0; k < c.ops.size(); ++k) {
     SubOpCost& op = c.ops[k];
     // (Under cp the attention's exchanges run again with it: TransformerEngine's
@@ -599,23 +646,27 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   const bool fp8 = st.fp8 != Fp8::none;
   const double gi = fp8 ? 1.0 : e;
   double fp8_copies = 0;
+  // The layer input and the two RMSNorms (what rms_norm_saved says, and an fp32 rsqrt per
+  // token). A fused norm keeps only its input, and the first one's is the layer input.
+  const double norms_saved =
+      eager ? e * Hs + 2 * (rms_norm_saved(true, e) * Hs + 4 * Ts) : 2 * (e * Hs + 4 * Ts);
+  // SwiGLU keeps gate and up, and eagerly silu(gate) too, per element of its output.
+  const double glu_saved = eager ? 3 * e : 2 * e;
   if (moe_mlp) {
-    saved += e * Hs;                       // layer input
-    saved += 2 * ((4 + e) * Hs + 4 * Ts);  // two RMSNorms
-    saved += gi * Hs + e * Hs;             // inputs of the qkv projection and the router
-    saved += 4 * Tm * E + 12 * Tk;         // fp32 router probabilities, top-k indices, weights
-    saved += gi * Tg * h;                  // gathered rows: the experts' input
-    saved += (3 * e + gi) * Tg * ef;       // gate, silu(gate), up; product (experts_down's input)
-    saved += e * Tmax * h;                 // expert outputs, for the router weights' grad
+    saved += norms_saved;
+    saved += gi * Hs + e * Hs;            // inputs of the qkv projection and the router
+    saved += 4 * Tm * E + 12 * Tk;        // fp32 router probabilities, top-k indices, weights
+    saved += gi * Tg * h;                 // gathered rows: the experts' input
+    saved += (glu_saved + gi) * Tg * ef;  // SwiGLU; product (experts_down's input)
+    saved += e * Tmax * h;                // expert outputs, for the router weights' grad
     if (x.shared_ffn > 0) {
-      saved += (3 * e + gi) * Tm * sf;  // the shared expert's SwiGLU (product: its down's input)
-      if (fp8) fp8_copies += Tm * h;    // shared_gate_up's FP8 input beside the router's
+      saved += (glu_saved + gi) * Tm * sf;  // the shared expert's SwiGLU; product (its down's)
+      if (fp8) fp8_copies += Tm * h;        // shared_gate_up's FP8 input beside the router's
     }
   } else if (llama) {
-    saved += e * Hs;                       // layer input (counted, as the profile does)
-    saved += 2 * ((4 + e) * Hs + 4 * Ts);  // two RMSNorms: fp32 input, bf16 normalized, rsqrt
-    saved += 2 * gi * Hs;                  // inputs of the qkv and gate/up projections
-    saved += (3 * e + gi) * F;             // gate, silu(gate), up; product (down_proj's input)
+    saved += norms_saved;           // (the layer input counted, as the h200 profile does)
+    saved += 2 * gi * Hs;           // inputs of the qkv and gate/up projections
+    saved += (glu_saved + gi) * F;  // SwiGLU; product (down_proj's input)
   } else {
     saved += 2 * (e * Hs + 8 * Ts);  // two LayerNorm inputs (+ fp32 mean, rstd)
     saved += 2 * gi * Hs;            // qkv and fc1 inputs
@@ -626,7 +677,7 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     // The latents' norms (fp32 input, bf16 output, rsqrt), the up projections' inputs,
     // q, k (heads x qk), v (heads x dv), and the core output (out_proj's input).
     const double q_lat = ql > 0 ? ql : 0.0;
-    saved += (4 + e) * Ts_att * (q_lat + kvl) + 4 * Ts_att * (ql > 0 ? 2 : 1);
+    saved += rms_norm_saved(eager, e) * Ts_att * (q_lat + kvl) + 4 * Ts_att * (ql > 0 ? 2 : 1);
     saved += gi * T * (q_lat + kvl);
     saved += e * T * heads * (2 * qk + dv);
     saved += e * T * heads * dv;  // flash's output (also out_proj's input)
@@ -669,9 +720,11 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
       std::min(c.activation_bytes[Recompute::selective], c.weight_grad_bytes[Recompute::none]);
   c.weight_grad_bytes[Recompute::full] = c.activation_bytes[Recompute::full];
   c.recompute_flops[Recompute::selective] = core_flops;
+  // (An early-stopping checkpoint skips the last saving op: the MLP's output projection.)
   c.recompute_flops[Recompute::full] =
-      c.forward_flops -
-      (moe_mlp ? (x.shared_ffn > 0 ? 2 * Tm * sf * h : 0.0) : (llama ? 2 * T * f * h : 0.0));
+      c.forward_flops - (!eager    ? 0.0
+                         : moe_mlp ? (x.shared_ffn > 0 ? 2 * Tm * sf * h : 0.0)
+                                   : 2 * T * f * h);
   c.output_bytes = to_bytes(stage_output_bytes(m.architecture, st, e * Hn));
   const long long kv_params = static_cast<long long>(kv_cols * h);
   // MLA's attention on this device (ModelShape::attention_params without its norm, the
@@ -743,7 +796,7 @@ LayerCost mtp_module_cost(const ModelShape& m, const HardwareSpec& hw,
   const LayerCost lookup = embedding_cost(m, hw, st);
   const LayerCost head = head_cost(m, hw, st, false);  // the norm only: the matrix is shared
   Builder b(hw, st, m.architecture, "mtp");
-  const bool llama = m.architecture == Architecture::llama;
+  const bool eager = m.architecture == Architecture::llama && st.kernels == Kernels::eager;
   const double e = st.dtype_bytes, t = st.tp;
   const double T = st.local_tokens();
   const double h = m.hidden_size;
@@ -761,11 +814,9 @@ LayerCost mtp_module_cost(const ModelShape& m, const HardwareSpec& hw,
   };
   append(lookup);
   // enorm (the embedded tokens) and hnorm (the main model's last hidden state): RMSNorms.
-  const double norm_f = llama ? 18 * e : 2 * e, norm_i = llama ? 36 * e : 3 * e;
-  const double norm_w = llama ? 4 * e : 2 * e;
+  const NormTraffic norm = norm_traffic(eager, e);
   for (const char* name : {"mtp.enorm", "mtp.hnorm"})
-    b.elementwise(name, norm_f * Hs, norm_i * Hs, norm_w * Hs, llama ? 6 : 1, llama ? 10 : 1,
-                  llama ? 2 : 1, h, 1);
+    b.elementwise(name, norm.f * Hs, norm.i * Hs, norm.w * Hs, norm.kf, norm.ki, norm.kw, h, 1);
   // The concat of the two (2h wide) into eh_proj, column-parallel over tp, its output
   // gathered back to the full hidden state.
   b.elementwise("mtp.concat", 4 * e * Hs, 4 * e * Hs, 0, 1, 1, 0);
@@ -778,9 +829,8 @@ LayerCost mtp_module_cost(const ModelShape& m, const HardwareSpec& hw,
   append(layer);
   append(head);
   // Recompute acts on the module's decoder layer; the rest always keeps its tensors: the
-  // lookup's ids, the two norms (fp32 input, normalized output, rsqrt), eh_proj's input,
-  // and the head's.
-  const double own = 2 * ((4 + e) * Hs + 4 * Ts) + 2 * e * Hs;
+  // lookup's ids, the two norms (rms_norm_saved, rsqrt), eh_proj's input, and the head's.
+  const double own = 2 * (rms_norm_saved(eager, e) * Hs + 4 * Ts) + 2 * e * Hs;
   for (Recompute r : kAllRecompute) {
     c.recompute_extra_s[r] = layer.recompute_extra_s[r];
     c.recompute_flops[r] = layer.recompute_flops[r];
@@ -846,9 +896,10 @@ LayerCost head_cost(const ModelShape& m, const HardwareSpec& hw, const CostSetti
   const double h = m.hidden_size, v = m.vocab_size / t;
   const double Hn = T * h, Hs = st.sequence_parallel ? Hn / t : Hn;
   const double L = T * v;  // this device's logits
-  const double norm_f = llama ? 18 * e : 2 * e, norm_i = llama ? 36 * e : 3 * e;
-  b.elementwise("final_norm", norm_f * Hs, norm_i * Hs, 2 * e * Hs, llama ? 6 : 1, llama ? 10 : 1,
-                llama ? 2 : 1, (llama ? 1 : 2) * h, llama ? 1 : 2);
+  const bool eager = llama && st.kernels == Kernels::eager;
+  const NormTraffic norm = norm_traffic(eager, e);
+  b.elementwise("final_norm", norm.f * Hs, norm.i * Hs, 2 * e * Hs, norm.kf, norm.ki, norm.kw,
+                (llama ? 1 : 2) * h, llama ? 1 : 2);
   if (st.sequence_parallel)
     b.tp_collective("head_all_gather", Collective::all_gather, Collective::reduce_scatter, e * Hn);
   b.linear("lm_head", T, h, v);
@@ -862,7 +913,8 @@ LayerCost head_cost(const ModelShape& m, const HardwareSpec& hw, const CostSetti
     b.add("loss_all_reduce", 3 * ar(4 * T), 0.0, 0.0);  // max, sum-exp, target logit
   }
   LayerCost& c = b.cost();
-  const double norm_saved = llama ? (4 + e) * Hs + 4 * Hs / h : e * Hs + 8 * Hs / h;
+  const double norm_saved =
+      llama ? rms_norm_saved(eager, e) * Hs + 4 * Hs / h : e * Hs + 8 * Hs / h;
   // The fp32 logits (softmax) dominate: b * s * V * 4 bytes over tp.
   c.activation_bytes.fill(to_bytes(norm_saved + e * Hn + 4 * L));
   c.weight_grad_bytes.fill(to_bytes(e * Hn + (llama ? e : 2.0 * e) * Hs));  // head input, norm

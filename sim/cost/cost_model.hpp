@@ -58,6 +58,15 @@ enum class GradAccumulation {
   fused,
 };
 
+/// Which kernels run the memory-bound sub-ops of llama-style layers (RMSNorm, RoPE,
+/// SwiGLU) and how their activation recompute runs. eager: PyTorch eager ops as HF
+/// transformers runs them (the norm in six kernels through fp32, RoPE in five, SiLU and mul
+/// apart; separate q/k/v and gate/up GEMMs; an early-stopping checkpoint), the kernels the
+/// h200 profiles measured. fused: Megatron-Core with TransformerEngine (one RMSNorm kernel
+/// each way, fused RoPE and SwiGLU, fused qkv and fc1 GEMMs, the whole layer recomputed).
+/// gpt-style layers are Megatron-LM's fused kernels either way.
+enum class Kernels { eager, fused };
+
 /// FP8 GEMMs (Megatron-LM's --fp8-format): none (bf16/fp16 GEMMs), hybrid (E4M3 forward,
 /// E5M2 gradients) or e4m3 (E4M3 throughout). Both are one byte an element.
 enum class Fp8 { none, hybrid, e4m3 };
@@ -81,8 +90,11 @@ struct CostSettings {
   /// The tp group crosses nodes (tp larger than a node): its collectives use inter_node.
   bool tp_crosses_nodes = false;
   /// Unset: what the architecture's framework does with every micro-batch after the
-  /// first -- llama (PyTorch eager) `add`, gpt (Megatron-LM) `fused`.
+  /// first -- llama (PyTorch eager) `add`, gpt and llama with fused kernels (Megatron-LM)
+  /// `fused`.
   std::optional<GradAccumulation> grad_accumulation;
+  /// The kernels of llama-style layers (Kernels); gpt-style layers ignore it.
+  Kernels kernels = Kernels::eager;
   /// Bytes per element of the gradient buffer: 4 for an fp32 buffer (Megatron's
   /// main_grad; OptimizerSettings::grad_bytes' default), 2 for a bf16 `param.grad`.
   int grad_bytes = 4;
