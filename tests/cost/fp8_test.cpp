@@ -7,6 +7,7 @@
 #include "experiment/config_cases.hpp"
 #include "experiment/experiment.hpp"
 #include "frameworks/hf/hf_config.hpp"
+#include "support/sub_op.hpp"
 
 namespace bmpipe {
 namespace {
@@ -37,12 +38,7 @@ CostSettings llama_4096(Fp8 fp8, Fp8Recipe recipe = Fp8Recipe::delayed) {
   return st;
 }
 
-const SubOpCost& op(const LayerCost& c, const std::string& name) {
-  for (const auto& o : c.ops)
-    if (o.name == name) return o;
-  ADD_FAILURE() << "no sub-op " << name;
-  return c.ops.front();
-}
+using test::op;
 
 // Llama 3 8B's out_proj at s = 4096, tp 1: [4096 x 4096] x [4096 x 4096], 2 x 4096^3 =
 // 137,438,953,472 FLOPs. bf16: 137.44e9 / (1000e12 x 0.5) = 274.877906944 us, against

@@ -6,6 +6,7 @@
 
 #include "experiment/config_cases.hpp"
 #include "experiment/experiment.hpp"
+#include "support/sub_op.hpp"
 
 namespace bmpipe {
 namespace kernels_test {
@@ -32,12 +33,7 @@ CostSettings settings(Kernels kernels) {
   return st;
 }
 
-const SubOpCost& op(const LayerCost& c, const std::string& name) {
-  for (const auto& o : c.ops)
-    if (o.name == name) return o;
-  ADD_FAILURE() << "no sub-op " << name;
-  return c.ops.front();
-}
+using test::op;
 
 // Llama-3-8B, T = 4096 tokens: the hidden tensor is 4096 x 4096 = 16,777,216 elements of
 // 2 bytes; RoPE runs on q (4096 columns) and k (8 kv heads x 128 = 1024): 4096 x 5120 =

@@ -8,6 +8,7 @@
 
 #include "frameworks/hf/hf_config.hpp"
 #include "sim/cost/cost_model.hpp"
+#include "support/sub_op.hpp"
 
 namespace bmpipe {
 namespace moe_cost_test {
@@ -52,11 +53,7 @@ CostSettings settings(int ep) {
   return st;
 }
 
-const SubOpCost& op(const LayerCost& c, const std::string& name) {
-  for (const auto& o : c.ops)
-    if (o.name == name) return o;
-  throw std::runtime_error("no sub-op " + name);
-}
+using test::op;
 
 TEST(MoeCost, RouterPermuteExpertsAndUnpermuteByHand) {
   ModelShape m = tiny_moe();

@@ -7,6 +7,7 @@
 #include "experiment/config_cases.hpp"
 #include "experiment/experiment.hpp"
 #include "support/run_config.hpp"
+#include "support/sub_op.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
@@ -21,12 +22,7 @@ HardwareSpec round_links() {
   return hw;
 }
 
-const SubOpCost& op(const LayerCost& c, const std::string& name) {
-  for (const auto& o : c.ops)
-    if (o.name == name) return o;
-  ADD_FAILURE() << "no sub-op " << name;
-  return c.ops.front();
-}
+using test::op;
 
 // 1e9 parameters of bf16 over dp 4: the all-gather moves (4-1)/4 x 2e9 = 1.5e9 bytes per
 // device, 15 ms at 100 GB/s; the reduce-scatter of fp32 gradients 3e9 bytes, 30 ms.
