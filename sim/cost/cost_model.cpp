@@ -674,7 +674,7 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     saved += 2 * drop_mask;          // after attention and after the MLP
   }
   if (is_mla) {
-    // The latents' norms (fp32 input, bf16 output, rsqrt), the up projections' inputs,
+    // The latents' norms (rms_norm_saved, an fp32 rsqrt), the up projections' inputs,
     // q, k (heads x qk), v (heads x dv), and the core output (out_proj's input).
     const double q_lat = ql > 0 ? ql : 0.0;
     saved += rms_norm_saved(eager, e) * Ts_att * (q_lat + kvl) + 4 * Ts_att * (ql > 0 ? 2 : 1);
