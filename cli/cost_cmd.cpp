@@ -70,6 +70,12 @@ int run_cost(const std::vector<std::string>& args) {
     std::printf("device %s   seq %d   micro-batch %d   tp %d%s   dp %d\n", a.hardware.name.c_str(),
                 a.settings.seq_length, a.settings.micro_batch_size, a.settings.tp,
                 a.settings.sequence_parallel ? " (sequence parallel)" : "", a.dp);
+    // Which kernels the llama layers' memory-bound sub-ops are costed with (training.kernels).
+    if (m.architecture == Architecture::llama)
+      std::printf("kernels %s\n", a.settings.kernels == Kernels::fused
+                                      ? "fused (Megatron-Core / TransformerEngine)"
+                                      : "eager (HF transformers; training.kernels: fused for "
+                                        "Megatron-Core's)");
     if (m.is_moe())
       std::printf("experts %d (top %d, ffn %d, shared ffn %d)   ep %d   etp %d   edp %d\n",
                   m.moe.num_experts, m.moe.top_k, m.moe.expert_ffn, m.moe.shared_ffn, a.settings.ep,

@@ -67,4 +67,16 @@ TEST(CostCli, TableAndErrors) {
   EXPECT_EQ(run("cost --help").code, 0);
 }
 
+// The header says which kernels llama layers are costed with (training.kernels); gpt
+// layers have one set and no line.
+TEST(CostCli, NamesTheKernelsOfLlamaLayers) {
+  const CliRun eager = run("cost " + kExamples + "ascend910b_llama2_13b_analytic.yaml");
+  EXPECT_NE(eager.out.find("\nkernels eager (HF transformers;"), std::string::npos) << eager.out;
+  const CliRun fused = run("cost " + kExamples + "h100_llama3_70b_fp8.yaml");
+  EXPECT_NE(fused.out.find("\nkernels fused (Megatron-Core"), std::string::npos) << fused.out;
+  const CliRun gpt = run("cost " + kExamples + "gpt3_175b_a100.yaml");
+  EXPECT_EQ(gpt.code, 0) << gpt.out;
+  EXPECT_EQ(gpt.out.find("\nkernels "), std::string::npos) << gpt.out;
+}
+
 }  // namespace
