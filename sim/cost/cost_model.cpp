@@ -388,13 +388,11 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   // input-grad / weight-grad (NormTraffic). gpt's LayerNorm and activations are
   // Megatron's fused kernels; llama's are HF's eager ones unless the kernels are fused.
   const NormTraffic norm = norm_traffic(eager, e);
-  const double norm_f = norm.f, norm_i = norm.i, norm_w = norm.w;
-  const int norm_kf = norm.kf, norm_ki = norm.ki, norm_kw = norm.kw;
   const SwigluTraffic glu = swiglu_traffic(eager, e);
   const int norm_tensors = llama ? 1 : 2;  // RMSNorm: a scale; LayerNorm: scale and bias
 
   // --- attention block ---
-  b.elementwise("input_norm", norm_f * Hs, norm_i * Hs, norm_w * Hs, norm_kf, norm_ki, norm_kw,
+  b.elementwise("input_norm", norm.f * Hs, norm.i * Hs, norm.w * Hs, norm.kf, norm.ki, norm.kw,
                 norm_tensors * h, norm_tensors);
   // Multi-latent attention (DeepSeek-V2/V3): the shape of one device's share.
   const MlaShape& mla = m.mla;
@@ -423,15 +421,15 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     const double gathered = (ql > 0 ? ql : 0.0) + kvl + dr;  // latent columns gathered
     if (ql > 0) {
       b.linear("q_a_proj", Ts_att, h, ql);
-      b.elementwise("q_a_layernorm", norm_f * Ts_att * ql, norm_i * Ts_att * ql,
-                    norm_w * Ts_att * ql, norm_kf, norm_ki, norm_kw, ql, 1);
+      b.elementwise("q_a_layernorm", norm.f * Ts_att * ql, norm.i * Ts_att * ql,
+                    norm.w * Ts_att * ql, norm.kf, norm.ki, norm.kw, ql, 1);
     } else if (st.sequence_parallel) {
       // q_proj (column-parallel) gathers the hidden states itself.
       b.tp_collective("q_all_gather", Collective::all_gather, Collective::reduce_scatter, e * Hn);
     }
     b.linear("kv_a_proj_with_mqa", Ts_att, h, kvl + dr);
-    b.elementwise("kv_a_layernorm", norm_f * Ts_att * kvl, norm_i * Ts_att * kvl,
-                  norm_w * Ts_att * kvl, norm_kf, norm_ki, norm_kw, kvl, 1);
+    b.elementwise("kv_a_layernorm", norm.f * Ts_att * kvl, norm.i * Ts_att * kvl,
+                  norm.w * Ts_att * kvl, norm.kf, norm.ki, norm.kw, kvl, 1);
     if (st.sequence_parallel)
       b.tp_collective("latent_all_gather", Collective::all_gather, Collective::reduce_scatter,
                       e * T * gathered);
@@ -511,7 +509,7 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   b.elementwise("residual_1", add_f, add_f, llama ? 0.0 : e * Hs, 1, 1, 1, add_bias, 1);
 
   // --- MLP block ---
-  b.elementwise("post_norm", norm_f * Hs, norm_i * Hs, norm_w * Hs, norm_kf, norm_ki, norm_kw,
+  b.elementwise("post_norm", norm.f * Hs, norm.i * Hs, norm.w * Hs, norm.kf, norm.ki, norm.kw,
                 norm_tensors * h, norm_tensors);
   if (st.sequence_parallel)
     b.tp_collective("mlp_all_gather", Collective::all_gather, Collective::reduce_scatter, e * Hn);
