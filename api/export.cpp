@@ -248,6 +248,7 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   job.micro_batch_size = run_info.micro_batch_size;
   job.microbatches = own.num_microbatches;
   job.sequence_parallel = config.training.sequence_parallel;
+  job.tp_comm_overlap = config.training.tp_comm_overlap;
   job.devices = run_info.tp * config.training.cp * run_info.dp * layout.pp;
   job.shape = config.model.shape;
   job.ep = config.training.ep;

@@ -159,6 +159,9 @@ struct TrainingConfig {
   // Analytic model only.
   std::string dtype = "bf16";  ///< bf16 or fp16 (2 bytes, tensor-core peak)
   bool sequence_parallel = false;
+  /// CostSettings::tp_comm_overlap (Megatron-LM's --tp-comm-overlap); needs
+  /// sequence_parallel.
+  bool tp_comm_overlap = false;
   std::string fp8 = "none";            ///< none, hybrid or e4m3 (CostSettings::fp8)
   std::string fp8_recipe = "delayed";  ///< delayed, tensorwise, blockwise or mxfp8
   /// eager or fused (CostSettings::kernels); empty: the architecture's own (llama eager,

@@ -387,6 +387,12 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
     {.name = "sequence_parallel",
      .slot = &TrainingConfig::sequence_parallel,
      .form = Form::analytic},
+    {.name = "tp_comm_overlap",
+     .slot = &TrainingConfig::tp_comm_overlap,
+     .help = "TransformerEngine's userbuffer overlap of the sequence-parallel collectives with "
+             "the dense GEMMs beside them (Megatron's --tp-comm-overlap); needs "
+             "sequence_parallel",
+     .form = Form::analytic},
     {.name = "fp8",
      .slot = &TrainingConfig::fp8,
      .help = "FP8 GEMMs (Megatron's --fp8-format): at the device's FP8 peak, casts "

@@ -77,6 +77,12 @@ void check_values(const Config& c) {
              "gb200), but the device is " +
                  hw.name + " (expected delayed, tensorwise or blockwise)");
   }
+  // Megatron-LM's validate_args (megatron/training/arguments.py): "Tensor parallel
+  // communication/GEMM overlap can happen only when sequence parallelism is enabled".
+  if (c.training.tp_comm_overlap && !c.training.sequence_parallel)
+    c.fail("training.tp_comm_overlap",
+           "true needs training.sequence_parallel: true, as Megatron-LM's --tp-comm-overlap "
+           "needs --sequence-parallel (expected false, or sequence_parallel: true)");
   if (c.training.kernels == "eager" && c.model.shape &&
       c.model.shape->architecture == Architecture::gpt)
     c.fail("training.kernels",
@@ -195,6 +201,7 @@ Load analytic_load(const Config& c) {
   st.micro_batch_size = t.micro_batch_size;
   st.tp = t.tp;
   st.sequence_parallel = t.sequence_parallel;
+  st.tp_comm_overlap = t.tp_comm_overlap;
   st.dtype_bytes = t.dtype_bytes();
   st.tp_crosses_nodes = t.tp > c.cluster.domain();
   st.grad_accumulation = t.grad_accumulation;  // as analytic_costs sets them

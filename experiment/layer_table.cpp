@@ -20,6 +20,7 @@ AnalyticCosts analytic_costs(const Config& c) {
   a.settings.micro_batch_size = t.micro_batch_size;
   a.settings.tp = t.tp;
   a.settings.sequence_parallel = t.sequence_parallel;
+  a.settings.tp_comm_overlap = t.tp_comm_overlap;
   a.settings.dtype_bytes = t.dtype_bytes();
   // Megatron placement puts a tp group on consecutive devices: it leaves the scale-up
   // domain (the node, unless cluster.scale_up_domain is larger) only when it is larger

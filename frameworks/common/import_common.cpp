@@ -580,6 +580,9 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
   if (job.sequence_parallel)
     y.value(1, "sequence_parallel", *job.sequence_parallel ? "true" : "false",
             "training.sequence_parallel");
+  if (job.tp_comm_overlap)
+    y.value(1, "tp_comm_overlap", *job.tp_comm_overlap ? "true" : "false",
+            "training.tp_comm_overlap");
   if (job.fsdp) y.value(1, "fsdp", *job.fsdp ? "true" : "false", "training.fsdp");
   if (job.moe_overlap)
     y.value(1, "moe_overlap", *job.moe_overlap ? "true" : "false", "training.moe_overlap");

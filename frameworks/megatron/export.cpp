@@ -278,6 +278,8 @@ std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
   if (!selective) remove.emplace_back("--recompute-activations");
   if (selective) remove.emplace_back("--recompute-modules");
   if (!sequence_parallel && job.tp > 1) remove.emplace_back("--sequence-parallel");
+  if (!(sequence_parallel && job.tp_comm_overlap) && job.tp > 1)
+    remove.emplace_back("--tp-comm-overlap");
   const bool states_model =
       job.shape && (job.shape->is_moe() || job.shape->is_mla() || job.shape->mtp_layers > 0);
   const std::string model_flags =
@@ -295,6 +297,7 @@ std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
   out += "--micro-batch-size " + std::to_string(job.micro_batch_size) + "\n";
   out += "--global-batch-size " + std::to_string(job.global_batch_size()) + "\n";
   if (sequence_parallel) out += "--sequence-parallel\n";
+  if (sequence_parallel && job.tp_comm_overlap) out += "--tp-comm-overlap\n";
   out += megatron_sharding_flags(job);
   out += megatron_cp_fp8_flags(job);
   out += model_flags;

@@ -195,6 +195,7 @@ constexpr FlagSpec kFlags[] = {
     {"--num-layers-per-virtual-pipeline-stage", Kind::integer},
     {"--num-virtual-stages-per-pipeline-rank", Kind::integer},
     {"--sequence-parallel", Kind::boolean},
+    {"--tp-comm-overlap", Kind::boolean},
     {"--expert-model-parallel-size", Kind::integer},
     {"--expert-tensor-parallel-size", Kind::integer},
     {"--overlap-moe-expert-parallel-comm", Kind::boolean},
@@ -897,6 +898,17 @@ void read_precision_and_optimizer(const Reading& ctx) {
       job.notes.push_back(
           "--sequence-parallel has no effect with tp 1 (Megatron-LM turns it "
           "off).");
+  }
+  if (a.boolean("--tp-comm-overlap")) {
+    // [MG-args] validate_args asserts sequence parallelism, which it has just turned off
+    // at tp 1: the job would not start.
+    if (!job.sequence_parallel.value_or(false))
+      a.fail("--tp-comm-overlap",
+             tp == 1 ? "needs tp > 1: Megatron-LM turns --sequence-parallel off at tp 1 and "
+                       "then asserts it for the overlap"
+                     : "needs --sequence-parallel (Megatron-LM asserts it)");
+    job.tp_comm_overlap = true;
+    job.from("training.tp_comm_overlap", a.origin("--tp-comm-overlap"));
   }
 }
 

@@ -252,6 +252,42 @@ class Builder {
     if (st_.tp > 1) add(name, t(fwd), t(bwd), 0.0);
   }
 
+  /// TransformerEngine's userbuffer overlap (CostSettings::tp_comm_overlap) of the
+  /// sequence-parallel collective `comm` with the GEMM `gemm` beside it, as Megatron-Core
+  /// sets it up for a transformer layer (NeMo's userbuffers configs, NVIDIA/NeMo
+  /// nemo/collections/llm/recipes/tp_overlap_configs/userbuffers.py @0594a70: qkv and fc1
+  /// forward by ring exchange, proj and fc2 forward pipelined or by ring exchange, proj
+  /// and fc2 dgrad by ring exchange, qkv and fc1 backward in bulk; read, not copied).
+  ///
+  /// Pipelined (a ring exchange or a split pipeline): the GEMM runs in t chunks and the
+  /// collective's t - 1 steps, C / (t - 1) each, run beside t - 1 of them, so the pair
+  /// takes G / t + (t - 1) max(G / t, C / (t - 1)) = max(G, G / t + C) and the
+  /// collective leaves max(0, C - G (t - 1) / t) exposed. That covers the all-gather
+  /// before a column-parallel GEMM (`gathers`: qkv, fc1) and the reduce-scatter after a
+  /// row-parallel one (proj, fc2) in the forward, and the latter's mirror, the all-gather
+  /// of the output gradient, under the input-grad GEMM. Bulk: the column-parallel GEMM's
+  /// backward reduce-scatter of the input gradient runs whole beside the weight-grad GEMM,
+  /// so max(0, C - G_w) stays. The SMs a pipelined overlap takes from the GEMM (NeMo's
+  /// num_sm, 16 to 32 of an H100's 132) are not charged.
+  void overlap_tp(const std::string& comm, const std::string& gemm, bool gathers) {
+    const auto find = [&](const std::string& name) -> SubOpCost* {
+      for (SubOpCost& op : cost_.ops)
+        if (op.name == name) return &op;
+      return nullptr;
+    };
+    SubOpCost* c = find(comm);
+    const SubOpCost* g = find(gemm);
+    if (st_.tp <= 1 || c == nullptr || g == nullptr) return;
+    const double hidden = (st_.tp - 1.0) / st_.tp;
+    const double f = std::max(0.0, c->forward_s - hidden * g->forward_s);
+    const double i = gathers ? std::max(0.0, c->backward_input_s - g->backward_weight_s)
+                             : std::max(0.0, c->backward_input_s - hidden * g->backward_input_s);
+    cost_.forward_s += f - c->forward_s;
+    cost_.backward_input_s += i - c->backward_input_s;
+    c->forward_s = f;
+    c->backward_input_s = i;
+  }
+
   LayerCost& cost() { return cost_; }
 
  private:
@@ -608,6 +644,18 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
                     st.sequence_parallel ? Collective::all_gather : Collective::all_reduce, e * Hn);
   }
   b.elementwise("residual_2", add_f, add_f, llama ? 0.0 : e * Hs, 1, 1, 1, add_bias, 1);
+  if (st.tp_comm_overlap && st.sequence_parallel) {
+    // TransformerEngine's userbuffers hide the collectives of the dense GEMMs. MLA's latent
+    // all-gather, the MoE block's and the experts' collectives stay exposed: bmpipe does
+    // not model an overlap for them.
+    b.overlap_tp("qkv_all_gather", "qkv_proj", true);
+    b.overlap_tp("q_all_gather", "q_proj", true);
+    b.overlap_tp("out_reduce_scatter", "out_proj", false);
+    if (!moe_mlp) {
+      b.overlap_tp("mlp_all_gather", llama ? "gate_up_proj" : "fc1", true);
+      b.overlap_tp("mlp_reduce_scatter", llama ? "down_proj" : "fc2", false);
+    }
+  }
 
   LayerCost& c = b.cost();
 

@@ -89,6 +89,11 @@ struct CostSettings {
   int dtype_bytes = 2;  ///< bf16 / fp16
   /// The tp group crosses nodes (tp larger than a node): its collectives use inter_node.
   bool tp_crosses_nodes = false;
+  /// TransformerEngine's userbuffer overlap of the sequence-parallel collectives with the
+  /// GEMMs beside them (Megatron-LM's --tp-comm-overlap, which needs sequence_parallel):
+  /// each collective costs only what its GEMM cannot hide (overlap_tp_comm in
+  /// cost_model.cpp). false: every tp collective is exposed, as without the flag.
+  bool tp_comm_overlap = false;
   /// Unset: what the architecture's framework does with every micro-batch after the
   /// first -- llama (PyTorch eager) `add`, gpt and llama with fused kernels (Megatron-LM)
   /// `fused`.

@@ -439,7 +439,7 @@ TEST(MegatronVocabulary, TheTableAndTheReaderAgree) {
       {"--expert-model-parallel-size", Treatment::modelled},
       {"--use-torch-fsdp2", Treatment::modelled},
       {"--cpu-offloading-num-layers", Treatment::unmodelled},
-      {"--tp-comm-overlap", Treatment::unmodelled},
+      {"--tp-comm-overlap", Treatment::modelled},
       {"--hybrid-layer-pattern", Treatment::unmodelled},
       {"--multi-latent-attention", Treatment::modelled},
       {"--mtp-num-layers", Treatment::modelled},
@@ -480,7 +480,7 @@ TEST(MegatronVocabulary, MalformedTablesAreRefused) {
 TEST(MegatronImport, FlagsThatChangeTheJobAreUnmodelled) {
   for (const char* extra :
        {"--cpu-offloading-num-layers 2", "--fp8-margin 1", "--moe-router-num-groups 4",
-        "--torch-fsdp2-no-reshard-after-forward", "--tp-comm-overlap"}) {
+        "--torch-fsdp2-no-reshard-after-forward", "--tp-comm-overlap-rs-dgrad"}) {
     const ImportedJob job = import(kModel + extra + "\n");
     ASSERT_EQ(job.unmodelled.size(), 1u) << extra;
     EXPECT_EQ(job.unmodelled[0].given, extra);
