@@ -160,6 +160,12 @@ inline constexpr auto kDeviceFields = std::to_array<Field<HardwareSpec>>({
      .range = kFraction,
      .help = "fraction of peak a weight-grad GEMM reaches; default matmul_backward_efficiency",
      .form = Form::compute},
+    {.name = "fp8_matmul_scale",
+     .slot = &HardwareSpec::fp8_matmul_scale,
+     .range = kFraction,
+     .help = "an FP8 GEMM's fraction of the FP8 peak, as a multiple of the bf16 GEMM's "
+             "fraction of the bf16 peak; 1: the same fraction",
+     .form = Form::compute},
     {.name = "attention_efficiency",
      .slot = &HardwareSpec::attention_efficiency,
      .range = kFraction,

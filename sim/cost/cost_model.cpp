@@ -98,7 +98,7 @@ class Builder {
       : hw_(hw), st_(st) {
     cost_.name = std::move(name);
     peak_ = hw.peak_tflops * 1e12;
-    fp8_peak_ = hw.fp8_peak_tflops * 1e12;
+    fp8_peak_ = hw.fp8_peak_tflops * 1e12 * hw.fp8_matmul_scale;
     fp8_ = st.fp8 != Fp8::none;
     bw_ = hw.hbm_GBps * 1e9 * hw.memory_efficiency;
     launch_ = hw.kernel_launch_us * 1e-6;

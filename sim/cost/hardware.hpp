@@ -53,6 +53,9 @@ struct HardwareSpec {
   int scale_up_domain = 0;
   /// Dense FP8 tensor-core peak, 1e12 FLOP/s; 0 = no FP8 (training.fp8 is refused).
   double fp8_peak_tflops = 0.0;
+  /// An FP8 GEMM's fraction of the FP8 peak, as a multiple of the bf16 GEMM's fraction of
+  /// the bf16 peak (matmul_efficiency and its backward kinds). 1: carried over unchanged.
+  double fp8_matmul_scale = 1.0;
   /// Block-scaled MXFP8 GEMMs in hardware (Blackwell): training.fp8_recipe mxfp8.
   bool mxfp8 = false;
 

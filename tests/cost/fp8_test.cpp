@@ -63,6 +63,21 @@ TEST(Fp8, AGemmRunsAtTheFp8PeakPlusTheCastOfItsInput) {
   EXPECT_DOUBLE_EQ(fp8.forward_flops, bf16.forward_flops);
 }
 
+// HardwareSpec::fp8_matmul_scale (the h100-sxm preset's one H100 fit, 0.79): at 0.5 the
+// same out_proj's FP8 GEMM runs at 2000e12 x 0.5 x 0.5 = 500 TFLOPS, 274.877906944 us (its
+// 67.1 us of bytes still below that), plus the same 50.331648 us cast; bf16 GEMMs do not
+// move.
+TEST(Fp8, Fp8MatmulScaleSlowsOnlyTheFp8Gemms) {
+  const ModelShape& m = *find_model_preset("llama3-8b");
+  HardwareSpec hw = round_device();
+  hw.fp8_matmul_scale = 0.5;
+  EXPECT_NEAR(op(decoder_layer_cost(m, hw, llama_4096(Fp8::hybrid)), "out_proj").forward_s,
+              274.877906944e-6 + 50.331648e-6, 1e-12);
+  EXPECT_NEAR(op(decoder_layer_cost(m, hw, llama_4096(Fp8::none)), "out_proj").forward_s,
+              274.877906944e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(find_hardware_preset("h100-sxm")->fp8_matmul_scale, 0.79);
+}
+
 TEST(Fp8, TensorwiseScalingReadsTheInputOnceMoreForItsAmax) {
   // Current scaling: an amax pass (2 bytes an element) before the cast: 5 x 4096^2 bytes
   // = 83.88608 us of casting instead of 50.331648.
