@@ -145,6 +145,19 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   out.config_vpp = own.chunks_per_device();
   out.config_result = run(e, plan, own, limited);
   const ExportLayout layout = export_layout(e, plan, own);
+  // Megatron-LM runs llama-style layers with its fused kernels whatever the config costs
+  // them with (no flag states HF's eager ones), and `bmpipe import megatron` reads them so:
+  // the framework's runs below are costed that way, so that the time stated is the job the
+  // flags make (issue 17: never a different job than the one written).
+  const bool refits_kernels = megatron && config.model.shape &&
+                              config.model.shape->architecture == Architecture::llama &&
+                              config.training.kernel_set() == Kernels::eager;
+  std::shared_ptr<const Experiment> framework_experiment = experiment;
+  if (refits_kernels) {
+    Config fused = config;
+    fused.training.kernels = "fused";
+    framework_experiment = prepare(fused);
+  }
   const ScheduleInfo& info =
       require_schedule(config, config.training.schedule, "training.schedule");
 
@@ -158,6 +171,11 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   const std::string scheduler = gpipe ? "gpipe" : "1f1b";
   const bool runs_own = megatron ? info.megatron : !info.mindformers_scheduler.empty();
   std::vector<std::string> notes;
+  if (refits_kernels)
+    notes.push_back(
+        "Megatron-LM runs llama-style layers with its fused kernels; the config costs them "
+        "as HF's eager ones (training.kernels: eager), and the time below is the fused one. "
+        "Set training.kernels: fused to simulate and plan the job these flags make.");
   if (!runs_own || out.schedule != config.training.schedule)
     notes.push_back(framework + " has no " + config.training.schedule + " schedule: it runs " +
                     schedule_words(out.schedule, out.vpp) + ", and the time below is that.");
@@ -177,7 +195,7 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
     const Plan p = with_decoder_modes(e, plan, s.expressed.recompute);
     if (export_layout(e, p, framework_schedule).recompute != s.expressed.recompute)
       return std::nullopt;
-    return run(e, p, framework_schedule, limited);
+    return run(*framework_experiment, p, framework_schedule, limited);
   };
 
   Stated chosen = state(format, layout);

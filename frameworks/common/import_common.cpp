@@ -577,6 +577,7 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
     y.value(1, "global_batch_size", std::to_string(*job.global_batch_size),
             "training.global_batch_size");
   if (job.dtype) y.value(1, "dtype", *job.dtype, "training.dtype");
+  if (job.kernels) y.value(1, "kernels", *job.kernels, "training.kernels");
   if (job.sequence_parallel)
     y.value(1, "sequence_parallel", *job.sequence_parallel ? "true" : "false",
             "training.sequence_parallel");

@@ -555,6 +555,15 @@ void read_mlp(const Reading& ctx, ModelShape& m) {
   job.from("model.architecture",
            swiglu ? a.origin("--swiglu", "--swiglu: gated SiLU MLP, llama-style layers")
                   : a.origin("--swiglu", "no --swiglu: GeLU MLP, gpt-style layers"));
+  if (swiglu) {
+    // Megatron-LM runs llama-style layers with its fused kernels (TransformerEngine's
+    // RMSNorm, fused RoPE and SwiGLU, fused qkv and fc1 GEMMs; the flags that turn one off,
+    // --no-rope-fusion and the like, are refused as unmodelled), not HF's eager ones,
+    // bmpipe's default for llama layers.
+    job.kernels = "fused";
+    job.from("training.kernels",
+             a.origin("--swiglu", "Megatron-LM's fused kernels for llama-style layers"));
+  }
   if (const auto ffn = a.integer("--ffn-hidden-size", 1)) {
     m.ffn_hidden_size = *ffn;
     job.from("model.ffn_hidden_size", a.origin("--ffn-hidden-size"));

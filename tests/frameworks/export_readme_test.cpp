@@ -55,7 +55,7 @@ TEST(ReadmeWorkflow, MegatronImportPlanExport) {
   const std::string cluster = source("configs/clusters/h100_2x8.yaml");
   const std::string job = dir.file("job.yaml"), plan = dir.file("plan.yaml");
   ASSERT_EQ(run_cli("import megatron " + args + " --cluster " + cluster + " --out " + job).code, 0);
-  EXPECT_EQ(three_decimals(simulated_ms(job)), "7444.298");
+  EXPECT_EQ(three_decimals(simulated_ms(job)), "6334.341");
   const test::CliRun planned = run_cli("plan " + job + " --schedule auto --quiet --out " + plan);
   ASSERT_EQ(planned.code, 0) << planned.err;
   const test::CliRun exported = run_cli("export " + plan + " --format megatron");
@@ -63,14 +63,14 @@ TEST(ReadmeWorkflow, MegatronImportPlanExport) {
   const std::string shown = readme_block("# bmpipe export megatron of plan.yaml");
   ASSERT_FALSE(shown.empty()) << "docs/workflow.md shows no megatron export of plan.yaml";
   EXPECT_EQ(body(exported.out), body(shown));
-  // "bmpipe import megatron of the result simulates to 6969.970 ms again."
+  // "bmpipe import megatron of the result simulates to 5933.892 ms again."
   const std::string script = test::write_file(
       dir.file("args.txt"), test::script_with_export(test::slurp(args), exported.out));
   const std::string again = dir.file("again.yaml");
   const test::CliRun imported =
       run_cli("import megatron " + script + " --cluster " + cluster + " --out " + again);
   ASSERT_EQ(imported.code, 0) << imported.err;
-  EXPECT_EQ(three_decimals(simulated_ms(again)), "6969.970");
+  EXPECT_EQ(three_decimals(simulated_ms(again)), "5933.892");
 }
 
 // docs/workflow.md, "The same from a MindFormers job".

@@ -196,6 +196,12 @@ TEST(MegatronImport, ShapeAndDefaults) {
   EXPECT_EQ(job.grad_dtype, "fp32");
   EXPECT_EQ(job.zero_stage, 1);
   EXPECT_EQ(job.partition, (std::vector<int>{32}));
+  // Megatron-LM's fused kernels for llama-style layers; gpt-style ones are fused either way
+  // and get no key.
+  EXPECT_EQ(job.kernels, "fused");
+  std::string gelu = kModel;
+  gelu.erase(gelu.find(" --swiglu"), 9);
+  EXPECT_EQ(import(gelu).kernels, std::nullopt);
 }
 
 TEST(MegatronImport, DefaultsMegatronDerives) {

@@ -30,7 +30,9 @@ TEST(MegatronMoeOverlap, TheFlagImportsAsTheKey) {
   EXPECT_TRUE(load_config(job).training.moe_overlap);
   const nlohmann::json a = nlohmann::json::parse(run_cli("simulate '" + job + "' --json").out);
   const nlohmann::json b = nlohmann::json::parse(
-      run_cli("simulate '" + kMixtralExample + "' --json --set training.moe_overlap=true").out);
+      run_cli("simulate '" + kMixtralExample +
+              "' --json --set training.moe_overlap=true --set training.kernels=fused")
+          .out);
   EXPECT_EQ(a["iteration_time_ms"], b["iteration_time_ms"]);
 }
 
