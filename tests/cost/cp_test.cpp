@@ -9,29 +9,12 @@
 
 #include "sim/cost/cost_model.hpp"
 #include "sim/cost/hardware.hpp"
+#include "support/round_device.hpp"
 
 namespace bmpipe {
 namespace {
 
-// Round figures: 1000 TFLOPS, GEMMs and attention at 0.5 of it both ways, 1000 GB/s of HBM
-// all reached, no launch cost; the links as the test sets them, collectives at full speed.
-HardwareSpec round_device(double link_GBps, double latency_us) {
-  HardwareSpec hw;
-  hw.name = "round";
-  hw.peak_tflops = 1000;
-  hw.hbm_GBps = 1000;
-  hw.memory_efficiency = 1.0;
-  hw.matmul_efficiency = 0.5;
-  hw.matmul_backward_efficiency = 0.5;
-  hw.matmul_weight_grad_efficiency = 0.5;
-  hw.attention_efficiency = 0.5;
-  hw.attention_backward_efficiency = 0.5;
-  hw.kernel_launch_us = 0;
-  hw.collective_efficiency = 1.0;
-  hw.intra_node = LinkSpec{link_GBps, latency_us};
-  hw.inter_node = LinkSpec{link_GBps / 10, latency_us * 2};
-  return hw;
-}
+using test::round_device;
 
 /// A link so fast and so near that nothing it carries takes time.
 HardwareSpec free_links() {

@@ -2,8 +2,8 @@
 // TransformerEngine's userbuffers hide the sequence-parallel collectives behind the dense
 // GEMMs beside them. Expected values are worked by hand from Llama-3-8B's shape at s = 4096,
 // micro-batch 1, tp 4 with sequence parallelism and fused kernels, on a device of round
-// figures: GEMMs at 500 TFLOPS, 1000 GB/s of HBM, no launch cost, a link of 100 GB/s with
-// no latency.
+// figures (support/round_device.hpp): GEMMs at 500 TFLOPS, 1000 GB/s of HBM, no launch cost,
+// a link of 100 GB/s with no latency.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -11,6 +11,7 @@
 #include "experiment/config_cases.hpp"
 #include "experiment/experiment.hpp"
 #include "frameworks/megatron/import.hpp"
+#include "support/round_device.hpp"
 #include "support/sub_op.hpp"
 #include "support/support.hpp"
 
@@ -19,20 +20,9 @@ namespace tp_comm_overlap_test {
 
 using test::op;
 
+/// The round device (support/round_device.hpp) with a link of `link_GBps`, no latency.
 HardwareSpec round_device(double link_GBps) {
-  HardwareSpec hw;
-  hw.name = "round";
-  hw.peak_tflops = 1000;
-  hw.hbm_GBps = 1000;
-  hw.memory_efficiency = 1.0;
-  hw.matmul_efficiency = 0.5;
-  hw.matmul_backward_efficiency = 0.5;
-  hw.matmul_weight_grad_efficiency = 0.5;
-  hw.kernel_launch_us = 0;
-  hw.collective_efficiency = 1.0;
-  hw.intra_node = LinkSpec{link_GBps, 0.0};
-  hw.intra_node_mesh = false;
-  return hw;
+  return test::round_device(link_GBps, 0);
 }
 
 CostSettings settings(bool overlap) {
