@@ -91,7 +91,7 @@ struct CostSettings {
   bool tp_crosses_nodes = false;
   /// TransformerEngine's userbuffer overlap of the sequence-parallel collectives with the
   /// GEMMs beside them (Megatron-LM's --tp-comm-overlap, which needs sequence_parallel):
-  /// each collective costs only what its GEMM cannot hide (overlap_tp_comm in
+  /// each collective costs only what its GEMM cannot hide (Builder::overlap_tp in
   /// cost_model.cpp). false: every tp collective is exposed, as without the flag.
   bool tp_comm_overlap = false;
   /// Unset: what the architecture's framework does with every micro-batch after the

@@ -46,11 +46,11 @@ HardwareSpec make_h200() {
   h.kernel_launch_us = 4;
   // FP8 GEMMs reach 0.79 of the bf16 GEMMs' fraction of peak (forward 0.54 of the FP8
   // peak, about 1060 TFLOPS). Fitted on H100 (the same GH100 die, so carried to h200 and
-  // h800): NVIDIA's five NeMo 24.07 FP8 pre-training rows on DGX-H100
-  // (configs/calibration/h100_nemo_*.yaml, each citing its row), least squares of the
-  // relative iteration-time error on a 0.01 grid. At 1 (the bf16 fraction carried over)
-  // every row read 10-16 % fast; at 0.79 the rows read +0.9, -0.6, +3.1, -5.4 and +0.7 %.
-  // tests/cost/h100_nemo_runs_test.cpp pins both the rows and the minimum.
+  // h800; b200 and gb200 reset it to 1): NVIDIA's five NeMo 24.07 FP8 pre-training rows
+  // on DGX-H100 (configs/calibration/h100_nemo_*.yaml, each citing its row), least squares
+  // of the relative iteration-time error on a 0.01 grid. At 1 (the bf16 fraction carried
+  // over) every row read 10-16 % fast; at 0.79 the rows read +0.9, -0.6, +3.1, -5.4 and
+  // +0.7 %. tests/cost/h100_nemo_runs_test.cpp pins both the rows and the minimum.
   h.fp8_matmul_scale = 0.79;
   h.collective_efficiency = 0.75;  // NCCL busbw on NVLink4 reaches ~340 of 450 GB/s
   h.intra_node = {450, 5};         // NVLink 4: 900 GB/s total = 450 GB/s per direction; ~5 us NCCL
@@ -102,6 +102,9 @@ HardwareSpec make_b200() {
   // (2x BF16); MXFP8 (32-element block scales) runs at the same rate in hardware.
   h.fp8_peak_tflops = 4500;
   h.mxfp8 = true;
+  // The h200 preset's fp8_matmul_scale is a fit of Hopper's FP8 GEMMs; no Blackwell FP8
+  // run was read, so its FP8 GEMMs keep the bf16 fraction of peak (1: no fit; gb200 too).
+  h.fp8_matmul_scale = 1.0;
   // HGX B200 datasheet: 1.4 TB HBM3e for 8 GPUs = 180 GB per GPU. nvidia-smi on B200 shows
   // 183359 MiB in public outputs (179.1 GiB; not checked on a machine here: an estimate).
   h.memory_GiB = 179;

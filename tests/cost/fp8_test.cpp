@@ -76,6 +76,9 @@ TEST(Fp8, Fp8MatmulScaleSlowsOnlyTheFp8Gemms) {
   EXPECT_NEAR(op(decoder_layer_cost(m, hw, llama_4096(Fp8::none)), "out_proj").forward_s,
               274.877906944e-6, 1e-12);
   EXPECT_DOUBLE_EQ(find_hardware_preset("h100-sxm")->fp8_matmul_scale, 0.79);
+  EXPECT_DOUBLE_EQ(find_hardware_preset("h800")->fp8_matmul_scale, 0.79);  // GH100 too
+  EXPECT_DOUBLE_EQ(find_hardware_preset("b200")->fp8_matmul_scale, 1.0);   // not fitted
+  EXPECT_DOUBLE_EQ(find_hardware_preset("gb200")->fp8_matmul_scale, 1.0);
 }
 
 TEST(Fp8, TensorwiseScalingReadsTheInputOnceMoreForItsAmax) {
