@@ -69,7 +69,10 @@ int run_cost(const std::vector<std::string>& args) {
                 m.vocab_size);
     std::printf("device %s   seq %d   micro-batch %d   tp %d%s   dp %d\n", a.hardware.name.c_str(),
                 a.settings.seq_length, a.settings.micro_batch_size, a.settings.tp,
-                a.settings.sequence_parallel ? " (sequence parallel)" : "", a.dp);
+                !a.settings.sequence_parallel ? ""
+                : a.settings.tp_comm_overlap  ? " (sequence parallel, collectives overlapped)"
+                                              : " (sequence parallel)",
+                a.dp);
     // Which kernels the llama layers' memory-bound sub-ops are costed with (training.kernels).
     if (m.architecture == Architecture::llama)
       std::printf("kernels %s\n", a.settings.kernels == Kernels::fused

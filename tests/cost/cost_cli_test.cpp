@@ -79,4 +79,15 @@ TEST(CostCli, NamesTheKernelsOfLlamaLayers) {
   EXPECT_EQ(gpt.out.find("\nkernels "), std::string::npos) << gpt.out;
 }
 
+// The header says when the tp collectives are overlapped (training.tp_comm_overlap).
+TEST(CostCli, SaysWhenTheTpCollectivesAreOverlapped) {
+  const std::string yaml = kExamples + "h100_llama3_70b_fp8.yaml";
+  const CliRun on = run("cost " + yaml);
+  EXPECT_NE(on.out.find("tp 4 (sequence parallel, collectives overlapped)   dp 2\n"),
+            std::string::npos)
+      << on.out;
+  const CliRun off = run("cost " + yaml + " --set training.tp_comm_overlap=false");
+  EXPECT_NE(off.out.find("tp 4 (sequence parallel)   dp 2\n"), std::string::npos) << off.out;
+}
+
 }  // namespace
