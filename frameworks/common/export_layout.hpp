@@ -41,7 +41,7 @@ struct ExportJob {
   int microbatches = 1;      ///< micro-batches per iteration and pipeline
   bool sequence_parallel = false;
   bool tp_comm_overlap = false;  ///< training.tp_comm_overlap: --tp-comm-overlap
-  int devices = 1;  ///< tp * pp * cp * dp
+  int devices = 1;               ///< tp * pp * cp * dp
   /// An analytic model with experts, latent attention or MTP modules, whose settings the
   /// export states (a dense model's shape is the script's own and is not restated).
   std::optional<ModelShape> shape;

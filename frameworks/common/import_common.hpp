@@ -140,7 +140,7 @@ struct ImportedJob {
   std::optional<int> cp;
   std::optional<std::string> cp_comm_type, fp8, fp8_recipe;
   std::optional<int> microbatches, global_batch_size, micro_batch_size, seq_length;
-  std::optional<std::string> dtype;  ///< bf16 or fp16
+  std::optional<std::string> dtype;    ///< bf16 or fp16
   std::optional<std::string> kernels;  ///< training.kernels (eager or fused); written when set
   std::optional<bool> sequence_parallel;
   std::optional<int> zero_stage;

@@ -65,7 +65,8 @@ struct HardwareSpec {
   }
 };
 
-/// The preset called `name` (ascend-910b, ascend-910c, a100-80g, b200, gb200, h100-sxm, h200, h800), or nullptr.
+/// The preset called `name` (ascend-910b, ascend-910c, a100-80g, b200, gb200, h100-sxm, h200,
+/// h800), or nullptr.
 const HardwareSpec* find_hardware_preset(const std::string& name);
 /// Every preset name, comma-separated, for error messages.
 std::string hardware_preset_names();

@@ -57,8 +57,8 @@ TEST(RoughEdgesSvg, TheAxisTitleClearsTheLastTickLabel) {
                 .code,
             0);
   // (The import's own fused kernels end the axis elsewhere: eager keeps the case found.)
-  const CliRun r = run_cli("simulate " + job +
-                           " --schedule zb-h2 --set training.kernels=eager --svg " + svg);
+  const CliRun r =
+      run_cli("simulate " + job + " --schedule zb-h2 --set training.kernels=eager --svg " + svg);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string text = bmpipe::test::slurp(svg);
   const std::size_t axis = text.find("<g class=\"axis\">");
