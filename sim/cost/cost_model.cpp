@@ -91,6 +91,12 @@ void add_param_sharding_comm(LayerCost& c, const HardwareSpec& hw, const CostSet
 
 namespace {
 
+/// Whether `arch`'s layers run HF's eager kernels (CostSettings::kernels): llama-style ones
+/// unless the kernels are fused; gpt-style ones never (Megatron-LM's fused kernels).
+bool eager_kernels(Architecture arch, const CostSettings& st) {
+  return arch == Architecture::llama && st.kernels == Kernels::eager;
+}
+
 /// Accumulates sub-ops into a LayerCost.
 class Builder {
  public:
@@ -103,8 +109,7 @@ class Builder {
     bw_ = hw.hbm_GBps * 1e9 * hw.memory_efficiency;
     launch_ = hw.kernel_launch_us * 1e-6;
     accumulation_ = st.grad_accumulation.value_or(
-        arch == Architecture::llama && st.kernels == Kernels::eager ? GradAccumulation::add
-                                                                    : GradAccumulation::fused);
+        eager_kernels(arch, st) ? GradAccumulation::add : GradAccumulation::fused);
   }
 
   /// Roofline of one kernel.
@@ -400,7 +405,7 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
                        bool moe_mlp) {
   Builder b(hw, st, m.architecture, moe_mlp ? "moe_decoder" : "decoder");
   const bool llama = m.architecture == Architecture::llama;
-  const bool eager = llama && st.kernels == Kernels::eager;  // HF's kernels (Kernels)
+  const bool eager = eager_kernels(m.architecture, st);
   const double e = st.dtype_bytes;
   const double t = st.tp;
   // s: the whole sequence (the keys a query may see); sl: this rank's share of it under
@@ -842,7 +847,7 @@ LayerCost mtp_module_cost(const ModelShape& m, const HardwareSpec& hw,
   const LayerCost lookup = embedding_cost(m, hw, st);
   const LayerCost head = head_cost(m, hw, st, false);  // the norm only: the matrix is shared
   Builder b(hw, st, m.architecture, "mtp");
-  const bool eager = m.architecture == Architecture::llama && st.kernels == Kernels::eager;
+  const bool eager = eager_kernels(m.architecture, st);
   const double e = st.dtype_bytes, t = st.tp;
   const double T = st.local_tokens();
   const double h = m.hidden_size;
@@ -942,7 +947,7 @@ LayerCost head_cost(const ModelShape& m, const HardwareSpec& hw, const CostSetti
   const double h = m.hidden_size, v = m.vocab_size / t;
   const double Hn = T * h, Hs = st.sequence_parallel ? Hn / t : Hn;
   const double L = T * v;  // this device's logits
-  const bool eager = llama && st.kernels == Kernels::eager;
+  const bool eager = eager_kernels(m.architecture, st);
   const NormTraffic norm = norm_traffic(eager, e);
   b.elementwise("final_norm", norm.f * Hs, norm.i * Hs, 2 * e * Hs, norm.kf, norm.ki, norm.kw,
                 (llama ? 1 : 2) * h, llama ? 1 : 2);
