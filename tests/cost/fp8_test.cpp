@@ -7,24 +7,17 @@
 #include "experiment/config_cases.hpp"
 #include "experiment/experiment.hpp"
 #include "frameworks/hf/hf_config.hpp"
+#include "support/round_device.hpp"
 #include "support/sub_op.hpp"
 
 namespace bmpipe {
 namespace {
 
-// Round figures: 1000 TFLOPS bf16, 2000 FP8, GEMMs at 0.5 of either, 1000 GB/s of HBM all
-// reached, no launch cost.
+// The round device (support/round_device.hpp: 1000 TFLOPS bf16, GEMMs at 0.5, 1000 GB/s of
+// HBM all reached, no launch cost) with 2000 TFLOPS of FP8; tp 1, so its links carry nothing.
 HardwareSpec round_device() {
-  HardwareSpec hw;
-  hw.name = "round";
-  hw.peak_tflops = 1000;
+  HardwareSpec hw = test::round_device(100, 0);
   hw.fp8_peak_tflops = 2000;
-  hw.hbm_GBps = 1000;
-  hw.memory_efficiency = 1.0;
-  hw.matmul_efficiency = 0.5;
-  hw.matmul_backward_efficiency = 0.5;
-  hw.matmul_weight_grad_efficiency = 0.5;
-  hw.kernel_launch_us = 0;
   return hw;
 }
 

@@ -6,21 +6,16 @@
 
 #include "experiment/config_cases.hpp"
 #include "experiment/experiment.hpp"
+#include "support/round_device.hpp"
 #include "support/sub_op.hpp"
 
 namespace bmpipe {
 namespace kernels_test {
 
-// 1000 GB/s of HBM, all of it reached; GEMMs at half of 1000 TFLOPS; `launch_us` per kernel.
+// The round device (support/round_device.hpp: 1000 GB/s of HBM all reached, GEMMs at half
+// of 1000 TFLOPS) with `launch_us` per kernel; tp 1, so its links carry nothing.
 HardwareSpec round_device(double launch_us) {
-  HardwareSpec hw;
-  hw.name = "round";
-  hw.peak_tflops = 1000;
-  hw.hbm_GBps = 1000;
-  hw.memory_efficiency = 1.0;
-  hw.matmul_efficiency = 0.5;
-  hw.matmul_backward_efficiency = 0.5;
-  hw.matmul_weight_grad_efficiency = 0.5;
+  HardwareSpec hw = test::round_device(100, 0);
   hw.kernel_launch_us = launch_us;
   return hw;
 }
