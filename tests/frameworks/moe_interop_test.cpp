@@ -1,13 +1,12 @@
-// Mixture-of-experts settings through Megatron-LM's flags and MindFormers' keys, both ways: --moe-layer-freq as
-// Megatron-LM reads it (its own help's examples), the Mixtral launch script imported as the
-// Mixtral of its HF config, every bad flag exit 2 naming FILE:LINE:flag, and export ->
-// script -> import giving back the same job (the same shape, ep and etp, and the time the
-// export quoted, to the digit); the same for MindFormers' moe_config and
-// parallel_config.expert_parallel.
+// Mixture-of-experts settings through Megatron-LM's flags and MindFormers' keys, both ways:
+// --moe-layer-freq as Megatron-LM reads it (its own help's examples), the Mixtral launch script
+// imported as the Mixtral of its HF config, every bad flag exit 2 naming FILE:LINE:flag, and export
+// -> script -> import giving back the same job (the same shape, ep and etp, and the time the export
+// quoted, to the digit); the same for MindFormers' moe_config and parallel_config.expert_parallel.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -110,8 +109,8 @@ TEST(MegatronMoeImport, BadFlagsNameFileLineAndFlag) {
   // Lines 1-3 are the header; the case's flags go on line 4 of a minimal script.
   const std::string base =
       "--num-layers 4 --hidden-size 1024 --num-attention-heads 8 --swiglu \\\n"  // 1
-      "  --seq-length 1024 --vocab-size 32000 --micro-batch-size 1 --bf16 \\\n"   // 2
-      "  --pipeline-model-parallel-size 2 --global-batch-size 16 \\\n";           // 3
+      "  --seq-length 1024 --vocab-size 32000 --micro-batch-size 1 --bf16 \\\n"  // 2
+      "  --pipeline-model-parallel-size 2 --global-batch-size 16 \\\n";          // 3
   struct Case {
     std::string flags;  ///< line 4
     std::string expect;
@@ -125,8 +124,9 @@ TEST(MegatronMoeImport, BadFlagsNameFileLineAndFlag) {
       {"  --num-experts 8 --moe-layer-freq \"[0]*4\" --moe-token-dispatcher-type alltoall\n",
        ":4: --moe-layer-freq: makes no layer an MoE layer"},
       {"  --num-experts 0\n", ":4: --num-experts: must be at least 1"},
-      {"  --num-experts 8\n", ":4: --num-experts: not modelled yet; the simulated job would "
-                              "differ from yours (the allgather token dispatcher"},
+      {"  --num-experts 8\n",
+       ":4: --num-experts: not modelled yet; the simulated job would "
+       "differ from yours (the allgather token dispatcher"},
       {"  --num-experts 8 --moe-token-dispatcher-type flex\n",
        ":4: --moe-token-dispatcher-type: not modelled yet"},
       {"  --num-experts 8 --moe-token-dispatcher-type alltoall "
@@ -165,8 +165,8 @@ std::pair<std::string, nlohmann::json> round_trip(const test::ScratchDir& dir,
   EXPECT_EQ(x.code, 0) << x.err;
   const nlohmann::json j = nlohmann::json::parse(x.out);
   const std::string text = j["text"].get<std::string>();
-  const std::string given = test::write_file(dir.file("given.txt"),
-                                             test::script_with_export(script, text));
+  const std::string given =
+      test::write_file(dir.file("given.txt"), test::script_with_export(script, text));
   const std::string back = dir.file("back.yaml");
   const test::CliRun r = run_cli("import megatron '" + given +
                                  "' --preset h100-sxm --devices 64 --out '" + back + "'");
@@ -213,16 +213,17 @@ TEST(MegatronMoeExport, ALayerPatternSharedExpertsAndEtpComeBack) {
       "  micro_batch_size: 1\n  global_batch_size: 64\n  dtype: bf16\n");
   const std::string script =
       "--num-layers 8 --hidden-size 2048 --num-attention-heads 16 --group-query-attention \\\n"
-      "  --num-query-groups 4 --ffn-hidden-size 8192 --swiglu --untie-embeddings-and-output-weights \\\n"
+      "  --num-query-groups 4 --ffn-hidden-size 8192 --swiglu "
+      "--untie-embeddings-and-output-weights \\\n"
       "  --vocab-size 32000 --attention-dropout 0 --hidden-dropout 0 --use-flash-attn \\\n"
       "  --seq-length 2048 --micro-batch-size 1 --bf16\n";
   const auto [back, x] = round_trip(dir, config, script);
-  EXPECT_NE(x["text"].get<std::string>().find("--moe-layer-freq \"([0]*2+[1]+[0]+[1]+[0]+[1]+[0])\""),
-            std::string::npos)
+  EXPECT_NE(
+      x["text"].get<std::string>().find("--moe-layer-freq \"([0]*2+[1]+[0]+[1]+[0]+[1]+[0])\""),
+      std::string::npos)
       << x["text"];
   const Config a = load_config(config), b = load_config(back);
-  for (int i = 0; i < 8; ++i)
-    EXPECT_EQ(b.model.shape->is_moe_layer(i), i >= 2 && i % 2 == 0) << i;
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(b.model.shape->is_moe_layer(i), i >= 2 && i % 2 == 0) << i;
   EXPECT_EQ(b.model.shape->moe.shared_ffn, 2048);
   EXPECT_EQ(b.model.shape->moe.expert_ffn, 1024);
   EXPECT_EQ(b.training.tp, 2);
