@@ -46,6 +46,10 @@ inline constexpr Range kTflops{.min = 0,
                                .low_note = "1 MFLOP/s"};
 inline constexpr Range kFraction{
     .min = 0, .min_open = true, .max = 1, .max_note = "a fraction of peak"};
+/// A multiple of a fraction of peak (fp8_matmul_scale): the product with each GEMM
+/// efficiency is checked against 1 in check_values.
+inline constexpr Range kEfficiencyScale{
+    .min = 0, .min_open = true, .max = 1000, .max_note = "a thousand times the bf16 fraction"};
 inline constexpr Range kOverlapFactor{
     .min = 0, .min_open = true, .max = 10, .max_note = "ten times the two halves run apart"};
 /// Counts of devices, stages, micro-batches: the work limits (WorkLimits) bound products.
@@ -162,9 +166,10 @@ inline constexpr auto kDeviceFields = std::to_array<Field<HardwareSpec>>({
      .form = Form::compute},
     {.name = "fp8_matmul_scale",
      .slot = &HardwareSpec::fp8_matmul_scale,
-     .range = kFraction,
+     .range = kEfficiencyScale,
      .help = "an FP8 GEMM's fraction of the FP8 peak, as a multiple of the bf16 GEMM's "
-             "fraction of the bf16 peak; 1: the same fraction",
+             "fraction of the bf16 peak; 1: the same fraction. Times each GEMM efficiency "
+             "it stays at most 1",
      .form = Form::compute},
     {.name = "attention_efficiency",
      .slot = &HardwareSpec::attention_efficiency,

@@ -77,6 +77,20 @@ void check_values(const Config& c) {
              "gb200), but the device is " +
                  hw.name + " (expected delayed, tensorwise or blockwise)");
   }
+  // fp8_matmul_scale multiplies the GEMM efficiencies (sim/cost/cost_model.cpp): an FP8
+  // GEMM past the FP8 peak is impossible, whichever kind of GEMM.
+  if (c.device.hardware) {
+    const HardwareSpec& hw = *c.device.hardware;
+    const double eff = std::max(
+        {hw.matmul_efficiency, hw.matmul_backward_efficiency, hw.weight_grad_efficiency()});
+    if (hw.fp8_matmul_scale * eff > 1.0)
+      c.fail("cluster.device.fp8_matmul_scale",
+             detail::format_number(hw.fp8_matmul_scale) + " puts an FP8 GEMM at " +
+                 detail::format_number(hw.fp8_matmul_scale * eff) +
+                 " of the FP8 peak (with the GEMM efficiency " + detail::format_number(eff) +
+                 "); expected at most 1 / " + detail::format_number(eff) + " = " +
+                 detail::format_number(1.0 / eff));
+  }
   // Megatron-LM's validate_args (megatron/training/arguments.py): "Tensor parallel
   // communication/GEMM overlap can happen only when sequence parallelism is enabled".
   if (c.training.tp_comm_overlap && !c.training.sequence_parallel)

@@ -202,6 +202,36 @@ TEST(Fp8, DevicesWithoutFp8RefuseItNamingTheKey) {
   EXPECT_NO_THROW(parse_config(fp8_config("a100-80g", "none", "delayed"), "a100.yaml"));
 }
 
+// fp8_matmul_scale is a multiple of the bf16 GEMM's fraction of peak, so it may pass 1 as
+// long as no GEMM passes the FP8 peak: scale x efficiency <= 1 for every GEMM kind.
+TEST(Fp8, TheScaleMayPassOneButNoGemmPassesTheFp8Peak) {
+  auto with_device = [](const std::string& keys) {
+    return "cluster:\n  nodes: 1\n  device:\n    preset: h100-sxm\n" + keys +
+           "model: {preset: llama3-8b}\ntraining: {pp: 2, seq_length: 4096, "
+           "micro_batch_size: 1, global_batch_size: 16, fp8: hybrid}\n";
+  };
+  // 1.2 x 0.8 = 0.96 of the FP8 peak: allowed, and it reads as that fraction.
+  const auto fast = prepare(
+      parse_config(with_device("    matmul_efficiency: 0.8\n    matmul_backward_efficiency: 0.8\n"
+                               "    fp8_matmul_scale: 1.2\n"),
+                   "fast.yaml"));
+  EXPECT_DOUBLE_EQ(fast->config.device.hardware->fp8_matmul_scale, 1.2);
+  // 1.5 x 0.8 = 1.2 of the FP8 peak: refused on the key's line, with the largest scale.
+  const ConfigError e = test::config_error(
+      with_device("    matmul_efficiency: 0.8\n    matmul_backward_efficiency: 0.8\n"
+                  "    fp8_matmul_scale: 1.5\n"));
+  EXPECT_EQ(e.key(), "cluster.device.fp8_matmul_scale");
+  EXPECT_EQ(e.line(), 7);
+  EXPECT_TRUE(test::has(e.message(), "puts an FP8 GEMM at 1.2 of the FP8 peak")) << e.message();
+  EXPECT_TRUE(test::has(e.message(), "expected at most 1 / 0.8 = 1.25")) << e.message();
+  // The weight-grad efficiency counts too: 1.2 x 0.9 > 1.
+  const ConfigError w = test::config_error(
+      with_device("    matmul_efficiency: 0.8\n    matmul_backward_efficiency: 0.8\n"
+                  "    matmul_weight_grad_efficiency: 0.9\n    fp8_matmul_scale: 1.2\n"));
+  EXPECT_EQ(w.key(), "cluster.device.fp8_matmul_scale");
+  EXPECT_TRUE(test::has(w.message(), "GEMM efficiency 0.9")) << w.message();
+}
+
 TEST(Fp8, TheStageHoldsTheFp8WeightsAndRunsFaster) {
   const auto bf16 = prepare(parse_config(fp8_config("h100-sxm", "none", "delayed"), "a.yaml"));
   const auto fp8 = prepare(parse_config(fp8_config("h100-sxm", "hybrid", "delayed"), "b.yaml"));
