@@ -248,6 +248,39 @@ void read_moe(Reader& rd, const YAML::Node& mo, ModelShape& m) {
     rd.fail(Reader::present(mo, "top_k") ? mo["top_k"] : mo["num_experts"], key + ".top_k",
             std::to_string(moe.top_k) + " experts per token, but the model has " +
                 std::to_string(moe.num_experts) + " (num_experts)");
+  // Group-limited routing: both numbers or neither; the groups split the experts evenly,
+  // and the groups a token picks hold at least its top_k experts (DeepSeek-V3's
+  // MoEGate.forward; Megatron-Core's group_limited_topk asserts the same).
+  const bool groups_given = Reader::present(mo, "router_groups");
+  const bool group_k_given = Reader::present(mo, "router_group_top_k");
+  if (groups_given || group_k_given) {
+    const YAML::Node groups_at = groups_given ? mo["router_groups"] : mo["router_group_top_k"];
+    const YAML::Node group_k_at = group_k_given ? mo["router_group_top_k"] : mo["router_groups"];
+    if ((moe.router_groups > 0) != (moe.router_group_top_k > 0))
+      rd.fail(moe.router_groups > 0 ? group_k_at : groups_at,
+              key + (moe.router_groups > 0 ? ".router_group_top_k" : ".router_groups"),
+              "group-limited routing takes both router_groups and router_group_top_k, but "
+              "only " +
+                  std::string(moe.router_groups > 0 ? "router_groups" : "router_group_top_k") +
+                  " is set (0 for both turns it off)");
+    if (moe.router_groups > 0 && moe.num_experts % moe.router_groups != 0)
+      rd.fail(groups_at, key + ".router_groups",
+              std::to_string(moe.router_groups) + " groups do not split the " +
+                  std::to_string(moe.num_experts) +
+                  " experts evenly (expected a divisor of num_experts)");
+    if (moe.router_group_top_k > moe.router_groups)
+      rd.fail(group_k_at, key + ".router_group_top_k",
+              std::to_string(moe.router_group_top_k) + " groups a token, but there are " +
+                  std::to_string(moe.router_groups) + " (expected at most router_groups)");
+    if (moe.router_groups > 0) {
+      const int per_group = moe.num_experts / moe.router_groups;
+      if (static_cast<long long>(moe.router_group_top_k) * per_group < moe.top_k)
+        rd.fail(group_k_at, key + ".router_group_top_k",
+                std::to_string(moe.router_group_top_k) + " groups of " + std::to_string(per_group) +
+                    " experts hold fewer than the top_k = " + std::to_string(moe.top_k) +
+                    " experts a token picks");
+    }
+  }
   if (YAML::Node f = rd.child(mo, key, "layer_freq", false); f.IsDefined()) {
     // Megatron-LM's --moe-layer-freq (megatron/training/arguments.py, commit d98e8a64ddf3,
     // and TransformerConfig.moe_layer_freq): an int N makes layer i MoE when i % N == 0,

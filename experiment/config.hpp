@@ -180,12 +180,17 @@ struct TrainingConfig {
   /// steady-state backward with the next forward, one's computation hiding the other's
   /// all-to-all (schedules/fb_pairing.hpp, sim/fb_pair.hpp). Needs MoE layers and ep > 1.
   bool moe_overlap = false;
+  /// alltoall or deepep (CostSettings::moe_dispatcher).
+  std::string moe_dispatcher = "alltoall";
 
   /// dp as given, or devices / (pp * tp * cp).
   int data_parallel(int devices) const { return dp ? *dp : devices / (pp * tp * cp); }
   CpComm cp_comm() const { return cp_comm_type == "a2a" ? CpComm::a2a : CpComm::p2p; }
   int dtype_bytes() const { return 2; }
   Kernels kernel_set() const { return kernels == "fused" ? Kernels::fused : Kernels::eager; }
+  MoeDispatcher dispatcher() const {
+    return moe_dispatcher == "deepep" ? MoeDispatcher::deepep : MoeDispatcher::alltoall;
+  }
   Fp8 fp8_format() const {
     return fp8 == "hybrid" ? Fp8::hybrid : fp8 == "e4m3" ? Fp8::e4m3 : Fp8::none;
   }

@@ -65,6 +65,7 @@ inline constexpr Range kMoeBit{.min = 0, .max = 1, .max_note = "1 marks an MoE l
 inline constexpr Range kLayerFreq{.min = 1, .max = 100'000, .max_note = "no model has more layers"};
 /// Routed experts of an MoE layer, and experts per token.
 inline constexpr Range kExperts{.min = 1, .max = 65'536};
+inline constexpr Range kExperts0{.min = 0, .max = 65'536};
 /// Multi-token-prediction modules (DeepSeek-V3 has 1).
 inline constexpr Range kMtpLayers{
     .min = 0, .max = 64, .max_note = "more predicted tokens than any model uses"};
@@ -92,6 +93,7 @@ inline constexpr std::array<std::string_view, 1> kOptimizers{"adam"};
 inline constexpr std::array<std::string_view, 3> kGradDtypes{"fp32", "bf16", "fp16"};
 /// CostSettings::kernels, in Kernels' order.
 inline constexpr std::array<std::string_view, 2> kKernels{"eager", "fused"};
+inline constexpr std::array<std::string_view, 2> kMoeDispatchers{"alltoall", "deepep"};
 /// CostSettings::grad_accumulation, in GradAccumulation's order.
 inline constexpr std::array<std::string_view, 3> kGradAccumulations{"overwrite", "add", "fused"};
 
@@ -440,6 +442,14 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
              "hides the other's all-to-all (Megatron's --overlap-moe-expert-parallel-comm); "
              "needs MoE layers and ep > 1",
      .form = Form::analytic},
+    {.name = "moe_dispatcher",
+     .slot = &TrainingConfig::moe_dispatcher,
+     .help = "how MoE layers move tokens to the experts: alltoall (Megatron-Core's all-to-all "
+             "over the ep group, the default) or deepep (DeepEP's kernels: once over the NIC "
+             "per remote node, then NVLink; Megatron's flex dispatcher with the deepep "
+             "backend); deepep needs MoE layers, ep > 1 and etp 1",
+     .choices = kMoeDispatchers,
+     .form = Form::analytic},
 });
 
 /// model.moe. Beside hf_config (or a preset) each key overrides the file's value; on a
@@ -474,6 +484,16 @@ inline constexpr auto kMoeFields = std::to_array<Field<MoeShape>>({
      .slot = &MoeShape::load_imbalance,
      .range = kLoadImbalance,
      .help = "max / mean tokens per expert; 1 = balanced"},
+    {.name = "router_groups",
+     .slot = &MoeShape::router_groups,
+     .range = kExperts0,
+     .help = "group-limited routing (HF n_group, Megatron's --moe-router-num-groups): the "
+             "experts form this many equal groups; 0: none. With router_group_top_k"},
+    {.name = "router_group_top_k",
+     .slot = &MoeShape::router_group_top_k,
+     .range = kExperts0,
+     .help = "the groups each token picks its experts in (HF topk_group, Megatron's "
+             "--moe-router-group-topk); at most router_groups"},
 });
 
 /// model.mla, named as Megatron-Core's MLATransformerConfig names them. Beside an hf_config

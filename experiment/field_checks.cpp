@@ -224,6 +224,8 @@ Load analytic_load(const Config& c) {
   st.etp = t.etp;
   st.ep_crosses_nodes = group_crosses_domain(c.cluster, t.etp * t.ep);
   st.etp_crosses_nodes = group_crosses_domain(c.cluster, t.etp);
+  st.moe_dispatcher = t.dispatcher();
+  st.ep_per_domain = std::min(t.ep, std::max(c.cluster.domain() / t.etp, 1));
   st.fp8 = t.fp8_format();
   st.fp8_recipe = t.fp8_scaling();
   st.kernels = t.kernel_set();
@@ -432,6 +434,20 @@ void check_expert_parallel(const Config& c, std::int64_t dp) {
                              " has no mixture-of-experts layers: there is no all-to-all to overlap"
                        : "true, but ep = 1: the experts are not split, so there is no "
                          "all-to-all to overlap (set training.ep)");
+  if (t.dispatcher() == MoeDispatcher::deepep) {
+    if (!m.is_moe() || t.ep == 1)
+      c.fail("training.moe_dispatcher",
+             !m.is_moe() ? "deepep, but " + m.name +
+                               " has no mixture-of-experts layers: there are no tokens to "
+                               "dispatch (expected alltoall, or no key)"
+                         : "deepep, but ep = 1: the experts are not split, so nothing is "
+                           "dispatched (set training.ep, or expected alltoall)");
+    if (t.etp > 1)
+      c.fail("training.moe_dispatcher",
+             "deepep with etp = " + std::to_string(t.etp) +
+                 ": bmpipe models DeepEP's kernels with whole experts on a device only "
+                 "(expected etp 1, or alltoall)");
+  }
   if (!m.is_moe()) {
     if (t.ep > 1)
       c.fail("training.ep", "ep = " + std::to_string(t.ep) + ", but " + m.name +

@@ -40,6 +40,8 @@ AnalyticCosts analytic_costs(const Config& c) {
   a.settings.ep_crosses_nodes = group_crosses_domain(c.cluster, t.etp * t.ep);
   // The etp group: etp consecutive devices.
   a.settings.etp_crosses_nodes = group_crosses_domain(c.cluster, t.etp);
+  a.settings.moe_dispatcher = t.dispatcher();
+  a.settings.ep_per_domain = std::min(t.ep, std::max(c.cluster.domain() / t.etp, 1));
   a.settings.fp8 = t.fp8_format();
   a.settings.fp8_recipe = t.fp8_scaling();
   a.settings.kernels = t.kernel_set();

@@ -246,6 +246,24 @@ void read_moe_family(const nlohmann::json& j, const std::string& path, const std
     moe.first_dense_layers = get_count(j, path, "first_k_dense_replace", 0);
     moe.sparse_step = given(j, "moe_layer_freq") ? get_int(j, path, "moe_layer_freq") : 1;
     moe.router_score_bias = get_string(j, path, "topk_method") == "noaux_tc";
+    // MoEGate's group-limited routing: n_group groups of experts, the top topk_group of
+    // them per token (DeepSeek-V3: 8 and 4, one group a node of its EP group).
+    moe.router_groups = get_count(j, path, "n_group", 0);
+    moe.router_group_top_k = get_count(j, path, "topk_group", 0);
+    if (moe.router_groups > 0 && moe.num_experts % moe.router_groups != 0)
+      throw ShapeError(
+          where(path, "n_group") + ": " + std::to_string(moe.router_groups) +
+          " groups do not split n_routed_experts = " + std::to_string(moe.num_experts) + " evenly");
+    if (moe.router_group_top_k > moe.router_groups)
+      throw ShapeError(where(path, "topk_group") + ": " + std::to_string(moe.router_group_top_k) +
+                       " is more than n_group = " + std::to_string(moe.router_groups));
+    if (moe.router_groups > 0 &&
+        static_cast<long long>(moe.router_group_top_k) * (moe.num_experts / moe.router_groups) <
+            moe.top_k)
+      throw ShapeError(
+          where(path, "topk_group") + ": " + std::to_string(moe.router_group_top_k) +
+          " groups of " + std::to_string(moe.num_experts / moe.router_groups) +
+          " experts hold fewer than num_experts_per_tok = " + std::to_string(moe.top_k));
     MlaShape& mla = m.mla;
     mla.q_lora_rank = get_count(j, path, "q_lora_rank", 0);
     mla.kv_lora_rank = get_int(j, path, "kv_lora_rank");

@@ -29,6 +29,51 @@ double all_to_all_time_s(const HardwareSpec& hw, int group, double bytes, bool c
   return link.latency_us * 1e-6 + (k - 1) / k * bytes / bw;
 }
 
+double expected_bins_hit(double bins, int picks, double items) {
+  if (bins <= 1) return 1.0;
+  const double rest = items - items / bins;  // items outside one bin
+  // P(a given bin gets none) = C(rest, picks) / C(items, picks).
+  double none = 1.0;
+  for (int i = 0; i < picks && none > 0; ++i)
+    none = items - i > 0 ? none * std::max(0.0, rest - i) / (items - i) : 0.0;
+  return bins * (1.0 - none);
+}
+
+DeepEpFanout deepep_fanout(const MoeShape& moe, int ep, int ep_per_domain) {
+  const double E = moe.num_experts;
+  const int G = moe.router_groups, M = moe.router_group_top_k;
+  const bool groups = G > 0 && M > 0;
+  // Experts sit in order on the ep devices, the devices in order in the domains, so a
+  // group of E / G consecutive experts stays inside one domain (device) when G is a
+  // multiple of the domains (devices), and spans whole devices when ep is a multiple of G.
+  const int domains = ep_per_domain > 0 && ep % ep_per_domain == 0 ? ep / ep_per_domain : 0;
+  DeepEpFanout out;
+  if (groups && domains > 0 && G % domains == 0)
+    out.nodes = expected_bins_hit(domains, M, G);
+  else
+    out.nodes = expected_bins_hit(static_cast<double>(ep) / ep_per_domain, moe.top_k, E);
+  if (groups && ep % G == 0)
+    out.ranks = expected_bins_hit(static_cast<double>(M) * ep / G, moe.top_k, M * E / G);
+  else if (groups && G % ep == 0)
+    out.ranks = expected_bins_hit(ep, M, G);
+  else
+    out.ranks = expected_bins_hit(ep, moe.top_k, E);
+  return out;
+}
+
+double deepep_time_s(const HardwareSpec& hw, const MoeShape& moe, int ep, int ep_per_domain,
+                     double tokens, double row_bytes) {
+  if (ep <= 1 || tokens <= 0) return 0.0;
+  const DeepEpFanout f = deepep_fanout(moe, ep, ep_per_domain);
+  const double domains = static_cast<double>(ep) / ep_per_domain;
+  const double nvlink = tokens * f.ranks * row_bytes /
+                        (hw.intra_node.bandwidth_GBps * 1e9 * hw.collective_efficiency);
+  if (domains <= 1) return hw.intra_node.latency_us * 1e-6 + nvlink;
+  const double nic = tokens * f.nodes * (domains - 1) / domains * row_bytes /
+                     (hw.inter_node.bandwidth_GBps * 1e9 * kDeepEpNicEfficiency);
+  return hw.inter_node.latency_us * 1e-6 + std::max(nic, nvlink);
+}
+
 double p2p_time_s(const HardwareSpec& hw, double bytes, bool crosses_nodes) {
   if (bytes <= 0) return 0.0;
   const LinkSpec& link = crosses_nodes ? hw.inter_node : hw.intra_node;
@@ -583,7 +628,20 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     // ep group on the permuted T x top_k rows; the autograd backward of each is the reverse
     // all_to_all on the gradients, same volume). Exposed: nothing overlaps them here.
     const double a2a = all_to_all_time_s(hw, st.ep, e * Tk * h, st.ep_crosses_nodes);
-    if (st.ep > 1) b.add("a2a-dispatch", a2a, a2a, 0.0);
+    // DeepEP (deepep_time_s) moves each token once a domain and once a device instead. The
+    // precisions of DeepSeek-V3's training (arXiv 2412.19437, sec. 3.3.2): with FP8 GEMMs
+    // the forward dispatch and the backward one (the gradients before the down-projection)
+    // go in FP8 with one fp32 scale per 128 values (DeepEP's 1 + 4/128 bytes an element),
+    // both combines in bf16.
+    const double fp8_row = st.fp8 != Fp8::none ? 1.0 + 4.0 / 128.0 : e;
+    const bool deepep = st.moe_dispatcher == MoeDispatcher::deepep;
+    const auto deepep_s = [&](double bytes) {
+      return deepep_time_s(hw, x, st.ep, st.ep_per_domain, Tm, bytes * h);
+    };
+    const double dispatch_f = deepep ? deepep_s(fp8_row) : a2a;
+    const double combine_f = deepep ? deepep_s(e) : a2a;
+    // The backward of a dispatch is a combine, and of a combine a dispatch.
+    if (st.ep > 1) b.add("a2a-dispatch", dispatch_f, combine_f, 0.0);
     // Expert tensor parallelism (same file: dispatch_postprocess all-gathers the rows the
     // all_to_all brought, gather_from_sequence_parallel_region over the expert tp group,
     // and combine_preprocess reduce-scatters the experts' outputs back,
@@ -611,7 +669,7 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     if (st.etp > 1)
       b.add("etp-reduce-scatter", etp_op(Collective::reduce_scatter),
             etp_op(Collective::all_gather), 0.0);
-    if (st.ep > 1) b.add("a2a-combine", a2a, a2a, 0.0);
+    if (st.ep > 1) b.add("a2a-combine", combine_f, dispatch_f, 0.0);
     // Unpermute: scale the rows by their router weights and sum them back to T x h;
     // backward: the rows' gradients (read T x h, write top_k rows) and the weights'
     // (read the saved rows and the gradient again).

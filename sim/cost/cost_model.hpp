@@ -81,6 +81,15 @@ enum class Fp8Recipe { delayed, tensorwise, blockwise, mxfp8 };
 /// before and after attention turn the sequence split into a head split).
 enum class CpComm { p2p, a2a };
 
+/// How a mixture-of-experts layer moves its tokens to the experts and back:
+///   - alltoall: Megatron-Core's MoEAlltoAllTokenDispatcher, one all-to-all over the ep group
+///     on the permuted T x top_k rows, each way (the default);
+///   - deepep: DeepEP's normal kernels (Megatron-Core's flex dispatcher with the deepep
+///     backend; DeepSeek-V3's own training): a token crosses the NICs once per remote node
+///     that holds one of its experts, and NVLink forwards it to the experts' devices inside
+///     the node, the two pipelined (deepep_time_s in cost_model.cpp).
+enum class MoeDispatcher { alltoall, deepep };
+
 struct CostSettings {
   int seq_length = 0;
   int micro_batch_size = 1;
@@ -118,6 +127,10 @@ struct CostSettings {
   /// The etp group (etp consecutive devices, the fastest-running expert rank) leaves the
   /// node: its all-gather and reduce-scatter around the experts run over the NICs.
   bool etp_crosses_nodes = false;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
+  /// Devices of the ep group inside one scale-up domain (the group spans ep / this of
+  /// them); ep when the group stays inside one. Read by the deepep dispatcher.
+  int ep_per_domain = 1;
   /// FP8 GEMMs: at HardwareSpec::fp8_peak_tflops, with a cast of each GEMM input.
   Fp8 fp8 = Fp8::none;
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
@@ -284,6 +297,48 @@ double collective_time_s(const HardwareSpec& hw, Collective kind, int group, dou
 /// on one directed link (lanes 1: a switched node or the NIC) or, on a mesh node, the k-1
 /// peer links at once. `crosses_nodes` selects the NIC. 0 for a group of one.
 double all_to_all_time_s(const HardwareSpec& hw, int group, double bytes, bool crosses_nodes);
+
+/// Expected number of bins holding at least one of `picks` distinct items drawn uniformly
+/// from `items` spread evenly over `bins`: bins x (1 - C(items - items/bins, picks) /
+/// C(items, picks)). `bins` when every draw must hit them all.
+double expected_bins_hit(double bins, int picks, double items);
+
+/// What one DeepEP normal-kernel dispatch or combine moves for each device of the ep group,
+/// per element of a token's hidden state (multiply by tokens x hidden x bytes):
+///   - nodes: distinct scale-up domains a token's top_k experts sit in, its own counted
+///     (DeepEP's num_rdma_token_sent per token); of them, (nodes - 1) / nodes on average
+///     cross the NIC;
+///   - ranks: distinct devices they sit on (the tokens NVLink delivers, DeepEP's recv_x).
+/// With group-limited routing whose groups fill whole domains (router_groups a multiple of
+/// the domains), a token reaches exactly the domains of its router_group_top_k groups
+/// (drawn uniformly), and its experts spread over those groups' devices; otherwise its
+/// top_k experts are drawn uniformly from all of them.
+struct DeepEpFanout {
+  double nodes = 1;
+  double ranks = 1;
+};
+DeepEpFanout deepep_fanout(const MoeShape& moe, int ep, int ep_per_domain);
+
+/// Time of one DeepEP normal-kernel dispatch or combine of `tokens` tokens of `row_bytes`
+/// each (hidden x bytes per element) over an ep group of `ep` devices, `ep_per_domain` of
+/// them in each scale-up domain (deepseek-ai/DeepEP, README "Normal kernels with NVLink
+/// and RDMA forwarding"; the byte counts of its tests/test_internode.py): the NIC part,
+/// tokens x fanout.nodes x (domains - 1) / domains rows, and the NVLink part, tokens x
+/// fanout.ranks rows, run pipelined, so the slower one sets the time:
+///   latency + max(NIC bytes / (NIC bandwidth x kDeepEpNicEfficiency),
+///                 NVLink bytes / (intra_node bandwidth x collective_efficiency)).
+/// Inside one domain only the NVLink part is left.
+double deepep_time_s(const HardwareSpec& hw, const MoeShape& moe, int ep, int ep_per_domain,
+                     double tokens, double row_bytes);
+
+/// The NIC efficiency of DeepEP's internode kernels: the mean, over its README's four
+/// RDMA-bound rows on H800 with one 50 GB/s CX7 NIC a GPU (EP 32 and 64, dispatch in FP8
+/// and combine in bf16: 58, 57, 51 and 50 GB/s of "bottleneck bandwidth"), of the NIC's
+/// share of what those figures count: DeepEP counts a token once for every domain it
+/// reaches, its own included (4 of 4 and 4 of 8 domains: 3/4 and 7/8 cross the NIC), so
+/// 58 x 3/4 / 50 = 0.870, 57 x 3/4 / 50 = 0.855, 51 x 7/8 / 50 = 0.893, 50 x 7/8 / 50 =
+/// 0.875, mean 0.873. tests/cost/deepep_test.cpp reproduces the whole table with it.
+inline constexpr double kDeepEpNicEfficiency = 0.873;
 
 /// Time of one point-to-point transfer of `bytes` on one directed link (a ring step: every
 /// rank sends to the next while it receives from the previous, each on its own link):

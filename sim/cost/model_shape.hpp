@@ -39,6 +39,13 @@ struct MoeShape {
   std::vector<int> dense_layers;  ///< Qwen mlp_only_layers
   /// max / mean tokens per expert: the busiest expert's GEMM sets the time (1: balanced).
   double load_imbalance = 1.0;
+  /// Group-limited routing (DeepSeek-V3's n_group / topk_group; Megatron-LM's
+  /// --moe-router-num-groups / --moe-router-group-topk): the experts form router_groups
+  /// equal groups of consecutive experts and each token picks its top_k experts inside
+  /// router_group_top_k of them. 0: routing over all experts. Only the deepep dispatcher's
+  /// volume depends on it (CostSettings::moe_dispatcher).
+  int router_groups = 0;
+  int router_group_top_k = 0;
 };
 
 /// DeepSeek's multi-head latent attention (q_lora_rank 0: q is projected directly).
