@@ -274,6 +274,7 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   job.zero_stage = config.training.optimizer.zero_stage;
   job.overlap_param_gather = config.training.optimizer.overlap_param_gather;
   job.moe_overlap = config.training.moe_overlap;
+  job.deepep = config.training.dispatcher() == MoeDispatcher::deepep;
   job.cp = config.training.cp;
   job.cp_comm_type = config.training.cp_comm_type;
   job.fp8 = config.training.fp8;

@@ -51,6 +51,8 @@ struct ExportJob {
   int zero_stage = 0;
   bool overlap_param_gather = false;
   bool moe_overlap = false;  ///< training.moe_overlap: --overlap-moe-expert-parallel-comm
+  /// training.moe_dispatcher deepep: the flex dispatcher with the deepep backend.
+  bool deepep = false;
   /// Context parallelism and FP8 (training.cp, cp_comm_type, fp8, fp8_recipe); the export
   /// states them when they are not the defaults (cp 1, no FP8).
   int cp = 1;

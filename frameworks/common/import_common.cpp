@@ -182,6 +182,11 @@ void write_moe(YamlOut& y, const ModelShape& m) {
   }
   if (moe.load_imbalance != 1.0)
     y.value(2, "load_imbalance", number(moe.load_imbalance), "model.moe.load_imbalance");
+  if (moe.router_groups > 0) {
+    y.value(2, "router_groups", std::to_string(moe.router_groups), "model.moe.router_groups");
+    y.value(2, "router_group_top_k", std::to_string(moe.router_group_top_k),
+            "model.moe.router_group_top_k");
+  }
 }
 
 /// `cluster_yaml` with cluster.device.memory_GiB set to `GiB`, its origin beside it.
@@ -587,6 +592,8 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
   if (job.fsdp) y.value(1, "fsdp", *job.fsdp ? "true" : "false", "training.fsdp");
   if (job.moe_overlap)
     y.value(1, "moe_overlap", *job.moe_overlap ? "true" : "false", "training.moe_overlap");
+  if (job.moe_dispatcher)
+    y.value(1, "moe_dispatcher", *job.moe_dispatcher, "training.moe_dispatcher");
   if (job.fp8) y.value(1, "fp8", *job.fp8, "training.fp8");
   if (job.fp8_recipe) y.value(1, "fp8_recipe", *job.fp8_recipe, "training.fp8_recipe");
   if (job.zero_stage || job.grad_dtype || job.overlap_grad_reduce || job.overlap_param_gather) {

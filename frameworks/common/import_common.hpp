@@ -150,10 +150,11 @@ struct ImportedJob {
   std::optional<std::string> megatron_layout;
   std::vector<Recompute> recompute;  ///< per layer in model order; empty: none
   std::optional<bool> overlap_grad_reduce;
-  std::optional<bool> overlap_param_gather;  ///< written when set
-  std::optional<bool> fsdp;                  ///< training.fsdp; written when set
-  std::optional<bool> moe_overlap;           ///< training.moe_overlap; written when set
-  std::optional<bool> tp_comm_overlap;       ///< training.tp_comm_overlap; written when set
+  std::optional<bool> overlap_param_gather;   ///< written when set
+  std::optional<bool> fsdp;                   ///< training.fsdp; written when set
+  std::optional<bool> moe_overlap;            ///< training.moe_overlap; written when set
+  std::optional<std::string> moe_dispatcher;  ///< training.moe_dispatcher; written when set
+  std::optional<bool> tp_comm_overlap;        ///< training.tp_comm_overlap; written when set
   /// The memory the framework may use per device, GiB: cluster.device.memory_GiB when below
   /// the device's own (MindFormers' context.max_device_memory).
   std::optional<double> device_memory_GiB;

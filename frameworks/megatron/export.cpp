@@ -70,7 +70,7 @@ std::vector<std::string> megatron_partition_flags(const ExportLayout& l) {
 /// which import reads back to the same shape (frameworks/megatron/import.cpp,
 /// read_experts and read_latent_attention); `remove`: the flags of those groups that the
 /// model does not use and a script may have.
-std::string megatron_model_flags(const ModelShape& m, int ep, int etp,
+std::string megatron_model_flags(const ModelShape& m, int ep, int etp, bool deepep,
                                  std::vector<std::string>& remove) {
   std::string out;
   auto flag = [&out](const std::string& name, long long v) {
@@ -90,8 +90,20 @@ std::string megatron_model_flags(const ModelShape& m, int ep, int etp,
     // Quoted: '(' '[' and '*' are shell metacharacters.
     const std::string freq = megatron_moe_freq_text(pattern);
     out += "--moe-layer-freq " + (freq.front() == '(' ? "\"" + freq + "\"" : freq) + "\n";
-    // bmpipe's MoE layer is the alltoall dispatcher's, its experts grouped GEMMs.
-    out += "--moe-token-dispatcher-type alltoall\n--moe-grouped-gemm\n";
+    // bmpipe's MoE layer: the alltoall dispatcher's, or the flex dispatcher's with the
+    // deepep backend (training.moe_dispatcher), its experts grouped GEMMs.
+    out += deepep ? "--moe-token-dispatcher-type flex\n--moe-flex-dispatcher-backend deepep\n"
+                  : "--moe-token-dispatcher-type alltoall\n";
+    if (!deepep)
+      remove.insert(remove.end(), {"--moe-flex-dispatcher-backend", "--moe-enable-deepep"});
+    out += "--moe-grouped-gemm\n";
+    if (moe.router_groups > 0) {
+      flag("--moe-router-num-groups", moe.router_groups);
+      flag("--moe-router-group-topk", moe.router_group_top_k);
+    } else {
+      remove.emplace_back("--moe-router-num-groups");
+      remove.emplace_back("--moe-router-group-topk");
+    }
     flag("--expert-model-parallel-size", ep);
     flag("--expert-tensor-parallel-size", etp);
   }
@@ -283,7 +295,8 @@ std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
   const bool states_model =
       job.shape && (job.shape->is_moe() || job.shape->is_mla() || job.shape->mtp_layers > 0);
   const std::string model_flags =
-      states_model ? megatron_model_flags(*job.shape, job.ep, job.etp, remove) : std::string();
+      states_model ? megatron_model_flags(*job.shape, job.ep, job.etp, job.deepep, remove)
+                   : std::string();
 
   std::string out;
   out += "# Remove these flags from your script if it has them (no value below undoes them):\n";

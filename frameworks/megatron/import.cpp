@@ -179,6 +179,10 @@ constexpr FlagSpec kFlags[] = {
     {"--moe-shared-expert-intermediate-size", Kind::integer},
     {"--moe-layer-freq", Kind::text},
     {"--moe-token-dispatcher-type", Kind::choice, kDispatcher},
+    {"--moe-enable-deepep", Kind::boolean},
+    {"--moe-flex-dispatcher-backend", Kind::text},
+    {"--moe-router-num-groups", Kind::integer},
+    {"--moe-router-group-topk", Kind::integer},
     {"--moe-grouped-gemm", Kind::boolean},
     {"--multi-latent-attention", Kind::boolean},
     {"--q-lora-rank", Kind::integer},
@@ -625,9 +629,16 @@ void read_vocabulary(const Reading& ctx, ModelShape& m) {
 void read_experts(const Reading& ctx, ModelShape& m) {
   const Args& a = ctx.a;
   ImportedJob& job = ctx.job;
-  const char* moe_flags[] = {
-      "--moe-router-topk", "--moe-ffn-hidden-size",       "--moe-shared-expert-intermediate-size",
-      "--moe-layer-freq",  "--moe-token-dispatcher-type", "--moe-grouped-gemm"};
+  const char* moe_flags[] = {"--moe-router-topk",
+                             "--moe-ffn-hidden-size",
+                             "--moe-shared-expert-intermediate-size",
+                             "--moe-layer-freq",
+                             "--moe-token-dispatcher-type",
+                             "--moe-grouped-gemm",
+                             "--moe-enable-deepep",
+                             "--moe-flex-dispatcher-backend",
+                             "--moe-router-num-groups",
+                             "--moe-router-group-topk"};
   const auto experts = a.integer("--num-experts", 1);
   if (!experts) {
     for (const char* f : moe_flags)
@@ -670,19 +681,61 @@ void read_experts(const Reading& ctx, ModelShape& m) {
       a.fail("--moe-layer-freq", "makes no layer an MoE layer");
     job.from("model.moe.layer_freq", a.origin("--moe-layer-freq"));
   }
+  // Group-limited routing ([MG-args] --moe-router-num-groups, --moe-router-group-topk;
+  // TransformerConfig asserts both or neither): the deepep dispatcher's volume reads it.
+  const auto groups = a.integer("--moe-router-num-groups", 1);
+  const auto group_k = a.integer("--moe-router-group-topk", 1);
+  if (groups.has_value() != group_k.has_value())
+    a.fail(groups ? "--moe-router-num-groups" : "--moe-router-group-topk",
+           "needs " + std::string(groups ? "--moe-router-group-topk" : "--moe-router-num-groups") +
+               " beside it (group-limited routing takes both)");
+  if (groups) {
+    if (moe.num_experts % *groups != 0)
+      a.fail("--moe-router-num-groups", std::to_string(*groups) +
+                                            " groups do not split --num-experts " +
+                                            std::to_string(moe.num_experts) + " evenly");
+    if (*group_k > *groups ||
+        static_cast<long long>(*group_k) * (moe.num_experts / *groups) < moe.top_k)
+      a.fail("--moe-router-group-topk", std::to_string(*group_k) + " of " +
+                                            std::to_string(*groups) +
+                                            " groups cannot hold the --moe-router-topk " +
+                                            std::to_string(moe.top_k) + " experts a token picks");
+    moe.router_groups = *groups;
+    moe.router_group_top_k = *group_k;
+    job.from("model.moe.router_groups", a.origin("--moe-router-num-groups"));
+    job.from("model.moe.router_group_top_k", a.origin("--moe-router-group-topk"));
+  }
   // The cost model's MoE layer is the alltoall dispatcher's (permute, grouped GEMMs,
-  // unpermute); allgather and flex move tokens differently.
+  // unpermute), or DeepEP's (training.moe_dispatcher deepep): the flex dispatcher with
+  // --moe-enable-deepep or --moe-flex-dispatcher-backend deepep. allgather, and flex's
+  // other backends, move tokens differently.
   const std::string dispatcher = a.choice("--moe-token-dispatcher-type").value_or("allgather");
-  if (dispatcher != "alltoall")
+  const std::optional<std::string> backend = a.single("--moe-flex-dispatcher-backend");
+  const bool deepep =
+      dispatcher == "flex" && (a.boolean("--moe-enable-deepep") || backend == "deepep");
+  if ((a.boolean("--moe-enable-deepep") || backend) && dispatcher != "flex")
+    a.fail(
+        a.boolean("--moe-enable-deepep") ? "--moe-enable-deepep" : "--moe-flex-dispatcher-backend",
+        "works with --moe-token-dispatcher-type flex only (Megatron-LM's validate_args), "
+        "but the dispatcher is " +
+            dispatcher);
+  if (deepep) {
+    job.moe_dispatcher = "deepep";
+    job.from(
+        "training.moe_dispatcher",
+        a.origin(backend == "deepep" ? "--moe-flex-dispatcher-backend" : "--moe-enable-deepep"));
+  } else if (dispatcher != "alltoall")
     job.unmodelled.push_back(Unmodelled{
         a.origin(a.given("--moe-token-dispatcher-type") ? "--moe-token-dispatcher-type"
                                                         : "--num-experts"),
         a.given("--moe-token-dispatcher-type")
-            ? "--moe-token-dispatcher-type " + dispatcher
+            ? "--moe-token-dispatcher-type " + dispatcher +
+                  (dispatcher == "flex" ? " (backend " + backend.value_or("none given") + ")" : "")
             : "--num-experts without --moe-token-dispatcher-type (Megatron-LM's allgather)",
         "the " + dispatcher +
             " token dispatcher: bmpipe costs the alltoall dispatcher's permute, all-to-all "
-            "and unpermute; give --moe-token-dispatcher-type alltoall"});
+            "and unpermute, or DeepEP's; give --moe-token-dispatcher-type alltoall, or flex "
+            "with --moe-flex-dispatcher-backend deepep"});
   if (!a.boolean("--moe-grouped-gemm"))
     job.notes.push_back(
         "no --moe-grouped-gemm: Megatron-LM runs the local experts one GEMM after another; "

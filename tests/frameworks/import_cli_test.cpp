@@ -173,7 +173,7 @@ TEST(ImportCli, MistypedFlagsAndKeysExitTwoWithTheClosestName) {
 TEST(ImportCli, UnmodelledFlagsExitTwoUnlessAllowed) {
   const Files f;
   for (const std::string extra :
-       {"--cpu-offloading-num-layers 2", "--fp8-margin 1", "--moe-router-num-groups 4"}) {
+       {"--cpu-offloading-num-layers 2", "--fp8-margin 1", "--moe-shared-expert-overlap"}) {
     const std::string flag = extra.substr(0, extra.find(' '));
     const std::string args = test::write_file(f.out("unmodelled.txt"), kArgs + extra + "\n");
     const std::string command = "import megatron " + q(args) + " --preset h200 --devices 16";

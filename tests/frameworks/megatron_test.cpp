@@ -485,7 +485,7 @@ TEST(MegatronVocabulary, MalformedTablesAreRefused) {
 // its line and value (the caller refuses it unless allowed), and not listed as ignored.
 TEST(MegatronImport, FlagsThatChangeTheJobAreUnmodelled) {
   for (const char* extra :
-       {"--cpu-offloading-num-layers 2", "--fp8-margin 1", "--moe-router-num-groups 4",
+       {"--cpu-offloading-num-layers 2", "--fp8-margin 1", "--moe-shared-expert-overlap",
         "--torch-fsdp2-no-reshard-after-forward", "--tp-comm-overlap-rs-dgrad"}) {
     const ImportedJob job = import(kModel + extra + "\n");
     ASSERT_EQ(job.unmodelled.size(), 1u) << extra;

@@ -135,6 +135,24 @@ TEST(MegatronMoeImport, BadFlagsNameFileLineAndFlag) {
        ":4: --overlap-moe-expert-parallel-comm: true, but ep = 1"},
       {"  --multi-latent-attention --kv-lora-rank 2048\n",
        ":4: --kv-lora-rank: 2048 is wider than --hidden-size 1024"},
+      // DeepEP and group-limited routing (training.moe_dispatcher, model.moe.router_*).
+      {"  --num-experts 8 --moe-token-dispatcher-type alltoall --moe-flex-dispatcher-backend "
+       "deepep\n",
+       ":4: --moe-flex-dispatcher-backend: works with --moe-token-dispatcher-type flex only"},
+      {"  --num-experts 8 --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend "
+       "hybridep\n",
+       ":4: --moe-token-dispatcher-type: not modelled yet; the simulated job would differ from "
+       "yours (the flex token dispatcher: bmpipe costs the alltoall dispatcher's permute, "
+       "all-to-all and unpermute, or DeepEP's; give --moe-token-dispatcher-type alltoall, or "
+       "flex with --moe-flex-dispatcher-backend deepep)"},
+      {"  --num-experts 8 --moe-token-dispatcher-type alltoall --moe-router-num-groups 4\n",
+       ":4: --moe-router-num-groups: needs --moe-router-group-topk beside it"},
+      {"  --num-experts 8 --moe-token-dispatcher-type alltoall --moe-router-num-groups 3 "
+       "--moe-router-group-topk 1\n",
+       ":4: --moe-router-num-groups: 3 groups do not split --num-experts 8 evenly"},
+      {"  --num-experts 8 --moe-router-topk 4 --moe-token-dispatcher-type alltoall "
+       "--moe-router-num-groups 4 --moe-router-group-topk 1\n",
+       ":4: --moe-router-group-topk: 1 of 4 groups cannot hold the --moe-router-topk 4 experts"},
   };
   int n = 0;
   for (const Case& c : cases) {
@@ -154,6 +172,33 @@ TEST(MegatronMoeImport, BadFlagsNameFileLineAndFlag) {
                               "SwiGLU experts only"),
             std::string::npos)
       << r.err;
+}
+
+TEST(MegatronMoeImport, DeepEpEitherWayAndRouterGroups) {
+  test::ScratchDir dir;
+  const std::string base =
+      "--num-layers 4 --hidden-size 1024 --num-attention-heads 8 --swiglu \\\n"
+      "  --seq-length 1024 --vocab-size 32000 --micro-batch-size 1 --bf16 \\\n"
+      "  --pipeline-model-parallel-size 2 --global-batch-size 16 --num-experts 8 \\\n"
+      "  --expert-model-parallel-size 8 --moe-token-dispatcher-type flex \\\n";
+  for (const std::string deepep : {"--moe-enable-deepep", "--moe-flex-dispatcher-backend deepep"}) {
+    const std::string path = test::write_file(
+        dir.file("deepep.txt"),
+        base + "  " + deepep + " --moe-router-num-groups 4 --moe-router-group-topk 2\n");
+    const std::string job = dir.file("job.yaml");
+    const test::CliRun r = run_cli("import megatron '" + path +
+                                   "' --preset h100-sxm --devices 16 --out '" + job + "'");
+    ASSERT_EQ(r.code, 0) << deepep << r.err;
+    const Config c = load_config(job);
+    EXPECT_EQ(c.training.moe_dispatcher, "deepep") << deepep;
+    EXPECT_EQ(c.model.shape->moe.router_groups, 4);
+    EXPECT_EQ(c.model.shape->moe.router_group_top_k, 2);
+    // Each value says where it came from.
+    const std::string text = test::slurp(job);
+    EXPECT_NE(text.find("moe_dispatcher: deepep"), std::string::npos) << text;
+    EXPECT_NE(text.find("# " + deepep.substr(0, deepep.find(' ')) + " (line 5)"), std::string::npos)
+        << text;
+  }
 }
 
 /// export --format megatron of `config`, given back to `script` (flags to remove taken
@@ -231,6 +276,47 @@ TEST(MegatronMoeExport, ALayerPatternSharedExpertsAndEtpComeBack) {
   EXPECT_EQ(b.training.etp, 2);
   const nlohmann::json sim = nlohmann::json::parse(run_cli("simulate '" + back + "' --json").out);
   EXPECT_EQ(sim["iteration_time_ms"], x["iteration_time_ms"]) << x["text"];
+}
+
+TEST(MegatronMoeExport, DeepEpAndRouterGroupsComeBack) {
+  test::ScratchDir dir;
+  // ep 16 over two nodes of 8, DeepEP's dispatcher, 4 groups of 4 experts, top 2 groups.
+  const std::string config = test::write_file(
+      dir.file("c.yaml"),
+      "cluster: {nodes: 8, devices_per_node: 8, device: {preset: h100-sxm}}\n"
+      "model:\n"
+      "  num_layers: 8\n  hidden_size: 2048\n  num_attention_heads: 16\n  num_kv_heads: 4\n"
+      "  ffn_hidden_size: 8192\n  vocab_size: 32000\n"
+      "  moe: {num_experts: 16, top_k: 4, expert_ffn_hidden_size: 1024,\n"
+      "        router_groups: 4, router_group_top_k: 2}\n"
+      "training:\n  pp: 4\n  ep: 16\n  seq_length: 2048\n  moe_dispatcher: deepep\n"
+      "  micro_batch_size: 1\n  global_batch_size: 64\n  dtype: bf16\n");
+  const std::string script =
+      "--num-layers 8 --hidden-size 2048 --num-attention-heads 16 --group-query-attention \\\n"
+      "  --num-query-groups 4 --ffn-hidden-size 8192 --swiglu "
+      "--untie-embeddings-and-output-weights \\\n"
+      "  --vocab-size 32000 --attention-dropout 0 --hidden-dropout 0 --use-flash-attn \\\n"
+      "  --seq-length 2048 --micro-batch-size 1 --bf16\n";
+  const auto [back, x] = round_trip(dir, config, script);
+  const std::string text = x["text"].get<std::string>();
+  EXPECT_NE(text.find("--moe-token-dispatcher-type flex\n--moe-flex-dispatcher-backend deepep\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("--moe-router-num-groups 4\n--moe-router-group-topk 2\n"), std::string::npos)
+      << text;
+  const Config b = load_config(back);
+  EXPECT_EQ(b.training.moe_dispatcher, "deepep");
+  EXPECT_EQ(b.model.shape->moe.router_groups, 4);
+  EXPECT_EQ(b.model.shape->moe.router_group_top_k, 2);
+  EXPECT_EQ(b.training.ep, 16);
+  const nlohmann::json sim = nlohmann::json::parse(run_cli("simulate '" + back + "' --json").out);
+  EXPECT_EQ(sim["iteration_time_ms"], x["iteration_time_ms"]) << text;
+  // And with the alltoall dispatcher, the export lists the DeepEP flags to remove.
+  const test::CliRun a2a =
+      run_cli("export '" + config + "' --format megatron --set training.moe_dispatcher=alltoall");
+  ASSERT_EQ(a2a.code, 0) << a2a.err;
+  EXPECT_NE(a2a.out.find("--moe-token-dispatcher-type alltoall\n"), std::string::npos);
+  EXPECT_NE(a2a.out.find("#   --moe-flex-dispatcher-backend\n"), std::string::npos) << a2a.out;
 }
 
 // ---- MindFormers ------------------------------------------------------------------------
