@@ -39,16 +39,23 @@ TEST(MoeExamples, DeepSeekV3OnH800) {
   EXPECT_EQ(c["parameters_active"], 37'552'297'472LL);
   EXPECT_EQ(c["ep"], 64);
   EXPECT_EQ(c["edp"], 2);  // tp 1 x dp 128 / ep 64
-  // All-to-all: ep 64 spans 8 nodes of 8, so the NIC: 4096 tokens x top 8 x 7168 x 2
-  // bytes = 469,762,048, 63/64 of it = 462,422,016 bytes out, at 50 GB/s x 0.8 = 40e9 B/s:
-  // 11.5605504 ms, + 10 us latency = 11.5705504 ms, each of dispatch and combine.
+  // Dispatch and combine: ep 64 spans 8 nodes of 8, so the NIC, with DeepEP's kernels
+  // (training.moe_dispatcher: deepep; tests/cost/deepep_test.cpp works them out): 4096
+  // tokens x 4 nodes (n_group 8, topk_group 4) x 7/8 remote x 7168 x 2 bytes =
+  // 205,520,896 bytes at 50 GB/s x 0.873: 4.7083825 ms, + 10 us = 4.7183825 ms each way.
   const nlohmann::json& moe = layer(c, "moe_decoder");
   EXPECT_EQ(moe["count"], 58);
-  EXPECT_NEAR(op_ms(moe, "a2a-dispatch"), 11.5705504, 1e-6);
-  EXPECT_NEAR(op_ms(moe, "a2a-combine"), 11.5705504, 1e-6);
+  EXPECT_NEAR(op_ms(moe, "a2a-dispatch"), 4.7183825, 1e-6);
+  EXPECT_NEAR(op_ms(moe, "a2a-combine"), 4.7183825, 1e-6);
   // cost --json sums them per pass (backward: the reverse exchanges, the same volume).
-  EXPECT_NEAR(moe["all_to_all_ms"]["forward"].get<double>(), 2 * 11.5705504, 1e-6);
-  EXPECT_NEAR(moe["all_to_all_ms"]["backward"].get<double>(), 2 * 11.5705504, 1e-6);
+  EXPECT_NEAR(moe["all_to_all_ms"]["forward"].get<double>(), 2 * 4.7183825, 1e-6);
+  EXPECT_NEAR(moe["all_to_all_ms"]["backward"].get<double>(), 2 * 4.7183825, 1e-6);
+  // Megatron's alltoall dispatcher sends each of a token's 8 expert copies: 4096 x 8 x 7168
+  // x 2 bytes = 469,762,048, 63/64 of it = 462,422,016 bytes out at 50 GB/s x 0.8 =
+  // 40e9 B/s: 11.5605504 ms, + 10 us = 11.5705504 ms.
+  const nlohmann::json a2a =
+      run_json("cost " + yaml + " --json --ops --set training.moe_dispatcher=alltoall");
+  EXPECT_NEAR(op_ms(layer(a2a, "moe_decoder"), "a2a-dispatch"), 11.5705504, 1e-6);
   EXPECT_FALSE(layer(c, "decoder").contains("all_to_all_ms"));  // the 3 dense layers
 
   const nlohmann::json s = run_json("simulate " + yaml + " --json");
@@ -57,27 +64,29 @@ TEST(MoeExamples, DeepSeekV3OnH800) {
   EXPECT_TRUE(s["fits"].get<bool>());
   // The numbers it prints today. DualPipeV's F&B pairs are timed from their parts on two
   // streams (sim/fb_pair.hpp), hiding each pair's all-to-all behind the other half's
-  // computation: 61348.83899 ms, bubble 0.125670, MFU 0.131966 while every pair took
-  // F + B with its a2a exposed. The bubble ratio grows as the pairs shrink and the
-  // warm-up and cool-down (F and B alone, a2a exposed) do not.
-  EXPECT_NEAR(s["iteration_time_ms"].get<double>(), 56391.986105, 1e-3);
-  EXPECT_NEAR(s["bubble_ratio"].get<double>(), 0.251963, 1e-6);
-  EXPECT_NEAR(s["mfu"].get<double>(), 0.143566, 1e-6);
-  // GPU-hours per trillion tokens: 2048 x 56.391986105 s / 3600 / (15360 x 4096) x 1e12 =
-  // 509,910 (the report: 180K in FP8, node-limited routing; this is bf16).
+  // computation. Before: 61348.83899 ms while every pair took F + B with its a2a exposed;
+  // 56391.986105 ms (bubble 0.251963, MFU 0.143566) with Megatron's alltoall dispatcher.
+  // The bubble ratio grows as the pairs shrink and the warm-up and cool-down (F and B
+  // alone, a2a exposed) do not.
+  EXPECT_NEAR(s["iteration_time_ms"].get<double>(), 44791.265858, 1e-3);
+  EXPECT_NEAR(s["bubble_ratio"].get<double>(), 0.359305, 1e-6);
+  EXPECT_NEAR(s["mfu"].get<double>(), 0.180749, 1e-6);
+  // GPU-hours per trillion tokens: 2048 x 44.791265858 s / 3600 / (15360 x 4096) x 1e12 =
+  // 405,014 (the report: 180K in FP8; this is bf16).
   const double hours =
       2048 * s["iteration_time_ms"].get<double>() / 1000 / 3600 / (15360.0 * 4096) * 1e12;
-  EXPECT_NEAR(hours, 509'910, 1);
+  EXPECT_NEAR(hours, 405'014, 1);
   // As the report trained it, within what bmpipe models: Megatron-Core-style fused kernels
   // and FP8 with 1 x 128 / 128 x 128 block scales (the report's sec. 3.3; fp8_recipe
-  // blockwise), on the H800's Hopper FP8 fit: 47915.632 ms, 433,265 GPU-hours.
+  // blockwise; dispatch in FP8, combine in bf16), on the H800's Hopper FP8 fit:
+  // 34485.852 ms, 311,830 GPU-hours (47915.632 ms, 433,265 with the alltoall dispatcher).
   const nlohmann::json f = run_json("simulate " + yaml +
                                     " --json --set training.kernels=fused --set training.fp8=hybrid"
                                     " --set training.fp8_recipe=blockwise");
   EXPECT_TRUE(f["fits"].get<bool>());
-  EXPECT_NEAR(f["iteration_time_ms"].get<double>(), 47915.63192, 1e-3);
+  EXPECT_NEAR(f["iteration_time_ms"].get<double>(), 34485.852172, 1e-3);
   EXPECT_NEAR(2048 * f["iteration_time_ms"].get<double>() / 1000 / 3600 / (15360.0 * 4096) * 1e12,
-              433'265, 1);
+              311'830, 1);
 }
 
 TEST(MoeExamples, Qwen3_235BOnAscend910B) {
