@@ -447,7 +447,7 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
      .help = "how MoE layers move tokens to the experts: alltoall (Megatron-Core's all-to-all "
              "over the ep group, the default) or deepep (DeepEP's kernels: once over the NIC "
              "per remote node, then NVLink; Megatron's flex dispatcher with the deepep "
-             "backend); deepep needs MoE layers, ep > 1 and etp 1",
+             "backend); deepep needs MoE layers, ep > 1, etp 1 and NVLink-switched nodes",
      .choices = kMoeDispatchers,
      .form = Form::analytic},
 });

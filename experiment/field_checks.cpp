@@ -442,6 +442,11 @@ void check_expert_parallel(const Config& c, std::int64_t dp) {
                                "dispatch (expected alltoall, or no key)"
                          : "deepep, but ep = 1: the experts are not split, so nothing is "
                            "dispatched (set training.ep, or expected alltoall)");
+    if (c.device.hardware && c.device.hardware->intra_node_mesh)
+      c.fail("training.moe_dispatcher",
+             "deepep: DeepEP's kernels need NVLink-switched GPUs and RDMA, but the device " +
+                 c.device.hardware->name +
+                 "'s node is a mesh of point-to-point links (expected alltoall)");
     if (t.etp > 1)
       c.fail("training.moe_dispatcher",
              "deepep with etp = " + std::to_string(t.etp) +

@@ -303,11 +303,11 @@ double all_to_all_time_s(const HardwareSpec& hw, int group, double bytes, bool c
 /// C(items, picks)). `bins` when every draw must hit them all.
 double expected_bins_hit(double bins, int picks, double items);
 
-/// What one DeepEP normal-kernel dispatch or combine moves for each device of the ep group,
-/// per element of a token's hidden state (multiply by tokens x hidden x bytes):
-///   - nodes: distinct scale-up domains a token's top_k experts sit in, its own counted
-///     (DeepEP's num_rdma_token_sent per token); of them, (nodes - 1) / nodes on average
-///     cross the NIC;
+/// Where one DeepEP normal-kernel dispatch or combine sends each token of a device of the
+/// ep group (multiply by tokens x hidden x bytes for the bytes):
+///   - nodes: distinct scale-up domains its top_k experts sit in, its own counted (DeepEP's
+///     num_rdma_token_sent per token); over N domains, (N - 1) / N of them are remote on
+///     average and cross the NIC;
 ///   - ranks: distinct devices they sit on (the tokens NVLink delivers, DeepEP's recv_x).
 /// With group-limited routing whose groups fill whole domains (router_groups a multiple of
 /// the domains), a token reaches exactly the domains of its router_group_top_k groups

@@ -187,6 +187,10 @@ TEST(DeepEp, BadInputsNameTheKey) {
     std::string text = deepseek_config("deepep");
     return text.replace(text.find("ep: 64"), 6, ep);
   };
+  auto with_device = [](const std::string& preset) {
+    std::string text = deepseek_config("deepep");
+    return text.replace(text.find("h800"), 4, preset);
+  };
   const std::vector<Case> cases = {
       {deepseek_config("nvshmem"), "training.moe_dispatcher", 14, "expected one of"},
       {dense, "training.moe_dispatcher", 4, "has no mixture-of-experts layers"},
@@ -199,6 +203,7 @@ TEST(DeepEp, BadInputsNameTheKey) {
        "model.moe.router_group_top_k", 7, "expected at most router_groups"},
       {deepseek_config("deepep", "  moe: {router_groups: 64, router_group_top_k: 1}\n"),
        "model.moe.router_group_top_k", 7, "hold fewer than the top_k = 8"},
+      {with_device("ascend-910b"), "training.moe_dispatcher", 14, "node is a mesh"},
       {deepseek_config("deepep", "  moe: {router_groups: 0}\n"), "model.moe.router_groups", 7,
        "takes both router_groups and router_group_top_k"},
   };

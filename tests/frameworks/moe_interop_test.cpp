@@ -242,27 +242,32 @@ TEST(MegatronMoeExport, ImportOfTheExportIsTheSameJob) {
   EXPECT_EQ(sim["iteration_time_ms"], x["iteration_time_ms"]) << x["text"];
 }
 
+// The cluster and the dense dimensions of the small MoE configs below (the model: section
+// goes on after them), and a script with those dimensions and no expert flags.
+const std::string kSmallMoeModel =
+    "cluster: {nodes: 8, devices_per_node: 8, device: {preset: h100-sxm}}\n"
+    "model:\n"
+    "  num_layers: 8\n  hidden_size: 2048\n  num_attention_heads: 16\n  num_kv_heads: 4\n"
+    "  ffn_hidden_size: 8192\n  vocab_size: 32000\n";
+const std::string kSmallMoeScript =
+    "--num-layers 8 --hidden-size 2048 --num-attention-heads 16 --group-query-attention \\\n"
+    "  --num-query-groups 4 --ffn-hidden-size 8192 --swiglu "
+    "--untie-embeddings-and-output-weights \\\n"
+    "  --vocab-size 32000 --attention-dropout 0 --hidden-dropout 0 --use-flash-attn \\\n"
+    "  --seq-length 2048 --micro-batch-size 1 --bf16\n";
+
 TEST(MegatronMoeExport, ALayerPatternSharedExpertsAndEtpComeBack) {
   test::ScratchDir dir;
   // 8 layers: the first 2 dense, then every other layer MoE; a shared expert; etp 2 x ep 4
   // over tp 2 x dp 8 = 16 devices a stage.
   const std::string config = test::write_file(
       dir.file("c.yaml"),
-      "cluster: {nodes: 8, devices_per_node: 8, device: {preset: h100-sxm}}\n"
-      "model:\n"
-      "  num_layers: 8\n  hidden_size: 2048\n  num_attention_heads: 16\n  num_kv_heads: 4\n"
-      "  ffn_hidden_size: 8192\n  vocab_size: 32000\n"
-      "  moe: {num_experts: 16, top_k: 4, expert_ffn_hidden_size: 1024,\n"
-      "        shared_expert_ffn_hidden_size: 2048, first_dense_layers: 2, layer_freq: 2}\n"
-      "training:\n  pp: 4\n  tp: 2\n  ep: 4\n  etp: 2\n  seq_length: 2048\n"
-      "  micro_batch_size: 1\n  global_batch_size: 64\n  dtype: bf16\n");
-  const std::string script =
-      "--num-layers 8 --hidden-size 2048 --num-attention-heads 16 --group-query-attention \\\n"
-      "  --num-query-groups 4 --ffn-hidden-size 8192 --swiglu "
-      "--untie-embeddings-and-output-weights \\\n"
-      "  --vocab-size 32000 --attention-dropout 0 --hidden-dropout 0 --use-flash-attn \\\n"
-      "  --seq-length 2048 --micro-batch-size 1 --bf16\n";
-  const auto [back, x] = round_trip(dir, config, script);
+      kSmallMoeModel +
+          "  moe: {num_experts: 16, top_k: 4, expert_ffn_hidden_size: 1024,\n"
+          "        shared_expert_ffn_hidden_size: 2048, first_dense_layers: 2, layer_freq: 2}\n"
+          "training:\n  pp: 4\n  tp: 2\n  ep: 4\n  etp: 2\n  seq_length: 2048\n"
+          "  micro_batch_size: 1\n  global_batch_size: 64\n  dtype: bf16\n");
+  const auto [back, x] = round_trip(dir, config, kSmallMoeScript);
   EXPECT_NE(
       x["text"].get<std::string>().find("--moe-layer-freq \"([0]*2+[1]+[0]+[1]+[0]+[1]+[0])\""),
       std::string::npos)
@@ -283,21 +288,12 @@ TEST(MegatronMoeExport, DeepEpAndRouterGroupsComeBack) {
   // ep 16 over two nodes of 8, DeepEP's dispatcher, 4 groups of 4 experts, top 2 groups.
   const std::string config = test::write_file(
       dir.file("c.yaml"),
-      "cluster: {nodes: 8, devices_per_node: 8, device: {preset: h100-sxm}}\n"
-      "model:\n"
-      "  num_layers: 8\n  hidden_size: 2048\n  num_attention_heads: 16\n  num_kv_heads: 4\n"
-      "  ffn_hidden_size: 8192\n  vocab_size: 32000\n"
-      "  moe: {num_experts: 16, top_k: 4, expert_ffn_hidden_size: 1024,\n"
-      "        router_groups: 4, router_group_top_k: 2}\n"
-      "training:\n  pp: 4\n  ep: 16\n  seq_length: 2048\n  moe_dispatcher: deepep\n"
-      "  micro_batch_size: 1\n  global_batch_size: 64\n  dtype: bf16\n");
-  const std::string script =
-      "--num-layers 8 --hidden-size 2048 --num-attention-heads 16 --group-query-attention \\\n"
-      "  --num-query-groups 4 --ffn-hidden-size 8192 --swiglu "
-      "--untie-embeddings-and-output-weights \\\n"
-      "  --vocab-size 32000 --attention-dropout 0 --hidden-dropout 0 --use-flash-attn \\\n"
-      "  --seq-length 2048 --micro-batch-size 1 --bf16\n";
-  const auto [back, x] = round_trip(dir, config, script);
+      kSmallMoeModel +
+          "  moe: {num_experts: 16, top_k: 4, expert_ffn_hidden_size: 1024,\n"
+          "        router_groups: 4, router_group_top_k: 2}\n"
+          "training:\n  pp: 4\n  ep: 16\n  seq_length: 2048\n  moe_dispatcher: deepep\n"
+          "  micro_batch_size: 1\n  global_batch_size: 64\n  dtype: bf16\n");
+  const auto [back, x] = round_trip(dir, config, kSmallMoeScript);
   const std::string text = x["text"].get<std::string>();
   EXPECT_NE(text.find("--moe-token-dispatcher-type flex\n--moe-flex-dispatcher-backend deepep\n"),
             std::string::npos)
