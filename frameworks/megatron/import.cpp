@@ -716,7 +716,7 @@ void read_experts(const Reading& ctx, ModelShape& m) {
   if ((a.boolean("--moe-enable-deepep") || backend) && dispatcher != "flex")
     a.fail(
         a.boolean("--moe-enable-deepep") ? "--moe-enable-deepep" : "--moe-flex-dispatcher-backend",
-        "works with --moe-token-dispatcher-type flex only (Megatron-LM's validate_args), "
+        "works with --moe-token-dispatcher-type flex only (Megatron-LM's help says so), "
         "but the dispatcher is " +
             dispatcher);
   if (deepep) {
