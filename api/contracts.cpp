@@ -116,6 +116,7 @@ nlohmann::json cost_document(const Config& config, const CostOutcome& out, bool 
     j["ep"] = config.training.ep;
     j["etp"] = config.training.etp;
     j["edp"] = a.edp;
+    j["moe_dispatcher"] = config.training.moe_dispatcher;
   }
   // The whole model's parameters (not one device's share), as model cards count them:
   // all of them, and what one token runs through (both embedding matrices counted).

@@ -79,10 +79,17 @@ int run_cost(const std::vector<std::string>& args) {
                                       ? "fused (Megatron-Core / TransformerEngine)"
                                       : "eager (HF transformers; training.kernels: fused for "
                                         "Megatron-Core's)");
-    if (m.is_moe())
+    if (m.is_moe()) {
       std::printf("experts %d (top %d, ffn %d, shared ffn %d)   ep %d   etp %d   edp %d\n",
                   m.moe.num_experts, m.moe.top_k, m.moe.expert_ffn, m.moe.shared_ffn, a.settings.ep,
                   a.settings.etp, a.edp);
+      // Where DeepEP sends a token (training.moe_dispatcher: deepep; deepep_fanout).
+      if (a.settings.moe_dispatcher == MoeDispatcher::deepep && a.settings.ep > 1) {
+        const DeepEpFanout f = deepep_fanout(m.moe, a.settings.ep, a.settings.ep_per_domain);
+        std::printf("dispatch deepep: a token reaches %.2f of %g nodes and %.2f devices\n", f.nodes,
+                    static_cast<double>(a.settings.ep) / a.settings.ep_per_domain, f.ranks);
+      }
+    }
     std::printf("per micro-batch, per device (ms; activations in MiB):\n\n");
     // Activations per mode, then the recompute time of each mode that recomputes.
     std::printf("%-10s %5s %9s %9s %9s", "layer", "count", "F", "I", "W");

@@ -38,6 +38,13 @@ TEST(MoeExamples, DeepSeekV3OnH800) {
   EXPECT_EQ(c["parameters_total"], 671'026'419'200LL);
   EXPECT_EQ(c["parameters_active"], 37'552'297'472LL);
   EXPECT_EQ(c["ep"], 64);
+  EXPECT_EQ(c["moe_dispatcher"], "deepep");
+  // The table's header says where DeepEP sends a token: 4 of the 8 nodes (n_group 8,
+  // topk_group 4), 32 x (1 - C(124, 8) / C(128, 8)) = 7.36 devices.
+  const test::CliRun text = test::run_cli("cost " + yaml);
+  EXPECT_NE(text.out.find("\ndispatch deepep: a token reaches 4.00 of 8 nodes and 7.36 devices\n"),
+            std::string::npos)
+      << text.out;
   EXPECT_EQ(c["edp"], 2);  // tp 1 x dp 128 / ep 64
   // Dispatch and combine: ep 64 spans 8 nodes of 8, so the NIC, with DeepEP's kernels
   // (training.moe_dispatcher: deepep; tests/cost/deepep_test.cpp works them out): 4096
