@@ -9,6 +9,7 @@
 
 #include "experiment/config.hpp"
 #include "experiment/config_fields.hpp"
+#include "experiment/layer_table.hpp"
 #include "experiment/suggest.hpp"
 #include "schedules/registry.hpp"
 
@@ -210,28 +211,7 @@ Load measured_load(const Config& c) {
 Load analytic_load(const Config& c) {
   const TrainingConfig& t = c.training;
   const ModelShape& m = *c.model.shape;
-  CostSettings st;
-  st.seq_length = t.seq_length.value_or(0);
-  st.micro_batch_size = t.micro_batch_size;
-  st.tp = t.tp;
-  st.sequence_parallel = t.sequence_parallel;
-  st.tp_comm_overlap = t.tp_comm_overlap;
-  st.dtype_bytes = t.dtype_bytes();
-  st.tp_crosses_nodes = t.tp > c.cluster.domain();
-  st.grad_accumulation = t.grad_accumulation;  // as analytic_costs sets them
-  st.grad_bytes = t.optimizer.grad_bytes;
-  st.ep = t.ep;
-  st.etp = t.etp;
-  st.ep_crosses_nodes = group_crosses_domain(c.cluster, t.etp * t.ep);
-  st.etp_crosses_nodes = group_crosses_domain(c.cluster, t.etp);
-  st.moe_dispatcher = t.dispatcher();
-  st.ep_per_domain = std::min(t.ep, std::max(c.cluster.domain() / t.etp, 1));
-  st.fp8 = t.fp8_format();
-  st.fp8_recipe = t.fp8_scaling();
-  st.kernels = t.kernel_set();
-  st.cp = t.cp;
-  st.cp_comm = t.cp_comm();
-  st.cp_crosses_nodes = group_crosses_domain(c.cluster, t.tp * t.cp);
+  const CostSettings st = cost_settings(c);
   const HardwareSpec& hw = *c.device.hardware;
   // The cost model rounds bytes with llround, which has no answer past int64. Its stored
   // tensors are at most 8 bytes per token per column of the widest matrix (the fp32

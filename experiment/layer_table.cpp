@@ -6,6 +6,46 @@
 
 namespace bmpipe {
 
+CostSettings cost_settings(const Config& c) {
+  const TrainingConfig& t = c.training;
+  CostSettings st;
+  st.seq_length = t.seq_length.value_or(0);
+  st.micro_batch_size = t.micro_batch_size;
+  st.tp = t.tp;
+  st.sequence_parallel = t.sequence_parallel;
+  st.tp_comm_overlap = t.tp_comm_overlap;
+  st.dtype_bytes = t.dtype_bytes();
+  // Megatron placement puts a tp group on consecutive devices: it leaves the scale-up
+  // domain (the node, unless cluster.scale_up_domain is larger) only when it is larger
+  // than one; inside it the group runs on the intra_node link.
+  st.tp_crosses_nodes = t.tp > c.cluster.domain();
+  st.grad_accumulation = t.grad_accumulation;
+  // The buffer the weight-grad pass accumulates into is the one the optimizer reads.
+  st.grad_bytes = t.optimizer.grad_bytes;
+  st.ep = t.ep;
+  st.etp = t.etp;
+  // Megatron-Core's expert ranks run etp fastest, then ep (RankGenerator order
+  // "tp-ep-dp-pp" with tp = etp: NVIDIA/Megatron-LM d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+  // megatron/core/parallel_state.py, expert_decoder_rank_generator), so an ep group spans
+  // etp x ep consecutive devices of the stage: it leaves the domain when that is larger.
+  st.ep_crosses_nodes = group_crosses_domain(c.cluster, t.etp * t.ep);
+  // The etp group: etp consecutive devices.
+  st.etp_crosses_nodes = group_crosses_domain(c.cluster, t.etp);
+  st.moe_dispatcher = t.dispatcher();
+  st.ep_per_domain = std::min(t.ep, std::max(c.cluster.domain() / t.etp, 1));
+  st.fp8 = t.fp8_format();
+  st.fp8_recipe = t.fp8_scaling();
+  st.kernels = t.kernel_set();
+  st.cp = t.cp;
+  st.cp_comm = t.cp_comm();
+  // Megatron's rank order "tp-cp-ep-dp-pp" (NVIDIA/Megatron-LM
+  // d98e8a64ddf34856e74b24714e3bedb2f5a39553, megatron/core/parallel_state.py,
+  // decoder_rank_generator): a cp group spans tp x cp consecutive devices, the same rule
+  // as the ep group's above.
+  st.cp_crosses_nodes = group_crosses_domain(c.cluster, t.tp * t.cp);
+  return st;
+}
+
 AnalyticCosts analytic_costs(const Config& c) {
   if (!c.model.analytic() || !c.device.hardware)
     c.fail("model",
@@ -16,42 +56,9 @@ AnalyticCosts analytic_costs(const Config& c) {
   a.hardware = *c.device.hardware;
   a.hardware.intra_node = c.cluster.intra_node;
   a.hardware.inter_node = c.cluster.inter_node;
-  a.settings.seq_length = t.seq_length.value_or(0);
-  a.settings.micro_batch_size = t.micro_batch_size;
-  a.settings.tp = t.tp;
-  a.settings.sequence_parallel = t.sequence_parallel;
-  a.settings.tp_comm_overlap = t.tp_comm_overlap;
-  a.settings.dtype_bytes = t.dtype_bytes();
-  // Megatron placement puts a tp group on consecutive devices: it leaves the scale-up
-  // domain (the node, unless cluster.scale_up_domain is larger) only when it is larger
-  // than one; inside it the group runs on the intra_node link.
-  a.settings.tp_crosses_nodes = t.tp > c.cluster.domain();
-  a.settings.grad_accumulation = t.grad_accumulation;
-  // The buffer the weight-grad pass accumulates into is the one the optimizer reads.
-  a.settings.grad_bytes = t.optimizer.grad_bytes;
+  a.settings = cost_settings(c);
   a.optimizer = t.optimizer;
   a.dp = t.data_parallel(c.cluster.nodes * c.cluster.devices_per_node);
-  a.settings.ep = t.ep;
-  a.settings.etp = t.etp;
-  // Megatron-Core's expert ranks run etp fastest, then ep (RankGenerator order
-  // "tp-ep-dp-pp" with tp = etp: NVIDIA/Megatron-LM d98e8a64ddf34856e74b24714e3bedb2f5a39553,
-  // megatron/core/parallel_state.py, expert_decoder_rank_generator), so an ep group spans
-  // etp x ep consecutive devices of the stage: it leaves the domain when that is larger.
-  a.settings.ep_crosses_nodes = group_crosses_domain(c.cluster, t.etp * t.ep);
-  // The etp group: etp consecutive devices.
-  a.settings.etp_crosses_nodes = group_crosses_domain(c.cluster, t.etp);
-  a.settings.moe_dispatcher = t.dispatcher();
-  a.settings.ep_per_domain = std::min(t.ep, std::max(c.cluster.domain() / t.etp, 1));
-  a.settings.fp8 = t.fp8_format();
-  a.settings.fp8_recipe = t.fp8_scaling();
-  a.settings.kernels = t.kernel_set();
-  a.settings.cp = t.cp;
-  a.settings.cp_comm = t.cp_comm();
-  // Megatron's rank order "tp-cp-ep-dp-pp" (NVIDIA/Megatron-LM
-  // d98e8a64ddf34856e74b24714e3bedb2f5a39553, megatron/core/parallel_state.py,
-  // decoder_rank_generator): a cp group spans tp x cp consecutive devices, the same rule
-  // as the ep group's above.
-  a.settings.cp_crosses_nodes = group_crosses_domain(c.cluster, t.tp * t.cp);
   a.cp = t.cp;
   // Experts fold over the tp x cp x dp devices of a stage (etp x ep x edp).
   a.edp = std::max(1, t.tp * t.cp * a.dp / (t.ep * t.etp));

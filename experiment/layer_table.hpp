@@ -108,6 +108,10 @@ struct AnalyticCosts {
   }
 };
 
+/// The cost model's settings for `config`'s training and cluster (the ZeRO-3 sharding
+/// aside, which needs dp: analytic_costs adds it).
+CostSettings cost_settings(const Config& config);
+
 /// Runs the cost model for an analytic config. Throws ConfigError when the model is not
 /// analytic.
 AnalyticCosts analytic_costs(const Config& config);
