@@ -101,8 +101,9 @@ nlohmann::json cost_document(const Config& config, const CostOutcome& out, bool 
   if (!a.moe_decoder) {
     j["layers"] =
         nlohmann::json::array({layer_json(a.embedding, 1, with_ops),
-                               layer_json(a.decoder, config.model.shape->num_layers, with_ops),
-                               layer_json(a.head_for(out.schedule.num_stages), 1, with_ops)});
+                               layer_json(a.decoder, config.model.shape->num_layers, with_ops)});
+    if (a.mtp) j["layers"].push_back(layer_json(*a.mtp, config.model.shape->mtp_layers, with_ops));
+    j["layers"].push_back(layer_json(a.head_for(out.schedule.num_stages), 1, with_ops));
   } else {
     // Dense and MoE decoder layers as two rows (a row whose count is 0 left out).
     const ModelShape& shape = *config.model.shape;
@@ -112,6 +113,8 @@ nlohmann::json cost_document(const Config& config, const CostOutcome& out, bool 
     if (shape.num_layers > moe_layers)
       j["layers"].push_back(layer_json(a.decoder, shape.num_layers - moe_layers, with_ops));
     if (moe_layers > 0) j["layers"].push_back(layer_json(*a.moe_decoder, moe_layers, with_ops));
+    // The MTP modules (model.mtp_layers), which run before the head.
+    if (a.mtp) j["layers"].push_back(layer_json(*a.mtp, shape.mtp_layers, with_ops));
     j["layers"].push_back(layer_json(a.head_for(out.schedule.num_stages), 1, with_ops));
     j["ep"] = config.training.ep;
     j["etp"] = config.training.etp;

@@ -118,6 +118,7 @@ int run_cost(const std::vector<std::string>& args) {
     } else {
       row(a.decoder, num_layers);
     }
+    if (a.mtp) row(*a.mtp, m.mtp_layers);
     row(head, 1);
     std::printf("\n%5s %7s %14s %14s\n", "stage", "layers", "static", "dp+optimizer");
     for (int s = 0; s < schedule.num_stages; ++s)

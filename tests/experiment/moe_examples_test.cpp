@@ -52,6 +52,10 @@ TEST(MoeExamples, DeepSeekV3OnH800) {
   // 205,520,896 bytes at 50 GB/s x 0.873: 4.7083825 ms, + 10 us = 4.7183825 ms each way.
   const nlohmann::json& moe = layer(c, "moe_decoder");
   EXPECT_EQ(moe["count"], 58);
+  // The MTP module (num_nextn_predict_layers 1) has its row, just before the head.
+  const nlohmann::json& mtp = layer(c, "mtp");
+  EXPECT_EQ(mtp["count"], 1);
+  EXPECT_EQ(c["layers"][c["layers"].size() - 2]["name"], "mtp");
   EXPECT_NEAR(op_ms(moe, "a2a-dispatch"), 4.7183825, 1e-6);
   EXPECT_NEAR(op_ms(moe, "a2a-combine"), 4.7183825, 1e-6);
   // cost --json sums them per pass (backward: the reverse exchanges, the same volume).
