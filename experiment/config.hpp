@@ -137,9 +137,11 @@ struct TrainingConfig {
   std::optional<int> dp;  ///< not given: derived as devices / (pp * tp * cp)
   int microbatches = 1;
   std::vector<int> partition;  ///< layers per stage; empty = uniform
-  /// The Megatron-LM --pipeline-model-parallel-layout the job was imported with (empty:
-  /// none): bmpipe plan's megatron-layout baseline runs it, and checks it (the experiment
-  /// library does not parse Megatron's grammar); the partition itself is `partition`.
+  /// A Megatron-LM --pipeline-model-parallel-layout (empty: none), e.g. the one a job was
+  /// imported with: bmpipe plan's megatron-layout baseline runs it. One that puts the
+  /// embedding, MTP layers or the loss on a stage without decoder layers (or MTP layers
+  /// before the last stage) is the partition itself, on a layer table with separate ends
+  /// (separate_end_layout, layer_table.hpp); otherwise the partition is `partition`.
   std::string megatron_layout;
   /// Duration of an overlapped forward-and-backward pair (DualPipeV's F&B) as a factor of
   /// F + B of its two halves; 1 = no gain from overlapping.

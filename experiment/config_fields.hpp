@@ -379,8 +379,10 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
     {.name = "partition", .help = "layers per stage"},
     {.name = "megatron_layout",
      .slot = &TrainingConfig::megatron_layout,
-     .help = "Megatron-LM's --pipeline-model-parallel-layout the job was imported with; "
-             "bmpipe plan's megatron-layout baseline runs it"},
+     .help = "Megatron-LM's --pipeline-model-parallel-layout (\"Et*3|(tt|)*29,m|L\"); "
+             "bmpipe plan's megatron-layout baseline runs it, and one with a stage "
+             "without decoder layers (t) or MTP layers (m) before the last stage is the "
+             "partition: every layer runs where it puts it"},
     {.name = "overlap_factor",
      .slot = &TrainingConfig::overlap_factor,
      .range = kOverlapFactor,

@@ -48,6 +48,16 @@ std::vector<int> stage_layer_counts(const Config& c, int num_stages) {
                                        std::to_string(num_stages) + " stages");
     return c.training.partition;
   }
+  if (const std::vector<LayoutStage> written = separate_end_layout(c); !written.empty()) {
+    if (static_cast<int>(written.size()) != num_stages)
+      c.fail("training.megatron_layout", "has " + std::to_string(written.size()) +
+                                             " stages but the schedule has " +
+                                             std::to_string(num_stages));
+    std::vector<int> rows;
+    rows.reserve(written.size());
+    for (const LayoutStage& st : written) rows.push_back(st.rows());
+    return rows;
+  }
   const int layers = c.model.num_layers();
   if (layers < num_stages)
     c.fail("training.pp", "the model's " + std::to_string(layers) + " layers cannot fill " +
@@ -106,16 +116,23 @@ Plan config_plan(const Experiment& e, int num_stages) {
              "stage " + std::to_string(stage) + " does not exist: the schedule has " +
                  std::to_string(num_stages) + " stages");
   plan.recompute.reserve(e.num_layers());
+  // With separate ends, row 0 is the embedding: decoder layer l is row l + 1. The
+  // embedding and the head run none; an MTP layer its stage's mode, or the default.
+  const int shift = e.layers.separate_ends ? 1 : 0;
   int layer = 0;
   for (int s = 0; s < num_stages; ++s)
     for (int i = 0; i < plan.partition[s] && layer < e.num_layers(); ++i, ++layer) {
-      const Recompute mode = recompute_mode(c, s, layer);
       const LayerRow& row = e.layers.layers[layer];
+      if (row.kind == LayerKind::embedding || row.kind == LayerKind::head) {
+        plan.recompute.push_back(Recompute::none);
+        continue;
+      }
+      const Recompute mode = recompute_mode(c, s, row.kind == LayerKind::mtp ? -1 : layer - shift);
       if (!row.has(mode))
-        c.fail(recompute_key(c, s, layer), "layer " + std::to_string(layer) + " (group '" +
-                                               row.name + "') has no '" +
-                                               std::string(recompute_name(mode)) +
-                                               "' recompute costs; it can run: " + mode_list(row));
+        c.fail(recompute_key(c, s, layer - shift),
+               "layer " + std::to_string(layer - shift) + " (group '" + row.name + "') has no '" +
+                   std::string(recompute_name(mode)) +
+                   "' recompute costs; it can run: " + mode_list(row));
       plan.recompute.push_back(mode);
     }
   return plan;
@@ -182,6 +199,8 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
   std::vector<std::int64_t> expert_params(analytic ? p : 0, 0);  // of tail_time's counts
 
   const int last_layer = e.num_layers() - 1;
+  // Separate ends: the kinds of row each rank holds, for the MTP layers' matrix copies.
+  std::vector<unsigned char> kinds(e.layers.separate_ends ? p : 0, 0);
   int layer = 0;
   for (int s = 0; s < num_stages; ++s) {
     StageCost& cost = out.stages[s];
@@ -213,7 +232,11 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
       out.static_bytes[rank] += static_bytes;
       if (analytic) out.tail_time[rank] += params;
       if (analytic) expert_params[rank] += row.expert_param_count;
+      if (!kinds.empty())
+        kinds[rank] |= static_cast<unsigned char>(1u << static_cast<int>(row.kind));
     }
+    // A stage without rows passes its input on unchanged.
+    if (plan.partition[s] == 0 && s > 0) cost.output_bytes = out.stages[s - 1].output_bytes;
     if (!all_retained) cost.weight_grad_retained_bytes = retained;
     // ZeRO-3: the op's first layer in forward (and last, first in backward) cannot hide
     // its gather behind anything before it (LayerCost::first_forward_s).
@@ -263,6 +286,20 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
   }
   if (layer != e.num_layers())
     throw std::invalid_argument("assemble: " + check_plan(e, plan, num_stages));
+  const auto holds = [&](int rank, LayerKind k) {
+    return (kinds[rank] >> static_cast<int>(k)) & 1u;
+  };
+  for (int r = 0; r < static_cast<int>(kinds.size()); ++r) {
+    if (!holds(r, LayerKind::mtp)) continue;
+    if (!holds(r, LayerKind::embedding)) {
+      out.static_bytes[r] += e.layers.mtp_embedding_copy_static_bytes;
+      if (analytic) out.tail_time[r] += e.layers.mtp_embedding_copy_params;
+    }
+    if (!holds(r, LayerKind::head)) {
+      out.static_bytes[r] += e.layers.mtp_head_copy_static_bytes;
+      if (analytic) out.tail_time[r] += e.layers.mtp_head_copy_params;
+    }
+  }
   if (!analytic) return;
   // The forward op each rank runs first (its lowest stage's): what hides the post-step
   // all-gather under overlap_param_gather.

@@ -490,6 +490,43 @@ void check_context_parallel(const Config& c) {
                ", which does not divide them (expected p2p, or a cp dividing the heads)");
 }
 
+// training.megatron_layout: it parses; and when the folded layer table cannot run it
+// (separate_end_layout), it is the partition, so it must fit the model and the schedule.
+void check_written_layout(const Config& c, std::int64_t stages, std::int64_t layers,
+                          const std::string& shape) {
+  const TrainingConfig& t = c.training;
+  const std::string key = "training.megatron_layout";
+  std::vector<LayoutStage> parsed;
+  try {
+    parsed = parse_layer_layout(t.megatron_layout);
+  } catch (const LayoutError& e) {
+    c.fail(key, "'" + t.megatron_layout + "' " + e.what());
+  }
+  const std::string mismatch = folded_layout_mismatch(parsed);
+  if (mismatch.empty()) return;  // the partition is training.partition's; plan checks it
+  const std::string text = "'" + t.megatron_layout + "' " + mismatch;
+  if (!c.model.analytic())
+    c.fail(key, text +
+                    ": only an analytic model (preset, hf_config or shape keys) runs it; "
+                    "measured layer groups are the rows of their own partition");
+  if (!t.partition.empty())
+    c.fail("training.partition",
+           "cannot be given with " + key + " " + text +
+               ": the layout places every layer, so it is the partition (drop one of them)");
+  if (static_cast<std::int64_t>(parsed.size()) != stages)
+    c.fail(key, text + ", and has " + std::to_string(parsed.size()) + " stages but there are " +
+                    std::to_string(stages) + shape);
+  std::int64_t decoders = 0, mtp = 0;
+  for (const LayoutStage& st : parsed) decoders += st.decoders, mtp += st.mtp;
+  if (decoders != layers)
+    c.fail(key, "'" + t.megatron_layout + "' holds " + std::to_string(decoders) +
+                    " decoder layers (t) but the model has " + std::to_string(layers));
+  if (mtp != c.model.shape->mtp_layers)
+    c.fail(key, "'" + t.megatron_layout + "' holds " + std::to_string(mtp) +
+                    " multi-token prediction layers (m) but the model has " +
+                    std::to_string(c.model.shape->mtp_layers) + " (model.mtp_layers)");
+}
+
 void check_config(const Config& c) {
   const TrainingConfig& t = c.training;
   check_values(c);
@@ -574,10 +611,11 @@ void check_config(const Config& c) {
     if (sum != layers)
       c.fail("training.partition", "adds up to " + std::to_string(sum) +
                                        " layers but the model has " + std::to_string(layers));
-  } else if (layers < stages) {
+  } else if (layers < stages && separate_end_layout(c).empty()) {
     c.fail("training.pp", "the model's " + std::to_string(layers) + " layers cannot fill " +
                               std::to_string(stages) + " stages");
   }
+  if (!t.megatron_layout.empty()) check_written_layout(c, stages, layers, shape);
   if (!c.model.analytic()) check_measured_modes(c, stages);
   check_totals(c, schedule_stages(c));
 }

@@ -46,6 +46,19 @@ CostSettings cost_settings(const Config& c) {
   return st;
 }
 
+std::vector<LayoutStage> separate_end_layout(const Config& c) {
+  const std::string& layout = c.training.megatron_layout;
+  if (layout.empty() || !c.model.analytic()) return {};
+  std::vector<LayoutStage> stages;
+  try {
+    stages = parse_layer_layout(layout);
+  } catch (const LayoutError& e) {
+    c.fail("training.megatron_layout", "'" + layout + "' " + e.what());
+  }
+  if (folded_layout_mismatch(stages).empty()) return {};
+  return stages;
+}
+
 AnalyticCosts analytic_costs(const Config& c) {
   if (!c.model.analytic() || !c.device.hardware)
     c.fail("model",
@@ -220,67 +233,100 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
   }
   if (!a) c.fail("model", "internal: the analytic layer table needs the cost model's layers");
   const int n = c.model.num_layers();
-  const Seconds decoder = Seconds::of(a->decoder, *a, true);
   const ModelShape& m = *c.model.shape;
-  const std::optional<Seconds> moe =
-      a->moe_decoder ? std::optional<Seconds>(Seconds::of(*a->moe_decoder, *a, true))
-                     : std::nullopt;
-  const Seconds embedding = Seconds::of(a->embedding, *a, false);
   const Seconds head = Seconds::of(a->head_single_stage, *a, false);
   table.head_copy_static_bytes = Seconds::of(a->head, *a, false).static_bytes - head.static_bytes;
   table.head_copy_params = a->head.param_count - a->head_single_stage.param_count;
   table.fixed_forward_flops = a->embedding.forward_flops + a->head.forward_flops;
-  // The MTP modules sit on the last stage, before the head: folded into the last layer.
-  std::optional<Seconds> mtp;
-  if (a->mtp) {
-    mtp = Seconds::of(*a->mtp, *a, true);
-    table.fixed_forward_flops += m.mtp_layers * a->mtp->forward_flops;
-  }
-  table.layers.reserve(n);
-  for (int l = 0; l < n; ++l) {
-    const bool is_moe = moe && m.is_moe_layer(l);
-    const LayerCost& kind = is_moe ? *a->moe_decoder : a->decoder;
-    Seconds s = is_moe ? *moe : decoder;
-    std::string name = (is_moe ? "moe_decoder." : "decoder.") + std::to_string(l);
-    if (l == 0) s.add(embedding), name += "+embedding";
-    if (l == n - 1 && mtp) {
-      for (int k = 0; k < m.mtp_layers; ++k) s.add(*mtp);
-      name += "+mtp";
-    }
-    if (l == n - 1) s.add(head), name += "+lm_head";
+  // The MTP modules sit on the last stage, before the head: folded into the last layer
+  // (or rows of their own with separate ends).
+  if (a->mtp) table.fixed_forward_flops += m.mtp_layers * a->mtp->forward_flops;
+  const bool separate = !separate_end_layout(c).empty();
+  table.separate_ends = separate;
+  // One row of the table from its units (`folded`, in the order they run), their time
+  // summed in seconds so that the row rounds once.
+  auto make_row = [&](std::string name, LayerKind kind, const LayerCost& unit,
+                      const std::vector<std::pair<const LayerCost*, bool>>& folded) {
+    Seconds s;
+    for (const auto& [cost, all_modes] : folded) s.add(Seconds::of(*cost, *a, all_modes));
     LayerRow row;
     row.name = std::move(name);
+    row.kind = kind;
     row.forward = s_to_ns(s.forward);
     row.backward_input = s_to_ns(s.backward_input);
     row.backward_weight = s_to_ns(s.backward_weight);
-    row.output_bytes = kind.output_bytes;
+    row.output_bytes = unit.output_bytes;
     row.static_bytes = s.static_bytes;
     row.param_count = s.params;
     row.expert_param_count = s.expert_params;
+    // The embedding and the head alone keep their activations whatever the mode: they run
+    // none only, so that a plan's modes say what recomputes.
+    const bool recomputes =
+        std::any_of(folded.begin(), folded.end(), [](const auto& f) { return f.second; });
     for (Recompute r : kAllRecompute)
-      row.modes[r] = LayerModeCost{s_to_ns(s.recompute[r]), s.activation[r], s.retained[r]};
-    // The unit each op runs first: the embedding (forward of layer 0), the head (backward
-    // of the last layer), else the decoder layer itself.
-    const LayerCost& runs_first_f = l == 0 ? a->embedding : kind;
-    const LayerCost& runs_first_b = l == n - 1 ? a->head_single_stage : kind;
-    row.first_forward = s_to_ns(runs_first_f.first_forward_s);
-    row.first_backward_input = s_to_ns(runs_first_b.first_backward_input_s);
-    row.first_backward_weight = s_to_ns(runs_first_b.first_backward_weight_s);
-    row.forward_flops = kind.forward_flops;
-    row.recompute_flops = kind.recompute_flops;
-    if (l == n - 1 && a->mtp)
-      for (Recompute r : kAllRecompute)
-        row.recompute_flops[r] += m.mtp_layers * a->mtp->recompute_flops[r];
+      if (recomputes || r == Recompute::none)
+        row.modes[r] = LayerModeCost{s_to_ns(s.recompute[r]), s.activation[r], s.retained[r]};
+    // The unit each op runs first: the first one in forward, the last one in backward.
+    row.first_forward = s_to_ns(folded.front().first->first_forward_s);
+    row.first_backward_input = s_to_ns(folded.back().first->first_backward_input_s);
+    row.first_backward_weight = s_to_ns(folded.back().first->first_backward_weight_s);
+    // The forward FLOPs of the embedding, the head and the MTP modules are the table's
+    // fixed_forward_flops; what recomputing adds is the row's.
+    if (kind == LayerKind::decoder) row.forward_flops = unit.forward_flops;
+    if (kind == LayerKind::decoder || kind == LayerKind::mtp)
+      row.recompute_flops = unit.recompute_flops;
     if (a->settings.ep > 1) {
-      std::vector<const LayerCost*> folded;
-      if (l == 0) folded.push_back(&a->embedding);
-      folded.push_back(&kind);
-      if (l == n - 1 && a->mtp) folded.insert(folded.end(), m.mtp_layers, &*a->mtp);
-      if (l == n - 1) folded.push_back(&a->head_single_stage);
-      split_parts(folded, row);
+      std::vector<const LayerCost*> units;
+      for (const auto& f : folded) units.push_back(f.first);
+      split_parts(units, row);
       table.all_to_all = table.all_to_all || !row.forward_parts.empty();
     }
+    return row;
+  };
+  if (separate && a->mtp) {
+    table.mtp_embedding_copy_static_bytes = Seconds::of(a->embedding, *a, false).static_bytes;
+    table.mtp_embedding_copy_params = a->embedding.param_count;
+    if (!m.tied_embeddings) {
+      table.mtp_head_copy_static_bytes = Seconds::of(a->head, *a, false).static_bytes;
+      table.mtp_head_copy_params = a->head.param_count;
+    }
+  }
+  table.layers.reserve(n + (separate ? 2 + m.mtp_layers : 0));
+  if (separate)
+    table.layers.push_back(
+        make_row("embedding", LayerKind::embedding, a->embedding, {{&a->embedding, false}}));
+  for (int l = 0; l < n; ++l) {
+    const bool is_moe = a->moe_decoder && m.is_moe_layer(l);
+    const LayerCost& kind = is_moe ? *a->moe_decoder : a->decoder;
+    std::string name = (is_moe ? "moe_decoder." : "decoder.") + std::to_string(l);
+    std::vector<std::pair<const LayerCost*, bool>> units;
+    if (l == 0 && !separate) units.emplace_back(&a->embedding, false), name += "+embedding";
+    units.emplace_back(&kind, true);
+    if (l == n - 1 && !separate && a->mtp) {
+      units.insert(units.end(), m.mtp_layers, {&*a->mtp, true});
+      name += "+mtp";
+    }
+    if (l == n - 1 && !separate)
+      units.emplace_back(&a->head_single_stage, false), name += "+lm_head";
+    LayerRow row = make_row(std::move(name), LayerKind::decoder, kind, units);
+    if (l == n - 1 && !separate && a->mtp)
+      for (Recompute r : kAllRecompute)
+        row.recompute_flops[r] += m.mtp_layers * a->mtp->recompute_flops[r];
     table.layers.push_back(std::move(row));
+  }
+  if (separate) {
+    const std::int64_t hidden = table.layers.back().output_bytes;  // the last decoder's
+    for (int k = 0; k < m.mtp_layers; ++k) {
+      LayerRow row =
+          make_row("mtp." + std::to_string(k), LayerKind::mtp, *a->mtp, {{&*a->mtp, true}});
+      // Megatron-Core's MTP block hands on the main model's hidden states and those of
+      // each MTP layer so far, concatenated along the sequence (MultiTokenPredictionBlock
+      // .forward, megatron/core/transformer/multi_token_prediction.py at d98e8a64ddf3).
+      row.output_bytes = (k + 2) * hidden;
+      table.layers.push_back(std::move(row));
+    }
+    table.layers.push_back(make_row("lm_head", LayerKind::head, a->head_single_stage,
+                                    {{&a->head_single_stage, false}}));
   }
   return table;
 }

@@ -8,7 +8,10 @@
 ///
 /// Analytic models fold the embedding into the first layer and the final norm, LM head and
 /// loss into the last: those always sit on the first and the last stage, whatever the
-/// partition, so folding them is exact.
+/// partition, so folding them is exact. A config whose training.megatron_layout puts one of
+/// them, or an MTP layer, on a stage without decoder layers (Megatron-LM's DeepSeek-V3
+/// layout "Et*3|(tt|)*29,m|L") gets a table with separate ends instead: rows E, the
+/// decoder layers, the MTP layers, L (separate_end_layout).
 
 #include <cstdint>
 #include <optional>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "experiment/config.hpp"
+#include "experiment/layer_layout.hpp"
 #include "sim/recompute.hpp"
 #include "sim/time.hpp"
 
@@ -29,9 +33,14 @@ struct LayerModeCost {
   std::optional<std::int64_t> weight_grad_retained_bytes;
 };
 
+/// What a row of the table is. Folded analytic tables and measured ones have decoder rows
+/// only (a measured embedding or head group is told by its name: decoder_layers).
+enum class LayerKind { decoder, embedding, mtp, head };
+
 struct LayerRow {
   std::string name;  ///< "decoder.5", or the measured group's name
-  int group = 0;     ///< index of the measured layer group (0 for analytic models)
+  LayerKind kind = LayerKind::decoder;
+  int group = 0;  ///< index of the measured layer group (0 for analytic models)
   Time forward = 0;
   Time backward_input = 0;
   Time backward_weight = 0;
@@ -69,11 +78,23 @@ struct LayerTable {
   /// all-reduce). Zero otherwise.
   std::int64_t head_copy_static_bytes = 0;
   std::int64_t head_copy_params = 0;
+  /// Separate ends: what a rank holding MTP layers adds for the embedding matrix it looks
+  /// the shifted tokens up in, when it does not hold the embedding row, and for the output
+  /// matrix, when it does not hold the head row (untied models; tied ones share the
+  /// embedding's). Megatron-LM builds both on an MTP stage (GPTModel.__init__: "if
+  /// self.pre_process or self.mtp_process", at d98e8a64ddf3); a rank holding the main
+  /// model's shares them, as DeepSeek-V3's DualPipe placement does (report, sec. 3.2.2).
+  std::int64_t mtp_embedding_copy_static_bytes = 0;
+  std::int64_t mtp_embedding_copy_params = 0;
+  std::int64_t mtp_head_copy_static_bytes = 0;
+  std::int64_t mtp_head_copy_params = 0;
   /// Analytic models: forward FLOPs of the embedding plus the head (and the MTP modules),
   /// per micro-batch.
   double fixed_forward_flops = 0;
   /// Some layer has forward_parts: the engine can time F&B pairs from them.
   bool all_to_all = false;
+  /// Rows E, decoders, MTP layers, L (separate_end_layout); false: the ends are folded.
+  bool separate_ends = false;
 
   int size() const { return static_cast<int>(layers.size()); }
 };
@@ -111,6 +132,11 @@ struct AnalyticCosts {
 /// The cost model's settings for `config`'s training and cluster (the ZeRO-3 sharding
 /// aside, which needs dp: analytic_costs adds it).
 CostSettings cost_settings(const Config& config);
+
+/// The config's training.megatron_layout, parsed, when it must run on a table with separate
+/// ends (folded_layout_mismatch is not empty), else empty. Throws ConfigError naming
+/// training.megatron_layout when it does not parse.
+std::vector<LayoutStage> separate_end_layout(const Config& config);
 
 /// Runs the cost model for an analytic config. Throws ConfigError when the model is not
 /// analytic.

@@ -69,6 +69,7 @@ LayoutSplit megatron_layout_split(std::string_view layout, int decoders, int mtp
     total += stages[s].decoders;
     mtp += stages[s].mtp;
     out.decoders.push_back(stages[s].decoders);
+    out.rows.push_back(stages[s].rows());
   }
   if (total != decoders)
     throw FormatError("holds " + std::to_string(total) + " decoder layers (t), but the model has " +
@@ -398,13 +399,16 @@ std::optional<PlanRun> uniform_min_recompute(Context& c, std::string*) {
   return last;
 }
 
-/// The plan partition (layer-table rows per stage) of a split in decoder layers: a measured
-/// model's separate embedding and head rows go to the first and the last stage
-/// (decoder_layers), as Megatron-LM builds them. nullopt when a stage would be empty.
+/// The plan partition (layer-table rows per stage) of a split in decoder layers: the rows
+/// before the first decoder layer (a measured model's embedding, a separate-ends table's E)
+/// go to the first stage and those after the last (its head; the MTP layers and L) to the
+/// last stage, as Megatron-LM builds them by default. nullopt when a stage would be empty.
 std::optional<std::vector<int>> rows_of_split(const Experiment& e, std::vector<int> split) {
   const std::vector<int> decoders = decoder_layers(e);
-  if (!decoders.empty() && decoders.front() != 0) ++split.front();
-  if (!decoders.empty() && decoders.back() != e.num_layers() - 1) ++split.back();
+  if (!decoders.empty()) {
+    split.front() += decoders.front();
+    split.back() += e.num_layers() - 1 - decoders.back();
+  }
   if (std::find(split.begin(), split.end(), 0) != split.end()) return std::nullopt;
   return split;
 }
@@ -497,7 +501,8 @@ std::optional<PlanRun> megatron_layout(Context& c, std::string* why) {
     *why = source + " " + e.what();
     return std::nullopt;
   }
-  if (!read.unsupported.empty()) {
+  const bool separate = c.space.experiment().layers.separate_ends;
+  if (!read.unsupported.empty() && !separate) {
     *why = source + " " + read.unsupported;
     return std::nullopt;
   }
@@ -507,7 +512,15 @@ std::optional<PlanRun> megatron_layout(Context& c, std::string* why) {
            std::to_string(c.space.stages()) + " (pp x vpp)";
     return std::nullopt;
   }
-  return best_rule_over(c, {split}, why);
+  if (!separate) return best_rule_over(c, {split}, why);
+  // Every row where the layout puts it, under the fastest fitting recompute rule.
+  std::optional<PlanRun> best;
+  for (const Plan& p : c.space.megatron_rule_plans(read.rows)) {
+    PlanRun r = c.run(p);
+    if (!best || score_of(r.result) < score_of(best->result)) best = std::move(r);
+  }
+  if (!best) *why = "no recompute rule of Megatron-LM's flags runs on these layers";
+  return best;
 }
 
 std::optional<PlanRun> adapipe_dp(Context& c, std::string* why) {

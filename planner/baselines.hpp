@@ -50,6 +50,8 @@ std::vector<AccountedSplit> megatron_accounted_splits(int layers, int pp, int vp
 /// written, why (empty: it can).
 struct LayoutSplit {
   std::vector<int> decoders;
+  /// Rows of a table with separate ends (E, t, m, L) per stage.
+  std::vector<int> rows;
   std::string unsupported;
 };
 
@@ -59,9 +61,10 @@ struct LayoutSplit {
 /// another number of decoder layers (t) or of MTP layers (m). api::run_plan checks
 /// --baseline-layout and training.megatron_layout with it (exit 2). What bmpipe cannot run
 /// as written only skips the megatron-layout baseline, with `unsupported` as the reason: a
-/// stage without decoder layers (bmpipe folds the embedding, the MTP module and the loss
-/// into the first and last decoder layers, so such a stage would hold nothing), and MTP
-/// layers anywhere but the last stage.
+/// stage without decoder layers, or MTP layers anywhere but the last stage, on a table that
+/// folds the embedding, the MTP module and the loss into the first and last decoder layers.
+/// A config whose training.megatron_layout is such a layout has a table with separate ends
+/// (experiment/layer_table.hpp), and there the baseline runs `rows` as written.
 LayoutSplit megatron_layout_split(std::string_view layout, int decoders, int mtp_layers = 0);
 
 /// Bytes in GiB, or MiB / KiB when smaller, with two decimals.

@@ -6,6 +6,12 @@ namespace bmpipe {
 
 std::vector<int> decoder_layers(const Experiment& e) {
   const int L = e.num_layers();
+  if (e.layers.separate_ends) {
+    std::vector<int> out;
+    for (int l = 0; l < L; ++l)
+      if (e.layers.layers[l].kind == LayerKind::decoder) out.push_back(l);
+    return out;
+  }
   auto named = [&](int layer, std::initializer_list<const char*> words) {
     if (e.analytic || L < 2) return false;
     std::string name = e.layers.layers[layer].name;
@@ -32,13 +38,16 @@ ExportLayout export_layout(const Experiment& e, const Plan& plan, const Schedule
   std::size_t next = 0;
   int layer = 0;
   for (int n : plan.partition) {
-    int count = 0;
-    for (int i = 0; i < n; ++i, ++layer)
+    int count = 0, mtp = 0;
+    for (int i = 0; i < n; ++i, ++layer) {
       if (next < decoders.size() && decoders[next] == layer) {
         ++count, ++next;
         x.recompute.push_back(plan.recompute[layer]);
       }
+      if (layer < e.num_layers() && e.layers.layers[layer].kind == LayerKind::mtp) ++mtp;
+    }
     x.partition.push_back(count);
+    if (e.layers.separate_ends) x.mtp_per_stage.push_back(mtp);
   }
   return x;
 }

@@ -103,6 +103,8 @@ Config layout_config(const Config& base, const Layout& l) {
   t.global_batch_size = static_cast<int>(global_batch(base));
   t.microbatches_given = false;
   t.partition.clear();  // the planner (or a uniform split) decides
+  // So does a Megatron layout: it fixes one pp x vpp.
+  t.megatron_layout.clear();
   // Per-stage and per-layer recompute keys belong to another layout's stages.
   t.recompute.stages.clear();
   t.recompute.layers.clear();

@@ -31,6 +31,9 @@ struct ExportLayout {
   /// Multi-token prediction modules (model.mtp_layers), run on the last stage before the
   /// loss, as bmpipe's cost model runs them; a Megatron-LM layout lists them there as 'm'.
   int mtp_layers = 0;
+  /// The MTP layers of each stage, in stage order, when a table with separate ends placed
+  /// them (experiment/layer_table.hpp); empty: all mtp_layers on the last stage.
+  std::vector<int> mtp_per_stage;
 };
 
 /// The job around a plan, which a complete export states beside it (tp, dp, the batch).

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "experiment/layer_layout.hpp"
 #include "experiment/suggest.hpp"
 #include "sim/cost/hardware.hpp"
 
@@ -613,7 +614,15 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
   const bool even =
       !job.partition.empty() && std::adjacent_find(job.partition.begin(), job.partition.end(),
                                                    std::not_equal_to<>()) == job.partition.end();
-  if (even)
+  // A layout with a stage of no decoder layers, or MTP layers before the last stage, places
+  // every layer itself (separate_end_layout): it is the partition.
+  const bool layout_places =
+      job.megatron_layout &&
+      !folded_layout_mismatch(parse_layer_layout(*job.megatron_layout)).empty();
+  if (layout_places)
+    y.commented(1, "partition", int_flow(job.partition), "training.partition",
+                "decoder layers per stage; training.megatron_layout places every layer");
+  else if (even)
     y.commented(1, "partition", int_flow(job.partition), "training.partition",
                 "bmpipe's default too, so left to it");
   else if (!job.partition.empty())

@@ -36,13 +36,15 @@ std::vector<std::string> megatron_partition_flags(const ExportLayout& l) {
   // layout, vpp is the number of stages / pp. Uneven first/last with vpp needs
   // --num-virtual-stages-per-pipeline-rank (the other vpp flag is refused with them).
   const std::string vpp_flag = "--num-virtual-stages-per-pipeline-rank " + std::to_string(l.vpp);
+  // MTP layers anywhere but on the last stage, with the loss, need the layout.
+  const bool mtp_on_last = l.mtp_per_stage.empty() || l.mtp_per_stage.back() == l.mtp_layers;
   const bool even = std::all_of(l.partition.begin(), l.partition.end(),
                                 [&](int n) { return n == l.partition.front(); });
-  if (even) {
+  if (even && mtp_on_last) {
     if (l.vpp > 1) flags.push_back(vpp_flag);
     return flags;
   }
-  if (l.pp >= 2) {
+  if (l.pp >= 2 && mtp_on_last) {
     const int first_total = l.partition.front() * l.vpp;
     const int last_total = l.partition[l.pp - 1] * l.vpp;
     struct Candidate {
@@ -62,7 +64,7 @@ std::vector<std::string> megatron_partition_flags(const ExportLayout& l) {
   }
   // Quoted: '|' and '*' are shell metacharacters ([MG-layout] quotes it the same way).
   flags.push_back("--pipeline-model-parallel-layout \"" +
-                  megatron_layout_string(l.partition, l.mtp_layers) + "\"");
+                  megatron_layout_string(l.partition, l.mtp_layers, l.mtp_per_stage) + "\"");
   return flags;
 }
 

@@ -14,160 +14,56 @@
 
 namespace bmpipe {
 
-std::string megatron_layout_string(const std::vector<int>& partition, int mtp_layers) {
+std::string megatron_layout_string(const std::vector<int>& partition, int mtp_layers,
+                                   const std::vector<int>& mtp_per_stage) {
   std::string out;
+  const auto repeated = [&out](char kind, int n) {
+    if (n == 1) out += kind;
+    if (n > 1) out += std::string(1, kind) + "*" + std::to_string(n);
+  };
   for (std::size_t s = 0; s < partition.size(); ++s) {
     if (s > 0) out += '|';
     if (s == 0) out += 'E';
-    if (partition[s] == 1) out += 't';
-    if (partition[s] > 1) out += "t*" + std::to_string(partition[s]);
-    if (s + 1 == partition.size()) {
-      if (mtp_layers == 1) out += 'm';
-      if (mtp_layers > 1) out += "m*" + std::to_string(mtp_layers);
-      out += 'L';
-    }
+    repeated('t', partition[s]);
+    const bool last = s + 1 == partition.size();
+    if (s < mtp_per_stage.size())
+      repeated('m', mtp_per_stage[s]);
+    else if (last && mtp_per_stage.empty())
+      repeated('m', mtp_layers);
+    if (last) out += 'L';
   }
   return out;
 }
 
 namespace {
 
-// No model has more layers; it also keeps an unrolled layout small.
-constexpr long long kMaxUnrolled = 100'000;
+constexpr long long kMaxUnrolled = kMaxLayoutLayers;
 
-/// Reads the digits at `i` (at least one) as a repeat count, advancing `i`.
 long long repeat_count(std::string_view s, std::size_t& i) {
-  long long n = 0;
-  const std::size_t begin = i;
-  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
-    n = n * 10 + (s[i] - '0');
-    if (n > kMaxUnrolled)
-      throw FormatError("repeat count " + std::string(s.substr(begin, i - begin + 1)) +
-                        "... is more than " + std::to_string(kMaxUnrolled) + " layers");
-    ++i;
+  try {
+    return read_repeat_count(s, i);
+  } catch (const LayoutError& e) {
+    throw FormatError(e.what());
   }
-  return n;
-}
-
-void append_repeated(std::string& out, std::string_view what, long long n) {
-  if (static_cast<long long>(out.size()) + n * static_cast<long long>(what.size()) >
-      kMaxUnrolled * 2)
-    throw FormatError("the layout unrolls to more than " + std::to_string(kMaxUnrolled) +
-                      " layers");
-  for (long long k = 0; k < n; ++k) out.append(what);
 }
 
 }  // namespace
 
 std::string megatron_layout_unsupported(const std::vector<MegatronLayoutStage>& stages) {
-  for (std::size_t s = 0; s < stages.size(); ++s) {
-    const std::string at = "stage " + std::to_string(s) + " of " + std::to_string(stages.size());
-    if (stages[s].decoders == 0)
-      return "leaves " + at +
-             " without decoder layers (t); bmpipe runs the embedding, the MTP module and the "
-             "loss with the first and last decoder layers, so each stage must hold at least one";
-    if (stages[s].mtp > 0 && s + 1 != stages.size())
-      return "puts multi-token prediction layers (m) on " + at +
-             "; bmpipe runs the MTP module on the last stage, before the loss";
-  }
-  return {};
+  const std::string why = folded_layout_mismatch(stages);
+  if (why.empty()) return why;
+  return why +
+         "; bmpipe runs the embedding, the MTP module and the loss with the first and last "
+         "decoder layers here, and runs this layout as written only as the config's "
+         "training.megatron_layout (layers with separate end rows)";
 }
 
 std::vector<MegatronLayoutStage> parse_megatron_layout(std::string_view layout) {
-  // [MG-layout] parse_str_to_list: commas are cosmetic and go first.
-  std::string text;
-  for (char c : layout)
-    if (c != ',') text += c;
-
-  // "(X)*n" becomes X n times. Megatron's pattern takes the first ')' after a '(', so a
-  // group inside a group never unrolls and leaves parentheses, which are no layer.
-  std::string grouped;
-  for (std::size_t i = 0; i < text.size();) {
-    if (text[i] != '(') {
-      grouped += text[i++];
-      continue;
-    }
-    const std::size_t close = text.find(')', i + 1);
-    if (close == std::string::npos)
-      throw FormatError("'(' at character " + std::to_string(i + 1) + " is never closed");
-    const std::string_view body = std::string_view(text).substr(i + 1, close - i - 1);
-    if (body.find('(') != std::string_view::npos)
-      throw FormatError("nested parentheses at character " + std::to_string(i + 1) +
-                        " (Megatron-LM unrolls one level of (...)*n)");
-    if (body.empty()) throw FormatError("empty parentheses at character " + std::to_string(i + 1));
-    std::size_t j = close + 1;
-    if (j + 1 >= text.size() || text[j] != '*' ||
-        !std::isdigit(static_cast<unsigned char>(text[j + 1])))
-      throw FormatError("the group at character " + std::to_string(i + 1) +
-                        " must be followed by *n, a repeat count");
-    ++j;
-    const long long n = repeat_count(text, j);
-    append_repeated(grouped, body, n);
-    i = j;
+  try {
+    return parse_layer_layout(layout);
+  } catch (const LayoutError& e) {
+    throw FormatError(e.what());
   }
-
-  // "x*n" becomes x n times, for any one character x, scanning left to right.
-  std::string unrolled;
-  for (std::size_t i = 0; i < grouped.size();) {
-    if (i + 2 < grouped.size() && grouped[i + 1] == '*' &&
-        std::isdigit(static_cast<unsigned char>(grouped[i + 2]))) {
-      std::size_t j = i + 2;
-      const long long n = repeat_count(grouped, j);
-      append_repeated(unrolled, std::string_view(grouped).substr(i, 1), n);
-      i = j;
-    } else {
-      unrolled += grouped[i++];
-    }
-  }
-
-  std::vector<MegatronLayoutStage> stages(1);
-  int embeddings = 0, losses = 0;
-  char first = 0, last = 0;
-  for (char c : unrolled) {
-    if (c == '|') {
-      stages.emplace_back();
-      continue;
-    }
-    MegatronLayoutStage& st = stages.back();
-    switch (c) {
-      case 'E':
-        st.embedding = true;
-        ++embeddings;
-        break;
-      case 'L':
-        st.loss = true;
-        ++losses;
-        break;
-      case 't':
-        ++st.decoders;
-        break;
-      case 'm':
-        ++st.mtp;
-        break;
-      default: {
-        const bool printable = c > 0x20 && c < 0x7f;
-        throw FormatError(
-            "invalid layer character " +
-            (printable ? "'" + std::string(1, c) + "'" : std::string("(a space or control)")) +
-            " (known: E embedding, t decoder layer, L loss, m MTP layer; | between stages; "
-            "(...)*n and x*n repeat)");
-      }
-    }
-    if (!first) first = c;
-    last = c;
-  }
-  // [MG-layout] validate_layer_layout: the first layer is the embedding, the last the loss,
-  // each exactly once.
-  if (first != 'E')
-    throw FormatError("the first layer must be the embedding E, got " +
-                      (first ? "'" + std::string(1, first) + "'" : std::string("no layer")));
-  if (last != 'L') throw FormatError("the last layer must be the loss L");
-  if (embeddings != 1)
-    throw FormatError("the embedding E must appear exactly once, got " +
-                      std::to_string(embeddings));
-  if (losses != 1)
-    throw FormatError("the loss L must appear exactly once, got " + std::to_string(losses));
-  return stages;
 }
 
 std::optional<std::vector<int>> megatron_uneven(int layers, int pp, int vpp,

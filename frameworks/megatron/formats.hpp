@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "experiment/layer_layout.hpp"
 #include "frameworks/common/formats.hpp"
 
 namespace bmpipe {
@@ -19,15 +20,12 @@ namespace bmpipe {
 /// `mtp_layers` multi-token prediction layers before the loss ("...|t*6mL"): Megatron-LM
 /// refuses a layout whose 'm' count is not --mtp-num-layers ([MG-layout]
 /// validate_layer_layout).
-std::string megatron_layout_string(const std::vector<int>& partition, int mtp_layers = 0);
+/// `mtp_per_stage`, when not empty, gives the 'm' of every stage instead ("...|t*2|m|L").
+std::string megatron_layout_string(const std::vector<int>& partition, int mtp_layers = 0,
+                                   const std::vector<int>& mtp_per_stage = {});
 
-/// One stage of a parsed layout.
-struct MegatronLayoutStage {
-  int decoders = 0;  ///< 't'
-  int mtp = 0;       ///< 'm' (multi-token prediction layers)
-  bool embedding = false;
-  bool loss = false;
-};
+/// One stage of a parsed layout (experiment/layer_layout.hpp).
+using MegatronLayoutStage = LayoutStage;
 
 /// Parses a layout string the way Megatron-LM's PipelineParallelLayerLayout
 /// .parse_str_to_list does: commas dropped, "(...)*n" then "x*n" unrolled, '|' splits
@@ -36,11 +34,11 @@ struct MegatronLayoutStage {
 /// (an unknown character, nested parentheses, a repeat count of 0 or past 100000 layers).
 std::vector<MegatronLayoutStage> parse_megatron_layout(std::string_view layout);
 
-/// Why bmpipe's analytic model cannot run parsed `stages` as written, or empty when it can.
-/// It folds the embedding into the first decoder layer and the MTP modules and the loss into
-/// the last (experiment/layer_table.cpp), so a stage without decoder layers, or MTP layers
-/// before the last stage, would put them on another rank: another job. The first such
-/// stage is named.
+/// Why a layer table that folds the embedding into the first decoder layer and the MTP
+/// modules and the loss into the last cannot run parsed `stages` as written (a stage
+/// without decoder layers, MTP layers before the last stage: folded_layout_mismatch), with
+/// where it does run: as a config's training.megatron_layout, on a table with separate ends
+/// (experiment/layer_table.hpp). Empty when the folded table runs it.
 std::string megatron_layout_unsupported(const std::vector<MegatronLayoutStage>& stages);
 
 /// Decoder layers per stage that Megatron builds from --decoder-first-pipeline-num-layers

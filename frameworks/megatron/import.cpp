@@ -1109,11 +1109,10 @@ Split split_of_layout(const Args& a, const PartitionFlags& f, int L, int pp) {
     a.fail(flag, "holds " + std::to_string(mtp) +
                      " multi-token prediction layers (m) but --mtp-num-layers is " +
                      std::to_string(mtp_flag) + " (Megatron-LM refuses it)");
-  // A stage without decoders or MTP before the last stage would be another job (an
-  // imported 'E|t*16|t*16|L' once simulated with the embedding on rank 1). A plan of
-  // measured layers with their own embedding row exports such a layout; it cannot come back
-  // as the same analytic job.
-  if (const std::string why = megatron_layout_unsupported(stages); !why.empty()) a.fail(flag, why);
+  // A stage without decoders, or MTP layers before the last stage, is the same job only on a
+  // layer table with separate ends: training.megatron_layout then places every layer and
+  // the config has no training.partition (imported_yaml); `partition` stays the
+  // decoder split, for the recompute flags' per-stage counts.
   partition_origin = a.origin(flag);
   return Split{vpp, partition, partition_origin};
 }

@@ -15,6 +15,7 @@
 #include "frameworks/megatron/export.hpp"
 #include "frameworks/megatron/formats.hpp"
 #include "frameworks/megatron/import.hpp"
+#include "planner/export_layout.hpp"
 #include "support/export_layouts.hpp"
 #include "support/export_readback.hpp"
 #include "support/support.hpp"
@@ -124,12 +125,26 @@ TEST(MegatronImport, MtpLayersInTheLayoutOnTheLastStage) {
   EXPECT_EQ(job.partition, (std::vector<int>{9, 9, 8, 6}));
   ASSERT_TRUE(job.shape.has_value());
   EXPECT_EQ(job.shape->mtp_layers, 1);
-  EXPECT_EQ(error_of(mtp + "--pipeline-model-parallel-layout 'Et*9|t*9|t*8m|t*6L'\n")
-                .rfind("args.txt:4: --pipeline-model-parallel-layout: puts multi-token "
-                       "prediction layers (m) on stage 2 of 4; bmpipe runs the MTP module on "
-                       "the last stage, before the loss",
-                       0),
-            0u);
+  // The MTP layer and the loss on a stage of their own: the layout places every layer (a
+  // table with separate ends), so the YAML keeps it and leaves the decoder split as a
+  // comment; it exports back as given.
+  const std::string moved = "Et*11|t*11|t*10|mL";
+  const ImportedJob there = import(mtp + "--pipeline-model-parallel-layout '" + moved + "'\n");
+  EXPECT_EQ(there.partition, (std::vector<int>{11, 11, 10, 0}));
+  const std::string yaml = imported_yaml(there, cluster_from_preset("h200", 32), "out.yaml");
+  EXPECT_EQ(line_with(yaml, "  megatron_layout:"),
+            "  megatron_layout: \"" + moved + "\"  # --pipeline-model-parallel-layout (line 4)");
+  EXPECT_EQ(yaml.find("\n  partition:"), std::string::npos);
+  const auto e = prepare(parse_config(yaml, "out.yaml"));
+  ASSERT_TRUE(e->layers.separate_ends);
+  const Schedule sched = make_schedule(*e);
+  const Plan p = config_plan(*e, sched.num_stages);
+  // Rows: E + 11 t | 11 t | 10 t | m + L.
+  EXPECT_EQ(p.partition, (std::vector<int>{12, 11, 10, 2}));
+  const ExportLayout x = export_layout(*e, p, sched);
+  EXPECT_EQ(x.mtp_per_stage, (std::vector<int>{0, 0, 0, 1}));
+  EXPECT_NE(export_megatron(x).flags.find("--pipeline-model-parallel-layout \"" + moved + "\""),
+            std::string::npos);
 }
 
 TEST(MegatronImport, OtherSpellingsOfTheSamePlan) {
@@ -337,11 +352,11 @@ TEST(MegatronImport, ErrorsNameTheFileLineAndFlag) {
        "args.txt:4: --pipeline-model-parallel-layout: the last layer must be the loss L"},
       {"--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout '|Et*16|t*16|L'",
        "args.txt:4: --pipeline-model-parallel-layout: puts the embedding E on stage 1"},
-      // The analytic model runs E, m and L with the first and last decoder layers: a stage
-      // without decoders (this one exports from a plan of measured layers) is another job.
-      {"--pipeline-model-parallel-size 4 --pipeline-model-parallel-layout 'E|t*12|t*12|t*8L'",
-       "args.txt:4: --pipeline-model-parallel-layout: leaves stage 0 of 4 without decoder "
-       "layers (t)"},
+      // An MTP layer runs on the main model's last hidden state: no 't' after an 'm'.
+      {"--mtp-num-layers 1 --pipeline-model-parallel-size 4 "
+       "--pipeline-model-parallel-layout 'Et*9|t*9|t*8m|t*6L'",
+       "args.txt:4: --pipeline-model-parallel-layout: puts decoder layer 27 of 32 (t) after "
+       "a multi-token prediction layer (m)"},
       {"--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et*16|t*16mL'",
        "args.txt:4: --pipeline-model-parallel-layout: holds 1 multi-token prediction layers (m) "
        "but --mtp-num-layers is 0"},

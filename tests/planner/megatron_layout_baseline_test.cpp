@@ -55,10 +55,18 @@ TEST(MegatronLayoutBaseline, MtpOnTheLastStageRunsAnythingElseSaysWhy) {
   EXPECT_EQ(documented.decoders[31], 0);
   EXPECT_EQ(documented.unsupported.rfind("leaves stage 30 of 32 without decoder layers (t)", 0), 0u)
       << documented.unsupported;
-  // MTP with decoders, but before the last stage; the embedding alone on stage 0.
-  EXPECT_EQ(megatron_layout_split("Et*4m|t*4L", 8, 1)
-                .unsupported.rfind("puts multi-token prediction layers (m) on stage 0 of 2", 0),
+  // Its rows on a table with separate ends (E, t, m, L): E + 3 t, 2 t x 29, m, L.
+  V rows{4};
+  rows.insert(rows.end(), 29, 2);
+  rows.insert(rows.end(), {1, 1});
+  EXPECT_EQ(documented.rows, rows);
+  // MTP before the last stage, with decoders after it: the MTP layers run on the last
+  // decoder layer's output, so this is no model's layout.
+  EXPECT_THROW(megatron_layout_split("Et*4m|t*4L", 8, 1), FormatError);
+  EXPECT_EQ(megatron_layout_split("Et*4|t*4m|L", 8, 1)
+                .unsupported.rfind("puts multi-token prediction layers (m) on stage 1 of 3", 0),
             0u);
+  // The embedding alone on stage 0.
   EXPECT_EQ(megatron_layout_split("E|t*4|t*4L", 8)
                 .unsupported.rfind("leaves stage 0 of 3 without decoder layers (t)", 0),
             0u);
