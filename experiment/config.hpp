@@ -164,6 +164,11 @@ struct TrainingConfig {
   /// CostSettings::tp_comm_overlap (Megatron-LM's --tp-comm-overlap); needs
   /// sequence_parallel.
   bool tp_comm_overlap = false;
+  /// The layer table gives the embedding, each MTP layer and the loss rows of their own
+  /// (layer_table.hpp), so that the planner moves them as layers; `partition` still counts
+  /// decoder layers, with the embedding on the first stage and the MTP layers and the loss
+  /// on the last. A megatron_layout that needs it sets it too.
+  bool separate_ends = false;
   std::string fp8 = "none";            ///< none, hybrid or e4m3 (CostSettings::fp8)
   std::string fp8_recipe = "delayed";  ///< delayed, tensorwise, blockwise or mxfp8
   /// eager or fused (CostSettings::kernels); empty: the architecture's own (llama eager,

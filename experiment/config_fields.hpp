@@ -408,6 +408,11 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
              "the dense GEMMs beside them (Megatron's --tp-comm-overlap); needs "
              "sequence_parallel",
      .form = Form::analytic},
+    {.name = "separate_ends",
+     .slot = &TrainingConfig::separate_ends,
+     .help = "rows of their own for the embedding, the MTP layers and the loss, which the "
+             "planner then moves like layers (partition still counts decoder layers)",
+     .form = Form::analytic},
     {.name = "fp8",
      .slot = &TrainingConfig::fp8,
      .help = "FP8 GEMMs (Megatron's --fp8-format): at the device's FP8 peak, casts "

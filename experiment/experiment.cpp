@@ -41,13 +41,6 @@ std::shared_ptr<const Experiment> prepare(const Config& config) {
 }
 
 std::vector<int> stage_layer_counts(const Config& c, int num_stages) {
-  if (!c.training.partition.empty()) {
-    if (static_cast<int>(c.training.partition.size()) != num_stages)
-      c.fail("training.partition", "has " + std::to_string(c.training.partition.size()) +
-                                       " entries but the schedule has " +
-                                       std::to_string(num_stages) + " stages");
-    return c.training.partition;
-  }
   if (const std::vector<LayoutStage> written = separate_end_layout(c); !written.empty()) {
     if (static_cast<int>(written.size()) != num_stages)
       c.fail("training.megatron_layout", "has " + std::to_string(written.size()) +
@@ -58,11 +51,26 @@ std::vector<int> stage_layer_counts(const Config& c, int num_stages) {
     for (const LayoutStage& st : written) rows.push_back(st.rows());
     return rows;
   }
-  const int layers = c.model.num_layers();
-  if (layers < num_stages)
-    c.fail("training.pp", "the model's " + std::to_string(layers) + " layers cannot fill " +
-                              std::to_string(num_stages) + " stages");
-  return uniform_partition(layers, num_stages);
+  std::vector<int> counts;
+  if (!c.training.partition.empty()) {
+    if (static_cast<int>(c.training.partition.size()) != num_stages)
+      c.fail("training.partition", "has " + std::to_string(c.training.partition.size()) +
+                                       " entries but the schedule has " +
+                                       std::to_string(num_stages) + " stages");
+    counts = c.training.partition;
+  } else {
+    const int layers = c.model.num_layers();
+    if (layers < num_stages)
+      c.fail("training.pp", "the model's " + std::to_string(layers) + " layers cannot fill " +
+                                std::to_string(num_stages) + " stages");
+    counts = uniform_partition(layers, num_stages);
+  }
+  // Separate ends: the embedding row on the first stage, the MTP and loss rows on the last.
+  if (has_separate_ends(c)) {
+    counts.front() += 1;
+    counts.back() += c.model.shape->mtp_layers + 1;
+  }
+  return counts;
 }
 
 std::vector<int> uniform_partition(int layers, int stages) {
@@ -117,7 +125,8 @@ Plan config_plan(const Experiment& e, int num_stages) {
                  std::to_string(num_stages) + " stages");
   plan.recompute.reserve(e.num_layers());
   // With separate ends, row 0 is the embedding: decoder layer l is row l + 1. The
-  // embedding and the head run none; an MTP layer its stage's mode, or the default.
+  // embedding and the head run none; an MTP layer what the last decoder layer would run on
+  // its stage, as it does folded into that layer.
   const int shift = e.layers.separate_ends ? 1 : 0;
   int layer = 0;
   for (int s = 0; s < num_stages; ++s)
@@ -127,7 +136,8 @@ Plan config_plan(const Experiment& e, int num_stages) {
         plan.recompute.push_back(Recompute::none);
         continue;
       }
-      const Recompute mode = recompute_mode(c, s, row.kind == LayerKind::mtp ? -1 : layer - shift);
+      const Recompute mode = recompute_mode(
+          c, s, row.kind == LayerKind::mtp ? c.model.num_layers() - 1 : layer - shift);
       if (!row.has(mode))
         c.fail(recompute_key(c, s, layer - shift),
                "layer " + std::to_string(layer - shift) + " (group '" + row.name + "') has no '" +

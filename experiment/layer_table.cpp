@@ -59,6 +59,10 @@ std::vector<LayoutStage> separate_end_layout(const Config& c) {
   return stages;
 }
 
+bool has_separate_ends(const Config& c) {
+  return c.model.analytic() && (c.training.separate_ends || !separate_end_layout(c).empty());
+}
+
 AnalyticCosts analytic_costs(const Config& c) {
   if (!c.model.analytic() || !c.device.hardware)
     c.fail("model",
@@ -241,7 +245,7 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
   // The MTP modules sit on the last stage, before the head: folded into the last layer
   // (or rows of their own with separate ends).
   if (a->mtp) table.fixed_forward_flops += m.mtp_layers * a->mtp->forward_flops;
-  const bool separate = !separate_end_layout(c).empty();
+  const bool separate = has_separate_ends(c);
   table.separate_ends = separate;
   // One row of the table from its units (`folded`, in the order they run), their time
   // summed in seconds so that the row rounds once.

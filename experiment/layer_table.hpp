@@ -11,7 +11,8 @@
 /// partition, so folding them is exact. A config whose training.megatron_layout puts one of
 /// them, or an MTP layer, on a stage without decoder layers (Megatron-LM's DeepSeek-V3
 /// layout "Et*3|(tt|)*29,m|L") gets a table with separate ends instead: rows E, the
-/// decoder layers, the MTP layers, L (separate_end_layout).
+/// decoder layers, the MTP layers, L (separate_end_layout); so does a config with
+/// training.separate_ends (has_separate_ends).
 
 #include <cstdint>
 #include <optional>
@@ -93,7 +94,7 @@ struct LayerTable {
   double fixed_forward_flops = 0;
   /// Some layer has forward_parts: the engine can time F&B pairs from them.
   bool all_to_all = false;
-  /// Rows E, decoders, MTP layers, L (separate_end_layout); false: the ends are folded.
+  /// Rows E, decoders, MTP layers, L (has_separate_ends); false: the ends are folded.
   bool separate_ends = false;
 
   int size() const { return static_cast<int>(layers.size()); }
@@ -137,6 +138,10 @@ CostSettings cost_settings(const Config& config);
 /// ends (folded_layout_mismatch is not empty), else empty. Throws ConfigError naming
 /// training.megatron_layout when it does not parse.
 std::vector<LayoutStage> separate_end_layout(const Config& config);
+
+/// Whether `config` runs on a table with separate ends: an analytic model with
+/// training.separate_ends, or with a training.megatron_layout that needs it.
+bool has_separate_ends(const Config& config);
 
 /// Runs the cost model for an analytic config. Throws ConfigError when the model is not
 /// analytic.

@@ -572,7 +572,15 @@ constexpr Baseline kBaselines[] = {
 }  // namespace
 
 std::vector<BaselineRun> run_baselines(const Space& space, const PlannerOptions& o) {
-  Context c{space, o, uniform_partition(space.layers(), space.stages()), {}, {}, {}};
+  // Megatron-LM's even split is of the decoder layers; with separate ends the embedding row
+  // joins the first stage and the MTP and loss rows the last, as Megatron-LM builds them.
+  const Experiment& e = space.experiment();
+  std::vector<int> even = uniform_partition(space.layers(), space.stages());
+  if (e.layers.separate_ends)
+    if (const auto rows = rows_of_split(
+            e, uniform_partition(static_cast<int>(decoder_layers(e).size()), space.stages())))
+      even = *rows;
+  Context c{space, o, even, {}, {}, {}};
   std::vector<BaselineRun> out;
   const std::size_t count = std::size(kBaselines);
   for (const Baseline& b : kBaselines) {

@@ -56,6 +56,13 @@ Plan with_decoder_modes(const Experiment& e, Plan plan, const std::vector<Recomp
   const std::vector<int> decoders = decoder_layers(e);
   for (std::size_t k = 0; k < decoders.size() && k < modes.size(); ++k)
     if (e.layers.layers[decoders[k]].has(modes[k])) plan.recompute[decoders[k]] = modes[k];
+  // Separate ends: the MTP layers run as the last decoder layer does, as they do folded
+  // into it.
+  if (e.layers.separate_ends && !decoders.empty())
+    for (int l = decoders.back() + 1; l < e.num_layers(); ++l)
+      if (e.layers.layers[l].kind == LayerKind::mtp &&
+          e.layers.layers[l].has(plan.recompute[decoders.back()]))
+        plan.recompute[l] = plan.recompute[decoders.back()];
   return plan;
 }
 

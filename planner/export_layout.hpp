@@ -20,7 +20,8 @@ ExportLayout export_layout(const Experiment& e, const Plan& plan, const Schedule
 std::vector<int> decoder_layers(const Experiment& e);
 
 /// `plan` with its decoder layers' modes replaced by `modes` (one per decoder layer, as an
-/// export gives them back); a mode a layer cannot run leaves that layer as it was.
+/// export gives them back); a mode a layer cannot run leaves that layer as it was. With
+/// separate ends the MTP rows take the last decoder layer's mode.
 Plan with_decoder_modes(const Experiment& e, Plan plan, const std::vector<Recompute>& modes);
 
 }  // namespace bmpipe

@@ -32,7 +32,7 @@ TEST(ConfigFields, UnknownKeyListsExactlyTheSectionsKeys) {
        "schedule, pp, vpp, tp, ep, etp, cp, cp_comm_type, dp, microbatches, partition, "
        "megatron_layout, overlap_factor, overlap_ms, "
        "activation_limit_microbatches, seq_length, micro_batch_size, global_batch_size, dtype, "
-       "sequence_parallel, tp_comm_overlap, fp8, fp8_recipe, optimizer, kernels, "
+       "sequence_parallel, tp_comm_overlap, separate_ends, fp8, fp8_recipe, optimizer, kernels, "
        "grad_accumulation, recompute, "
        "fsdp, moe_overlap, moe_dispatcher",
        "pp"},

@@ -149,6 +149,36 @@ TEST(SeparateEnds, DualPipeVSharesTheMatricesOnRankZero) {
   EXPECT_EQ(x.mtp_per_stage, mtp);
 }
 
+TEST(SeparateEnds, TheSamePlacementFoldedOrSeparateIsTheSameRun) {
+  // training.separate_ends with the default split puts E on the first stage and the MTP
+  // layer and L on the last, where the folded table has them: the same units, summed in
+  // another order and rounded per row, so the same run to the ns rounding of each row's
+  // parts (64 rows, <= 0.5 ns each per op) and the same bytes exactly.
+  const test::ScratchDir dir;
+  const auto folded = prepare(
+      load_config(test::write_file(dir.file("folded.yaml"), deepseek_yaml("dualpipe-v", ""))));
+  const auto separate = prepare(load_config(test::write_file(
+      dir.file("separate.yaml"), deepseek_yaml("dualpipe-v", "  separate_ends: true\n"))));
+  ASSERT_FALSE(folded->layers.separate_ends);
+  ASSERT_TRUE(separate->layers.separate_ends);
+  ASSERT_EQ(separate->num_layers(), folded->num_layers() + 3);
+  const Schedule sf = make_schedule(*folded), ss = make_schedule(*separate);
+  const Plan pf = config_plan(*folded, sf.num_stages), ps = config_plan(*separate, ss.num_stages);
+  // 61 layers over 32 stages: 2 on the first 29, 1 on the last 3; plus E and m, L.
+  EXPECT_EQ(pf.partition.front(), 2);
+  EXPECT_EQ(ps.partition.front(), 3);
+  EXPECT_EQ(ps.partition.back(), pf.partition.back() + 2);
+  const SimResult a = run(*folded, pf, sf), b = run(*separate, ps, ss);
+  ASSERT_TRUE(a.ok && b.ok);
+  EXPECT_NEAR(static_cast<double>(a.iteration_time), static_cast<double>(b.iteration_time),
+              1000.0);  // 1 us in 44.8 s
+  ASSERT_EQ(a.devices.size(), b.devices.size());
+  for (std::size_t r = 0; r < a.devices.size(); ++r)
+    EXPECT_EQ(a.devices[r].peak_bytes, b.devices[r].peak_bytes) << r;
+  // The MTP layer runs the last decoder layer's mode, as folded into it.
+  EXPECT_EQ(ps.recompute[separate->num_layers() - 2], pf.recompute.back());
+}
+
 TEST(SeparateEnds, AStageWithoutRowsPassesItsInputOn) {
   const test::ScratchDir dir;
   const Config c = load_config(test::write_file(

@@ -100,6 +100,28 @@ TEST(MegatronLayoutBaseline, TheEvenSplitAsALayoutIsMegatronBestRule) {
   EXPECT_EQ(layout["fits"], rule["fits"]);
 }
 
+TEST(MegatronLayoutBaseline, SeparateEndsKeepMegatronsEvenSplit) {
+  // With training.separate_ends the embedding and the loss are rows of their own, and the
+  // baselines still split the decoder layers evenly (5 a stage), the embedding row on the
+  // first stage and the loss row on the last: the same runs as folded, to the ns rounding
+  // of the rows.
+  const nlohmann::json folded = plan_json(k13bArg + " --memory-limit-GiB 40");
+  const nlohmann::json separate =
+      plan_json(k13bArg + " --memory-limit-GiB 40 --set training.separate_ends=true");
+  V rows(8, 5);
+  rows.front() += 1;
+  rows.back() += 1;
+  for (const char* name :
+       {"megatron-no-recompute", "megatron-full-recompute", "megatron-best-rule"}) {
+    const nlohmann::json &f = baseline(folded, name), &s = baseline(separate, name);
+    ASSERT_TRUE(s.contains("iteration_time_ms")) << s;
+    EXPECT_EQ(s["partition"], nlohmann::json(rows)) << name;
+    EXPECT_NEAR(s["iteration_time_ms"].get<double>(), f["iteration_time_ms"].get<double>(), 1e-3)
+        << name;
+    EXPECT_EQ(s["fits"], f["fits"]) << name;
+  }
+}
+
 TEST(MegatronLayoutBaseline, AnotherLayoutRunsItsOwnSplit) {
   const nlohmann::json j =
       plan_json(k13bArg + " --memory-limit-GiB 40 --baseline-layout 'Et*4|(t*5|)*6t*6L'");
