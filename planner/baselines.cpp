@@ -369,12 +369,20 @@ std::optional<PlanRun> megatron_full_recompute(Context& c, std::string*) {
 // megatron-best-rule: the even split under every recompute rule Megatron-LM's flags state
 // (none, selective everywhere, block N for every N, uniform full:
 // megatron_recompute_choices); the fastest that fits, else the one closest to fitting.
-std::optional<PlanRun> megatron_best_rule(Context& c, std::string* why) {
+/// Of `rows` (layer-table rows per stage) under every recompute rule Megatron-LM's flags
+/// state, the fastest run that fits, else the one closest to fitting; nullopt when no rule
+/// runs on these layers.
+std::optional<PlanRun> best_rule_on(Context& c, const std::vector<int>& rows) {
   std::optional<PlanRun> best;
-  for (const Plan& p : c.space.megatron_rule_plans(c.uniform)) {
+  for (const Plan& p : c.space.megatron_rule_plans(rows)) {
     PlanRun r = c.run(p);
     if (!best || score_of(r.result) < score_of(best->result)) best = std::move(r);
   }
+  return best;
+}
+
+std::optional<PlanRun> megatron_best_rule(Context& c, std::string* why) {
+  std::optional<PlanRun> best = best_rule_on(c, c.uniform);
   if (!best) *why = "no recompute rule of Megatron-LM's flags can run on these layers";
   return best;
 }
@@ -422,10 +430,8 @@ std::optional<PlanRun> best_rule_over(Context& c, const std::vector<std::vector<
   for (const std::vector<int>& split : splits) {
     const std::optional<std::vector<int>> rows = rows_of_split(e, split);
     if (!rows) continue;
-    for (const Plan& p : c.space.megatron_rule_plans(*rows)) {
-      PlanRun r = c.run(p);
-      if (!best || score_of(r.result) < score_of(best->result)) best = std::move(r);
-    }
+    std::optional<PlanRun> r = best_rule_on(c, *rows);
+    if (r && (!best || score_of(r->result) < score_of(best->result))) best = std::move(r);
   }
   if (!best && why->empty()) *why = "no split of these flags runs on these layers";
   return best;
@@ -514,12 +520,8 @@ std::optional<PlanRun> megatron_layout(Context& c, std::string* why) {
   }
   if (!separate) return best_rule_over(c, {split}, why);
   // Every row where the layout puts it, under the fastest fitting recompute rule.
-  std::optional<PlanRun> best;
-  for (const Plan& p : c.space.megatron_rule_plans(read.rows)) {
-    PlanRun r = c.run(p);
-    if (!best || score_of(r.result) < score_of(best->result)) best = std::move(r);
-  }
-  if (!best) *why = "no recompute rule of Megatron-LM's flags runs on these layers";
+  std::optional<PlanRun> best = best_rule_on(c, read.rows);
+  if (!best) *why = "no recompute rule of Megatron-LM's flags can run on these layers";
   return best;
 }
 

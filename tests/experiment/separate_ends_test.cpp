@@ -45,6 +45,15 @@ Time ns(double s) {
   return s_to_ns(s);
 }
 
+/// Llama-2-7B cut to 4 layers on 4 H100s, pp 4; `training` adds keys under training (the
+/// first of them on line 7).
+std::string tiny_yaml(const std::string& training) {
+  return "cluster: {nodes: 1, devices_per_node: 4, device: {preset: h100-sxm}}\n"
+         "model: {preset: llama2-7b, num_layers: 4}\n"
+         "training:\n  pp: 4\n  seq_length: 1024\n  microbatches: 4\n" +
+         training;
+}
+
 TEST(SeparateEnds, MegatronsDeepSeekLayoutRunsAsWritten) {
   const test::ScratchDir dir;
   const Config c = load_config(test::write_file(
@@ -181,11 +190,8 @@ TEST(SeparateEnds, TheSamePlacementFoldedOrSeparateIsTheSameRun) {
 
 TEST(SeparateEnds, AStageWithoutRowsPassesItsInputOn) {
   const test::ScratchDir dir;
-  const Config c = load_config(test::write_file(
-      dir.file("tiny.yaml"),
-      "cluster: {nodes: 1, devices_per_node: 4, device: {preset: h100-sxm}}\n"
-      "model: {preset: llama2-7b, num_layers: 4}\n"
-      "training: {pp: 4, seq_length: 1024, microbatches: 4, megatron_layout: \"Et*2||t*2|L\"}\n"));
+  const Config c = load_config(
+      test::write_file(dir.file("tiny.yaml"), tiny_yaml("  megatron_layout: \"Et*2||t*2|L\"\n")));
   const auto e = prepare(c);
   ASSERT_TRUE(e->layers.separate_ends);
   const Schedule sched = make_schedule(*e);
@@ -203,11 +209,8 @@ TEST(SeparateEnds, RecomputeKeysCountDecoderLayers) {
   const test::ScratchDir dir;
   const Config c = load_config(test::write_file(
       dir.file("tiny.yaml"),
-      "cluster: {nodes: 1, devices_per_node: 4, device: {preset: h100-sxm}}\n"
-      "model: {preset: llama2-7b, num_layers: 4}\n"
-      "training:\n"
-      "  pp: 4\n  seq_length: 1024\n  microbatches: 4\n  megatron_layout: \"E|t*2|t*2|L\"\n"
-      "  recompute: {default: none, layers: {0: full}, stages: {2: selective}}\n"));
+      tiny_yaml("  megatron_layout: \"E|t*2|t*2|L\"\n"
+                "  recompute: {default: none, layers: {0: full}, stages: {2: selective}}\n")));
   const auto e = prepare(c);
   const Plan plan = config_plan(*e, 4);
   // Rows: E | t0 t1 | t2 t3 | L. Decoder layer 0 is row 1.
@@ -219,12 +222,7 @@ TEST(SeparateEnds, RecomputeKeysCountDecoderLayers) {
 TEST(SeparateEnds, BadLayoutsNameTheKey) {
   const test::ScratchDir dir;
   auto error = [&](const std::string& training) {
-    const std::string path =
-        test::write_file(dir.file("bad.yaml"),
-                         "cluster: {nodes: 1, devices_per_node: 4, device: {preset: h100-sxm}}\n"
-                         "model: {preset: llama2-7b, num_layers: 4}\n"
-                         "training:\n  pp: 4\n  seq_length: 1024\n  microbatches: 4\n" +
-                             training);
+    const std::string path = test::write_file(dir.file("bad.yaml"), tiny_yaml(training));
     try {
       prepare(load_config(path));
     } catch (const ConfigError& x) {
