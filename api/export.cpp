@@ -109,6 +109,12 @@ Config config_with_plan(Config c, const ConfigEdits& edits) {
   t.microbatches = edits.microbatches;
   t.microbatches_given = true;
   t.partition = edits.partition;
+  // set_plan_keys: a layout that places every row, or separate ends with a partition.
+  if (!edits.megatron_layout.empty()) t.megatron_layout = edits.megatron_layout;
+  if (edits.separate_ends) {
+    t.separate_ends = true;
+    t.megatron_layout.clear();
+  }
   t.recompute = RecomputeSpec{};
   for (std::size_t l = 0; l < edits.recompute.size(); ++l)
     t.recompute.layers[static_cast<int>(l)] = edits.recompute[l];
@@ -300,15 +306,17 @@ ExportOutcome export_plan(const Config& config, const PlanResults& planned,
                           const ExportRequest& request) {
   const PlanOutcome& top = planned.outcomes.front();
   auto edits_of = [&](const PlanRun& r) {
-    return ConfigEdits{top.schedule,
-                       r.schedule.num_ranks,
-                       r.schedule.chunks_per_device(),
-                       r.schedule.num_microbatches,
-                       r.plan.partition,
-                       r.plan.recompute,
-                       {},
-                       {},
-                       {}};
+    ConfigEdits edits{top.schedule,
+                      r.schedule.num_ranks,
+                      r.schedule.chunks_per_device(),
+                      r.schedule.num_microbatches,
+                      {},
+                      {},
+                      {},
+                      {},
+                      {}};
+    set_plan_keys(edits, planned.experiment->config, r.plan);
+    return edits;
   };
   ExportOutcome out = export_config(config_with_plan(config, edits_of(*planned.shown)), request);
   if (out.exact || planned.shown != &top.best) return out;

@@ -309,15 +309,16 @@ int run_plan(const std::vector<std::string>& args) {
     const PlanRun* shown = planned.shown;
     const int shown_vpp = shown->schedule.chunks_per_device();
 
-    const ConfigEdits edits{top.schedule,
-                            shown->schedule.num_ranks,
-                            shown_vpp,
-                            shown->schedule.num_microbatches,
-                            shown->plan.partition,
-                            shown->plan.recompute,
-                            {},
-                            {},
-                            {}};
+    ConfigEdits edits{top.schedule,
+                      shown->schedule.num_ranks,
+                      shown_vpp,
+                      shown->schedule.num_microbatches,
+                      {},
+                      {},
+                      {},
+                      {},
+                      {}};
+    set_plan_keys(edits, e->config, shown->plan);
     if (vm.count("out"))
       write_edited_config(
           path, vm["out"].as<std::string>(), edits,

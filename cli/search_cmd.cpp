@@ -349,10 +349,17 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
   std::optional<ConfigEdits> best_edits;
   if (best_fits) {
     const LayoutResult& best = ranked.front();
-    best_edits =
-        ConfigEdits{best.layout.schedule, best.layout.pp,      best.layout.vpp,
-                    best.microbatches,    best.plan.partition, best.plan.recompute,
-                    best.layout.tp,       best.layout.dp,      best.layout.micro_batch_size};
+    best_edits = ConfigEdits{best.layout.schedule,
+                             best.layout.pp,
+                             best.layout.vpp,
+                             best.microbatches,
+                             {},
+                             {},
+                             best.layout.tp,
+                             best.layout.dp,
+                             best.layout.micro_batch_size};
+    // The plan's rows are those of the layout's own config (separate ends or not).
+    set_plan_keys(*best_edits, layout_config(config, best.layout), best.plan);
     // The experts' folding and the context split are the layout's too (layout_config).
     if (report.experts) {
       best_edits->ep = best.layout.ep;

@@ -136,8 +136,10 @@ Plan config_plan(const Experiment& e, int num_stages) {
         plan.recompute.push_back(Recompute::none);
         continue;
       }
-      const Recompute mode = recompute_mode(
-          c, s, row.kind == LayerKind::mtp ? c.model.num_layers() - 1 : layer - shift);
+      // MTP layer k is recompute key num_layers + k when given (set_plan_keys writes it).
+      const bool own =
+          row.kind != LayerKind::mtp || c.training.recompute.layers.count(layer - shift);
+      const Recompute mode = recompute_mode(c, s, own ? layer - shift : c.model.num_layers() - 1);
       if (!row.has(mode))
         c.fail(recompute_key(c, s, layer - shift),
                "layer " + std::to_string(layer - shift) + " (group '" + row.name + "') has no '" +
@@ -146,6 +148,45 @@ Plan config_plan(const Experiment& e, int num_stages) {
       plan.recompute.push_back(mode);
     }
   return plan;
+}
+
+void set_plan_keys(ConfigEdits& edits, const Config& c, const Plan& plan) {
+  edits.megatron_layout.clear();
+  edits.separate_ends = false;
+  if (!has_separate_ends(c)) {
+    edits.partition = plan.partition;
+    edits.recompute = plan.recompute;
+    return;
+  }
+  // Rows: E, the decoder layers, the MTP layers, L.
+  const int decoders = c.model.num_layers(), mtp = c.model.shape->mtp_layers;
+  std::vector<LayoutStage> stages(plan.partition.size());
+  std::vector<Recompute> mtp_modes;
+  edits.recompute.clear();
+  int row = 0;
+  for (std::size_t s = 0; s < plan.partition.size(); ++s)
+    for (int i = 0; i < plan.partition[s]; ++i, ++row) {
+      LayoutStage& st = stages[s];
+      if (row == 0) {
+        st.embedding = true;
+      } else if (row <= decoders) {
+        ++st.decoders;
+        edits.recompute.push_back(plan.recompute[row]);
+      } else if (row <= decoders + mtp) {
+        ++st.mtp;
+        mtp_modes.push_back(plan.recompute[row]);
+      } else {
+        st.loss = true;
+      }
+    }
+  edits.recompute.insert(edits.recompute.end(), mtp_modes.begin(), mtp_modes.end());
+  edits.partition.clear();
+  if (folded_layout_mismatch(stages).empty()) {
+    for (const LayoutStage& st : stages) edits.partition.push_back(st.decoders);
+    edits.separate_ends = true;
+  } else {
+    edits.megatron_layout = layout_string(stages);
+  }
 }
 
 std::string check_plan(const Experiment& e, const Plan& plan, int num_stages) {

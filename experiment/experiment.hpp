@@ -29,6 +29,7 @@
 
 #include "experiment/config.hpp"
 #include "experiment/layer_table.hpp"
+#include "experiment/write_config.hpp"
 #include "schedules/registry.hpp"
 #include "sim/run_info.hpp"
 #include "sim/simulate.hpp"
@@ -84,6 +85,14 @@ Recompute recompute_mode(const Config& config, int stage, int layer);
 /// The plan the config describes for a schedule of `num_stages` stages. Throws ConfigError
 /// as stage_layer_counts does, and when a layer is asked for a mode it cannot run.
 Plan config_plan(const Experiment& e, int num_stages);
+
+/// Sets edits.partition and edits.recompute to how a config of `config`'s model states
+/// `plan` (a plan of prepare(config)). Folded tables: the plan's own. Separate ends: the
+/// decoder layers per stage and their modes, then the MTP layers' modes (recompute keys
+/// num_layers.. name MTP layers there); and, when the plan puts the embedding, an MTP layer
+/// or the loss on a stage without decoder layers, or the MTP layers before the last stage,
+/// edits.megatron_layout instead of a partition, else edits.separate_ends.
+void set_plan_keys(ConfigEdits& edits, const Config& config, const Plan& plan);
 
 /// Why `plan` cannot run on `e` with `num_stages` stages (sizes, sums, unknown modes), or
 /// an empty string.

@@ -593,11 +593,16 @@ void check_config(const Config& c) {
       c.fail("training.recompute.stages." + std::to_string(s),
              "stage " + std::to_string(s) + " does not exist: there are " + std::to_string(stages) +
                  " stages" + shape);
+  // With separate ends, keys layers .. layers + mtp_layers - 1 name the MTP layers.
+  const std::int64_t mtp_keys = has_separate_ends(c) ? c.model.shape->mtp_layers : 0;
   for (const auto& [l, mode] : t.recompute.layers)
-    if (l >= layers)
+    if (l >= layers + mtp_keys)
       c.fail("training.recompute.layers." + std::to_string(l),
              "layer " + std::to_string(l) + " does not exist: the model has " +
-                 std::to_string(layers) + " layers");
+                 std::to_string(layers) + " layers" +
+                 (mtp_keys > 0 ? " and " + std::to_string(mtp_keys) + " MTP layers (keys " +
+                                     std::to_string(layers) + "..)"
+                               : std::string()));
   if (!t.partition.empty()) {
     if (static_cast<std::int64_t>(t.partition.size()) != stages)
       c.fail("training.partition", "has " + std::to_string(t.partition.size()) +

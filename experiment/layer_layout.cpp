@@ -147,6 +147,22 @@ std::vector<LayoutStage> parse_layer_layout(std::string_view layout) {
   return stages;
 }
 
+std::string layout_string(const std::vector<LayoutStage>& stages) {
+  std::string out;
+  const auto repeated = [&out](char kind, int n) {
+    if (n == 1) out += kind;
+    if (n > 1) out += std::string(1, kind) + "*" + std::to_string(n);
+  };
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    if (s > 0) out += '|';
+    if (stages[s].embedding) out += 'E';
+    repeated('t', stages[s].decoders);
+    repeated('m', stages[s].mtp);
+    if (stages[s].loss) out += 'L';
+  }
+  return out;
+}
+
 std::string folded_layout_mismatch(const std::vector<LayoutStage>& stages) {
   for (std::size_t s = 0; s < stages.size(); ++s) {
     const std::string at = "stage " + std::to_string(s) + " of " + std::to_string(stages.size());

@@ -48,6 +48,10 @@ struct LayoutStage {
 /// parentheses, a repeat count past 100000 layers, E or L missing, misplaced or repeated).
 std::vector<LayoutStage> parse_layer_layout(std::string_view layout);
 
+/// `stages` in the grammar, shortest repeats per kind: "Et*3|t*2|m|L" (no (...)*n groups).
+/// parse_layer_layout reads it back to `stages`.
+std::string layout_string(const std::vector<LayoutStage>& stages);
+
 /// Why the layer table that folds the embedding into the first decoder layer and the MTP
 /// modules and the loss into the last cannot run `stages` as written (a stage without
 /// decoder layers, MTP layers before the last stage), naming the first such stage; empty

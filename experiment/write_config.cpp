@@ -56,10 +56,21 @@ std::string config_with_edits(const std::string& source_text, const std::string&
   if (edits.cp) t["cp"] = *edits.cp;
   // microbatches now says it; a global batch would have to agree with it, and dp may have
   // been derived from a different pp.
-  YAML::Node partition(YAML::NodeType::Sequence);
-  for (int n : edits.partition) partition.push_back(n);
-  partition.SetStyle(YAML::EmitterStyle::Flow);
-  t["partition"] = partition;
+  if (!edits.megatron_layout.empty()) {
+    // The layout places every layer: it is the partition.
+    t["megatron_layout"] = edits.megatron_layout;
+    t.remove("partition");
+  } else {
+    YAML::Node partition(YAML::NodeType::Sequence);
+    for (int n : edits.partition) partition.push_back(n);
+    partition.SetStyle(YAML::EmitterStyle::Flow);
+    t["partition"] = partition;
+  }
+  if (edits.separate_ends) {
+    // A layout with stages of their own would be a second partition.
+    if (edits.megatron_layout.empty()) t.remove("megatron_layout");
+    t["separate_ends"] = true;
+  }
   t["recompute"] = recompute_node(edits.recompute);
   // Beside a device preset, the key overrides the preset's capacity.
   if (device_memory_GiB) root["cluster"]["device"]["memory_GiB"] = *device_memory_GiB;

@@ -17,12 +17,17 @@ struct ConfigEdits {
   int pp = 1;
   int vpp = 1;
   int microbatches = 1;
-  std::vector<int> partition;        ///< layers per stage
-  std::vector<Recompute> recompute;  ///< per layer, model order
+  std::vector<int> partition;        ///< layers per stage (set_plan_keys: decoder layers)
+  std::vector<Recompute> recompute;  ///< per layer, model order (then MTP layers)
   /// A layout search also decides these (written only when given).
   std::optional<int> tp, dp, micro_batch_size;
   /// training.ep, training.etp, training.cp (a layout search over --ep, --etp, --cp).
   std::optional<int> ep = std::nullopt, etp = std::nullopt, cp = std::nullopt;
+  /// A plan on a table with separate ends (set_plan_keys in experiment.hpp): the layout
+  /// that places every row when `partition` (decoder layers) cannot say it, written as
+  /// training.megatron_layout with no partition; else training.separate_ends: true.
+  std::string megatron_layout = {};
+  bool separate_ends = false;
 };
 
 /// `source_text` (the YAML read from `source_path`) with training.schedule, pp, vpp,

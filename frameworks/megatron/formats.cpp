@@ -16,23 +16,17 @@ namespace bmpipe {
 
 std::string megatron_layout_string(const std::vector<int>& partition, int mtp_layers,
                                    const std::vector<int>& mtp_per_stage) {
-  std::string out;
-  const auto repeated = [&out](char kind, int n) {
-    if (n == 1) out += kind;
-    if (n > 1) out += std::string(1, kind) + "*" + std::to_string(n);
-  };
+  std::vector<LayoutStage> stages(partition.size());
   for (std::size_t s = 0; s < partition.size(); ++s) {
-    if (s > 0) out += '|';
-    if (s == 0) out += 'E';
-    repeated('t', partition[s]);
-    const bool last = s + 1 == partition.size();
-    if (s < mtp_per_stage.size())
-      repeated('m', mtp_per_stage[s]);
-    else if (last && mtp_per_stage.empty())
-      repeated('m', mtp_layers);
-    if (last) out += 'L';
+    stages[s].decoders = partition[s];
+    if (s < mtp_per_stage.size()) stages[s].mtp = mtp_per_stage[s];
   }
-  return out;
+  if (!stages.empty()) {
+    stages.front().embedding = true;
+    stages.back().loss = true;
+    if (mtp_per_stage.empty()) stages.back().mtp = mtp_layers;
+  }
+  return layout_string(stages);
 }
 
 namespace {

@@ -188,6 +188,48 @@ TEST(SeparateEnds, TheSamePlacementFoldedOrSeparateIsTheSameRun) {
   EXPECT_EQ(ps.recompute[separate->num_layers() - 2], pf.recompute.back());
 }
 
+TEST(SeparateEnds, APlanIsWrittenBackInTheKeysThatStateIt) {
+  const test::ScratchDir dir;
+  // Megatron-LM's layout: the written keys are the layout itself (Megatron's grammar,
+  // repeats unrolled), no partition, and one mode per decoder layer then the MTP layer.
+  const Config layout = load_config(
+      test::write_file(dir.file("layout.yaml"),
+                       deepseek_yaml("dualpipe-v", "  megatron_layout: \"" + kLayout + "\"\n")));
+  const auto e = prepare(layout);
+  const Plan plan = config_plan(*e, 32);
+  ConfigEdits edits;
+  set_plan_keys(edits, layout, plan);
+  std::string written = "Et*3";
+  for (int s = 0; s < 29; ++s) written += "|t*2";
+  written += "|m|L";
+  EXPECT_EQ(edits.megatron_layout, written);
+  EXPECT_TRUE(edits.partition.empty());
+  EXPECT_FALSE(edits.separate_ends);
+  ASSERT_EQ(edits.recompute.size(), 62u);
+  EXPECT_EQ(edits.recompute.back(), Recompute::full);
+  // The config those keys make runs the same plan, row for row.
+  Config again = layout;
+  again.training.megatron_layout = edits.megatron_layout;
+  for (std::size_t l = 0; l < edits.recompute.size(); ++l)
+    again.training.recompute.layers[static_cast<int>(l)] = edits.recompute[l];
+  EXPECT_EQ(config_plan(*prepare(again), 32), plan);
+
+  // training.separate_ends with the ends where the folded table has them: a partition in
+  // decoder layers and the key.
+  const Config separate = load_config(test::write_file(
+      dir.file("separate.yaml"), deepseek_yaml("dualpipe-v", "  separate_ends: true\n")));
+  const auto es = prepare(separate);
+  const Plan ps = config_plan(*es, 32);
+  set_plan_keys(edits, separate, ps);
+  EXPECT_TRUE(edits.megatron_layout.empty());
+  EXPECT_TRUE(edits.separate_ends);
+  EXPECT_EQ(std::accumulate(edits.partition.begin(), edits.partition.end(), 0), 61);
+  EXPECT_EQ(edits.partition,
+            stage_layer_counts(load_config(test::write_file(dir.file("folded.yaml"),
+                                                            deepseek_yaml("dualpipe-v", ""))),
+                               32));
+}
+
 TEST(SeparateEnds, AStageWithoutRowsPassesItsInputOn) {
   const test::ScratchDir dir;
   const Config c = load_config(

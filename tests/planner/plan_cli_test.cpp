@@ -74,6 +74,31 @@ TEST(PlanCli, OutIsReproducedBySimulate) {
             p["plan"]["iteration_time_ms"].get<double>());
 }
 
+TEST(PlanCli, SeparateEndsOutIsReproducedBySimulate) {
+  // Llama-2-7B cut to 6 layers with an MTP layer, separate ends: the planner may move the
+  // embedding, the MTP layer and the loss off the stages the even split gives them, and the
+  // file it writes places them as its plan did (a layout, or separate_ends and a partition).
+  const test::ScratchDir dir;
+  const std::string in = test::write_file(
+      dir.file("mtp.yaml"),
+      "cluster: {nodes: 1, devices_per_node: 4, device: {preset: h100-sxm}}\n"
+      "model: {preset: llama2-7b, num_layers: 6, mtp_layers: 1}\n"
+      "training: {pp: 4, seq_length: 1024, microbatches: 8, separate_ends: true}\n");
+  const std::string out = dir.file("plan.yaml");
+  const test::CliRun plan = run_cli("plan " + in + " --json --quiet --out " + out);
+  ASSERT_EQ(plan.code, 0) << plan.err;
+  const auto p = nlohmann::json::parse(plan.out);
+  // 6 decoder rows plus E, m and L.
+  int rows = 0;
+  for (const auto& n : p["plan"]["partition"]) rows += n.get<int>();
+  EXPECT_EQ(rows, 9);
+  const test::CliRun sim = run_cli("simulate " + out + " --json");
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  const auto s = nlohmann::json::parse(sim.out);
+  EXPECT_EQ(s["iteration_time_ms"], p["plan"]["iteration_time_ms"]);
+  EXPECT_EQ(s["partition"], p["plan"]["partition"]);
+}
+
 // Llama-2-13B at 8k on 16 H100s under zb-h2 (docs/workflow.md; issue 17), costed with HF's
 // eager kernels (the import now says fused, with which zb-h2 fits without recompute): the
 // plan recomputes one layer of stage 0 in full. It used to be layer 1; layer 0 gives the
