@@ -41,6 +41,18 @@ std::string deepseek_yaml(const std::string& schedule, const std::string& extra)
          extra;
 }
 
+/// DeepSeek-V3 under `schedule` with `extra` training keys, written to `name` in `dir` and
+/// loaded.
+Config deepseek(const test::ScratchDir& dir, const std::string& name, const std::string& schedule,
+                const std::string& extra) {
+  return load_config(test::write_file(dir.file(name), deepseek_yaml(schedule, extra)));
+}
+
+/// The DualPipeV config with Megatron-LM's DeepSeek-V3 layout.
+Config deepseek_layout(const test::ScratchDir& dir) {
+  return deepseek(dir, "layout.yaml", "dualpipe-v", "  megatron_layout: \"" + kLayout + "\"\n");
+}
+
 Time ns(double s) {
   return s_to_ns(s);
 }
@@ -56,9 +68,8 @@ std::string tiny_yaml(const std::string& training) {
 
 TEST(SeparateEnds, MegatronsDeepSeekLayoutRunsAsWritten) {
   const test::ScratchDir dir;
-  const Config c = load_config(test::write_file(
-      dir.file("ds.yaml"),
-      deepseek_yaml("interleaved", "  vpp: 2\n  megatron_layout: \"" + kLayout + "\"\n")));
+  const Config c =
+      deepseek(dir, "ds.yaml", "interleaved", "  vpp: 2\n  megatron_layout: \"" + kLayout + "\"\n");
   const auto e = prepare(c);
   const LayerTable& t = e->layers;
   ASSERT_TRUE(t.separate_ends);
@@ -128,9 +139,7 @@ TEST(SeparateEnds, DualPipeVSharesTheMatricesOnRankZero) {
   // rank 1 pays for the copies (the DeepSeek-V3 report, sec. 3.2.2, shares them physically
   // by putting the MTP module on the rank that holds E and L).
   const test::ScratchDir dir;
-  const Config c = load_config(
-      test::write_file(dir.file("ds.yaml"),
-                       deepseek_yaml("dualpipe-v", "  megatron_layout: \"" + kLayout + "\"\n")));
+  const Config c = deepseek_layout(dir);
   const auto e = prepare(c);
   const Schedule sched = make_schedule(*e);
   const Plan plan = config_plan(*e, sched.num_stages);
@@ -164,10 +173,9 @@ TEST(SeparateEnds, TheSamePlacementFoldedOrSeparateIsTheSameRun) {
   // another order and rounded per row, so the same run to the ns rounding of each row's
   // parts (64 rows, <= 0.5 ns each per op) and the same bytes exactly.
   const test::ScratchDir dir;
-  const auto folded = prepare(
-      load_config(test::write_file(dir.file("folded.yaml"), deepseek_yaml("dualpipe-v", ""))));
-  const auto separate = prepare(load_config(test::write_file(
-      dir.file("separate.yaml"), deepseek_yaml("dualpipe-v", "  separate_ends: true\n"))));
+  const auto folded = prepare(deepseek(dir, "folded.yaml", "dualpipe-v", ""));
+  const auto separate =
+      prepare(deepseek(dir, "separate.yaml", "dualpipe-v", "  separate_ends: true\n"));
   ASSERT_FALSE(folded->layers.separate_ends);
   ASSERT_TRUE(separate->layers.separate_ends);
   ASSERT_EQ(separate->num_layers(), folded->num_layers() + 3);
@@ -192,9 +200,7 @@ TEST(SeparateEnds, APlanIsWrittenBackInTheKeysThatStateIt) {
   const test::ScratchDir dir;
   // Megatron-LM's layout: the written keys are the layout itself (Megatron's grammar,
   // repeats unrolled), no partition, and one mode per decoder layer then the MTP layer.
-  const Config layout = load_config(
-      test::write_file(dir.file("layout.yaml"),
-                       deepseek_yaml("dualpipe-v", "  megatron_layout: \"" + kLayout + "\"\n")));
+  const Config layout = deepseek_layout(dir);
   const auto e = prepare(layout);
   const Plan plan = config_plan(*e, 32);
   ConfigEdits edits;
@@ -216,8 +222,7 @@ TEST(SeparateEnds, APlanIsWrittenBackInTheKeysThatStateIt) {
 
   // training.separate_ends with the ends where the folded table has them: a partition in
   // decoder layers and the key.
-  const Config separate = load_config(test::write_file(
-      dir.file("separate.yaml"), deepseek_yaml("dualpipe-v", "  separate_ends: true\n")));
+  const Config separate = deepseek(dir, "separate.yaml", "dualpipe-v", "  separate_ends: true\n");
   const auto es = prepare(separate);
   const Plan ps = config_plan(*es, 32);
   set_plan_keys(edits, separate, ps);
@@ -225,9 +230,7 @@ TEST(SeparateEnds, APlanIsWrittenBackInTheKeysThatStateIt) {
   EXPECT_TRUE(edits.separate_ends);
   EXPECT_EQ(std::accumulate(edits.partition.begin(), edits.partition.end(), 0), 61);
   EXPECT_EQ(edits.partition,
-            stage_layer_counts(load_config(test::write_file(dir.file("folded.yaml"),
-                                                            deepseek_yaml("dualpipe-v", ""))),
-                               32));
+            stage_layer_counts(deepseek(dir, "folded.yaml", "dualpipe-v", ""), 32));
 }
 
 TEST(SeparateEnds, AStageWithoutRowsPassesItsInputOn) {
