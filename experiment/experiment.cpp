@@ -340,16 +340,19 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
   const auto holds = [&](int rank, LayerKind k) {
     return (kinds[rank] >> static_cast<int>(k)) & 1u;
   };
+  // Parameters of the copies each rank keeps, for its reduction buckets below.
+  std::vector<std::int64_t> copy_params(kinds.size(), 0);
   for (int r = 0; r < static_cast<int>(kinds.size()); ++r) {
     if (!holds(r, LayerKind::mtp)) continue;
     if (!holds(r, LayerKind::embedding)) {
       out.static_bytes[r] += e.layers.mtp_embedding_copy_static_bytes;
-      if (analytic) out.tail_time[r] += e.layers.mtp_embedding_copy_params;
+      copy_params[r] += e.layers.mtp_embedding_copy_params;
     }
     if (!holds(r, LayerKind::head)) {
       out.static_bytes[r] += e.layers.mtp_head_copy_static_bytes;
-      if (analytic) out.tail_time[r] += e.layers.mtp_head_copy_params;
+      copy_params[r] += e.layers.mtp_head_copy_params;
     }
+    if (analytic) out.tail_time[r] += copy_params[r];
   }
   if (!analytic) return;
   // The forward op each rank runs first (its lowest stage's): what hides the post-step
@@ -404,6 +407,14 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
       done_w += static_cast<double>(row.backward_weight);
       params +=
           row.param_count + (l == last_layer && num_stages > 1 ? e.layers.head_copy_params : 0);
+      // The MTP layers' matrix copies are parameters of the rank's model chunk, so
+      // Megatron's buckets hold their gradients too: with the (first) MTP row that uses
+      // them.
+      if (row.kind == LayerKind::mtp && !copy_params.empty()) {
+        const int rank = schedule.stage_rank[s];
+        params += copy_params[rank];
+        copy_params[rank] = 0;
+      }
       experts += row.expert_param_count;
       if (params >= bucket_size || l == first) {
         const Time time = stage_grad_reduce_time(e, schedule.stage_rank[s], params, experts);

@@ -134,6 +134,42 @@ TEST(SeparateEnds, MegatronsDeepSeekLayoutRunsAsWritten) {
   EXPECT_TRUE(run(*e, plan, sched).ok);
 }
 
+TEST(SeparateEnds, OverlappedReductionsCarryTheCopiesGradients) {
+  // With --overlap-grad-reduce Megatron's buckets hold every parameter of the rank's model
+  // chunk, the MTP stage's matrix copies included. Interleaved, stage 30 is the MTP layer
+  // alone on rank 14, which holds neither E nor L: its one bucket reduces the layer's
+  // parameters and both copies (129280 x 7168, and 129280 x 7168 + 7168 with the norm).
+  const test::ScratchDir dir;
+  std::string yaml =
+      deepseek_yaml("interleaved", "  vpp: 2\n  megatron_layout: \"" + kLayout + "\"\n");
+  const std::string zero1 = "{zero_stage: 1}";
+  yaml.replace(yaml.find(zero1), zero1.size(), "{zero_stage: 1, overlap_grad_reduce: true}");
+  const auto e = prepare(load_config(test::write_file(dir.file("overlap.yaml"), yaml)));
+  const Schedule sched = make_schedule(*e);
+  const Plan plan = config_plan(*e, sched.num_stages);
+  const SimInput in = assemble(*e, plan, sched);
+  ASSERT_TRUE(in.overlap_grad_reduce);
+  ASSERT_EQ(sched.stage_rank[30], 14);
+  const LayerRow& mtp = e->layers.layers[62];
+  ASSERT_EQ(mtp.kind, LayerKind::mtp);
+  ASSERT_EQ(in.grad_buckets[30].size(), 1u);
+  const std::int64_t copies = 129280LL * 7168 + 129280LL * 7168 + 7168;
+  EXPECT_EQ(in.grad_buckets[30][0].time,
+            stage_grad_reduce_time(*e, 14, mtp.param_count + copies, mtp.expert_param_count));
+  EXPECT_GT(in.grad_buckets[30][0].time,
+            stage_grad_reduce_time(*e, 14, mtp.param_count, mtp.expert_param_count));
+  // Rank 13 (stages 13 and 29, decoder layers only) keeps no copies: its buckets are its
+  // rows' parameters.
+  ASSERT_EQ(sched.stage_rank[29], 13);
+  const LayerRow& a = e->layers.layers[60];
+  const LayerRow& b = e->layers.layers[61];
+  ASSERT_EQ(in.grad_buckets[29].size(), 2u);  // each MoE layer fills a bucket of its own
+  EXPECT_EQ(in.grad_buckets[29][0].time,
+            stage_grad_reduce_time(*e, 13, b.param_count, b.expert_param_count));
+  EXPECT_EQ(in.grad_buckets[29][1].time,
+            stage_grad_reduce_time(*e, 13, a.param_count, a.expert_param_count));
+}
+
 TEST(SeparateEnds, DualPipeVSharesTheMatricesOnRankZero) {
   // DualPipeV puts stage 0 (E) and stage 31 (L) on rank 0 and stage 30 (m) on rank 1: only
   // rank 1 pays for the copies (the DeepSeek-V3 report, sec. 3.2.2, shares them physically
