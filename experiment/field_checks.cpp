@@ -478,10 +478,9 @@ void check_context_parallel(const Config& c) {
   const ModelShape& m = *c.model.shape;
   if (t.cp > 1 && *t.seq_length % (2 * t.cp) != 0)
     c.fail("training.cp",
-           "cp = " + std::to_string(t.cp) + " does not divide seq_length / 2 (" +
+           "2 cp = " + std::to_string(2 * t.cp) + " does not divide seq_length " +
                std::to_string(*t.seq_length) +
-               " tokens): the load-balanced causal split cuts the sequence in 2 cp = " +
-               std::to_string(2 * t.cp) + " equal chunks");
+               ": the load-balanced causal split cuts each sequence into 2 cp equal chunks");
   // Ulysses trades the sequence split for a head split over the cp group.
   if (t.cp > 1 && t.cp_comm() == CpComm::a2a && (m.num_attention_heads / t.tp) % t.cp != 0)
     c.fail("training.cp_comm_type",

@@ -214,10 +214,10 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
     // experiment/field_checks.cpp, check_context_parallel: the load-balanced causal split
     // cuts every sequence into 2 cp equal chunks (docs/cost-model.md).
     if (analytic && cp > 1 && *c.training.seq_length % (2 * cp) != 0)
-      fail("--cp", "cp " + std::to_string(cp) + " does not divide seq_length / 2 (" +
-                       std::to_string(*c.training.seq_length) +
-                       " tokens): the load-balanced causal split cuts the sequence in 2 cp = " +
-                       std::to_string(2 * cp) + " equal chunks");
+      fail("--cp",
+           "2 cp = " + std::to_string(2 * cp) + " does not divide seq_length " +
+               std::to_string(*c.training.seq_length) +
+               ": the load-balanced causal split cuts each sequence into 2 cp equal chunks");
   }
 
   std::vector<Layout> out;

@@ -103,11 +103,11 @@ TEST(CpConfig, BadValuesNameFileLineAndKey) {
     EXPECT_EQ(e.line(), 9);
     EXPECT_EQ(e.file(), "exp.yaml");
   }
-  {  // 8192 / 2 = 4096 tokens is not a multiple of cp 3.
+  {  // 2 cp = 6 chunks do not divide 8192 tokens.
     const ConfigError e = config_error(cp_config(3, 2, 2, 3, 24));
     EXPECT_EQ(e.key(), "training.cp");
     EXPECT_EQ(e.line(), 9);
-    EXPECT_TRUE(has(e.message(), "does not divide seq_length / 2")) << e.message();
+    EXPECT_TRUE(has(e.message(), "2 cp = 6 does not divide seq_length 8192")) << e.message();
   }
   {  // tp 2 x pp 2 x cp 8 = 32 on 16 devices.
     const ConfigError e = config_error(cp_config(2, 2, 2, 8));
