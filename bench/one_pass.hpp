@@ -30,7 +30,7 @@ inline Time one_pass(const Schedule& sch, const OnePassCosts& c, std::uint64_t& 
   for (bool progress = true; progress;) {
     progress = false;
     for (int r = 0; r < p; ++r) {
-      const std::vector<Op>& list = sch.ops[r];
+      const OpList& list = sch.ops[r];
       std::size_t k = next[r];
       Time t = free[r];
       for (; k < list.size(); ++k) {

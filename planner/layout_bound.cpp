@@ -143,7 +143,7 @@ OrderGraph order_graph(const Schedule& shape, double fb_factor) {
   std::vector<double> factor;
   const auto at = [&](int s, int k) { return static_cast<std::size_t>(s) * M + k; };
   const auto valid = [&](int s, int k) { return s >= 0 && s < S && k >= 0 && k < M; };
-  for (const std::vector<Op>& ops : shape.ops) {
+  for (const OpList& ops : shape.ops) {
     int prev = -1;
     for (const Op& op : ops) {
       const int n = static_cast<int>(fs.size());
@@ -180,7 +180,7 @@ OrderGraph order_graph(const Schedule& shape, double fb_factor) {
   const int N = static_cast<int>(fs.size());
   std::vector<std::vector<int>> in(N);
   int n = 0;
-  for (const std::vector<Op>& ops : shape.ops)
+  for (const OpList& ops : shape.ops)
     for (const Op& op : ops) {
       std::vector<int>& p = in[n];
       if (rank_prev[n] >= 0) p.push_back(rank_prev[n]);
@@ -493,7 +493,7 @@ LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape,
   // candidates may draw another order than `shape`'s: claim nothing of their kinds.
   const bool uncertain = !info || info->needs_costs || info->ranks_candidates;
   bool has_fb = false, only_fb_pairs_free = true;  // only F and B ops
-  for (const std::vector<Op>& ops : shape.ops)
+  for (const OpList& ops : shape.ops)
     for (const Op& op : ops) {
       if (op.kind == OpKind::FB) has_fb = true;
       if (op.kind != OpKind::F && op.kind != OpKind::B) only_fb_pairs_free = false;

@@ -17,7 +17,7 @@ namespace {
 /// of weight-gradient work that split backwards leave behind.
 class RankWriter {
  public:
-  RankWriter(std::vector<Op>& out, int stage0, int stage1) : out_(out), stage_{stage0, stage1} {}
+  RankWriter(OpList& out, int stage0, int stage1) : out_(out), stage_{stage0, stage1} {}
 
   void f(int chunk) { out_.push_back(Op::f(stage_[chunk], next_f_[chunk]++)); }
   /// A backward of `chunk`; split (I now, W queued) when `zero_bubble`.
@@ -43,7 +43,7 @@ class RankWriter {
   }
 
  private:
-  std::vector<Op>& out_;
+  OpList& out_;
   int stage_[2];
   int next_f_[2] = {0, 0};
   int next_b_[2] = {0, 0};

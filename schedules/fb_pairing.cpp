@@ -10,7 +10,7 @@ Schedule pair_steady_state(Schedule schedule) {
   const bool one_chunk = schedule.chunks_per_device() == 1;
   for (int r = 0; r < p; ++r) {
     auto& ops = schedule.ops[r];
-    std::vector<Op> forwards, backwards;
+    OpList forwards, backwards;
     int leading = -1;  // forwards before the first backward: warm-up + the first steady one
     for (const Op& op : ops) {
       if (op.kind == OpKind::F) forwards.push_back(op);
@@ -22,7 +22,7 @@ Schedule pair_steady_state(Schedule schedule) {
     if (forwards.size() + backwards.size() != ops.size() || leading < 0) continue;
     const std::size_t warmup =
         static_cast<std::size_t>(std::max(1, one_chunk ? 2 * (p - r - 1) + 1 : leading));
-    std::vector<Op> out;
+    OpList out;
     out.reserve(ops.size());
     std::size_t f = 0, b = 0;
     for (; f < std::min(warmup, forwards.size()); ++f) out.push_back(forwards[f]);

@@ -17,8 +17,8 @@ Schedule make_interleaved(const ScheduleParams& params) {
   // Micro-batches go in groups of p: every chunk runs the whole group before the next
   // chunk starts, so the group's activations reach the next rank's chunk in one wave.
   const int total = m * v;
-  std::vector<Op> forwards;
-  std::vector<Op> backwards;
+  OpList forwards;
+  OpList backwards;
   for (int r = 0; r < p; ++r) {
     forwards.clear();
     backwards.clear();

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "schedules/huge_pages.hpp"
+
 namespace bmpipe {
 
 enum class OpKind : std::uint8_t {
@@ -44,6 +46,10 @@ struct Op {
 /// "F3@s2" style text used in messages: kind, micro-batch, stage.
 std::string to_string(const Op& op);
 
+/// One rank's ops in execution order. At tens of millions of ops the lists are the largest
+/// arrays of a run: their big blocks live on huge pages (schedules/huge_pages.hpp).
+using OpList = HugeVector<Op>;
+
 /// A complete schedule: which device holds which stage, and what each device runs in order.
 /// Devices here are pipeline ranks 0..num_ranks-1; mapping ranks to physical devices is
 /// the experiment's business, not the schedule's.
@@ -55,7 +61,7 @@ struct Schedule {
   /// stage_rank[s] is the rank that holds stage s.
   std::vector<int> stage_rank;
   /// ops[r] is rank r's op list, in execution order.
-  std::vector<std::vector<Op>> ops;
+  std::vector<OpList> ops;
 
   std::size_t total_ops() const;
   /// Number of stages each device holds (num_stages / num_ranks for regular placements).

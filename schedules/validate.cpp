@@ -1,5 +1,7 @@
 #include "schedules/validate.hpp"
 
+#include "schedules/huge_pages.hpp"
+
 #include <vector>
 
 namespace bmpipe {
@@ -29,7 +31,7 @@ std::optional<ScheduleIssue> validate_schedule(const Schedule& sch) {
                                std::to_string(sch.stage_rank[s]) + ", outside 0.." +
                                std::to_string(p - 1)};
 
-  std::vector<unsigned> seen(static_cast<std::size_t>(S) * M, 0);
+  HugeVector<unsigned> seen(static_cast<std::size_t>(S) * M, 0);
   auto mark = [&](int r, int pos, int stage, int mb, OpKind kind) -> std::optional<ScheduleIssue> {
     const Op shown{kind, stage, mb, -1, -1};
     if (stage < 0 || stage >= S || mb < 0 || mb >= M)

@@ -23,6 +23,7 @@
 #include <optional>
 #include <utility>
 
+#include "schedules/huge_pages.hpp"
 #include "schedules/registry.hpp"
 
 namespace bmpipe {
@@ -106,9 +107,9 @@ Planned greedy(const char* name, const Plan& plan) {
   auto idx = [stages](int st, int mb) { return static_cast<std::size_t>(mb) * stages + st; };
   // When the output of F / I of (stage, mb) is usable on the rank that needs it next, and
   // when F ended on its own rank.
-  std::vector<Cost> f_out(static_cast<std::size_t>(stages) * m, kNever);
-  std::vector<Cost> i_out(static_cast<std::size_t>(stages) * m, kNever);
-  std::vector<Cost> f_end(static_cast<std::size_t>(stages) * m, kNever);
+  HugeVector<Cost> f_out(static_cast<std::size_t>(stages) * m, kNever);
+  HugeVector<Cost> i_out(static_cast<std::size_t>(stages) * m, kNever);
+  HugeVector<Cost> f_end(static_cast<std::size_t>(stages) * m, kNever);
   std::vector<int> next_f(stages, 0), next_i(stages, 0);
   std::vector<Cost> free_at(p, 0);
   std::vector<int> live(p, 0);

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "schedules/huge_pages.hpp"
 #include "schedules/op.hpp"
 
 namespace bmpipe {
@@ -134,15 +135,15 @@ class CompiledSchedule {
 
   std::shared_ptr<const Schedule> schedule_;
   std::string error_;
-  std::vector<CompiledOp> ops_;
-  std::vector<CompiledInput> inputs_;
-  std::vector<std::uint32_t> input_begin_;  // one more than ops_
+  HugeVector<CompiledOp> ops_;
+  HugeVector<CompiledInput> inputs_;
+  HugeVector<std::uint32_t> input_begin_;  // one more than ops_
   std::vector<std::uint32_t> rank_begin_;
   std::vector<FbPair> fb_pairs_;
   std::vector<std::uint32_t> cost_uses_;
   std::vector<std::uint32_t> hop_uses_;
-  std::vector<std::uint32_t> forward_op_;
-  std::vector<std::uint32_t> backward_op_;
+  HugeVector<std::uint32_t> forward_op_;
+  HugeVector<std::uint32_t> backward_op_;
   std::vector<GradDone> grad_done_;
   std::vector<std::uint32_t> grad_done_begin_;  // one more than ranks
   std::uint32_t num_slots_ = kFirstSlot;

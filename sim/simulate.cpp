@@ -266,7 +266,7 @@ template <bool kGrads>
 void run_data_flow(const CompiledSchedule& cs, const Tables& t, std::vector<RankTotals>& ranks,
                    std::uint64_t& executed, Time* grad_end) {
   const auto ops = cs.ops();
-  std::vector<Time> slot(cs.num_slots(), kNever);
+  HugeVector<Time> slot(cs.num_slots(), kNever);
   slot[CompiledSchedule::kReadySlot] = 0;
   std::vector<Time> link_free(t.num_links, 0);
   const CostRow* const costs = t.costs.data();
@@ -407,8 +407,8 @@ class OrderedEngine {
   // When each input is (or will be) present, kNever until its producer has run: first one
   // entry per op (its end, for same-rank consumers), then one per slot (the arrival of the
   // transfer that fills it); and which transfer that was (-1 for the op entries).
-  std::vector<Time> times_;
-  std::vector<std::int32_t> transfer_;
+  HugeVector<Time> times_;
+  HugeVector<std::int32_t> transfer_;
   std::uint32_t slot_base_ = 0;
   std::vector<Time> link_free_;
   std::int32_t transfers_ = 0;

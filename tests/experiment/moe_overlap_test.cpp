@@ -61,9 +61,9 @@ TEST(MoeOverlap, OneFOneBPairsAfterAWarmUpOfTwoPerRankDown) {
   // 1F1B, p 2, m 4. Rank 0 warms up with 2 (p - 0 - 1) + 1 = 3 forwards, rank 1 with 1;
   // then each backward goes with the next forward (schedules/fb_pairing.hpp).
   const Schedule s = pair_steady_state(test::generate("1f1b", 2, 4));
-  const std::vector<Op> r0 = {Op::f(0, 0), Op::f(0, 1), Op::f(0, 2), Op::fb(0, 3, 0, 0),
+  const OpList r0 = {Op::f(0, 0), Op::f(0, 1), Op::f(0, 2), Op::fb(0, 3, 0, 0),
                               Op::b(0, 1), Op::b(0, 2), Op::b(0, 3)};
-  const std::vector<Op> r1 = {Op::f(1, 0), Op::fb(1, 1, 1, 0), Op::fb(1, 2, 1, 1),
+  const OpList r1 = {Op::f(1, 0), Op::fb(1, 1, 1, 0), Op::fb(1, 2, 1, 1),
                               Op::fb(1, 3, 1, 2), Op::b(1, 3)};
   EXPECT_EQ(s.ops[0], r0);
   EXPECT_EQ(s.ops[1], r1);
@@ -74,10 +74,10 @@ TEST(MoeOverlap, InterleavedPairsAfterOneMoreWarmUpForward) {
   // one more under the overlap; its steady state then pairs as Megatron-Core's does.
   const Schedule plain = test::generate("interleaved", 2, 4, 2);
   const Schedule s = pair_steady_state(plain);
-  std::vector<Op> f, b;
+  OpList f, b;
   for (const Op& op : plain.ops[1]) (op.kind == OpKind::F ? f : b).push_back(op);
   ASSERT_EQ(f.size(), 8u);
-  std::vector<Op> expected(f.begin(), f.begin() + 3);
+  OpList expected(f.begin(), f.begin() + 3);
   for (int k = 0; k < 5; ++k)
     expected.push_back(Op::fb(f[3 + k].stage, f[3 + k].microbatch, b[k].stage, b[k].microbatch));
   expected.insert(expected.end(), b.begin() + 5, b.end());
