@@ -19,15 +19,15 @@ TEST(SearchMpiKill, AKilledWorkerEndsTheJobWithAClearMessage) {
   bmpipe::test::ScratchDir dir;
   const std::string tag = dir.file("tag.csv");  // unique: finds this job's processes only
   // The search runs in the background; rank 2 is found by its OMPI_COMM_WORLD_RANK, given
-  // 3 s to be serving (past MPI_Init and the config), then killed with SIGKILL. The whole
-  // GPT-3 example's space plans for a minute and more, so the kill lands mid-search
-  // whatever the machine (a smaller space finished before the kill on a loaded machine);
-  // `timeout` turns a hang into exit 124.
+  // 3 s to be serving (past MPI_Init and the config), then killed with SIGKILL. The GPT-3
+  // example's whole space with the full planner and no bound plans for minutes, so the kill
+  // lands mid-search whatever the machine (the quick search, 3 s since the bound, could
+  // finish before it); `timeout` turns a hang into exit 124.
   const std::string script =
       "( timeout 120 mpirun -np 3 --oversubscribe --allow-run-as-root " +
       std::string(BMPIPE_BINARY) + " search " + bmpipe::test::examples() +
-      "gpt3_175b_a100.yaml --quiet --csv '" + tag + "' >'" + dir.file("out") + "' 2>'" +
-      dir.file("err") + "'; echo $? >'" + dir.file("rc") +
+      "gpt3_175b_a100.yaml --planner full --no-bound --quiet --csv '" + tag + "' >'" +
+      dir.file("out") + "' 2>'" + dir.file("err") + "'; echo $? >'" + dir.file("rc") +
       "' ) &\n"
       "found=\n"
       "for i in $(seq 1 600); do\n"
