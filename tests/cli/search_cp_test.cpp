@@ -123,7 +123,8 @@ TEST(SearchCp, BadCpValuesExit2NamingTheOption) {
   }
   // 2048 tokens do not cut into 2 x 3 = 6 equal chunks.
   const auto three = run_cli("search " + kGpt3Layers24 + kSpace + " --quiet --cp 3");
-  EXPECT_NE(three.err.find("2 cp = 6 does not divide seq_length 2048"), std::string::npos) << three.err;
+  EXPECT_NE(three.err.find("2 cp = 6 does not divide seq_length 2048"), std::string::npos)
+      << three.err;
   // Measured layers hold for the config's cp only.
   const auto measured =
       run_cli("search " + bmpipe::test::examples() + "llama2_70b_measured_pp8.yaml --quiet --cp 2");

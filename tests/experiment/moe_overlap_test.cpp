@@ -62,9 +62,9 @@ TEST(MoeOverlap, OneFOneBPairsAfterAWarmUpOfTwoPerRankDown) {
   // then each backward goes with the next forward (schedules/fb_pairing.hpp).
   const Schedule s = pair_steady_state(test::generate("1f1b", 2, 4));
   const OpList r0 = {Op::f(0, 0), Op::f(0, 1), Op::f(0, 2), Op::fb(0, 3, 0, 0),
-                              Op::b(0, 1), Op::b(0, 2), Op::b(0, 3)};
-  const OpList r1 = {Op::f(1, 0), Op::fb(1, 1, 1, 0), Op::fb(1, 2, 1, 1),
-                              Op::fb(1, 3, 1, 2), Op::b(1, 3)};
+                     Op::b(0, 1), Op::b(0, 2), Op::b(0, 3)};
+  const OpList r1 = {Op::f(1, 0), Op::fb(1, 1, 1, 0), Op::fb(1, 2, 1, 1), Op::fb(1, 3, 1, 2),
+                     Op::b(1, 3)};
   EXPECT_EQ(s.ops[0], r0);
   EXPECT_EQ(s.ops[1], r1);
 }

@@ -46,8 +46,8 @@ TEST(ClosedForm, OneFOneBOrderIsPipeDreamFlush) {
   // Rank r: p-r-1 warm-up forwards, then F and B alternate, then the remaining B.
   const Schedule s = make_1f1b(ScheduleParams{4, 6, 1});
   const OpList rank1 = {Op::f(1, 0), Op::f(1, 1), Op::f(1, 2), Op::b(1, 0),
-                                 Op::f(1, 3), Op::b(1, 1), Op::f(1, 4), Op::b(1, 2),
-                                 Op::f(1, 5), Op::b(1, 3), Op::b(1, 4), Op::b(1, 5)};
+                        Op::f(1, 3), Op::b(1, 1), Op::f(1, 4), Op::b(1, 2),
+                        Op::f(1, 5), Op::b(1, 3), Op::b(1, 4), Op::b(1, 5)};
   EXPECT_EQ(s.ops[1], rank1);
 }
 
