@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Writes bench/fidelity/megatron_bridge_runs.json: the published Megatron-Bridge runs the
+cost model is calibrated on, one row per configuration (its latest release), each with the
+recipe of its model, GPU count, GPU and precision beside it.
+
+Input: the two files the workplace keeps under shared/data/published/ (read-only copies of
+NVIDIA-NeMo/Megatron-Bridge@067f987df03b8355b03192d88d70f1709fedf51a's
+docs/performance-summary*.md tables and src/megatron/bridge/perf_recipes/ functions; their
+README says how they were read). Run from the repository root:
+
+    python3 bench/fidelity/extract_megatron_bridge.py ../shared/data/published
+
+Which rows, and why:
+- pretrain and sft rows (sft runs the same layers on packed sequences); lora rows are left
+  out: frozen base weights have no weight-gradient GEMMs, which bmpipe does not model;
+- not the hybrid Mamba models (Nemotron 3 *) nor DeepSeek-V4-Flash: bmpipe cannot write
+  their layers yet (another issue);
+- not the 25.09 rows: that release's tables have no precision column;
+- a configuration (model, system, GPUs, phase, precision) that appears in several releases
+  counts once, at its latest release: software moves the figures between releases.
+"""
+import json
+import pathlib
+import sys
+
+RELEASES = ["25.09", "25.11", "26.02", "26.02.01", "26.04", "26.04.01", "26.06", "26.06.01",
+            "26.08"]
+FAMILY = {"LLAMA3_8B": "llama3_8b", "LLAMA3_70B": "llama3_70b", "LLAMA3.1_405B": "llama31_405b",
+          "DeepSeekV3": "deepseek_v3", "DeepSeekV3 (w/o MTP)": "deepseek_v3",
+          "DeepSeekV3 (w/ MTP)": "deepseek_v3", "GPT OSS 120B": "gpt_oss_120b",
+          "Kimi_K2": "kimi_k2"}
+# The table's precision label -> the recipe's suffix. 26.x tables say FP8 for what 25.11
+# called FP8-CS (current scaling); "FP8-CS (FP8-MX)" is an FP8-CS row with the MX figure in
+# parentheses.
+PRECISION = {"BF16": "bf16", "FP8": "fp8cs", "FP8-CS": "fp8cs", "FP8-CS (FP8-MX)": "fp8cs",
+             "MXFP8": "fp8mx", "FP8-MX": "fp8mx", "NVFP4": "nvfp4"}
+SYSTEM = {"DGX-H100": "h100", "DGX-B200": "b200", "DGX-B300": "b300", "DGX-GB200": "gb200",
+          "DGX-GB300": "gb300"}
+
+
+def main(folder: str) -> None:
+    folder = pathlib.Path(folder)
+    perf = json.loads((folder / "megatron_bridge_perf.json").read_text())
+    recipes = json.loads((folder / "megatron_bridge_recipes.json").read_text())["recipes"]
+    latest = {}
+    for row in perf["rows"]:
+        family = FAMILY.get(row["model"])
+        precision = PRECISION.get(row["precision"] or "")
+        if family is None or precision is None or row["phase"] == "lora":
+            continue
+        key = (family, row["system"], row["gpus"], row["phase"], precision)
+        if key not in latest or RELEASES.index(row["release"]) > RELEASES.index(
+                latest[key]["release"]):
+            latest[key] = row
+    out = []
+    for (family, system, gpus, phase, precision), row in sorted(latest.items()):
+        name = f"{family}_{phase}_{gpus}gpu_{SYSTEM[system]}_{precision}_config"
+        recipe = recipes.get(name)
+        keep = {k: row[k] for k in ("release", "model", "system", "phase", "gpus", "precision",
+                                    "gbs", "mbs", "seq", "tp", "pp", "cp", "vp", "ep", "fsdp",
+                                    "tokens_per_s_per_gpu", "model_tflops_per_gpu") if k in row}
+        keep["id"] = f"{family}_{phase}_{gpus}gpu_{SYSTEM[system]}_{precision}"
+        keep["family"] = family
+        keep["recipe_precision"] = precision
+        keep["source"] = (f"NVIDIA-NeMo/Megatron-Bridge@067f987df03b8355b03192d88d70f1709fedf51a "
+                          f"{row['source_file']}:{row['source_line']}")
+        if recipe:
+            keep["recipe"] = recipe
+        out.append(keep)
+    doc = {
+        "source": perf["source"],
+        "recipes_source": recipes and json.loads(
+            (folder / "megatron_bridge_recipes.json").read_text())["source"],
+        "notes": perf["notes"],
+        "selection": __doc__.split("Which rows, and why:")[1].strip(),
+        "rows": out,
+    }
+    target = pathlib.Path(__file__).with_name("megatron_bridge_runs.json")
+    target.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
+    print(f"{len(out)} rows -> {target}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "../shared/data/published")

@@ -1,0 +1,335 @@
+#include "bench/fidelity/fidelity.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "experiment/experiment.hpp"
+
+namespace bmpipe::fidelity {
+
+namespace {
+
+int int_field(const nlohmann::json& row, const char* key, int fallback) {
+  const auto it = row.find(key);
+  if (it == row.end() || it->is_null()) return fallback;
+  if (!it->is_number_integer())
+    throw std::runtime_error(std::string("field ") + key + " is not an integer");
+  return it->get<int>();
+}
+
+std::string text_field(const nlohmann::json& row, const char* key) {
+  const auto it = row.find(key);
+  if (it == row.end() || !it->is_string())
+    throw std::runtime_error(std::string("field ") + key + " is missing or not text");
+  return it->get<std::string>();
+}
+
+/// The recipe's value of `key`, or "" when it has none.
+std::string recipe(const PublishedRun& run, const std::string& key) {
+  const auto it = run.recipe.find(key);
+  return it == run.recipe.end() ? std::string() : it->second;
+}
+
+struct Device {
+  const char* preset;
+  const char* generation;
+};
+
+/// DGX system -> bmpipe preset and generation (Hopper; Blackwell; Blackwell Ultra).
+Device device_of(const std::string& system) {
+  if (system == "DGX-H100") return {"h100-sxm", "hopper"};
+  if (system == "DGX-B200") return {"b200", "blackwell"};
+  if (system == "DGX-GB200") return {"gb200", "blackwell"};
+  if (system == "DGX-B300") return {"b300", "blackwell-ultra"};
+  if (system == "DGX-GB300") return {"gb300", "blackwell-ultra"};
+  throw std::runtime_error("unknown system " + system);
+}
+
+bool is_moe(const PublishedRun& run) {
+  return run.family == "deepseek_v3" || run.family == "kimi_k2" || run.family == "gpt_oss_120b";
+}
+
+/// GPUs a node of the system holds (DGX H100/B200/B300: 8; a GB200/GB300 compute tray: 4).
+int node_size(const std::string& system) {
+  return system.rfind("DGX-GB", 0) == 0 ? 4 : 8;
+}
+
+}  // namespace
+
+std::vector<PublishedRun> load_runs(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open the file");
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path + ": not JSON: " + e.what());
+  }
+  std::vector<PublishedRun> out;
+  const auto& rows = doc.at("rows");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    try {
+      PublishedRun r;
+      r.id = text_field(row, "id");
+      r.family = text_field(row, "family");
+      r.model = text_field(row, "model");
+      r.system = text_field(row, "system");
+      r.release = text_field(row, "release");
+      r.phase = text_field(row, "phase");
+      r.precision = text_field(row, "recipe_precision");
+      r.source = text_field(row, "source");
+      r.gpus = int_field(row, "gpus", 0);
+      r.gbs = int_field(row, "gbs", 0);
+      r.mbs = int_field(row, "mbs", 1);
+      r.seq = int_field(row, "seq", 0);
+      r.tp = int_field(row, "tp", 1);
+      r.pp = int_field(row, "pp", 1);
+      r.cp = int_field(row, "cp", 1);
+      r.vp = int_field(row, "vp", 1);
+      r.ep = int_field(row, "ep", 1);
+      r.fsdp = int_field(row, "fsdp", 0);
+      r.tokens_per_s_per_gpu = row.at("tokens_per_s_per_gpu").get<double>();
+      if (const auto it = row.find("recipe"); it != row.end())
+        for (const auto& [k, v] : it->items())
+          if (v.is_string()) r.recipe[k] = v.get<std::string>();
+      if (r.gpus < 1 || r.gbs < 1 || r.seq < 1 || !(r.tokens_per_s_per_gpu > 0))
+        throw std::runtime_error("gpus, gbs, seq and tokens_per_s_per_gpu must be positive");
+      out.push_back(std::move(r));
+    } catch (const std::exception& e) {
+      throw std::runtime_error(path + ": row " + std::to_string(i) + ": " + e.what());
+    }
+  }
+  return out;
+}
+
+std::string group_of(const PublishedRun& run) {
+  return std::string(device_of(run.system).generation) + (is_moe(run) ? " moe " : " dense ") +
+         run.precision;
+}
+
+Expressed express(const PublishedRun& run, const std::string& source_dir,
+                  const std::vector<std::string>& device_keys) {
+  Expressed out;
+  auto& approx = out.approximations;
+  const Device device = device_of(run.system);
+  const int per_node = node_size(run.system);
+  std::ostringstream y;
+  y << "# " << run.id << ": Megatron-Bridge " << run.release << ", " << run.model << " on "
+    << run.gpus << " " << run.system << ", " << run.tokens_per_s_per_gpu << " tokens/s/GPU ("
+    << run.source << ")\n";
+  y << "cluster:\n  nodes: " << std::max(1, run.gpus / per_node) << "\n";
+  y << "  devices_per_node: " << std::min(per_node, run.gpus) << "\n";
+  y << "  device:\n    preset: " << device.preset << "\n";
+  for (const std::string& key : device_keys) y << "    " << key << "\n";
+
+  // ---- model ------------------------------------------------------------------------------
+  y << "model:\n";
+  const std::string hf = source_dir + "/configs/presets/hf/";
+  if (run.family == "llama3_8b") {
+    y << "  preset: llama3-8b\n";
+  } else if (run.family == "llama3_70b") {
+    y << "  preset: llama3-70b\n";
+  } else if (run.family == "llama31_405b") {
+    // meta-llama/Llama-3.1-405B config.json: 126 layers, hidden 16384, 128 heads, 8 kv
+    // heads, intermediate 53248, vocabulary 128256, untied embeddings.
+    y << "  name: llama3.1-405b\n  architecture: llama\n  num_layers: 126\n"
+         "  hidden_size: 16384\n  num_attention_heads: 128\n  num_kv_heads: 8\n"
+         "  ffn_hidden_size: 53248\n  vocab_size: 128256\n";
+  } else if (run.family == "deepseek_v3") {
+    y << "  hf_config: " << hf << "deepseek-v3.json\n";
+    // The 25.11 table says which rows ran without the MTP module; Megatron-Bridge's
+    // DeepSeek-V3 recipe sets mtp_num_layers 1, which the other rows keep.
+    if (run.model.find("w/o MTP") != std::string::npos) y << "  mtp_layers: 0\n";
+    y << "  moe: {load_imbalance: 1}\n";  // force-balanced (the tables' footnote)
+  } else if (run.family == "kimi_k2") {
+    y << "  hf_config: " << hf << "kimi-k2.json\n  moe: {load_imbalance: 1}\n";
+  } else if (run.family == "gpt_oss_120b") {
+    y << "  hf_config: " << hf << "gpt-oss-120b.json\n  moe: {load_imbalance: 1}\n";
+  } else {
+    throw std::runtime_error(run.id + ": unknown model family " + run.family);
+  }
+
+  // ---- layout -----------------------------------------------------------------------------
+  y << "training:\n";
+  const int vp = std::max(1, run.vp);
+  y << "  schedule: " << (vp > 1 ? "interleaved" : "1f1b") << "\n";
+  y << "  pp: " << run.pp << "\n";
+  if (vp > 1) y << "  vpp: " << vp << "\n";
+  y << "  tp: " << run.tp << "\n";
+  if (run.cp > 1) y << "  cp: " << run.cp << "\n";
+  if (is_moe(run) && run.ep > 1) y << "  ep: " << run.ep << "\n";
+  if (run.tp > 1) y << "  sequence_parallel: true\n";
+  // Megatron-Bridge's Llama recipes turn on TransformerEngine's tp overlap
+  // (CommOverlapConfig(tp_comm_overlap=True)); a recipe may turn it off.
+  if (run.tp > 1 && recipe(run, "tp_comm_overlap") != "False") y << "  tp_comm_overlap: true\n";
+  y << "  seq_length: " << run.seq << "\n  micro_batch_size: " << run.mbs << "\n";
+  y << "  global_batch_size: " << run.gbs << "\n";
+  y << "  kernels: fused\n";
+  // A recipe's pipeline layout applies when it was written for this row's pp and vp.
+  const std::string layout = recipe(run, "pipeline_layout");
+  if (!layout.empty()) {
+    const bool same = recipe(run, "pp") == std::to_string(run.pp) &&
+                      (recipe(run, "vp") == std::to_string(vp) ||
+                       (vp == 1 && (recipe(run, "vp") == "None" || recipe(run, "vp").empty())));
+    if (same && layout.find('(') != 0 && layout.find("_get_") == std::string::npos)
+      y << "  megatron_layout: \"" << layout << "\"\n";
+    else
+      approx.push_back("pipeline layout " + layout + " not used (even split)");
+  }
+
+  // ---- precision --------------------------------------------------------------------------
+  if (run.precision == "fp8cs") {
+    y << "  fp8: hybrid\n  fp8_recipe: tensorwise\n";
+  } else if (run.precision == "fp8mx") {
+    y << "  fp8: e4m3\n  fp8_recipe: mxfp8\n";
+  } else if (run.precision == "nvfp4") {
+    y << "  fp8: e4m3\n  fp8_recipe: nvfp4\n";
+  }
+
+  // ---- memory levers ----------------------------------------------------------------------
+  const std::string granularity = recipe(run, "recompute_granularity");
+  if (granularity == "full") {
+    y << "  recompute: full\n";
+  } else if (granularity == "selective") {
+    const std::string modules = recipe(run, "recompute_modules");
+    y << "  recompute: selective\n";
+    if (!modules.empty() && modules != "[\"core_attn\"]")
+      approx.push_back("selective recompute of " + modules + " taken as bmpipe's selective");
+  } else {
+    y << "  recompute: none\n";
+  }
+  if (!recipe(run, "cpu_offloading_num_layers").empty())
+    approx.push_back("activation offload of " + recipe(run, "cpu_offloading_num_layers") +
+                     " layers not modelled");
+  if (run.fsdp > 0) y << "  fsdp: true\n";
+  y << "  optimizer:\n";
+  if (run.fsdp == 0) y << "    zero_stage: 1\n";
+  // perf_recipes/_common.py: grad_reduce_in_fp32 False (bf16 gradient buffers); the base
+  // recipes overlap the gradient reduce and the parameter gather.
+  y << "    grad_dtype: bf16\n";
+  if (run.fsdp == 0) y << "    overlap_grad_reduce: true\n    overlap_param_gather: true\n";
+
+  // ---- MoE --------------------------------------------------------------------------------
+  if (is_moe(run)) {
+    const std::string dispatcher = recipe(run, "moe_dispatcher");
+    const std::string backend = recipe(run, "moe_flex_backend");
+    if (dispatcher == "flex" && run.ep > 1) {
+      y << "  moe_dispatcher: deepep\n";
+      if (backend != "deepep") approx.push_back("flex dispatcher " + backend + " taken as deepep");
+    }
+    if (recipe(run, "moe_ep_overlap") == "True" && run.ep > 1) y << "  moe_overlap: true\n";
+  }
+  const std::string graphs = recipe(run, "cuda_graph_impl");
+  if (!graphs.empty() && graphs != "none")
+    approx.push_back("CUDA graphs (" + graphs + " " + recipe(run, "cuda_graph_scope") +
+                     ") not modelled");
+  out.yaml = y.str();
+  return out;
+}
+
+double RowResult::time_error() const {
+  if (!predicted_tokens_per_s_per_gpu) return 0.0;
+  return published_tokens_per_s_per_gpu / *predicted_tokens_per_s_per_gpu - 1.0;
+}
+
+RowResult evaluate(const PublishedRun& run, const std::string& source_dir,
+                   const std::vector<std::string>& device_keys) {
+  RowResult r;
+  r.id = run.id;
+  r.group = group_of(run);
+  r.published_tokens_per_s_per_gpu = run.tokens_per_s_per_gpu;
+  try {
+    const Expressed e = express(run, source_dir, device_keys);
+    r.approximations = e.approximations;
+    const Config config = parse_config(e.yaml, run.id + ".yaml");
+    const auto experiment = prepare(config);
+    const Schedule schedule = make_schedule(*experiment);
+    const Plan plan = config_plan(*experiment, schedule.num_stages);
+    const SimResult sim = bmpipe::run(*experiment, plan, schedule);
+    if (!sim.ok) {
+      r.refused = "simulation failed: " + sim.error;
+      return r;
+    }
+    r.fits = sim.fits;
+    const double seconds = static_cast<double>(sim.iteration_time) * 1e-9;
+    r.predicted_tokens_per_s_per_gpu =
+        static_cast<double>(run.gbs) * run.seq / (seconds * run.gpus);
+  } catch (const ConfigError& e) {
+    r.refused = e.key() + ": " + e.message();
+  } catch (const std::exception& e) {
+    r.refused = e.what();
+  }
+  return r;
+}
+
+std::vector<GroupSummary> summarize(const std::vector<RowResult>& rows) {
+  std::map<std::string, GroupSummary> groups;
+  GroupSummary all{.group = "all"};
+  for (const RowResult& r : rows) {
+    for (GroupSummary* g : {&groups[r.group], &all}) {
+      g->group = g == &all ? "all" : r.group;
+      if (!r.predicted_tokens_per_s_per_gpu) {
+        ++g->refused;
+        continue;
+      }
+      const double e = r.time_error();
+      ++g->rows;
+      g->mean_abs_error += std::abs(e);
+      g->mean_error += e;
+      g->max_abs_error = std::max(g->max_abs_error, std::abs(e));
+    }
+  }
+  std::vector<GroupSummary> out;
+  for (auto& [name, g] : groups) out.push_back(g);
+  out.push_back(all);
+  for (GroupSummary& g : out)
+    if (g.rows > 0) {
+      g.mean_abs_error /= g.rows;
+      g.mean_error /= g.rows;
+    }
+  return out;
+}
+
+std::string format_table(const std::vector<RowResult>& rows) {
+  std::ostringstream o;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-42s %-28s %12s %12s %8s  %s\n", "run", "group", "published",
+                "bmpipe", "time err", "notes");
+  o << line;
+  std::snprintf(line, sizeof line, "%-42s %-28s %12s %12s %8s\n", "", "", "tok/s/GPU", "tok/s/GPU",
+                "%");
+  o << line;
+  for (const RowResult& r : rows) {
+    if (r.predicted_tokens_per_s_per_gpu) {
+      std::snprintf(line, sizeof line, "%-42s %-28s %12.0f %12.0f %+8.1f  %s\n", r.id.c_str(),
+                    r.group.c_str(), r.published_tokens_per_s_per_gpu,
+                    *r.predicted_tokens_per_s_per_gpu, 100 * r.time_error(),
+                    r.fits ? "" : "(bmpipe: does not fit)");
+    } else {
+      std::snprintf(line, sizeof line, "%-42s %-28s %12.0f %12s %8s  not simulated: %.160s\n",
+                    r.id.c_str(), r.group.c_str(), r.published_tokens_per_s_per_gpu, "-", "-",
+                    r.refused.c_str());
+    }
+    o << line;
+  }
+  o << "\n";
+  std::snprintf(line, sizeof line, "%-30s %5s %8s %10s %10s %10s\n", "group", "rows", "refused",
+                "mean|err|%", "max|err|%", "mean err%");
+  o << line;
+  for (const GroupSummary& g : summarize(rows)) {
+    std::snprintf(line, sizeof line, "%-30s %5d %8d %10.1f %10.1f %+10.1f\n", g.group.c_str(),
+                  g.rows, g.refused, 100 * g.mean_abs_error, 100 * g.max_abs_error,
+                  100 * g.mean_error);
+    o << line;
+  }
+  o << "\ntime err: predicted / published iteration time - 1 (negative: bmpipe too fast)\n";
+  return o.str();
+}
+
+}  // namespace bmpipe::fidelity
