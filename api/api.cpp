@@ -94,6 +94,7 @@ SimulationReport run_prepared(const PreparedSimulation& run, Observer* observer,
   }
   report.summary =
       summary_json(report.info, report.result, report.bubbles ? &*report.bubbles : nullptr);
+  report.summary["job"] = job_json(run.experiment->config, report.info);
   report.summary["bmpipe"] = provenance(run.experiment->config.file);
   return report;
 }
@@ -173,7 +174,7 @@ CompareOutcome run_compare(const Config& config, const CompareRequest& request) 
   }
   out.rows = std::move(rows);
   out.timelines = std::move(timelines);
-  out.summary = compare_document(out.rows, config.file);
+  out.summary = compare_document(out.rows, base);
   return out;
 }
 

@@ -74,15 +74,41 @@ nlohmann::json layer_json(const LayerCost& c, int count, bool with_ops) {
 
 // ---- compare and cost ---------------------------------------------------------------------
 
-nlohmann::json compare_document(const std::vector<CompareRow>& rows,
-                                const std::string& config_file) {
+nlohmann::json job_json(const Config& config, const RunInfo& run) {
+  const TrainingConfig& t = config.training;
+  const int dp = t.data_parallel(config.cluster.nodes * config.cluster.devices_per_node);
+  return {
+      {"schedule", run.schedule},
+      {"model", config.model.name},
+      {"device", config.device.name},
+      {"tp", t.tp},
+      {"cp", t.cp},
+      {"ep", t.ep},
+      {"etp", t.etp},
+      {"pp", run.pp},
+      {"vpp", run.vpp},
+      {"dp", dp},
+      {"micro_batch_size", t.micro_batch_size},
+      {"microbatches", run.microbatches},
+      {"global_batch_size", static_cast<std::int64_t>(run.microbatches) * t.micro_batch_size * dp},
+      {"seq_length", t.seq_length ? nlohmann::json(*t.seq_length) : nlohmann::json(nullptr)},
+      {"precision", {{"dtype", t.dtype}, {"fp8", t.fp8}, {"fp8_recipe", t.fp8_recipe}}},
+      {"moe_dispatcher", t.moe_dispatcher},
+      {"recompute",
+       {{"default", std::string(recompute_name(t.recompute.global))},
+        {"per_stage", !t.recompute.stages.empty()},
+        {"per_layer", !t.recompute.layers.empty()}}}};
+}
+
+nlohmann::json compare_document(const std::vector<CompareRow>& rows, const Config& config) {
   nlohmann::json doc = nlohmann::json::array();
   for (const CompareRow& r : rows) {
     nlohmann::json row =
         r.refused.empty()
             ? summary_json(r.info, r.result)
             : nlohmann::json{{"schedule", r.info.schedule}, {"ok", false}, {"error", r.refused}};
-    row["bmpipe"] = provenance(config_file);
+    row["job"] = job_json(config, r.info);
+    row["bmpipe"] = provenance(config.file);
     doc.push_back(std::move(row));
   }
   return doc;
@@ -91,6 +117,9 @@ nlohmann::json compare_document(const std::vector<CompareRow>& rows,
 nlohmann::json cost_document(const Config& config, const CostOutcome& out, bool with_ops) {
   const AnalyticCosts& a = *out.experiment->analytic;
   nlohmann::json j;
+  j["job"] =
+      job_json(config, RunInfo{out.schedule.name, out.schedule.num_ranks,
+                               out.schedule.chunks_per_device(), out.schedule.num_microbatches});
   j["model"] = config.model.name;
   j["device"] = a.hardware.name;
   j["seq_length"] = a.settings.seq_length;

@@ -23,14 +23,26 @@ const char* version();
 /// document a command prints, so a saved document says what made it and from what.
 nlohmann::json provenance(const std::string& config_file);
 
+/// The "job" member of `simulate --json`, of each row of `compare --json` and of `cost
+/// --json`: which job the numbers belong to, as `config` states it with the command line's
+/// overrides, and as `run` ran it (its schedule, pp, vpp and micro-batches: a V schedule
+/// holds 2 chunks per device, a schedule file decides all three). {schedule, model, device,
+/// tp, cp, ep, etp, pp, vpp, dp (derived when not given), micro_batch_size, microbatches,
+/// global_batch_size (micro-batches x micro_batch_size x dp), seq_length (null for measured
+/// layers without one), precision {dtype, fp8, fp8_recipe}, moe_dispatcher, recompute
+/// {default, per_stage, per_layer}: the mode of every layer not named otherwise, and whether
+/// per-stage or per-layer modes were given}.
+nlohmann::json job_json(const Config& config, const RunInfo& run);
+
 /// `compare --json`: one summary per schedule in the rows' order (fastest first); a
 /// schedule that refused the config is {schedule, ok: false, error}. The document is a list
-/// (its contract), so each row carries the "bmpipe" provenance member: a row holds what
-/// `simulate --json` prints for its schedule, without the bubble breakdown.
-nlohmann::json compare_document(const std::vector<CompareRow>& rows,
-                                const std::string& config_file);
+/// (its contract), so each row carries the "bmpipe" provenance member and the "job"
+/// (job_json of `config`, the config every schedule ran on): a row holds what `simulate
+/// --json` prints for its schedule, without the bubble breakdown.
+nlohmann::json compare_document(const std::vector<CompareRow>& rows, const Config& config);
 
-/// `cost --json [--ops]`: the model, device and sizes, the embedding, decoder and head
+/// `cost --json [--ops]`: the job (job_json, of the config's own schedule), the model,
+/// device and sizes, the embedding, decoder and head
 /// layers (times in ms, bytes, parameters, TFLOP, an MoE layer's all_to_all_ms {forward,
 /// backward} at ep > 1; with `with_ops` each layer's sub-ops),
 /// the whole model's parameters_total and parameters_active (what one token runs through,
