@@ -1,9 +1,13 @@
 #include "api/export.hpp"
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <functional>
 #include <memory>
+#include <sstream>
 
 #include "api/api.hpp"
 #include "api/contracts.hpp"
@@ -120,6 +124,83 @@ Config config_with_plan(Config c, const ConfigEdits& edits) {
     t.recompute.layers[static_cast<int>(l)] = edits.recompute[l];
   apply_overrides(c, {});
   return c;
+}
+
+namespace {
+
+/// The mappings from `root` down to the parent of the last key of `path` ("training.tp":
+/// root, training), made where missing when `make`; empty when one is missing or not a
+/// mapping. yaml-cpp nodes are handles, so each step is kept rather than reassigned.
+std::vector<YAML::Node> key_chain(YAML::Node root, const std::vector<std::string>& keys,
+                                  bool make) {
+  std::vector<YAML::Node> chain{root};
+  for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
+    YAML::Node next = chain.back()[keys[i]];
+    if (make && (!next.IsDefined() || next.IsNull())) {
+      chain.back()[keys[i]] = YAML::Node(YAML::NodeType::Map);
+      next = chain.back()[keys[i]];
+    }
+    if (!next.IsDefined() || !next.IsMap()) return {};
+    chain.push_back(next);
+  }
+  return chain;
+}
+
+std::vector<std::string> key_path(const std::string& path) {
+  std::vector<std::string> keys;
+  std::stringstream in(path);
+  for (std::string key; std::getline(in, key, '.');) keys.push_back(key);
+  return keys;
+}
+
+}  // namespace
+
+std::string written_config(const std::string& config_path, const std::string& out_path,
+                           const Overrides& overrides, const std::vector<std::string>& dropped,
+                           const ConfigEdits& edits, const std::string& header,
+                           std::optional<double> device_memory_GiB) {
+  std::ifstream in(config_path, std::ios::binary);
+  if (!in) throw ConfigError(config_path, 0, "", "cannot open the file");
+  std::stringstream read;
+  read << in.rdbuf();
+  std::string text = read.str();
+  // The file as the command read it (load_config with the overrides): each key path set
+  // from the command line written in, as yaml-cpp values. The command loaded the config with
+  // them, so every path walks through mappings and every value parses.
+  std::vector<std::string> drop = dropped;
+  if (overrides.microbatches) drop.push_back("training.global_batch_size");
+  if (!overrides.set.empty() || !drop.empty()) {
+    YAML::Node root;
+    try {
+      root = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+      throw ConfigError(config_path, e.mark.line + 1, "", "malformed YAML: " + e.msg);
+    }
+    for (const auto& [path, value] : overrides.set) {
+      const std::vector<std::string> keys = key_path(path);
+      const std::vector<YAML::Node> chain = key_chain(root, keys, true);
+      if (keys.empty() || chain.empty())
+        throw ConfigError(config_path, 0, "--set " + path, "cannot be written into the file");
+      YAML::Node parent = chain.back();
+      parent[keys.back()] = YAML::Load(value);
+    }
+    for (const std::string& path : drop) {
+      const std::vector<std::string> keys = key_path(path);
+      const std::vector<YAML::Node> chain = key_chain(root, keys, false);
+      if (keys.empty() || chain.empty()) continue;
+      YAML::Node parent = chain.back();
+      parent.remove(keys.back());
+    }
+    YAML::Emitter out;
+    out << root;
+    text = std::string(out.c_str()) + "\n";
+  }
+  std::string comment = header;
+  if (!overrides.set.empty()) {
+    comment += "\nFrom the command line:";
+    for (const auto& [path, value] : overrides.set) comment += " " + path + "=" + value;
+  }
+  return config_with_edits(text, config_path, out_path, edits, comment, device_memory_GiB);
 }
 
 ExportOutcome export_config(const Config& config, const ExportRequest& request) {

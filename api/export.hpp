@@ -81,4 +81,17 @@ ExportOutcome export_plan(const Config& config, const PlanResults& planned,
 /// overrides stay). Throws ConfigError.
 Config config_with_plan(Config config, const ConfigEdits& edits);
 
+/// What `plan --out` and `search --out` write: the YAML of `config_path` as the job the
+/// command computed on, under `header`. First the command line's overrides go in as loading
+/// put them in: `overrides.set` (--set, --global-batch-size, --tp, ...) written at their key
+/// paths, and under a micro-batches override (which won over the file's global batch) the
+/// global batch dropped; then the key paths `dropped` (what the job no longer has: a
+/// searched layout has no training.megatron_layout) are removed; then config_with_edits
+/// writes `edits` (and `device_memory_GiB`) for `out_path`. So that the file simulates to
+/// the time the command printed. Throws ConfigError for a file that cannot be read.
+std::string written_config(const std::string& config_path, const std::string& out_path,
+                           const Overrides& overrides, const std::vector<std::string>& dropped,
+                           const ConfigEdits& edits, const std::string& header,
+                           std::optional<double> device_memory_GiB = std::nullopt);
+
 }  // namespace bmpipe::api

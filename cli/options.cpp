@@ -35,18 +35,49 @@ void add_override_options(po::options_description& opts, const char* vpp_help) {
       ("tp", po::value<std::string>()->value_name("N"), "tensor-parallel size (training.tp)")
       ("dp", po::value<std::string>()->value_name("N"), "data-parallel size (training.dp)")
       ("micro-batch-size", po::value<std::string>()->value_name("N"),
-       "samples per micro-batch (training.micro_batch_size)")
-      ("global-batch-size", po::value<std::string>()->value_name("N"),
-       "samples per iteration (training.global_batch_size; wins over the file's microbatches)")
-      ("seq-length", po::value<std::string>()->value_name("N"), "tokens per sample (training.seq_length)")
+       "samples per micro-batch (training.micro_batch_size)");
+  // clang-format on
+  add_batch_options(opts);
+  // clang-format off
+  opts.add_options()
       ("recompute", po::value<std::string>()->value_name("MODE"),
        "none, selective or full for every layer (training.recompute)")
       ("partition", po::value<std::string>()->value_name("LIST"),
-       "layers per stage, e.g. 9,9,8,6 (training.partition)")
-      ("set", po::value<std::vector<std::string>>()->value_name("KEY=VALUE")->composing(),
-       "set any config key, e.g. --set training.sequence_parallel=true (repeatable; values "
-       "are YAML)");
+       "layers per stage, e.g. 9,9,8,6 (training.partition)");
   // clang-format on
+  add_set_option(opts);
+}
+
+void add_batch_options(po::options_description& opts) {
+  // clang-format off
+  opts.add_options()
+      ("global-batch-size", po::value<std::string>()->value_name("N"),
+       "samples per iteration (training.global_batch_size; wins over the file's microbatches)")
+      ("seq-length", po::value<std::string>()->value_name("N"), "tokens per sample (training.seq_length)");
+  // clang-format on
+}
+
+void add_set_option(po::options_description& opts) {
+  opts.add_options()(
+      "set", po::value<std::vector<std::string>>()->value_name("KEY=VALUE")->composing(),
+      "set any config key, e.g. --set training.sequence_parallel=true (repeatable; values "
+      "are YAML)");
+}
+
+void append_batch_and_sets(const po::variables_map& vm,
+                           std::vector<std::pair<std::string, std::string>>& set) {
+  for (const auto& [option, key] :
+       {std::pair<const char*, const char*>{"global-batch-size", "training.global_batch_size"},
+        {"seq-length", "training.seq_length"}})
+    if (vm.count(option)) set.emplace_back(key, vm[option].as<std::string>());
+  if (vm.count("set"))
+    for (const std::string& kv : vm["set"].as<std::vector<std::string>>()) {
+      const std::size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw UsageError(
+            "--set", "expected KEY=VALUE, e.g. training.sequence_parallel=true, got '" + kv + "'");
+      set.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    }
 }
 
 namespace {
@@ -131,24 +162,16 @@ Overrides overrides_from(const po::variables_map& vm) {
   if (vm.count("pp")) o.pp = vm["pp"].as<int>();
   if (vm.count("vpp")) o.vpp = vm["vpp"].as<int>();
   if (vm.count("microbatches")) o.microbatches = vm["microbatches"].as<int>();
-  // The knobs are config keys: they go into the document and are checked like it.
+  // The knobs are config keys: they go into the document and are checked like it. --set
+  // comes last, so that it wins over a knob of the same key.
   for (const auto& [option, key] : {std::pair<const char*, const char*>{"tp", "training.tp"},
                                     {"dp", "training.dp"},
                                     {"micro-batch-size", "training.micro_batch_size"},
-                                    {"global-batch-size", "training.global_batch_size"},
-                                    {"seq-length", "training.seq_length"},
                                     {"recompute", "training.recompute"}})
     if (vm.count(option)) o.set.emplace_back(key, vm[option].as<std::string>());
   if (vm.count("partition"))
     o.set.emplace_back("training.partition", "[" + vm["partition"].as<std::string>() + "]");
-  if (vm.count("set"))
-    for (const std::string& kv : vm["set"].as<std::vector<std::string>>()) {
-      const std::size_t eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0)
-        throw UsageError(
-            "--set", "expected KEY=VALUE, e.g. training.sequence_parallel=true, got '" + kv + "'");
-      o.set.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-    }
+  append_batch_and_sets(vm, o.set);
   if (vm.count("max-ops") || vm.count("max-devices")) {
     WorkLimits limits;
     if (vm.count("max-ops")) limits.max_ops = vm["max-ops"].as<std::int64_t>();

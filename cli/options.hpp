@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/ticker.hpp"
@@ -26,6 +27,18 @@ void add_config_options(boost::program_options::options_description& opts);
 /// Adds --pp, --vpp, --microbatches, --max-ops and --max-devices; `vpp_help` says what vpp
 /// means for the command.
 void add_override_options(boost::program_options::options_description& opts, const char* vpp_help);
+
+/// Adds --global-batch-size and --seq-length (training.global_batch_size, seq_length):
+/// add_override_options has them, and so has search, whose other knobs are lists.
+void add_batch_options(boost::program_options::options_description& opts);
+
+/// Adds --set KEY=VALUE (repeatable): add_override_options has it, and so has search.
+void add_set_option(boost::program_options::options_description& opts);
+
+/// Appends to `set` (Overrides::set) the keys that --global-batch-size, --seq-length and
+/// --set give in `vm`, in that order. Throws UsageError for a --set without '='.
+void append_batch_and_sets(const boost::program_options::variables_map& vm,
+                           std::vector<std::pair<std::string, std::string>>& set);
 
 /// Adds --quiet and --progress-interval-s (default 5), as every command that can run for
 /// long takes them; `carries` lists what a progress line says, for --help.

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "api/export.hpp"
+
 namespace bmpipe::cli {
 
 namespace {
@@ -84,14 +86,12 @@ void write_output(const std::string& path, const std::string& option, const std:
 }
 
 void write_edited_config(const std::string& config_path, const std::string& out_path,
+                         const Overrides& overrides, const std::vector<std::string>& dropped,
                          const ConfigEdits& edits, const std::string& header,
                          std::optional<double> device_memory_GiB) {
-  std::ifstream in(config_path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string body =
-      config_with_edits(text.str(), config_path, out_path, edits, header, device_memory_GiB);
-  write_output(out_path, "--out", body);
+  write_output(out_path, "--out",
+               api::written_config(config_path, out_path, overrides, dropped, edits, header,
+                                   device_memory_GiB));
 }
 
 std::string json_text(const nlohmann::json& j) {

@@ -320,8 +320,10 @@ int run_plan(const std::vector<std::string>& args) {
                       {}};
     set_plan_keys(edits, e->config, shown->plan);
     if (vm.count("out"))
+      // The job planned: the command line's overrides (--set, --global-batch-size, ...)
+      // are written in with the plan.
       write_edited_config(
-          path, vm["out"].as<std::string>(), edits,
+          path, vm["out"].as<std::string>(), request.overrides, {}, edits,
           "Written by bmpipe plan from " + path + ": " +
               (baseline.empty() ? "the plan found" : "the " + baseline + " baseline's plan") +
               " for " + top.schedule + ", " + ms(shown->result.iteration_time) +

@@ -136,6 +136,9 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
        "dropped. --threads, --max-evals, --time-limit-s and the printing options may "
        "differ between runs. Under mpirun rank 0 alone reads and writes it");
   // clang-format on
+  // The config keys simulate and plan take too (their other knobs are search dimensions).
+  add_batch_options(opts);
+  add_set_option(opts);
   add_progress_options(opts, "phase, layouts done, evaluations, best so far, ETA");
   po::variables_map vm;
   if (auto stop = parse_command_line(
@@ -192,7 +195,10 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   if (vm.count("memory-limit-GiB")) request.memory_limit_GiB = vm["memory-limit-GiB"].as<double>();
   api::check_search_request(request);  // a typo in an option fails before the file is read
   c.path = vm["config"].as<std::string>();
-  c.setup = api::prepare_search(load_config(c.path), request);
+  // --global-batch-size, --seq-length and --set go into the document before it is read,
+  // as for simulate and plan; --out writes them in.
+  append_batch_and_sets(vm, c.overrides.set);
+  c.setup = api::prepare_search(load_config(c.path, c.overrides), request);
   if (vm.count("journal")) {
     c.journal = vm["journal"].as<std::string>();
     // The inputs: the config's bytes and every option that can change a layout's result,
@@ -222,6 +228,8 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
         v = buf;
       } else if (const auto* b = boost::any_cast<bool>(&a))
         v = *b ? "true" : "false";
+      else if (const auto* list = boost::any_cast<std::vector<std::string>>(&a))
+        for (const std::string& item : *list) v += item + "\n";  // --set, in order
       else
         throw std::logic_error("search --journal: option --" + name + " has no hash");
       h = fnv1a64("\n" + name + "=" + v, h);
@@ -370,11 +378,19 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
   if (c.out) {
     if (!best_fits) throw ConfigError(config.file, 0, "--out", "no layout fits: nothing to write");
     const LayoutResult& best = ranked.front();
-    write_edited_config(c.path, *c.out, *best_edits,
+    // The layout's own config (layout_config) has the command line's keys and no Megatron
+    // layout: that fixed another pp x vpp, and with the plan's partition would be a second
+    // one.
+    write_edited_config(c.path, *c.out, c.overrides, {"training.megatron_layout"}, *best_edits,
                         "Written by bmpipe search from " + c.path + ": the fastest layout, " +
                             to_string(best.layout) + ", " + ms(best.iteration_time) +
-                            " ms per iteration as simulated.\n`bmpipe simulate` on this file "
-                            "reproduces it.");
+                            " ms per iteration as simulated.\n" +
+                            (c.setup.request.memory_limit_GiB
+                                 ? "cluster.device.memory_GiB is --memory-limit-GiB, the limit "
+                                   "it was searched for.\n"
+                                 : "") +
+                            "`bmpipe simulate` on this file reproduces it.",
+                        c.setup.request.memory_limit_GiB);
   }
   // --format: the best layout as its --out file would state it, exported by the one
   // function `bmpipe export` calls, under the search's memory limit.
@@ -382,8 +398,9 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
   if (c.format) {
     if (!best_fits)
       throw ConfigError(config.file, 0, "--format", "no layout fits: nothing to export");
-    exported = api::export_config(api::config_with_plan(config, *best_edits),
-                                  api::ExportRequest{*c.format, c.setup.request.memory_limit_GiB});
+    exported = api::export_config(
+        api::config_with_plan(layout_config(config, ranked.front().layout), *best_edits),
+        api::ExportRequest{*c.format, c.setup.request.memory_limit_GiB});
   }
   if (c.csv) {
     write_output(*c.csv, "--csv", api::search_csv(report));
