@@ -170,7 +170,7 @@ struct TrainingConfig {
   /// on the last. A megatron_layout that needs it sets it too.
   bool separate_ends = false;
   std::string fp8 = "none";            ///< none, hybrid or e4m3 (CostSettings::fp8)
-  std::string fp8_recipe = "delayed";  ///< delayed, tensorwise, blockwise or mxfp8
+  std::string fp8_recipe = "delayed";  ///< delayed, tensorwise, blockwise, mxfp8 or nvfp4
   /// eager or fused (CostSettings::kernels); empty: the architecture's own (llama eager,
   /// gpt fused).
   std::string kernels;
@@ -189,6 +189,9 @@ struct TrainingConfig {
   bool moe_overlap = false;
   /// alltoall or deepep (CostSettings::moe_dispatcher).
   std::string moe_dispatcher = "alltoall";
+  /// The scopes CUDA graphs capture, comma-separated (attn, mlp, moe, moe_router,
+  /// moe_preprocess, full_iteration; CostSettings::cuda_graphs); empty or "none": no graphs.
+  std::string cuda_graphs;
 
   /// dp as given, or devices / (pp * tp * cp).
   int data_parallel(int devices) const { return dp ? *dp : devices / (pp * tp * cp); }
@@ -205,6 +208,7 @@ struct TrainingConfig {
     return fp8_recipe == "tensorwise"  ? Fp8Recipe::tensorwise
            : fp8_recipe == "blockwise" ? Fp8Recipe::blockwise
            : fp8_recipe == "mxfp8"     ? Fp8Recipe::mxfp8
+           : fp8_recipe == "nvfp4"     ? Fp8Recipe::nvfp4
                                        : Fp8Recipe::delayed;
   }
 };

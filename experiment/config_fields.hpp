@@ -87,8 +87,8 @@ inline constexpr std::array<std::string_view, 2> kArchitectures{"llama", "gpt"};
 inline constexpr std::array<std::string_view, 2> kDtypes{"bf16", "fp16"};
 inline constexpr std::array<std::string_view, 3> kFp8Formats{"none", "hybrid", "e4m3"};
 inline constexpr std::array<std::string_view, 2> kCpCommTypes{"p2p", "a2a"};
-inline constexpr std::array<std::string_view, 4> kFp8Recipes{"delayed", "tensorwise", "blockwise",
-                                                             "mxfp8"};
+inline constexpr std::array<std::string_view, 5> kFp8Recipes{"delayed", "tensorwise", "blockwise",
+                                                             "mxfp8", "nvfp4"};
 inline constexpr std::array<std::string_view, 1> kOptimizers{"adam"};
 inline constexpr std::array<std::string_view, 3> kGradDtypes{"fp32", "bf16", "fp16"};
 /// CostSettings::kernels, in Kernels' order.
@@ -172,6 +172,18 @@ inline constexpr auto kDeviceFields = std::to_array<Field<HardwareSpec>>({
      .help = "an FP8 GEMM's fraction of the FP8 peak, as a multiple of the bf16 GEMM's "
              "fraction of the bf16 peak; 1: the same fraction. Times each GEMM efficiency "
              "it stays at most 1",
+     .form = Form::compute},
+    {.name = "fp4_matmul_scale",
+     .slot = &HardwareSpec::fp4_matmul_scale,
+     .range = kEfficiencyScale,
+     .help = "an NVFP4 GEMM's fraction of the FP4 peak, as a multiple of the bf16 GEMM's "
+             "fraction of the bf16 peak (fp8_matmul_scale's FP4 twin)",
+     .form = Form::compute},
+    {.name = "sm_count",
+     .slot = &HardwareSpec::sm_count,
+     .range = kCount0,
+     .help = "SMs a GEMM's tiles spread over, for the GEMM shape model (tile and wave "
+             "quantization, docs/cost-model.md); 0: every GEMM at the flat efficiencies",
      .form = Form::compute},
     {.name = "attention_efficiency",
      .slot = &HardwareSpec::attention_efficiency,
@@ -422,7 +434,8 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
     {.name = "fp8_recipe",
      .slot = &TrainingConfig::fp8_recipe,
      .help = "FP8 scaling (Megatron's --fp8-recipe); tensorwise adds an amax pass per cast; "
-             "mxfp8 needs b200 or gb200",
+             "mxfp8 needs Blackwell (b200, gb200, b300, gb300); nvfp4 runs the GEMMs in FP4 "
+             "(Megatron's --fp4-format e2m1 --fp4-recipe nvfp4) and needs Blackwell",
      .choices = kFp8Recipes,
      .form = Form::analytic},
     {.name = "optimizer", .form = Form::analytic},
@@ -456,6 +469,13 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
              "per remote node, then NVLink; Megatron's flex dispatcher with the deepep "
              "backend); deepep needs MoE layers, ep > 1, etp 1 and NVLink-switched nodes",
      .choices = kMoeDispatchers,
+     .form = Form::analytic},
+    {.name = "cuda_graphs",
+     .slot = &TrainingConfig::cuda_graphs,
+     .help = "the scopes CUDA graphs capture, comma-separated: attn, mlp, moe, moe_router, "
+             "moe_preprocess, full_iteration (Megatron's --cuda-graph-scope; "
+             "full_iteration: --cuda-graph-impl full_iteration); their kernels launch for "
+             "free; default none",
      .form = Form::analytic},
 });
 

@@ -148,8 +148,8 @@ void print_reference(std::ostream& out) {
   section(out, "cluster", "The devices and how they are linked: nodes x devices_per_node devices.",
           kClusterFields);
   section(out, "cluster.device",
-          "One accelerator. With `preset:` (ascend-910b, ascend-910c, a100-80g, b200, gb200, "
-          "h100-sxm, h200, h800) every other "
+          "One accelerator. With `preset:` (ascend-910b, ascend-910c, a100-80g, b200, b300, "
+          "gb200, gb300, h100-sxm, h200, h800) every other "
           "key is optional and overrides the preset's value.",
           kDeviceFields);
   section(out, "cluster.intra_node, cluster.inter_node",

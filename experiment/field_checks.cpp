@@ -12,6 +12,7 @@
 #include "experiment/layer_table.hpp"
 #include "experiment/suggest.hpp"
 #include "schedules/registry.hpp"
+#include "sim/cost/kernels.hpp"
 
 namespace bmpipe {
 
@@ -70,13 +71,18 @@ void check_values(const Config& c) {
     const HardwareSpec& hw = *c.device.hardware;
     if (!(hw.fp8_peak_tflops > 0))
       c.fail("training.fp8", "fp8 = " + c.training.fp8 + ", but the device " + hw.name +
-                                 " has no FP8 peak (expected none; FP8 presets: b200, gb200, "
-                                 "h100-sxm, h200, h800)");
+                                 " has no FP8 peak (expected none; FP8 presets: b200, b300, "
+                                 "gb200, gb300, h100-sxm, h200, h800)");
     if (c.training.fp8_scaling() == Fp8Recipe::mxfp8 && !hw.mxfp8)
       c.fail("training.fp8_recipe",
-             "mxfp8 needs block-scaled FP8 GEMMs in hardware (b200, "
-             "gb200), but the device is " +
+             "mxfp8 needs block-scaled FP8 GEMMs in hardware (b200, b300, "
+             "gb200, gb300), but the device is " +
                  hw.name + " (expected delayed, tensorwise or blockwise)");
+    if (c.training.fp8_scaling() == Fp8Recipe::nvfp4 && !(hw.fp4_peak_tflops > 0))
+      c.fail("training.fp8_recipe",
+             "nvfp4 needs FP4 tensor cores (b200, b300, gb200, gb300), but the device " + hw.name +
+                 " has no FP4 peak (expected delayed, tensorwise, blockwise" +
+                 (hw.mxfp8 ? std::string(" or mxfp8)") : std::string(")")));
   }
   // fp8_matmul_scale multiplies the GEMM efficiencies (sim/cost/cost_model.cpp): an FP8
   // GEMM past the FP8 peak is impossible, whichever kind of GEMM.
@@ -84,6 +90,13 @@ void check_values(const Config& c) {
     const HardwareSpec& hw = *c.device.hardware;
     const double eff = std::max(
         {hw.matmul_efficiency, hw.matmul_backward_efficiency, hw.weight_grad_efficiency()});
+    if (hw.fp4_matmul_scale * eff > 1.0)
+      c.fail("cluster.device.fp4_matmul_scale",
+             detail::format_number(hw.fp4_matmul_scale) + " puts an NVFP4 GEMM at " +
+                 detail::format_number(hw.fp4_matmul_scale * eff) +
+                 " of the FP4 peak (with the GEMM efficiency " + detail::format_number(eff) +
+                 "); expected at most 1 / " + detail::format_number(eff) + " = " +
+                 detail::format_number(1.0 / eff));
     if (hw.fp8_matmul_scale * eff > 1.0)
       c.fail("cluster.device.fp8_matmul_scale",
              detail::format_number(hw.fp8_matmul_scale) + " puts an FP8 GEMM at " +
@@ -91,6 +104,15 @@ void check_values(const Config& c) {
                  " of the FP8 peak (with the GEMM efficiency " + detail::format_number(eff) +
                  "); expected at most 1 / " + detail::format_number(eff) + " = " +
                  detail::format_number(1.0 / eff));
+  }
+  {
+    std::string unknown;
+    parse_graph_scopes(c.training.cuda_graphs, &unknown);
+    if (!unknown.empty())
+      c.fail("training.cuda_graphs",
+             "'" + unknown +
+                 "' is not a CUDA-graph scope (expected a comma-separated list of attn, mlp, "
+                 "moe, moe_router, moe_preprocess, full_iteration, or none)");
   }
   // Megatron-LM's validate_args (megatron/training/arguments.py): "Tensor parallel
   // communication/GEMM overlap can happen only when sequence parallelism is enabled".

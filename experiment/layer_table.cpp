@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string_view>
 
+#include "sim/cost/kernels.hpp"
+
 namespace bmpipe {
 
 CostSettings cost_settings(const Config& c) {
@@ -32,6 +34,7 @@ CostSettings cost_settings(const Config& c) {
   // The etp group: etp consecutive devices.
   st.etp_crosses_nodes = group_crosses_domain(c.cluster, t.etp);
   st.moe_dispatcher = t.dispatcher();
+  st.cuda_graphs = parse_graph_scopes(t.cuda_graphs, nullptr);
   st.ep_per_domain = std::min(t.ep, std::max(c.cluster.domain() / t.etp, 1));
   st.fp8 = t.fp8_format();
   st.fp8_recipe = t.fp8_scaling();

@@ -261,7 +261,10 @@ std::string megatron_cp_fp8_flags(const ExportJob& job) {
     out += "--context-parallel-size " + std::to_string(job.cp) + "\n";
     out += "--cp-comm-type " + job.cp_comm_type + "\n";
   }
-  if (job.fp8 != "none") {
+  if (job.fp8 != "none" && job.fp8_recipe == "nvfp4") {
+    // Megatron-LM's FP4 flags (--fp4-format e2m1, --fp4-recipe nvfp4) in place of FP8's.
+    out += "--fp4-format e2m1\n--fp4-recipe nvfp4\n";
+  } else if (job.fp8 != "none") {
     out += "--fp8-format " + job.fp8 + "\n";
     out += "--fp8-recipe " + job.fp8_recipe + "\n";
   }

@@ -152,6 +152,10 @@ constexpr std::string_view kDispatcher[] = {"allgather", "alltoall", "flex"};
 constexpr std::string_view kShardingStrategy[] = {"no_shard", "optim", "optim_grads",
                                                   "optim_grads_params"};
 constexpr std::string_view kFp8Format[] = {"e4m3", "hybrid"};
+// Megatron-LM's --fp4-format and --fp4-recipe (megatron/training/arguments.py: choices
+// e2m1 and nvfp4).
+constexpr std::string_view kFp4Format[] = {"e2m1"};
+constexpr std::string_view kFp4Recipe[] = {"nvfp4"};
 
 // The flags bmpipe reads; [MG-args] and [MG-au] give their kinds. Every other flag is
 // treated as frameworks/megatron/flags.tsv says (its modelled rows are these).
@@ -232,6 +236,8 @@ constexpr FlagSpec kFlags[] = {
     {"--cp-comm-type", Kind::list},
     {"--fp8-format", Kind::choice, kFp8Format},
     {"--fp8-recipe", Kind::text},
+    {"--fp4-format", Kind::choice, kFp4Format},
+    {"--fp4-recipe", Kind::choice, kFp4Recipe},
 };
 
 const FlagSpec* find_flag(std::string_view name) {
@@ -1019,6 +1025,13 @@ void read_context_parallel_and_fp8(const Reading& ctx) {
                      "the " + *recipe +
                          " FP8 recipe: bmpipe models delayed, tensorwise, blockwise and mxfp8"});
     }
+  }
+  // NVFP4 GEMMs: bmpipe's fp8_recipe nvfp4 (on low-precision GEMMs, training.fp8 e4m3).
+  if (a.choice("--fp4-format")) {
+    job.fp8 = "e4m3";
+    job.from("training.fp8", a.origin("--fp4-format"));
+    job.fp8_recipe = "nvfp4";
+    job.from("training.fp8_recipe", a.origin("--fp4-format"));
   }
 }
 

@@ -1,5 +1,7 @@
 #include "sim/cost/cost_model.hpp"
 
+#include "sim/cost/kernels.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -149,12 +151,34 @@ class Builder {
       : hw_(hw), st_(st) {
     cost_.name = std::move(name);
     peak_ = hw.peak_tflops * 1e12;
-    fp8_peak_ = hw.fp8_peak_tflops * 1e12 * hw.fp8_matmul_scale;
+    const bool fp4 = st.fp8_recipe == Fp8Recipe::nvfp4;
+    fp8_peak_ = fp4 ? hw.fp4_peak_tflops * 1e12 * hw.fp4_matmul_scale
+                    : hw.fp8_peak_tflops * 1e12 * hw.fp8_matmul_scale;
+    lp_bytes_ = low_precision_bytes(st.fp8_recipe);
+    lp_speed_ =
+        hw.peak_tflops > 0 ? (fp4 ? hw.fp4_peak_tflops : hw.fp8_peak_tflops) / hw.peak_tflops : 1.0;
     fp8_ = st.fp8 != Fp8::none;
     bw_ = hw.hbm_GBps * 1e9 * hw.memory_efficiency;
     launch_ = hw.kernel_launch_us * 1e-6;
     accumulation_ = st.grad_accumulation.value_or(
         eager_kernels(arch, st) ? GradAccumulation::add : GradAccumulation::fused);
+  }
+
+  /// Bytes an element of a low-precision GEMM operand takes, its scale factors included:
+  /// FP8 with one scale a tensor (delayed, tensorwise) 1; blockwise 1 + 4/128 (an fp32 scale
+  /// per 128 values, DeepSeek-V3's 1 x 128 tiles); MXFP8 1 + 1/32 (an E8M0 scale per 32, the
+  /// OCP MX format); NVFP4 0.5 + 1/16 (E2M1 values, an E4M3 scale per 16).
+  static double low_precision_bytes(Fp8Recipe recipe) {
+    switch (recipe) {
+      case Fp8Recipe::blockwise:
+        return 1.0 + 4.0 / 128.0;
+      case Fp8Recipe::mxfp8:
+        return 1.0 + 1.0 / 32.0;
+      case Fp8Recipe::nvfp4:
+        return 0.5 + 1.0 / 16.0;
+      default:
+        return 1.0;
+    }
   }
 
   /// Roofline of one kernel.
@@ -170,16 +194,36 @@ class Builder {
   /// Turns FP8 off for the GEMMs that follow (Megatron keeps the router and the output
   /// layer in bf16) and back on.
   void fp8_gemms(bool on) { fp8_ = on && st_.fp8 != Fp8::none; }
-  /// The memory-bound cast of `elements` bf16 values to FP8 (read dtype bytes, write one)
-  /// with its scale; tensorwise (current) scaling first reads the tensor once more for its
-  /// amax, the other recipes find it inside the cast kernel.
+  /// The memory-bound cast of `elements` bf16 values to FP8 (read dtype bytes, write
+  /// lp_bytes_) with its scale; tensorwise (current) scaling and NVFP4 (whose per-tensor
+  /// fp32 scale is a current amax) first read the tensor once more for its amax, the other
+  /// recipes find it inside the cast kernel.
   double fp8_cast(double elements) const {
-    const bool amax_pass = st_.fp8_recipe == Fp8Recipe::tensorwise;
-    const double per_element = st_.dtype_bytes + 1.0 + (amax_pass ? st_.dtype_bytes : 0.0);
+    const bool amax_pass =
+        st_.fp8_recipe == Fp8Recipe::tensorwise || st_.fp8_recipe == Fp8Recipe::nvfp4;
+    const double per_element = st_.dtype_bytes + lp_bytes_ + (amax_pass ? st_.dtype_bytes : 0.0);
     return memory(per_element * elements) + launches(amax_pass ? 2 : 1);
   }
-  /// `n` kernel launches.
-  double launches(int n) const { return n * launch_; }
+  /// `n` kernel launches of the sub-op being added: none under a CUDA graph that captures
+  /// the current scope (set_scope).
+  double launches(int n) const { return captured(st_.cuda_graphs, scope_) ? 0.0 : n * launch_; }
+  /// The CUDA-graph scope of the sub-ops added next.
+  void set_scope(GraphScope scope) { scope_ = scope; }
+
+  /// The shape factors (gemm_shape_efficiency) of a GEMM's three passes: forward
+  /// [m x k] x [k x n], input-grad [m x n] x [n x k], weight-grad [k x m] x [m x n] (each of
+  /// `groups` GEMMs holding m / groups rows, and in the weight-grad reducing them). 1 on a
+  /// device without a shape model.
+  struct PassShapes {
+    double f = 1, i = 1, w = 1;
+  };
+  PassShapes shapes(double m, double k, double n, double groups, bool low_precision) const {
+    if (hw_.sm_count <= 0) return {};
+    const double speed = low_precision ? lp_speed_ : 1.0;
+    return {gemm_shape_efficiency(hw_, m, n, k, groups, speed),
+            gemm_shape_efficiency(hw_, m, k, n, groups, speed),
+            gemm_shape_efficiency(hw_, k * groups, n, m / groups, groups, speed)};
+  }
 
   /// `count` GEMMs [m x k] x [k x n] (n summed over them) in forward, input-grad and
   /// weight-grad. `grad_adds`: extra kernels summing the input-grads of GEMMs that share
@@ -189,12 +233,13 @@ class Builder {
     if (fp8_) return fp8_linear(name, m, k, n, count, grad_adds);
     const double e = st_.dtype_bytes, g = st_.grad_bytes, flops = 2 * m * k * n;
     const double bytes = e * (m * k + k * n + m * n);
-    const double f = roof(flops, bytes, hw_.matmul_efficiency) + launches(count);
-    const double i = roof(flops, bytes, hw_.matmul_backward_efficiency) + launches(count) +
+    const PassShapes s = shapes(m, k, n, 1, false);
+    const double f = roof(flops, bytes, hw_.matmul_efficiency * s.f) + launches(count);
+    const double i = roof(flops, bytes, hw_.matmul_backward_efficiency * s.i) + launches(count) +
                      grad_adds * (memory(3 * e * m * k) + launches(1));
     // The weight-grad GEMM writes its k x n gradient: fused, as a read-add-write of the
     // buffer inside the GEMM; otherwise as a fresh tensor, then added by its own kernel.
-    const double we = hw_.weight_grad_efficiency();
+    const double we = hw_.weight_grad_efficiency() * s.w;
     double w = 0;
     if (accumulation_ == GradAccumulation::fused)
       w = roof(flops, e * (m * k + m * n) + 2 * g * k * n, we) + launches(count);
@@ -213,21 +258,23 @@ class Builder {
   /// are held beside the bf16 ones (LayerCost::fp8_weight_bytes).
   void fp8_linear(const std::string& name, double m, double k, double n, int count, int grad_adds) {
     const double e = st_.dtype_bytes, g = st_.grad_bytes, flops = 2 * m * k * n;
-    const double f = fp8_roof(flops, (m * k + k * n) + e * m * n, hw_.matmul_efficiency) +
+    const double l = lp_bytes_;
+    const PassShapes s = shapes(m, k, n, 1, true);
+    const double f = fp8_roof(flops, l * (m * k + k * n) + e * m * n, hw_.matmul_efficiency * s.f) +
                      launches(count) + fp8_cast(m * k);
-    const double i = fp8_roof(flops, (m * n + k * n) + e * m * k, hw_.matmul_backward_efficiency) +
-                     launches(count) + fp8_cast(m * n) +
-                     grad_adds * (memory(3 * e * m * k) + launches(1));
-    const double we = hw_.weight_grad_efficiency();
+    const double i =
+        fp8_roof(flops, l * (m * n + k * n) + e * m * k, hw_.matmul_backward_efficiency * s.i) +
+        launches(count) + fp8_cast(m * n) + grad_adds * (memory(3 * e * m * k) + launches(1));
+    const double we = hw_.weight_grad_efficiency() * s.w;
     double w = 0;
     if (accumulation_ == GradAccumulation::fused)
-      w = fp8_roof(flops, (m * k + m * n) + 2 * g * k * n, we) + launches(count);
+      w = fp8_roof(flops, l * (m * k + m * n) + 2 * g * k * n, we) + launches(count);
     else
-      w = fp8_roof(flops, (m * k + m * n) + e * k * n, we) + launches(count) +
+      w = fp8_roof(flops, l * (m * k + m * n) + e * k * n, we) + launches(count) +
           accumulate(k * n, count);
     add(name, f, i, w);
     cost_.forward_flops += flops;
-    cost_.fp8_weight_bytes += k * n;
+    cost_.fp8_weight_bytes += l * k * n;
   }
 
   /// A grouped GEMM over `groups` experts (Megatron-Core's GroupedMLP / TE GroupedLinear):
@@ -238,27 +285,31 @@ class Builder {
     const double e = st_.dtype_bytes, g = st_.grad_bytes, flops = 2 * m * k * n;
     const double weights = groups * k * n;
     if (fp8_) {  // as fp8_linear, over the groups' weights
-      const double f = fp8_roof(flops, m * k + weights + e * m * n, hw_.matmul_efficiency) +
-                       launches(1) + fp8_cast(m * k);
+      const double l = lp_bytes_;
+      const PassShapes s = shapes(m, k, n, groups, true);
+      const double f =
+          fp8_roof(flops, l * (m * k + weights) + e * m * n, hw_.matmul_efficiency * s.f) +
+          launches(1) + fp8_cast(m * k);
       const double i =
-          fp8_roof(flops, m * n + weights + e * m * k, hw_.matmul_backward_efficiency) +
+          fp8_roof(flops, l * (m * n + weights) + e * m * k, hw_.matmul_backward_efficiency * s.i) +
           launches(1) + fp8_cast(m * n);
-      const double we = hw_.weight_grad_efficiency();
+      const double we = hw_.weight_grad_efficiency() * s.w;
       double w = 0;
       if (accumulation_ == GradAccumulation::fused)
-        w = fp8_roof(flops, m * k + m * n + 2 * g * weights, we) + launches(1);
+        w = fp8_roof(flops, l * (m * k + m * n) + 2 * g * weights, we) + launches(1);
       else
-        w = fp8_roof(flops, m * k + m * n + e * weights, we) + launches(1) +
+        w = fp8_roof(flops, l * (m * k + m * n) + e * weights, we) + launches(1) +
             accumulate(weights, static_cast<int>(groups));
       add(name, f, i, w);
       cost_.forward_flops += 2 * flop_m * k * n;
-      cost_.fp8_weight_bytes += weights;
+      cost_.fp8_weight_bytes += l * weights;
       return;
     }
     const double bytes = e * (m * k + weights + m * n);
-    const double f = roof(flops, bytes, hw_.matmul_efficiency) + launches(1);
-    const double i = roof(flops, bytes, hw_.matmul_backward_efficiency) + launches(1);
-    const double we = hw_.weight_grad_efficiency();
+    const PassShapes s = shapes(m, k, n, groups, false);
+    const double f = roof(flops, bytes, hw_.matmul_efficiency * s.f) + launches(1);
+    const double i = roof(flops, bytes, hw_.matmul_backward_efficiency * s.i) + launches(1);
+    const double we = hw_.weight_grad_efficiency() * s.w;
     double w = 0;
     if (accumulation_ == GradAccumulation::fused)
       w = roof(flops, e * (m * k + m * n) + 2 * g * weights, we) + launches(1);
@@ -345,6 +396,9 @@ class Builder {
   const CostSettings& st_;
   LayerCost cost_;
   double peak_ = 0, fp8_peak_ = 0, bw_ = 0, launch_ = 0;
+  double lp_bytes_ = 1.0;  ///< low_precision_bytes of the recipe
+  double lp_speed_ = 1.0;  ///< the recipe's peak over the bf16 peak
+  GraphScope scope_ = GraphScope::other;
   bool fp8_ = false;
   GradAccumulation accumulation_ = GradAccumulation::add;
 };
@@ -478,6 +532,7 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   const int norm_tensors = llama ? 1 : 2;  // RMSNorm: a scale; LayerNorm: scale and bias
 
   // --- attention block ---
+  b.set_scope(GraphScope::attn);
   b.elementwise("input_norm", norm.f * Hs, norm.i * Hs, norm.w * Hs, norm.kf, norm.ki, norm.kw,
                 norm_tensors * h, norm_tensors);
   // Multi-latent attention (DeepSeek-V2/V3): the shape of one device's share.
@@ -560,9 +615,12 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     // four more matmuls: 2.5x the forward FLOPs.
     core_flops = 2 * 2 * T * s * q_cols * 0.5;
     const double io = e * T * (2 * q_cols + 2 * kv_cols);
-    core_f = b.roof(core_flops, io, hw.attention_efficiency) + b.launches(1);
+    // Below head dim 128 the fused kernel runs slower (attention_head_dim_factor).
+    const double hd = attention_head_dim_factor(d);
+    core_f = b.roof(core_flops, io, hw.attention_efficiency * hd) + b.launches(1);
     b.add("attention", core_f,
-          b.roof(2.5 * core_flops, 2 * io, hw.attention_backward_efficiency) + b.launches(2), 0.0);
+          b.roof(2.5 * core_flops, 2 * io, hw.attention_backward_efficiency * hd) + b.launches(2),
+          0.0);
   } else {
     // Megatron's unfused core: QK^T and xV batched GEMMs over the full s x s (the mask is
     // applied after), fused scale-mask-softmax, dropout on the probabilities.
@@ -595,6 +653,7 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   b.elementwise("residual_1", add_f, add_f, llama ? 0.0 : e * Hs, 1, 1, 1, add_bias, 1);
 
   // --- MLP block ---
+  b.set_scope(moe_mlp ? GraphScope::moe : GraphScope::mlp);
   b.elementwise("post_norm", norm.f * Hs, norm.i * Hs, norm.w * Hs, norm.kf, norm.ki, norm.kw,
                 norm_tensors * h, norm_tensors);
   if (st.sequence_parallel)
@@ -613,6 +672,7 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   const double sf = static_cast<double>(x.shared_ffn) / t;
   std::size_t moe_last_saving_op = 0;
   if (moe_mlp) {
+    b.set_scope(GraphScope::moe_router);
     b.fp8_gemms(false);  // Megatron's router GEMM stays in bf16/fp32
     b.linear("router", Tm, h, E);
     b.fp8_gemms(true);
@@ -621,7 +681,9 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     b.elementwise("router_topk", 8 * Tm * E + 12 * Tk, 8 * Tm * E + 4 * Tk, 0, 2, 2, 0);
     // Permute: gather T x h into T x top_k rows in expert order; its backward scatters
     // the rows' gradients back (read top_k rows per token, write one).
+    b.set_scope(GraphScope::moe_preprocess);
     b.elementwise("permute", e * (Tm * h + Tk * h), e * (Tk * h + Tm * h), 0, 1, 1, 0);
+    b.set_scope(GraphScope::moe);
     // Megatron-Core's MoEAlltoAllTokenDispatcher (NVIDIA/Megatron-LM
     // d98e8a64ddf34856e74b24714e3bedb2f5a39553, megatron/core/transformer/moe/
     // token_dispatcher.py: token_dispatch and token_combine each call all_to_all over the
@@ -751,9 +813,10 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   // the attention core's tensors, the SwiGLU / GeLU inputs and the router's (a bf16 GEMM)
   // stay at dtype bytes. A tensor another op also keeps in bf16 (flash attention's output,
   // which out_proj reads; the router input, which the shared expert reads) stays, and the
-  // FP8 GEMM keeps its one-byte copy beside it (fp8_copies).
+  // FP8 GEMM keeps its one-byte copy beside it (fp8_copies). A saved low-precision element
+  // carries its scale factors (Builder::low_precision_bytes: NVFP4 0.5625 bytes).
   const bool fp8 = st.fp8 != Fp8::none;
-  const double gi = fp8 ? 1.0 : e;
+  const double gi = fp8 ? Builder::low_precision_bytes(st.fp8_recipe) : e;
   double fp8_copies = 0;
   // The layer input and the two RMSNorms (what rms_norm_saved says, and an fp32 rsqrt per
   // token). A fused norm keeps only its input, and the first one's is the layer input.
@@ -807,7 +870,7 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   } else {
     core_only = e * S2 + (m.dropout ? (1 + e) * S2 : 0.0);  // softmax, mask, dropped probs
   }
-  saved += fp8_copies;
+  saved += gi * fp8_copies;  // (elements; gi bytes each under fp8)
   c.activation_bytes[Recompute::none] = to_bytes(saved + core_only);
   c.activation_bytes[Recompute::selective] = to_bytes(saved);
   c.activation_bytes[Recompute::full] = to_bytes(e * Hs);  // only the layer input
@@ -817,12 +880,12 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   // (gpt): e Hs each.
   const double proj_inputs =
       moe_mlp ? gi * Hs + e * Hs + gi * T * o_cols + gi * Tg * (h + ef) +
-                    (x.shared_ffn > 0 ? gi * Tm * sf + (fp8 ? Tm * h : 0.0) : 0.0)
+                    (x.shared_ffn > 0 ? gi * Tm * sf + (fp8 ? gi * Tm * h : 0.0) : 0.0)
               : 2 * gi * Hs + gi * T * o_cols + gi * F;
   // MLA: the normalized latents, which are also the up projections' inputs (under fp8
   // those keep their FP8 casts: gi T (q_lat + kvl) more).
   const double latents = is_mla ? T * ((ql > 0 ? ql : 0.0) + kvl) : 0.0;
-  const double norm_outputs = 2 * e * Hs + e * latents + (fp8 ? latents : 0.0);
+  const double norm_outputs = 2 * e * Hs + e * latents + (fp8 ? gi * latents : 0.0);
   c.weight_grad_bytes[Recompute::none] =
       std::min(c.activation_bytes[Recompute::none], to_bytes(proj_inputs + norm_outputs));
   c.weight_grad_bytes[Recompute::selective] =

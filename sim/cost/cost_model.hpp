@@ -73,8 +73,10 @@ enum class Fp8 { none, hybrid, e4m3 };
 /// How FP8 scales are found (Megatron-LM's --fp8-recipe): delayed (amax history, the amax
 /// fused into the cast), tensorwise (current scaling: an amax pass over the tensor before
 /// its cast), blockwise (1 x 128 / 128 x 128 blocks, the amax fused into the cast), mxfp8
-/// (32-element blocks in hardware, Blackwell only).
-enum class Fp8Recipe { delayed, tensorwise, blockwise, mxfp8 };
+/// (32-element blocks in hardware, Blackwell only), nvfp4 (Blackwell's FP4 GEMMs: E2M1 values
+/// with an E4M3 scale per 16 and an fp32 scale per tensor, TransformerEngine's
+/// NVFP4BlockScaling; Megatron-LM's --fp4-format e2m1 --fp4-recipe nvfp4).
+enum class Fp8Recipe { delayed, tensorwise, blockwise, mxfp8, nvfp4 };
 /// How the context-parallel ranks of a layer exchange what attention needs (Megatron-LM's
 /// --cp-comm-type): p2p, the ring (each rank passes its key/value block on, cp - 1 times,
 /// overlapped with the attention of the block in hand); a2a, DeepSpeed-Ulysses (all-to-alls
@@ -154,6 +156,11 @@ struct CostSettings {
   /// The cp group leaves the scale-up domain: its exchanges run over the NICs. Megatron
   /// orders ranks "tp-cp-ep-dp-pp", so a cp group spans tp x cp consecutive devices.
   bool cp_crosses_nodes = false;
+
+  /// The scopes CUDA graphs capture (GraphScope bits, sim/cost/kernels.hpp; Megatron-LM's
+  /// --cuda-graph-impl with --cuda-graph-scope): a captured sub-op's kernels launch from the
+  /// graph and their launch cost (HardwareSpec::kernel_launch_us) is not paid. 0: none.
+  std::uint8_t cuda_graphs = 0;
 
   /// Tokens of one micro-batch on this device: seq_length / cp x micro_batch_size.
   double local_tokens() const { return static_cast<double>(seq_length) / cp * micro_batch_size; }

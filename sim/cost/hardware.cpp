@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "sim/cost/kernels.hpp"
+
 namespace bmpipe {
 
 namespace {
@@ -89,9 +91,14 @@ HardwareSpec make_h800() {
   return h;
 }
 
-// Blackwell. Every fraction of peak is the h200 fit's, carried over: no Blackwell layer
-// has been measured here, so none could be fitted (B200 GEMMs may well reach a different
-// fraction of their larger peak; override matmul_efficiency etc. when a profile exists).
+// Blackwell. Its kernel constants are its own, fitted on the published runs of its
+// generation (B200 and GB200 rows of bench/fidelity: Megatron-Bridge's performance tables
+// at 067f987d, latest release of each configuration) by bench/fidelity/fit.py: one GEMM
+// fraction for the three passes (a large GEMM's: the shape model takes each shape below
+// it), the FP8 and FP4 scales, and fused attention's fraction (held within 0.40-0.65, what
+// fused attention kernels reach; the backward at the h200 fit's 0.7 of the forward).
+// Mean |log error| over the 17 rows 9.8 %; docs/cost-model.md has the table. Memory-bound
+// kernels, launches and collectives keep the h200 figures.
 HardwareSpec make_b200() {
   HardwareSpec h = make_h200();
   h.name = "b200";
@@ -102,9 +109,25 @@ HardwareSpec make_b200() {
   // (2x BF16); MXFP8 (32-element block scales) runs at the same rate in hardware.
   h.fp8_peak_tflops = 4500;
   h.mxfp8 = true;
-  // The h200 preset's fp8_matmul_scale is a fit of Hopper's FP8 GEMMs; no Blackwell FP8
-  // run was read, so its FP8 GEMMs keep the bf16 fraction of peak (1: no fit; gb200 too).
-  h.fp8_matmul_scale = 1.0;
+  // Datasheet: FP4 144 PFLOPS with sparsity, 72 PFLOPS dense for the board = 9 PFLOPS dense
+  // per GPU.
+  h.fp4_peak_tflops = 9000;
+  // The GEMM shape model (sim/cost/kernels.hpp): B200's 148 SMs (two dies of 74, NVIDIA's
+  // Blackwell architecture brief), the tile constants of the DeepGEMM fit carried over from
+  // H800 (no Blackwell GEMM table was read).
+  h.sm_count = 148;
+  h.gemm_k_half = kGemmKHalfFit;
+  h.gemm_tile_intensity = kGemmTileIntensityFit;
+  // Fitted (see the note above the function): large GEMMs at 0.55 of the bf16 peak, FP8
+  // GEMMs at 1.05 x that of the FP8 peak, NVFP4 at 1.30 x of the FP4 peak, attention 0.40
+  // forward (at the bound) and 0.28 backward.
+  h.matmul_efficiency = 0.55;
+  h.matmul_backward_efficiency = 0.55;
+  h.matmul_weight_grad_efficiency = 0.55;
+  h.fp8_matmul_scale = 1.05;
+  h.fp4_matmul_scale = 1.30;
+  h.attention_efficiency = 0.40;
+  h.attention_backward_efficiency = 0.28;
   // HGX B200 datasheet: 1.4 TB HBM3e for 8 GPUs = 180 GB per GPU. nvidia-smi on B200 shows
   // 183359 MiB in public outputs (179.1 GiB; not checked on a machine here: an estimate).
   h.memory_GiB = 179;
@@ -131,6 +154,9 @@ HardwareSpec make_gb200() {
   h.peak_tflops = 2500;
   // Datasheet: FP8/FP6 720 PFLOPS with sparsity for the rack = 5 PFLOPS dense per GPU.
   h.fp8_peak_tflops = 5000;
+  // Datasheet: FP4 1440 PFLOPS with sparsity, 720 dense for the rack = 10 PFLOPS dense per
+  // GPU.
+  h.fp4_peak_tflops = 10000;
   // Datasheet: up to 13.4 TB HBM3e for the rack = 186 GB per GPU. Usable capacity taken as
   // B200's 179 GiB of 180 GB scaled to 186: 185 GiB (an estimate, no nvidia-smi figure here).
   h.memory_GiB = 185;
@@ -144,6 +170,72 @@ HardwareSpec make_gb200() {
   // A compute tray holds two GB200 superchips (one Grace + two Blackwell each): 4 GPUs per
   // node, 18 trays per rack, all 72 GPUs one NVLink domain.
   h.devices_per_node = 4;
+  h.scale_up_domain = 72;
+  return h;
+}
+
+// Blackwell Ultra: B300 and GB300, fitted on their own rows as make_b200 is on Blackwell's
+// (16 rows, mean |log error| 12.4 %): their GEMMs and attention run faster at the same
+// datasheet BF16 and FP8 peaks (a higher power limit; Blackwell Ultra's doubled
+// attention-layer throughput, NVIDIA's Blackwell Ultra brief), which Blackwell's constants
+// would miss by 15-25 %.
+/// Blackwell Ultra's SMs and fitted kernel constants, for b300 and gb300.
+void blackwell_ultra_kernels(HardwareSpec& h) {
+  h.sm_count = 160;  // two dies of 80 SMs (NVIDIA's Blackwell Ultra brief)
+  // Fitted (bench/fidelity/fit.py blackwell-ultra): large GEMMs 0.63 of the bf16 peak, FP8
+  // 1.10 x, NVFP4 1.02 x, attention 0.48 forward and 0.336 backward.
+  h.matmul_efficiency = 0.63;
+  h.matmul_backward_efficiency = 0.63;
+  h.matmul_weight_grad_efficiency = 0.63;
+  h.fp8_matmul_scale = 1.10;
+  h.fp4_matmul_scale = 1.02;
+  h.attention_efficiency = 0.48;
+  h.attention_backward_efficiency = 0.336;
+}
+
+HardwareSpec make_b300() {
+  HardwareSpec h = make_b200();
+  h.name = "b300";
+  // NVIDIA HGX B300 datasheet (8 GPUs): FP16/BF16 36 PFLOPS and FP8 72 PFLOPS with sparsity
+  // for the board, as HGX B200 = 2.25 and 4.5 PFLOPS dense per GPU; FP4 144 PFLOPS with
+  // sparsity, 108 dense = 13.5 PFLOPS dense per GPU.
+  h.peak_tflops = 2250;
+  h.fp8_peak_tflops = 4500;
+  h.fp4_peak_tflops = 13500;
+  blackwell_ultra_kernels(h);
+  // Datasheet: 2.3 TB HBM3e for 8 GPUs = 288 GB per GPU (12-high stacks); usable capacity
+  // taken as b200's 179 GiB of 180 GB scaled to 288: 286 GiB (an estimate).
+  h.memory_GiB = 286;
+  h.hbm_GBps = 8000;  // datasheet: up to 8 TB/s per GPU
+  // NVLink 5 through the NVSwitch as HGX B200: 1.8 TB/s per GPU both ways = 900 GB/s one way.
+  h.intra_node = {900, 5};
+  // DGX B300: eight ConnectX-8 SuperNICs, 800 Gb/s per GPU = 100 GB/s (datasheet:
+  // networking 1.6 TB/s for the board, twice HGX B200's).
+  h.inter_node = {100, 10};
+  h.devices_per_node = 8;
+  return h;
+}
+
+HardwareSpec make_gb300() {
+  // GB300 NVL72 rack (NVIDIA GB300 NVL72 datasheet): 72 Blackwell Ultra GPUs and 36 Grace
+  // CPUs on one NVLink 5 fabric, as GB200 NVL72.
+  HardwareSpec h = make_gb200();
+  h.name = "gb300";
+  // Datasheet, for the rack: FP16/BF16 360 PFLOPS and FP8 720 PFLOPS with sparsity, as GB200
+  // NVL72 (2.5 and 5 PFLOPS dense per GPU); FP4 1440 PFLOPS with sparsity, 1080 dense =
+  // 15 PFLOPS dense per GPU.
+  h.peak_tflops = 2500;
+  h.fp8_peak_tflops = 5000;
+  h.fp4_peak_tflops = 15000;
+  blackwell_ultra_kernels(h);
+  // Datasheet: up to 20 TB HBM3e for the rack = 288 GB per GPU (usable 286 GiB, as b300),
+  // 576 TB/s = 8 TB/s per GPU.
+  h.memory_GiB = 286;
+  h.hbm_GBps = 8000;
+  h.intra_node = {900, 5};  // NVLink 5: 130 TB/s for the rack, 900 GB/s one way a GPU
+  // ConnectX-8 SuperNIC at 800 Gb/s per GPU (the datasheet's 72 ConnectX-8) = 100 GB/s.
+  h.inter_node = {100, 10};
+  h.devices_per_node = 4;  // a compute tray: two Grace CPUs and four GPUs
   h.scale_up_domain = 72;
   return h;
 }
@@ -245,10 +337,10 @@ HardwareSpec make_ascend_910c() {
   return h;
 }
 
-const std::array<HardwareSpec, 8>& presets() {
-  static const std::array<HardwareSpec, 8> table{
-      make_ascend_910b(), make_ascend_910c(), make_a100(), make_b200(),
-      make_gb200(),       make_h100(),        make_h200(), make_h800()};
+const std::array<HardwareSpec, 10>& presets() {
+  static const std::array<HardwareSpec, 10> table{
+      make_ascend_910b(), make_ascend_910c(), make_a100(), make_b200(), make_b300(),
+      make_gb200(),       make_gb300(),       make_h100(), make_h200(), make_h800()};
   return table;
 }
 

@@ -58,6 +58,20 @@ struct HardwareSpec {
   double fp8_matmul_scale = 1.0;
   /// Block-scaled MXFP8 GEMMs in hardware (Blackwell): training.fp8_recipe mxfp8.
   bool mxfp8 = false;
+  /// Dense FP4 (NVFP4) tensor-core peak, 1e12 FLOP/s; 0 = no FP4 (training.fp8_recipe nvfp4
+  /// is refused).
+  double fp4_peak_tflops = 0.0;
+  /// An NVFP4 GEMM's fraction of the FP4 peak, as fp8_matmul_scale is for FP8: a multiple of
+  /// the bf16 GEMM's fraction of the bf16 peak.
+  double fp4_matmul_scale = 1.0;
+
+  /// The GEMM shape model (sim/cost/kernels.hpp): the SMs tiles spread over (0: no shape
+  /// model, every GEMM at the flat efficiencies above), the k at which a bf16 tile's fixed
+  /// prologue and epilogue take as long as its k loop, and the FLOPs per loaded byte a tile
+  /// needs to feed its tensor cores. The efficiencies above are then a large GEMM's.
+  int sm_count = 0;
+  double gemm_k_half = 0;
+  double gemm_tile_intensity = 0;
 
   /// matmul_weight_grad_efficiency, or matmul_backward_efficiency when unset.
   double weight_grad_efficiency() const {
@@ -65,8 +79,8 @@ struct HardwareSpec {
   }
 };
 
-/// The preset called `name` (ascend-910b, ascend-910c, a100-80g, b200, gb200, h100-sxm, h200,
-/// h800), or nullptr.
+/// The preset called `name` (ascend-910b, ascend-910c, a100-80g, b200, b300, gb200, gb300,
+/// h100-sxm, h200, h800), or nullptr.
 const HardwareSpec* find_hardware_preset(const std::string& name);
 /// Every preset name, comma-separated, for error messages.
 std::string hardware_preset_names();

@@ -256,11 +256,11 @@ TEST(ConfigErrors, UnknownModelPresetListsKnownNames) {
 
 TEST(ConfigErrors, UnknownHardwarePresetListsKnownNames) {
   const ConfigError e =
-      error_of(yaml("model: {preset: llama2-7b}", "  global_batch_size: 64\n", "{preset: b300}"));
+      error_of(yaml("model: {preset: llama2-7b}", "  global_batch_size: 64\n", "{preset: b400}"));
   EXPECT_EQ(e.key(), "cluster.device.preset");
   EXPECT_EQ(e.line(), 4);
-  for (const char* name :
-       {"ascend-910b", "ascend-910c", "a100-80g", "b200", "gb200", "h100-sxm", "h200", "h800"})
+  for (const char* name : {"ascend-910b", "ascend-910c", "a100-80g", "b200", "b300", "gb200",
+                           "gb300", "h100-sxm", "h200", "h800"})
     EXPECT_NE(e.message().find(name), std::string::npos) << name;
 }
 

@@ -33,13 +33,39 @@ TEST(Presets, ParameterCountsMatchThePublishedSizes) {
 
 TEST(Presets, HardwareFigures) {
   EXPECT_EQ(hardware_preset_names(),
-            "ascend-910b, ascend-910c, a100-80g, b200, gb200, h100-sxm, h200, h800");
+            "ascend-910b, ascend-910c, a100-80g, b200, b300, gb200, gb300, h100-sxm, h200, h800");
   EXPECT_DOUBLE_EQ(find_hardware_preset("ascend-910b")->memory_GiB, 64);
   EXPECT_TRUE(find_hardware_preset("ascend-910b")->intra_node_mesh);
   EXPECT_DOUBLE_EQ(find_hardware_preset("a100-80g")->peak_tflops, 312);
   EXPECT_DOUBLE_EQ(find_hardware_preset("h100-sxm")->peak_tflops, 989);
   EXPECT_DOUBLE_EQ(find_hardware_preset("h200")->hbm_GBps, 4800);
-  EXPECT_EQ(find_hardware_preset("b300"), nullptr);
+  EXPECT_EQ(find_hardware_preset("b400"), nullptr);
+}
+
+TEST(Presets, BlackwellUltraFigures) {
+  // HGX B300 datasheet, per GPU of the 8: BF16 36 and FP8 72 PFLOPS sparse, as HGX B200;
+  // FP4 108 PFLOPS dense / 8 = 13.5 PFLOPS; 2.3 TB / 8 = 288 GB; ConnectX-8 at 800 Gb/s.
+  const HardwareSpec& b300 = *find_hardware_preset("b300");
+  EXPECT_DOUBLE_EQ(b300.peak_tflops, 2250);
+  EXPECT_DOUBLE_EQ(b300.fp8_peak_tflops, 4500);
+  EXPECT_DOUBLE_EQ(b300.fp4_peak_tflops, 13500);
+  EXPECT_DOUBLE_EQ(b300.inter_node.bandwidth_GBps, 100);
+  EXPECT_GT(b300.memory_GiB, 260);  // 288 GB = 268 GiB ... 288 GiB
+  EXPECT_LE(b300.memory_GiB, 288);
+  EXPECT_EQ(b300.devices_per_node, 8);
+  // GB300 NVL72 datasheet, per GPU of the 72: 360 / 720 PFLOPS sparse BF16 / FP8 = 2.5 / 5
+  // dense; FP4 1080 PFLOPS dense / 72 = 15; 576 TB/s / 72 = 8 TB/s; one NVLink domain.
+  const HardwareSpec& gb300 = *find_hardware_preset("gb300");
+  EXPECT_DOUBLE_EQ(gb300.peak_tflops, 2500);
+  EXPECT_DOUBLE_EQ(gb300.fp8_peak_tflops, 5000);
+  EXPECT_DOUBLE_EQ(gb300.fp4_peak_tflops, 15000);
+  EXPECT_DOUBLE_EQ(gb300.hbm_GBps, 8000);
+  EXPECT_EQ(gb300.devices_per_node, 4);
+  EXPECT_EQ(gb300.scale_up_domain, 72);
+  // FP4 on Blackwell only: B200 72 PFLOPS dense / 8 = 9, GB200 720 / 72 = 10.
+  EXPECT_DOUBLE_EQ(find_hardware_preset("b200")->fp4_peak_tflops, 9000);
+  EXPECT_DOUBLE_EQ(find_hardware_preset("gb200")->fp4_peak_tflops, 10000);
+  EXPECT_DOUBLE_EQ(find_hardware_preset("h100-sxm")->fp4_peak_tflops, 0);
 }
 
 TEST(Presets, BlackwellAndSuperPodFigures) {
@@ -70,13 +96,23 @@ TEST(Presets, BlackwellAndSuperPodFigures) {
   EXPECT_DOUBLE_EQ(c.intra_node.bandwidth_GBps, 392);
   EXPECT_FALSE(c.intra_node_mesh);
   EXPECT_EQ(c.devices_per_node, 8);
-  // Borrowed efficiencies: b200/gb200 carry h200's, 910C carries 910B's.
-  const HardwareSpec& h200 = *find_hardware_preset("h200");
+  // Efficiencies: Blackwell (b200, gb200) and Blackwell Ultra (b300, gb300) each have their
+  // own fit on their generation's published runs (bench/fidelity/fit.py; sim/cost/hardware.cpp
+  // gives the figures); 910C carries 910B's.
   const HardwareSpec& b = *find_hardware_preset("ascend-910b");
   for (const HardwareSpec* s : {&b200, &gb200}) {
-    EXPECT_DOUBLE_EQ(s->matmul_efficiency, h200.matmul_efficiency) << s->name;
-    EXPECT_DOUBLE_EQ(s->weight_grad_efficiency(), h200.weight_grad_efficiency()) << s->name;
-    EXPECT_DOUBLE_EQ(s->attention_backward_efficiency, h200.attention_backward_efficiency);
+    EXPECT_DOUBLE_EQ(s->matmul_efficiency, 0.55) << s->name;
+    EXPECT_DOUBLE_EQ(s->weight_grad_efficiency(), 0.55) << s->name;
+    EXPECT_DOUBLE_EQ(s->attention_efficiency, 0.40) << s->name;
+    EXPECT_DOUBLE_EQ(s->fp4_matmul_scale, 1.30) << s->name;
+    EXPECT_EQ(s->sm_count, 148) << s->name;
+  }
+  for (const char* name : {"b300", "gb300"}) {
+    const HardwareSpec& s = *find_hardware_preset(name);
+    EXPECT_DOUBLE_EQ(s.matmul_efficiency, 0.63) << name;
+    EXPECT_DOUBLE_EQ(s.attention_efficiency, 0.48) << name;
+    EXPECT_DOUBLE_EQ(s.fp8_matmul_scale, 1.10) << name;
+    EXPECT_EQ(s.sm_count, 160) << name;
   }
   EXPECT_DOUBLE_EQ(c.matmul_efficiency, b.matmul_efficiency);
   EXPECT_DOUBLE_EQ(c.attention_efficiency, b.attention_efficiency);

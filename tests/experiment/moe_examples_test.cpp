@@ -90,14 +90,16 @@ TEST(MoeExamples, DeepSeekV3OnH800) {
   // As the report trained it, within what bmpipe models: Megatron-Core-style fused kernels
   // and FP8 with 1 x 128 / 128 x 128 block scales (the report's sec. 3.3; fp8_recipe
   // blockwise; dispatch in FP8, combine in bf16), on the H800's Hopper FP8 fit:
-  // 34485.852 ms, 311,830 GPU-hours (47915.632 ms, 433,265 with the alltoall dispatcher).
+  // 34492.961 ms, 311,894 GPU-hours (47915.632 ms, 433,265 with the alltoall dispatcher).
+  // (34485.852 ms before the blockwise scales' bytes were counted: 4 bytes per 128 values
+  // of every FP8 operand, cast and saved input.)
   const nlohmann::json f = run_json("simulate " + yaml +
                                     " --json --set training.kernels=fused --set training.fp8=hybrid"
                                     " --set training.fp8_recipe=blockwise");
   EXPECT_TRUE(f["fits"].get<bool>());
-  EXPECT_NEAR(f["iteration_time_ms"].get<double>(), 34485.852172, 1e-3);
+  EXPECT_NEAR(f["iteration_time_ms"].get<double>(), 34492.960678, 1e-3);
   EXPECT_NEAR(2048 * f["iteration_time_ms"].get<double>() / 1000 / 3600 / (15360.0 * 4096) * 1e12,
-              311'830, 1);
+              311'894, 1);
 }
 
 TEST(MoeExamples, Qwen3_235BOnAscend910B) {
