@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "experiment/experiment.hpp"
+#include "experiment/layer_table.hpp"
 
 namespace bmpipe::fidelity {
 
@@ -52,6 +53,15 @@ Device device_of(const std::string& system) {
 
 bool is_moe(const PublishedRun& run) {
   return run.family == "deepseek_v3" || run.family == "kimi_k2" || run.family == "gpt_oss_120b";
+}
+
+/// Decoder layers of the family's model (the HF configs and presets say the same).
+int layers_of(const PublishedRun& run) {
+  if (run.family == "llama3_8b") return 32;
+  if (run.family == "llama3_70b") return 80;
+  if (run.family == "llama31_405b") return 126;
+  if (run.family == "gpt_oss_120b") return 36;
+  return 61;  // deepseek_v3, kimi_k2
 }
 
 /// GPUs a node of the system holds (DGX H100/B200/B300: 8; a GB200/GB300 compute tray: 4).
@@ -125,6 +135,9 @@ Expressed express(const PublishedRun& run, const std::string& source_dir,
     << run.source << ")\n";
   y << "cluster:\n  nodes: " << std::max(1, run.gpus / per_node) << "\n";
   y << "  devices_per_node: " << std::min(per_node, run.gpus) << "\n";
+  // An NVL72 rack's 72 GPUs do not divide a 128- or 256-GPU job: such jobs run on 64 GPUs
+  // (16 of the 18 compute trays) of each rack, a power of two.
+  if (per_node == 4 && run.gpus > 64) y << "  scale_up_domain: 64\n";
   y << "  device:\n    preset: " << device.preset << "\n";
   for (const std::string& key : device_keys) y << "    " << key << "\n";
 
@@ -171,8 +184,22 @@ Expressed express(const PublishedRun& run, const std::string& source_dir,
   y << "  seq_length: " << run.seq << "\n  micro_batch_size: " << run.mbs << "\n";
   y << "  global_batch_size: " << run.gbs << "\n";
   y << "  kernels: fused\n";
-  // A recipe's pipeline layout applies when it was written for this row's pp and vp.
-  const std::string layout = recipe(run, "pipeline_layout");
+  // A recipe's pipeline layout applies when it was written for this row's pp and vp. Without
+  // one, when the layers do not split evenly over the pp x vp stages but the layers with
+  // the embedding and the loss as two more do (Megatron's
+  // account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split, which
+  // the 405B recipes set), each end takes a layer's place.
+  std::string layout = recipe(run, "pipeline_layout");
+  const int stages = run.pp * vp, layers = layers_of(run);
+  if (layout.empty() && layers % stages != 0 && (layers + 2) % stages == 0 && stages > 1) {
+    const int k = (layers + 2) / stages;
+    const auto t = [](int n) {
+      return n <= 0 ? std::string() : n == 1 ? "t" : "t*" + std::to_string(n);
+    };
+    layout = "E" + t(k - 1) + "|(" + t(k) + "|)*" + std::to_string(stages - 2) + t(k - 1) + "L";
+    y << "  megatron_layout: \"" << layout << "\"\n";
+    layout.clear();
+  }
   if (!layout.empty()) {
     const bool same = recipe(run, "pp") == std::to_string(run.pp) &&
                       (recipe(run, "vp") == std::to_string(vp) ||
@@ -194,7 +221,21 @@ Expressed express(const PublishedRun& run, const std::string& source_dir,
 
   // ---- memory levers ----------------------------------------------------------------------
   const std::string granularity = recipe(run, "recompute_granularity");
-  if (granularity == "full") {
+  const std::string block = recipe(run, "recompute_num_layers");
+  if (granularity == "full" && recipe(run, "recompute_method") == "block" && !block.empty()) {
+    // Megatron's block method: the first N layers of every (virtual) pipeline stage
+    // recompute in full, the others none. Stages hold layers / (pp x vp) layers in order.
+    const int per_stage = layers_of(run) / (run.pp * vp);
+    const int n = std::stoi(block);
+    y << "  recompute:\n    default: none\n    layers: {";
+    bool first = true;
+    for (int l = 0; l < layers_of(run); ++l)
+      if (per_stage > 0 && l % per_stage < n) {
+        y << (first ? "" : ", ") << l << ": full";
+        first = false;
+      }
+    y << "}\n";
+  } else if (granularity == "full") {
     y << "  recompute: full\n";
   } else if (granularity == "selective") {
     const std::string modules = recipe(run, "recompute_modules");
@@ -217,18 +258,34 @@ Expressed express(const PublishedRun& run, const std::string& source_dir,
 
   // ---- MoE --------------------------------------------------------------------------------
   if (is_moe(run)) {
-    const std::string dispatcher = recipe(run, "moe_dispatcher");
+    // Megatron-Bridge's apply_flex_dispatcher_backend turns the flex dispatcher on for a
+    // recipe that names a flex backend.
     const std::string backend = recipe(run, "moe_flex_backend");
+    const std::string dispatcher = backend.empty() ? recipe(run, "moe_dispatcher") : "flex";
     if (dispatcher == "flex" && run.ep > 1) {
       y << "  moe_dispatcher: deepep\n";
       if (backend != "deepep") approx.push_back("flex dispatcher " + backend + " taken as deepep");
     }
     if (recipe(run, "moe_ep_overlap") == "True" && run.ep > 1) y << "  moe_overlap: true\n";
   }
+  // CUDA graphs: Megatron's full_iteration graph (cuda_graph_impl full_iteration, or the
+  // local implementation with the full_iteration scope) captures every kernel; the
+  // transformer_engine implementation captures the scopes its list names. "none" is none,
+  // whatever the scope says.
   const std::string graphs = recipe(run, "cuda_graph_impl");
-  if (!graphs.empty() && graphs != "none")
-    approx.push_back("CUDA graphs (" + graphs + " " + recipe(run, "cuda_graph_scope") +
-                     ") not modelled");
+  const std::string scope = recipe(run, "cuda_graph_scope");
+  std::string scopes;
+  if (graphs == "full_iteration" ||
+      (graphs == "local" && scope.find("full_iteration") != std::string::npos)) {
+    scopes = "full_iteration";
+  } else if (graphs == "transformer_engine" || graphs == "local") {
+    for (const char* name : {"attn", "mlp", "moe_router", "moe_preprocess", "moe"}) {
+      const std::string quoted = std::string("\"") + name + "\"";
+      if (scope.find(quoted) != std::string::npos)
+        scopes += (scopes.empty() ? "" : ",") + std::string(name);
+    }
+  }
+  if (!scopes.empty()) y << "  cuda_graphs: " << scopes << "\n";
   out.yaml = y.str();
   return out;
 }
@@ -329,6 +386,115 @@ std::string format_table(const std::vector<RowResult>& rows) {
     o << line;
   }
   o << "\ntime err: predicted / published iteration time - 1 (negative: bmpipe too fast)\n";
+  return o.str();
+}
+
+namespace {
+
+/// The sub-ops of moe_decoder_layer_cost that Megatron-Core's MoELayer runs: the router,
+/// the dispatch, the experts, the combine and the shared expert (no norm, no attention, no
+/// residual).
+bool moe_layer_op(const std::string& name) {
+  for (const char* prefix :
+       {"router", "permute", "a2a-", "etp-", "experts_", "unpermute", "shared_"})
+    if (name.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<MoeLayerRow> moe_layer_rows(const std::string& path,
+                                        const std::vector<std::string>& device_keys) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open the file");
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  std::vector<MoeLayerRow> out;
+  for (const auto& row : doc.at("rows")) {
+    MoeLayerRow r;
+    r.name = row.at("name").get<std::string>();
+    const auto backend = row.at("flex_backend");
+    r.dispatcher = backend.is_string() ? backend.get<std::string>() : "alltoall";
+    r.precision = row.at("precision").get<std::string>().rfind("fp8", 0) == 0 ? "fp8" : "bf16";
+    r.published_forward_ms = row.at("forward_ms").get<double>();
+    r.published_backward_ms = row.at("backward_ms").get<double>();
+    const auto& m = row.at("model");
+    std::ostringstream y;
+    y << "cluster:\n  nodes: 1\n  devices_per_node: 8\n  device:\n    preset: h100-sxm\n";
+    for (const std::string& key : device_keys) y << "    " << key << "\n";
+    // One layer; attention and the dense FFN do not enter the MoE sub-ops.
+    y << "model:\n  architecture: llama\n  num_layers: 1\n  hidden_size: "
+      << m.at("hidden_size").get<int>()
+      << "\n  num_attention_heads: " << m.at("num_attention_heads").get<int>()
+      << "\n  ffn_hidden_size: " << m.at("moe_ffn_hidden_size").get<int>()
+      << "\n  vocab_size: 32000\n  moe:\n"
+      << "    num_experts: " << m.at("num_experts").get<int>()
+      << "\n    top_k: " << m.at("router_topk").get<int>()
+      << "\n    expert_ffn_hidden_size: " << m.at("moe_ffn_hidden_size").get<int>()
+      << "\n    load_imbalance: 1\n";
+    if (const auto it = m.find("moe_shared_expert_intermediate_size");
+        it != m.end() && it->is_number())
+      y << "    shared_expert_ffn_hidden_size: " << it->get<int>() << "\n";
+    if (const auto it = m.find("moe_router_num_groups"); it != m.end() && it->is_number())
+      y << "    router_groups: " << it->get<int>()
+        << "\n    router_group_top_k: " << m.at("moe_router_group_topk").get<int>() << "\n";
+    y << "training:\n  pp: 1\n  tp: 1\n  ep: " << row.at("ep").get<int>()
+      << "\n  seq_length: " << m.at("seq_length").get<int>()
+      << "\n  micro_batch_size: " << m.at("micro_batch_size").get<int>()
+      << "\n  global_batch_size: 8\n  kernels: fused\n";
+    if (r.dispatcher != "alltoall") y << "  moe_dispatcher: deepep\n";
+    if (r.precision == "fp8") y << "  fp8: e4m3\n  fp8_recipe: blockwise\n";
+    try {
+      const Config config = parse_config(y.str(), r.name + ".yaml");
+      const LayerCost cost = moe_decoder_layer_cost(*config.model.shape, *config.device.hardware,
+                                                    cost_settings(config));
+      for (const SubOpCost& op : cost.ops)
+        if (moe_layer_op(op.name)) {
+          r.forward_ms += 1e3 * op.forward_s;
+          r.backward_ms += 1e3 * (op.backward_input_s + op.backward_weight_s);
+        }
+    } catch (const ConfigError& e) {
+      r.refused = e.key() + ": " + e.message();
+    } catch (const std::exception& e) {
+      r.refused = e.what();
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string format_moe_layer_table(const std::vector<MoeLayerRow>& rows) {
+  std::ostringstream o;
+  char line[400];
+  std::snprintf(line, sizeof line, "%-30s %-9s %-5s %9s %9s %7s %9s %9s %7s\n", "MoE layer (H100)",
+                "dispatch", "prec", "F pub ms", "F bmpipe", "err %", "B pub ms", "B bmpipe",
+                "err %");
+  o << line;
+  double sum_f = 0, sum_b = 0, max_f = 0, max_b = 0;
+  int n = 0;
+  for (const MoeLayerRow& r : rows) {
+    if (!r.refused.empty()) {
+      o << r.name << ": not costed: " << r.refused << "\n";
+      continue;
+    }
+    const double ef = r.forward_ms / r.published_forward_ms - 1;
+    const double eb = r.backward_ms / r.published_backward_ms - 1;
+    std::snprintf(line, sizeof line, "%-30s %-9s %-5s %9.3f %9.3f %+7.1f %9.3f %9.3f %+7.1f\n",
+                  r.name.c_str(), r.dispatcher.c_str(), r.precision.c_str(), r.published_forward_ms,
+                  r.forward_ms, 100 * ef, r.published_backward_ms, r.backward_ms, 100 * eb);
+    o << line;
+    sum_f += std::abs(ef);
+    sum_b += std::abs(eb);
+    max_f = std::max(max_f, std::abs(ef));
+    max_b = std::max(max_b, std::abs(eb));
+    ++n;
+  }
+  if (n > 0) {
+    std::snprintf(line, sizeof line,
+                  "forward mean |err| %.1f %% (max %.1f %%), backward mean |err| %.1f %% (max "
+                  "%.1f %%), %d rows\n",
+                  100 * sum_f / n, 100 * max_f, 100 * sum_b / n, 100 * max_b, n);
+    o << line;
+  }
   return o.str();
 }
 

@@ -84,4 +84,25 @@ std::vector<GroupSummary> summarize(const std::vector<RowResult>& rows);
 /// The table as text: one line per row, then the group summaries.
 std::string format_table(const std::vector<RowResult>& rows);
 
+// ---- one MoE layer ------------------------------------------------------------------------
+
+/// One row of bench/fidelity/megatron_moe_layer_ci.json (Megatron-LM's MoE performance CI,
+/// d98e8a64: one MoELayer, no attention, ep 8 on 8 H100, seq 4096, micro-batch 1,
+/// force-balanced) against the MoE sub-ops of bmpipe's moe_decoder_layer_cost.
+struct MoeLayerRow {
+  std::string name;
+  std::string dispatcher;  ///< alltoall, deepep, hybridep (costed as deepep)
+  std::string precision;   ///< bf16 or fp8 (blockwise)
+  double published_forward_ms = 0, published_backward_ms = 0;
+  double forward_ms = 0, backward_ms = 0;  ///< bmpipe: router .. unpermute + shared expert
+  std::string refused;
+};
+
+/// Every row of the file, each costed. `device_keys` as express().
+std::vector<MoeLayerRow> moe_layer_rows(const std::string& path,
+                                        const std::vector<std::string>& device_keys = {});
+
+/// The MoE layer rows as text, with the mean and max |error| of forward and backward.
+std::string format_moe_layer_table(const std::vector<MoeLayerRow>& rows);
+
 }  // namespace bmpipe::fidelity

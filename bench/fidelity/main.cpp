@@ -7,6 +7,7 @@
 // --config ID prints the config a run is written as (to run it with `bmpipe simulate`).
 // --device puts `KEY: VALUE` beside every run's device preset (to try a constant).
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -77,11 +78,24 @@ int main(int argc, char** argv) {
     }
     std::vector<RowResult> rows;
     for (const PublishedRun& run : runs) {
-      if (!only.empty() && run.id.find(only) == std::string::npos) continue;
+      if (!only.empty()) {  // comma-separated substrings, any of which selects a run
+        bool hit = false;
+        for (std::size_t at = 0; at <= only.size();) {
+          const std::size_t comma = std::min(only.find(',', at), only.size());
+          const std::string part = only.substr(at, comma - at);
+          hit = hit || (!part.empty() && run.id.find(part) != std::string::npos);
+          at = comma + 1;
+        }
+        if (!hit) continue;
+      }
       rows.push_back(evaluate(run, source_dir, device_keys));
       if (!json) std::fprintf(stderr, "\r%zu runs simulated", rows.size());
     }
     if (!json) std::fprintf(stderr, "\n");
+    if (!json && only.empty())
+      std::cout << format_moe_layer_table(moe_layer_rows(
+                       source_dir + "/bench/fidelity/megatron_moe_layer_ci.json", device_keys))
+                << "\n";
     if (json) {
       nlohmann::json out = nlohmann::json::array();
       for (const RowResult& r : rows) {

@@ -1,0 +1,101 @@
+// The fidelity table (bench/fidelity): every published Megatron-Bridge run of the calibration
+// set written down and simulated, and its errors pinned, so that a cost change that makes
+// them worse fails here. `build/bench/fidelity/bmpipe-fidelity` prints the table;
+// docs/cost-model.md ("Kernel model and fidelity") shows it before and after the kernel
+// model.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "bench/fidelity/fidelity.hpp"
+
+namespace bmpipe {
+namespace fidelity_test {
+
+const std::string kRuns =
+    std::string(BMPIPE_SOURCE_DIR) + "/bench/fidelity/megatron_bridge_runs.json";
+const std::string kMoeLayers =
+    std::string(BMPIPE_SOURCE_DIR) + "/bench/fidelity/megatron_moe_layer_ci.json";
+
+std::vector<fidelity::RowResult> evaluate_all() {
+  std::vector<fidelity::RowResult> rows;
+  for (const fidelity::PublishedRun& run : fidelity::load_runs(kRuns))
+    rows.push_back(fidelity::evaluate(run, BMPIPE_SOURCE_DIR));
+  return rows;
+}
+
+TEST(Fidelity, EveryCalibrationRunIsWrittenDownAndSimulated) {
+  const auto rows = evaluate_all();
+  ASSERT_EQ(rows.size(), 39u);
+  for (const fidelity::RowResult& r : rows)
+    EXPECT_TRUE(r.predicted_tokens_per_s_per_gpu.has_value()) << r.id << ": " << r.refused;
+}
+
+TEST(Fidelity, ErrorsStayWithinWhatTheKernelModelReached) {
+  // The table after the kernel model (docs/cost-model.md): mean |time error| 10.4 % over the
+  // 39 runs; 15.7 % with the presets and precisions the table needs but the flat kernel
+  // model; 31.7 % over the 16 runs bmpipe could write down before b300, gb300 and NVFP4. The
+  // bounds are today's figures plus half a point: a worse change fails here.
+  const auto groups = fidelity::summarize(evaluate_all());
+  const std::map<std::string, double> bound = {{"blackwell dense fp8cs", 0.049},
+                                               {"blackwell dense fp8mx", 0.065},
+                                               {"blackwell dense nvfp4", 0.066},
+                                               {"blackwell moe bf16", 0.198},
+                                               {"blackwell moe fp8mx", 0.144},
+                                               {"blackwell-ultra dense fp8cs", 0.043},
+                                               {"blackwell-ultra dense fp8mx", 0.067},
+                                               {"blackwell-ultra dense nvfp4", 0.006},
+                                               {"blackwell-ultra moe bf16", 0.227},
+                                               {"blackwell-ultra moe fp8mx", 0.176},
+                                               {"hopper dense fp8cs", 0.096},
+                                               {"hopper moe bf16", 0.286},
+                                               {"all", 0.109}};
+  ASSERT_EQ(groups.size(), bound.size());
+  for (const fidelity::GroupSummary& g : groups) {
+    ASSERT_TRUE(bound.count(g.group)) << g.group;
+    EXPECT_EQ(g.refused, 0) << g.group;
+    EXPECT_LE(g.mean_abs_error, bound.at(g.group)) << g.group;
+  }
+  // Every dense group within 10 %, the bound for a group being 15 %.
+  for (const fidelity::GroupSummary& g : groups) {
+    if (g.group.find("dense") != std::string::npos) {
+      EXPECT_LE(g.mean_abs_error, 0.10) << g.group;
+    }
+  }
+}
+
+TEST(Fidelity, MoeLayerTimingsOfMegatronsCi) {
+  // One MoE layer on 8 H100 (Megatron-LM's moe_perf CI at d98e8a64), forward and backward:
+  // forward mean |error| 12.8 %, backward 18.6 % (the h100-sxm preset keeps the h200 fit's
+  // flat fractions; its bf16 backward reads 28-41 % slow).
+  const auto rows = fidelity::moe_layer_rows(kMoeLayers);
+  ASSERT_EQ(rows.size(), 12u);
+  double f = 0, b = 0;
+  for (const fidelity::MoeLayerRow& r : rows) {
+    ASSERT_TRUE(r.refused.empty()) << r.name << ": " << r.refused;
+    f += std::abs(r.forward_ms / r.published_forward_ms - 1);
+    b += std::abs(r.backward_ms / r.published_backward_ms - 1);
+  }
+  EXPECT_LE(f / 12, 0.133);
+  EXPECT_LE(b / 12, 0.191);
+}
+
+TEST(Fidelity, ARunWrittenDownNamesItsSourceAndApproximations) {
+  for (const fidelity::PublishedRun& run : fidelity::load_runs(kRuns)) {
+    if (run.id != "gpt_oss_120b_pretrain_64gpu_gb300_bf16") continue;
+    const fidelity::Expressed e = fidelity::express(run, BMPIPE_SOURCE_DIR);
+    EXPECT_NE(e.yaml.find("docs/performance-summary-archive.md:234"), std::string::npos) << e.yaml;
+    EXPECT_NE(e.yaml.find("  preset: gb300\n"), std::string::npos);
+    EXPECT_NE(e.yaml.find("  ep: 64\n"), std::string::npos);
+    // The recipe's CUDA graphs (transformer_engine over attn, moe_router, moe_preprocess).
+    EXPECT_NE(e.yaml.find("  cuda_graphs: attn,moe_router,moe_preprocess\n"), std::string::npos)
+        << e.yaml;
+    return;
+  }
+  FAIL() << "no gpt-oss GB300 BF16 row";
+}
+
+}  // namespace fidelity_test
+}  // namespace bmpipe
