@@ -210,6 +210,12 @@ inline constexpr auto kDeviceFields = std::to_array<Field<HardwareSpec>>({
      .range = kLatencyUs,
      .help = "fixed cost of one kernel launch",
      .form = Form::compute},
+    {.name = "host_launch_us",
+     .slot = &HardwareSpec::host_launch_us,
+     .range = kLatencyUs,
+     .help = "the host's time to issue one kernel outside CUDA graphs; a layer pass whose "
+             "kernels take the host longer than the GPU is host-bound; 0: never",
+     .form = Form::compute},
     {.name = "intra_node_mesh",
      .slot = &HardwareSpec::intra_node_mesh,
      .help = "a node is a full mesh (HCCS), not a switch",

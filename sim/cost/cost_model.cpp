@@ -938,8 +938,47 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
 
 }  // namespace
 
+namespace {
+
+/// `c` (built on `hw`) with what the host adds when it cannot issue the layer's kernels as
+/// fast as the GPU runs them (HardwareSpec::host_launch_us): the kernels each pass launches
+/// outside CUDA graphs are counted from the launch time they cost (`quiet`: the same layer
+/// built with kernel_launch_us 0), and a pass takes at least kernels x host_launch_us. The
+/// difference is a sub-op "host_launch"; the backward's is split between input-grad and
+/// weight-grad as their times are. PyTorch issues kernels ahead of the GPU, so only a pass
+/// whose issue time exceeds its GPU time waits on the host.
+void add_host_bound(LayerCost& c, const LayerCost& quiet, const HardwareSpec& hw) {
+  if (!(hw.host_launch_us > 0) || !(hw.kernel_launch_us > 0)) return;
+  const double per_kernel = hw.kernel_launch_us * 1e-6, host = hw.host_launch_us * 1e-6;
+  const double kernels_f = (c.forward_s - quiet.forward_s) / per_kernel;
+  const double b = c.backward_input_s + c.backward_weight_s;
+  const double kernels_b = (b - quiet.backward_input_s - quiet.backward_weight_s) / per_kernel;
+  const double f = std::max(0.0, kernels_f * host - c.forward_s);
+  const double extra_b = std::max(0.0, kernels_b * host - b);
+  const double i = b > 0 ? extra_b * c.backward_input_s / b : extra_b;
+  if (f <= 0 && extra_b <= 0) return;
+  c.ops.push_back({"host_launch", f, i, extra_b - i, {}});
+  c.forward_s += f;
+  c.backward_input_s += i;
+  c.backward_weight_s += extra_b - i;
+}
+
+/// decoder_impl, host-bound where the host is slower (add_host_bound).
+LayerCost decoder_with_host(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st,
+                            bool moe_mlp) {
+  LayerCost c = decoder_impl(m, hw, st, moe_mlp);
+  if (hw.host_launch_us > 0) {
+    HardwareSpec quiet = hw;
+    quiet.kernel_launch_us = 0;
+    add_host_bound(c, decoder_impl(m, quiet, st, moe_mlp), hw);
+  }
+  return c;
+}
+
+}  // namespace
+
 LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st) {
-  LayerCost c = decoder_impl(m, hw, st, false);
+  LayerCost c = decoder_with_host(m, hw, st, false);
   add_param_sharding_comm(c, hw, st);
   return c;
 }
@@ -948,7 +987,7 @@ LayerCost moe_decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw,
                                  const CostSettings& st) {
   if (!m.is_moe() || m.architecture != Architecture::llama)
     throw ShapeError("moe_decoder_layer_cost needs a llama-architecture mixture of experts");
-  LayerCost c = decoder_impl(m, hw, st, true);
+  LayerCost c = decoder_with_host(m, hw, st, true);
   add_param_sharding_comm(c, hw, st);
   return c;
 }

@@ -38,6 +38,11 @@ struct HardwareSpec {
   /// Fixed cost of one kernel launch; a layer of unfused ops launches dozens, which is
   /// what keeps short sequences from scaling down linearly.
   double kernel_launch_us = 3.0;
+  /// The host's time to issue one kernel the model counts (PyTorch's and TransformerEngine's
+  /// dispatch, the launch call), when no CUDA graph captures it. A layer pass whose kernels
+  /// take the host longer to issue than the GPU to run is host-bound: it takes
+  /// kernels x host_launch_us (add_host_bound in cost_model.cpp). 0: never host-bound.
+  double host_launch_us = 0.0;
   /// Fraction of link bandwidth a collective (all-reduce, all-gather, reduce-scatter)
   /// reaches.
   double collective_efficiency = 0.8;

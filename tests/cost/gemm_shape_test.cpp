@@ -200,3 +200,31 @@ TEST(Nvfp4, RefusedWithoutFp4TensorCores) {
 
 }  // namespace gemm_shape_test
 }  // namespace bmpipe
+
+namespace bmpipe {
+namespace gemm_shape_test {
+
+TEST(HostBound, APassTakesItsKernelsTimesTheHostsIssueTime) {
+  // 1 ms of host time a kernel, far above the GPU's: a fused llama layer's forward issues
+  // 12 kernels (attention block 7, MLP block 5: CudaGraphs above), so it takes 12 ms; its
+  // backward 21 (input-grad 13: the norms, qkv, RoPE on q and k, attention's two, out_proj,
+  // the residual, gate/up, SwiGLU, down, the residual; weight-grad 8: six GEMMs' and the two
+  // norm scales' accumulation), so input-grad + weight-grad take 21 ms.
+  const std::string dev = "    kernel_launch_us: 1\n    host_launch_us: 1000\n";
+  const LayerCost c = layer_of(llama_on_b200("", dev));
+  EXPECT_NEAR(c.forward_s, 12e-3, 1e-12);
+  EXPECT_NEAR(c.backward_input_s + c.backward_weight_s, 21e-3, 1e-12);
+  // Under a full CUDA graph the host issues nothing: the GPU's time stands.
+  const LayerCost graphs = layer_of(llama_on_b200("  cuda_graphs: full_iteration\n", dev));
+  const LayerCost gpu = layer_of(llama_on_b200("", "    kernel_launch_us: 0\n"));
+  EXPECT_DOUBLE_EQ(graphs.forward_s, gpu.forward_s);
+  // And with a host faster than the GPU nothing changes.
+  const LayerCost fast =
+      layer_of(llama_on_b200("", "    kernel_launch_us: 1\n    host_launch_us: 1\n"));
+  const LayerCost none = layer_of(llama_on_b200("", "    kernel_launch_us: 1\n"));
+  EXPECT_DOUBLE_EQ(fast.forward_s, none.forward_s);
+  EXPECT_DOUBLE_EQ(fast.backward_input_s, none.backward_input_s);
+}
+
+}  // namespace gemm_shape_test
+}  // namespace bmpipe
