@@ -72,6 +72,8 @@ const int kRegistered = [] {
   register_search("gpt3_175b", "configs/examples/gpt3_175b_a100.yaml", true);
   register_search("gpt3_24_layers", "tests/data/search_gpt3_24_layers.yaml", true);
   register_search("llama3_70b_1024", "bench/search/h100_llama3_70b_1024.yaml", false);
+  // Blackwell, where the GEMM shape model prices every layout's GEMMs.
+  register_search("b200_llama3_70b_256", "bench/search/b200_llama3_70b_256.yaml", false);
   return 0;
 }();
 
