@@ -22,6 +22,14 @@ class RequestError : public std::invalid_argument {
   std::string message_;
 };
 
+/// A file a command writes could not be written (a journal's line, an output file); what()
+/// reads "PATH: OPTION: what went wrong".
+class OutputError : public std::runtime_error {
+ public:
+  OutputError(const std::string& path, const std::string& option, const std::string& what)
+      : std::runtime_error(path + ": " + option + ": " + what) {}
+};
+
 /// No plan of any schedule tried fits the memory limit; what() names the config, the
 /// limit and the rank that comes closest, as `bmpipe plan` prints it.
 class NoPlanFits : public std::runtime_error {

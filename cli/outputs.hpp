@@ -10,18 +10,16 @@
 #include <string>
 #include <vector>
 
+#include "api/errors.hpp"
 #include "experiment/experiment.hpp"
 #include "experiment/write_config.hpp"
 #include "traces/chrome_trace.hpp"
 
 namespace bmpipe::cli {
 
-/// An output file (--trace, --svg, --out, ...) that cannot be opened or written.
-class OutputError : public std::runtime_error {
- public:
-  OutputError(const std::string& path, const std::string& option, const std::string& what)
-      : std::runtime_error(path + ": " + option + ": " + what) {}
-};
+/// An output file (--trace, --svg, --out, ...) that cannot be opened or written: the
+/// library's, which the search journal (api/search_journal.hpp) throws too.
+using OutputError = api::OutputError;
 
 /// An output a command writes: a file, or standard output when its path is "-".
 ///

@@ -84,6 +84,9 @@ class PassProgress {
 /// Ranks and prints (table, --json, --csv, --out, --format). Returns the exit code.
 int report_search(const SearchCommand& c, api::SearchRun run, int processes, double wall_s);
 
+/// A note of the journal (api::SearchJournal), as a line on stderr.
+void journal_note(const std::string& note);
+
 /// True when this process was started by mpirun / srun (so MPI_Init is wanted).
 bool launched_by_mpi();
 

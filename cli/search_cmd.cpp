@@ -10,18 +10,19 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include "api/contracts.hpp"
 #include "api/export.hpp"
+#include "api/search_journal.hpp"
 #include "api/summary.hpp"
 #include "cli/commands.hpp"
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
 #include "cli/search.hpp"
-#include "cli/search_journal.hpp"
 #include "experiment/suggest.hpp"
 #include "experiment/write_config.hpp"
 #include "sim/units.hpp"
@@ -206,7 +207,7 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
     std::ifstream in(c.path, std::ios::binary);
     std::stringstream text;
     text << in.rdbuf();
-    std::uint64_t h = fnv1a64(text.str());
+    std::map<std::string, std::string> options;
     for (const auto& [name, value] : vm) {
       static const std::set<std::string> kNoEffect{
           "config", "journal", "threads", "quiet",     "progress-interval-s", "top", "json",
@@ -232,9 +233,9 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
         for (const std::string& item : *list) v += item + "\n";  // --set, in order
       else
         throw std::logic_error("search --journal: option --" + name + " has no hash");
-      h = fnv1a64("\n" + name + "=" + v, h);
+      options[name] = v;
     }
-    c.inputs_hash = h;
+    c.inputs_hash = api::journal_inputs_hash(text.str(), options);
   }
   return c;
 }
@@ -466,6 +467,10 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
   return 0;
 }
 
+void journal_note(const std::string& note) {
+  std::cerr << "bmpipe search: note: " << note << "\n";
+}
+
 bool launched_by_mpi() {
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"})
     if (std::getenv(v)) return true;
@@ -492,8 +497,8 @@ int run_search(const std::vector<std::string>& args) {
     if (stop) return *stop;
     const std::size_t total = c.setup.layouts.size();
     LayoutProgress progress(c, 1);
-    std::optional<SearchJournal> journal;
-    if (c.journal) journal.emplace(*c.journal, c.inputs_hash, total);
+    std::optional<api::SearchJournal> journal;
+    if (c.journal) journal.emplace(*c.journal, c.inputs_hash, total, journal_note);
     const auto record = [&](std::size_t i, const LayoutResult& r, const api::SearchProgress& p) {
       if (journal) journal->append(i, r);
       progress.layout(r, p);

@@ -24,11 +24,11 @@
 #include <thread>
 
 #include "api/errors.hpp"
+#include "api/search_journal.hpp"
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
 #include "cli/search.hpp"
-#include "cli/search_journal.hpp"
 
 namespace bmpipe::cli {
 
@@ -160,7 +160,7 @@ int run_search_mpi(const std::vector<std::string>& args) {
   }
   const auto start = std::chrono::steady_clock::now();
   SearchCommand c;
-  std::optional<SearchJournal> journal;  // rank 0 with --journal
+  std::optional<api::SearchJournal> journal;  // rank 0 with --journal
   // Processes on one node share its cores: by default each takes its share.
   int local = 1;
   if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local = std::max(1, std::atoi(v));
@@ -178,7 +178,7 @@ int run_search_mpi(const std::vector<std::string>& args) {
     if (threads == 0) threads = std::max(1, tbb::this_task_arena::max_concurrency() / local);
     // The journal is rank 0's alone: it reads it back and appends every result it gathers.
     if (code == 0 && rank == 0 && c.journal)
-      journal.emplace(*c.journal, c.inputs_hash, c.setup.layouts.size());
+      journal.emplace(*c.journal, c.inputs_hash, c.setup.layouts.size(), journal_note);
   } catch (const UsageError& e) {
     error = e.what(), code = 2;
   } catch (const api::RequestError& e) {

@@ -1,0 +1,74 @@
+#pragma once
+/// \file
+/// A search's journal (`bmpipe search --journal FILE`, Python's `search(journal=...)`):
+/// every finished layout appended as one JSON line, flushed and fsync'd, so a killed search
+/// resumes where it stopped. The first line names the inputs (a hash of the config text,
+/// the options that change a layout's result, and the bmpipe version); a journal of other
+/// inputs is refused (RequestError("--journal")), a torn last line (a kill in mid-write) is
+/// dropped and cut off. Both front ends go through here, so they write one format.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/search.hpp"
+#include "planner/layout_search.hpp"
+
+namespace bmpipe::api {
+
+/// 64-bit FNV-1a of `bytes`, continuing from `h` (the offset basis by default). Written
+/// here from the published algorithm (Fowler, Noll, Vo; offset basis 14695981039346656037,
+/// prime 1099511628211) because std::hash is not stable across builds.
+std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t h = 14695981039346656037ull);
+
+/// A journal header's inputs: the config's bytes, then every option that can change a
+/// layout's result as "\nNAME=VALUE", in name order. NAME is the command-line spelling
+/// without dashes ("micro-batch-size"), VALUE as the command line gives it ("1,2"; --set's
+/// "KEY=VALUE" items each followed by "\n"). The executable and the Python module build the
+/// same map for the same search, so either may resume the other's journal.
+std::uint64_t journal_inputs_hash(std::string_view config_text,
+                                  const std::map<std::string, std::string>& options);
+
+/// The options of `request` that change a layout's result, by the command line's names and
+/// spelling, as `bmpipe search` hashes them when each is given as the request holds it
+/// (lists as "1,2,4", numbers as "%.17g", defaults included; `screen_margin_pct` is the
+/// percentage given, not request.screen_margin), with `sets` (Overrides::set) as --set
+/// items. For the Python module, whose keywords carry no command-line text.
+std::map<std::string, std::string> journal_options(
+    const SearchRequest& request, double screen_margin_pct,
+    const std::vector<std::pair<std::string, std::string>>& sets);
+
+class SearchJournal {
+ public:
+  /// Opens (or creates) `path` for `layouts` layouts of inputs hashed to `hash`. Reads
+  /// back the layouts a run before finished into known(). Throws RequestError("--journal")
+  /// for a journal of other inputs or one that cannot be read or written, OutputError when
+  /// the header cannot be written. When it drops a torn last line it tells `note` (a line
+  /// "--journal PATH: line N was torn ...") before returning.
+  SearchJournal(std::string path, std::uint64_t hash, std::size_t layouts,
+                const std::function<void(const std::string&)>& note = {});
+  ~SearchJournal();
+  SearchJournal(const SearchJournal&) = delete;
+  SearchJournal& operator=(const SearchJournal&) = delete;
+
+  const std::vector<std::optional<LayoutResult>>& known() const { return known_; }
+  /// Appends layout `index`'s result as one line, flushed and fsync'd. Throws OutputError.
+  void append(std::size_t index, const LayoutResult& r);
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  std::vector<std::optional<LayoutResult>> known_;
+};
+
+/// Where a search keeps its journal: the file and its inputs (journal_inputs_hash).
+struct JournalRequest {
+  std::string path;
+  std::uint64_t inputs = 0;
+};
+
+}  // namespace bmpipe::api
