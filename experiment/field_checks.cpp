@@ -10,6 +10,7 @@
 #include "experiment/config.hpp"
 #include "experiment/config_fields.hpp"
 #include "experiment/layer_table.hpp"
+#include "experiment/mesh_rules.hpp"
 #include "experiment/suggest.hpp"
 #include "schedules/registry.hpp"
 #include "sim/cost/kernels.hpp"
@@ -498,17 +499,10 @@ void check_expert_parallel(const Config& c, std::int64_t dp) {
 void check_context_parallel(const Config& c) {
   const TrainingConfig& t = c.training;
   const ModelShape& m = *c.model.shape;
-  if (t.cp > 1 && *t.seq_length % (2 * t.cp) != 0)
-    c.fail("training.cp",
-           "2 cp = " + std::to_string(2 * t.cp) + " does not divide seq_length " +
-               std::to_string(*t.seq_length) +
-               ": the load-balanced causal split cuts each sequence into 2 cp equal chunks");
-  // Ulysses trades the sequence split for a head split over the cp group.
-  if (t.cp > 1 && t.cp_comm() == CpComm::a2a && (m.num_attention_heads / t.tp) % t.cp != 0)
-    c.fail("training.cp_comm_type",
-           "a2a (Ulysses) splits each tp rank's " + std::to_string(m.num_attention_heads / t.tp) +
-               " attention heads over cp = " + std::to_string(t.cp) +
-               ", which does not divide them (expected p2p, or a cp dividing the heads)");
+  if (const auto problem = cp_split_problem(*t.seq_length, t.cp)) c.fail("training.cp", *problem);
+  if (t.cp_comm() == CpComm::a2a)
+    if (const auto problem = ulysses_heads_problem(m.num_attention_heads, t.tp, t.cp))
+      c.fail("training.cp_comm_type", *problem + " (expected p2p, or a cp dividing the heads)");
 }
 
 // training.megatron_layout: it parses; and when the folded layer table cannot run it

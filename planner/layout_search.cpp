@@ -5,6 +5,7 @@
 #include <numeric>
 #include <set>
 
+#include "experiment/mesh_rules.hpp"
 #include "planner/layout_bound.hpp"
 #include "sim/units.hpp"
 
@@ -211,13 +212,9 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
     if (!analytic && cp != c.training.cp)
       fail("--cp", "measured layer costs hold for the config's cp " +
                        std::to_string(c.training.cp) + " only");
-    // experiment/field_checks.cpp, check_context_parallel: the load-balanced causal split
-    // cuts every sequence into 2 cp equal chunks (docs/cost-model.md).
-    if (analytic && cp > 1 && *c.training.seq_length % (2 * cp) != 0)
-      fail("--cp",
-           "2 cp = " + std::to_string(2 * cp) + " does not divide seq_length " +
-               std::to_string(*c.training.seq_length) +
-               ": the load-balanced causal split cuts each sequence into 2 cp equal chunks");
+    // The config's own rule (experiment/mesh_rules.hpp).
+    if (analytic)
+      if (const auto problem = cp_split_problem(*c.training.seq_length, cp)) fail("--cp", *problem);
   }
 
   std::vector<Layout> out;
@@ -250,16 +247,13 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
           continue;
         }
         // Ulysses (cp_comm_type a2a) splits a tp rank's heads over the cp group.
-        if (analytic && cp > 1 && c.training.cp_comm() == CpComm::a2a &&
-            (c.model.shape->num_attention_heads / tp) % cp != 0) {
-          if (rejected)
-            rejected->push_back(
-                refused(shape, "divisibility",
-                        "cp_comm_type a2a (Ulysses) splits each tp rank's " +
-                            std::to_string(c.model.shape->num_attention_heads / tp) +
-                            " attention heads over cp = " + std::to_string(cp) +
-                            ", which does not divide them"));
-          continue;
+        if (analytic && c.training.cp_comm() == CpComm::a2a) {
+          if (const auto problem =
+                  ulysses_heads_problem(c.model.shape->num_attention_heads, tp, cp)) {
+            if (rejected)
+              rejected->push_back(refused(shape, "divisibility", "cp_comm_type " + *problem));
+            continue;
+          }
         }
         any_cp = true;
         const int dp = devices / (tp * pp * cp);
