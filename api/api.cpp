@@ -32,17 +32,20 @@ const ScheduleInfo& require_schedule(std::string_view name, const std::string& k
   return *info;
 }
 
-Config load_config_source(const std::string& source) {
+bool config_source_is_path(const std::string& source) {
   const bool one_line = source.find('\n') == std::string::npos;
   auto ends_with = [&](const char* suffix) {
     const std::string s(suffix);
     return source.size() >= s.size() && source.compare(source.size() - s.size(), s.size(), s) == 0;
   };
   std::error_code ec;
-  if ((one_line && (ends_with(".yaml") || ends_with(".yml"))) ||
-      (one_line && std::filesystem::is_regular_file(source, ec)))
-    return load_config(source);
-  return parse_config(source, "<string>");
+  return (one_line && (ends_with(".yaml") || ends_with(".yml"))) ||
+         (one_line && std::filesystem::is_regular_file(source, ec));
+}
+
+Config load_config_source(const std::string& source, const Overrides& overrides) {
+  if (config_source_is_path(source)) return load_config(source, overrides);
+  return parse_config(source, "<string>", overrides);
 }
 
 // ---- simulate ---------------------------------------------------------------------------

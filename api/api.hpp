@@ -40,7 +40,11 @@ const ScheduleInfo& require_schedule(std::string_view name, const std::string& k
 /// as YAML text (named "<string>" in messages; relative paths in it are relative to the
 /// working directory). A single line ending in .yaml or .yml is always taken as a path,
 /// so a mistyped file name reads "cannot open the file" rather than a YAML complaint.
-Config load_config_source(const std::string& source);
+/// `overrides` as load_config takes them (Overrides::set goes into the document first).
+Config load_config_source(const std::string& source, const Overrides& overrides = {});
+
+/// Whether load_config_source takes `source` as a path (else as YAML text).
+bool config_source_is_path(const std::string& source);
 
 // ---- simulate ---------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "api/contracts.hpp"
 #include "api/errors.hpp"
 #include "api/search.hpp"
 
@@ -194,6 +196,23 @@ void SearchJournal::append(std::size_t index, const LayoutResult& r) {
   const nlohmann::json j{{"layout", index},
                          {"result", nlohmann::json::parse(api::encode_result(r))}};
   write_all(fd_, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", path_);
+}
+
+nlohmann::json run_search(const Config& config, const SearchRequest& request,
+                          const JournalRequest& journal,
+                          const std::function<void(const std::string&)>& note) {
+  const auto start = std::chrono::steady_clock::now();
+  const SearchSetup s = prepare_search(config, request);
+  SearchJournal j(journal.path, journal.inputs, s.layouts.size(), note);
+  SearchRun run = evaluate_search(
+      s, j.known(),
+      [&](std::size_t i, const LayoutResult& r, const SearchProgress&) { j.append(i, r); });
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  nlohmann::json document = search_document(
+      rank_search(s, std::move(run.results), 1, wall, run.stopped_by, run.confirmed));
+  document["bmpipe"] = provenance(config.file);
+  return document;
 }
 
 }  // namespace bmpipe::api

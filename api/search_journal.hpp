@@ -71,4 +71,12 @@ struct JournalRequest {
   std::uint64_t inputs = 0;
 };
 
+/// run_search (api/search.hpp) with a journal: the layouts `journal` holds are taken as
+/// they are, every other one is planned and appended, so an interrupted call resumes and
+/// the document is the uninterrupted one's (wall time aside). `note` as SearchJournal's.
+/// Throws what SearchJournal throws, and what run_search throws.
+nlohmann::json run_search(const Config& config, const SearchRequest& request,
+                          const JournalRequest& journal,
+                          const std::function<void(const std::string&)>& note = {});
+
 }  // namespace bmpipe::api

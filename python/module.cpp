@@ -9,7 +9,9 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "api/export.hpp"
 #include "api/import.hpp"
 #include "api/search.hpp"
+#include "api/search_journal.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
 
@@ -119,6 +122,8 @@ void translate(std::exception_ptr p) {
     raise_config_error(e.file(), e.row(), "", e.message(), e.what());
   } catch (const api::RequestError& e) {
     PyErr_SetObject(PyExc_ValueError, utf8(python_key(e.key()) + ": " + e.message()).ptr());
+  } catch (const api::OutputError& e) {
+    PyErr_SetObject(PyExc_OSError, utf8(e.what()).ptr());
   } catch (const api::NoPlanFits& e) {
     PyErr_SetObject(py::module_::import("bmpipe").attr("NoPlanFitsError").ptr(),
                     utf8(e.what()).ptr());
@@ -132,18 +137,89 @@ std::string path_string(const py::handle& h) {
   return py::str(py::module_::import("os").attr("fsdecode")(h));
 }
 
-Config load(const py::handle& source) {
+/// The `set` keyword (the command line's repeated --set KEY=VALUE): a dict {key: value}
+/// (a value a str of YAML, or a bool, int or float) or a list of "KEY=VALUE" strs, in order.
+/// None: nothing set.
+std::vector<std::pair<std::string, std::string>> sets_of(const py::handle& h) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (h.is_none()) return out;
+  auto value_text = [](const py::handle& v) -> std::string {
+    if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
+    if (py::isinstance<py::str>(v)) return v.cast<std::string>();
+    if (py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v))
+      return py::str(v).cast<std::string>();
+    throw py::type_error("set: a value must be a str (YAML), bool, int or float, got " +
+                         py::str(py::type::handle_of(v).attr("__name__")).cast<std::string>());
+  };
+  if (py::isinstance<py::dict>(h)) {
+    for (const auto& [key, value] : h.cast<py::dict>()) {
+      if (!py::isinstance<py::str>(key)) throw py::type_error("set: a key must be a str");
+      out.emplace_back(key.cast<std::string>(), value_text(value));
+    }
+    return out;
+  }
+  if (py::isinstance<py::str>(h) || !py::isinstance<py::sequence>(h))
+    throw py::type_error("set: expected a dict {key: value} or a list of 'KEY=VALUE' strs");
+  for (const py::handle& item : h.cast<py::sequence>()) {
+    if (!py::isinstance<py::str>(item))
+      throw py::type_error("set: expected a dict {key: value} or a list of 'KEY=VALUE' strs");
+    const std::string kv = item.cast<std::string>();
+    // As the command line's --set (cli/options.cpp append_batch_and_sets).
+    const std::size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw api::RequestError(
+          "--set", "expected KEY=VALUE, e.g. training.sequence_parallel=true, got '" + kv + "'");
+    out.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return out;
+}
+
+Config load(const py::handle& source, const py::handle& set) {
   // A str may be a path or YAML text; anything path-like is a path.
   const bool text = py::isinstance<py::str>(source);
   const std::string s = text ? source.cast<std::string>() : path_string(source);
+  bmpipe::Overrides o;
+  o.set = sets_of(set);
   py::gil_scoped_release nogil;
-  return text ? api::load_config_source(s) : bmpipe::load_config(s);
+  return text ? api::load_config_source(s, o) : bmpipe::load_config(s, o);
 }
 
-/// The config argument of every command: a Config, or anything load() takes.
-Config config_of(const py::handle& h) {
-  if (py::isinstance<Config>(h)) return h.cast<Config>();
-  return load(h);
+/// The config argument of every command: a Config, or anything load() takes, read with
+/// `set` (the keyword). A Config was read already, so it takes no `set`.
+Config config_of(const py::handle& h, const py::handle& set = py::none()) {
+  if (py::isinstance<Config>(h)) {
+    if (!sets_of(set).empty())
+      throw api::RequestError("--set",
+                              "applies while the config is read: give the path or YAML text, "
+                              "or load(..., set=...), not a loaded Config");
+    return h.cast<Config>();
+  }
+  return load(h, set);
+}
+
+/// The bytes a journal's header hashes for the config argument `h`, as `bmpipe search`
+/// hashes its CONFIG file: the file's bytes, or the YAML text given. A Config read from
+/// YAML text has no file to read again.
+std::string config_bytes(const py::handle& h) {
+  std::string path;
+  if (py::isinstance<Config>(h)) {
+    path = h.cast<const Config&>().file;
+    if (path == "<string>")
+      throw api::RequestError("--journal",
+                              "a Config loaded from YAML text has no file to hash; give "
+                              "search() the text itself");
+  } else if (py::isinstance<py::str>(h)) {
+    const std::string s = h.cast<std::string>();
+    if (!api::config_source_is_path(s)) return s;
+    path = s;
+  } else {
+    path = path_string(h);
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw api::RequestError("--journal", path + ": cannot read the config to hash it");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 bmpipe::Overrides overrides(std::optional<std::string> schedule, std::optional<int> pp,
@@ -194,9 +270,12 @@ PYBIND11_MODULE(bmpipe, m) {
                     c.training.vpp, c.training.microbatches);
       });
 
-  m.def("load", &load, py::arg("source"),
+  m.def("load", &load, py::arg("source"), py::kw_only(), py::arg("set") = py::none(),
         "A Config from a YAML file (a path, str or os.PathLike), or from YAML text when the "
-        "str names no file. Raises ConfigError.");
+        "str names no file. set: config keys set before it is read, as the command line's "
+        "repeated --set KEY=VALUE: a dict {'training.sequence_parallel': 'true'} (values are "
+        "YAML; bool, int and float are taken too) or a list of 'KEY=VALUE' strs. Raises "
+        "ConfigError.");
 
   m.def(
       "schedules",
@@ -212,8 +291,8 @@ PYBIND11_MODULE(bmpipe, m) {
       "simulate",
       [](const py::handle& config, std::optional<std::string> schedule, std::optional<int> pp,
          std::optional<int> vpp, std::optional<int> microbatches,
-         std::optional<py::object> schedule_file) {
-        const Config c = config_of(config);
+         std::optional<py::object> schedule_file, const py::object& set) {
+        const Config c = config_of(config, set);
         api::SimulateRequest r;
         r.overrides = overrides(std::move(schedule), pp, vpp, microbatches);
         if (schedule_file) r.schedule_file = path_string(*schedule_file);
@@ -226,10 +305,11 @@ PYBIND11_MODULE(bmpipe, m) {
       },
       py::arg("config"), py::arg("schedule") = py::none(), py::arg("pp") = py::none(),
       py::arg("vpp") = py::none(), py::arg("microbatches") = py::none(), py::kw_only(),
-      py::arg("schedule_file") = py::none(),
+      py::arg("schedule_file") = py::none(), py::arg("set") = py::none(),
       "Simulates one iteration and returns the summary `bmpipe simulate --json` prints "
       "(ok is False, with error and blocked, when the schedule deadlocks). schedule, pp, vpp "
-      "and microbatches override the config; schedule_file replays a schedule CSV instead.");
+      "and microbatches override the config; schedule_file replays a schedule CSV instead; "
+      "set is the command's --set KEY=VALUE (as load() takes it).");
 
   m.def(
       "compare",
@@ -272,8 +352,8 @@ PYBIND11_MODULE(bmpipe, m) {
          std::int64_t max_evals, std::optional<double> time_limit_s, std::optional<int> pp,
          std::optional<int> vpp, std::optional<int> microbatches,
          std::optional<std::string> baseline, std::optional<std::string> expressible,
-         std::optional<std::string> baseline_layout) {
-        const Config c = config_of(config);
+         std::optional<std::string> baseline_layout, const py::object& set) {
+        const Config c = config_of(config, set);
         api::PlanRequest r;
         r.overrides = overrides(std::move(schedule), pp, vpp, microbatches);
         r.memory_limit_GiB = memory_limit_GiB;
@@ -297,13 +377,14 @@ PYBIND11_MODULE(bmpipe, m) {
       py::arg("seed") = 1, py::arg("max_evals") = 20000, py::arg("time_limit_s") = py::none(),
       py::arg("pp") = py::none(), py::arg("vpp") = py::none(), py::arg("microbatches") = py::none(),
       py::arg("baseline") = py::none(), py::arg("expressible") = py::none(),
-      py::arg("baseline_layout") = py::none(),
+      py::arg("baseline_layout") = py::none(), py::arg("set") = py::none(),
       "Searches the layers of every stage and the recompute mode of every layer for the "
       "fastest simulated iteration that fits, and returns what `bmpipe plan --json` prints. "
       "The options are the command's (schedule may be 'auto'; threads=0: every core; "
       "expressible='megatron' or 'mindformers' is --expressible; baseline_layout, a "
-      "Megatron --pipeline-model-parallel-layout string, is --baseline-layout). "
-      "Raises NoPlanFitsError when nothing fits, ValueError for a bad option.");
+      "Megatron --pipeline-model-parallel-layout string, is --baseline-layout; set is "
+      "--set KEY=VALUE, as load() takes it). Raises NoPlanFitsError when nothing fits, ValueError "
+      "for a bad option.");
 
   m.def(
       "search",
@@ -315,8 +396,9 @@ PYBIND11_MODULE(bmpipe, m) {
          std::optional<double> time_limit_s, double margin_GiB, int threads,
          std::optional<std::vector<int>> ep, std::optional<std::vector<int>> etp,
          std::optional<std::vector<int>> cp, std::optional<std::int64_t> screen_evals,
-         std::optional<double> screen_margin_pct) {
-        const Config c = config_of(config);
+         std::optional<double> screen_margin_pct, const py::object& set,
+         std::optional<py::object> journal) {
+        const Config c = config_of(config, set);
         api::SearchRequest r;
         r.effort = api::planner_effort(planner);
         // None is the command's default range; an empty list is refused as the command's
@@ -351,6 +433,23 @@ PYBIND11_MODULE(bmpipe, m) {
         if (screen_evals) r.screen_evals = *screen_evals;
         if (screen_margin_pct) r.screen_margin = *screen_margin_pct / 100.0;
         nlohmann::json document;
+        if (journal) {
+          // The inputs as `bmpipe search CONFIG ... --journal` hashes them, so either
+          // resumes the other's journal.
+          const api::JournalRequest j{
+              path_string(*journal),
+              api::journal_inputs_hash(
+                  config_bytes(config),
+                  api::journal_options(r, screen_margin_pct.value_or(5.0), sets_of(set)))};
+          std::vector<std::string> notes;
+          {
+            py::gil_scoped_release nogil;
+            document = api::run_search(c, r, j, [&](const std::string& n) { notes.push_back(n); });
+          }
+          const py::object warn = py::module_::import("warnings").attr("warn");
+          for (const std::string& n : notes) warn(utf8("note: " + n));
+          return to_python(document);
+        }
         {
           py::gil_scoped_release nogil;
           document = api::run_search(c, r);
@@ -365,6 +464,7 @@ PYBIND11_MODULE(bmpipe, m) {
       py::arg("time_limit_s") = py::none(), py::arg("margin_GiB") = 0.0, py::arg("threads") = 0,
       py::arg("ep") = py::none(), py::arg("etp") = py::none(), py::arg("cp") = py::none(),
       py::arg("screen_evals") = py::none(), py::arg("screen_margin_pct") = py::none(),
+      py::arg("set") = py::none(), py::arg("journal") = py::none(),
       "Finds the fastest parallel layout and returns what `bmpipe search --json` prints: "
       "{layouts, search}, every layout ranked. planner is 'off', 'quick' or 'full' "
       "(layout_evals per layout); max_evals and time_limit_s bound the whole search "
@@ -374,8 +474,13 @@ PYBIND11_MODULE(bmpipe, m) {
       "'quick', every layout is first planned with screen_evals evaluations (None: 64) and "
       "those within screen_margin_pct (None: 5) of the fastest again with the whole budget "
       "(screen_evals=0: every layout with the whole budget; either with another planner: "
-      "ValueError). Raises "
-      "ConfigError for the config, ValueError for a bad option.");
+      "ValueError); set is --set KEY=VALUE, as load() takes it. journal (a path) is "
+      "--journal FILE: every planned layout is appended to it, and a journal of the same "
+      "search (this call's or `bmpipe search`'s) is read back instead of planning its "
+      "layouts again, with the same result; a journal of other inputs raises ValueError, a "
+      "torn last line is dropped with a UserWarning ('note: ...'). Raises ConfigError for "
+      "the config, ValueError for a bad option, OSError when the journal cannot be "
+      "written.");
 
   m.def(
       "export_config",
