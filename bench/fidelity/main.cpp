@@ -1,8 +1,10 @@
 // bmpipe-fidelity: the published runs of bench/fidelity/megatron_bridge_runs.json, each
 // written down as a config and simulated, against their published throughput.
 //
-//   bmpipe-fidelity [--runs FILE] [--source-dir DIR] [--only SUBSTRING] [--config ID]
-//                   [--device KEY=VALUE]... [--json]
+//   bmpipe-fidelity [--runs FILE] [--source-dir DIR] [--only SUBSTRING,...] [--config ID]
+//                   [--moe-layers] [--device KEY=VALUE]... [--json]
+//
+// --moe-layers prints Megatron-LM's MoE-layer CI alone (H100).
 //
 // --config ID prints the config a run is written as (to run it with `bmpipe simulate`).
 // --device puts `KEY: VALUE` beside every run's device preset (to try a constant).
@@ -21,7 +23,8 @@ namespace {
 int usage(const char* why) {
   std::fprintf(stderr,
                "bmpipe-fidelity: %s\nusage: bmpipe-fidelity [--runs FILE] [--source-dir DIR] "
-               "[--only SUBSTRING] [--config ID] [--device KEY=VALUE]... [--json]\n",
+               "[--only SUBSTRING,...] [--config ID] [--moe-layers] [--device KEY=VALUE]... "
+               "[--json]\n",
                why);
   return 2;
 }
@@ -34,12 +37,14 @@ int main(int argc, char** argv) {
   std::string runs_path;
   std::string only, config_id;
   std::vector<std::string> device_keys;
-  bool json = false;
+  bool json = false, moe_layers_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     if (a == "--json") {
       json = true;
+    } else if (a == "--moe-layers") {
+      moe_layers_only = true;
     } else if (a == "--runs" || a == "--source-dir" || a == "--only" || a == "--config" ||
                a == "--device") {
       const char* v = value();
@@ -75,6 +80,21 @@ int main(int argc, char** argv) {
           return 0;
         }
       return usage(("no run " + config_id).c_str());
+    }
+    if (moe_layers_only) {  // the MoE-layer CI alone
+      const auto layers =
+          moe_layer_rows(source_dir + "/bench/fidelity/megatron_moe_layer_ci.json", device_keys);
+      if (!json) {
+        std::cout << format_moe_layer_table(layers);
+        return 0;
+      }
+      nlohmann::json out = nlohmann::json::array();
+      for (const MoeLayerRow& r : layers)
+        out.push_back({{"name", r.name},
+                       {"forward_error", r.forward_ms / r.published_forward_ms - 1},
+                       {"backward_error", r.backward_ms / r.published_backward_ms - 1}});
+      std::cout << out.dump(1) << "\n";
+      return 0;
     }
     std::vector<RowResult> rows;
     for (const PublishedRun& run : runs) {

@@ -2,8 +2,6 @@
 
 #include <array>
 
-#include "sim/cost/kernels.hpp"
-
 namespace bmpipe {
 
 namespace {
@@ -113,11 +111,9 @@ HardwareSpec make_b200() {
   // per GPU.
   h.fp4_peak_tflops = 9000;
   // The GEMM shape model (sim/cost/kernels.hpp): B200's 148 SMs (two dies of 74, NVIDIA's
-  // Blackwell architecture brief), the tile constants of the DeepGEMM fit carried over from
-  // H800 (no Blackwell GEMM table was read).
+  // Blackwell architecture brief), with the tile constants of the DeepGEMM fit on H800 (the
+  // defaults; no Blackwell GEMM table was read).
   h.sm_count = 148;
-  h.gemm_k_half = kGemmKHalfFit;
-  h.gemm_tile_intensity = kGemmTileIntensityFit;
   // Fitted (see the note above the function): large GEMMs at 0.55 of the bf16 peak, FP8
   // GEMMs at 1.05 x that of the FP8 peak, NVFP4 at 1.30 x of the FP4 peak, attention 0.40
   // forward (at the bound) and 0.28 backward.

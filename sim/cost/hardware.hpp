@@ -15,6 +15,15 @@
 
 namespace bmpipe {
 
+/// The shape model's constants as fitted on DeepGEMM's table (sim/cost/kernels.hpp's file comment):
+/// least squares of the relative error of its 22 FP8 shapes on H800 (132 SMs, 1979 TFLOPS FP8, 3.35
+/// TB/s), a large FP8 GEMM at 0.80 of the FP8 peak and the memory-bound shapes at 0.8 of HBM, on
+/// grids of 0.01, 50 and 10: k_half 550 FP8 elements (275 at bf16 speed), tile intensity 160
+/// FLOP/byte; mean |error| 8.5 %, max 28.6 % (M 64, N 2112, K 7168: DeepGEMM splits such shapes
+/// finer than these tiles). tests/cost/gemm_shape_test.cpp pins it.
+inline constexpr double kGemmKHalfFit = 275;
+inline constexpr double kGemmTileIntensityFit = 160;
+
 struct HardwareSpec {
   std::string name;
   double peak_tflops = 0.0;   ///< dense fp16/bf16 tensor-core peak, 1e12 FLOP/s
@@ -75,8 +84,8 @@ struct HardwareSpec {
   /// prologue and epilogue take as long as its k loop, and the FLOPs per loaded byte a tile
   /// needs to feed its tensor cores. The efficiencies above are then a large GEMM's.
   int sm_count = 0;
-  double gemm_k_half = 0;
-  double gemm_tile_intensity = 0;
+  double gemm_k_half = kGemmKHalfFit;
+  double gemm_tile_intensity = kGemmTileIntensityFit;
 
   /// matmul_weight_grad_efficiency, or matmul_backward_efficiency when unset.
   double weight_grad_efficiency() const {

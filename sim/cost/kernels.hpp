@@ -28,15 +28,6 @@
 
 namespace bmpipe {
 
-/// The shape model's constants as fitted on DeepGEMM's table (the file comment): least
-/// squares of the relative error of its 22 FP8 shapes on H800 (132 SMs, 1979 TFLOPS FP8,
-/// 3.35 TB/s), a large FP8 GEMM at 0.80 of the FP8 peak and the memory-bound shapes at 0.8
-/// of HBM, on grids of 0.01, 50 and 10: k_half 550 FP8 elements (275 at bf16 speed), tile
-/// intensity 160 FLOP/byte; mean |error| 8.5 %, max 28.6 % (M 64, N 2112, K 7168: DeepGEMM
-/// splits such shapes finer than these tiles). tests/cost/gemm_shape_test.cpp pins it.
-inline constexpr double kGemmKHalfFit = 275;
-inline constexpr double kGemmTileIntensityFit = 160;
-
 /// gemm_shape_efficiency's three factors for the tile it picks, and the tile.
 struct GemmShapeFit {
   double efficiency = 1;  ///< wave x tile x depth, in (0, 1]
