@@ -34,6 +34,18 @@ FAMILY = {"LLAMA3_8B": "llama3_8b", "LLAMA3_70B": "llama3_70b", "LLAMA3.1_405B":
 # parentheses.
 PRECISION = {"BF16": "bf16", "FP8": "fp8cs", "FP8-CS": "fp8cs", "FP8-CS (FP8-MX)": "fp8cs",
              "MXFP8": "fp8mx", "FP8-MX": "fp8mx", "NVFP4": "nvfp4"}
+# Where the extracted recipe is not what the function runs, read against the function at the
+# same commit: deepseek_v3_pretrain_256gpu_gb200_fp8mx_config sets cuda_graph_impl
+# transformer_engine with the attn, moe_router and moe_preprocess scopes, then calls
+# _enable_deepseek_full_iteration_mxfp8 (perf_recipes/deepseek/common.py), which sets
+# cuda_graph_impl full_iteration and an empty scope; the extraction kept the first.
+CORRECTIONS = {
+    "deepseek_v3_pretrain_256gpu_gb200_fp8mx_config": {
+        "cuda_graph_impl": "full_iteration", "cuda_graph_scope": "[]",
+        "why": "src/megatron/bridge/perf_recipes/deepseek/gb200/deepseek_v3.py calls "
+               "_enable_deepseek_full_iteration_mxfp8 (deepseek/common.py) last, which sets "
+               "cuda_graph_impl full_iteration and cuda_graph_scope []"},
+}
 SYSTEM = {"DGX-H100": "h100", "DGX-B200": "b200", "DGX-B300": "b300", "DGX-GB200": "gb200",
           "DGX-GB300": "gb300"}
 
@@ -65,7 +77,11 @@ def main(folder: str) -> None:
         keep["source"] = (f"NVIDIA-NeMo/Megatron-Bridge@067f987df03b8355b03192d88d70f1709fedf51a "
                           f"{row['source_file']}:{row['source_line']}")
         if recipe:
-            keep["recipe"] = recipe
+            keep["recipe"] = dict(recipe)
+            if name in CORRECTIONS:
+                fix = dict(CORRECTIONS[name])
+                keep["recipe_correction"] = fix.pop("why")
+                keep["recipe"].update(fix)
         out.append(keep)
     doc = {
         "source": perf["source"],

@@ -95,7 +95,7 @@ HardwareSpec make_h800() {
 // fraction for the three passes (a large GEMM's: the shape model takes each shape below
 // it), the FP8 and FP4 scales, and fused attention's fraction (held within 0.40-0.65, what
 // fused attention kernels reach; the backward at the h200 fit's 0.7 of the forward).
-// Mean |log error| over the 17 rows 9.8 %; docs/cost-model.md has the table. Memory-bound
+// Mean |log error| over the 17 rows 9.7 %; docs/cost-model.md has the table. Memory-bound
 // kernels, launches and collectives keep the h200 figures.
 HardwareSpec make_b200() {
   HardwareSpec h = make_h200();
