@@ -60,12 +60,24 @@ nlohmann::json layer_json(const LayerCost& c, int count, bool with_ops) {
   if (a2a) j["all_to_all_ms"] = {{"forward", a2a_f}, {"backward", a2a_b}};
   if (with_ops) {
     nlohmann::json ops = nlohmann::json::array();
-    for (const auto& op : c.ops)
+    // The layer's time by kernel class (sim/cost/cost_model.hpp KernelClass), per pass.
+    nlohmann::json by_class = nlohmann::json::object();
+    for (const auto& op : c.ops) {
+      const char* kind = kernel_class_name(op.kind);
       ops.push_back({{"name", op.name},
+                     {"kind", kind},
                      {"forward_ms", op.forward_s * 1e3},
                      {"backward_input_ms", op.backward_input_s * 1e3},
                      {"backward_weight_ms", op.backward_weight_s * 1e3}});
+      nlohmann::json& k = by_class[kind];
+      if (k.is_null())
+        k = {{"forward_ms", 0.0}, {"backward_input_ms", 0.0}, {"backward_weight_ms", 0.0}};
+      k["forward_ms"] = k["forward_ms"].get<double>() + op.forward_s * 1e3;
+      k["backward_input_ms"] = k["backward_input_ms"].get<double>() + op.backward_input_s * 1e3;
+      k["backward_weight_ms"] = k["backward_weight_ms"].get<double>() + op.backward_weight_s * 1e3;
+    }
     j["ops"] = ops;
+    j["by_kernel_class"] = by_class;
   }
   return j;
 }

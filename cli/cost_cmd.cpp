@@ -106,8 +106,9 @@ int run_cost(const std::vector<std::string>& args) {
       std::printf(" %13lld\n", static_cast<long long>(c.param_count));
       if (with_ops)
         for (const auto& op : c.ops)
-          std::printf("  %-18s %9.3f %9.3f %9.3f\n", op.name.c_str(), op.forward_s * 1e3,
-                      op.backward_input_s * 1e3, op.backward_weight_s * 1e3);
+          std::printf("  %-18s %9.3f %9.3f %9.3f  %s\n", op.name.c_str(), op.forward_s * 1e3,
+                      op.backward_input_s * 1e3, op.backward_weight_s * 1e3,
+                      kernel_class_name(op.kind));
     };
     row(a.embedding, 1);
     if (a.moe_decoder) {

@@ -7,6 +7,26 @@
 
 namespace bmpipe {
 
+const char* kernel_class_name(KernelClass kind) {
+  switch (kind) {
+    case KernelClass::gemm:
+      return "gemm";
+    case KernelClass::grouped_gemm:
+      return "grouped_gemm";
+    case KernelClass::attention:
+      return "attention";
+    case KernelClass::memory:
+      return "memory";
+    case KernelClass::permute:
+      return "permute";
+    case KernelClass::collective:
+      return "collective";
+    case KernelClass::host:
+      return "host";
+  }
+  return "memory";
+}
+
 double collective_time_s(const HardwareSpec& hw, Collective kind, int group, double bytes,
                          bool crosses_nodes) {
   if (group <= 1 || bytes <= 0) return 0.0;
@@ -126,8 +146,9 @@ void add_param_sharding_comm(LayerCost& c, const HardwareSpec& hw, const CostSet
   const double f = c.forward_s, b = c.backward_input_s + c.backward_weight_s;
   const double ag_b = std::max(0.0, ag - b);
   const double both_b = std::max(0.0, ag + rs - b);
-  c.ops.push_back({"param_all_gather", std::max(0.0, ag - f), ag_b, 0.0, {}});
-  c.ops.push_back({"grad_reduce_scatter", 0.0, 0.0, both_b - ag_b, {}});
+  c.ops.push_back(
+      {"param_all_gather", std::max(0.0, ag - f), ag_b, 0.0, {}, KernelClass::collective});
+  c.ops.push_back({"grad_reduce_scatter", 0.0, 0.0, both_b - ag_b, {}, KernelClass::collective});
   c.forward_s += std::max(0.0, ag - f);
   c.backward_input_s += ag_b;
   c.backward_weight_s += both_b - ag_b;
@@ -245,7 +266,7 @@ class Builder {
       w = roof(flops, e * (m * k + m * n) + 2 * g * k * n, we) + launches(count);
     else
       w = roof(flops, bytes, we) + launches(count) + accumulate(k * n, count);
-    add(name, f, i, w);
+    add(name, f, i, w, KernelClass::gemm);
     cost_.forward_flops += flops;
   }
 
@@ -272,7 +293,7 @@ class Builder {
     else
       w = fp8_roof(flops, l * (m * k + m * n) + e * k * n, we) + launches(count) +
           accumulate(k * n, count);
-    add(name, f, i, w);
+    add(name, f, i, w, KernelClass::gemm);
     cost_.forward_flops += flops;
     cost_.fp8_weight_bytes += l * k * n;
   }
@@ -300,7 +321,7 @@ class Builder {
       else
         w = fp8_roof(flops, l * (m * k + m * n) + e * weights, we) + launches(1) +
             accumulate(weights, static_cast<int>(groups));
-      add(name, f, i, w);
+      add(name, f, i, w, KernelClass::grouped_gemm);
       cost_.forward_flops += 2 * flop_m * k * n;
       cost_.fp8_weight_bytes += l * weights;
       return;
@@ -315,7 +336,7 @@ class Builder {
       w = roof(flops, e * (m * k + m * n) + 2 * g * weights, we) + launches(1);
     else
       w = roof(flops, bytes, we) + launches(1) + accumulate(weights, static_cast<int>(groups));
-    add(name, f, i, w);
+    add(name, f, i, w, KernelClass::grouped_gemm);
     cost_.forward_flops += 2 * flop_m * k * n;
   }
 
@@ -332,14 +353,19 @@ class Builder {
   void elementwise(const std::string& name, double f_bytes, double i_bytes, double w_bytes,
                    int f_kernels, int i_kernels, int w_kernels, double w_params = 0,
                    int w_tensors = 0) {
+    const bool gather = name == "permute" || name == "unpermute";
     add(name, f_bytes > 0 ? memory(f_bytes) + launches(f_kernels) : 0.0,
         i_bytes > 0 ? memory(i_bytes) + launches(i_kernels) : 0.0,
         (w_bytes > 0 ? memory(w_bytes) + launches(w_kernels) : 0.0) +
-            accumulate(w_params, w_tensors));
+            accumulate(w_params, w_tensors),
+        gather ? KernelClass::permute : KernelClass::memory);
   }
 
-  void add(const std::string& name, double f, double i, double w) {
-    cost_.ops.push_back({name, f, i, w, {}});
+  /// A sub-op of class `kind` (a collective unless said: the adds outside linear, grouped
+  /// and elementwise are the exchanges, and attention, which says so).
+  void add(const std::string& name, double f, double i, double w,
+           KernelClass kind = KernelClass::collective) {
+    cost_.ops.push_back({name, f, i, w, {}, kind});
     cost_.forward_s += f;
     cost_.backward_input_s += i;
     cost_.backward_weight_s += w;
@@ -609,7 +635,8 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     const double io = e * T * heads * (2 * qk + 2 * dv);  // q, k, v, output
     core_f = b.roof(core_flops, io, hw.attention_efficiency) + b.launches(1);
     b.add("attention", core_f,
-          b.roof(2.5 * core_flops, 2 * io, hw.attention_backward_efficiency) + b.launches(2), 0.0);
+          b.roof(2.5 * core_flops, 2 * io, hw.attention_backward_efficiency) + b.launches(2), 0.0,
+          KernelClass::attention);
   } else if (m.flash_attention) {
     // Causal: half of the s x s scores computed. Backward re-forms the scores and runs
     // four more matmuls: 2.5x the forward FLOPs.
@@ -620,7 +647,7 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     core_f = b.roof(core_flops, io, hw.attention_efficiency * hd) + b.launches(1);
     b.add("attention", core_f,
           b.roof(2.5 * core_flops, 2 * io, hw.attention_backward_efficiency * hd) + b.launches(2),
-          0.0);
+          0.0, KernelClass::attention);
   } else {
     // Megatron's unfused core: QK^T and xV batched GEMMs over the full s x s (the mask is
     // applied after), fused scale-mask-softmax, dropout on the probabilities.
@@ -633,7 +660,7 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     const double drop_f = m.dropout ? b.memory((2 * e + 1) * S2) + b.launches(1) : 0.0;
     const double drop_i = m.dropout ? b.memory((2 * e + 1) * S2) + b.launches(1) : 0.0;
     core_f = 2 * bmm + softmax_f + drop_f;
-    b.add("attention", core_f, 4 * bmm_b + softmax_i + drop_i, 0.0);
+    b.add("attention", core_f, 4 * bmm_b + softmax_i + drop_i, 0.0, KernelClass::attention);
   }
   b.cost().forward_flops += core_flops;
   if (st.cp > 1)
@@ -957,7 +984,7 @@ void add_host_bound(LayerCost& c, const LayerCost& quiet, const HardwareSpec& hw
   const double extra_b = std::max(0.0, kernels_b * host - b);
   const double i = b > 0 ? extra_b * c.backward_input_s / b : extra_b;
   if (f <= 0 && extra_b <= 0) return;
-  c.ops.push_back({"host_launch", f, i, extra_b - i, {}});
+  c.ops.push_back({"host_launch", f, i, extra_b - i, {}, KernelClass::host});
   c.forward_s += f;
   c.backward_input_s += i;
   c.backward_weight_s += extra_b - i;

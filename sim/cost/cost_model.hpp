@@ -166,6 +166,23 @@ struct CostSettings {
   double local_tokens() const { return static_cast<double>(seq_length) / cp * micro_batch_size; }
 };
 
+/// The kernel class of a sub-op (the kernel model's unit): dense GEMMs (an FP8 GEMM's casts
+/// included), the experts' grouped GEMMs, fused attention, memory-bound kernels (norms,
+/// activations, RoPE, residuals, router softmax and top-k, optimizer-style traffic), the
+/// MoE permute and unpermute (gathers and scatters), collectives and transfers (tp, cp, ep,
+/// etp, dp/FSDP), and the host's share of a host-bound pass.
+enum class KernelClass : std::uint8_t {
+  gemm,
+  grouped_gemm,
+  attention,
+  memory,
+  permute,
+  collective,
+  host
+};
+/// "gemm", "grouped_gemm", "attention", "memory", "permute", "collective", "host".
+const char* kernel_class_name(KernelClass kind);
+
 /// One sub-op's share, kept for `bmpipe cost` and for calibration.
 struct SubOpCost {
   std::string name;
@@ -175,6 +192,7 @@ struct SubOpCost {
   /// Forward time each recompute mode re-runs of this sub-op in the backward;
   /// LayerCost::recompute_extra_s is their sum.
   PerMode<double> recompute_s;
+  KernelClass kind = KernelClass::memory;
 };
 
 struct LayerCost {

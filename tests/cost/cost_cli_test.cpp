@@ -44,6 +44,26 @@ TEST(CostCli, JsonContract) {
             j["static_bytes_per_stage"][1].get<double>());
 }
 
+TEST(CostCli, OpsCarryTheirKernelClass) {
+  // --ops: each op's kind, and each layer's time by class adding up to its own.
+  const CliRun r = run("cost " + kExamples + "h100_mixtral_8x7b_ep8.yaml --json --ops");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const auto& l : j["layers"]) {
+    double forward = 0;
+    for (const auto& [kind, ms] : l["by_kernel_class"].items())
+      forward += ms["forward_ms"].get<double>();
+    EXPECT_NEAR(forward, l["forward_ms"].get<double>(), 1e-9) << l["name"];
+    for (const auto& op : l["ops"]) EXPECT_TRUE(op.contains("kind")) << op["name"];
+  }
+  const auto& moe = j["layers"][1];
+  ASSERT_EQ(moe["name"], "moe_decoder");
+  EXPECT_TRUE(moe["by_kernel_class"].contains("grouped_gemm"));
+  EXPECT_TRUE(moe["by_kernel_class"].contains("collective"));  // the ep 8 all-to-all
+  const CliRun text = run("cost " + kExamples + "h100_mixtral_8x7b_ep8.yaml --ops");
+  EXPECT_NE(text.out.find("  grouped_gemm\n"), std::string::npos) << text.out;
+}
+
 TEST(CostCli, ParametersOfTheWholeModel) {
   // Meta-Llama-3-8B: 32 x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x 4096)
   // + 2 x 128256 x 4096 + 4096 = 8,030,261,248, the figure HF transformers reports for

@@ -228,3 +228,48 @@ TEST(HostBound, APassTakesItsKernelsTimesTheHostsIssueTime) {
 
 }  // namespace gemm_shape_test
 }  // namespace bmpipe
+
+namespace bmpipe {
+namespace gemm_shape_test {
+
+TEST(KernelClasses, EverySubOpHasItsClass) {
+  // An MoE layer on 8 H100 (ep 8): each sub-op's kernel class, and the classes add up to
+  // the layer's time.
+  const std::string yaml =
+      "cluster:\n  nodes: 1\n  devices_per_node: 8\n  device:\n    preset: h100-sxm\n"
+      "model:\n  architecture: llama\n  num_layers: 1\n  hidden_size: 4096\n"
+      "  num_attention_heads: 32\n  ffn_hidden_size: 14336\n  vocab_size: 32000\n"
+      "  moe: {num_experts: 8, top_k: 2}\n"
+      "training:\n  pp: 1\n  ep: 8\n  seq_length: 4096\n  micro_batch_size: 1\n"
+      "  global_batch_size: 8\n  kernels: fused\n";
+  const Config c = parse_config(yaml, "kinds.yaml");
+  const LayerCost layer =
+      moe_decoder_layer_cost(*c.model.shape, *c.device.hardware, cost_settings(c));
+  const std::map<std::string, std::string> expected = {{"input_norm", "memory"},
+                                                       {"qkv_proj", "gemm"},
+                                                       {"attention", "attention"},
+                                                       {"out_proj", "gemm"},
+                                                       {"router", "gemm"},
+                                                       {"router_topk", "memory"},
+                                                       {"permute", "permute"},
+                                                       {"a2a-dispatch", "collective"},
+                                                       {"experts_gate_up", "grouped_gemm"},
+                                                       {"experts_swiglu", "memory"},
+                                                       {"experts_down", "grouped_gemm"},
+                                                       {"a2a-combine", "collective"},
+                                                       {"unpermute", "permute"}};
+  std::map<std::string, double> forward;
+  for (const SubOpCost& op : layer.ops) {
+    forward[kernel_class_name(op.kind)] += op.forward_s;
+    if (expected.count(op.name)) {
+      EXPECT_EQ(kernel_class_name(op.kind), expected.at(op.name)) << op.name;
+    }
+  }
+  double sum = 0;
+  for (const auto& [kind, s] : forward) sum += s;
+  EXPECT_NEAR(sum, layer.forward_s, 1e-12);
+  EXPECT_GT(forward["grouped_gemm"], forward["gemm"]);  // 2 of 8 experts of 14336 a token
+}
+
+}  // namespace gemm_shape_test
+}  // namespace bmpipe
