@@ -183,6 +183,30 @@ TEST(Nvfp4, FourBitValuesAndTheirScales) {
   EXPECT_LT(fp4.activation_bytes[Recompute::none], fp8.activation_bytes[Recompute::none]);
 }
 
+TEST(Nvfp4, BlockwiseScalesToo) {
+  // Blockwise FP8 keeps an fp32 scale per 128 values: 1 + 4/128 bytes an element.
+  const LayerCost fp8 = layer_of(llama_on_b200("  fp8: e4m3\n  fp8_recipe: delayed\n"));
+  const LayerCost block = layer_of(llama_on_b200("  fp8: e4m3\n  fp8_recipe: blockwise\n"));
+  EXPECT_NEAR(block.fp8_weight_bytes / fp8.fp8_weight_bytes, 1 + 4.0 / 128, 1e-12);
+}
+
+TEST(AttentionTime, FlashAttentionOnAHandWorkedShape) {
+  // llama3-8b at s = 4096, micro-batch 1, tp 1 on b200: causal flash attention forward is
+  // 2 x 2 x T x s x (32 heads x 128) x 0.5 = 1.374e11 FLOPs at 2250 TFLOPS x 0.40 (the
+  // Blackwell fit), plus one launch of 4 us; its q, k, v and output, 2 x 4096 x (2 x 4096 +
+  // 2 x 1024) bytes, take 11.7 us at 8 TB/s x 0.9, under the compute.
+  const LayerCost c = layer_of(llama_on_b200(""));
+  const double flops = 2.0 * 2 * 4096 * 4096 * 4096 * 0.5;
+  for (const SubOpCost& op : c.ops)
+    if (op.name == "attention") {
+      EXPECT_NEAR(op.forward_s, flops / (2250e12 * 0.40) + 4e-6, 1e-12);
+      // Backward: 2.5 x the FLOPs at 0.28.
+      EXPECT_NEAR(op.backward_input_s, 2.5 * flops / (2250e12 * 0.28) + 2 * 4e-6, 1e-12);
+      return;
+    }
+  FAIL() << "no attention sub-op";
+}
+
 TEST(Nvfp4, RefusedWithoutFp4TensorCores) {
   const std::string yaml =
       "cluster:\n  nodes: 1\n  device:\n    preset: h100-sxm\nmodel:\n  preset: llama3-8b\n"
