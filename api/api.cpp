@@ -321,9 +321,8 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
     candidates = auto_schedules(e);
     // --expressible: only the schedules the framework runs (plan_pipeline refuses others).
     std::erase_if(candidates, [&](const std::pair<std::string, int>& c) {
-      const ScheduleInfo* info = find_schedule(c.first);
-      return (po.expressible == Expressible::megatron && !info->megatron) ||
-             (po.expressible == Expressible::mindformers && info->mindformers_scheduler.empty());
+      const Exporter* x = expressible_exporter(po.expressible);
+      return x && !x->runs(c.first);
     });
   } else
     candidates.emplace_back(

@@ -14,8 +14,7 @@
 #include "api/summary.hpp"
 #include "experiment/experiment.hpp"
 #include "experiment/suggest.hpp"
-#include "frameworks/megatron/export.hpp"
-#include "frameworks/mindformers/export.hpp"
+#include "frameworks/exporters.hpp"
 #include "planner/export_layout.hpp"
 #include "schedules/registry.hpp"
 #include "sim/units.hpp"
@@ -42,25 +41,6 @@ std::string schedule_words(const std::string& name, int vpp) {
   return name;
 }
 
-/// One way to state the plan: the framework's words and the plan they describe.
-struct Stated {
-  MegatronExport megatron;        ///< format megatron
-  MindFormersExport mindformers;  ///< format mindformers
-  ExportLayout expressed;         ///< what the text states, in decoder layers
-};
-
-Stated state(const std::string& format, const ExportLayout& layout) {
-  Stated s;
-  if (format == "megatron") {
-    s.megatron = export_megatron(layout);
-    s.expressed = s.megatron.expressed;
-  } else {
-    s.mindformers = mindformers_plan(layout);
-    s.expressed = s.mindformers.expressed;
-  }
-  return s;
-}
-
 /// The layout's recompute with each stage's counts per mode kept and moved to its first
 /// layers: full, then selective, then none.
 std::vector<Recompute> first_layers_first(const ExportLayout& layout) {
@@ -84,7 +64,7 @@ std::vector<Recompute> first_layers_first(const ExportLayout& layout) {
 }  // namespace
 
 const std::vector<std::string>& export_formats() {
-  static const std::vector<std::string> formats = {"megatron", "mindformers"};
+  static const std::vector<std::string> formats = exporter_names();
   return formats;
 }
 
@@ -206,16 +186,13 @@ std::string written_config(const std::string& config_path, const std::string& ou
 ExportOutcome export_config(const Config& config, const ExportRequest& request) {
   check_export_request(request);
   const std::string& format = request.format;
-  const bool megatron = format == "megatron";
-  const std::string framework = megatron ? "Megatron-LM" : "MindFormers";
-  // An export that cannot state the experts would hand the user another job (issue 17:
-  // never a different job than the one they wrote).
-  if (!megatron && config.model.shape)
-    if (const std::string why = mindformers_moe_refusal(*config.model.shape, config.training.etp);
-        !why.empty())
-      throw ConfigError(
-          config.file, 0, "--format",
-          "the model is a mixture of experts that MindFormers' keys cannot state: " + why);
+  const Exporter& exporter = *find_exporter(format);
+  const std::string framework(exporter.framework);
+  const std::string words(exporter.words);
+  // An export that cannot state the job would hand the user another job (issue 17: never a
+  // different job than the one they wrote).
+  if (const std::string why = exporter.refusal(config); !why.empty())
+    throw ConfigError(config.file, 0, "--format", why);
   const std::shared_ptr<const Experiment> experiment = prepare(config);
   const Experiment& e = *experiment;
   RunOptions limited;
@@ -236,7 +213,7 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   // them with (no flag states HF's eager ones), and `bmpipe import megatron` reads them so:
   // the framework's runs below are costed that way, so that the time stated is the job the
   // flags make (issue 17: never a different job than the one written).
-  const bool refits_kernels = megatron && config.model.shape &&
+  const bool refits_kernels = exporter.fuses_llama_kernels && config.model.shape &&
                               config.model.shape->architecture == Architecture::llama &&
                               config.training.kernel_set() == Kernels::eager;
   std::shared_ptr<const Experiment> framework_experiment = experiment;
@@ -248,21 +225,19 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   const ScheduleInfo& info =
       require_schedule(config, config.training.schedule, "training.schedule");
 
-  // The framework's schedule for this layout. Megatron-LM: 1F1B, or interleaved 1F1B with
-  // virtual stages (ScheduleInfo::megatron). MindFormers: its pipeline_scheduler for the
-  // schedules it has (ScheduleInfo::mindformers_scheduler), else 1f1b, interleaved with
-  // pp_interleave_num.
-  const bool gpipe = !megatron && info.mindformers_scheduler == "gpipe";
+  // The framework's schedule for this layout (Exporter::runs_as). Megatron-LM: 1F1B, or
+  // interleaved 1F1B with virtual stages. MindFormers: its pipeline_scheduler for the
+  // schedules it has, else 1f1b, interleaved with pp_interleave_num.
   out.vpp = layout.vpp;
-  out.schedule = gpipe ? "gpipe" : layout.vpp > 1 ? "interleaved" : "1f1b";
-  const std::string scheduler = gpipe ? "gpipe" : "1f1b";
-  const bool runs_own = megatron ? info.megatron : !info.mindformers_scheduler.empty();
+  out.schedule = std::string(exporter.runs_as(info.name, layout.vpp));
+  const bool runs_own = exporter.runs(info.name);
   std::vector<std::string> notes;
   if (refits_kernels)
-    notes.push_back(
-        "Megatron-LM runs llama-style layers with its fused kernels; the config costs them "
-        "as HF's eager ones (training.kernels: eager), and the time below is the fused one. "
-        "Set training.kernels: fused to simulate and plan the job these flags make.");
+    notes.push_back(framework +
+                    " runs llama-style layers with its fused kernels; the config costs them "
+                    "as HF's eager ones (training.kernels: eager), and the time below is the "
+                    "fused one. Set training.kernels: fused to simulate and plan the job these " +
+                    words + " make.");
   if (!runs_own || out.schedule != config.training.schedule)
     notes.push_back(framework + " has no " + config.training.schedule + " schedule: it runs " +
                     schedule_words(out.schedule, out.vpp) + ", and the time below is that.");
@@ -278,17 +253,17 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
 
   // Runs what a text states, or nothing when a layer cannot run the mode it states (a
   // measured model without a selective form): that would simulate something else.
-  auto run_stated = [&](const Stated& s) -> std::optional<SimResult> {
+  auto run_stated = [&](const ExportStatement& s) -> std::optional<SimResult> {
     const Plan p = with_decoder_modes(e, plan, s.expressed.recompute);
     if (export_layout(e, p, framework_schedule).recompute != s.expressed.recompute)
       return std::nullopt;
     return run(*framework_experiment, p, framework_schedule, limited);
   };
 
-  Stated chosen = state(format, layout);
+  ExportStatement chosen = exporter.state(layout);
   const bool states_plan = chosen.expressed.recompute == layout.recompute &&
                            chosen.expressed.partition == layout.partition;
-  if (megatron && !chosen.megatron.exact) notes.push_back(chosen.megatron.note);
+  if (chosen.inexact) notes.push_back(*chosen.inexact);
   std::optional<SimResult> result = run_stated(chosen);
   if (!result)
     throw ConfigError(config.file, 0, "--format",
@@ -299,10 +274,9 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
                         out.vpp == out.config_vpp && states_plan &&
                         layout.stage_rank == chosen.expressed.stage_rank;
   if (!same_run) {
-    // Not the config's own run: of every recompute rule the flags can state on this
-    // partition (megatron_recompute_choices; MindFormers' per-stage lists state them too),
-    // the fastest that fits under the framework's schedule, if it beats what the text
-    // would state of the plan.
+    // Not the config's own run: of every recompute rule the text can state on this
+    // partition (Exporter::recompute_rules), the fastest that fits under the framework's
+    // schedule, if it beats what the text would state of the plan.
     const SimResult nearest = *result;
     bool replaced = false;
     // First, the plan's own counts per stage moved to the stage's first layers (full, then
@@ -310,12 +284,12 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
     // a stage's layers cost alike but for the first and last (issue 17: MindFormers [3, 2,
     // 0, 0] gives the plan's time where the covering [4, 2, 0, 0] does not).
     std::vector<std::vector<Recompute>> choices = {first_layers_first(layout)};
-    for (std::vector<Recompute>& modes : megatron_recompute_choices(layout.partition))
+    for (std::vector<Recompute>& modes : exporter.recompute_rules(layout.partition))
       choices.push_back(std::move(modes));
     for (const std::vector<Recompute>& modes : choices) {
       ExportLayout other = layout;
       other.recompute = modes;
-      Stated s = state(format, other);
+      ExportStatement s = exporter.state(other);
       const std::optional<SimResult> r = run_stated(s);
       if (!r || !r->ok || !r->fits) continue;
       if (!(result->ok && result->fits) || r->iteration_time < result->iteration_time) {
@@ -325,13 +299,12 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
       }
     }
     if (replaced)
-      notes.push_back("The plan as the " + std::string(megatron ? "flags" : "keys") +
-                      " state it takes " + said(nearest) + " under " +
+      notes.push_back("The plan as the " + words + " state it takes " + said(nearest) + " under " +
                       schedule_words(out.schedule, out.vpp) +
                       "; these state the fastest recompute rule that fits on its partition "
                       "(its per-stage counts on the first layers, or one rule for every stage).");
     else if (!(result->ok && result->fits))
-      notes.push_back("No recompute rule the " + std::string(megatron ? "flags" : "keys") +
+      notes.push_back("No recompute rule the " + words +
                       " can state fits the memory limit on this partition; this is the "
                       "nearest to the plan.");
   }
@@ -340,10 +313,9 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   out.exact = out.result.ok && out.config_result.ok &&
               out.result.iteration_time == out.config_result.iteration_time;
   if (out.exact) notes.clear();
-  // MindFormers' own caveats (its selective operators, stages without layers) hold even
-  // when the time is the config's.
-  if (!megatron)
-    for (const std::string& n : chosen.mindformers.notes) notes.push_back(n);
+  // The text's own caveats (MindFormers' selective operators, stages without layers) hold
+  // even when the time is the config's.
+  for (const std::string& n : chosen.caveats) notes.push_back(n);
   out.notes = notes;
 
   const RunInfo run_info = make_run_info(e, plan, own);
@@ -373,10 +345,7 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   text += "# The config (" + out.config_schedule + "): " + said(out.config_result) +
           (out.exact ? ". Exact." : ". Not exact:") + "\n";
   for (const std::string& n : out.notes) text += "# " + n + "\n";
-  if (megatron)
-    text += megatron_job_flags(chosen.megatron, job);
-  else
-    text += mindformers_job_yaml(chosen.mindformers, job, scheduler);
+  text += chosen.write(job, out.schedule);
   out.text = std::move(text);
   out.summary = export_document(out);
   out.summary["bmpipe"] = provenance(config.file);
@@ -403,13 +372,12 @@ ExportOutcome export_plan(const Config& config, const PlanResults& planned,
   if (out.exact || planned.shown != &top.best) return out;
   // Where the planner's plan is more than the framework states, the planner can be asked
   // for what it states instead.
-  const ScheduleInfo* info = find_schedule(top.schedule);
-  const bool runs = info && (request.format == "megatron" ? info->megatron
-                                                          : !info->mindformers_scheduler.empty());
-  const std::string framework = request.format == "megatron" ? "Megatron-LM" : "MindFormers";
+  const Exporter& exporter = *find_exporter(request.format);
+  const bool runs = exporter.runs(top.schedule);
+  const std::string framework(exporter.framework);
   const std::string hint =
       "bmpipe plan --expressible " + request.format + (runs ? "" : " --schedule auto") +
-      " plans only what the " + (request.format == "megatron" ? "flags" : "keys") + " state" +
+      " plans only what the " + std::string(exporter.words) + " state" +
       (runs ? "" : ", on the schedules " + framework + " runs") + ", so that the export is exact.";
   // The text is three header lines, then a `#` line per note: the hint goes after them.
   auto after_lines = [](const std::string& text, std::size_t lines) {
@@ -446,7 +414,7 @@ ExportOutcome export_plan(const Config& config, const PlanResults& planned,
     return out;
   }
   // The baseline's text, said as the plan's export: the config it stands for is the plan.
-  const std::string words = request.format == "megatron" ? "flags" : "keys";
+  const std::string words(exporter.words);
   const std::string note = "The plan's own " + words + " take " + said(out.result) + " under " +
                            schedule_words(out.schedule, out.vpp) + "; the " + by + " baseline's " +
                            words + " take less, so these are its.";

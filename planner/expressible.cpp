@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "frameworks/megatron/export.hpp"
+#include "frameworks/exporters.hpp"
 #include "planner/planner.hpp"
 
 namespace bmpipe {
@@ -31,25 +31,15 @@ std::string expressible_name(Expressible x) {
   return "any";
 }
 
+const Exporter* expressible_exporter(Expressible x) {
+  return x == Expressible::any ? nullptr : find_exporter(expressible_name(x));
+}
+
 namespace {
 
 /// 0 for full, 1 for selective, 2 for none: the first-N order.
 int rank_of(Recompute r) {
   return r == Recompute::full ? 0 : r == Recompute::selective ? 1 : 2;
-}
-
-/// Whether every stage's decoder modes read full*, selective*, none*.
-bool first_n_form(const ExportLayout& l) {
-  std::size_t i = 0;
-  for (int n : l.partition) {
-    int last = 0;
-    for (int k = 0; k < n; ++k, ++i) {
-      const int now = rank_of(l.recompute[i]);
-      if (now < last) return false;
-      last = now;
-    }
-  }
-  return true;
 }
 
 }  // namespace
@@ -79,7 +69,8 @@ Plan first_n_order(const Experiment& e, const Plan& plan) {
 
 bool expressible_by(const Experiment& e, const Plan& plan, const Schedule& schedule,
                     Expressible x) {
-  if (x == Expressible::any) return true;
+  const Exporter* exporter = expressible_exporter(x);
+  if (!exporter) return true;
   ExportLayout l;
   try {
     l = export_layout(e, plan, schedule);
@@ -87,13 +78,7 @@ bool expressible_by(const Experiment& e, const Plan& plan, const Schedule& sched
   } catch (const std::invalid_argument&) {
     return false;  // e.g. virtual stages without pipeline ranks: neither framework has them
   }
-  if (x == Expressible::megatron) return export_megatron(l).exact;
-  // MindFormers (frameworks/mindformers/export.cpp): stage j of every interleave on rank j,
-  // the embedding first and the head last, every stage with a decoder layer, and per stage
-  // the first n layers in full and the next selective.
-  return interleaved_placement(l) && l.embedding_on_first && l.loss_on_last &&
-         std::none_of(l.partition.begin(), l.partition.end(), [](int n) { return n == 0; }) &&
-         first_n_form(l);
+  return exporter->states(l);
 }
 
 }  // namespace bmpipe

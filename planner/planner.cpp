@@ -28,13 +28,9 @@ namespace {
 Schedule searched_schedule(const Experiment& e, const PlannerOptions& o) {
   const ScheduleInfo& info = require_schedule(e.config, o.schedule, "training.schedule");
   // --expressible: the framework must run the schedule too, or its time is not the plan's.
-  if (o.expressible == Expressible::megatron && !info.megatron)
-    e.config.fail("training.schedule", "--expressible megatron: Megatron-LM does not run " +
-                                           o.schedule +
-                                           " (it runs 1f1b, and interleaved with virtual stages)");
-  if (o.expressible == Expressible::mindformers && info.mindformers_scheduler.empty())
-    e.config.fail("training.schedule", "--expressible mindformers: MindFormers has no " +
-                                           o.schedule + " pipeline_scheduler");
+  if (const Exporter* x = expressible_exporter(o.expressible); x && !x->runs(info.name))
+    e.config.fail("training.schedule",
+                  "--expressible " + std::string(x->name) + ": " + x->not_run(o.schedule));
   const int stages = e.pp() * effective_vpp(info, o.vpp);
   if (stages > e.num_layers())
     e.config.fail("training.pp", "pp x vpp = " + std::to_string(stages) +

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "experiment/experiment.hpp"
+#include "frameworks/exporters.hpp"
 #include "planner/export_layout.hpp"  // export_layout, decoder_layers, with_decoder_modes
 
 namespace bmpipe {
@@ -61,6 +62,10 @@ const std::vector<std::string>& expressible_names();
 std::optional<Expressible> find_expressible(std::string_view name);
 /// "megatron", "mindformers", or "any".
 std::string expressible_name(Expressible x);
+/// The exporter row (frameworks/exporters.hpp) whose text must state the plans: the one
+/// named expressible_name(x), or nullptr for Expressible::any. The planner asks it whether
+/// the framework runs a schedule (Exporter::runs) and states a plan (Exporter::states).
+const Exporter* expressible_exporter(Expressible x);
 
 struct PlannerOptions {
   std::string schedule = "1f1b";
@@ -81,7 +86,7 @@ struct PlannerOptions {
   /// The exhaustive baseline refuses above this many plans.
   std::int64_t exhaustive_limit = 200'000;
   /// Plans a framework cannot state are not searched, started from or reported. The
-  /// schedule must be one the framework runs (ScheduleInfo::megatron, mindformers_scheduler),
+  /// schedule must be one the framework runs (expressible_exporter(expressible)->runs),
   /// else plan_pipeline refuses it (ConfigError).
   Expressible expressible = Expressible::any;
   /// A Megatron-LM --pipeline-model-parallel-layout the megatron-layout baseline runs

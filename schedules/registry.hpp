@@ -108,11 +108,8 @@ struct ScheduleInfo {
   bool auto_candidate = false;
   /// `bmpipe search` tries it when --schedules is not given (search_default_schedules).
   bool search_default = false;
-  /// Megatron-LM runs it: 1F1B, or interleaved 1F1B with virtual stages
-  /// (--num-layers-per-virtual-pipeline-stage). Other schedules' exports carry a note.
-  bool megatron = false;
-  /// The MindFormers parallel_config.pipeline_scheduler that runs it ("": none).
-  std::string_view mindformers_scheduler = {};
+  // Which frameworks run it is each framework's to say, in its own folder
+  // (frameworks/*/schedules.hpp): this table names no framework.
 };
 
 /// Every built-in schedule, in the order `bmpipe schedules` lists them.

@@ -1,5 +1,6 @@
 #include "frameworks/mindformers/export.hpp"
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -209,6 +210,35 @@ std::string mindformers_moe_refusal(const ModelShape& m, int etp) {
            "it to 1 to export";
   if (etp != 1) return "MindFormers has no expert tensor parallel size other than 1 (training.etp)";
   return {};
+}
+
+namespace {
+
+/// 0 for full, 1 for selective, 2 for none: the first-N order.
+int first_n_rank(Recompute r) {
+  return r == Recompute::full ? 0 : r == Recompute::selective ? 1 : 2;
+}
+
+/// Whether every stage's decoder modes read full*, selective*, none*.
+bool first_n_form(const ExportLayout& l) {
+  std::size_t i = 0;
+  for (int n : l.partition) {
+    int last = 0;
+    for (int k = 0; k < n; ++k, ++i) {
+      const int now = first_n_rank(l.recompute[i]);
+      if (now < last) return false;
+      last = now;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool mindformers_states(const ExportLayout& l) {
+  return interleaved_placement(l) && l.embedding_on_first && l.loss_on_last &&
+         std::none_of(l.partition.begin(), l.partition.end(), [](int n) { return n == 0; }) &&
+         first_n_form(l);
 }
 
 }  // namespace bmpipe

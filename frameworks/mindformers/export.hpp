@@ -31,6 +31,11 @@ MindFormersExport mindformers_plan(const ExportLayout& layout);
 std::string mindformers_job_yaml(const MindFormersExport& x, const ExportJob& job,
                                  const std::string& scheduler);
 
+/// Whether MindFormers' keys state `layout` exactly (`plan --expressible mindformers`): stage
+/// j of every interleave on rank j, the embedding first and the head last, every stage with
+/// a decoder layer, and per stage the first n layers in full and the next selective.
+bool mindformers_states(const ExportLayout& layout);
+
 /// MindFormers keys (a YAML fragment): model.model_config.offset and pp_interleave_num,
 /// recompute_config.recompute and select_recompute, as lists per stage (2-D when vpp > 1).
 /// `notes` gets one line per thing MindFormers cannot express exactly (empty if none).

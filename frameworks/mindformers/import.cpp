@@ -14,6 +14,7 @@
 #include "experiment/suggest.hpp"
 #include "experiment/yaml_reader.hpp"
 #include "frameworks/mindformers/formats.hpp"
+#include "frameworks/mindformers/schedules.hpp"
 #include "schedules/registry.hpp"
 
 // Sources (read, not copied), MindFormers (github.com/mindspore-lab/mindformers) at
@@ -788,12 +789,12 @@ void read_schedule(const Reading& ctx) {
   const YAML::Node& scheduler_node = ctx.scheduler_node;
   const YAML::Node& pipe = ctx.pipe;
   const int vpp = ctx.vpp;
-  // The schedule table says which bmpipe schedule each pipeline_scheduler runs: the row
-  // with that name, interleaved (a loop placement) when pp_interleave_num > 1.
+  // mindformers_schedules() says which bmpipe schedule each pipeline_scheduler runs: the
+  // schedule table's row with that name, interleaved (a loop placement) when pp_interleave_num > 1.
   const ScheduleInfo* row = nullptr;
   bool known = false;
   for (const ScheduleInfo& info : builtin_schedules()) {
-    if (info.mindformers_scheduler != scheduler) continue;
+    if (mindformers_scheduler(info.name) != scheduler) continue;
     known = true;
     if ((info.placement == Placement::kLoop) == (vpp > 1)) row = &info;
   }

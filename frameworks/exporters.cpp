@@ -1,0 +1,124 @@
+#include "frameworks/exporters.hpp"
+
+#include <array>
+#include <utility>
+
+#include "frameworks/megatron/export.hpp"
+#include "frameworks/megatron/schedules.hpp"
+#include "frameworks/mindformers/export.hpp"
+#include "frameworks/mindformers/schedules.hpp"
+
+namespace bmpipe {
+
+namespace {
+
+// Megatron-LM: 1F1B, or interleaved 1F1B with virtual stages; its flags.
+
+std::string_view megatron_runs_as(std::string_view, int vpp) {
+  return vpp > 1 ? "interleaved" : "1f1b";
+}
+
+std::string megatron_not_run(std::string_view schedule) {
+  return "Megatron-LM does not run " + std::string(schedule) +
+         " (it runs 1f1b, and interleaved with virtual stages)";
+}
+
+std::string megatron_refusal(const Config&) {
+  return "";
+}
+
+ExportStatement megatron_statement(const ExportLayout& layout) {
+  MegatronExport x = export_megatron(layout);
+  ExportStatement s;
+  s.expressed = x.expressed;
+  if (!x.exact) s.inexact = x.note;
+  s.write = [x = std::move(x)](const ExportJob& job, std::string_view) {
+    return megatron_job_flags(x, job);
+  };
+  return s;
+}
+
+bool megatron_states(const ExportLayout& layout) {
+  return export_megatron(layout).exact;
+}
+
+// MindFormers: its pipeline_scheduler for the schedules it has, else 1f1b, interleaved with
+// pp_interleave_num; its YAML keys.
+
+std::string_view mindformers_runs_as(std::string_view schedule, int vpp) {
+  if (mindformers_scheduler(schedule) == "gpipe") return "gpipe";
+  return vpp > 1 ? "interleaved" : "1f1b";
+}
+
+bool mindformers_runs(std::string_view schedule) {
+  return !mindformers_scheduler(schedule).empty();
+}
+
+std::string mindformers_not_run(std::string_view schedule) {
+  return "MindFormers has no " + std::string(schedule) + " pipeline_scheduler";
+}
+
+// An export that cannot state the experts would hand the user another job (issue 17: never
+// a different job than the one they wrote).
+std::string mindformers_refusal(const Config& config) {
+  if (!config.model.shape) return "";
+  const std::string why = mindformers_moe_refusal(*config.model.shape, config.training.etp);
+  if (why.empty()) return "";
+  return "the model is a mixture of experts that MindFormers' keys cannot state: " + why;
+}
+
+ExportStatement mindformers_statement(const ExportLayout& layout) {
+  MindFormersExport x = mindformers_plan(layout);
+  ExportStatement s;
+  s.expressed = x.expressed;
+  s.caveats = x.notes;
+  s.write = [x = std::move(x)](const ExportJob& job, std::string_view schedule) {
+    return mindformers_job_yaml(x, job, std::string(mindformers_scheduler(schedule)));
+  };
+  return s;
+}
+
+const std::array kExporters = {
+    Exporter{.name = "megatron",
+             .framework = "Megatron-LM",
+             .words = "flags",
+             .fuses_llama_kernels = true,
+             .runs = megatron_runs,
+             .runs_as = megatron_runs_as,
+             .not_run = megatron_not_run,
+             .refusal = megatron_refusal,
+             .state = megatron_statement,
+             .states = megatron_states,
+             .recompute_rules = megatron_recompute_choices},
+    Exporter{.name = "mindformers",
+             .framework = "MindFormers",
+             .words = "keys",
+             .runs = mindformers_runs,
+             .runs_as = mindformers_runs_as,
+             .not_run = mindformers_not_run,
+             .refusal = mindformers_refusal,
+             .state = mindformers_statement,
+             .states = mindformers_states,
+             // Its per-stage recompute and select_recompute lists state Megatron-LM's rules too.
+             .recompute_rules = megatron_recompute_choices},
+};
+
+}  // namespace
+
+std::span<const Exporter> exporters() {
+  return kExporters;
+}
+
+const Exporter* find_exporter(std::string_view name) {
+  for (const Exporter& x : kExporters)
+    if (x.name == name) return &x;
+  return nullptr;
+}
+
+std::vector<std::string> exporter_names() {
+  std::vector<std::string> out;
+  for (const Exporter& x : kExporters) out.emplace_back(x.name);
+  return out;
+}
+
+}  // namespace bmpipe
