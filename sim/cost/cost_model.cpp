@@ -526,58 +526,109 @@ SwigluTraffic swiglu_traffic(bool eager, double e) {
   return {3 * e, 5 * e, 1, 1};
 }
 
-LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st,
-                       bool moe_mlp) {
-  Builder b(hw, st, m.architecture, moe_mlp ? "moe_decoder" : "decoder");
-  const bool llama = m.architecture == Architecture::llama;
-  const bool eager = eager_kernels(m.architecture, st);
-  const double e = st.dtype_bytes;
-  const double t = st.tp;
+/// The dimensions of one decoder layer on one device, which its parts (decoder_impl) build
+/// their sub-ops from, named as the parts use them.
+struct LayerDims {
+  bool llama = false, eager = false, is_mla = false;
+  double e = 0, t = 0;
   // s: the whole sequence (the keys a query may see); sl: this rank's share of it under
   // context parallelism (CostSettings::cp), whose tokens T every per-token cost runs on.
-  const double s = st.seq_length, mb = st.micro_batch_size;
-  const double cp = st.cp, sl = s / cp;
-  const double T = sl * mb;  // tokens of one micro-batch on this device
-  const double h = m.hidden_size;
-  const double d = m.head_dim();
-  const double heads = m.num_attention_heads / t;  // this device's heads
-  // kv heads split over tp, replicated when tp exceeds them (Megatron does the same).
-  const double kv_heads = std::max(1.0, std::ceil(m.num_kv_heads / t));
-  const double q_cols = heads * d, kv_cols = kv_heads * d;
-  const double f = m.ffn_hidden_size / t;
-  const double Hn = T * h;                               // full hidden tensor
-  const double Hs = st.sequence_parallel ? Hn / t : Hn;  // replicated-region share
-  const double F = T * f;                                // MLP intermediate
-  const double S2 = heads * mb * sl * s;                 // score-matrix elements
-
+  double s = 0, mb = 0, cp = 0, sl = 0, T = 0;
+  double h = 0, d = 0, heads = 0, kv_heads = 0, q_cols = 0, kv_cols = 0, f = 0;
+  double Hn = 0;  // full hidden tensor
+  double Hs = 0;  // replicated-region share
+  double F = 0;   // MLP intermediate
+  double S2 = 0;  // score-matrix elements
   // Per-element HBM traffic of memory-bound sub-ops (reads + writes, bytes), forward /
   // input-grad / weight-grad (NormTraffic). gpt's LayerNorm and activations are
   // Megatron's fused kernels; llama's are HF's eager ones unless the kernels are fused.
-  const NormTraffic norm = norm_traffic(eager, e);
-  const SwigluTraffic glu = swiglu_traffic(eager, e);
-  const int norm_tensors = llama ? 1 : 2;  // RMSNorm: a scale; LayerNorm: scale and bias
+  NormTraffic norm{};
+  SwigluTraffic glu{};
+  int norm_tensors = 1;  // RMSNorm: a scale; LayerNorm: scale and bias
+  // Multi-latent attention (DeepSeek-V2/V3): the shape of one device's share; Ts_att: the
+  // tokens before the sequence-parallel gather.
+  double ql = 0, kvl = 0, qk = 0, dr = 0, dv = 0, Ts_att = 0;
+  double o_cols = 0;  // the output projection's input
+  // The residual adds (gpt: fused bias-dropout-add, which also writes a 1-byte mask; its
+  // weight-grad is the bias gradient of the projection before it).
+  double add_f = 0, add_bias = 0;
+  // The mixture-of-experts MLP (moe_decoder_layer_cost's comment): on the tokens this
+  // device holds at the MLP (T / tp with sequence parallelism). Tk: rows a device
+  // dispatches, balanced; Tmax: rows the busiest device receives over ep; Tg: the rows its
+  // experts run, etp x Tmax once the etp group has all-gathered them (the etp collectives),
+  // at ef = expert_ffn / etp columns.
+  double Tm = 0, E = 0, top_k = 0, local_experts = 0, ef = 0, Tk = 0, Tmax = 0, etp = 0, Tg = 0;
+  double sf = 0;  // the shared expert's columns on this device
+};
 
-  // --- attention block ---
-  b.set_scope(GraphScope::attn);
-  b.elementwise("input_norm", norm.f * Hs, norm.i * Hs, norm.w * Hs, norm.kf, norm.ki, norm.kw,
-                norm_tensors * h, norm_tensors);
-  // Multi-latent attention (DeepSeek-V2/V3): the shape of one device's share.
+LayerDims layer_dims(const ModelShape& m, const CostSettings& st) {
+  LayerDims D;
+  D.llama = m.architecture == Architecture::llama;
+  D.eager = eager_kernels(m.architecture, st);
+  D.e = st.dtype_bytes;
+  D.t = st.tp;
+  D.s = st.seq_length;
+  D.mb = st.micro_batch_size;
+  D.cp = st.cp;
+  D.sl = D.s / D.cp;
+  D.T = D.sl * D.mb;
+  D.h = m.hidden_size;
+  D.d = m.head_dim();
+  D.heads = m.num_attention_heads / D.t;
+  // kv heads split over tp, replicated when tp exceeds them (Megatron does the same).
+  D.kv_heads = std::max(1.0, std::ceil(m.num_kv_heads / D.t));
+  D.q_cols = D.heads * D.d;
+  D.kv_cols = D.kv_heads * D.d;
+  D.f = m.ffn_hidden_size / D.t;
+  D.Hn = D.T * D.h;
+  D.Hs = st.sequence_parallel ? D.Hn / D.t : D.Hn;
+  D.F = D.T * D.f;
+  D.S2 = D.heads * D.mb * D.sl * D.s;
+  D.norm = norm_traffic(D.eager, D.e);
+  D.glu = swiglu_traffic(D.eager, D.e);
+  D.norm_tensors = D.llama ? 1 : 2;
   const MlaShape& mla = m.mla;
-  const bool is_mla = m.is_mla();
-  const double ql = mla.q_lora_rank, kvl = mla.kv_lora_rank;
-  const double qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim, dr = mla.qk_rope_head_dim;
-  const double dv = mla.v_head_dim;
-  const double Ts_att = Hs / h;  // tokens before the sequence-parallel gather
+  D.is_mla = m.is_mla();
+  D.ql = mla.q_lora_rank;
+  D.kvl = mla.kv_lora_rank;
+  D.qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
+  D.dr = mla.qk_rope_head_dim;
+  D.dv = mla.v_head_dim;
+  D.Ts_att = D.Hs / D.h;
+  D.o_cols = D.is_mla ? D.heads * D.dv : D.q_cols;
+  D.add_f = (3 * D.e + (m.dropout ? 1 : 0)) * D.Hs;
+  D.add_bias = D.llama ? 0.0 : D.h;
+  const MoeShape& x = m.moe;
+  D.Tm = D.Hs / D.h;
+  D.E = x.num_experts;
+  D.top_k = x.top_k;
+  D.local_experts = D.E / st.ep;
+  D.ef = static_cast<double>(x.expert_ffn) / st.etp;
+  D.Tk = D.Tm * D.top_k;
+  D.Tmax = D.Tk * x.load_imbalance;
+  D.etp = st.etp;
+  D.Tg = D.etp * D.Tmax;
+  D.sf = static_cast<double>(x.shared_ffn) / D.t;
+  return D;
+}
+
+/// The attention block's sub-ops, the input norm to the first residual add; returns the
+/// attention core's forward FLOPs (what selective recompute re-runs).
+double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, const HardwareSpec& hw,
+                       const CostSettings& st) {
+  b.set_scope(GraphScope::attn);
+  b.elementwise("input_norm", D.norm.f * D.Hs, D.norm.i * D.Hs, D.norm.w * D.Hs, D.norm.kf,
+                D.norm.ki, D.norm.kw, D.norm_tensors * D.h, D.norm_tensors);
   // RoPE on `el` elements of q and k. Eager (HF): five elementwise kernels (mul, neg, cat,
   // mul, add) on each. Fused (TransformerEngine's fused RoPE): one kernel each on q and k
   // that reads and writes the tensor once, each way.
   const auto rope = [&](double el) {
-    if (eager)
-      b.elementwise("rope", 10 * e * el, 8 * e * el, 0, 10, 8, 0);
+    if (D.eager)
+      b.elementwise("rope", 10 * D.e * el, 8 * D.e * el, 0, 10, 8, 0);
     else
-      b.elementwise("rope", 2 * e * el, 2 * e * el, 0, 2, 2, 0);
+      b.elementwise("rope", 2 * D.e * el, 2 * D.e * el, 0, 2, 2, 0);
   };
-  if (is_mla) {
+  if (D.is_mla) {
     // Megatron-Core's MLASelfAttention (NVIDIA/Megatron-LM
     // d98e8a64ddf34856e74b24714e3bedb2f5a39553, megatron/core/transformer/
     // multi_latent_attention.py): the down projections linear_q_down_proj and
@@ -585,54 +636,56 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     // rank's own tokens; the latents are layer-normed, gathered over tp under sequence
     // parallelism, and the up projections linear_q_up_proj / linear_kv_up_proj and the
     // output projection split the heads. Norms and RoPE as the llama layer runs them.
-    const double gathered = (ql > 0 ? ql : 0.0) + kvl + dr;  // latent columns gathered
-    if (ql > 0) {
-      b.linear("q_a_proj", Ts_att, h, ql);
-      b.elementwise("q_a_layernorm", norm.f * Ts_att * ql, norm.i * Ts_att * ql,
-                    norm.w * Ts_att * ql, norm.kf, norm.ki, norm.kw, ql, 1);
+    const double gathered = (D.ql > 0 ? D.ql : 0.0) + D.kvl + D.dr;  // latent columns gathered
+    if (D.ql > 0) {
+      b.linear("q_a_proj", D.Ts_att, D.h, D.ql);
+      b.elementwise("q_a_layernorm", D.norm.f * D.Ts_att * D.ql, D.norm.i * D.Ts_att * D.ql,
+                    D.norm.w * D.Ts_att * D.ql, D.norm.kf, D.norm.ki, D.norm.kw, D.ql, 1);
     } else if (st.sequence_parallel) {
       // q_proj (column-parallel) gathers the hidden states itself.
-      b.tp_collective("q_all_gather", Collective::all_gather, Collective::reduce_scatter, e * Hn);
+      b.tp_collective("q_all_gather", Collective::all_gather, Collective::reduce_scatter,
+                      D.e * D.Hn);
     }
-    b.linear("kv_a_proj_with_mqa", Ts_att, h, kvl + dr);
-    b.elementwise("kv_a_layernorm", norm.f * Ts_att * kvl, norm.i * Ts_att * kvl,
-                  norm.w * Ts_att * kvl, norm.kf, norm.ki, norm.kw, kvl, 1);
+    b.linear("kv_a_proj_with_mqa", D.Ts_att, D.h, D.kvl + D.dr);
+    b.elementwise("kv_a_layernorm", D.norm.f * D.Ts_att * D.kvl, D.norm.i * D.Ts_att * D.kvl,
+                  D.norm.w * D.Ts_att * D.kvl, D.norm.kf, D.norm.ki, D.norm.kw, D.kvl, 1);
     if (st.sequence_parallel)
       b.tp_collective("latent_all_gather", Collective::all_gather, Collective::reduce_scatter,
-                      e * T * gathered);
-    if (ql > 0)
-      b.linear("q_b_proj", T, ql, heads * qk);
+                      D.e * D.T * gathered);
+    if (D.ql > 0)
+      b.linear("q_b_proj", D.T, D.ql, D.heads * D.qk);
     else
-      b.linear("q_proj", T, h, heads * qk);
-    b.linear("kv_b_proj", T, kvl, heads * (mla.qk_nope_head_dim + dv));
+      b.linear("q_proj", D.T, D.h, D.heads * D.qk);
+    b.linear("kv_b_proj", D.T, D.kvl, D.heads * (m.mla.qk_nope_head_dim + D.dv));
     // RoPE on the rope parts: q's heads x qk_rope_head_dim and the one shared k_pe.
-    const double el = T * (heads * dr + dr);
+    const double el = D.T * (D.heads * D.dr + D.dr);
     rope(el);
     // q = [q_nope, q_pe]; k = [k_nope, k_pe broadcast to every head]: read the parts,
     // write q and k (backward: the slices back).
-    const double cat = e * T * (3 * heads * qk + heads * mla.qk_nope_head_dim + dr);
+    const double cat = D.e * D.T * (3 * D.heads * D.qk + D.heads * m.mla.qk_nope_head_dim + D.dr);
     b.elementwise("qk_concat", cat, cat, 0, 2, 2, 0);
   } else if (st.sequence_parallel)
-    b.tp_collective("qkv_all_gather", Collective::all_gather, Collective::reduce_scatter, e * Hn);
-  if (is_mla) {
+    b.tp_collective("qkv_all_gather", Collective::all_gather, Collective::reduce_scatter,
+                    D.e * D.Hn);
+  if (D.is_mla) {
     // q, k and v came from the latent projections above.
-  } else if (eager) {
-    b.linear("qkv_proj", T, h, q_cols + 2 * kv_cols, 3, 2);  // HF: separate q, k, v
-  } else if (llama) {
-    b.linear("qkv_proj", T, h, q_cols + 2 * kv_cols);  // Megatron's linear_qkv
+  } else if (D.eager) {
+    b.linear("qkv_proj", D.T, D.h, D.q_cols + 2 * D.kv_cols, 3, 2);  // HF: separate q, k, v
+  } else if (D.llama) {
+    b.linear("qkv_proj", D.T, D.h, D.q_cols + 2 * D.kv_cols);  // Megatron's linear_qkv
   } else {
-    b.linear("qkv_proj", T, h, q_cols + 2 * kv_cols);
+    b.linear("qkv_proj", D.T, D.h, D.q_cols + 2 * D.kv_cols);
     // Its bias gradient: a reduction of the output gradient over the tokens.
-    const double qkv_out = T * (q_cols + 2 * kv_cols);
-    b.elementwise("qkv_bias", 0, 0, e * qkv_out, 0, 0, 1, q_cols + 2 * kv_cols, 1);
+    const double qkv_out = D.T * (D.q_cols + 2 * D.kv_cols);
+    b.elementwise("qkv_bias", 0, 0, D.e * qkv_out, 0, 0, 1, D.q_cols + 2 * D.kv_cols, 1);
   }
-  if (llama && !is_mla) rope(T * (q_cols + kv_cols));
+  if (D.llama && !D.is_mla) rope(D.T * (D.q_cols + D.kv_cols));
   double core_f = 0, core_flops = 0;
-  if (is_mla) {
+  if (D.is_mla) {
     // Flash attention with q/k heads of qk_nope + qk_rope and v heads of v_head_dim:
     // causal QK^T over qk columns and PV over dv columns, half the s x s computed each.
-    core_flops = 2 * T * s * heads * (qk + dv) * 0.5;
-    const double io = e * T * heads * (2 * qk + 2 * dv);  // q, k, v, output
+    core_flops = 2 * D.T * D.s * D.heads * (D.qk + D.dv) * 0.5;
+    const double io = D.e * D.T * D.heads * (2 * D.qk + 2 * D.dv);  // q, k, v, output
     core_f = b.roof(core_flops, io, hw.attention_efficiency) + b.launches(1);
     b.add("attention", core_f,
           b.roof(2.5 * core_flops, 2 * io, hw.attention_backward_efficiency) + b.launches(2), 0.0,
@@ -640,10 +693,10 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   } else if (m.flash_attention) {
     // Causal: half of the s x s scores computed. Backward re-forms the scores and runs
     // four more matmuls: 2.5x the forward FLOPs.
-    core_flops = 2 * 2 * T * s * q_cols * 0.5;
-    const double io = e * T * (2 * q_cols + 2 * kv_cols);
+    core_flops = 2 * 2 * D.T * D.s * D.q_cols * 0.5;
+    const double io = D.e * D.T * (2 * D.q_cols + 2 * D.kv_cols);
     // Below head dim 128 the fused kernel runs slower (attention_head_dim_factor).
-    const double hd = attention_head_dim_factor(d);
+    const double hd = attention_head_dim_factor(D.d);
     core_f = b.roof(core_flops, io, hw.attention_efficiency * hd) + b.launches(1);
     b.add("attention", core_f,
           b.roof(2.5 * core_flops, 2 * io, hw.attention_backward_efficiency * hd) + b.launches(2),
@@ -651,84 +704,81 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   } else {
     // Megatron's unfused core: QK^T and xV batched GEMMs over the full s x s (the mask is
     // applied after), fused scale-mask-softmax, dropout on the probabilities.
-    core_flops = 2 * 2 * T * s * q_cols;
-    const double io = e * (T * (q_cols + kv_cols) + S2);
+    core_flops = 2 * 2 * D.T * D.s * D.q_cols;
+    const double io = D.e * (D.T * (D.q_cols + D.kv_cols) + D.S2);
     const double bmm = b.roof(core_flops / 2, io, hw.matmul_efficiency) + b.launches(1);
     const double bmm_b = b.roof(core_flops / 2, io, hw.matmul_backward_efficiency) + b.launches(1);
-    const double softmax_f = b.memory(2 * e * S2) + b.launches(1);
-    const double softmax_i = b.memory(3 * e * S2) + b.launches(1);
-    const double drop_f = m.dropout ? b.memory((2 * e + 1) * S2) + b.launches(1) : 0.0;
-    const double drop_i = m.dropout ? b.memory((2 * e + 1) * S2) + b.launches(1) : 0.0;
+    const double softmax_f = b.memory(2 * D.e * D.S2) + b.launches(1);
+    const double softmax_i = b.memory(3 * D.e * D.S2) + b.launches(1);
+    const double drop_f = m.dropout ? b.memory((2 * D.e + 1) * D.S2) + b.launches(1) : 0.0;
+    const double drop_i = m.dropout ? b.memory((2 * D.e + 1) * D.S2) + b.launches(1) : 0.0;
     core_f = 2 * bmm + softmax_f + drop_f;
     b.add("attention", core_f, 4 * bmm_b + softmax_i + drop_i, 0.0, KernelClass::attention);
   }
   b.cost().forward_flops += core_flops;
   if (st.cp > 1)
-    cp_exchange(b, hw, st, T, core_f, b.cost().ops.back().backward_input_s,
-                is_mla ? heads * (qk + dv) : 2 * kv_cols,
-                is_mla ? heads * (2 * qk + dv) : q_cols + 2 * kv_cols,
-                is_mla ? heads * dv : q_cols);
-  const double o_cols = is_mla ? heads * dv : q_cols;  // the output projection's input
-  b.linear("out_proj", T, o_cols, h);
+    cp_exchange(b, hw, st, D.T, core_f, b.cost().ops.back().backward_input_s,
+                D.is_mla ? D.heads * (D.qk + D.dv) : 2 * D.kv_cols,
+                D.is_mla ? D.heads * (2 * D.qk + D.dv) : D.q_cols + 2 * D.kv_cols,
+                D.is_mla ? D.heads * D.dv : D.q_cols);
+  b.linear("out_proj", D.T, D.o_cols, D.h);
   b.tp_collective(st.sequence_parallel ? "out_reduce_scatter" : "out_all_reduce",
                   st.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce,
-                  st.sequence_parallel ? Collective::all_gather : Collective::all_reduce, e * Hn);
+                  st.sequence_parallel ? Collective::all_gather : Collective::all_reduce,
+                  D.e * D.Hn);
   // Residual add (gpt: fused bias-dropout-add, which also writes a 1-byte mask; its
   // weight-grad is the bias gradient of the projection before it).
-  const double add_f = (3 * e + (m.dropout ? 1 : 0)) * Hs;
-  const double add_bias = llama ? 0.0 : h;
-  b.elementwise("residual_1", add_f, add_f, llama ? 0.0 : e * Hs, 1, 1, 1, add_bias, 1);
+  b.elementwise("residual_1", D.add_f, D.add_f, D.llama ? 0.0 : D.e * D.Hs, 1, 1, 1, D.add_bias, 1);
+  return core_flops;
+}
 
-  // --- MLP block ---
+/// The MLP block's sub-ops (dense or mixture of experts), the post-attention norm to the
+/// second residual add, and the tp collectives TransformerEngine hides; returns the index
+/// of the layer's last sub-op that saves a tensor for backward (where an early-stopping
+/// checkpoint stops recomputing).
+std::size_t mlp_block(Builder& b, const LayerDims& D, const ModelShape& m, const HardwareSpec& hw,
+                      const CostSettings& st, bool moe_mlp) {
   b.set_scope(moe_mlp ? GraphScope::moe : GraphScope::mlp);
-  b.elementwise("post_norm", norm.f * Hs, norm.i * Hs, norm.w * Hs, norm.kf, norm.ki, norm.kw,
-                norm_tensors * h, norm_tensors);
+  b.elementwise("post_norm", D.norm.f * D.Hs, D.norm.i * D.Hs, D.norm.w * D.Hs, D.norm.kf,
+                D.norm.ki, D.norm.kw, D.norm_tensors * D.h, D.norm_tensors);
   if (st.sequence_parallel)
-    b.tp_collective("mlp_all_gather", Collective::all_gather, Collective::reduce_scatter, e * Hn);
-  // The mixture-of-experts MLP (moe_decoder_layer_cost's comment): on the tokens this
-  // device holds at the MLP (T / tp with sequence parallelism).
+    b.tp_collective("mlp_all_gather", Collective::all_gather, Collective::reduce_scatter,
+                    D.e * D.Hn);
+  // The mixture-of-experts MLP (moe_decoder_layer_cost's comment; its rows: LayerDims).
   const MoeShape& x = m.moe;
-  const double Tm = Hs / h;
-  const double E = x.num_experts, top_k = x.top_k;
-  const double local_experts = E / st.ep, ef = static_cast<double>(x.expert_ffn) / st.etp;
-  const double Tk = Tm * top_k;               // rows a device dispatches, balanced
-  const double Tmax = Tk * x.load_imbalance;  // rows the busiest device receives over ep
-  // The rows its experts run: the etp group all-gathers what each of its devices received
-  // (the etp collectives below), so etp x Tmax of them at ef = expert_ffn / etp columns.
-  const double etp = st.etp, Tg = etp * Tmax;
-  const double sf = static_cast<double>(x.shared_ffn) / t;
   std::size_t moe_last_saving_op = 0;
   if (moe_mlp) {
     b.set_scope(GraphScope::moe_router);
     b.fp8_gemms(false);  // Megatron's router GEMM stays in bf16/fp32
-    b.linear("router", Tm, h, E);
+    b.linear("router", D.Tm, D.h, D.E);
     b.fp8_gemms(true);
     // Softmax (or sigmoid) over fp32 logits, then top-k: read and write T x E fp32, write
     // the T x top_k indices (int64) and weights (fp32); backward the same over the probs.
-    b.elementwise("router_topk", 8 * Tm * E + 12 * Tk, 8 * Tm * E + 4 * Tk, 0, 2, 2, 0);
+    b.elementwise("router_topk", 8 * D.Tm * D.E + 12 * D.Tk, 8 * D.Tm * D.E + 4 * D.Tk, 0, 2, 2, 0);
     // Permute: gather T x h into T x top_k rows in expert order; its backward scatters
     // the rows' gradients back (read top_k rows per token, write one).
     b.set_scope(GraphScope::moe_preprocess);
-    b.elementwise("permute", e * (Tm * h + Tk * h), e * (Tk * h + Tm * h), 0, 1, 1, 0);
+    b.elementwise("permute", D.e * (D.Tm * D.h + D.Tk * D.h), D.e * (D.Tk * D.h + D.Tm * D.h), 0, 1,
+                  1, 0);
     b.set_scope(GraphScope::moe);
     // Megatron-Core's MoEAlltoAllTokenDispatcher (NVIDIA/Megatron-LM
     // d98e8a64ddf34856e74b24714e3bedb2f5a39553, megatron/core/transformer/moe/
     // token_dispatcher.py: token_dispatch and token_combine each call all_to_all over the
     // ep group on the permuted T x top_k rows; the autograd backward of each is the reverse
     // all_to_all on the gradients, same volume). Exposed: nothing overlaps them here.
-    const double a2a = all_to_all_time_s(hw, st.ep, e * Tk * h, st.ep_crosses_nodes);
+    const double a2a = all_to_all_time_s(hw, st.ep, D.e * D.Tk * D.h, st.ep_crosses_nodes);
     // DeepEP (deepep_time_s) moves each token once a domain and once a device instead. The
     // precisions of DeepSeek-V3's training (arXiv 2412.19437, sec. 3.3.2): with FP8 GEMMs
     // the forward dispatch and the backward one (the gradients before the down-projection)
     // go in FP8 with one fp32 scale per 128 values (DeepEP's 1 + 4/128 bytes an element),
     // both combines in bf16.
-    const double fp8_row = st.fp8 != Fp8::none ? 1.0 + 4.0 / 128.0 : e;
+    const double fp8_row = st.fp8 != Fp8::none ? 1.0 + 4.0 / 128.0 : D.e;
     const bool deepep = st.moe_dispatcher == MoeDispatcher::deepep;
     const auto deepep_s = [&](double bytes) {
-      return deepep_time_s(hw, x, st.ep, st.ep_per_domain, Tm, bytes * h);
+      return deepep_time_s(hw, x, st.ep, st.ep_per_domain, D.Tm, bytes * D.h);
     };
     const double dispatch_f = deepep ? deepep_s(fp8_row) : a2a;
-    const double combine_f = deepep ? deepep_s(e) : a2a;
+    const double combine_f = deepep ? deepep_s(D.e) : a2a;
     // The backward of a dispatch is a combine, and of a combine a dispatch.
     if (st.ep > 1) b.add("a2a-dispatch", dispatch_f, combine_f, 0.0);
     // Expert tensor parallelism (same file: dispatch_postprocess all-gathers the rows the
@@ -741,10 +791,10 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     // router's softmax runs in fp32; at bf16 it would be half of a small term). Its backward,
     // the probabilities' gradients, is the reduce-scatter.
     const auto etp_op = [&](Collective c) {
-      return collective_time_s(hw, c, st.etp, e * Tg * h, st.etp_crosses_nodes);
+      return collective_time_s(hw, c, st.etp, D.e * D.Tg * D.h, st.etp_crosses_nodes);
     };
     const auto etp_probs = [&](Collective c) {
-      return collective_time_s(hw, c, st.etp, 4.0 * Tg, st.etp_crosses_nodes);
+      return collective_time_s(hw, c, st.etp, 4.0 * D.Tg, st.etp_crosses_nodes);
     };
     if (st.etp > 1) {
       b.add("etp-all-gather", etp_op(Collective::all_gather), etp_op(Collective::reduce_scatter),
@@ -752,9 +802,10 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
       b.add("etp-probs-all-gather", etp_probs(Collective::all_gather),
             etp_probs(Collective::reduce_scatter), 0.0);
     }
-    b.grouped("experts_gate_up", Tg, h, 2 * ef, local_experts, etp * Tk);
-    b.elementwise("experts_swiglu", glu.f * Tg * ef, glu.i * Tg * ef, 0, glu.kf, glu.ki, 0);
-    b.grouped("experts_down", Tg, ef, h, local_experts, etp * Tk);
+    b.grouped("experts_gate_up", D.Tg, D.h, 2 * D.ef, D.local_experts, D.etp * D.Tk);
+    b.elementwise("experts_swiglu", D.glu.f * D.Tg * D.ef, D.glu.i * D.Tg * D.ef, 0, D.glu.kf,
+                  D.glu.ki, 0);
+    b.grouped("experts_down", D.Tg, D.ef, D.h, D.local_experts, D.etp * D.Tk);
     if (st.etp > 1)
       b.add("etp-reduce-scatter", etp_op(Collective::reduce_scatter),
             etp_op(Collective::all_gather), 0.0);
@@ -763,39 +814,42 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     // backward: the rows' gradients (read T x h, write top_k rows) and the weights'
     // (read the saved rows and the gradient again).
     moe_last_saving_op = b.cost().ops.size();
-    b.elementwise("unpermute", e * (Tk * h + Tm * h) + 4 * Tk, e * (Tm * h + 2 * Tk * h) + 4 * Tk,
-                  0, 1, 2, 0);
+    b.elementwise("unpermute", D.e * (D.Tk * D.h + D.Tm * D.h) + 4 * D.Tk,
+                  D.e * (D.Tm * D.h + 2 * D.Tk * D.h) + 4 * D.Tk, 0, 1, 2, 0);
     if (x.shared_ffn > 0) {
-      if (eager)
-        b.linear("shared_gate_up", Tm, h, 2 * sf, 2, 1);  // HF: separate gate and up
+      if (D.eager)
+        b.linear("shared_gate_up", D.Tm, D.h, 2 * D.sf, 2, 1);  // HF: separate gate and up
       else
-        b.linear("shared_gate_up", Tm, h, 2 * sf);
-      b.elementwise("shared_swiglu", glu.f * Tm * sf, glu.i * Tm * sf, 0, glu.kf, glu.ki, 0);
+        b.linear("shared_gate_up", D.Tm, D.h, 2 * D.sf);
+      b.elementwise("shared_swiglu", D.glu.f * D.Tm * D.sf, D.glu.i * D.Tm * D.sf, 0, D.glu.kf,
+                    D.glu.ki, 0);
       moe_last_saving_op = b.cost().ops.size();
-      b.linear("shared_down", Tm, sf, h);
+      b.linear("shared_down", D.Tm, D.sf, D.h);
     }
-  } else if (llama) {
-    if (eager)
-      b.linear("gate_up_proj", T, h, 2 * f, 2, 1);  // HF: separate gate and up
+  } else if (D.llama) {
+    if (D.eager)
+      b.linear("gate_up_proj", D.T, D.h, 2 * D.f, 2, 1);  // HF: separate gate and up
     else
-      b.linear("gate_up_proj", T, h, 2 * f);                              // Megatron's linear_fc1
-    b.elementwise("swiglu", glu.f * F, glu.i * F, 0, glu.kf, glu.ki, 0);  // SiLU(gate) * up
+      b.linear("gate_up_proj", D.T, D.h, 2 * D.f);  // Megatron's linear_fc1
+    b.elementwise("swiglu", D.glu.f * D.F, D.glu.i * D.F, 0, D.glu.kf, D.glu.ki,
+                  0);  // SiLU(gate) * up
   } else {
-    b.linear("fc1", T, h, f);
+    b.linear("fc1", D.T, D.h, D.f);
     // Fused bias-GeLU; the bias gradient is a reduction over the tokens.
-    b.elementwise("gelu", 2 * e * F, 3 * e * F, e * F, 1, 1, 1, f, 1);
+    b.elementwise("gelu", 2 * D.e * D.F, 3 * D.e * D.F, D.e * D.F, 1, 1, 1, D.f, 1);
   }
   // The MLP's output projection saves the layer's last tensor for backward (its input):
   // an early-stopping recompute ends before it (see recompute_extra_s).
   std::size_t last_saving_op = moe_last_saving_op;
   if (!moe_mlp) {
     last_saving_op = b.cost().ops.size();
-    b.linear(llama ? "down_proj" : "fc2", T, f, h);
+    b.linear(D.llama ? "down_proj" : "fc2", D.T, D.f, D.h);
     b.tp_collective(st.sequence_parallel ? "mlp_reduce_scatter" : "mlp_all_reduce",
                     st.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce,
-                    st.sequence_parallel ? Collective::all_gather : Collective::all_reduce, e * Hn);
+                    st.sequence_parallel ? Collective::all_gather : Collective::all_reduce,
+                    D.e * D.Hn);
   }
-  b.elementwise("residual_2", add_f, add_f, llama ? 0.0 : e * Hs, 1, 1, 1, add_bias, 1);
+  b.elementwise("residual_2", D.add_f, D.add_f, D.llama ? 0.0 : D.e * D.Hs, 1, 1, 1, D.add_bias, 1);
   if (st.tp_comm_overlap && st.sequence_parallel) {
     // TransformerEngine's userbuffers hide the collectives of the dense GEMMs. MLA's latent
     // all-gather, the MoE block's and the experts' collectives stay exposed: bmpipe does
@@ -804,18 +858,19 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     b.overlap_tp("q_all_gather", "q_proj", true);
     b.overlap_tp("out_reduce_scatter", "out_proj", false);
     if (!moe_mlp) {
-      b.overlap_tp("mlp_all_gather", llama ? "gate_up_proj" : "fc1", true);
-      b.overlap_tp("mlp_reduce_scatter", llama ? "down_proj" : "fc2", false);
+      b.overlap_tp("mlp_all_gather", D.llama ? "gate_up_proj" : "fc1", true);
+      b.overlap_tp("mlp_reduce_scatter", D.llama ? "down_proj" : "fc2", false);
     }
   }
+  return last_saving_op;
+}
 
-  LayerCost& c = b.cost();
-
-  // --- recompute: the forward of the sub-ops each mode re-runs ---
+/// Each recompute mode's re-run forward, per sub-op and summed (LayerCost::recompute_extra_s).
+void mark_recompute(LayerCost& c, const LayerDims& D, std::size_t last_saving_op) {
   // selective re-runs the attention core alone; full re-runs the forward, up to the last
   // saving op under PyTorch's early-stopping checkpoint (llama as HF runs it), all of it
   // under Megatron-LM's reentrant one (gpt, and llama with fused kernels).
-  const std::size_t full_end = eager ? last_saving_op : c.ops.size();
+  const std::size_t full_end = D.eager ? last_saving_op : c.ops.size();
   for (std::size_t k = 0; k < c.ops.size(); ++k) {
     SubOpCost& op = c.ops[k];
     // (Under cp the attention's exchanges run again with it: TransformerEngine's
@@ -825,10 +880,16 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
     if (k < full_end) op.recompute_s[Recompute::full] = op.forward_s;
     for (Recompute r : kRecomputingModes) c.recompute_extra_s[r] += op.recompute_s[r];
   }
+}
 
-  // --- saved activations (bytes), recompute none ---
-  const double drop_mask = m.dropout ? 1.0 * Hs : 0.0;
-  const double Ts = Hs / h;  // tokens this device normalizes (T / tp with sequence parallel)
+/// What autograd keeps from forward to backward per recompute mode, what the weight-grad
+/// still needs, and the FLOPs each mode re-runs.
+void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
+                       const CostSettings& st, bool moe_mlp, double core_flops) {
+  const MoeShape& x = m.moe;
+  // Recompute none first; selective drops the core's tensors, full keeps the input.
+  const double drop_mask = m.dropout ? 1.0 * D.Hs : 0.0;
+  const double Ts = D.Hs / D.h;  // tokens this device normalizes (T / tp under sequence par.)
   double saved = 0;
   double core_only = 0;  // what selective recompute drops
   // Bytes an element of a tensor that only an FP8 GEMM saves: under training.fp8 the GEMM
@@ -843,76 +904,77 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   // FP8 GEMM keeps its one-byte copy beside it (fp8_copies). A saved low-precision element
   // carries its scale factors (Builder::low_precision_bytes: NVFP4 0.5625 bytes).
   const bool fp8 = st.fp8 != Fp8::none;
-  const double gi = fp8 ? Builder::low_precision_bytes(st.fp8_recipe) : e;
+  const double gi = fp8 ? Builder::low_precision_bytes(st.fp8_recipe) : D.e;
   double fp8_copies = 0;
   // The layer input and the two RMSNorms (what rms_norm_saved says, and an fp32 rsqrt per
   // token). A fused norm keeps only its input, and the first one's is the layer input.
-  const double norms_saved =
-      eager ? e * Hs + 2 * (rms_norm_saved(true, e) * Hs + 4 * Ts) : 2 * (e * Hs + 4 * Ts);
+  const double norms_saved = D.eager ? D.e * D.Hs + 2 * (rms_norm_saved(true, D.e) * D.Hs + 4 * Ts)
+                                     : 2 * (D.e * D.Hs + 4 * Ts);
   // SwiGLU keeps gate and up, and eagerly silu(gate) too, per element of its output.
-  const double glu_saved = eager ? 3 * e : 2 * e;
+  const double glu_saved = D.eager ? 3 * D.e : 2 * D.e;
   if (moe_mlp) {
     saved += norms_saved;
-    saved += gi * Hs + e * Hs;            // inputs of the qkv projection and the router
-    saved += 4 * Tm * E + 12 * Tk;        // fp32 router probabilities, top-k indices, weights
-    saved += gi * Tg * h;                 // gathered rows: the experts' input
-    saved += (glu_saved + gi) * Tg * ef;  // SwiGLU; product (experts_down's input)
-    saved += e * Tmax * h;                // expert outputs, for the router weights' grad
+    saved += gi * D.Hs + D.e * D.Hs;          // inputs of the qkv projection and the router
+    saved += 4 * D.Tm * D.E + 12 * D.Tk;      // fp32 router probabilities, top-k indices, weights
+    saved += gi * D.Tg * D.h;                 // gathered rows: the experts' input
+    saved += (glu_saved + gi) * D.Tg * D.ef;  // SwiGLU; product (experts_down's input)
+    saved += D.e * D.Tmax * D.h;              // expert outputs, for the router weights' grad
     if (x.shared_ffn > 0) {
-      saved += (glu_saved + gi) * Tm * sf;  // the shared expert's SwiGLU; product (its down's)
-      if (fp8) fp8_copies += Tm * h;        // shared_gate_up's FP8 input beside the router's
+      saved += (glu_saved + gi) * D.Tm * D.sf;  // the shared expert's SwiGLU; product (its down's)
+      if (fp8) fp8_copies += D.Tm * D.h;        // shared_gate_up's FP8 input beside the router's
     }
-  } else if (llama) {
-    saved += norms_saved;           // (the layer input counted, as the h200 profile does)
-    saved += 2 * gi * Hs;           // inputs of the qkv and gate/up projections
-    saved += (glu_saved + gi) * F;  // SwiGLU; product (down_proj's input)
+  } else if (D.llama) {
+    saved += norms_saved;             // (the layer input counted, as the h200 profile does)
+    saved += 2 * gi * D.Hs;           // inputs of the qkv and gate/up projections
+    saved += (glu_saved + gi) * D.F;  // SwiGLU; product (down_proj's input)
   } else {
-    saved += 2 * (e * Hs + 8 * Ts);  // two LayerNorm inputs (+ fp32 mean, rstd)
-    saved += 2 * gi * Hs;            // qkv and fc1 inputs
-    saved += (e + gi) * F;           // GeLU input, fc2 input
-    saved += 2 * drop_mask;          // after attention and after the MLP
+    saved += 2 * (D.e * D.Hs + 8 * Ts);  // two LayerNorm inputs (+ fp32 mean, rstd)
+    saved += 2 * gi * D.Hs;              // qkv and fc1 inputs
+    saved += (D.e + gi) * D.F;           // GeLU input, fc2 input
+    saved += 2 * drop_mask;              // after attention and after the MLP
   }
-  if (is_mla) {
+  if (D.is_mla) {
     // The latents' norms (rms_norm_saved, an fp32 rsqrt), the up projections' inputs,
     // q, k (heads x qk), v (heads x dv), and the core output (out_proj's input).
-    const double q_lat = ql > 0 ? ql : 0.0;
-    saved += rms_norm_saved(eager, e) * Ts_att * (q_lat + kvl) + 4 * Ts_att * (ql > 0 ? 2 : 1);
-    saved += gi * T * (q_lat + kvl);
-    saved += e * T * heads * (2 * qk + dv);
-    saved += e * T * heads * dv;  // flash's output (also out_proj's input)
-    if (fp8) fp8_copies += T * heads * dv;
+    const double q_lat = D.ql > 0 ? D.ql : 0.0;
+    saved += rms_norm_saved(D.eager, D.e) * D.Ts_att * (q_lat + D.kvl) +
+             4 * D.Ts_att * (D.ql > 0 ? 2 : 1);
+    saved += gi * D.T * (q_lat + D.kvl);
+    saved += D.e * D.T * D.heads * (2 * D.qk + D.dv);
+    saved += D.e * D.T * D.heads * D.dv;  // flash's output (also out_proj's input)
+    if (fp8) fp8_copies += D.T * D.heads * D.dv;
   } else {
-    saved += e * T * (q_cols + 2 * kv_cols);  // q, k, v (the core's inputs)
+    saved += D.e * D.T * (D.q_cols + 2 * D.kv_cols);  // q, k, v (the core's inputs)
     // Core output = out_proj input: flash attention keeps it too (bf16), the unfused
     // core's batched GEMM does not.
     if (m.flash_attention) {
-      saved += e * T * q_cols;
-      if (fp8) fp8_copies += T * q_cols;
+      saved += D.e * D.T * D.q_cols;
+      if (fp8) fp8_copies += D.T * D.q_cols;
     } else {
-      saved += gi * T * q_cols;
+      saved += gi * D.T * D.q_cols;
     }
   }
-  if (m.flash_attention || is_mla) {
-    core_only = 4 * mb * heads * sl;  // fp32 logsumexp
+  if (m.flash_attention || D.is_mla) {
+    core_only = 4 * D.mb * D.heads * D.sl;  // fp32 logsumexp
   } else {
-    core_only = e * S2 + (m.dropout ? (1 + e) * S2 : 0.0);  // softmax, mask, dropped probs
+    core_only = D.e * D.S2 + (m.dropout ? (1 + D.e) * D.S2 : 0.0);  // softmax, mask, dropped probs
   }
   saved += gi * fp8_copies;  // (elements; gi bytes each under fp8)
   c.activation_bytes[Recompute::none] = to_bytes(saved + core_only);
   c.activation_bytes[Recompute::selective] = to_bytes(saved);
-  c.activation_bytes[Recompute::full] = to_bytes(e * Hs);  // only the layer input
+  c.activation_bytes[Recompute::full] = to_bytes(D.e * D.Hs);  // only the layer input
   // W needs the inputs of the four projections (qkv and MLP-in: gi Hs each, the router's
   // e Hs; out_proj: the core output; MLP-out: gi F), at gi bytes (their FP8 casts under
   // fp8), and, for the norm scales, the normalized tensors (llama) or the LayerNorm inputs
   // (gpt): e Hs each.
   const double proj_inputs =
-      moe_mlp ? gi * Hs + e * Hs + gi * T * o_cols + gi * Tg * (h + ef) +
-                    (x.shared_ffn > 0 ? gi * Tm * sf + (fp8 ? gi * Tm * h : 0.0) : 0.0)
-              : 2 * gi * Hs + gi * T * o_cols + gi * F;
+      moe_mlp ? gi * D.Hs + D.e * D.Hs + gi * D.T * D.o_cols + gi * D.Tg * (D.h + D.ef) +
+                    (x.shared_ffn > 0 ? gi * D.Tm * D.sf + (fp8 ? gi * D.Tm * D.h : 0.0) : 0.0)
+              : 2 * gi * D.Hs + gi * D.T * D.o_cols + gi * D.F;
   // MLA: the normalized latents, which are also the up projections' inputs (under fp8
   // those keep their FP8 casts: gi T (q_lat + kvl) more).
-  const double latents = is_mla ? T * ((ql > 0 ? ql : 0.0) + kvl) : 0.0;
-  const double norm_outputs = 2 * e * Hs + e * latents + (fp8 ? gi * latents : 0.0);
+  const double latents = D.is_mla ? D.T * ((D.ql > 0 ? D.ql : 0.0) + D.kvl) : 0.0;
+  const double norm_outputs = 2 * D.e * D.Hs + D.e * latents + (fp8 ? gi * latents : 0.0);
   c.weight_grad_bytes[Recompute::none] =
       std::min(c.activation_bytes[Recompute::none], to_bytes(proj_inputs + norm_outputs));
   c.weight_grad_bytes[Recompute::selective] =
@@ -921,48 +983,70 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   c.recompute_flops[Recompute::selective] = core_flops;
   // (An early-stopping checkpoint skips the last saving op: the MLP's output projection.)
   c.recompute_flops[Recompute::full] =
-      c.forward_flops - (!eager    ? 0.0
-                         : moe_mlp ? (x.shared_ffn > 0 ? 2 * Tm * sf * h : 0.0)
-                                   : 2 * T * f * h);
-  c.output_bytes = to_bytes(stage_output_bytes(m.architecture, st, e * Hn));
-  const long long kv_params = static_cast<long long>(kv_cols * h);
+      c.forward_flops - (!D.eager  ? 0.0
+                         : moe_mlp ? (x.shared_ffn > 0 ? 2 * D.Tm * D.sf * D.h : 0.0)
+                                   : 2 * D.T * D.f * D.h);
+}
+
+/// What the layer sends onward and the parameters one device holds (its tp share; an MoE
+/// layer's local experts at their etp share).
+void layer_params(LayerCost& c, const LayerDims& D, const ModelShape& m, const CostSettings& st,
+                  bool moe_mlp) {
+  const MoeShape& x = m.moe;
+  c.output_bytes = to_bytes(stage_output_bytes(m.architecture, st, D.e * D.Hn));
+  const long long kv_params = static_cast<long long>(D.kv_cols * D.h);
   // MLA's attention on this device (ModelShape::attention_params without its norm, the
   // up and output projections at this device's heads).
-  const double mla_att = (ql > 0 ? h * ql + ql + ql * heads * qk : h * heads * qk) +
-                         h * (kvl + dr) + kvl + kvl * heads * (mla.qk_nope_head_dim + dv) +
-                         heads * dv * h;
+  const double mla_att =
+      (D.ql > 0 ? D.h * D.ql + D.ql + D.ql * D.heads * D.qk : D.h * D.heads * D.qk) +
+      D.h * (D.kvl + D.dr) + D.kvl + D.kvl * D.heads * (m.mla.qk_nope_head_dim + D.dv) +
+      D.heads * D.dv * D.h;
   if (moe_mlp) {
     // Attention (this device's heads), two norms, the extras of ModelShape::
     // attention_params, the router (replicated), the shared expert (tp share) and the
     // local experts (etp share).
-    double att = is_mla ? mla_att + 2 * h : 2 * h * q_cols + 2 * kv_cols * h + 2 * h;
-    if (m.attention_bias && !is_mla)
-      att += q_cols + 2 * kv_cols + h;
-    else if (m.qkv_bias && !is_mla)
-      att += q_cols + 2 * kv_cols;
-    if (m.qk_norm) att += 2 * d;
-    if (m.attention_sinks) att += heads;
-    const double router = h * E + (x.router_bias ? E : 0.0) + (x.router_score_bias ? E : 0.0);
-    const double shared = 3 * h * sf + (x.shared_gate ? h : 0.0);
-    const double expert = 3 * h * ef + (x.expert_bias ? 2 * ef + h : 0.0);
-    c.expert_param_count = static_cast<std::int64_t>(std::llround(local_experts * expert));
+    double att = D.is_mla ? mla_att + 2 * D.h : 2 * D.h * D.q_cols + 2 * D.kv_cols * D.h + 2 * D.h;
+    if (m.attention_bias && !D.is_mla)
+      att += D.q_cols + 2 * D.kv_cols + D.h;
+    else if (m.qkv_bias && !D.is_mla)
+      att += D.q_cols + 2 * D.kv_cols;
+    if (m.qk_norm) att += 2 * D.d;
+    if (m.attention_sinks) att += D.heads;
+    const double router =
+        D.h * D.E + (x.router_bias ? D.E : 0.0) + (x.router_score_bias ? D.E : 0.0);
+    const double shared = 3 * D.h * D.sf + (x.shared_gate ? D.h : 0.0);
+    const double expert = 3 * D.h * D.ef + (x.expert_bias ? 2 * D.ef + D.h : 0.0);
+    c.expert_param_count = static_cast<std::int64_t>(std::llround(D.local_experts * expert));
     c.param_count =
         static_cast<std::int64_t>(std::llround(att + router + shared)) + c.expert_param_count;
     c.active_param_count =
-        static_cast<std::int64_t>(std::llround(att + router + shared + top_k * expert));
-    return c;
+        static_cast<std::int64_t>(std::llround(att + router + shared + D.top_k * expert));
+    return;
   }
-  if (is_mla)
-    c.param_count = static_cast<std::int64_t>(std::llround(mla_att + 3 * h * f + 2 * h));
-  else if (llama)
-    c.param_count = static_cast<std::int64_t>(2 * h * q_cols + 2 * kv_params + 3 * h * f + 2 * h);
+  if (D.is_mla)
+    c.param_count = static_cast<std::int64_t>(std::llround(mla_att + 3 * D.h * D.f + 2 * D.h));
+  else if (D.llama)
+    c.param_count =
+        static_cast<std::int64_t>(2 * D.h * D.q_cols + 2 * kv_params + 3 * D.h * D.f + 2 * D.h);
   else
-    c.param_count = static_cast<std::int64_t>(h * (q_cols + 2 * kv_cols) + q_cols + 2 * kv_cols +
-                                              q_cols * h + h + 2 * h * f + f + h + 4 * h);
+    c.param_count =
+        static_cast<std::int64_t>(D.h * (D.q_cols + 2 * D.kv_cols) + D.q_cols + 2 * D.kv_cols +
+                                  D.q_cols * D.h + D.h + 2 * D.h * D.f + D.f + D.h + 4 * D.h);
   c.active_param_count = c.param_count;
-  return c;
 }
 
+LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st,
+                       bool moe_mlp) {
+  Builder b(hw, st, m.architecture, moe_mlp ? "moe_decoder" : "decoder");
+  const LayerDims D = layer_dims(m, st);
+  const double core_flops = attention_block(b, D, m, hw, st);
+  const std::size_t last_saving_op = mlp_block(b, D, m, hw, st, moe_mlp);
+  LayerCost& c = b.cost();
+  mark_recompute(c, D, last_saving_op);
+  saved_activations(c, D, m, st, moe_mlp, core_flops);
+  layer_params(c, D, m, st, moe_mlp);
+  return c;
+}
 }  // namespace
 
 namespace {
