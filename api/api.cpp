@@ -256,10 +256,10 @@ void check_plan_request(const PlanRequest& r) {
                                          did_you_mean(*r.baseline, baseline_names()) + " (" +
                                          comma_list(baseline_names()) + ")");
   }
-  if (r.expressible && !find_expressible(*r.expressible))
+  if (r.expressible && !find_exporter(*r.expressible))
     throw RequestError("--expressible", "unknown framework '" + *r.expressible + "'" +
-                                            did_you_mean(*r.expressible, expressible_names()) +
-                                            " (" + comma_list(expressible_names()) + ")");
+                                            did_you_mean(*r.expressible, exporter_names()) + " (" +
+                                            comma_list(exporter_names()) + ")");
   if (r.baseline_layout) {
     try {
       parse_megatron_layout(*r.baseline_layout);
@@ -289,7 +289,7 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
   po.seed = r.seed;
   po.max_evals = r.max_evals;
   po.time_limit_s = r.time_limit_s;
-  if (r.expressible) po.expressible = *find_expressible(*r.expressible);
+  if (r.expressible) po.expressible = find_exporter(*r.expressible);
   // The megatron-layout baseline's layout: the option's, else the one the config was
   // imported with. One whose decoder or MTP layers are not the model's is refused here
   // (exit 2); one bmpipe cannot run as written (an empty stage, MTP before the last stage),
@@ -321,8 +321,7 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
     candidates = auto_schedules(e);
     // --expressible: only the schedules the framework runs (plan_pipeline refuses others).
     std::erase_if(candidates, [&](const std::pair<std::string, int>& c) {
-      const Exporter* x = expressible_exporter(po.expressible);
-      return x && !x->runs(c.first);
+      return po.expressible && !po.expressible->runs(c.first);
     });
   } else
     candidates.emplace_back(

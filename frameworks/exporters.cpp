@@ -89,7 +89,8 @@ const std::array kExporters = {
              .refusal = megatron_refusal,
              .state = megatron_statement,
              .states = megatron_states,
-             .recompute_rules = megatron_recompute_choices},
+             .recompute_rules = megatron_recompute_choices,
+             .recompute_stated = RecomputeStated::one_rule},
     Exporter{.name = "mindformers",
              .framework = "MindFormers",
              .words = "keys",
@@ -100,7 +101,8 @@ const std::array kExporters = {
              .state = mindformers_statement,
              .states = mindformers_states,
              // Its per-stage recompute and select_recompute lists state Megatron-LM's rules too.
-             .recompute_rules = megatron_recompute_choices},
+             .recompute_rules = megatron_recompute_choices,
+             .recompute_stated = RecomputeStated::first_n},
 };
 
 }  // namespace

@@ -31,6 +31,13 @@ struct ExportStatement {
   std::function<std::string(const ExportJob& job, std::string_view schedule)> write;
 };
 
+/// How a framework's text states the recompute of a plan, the form `plan --expressible`
+/// searches in.
+enum class RecomputeStated {
+  one_rule,  ///< one of Exporter::recompute_rules for every stage
+  first_n,   ///< per stage, the first n layers in full and the next k selective, any n, k
+};
+
 struct Exporter {
   std::string_view name;       ///< --format and --expressible: "megatron"
   std::string_view framework;  ///< the framework in sentences: "Megatron-LM"
@@ -56,6 +63,8 @@ struct Exporter {
   /// per stage), one rule for all stages: what an inexact export tries instead of the plan.
   std::vector<std::vector<Recompute>> (*recompute_rules)(const std::vector<int>& partition) =
       nullptr;
+  /// The plans its text states, as the planner searches them.
+  RecomputeStated recompute_stated = RecomputeStated::one_rule;
 };
 
 /// The exporters, in the order --help lists them.

@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 
+#include "frameworks/megatron/export.hpp"
 #include "frameworks/megatron/formats.hpp"
 #include "planner/evaluate.hpp"
 #include "planner/export_layout.hpp"
@@ -374,7 +375,7 @@ std::optional<PlanRun> megatron_full_recompute(Context& c, std::string*) {
 /// runs on these layers.
 std::optional<PlanRun> best_rule_on(Context& c, const std::vector<int>& rows) {
   std::optional<PlanRun> best;
-  for (const Plan& p : c.space.megatron_rule_plans(rows)) {
+  for (const Plan& p : c.space.rule_plans(rows, megatron_recompute_choices)) {
     PlanRun r = c.run(p);
     if (!best || score_of(r.result) < score_of(best->result)) best = std::move(r);
   }
@@ -628,7 +629,7 @@ const BaselineRun* megatron_reference(const PlanOutcome& o) {
 }
 
 const BaselineRun* best_expressible_baseline(const Experiment& e, const PlanOutcome& o,
-                                             Expressible x) {
+                                             const Exporter* x) {
   const BaselineRun* best = nullptr;
   for (const BaselineRun& b : o.baselines)
     if (b.run && b.run->fits() &&

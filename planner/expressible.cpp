@@ -1,5 +1,5 @@
-// What a framework can state of a plan (plan --expressible), and the first-N order both
-// frameworks recompute in. Declared in planner.hpp.
+// What a framework can state of a plan (plan --expressible, asked of its exporter row), and
+// the first-N order both frameworks recompute in. Declared in planner.hpp.
 #include <algorithm>
 #include <stdexcept>
 
@@ -7,33 +7,6 @@
 #include "planner/planner.hpp"
 
 namespace bmpipe {
-
-const std::vector<std::string>& expressible_names() {
-  static const std::vector<std::string> names{"megatron", "mindformers"};
-  return names;
-}
-
-std::optional<Expressible> find_expressible(std::string_view name) {
-  if (name == "megatron") return Expressible::megatron;
-  if (name == "mindformers") return Expressible::mindformers;
-  return std::nullopt;
-}
-
-std::string expressible_name(Expressible x) {
-  switch (x) {
-    case Expressible::megatron:
-      return "megatron";
-    case Expressible::mindformers:
-      return "mindformers";
-    case Expressible::any:
-      break;
-  }
-  return "any";
-}
-
-const Exporter* expressible_exporter(Expressible x) {
-  return x == Expressible::any ? nullptr : find_exporter(expressible_name(x));
-}
 
 namespace {
 
@@ -68,9 +41,8 @@ Plan first_n_order(const Experiment& e, const Plan& plan) {
 }
 
 bool expressible_by(const Experiment& e, const Plan& plan, const Schedule& schedule,
-                    Expressible x) {
-  const Exporter* exporter = expressible_exporter(x);
-  if (!exporter) return true;
+                    const Exporter* x) {
+  if (!x) return true;
   ExportLayout l;
   try {
     l = export_layout(e, plan, schedule);
@@ -78,7 +50,7 @@ bool expressible_by(const Experiment& e, const Plan& plan, const Schedule& sched
   } catch (const std::invalid_argument&) {
     return false;  // e.g. virtual stages without pipeline ranks: neither framework has them
   }
-  return exporter->states(l);
+  return x->states(l);
 }
 
 }  // namespace bmpipe

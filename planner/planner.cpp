@@ -28,7 +28,7 @@ namespace {
 Schedule searched_schedule(const Experiment& e, const PlannerOptions& o) {
   const ScheduleInfo& info = require_schedule(e.config, o.schedule, "training.schedule");
   // --expressible: the framework must run the schedule too, or its time is not the plan's.
-  if (const Exporter* x = expressible_exporter(o.expressible); x && !x->runs(info.name))
+  if (const Exporter* x = o.expressible; x && !x->runs(info.name))
     e.config.fail("training.schedule",
                   "--expressible " + std::string(x->name) + ": " + x->not_run(o.schedule));
   const int stages = e.pp() * effective_vpp(info, o.vpp);
@@ -67,11 +67,11 @@ PlanRun prefer_first_n(const Experiment& e, const PlannerOptions& o, const Sched
   return best;
 }
 
-/// Under Expressible::megatron: the search picked one rule per partition by a bound; on
-/// the final partition every rule is run, and the fastest that fits and is stated exactly
-/// is kept if it beats `best`.
-PlanRun best_megatron_rule(const Space& space, const PlannerOptions& o, PlanRun best) {
-  for (const Plan& p : space.megatron_rule_plans(best.plan.partition)) {
+/// Under a framework whose text states one recompute rule (RecomputeStated::one_rule): the
+/// search picked one rule per partition by a bound; on the final partition every rule is
+/// run, and the fastest that fits and is stated exactly is kept if it beats `best`.
+PlanRun best_rule(const Space& space, const PlannerOptions& o, PlanRun best) {
+  for (const Plan& p : space.rule_plans(best.plan.partition, o.expressible->recompute_rules)) {
     if (p.recompute == best.plan.recompute) continue;
     PlanRun r = planner::finish_run(space.experiment(), o, space.schedule(), p);
     if (r.fits() && planner::score_of(r.result) < planner::score_of(best.result) &&
@@ -127,15 +127,16 @@ PlanOutcome plan_pipeline(const Experiment& e, const PlannerOptions& o) {
       best.plan.partition.empty()
           ? Plan{first.partition, std::vector<Recompute>(e.num_layers(), Recompute::none)}
           : best.plan);
-  if (o.expressible == Expressible::megatron && !best.plan.partition.empty())
-    out.best = best_megatron_rule(space, o, std::move(out.best));
+  if (o.expressible && o.expressible->recompute_stated == RecomputeStated::one_rule &&
+      !best.plan.partition.empty())
+    out.best = best_rule(space, o, std::move(out.best));
   for (const BaselineRun& b : out.baselines)
     if (b.run && b.expressible &&
         planner::score_of(b.run->result) < planner::score_of(out.best.result))
       out.best = *b.run;
   // Among equal times, the plan that recomputes the first layers of each stage, as the
   // frameworks' flags and keys say it (under --expressible it already does).
-  if (o.expressible == Expressible::any) out.best = prefer_first_n(e, o, sch, std::move(out.best));
+  if (!o.expressible) out.best = prefer_first_n(e, o, sch, std::move(out.best));
   if (!out.best.fits()) {
     const Derived& c = search.closest_infeasible();
     if (c.worst_rank >= 0) {

@@ -46,27 +46,6 @@ struct PlannerProgress {
   std::string phase;  ///< "baselines", "search", "polish"
 };
 
-/// Which framework must be able to state a plan exactly (`bmpipe plan --expressible`).
-enum class Expressible {
-  any,          ///< every plan (the default)
-  megatron,     ///< export_megatron(export_layout(plan)).exact: even, uneven or any layout,
-                ///< and one recompute rule for all stages (none, selective everywhere,
-                ///< block N: the first N layers of every stage in full, or uniform full)
-  mindformers,  ///< per stage, the first n layers in full and the next k selective
-                ///< (recompute / select_recompute lists), any offsets, interleaved placement
-};
-
-/// "megatron", "mindformers": the values of --expressible (Expressible::any has no name).
-const std::vector<std::string>& expressible_names();
-/// The value named `name`, or nullopt.
-std::optional<Expressible> find_expressible(std::string_view name);
-/// "megatron", "mindformers", or "any".
-std::string expressible_name(Expressible x);
-/// The exporter row (frameworks/exporters.hpp) whose text must state the plans: the one
-/// named expressible_name(x), or nullptr for Expressible::any. The planner asks it whether
-/// the framework runs a schedule (Exporter::runs) and states a plan (Exporter::states).
-const Exporter* expressible_exporter(Expressible x);
-
 struct PlannerOptions {
   std::string schedule = "1f1b";
   int vpp = 1;
@@ -85,10 +64,13 @@ struct PlannerOptions {
   std::int64_t stall_evals = 1'500;
   /// The exhaustive baseline refuses above this many plans.
   std::int64_t exhaustive_limit = 200'000;
-  /// Plans a framework cannot state are not searched, started from or reported. The
-  /// schedule must be one the framework runs (expressible_exporter(expressible)->runs),
-  /// else plan_pipeline refuses it (ConfigError).
-  Expressible expressible = Expressible::any;
+  /// `plan --expressible NAME`: the exporter row (frameworks/exporters.hpp) whose text must
+  /// state a plan exactly; nullptr: every plan (the default). Plans it cannot state are not
+  /// searched, started from or reported: the search keeps its Exporter::recompute_stated
+  /// form (one of its recompute rules for every stage, or first-n per stage) and asks
+  /// Exporter::states of each plan. The schedule must be one the framework runs
+  /// (Exporter::runs), else plan_pipeline refuses it (ConfigError).
+  const Exporter* expressible = nullptr;
   /// A Megatron-LM --pipeline-model-parallel-layout the megatron-layout baseline runs
   /// (empty: that baseline is skipped), and where it came from, for its messages
   /// ("--baseline-layout", or the config's training.megatron_layout).
@@ -192,7 +174,7 @@ const BaselineRun* megatron_reference(const PlanOutcome& o);
 /// when it is faster than the nearest plan the framework states, so an inexact export is
 /// never slower than the best expressible baseline of the same run.
 const BaselineRun* best_expressible_baseline(const Experiment& e, const PlanOutcome& o,
-                                             Expressible x);
+                                             const Exporter* x);
 
 /// `plan` with the modes of each stage's decoder layers (export_layout's) reordered so the
 /// stage recomputes its first layers: full first, then selective, then none, as both
@@ -200,12 +182,10 @@ const BaselineRun* best_expressible_baseline(const Experiment& e, const PlanOutc
 /// A stage where some layer cannot run its new mode is left as it was.
 Plan first_n_order(const Experiment& e, const Plan& plan);
 
-/// Whether `x`'s framework states `plan` (run under `schedule`) exactly: Megatron-LM iff
-/// export_megatron(export_layout(...)).exact; MindFormers iff its stages are interleaved
-/// (stage s on rank s mod pp), hold at least one decoder layer each, keep the embedding
-/// first and the loss last, and recompute in first-N form (full, then selective, then
-/// none). Always true for Expressible::any.
-bool expressible_by(const Experiment& e, const Plan& plan, const Schedule& schedule, Expressible x);
+/// Whether `x`'s framework states `plan` (run under `schedule`) exactly:
+/// x->states(export_layout(...)). Always true for nullptr (every plan).
+bool expressible_by(const Experiment& e, const Plan& plan, const Schedule& schedule,
+                    const Exporter* x);
 
 /// The candidate schedules of `--schedule auto` for `e`: 1f1b; interleaved with v in
 /// {2, 3, 4} where the layers and micro-batches allow; zb-h1; zb-v. As (name, vpp).

@@ -5,7 +5,7 @@
 #include <iterator>
 #include <limits>
 
-#include "frameworks/megatron/export.hpp"
+#include "frameworks/exporters.hpp"
 #include "planner/planner.hpp"
 
 namespace bmpipe::planner {
@@ -27,12 +27,13 @@ std::string Candidate::key() const {
   return k;
 }
 
-Space::Space(const Experiment& e, Schedule schedule, std::int64_t limit, Expressible expressible)
+Space::Space(const Experiment& e, Schedule schedule, std::int64_t limit,
+             const Exporter* expressible)
     : e_(e),
       schedule_(std::move(schedule)),
       compiled_(CompiledSchedule::borrowing(schedule_)),
       memory_(memory_profile(schedule_)),
-      table_(e, expressible == Expressible::mindformers),
+      table_(e, expressible && expressible->recompute_stated == RecomputeStated::first_n),
       limit_(limit),
       expressible_(expressible) {
   stages_ = schedule_.num_stages;
@@ -85,17 +86,17 @@ Derived Space::derive(const Candidate& c) const {
     }
     if (bound_valid_) d.lower_bound = std::max(d.lower_bound, m * (busy + pick.total_recompute()));
   }
-  if (expressible_ == Expressible::megatron && d.fits) derive_megatron(c, d);
-  if (expressible_ != Expressible::any && d.fits)
-    d.expressible = expressible_by(e_, d.plan, schedule_, expressible_);
+  if (expressible_ && expressible_->recompute_stated == RecomputeStated::one_rule && d.fits)
+    derive_rule(c, d);
+  if (expressible_ && d.fits) d.expressible = expressible_by(e_, d.plan, schedule_, expressible_);
   return d;
 }
 
-std::vector<Plan> Space::megatron_rule_plans(const std::vector<int>& partition) const {
+std::vector<Plan> Space::rule_plans(const std::vector<int>& partition, RecomputeRules rules) const {
   const Plan base{partition, std::vector<Recompute>(layers_, Recompute::none)};
   const ExportLayout layout = export_layout(e_, base, schedule_);
   std::vector<Plan> out;
-  for (const std::vector<Recompute>& modes : megatron_recompute_choices(layout.partition)) {
+  for (const std::vector<Recompute>& modes : rules(layout.partition)) {
     Plan p = with_decoder_modes(e_, base, modes);
     // A layer without the mode (a measured model may have no selective form) would run
     // something the flags do not say.
@@ -105,7 +106,7 @@ std::vector<Plan> Space::megatron_rule_plans(const std::vector<int>& partition) 
   return out;
 }
 
-void Space::derive_megatron(const Candidate& c, Derived& d) const {
+void Space::derive_rule(const Candidate& c, Derived& d) const {
   std::vector<int> first(stages_ + 1, 0);
   for (int s = 0; s < stages_; ++s) first[s + 1] = first[s] + c.partition[s];
   const std::int64_t m = schedule_.num_microbatches;
@@ -117,7 +118,7 @@ void Space::derive_megatron(const Candidate& c, Derived& d) const {
   std::int64_t least_excess = std::numeric_limits<std::int64_t>::max();
   int least_rank = -1;
   std::int64_t least_peak_bytes = 0;
-  for (Plan& p : megatron_rule_plans(c.partition)) {
+  for (Plan& p : rule_plans(c.partition, expressible_->recompute_rules)) {
     Time bound = 0;
     std::int64_t excess = std::numeric_limits<std::int64_t>::min();
     int worst = -1;

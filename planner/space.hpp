@@ -73,11 +73,12 @@ class Space {
  public:
   Space(const Space&) = delete;
   Space& operator=(const Space&) = delete;
-  /// With `expressible` set, derive() gives only plans that framework states: MindFormers'
-  /// first-N options (StageOptionTable's first_n) or one Megatron-LM recompute rule for
-  /// every stage, and Derived::expressible says whether the whole plan is stated exactly.
+  /// With `expressible` set, derive() gives only plans that framework states, in its
+  /// Exporter::recompute_stated form: first-N options (StageOptionTable's first_n) or one of
+  /// its recompute rules for every stage, and Derived::expressible says whether the whole
+  /// plan is stated exactly.
   Space(const Experiment& e, Schedule schedule, std::int64_t limit,
-        Expressible expressible = Expressible::any);
+        const Exporter* expressible = nullptr);
 
   int stages() const { return stages_; }
   int ranks() const { return ranks_; }
@@ -86,16 +87,19 @@ class Space {
   const Schedule& schedule() const { return schedule_; }
   const Experiment& experiment() const { return e_; }
   std::int64_t limit() const { return limit_; }
-  Expressible expressible() const { return expressible_; }
+  const Exporter* expressible() const { return expressible_; }
   const StageOptionTable& table() const { return table_; }
   const std::vector<RankMemory>& memory() const { return memory_; }
 
   /// Derives the recompute modes of a candidate (see stage_options.hpp).
   Derived derive(const Candidate& c) const;
 
-  /// Every plan of `partition` under a recompute rule Megatron-LM's flags state
-  /// (megatron_recompute_choices) whose layers can all run their mode, in that order.
-  std::vector<Plan> megatron_rule_plans(const std::vector<int>& partition) const;
+  /// The rules of recompute a framework's text states for a partition (decoder layers per
+  /// stage): Exporter::recompute_rules.
+  using RecomputeRules = std::vector<std::vector<Recompute>> (*)(const std::vector<int>&);
+  /// Every plan of `partition` under one of `rules` (its decoder layers' modes) whose layers
+  /// can all run their mode, in that order.
+  std::vector<Plan> rule_plans(const std::vector<int>& partition, RecomputeRules rules) const;
 
   /// A rank's undominated recompute choices for its stages' layer ranges, kept: a move
   /// changes one or two boundaries, so most ranks meet the same ranges again and again.
@@ -111,10 +115,11 @@ class Space {
   SimResult run(const Plan& plan, SimInput& in) const;
 
  private:
-  /// derive() under Expressible::megatron: of the rules that fit (by the memory model), the
-  /// one with the least lower bound (rank `choice[0]`'s index in that order when ranks hold
-  /// several stages, so the search's recompute-choice move walks the rules).
-  void derive_megatron(const Candidate& c, Derived& d) const;
+  /// derive() under a framework that states one rule (RecomputeStated::one_rule): of its
+  /// rules that fit (by the memory model), the one with the least lower bound (rank
+  /// `choice[0]`'s index in that order when ranks hold several stages, so the search's
+  /// recompute-choice move walks the rules).
+  void derive_rule(const Candidate& c, Derived& d) const;
   const Experiment& e_;
   Schedule schedule_;
   CompiledSchedule compiled_;  ///< borrows schedule_: validated once for every candidate
@@ -123,7 +128,7 @@ class Space {
   std::vector<RankMemory> memory_;
   StageOptionTable table_;
   std::int64_t limit_;
-  Expressible expressible_ = Expressible::any;
+  const Exporter* expressible_ = nullptr;
   int stages_ = 0, ranks_ = 0, layers_ = 0;
   bool multi_ = false;
   bool bound_valid_ = true;

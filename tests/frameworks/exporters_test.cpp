@@ -47,11 +47,6 @@ TEST(Exporters, AreTheImportersThatReadALayout) {
     if (!i.takes_layout) importing.emplace_back(i.name);
   EXPECT_EQ(exporter_names(), importing);
   EXPECT_EQ(exporter_names(), api::export_formats());
-  // --expressible names the same rows.
-  EXPECT_EQ(expressible_names(), exporter_names());
-  for (const std::string& n : expressible_names())
-    EXPECT_EQ(expressible_exporter(*find_expressible(n)), find_exporter(n)) << n;
-  EXPECT_EQ(expressible_exporter(Expressible::any), nullptr);
 }
 
 TEST(Exporters, AnUnknownFrameworkIsRefusedWithTheTablesNames) {

@@ -16,7 +16,7 @@
 namespace bmpipe {
 namespace {
 
-PlannerOptions options(const Experiment& e, Expressible x = Expressible::any) {
+PlannerOptions options(const Experiment& e, const Exporter* x = nullptr) {
   PlannerOptions o;
   o.memory_limit_bytes = e.capacity_bytes;
   o.threads = 1;
@@ -142,7 +142,7 @@ TEST(FirstN, TheDefaultPlannerPrefersTheFirstLayersAtEqualTime) {
                                  [](Recompute r) { return r != Recompute::none; }) > 0;
     EXPECT_EQ(out.best.plan.recompute, first_n_order(*e, out.best.plan).recompute)
         << "trial " << trial;
-    EXPECT_TRUE(expressible_by(*e, out.best.plan, out.best.schedule, Expressible::mindformers));
+    EXPECT_TRUE(expressible_by(*e, out.best.plan, out.best.schedule, find_exporter("mindformers")));
   }
   EXPECT_GE(recomputing, 3);
 }
@@ -166,7 +166,7 @@ TEST(Expressible, MegatronPlansAreExactAndBetweenTheOptimumAndTheBestRule) {
     if (!truth) continue;
     ++cases;
     const PlanOutcome any = plan_pipeline(*e, options(*e));
-    const PlanOutcome out = plan_pipeline(*e, options(*e, Expressible::megatron));
+    const PlanOutcome out = plan_pipeline(*e, options(*e, find_exporter("megatron")));
     ASSERT_TRUE(out.best.fits()) << "trial " << trial;
     const MegatronExport x = export_megatron(export_layout(*e, out.best.plan, out.best.schedule));
     EXPECT_TRUE(x.exact) << x.note;
@@ -213,10 +213,10 @@ TEST(Expressible, MindFormersPlansAreFirstNAndTheOptimumOfThem) {
     const std::optional<Time> truth = fastest(*e, stated);
     if (!truth) continue;
     ++cases;
-    const PlanOutcome out = plan_pipeline(*e, options(*e, Expressible::mindformers));
+    const PlanOutcome out = plan_pipeline(*e, options(*e, find_exporter("mindformers")));
     ASSERT_TRUE(out.best.fits()) << "trial " << trial;
     EXPECT_EQ(out.best.plan.recompute, first_n_order(*e, out.best.plan).recompute);
-    EXPECT_TRUE(expressible_by(*e, out.best.plan, out.best.schedule, Expressible::mindformers));
+    EXPECT_TRUE(expressible_by(*e, out.best.plan, out.best.schedule, find_exporter("mindformers")));
     EXPECT_EQ(out.best.result.iteration_time, *truth) << "trial " << trial;
   }
   EXPECT_GE(cases, 3);
@@ -231,7 +231,7 @@ TEST(Expressible, TheBestExpressibleBaselineIsTheFastestTheFlagsState) {
     const std::int64_t cap = 150'000 + static_cast<std::int64_t>(rng() % 600'000);
     const auto e = test::instance(kinds, {0, 1, 1, 0, 1, 0}, 2, 4, cap);
     const PlanOutcome out = plan_pipeline(*e, options(*e));
-    const BaselineRun* got = best_expressible_baseline(*e, out, Expressible::megatron);
+    const BaselineRun* got = best_expressible_baseline(*e, out, find_exporter("megatron"));
     const BaselineRun* want = nullptr;
     for (const BaselineRun& b : out.baselines) {
       if (!b.run || !b.run->fits()) continue;
@@ -251,7 +251,7 @@ TEST(Expressible, TheBestExpressibleBaselineIsTheFastestTheFlagsState) {
 TEST(Expressible, AScheduleTheFrameworkDoesNotRunIsRefused) {
   std::mt19937_64 rng(17);
   const auto e = test::instance({test::random_kind(rng)}, std::vector<int>(8, 0), 2, 4, 1 << 30);
-  PlannerOptions o = options(*e, Expressible::megatron);
+  PlannerOptions o = options(*e, find_exporter("megatron"));
   o.schedule = "zb-h2";
   try {
     plan_pipeline(*e, o);
@@ -262,7 +262,7 @@ TEST(Expressible, AScheduleTheFrameworkDoesNotRunIsRefused) {
         std::string::npos)
         << err.what();
   }
-  o.expressible = Expressible::mindformers;
+  o.expressible = find_exporter("mindformers");
   o.schedule = "zb-v";
   EXPECT_THROW(plan_pipeline(*e, o), ConfigError);
 }
