@@ -91,20 +91,18 @@ void check_values(const Config& c) {
     const HardwareSpec& hw = *c.device.hardware;
     const double eff = std::max(
         {hw.matmul_efficiency, hw.matmul_backward_efficiency, hw.weight_grad_efficiency()});
-    if (hw.fp4_matmul_scale * eff > 1.0)
-      c.fail("cluster.device.fp4_matmul_scale",
-             detail::format_number(hw.fp4_matmul_scale) + " puts an NVFP4 GEMM at " +
-                 detail::format_number(hw.fp4_matmul_scale * eff) +
-                 " of the FP4 peak (with the GEMM efficiency " + detail::format_number(eff) +
-                 "); expected at most 1 / " + detail::format_number(eff) + " = " +
-                 detail::format_number(1.0 / eff));
-    if (hw.fp8_matmul_scale * eff > 1.0)
-      c.fail("cluster.device.fp8_matmul_scale",
-             detail::format_number(hw.fp8_matmul_scale) + " puts an FP8 GEMM at " +
-                 detail::format_number(hw.fp8_matmul_scale * eff) +
-                 " of the FP8 peak (with the GEMM efficiency " + detail::format_number(eff) +
-                 "); expected at most 1 / " + detail::format_number(eff) + " = " +
-                 detail::format_number(1.0 / eff));
+    // The FP8 and NVFP4 scales, each against its own peak.
+    const auto check_scale = [&](const char* key, double scale, const char* gemm,
+                                 const char* peak) {
+      if (scale * eff > 1.0)
+        c.fail(key, detail::format_number(scale) + " puts an " + gemm + " GEMM at " +
+                        detail::format_number(scale * eff) + " of the " + peak +
+                        " peak (with the GEMM efficiency " + detail::format_number(eff) +
+                        "); expected at most 1 / " + detail::format_number(eff) + " = " +
+                        detail::format_number(1.0 / eff));
+    };
+    check_scale("cluster.device.fp4_matmul_scale", hw.fp4_matmul_scale, "NVFP4", "FP4");
+    check_scale("cluster.device.fp8_matmul_scale", hw.fp8_matmul_scale, "FP8", "FP8");
   }
   {
     std::string unknown;

@@ -207,6 +207,19 @@ TEST(AttentionTime, FlashAttentionOnAHandWorkedShape) {
   FAIL() << "no attention sub-op";
 }
 
+TEST(Nvfp4, AScaleBeyondThePeakIsRefused) {
+  // b200's GEMMs at 0.55 of the bf16 peak: an fp4_matmul_scale of 2 would put an NVFP4
+  // GEMM at 1.1 of the FP4 peak.
+  try {
+    parse_config(llama_on_b200("", "    fp4_matmul_scale: 2\n"), "fp4_scale.yaml");
+    FAIL() << "no ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "cluster.device.fp4_matmul_scale");
+    EXPECT_NE(e.message().find("puts an NVFP4 GEMM at 1.1 of the FP4 peak"), std::string::npos)
+        << e.message();
+  }
+}
+
 TEST(Nvfp4, RefusedWithoutFp4TensorCores) {
   const std::string yaml =
       "cluster:\n  nodes: 1\n  device:\n    preset: h100-sxm\nmodel:\n  preset: llama3-8b\n"
