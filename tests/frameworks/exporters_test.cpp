@@ -16,7 +16,6 @@
 #include "frameworks/importers.hpp"
 #include "frameworks/megatron/schedules.hpp"
 #include "frameworks/mindformers/schedules.hpp"
-#include "planner/planner.hpp"
 #include "schedules/registry.hpp"
 
 namespace bmpipe {
