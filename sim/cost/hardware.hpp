@@ -3,9 +3,10 @@
 /// What the analytic cost model needs to know about one accelerator and the links around
 /// it. Presets hold public datasheet figures (each with its source in hardware.cpp) plus
 /// efficiencies: the fraction of a peak a real kernel reaches. Efficiencies are the knobs
-/// of the roofline; the h200 ones are fitted to measured layers, the others are carried
-/// over from that fit (see the comments in hardware.cpp). Every value can be overridden
-/// in YAML under cluster.device.
+/// of the roofline: the h200 ones are fitted to measured layers (Hopper and Ampere carry
+/// them over, with their own FP8 scale), Ascend's and Blackwell's (b200/gb200, and
+/// b300/gb300 apart) to published runs of their own (see the comments in hardware.cpp).
+/// Every value can be overridden in YAML under cluster.device.
 
 #include <optional>
 #include <string>
