@@ -8,8 +8,8 @@
 //
 // --config ID prints the config a run is written as (to run it with `bmpipe simulate`).
 // --device puts `KEY: VALUE` beside every run's device preset (to try a constant).
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
