@@ -662,6 +662,11 @@ nlohmann::json run_search(const Config& config, const SearchRequest& request,
       evaluate_search(s, {}, [&](std::size_t, const LayoutResult&, const SearchProgress&) {
         if (done) done();
       });
+  return finished_search_document(config, s, std::move(run), start);
+}
+
+nlohmann::json finished_search_document(const Config& config, const SearchSetup& s, SearchRun run,
+                                        std::chrono::steady_clock::time_point start) {
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nlohmann::json document = search_document(

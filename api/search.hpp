@@ -260,6 +260,11 @@ SearchReport rank_search(const SearchSetup& s, std::vector<LayoutResult> results
 std::string encode_result(const LayoutResult& r);
 LayoutResult decode_result(const std::string& text);
 
+/// The document of a finished run of `s` that started at `start`: rank_search with the wall
+/// time since, search_document, and the config's provenance (both run_search overloads).
+nlohmann::json finished_search_document(const Config& config, const SearchSetup& s, SearchRun run,
+                                        std::chrono::steady_clock::time_point start);
+
 /// prepare_search, evaluate_search, rank_search, search_document: the
 /// whole search in this process, as the Python module runs it. `done` as above.
 nlohmann::json run_search(const Config& config, const SearchRequest& request,

@@ -207,12 +207,7 @@ nlohmann::json run_search(const Config& config, const SearchRequest& request,
   SearchRun run = evaluate_search(
       s, j.known(),
       [&](std::size_t i, const LayoutResult& r, const SearchProgress&) { j.append(i, r); });
-  const double wall =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  nlohmann::json document = search_document(
-      rank_search(s, std::move(run.results), 1, wall, run.stopped_by, run.confirmed));
-  document["bmpipe"] = provenance(config.file);
-  return document;
+  return finished_search_document(config, s, std::move(run), start);
 }
 
 }  // namespace bmpipe::api
