@@ -1,10 +1,10 @@
 #include "api/export.hpp"
+#include "io/read_file.hpp"
 
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <sstream>
@@ -139,11 +139,12 @@ std::string written_config(const std::string& config_path, const std::string& ou
                            const Overrides& overrides, const std::vector<std::string>& dropped,
                            const ConfigEdits& edits, const std::string& header,
                            std::optional<double> device_memory_GiB) {
-  std::ifstream in(config_path, std::ios::binary);
-  if (!in) throw ConfigError(config_path, 0, "", "cannot open the file");
-  std::stringstream read;
-  read << in.rdbuf();
-  std::string text = read.str();
+  std::string text;
+  try {
+    text = read_untrusted_file(config_path, std::size_t{16} << 20, "config");
+  } catch (const ReadFileError& e) {
+    throw ConfigError(config_path, 0, "", e.what());
+  }
   // The file as the command read it (load_config with the overrides): each key path set
   // from the command line written in, as yaml-cpp values. The command loaded the config with
   // them, so every path walks through mappings and every value parses.

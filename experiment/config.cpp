@@ -1,11 +1,11 @@
 #include "experiment/config.hpp"
+#include "io/read_file.hpp"
 
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 
 #include "experiment/config_fields.hpp"
@@ -685,20 +685,12 @@ Config parse_config(const std::string& yaml_text, const std::string& name, const
 
 Config load_config(const std::string& path, const Overrides& overrides) {
   // A config is a few KiB; a bound keeps a wrong path (a disk image, /dev/zero) harmless.
-  constexpr std::size_t kMaxBytes = 16u << 20;
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw ConfigError(path, 0, "", "is a directory, not a YAML file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, 0, "", "cannot open the file");
   std::string text;
-  char buf[1 << 16];
-  while (in.read(buf, sizeof buf), in.gcount() > 0) {
-    text.append(buf, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxBytes)
-      throw ConfigError(path, 0, "", "is larger than 16 MiB, which no config is");
+  try {
+    text = read_untrusted_file(path, std::size_t{16} << 20, "config");
+  } catch (const ReadFileError& e) {
+    throw ConfigError(path, 0, "", e.what());
   }
-  if (in.bad()) throw ConfigError(path, 0, "", "cannot read the file");
   return parse_config(text, path, overrides);
 }
 

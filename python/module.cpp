@@ -9,9 +9,7 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +18,7 @@
 #include "api/import.hpp"
 #include "api/search.hpp"
 #include "api/search_journal.hpp"
+#include "io/read_file.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
 
@@ -215,11 +214,11 @@ std::string config_bytes(const py::handle& h) {
   } else {
     path = path_string(h);
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw api::RequestError("--journal", path + ": cannot read the config to hash it");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  try {
+    return bmpipe::read_untrusted_file(path, std::size_t{16} << 20, "config");
+  } catch (const bmpipe::ReadFileError& e) {
+    throw api::RequestError("--journal", path + ": " + e.what());
+  }
 }
 
 bmpipe::Overrides overrides(std::optional<std::string> schedule, std::optional<int> pp,

@@ -1,8 +1,8 @@
 #include "schedules/schedule_file.hpp"
+#include "io/read_file.hpp"
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -203,19 +203,12 @@ Schedule parse_schedule_csv(const std::string& text, const std::string& file,
 Schedule load_schedule_file(const std::string& path) {
   // 10^8 ops (the default work limit) take well under 1 GiB of text; a bound keeps a wrong
   // path (/dev/zero, a disk image) from reading forever.
-  constexpr std::size_t kMaxBytes = std::size_t{1} << 30;
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw ScheduleFileError(path, 0, 0, "is a directory, not a schedule file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ScheduleFileError(path, 0, 0, "cannot open the file");
   std::string text;
-  std::vector<char> buf(1 << 16);
-  while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())), in.gcount() > 0) {
-    text.append(buf.data(), static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxBytes) throw ScheduleFileError(path, 0, 0, "is larger than 1 GiB");
+  try {
+    text = read_untrusted_file(path, std::size_t{1} << 30, "schedule file");
+  } catch (const ReadFileError& e) {
+    throw ScheduleFileError(path, 0, 0, e.what());
   }
-  if (in.bad()) throw ScheduleFileError(path, 0, 0, "cannot read the file");
   return parse_schedule_csv(text, path, path);
 }
 

@@ -1,13 +1,12 @@
 #include "frameworks/common/import_common.hpp"
+#include "io/read_file.hpp"
 
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <iostream>
 #include <sstream>
 
 #include "experiment/layer_layout.hpp"
@@ -339,30 +338,11 @@ std::string shown_path(const std::string& path) {
 }
 
 std::string read_input(const std::string& path, std::size_t max_bytes) {
-  const std::string name = shown_path(path);
-  std::string text;
-  char buf[1 << 16];
-  auto slurp = [&](std::istream& in) {
-    while (in.read(buf, sizeof buf), in.gcount() > 0) {
-      text.append(buf, static_cast<std::size_t>(in.gcount()));
-      if (text.size() > max_bytes)
-        throw ImportError(
-            name, 0, 0, "",
-            "is larger than " + std::to_string(max_bytes >> 10) + " KiB, which no such file is");
-    }
-    if (in.bad()) throw ImportError(name, 0, 0, "", "cannot read the file");
-  };
-  if (path == "-") {
-    slurp(std::cin);
-    return text;
+  try {
+    return read_untrusted_file(path, max_bytes, "file to import");
+  } catch (const ReadFileError& e) {
+    throw ImportError(shown_path(path), 0, 0, "", e.what());
   }
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw ImportError(name, 0, 0, "", "is a directory, not a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ImportError(name, 0, 0, "", "cannot open the file");
-  slurp(in);
-  return text;
 }
 
 // ---- the cluster ---------------------------------------------------------------------------

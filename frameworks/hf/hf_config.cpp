@@ -1,9 +1,8 @@
 #include "frameworks/hf/hf_config.hpp"
+#include "io/read_file.hpp"
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 namespace bmpipe {
@@ -70,21 +69,11 @@ std::string get_string(const nlohmann::json& j, const std::string& path, const c
 // The whole file, or a ShapeError: a directory, an unreadable or empty file, or one far
 // larger than any config.json (a wrong path to a checkpoint) never reaches the parser.
 std::string read_text(const std::string& path) {
-  constexpr std::size_t kMaxBytes = 4u << 20;
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw ShapeError(path + ": is a directory, not an HF config.json");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ShapeError(path + ": cannot open the HF config file");
-  std::string text;
-  char buf[1 << 16];
-  while (in.read(buf, sizeof buf), in.gcount() > 0) {
-    text.append(buf, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxBytes)
-      throw ShapeError(path + ": larger than 4 MiB, which no HF config.json is");
+  try {
+    return read_untrusted_file(path, std::size_t{4} << 20, "HF config.json");
+  } catch (const ReadFileError& e) {
+    throw ShapeError(path + ": " + e.what());
   }
-  if (in.bad()) throw ShapeError(path + ": cannot read the HF config file");
-  return text;
 }
 
 // The mixture-of-experts families read below; any other config with expert fields, or of
