@@ -629,8 +629,13 @@ LayoutResult layout_from_json(const nlohmann::json& j) {
     r.max_peak_bytes = j.at("max_peak_memory_bytes");
     r.capacity_bytes = j.at("capacity_bytes");
     r.plan.partition = j.at("partition").get<std::vector<int>>();
-    for (const auto& m : j.at("layer_recompute"))
-      r.plan.recompute.push_back(*parse_recompute(m.get<std::string>()));
+    for (const auto& m : j.at("layer_recompute")) {
+      // The wire is this program's own (the MPI driver's messages; a journal is read with
+      // its checks, api/search_journal.cpp): an unknown mode is a bug, never UB.
+      const std::optional<Recompute> mode = parse_recompute(m.get<std::string>());
+      if (!mode) throw std::logic_error("decode_result: unknown recompute mode " + m.dump());
+      r.plan.recompute.push_back(*mode);
+    }
   }
   r.evaluations = j.at("evaluations");
   if (j.contains("bound_ns")) r.bound = j.at("bound_ns");

@@ -4,8 +4,15 @@
 /// every finished layout appended as one JSON line, flushed and fsync'd, so a killed search
 /// resumes where it stopped. The first line names the inputs (a hash of the config text,
 /// the options that change a layout's result, and the bmpipe version); a journal of other
-/// inputs is refused (RequestError("--journal")), a torn last line (a kill in mid-write) is
-/// dropped and cut off. Both front ends go through here, so they write one format.
+/// inputs is refused (JournalError), a torn last line (a kill in mid-write: the last line,
+/// without its newline) is dropped and cut off. Both front ends go through here, so they
+/// write one format.
+///
+/// A journal is data from disk, like a config (issue 42): it is read under a size bound
+/// (io/read_file.hpp), every field is type-checked, and every layout line is checked
+/// against what the run would have written for that layout (its layout fields, times,
+/// recompute modes, the filters a run can report); a line that fails is refused with its
+/// FILE:LINE and field, never ranked.
 
 #include <cstdint>
 #include <functional>
@@ -15,10 +22,30 @@
 #include <string_view>
 #include <vector>
 
+#include "api/errors.hpp"
 #include "api/search.hpp"
 #include "planner/layout_search.hpp"
 
 namespace bmpipe::api {
+
+/// A journal refused: unreadable, too large, not a journal, of other inputs, or a line no
+/// run writes. A RequestError of "--journal" (exit 2, Python's ValueError) whose message
+/// reads "FILE:LINE: FIELD: what is wrong" (no LINE for the file as a whole, no FIELD when
+/// none is to blame); `field` is the JSON path in the line ("inputs",
+/// "result.iteration_time_ns", "result.layer_recompute[3]").
+class JournalError : public RequestError {
+ public:
+  JournalError(const std::string& file, std::size_t line, const std::string& field,
+               const std::string& message);
+  const std::string& file() const { return file_; }
+  std::size_t line() const { return line_; }
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string file_;
+  std::size_t line_;
+  std::string field_;
+};
 
 /// 64-bit FNV-1a of `bytes`, continuing from `h` (the offset basis by default). Written
 /// here from the published algorithm (Fowler, Noll, Vo; offset basis 14695981039346656037,
@@ -44,11 +71,18 @@ std::map<std::string, std::string> journal_options(
 
 class SearchJournal {
  public:
-  /// Opens (or creates) `path` for `layouts` layouts of inputs hashed to `hash`. Reads
-  /// back the layouts a run before finished into known(). Throws RequestError("--journal")
-  /// for a journal of other inputs or one that cannot be read or written, OutputError when
-  /// the header cannot be written. When it drops a torn last line it tells `note` (a line
-  /// "--journal PATH: line N was torn ...") before returning.
+  /// Opens (or creates) `path` for the layouts of `setup`, of inputs hashed to `hash`.
+  /// Reads back the layouts a run before finished into known(), each line checked against
+  /// what this search writes for the layout its index names. Throws JournalError for a
+  /// journal that is not a regular file, cannot be read or written, is larger than a
+  /// search of setup's layouts writes, is of other inputs, or has a line no run of them
+  /// writes; OutputError when the header cannot be written. When it drops a torn last line
+  /// it tells `note` (a line "--journal PATH: line N was torn ...") before returning.
+  SearchJournal(std::string path, std::uint64_t hash, const SearchSetup& setup,
+                const std::function<void(const std::string&)>& note = {});
+  /// The same for `layouts` layouts known only by their count (cli/search_mpi.cpp's rank
+  /// 0): every check but the ones that need the search itself (a line's layout fields
+  /// against its index, its capacity against the config's) and a looser size bound.
   SearchJournal(std::string path, std::uint64_t hash, std::size_t layouts,
                 const std::function<void(const std::string&)>& note = {});
   ~SearchJournal();
@@ -60,6 +94,9 @@ class SearchJournal {
   void append(std::size_t index, const LayoutResult& r);
 
  private:
+  struct Expected;  // what a run of these layouts writes (search_journal.cpp)
+  SearchJournal(std::string path, std::uint64_t hash, const Expected& expected,
+                const std::function<void(const std::string&)>& note);
   std::string path_;
   int fd_ = -1;
   std::vector<std::optional<LayoutResult>> known_;

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
@@ -25,6 +24,7 @@
 #include "cli/search.hpp"
 #include "experiment/suggest.hpp"
 #include "experiment/write_config.hpp"
+#include "io/read_file.hpp"
 #include "sim/units.hpp"
 
 namespace po = boost::program_options;
@@ -199,14 +199,20 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   // --global-batch-size, --seq-length and --set go into the document before it is read,
   // as for simulate and plan; --out writes them in.
   append_batch_and_sets(vm, c.overrides.set);
-  c.setup = api::prepare_search(load_config(c.path, c.overrides), request);
+  // The config read once, under load_config's bound (a config is a few KiB; a wrong path
+  // such as /dev/zero fails at 16 MiB): the bytes parsed are the bytes a --journal hashes,
+  // standard input ("-") included.
+  std::string text;
+  try {
+    text = read_untrusted_file(c.path, std::size_t{16} << 20, "config");
+  } catch (const ReadFileError& e) {
+    throw ConfigError(c.path, 0, "", e.what());
+  }
+  c.setup = api::prepare_search(parse_config(text, c.path, c.overrides), request);
   if (vm.count("journal")) {
     c.journal = vm["journal"].as<std::string>();
     // The inputs: the config's bytes and every option that can change a layout's result,
     // by name and value (defaults included).
-    std::ifstream in(c.path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
     std::map<std::string, std::string> options;
     for (const auto& [name, value] : vm) {
       static const std::set<std::string> kNoEffect{
@@ -235,7 +241,7 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
         throw std::logic_error("search --journal: option --" + name + " has no hash");
       options[name] = v;
     }
-    c.inputs_hash = api::journal_inputs_hash(text.str(), options);
+    c.inputs_hash = api::journal_inputs_hash(text, options);
   }
   return c;
 }
@@ -495,10 +501,9 @@ int run_search(const std::vector<std::string>& args) {
     std::optional<int> stop;
     const SearchCommand c = setup_search(args, &stop);
     if (stop) return *stop;
-    const std::size_t total = c.setup.layouts.size();
     LayoutProgress progress(c, 1);
     std::optional<api::SearchJournal> journal;
-    if (c.journal) journal.emplace(*c.journal, c.inputs_hash, total, journal_note);
+    if (c.journal) journal.emplace(*c.journal, c.inputs_hash, c.setup, journal_note);
     const auto record = [&](std::size_t i, const LayoutResult& r, const api::SearchProgress& p) {
       if (journal) journal->append(i, r);
       progress.layout(r, p);
