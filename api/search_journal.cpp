@@ -410,14 +410,18 @@ LayoutResult read_result(const std::string& path, std::size_t line, const nlohma
   return r;
 }
 
-/// The key whose value a JSON syntax error at byte `at` of `line` is in: the last
-/// "name": before it (a best guess, for the message), or "".
+/// The field whose value a JSON syntax error at byte `at` of `line` is in: the last
+/// "name": before it, under "result." when that is inside the result (a best guess, for the
+/// message), or "".
 std::string key_before(const std::string& line, std::size_t at) {
-  const std::size_t colon = line.rfind("\":", std::min(at, line.size()));
-  if (colon == std::string::npos) return "";
-  const std::size_t open = line.rfind('"', colon == 0 ? 0 : colon - 1);
-  if (open == std::string::npos || open == colon) return "";
-  return line.substr(open + 1, colon - open - 1);
+  at = std::min(at, line.size());
+  const std::size_t colon = line.rfind("\":", at);
+  if (colon == std::string::npos || colon == 0) return "";
+  const std::size_t open = line.rfind('"', colon - 1);
+  if (open == std::string::npos) return "";
+  const std::string key = line.substr(open + 1, colon - open - 1);
+  const std::size_t result = line.find("\"result\":");
+  return result != std::string::npos && result < open ? "result." + key : key;
 }
 
 }  // namespace
@@ -539,10 +543,21 @@ SearchJournal::SearchJournal(std::string path, std::uint64_t hash, const Expecte
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(body);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw JournalError(path_, line, key_before(body, e.byte),
-                         "not JSON at column " + std::to_string(e.byte) + ": line " +
-                             std::to_string(line) +
+    } catch (const nlohmann::json::exception& e) {
+      // A syntax error says at which byte; a number out of range (1e999) only its text.
+      std::size_t at = std::string::npos;
+      if (const auto* p = dynamic_cast<const nlohmann::json::parse_error*>(&e)) {
+        at = p->byte;
+      } else {
+        const std::string what = e.what();
+        const std::size_t close = what.rfind('\''), open = what.rfind('\'', close - 1);
+        if (close != std::string::npos && open != std::string::npos && open < close)
+          at = body.find(what.substr(open + 1, close - open - 1));
+      }
+      throw JournalError(path_, line, at == std::string::npos ? "" : key_before(body, at),
+                         (at == std::string::npos ? std::string("not JSON")
+                                                  : "not JSON at column " + std::to_string(at)) +
+                             ": line " + std::to_string(line) +
                              " is not a finished layout (a journal is only ever torn at its "
                              "last line, before its newline); remove the file");
     }
