@@ -424,7 +424,7 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
      .slot = &TrainingConfig::tp_comm_overlap,
      .help = "TransformerEngine's userbuffer overlap of the sequence-parallel collectives with "
              "the dense GEMMs beside them (Megatron's --tp-comm-overlap); needs "
-             "sequence_parallel",
+             "sequence_parallel and tp > 1",
      .form = Form::analytic},
     {.name = "separate_ends",
      .slot = &TrainingConfig::separate_ends,
@@ -497,7 +497,8 @@ inline constexpr auto kMoeFields = std::to_array<Field<MoeShape>>({
      .slot = &MoeShape::top_k,
      .range = kExperts,
      .need = Need::unless_base,
-     .help = "experts per token, at most num_experts"},
+     .help = "experts per token, at most num_experts; with group-limited routing at "
+             "most router_group_top_k x num_experts / router_groups"},
     {.name = "expert_ffn_hidden_size",
      .slot = &MoeShape::expert_ffn,
      .range = kFfn,
@@ -571,7 +572,9 @@ inline constexpr auto kOptimizerFields = std::to_array<Field<OptimizerSettings>>
      .help = "reduce each stage's gradients over dp during the backward"},
     {.name = "overlap_param_gather",
      .slot = &OptimizerSettings::overlap_param_gather,
-     .help = "zero_stage 1/2: the post-step all-gather runs under the next first forward"},
+     .help = "zero_stage 1/2: the post-step all-gather runs under the next first forward; "
+             "needs a sharded optimizer (zero_stage >= 1 or fsdp), as Megatron's "
+             "--overlap-param-gather"},
 });
 
 inline constexpr auto kRecomputeFields = std::to_array<Field<RecomputeSpec>>({

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <limits>
 #include <numeric>
 
@@ -45,6 +46,72 @@ void check_table(const Config& c, const std::string& key,
       c.fail(detail::Reader::join(key, std::string(f.name)),
              *why + ", got " + detail::format_number(v));
   });
+}
+
+// The first of `keys` the file (or the command line) set, else the first: the key a
+// rule between several keys blames.
+std::string given_key(const Config& c, std::initializer_list<const char*> keys) {
+  for (const char* k : keys)
+    if (c.lines.count(k)) return k;
+  return *keys.begin();
+}
+
+// Rules of the frameworks that no single key breaks: a job Megatron-LM would refuse to
+// start is refused here too, whichever way its keys arrived (the file, a preset, an
+// hf_config, --set, a Config changed by hand).
+void check_framework_rules(const Config& c) {
+  const TrainingConfig& t = c.training;
+  // megatron/training/arguments.py: --overlap-param-gather asserts the distributed
+  // optimizer (or Megatron-FSDP): without a sharded optimizer there is no gather after
+  // the step to overlap.
+  if (t.optimizer.overlap_param_gather && t.optimizer.zero_stage < 1)
+    c.fail("training.optimizer.overlap_param_gather",
+           "true needs a sharded optimizer, as Megatron-LM's --overlap-param-gather needs "
+           "--use-distributed-optimizer: without one no parameters are gathered after the "
+           "step (expected false, or training.optimizer.zero_stage 1 or more, or "
+           "training.fsdp: true)");
+  // Megatron-LM turns sequence parallelism off at tp 1, and then --tp-comm-overlap's
+  // assertion that it is on fails: there are no tp collectives to overlap.
+  if (t.tp_comm_overlap && t.tp == 1)
+    c.fail("training.tp_comm_overlap",
+           "true at tp 1: there are no tensor-parallel collectives to overlap, and Megatron-LM "
+           "(which turns --sequence-parallel off at tp 1) refuses --tp-comm-overlap then "
+           "(expected false, or training.tp 2 or more)");
+  if (!c.model.shape || !c.model.shape->is_moe()) return;
+  // The router: top_k experts a token, inside router_group_top_k of router_groups equal
+  // groups (DeepSeek-V3's MoEGate; Megatron-Core's group_limited_topk asserts the same).
+  const MoeShape& moe = c.model.shape->moe;
+  const std::string k = "model.moe.";
+  if (moe.top_k > moe.num_experts)
+    c.fail(given_key(c, {"model.moe.top_k", "model.moe.num_experts"}),
+           std::to_string(moe.top_k) + " experts per token, but the model has " +
+               std::to_string(moe.num_experts) + " (expected top_k at most num_experts)");
+  if (moe.router_groups == 0 && moe.router_group_top_k == 0) return;
+  if ((moe.router_groups > 0) != (moe.router_group_top_k > 0))
+    c.fail(moe.router_groups > 0 ? k + "router_group_top_k" : k + "router_groups",
+           "group-limited routing takes both router_groups and router_group_top_k, but only " +
+               std::string(moe.router_groups > 0 ? "router_groups" : "router_group_top_k") +
+               " is set (0 for both turns it off)");
+  if (moe.num_experts % moe.router_groups != 0)
+    c.fail(given_key(c, {"model.moe.router_groups", "model.moe.num_experts"}),
+           std::to_string(moe.router_groups) + " router groups do not split the " +
+               std::to_string(moe.num_experts) +
+               " experts evenly (expected router_groups dividing num_experts)");
+  if (moe.router_group_top_k > moe.router_groups)
+    c.fail(given_key(c, {"model.moe.router_group_top_k", "model.moe.router_groups"}),
+           std::to_string(moe.router_group_top_k) + " groups a token, but there are " +
+               std::to_string(moe.router_groups) + " (expected at most router_groups)");
+  const int per_group = moe.num_experts / moe.router_groups;
+  const long long offered = static_cast<long long>(moe.router_group_top_k) * per_group;
+  if (offered < moe.top_k)
+    c.fail(given_key(c, {"model.moe.top_k", "model.moe.router_group_top_k", "model.moe.num_experts",
+                         "model.moe.router_groups"}),
+           "top_k = " + std::to_string(moe.top_k) + " experts a token, but its " +
+               std::to_string(moe.router_group_top_k) + " router groups (router_group_top_k) of " +
+               std::to_string(per_group) + " experts (num_experts / router_groups = " +
+               std::to_string(moe.num_experts) + " / " + std::to_string(moe.router_groups) +
+               ") offer only " + std::to_string(offered) + " (expected top_k at most " +
+               std::to_string(offered) + ")");
 }
 
 void check_values(const Config& c) {
@@ -119,6 +186,7 @@ void check_values(const Config& c) {
     c.fail("training.tp_comm_overlap",
            "true needs training.sequence_parallel: true, as Megatron-LM's --tp-comm-overlap "
            "needs --sequence-parallel (expected false, or sequence_parallel: true)");
+  check_framework_rules(c);
   if (c.training.kernels == "eager" && c.model.shape &&
       c.model.shape->architecture == Architecture::gpt)
     c.fail("training.kernels",
