@@ -97,6 +97,26 @@ TEST(ApiSearchJournal, RunSearchResumesAJournalCutToAPrefix) {
   EXPECT_EQ(slurp(j.path), before);
 }
 
+TEST(ApiSearchJournal, AConfigOnStandardInputIsHashedByItsBytes) {
+  // bmpipe search reads the config once and hashes the bytes it parsed: from standard input
+  // too (it used to read the file again, and hashed nothing for "-"), so a journal written
+  // for the file resumes from the same bytes on standard input, and not from other bytes.
+  ScratchDir dir;
+  const std::string journal = dir.file("j.jsonl");
+  const auto file = test::run_cli("search " + test::kTiny + " --json --quiet --journal " + journal);
+  ASSERT_EQ(file.code, 0) << file.err;
+  const auto piped =
+      test::run_cli("search - --json --quiet --journal " + journal + " < " + test::kTiny);
+  ASSERT_EQ(piped.code, 0) << piped.err;
+  EXPECT_EQ(nlohmann::json::parse(piped.out)["layouts"],
+            nlohmann::json::parse(file.out)["layouts"]);
+  const std::string other = test::write_file(dir.file("other.yaml"), slurp(test::kTiny) + "\n");
+  const auto refused =
+      test::run_cli("search - --json --quiet --journal " + journal + " < " + other);
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find("written for other inputs"), std::string::npos) << refused.err;
+}
+
 TEST(ApiSearchJournal, ConfigSourceTakesOverrides) {
   Overrides o;
   o.set = {{"training.microbatches", "16"}};
