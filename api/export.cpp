@@ -210,6 +210,9 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   out.config_vpp = own.chunks_per_device();
   out.config_result = run(e, plan, own, limited);
   const ExportLayout layout = export_layout(e, plan, own);
+  // A layout no framework states is the config's doing: refused against its key, exit 2.
+  if (const ExportRefusal why = export_layout_refusal(layout, framework); !why.key.empty())
+    config.fail(why.key, why.message);
   // Megatron-LM runs llama-style layers with its fused kernels whatever the config costs
   // them with (no flag states HF's eager ones), and `bmpipe import megatron` reads them so:
   // the framework's runs below are costed that way, so that the time stated is the job the

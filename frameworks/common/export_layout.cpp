@@ -53,6 +53,23 @@ void check_export_layout(const ExportLayout& l) {
   if (l.recompute.empty()) fail("the model has no decoder layer");
 }
 
+ExportRefusal export_layout_refusal(const ExportLayout& l, const std::string& framework) {
+  // [MF-card], [MG-block]: virtual stages are chunks across pipeline ranks; one rank holding
+  // two (a V schedule's pair at pp 1) is a layout neither framework has.
+  if (l.vpp > 1 && l.pp == 1)
+    return {"training.schedule",
+            "puts " + std::to_string(l.vpp) +
+                " stages on the one pipeline rank (training.pp is 1); " + framework +
+                " splits a rank's layers into virtual stages only across pipeline ranks, so "
+                "no setting of it states this layout: export with training.pp > 1, or with "
+                "schedule 1f1b at pp 1 (the same layers on one device)"};
+  if (l.recompute.empty())
+    return {"model.layers",
+            "has no decoder layer (only an embedding and a head, by their names), and " +
+                framework + " pipelines decoder layers: there is nothing to split or recompute"};
+  return {};
+}
+
 bool interleaved_placement(const ExportLayout& l) {
   for (int s = 0; s < export_stage_count(l); ++s)
     if (l.stage_rank[s] != s % l.pp) return false;

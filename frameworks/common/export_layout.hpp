@@ -72,6 +72,18 @@ int export_stage_count(const ExportLayout& l);
 /// holding vpp stages, a negative stage, or a partition that does not add up to the modes.
 void check_export_layout(const ExportLayout& l);
 
+/// Why no framework's text can state `l`, a layout built from a valid config (planner's
+/// export_layout), said against the config key whose value causes it; empty `key` when it
+/// can. The layouts check_export_layout refuses that a config can give are exactly these, so
+/// an export checks this first and refuses with ConfigError (exit 2), never a bug report:
+/// virtual stages on a single pipeline rank (a V schedule at pp 1), a model with no decoder
+/// layer (a measured model of an embedding and a head only).
+struct ExportRefusal {
+  std::string key;      ///< "training.schedule", "model.layers"
+  std::string message;  ///< what is wrong and what to do instead
+};
+ExportRefusal export_layout_refusal(const ExportLayout& l, const std::string& framework);
+
 /// Stage s runs on rank s mod pp: one stage per rank, or Megatron-style interleaving.
 bool interleaved_placement(const ExportLayout& l);
 

@@ -297,6 +297,12 @@ std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
   if (!sequence_parallel && job.tp > 1) remove.emplace_back("--sequence-parallel");
   if (!(sequence_parallel && job.tp_comm_overlap) && job.tp > 1)
     remove.emplace_back("--tp-comm-overlap");
+  // The data-parallel sharding implementation: the flags below state ZeRO-2/3 as
+  // Megatron-FSDP (megatron_sharding_flags), so a script's other implementation, torch
+  // FSDP2 (`bmpipe import` reads --use-torch-fsdp2 as ZeRO-3), would stay beside it, and
+  // Megatron-LM's validate_args refuses the two together ([MG-args]). A ZeRO-0/1 config
+  // comes from a script without either, so its list is left as it was.
+  if (job.zero_stage >= 2) remove.emplace_back("--use-torch-fsdp2");
   const bool states_model =
       job.shape && (job.shape->is_moe() || job.shape->is_mla() || job.shape->mtp_layers > 0);
   const std::string model_flags =
