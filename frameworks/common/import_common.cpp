@@ -232,6 +232,7 @@ ImportError::ImportError(std::string file, int line, int column, std::string key
 
 Vocabulary::Vocabulary(std::string_view text, std::string_view source) {
   int line = 0;
+  std::size_t columns = 0;  // the first row's, which every row has
   auto bad = [&](const std::string& why) {
     throw std::logic_error(std::string(source) + ":" + std::to_string(line) + ": " + why);
   };
@@ -250,8 +251,12 @@ Vocabulary::Vocabulary(std::string_view text, std::string_view source) {
       if (tab == std::string_view::npos) break;
       from = tab + 1;
     }
-    if (cells.size() != 4)
-      bad("expected 4 tab-separated columns, got " + std::to_string(cells.size()));
+    if (cells.size() != 4 && cells.size() != 5)
+      bad("expected 4 or 5 tab-separated columns, got " + std::to_string(cells.size()));
+    if (columns == 0) columns = cells.size();
+    if (cells.size() != columns)
+      bad("expected " + std::to_string(columns) + " columns, as in the first row, got " +
+          std::to_string(cells.size()));
     VocabularyEntry e;
     e.name = std::string(cells[0]);
     if (e.name.empty() || e.name == "-") bad("a row without a name");
@@ -267,6 +272,21 @@ Vocabulary::Vocabulary(std::string_view text, std::string_view source) {
       bad("unknown class '" + std::string(cells[1]) + "'");
     if (cells[2] != "-") e.harmless = std::string(cells[2]);
     if (cells[3] != "-") e.reason = std::string(cells[3]);
+    if (cells.size() == 5) {
+      const std::string_view v = cells[4];
+      int n = -1;
+      const auto r = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (v == "+")
+        e.values = std::pair{1, -1};
+      else if (v == "*")
+        e.values = std::pair{0, -1};
+      else if (v == "?")
+        e.values = std::pair{0, 1};
+      else if (!v.empty() && r.ec == std::errc() && r.ptr == v.data() + v.size() && n >= 0)
+        e.values = std::pair{n, n};
+      else
+        bad(e.name + ": VALUES must be a count, '+', '*' or '?', got '" + std::string(v) + "'");
+    }
     const bool needs_reason =
         e.treatment == Treatment::unmodelled || e.treatment == Treatment::obsolete;
     if (needs_reason == e.reason.empty())

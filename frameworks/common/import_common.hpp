@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "experiment/config.hpp"
@@ -69,6 +70,9 @@ struct VocabularyEntry {
   /// models (for Megatron-LM, the value taken when the flag is absent).
   std::optional<std::string> harmless;
   std::string reason;  ///< unmodelled and obsolete: what it does, or what to use instead
+  /// How many words follow it as its values, when the table says (a fifth column): the
+  /// fewest it needs, and the most it takes (-1: no limit). A switch takes 0 and 0.
+  std::optional<std::pair<int, int>> values;
 
   /// Whether `value` is one of the harmless values.
   bool harmless_value(std::string_view value) const;
@@ -77,7 +81,8 @@ struct VocabularyEntry {
 /// Every flag or key a framework reads, each with its treatment: a table compiled into bmpipe
 /// (frameworks/megatron/flags.tsv, frameworks/mindformers/keys.tsv). One row a line, tab-
 /// separated: NAME, CLASS (modelled, inert, unmodelled, obsolete), HARMLESS and REASON ('-'
-/// for none); '#' starts a comment line.
+/// for none), and for a command line's flags VALUES (argparse's nargs: 0 for a switch, N,
+/// '+', '*' or '?'), in every row or none; '#' starts a comment line.
 class Vocabulary {
  public:
   /// Parses `text`; a malformed row or a name given twice throws std::logic_error naming

@@ -403,13 +403,45 @@ std::map<std::string, Use> flags_of(const std::string& text, const std::string& 
   std::string expansion;  // the first shell expansion outside a flag, for the note
   const std::vector<ShellWord> words = split_shell_words(text, name);
   const auto [launcher_from, script] = launcher_words(words);
+  // The flag whose values are being counted: Megatron-LM's parser (argparse) stops with
+  // "expected one argument" when a flag that takes values is followed by another flag, the
+  // end of the command or nothing ([MG-args]; flags.tsv's VALUES column), so the job never
+  // starts. Checked for every flag of the table, read or not.
+  struct Pending {
+    std::string flag;
+    int line = 0;
+    int need = 0;
+    int got = 0;
+  };
+  std::optional<Pending> pending;
+  auto settle = [&](const ShellWord* next) {
+    if (!pending) return;
+    const Pending p = *pending;
+    pending.reset();
+    if (p.got >= p.need) return;
+    const std::string wanted =
+        p.need == 1 ? "a value" : std::to_string(p.need) + " values, got " + std::to_string(p.got);
+    std::string after = "but nothing follows it";
+    if (next && next->boundary)
+      after = "but the command ends there (at '" + next->text + "')";
+    else if (next)
+      after = "but " + shown(next->text) + " follows it" +
+              (next->line != p.line ? " (line " + std::to_string(next->line) + ")" : "");
+    throw ImportError(file, p.line, 0, p.flag,
+                      "expects " + wanted + ", " + after +
+                          ": Megatron-LM's parser stops there (\"expected " +
+                          (p.need == 1 ? "one argument" : std::to_string(p.need) + " arguments") +
+                          "\"), so the job would not start");
+  };
   for (std::size_t i = 0; i < words.size(); ++i) {
     const ShellWord& w = words[i];
     if (w.boundary || w.text == "--") {
+      settle(&w);
       current.clear();
       continue;
     }
     if (w.text.size() > 2 && w.text.compare(0, 2, "--") == 0) {
+      settle(&w);
       std::string flag = w.text;
       std::optional<ShellWord> inline_value;
       if (const auto eq = flag.find('='); eq != std::string::npos) {
@@ -421,7 +453,10 @@ std::map<std::string, Use> flags_of(const std::string& text, const std::string& 
       current = flag;
       current_map = nullptr;
       const VocabularyEntry* entry = vocabulary.find(flag);
-      if (i >= launcher_from && i < script) {
+      const bool launchers = i >= launcher_from && i < script;
+      if (entry && entry->values && !launchers)
+        pending = Pending{flag, w.line, entry->values->first, inline_value ? 1 : 0};
+      if (launchers) {
         job.ignore(flag + " (not modelled)");  // the launcher's (torchrun's) flag
       } else if (!entry) {
         throw ImportError(file, w.line, 0, flag,
@@ -444,9 +479,13 @@ std::map<std::string, Use> flags_of(const std::string& text, const std::string& 
         job.ignore(flag + " (not modelled)");
       }
       // "--flag=value" holds its value; what follows is not its.
-      if (inline_value) current.clear();
+      if (inline_value) {
+        current.clear();
+        settle(nullptr);
+      }
       continue;
     }
+    if (pending && !current.empty()) ++pending->got;
     if (current.empty()) {
       job.ignore(shown(w.text) + " (not a flag)");
       if (w.expansion && expansion.empty()) expansion = w.text;
@@ -456,6 +495,7 @@ std::map<std::string, Use> flags_of(const std::string& text, const std::string& 
       if (auto it = current_map->find(current); it != current_map->end())
         it->second.values.push_back(w);
   }
+  settle(nullptr);
   for (const std::string& flag : unmodelled_order) {
     const Use& u = unmodelled.at(flag);
     const VocabularyEntry& entry = *vocabulary.find(flag);

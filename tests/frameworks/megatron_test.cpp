@@ -427,7 +427,7 @@ TEST(MegatronVocabulary, TheTableAndTheReaderAgree) {
   const auto rows = table_rows(megatron_flags_text());
   std::vector<std::string> names, modelled;
   for (const auto& r : rows) {
-    ASSERT_EQ(r.size(), 4u) << r[0];
+    ASSERT_EQ(r.size(), 5u) << r[0];  // FLAG CLASS HARMLESS REASON VALUES
     names.push_back(r[0]);
     if (r[1] == "modelled") modelled.push_back(r[0]);
   }
@@ -475,6 +475,43 @@ TEST(MegatronVocabulary, TheTableAndTheReaderAgree) {
     EXPECT_EQ(e->treatment, s.treatment) << s.flag;
   }
   EXPECT_EQ(megatron_vocabulary().find("--pipline-model-parallel-size"), nullptr);
+  // How many values each takes, as Megatron-LM's add_argument calls say (nargs, action):
+  // switches (store_true, a generated --no- form), one value, '+', '*' and nargs=3.
+  const struct {
+    const char* flag;
+    std::pair<int, int> values;
+  } takes[] = {
+      {"--num-layers", {1, 1}},
+      {"--bf16", {0, 0}},
+      {"--no-tp-comm-bulk-wgrad", {0, 0}},
+      {"--save", {1, 1}},
+      {"--recompute-modules", {1, -1}},
+      {"--cp-comm-type", {1, -1}},
+      {"--data-path", {0, -1}},
+      {"--rampup-batch-size", {3, 3}},
+      {"--use-torch-fsdp2", {0, 0}},
+      {"--fp8-format", {1, 1}},
+  };
+  for (const auto& t : takes) {
+    const VocabularyEntry* e = megatron_vocabulary().find(t.flag);
+    ASSERT_NE(e, nullptr) << t.flag;
+    ASSERT_TRUE(e->values.has_value()) << t.flag;
+    EXPECT_EQ(*e->values, t.values) << t.flag;
+  }
+  for (const VocabularyEntry& e : megatron_vocabulary().entries())
+    EXPECT_TRUE(e.values.has_value()) << e.name << ": every flag says how many values it takes";
+}
+
+TEST(MegatronVocabulary, TheValuesColumnIsCheckedAndOptional) {
+  EXPECT_FALSE(Vocabulary("--a\tinert\t-\t-\n", "t").find("--a")->values.has_value());
+  const Vocabulary v("--a\tinert\t-\t-\t0\n--b\tinert\t-\t-\t+\n--c\tinert\t-\t-\t?\n", "t");
+  EXPECT_EQ(v.find("--a")->values, (std::pair{0, 0}));
+  EXPECT_EQ(v.find("--b")->values, (std::pair{1, -1}));
+  EXPECT_EQ(v.find("--c")->values, (std::pair{0, 1}));
+  EXPECT_THROW(Vocabulary("--a\tinert\t-\t-\tmany\n", "t"), std::logic_error);
+  EXPECT_THROW(Vocabulary("--a\tinert\t-\t-\t-1\n", "t"), std::logic_error);
+  // Every row or none.
+  EXPECT_THROW(Vocabulary("--a\tinert\t-\t-\t1\n--b\tinert\t-\t-\n", "t"), std::logic_error);
 }
 
 TEST(MegatronVocabulary, MalformedTablesAreRefused) {
