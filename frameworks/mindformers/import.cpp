@@ -709,10 +709,38 @@ void read_partition(Reading& ctx) {
   job.from("training.vpp", pin.IsDefined() ? mf.origin(pin, mk + "pp_interleave_num")
                                            : mf.origin(mc, mk + "pp_interleave_num", "default 1"));
 
-  const int stages = pp * vpp, L = job.shape->num_layers;
-  std::vector<int> offset(static_cast<std::size_t>(stages), 0);
+  const int L = job.shape->num_layers;
   const YAML::Node off = Mf::child(mc, "offset");
   const std::string ok = mk + "offset";
+  // [MF-layer]: each stage gets num_layers // stages layers plus its offset, so with more
+  // stages than layers every stage but those an offset list fills is empty, and an offset
+  // given once (an integer) cannot add up. Only a list naming every stage can place the
+  // layers; without one the count is refused here, before anything per stage is built, so
+  // that a stage count of billions is an error and not an allocation.
+  const long long stage_count = static_cast<long long>(pp) * vpp;
+  if (stage_count > L) {
+    bool listed = off.IsDefined() && off.IsSequence() && off.size() > 0;
+    if (listed && off[0].IsSequence()) {
+      listed = off.size() == static_cast<std::size_t>(vpp);
+      for (std::size_t v = 0; listed && v < off.size(); ++v)
+        listed = off[v].IsSequence() && off[v].size() == static_cast<std::size_t>(pp);
+    } else if (listed) {
+      listed = vpp == 1 && off.size() == static_cast<std::size_t>(pp);
+    }
+    if (!listed) {
+      const Origin& o = job.origin.at(vpp > 1 ? "training.vpp" : "training.pp");
+      throw ImportError(
+          o.file, o.line, 0, o.key,
+          "parallel_config.pipeline_stage x pp_interleave_num = " + std::to_string(pp) + " x " +
+              std::to_string(vpp) + " = " + std::to_string(stage_count) +
+              " stages for num_layers = " + std::to_string(L) +
+              ": MindFormers gives each stage num_layers // stages = 0 layers "
+              "plus its offset, so more stages than layers need an offset list "
+              "with an entry for every stage (model.model_config.offset)");
+    }
+  }
+  const int stages = static_cast<int>(stage_count);
+  std::vector<int> offset(static_cast<std::size_t>(stages), 0);
   if (off.IsDefined()) {
     // [MF-layer] _check_inputs on the offset as given, then np.broadcast_to
     // (pp_interleave_num, pipeline_stage).
