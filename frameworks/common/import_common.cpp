@@ -9,8 +9,10 @@
 #include <functional>
 #include <sstream>
 
+#include "experiment/experiment.hpp"
 #include "experiment/layer_layout.hpp"
 #include "experiment/suggest.hpp"
+#include "schedules/registry.hpp"
 #include "sim/cost/hardware.hpp"
 
 namespace bmpipe {
@@ -634,18 +636,53 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
     y.value(1, "recompute", recompute_text(job.recompute, 6), "training.recompute");
   const std::string text = y.str();
 
-  // The config must load as `bmpipe simulate` loads it; what it refuses is the user's value.
-  try {
-    parse_config(text, out_name);
-  } catch (const ConfigError& e) {
-    const std::string key = e.key();
+  // The config must run as `bmpipe simulate` runs it: loaded (parse_config), its
+  // experiment built (prepare: the cost model's checks) and its schedule's rules met
+  // (check_params: the micro-batches and stages the schedule takes). What any of them
+  // refuses is the user's value, so it is reported against the user's flag or key and line,
+  // never against a line of this YAML, which the user never wrote.
+  auto refuse = [&](const std::string& key, const std::string& message,
+                    const std::string& also) -> ImportError {
     // A cluster key is the cluster's, unless the job set it (the device memory).
     const Origin* o = key.rfind("cluster", 0) == 0 && !job.origin.count(key) ? &cluster.origin
                                                                              : origin_of(job, key);
     if (!o)
-      throw ImportError(source, 0, 0, "",
-                        "the imported config does not load: " + std::string(e.what()));
-    throw ImportError(o->file, o->line, o->column, o->key, e.message() + " (bmpipe's " + key + ")");
+      return ImportError(
+          source, 0, 0, "",
+          "the imported config does not run: " + message + " (bmpipe's " + key + ")" + also);
+    return ImportError(o->file, o->line, o->column, o->key,
+                       message + " (bmpipe's " + key + ")" + also);
+  };
+  try {
+    const Config c = parse_config(text, out_name);
+    const ScheduleInfo& info = require_schedule(c, c.training.schedule, "training.schedule");
+    try {
+      check_params(info,
+                   ScheduleParams{c.training.pp, c.training.microbatches, c.training.vpp, {}, {}});
+    } catch (const ScheduleError& e) {
+      // The schedule's rules are about the micro-batches, pp and vpp together: the error
+      // names the value it is about, and the others' origins follow.
+      const std::string msg = e.what();
+      const bool about_vpp = msg.find("vpp") != std::string::npos;
+      std::string first = about_vpp ? "training.vpp" : "training.microbatches";
+      // Megatron-LM's micro-batches are the global batch's: --global-batch-size.
+      if (!job.origin.count(first) && job.origin.count("training.global_batch_size"))
+        first = "training.global_batch_size";
+      std::string also;
+      for (const char* k : {"training.pp", "training.vpp", "training.schedule"}) {
+        const Origin* o = origin_of(job, k);
+        if (!o || k == first || o->key.empty()) continue;
+        also += (also.empty() ? "; from your " : ", ") + comment_text(o->key) +
+                (o->line > 0 ? " (line " + std::to_string(o->line) + ")" : "") + " for " +
+                std::string(k).substr(9);
+      }
+      throw refuse(first, msg, also + "; `bmpipe simulate` would refuse the config");
+    }
+    prepare(c);
+  } catch (const ImportError&) {
+    throw;
+  } catch (const ConfigError& e) {
+    throw refuse(e.key(), e.message(), "");
   }
   return text;
 }

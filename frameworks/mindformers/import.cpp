@@ -376,6 +376,10 @@ void read_parallel_config(Reading& ctx) {
   job.dp = dp;
   job.tp = tp;
   job.pp = pp;
+  // Every training key without an origin of its own falls back to the section, so that a
+  // refusal of the imported config names a line of this file, never one of the YAML bmpipe
+  // writes (which the user never saw).
+  job.from("training", mf.origin(pc.IsDefined() ? pc : root, "parallel_config"));
   job.from("training.dp", dp_origin);
   job.from("training.tp", tp_origin);
   job.from("training.pp", pp_origin);
@@ -556,6 +560,7 @@ void read_model_config(Reading& ctx) {
     if (!n.IsDefined()) mf.fail(mc, mk + k, std::string("missing: ") + what);
     return n;
   };
+  job.from("model", mf.origin(mc, "model.model_config"));  // as job.from("training") above
   ModelShape m;
   job.model_name = model_name_of(ctx.name, "mindformers-job");
   m.name = job.model_name;
