@@ -54,11 +54,31 @@ ImportOutcome run_import(const ImportRequest& r) {
   ImportCluster cluster;
   if (r.cluster) {
     cluster = cluster_from_file(*r.cluster);
+  } else if (r.devices) {
+    cluster = cluster_from_preset(*r.preset, *r.devices);
   } else {
-    // counts_devices: the job's parallel settings say how many devices it runs on.
-    const long long devices =
-        r.devices ? *r.devices : static_cast<long long>(job.dp.value_or(1)) * job.tp * job.pp;
-    cluster = cluster_from_preset(*r.preset, devices);
+    // counts_devices: the job's parallel settings say how many devices it runs on, every
+    // dimension of them (context parallelism too: dp is what is left of the world after
+    // tp x cp x pp). What the cluster then refuses is those settings', not an option's.
+    const long long cp = job.cp.value_or(1);
+    const long long devices = static_cast<long long>(job.dp.value_or(1)) * job.tp * cp * job.pp;
+    const auto it = job.origin.find("training.dp");
+    Origin counted = it != job.origin.end() ? it->second : Origin{};
+    counted.why.clear();
+    const std::string sizes = "dp x tp x cp x pp = " + std::to_string(job.dp.value_or(1)) + " x " +
+                              std::to_string(job.tp) + " x " + std::to_string(cp) + " x " +
+                              std::to_string(job.pp) + " = " + std::to_string(devices) + " devices";
+    try {
+      cluster = cluster_from_preset(*r.preset, devices);
+    } catch (const ImportError& e) {
+      if (e.key() != "--devices") throw;
+      throw ImportError(counted.file, counted.line, counted.column, counted.key,
+                        "the job's " + sizes + ", without --devices: " + e.message());
+    }
+    cluster.description = std::to_string(devices) + " " + *r.preset + " devices (--preset " +
+                          *r.preset + "; " + sizes + ")";
+    counted.key += " (" + sizes + ")";
+    cluster.origin = counted;
   }
   ImportOutcome out;
   out.yaml = imported_yaml(job, cluster, r.out);

@@ -82,7 +82,8 @@ int run_import(const std::vector<std::string>& args) {
        ("or a hardware preset (" + hardware_preset_names() + ")").c_str())
       ("devices", po::value<long long>()->value_name("N"),
        "with --preset: the number of devices (whole nodes of the preset's size, or fewer); "
-       "mindformers defaults to data_parallel x model_parallel x pipeline_stage")
+       "mindformers defaults to data_parallel x model_parallel x context_parallel x "
+       "pipeline_stage")
       ("out", po::value<std::string>()->value_name("FILE"), "write the YAML to FILE instead of stdout")
       ("pp", po::value<int>()->value_name("N"), "profile only: pipeline stages (default 1)")
       ("microbatches", po::value<int>()->value_name("N"),
