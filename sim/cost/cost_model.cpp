@@ -23,6 +23,8 @@ const char* kernel_class_name(KernelClass kind) {
       return "collective";
     case KernelClass::host:
       return "host";
+    case KernelClass::cast:
+      return "cast";
   }
   return "memory";
 }
@@ -225,6 +227,12 @@ class Builder {
     const double per_element = st_.dtype_bytes + lp_bytes_ + (amax_pass ? st_.dtype_bytes : 0.0);
     return memory(per_element * elements) + launches(amax_pass ? 2 : 1);
   }
+  /// The casts a low-precision GEMM `gemm` takes per micro-batch, as the sub-op
+  /// "<gemm>_cast" added just before it: its forward input (`f_elements`) and, in the
+  /// input-grad, its output gradient (`i_elements`); the weight-grad reuses both.
+  void casts(const std::string& gemm, double f_elements, double i_elements) {
+    add(gemm + "_cast", fp8_cast(f_elements), fp8_cast(i_elements), 0.0, KernelClass::cast);
+  }
   /// `n` kernel launches of the sub-op being added: none under a CUDA graph that captures
   /// the current scope (set_scope).
   double launches(int n) const { return captured(st_.cuda_graphs, scope_) ? 0.0 : n * launch_; }
@@ -281,11 +289,12 @@ class Builder {
     const double e = st_.dtype_bytes, g = st_.grad_bytes, flops = 2 * m * k * n;
     const double l = lp_bytes_;
     const PassShapes s = shapes(m, k, n, 1, true);
+    casts(name, m * k, m * n);
     const double f = fp8_roof(flops, l * (m * k + k * n) + e * m * n, hw_.matmul_efficiency * s.f) +
-                     launches(count) + fp8_cast(m * k);
+                     launches(count);
     const double i =
         fp8_roof(flops, l * (m * n + k * n) + e * m * k, hw_.matmul_backward_efficiency * s.i) +
-        launches(count) + fp8_cast(m * n) + grad_adds * (memory(3 * e * m * k) + launches(1));
+        launches(count) + grad_adds * (memory(3 * e * m * k) + launches(1));
     const double we = hw_.weight_grad_efficiency() * s.w;
     double w = 0;
     if (accumulation_ == GradAccumulation::fused)
@@ -308,12 +317,13 @@ class Builder {
     if (fp8_) {  // as fp8_linear, over the groups' weights
       const double l = lp_bytes_;
       const PassShapes s = shapes(m, k, n, groups, true);
+      casts(name, m * k, m * n);
       const double f =
           fp8_roof(flops, l * (m * k + weights) + e * m * n, hw_.matmul_efficiency * s.f) +
-          launches(1) + fp8_cast(m * k);
+          launches(1);
       const double i =
           fp8_roof(flops, l * (m * n + weights) + e * m * k, hw_.matmul_backward_efficiency * s.i) +
-          launches(1) + fp8_cast(m * n);
+          launches(1);
       const double we = hw_.weight_grad_efficiency() * s.w;
       double w = 0;
       if (accumulation_ == GradAccumulation::fused)
@@ -405,10 +415,14 @@ class Builder {
     SubOpCost* c = find(comm);
     const SubOpCost* g = find(gemm);
     if (st_.tp <= 1 || c == nullptr || g == nullptr) return;
+    // An FP8 GEMM's casts (its "_cast" sub-op) run in the same chunked pipeline.
+    const SubOpCost* cast = find(gemm + "_cast");
+    const double g_f = g->forward_s + (cast ? cast->forward_s : 0.0);
+    const double g_i = g->backward_input_s + (cast ? cast->backward_input_s : 0.0);
     const double hidden = (st_.tp - 1.0) / st_.tp;
-    const double f = std::max(0.0, c->forward_s - hidden * g->forward_s);
+    const double f = std::max(0.0, c->forward_s - hidden * g_f);
     const double i = gathers ? std::max(0.0, c->backward_input_s - g->backward_weight_s)
-                             : std::max(0.0, c->backward_input_s - hidden * g->backward_input_s);
+                             : std::max(0.0, c->backward_input_s - hidden * g_i);
     cost_.forward_s += f - c->forward_s;
     cost_.backward_input_s += i - c->backward_input_s;
     c->forward_s = f;

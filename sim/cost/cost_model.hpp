@@ -166,11 +166,12 @@ struct CostSettings {
   double local_tokens() const { return static_cast<double>(seq_length) / cp * micro_batch_size; }
 };
 
-/// The kernel class of a sub-op (the kernel model's unit): dense GEMMs (an FP8 GEMM's casts
-/// included), the experts' grouped GEMMs, fused attention, memory-bound kernels (norms,
-/// activations, RoPE, residuals, router softmax and top-k, optimizer-style traffic), the
-/// MoE permute and unpermute (gathers and scatters), collectives and transfers (tp, cp, ep,
-/// etp, dp/FSDP), and the host's share of a host-bound pass.
+/// The kernel class of a sub-op (the kernel model's unit): dense GEMMs, the experts' grouped
+/// GEMMs, fused attention, memory-bound kernels (norms, activations, RoPE, residuals, router
+/// softmax and top-k, optimizer-style traffic), the MoE permute and unpermute (gathers and
+/// scatters), collectives and transfers (tp, cp, ep, etp, dp/FSDP), the host's share of a
+/// host-bound pass, and the casts (with their amax and scale factors) a low-precision GEMM's
+/// operands take, a sub-op "<gemm>_cast" beside each FP8 or NVFP4 GEMM.
 enum class KernelClass : std::uint8_t {
   gemm,
   grouped_gemm,
@@ -178,9 +179,10 @@ enum class KernelClass : std::uint8_t {
   memory,
   permute,
   collective,
-  host
+  host,
+  cast
 };
-/// "gemm", "grouped_gemm", "attention", "memory", "permute", "collective", "host".
+/// "gemm", "grouped_gemm", "attention", "memory", "permute", "collective", "host", "cast".
 const char* kernel_class_name(KernelClass kind);
 
 /// One sub-op's share, kept for `bmpipe cost` and for calibration.

@@ -38,18 +38,26 @@ using test::op;
 // 3 x 4096^2 x 2 bytes / 1e12 = 100.66 us of memory: compute-bound. FP8: the FLOPs at
 // 2000e12 x 0.5 = 137.438953472 us (half), the GEMM's bytes 4096^2 x (1 + 1 + 2) = 67.1 us
 // (still compute-bound), plus the cast of its 4096 x 4096 bf16 input to FP8: read 2 bytes,
-// write 1 = 50,331,648 bytes = 50.331648 us.
+// write 1 = 50,331,648 bytes = 50.331648 us, a sub-op of its own ("out_proj_cast", kernel
+// class cast) beside the GEMM's.
 TEST(Fp8, AGemmRunsAtTheFp8PeakPlusTheCastOfItsInput) {
   const ModelShape& m = *find_model_preset("llama3-8b");
   const HardwareSpec hw = round_device();
   const LayerCost bf16 = decoder_layer_cost(m, hw, llama_4096(Fp8::none));
   const LayerCost fp8 = decoder_layer_cost(m, hw, llama_4096(Fp8::hybrid));
   EXPECT_NEAR(op(bf16, "out_proj").forward_s, 274.877906944e-6, 1e-12);
-  EXPECT_NEAR(op(fp8, "out_proj").forward_s, 137.438953472e-6 + 50.331648e-6, 1e-12);
+  EXPECT_NEAR(op(fp8, "out_proj").forward_s, 137.438953472e-6, 1e-12);
+  EXPECT_NEAR(op(fp8, "out_proj_cast").forward_s, 50.331648e-6, 1e-12);
+  EXPECT_EQ(op(fp8, "out_proj_cast").kind, KernelClass::cast);
+  EXPECT_EQ(op(fp8, "out_proj").kind, KernelClass::gemm);
+  // bf16 casts nothing.
+  for (const SubOpCost& o : bf16.ops) EXPECT_NE(o.kind, KernelClass::cast) << o.name;
   // Input-grad: the same FLOPs at the backward fraction, plus the cast of dY (4096 x 4096).
-  EXPECT_NEAR(op(fp8, "out_proj").backward_input_s, 137.438953472e-6 + 50.331648e-6, 1e-12);
+  EXPECT_NEAR(op(fp8, "out_proj").backward_input_s, 137.438953472e-6, 1e-12);
+  EXPECT_NEAR(op(fp8, "out_proj_cast").backward_input_s, 50.331648e-6, 1e-12);
   // Weight-grad: no cast of its own (X and dY came out FP8 from the casts above), and the
   // FLOPs at half the bf16 time: exactly half when compute-bound.
+  EXPECT_EQ(op(fp8, "out_proj_cast").backward_weight_s, 0.0);
   EXPECT_NEAR(op(fp8, "out_proj").backward_weight_s, op(bf16, "out_proj").backward_weight_s / 2,
               1e-12);
   // The FLOPs counted are the same.
@@ -64,8 +72,9 @@ TEST(Fp8, Fp8MatmulScaleSlowsOnlyTheFp8Gemms) {
   const ModelShape& m = *find_model_preset("llama3-8b");
   HardwareSpec hw = round_device();
   hw.fp8_matmul_scale = 0.5;
-  EXPECT_NEAR(op(decoder_layer_cost(m, hw, llama_4096(Fp8::hybrid)), "out_proj").forward_s,
-              274.877906944e-6 + 50.331648e-6, 1e-12);
+  const LayerCost fp8 = decoder_layer_cost(m, hw, llama_4096(Fp8::hybrid));
+  EXPECT_NEAR(op(fp8, "out_proj").forward_s, 274.877906944e-6, 1e-12);
+  EXPECT_NEAR(op(fp8, "out_proj_cast").forward_s, 50.331648e-6, 1e-12);
   EXPECT_NEAR(op(decoder_layer_cost(m, hw, llama_4096(Fp8::none)), "out_proj").forward_s,
               274.877906944e-6, 1e-12);
   EXPECT_DOUBLE_EQ(find_hardware_preset("h100-sxm")->fp8_matmul_scale, 0.79);
@@ -81,7 +90,31 @@ TEST(Fp8, TensorwiseScalingReadsTheInputOnceMoreForItsAmax) {
   const ModelShape& m = *find_model_preset("llama3-8b");
   const LayerCost c =
       decoder_layer_cost(m, round_device(), llama_4096(Fp8::e4m3, Fp8Recipe::tensorwise));
-  EXPECT_NEAR(op(c, "out_proj").forward_s, 137.438953472e-6 + 83.88608e-6, 1e-12);
+  EXPECT_NEAR(op(c, "out_proj").forward_s, 137.438953472e-6, 1e-12);
+  EXPECT_NEAR(op(c, "out_proj_cast").forward_s, 83.88608e-6, 1e-12);
+}
+
+// Each recipe's cast of out_proj's 4096 x 4096 bf16 input (2 bytes read an element), as its
+// own sub-op: delayed writes 1 byte (3 bytes an element, 50.331648 us at 1000 GB/s);
+// tensorwise (current) scaling reads the input once more for its amax (5 bytes, 83.88608
+// us); blockwise writes an fp32 scale per 128 values (3 + 4/128 = 3.03125 bytes, 50.855936
+// us); MXFP8 an E8M0 scale per 32 (3 + 1/32, the same 50.855936 us); NVFP4 half a byte and
+// an E4M3 scale per 16 after an amax pass (2 + 0.5625 + 2 = 4.5625 bytes, 76.546048 us).
+TEST(Fp8, EachRecipeCastsItsGemmInputAtItsOwnBytes) {
+  const ModelShape& m = *find_model_preset("llama3-8b");
+  HardwareSpec hw = round_device();
+  hw.fp4_peak_tflops = 4000;
+  const std::vector<std::pair<Fp8Recipe, double>> expected = {{Fp8Recipe::delayed, 50.331648e-6},
+                                                              {Fp8Recipe::tensorwise, 83.88608e-6},
+                                                              {Fp8Recipe::blockwise, 50.855936e-6},
+                                                              {Fp8Recipe::mxfp8, 50.855936e-6},
+                                                              {Fp8Recipe::nvfp4, 76.546048e-6}};
+  for (const auto& [recipe, cast_s] : expected) {
+    const LayerCost c = decoder_layer_cost(m, hw, llama_4096(Fp8::e4m3, recipe));
+    EXPECT_NEAR(op(c, "out_proj_cast").forward_s, cast_s, 1e-12) << static_cast<int>(recipe);
+    // dY of out_proj is 4096 x 4096 too.
+    EXPECT_NEAR(op(c, "out_proj_cast").backward_input_s, cast_s, 1e-12);
+  }
 }
 
 TEST(Fp8, TheLayerHoldsAnFp8CopyOfItsGemmWeights) {
