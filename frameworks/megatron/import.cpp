@@ -11,6 +11,7 @@
 #include <span>
 #include <string_view>
 
+#include "experiment/config_fields.hpp"
 #include "frameworks/megatron/formats.hpp"
 
 // Sources (read, not copied), all Megatron-LM at d98e8a64ddf3, cited by these short names:
@@ -547,6 +548,12 @@ void read_layers_and_attention(const Reading& ctx, ModelShape& m) {
   ImportedJob& job = ctx.job;
   m.name = job.model_name;
   m.num_layers = ctx.require_int("--num-layers", 1, "the number of decoder layers");
+  // The config's own bound on model.num_layers, checked before anything per layer is built
+  // (a count of billions would be an allocation, not an error).
+  if (m.num_layers > detail::kLayers.max)
+    a.fail("--num-layers",
+           "must be at most " + std::to_string(static_cast<long>(detail::kLayers.max)) + " (" +
+               std::string(detail::kLayers.max_note) + "), got " + std::to_string(m.num_layers));
   m.hidden_size = ctx.require_int("--hidden-size", 1, "the hidden size");
   m.num_attention_heads =
       ctx.require_int("--num-attention-heads", 1, "the number of attention heads");
@@ -891,6 +898,9 @@ void read_batch_and_parallelism(const Reading& ctx) {
   if (const auto gbs = a.integer("--global-batch-size", 1)) {
     job.global_batch_size = *gbs;
     job.from("training.global_batch_size", a.origin("--global-batch-size"));
+    // The micro-batches are the global batch's (global / (micro-batch size x dp)): a
+    // refusal of them is one of this flag.
+    job.from("training.microbatches", a.origin("--global-batch-size"));
   } else {
     // [MG-args]: the global batch defaults to micro_batch_size * data_parallel_size.
     job.microbatches = 1;

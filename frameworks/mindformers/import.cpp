@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "experiment/config_fields.hpp"
 #include "experiment/suggest.hpp"
 #include "experiment/yaml_reader.hpp"
 #include "frameworks/mindformers/formats.hpp"
@@ -579,7 +580,9 @@ void read_model_config(Reading& ctx) {
   const YAML::Node heads_node = required("num_heads", "the number of attention heads");
   const YAML::Node vocab_node = required("vocab_size", "the vocabulary size");
   const YAML::Node seq_node = required("seq_length", "the sequence length");
-  m.num_layers = static_cast<int>(mf.integer(layers_node, mk + "num_layers", 1));
+  // The config's own bound on model.num_layers, before anything per layer is built.
+  m.num_layers = static_cast<int>(
+      mf.integer(layers_node, mk + "num_layers", 1, static_cast<long long>(detail::kLayers.max)));
   m.hidden_size = static_cast<int>(mf.integer(hidden_node, mk + "hidden_size", 1));
   m.num_attention_heads = static_cast<int>(mf.integer(heads_node, mk + "num_heads", 1));
   m.vocab_size = static_cast<int>(mf.integer(vocab_node, mk + "vocab_size", 1));
