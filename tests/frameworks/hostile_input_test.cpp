@@ -263,6 +263,59 @@ TEST(HostileImport, MindFormersInterleavedWithMicroBatchesNotAMultipleOfPpIsRefu
   EXPECT_EQ(test::run_cli("simulate " + q(out)).code, 0);
 }
 
+TEST(HostileImport, MegatronRefusalsOfDerivedValuesNameTheFlagTheyComeFrom) {
+  const test::ScratchDir dir;
+  // 2e9 samples are 1e9 micro-batches per replica: over the work limit. The micro-batches
+  // are no flag of their own; the refusal names --global-batch-size and its line.
+  const std::string args = test::write_file(
+      dir.file("big.txt"), kArgsHead + "  --bf16\n  --global-batch-size 2000000000\n");
+  const test::CliRun r =
+      test::run_cli("import megatron " + q(args) + " --preset h100-sxm --devices 16");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(names(r, args, 6, "--global-batch-size"));
+  EXPECT_NE(r.err.find("training.microbatches"), std::string::npos) << r.err;
+}
+
+TEST(HostileImport, LayerCountsBeyondTheConfigsBoundAreRefusedAtOnce) {
+  const test::ScratchDir dir;
+  std::string text = kArgsHead + "  --bf16\n";
+  text.replace(text.find("--num-layers 8"), 14, "--num-layers 2000000000");
+  const std::string args = test::write_file(dir.file("layers.txt"), text);
+  const test::CliRun r =
+      test::run_cli("import megatron " + q(args) + " --preset h100-sxm --devices 16");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(names(r, args, 2, "--num-layers"));
+  EXPECT_NE(r.err.find("at most 100000"), std::string::npos) << r.err;
+
+  const std::string mf =
+      test::write_file(dir.file("layers.yaml"), mindformers(2, 8, 2000000000, 1));
+  const test::CliRun m = test::run_cli("import mindformers " + q(mf) + " --preset ascend-910b");
+  EXPECT_EQ(m.code, 2) << m.err;
+  EXPECT_TRUE(names(m, mf, 11, "model.model_config.num_layers"));
+  EXPECT_NE(m.err.find("at most 100000"), std::string::npos) << m.err;
+}
+
+// ---- import mindformers: every refusal names the user's file ---------------------------------
+
+TEST(HostileImport, MindFormersRefusalsOfWholeSectionsNameTheUsersLine) {
+  const test::ScratchDir dir;
+  // 3 kv heads do not divide 8 heads: the config loader refuses the model as a whole (its
+  // key is "model"), which has no flag of its own; the message must still point into
+  // mf.yaml (model_config, whose mapping starts on line 10), not at a line of the YAML
+  // bmpipe would have written.
+  std::string text = mindformers(2, 8, 16, 1);
+  text.insert(text.find("    vocab_size:"), "    n_kv_heads: 3\n");
+  const std::string path = test::write_file(dir.file("mf.yaml"), text);
+  const std::string out = dir.file("mf_out.yaml");
+  const test::CliRun r = test::run_cli("import mindformers " + q(path) +
+                                       " --preset ascend-910b --devices 2 --out " + q(out));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(names(r, path, 10, "model.model_config"));
+  EXPECT_NE(r.err.find("num_kv_heads = 3"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(out), std::string::npos) << "names bmpipe's own YAML:\n" << r.err;
+  EXPECT_EQ(r.err.find("does not load"), std::string::npos) << r.err;
+}
+
 // ---- import mindformers: more stages than layers -------------------------------------------
 
 TEST(HostileImport, MindFormersWithFarMoreStagesThanLayersIsRefusedQuickly) {
