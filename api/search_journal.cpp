@@ -137,6 +137,16 @@ std::string shown(const nlohmann::json& v) {
 
 std::string type_of(const nlohmann::json& v);
 
+/// A key of the file as a message names it: as it is when it is a plain name, else quoted
+/// as JSON (ASCII, shortened), so a forged key prints no control characters.
+std::string key_name(const std::string& key) {
+  const bool plain = !key.empty() && key.size() <= 40 &&
+                     key.find_first_not_of(
+                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                         "0123456789_-") == std::string::npos;
+  return plain ? key : shown(nlohmann::json(key));
+}
+
 /// An array's length as a message says it ("3 entries"), or what else it is.
 std::string count_of(const nlohmann::json& v) {
   return v.is_array() ? std::to_string(v.size()) + " entries" : type_of(v);
@@ -211,7 +221,7 @@ class Fields {
   /// Every field of the object was read: anything else is no field a run writes here.
   void no_others() const {
     for (const auto& [key, value] : object_.items())
-      if (!read_.count(key)) fail(key, "not a field a run writes on this line");
+      if (!read_.count(key)) fail(key_name(key), "not a field a run writes on this line");
   }
 
  private:
@@ -419,7 +429,7 @@ std::string key_before(const std::string& line, std::size_t at) {
   if (colon == std::string::npos || colon == 0) return "";
   const std::size_t open = line.rfind('"', colon - 1);
   if (open == std::string::npos) return "";
-  const std::string key = line.substr(open + 1, colon - open - 1);
+  const std::string key = key_name(line.substr(open + 1, colon - open - 1));
   const std::size_t result = line.find("\"result\":");
   return result != std::string::npos && result < open ? "result." + key : key;
 }

@@ -213,6 +213,9 @@ TEST(ApiSearchJournalRefusal, UnknownNamesAndImpossiblePlansAreRefused) {
                  "not a field a run writes");
   expect_refused(kHeader + forged(kPlanned, R"({"layout":0,)", R"({"layout":0,"note":"x",)"), 2,
                  "note", "not a field a run writes");
+  // A key that would print a terminal escape is named quoted, escaped.
+  expect_refused(kHeader + forged(kPlanned, R"("tp":1)", "\"tp\":1,\"\\u001b[2J\":1"), 2,
+                 "result.\"\\u001b[2J\"", "not a field a run writes");
 }
 
 TEST(ApiSearchJournalRefusal, OnlyALastLineWithoutItsNewlineIsTorn) {
