@@ -241,6 +241,9 @@ struct SearchJournal::Expected {
   const std::vector<Layout>* each = nullptr;  ///< null: known only by their count
   std::optional<std::int64_t> capacity_bytes;
   std::size_t max_bytes = 0;
+  /// The global batch every layout keeps (planner/layout_search.cpp's global_batch): a
+  /// layout's micro-batches are it / (micro-batch size x dp).
+  std::optional<std::int64_t> global_batch;
 };
 
 namespace {
@@ -256,6 +259,16 @@ namespace {
 std::size_t journal_bound(std::size_t layouts, std::size_t layers) {
   const std::size_t line = (std::size_t{16} << 10) + 24 * (2 * layers + 64);
   return 4096 + layouts * line;
+}
+
+/// The global batch a search keeps fixed, as planner/layout_search.cpp's global_batch
+/// takes it: training.global_batch_size, or the config's micro-batches x micro-batch size
+/// x dp.
+std::int64_t global_batch(const Config& c) {
+  const TrainingConfig& t = c.training;
+  if (t.global_batch_size) return *t.global_batch_size;
+  const int devices = c.cluster.nodes * c.cluster.devices_per_node;
+  return std::int64_t{t.microbatches} * t.micro_batch_size * t.data_parallel(devices);
 }
 
 /// Without the config (cli/search_mpi.cpp): the bound of a model of 1,024 layers.
@@ -279,7 +292,8 @@ std::string filter_list() {
 /// Layout `index`'s result as a run writes it (encode_result), every field checked.
 LayoutResult read_result(const std::string& path, std::size_t line, const nlohmann::json& j,
                          std::size_t index, const Layout* expected,
-                         const std::optional<std::int64_t>& capacity) {
+                         const std::optional<std::int64_t>& capacity,
+                         const std::optional<std::int64_t>& global_batch) {
   if (!j.is_object())
     throw JournalError(path, line, "result", "expected an object, got " + type_of(j));
   Fields f(path, line, j, "result.");
@@ -333,6 +347,21 @@ LayoutResult read_result(const std::string& path, std::size_t line, const nlohma
   if (r.filter.empty() != r.rejected.empty())
     f.fail(r.filter.empty() ? "rejected" : "filter",
            "a rejected layout names its filter, and only a rejected one");
+  // Micro-batches: none for a layout refused before its config was built (by the config,
+  // the static-memory filter, or a simulation that failed), else the global batch's.
+  if (global_batch) {
+    const bool none =
+        r.filter == "config" || r.filter == "static-memory" || r.filter == "simulation";
+    const std::int64_t m =
+        none ? 0 : *global_batch / (std::int64_t{l.micro_batch_size} * std::int64_t{l.dp});
+    if (r.microbatches != m)
+      f.fail("microbatches",
+             "is " + std::to_string(r.microbatches) + ", but " +
+                 (none ? "a layout rejected by filter " + shown(r.filter) + " has 0"
+                       : "this search's global batch of " + std::to_string(*global_batch) +
+                             " makes " + std::to_string(m) + " of micro-batch size " +
+                             std::to_string(l.micro_batch_size) + " x dp " + std::to_string(l.dp)));
+  }
   // The bound's skip: its bound, in ns and in ms, and nothing planned.
   if (r.filter == "bound") {
     r.bound = f.integer("bound_ns", 1, kMaxTime, "a lower bound in ns greater than 0");
@@ -449,14 +478,16 @@ SearchJournal::SearchJournal(std::string path, std::uint64_t hash, const SearchS
                        : static_cast<std::int64_t>(
                              std::llround(setup.config.device.memory_GiB * 1073741824.0)),
                    journal_bound(setup.layouts.size(),
-                                 static_cast<std::size_t>(setup.config.model.num_layers()))},
+                                 static_cast<std::size_t>(setup.config.model.num_layers())),
+                   global_batch(setup.config)},
           note) {}
 
 SearchJournal::SearchJournal(std::string path, std::uint64_t hash, std::size_t layouts,
                              const std::function<void(const std::string&)>& note)
-    : SearchJournal(
-          std::move(path), hash,
-          Expected{layouts, nullptr, std::nullopt, journal_bound(layouts, kLayersUnknown)}, note) {}
+    : SearchJournal(std::move(path), hash,
+                    Expected{layouts, nullptr, std::nullopt, journal_bound(layouts, kLayersUnknown),
+                             std::nullopt},
+                    note) {}
 
 SearchJournal::SearchJournal(std::string path, std::uint64_t hash, const Expected& expected,
                              const std::function<void(const std::string&)>& note)
@@ -582,9 +613,9 @@ SearchJournal::SearchJournal(std::string path, std::uint64_t hash, const Expecte
     if (line_of[index] != 0)
       f.fail("layout", "layout " + std::to_string(i) + " is already on line " +
                            std::to_string(line_of[index]) + " (a run writes each layout once)");
-    known_[index] =
-        read_result(path_, line, f.at("result"), index,
-                    expected.each ? &(*expected.each)[index] : nullptr, expected.capacity_bytes);
+    known_[index] = read_result(path_, line, f.at("result"), index,
+                                expected.each ? &(*expected.each)[index] : nullptr,
+                                expected.capacity_bytes, expected.global_batch);
     f.no_others();
     line_of[index] = line;
     good = nl + 1;

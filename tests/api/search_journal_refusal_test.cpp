@@ -202,6 +202,12 @@ TEST(ApiSearchJournalRefusal, UnknownNamesAndImpossiblePlansAreRefused) {
   expect_refused(kHeader + forged(kPlanned, R"("capacity_bytes":1073741824)",
                                   R"("capacity_bytes":4294967296)"),
                  2, "result.capacity_bytes", "every layout of this search has 1073741824");
+  // Micro-batches other than the global batch's (tiny.yaml's 8 samples) for the layout.
+  expect_refused(kHeader + forged(kPlanned, R"("microbatches":2)", R"("microbatches":3)"), 2,
+                 "result.microbatches",
+                 "is 3, but this search's global batch of 8 makes 2 of micro-batch size 1 x dp 4");
+  expect_refused(kHeader + forged(kSkipped, R"("microbatches":4)", R"("microbatches":0)"), 2,
+                 "result.microbatches", "makes 4 of micro-batch size 1 x dp 2");
   // A skipped layout with a time, a planned one with no time.
   expect_refused(
       kHeader + forged(kSkipped, R"("iteration_time_ns":0)", R"("iteration_time_ns":1000)"), 2,
