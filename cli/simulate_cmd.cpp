@@ -11,6 +11,7 @@
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
 #include "cli/ticker.hpp"
+#include "experiment/output_work.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
 #include "sim/observer.hpp"
@@ -60,6 +61,15 @@ int run_simulate(const std::vector<std::string>& args) {
     // Overrides (and --set values) go in before the file's checks; prepare_simulation
     // applies the scalar ones again, which changes nothing.
     const Config config = load_config(vm["config"].as<std::string>(), request.overrides);
+    // What the outputs keep per op counts against the work limit, before the run allocates.
+    std::vector<OutputWork> outputs;
+    if (vm.count("svg") || vm.count("memory-svg"))
+      outputs.push_back({vm.count("svg") && vm.count("memory-svg") ? "--svg and --memory-svg"
+                         : vm.count("svg")                         ? "--svg"
+                                                                   : "--memory-svg",
+                         kTimelineBytesPerOp});
+    if (vm.count("trace")) outputs.push_back({"--trace", kTraceBytesPerOp});
+    check_output_work(config, outputs);
     // A long run says what it is doing: making the schedule (zb-auto and zb-v simulate
     // candidates then, and draw the chosen one), simulating, the bubble breakdown. At
     // 65,536 micro-batches and pp 64 zb-v takes seconds in each (issue 20, item 7).

@@ -12,6 +12,7 @@
 #include "experiment/config_fields.hpp"
 #include "experiment/layer_table.hpp"
 #include "experiment/mesh_rules.hpp"
+#include "experiment/output_work.hpp"
 #include "experiment/suggest.hpp"
 #include "schedules/registry.hpp"
 #include "sim/cost/kernels.hpp"
@@ -436,6 +437,48 @@ std::int64_t op_bound(const Config& c) {
   const long double ops =
       static_cast<long double>(schedule_stages(c)) * c.training.microbatches * 3;
   return ops >= 9.2e18L ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(ops);
+}
+
+std::int64_t weighted_op_bound(const Config& c, const std::vector<OutputWork>& outputs) {
+  long double bytes = kSimulationBytesPerOp;
+  for (const OutputWork& o : outputs) bytes += o.bytes_per_op;
+  const long double ops = std::ceil(op_bound(c) * bytes / kSimulationBytesPerOp);
+  return ops >= 9.2e18L ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(ops);
+}
+
+void check_output_work(const Config& c, const std::vector<OutputWork>& outputs) {
+  const std::int64_t weighted = weighted_op_bound(c, outputs);
+  if (weighted <= c.limits.max_ops) return;
+  const TrainingConfig& t = c.training;
+  const std::int64_t stages = schedule_stages(c);
+  std::string names;
+  int extra = 0;
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    names += (i == 0 ? "" : i + 1 == outputs.size() ? " and " : ", ") + outputs[i].option;
+    extra += outputs[i].bytes_per_op;
+  }
+  const auto gib = [](long double bytes) {
+    char buf[32];
+    if (bytes >= 1073741824.0L)
+      std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes / 1073741824.0L));
+    else
+      std::snprintf(buf, sizeof buf, "%.0f MiB",
+                    std::ceil(static_cast<double>(bytes / 1048576.0L)));
+    return std::string(buf);
+  };
+  const std::int64_t ops = op_bound(c);
+  const std::string key = t.microbatches >= stages ? "training.microbatches" : "training.pp";
+  c.fail(key, "this run needs up to " + std::to_string(ops) + " ops (" + std::to_string(stages) +
+                  " stages x " + std::to_string(t.microbatches) + " micro-batches x 3), and " +
+                  names + " keeps about " + std::to_string(extra) +
+                  " bytes per op on top of the simulation's " +
+                  std::to_string(kSimulationBytesPerOp) + ": about " +
+                  gib(static_cast<long double>(ops) * (kSimulationBytesPerOp + extra)) +
+                  ", the work of " + std::to_string(weighted) + " ops; the limit is " +
+                  std::to_string(c.limits.max_ops) + " ops (about " +
+                  gib(static_cast<long double>(c.limits.max_ops) * kSimulationBytesPerOp) +
+                  "); raise it with --max-ops " + std::to_string(weighted) +
+                  ", or run with fewer micro-batches");
 }
 
 void check_work_bounds(const Config& c, const WorkLimits& limits) {

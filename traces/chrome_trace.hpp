@@ -80,6 +80,10 @@ struct TraceLabels {
 /// Layer ranges "layers a-b" from layer counts per stage (as the config partitions them).
 std::vector<std::string> layer_range_labels(const std::vector<int>& layers_per_stage);
 
+/// Bytes the trace keeps per op of op_bound on top of the simulation's own: it streams, so
+/// only its per-stage state and buffers (measured as for kTimelineBytesPerOp: 10 to 13).
+inline constexpr int kTraceBytesPerOp = 15;
+
 class ChromeTraceWriter final : public Observer {
  public:
   /// `input` and `schedule` must outlive the writer; they are the ones given to simulate().

@@ -14,6 +14,12 @@
 
 namespace bmpipe {
 
+/// Bytes a picture keeps per op of op_bound on top of the simulation's own (the recorded
+/// boxes and memory samples, then the rows and bands drawn from them), measured with
+/// /usr/bin/time on tiny.yaml at 1.5 and 3 million ops: 51 (1F1B), 70 (ZB-H1), 64 (ZB-V),
+/// for --svg, --memory-svg or both. The work limit counts it (experiment/output_work.hpp).
+inline constexpr int kTimelineBytesPerOp = 75;
+
 /// What a picture needs of one run.
 struct Timeline {
   struct Box {
