@@ -1,15 +1,19 @@
 #include "api/report.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <map>
 #include <stdexcept>
 #include <string_view>
+#include <thread>
 #include <tuple>
 
 #include "api/contracts.hpp"
 #include "api/export.hpp"
 #include "api/summary.hpp"
 #include "experiment/experiment.hpp"
+#include "experiment/output_work.hpp"
 #include "sim/observer.hpp"
 #include "traces/chrome_trace.hpp"
 
@@ -220,6 +224,44 @@ nlohmann::json timeline_data(const Timeline& t, const std::vector<TransferRecord
   return j;
 }
 
+double PlanEstimate::least_s() const {
+  return static_cast<double>(schedules) * baselines * simulation_s;
+}
+
+double PlanEstimate::most_s() const {
+  return least_s() + static_cast<double>(schedules) * static_cast<double>(max_evals) *
+                         simulation_s / std::max(threads, 1);
+}
+
+namespace {
+
+// "0.42 s", "29 s", "8.1 min", "8.1 h": a duration as a person reads it.
+std::string duration_text(double s) {
+  char buf[32];
+  if (s < 10)
+    std::snprintf(buf, sizeof buf, "%.2g s", s);
+  else if (s < 120)
+    std::snprintf(buf, sizeof buf, "%.0f s", s);
+  else if (s < 7200)
+    std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f h", s / 3600);
+  return buf;
+}
+
+}  // namespace
+
+std::string PlanEstimate::text() const {
+  const int t = std::max(threads, 1);
+  return "planning runs one simulation of this run per candidate plan, about " +
+         duration_text(simulation_s) + " each (as long as the report's own run): at least " +
+         duration_text(least_s()) + " for the " + std::to_string(baselines) + " baselines" +
+         (schedules > 1 ? " of each of " + std::to_string(schedules) + " schedules" : "") +
+         ", at most " + duration_text(most_s()) + " with the search's " +
+         std::to_string(max_evals) + " candidates on " + std::to_string(t) +
+         (t == 1 ? " thread" : " threads") + " (--max-evals and --time-limit-s bound it)";
+}
+
 nlohmann::json report_data(const Config& config, const ReportRequest& request) {
   using nlohmann::json;
   json j;
@@ -230,13 +272,19 @@ nlohmann::json report_data(const Config& config, const ReportRequest& request) {
   const auto phase = [&request](const std::string& what) {
     if (request.on_phase) request.on_phase(what);
   };
+  // The page keeps every op: counted against the work limit before anything is allocated.
+  check_output_work(config, {{"the HTML report", kReportBytesPerOp}});
   // The run, recorded for the timeline (ops, memory) and its links (transfers).
   phase("making the schedule");
   const PreparedSimulation run = prepare_simulation(config, request.simulate);
   TimelineRecorder recorder(run.input, run.schedule, run.schedule.name);
   TransferCollector transfers;
   TeeObserver observers({&recorder, &transfers});
+  const auto started = std::chrono::steady_clock::now();
   const SimulationReport report = run_prepared(run, observers.get(), phase);
+  // Only the progress line hears the time: the page is the same bytes on every run.
+  const double run_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const Timeline timeline = recorder.take(report.result);
   j["summary"] = report.summary;
   j["summary_text"] =
@@ -253,6 +301,18 @@ nlohmann::json report_data(const Config& config, const ReportRequest& request) {
     j["compare"] = run_compare(config, compare).summary;
   }
   if (request.plan) {
+    if (request.on_plan_estimate) {
+      PlanEstimate estimate;
+      estimate.simulation_s = run_s;
+      estimate.baselines = static_cast<int>(baseline_names().size());
+      estimate.max_evals = request.plan->max_evals;
+      estimate.threads = request.plan->threads > 0
+                             ? request.plan->threads
+                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      if (request.plan->overrides.schedule == "auto")
+        estimate.schedules = static_cast<int>(auto_schedules(*run.experiment).size());
+      request.on_plan_estimate(estimate);
+    }
     phase("planning");
     const PlanResults plan = run_plan(config, *request.plan);
     j["plan"] = plan.summary;

@@ -34,8 +34,37 @@
 
 namespace bmpipe::api {
 
+/// Bytes the report keeps per op of op_bound on top of the simulation's own: the recorded
+/// timeline and transfers, their columns, the JSON and the page's text. Measured with
+/// /usr/bin/time on tiny.yaml at 1.5 and 3 million ops: 205 (1F1B), 213 (ZB-H1), 244
+/// (ZB-V). report_data counts it against the work limit before it runs
+/// (experiment/output_work.hpp).
+inline constexpr int kReportBytesPerOp = 260;
+
 /// The shape of the report's JSON; raised when a member changes meaning or is removed.
 inline constexpr int kReportVersion = 1;
+
+/// What a report's plan will take, said before it starts: every candidate plan, and every
+/// baseline plan, is one simulation of the run, whose time the report's own run has just
+/// measured. The planner runs each of its baselines (at least one simulation each, on one
+/// thread) and then its search, up to max_evals candidates over `threads` threads, for each
+/// schedule it plans.
+struct PlanEstimate {
+  double simulation_s = 0;     ///< one simulation of the run (the report's own, measured)
+  int baselines = 0;           ///< baseline_names().size()
+  std::int64_t max_evals = 0;  ///< PlanRequest::max_evals
+  int threads = 1;             ///< threads that simulate (at least 1)
+  int schedules = 1;           ///< schedules planned (--schedule auto: several)
+  /// The baselines alone: schedules x baselines x simulation_s.
+  double least_s() const;
+  /// With the whole search budget: least_s() + schedules x max_evals x simulation_s /
+  /// threads.
+  double most_s() const;
+  /// "planning runs one simulation of this run per candidate plan, about 2.9 s each (as
+  /// long as the report's own run): at least 29 s for the 10 baselines, at most 8.1 h with
+  /// the search's 20000 candidates on 2 threads (--max-evals and --time-limit-s bound it)".
+  std::string text() const;
+};
 
 /// What a report holds: always the simulation; the other parts when asked for.
 struct ReportRequest {
@@ -46,6 +75,8 @@ struct ReportRequest {
   /// Hears what starts (for a progress line): "making the schedule", run_prepared's phases,
   /// "comparing: <compare's own phase>", "planning", "searching".
   std::function<void(const std::string&)> on_phase;
+  /// With a plan: called once, after the report's own run and before the plan starts.
+  std::function<void(const PlanEstimate&)> on_plan_estimate;
 };
 
 /// Per-stage labels of the run shown on the timeline's hover card.

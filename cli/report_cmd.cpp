@@ -130,11 +130,19 @@ int run_report(const std::vector<std::string>& args) {
     Ticker ticker = progress_ticker("report", vm);
     ticker.phase("reading the config");
     request.on_phase = [&ticker](const std::string& what) { ticker.phase(what); };
-    if (request.plan)
-      request.plan->progress = [&ticker](const std::string& label, const PlannerProgress& p) {
-        ticker.phase("planning " + label + ": " + p.phase + ", " + std::to_string(p.evaluations) +
-                     " evaluations");
+    if (request.plan) {
+      // Planning runs one simulation of the run per candidate: a large run says up front
+      // what that may cost (when it may pass a minute), and its progress what is left.
+      request.on_plan_estimate = [&ticker](const api::PlanEstimate& estimate) {
+        if (estimate.most_s() > 60) ticker.note(estimate.text());
       };
+      const std::int64_t budget = request.plan->max_evals;
+      request.plan->progress = [&ticker, budget](const std::string& label,
+                                                 const PlannerProgress& p) {
+        ticker.phase("planning " + label + ": " + p.phase + ", " + std::to_string(p.evaluations) +
+                     " evaluations of at most " + std::to_string(budget));
+      };
+    }
     Overrides load_overrides = request.simulate.overrides;
     const Config config = load_config(vm["config"].as<std::string>(), load_overrides);
     const nlohmann::json data = api::report_data(config, request);

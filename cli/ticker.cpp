@@ -11,7 +11,17 @@ Ticker::Ticker(std::string command, bool enabled, bool terminal, double interval
       terminal_(terminal),
       interval_s_(interval_s),
       start_(std::chrono::steady_clock::now()) {
+  enabled_ = enabled;
   if (enabled) thread_ = std::thread([this] { run(); });
+}
+
+void Ticker::note(const std::string& text) {
+  if (!enabled_) return;
+  const std::lock_guard<std::mutex> lock(m_);
+  // On a terminal the progress line is overwritten, then drawn again at its next tick.
+  std::fprintf(stderr, "%s%s: %s\n", terminal_ && shown_ ? "\r\033[K" : "", command_.c_str(),
+               text.c_str());
+  std::fflush(stderr);
 }
 
 Ticker::~Ticker() {

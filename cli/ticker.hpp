@@ -24,6 +24,9 @@ class Ticker {
 
   /// What is running now ("simulating 25165824 ops on 64 pipeline ranks").
   void phase(std::string text);
+  /// A line that stays (an estimate said once, at the start of long work): on stderr at
+  /// once, the progress line redrawn below it on a terminal. Nothing when disabled.
+  void note(const std::string& text);
   /// Ends the thread and, on a terminal, erases the line. Idempotent.
   void stop();
 
@@ -37,7 +40,8 @@ class Ticker {
   std::condition_variable wake_;
   std::string phase_;      // guarded by m_
   bool stopping_ = false;  // guarded by m_
-  bool shown_ = false;     // only the ticker's thread writes it before join
+  bool shown_ = false;     // guarded by m_ (the thread and note() write it)
+  bool enabled_ = false;
   std::thread thread_;
 };
 
