@@ -238,7 +238,7 @@ class Fields {
 /// one's layout and the capacity every planned layout reports.
 struct SearchJournal::Expected {
   std::size_t layouts = 0;
-  const std::vector<Layout>* each = nullptr;  ///< null: known only by their count
+  const std::vector<Layout>* each = nullptr;  ///< the search's layouts, by index
   std::optional<std::int64_t> capacity_bytes;
   std::size_t max_bytes = 0;
   /// The global batch every layout keeps (planner/layout_search.cpp's global_batch): a
@@ -270,9 +270,6 @@ std::int64_t global_batch(const Config& c) {
   const int devices = c.cluster.nodes * c.cluster.devices_per_node;
   return std::int64_t{t.microbatches} * t.micro_batch_size * t.data_parallel(devices);
 }
-
-/// Without the config (cli/search_mpi.cpp): the bound of a model of 1,024 layers.
-constexpr std::size_t kLayersUnknown = 1024;
 
 /// The filters a run writes on a journal line: the planner's and the config's refusals of
 /// one layout (planner/layout_search.cpp) and the bound's skip (api/search.cpp). Those of
@@ -481,13 +478,6 @@ SearchJournal::SearchJournal(std::string path, std::uint64_t hash, const SearchS
                                  static_cast<std::size_t>(setup.config.model.num_layers())),
                    global_batch(setup.config)},
           note) {}
-
-SearchJournal::SearchJournal(std::string path, std::uint64_t hash, std::size_t layouts,
-                             const std::function<void(const std::string&)>& note)
-    : SearchJournal(std::move(path), hash,
-                    Expected{layouts, nullptr, std::nullopt, journal_bound(layouts, kLayersUnknown),
-                             std::nullopt},
-                    note) {}
 
 SearchJournal::SearchJournal(std::string path, std::uint64_t hash, const Expected& expected,
                              const std::function<void(const std::string&)>& note)

@@ -80,12 +80,6 @@ class SearchJournal {
   /// it tells `note` (a line "--journal PATH: line N was torn ...") before returning.
   SearchJournal(std::string path, std::uint64_t hash, const SearchSetup& setup,
                 const std::function<void(const std::string&)>& note = {});
-  /// The same for `layouts` layouts known only by their count (cli/search_mpi.cpp's rank
-  /// 0, until it passes its SearchSetup): every check but the ones that need the search
-  /// itself (a line's layout fields against its index, its capacity against the config's),
-  /// and the size bound of a model of 1,024 layers instead of the config's.
-  SearchJournal(std::string path, std::uint64_t hash, std::size_t layouts,
-                const std::function<void(const std::string&)>& note = {});
   ~SearchJournal();
   SearchJournal(const SearchJournal&) = delete;
   SearchJournal& operator=(const SearchJournal&) = delete;

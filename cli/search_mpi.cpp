@@ -178,7 +178,7 @@ int run_search_mpi(const std::vector<std::string>& args) {
     if (threads == 0) threads = std::max(1, tbb::this_task_arena::max_concurrency() / local);
     // The journal is rank 0's alone: it reads it back and appends every result it gathers.
     if (code == 0 && rank == 0 && c.journal)
-      journal.emplace(*c.journal, c.inputs_hash, c.setup.layouts.size(), journal_note);
+      journal.emplace(*c.journal, c.inputs_hash, c.setup, journal_note);
   } catch (const UsageError& e) {
     error = e.what(), code = 2;
   } catch (const api::RequestError& e) {

@@ -275,29 +275,6 @@ TEST(ApiSearchJournalRefusal, DevicesPipesAndOversizedFilesFailBeforeReadingThem
   EXPECT_EQ(std::filesystem::file_size(big), std::uintmax_t{1} << 30);
 }
 
-TEST(ApiSearchJournalRefusal, OpenedByItsLayoutCountAloneTheLinesAreStillChecked) {
-  // cli/search_mpi.cpp's rank 0 opens the journal knowing only how many layouts there are.
-  ScratchDir dir;
-  const std::string path = dir.file("j.jsonl");
-  test::write_file(path, kHeader + kPlanned + kSkipped);
-  EXPECT_TRUE(api::SearchJournal(path, 42, 7).known()[2].has_value());
-  for (const auto& [lines, field] :
-       {std::pair{forged(kPlanned, "24000000", "-1"), "result.iteration_time_ns"},
-        std::pair{forged(kPlanned, R"("none"])", R"("some"])"), "result.layer_recompute[7]"},
-        std::pair{forged(kPlanned, R"("1f1b")", R"("3f3b")"), "result.schedule"}}) {
-    test::write_file(path, kHeader + lines);
-    try {
-      api::SearchJournal(path, 42, 7);
-      ADD_FAILURE() << lines;
-    } catch (const api::JournalError& e) {
-      EXPECT_EQ(e.line(), 2u);
-      EXPECT_EQ(e.field(), field);
-    }
-  }
-  test::write_file(path, forged(kHeader, R"("layouts":7)", R"("layouts":true)"));
-  EXPECT_THROW(api::SearchJournal(path, 42, 7), api::JournalError);
-}
-
 // ---- the executable: exit 2 and FILE:LINE: FIELD on stderr -------------------------------
 
 /// `bmpipe search tiny.yaml --journal J`, J being the header a run of it writes followed
