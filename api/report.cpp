@@ -224,13 +224,13 @@ nlohmann::json timeline_data(const Timeline& t, const std::vector<TransferRecord
   return j;
 }
 
-double PlanEstimate::least_s() const {
+double PlanEstimate::baselines_s() const {
   return static_cast<double>(schedules) * baselines * simulation_s;
 }
 
 double PlanEstimate::most_s() const {
-  return least_s() + static_cast<double>(schedules) * static_cast<double>(max_evals) *
-                         simulation_s / std::max(threads, 1);
+  return baselines_s() + static_cast<double>(schedules) * static_cast<double>(max_evals) *
+                             simulation_s / std::max(threads, 1);
 }
 
 namespace {
@@ -254,12 +254,13 @@ std::string duration_text(double s) {
 std::string PlanEstimate::text() const {
   const int t = std::max(threads, 1);
   return "planning runs one simulation of this run per candidate plan, about " +
-         duration_text(simulation_s) + " each (as long as the report's own run): at least " +
-         duration_text(least_s()) + " for the " + std::to_string(baselines) + " baselines" +
+         duration_text(simulation_s) + " each (as long as the report's own run): about " +
+         duration_text(baselines_s()) + " for the " + std::to_string(baselines) + " baselines" +
          (schedules > 1 ? " of each of " + std::to_string(schedules) + " schedules" : "") +
-         ", at most " + duration_text(most_s()) + " with the search's " +
-         std::to_string(max_evals) + " candidates on " + std::to_string(t) +
-         (t == 1 ? " thread" : " threads") + " (--max-evals and --time-limit-s bound it)";
+         ", then up to " + std::to_string(max_evals) + " candidates" +
+         (schedules > 1 ? " each" : "") + ", at most " + duration_text(most_s()) + " in all on " +
+         std::to_string(t) + (t == 1 ? " thread" : " threads") +
+         " (--max-evals and --time-limit-s bound it)";
 }
 
 nlohmann::json report_data(const Config& config, const ReportRequest& request) {

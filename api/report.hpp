@@ -44,25 +44,26 @@ inline constexpr int kReportBytesPerOp = 260;
 /// The shape of the report's JSON; raised when a member changes meaning or is removed.
 inline constexpr int kReportVersion = 1;
 
-/// What a report's plan will take, said before it starts: every candidate plan, and every
-/// baseline plan, is one simulation of the run, whose time the report's own run has just
-/// measured. The planner runs each of its baselines (at least one simulation each, on one
-/// thread) and then its search, up to max_evals candidates over `threads` threads, for each
-/// schedule it plans.
+/// What a report's plan will take, said before it starts: every baseline plan and every
+/// candidate is one simulation of the run, whose time the report's own run has just
+/// measured. The planner runs its baselines (about one simulation each; some run several
+/// splits, some are skipped), then its search, up to max_evals candidates over `threads`
+/// threads, for each schedule it plans.
 struct PlanEstimate {
   double simulation_s = 0;     ///< one simulation of the run (the report's own, measured)
   int baselines = 0;           ///< baseline_names().size()
   std::int64_t max_evals = 0;  ///< PlanRequest::max_evals
-  int threads = 1;             ///< threads that simulate (at least 1)
+  int threads = 1;             ///< threads that simulate (below 1 counts as 1)
   int schedules = 1;           ///< schedules planned (--schedule auto: several)
-  /// The baselines alone: schedules x baselines x simulation_s.
-  double least_s() const;
-  /// With the whole search budget: least_s() + schedules x max_evals x simulation_s /
+  /// The baselines, one simulation each: schedules x baselines x simulation_s.
+  double baselines_s() const;
+  /// With the whole search budget: baselines_s() + schedules x max_evals x simulation_s /
   /// threads.
   double most_s() const;
   /// "planning runs one simulation of this run per candidate plan, about 2.9 s each (as
-  /// long as the report's own run): at least 29 s for the 10 baselines, at most 8.1 h with
-  /// the search's 20000 candidates on 2 threads (--max-evals and --time-limit-s bound it)".
+  /// long as the report's own run): about 29 s for the 10 baselines, then up to 20000
+  /// candidates, at most 8.1 h in all on 2 threads (--max-evals and --time-limit-s bound
+  /// it)".
   std::string text() const;
 };
 
