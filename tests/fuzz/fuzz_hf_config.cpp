@@ -2,27 +2,14 @@
 // reads is then loaded the way a YAML config with model.hf_config loads it (which holds
 // its numbers to the YAML fields' ranges) and run through the analytic cost model and the
 // engine.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "frameworks/hf/hf_config.hpp"
 #include "fuzz_run.hpp"
 
 namespace {
-
-// Per process, so that parallel fuzzing jobs (-jobs, -workers) do not share it.
-std::string temp_path() {
-  std::error_code ec;
-  std::filesystem::path dir = std::filesystem::temp_directory_path(ec);
-  if (ec) dir = "/tmp";
-  return (dir / ("bmpipe-fuzz-hf-" + std::to_string(getpid()) + ".json")).string();
-}
 
 // Small on purpose: 4 devices, short sequences, so each run takes milliseconds.
 std::string config_for(const std::string& hf_path) {
@@ -53,22 +40,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const ShapeError&) {
     return 0;
   }
-  const std::string path = temp_path();
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out) fuzz::broken("cannot write " + path);
-  }
   Overrides overrides;
   overrides.limits = fuzz::small_limits();
   Config config;
-  bool loaded = true;
-  try {
-    config = parse_config(config_for(path), "fuzz-input.yaml", overrides);
-  } catch (const ConfigError&) {
-    loaded = false;
+  {
+    const fuzz::TempFile file("hf.json", text);
+    try {
+      config = parse_config(config_for(file.path()), "fuzz-input.yaml", overrides);
+    } catch (const ConfigError&) {
+      return 0;
+    }
   }
-  std::remove(path.c_str());
-  if (loaded) fuzz::run_config(config);
+  fuzz::run_config(config);
   return 0;
 }

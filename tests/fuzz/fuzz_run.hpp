@@ -4,19 +4,25 @@
 // the outputs a user can ask for (trace, SVG, bubble breakdown), and checks that hold for
 // every input. A documented error (ConfigError) ends a run quietly; anything else thrown
 // escapes to libFuzzer, which reports it as a crash, as it does sanitizer reports.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <span>
 #include <sstream>
 #include <string>
 
 #include "../support/result_text.hpp"
+#include "api/errors.hpp"
+#include "api/summary.hpp"
 #include "experiment/experiment.hpp"
+#include "schedules/schedule_file.hpp"
 #include "sim/bubbles.hpp"
 #include "sim/observer.hpp"
 #include "traces/chrome_trace.hpp"
-#include "api/summary.hpp"
 #include "traces/svg.hpp"
 
 namespace bmpipe::fuzz {
@@ -38,6 +44,48 @@ inline WorkLimits small_limits() {
   std::fprintf(stderr, "fuzz invariant broken: %s\n", what.c_str());
   std::abort();
 }
+
+/// Runs `body` and says whether it finished: false when it threw one of the errors the
+/// command line answers with exit 2 (cli/guard.cpp: ConfigError and its ImportError and
+/// ShapeError, ScheduleFileError, api::RequestError, api::OutputError, api::NoPlanFits).
+/// Anything else (what the command line reports as an internal error, exit 70) escapes to
+/// libFuzzer, which keeps the input as a crash.
+template <typename Body>
+bool answered(Body&& body) {
+  try {
+    body();
+    return true;
+  } catch (const ConfigError&) {
+  } catch (const ScheduleFileError&) {
+  } catch (const api::RequestError&) {
+  } catch (const api::OutputError&) {
+  } catch (const api::NoPlanFits&) {
+  }
+  return false;
+}
+
+/// A file holding the input, for the readers that take a path (imports, journals), removed
+/// when it goes out of scope. Its name is per process, so that parallel fuzzing jobs
+/// (-jobs, -workers) do not share it.
+class TempFile {
+ public:
+  TempFile(const std::string& tag, const std::string& text) {
+    std::error_code ec;
+    std::filesystem::path dir = std::filesystem::temp_directory_path(ec);
+    if (ec) dir = "/tmp";
+    path_ = (dir / ("bmpipe-fuzz-" + std::to_string(getpid()) + "-" + tag)).string();
+    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) broken("cannot write " + path_);
+  }
+  ~TempFile() { std::remove(path_.c_str()); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 /// Runs `schedule` on `input` the three ways the CLI can (no observer, a trace, a picture)
 /// and prints the summary. The two engines must agree on every field (sim/simulate.hpp,
