@@ -7,22 +7,25 @@
 #
 # Longer sessions: BMPIPE_FUZZ_SECONDS=1200 bash scripts/fuzz.sh [TARGET...] fuzzes each
 # target for that long, keeping what it learns in build-fuzz/work/TARGET between sessions.
-# BMPIPE_FUZZ_RUNS changes the CI run count. Needs clang-14 and libclang-rt-14-dev
+# BMPIPE_FUZZ_RUNS changes the CI run count; BMPIPE_FUZZ_BUILD=0 runs the targets as last
+# built, without building them again. Needs clang-14 and libclang-rt-14-dev
 # (scripts/setup.sh installs them). Exits non-zero on the first crash, leak, UB report or
 # timeout; the input is written to build-fuzz/crash-TARGET-* (replay: the target binary
 # with that file as its argument).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(config plan hf_config schedule_file)
+[ ${#targets[@]} -gt 0 ] || targets=(config plan hf_config schedule_file megatron_args mindformers)
 
-cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DBMPIPE_FUZZ=ON -DBMPIPE_BUILD_TESTS=OFF -DBMPIPE_BUILD_BENCH=OFF -DBMPIPE_MPI=OFF >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]/#/fuzz_}" >/dev/null
+if [ "${BMPIPE_FUZZ_BUILD:-1}" != 0 ]; then
+  cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DBMPIPE_FUZZ=ON -DBMPIPE_BUILD_TESTS=OFF -DBMPIPE_BUILD_BENCH=OFF -DBMPIPE_MPI=OFF >/dev/null
+  cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]/#/fuzz_}" >/dev/null
+fi
 
-# -timeout: one input past 10 s is a hang; -max_len: configs and schedule files of a few
-# KiB reach every code path the limits allow (fuzz_run.hpp's small_limits).
-common=(-timeout=10 -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1)
+# -timeout: one input past 10 s is a hang; -max_len: configs, schedule files and imports of
+# a few KiB reach every code path the limits allow (fuzz_run.hpp's small_limits).
+common=(-timeout=10 -rss_limit_mb=2048 -print_final_stats=1)
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 for t in "${targets[@]}"; do
@@ -35,14 +38,21 @@ for t in "${targets[@]}"; do
     mode=(-runs="${BMPIPE_FUZZ_RUNS:-20000}" -seed=1)
   fi
   # The planner reads the same YAML as the config target: same corpus, same dictionary.
-  seeds="$t"
-  [ "$t" != plan ] || seeds=config
+  seeds=("tests/fuzz/corpus/$t")
+  dict="tests/fuzz/$t.dict"
+  case "$t" in
+    plan)
+      seeds=(tests/fuzz/corpus/config)
+      dict=tests/fuzz/config.dict
+      ;;
+  esac
+  max_len=4096
   mkdir -p "$work"
   # libFuzzer prints a line per new input; that goes to a log, and only its verdict here
   # (the whole log on failure).
   log="build-fuzz/fuzz-$t.log"
-  if ! "build-fuzz/tests/fuzz/fuzz_$t" "${common[@]}" "${mode[@]}" -dict="tests/fuzz/$seeds.dict" \
-    -artifact_prefix="build-fuzz/crash-$t-" "$work" "tests/fuzz/corpus/$seeds" >"$log" 2>&1; then
+  if ! "build-fuzz/tests/fuzz/fuzz_$t" "${common[@]}" -max_len="$max_len" "${mode[@]}" -dict="$dict" \
+    -artifact_prefix="build-fuzz/crash-$t-" "$work" "${seeds[@]}" >"$log" 2>&1; then
     { grep -v -e '^#[0-9]' -e 'NEW_FUNC' "$log" || true; } | tail -n 80 >&2
     echo "fuzz: $t FAILED (whole log: $log; the input: build-fuzz/crash-$t-*)" >&2
     exit 1

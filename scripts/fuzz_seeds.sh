@@ -3,7 +3,11 @@
 # new seed without anyone remembering to add it:
 #   tests/fuzz/corpus/schedule_file/seed-tiny-NAME.csv  every schedule `bmpipe schedules`
 #       lists (the registry), as `simulate tiny.yaml --schedule NAME --export-schedule` writes it;
-#   tests/fuzz/corpus/config/seed-EXAMPLE.yaml          every configs/examples/*.yaml.
+#   tests/fuzz/corpus/config/seed-EXAMPLE.yaml          every configs/examples/*.yaml;
+#   tests/fuzz/corpus/megatron_args/seed-NAME          every Megatron-LM arguments file shipped
+#       (configs/examples/*megatron*.txt) or tested (tests/data/megatron/);
+#   tests/fuzz/corpus/mindformers/seed-NAME.yaml        every MindFormers YAML shipped
+#       (configs/examples/mindformers/) or tested (tests/data/mindformers/).
 # Hand-made seeds (seed-small-*) and crash reproducers (crash-*) are left alone.
 # tests/cli/fuzz_corpus_test.cpp checks that the corpus equals what this writes.
 # Usage: bash scripts/fuzz_seeds.sh [path/to/bmpipe]   (default build/cli/bmpipe)
@@ -21,4 +25,10 @@ done
 for f in configs/examples/*.yaml; do
   [ "$(basename "$f")" = h100_llama31_405b_fp8_cp2.yaml ] && continue
   cp "$f" "$out/config/seed-$(basename "$f")"
+done
+for f in configs/examples/*megatron*.txt tests/data/megatron/*; do
+  cp "$f" "$out/megatron_args/seed-$(basename "$f")"
+done
+for f in configs/examples/mindformers/*.yaml tests/data/mindformers/*.yaml; do
+  cp "$f" "$out/mindformers/seed-$(basename "$f")"
 done
