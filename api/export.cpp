@@ -342,6 +342,7 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   job.cp_comm_type = config.training.cp_comm_type;
   job.fp8 = config.training.fp8;
   job.fp8_recipe = config.training.fp8_recipe;
+  job.cuda_graphs = config.training.cuda_graphs;
 
   std::string text = "# bmpipe export " + format + " of " + config.file + "\n";
   text += "# " + framework + " runs this with " + schedule_words(out.schedule, out.vpp) + ": " +

@@ -60,6 +60,9 @@ struct ExportJob {
   /// states them when they are not the defaults (cp 1, no FP8).
   int cp = 1;
   std::string cp_comm_type = "p2p", fp8 = "none", fp8_recipe = "delayed";
+  /// training.cuda_graphs as the config gives it (a comma list of scopes; empty or "none":
+  /// no CUDA graph).
+  std::string cuda_graphs;
   /// Samples per iteration: micro-batch size x dp x micro-batches.
   int global_batch_size() const { return micro_batch_size * dp * microbatches; }
 };

@@ -599,6 +599,7 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
     y.value(1, "moe_dispatcher", *job.moe_dispatcher, "training.moe_dispatcher");
   if (job.fp8) y.value(1, "fp8", *job.fp8, "training.fp8");
   if (job.fp8_recipe) y.value(1, "fp8_recipe", *job.fp8_recipe, "training.fp8_recipe");
+  if (job.cuda_graphs) y.value(1, "cuda_graphs", *job.cuda_graphs, "training.cuda_graphs");
   if (job.zero_stage || job.grad_dtype || job.overlap_grad_reduce || job.overlap_param_gather) {
     y.raw("  optimizer:\n");
     if (job.zero_stage)

@@ -144,6 +144,7 @@ struct ImportedJob {
   /// fp8_recipe); written when set.
   std::optional<int> cp;
   std::optional<std::string> cp_comm_type, fp8, fp8_recipe;
+  std::optional<std::string> cuda_graphs;  ///< training.cuda_graphs; written when set
   std::optional<int> microbatches, global_batch_size, micro_batch_size, seq_length;
   std::optional<std::string> dtype;    ///< bf16 or fp16
   std::optional<std::string> kernels;  ///< training.kernels (eager or fused); written when set

@@ -31,7 +31,8 @@ MegatronExport export_megatron(const ExportLayout& layout);
 /// --expert-tensor-parallel-size), which import reads back to the same shape.
 std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job);
 /// --context-parallel-size and --cp-comm-type when job.cp > 1, --fp8-format and
-/// --fp8-recipe when job.fp8 is not none; nothing for a job at Megatron-LM's defaults.
+/// --fp8-recipe when job.fp8 is not none, --cuda-graph-impl and --cuda-graph-modules when
+/// job.cuda_graphs names scopes; nothing for a job at Megatron-LM's defaults.
 std::string megatron_cp_fp8_flags(const ExportJob& job);
 
 /// Every per-layer recompute choice Megatron-LM's flags can state for a partition (decoder

@@ -157,6 +157,9 @@ constexpr std::string_view kFp8Format[] = {"e4m3", "hybrid"};
 // e2m1 and nvfp4).
 constexpr std::string_view kFp4Format[] = {"e2m1"};
 constexpr std::string_view kFp4Recipe[] = {"nvfp4"};
+// --cuda-graph-impl: TransformerConfig.cuda_graph_impl's Literal at d98e8a64
+// (megatron/core/transformer/transformer_config.py), which the parser's choices come from.
+constexpr std::string_view kGraphImpl[] = {"none", "local", "transformer_engine", "full_iteration"};
 
 // The flags bmpipe reads; [MG-args] and [MG-au] give their kinds. Every other flag is
 // treated as frameworks/megatron/flags.tsv says (its modelled rows are these).
@@ -239,6 +242,12 @@ constexpr FlagSpec kFlags[] = {
     {"--fp8-recipe", Kind::text},
     {"--fp4-format", Kind::choice, kFp4Format},
     {"--fp4-recipe", Kind::choice, kFp4Recipe},
+    // CUDA graphs
+    {"--cuda-graph-impl", Kind::choice, kGraphImpl},
+    {"--cuda-graph-modules", Kind::list},
+    {"--cuda-graph-scope", Kind::list},
+    {"--enable-cuda-graph", Kind::boolean},
+    {"--external-cuda-graph", Kind::boolean},
 };
 
 const FlagSpec* find_flag(std::string_view name) {
@@ -1085,6 +1094,94 @@ void read_context_parallel_and_fp8(const Reading& ctx) {
   }
 }
 
+/// CUDA graphs as Megatron-LM at d98e8a64 reads them (megatron/training/arguments.py,
+/// validate_args; megatron/core/transformer/cuda_graph_config.py): --cuda-graph-impl none
+/// (the default), local or transformer_engine captures per layer the modules
+/// --cuda-graph-modules names (attn, mlp, moe, moe_router, moe_preprocess, mamba; none: the
+/// whole layer; the deprecated "full" is the same), and full_iteration the whole
+/// forward-backward. --cuda-graph-scope is the modules' deprecated spelling (not with
+/// --cuda-graph-modules), and its value full_iteration sets the impl; --enable-cuda-graph
+/// and --external-cuda-graph are local and transformer_engine (not with --cuda-graph-impl).
+/// bmpipe's training.cuda_graphs names the captured scopes: a captured kernel costs no
+/// launch; the two per-layer implementations capture alike. Mamba layers are not modelled,
+/// so "mamba" captures nothing of a bmpipe model.
+void read_cuda_graphs(const Reading& ctx) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const bool enable = a.boolean("--enable-cuda-graph");
+  const bool external = a.boolean("--external-cuda-graph");
+  std::optional<std::string> impl = a.choice("--cuda-graph-impl");
+  const char* impl_flag = "--cuda-graph-impl";
+  if (enable || external) {
+    const char* old = enable ? "--enable-cuda-graph" : "--external-cuda-graph";
+    if (impl)
+      a.fail(old,
+             "is not given with --cuda-graph-impl (Megatron-LM's validate_args: \"Do not "
+             "use --enable-cuda-graph or --external-cuda-graph with --cuda-graph-impl.\")");
+    if (enable && external)
+      a.fail("--external-cuda-graph",
+             "is not given with --enable-cuda-graph (Megatron-LM's validate_args: they "
+             "\"cannot be enabled at the same time\")");
+    impl = enable ? "local" : "transformer_engine";
+    impl_flag = old;
+  }
+  if (a.given("--cuda-graph-scope") && a.given("--cuda-graph-modules"))
+    a.fail("--cuda-graph-scope",
+           "is not given with --cuda-graph-modules (Megatron-LM's validate_args: \"--cuda-graph-"
+           "scope and --cuda-graph-modules cannot be used together.\")");
+  const char* modules_flag =
+      a.given("--cuda-graph-scope") ? "--cuda-graph-scope" : "--cuda-graph-modules";
+  std::vector<std::string> modules = a.list(modules_flag);
+  // The deprecated spellings: "full" alone is the whole layer, "full_iteration" the impl.
+  if (std::find(modules.begin(), modules.end(), "full") != modules.end()) {
+    if (modules.size() > 1)
+      a.fail(modules_flag,
+             "\"full\" is given alone (Megatron-LM: \"full scope cannot be used "
+             "with other scopes.\")");
+    modules.clear();
+  }
+  const auto full_iteration = std::find(modules.begin(), modules.end(), "full_iteration");
+  if (full_iteration != modules.end()) {
+    if (impl && *impl != "none" && *impl != "local" && *impl != "full_iteration")
+      a.fail(modules_flag, "full_iteration is not given with --cuda-graph-impl " + *impl +
+                               " (Megatron-LM's cuda_graph_config.py)");
+    modules.erase(full_iteration);
+    impl = "full_iteration";
+    impl_flag = modules_flag;
+  }
+  if (!impl || *impl == "none") {
+    if (!modules.empty())
+      job.ignore(std::string(modules_flag) + " (no effect without --cuda-graph-impl)");
+    return;
+  }
+  std::vector<std::string> scopes;
+  if (*impl == "full_iteration") {
+    if (!modules.empty())
+      a.fail(modules_flag,
+             "names modules, which --cuda-graph-impl full_iteration captures all "
+             "of (Megatron-LM: the modules \"must be empty\")");
+    scopes = {"full_iteration"};
+  } else {
+    if (modules.empty()) modules = {"attn", "mlp", "moe"};  // the whole layer
+    for (const std::string& m : modules) {
+      if (m == "mamba") continue;  // no Mamba layer in a bmpipe model
+      if (m != "attn" && m != "mlp" && m != "moe" && m != "moe_router" && m != "moe_preprocess")
+        a.fail(modules_flag, "unknown module " + shown(m) +
+                                 " (Megatron-LM's CudaGraphModule: attn, mlp, moe, moe_router, "
+                                 "moe_preprocess, mamba)");
+      if (std::find(scopes.begin(), scopes.end(), m) == scopes.end()) scopes.push_back(m);
+    }
+    if (scopes.empty()) {
+      job.ignore(std::string(modules_flag) + " mamba (bmpipe models no Mamba layer)");
+      return;
+    }
+  }
+  std::string text;
+  for (const std::string& m : scopes) text += (text.empty() ? "" : ",") + m;
+  job.cuda_graphs = text;
+  job.from("training.cuda_graphs", a.origin(a.given(modules_flag) ? modules_flag : impl_flag));
+}
+
 /// The partition flags as given: the three ways to ask for virtual stages, the first and
 /// last ranks' layers, and the embedding and the loss counted as layers.
 struct PartitionFlags {
@@ -1368,6 +1465,7 @@ ImportedJob read_megatron_args(const std::string& text, const std::string& name)
   read_batch_and_parallelism(ctx);
   read_precision_and_optimizer(ctx);
   read_context_parallel_and_fp8(ctx);
+  read_cuda_graphs(ctx);
   read_partition(ctx);
   read_recompute(ctx);
   return job;
