@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(config plan hf_config schedule_file megatron_args mindformers)
+[ ${#targets[@]} -gt 0 ] || targets=(config plan hf_config schedule_file journal megatron_args mindformers)
 
 if [ "${BMPIPE_FUZZ_BUILD:-1}" != 0 ]; then
   cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -24,7 +24,8 @@ if [ "${BMPIPE_FUZZ_BUILD:-1}" != 0 ]; then
 fi
 
 # -timeout: one input past 10 s is a hang; -max_len: configs, schedule files and imports of
-# a few KiB reach every code path the limits allow (fuzz_run.hpp's small_limits).
+# a few KiB reach every code path the limits allow (fuzz_run.hpp's small_limits); a journal
+# of the fuzz_journal search is 10 KiB whole.
 common=(-timeout=10 -rss_limit_mb=2048 -print_final_stats=1)
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
@@ -47,6 +48,7 @@ for t in "${targets[@]}"; do
       ;;
   esac
   max_len=4096
+  [ "$t" != journal ] || max_len=16384
   mkdir -p "$work"
   # libFuzzer prints a line per new input; that goes to a log, and only its verdict here
   # (the whole log on failure).

@@ -7,7 +7,10 @@
 #   tests/fuzz/corpus/megatron_args/seed-NAME          every Megatron-LM arguments file shipped
 #       (configs/examples/*megatron*.txt) or tested (tests/data/megatron/);
 #   tests/fuzz/corpus/mindformers/seed-NAME.yaml        every MindFormers YAML shipped
-#       (configs/examples/mindformers/) or tested (tests/data/mindformers/).
+#       (configs/examples/mindformers/) or tested (tests/data/mindformers/);
+#   tests/fuzz/corpus/journal/seed-tiny-*.jsonl         the journals of the search fuzz_journal
+#       resumes (tiny.yaml, --pp 2,4, every schedule of the registry) with the planner off and
+#       quick: whole, the header alone, cut half way, and torn in its last line.
 # Hand-made seeds (seed-small-*) and crash reproducers (crash-*) are left alone.
 # tests/cli/fuzz_corpus_test.cpp checks that the corpus equals what this writes.
 # Usage: bash scripts/fuzz_seeds.sh [path/to/bmpipe]   (default build/cli/bmpipe)
@@ -31,4 +34,20 @@ for f in configs/examples/*megatron*.txt tests/data/megatron/*; do
 done
 for f in configs/examples/mindformers/*.yaml tests/data/mindformers/*.yaml; do
   cp "$f" "$out/mindformers/seed-$(basename "$f")"
+done
+# The search of tests/fuzz/fuzz_journal.cpp, which must be this one: same config, same
+# dimensions, every schedule `bmpipe schedules --names` lists.
+schedules="$("$bmpipe" schedules --names | paste -sd, -)"
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+for planner in off quick; do
+  journal="$scratch/$planner.jsonl"
+  "$bmpipe" search configs/examples/tiny.yaml --pp 2,4 --schedules "$schedules" \
+    --planner "$planner" --threads 1 --quiet --journal "$journal" >/dev/null
+  lines=$(wc -l <"$journal")
+  cp "$journal" "$out/journal/seed-tiny-$planner.jsonl"
+  head -n 1 "$journal" >"$out/journal/seed-tiny-$planner-header.jsonl"
+  head -n $(((lines + 1) / 2)) "$journal" >"$out/journal/seed-tiny-$planner-half.jsonl"
+  # A kill in mid-write: the last line without its end.
+  head -c $(($(wc -c <"$journal") - 20)) "$journal" >"$out/journal/seed-tiny-$planner-torn.jsonl"
 done
