@@ -101,6 +101,10 @@ Config layout_config(const Config& base, const Layout& l) {
   t.ep = l.ep;
   t.etp = l.etp;
   t.cp = l.cp;
+  // TransformerEngine's tp overlap hides tp collectives; a tp-1 layout has none, and
+  // Megatron-LM (and check_config) refuse the flag there, so that layout is the job without
+  // it, as its export writes it.
+  if (l.tp == 1) t.tp_comm_overlap = false;
   t.global_batch_size = static_cast<int>(global_batch(base));
   t.microbatches_given = false;
   t.partition.clear();  // the planner (or a uniform split) decides

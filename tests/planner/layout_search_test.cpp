@@ -145,6 +145,29 @@ TEST(LayoutSearch, ContextParallelTakesItsRanksOutOfDp) {
   EXPECT_EQ(to_string(layouts[1]), "tp 2 pp 2 dp 1 vpp 1 mbs 1 1f1b cp 2");
 }
 
+// A config with TransformerEngine's tp overlap: its tp-1 layouts are the job without it
+// (Megatron-LM and check_config refuse --tp-comm-overlap at tp 1), not refused; its tp-2
+// layouts keep it.
+TEST(LayoutSearch, TpOverlapIsDroppedAtTp1NotTheLayout) {
+  const Config base = parse_config(
+      "cluster: {nodes: 1, devices_per_node: 8, device: {preset: a100-80g}}\n"
+      "model: {preset: llama2-7b}\n"
+      "training: {schedule: 1f1b, tp: 2, pp: 2, seq_length: 1024, micro_batch_size: 1,\n"
+      "           global_batch_size: 16, sequence_parallel: true, tp_comm_overlap: true}\n",
+      "overlap.yaml");
+  LayoutSpace space;
+  space.tp = {1, 2};
+  space.pp = {2};
+  space.micro_batch_size = {1};
+  space.schedules = {"1f1b"};
+  const std::vector<Layout> layouts = enumerate_layouts(base, space, nullptr);
+  ASSERT_EQ(layouts.size(), 2u);
+  for (const Layout& l : layouts) {
+    const Config c = layout_config(base, l);
+    EXPECT_EQ(c.training.tp_comm_overlap, l.tp > 1) << to_string(l);
+  }
+}
+
 TEST(LayoutSearch, BadCpValuesAreConfigErrors) {
   for (int cp : {0, 3}) {  // 0 is no size; 1024 tokens do not cut into 2 x 3 = 6 chunks
     LayoutSpace space;
