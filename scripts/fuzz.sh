@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(config plan hf_config schedule_file journal megatron_args mindformers)
+[ ${#targets[@]} -gt 0 ] || targets=(config plan hf_config schedule_file journal megatron_args mindformers report)
 
 if [ "${BMPIPE_FUZZ_BUILD:-1}" != 0 ]; then
   cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -38,13 +38,19 @@ for t in "${targets[@]}"; do
     work="$scratch/$t"
     mode=(-runs="${BMPIPE_FUZZ_RUNS:-20000}" -seed=1)
   fi
-  # The planner reads the same YAML as the config target: same corpus, same dictionary.
+  # The planner reads the same YAML as the config target: same corpus, same dictionary. The
+  # report target reads that YAML too, with seeds and words of its own for the user strings.
   seeds=("tests/fuzz/corpus/$t")
   dict="tests/fuzz/$t.dict"
   case "$t" in
     plan)
       seeds=(tests/fuzz/corpus/config)
       dict=tests/fuzz/config.dict
+      ;;
+    report)
+      seeds=(tests/fuzz/corpus/config tests/fuzz/corpus/report)
+      dict="$scratch/report.dict"
+      cat tests/fuzz/config.dict tests/fuzz/report.dict >"$dict"
       ;;
   esac
   max_len=4096

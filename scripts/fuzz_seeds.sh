@@ -11,7 +11,8 @@
 #   tests/fuzz/corpus/journal/seed-tiny-*.jsonl         the journals of the search fuzz_journal
 #       resumes (tiny.yaml, --pp 2,4, every schedule of the registry) with the planner off and
 #       quick: whole, the header alone, cut half way, and torn in its last line.
-# Hand-made seeds (seed-small-*) and crash reproducers (crash-*) are left alone.
+# Hand-made seeds (seed-small-*, and all of corpus/report/) and crash reproducers (crash-*)
+# are left alone.
 # tests/cli/fuzz_corpus_test.cpp checks that the corpus equals what this writes.
 # Usage: bash scripts/fuzz_seeds.sh [path/to/bmpipe]   (default build/cli/bmpipe)
 set -euo pipefail
