@@ -10,6 +10,7 @@
 
 #include "api/contracts.hpp"
 #include "api/summary.hpp"
+#include "experiment/output_work.hpp"
 #include "experiment/suggest.hpp"
 #include "frameworks/megatron/formats.hpp"
 #include "planner/baselines.hpp"
@@ -124,6 +125,19 @@ CompareOutcome run_compare(const Config& config, const CompareRequest& request) 
   o.schedule.reset();  // each row names its own
   apply_overrides(base, o);
 
+  if (request.record_timelines) {
+    // The picture keeps every schedule's timeline until it is drawn: each counts against
+    // the work limit at the largest schedule's op bound, before anything is allocated.
+    Config worst = base;
+    for (const std::string& name : request.schedules) {
+      Config c = base;
+      c.training.schedule = name;
+      c.training.vpp = effective_vpp(require_schedule(name, "--schedules"), base.training.vpp);
+      if (op_bound(c) > op_bound(worst)) worst = c;
+    }
+    check_output_work(
+        worst, {{"--svg", kTimelineBytesPerOp * static_cast<int>(request.schedules.size())}});
+  }
   CompareOutcome out;
   // Per row, its timeline's index in out.timelines (refused rows have none).
   std::vector<std::optional<std::size_t>> timeline_of;

@@ -126,6 +126,29 @@ TEST(OutputWork, SimulateRefusesAnSvgPastTheLimitAndWritesNothing) {
   EXPECT_EQ(test::run_cli("simulate '" + config + "' --max-ops 10000 --quiet").code, 0);
 }
 
+// compare --svg keeps every schedule's timeline until it draws them: two schedules of 6000
+// ops each count 2 x 75 bytes per op on top of the simulation's 50, (50 + 150) / 50 x 6000
+// = 24000 ops.
+TEST(OutputWork, CompareCountsEveryScheduleItDraws) {
+  const test::ScratchDir dir;
+  const std::string config = test::write_file(dir.file("run.yaml"), kRun);
+  const std::string svg = dir.file("c.svg");
+  const std::string args = "compare '" + config + "' --schedules 1f1b,gpipe --quiet --svg '" + svg;
+  const test::CliRun r = test::run_cli(args + "' --max-ops 23999");
+  EXPECT_EQ(r.code, 2) << r.all();
+  EXPECT_TRUE(test::has(r.err, config + ":19: training.microbatches:")) << r.err;
+  EXPECT_TRUE(test::has(r.err, "--svg keeps about 150 bytes per op")) << r.err;
+  EXPECT_TRUE(test::has(r.err, "raise it with --max-ops 24000")) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(svg));
+  const test::CliRun ok = test::run_cli(args + "' --max-ops 24000");
+  EXPECT_EQ(ok.code, 0) << ok.all();
+  EXPECT_TRUE(std::filesystem::exists(svg));
+  // Without the picture the limit is the simulation's alone.
+  EXPECT_EQ(
+      test::run_cli("compare '" + config + "' --schedules 1f1b,gpipe --quiet --max-ops 6000").code,
+      0);
+}
+
 TEST(OutputWork, ReportRefusesARunWhosePagePassesTheLimit) {
   const test::ScratchDir dir;
   const std::string config = test::write_file(dir.file("run.yaml"), kRun);
