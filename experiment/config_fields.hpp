@@ -479,9 +479,9 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
     {.name = "cuda_graphs",
      .slot = &TrainingConfig::cuda_graphs,
      .help = "the scopes CUDA graphs capture, comma-separated: attn, mlp, moe, moe_router, "
-             "moe_preprocess, full_iteration (Megatron's --cuda-graph-scope; "
-             "full_iteration: --cuda-graph-impl full_iteration); their kernels launch for "
-             "free; default none",
+             "moe_preprocess, full_iteration (Megatron's --cuda-graph-modules under "
+             "--cuda-graph-impl transformer_engine or local; full_iteration: --cuda-graph-impl "
+             "full_iteration); their kernels launch for free; default none",
      .form = Form::analytic},
 });
 
