@@ -347,7 +347,7 @@ struct Context {
     return *times;
   }
   PlanRun run(const Plan& plan) const {
-    return finish_run(space.experiment(), o, space.schedule(), plan);
+    return finish_run(space.experiment(), o, space.schedule(), plan, &space.compiled());
   }
 };
 

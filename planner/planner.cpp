@@ -73,7 +73,7 @@ PlanRun prefer_first_n(const Experiment& e, const PlannerOptions& o, const Sched
 PlanRun best_rule(const Space& space, const PlannerOptions& o, PlanRun best) {
   for (const Plan& p : space.rule_plans(best.plan.partition, o.expressible->recompute_rules)) {
     if (p.recompute == best.plan.recompute) continue;
-    PlanRun r = planner::finish_run(space.experiment(), o, space.schedule(), p);
+    PlanRun r = planner::finish_run(space.experiment(), o, space.schedule(), p, &space.compiled());
     if (r.fits() && planner::score_of(r.result) < planner::score_of(best.result) &&
         expressible_by(space.experiment(), r.plan, r.schedule, o.expressible))
       best = std::move(r);

@@ -85,6 +85,8 @@ class Space {
   int layers() const { return layers_; }
   bool multi() const { return multi_; }
   const Schedule& schedule() const { return schedule_; }
+  /// schedule(), compiled and validated once (finish_run reuses it).
+  const CompiledSchedule& compiled() const { return compiled_; }
   const Experiment& experiment() const { return e_; }
   std::int64_t limit() const { return limit_; }
   const Exporter* expressible() const { return expressible_; }
