@@ -336,6 +336,7 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   job.etp = config.training.etp;
   job.zero_stage = config.training.optimizer.zero_stage;
   job.overlap_param_gather = config.training.optimizer.overlap_param_gather;
+  job.overlap_grad_reduce = config.training.optimizer.overlap_grad_reduce;
   job.moe_overlap = config.training.moe_overlap;
   job.deepep = config.training.dispatcher() == MoeDispatcher::deepep;
   job.cp = config.training.cp;

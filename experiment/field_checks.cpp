@@ -71,6 +71,14 @@ void check_framework_rules(const Config& c) {
            "--use-distributed-optimizer: without one no parameters are gathered after the "
            "step (expected false, or training.optimizer.zero_stage 1 or more, or "
            "training.fsdp: true)");
+  // megatron/training/arguments.py at d98e8a64, validate_args: "Must use
+  // --overlap-param-gather with --overlap-grad-reduce".
+  if (t.optimizer.overlap_param_gather && !t.optimizer.overlap_grad_reduce)
+    c.fail("training.optimizer.overlap_param_gather",
+           "true needs training.optimizer.overlap_grad_reduce: true, as Megatron-LM's "
+           "--overlap-param-gather needs --overlap-grad-reduce (\"Must use "
+           "--overlap-param-gather with --overlap-grad-reduce\"; expected false, or "
+           "overlap_grad_reduce: true)");
   // Megatron-LM turns sequence parallelism off at tp 1, and then --tp-comm-overlap's
   // assertion that it is on fails: there are no tp collectives to overlap.
   if (t.tp_comm_overlap && t.tp == 1)

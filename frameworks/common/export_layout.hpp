@@ -53,6 +53,9 @@ struct ExportJob {
   /// Megatron-FSDP's flags; stage 1 (the distributed optimizer) is left to the script.
   int zero_stage = 0;
   bool overlap_param_gather = false;
+  /// training.optimizer.overlap_grad_reduce: --overlap-grad-reduce (Megatron-LM's default
+  /// is off; --overlap-param-gather needs it).
+  bool overlap_grad_reduce = false;
   bool moe_overlap = false;  ///< training.moe_overlap: --overlap-moe-expert-parallel-comm
   /// training.moe_dispatcher deepep: the flex dispatcher with the deepep backend.
   bool deepep = false;

@@ -248,6 +248,9 @@ std::string megatron_sharding_flags(const ExportJob& job) {
            (job.zero_stage >= 3 ? "optim_grads_params" : "optim_grads") + "\n";
   else if (job.zero_stage == 1 && job.overlap_param_gather)
     out += "--use-distributed-optimizer\n";
+  // The dp overlaps the config costs: Megatron-LM's defaults are both off, and its
+  // validate_args asserts --overlap-grad-reduce beside --overlap-param-gather.
+  if (job.overlap_grad_reduce) out += "--overlap-grad-reduce\n";
   if (job.overlap_param_gather && job.zero_stage >= 1) out += "--overlap-param-gather\n";
   return out;
 }

@@ -183,8 +183,10 @@ TEST(ZeroSharding, OverlapParamGatherHidesTheGatherBehindTheFirstForward) {
   const auto tail = [](const std::string& opt) {
     return test::prepare_run(parse_config(llama_pp4_dp4(opt), "z.yaml"));
   };
-  const test::Prepared plain = tail("{zero_stage: 1}");
-  const test::Prepared over = tail("{zero_stage: 1, overlap_param_gather: true}");
+  // (Megatron-LM's --overlap-param-gather needs --overlap-grad-reduce: both have it.)
+  const test::Prepared plain = tail("{zero_stage: 1, overlap_grad_reduce: true}");
+  const test::Prepared over =
+      tail("{zero_stage: 1, overlap_grad_reduce: true, overlap_param_gather: true}");
   const Time gather = 2'428'600'320;
   const Time f = plain.input.stages[1].forward;
   EXPECT_NEAR(static_cast<double>(plain.input.tail_time[1] - over.input.tail_time[1]),

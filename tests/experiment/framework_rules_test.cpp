@@ -30,7 +30,7 @@ training:
   tp: 2
   seq_length: 4096
   global_batch_size: 16
-  optimizer: {zero_stage: 0, overlap_param_gather: true}
+  optimizer: {zero_stage: 0, overlap_param_gather: true, overlap_grad_reduce: true}
 )";
 
 TEST(FrameworkRules, OverlapParamGatherNeedsAShardedOptimizer) {
@@ -43,25 +43,39 @@ TEST(FrameworkRules, OverlapParamGatherNeedsAShardedOptimizer) {
   EXPECT_TRUE(has(e.message(), "zero_stage 1 or more"));
   // Absent zero_stage is 0 too.
   const ConfigError absent = config_error(
-      with("{zero_stage: 0, overlap_param_gather: true}", "{overlap_param_gather: true}", kDense));
+      with("{zero_stage: 0, overlap_param_gather: true", "{overlap_param_gather: true", kDense));
   EXPECT_EQ(absent.key(), "training.optimizer.overlap_param_gather");
   // Sharded: ZeRO-1, or FSDP (zero_stage 3), is a job that runs.
   EXPECT_TRUE(parse_config(with("zero_stage: 0", "zero_stage: 1", kDense), "exp.yaml")
                   .training.optimizer.overlap_param_gather);
-  EXPECT_EQ(parse_config(with("{zero_stage: 0, overlap_param_gather: true}",
-                              "{overlap_param_gather: true}\n  fsdp: true", kDense),
-                         "exp.yaml")
-                .training.optimizer.zero_stage,
-            3);
+  EXPECT_EQ(
+      parse_config(
+          with("{zero_stage: 0, overlap_param_gather: true, overlap_grad_reduce: true}",
+               "{overlap_param_gather: true, overlap_grad_reduce: true}\n  fsdp: true", kDense),
+          "exp.yaml")
+          .training.optimizer.zero_stage,
+      3);
   // Off, ZeRO-0 stays valid.
   parse_config(with("overlap_param_gather: true", "overlap_param_gather: false", kDense),
                "exp.yaml");
 }
 
+// megatron/training/arguments.py at d98e8a64, validate_args: "Must use
+// --overlap-param-gather with --overlap-grad-reduce".
+TEST(FrameworkRules, OverlapParamGatherNeedsOverlapGradReduce) {
+  const std::string sharded = with("zero_stage: 0", "zero_stage: 1", kDense);
+  EXPECT_TRUE(parse_config(sharded, "exp.yaml").training.optimizer.overlap_param_gather);
+  const ConfigError e = config_error(with(", overlap_grad_reduce: true", "", sharded));
+  EXPECT_EQ(e.key(), "training.optimizer.overlap_param_gather");
+  EXPECT_EQ(e.line(), 11);
+  EXPECT_TRUE(has(e.message(), "needs training.optimizer.overlap_grad_reduce: true"));
+  EXPECT_TRUE(has(e.message(), "Must use --overlap-param-gather with --overlap-grad-reduce"));
+}
+
 TEST(FrameworkRules, OverlapParamGatherFromTheCommandLine) {
   Overrides o;
   o.set = {{"training.optimizer.overlap_param_gather", "true"}};
-  const std::string off = with("overlap_param_gather: true", "overlap_grad_reduce: true", kDense);
+  const std::string off = with("overlap_param_gather: true, ", "", kDense);
   const ConfigError e = config_error(off, o);
   EXPECT_EQ(e.key(), "training.optimizer.overlap_param_gather (from the command line)");
   EXPECT_EQ(e.line(), 0);

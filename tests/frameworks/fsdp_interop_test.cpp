@@ -133,11 +133,14 @@ TEST(FsdpExport, StagesTwoAndThreeRoundTripAsMegatronFsdp) {
   EXPECT_EQ(three.training.optimizer.zero_stage, 3);
   const Config two = round_trip(
       "--use-megatron-fsdp --use-distributed-optimizer "
-      "--data-parallel-sharding-strategy optim_grads --overlap-param-gather\n");
+      "--data-parallel-sharding-strategy optim_grads --overlap-param-gather "
+      "--overlap-grad-reduce\n");
   EXPECT_TRUE(two.training.fsdp);
   EXPECT_EQ(two.training.optimizer.zero_stage, 2);
   EXPECT_TRUE(two.training.optimizer.overlap_param_gather);
-  const Config one = round_trip("--use-distributed-optimizer --overlap-param-gather\n");
+  const Config one =
+      round_trip("--use-distributed-optimizer --overlap-param-gather --overlap-grad-reduce\n");
+  EXPECT_TRUE(one.training.optimizer.overlap_grad_reduce);
   EXPECT_FALSE(one.training.fsdp);
   EXPECT_EQ(one.training.optimizer.zero_stage, 1);
   EXPECT_TRUE(one.training.optimizer.overlap_param_gather);
