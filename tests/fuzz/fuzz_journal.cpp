@@ -14,8 +14,13 @@
 // again it must give the same document, wall time aside (a resumed search is the
 // uninterrupted one's, search_journal.hpp), and so it checks that what append() writes
 // reads back as it was.
+//
+// A search that returns or refuses the journal must leave no file open: the Python module
+// resumes and refuses journals in one long-lived process, and a descriptor lost per refusal
+// runs it out of them (and this target too, after ulimit -n runs, in TempFile).
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 #include "api/search_journal.hpp"
@@ -56,6 +61,16 @@ std::uint64_t header_hash(const std::string& text) {
   return std::stoull(hex, nullptr, 16);
 }
 
+// The process's open file descriptors (Linux: /proc/self/fd), or -1 when unknown.
+long open_files() {
+  std::error_code ec;
+  long n = 0;
+  for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end;
+       it.increment(ec))
+    ++n;
+  return ec ? -1 : n;
+}
+
 // The document without its wall times, the one part that differs between two runs.
 nlohmann::json without_wall_time(nlohmann::json j) {
   if (j.is_object()) {
@@ -76,8 +91,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string notes;
   const auto note = [&notes](const std::string& line) { notes += line + "\n"; };
   nlohmann::json document;
-  if (!fuzz::answered([&] { document = api::run_search(tiny(), request(), journal, note); }))
-    return 0;
+  const long files = open_files();
+  const bool resumed =
+      fuzz::answered([&] { document = api::run_search(tiny(), request(), journal, note); });
+  if (const long now = open_files(); files >= 0 && now > files)
+    fuzz::broken("run_search left " + std::to_string(now - files) + " file(s) open after " +
+                 (resumed ? "resuming" : "refusing") + " the journal");
+  if (!resumed) return 0;
   // What `bmpipe search --json` prints (the CLI dumps with replacement of bad UTF-8).
   const auto shown = [](const nlohmann::json& j) {
     return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);

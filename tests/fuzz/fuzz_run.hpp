@@ -6,8 +6,10 @@
 // escapes to libFuzzer, which reports it as a crash, as it does sanitizer reports.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -76,7 +78,7 @@ class TempFile {
     path_ = (dir / ("bmpipe-fuzz-" + std::to_string(getpid()) + "-" + tag)).string();
     std::ofstream out(path_, std::ios::binary | std::ios::trunc);
     out << text;
-    if (!out) broken("cannot write " + path_);
+    if (!out) broken("cannot write " + path_ + " (" + std::strerror(errno) + ")");
   }
   ~TempFile() { std::remove(path_.c_str()); }
   TempFile(const TempFile&) = delete;
