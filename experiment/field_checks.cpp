@@ -439,6 +439,17 @@ void check_totals(const Config& c, std::int64_t stages) {
                "micro-batches are far too large");
 }
 
+/// An estimate of memory as the work limits' messages say it: "1.5 GiB", else whole MiB
+/// rounded up.
+std::string memory_estimate_text(long double bytes) {
+  char buf[32];
+  if (bytes >= 1073741824.0L)
+    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes / 1073741824.0L));
+  else
+    std::snprintf(buf, sizeof buf, "%.0f MiB", std::ceil(static_cast<double>(bytes / 1048576.0L)));
+  return std::string(buf);
+}
+
 }  // namespace
 
 std::int64_t op_bound(const Config& c) {
@@ -465,15 +476,7 @@ void check_output_work(const Config& c, const std::vector<OutputWork>& outputs) 
     names += (i == 0 ? "" : i + 1 == outputs.size() ? " and " : ", ") + outputs[i].option;
     extra += outputs[i].bytes_per_op;
   }
-  const auto gib = [](long double bytes) {
-    char buf[32];
-    if (bytes >= 1073741824.0L)
-      std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes / 1073741824.0L));
-    else
-      std::snprintf(buf, sizeof buf, "%.0f MiB",
-                    std::ceil(static_cast<double>(bytes / 1048576.0L)));
-    return std::string(buf);
-  };
+  const auto gib = memory_estimate_text;
   const std::int64_t ops = op_bound(c);
   const std::string key = t.microbatches >= stages ? "training.microbatches" : "training.pp";
   c.fail(key, "this run needs up to " + std::to_string(ops) + " ops (" + std::to_string(stages) +
@@ -503,15 +506,7 @@ void check_work_bounds(const Config& c, const WorkLimits& limits) {
   if (ops > limits.max_ops) {
     // Bytes per op measured on runs of 8-24 million ops: 33 (ZB-H1) to 51 (ZB-V), 96 with
     // an SVG (README, "Limits").
-    auto memory = [](long double bytes) {
-      char buf[32];
-      if (bytes >= 1073741824.0L)
-        std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes / 1073741824.0L));
-      else
-        std::snprintf(buf, sizeof buf, "%.0f MiB",
-                      std::ceil(static_cast<double>(bytes / 1048576.0L)));
-      return std::string(buf);
-    };
+    const auto memory = memory_estimate_text;
     const std::string key = t.microbatches >= stages ? "training.microbatches" : "training.pp";
     c.fail(key, "this run needs up to " + count_text(ops) + " ops (" + std::to_string(stages) +
                     " stages x " + std::to_string(t.microbatches) + " micro-batches x 3), about " +

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "frameworks/megatron/formats.hpp"
+#include "sim/cost/kernels.hpp"
 
 // Sources (read, not copied), cited below by these short names, all Megatron-LM at
 // d98e8a64ddf3:
@@ -256,23 +257,6 @@ std::string megatron_sharding_flags(const ExportJob& job) {
 }
 }  // namespace
 
-namespace {
-/// The scopes of training.cuda_graphs, trimmed, without "none".
-std::vector<std::string> graph_scopes(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    std::string name = text.substr(start, comma - start);
-    name.erase(0, name.find_first_not_of(" \t"));
-    name.erase(name.find_last_not_of(" \t") + 1);
-    if (!name.empty() && name != "none") out.push_back(name);
-    start = comma + 1;
-  }
-  return out;
-}
-}  // namespace
-
 std::string megatron_cp_fp8_flags(const ExportJob& job) {
   // Written only when they differ from Megatron-LM's defaults (cp 1, no FP8), so that a
   // job without them exports as before.
@@ -292,7 +276,7 @@ std::string megatron_cp_fp8_flags(const ExportJob& job) {
   // --cuda-graph-impl full_iteration; per-layer scopes are TransformerEngine's graphs of
   // the modules named (Megatron-Bridge's perf recipes capture attn, moe_router and
   // moe_preprocess this way).
-  const std::vector<std::string> scopes = graph_scopes(job.cuda_graphs);
+  const std::vector<std::string> scopes = graph_scope_names(job.cuda_graphs);
   if (std::find(scopes.begin(), scopes.end(), "full_iteration") != scopes.end()) {
     out += "--cuda-graph-impl full_iteration\n";
   } else if (!scopes.empty()) {
@@ -338,7 +322,7 @@ std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
   // With CUDA graphs the flags below state them by --cuda-graph-impl and
   // --cuda-graph-modules; Megatron-LM's validate_args refuses the deprecated spellings
   // beside those.
-  if (!graph_scopes(job.cuda_graphs).empty())
+  if (!graph_scope_names(job.cuda_graphs).empty())
     for (const char* f : {"--enable-cuda-graph", "--external-cuda-graph", "--cuda-graph-scope"})
       remove.emplace_back(f);
   const bool states_model =

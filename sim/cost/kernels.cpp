@@ -48,8 +48,8 @@ double attention_head_dim_factor(double head_dim) {
   return kAt64 + (1.0 - kAt64) * std::log2(head_dim / 64.0);
 }
 
-std::uint8_t parse_graph_scopes(const std::string& text, std::string* unknown) {
-  std::uint8_t out = 0;
+std::vector<std::string> graph_scope_names(const std::string& text) {
+  std::vector<std::string> out;
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
@@ -57,7 +57,14 @@ std::uint8_t parse_graph_scopes(const std::string& text, std::string* unknown) {
     name.erase(0, name.find_first_not_of(" \t"));
     name.erase(name.find_last_not_of(" \t") + 1);
     start = comma + 1;
-    if (name.empty() || name == "none") continue;
+    if (!name.empty() && name != "none") out.push_back(std::move(name));
+  }
+  return out;
+}
+
+std::uint8_t parse_graph_scopes(const std::string& text, std::string* unknown) {
+  std::uint8_t out = 0;
+  for (const std::string& name : graph_scope_names(text)) {
     if (name == "attn")
       out |= static_cast<std::uint8_t>(GraphScope::attn);
     else if (name == "mlp")

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/cost/hardware.hpp"
 
@@ -53,8 +54,8 @@ double gemm_shape_efficiency(const HardwareSpec& hw, double m, double n, double 
 /// unchecked. The backward takes the forward's factor (no backward figure was read).
 double attention_head_dim_factor(double head_dim);
 
-/// The scopes CUDA graphs capture (Megatron-LM's --cuda-graph-scope, NeMo's
-/// cuda_graph_scope): a captured kernel is replayed from the graph, so its launch costs
+/// The scopes CUDA graphs capture (Megatron-LM's --cuda-graph-modules, once --cuda-graph-scope;
+/// NeMo's cuda_graph_scope): a captured kernel is replayed from the graph, so its launch costs
 /// nothing (CostSettings::cuda_graphs).
 enum class GraphScope : std::uint8_t {
   attn = 1,            ///< the attention block, its norm to its output projection
@@ -69,6 +70,10 @@ enum class GraphScope : std::uint8_t {
 /// The scopes of `text`: comma-separated names from attn, mlp, moe, moe_router,
 /// moe_preprocess, full_iteration (or "none", or empty). Unknown names go to `unknown`.
 std::uint8_t parse_graph_scopes(const std::string& text, std::string* unknown);
+/// The scope names of training.cuda_graphs's comma list as written, each trimmed, without
+/// empty entries and "none" (what parse_graph_scopes reads; the Megatron export writes
+/// them back).
+std::vector<std::string> graph_scope_names(const std::string& text);
 
 /// A set of GraphScope bits.
 using GraphScopes = std::uint8_t;
