@@ -516,99 +516,108 @@ SearchJournal::SearchJournal(std::string path, std::uint64_t hash, const Expecte
   if (fd_ < 0)
     throw JournalError(path_, 0, "",
                        std::string("cannot open for writing (") + std::strerror(errno) + ")");
-  struct stat opened {};
-  if (::fstat(fd_, &opened) != 0 || !S_ISREG(opened.st_mode))
-    throw JournalError(path_, 0, "",
-                       "is not a regular file; a search journal is a file bmpipe writes");
-  if (text.empty()) {
-    write_all(fd_, header.dump() + "\n", path_);
-    return;
-  }
-  // The header line: a JSON object of the format, typed, then the same inputs, or refuse.
-  const std::string not_journal =
-      "not a bmpipe search journal (expected a first line " + header.dump() + ")";
-  const std::size_t end = text.find('\n');
-  if (end == std::string::npos) throw JournalError(path_, 1, "", not_journal);
-  const nlohmann::json got = nlohmann::json::parse(text.substr(0, end), nullptr, false);
-  if (got.is_discarded() || !got.is_object()) throw JournalError(path_, 1, "", not_journal);
-  Fields h(path_, 1, got, "");
-  if (!h.has("format") || !got.at("format").is_string() ||
-      got.at("format").get<std::string>() != kFormat)
-    h.fail("format", not_journal);
-  h.at("format");
-  const std::string inputs = h.string("inputs", "the inputs' hash, 16 hexadecimal digits");
-  if (inputs.size() != 16 || inputs.find_first_not_of("0123456789abcdef") != std::string::npos)
-    h.fail("inputs", "expected the inputs' hash, 16 hexadecimal digits, got " + shown(inputs));
-  const std::string version = h.string("version", "a bmpipe version");
-  const std::int64_t count = h.integer("layouts", 0, std::numeric_limits<std::int64_t>::max(),
-                                       "the number of layouts, 0 or more");
-  h.no_others();
-  if (inputs != hex(hash) || version != BMPIPE_VERSION)
-    throw JournalError(path_, 1, "",
-                       "written for other inputs (the config, an option that changes "
-                       "results, or the bmpipe version differ: journal " +
-                           shown(inputs) + " bmpipe " + shown(version) + ", this run \"" +
-                           hex(hash) + "\" bmpipe \"" + BMPIPE_VERSION +
-                           "\"); remove it or name another file");
-  if (static_cast<std::uint64_t>(count) != layouts)
-    h.fail("layouts", "is " + std::to_string(count) + ", but these inputs give " +
-                          std::to_string(layouts) + " layouts");
-  // The layouts: one line each, every one ending in a newline. Only the last line may be
-  // torn, by a kill in mid-write: it has no newline, and is dropped and cut off.
-  std::vector<std::size_t> line_of(layouts, 0);
-  std::size_t good = end + 1, line = 1;
-  while (good < text.size()) {
-    ++line;
-    const std::size_t nl = text.find('\n', good);
-    if (nl == std::string::npos) {
-      if (::ftruncate(fd_, static_cast<off_t>(good)) != 0)
-        throw JournalError(
-            path_, line, "",
-            std::string("cannot cut off a torn last line (") + std::strerror(errno) + ")");
-      if (note)
-        note("--journal " + path_ + ": line " + std::to_string(line) +
-             " was torn (a run killed while writing it): dropped and cut off");
-      break;
+  // Every refusal below throws from the constructor, whose destructor then never runs:
+  // close the descriptor first (a long-lived caller, the Python module, would run out).
+  try {
+    struct stat opened {};
+    if (::fstat(fd_, &opened) != 0 || !S_ISREG(opened.st_mode))
+      throw JournalError(path_, 0, "",
+                         "is not a regular file; a search journal is a file bmpipe writes");
+    if (text.empty()) {
+      write_all(fd_, header.dump() + "\n", path_);
+      return;
     }
-    const std::string body = text.substr(good, nl - good);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(body);
-    } catch (const nlohmann::json::exception& e) {
-      // A syntax error says at which byte; a number out of range (1e999) only its text.
-      std::size_t at = std::string::npos;
-      if (const auto* p = dynamic_cast<const nlohmann::json::parse_error*>(&e)) {
-        at = p->byte;
-      } else {
-        const std::string what = e.what();
-        const std::size_t close = what.rfind('\''), open = what.rfind('\'', close - 1);
-        if (close != std::string::npos && open != std::string::npos && open < close)
-          at = body.find(what.substr(open + 1, close - open - 1));
+    // The header line: a JSON object of the format, typed, then the same inputs, or refuse.
+    const std::string not_journal =
+        "not a bmpipe search journal (expected a first line " + header.dump() + ")";
+    const std::size_t end = text.find('\n');
+    if (end == std::string::npos) throw JournalError(path_, 1, "", not_journal);
+    const nlohmann::json got = nlohmann::json::parse(text.substr(0, end), nullptr, false);
+    if (got.is_discarded() || !got.is_object()) throw JournalError(path_, 1, "", not_journal);
+    Fields h(path_, 1, got, "");
+    if (!h.has("format") || !got.at("format").is_string() ||
+        got.at("format").get<std::string>() != kFormat)
+      h.fail("format", not_journal);
+    h.at("format");
+    const std::string inputs = h.string("inputs", "the inputs' hash, 16 hexadecimal digits");
+    if (inputs.size() != 16 || inputs.find_first_not_of("0123456789abcdef") != std::string::npos)
+      h.fail("inputs", "expected the inputs' hash, 16 hexadecimal digits, got " + shown(inputs));
+    const std::string version = h.string("version", "a bmpipe version");
+    const std::int64_t count = h.integer("layouts", 0, std::numeric_limits<std::int64_t>::max(),
+                                         "the number of layouts, 0 or more");
+    h.no_others();
+    if (inputs != hex(hash) || version != BMPIPE_VERSION)
+      throw JournalError(path_, 1, "",
+                         "written for other inputs (the config, an option that changes "
+                         "results, or the bmpipe version differ: journal " +
+                             shown(inputs) + " bmpipe " + shown(version) + ", this run \"" +
+                             hex(hash) + "\" bmpipe \"" + BMPIPE_VERSION +
+                             "\"); remove it or name another file");
+    if (static_cast<std::uint64_t>(count) != layouts)
+      h.fail("layouts", "is " + std::to_string(count) + ", but these inputs give " +
+                            std::to_string(layouts) + " layouts");
+    // The layouts: one line each, every one ending in a newline. Only the last line may be
+    // torn, by a kill in mid-write: it has no newline, and is dropped and cut off.
+    std::vector<std::size_t> line_of(layouts, 0);
+    std::size_t good = end + 1, line = 1;
+    while (good < text.size()) {
+      ++line;
+      const std::size_t nl = text.find('\n', good);
+      if (nl == std::string::npos) {
+        if (::ftruncate(fd_, static_cast<off_t>(good)) != 0)
+          throw JournalError(
+              path_, line, "",
+              std::string("cannot cut off a torn last line (") + std::strerror(errno) + ")");
+        if (note)
+          note("--journal " + path_ + ": line " + std::to_string(line) +
+               " was torn (a run killed while writing it): dropped and cut off");
+        break;
       }
-      throw JournalError(path_, line, at == std::string::npos ? "" : key_before(body, at),
-                         (at == std::string::npos ? std::string("not JSON")
-                                                  : "not JSON at column " + std::to_string(at)) +
-                             ": line " + std::to_string(line) +
-                             " is not a finished layout (a journal is only ever torn at its "
-                             "last line, before its newline); remove the file");
+      const std::string body = text.substr(good, nl - good);
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(body);
+      } catch (const nlohmann::json::exception& e) {
+        // A syntax error says at which byte; a number out of range (1e999) only its text.
+        std::size_t at = std::string::npos;
+        if (const auto* p = dynamic_cast<const nlohmann::json::parse_error*>(&e)) {
+          at = p->byte;
+        } else {
+          const std::string what = e.what();
+          const std::size_t close = what.rfind('\''), open = what.rfind('\'', close - 1);
+          if (close != std::string::npos && open != std::string::npos && open < close)
+            at = body.find(what.substr(open + 1, close - open - 1));
+        }
+        throw JournalError(path_, line, at == std::string::npos ? "" : key_before(body, at),
+                           (at == std::string::npos ? std::string("not JSON")
+                                                    : "not JSON at column " + std::to_string(at)) +
+                               ": line " + std::to_string(line) +
+                               " is not a finished layout (a journal is only ever torn at its "
+                               "last line, before its newline); remove the file");
+      }
+      if (!j.is_object())
+        throw JournalError(path_, line, "",
+                           "expected an object {layout, result}, got " + type_of(j));
+      Fields f(path_, line, j, "");
+      const std::int64_t i =
+          f.integer("layout", 0, static_cast<std::int64_t>(layouts) - 1,
+                    layouts == 0 ? std::string("no layout (this search has none)")
+                                 : "a layout index from 0 to " + std::to_string(layouts - 1));
+      const auto index = static_cast<std::size_t>(i);
+      if (line_of[index] != 0)
+        f.fail("layout", "layout " + std::to_string(i) + " is already on line " +
+                             std::to_string(line_of[index]) + " (a run writes each layout once)");
+      known_[index] = read_result(path_, line, f.at("result"), index,
+                                  expected.each ? &(*expected.each)[index] : nullptr,
+                                  expected.capacity_bytes, expected.global_batch);
+      f.no_others();
+      line_of[index] = line;
+      good = nl + 1;
     }
-    if (!j.is_object())
-      throw JournalError(path_, line, "", "expected an object {layout, result}, got " + type_of(j));
-    Fields f(path_, line, j, "");
-    const std::int64_t i =
-        f.integer("layout", 0, static_cast<std::int64_t>(layouts) - 1,
-                  layouts == 0 ? std::string("no layout (this search has none)")
-                               : "a layout index from 0 to " + std::to_string(layouts - 1));
-    const auto index = static_cast<std::size_t>(i);
-    if (line_of[index] != 0)
-      f.fail("layout", "layout " + std::to_string(i) + " is already on line " +
-                           std::to_string(line_of[index]) + " (a run writes each layout once)");
-    known_[index] = read_result(path_, line, f.at("result"), index,
-                                expected.each ? &(*expected.each)[index] : nullptr,
-                                expected.capacity_bytes, expected.global_batch);
-    f.no_others();
-    line_of[index] = line;
-    good = nl + 1;
+  } catch (...) {
+    ::close(fd_);
+    fd_ = -1;
+    throw;
   }
 }
 

@@ -61,13 +61,30 @@ std::string forged(std::string text, const std::string& from, const std::string&
   return text;
 }
 
+/// The descriptors this process has open (Linux's /proc/self/fd; -1 elsewhere).
+int open_descriptors() {
+  std::error_code ec;
+  if (!std::filesystem::is_directory("/proc/self/fd", ec)) return -1;
+  int n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++n;
+  return n;
+}
+
 /// Runs tiny.yaml's search on a journal of `text`: it must be refused with a JournalError
-/// naming the journal, `line` and `field` ("FILE:LINE: FIELD: ..."), saying `words`, and
-/// leave the file as it was.
+/// naming the journal, `line` and `field` ("FILE:LINE: FIELD: ..."), saying `words`, leave
+/// the file as it was and no descriptor of it open (a refusal throws from SearchJournal's
+/// constructor, whose destructor then never runs; fuzz_journal found the leak).
 void expect_refused(const std::string& text, std::size_t line, const std::string& field,
                     const std::string& words) {
   ScratchDir dir;
   const std::string path = test::write_file(dir.file("j.jsonl"), text);
+  const int descriptors = open_descriptors();
+  struct Check {
+    int before;
+    ~Check() { EXPECT_EQ(open_descriptors(), before) << "a refused journal left a file open"; }
+  } check{descriptors};
   try {
     api::run_search(load_config(test::kTiny), tiny_request(), api::JournalRequest{path, 42});
     ADD_FAILURE() << "taken: " << text;
