@@ -143,6 +143,74 @@ TEST_P(FuzzCorpusScheduleFile, ReplayKeepsTheExitCodePromise) {
 INSTANTIATE_TEST_SUITE_P(Corpus, FuzzCorpusScheduleFile,
                          ::testing::ValuesIn(files_of("schedule_file")), test_name);
 
+// ---- launch scripts and framework YAMLs: imported, and the config simulated ---------------
+
+// Through the CLI as a user runs them: a script's device count need not match the 64 given
+// here (then exit 2, a refusal with its reason, keeps the promise too).
+class FuzzCorpusMegatronArgs : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FuzzCorpusMegatronArgs, ImportKeepsTheExitCodePromise) {
+  const test::ScratchDir dir;
+  const std::string yaml = dir.file("imported.yaml");
+  const Outcome o =
+      run_bounded("import megatron " + quoted((corpus("megatron_args") / GetParam()).string()) +
+                  " --preset b200 --devices 64 --allow-unmodelled --out " + quoted(yaml));
+  expect_kept_promise("import megatron", o);
+  if (o.run.code == 0) expect_kept_promise("simulate", run_bounded("simulate " + quoted(yaml)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, FuzzCorpusMegatronArgs,
+                         ::testing::ValuesIn(files_of("megatron_args")), test_name);
+
+class FuzzCorpusMindformers : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FuzzCorpusMindformers, ImportKeepsTheExitCodePromise) {
+  const test::ScratchDir dir;
+  const std::string yaml = dir.file("imported.yaml");
+  const Outcome o =
+      run_bounded("import mindformers " + quoted((corpus("mindformers") / GetParam()).string()) +
+                  " --preset ascend-910b --allow-unmodelled --out " + quoted(yaml));
+  expect_kept_promise("import mindformers", o);
+  if (o.run.code == 0) expect_kept_promise("simulate", run_bounded("simulate " + quoted(yaml)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, FuzzCorpusMindformers,
+                         ::testing::ValuesIn(files_of("mindformers")), test_name);
+
+// Report configs: the page written (fuzz_report checks its escaping in-process).
+class FuzzCorpusReport : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FuzzCorpusReport, ReportKeepsTheExitCodePromise) {
+  const test::ScratchDir dir;
+  expect_kept_promise("report",
+                      run_bounded("report " + quoted((corpus("report") / GetParam()).string()) +
+                                  " --quiet --out " + quoted(dir.file("page.html"))));
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, FuzzCorpusReport, ::testing::ValuesIn(files_of("report")),
+                         test_name);
+
+// Journals: resumed by the search they were written for (fuzz_journal's: tiny.yaml, the
+// planner off, pp 2 and 4, every schedule), under the inputs' own hash, so a seed is taken
+// and a forged one refused.
+class FuzzCorpusJournal : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FuzzCorpusJournal, ResumeKeepsTheExitCodePromise) {
+  const test::ScratchDir dir;
+  const std::string journal = dir.file("j.jsonl");
+  fs::copy_file(corpus("journal") / GetParam(), journal);
+  std::string schedules;
+  for (const ScheduleInfo& info : builtin_schedules())
+    schedules += (schedules.empty() ? "" : ",") + std::string(info.name);
+  expect_kept_promise("search --journal",
+                      run_bounded("search " + quoted(test::examples() + "tiny.yaml") +
+                                  " --planner off --pp 2,4 --schedules " + schedules +
+                                  " --quiet --journal " + quoted(journal)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, FuzzCorpusJournal, ::testing::ValuesIn(files_of("journal")),
+                         test_name);
+
 // The one example scripts/fuzz_seeds.sh leaves out, and why: `plan` spends about 13 s on it
 // before its first evaluation (126 layers over 64 interleaved stages), past the 20 s promise
 // above under the sanitizers. A known finding, kept in sight here rather than in the corpus.
