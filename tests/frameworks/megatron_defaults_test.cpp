@@ -1,0 +1,159 @@
+// `bmpipe import megatron` and Megatron-LM's own defaults (issue 41): a flag given at the
+// value Megatron-LM's parser takes when it is absent (frameworks/megatron/flags.tsv's HARMLESS
+// column, from megatron/training/arguments.py and the config dataclasses at NVIDIA/Megatron-LM
+// d98e8a64ddf3) changes nothing and is only listed, while any other value of it is still
+// refused; the router flags of negligible cost are inert, with the reason above their row;
+// and the DeepSeek-V3 script Megatron-LM ships imports with nothing unmodelled but the
+// kernel and dispatcher changes bmpipe does not cost.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/import.hpp"
+#include "frameworks/megatron/import.hpp"
+#include "support/support.hpp"
+
+namespace bmpipe {
+namespace megatron_defaults_test {
+
+// Llama-2-7B's shape, one micro-batch of 4096 tokens, 64 sequences per step, bf16 (as in
+// megatron_test.cpp); kMoe makes its MLPs 8 experts, 2 per token, alltoall-dispatched.
+const std::string kModel =
+    "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 11008 --num-attention-heads 32 \\\n"
+    "  --seq-length 4096 --vocab-size 32000 --swiglu --untie-embeddings-and-output-weights \\\n"
+    "  --micro-batch-size 1 --global-batch-size 64 --bf16\n";
+const std::string kMoe =
+    kModel +
+    "--num-experts 8 --moe-router-topk 2 --moe-grouped-gemm --moe-token-dispatcher-type alltoall\n";
+
+ImportedJob import(const std::string& args) {
+  return read_megatron_args(args, "args.txt");
+}
+
+bool listed(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+/// The flags of job.unmodelled.
+std::set<std::string> unmodelled_flags(const ImportedJob& job) {
+  std::set<std::string> flags;
+  for (const Unmodelled& u : job.unmodelled) flags.insert(u.origin.key);
+  return flags;
+}
+
+/// The '|'-separated values of a HARMLESS cell.
+std::vector<std::string> alternatives(const std::string& cell) {
+  std::vector<std::string> out;
+  std::stringstream s(cell);
+  for (std::string v; std::getline(s, v, '|');) out.push_back(v);
+  return out;
+}
+
+/// A value that is none of `harmless`: a number plus one, else the text with a prefix.
+std::string another_value(const std::string& harmless) {
+  const std::string first = alternatives(harmless).front();
+  double v = 0;
+  const auto r = std::from_chars(first.data(), first.data() + first.size(), v);
+  if (r.ec == std::errc() && r.ptr == first.data() + first.size()) {
+    std::ostringstream s;
+    s << v + 1;
+    return s.str();
+  }
+  return "not-" + first;
+}
+
+// ---- Megatron-LM's defaults ----------------------------------------------------------------
+
+// Checked by hand against Megatron-LM d98e8a64ddf3: each flag's default, and the source that
+// sets it. Given explicitly, the flag is listed as Megatron-LM's default, not refused.
+TEST(MegatronDefaults, TheParsersDefaultsAreInert) {
+  const struct {
+    const char* flag;
+    const char* value;
+  } defaults[] = {
+      // megatron/core/transformer/transformer_config.py
+      {"--fp8-margin", "0"},                         // fp8_margin: int = 0
+      {"--fp8-amax-history-len", "1"},               // fp8_amax_history_len: int = 1
+      {"--fp8-amax-compute-algo", "most_recent"},    // Literal[...] = "most_recent"
+      {"--moe-token-drop-policy", "probs"},          // moe_token_drop_policy = "probs"
+      {"--moe-dispatch-fwd-dtype", "bf16"},          // moe_dispatch_fwd_dtype = 'bf16'
+      {"--transformer-impl", "transformer_engine"},  // transformer_impl = "transformer_engine"
+      {"--activation-offload-fraction", "1"},        // activation_offload_fraction: float = 1.0
+      {"--attention-backend", "auto"},               // attention_backend = AttnBackend.auto
+      // megatron/core/model_parallel_config.py
+      {"--cross-entropy-fusion-impl", "native"},  // cross_entropy_fusion_impl = 'native'
+      {"--wgrad-deferral-limit", "0"},            // wgrad_deferral_limit: int = 0
+      // megatron/training/arguments.py
+      {"--optimizer", "adam"},      // add_argument('--optimizer', default='adam')
+      {"--exp-avg-dtype", "fp32"},  // add_argument('--exp-avg-dtype', default='fp32')
+      {"--megatron-fsdp-grad-comm-dtype", "auto"},  // default='auto'
+  };
+  for (const auto& d : defaults) {
+    const std::string given = std::string(d.flag) + " " + d.value;
+    const VocabularyEntry* e = megatron_vocabulary().find(d.flag);
+    ASSERT_NE(e, nullptr) << d.flag;
+    EXPECT_EQ(e->treatment, Treatment::unmodelled) << d.flag;
+    EXPECT_TRUE(e->harmless_value(d.value)) << given;
+    const ImportedJob job = import(kModel + given + "\n");
+    EXPECT_TRUE(job.unmodelled.empty()) << given;
+    EXPECT_TRUE(listed(job.ignored, given + " (Megatron-LM's default)")) << given;
+    // Also as --flag=value.
+    const ImportedJob eq = import(kModel + d.flag + "=" + d.value + "\n");
+    EXPECT_TRUE(eq.unmodelled.empty()) << given;
+  }
+}
+
+// Every default in the table: each HARMLESS value of a flag that takes one value, given, is
+// listed and not refused; another value is refused as unmodelled, with the flag's reason.
+TEST(MegatronDefaults, EveryDefaultInTheTableIsInertAndNothingElse) {
+  int checked = 0;
+  for (const VocabularyEntry& e : megatron_vocabulary().entries()) {
+    if (!e.harmless) continue;
+    ASSERT_EQ(e.treatment, Treatment::unmodelled) << e.name;
+    ASSERT_TRUE(e.values.has_value()) << e.name;
+    ASSERT_GE(e.values->first, 1) << e.name << ": a switch has no default to give";
+    for (const std::string& v : alternatives(*e.harmless)) {
+      const std::string given = e.name + " " + v;
+      const ImportedJob job = import(kModel + given + "\n");
+      EXPECT_TRUE(job.unmodelled.empty()) << given;
+      EXPECT_TRUE(listed(job.ignored, given + " (Megatron-LM's default)")) << given;
+      ++checked;
+    }
+    const std::string other = e.name + " " + another_value(*e.harmless);
+    const ImportedJob job = import(kModel + other + "\n");
+    ASSERT_EQ(job.unmodelled.size(), 1u) << other;
+    EXPECT_EQ(job.unmodelled[0].given, other);
+    EXPECT_EQ(job.unmodelled[0].reason, e.reason);
+    EXPECT_FALSE(listed(job.ignored, other + " (Megatron-LM's default)")) << other;
+  }
+  // The column is filled for every flag whose default is a value (104 filled from the
+  // parser, besides those set before), not for a handful.
+  EXPECT_GE(checked, 100);
+}
+
+// The same flags at other values, as a user would write them: refused, naming the flag.
+TEST(MegatronDefaults, AValueThatIsNotTheDefaultIsStillRefused) {
+  for (const char* given :
+       {"--fp8-margin 1", "--fp8-amax-compute-algo max", "--fp8-amax-history-len 1024",
+        "--transformer-impl local", "--attention-backend flash", "--wgrad-deferral-limit 2",
+        "--exp-avg-dtype bf16", "--optimizer sgd", "--moe-token-drop-policy position",
+        "--activation-offload-fraction 0.5", "--cross-entropy-fusion-impl te"}) {
+    const ImportedJob job = import(kModel + given + "\n");
+    ASSERT_EQ(job.unmodelled.size(), 1u) << given;
+    EXPECT_EQ(job.unmodelled[0].given, given);
+    EXPECT_EQ(job.unmodelled[0].origin.line, 4);
+    EXPECT_TRUE(job.ignored.empty()) << given << ": " << job.ignored[0];
+  }
+  // Given twice, the last value counts, as in argparse: the default first is no cover.
+  EXPECT_EQ(unmodelled_flags(import(kModel + "--fp8-margin 0 --fp8-margin 1\n")),
+            std::set<std::string>{"--fp8-margin"});
+}
+
+}  // namespace megatron_defaults_test
+}  // namespace bmpipe
