@@ -155,5 +155,130 @@ TEST(MegatronDefaults, AValueThatIsNotTheDefaultIsStillRefused) {
             std::set<std::string>{"--fp8-margin"});
 }
 
+// ---- router flags of negligible cost -------------------------------------------------------
+
+/// The reason a '# negligible cost:' line above `flag`'s row in the table gives, or "".
+std::string negligible_reason(const std::string& flag) {
+  const std::string_view text = megatron_flags_text();
+  const std::size_t row = text.find("\n" + flag + "\t");
+  if (row == std::string_view::npos) return "";
+  const std::size_t start = text.rfind('\n', row - 1);
+  const std::string_view above =
+      text.substr(start == std::string_view::npos ? 0 : start + 1,
+                  row - (start == std::string_view::npos ? 0 : start + 1));
+  const std::string_view prefix = "# negligible cost: ";
+  if (above.substr(0, prefix.size()) != prefix) return "";
+  return std::string(above.substr(prefix.size()));
+}
+
+// The router's own small ops (issue 41: a stock DeepSeek-V3 script needed --allow-unmodelled
+// for them): inert, each with the reason its cost is negligible above its row.
+TEST(MegatronRouterFlags, NegligibleOnesAreInertWithTheirReason) {
+  const struct {
+    const char* flag;
+    const char* value;  // nullptr: a switch
+  } router[] = {
+      {"--moe-router-dtype", "fp32"},
+      {"--moe-router-score-function", "sigmoid"},
+      {"--moe-router-pre-softmax", nullptr},
+      {"--moe-router-enable-expert-bias", nullptr},
+      {"--moe-router-load-balancing-type", "seq_aux_loss"},
+      {"--moe-router-force-load-balancing", nullptr},
+  };
+  for (const auto& r : router) {
+    const VocabularyEntry* e = megatron_vocabulary().find(r.flag);
+    ASSERT_NE(e, nullptr) << r.flag;
+    EXPECT_EQ(e->treatment, Treatment::inert) << r.flag;
+    const std::string reason = negligible_reason(r.flag);
+    EXPECT_NE(reason.find("experts"), std::string::npos) << r.flag << ": '" << reason << "'";
+    const std::string given = std::string(r.flag) + (r.value ? std::string(" ") + r.value : "");
+    const ImportedJob job = import(kMoe + given + "\n");
+    EXPECT_TRUE(job.unmodelled.empty()) << given << ": " << job.unmodelled[0].given;
+    EXPECT_TRUE(listed(job.ignored, std::string(r.flag) + " (not modelled)")) << given;
+  }
+  // The issue's two defaults, and the router's scalars already inert.
+  for (const char* given :
+       {"--moe-router-load-balancing-type aux_loss", "--moe-router-score-function softmax",
+        "--moe-router-load-balancing-type seq_aux_loss aux_loss", "--moe-aux-loss-coeff 1e-4",
+        "--moe-router-bias-update-rate 1e-3", "--moe-router-topk-scaling-factor 2.5"})
+    EXPECT_TRUE(import(kMoe + given + "\n").unmodelled.empty()) << given;
+  // Every such comment stands above an inert row: the reason goes with the class.
+  for (const VocabularyEntry& e : megatron_vocabulary().entries())
+    if (!negligible_reason(e.name).empty()) {
+      EXPECT_EQ(e.treatment, Treatment::inert) << e.name;
+    }
+  // What changes the MoE layer's kernels stays refused.
+  for (const char* given : {"--moe-permute-fusion", "--moe-router-fusion"})
+    EXPECT_EQ(unmodelled_flags(import(kMoe + given + "\n")), std::set<std::string>{given});
+}
+
+// ---- the DeepSeek-V3 script Megatron-LM ships ----------------------------------------------
+
+const std::string kDeepSeekV3 =
+    std::string(BMPIPE_TEST_DATA_DIR) + "/megatron/deepseek_v3_mfsdp_args.txt";
+
+/// `text` without the lines whose first word is one of `flags` (the script has one flag a
+/// line).
+std::string without(const std::string& text, const std::vector<std::string>& flags) {
+  std::stringstream in(text);
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    std::string first;
+    std::stringstream(line) >> first;
+    if (std::find(flags.begin(), flags.end(), first) == flags.end()) out += line + "\n";
+  }
+  return out;
+}
+
+// examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh (tests/data/megatron, with its source):
+// the router flags are no longer in the way. What is left unmodelled changes kernels bmpipe
+// does not cost: the fused permute (--moe-permute-fusion, which --enable-experimental turns
+// on in the flex dispatcher) and the HybridEP dispatcher backend.
+TEST(MegatronStockScripts, DeepSeekV3AsMegatronLmShipsIt) {
+  std::string text = test::slurp(kDeepSeekV3);
+  ASSERT_NE(text.find("--moe-router-dtype fp32"), std::string::npos);
+  ImportedJob job;
+  try {
+    job = read_megatron_args(text, "deepseek_v3.sh");
+  } catch (const ImportError& e) {
+    // --kv-channels with MLA waits for a head-dimension key (issue 41, another item); until
+    // then it is the only refusal, and the rest is read without it.
+    ASSERT_EQ(e.key(), "--kv-channels") << e.what();
+    text = without(text, {"--kv-channels"});
+    job = read_megatron_args(text, "deepseek_v3.sh");
+  }
+  EXPECT_EQ(unmodelled_flags(job),
+            (std::set<std::string>{"--moe-permute-fusion", "--enable-experimental",
+                                   "--moe-token-dispatcher-type"}));
+  for (const char* flag :
+       {"--moe-router-dtype", "--moe-router-score-function", "--moe-router-pre-softmax",
+        "--moe-router-enable-expert-bias", "--moe-router-load-balancing-type",
+        "--moe-router-force-load-balancing", "--moe-aux-loss-coeff",
+        "--moe-router-bias-update-rate", "--moe-router-topk-scaling-factor"})
+    EXPECT_TRUE(listed(job.ignored, std::string(flag) + " (not modelled)")) << flag;
+  EXPECT_TRUE(listed(job.ignored, "--transformer-impl transformer_engine (Megatron-LM's default)"));
+  ASSERT_TRUE(job.shape.has_value());
+  EXPECT_EQ(job.shape->moe.num_experts, 256);
+  EXPECT_EQ(job.shape->moe.top_k, 8);
+
+  // Without those three (the alltoall dispatcher for flex), the job imports on 64 H800s with
+  // no --allow-unmodelled, checked as simulate checks it.
+  text = without(
+      text, {"--moe-permute-fusion", "--enable-experimental", "--moe-flex-dispatcher-backend"});
+  const std::size_t flex = text.find("--moe-token-dispatcher-type flex");
+  ASSERT_NE(flex, std::string::npos);
+  text.replace(flex, std::string("--moe-token-dispatcher-type flex").size(),
+               "--moe-token-dispatcher-type alltoall");
+  test::ScratchDir dir;
+  api::ImportRequest request;
+  request.format = "megatron";
+  request.input = test::write_file(dir.file("deepseek_v3.sh"), text);
+  request.preset = "h800";
+  request.devices = 64;
+  const api::ImportOutcome out = api::run_import(request);
+  EXPECT_TRUE(out.warnings.empty());
+  EXPECT_NE(out.yaml.find("num_experts: 256"), std::string::npos);
+}
+
 }  // namespace megatron_defaults_test
 }  // namespace bmpipe
