@@ -87,6 +87,32 @@ void check_framework_rules(const Config& c) {
            "(which turns --sequence-parallel off at tp 1) refuses --tp-comm-overlap then "
            "(expected false, or training.tp 2 or more)");
   if (!c.model.shape || !c.model.shape->is_moe()) return;
+  // Megatron-LM at d98e8a64ddf34856e74b24714e3bedb2f5a39553 refuses a mixture-of-experts
+  // layer under tensor parallelism without sequence parallelism, whatever ep is:
+  //   megatron/core/transformer/moe/moe_layer.py:636, MoELayer.forward:
+  //     if self.training and self.attn_tp_group.size() > 1 and not self.config.sequence_parallel:
+  //         raise ValueError(
+  //             "During training, performance may degrade if MoE and tensor parallelism"
+  //             "are enabled without also enabling sequence parallelism.")
+  //   megatron/core/model_parallel_config.py:560, ModelParallelConfig.__post_init__ (for
+  //   ep > 1 with tp > 1 a warning only since 28c8dd71f0, which moved the refusal above):
+  //     "When using expert parallelism and tensor parallelism for training, sequence
+  //     parallelism must be used"
+  // (Quoted below with the space the two literals lack restored. megatron/training/
+  // arguments.py and transformer_config.py at that commit hold no such assertion.) Without sequence
+  // parallelism every tp rank would route the whole sequence through the experts: the same expert
+  // work tp times over.
+  if (t.tp > 1 && !t.sequence_parallel)
+    c.fail(t.ep > 1 ? given_key(c, {"training.sequence_parallel", "training.ep", "training.tp"})
+                    : given_key(c, {"training.sequence_parallel", "training.tp"}),
+           "sequence parallelism is off with tp = " + std::to_string(t.tp) +
+               (t.ep > 1 ? " and ep = " : "") + (t.ep > 1 ? std::to_string(t.ep) : std::string()) +
+               " for a mixture-of-experts model: Megatron-LM refuses to train it (\"During "
+               "training, performance may degrade if MoE and tensor parallelism are enabled "
+               "without also enabling sequence parallelism.\"; \"When using expert "
+               "parallelism and tensor parallelism for training, sequence parallelism must "
+               "be used\"), and every tp rank would run the experts on the whole sequence "
+               "(expected training.sequence_parallel: true, or training.tp 1)");
   // The router: top_k experts a token, inside router_group_top_k of router_groups equal
   // groups (DeepSeek-V3's MoEGate; Megatron-Core's group_limited_topk asserts the same).
   const MoeShape& moe = c.model.shape->moe;

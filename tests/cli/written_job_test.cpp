@@ -182,6 +182,7 @@ std::string mixtral_job(const ScratchDir& dir) {
           "/configs/presets/hf/mixtral-8x7b.json\"}\n"
           "training:\n"
           "  schedule: interleaved\n  pp: 2\n  vpp: 2\n  tp: 2\n  cp: 2\n  ep: 4\n  etp: 1\n"
+          "  sequence_parallel: true\n"
           "  seq_length: 4096\n  micro_batch_size: 1\n  global_batch_size: 8\n"
           "  fp8: hybrid\n  fp8_recipe: tensorwise\n  moe_dispatcher: deepep\n"
           "  recompute: {default: selective, stages: {3: none}, layers: {0: full}}\n");

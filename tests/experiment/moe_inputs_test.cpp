@@ -82,8 +82,8 @@ TEST(MoeInputs, EpBeyondTheStagesDevices) {
   // ep 16 over a stage of tp 1 x dp 8.
   expect_exit2(dir, "ep16", yaml(qwen, "  ep: 16\n"),
                ":11: training.ep: etp x ep = 16 is more than the tp x dp = 8 devices");
-  // etp 2 x ep 8 over tp 2 x dp 4.
-  expect_exit2(dir, "etp2", yaml(qwen, "  tp: 2\n  etp: 2\n  ep: 8\n"),
+  // etp 2 x ep 8 over tp 2 x dp 4 (with sequence parallelism, which MoE at tp 2 needs).
+  expect_exit2(dir, "etp2", yaml(qwen, "  tp: 2\n  etp: 2\n  ep: 8\n  sequence_parallel: true\n"),
                ":13: training.ep: etp x ep = 16 is more than the tp x dp = 8 devices");
   // etp alone: the key named is etp's.
   expect_exit2(dir, "etp16", yaml(qwen, "  etp: 16\n"),
