@@ -105,6 +105,11 @@ Config layout_config(const Config& base, const Layout& l) {
   // Megatron-LM (and check_config) refuse the flag there, so that layout is the job without
   // it, as its export writes it.
   if (l.tp == 1) t.tp_comm_overlap = false;
+  // Megatron-LM refuses a mixture-of-experts model at tp > 1 without sequence parallelism
+  // (check_framework_rules in experiment/field_checks.cpp quotes it), and without it every
+  // tp rank would run the experts on the whole sequence. Such a layout is the job Megatron
+  // runs, with --sequence-parallel (its export writes the flag), not a refused one.
+  if (l.tp > 1 && c.model.shape && c.model.shape->is_moe()) t.sequence_parallel = true;
   t.global_batch_size = static_cast<int>(global_batch(base));
   t.microbatches_given = false;
   t.partition.clear();  // the planner (or a uniform split) decides

@@ -89,6 +89,8 @@ std::vector<Layout> enumerate_layouts(const Config& config, const LayoutSpace& s
 /// The config of one layout: the base with tp, pp, dp, vpp, micro-batch size, schedule, ep,
 /// etp, cp
 /// (and the micro-batches they imply) set, partition and recompute left to the planner.
+/// What Megatron-LM requires of the layout is set too: tp_comm_overlap off at tp 1, and
+/// sequence_parallel on for a mixture-of-experts model at tp > 1.
 Config layout_config(const Config& base, const Layout& layout);
 
 /// The quick planner's evaluations per layout (`bmpipe search --planner quick`).

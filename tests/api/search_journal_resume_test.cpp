@@ -85,7 +85,8 @@ TEST(SearchJournalResume, MoeSearchWithTheBoundResumedAtEveryLineUnderEitherThre
 
 TEST(SearchJournalResume, MoeSearchWithoutTheBoundResumedAtEveryLineAndTornLine) {
   // 18 layouts simulated once each (--planner off), in the order threads finish them,
-  // 7 rejected by filter "memory".
+  // 3 rejected by filter "memory" (tp 2 layouts of an MoE model run with sequence
+  // parallelism, as Megatron-LM requires: issue 41).
   api::SearchRequest request;
   request.effort = PlannerEffort::off;
   request.space.tp = {2};
@@ -104,7 +105,7 @@ TEST(SearchJournalResume, MoeSearchWithoutTheBoundResumedAtEveryLineAndTornLine)
   const std::string want = dumped(api::run_search(config, request, j));
   const nlohmann::json doc = nlohmann::json::parse(want);
   EXPECT_EQ(doc["search"]["layouts"], 18);
-  EXPECT_EQ(doc["search"]["rejected_by"].value("memory", 0), 7);
+  EXPECT_EQ(doc["search"]["rejected_by"].value("memory", 0), 3);
   const std::string text = slurp(j.path);
   const std::vector<std::size_t> ends = line_ends(text);
   ASSERT_EQ(ends.size(), 19u);
