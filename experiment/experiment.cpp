@@ -622,9 +622,22 @@ RunInfo make_run_info(const Experiment& e, const Plan& plan, const Schedule& sch
     recompute += row.recompute_flops[plan.recompute[l]];
   }
   const double scale = static_cast<double>(t.tp) * t.cp * dp * schedule.num_microbatches;
-  // Training = forward + input-grad + weight-grad = 3x forward (the usual model-FLOPs
-  // convention behind MFU, e.g. Chowdhery et al. 2022, appendix B).
-  info.model_flops_per_iteration = 3 * forward * scale;
+  // Model FLOPs are the model's, the same for every layout of it (issue 41): what one
+  // micro-batch costs on one device holding the whole of every layer (tp, cp, ep, etp 1),
+  // not what the layout's devices execute, which counts work a layout repeats (the
+  // down-projections of multi-latent attention on every tp rank, kv heads replicated past
+  // tp = kv heads). Training = forward + input-grad + weight-grad =
+  // 3x forward (the usual model-FLOPs convention behind MFU, e.g. Chowdhery et al. 2022,
+  // appendix B).
+  Config whole = c;
+  whole.training.tp = whole.training.cp = whole.training.ep = whole.training.etp = 1;
+  whole.training.sequence_parallel = whole.training.tp_comm_overlap = false;
+  const AnalyticCosts whole_costs = analytic_costs(whole);
+  const LayerTable whole_table = layer_costs(whole, &whole_costs);
+  double model_forward = whole_table.fixed_forward_flops;
+  for (const LayerRow& row : whole_table.layers) model_forward += row.forward_flops;
+  info.model_flops_per_iteration =
+      3 * model_forward * static_cast<double>(dp) * schedule.num_microbatches;
   info.hardware_flops_per_iteration = (3 * forward + recompute) * scale;
   info.peak_flops_per_device = e.analytic->hardware.peak_tflops * 1e12;
   info.devices = t.pp * t.tp * t.cp * dp;

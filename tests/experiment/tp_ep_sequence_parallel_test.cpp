@@ -4,13 +4,16 @@
 // training, performance may degrade if MoE and tensor parallelism are enabled without also
 // enabling sequence parallelism."; megatron/core/model_parallel_config.py:560 says of ep > 1
 // with tp > 1 "When using expert parallelism and tensor parallelism for training, sequence
-// parallelism must be used"). The loader refuses it naming FILE:LINE:key.
+// parallelism must be used"). The loader refuses it naming FILE:LINE:key, and MFU counts
+// the model's FLOPs, the same for every layout of one model.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "experiment/config.hpp"
 #include "experiment/config_cases.hpp"
+#include "experiment/experiment.hpp"
+#include "support/run_config.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
@@ -102,6 +105,38 @@ TEST(TpEpSequenceParallel, AcceptedWithSequenceParallelOrAtTp1OrDense) {
       "shared_expert_ffn_hidden_size: 512, first_dense_layers: 1, load_imbalance: 1}\n",
       "", with("  ep: 2\n", "", kMoe));
   EXPECT_FALSE(parse_config(dense, "exp.yaml").training.sequence_parallel);
+}
+
+struct Rate {
+  double tokens_per_s = 0, mfu = 0;
+};
+
+Rate rate_of(const std::string& text) {
+  const test::Prepared p = test::prepare_run(parse_config(text, "exp.yaml"));
+  const SimResult r = simulate(p.input, p.schedule);
+  EXPECT_TRUE(r.ok) << r.error;
+  const Throughput t = throughput(p.info, r.iteration_time);
+  EXPECT_TRUE(t.tokens_per_s && t.mfu);
+  return {t.tokens_per_s.value_or(0), t.mfu.value_or(0)};
+}
+
+// MFU is model FLOPs / (time x peak x devices) with the model's FLOPs the same for every
+// layout of one model, so on the same devices two layouts' MFUs stand as their tokens/s.
+// Executed FLOPs would not: tp repeats MLA's down-projections on every rank.
+TEST(TpEpSequenceParallel, MfuIsInProportionToTokensPerSecond) {
+  const std::string sp = with("  ep: 2\n", "  ep: 2\n  sequence_parallel: true\n", kMoe);
+  const Rate tp2 = rate_of(sp);
+  const Rate tp1 = rate_of(with("  tp: 2\n", "  tp: 1\n", sp));
+  const Rate tp4 = rate_of(with("  tp: 2\n  ep: 2\n", "  tp: 4\n  ep: 1\n", sp));
+  const Rate pp4 = rate_of(with("  pp: 2\n", "  pp: 4\n", with("  tp: 2\n", "  tp: 1\n", sp)));
+  for (const Rate& other : {tp1, tp4, pp4}) {
+    ASSERT_GT(other.mfu, 0);
+    EXPECT_NEAR(tp2.mfu / other.mfu, tp2.tokens_per_s / other.tokens_per_s,
+                1e-9 * tp2.tokens_per_s / other.tokens_per_s);
+  }
+  // The layouts do run at different speeds: the property is not that of equal runs.
+  EXPECT_NE(tp1.tokens_per_s, tp2.tokens_per_s);
+  EXPECT_NE(tp4.tokens_per_s, tp2.tokens_per_s);
 }
 
 }  // namespace
