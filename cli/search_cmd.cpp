@@ -374,7 +374,14 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
                              best.layout.dp,
                              best.layout.micro_batch_size};
     // The plan's rows are those of the layout's own config (separate ends or not).
-    set_plan_keys(*best_edits, layout_config(config, best.layout), best.plan);
+    const Config own = layout_config(config, best.layout);
+    set_plan_keys(*best_edits, own, best.plan);
+    // Keys layout_config changes with the layout (sequence parallelism for MoE at tp > 1,
+    // the tp overlap at tp 1): the file says them when they differ from the source's.
+    if (own.training.sequence_parallel != config.training.sequence_parallel)
+      best_edits->sequence_parallel = own.training.sequence_parallel;
+    if (own.training.tp_comm_overlap != config.training.tp_comm_overlap)
+      best_edits->tp_comm_overlap = own.training.tp_comm_overlap;
     // The experts' folding and the context split are the layout's too (layout_config).
     if (report.experts) {
       best_edits->ep = best.layout.ep;

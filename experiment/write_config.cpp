@@ -54,6 +54,8 @@ std::string config_with_edits(const std::string& source_text, const std::string&
   if (edits.ep) t["ep"] = *edits.ep;
   if (edits.etp) t["etp"] = *edits.etp;
   if (edits.cp) t["cp"] = *edits.cp;
+  if (edits.sequence_parallel) t["sequence_parallel"] = *edits.sequence_parallel;
+  if (edits.tp_comm_overlap) t["tp_comm_overlap"] = *edits.tp_comm_overlap;
   // microbatches now says it; a global batch would have to agree with it, and dp may have
   // been derived from a different pp.
   if (!edits.megatron_layout.empty()) {

@@ -23,6 +23,10 @@ struct ConfigEdits {
   std::optional<int> tp, dp, micro_batch_size;
   /// training.ep, training.etp, training.cp (a layout search over --ep, --etp, --cp).
   std::optional<int> ep = std::nullopt, etp = std::nullopt, cp = std::nullopt;
+  /// training.sequence_parallel and tp_comm_overlap where a layout's own config differs from
+  /// the source (planner's layout_config: sequence parallelism on for an MoE layout at
+  /// tp > 1, the tp overlap off at tp 1), so that the file written is the job ranked.
+  std::optional<bool> sequence_parallel = std::nullopt, tp_comm_overlap = std::nullopt;
   /// A plan on a table with separate ends (set_plan_keys in experiment.hpp): the layout
   /// that places every row when `partition` (decoder layers) cannot say it, written as
   /// training.megatron_layout with no partition; else training.separate_ends: true.

@@ -99,6 +99,9 @@ TEST(SearchEp, OutWritesTheBestLayoutsEpAndEtp) {
   EXPECT_EQ(written.training.etp, 2);
   EXPECT_EQ(written.training.tp, 2);
   EXPECT_EQ(written.training.pp, 4);
+  // An MoE layout at tp 2 runs with sequence parallelism (Megatron-Core's MoELayer refuses
+  // it otherwise; layout_config turns it on): the file says so.
+  EXPECT_TRUE(written.training.sequence_parallel);
   const auto sim = run_cli("simulate '" + out + "' --json");
   ASSERT_EQ(sim.code, 0) << sim.err;
   EXPECT_EQ(json::parse(sim.out)["iteration_time_ms"], best["iteration_time_ms"]);

@@ -265,8 +265,8 @@ TEST(MegatronMoeExport, ALayerPatternSharedExpertsAndEtpComeBack) {
       kSmallMoeModel +
           "  moe: {num_experts: 16, top_k: 4, expert_ffn_hidden_size: 1024,\n"
           "        shared_expert_ffn_hidden_size: 2048, first_dense_layers: 2, layer_freq: 2}\n"
-          "training:\n  pp: 4\n  tp: 2\n  ep: 4\n  etp: 2\n  seq_length: 2048\n"
-          "  micro_batch_size: 1\n  global_batch_size: 64\n  dtype: bf16\n");
+          "training:\n  pp: 4\n  tp: 2\n  sequence_parallel: true\n  ep: 4\n  etp: 2\n"
+          "  seq_length: 2048\n  micro_batch_size: 1\n  global_batch_size: 64\n  dtype: bf16\n");
   const auto [back, x] = round_trip(dir, config, kSmallMoeScript);
   EXPECT_NE(
       x["text"].get<std::string>().find("--moe-layer-freq \"([0]*2+[1]+[0]+[1]+[0]+[1]+[0])\""),
