@@ -831,14 +831,22 @@ std::size_t mlp_block(Builder& b, const LayerDims& D, const ModelShape& m, const
     b.elementwise("unpermute", D.e * (D.Tk * D.h + D.Tm * D.h) + 4 * D.Tk,
                   D.e * (D.Tm * D.h + 2 * D.Tk * D.h) + 4 * D.Tk, 0, 1, 2, 0);
     if (x.shared_ffn > 0) {
+      // The shared expert is a tp-split MLP over every token of the sequence: under sequence
+      // parallelism it reads the gathered hidden states (mlp_all_gather's T x h; Megatron-
+      // Core's SharedExpertMLP gathers the sequence before its fc1, NVIDIA/Megatron-LM
+      // d98e8a64 megatron/core/transformer/moe/shared_experts.py) and reduce-scatters its
+      // output, so its GEMMs have T rows and shared_ffn / tp columns, not T / tp rows.
       if (D.eager)
-        b.linear("shared_gate_up", D.Tm, D.h, 2 * D.sf, 2, 1);  // HF: separate gate and up
+        b.linear("shared_gate_up", D.T, D.h, 2 * D.sf, 2, 1);  // HF: separate gate and up
       else
-        b.linear("shared_gate_up", D.Tm, D.h, 2 * D.sf);
-      b.elementwise("shared_swiglu", D.glu.f * D.Tm * D.sf, D.glu.i * D.Tm * D.sf, 0, D.glu.kf,
+        b.linear("shared_gate_up", D.T, D.h, 2 * D.sf);
+      b.elementwise("shared_swiglu", D.glu.f * D.T * D.sf, D.glu.i * D.T * D.sf, 0, D.glu.kf,
                     D.glu.ki, 0);
       moe_last_saving_op = b.cost().ops.size();
-      b.linear("shared_down", D.Tm, D.sf, D.h);
+      b.linear("shared_down", D.T, D.sf, D.h);
+      if (st.sequence_parallel)
+        b.tp_collective("shared_reduce_scatter", Collective::reduce_scatter, Collective::all_gather,
+                        D.e * D.Hn);
     }
   } else if (D.llama) {
     if (D.eager)
@@ -934,8 +942,8 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
     saved += (glu_saved + gi) * D.Tg * D.ef;  // SwiGLU; product (experts_down's input)
     saved += D.e * D.Tmax * D.h;              // expert outputs, for the router weights' grad
     if (x.shared_ffn > 0) {
-      saved += (glu_saved + gi) * D.Tm * D.sf;  // the shared expert's SwiGLU; product (its down's)
-      if (fp8) fp8_copies += D.Tm * D.h;        // shared_gate_up's FP8 input beside the router's
+      saved += (glu_saved + gi) * D.T * D.sf;  // the shared expert's SwiGLU; product (its down's)
+      if (fp8) fp8_copies += D.T * D.h;        // shared_gate_up's FP8 input beside the router's
     }
   } else if (D.llama) {
     saved += norms_saved;             // (the layer input counted, as the h200 profile does)
@@ -983,7 +991,7 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
   // (gpt): e Hs each.
   const double proj_inputs =
       moe_mlp ? gi * D.Hs + D.e * D.Hs + gi * D.T * D.o_cols + gi * D.Tg * (D.h + D.ef) +
-                    (x.shared_ffn > 0 ? gi * D.Tm * D.sf + (fp8 ? gi * D.Tm * D.h : 0.0) : 0.0)
+                    (x.shared_ffn > 0 ? gi * D.T * D.sf + (fp8 ? gi * D.T * D.h : 0.0) : 0.0)
               : 2 * gi * D.Hs + gi * D.T * D.o_cols + gi * D.F;
   // MLA: the normalized latents, which are also the up projections' inputs (under fp8
   // those keep their FP8 casts: gi T (q_lat + kvl) more).
@@ -998,7 +1006,7 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
   // (An early-stopping checkpoint skips the last saving op: the MLP's output projection.)
   c.recompute_flops[Recompute::full] =
       c.forward_flops - (!D.eager  ? 0.0
-                         : moe_mlp ? (x.shared_ffn > 0 ? 2 * D.Tm * D.sf * D.h : 0.0)
+                         : moe_mlp ? (x.shared_ffn > 0 ? 2 * D.T * D.sf * D.h : 0.0)
                                    : 2 * D.T * D.f * D.h);
 }
 

@@ -140,6 +140,32 @@ TEST(MoeCost, SharedExpertIsADenseSwiGluBesideTheExperts) {
   EXPECT_EQ(c.activation_bytes[Recompute::none] - without.activation_bytes[Recompute::none], 128);
 }
 
+// At tp 2 with sequence parallelism the shared expert reads the gathered sequence (all 4
+// tokens) and holds half its columns (shared ffn 8 / 2 = 4): gate_up 2 x 4 x 8 x 8 = 512
+// FLOPs, down 2 x 4 x 4 x 8 = 256, the time halved from tp 1's 1024 and 512 (it was cut by
+// the tokens too, to a quarter, before). Its output is reduce-scattered back to the
+// sequence's halves: a collective that tp 1 does not have. Its SwiGLU keeps all 4 tokens'
+// rows of 4 columns: 4 x 2 x 4 x 4 = 128 bytes, half of tp 1's 256.
+TEST(MoeCost, TheSharedExpertSeesTheWholeSequenceUnderSequenceParallelism) {
+  ModelShape m = tiny_moe();
+  m.moe.shared_ffn = 8;
+  const LayerCost one = moe_decoder_layer_cost(m, unit_device(), settings(1));
+  CostSettings st = settings(1);
+  st.tp = 2;
+  st.sequence_parallel = true;
+  const LayerCost two = moe_decoder_layer_cost(m, unit_device(), st);
+  EXPECT_NEAR(op(one, "shared_gate_up").forward_s, 1024 * kPs, 1e-20);
+  EXPECT_NEAR(op(two, "shared_gate_up").forward_s, 512 * kPs, 1e-20);
+  EXPECT_NEAR(op(one, "shared_down").forward_s, 512 * kPs, 1e-20);
+  EXPECT_NEAR(op(two, "shared_down").forward_s, 256 * kPs, 1e-20);
+  bool scatters = false;
+  for (const SubOpCost& o : two.ops) scatters = scatters || o.name == "shared_reduce_scatter";
+  EXPECT_TRUE(scatters);
+  for (const SubOpCost& o : one.ops) EXPECT_NE(o.name, "shared_reduce_scatter");
+  const LayerCost plain = moe_decoder_layer_cost(tiny_moe(), unit_device(), st);
+  EXPECT_EQ(two.activation_bytes[Recompute::none] - plain.activation_bytes[Recompute::none], 128);
+}
+
 TEST(MoeCost, MixtralLayerMatchesItsParameterCount) {
   const ModelShape m =
       read_hf_config(std::string(BMPIPE_TEST_DATA_DIR) + "/hf/mixtral_8x7b_config.json");
