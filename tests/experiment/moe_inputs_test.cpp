@@ -16,16 +16,17 @@ const std::string kHfPresets = std::string(BMPIPE_SOURCE_DIR) + "/configs/preset
 /// 16 H100 (2 nodes of 8), pp 2: a stage has tp x dp = 8 devices. The case's `training`
 /// lines start at line 11.
 std::string yaml(const std::string& hf, const std::string& training) {
-  return "cluster:\n"                        // 1
-         "  nodes: 2\n"                      // 2
-         "  devices_per_node: 8\n"           // 3
-         "  device: {preset: h100-sxm}\n"    // 4
-         "model:\n"                          // 5
-         "  hf_config: \"" + hf + "\"\n" +   // 6
-         "training:\n"                       // 7
-         "  pp: 2\n"                         // 8
-         "  seq_length: 4096\n"              // 9
-         "  microbatches: 4\n" +             // 10
+  return "cluster:\n"                      // 1
+         "  nodes: 2\n"                    // 2
+         "  devices_per_node: 8\n"         // 3
+         "  device: {preset: h100-sxm}\n"  // 4
+         "model:\n"                        // 5
+         "  hf_config: \"" +
+         hf + "\"\n" +            // 6
+         "training:\n"            // 7
+         "  pp: 2\n"              // 8
+         "  seq_length: 4096\n"   // 9
+         "  microbatches: 4\n" +  // 10
          training;
 }
 
@@ -69,9 +70,9 @@ TEST(MoeInputs, InconsistentLatentAttentionRanksNameTheHfKey) {
                ":6: model.hf_config: " + rope + ": /qk_rope_head_dim:");
   // A latent wider than the hidden state it compresses (7168).
   const std::string wide = edited_hf(dir, "deepseek-v3.json", "kv_lora_rank", 8000);
-  expect_exit2(dir, "wide", yaml(wide, ""),
-               ":6: model.hf_config: " + wide +
-                   ": /kv_lora_rank: 8000 is wider than hidden_size = 7168");
+  expect_exit2(
+      dir, "wide", yaml(wide, ""),
+      ":6: model.hf_config: " + wide + ": /kv_lora_rank: 8000 is wider than hidden_size = 7168");
   const std::string v = edited_hf(dir, "deepseek-v3.json", "v_head_dim", 0);
   expect_exit2(dir, "v", yaml(v, ""), ":6: model.hf_config: " + v + ": /v_head_dim:");
 }
