@@ -81,9 +81,15 @@ std::vector<int> uniform_partition(int layers, int stages) {
 
 SimResult run(const Experiment& e, const Plan& plan, const Schedule& schedule,
               const RunOptions& options) {
+  return run(e, plan, CompiledSchedule::borrowing(schedule), options);
+}
+
+SimResult run(const Experiment& e, const Plan& plan, const CompiledSchedule& compiled,
+              const RunOptions& options) {
+  const Schedule& schedule = compiled.schedule();
   SimInput in = assemble(e, plan, schedule);
   if (options.capacity_bytes) in.capacity_bytes.assign(schedule.num_ranks, *options.capacity_bytes);
-  return simulate(in, schedule, options.observer);
+  return simulate(in, compiled, options.observer);
 }
 
 Recompute recompute_mode(const Config& c, int stage, int layer) {

@@ -31,6 +31,7 @@
 #include "experiment/layer_table.hpp"
 #include "experiment/write_config.hpp"
 #include "schedules/registry.hpp"
+#include "sim/compiled_schedule.hpp"
 #include "sim/run_info.hpp"
 #include "sim/simulate.hpp"
 #include "sim/topology.hpp"
@@ -115,6 +116,10 @@ struct RunOptions {
 /// "Run this plan": assemble + simulate `plan` under `schedule` on `e`. The one path every
 /// command, the planner's final runs and the exports take to a result.
 SimResult run(const Experiment& e, const Plan& plan, const Schedule& schedule,
+              const RunOptions& options = {});
+/// The same on `compiled` (a schedule compiled and validated once, as the planner's Space
+/// keeps it), for callers that run many plans under one order.
+SimResult run(const Experiment& e, const Plan& plan, const CompiledSchedule& compiled,
               const RunOptions& options = {});
 
 /// What a plan puts on each stage, for tables, traces and exports.

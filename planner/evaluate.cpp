@@ -52,14 +52,9 @@ PlanRun finish_run(const Experiment& e, const PlannerOptions& o, const Schedule&
   // does with the plan written into the config.
   const bool costed = info && (info->needs_costs || info->ranks_candidates);
   run.schedule = costed ? make_schedule(e, searched.name, o.vpp, &plan) : searched;
-  if (!costed && compiled != nullptr) {
-    // bmpipe::run's path, on the order compiled once.
-    SimInput in = assemble(e, plan, searched);
-    in.capacity_bytes.assign(searched.num_ranks, o.memory_limit_bytes);
-    run.result = simulate(in, *compiled);
-  } else {
-    run.result = bmpipe::run(e, plan, run.schedule, {o.memory_limit_bytes, nullptr});
-  }
+  run.result = !costed && compiled != nullptr
+                   ? bmpipe::run(e, plan, *compiled, {o.memory_limit_bytes, nullptr})
+                   : bmpipe::run(e, plan, run.schedule, {o.memory_limit_bytes, nullptr});
   return run;
 }
 
