@@ -293,6 +293,16 @@ LayerCost decoder_layer_cost(const ModelShape& model, const HardwareSpec& hw,
 ///   etp x T x top_k x load_imbalance x h x dtype_bytes.
 LayerCost moe_decoder_layer_cost(const ModelShape& model, const HardwareSpec& hw,
                                  const CostSettings& settings);
+/// One layer of a hybrid model (ModelShape::hybrid_pattern), of kind `kind`: one block with
+/// its pre-norm and residual add, as Megatron-Core's HybridBlock runs it -- the Mamba-2 mixer
+/// (M; hybrid_layers.cpp: in_proj, conv1d, the chunked SSD scan, the gated RMSNorm,
+/// out_proj), the attention block of decoder_layer_cost (*), its dense MLP (-) or the MoE
+/// MLP of moe_decoder_layer_cost (E). Selective recompute re-runs the attention core of a *
+/// layer and nothing of the others; full re-runs the whole block. Throws ShapeError unless
+/// the model is llama-architecture with fused kernels (Megatron-Core's TransformerEngine
+/// layers, the only way these models train).
+LayerCost hybrid_layer_cost(const ModelShape& model, const HardwareSpec& hw,
+                            const CostSettings& settings, HybridKind kind);
 /// One multi-token-prediction module (DeepSeek-V3's num_nextn_predict_layers; Megatron-Core's
 /// MultiTokenPredictionLayer), on the last stage before the output head: the shared
 /// embedding's lookup of the shifted tokens, enorm and hnorm over the two inputs, eh_proj

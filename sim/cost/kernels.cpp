@@ -75,6 +75,8 @@ std::uint8_t parse_graph_scopes(const std::string& text, std::string* unknown) {
       out |= static_cast<std::uint8_t>(GraphScope::moe_router);
     else if (name == "moe_preprocess")
       out |= static_cast<std::uint8_t>(GraphScope::moe_preprocess);
+    else if (name == "mamba")
+      out |= static_cast<std::uint8_t>(GraphScope::mamba);
     else if (name == "full_iteration")
       out |= static_cast<std::uint8_t>(GraphScope::full);
     else if (unknown != nullptr && unknown->empty())

@@ -65,10 +65,11 @@ enum class GraphScope : std::uint8_t {
   moe = 16,            ///< the whole MoE block (experts and dispatch included)
   full = 32,           ///< every kernel (Megatron's full_iteration)
   other = 64,          ///< embedding, head and loss: captured only by full
+  mamba = 128,         ///< a hybrid model's Mamba block (Megatron's CudaGraphModule mamba)
 };
 
 /// The scopes of `text`: comma-separated names from attn, mlp, moe, moe_router,
-/// moe_preprocess, full_iteration (or "none", or empty). Unknown names go to `unknown`.
+/// moe_preprocess, mamba, full_iteration (or "none", or empty). Unknown names go to `unknown`.
 std::uint8_t parse_graph_scopes(const std::string& text, std::string* unknown);
 /// The scope names of training.cuda_graphs's comma list as written, each trimmed, without
 /// empty entries and "none" (what parse_graph_scopes reads; the Megatron export writes

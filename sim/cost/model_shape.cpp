@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <string_view>
 
 namespace bmpipe {
 
@@ -14,8 +15,8 @@ long long ModelShape::layer_params() const {
   const long long q = static_cast<long long>(num_attention_heads) * head_dim();
   const long long kv = static_cast<long long>(num_kv_heads) * head_dim();
   if (architecture == Architecture::llama)
-    // q, o: h x q; k, v: h x kv; gate, up, down: h x f; two RMSNorm scales.
-    return 2 * h * q + 2 * h * kv + 3 * h * f + 2 * h;
+    // q, o: h x q; k, v: h x kv; gate, up (or fc1), down: h x f; two RMSNorm scales.
+    return 2 * h * q + 2 * h * kv + (mlp_in_factor() + 1) * h * f + 2 * h;
   // qkv with biases, o with bias, fc1/fc2 with biases, two LayerNorms (scale + bias).
   return (h * (q + 2 * kv) + q + 2 * kv) + (q * h + h) + (h * f + f) + (f * h + h) + 4 * h;
 }
@@ -27,6 +28,7 @@ long long ModelShape::embedding_params(int seq_length) const {
 }
 
 bool ModelShape::is_moe_layer(int i) const {
+  if (is_hybrid()) return moe.num_experts > 0 && hybrid_kind(i) == HybridKind::moe;
   if (moe.num_experts <= 0 || i < moe.first_dense_layers) return false;
   if ((i + moe.sparse_offset) % std::max(moe.sparse_step, 1) != 0) return false;
   return std::find(moe.dense_layers.begin(), moe.dense_layers.end(), i) == moe.dense_layers.end();
@@ -51,8 +53,10 @@ long long ModelShape::attention_params() const {
   const long long q = static_cast<long long>(num_attention_heads) * head_dim();
   const long long kv = static_cast<long long>(num_kv_heads) * head_dim();
   long long p = 2 * h * q + 2 * h * kv + norm;
-  if (!llama || attention_bias) p += q + 2 * kv + h;  // q, k, v and output biases
-  else if (qkv_bias) p += q + 2 * kv;
+  if (!llama || attention_bias)
+    p += q + 2 * kv + h;  // q, k, v and output biases
+  else if (qkv_bias)
+    p += q + 2 * kv;
   if (qk_norm) p += 2LL * head_dim();
   if (attention_sinks) p += num_attention_heads;
   return p;
@@ -60,19 +64,42 @@ long long ModelShape::attention_params() const {
 
 long long ModelShape::dense_mlp_params() const {
   const long long h = hidden_size, f = ffn_hidden_size;
-  if (architecture == Architecture::llama) return 3 * h * f + h;  // gate, up, down; norm
-  return (h * f + f) + (f * h + h) + 2 * h;                       // fc1, fc2; LayerNorm
+  if (architecture == Architecture::llama)  // gate and up (or fc1), down; norm
+    return (mlp_in_factor() + 1) * h * f + h;
+  return (h * f + f) + (f * h + h) + 2 * h;  // fc1, fc2; LayerNorm
 }
 
 long long ModelShape::moe_mlp_params(bool active) const {
   const long long h = hidden_size, e = moe.num_experts, ef = moe.expert_ffn;
   long long router = h * e + (moe.router_bias ? e : 0) + (moe.router_score_bias ? e : 0);
-  const long long expert = 3 * h * ef + (moe.expert_bias ? 2 * ef + h : 0);
-  const long long shared = 3 * h * moe.shared_ffn + (moe.shared_gate ? h : 0);
+  const long long in = mlp_in_factor();
+  const long long expert = (in + 1) * h * ef + (moe.expert_bias ? in * ef + h : 0);
+  const long long shared = (in + 1) * h * moe.shared_ffn + (moe.shared_gate ? h : 0);
   return router + (active ? moe.top_k : e) * expert + shared + h;  // + post-attention norm
 }
 
+long long ModelShape::mamba_layer_params() const {
+  const long long h = hidden_size, di = mamba.d_inner(), heads = mamba.num_heads;
+  // Megatron-Core's MambaMixer (d98e8a64 megatron/core/ssm/mamba_mixer.py): in_proj without
+  // bias (HF mamba_proj_bias false), conv1d weight [channels, 1, conv_kernel] and bias,
+  // dt_bias, A_log and D one a head (D_has_hdim false), the gated RMSNorm's scale.
+  return h + h * mamba.in_proj_cols() + mamba.conv_channels() * (mamba.conv_kernel + 1) +
+         3 * heads + di + di * h;
+}
+
 long long ModelShape::decoder_layer_params(int i, bool active) const {
+  if (is_hybrid()) {
+    switch (hybrid_kind(i)) {
+      case HybridKind::mamba:
+        return mamba_layer_params();
+      case HybridKind::attention:
+        return attention_params();
+      case HybridKind::mlp:
+        return dense_mlp_params();
+      case HybridKind::moe:
+        return moe_mlp_params(active);
+    }
+  }
   return attention_params() + (is_moe_layer(i) ? moe_mlp_params(active) : dense_mlp_params());
 }
 
@@ -191,8 +218,7 @@ void check_shape(const ModelShape& m) {
     positive(m.mla.qk_nope_head_dim, "qk_nope_head_dim");
     positive(m.mla.qk_rope_head_dim, "qk_rope_head_dim");
     positive(m.mla.v_head_dim, "v_head_dim");
-    if (m.mla.q_lora_rank < 0)
-      throw ShapeError("q_lora_rank must be 0 (no q compression) or more");
+    if (m.mla.q_lora_rank < 0) throw ShapeError("q_lora_rank must be 0 (no q compression) or more");
     if (m.mla.kv_lora_rank > m.hidden_size || m.mla.q_lora_rank > m.hidden_size)
       throw ShapeError("kv_lora_rank = " + std::to_string(m.mla.kv_lora_rank) +
                        " and q_lora_rank = " + std::to_string(m.mla.q_lora_rank) +
@@ -203,6 +229,48 @@ void check_shape(const ModelShape& m) {
     throw ShapeError(
         "num_kv_heads = " + std::to_string(m.num_kv_heads) +
         " does not divide num_attention_heads = " + std::to_string(m.num_attention_heads));
+  check_hybrid(m);
+}
+
+void check_hybrid(const ModelShape& m) {
+  if (!m.is_hybrid()) return;
+  const std::string& p = m.hybrid_pattern;
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (std::string_view(kHybridSymbols).find(p[i]) == std::string_view::npos) {
+      // Megatron-Core's other symbols (hybrid_layer_allocation.Symbols at d98e8a64), named.
+      const char* known = p[i] == 'G'   ? " (Gated DeltaNet, not modelled yet)"
+                          : p[i] == 'D' ? " (DeepSeek sparse attention, not modelled yet)"
+                          : p[i] == '+' ? " (MLA in a hybrid, not modelled yet)"
+                          : p[i] == '|' ? " (pipeline stage boundaries: use training.partition)"
+                          : p[i] == '/' ? " (MTP patterns: use model.mtp_layers)"
+                                        : "";
+      throw ShapeError("hybrid_pattern: symbol '" + std::string(1, p[i]) + "' at position " +
+                       std::to_string(i) + known +
+                       " is not one of M (Mamba-2), * (attention), "
+                       "- (MLP), E (MoE)");
+    }
+  if (static_cast<int>(p.size()) != m.num_layers)
+    throw ShapeError("hybrid_pattern has " + std::to_string(p.size()) +
+                     " symbols but num_layers = " + std::to_string(m.num_layers) +
+                     ": one symbol a layer");
+  const auto has = [&](char c) { return p.find(c) != std::string::npos; };
+  if (has('E') && !m.is_moe())
+    throw ShapeError(
+        "hybrid_pattern has MoE layers (E) but the model has no experts (give "
+        "model.moe)");
+  if (has('M')) {
+    const MambaShape& x = m.mamba;
+    if (x.num_heads < 1 || x.head_dim < 1 || x.state_dim < 1 || x.groups < 1 || x.conv_kernel < 1 ||
+        x.chunk_size < 1)
+      throw ShapeError(
+          "hybrid_pattern has Mamba layers (M): model.mamba needs num_heads, "
+          "head_dim, state_dim, groups, conv_kernel and chunk_size of at least 1");
+    // MambaMixer.__init__'s assertions (d98e8a64 megatron/core/ssm/mamba_mixer.py).
+    if (x.num_heads % x.groups != 0)
+      throw ShapeError("mamba.groups = " + std::to_string(x.groups) +
+                       " does not divide mamba.num_heads = " + std::to_string(x.num_heads) +
+                       " (Megatron: nheads must be evenly divisible by ngroups)");
+  }
 }
 
 }  // namespace bmpipe

@@ -57,6 +57,40 @@ struct MlaShape {
   int v_head_dim = 0;
 };
 
+/// The Mamba-2 mixer of a hybrid model's M layers (Dao and Gu 2024, "Transformers are SSMs",
+/// arXiv 2405.21060; Megatron-Core's MambaMixer, NVIDIA/Megatron-LM d98e8a64
+/// megatron/core/ssm/mamba_mixer.py). d_inner = num_heads x head_dim; in_proj h ->
+/// [z, x, B, C, dt] = 2 d_inner + 2 groups x state_dim + num_heads columns; a causal conv1d
+/// of conv_kernel taps over x, B and C; the SSD scan in chunks of chunk_size tokens; a gated
+/// RMSNorm over d_inner (groups of d_inner / groups); out_proj d_inner -> h.
+struct MambaShape {
+  int num_heads = 0;     ///< 0: no Mamba layers (HF mamba_num_heads, Megatron --mamba-num-heads)
+  int head_dim = 64;     ///< HF mamba_head_dim, Megatron --mamba-head-dim
+  int state_dim = 128;   ///< HF ssm_state_size, Megatron --mamba-state-dim
+  int groups = 8;        ///< HF n_groups, Megatron --mamba-num-groups
+  int conv_kernel = 4;   ///< HF conv_kernel (Megatron's d_conv)
+  int chunk_size = 128;  ///< HF chunk_size (Megatron's MambaMixer chunk_size)
+  long long d_inner() const { return static_cast<long long>(num_heads) * head_dim; }
+  /// in_proj's output columns: z, x (d_inner each), B, C (groups x state_dim each), dt.
+  long long in_proj_cols() const { return 2 * d_inner() + 2LL * groups * state_dim + num_heads; }
+  /// conv1d's channels: x, B and C.
+  long long conv_channels() const { return d_inner() + 2LL * groups * state_dim; }
+};
+
+/// The MLP's activation (llama architecture): swiglu, the gated SiLU of gate and up (an MLP
+/// of h -> 2 ffn -> h); relu2, squared ReLU without a gate (h -> ffn -> h: Nemotron-H and
+/// Nemotron 3, HF mlp_hidden_act "relu2", Megatron --squared-relu). Also the experts' and the
+/// shared expert's.
+enum class MlpActivation { swiglu, relu2 };
+
+/// The kind of one layer of a hybrid model, by its symbol in the pattern (Megatron-Core's
+/// hybrid_layer_allocation.Symbols, NVIDIA/Megatron-LM d98e8a64
+/// megatron/core/models/hybrid/hybrid_layer_allocation.py): each such layer is one block
+/// with its own pre-norm and residual add.
+enum class HybridKind : char { mamba = 'M', attention = '*', mlp = '-', moe = 'E' };
+/// "M*-E": the symbols bmpipe models (Megatron's G, D and + are refused by name).
+inline constexpr const char* kHybridSymbols = "M*-E";
+
 struct ModelShape {
   std::string name = "model";
   Architecture architecture = Architecture::llama;
@@ -99,9 +133,29 @@ struct ModelShape {
   /// eh_proj 2h -> h; it shares the embedding and the output head with the main model.
   int mtp_layers = 0;
 
+  /// A hybrid model's layers, one symbol each (HybridKind; Megatron-LM's
+  /// --hybrid-override-pattern, HF NemotronH's hybrid_override_pattern): "MEM*EM..." has
+  /// num_layers symbols. Empty: every layer is a transformer decoder layer (attention + MLP).
+  std::string hybrid_pattern;
+  MambaShape mamba;
+  MlpActivation mlp_activation = MlpActivation::swiglu;
+  /// RoPE on q and k (llama architecture). Nemotron-H has no position embedding
+  /// (Megatron-Bridge's NemotronHBridge sets position_embedding_type "none").
+  bool rotary = true;
+
+  bool is_hybrid() const { return !hybrid_pattern.empty(); }
+  /// Layer `i`'s kind in a hybrid model (is_hybrid()).
+  HybridKind hybrid_kind(int i) const { return static_cast<HybridKind>(hybrid_pattern.at(i)); }
+  /// Columns of an MLP's first GEMM per intermediate column: 2 gated (gate and up), 1 not.
+  int mlp_in_factor() const { return mlp_activation == MlpActivation::swiglu ? 2 : 1; }
+  /// Parameters of one Mamba layer: its pre-norm, in_proj, conv1d (weights and bias),
+  /// dt_bias, A_log, D (one a head), the gated norm's scale and out_proj.
+  long long mamba_layer_params() const;
+
   bool is_moe() const { return moe.num_experts > 0; }
   bool is_mla() const { return mla.kv_lora_rank > 0; }
   /// Whether decoder layer `i` (0-based) has the MoE MLP.
+  /// A hybrid model: layer `i` is an E layer.
   bool is_moe_layer(int i) const;
   /// Parameters of the attention block (projections, biases, sinks, q/k norms, and the
   /// input norm), of a dense MLP block (with its norm), and of an MoE block: every expert
@@ -143,5 +197,8 @@ std::string model_preset_names();
 /// Checks that the numbers make a layer (positive, heads divide hidden unless the head
 /// dimension is explicit, kv heads divide heads). Throws ShapeError naming the field.
 void check_shape(const ModelShape& shape);
+/// check_shape's part for hybrid models: the pattern's symbols and length, experts for its E
+/// layers, the Mamba mixer's sizes for its M layers.
+void check_hybrid(const ModelShape& shape);
 
 }  // namespace bmpipe
