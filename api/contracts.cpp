@@ -139,24 +139,15 @@ nlohmann::json cost_document(const Config& config, const CostOutcome& out, bool 
   j["tp"] = a.settings.tp;
   j["sequence_parallel"] = a.settings.sequence_parallel;
   j["dp"] = a.dp;
-  if (!a.moe_decoder) {
-    j["layers"] =
-        nlohmann::json::array({layer_json(a.embedding, 1, with_ops),
-                               layer_json(a.decoder, config.model.shape->num_layers, with_ops)});
-    if (a.mtp) j["layers"].push_back(layer_json(*a.mtp, config.model.shape->mtp_layers, with_ops));
-    j["layers"].push_back(layer_json(a.head_for(out.schedule.num_stages), 1, with_ops));
-  } else {
-    // Dense and MoE decoder layers as two rows (a row whose count is 0 left out).
-    const ModelShape& shape = *config.model.shape;
-    int moe_layers = 0;
-    for (int i = 0; i < shape.num_layers; ++i) moe_layers += shape.is_moe_layer(i) ? 1 : 0;
-    j["layers"] = nlohmann::json::array({layer_json(a.embedding, 1, with_ops)});
-    if (shape.num_layers > moe_layers)
-      j["layers"].push_back(layer_json(a.decoder, shape.num_layers - moe_layers, with_ops));
-    if (moe_layers > 0) j["layers"].push_back(layer_json(*a.moe_decoder, moe_layers, with_ops));
-    // The MTP modules (model.mtp_layers), which run before the head.
-    if (a.mtp) j["layers"].push_back(layer_json(*a.mtp, shape.mtp_layers, with_ops));
-    j["layers"].push_back(layer_json(a.head_for(out.schedule.num_stages), 1, with_ops));
+  // One row a kind of decoder layer (dense and MoE, or a hybrid model's kinds), then the MTP
+  // modules (model.mtp_layers), which run before the head.
+  const ModelShape& shape = *config.model.shape;
+  j["layers"] = nlohmann::json::array({layer_json(a.embedding, 1, with_ops)});
+  for (const auto& [kind, count] : a.layer_kinds(shape))
+    j["layers"].push_back(layer_json(*kind, count, with_ops));
+  if (a.mtp) j["layers"].push_back(layer_json(*a.mtp, shape.mtp_layers, with_ops));
+  j["layers"].push_back(layer_json(a.head_for(out.schedule.num_stages), 1, with_ops));
+  if (shape.is_moe()) {
     j["ep"] = config.training.ep;
     j["etp"] = config.training.etp;
     j["edp"] = a.edp;

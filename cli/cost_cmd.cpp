@@ -60,7 +60,6 @@ int run_cost(const std::vector<std::string>& args) {
     const LayerCost& head = a.head_for(schedule.num_stages);
     const std::vector<int>& counts = cost.plan.partition;
     const ModelShape& m = *config.model.shape;
-    const int num_layers = m.num_layers;
 
     std::printf("bmpipe cost %s\n", config.file.c_str());
     std::printf("model %s (%s, %d layers, h %d, %d heads / %d kv, ffn %d, vocab %d)\n",
@@ -111,14 +110,7 @@ int run_cost(const std::vector<std::string>& args) {
                       kernel_class_name(op.kind));
     };
     row(a.embedding, 1);
-    if (a.moe_decoder) {
-      int moe_layers = 0;
-      for (int i = 0; i < num_layers; ++i) moe_layers += m.is_moe_layer(i) ? 1 : 0;
-      if (num_layers > moe_layers) row(a.decoder, num_layers - moe_layers);
-      if (moe_layers > 0) row(*a.moe_decoder, moe_layers);
-    } else {
-      row(a.decoder, num_layers);
-    }
+    for (const auto& [kind, count] : a.layer_kinds(m)) row(*kind, count);
     if (a.mtp) row(*a.mtp, m.mtp_layers);
     row(head, 1);
     std::printf("\n%5s %7s %14s %14s\n", "stage", "layers", "static", "dp+optimizer");

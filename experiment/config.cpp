@@ -311,6 +311,31 @@ void read_moe(Reader& rd, const YAML::Node& mo, ModelShape& m) {
                 ", layer_freq): a model with experts needs at least one MoE layer");
 }
 
+// A hybrid model (model.hybrid_pattern) over the shape read so far: the pattern's symbols
+// and length, experts for its E layers and model.mamba for its M layers, each refusal at the
+// key that can fix it (check_hybrid says what).
+void read_hybrid(Reader& rd, const YAML::Node& n, const ModelShape& m) {
+  if (!m.is_hybrid()) {
+    if (Reader::present(n, "mamba"))
+      rd.fail(n["mamba"], "model.mamba",
+              "is for a hybrid model's Mamba layers: give model.hybrid_pattern with M layers");
+    return;
+  }
+  try {
+    check_hybrid(m);
+  } catch (const ShapeError& e) {
+    const std::string what = e.what();
+    const bool mamba =
+        what.rfind("mamba.", 0) == 0 || what.find("model.mamba") != std::string::npos;
+    const char* at = mamba && Reader::present(n, "mamba")   ? "mamba"
+                     : Reader::present(n, "hybrid_pattern") ? "hybrid_pattern"
+                     : Reader::present(n, "hf_config")      ? "hf_config"
+                                                            : "preset";
+    const YAML::Node node = Reader::present(n, at) ? n[at] : n;
+    rd.fail(node, std::string("model.") + at, what);
+  }
+}
+
 // model.mla over the shape read so far, as read_moe does.
 void read_mla(Reader& rd, const YAML::Node& ml, ModelShape& m) {
   const std::string key = "model.mla";
@@ -373,6 +398,17 @@ void read_shape(Reader& rd, const YAML::Node& n, Config& c) {
   if (!base && !Reader::present(n, "num_kv_heads")) m.num_kv_heads = m.num_attention_heads;
   if (YAML::Node mo = rd.child(n, key, "moe", false); mo.IsDefined()) read_moe(rd, mo, m);
   if (YAML::Node ml = rd.child(n, key, "mla", false); ml.IsDefined()) read_mla(rd, ml, m);
+  if (YAML::Node a = rd.child(n, key, "mlp_activation", false); a.IsDefined())
+    m.mlp_activation = rd.text(a, "model.mlp_activation", detail::kMlpActivations) == "relu2"
+                           ? MlpActivation::relu2
+                           : MlpActivation::swiglu;
+  if (YAML::Node ma = rd.child(n, key, "mamba", false); ma.IsDefined()) {
+    const bool mamba_base = m.mamba.num_heads > 0;
+    rd.expect_map(ma, "model.mamba", detail::names_of(detail::kMambaFields));
+    read_fields(rd, ma, "model.mamba", detail::kMambaFields, m.mamba,
+                {.base = mamba_base, .forms = kAllForms, .refusal = ""});
+  }
+  read_hybrid(rd, n, m);
   if (m.is_moe() && m.architecture != Architecture::llama)
     rd.fail(Reader::present(n, "architecture") ? n["architecture"] : n["moe"], "model.architecture",
             "the mixture-of-experts layer is costed for llama only (RMSNorm, SwiGLU experts)");

@@ -190,7 +190,7 @@ struct TrainingConfig {
   /// alltoall or deepep (CostSettings::moe_dispatcher).
   std::string moe_dispatcher = "alltoall";
   /// The scopes CUDA graphs capture, comma-separated (attn, mlp, moe, moe_router,
-  /// moe_preprocess, full_iteration; CostSettings::cuda_graphs); empty or "none": no graphs.
+  /// moe_preprocess, mamba, full_iteration; CostSettings::cuda_graphs); empty or "none": no graphs.
   std::string cuda_graphs;
 
   /// dp as given, or devices / (pp * tp * cp).

@@ -74,6 +74,10 @@ inline constexpr Range kZeroStage{
 // Shapes: generous bounds that keep the cost model's parameter counts far inside int64.
 inline constexpr Range kHidden{.min = 1, .max = 1'048'576};
 inline constexpr Range kHeads{.min = 1, .max = 65'536};
+inline constexpr Range kHeads0{.min = 0, .max = 65'536};
+/// Mamba-2's conv1d taps and scan chunk (tokens).
+inline constexpr Range kConvKernel{.min = 1, .max = 64, .max_note = "Mamba-2 uses 4"};
+inline constexpr Range kChunk{.min = 1, .max = 65'536, .unit = "tokens"};
 inline constexpr Range kFfn{.min = 1, .max = 16'777'216};
 inline constexpr Range kFfn0{.min = 0, .max = 16'777'216};
 /// Multi-latent attention ranks and head widths.
@@ -84,6 +88,8 @@ inline constexpr Range kSeqLength{.min = 1, .max = 16'777'216, .unit = "tokens"}
 inline constexpr Range kMicroBatch{.min = 1, .max = 65'536, .unit = "samples"};
 
 inline constexpr std::array<std::string_view, 2> kArchitectures{"llama", "gpt"};
+/// ModelShape::mlp_activation, in MlpActivation's order.
+inline constexpr std::array<std::string_view, 2> kMlpActivations{"swiglu", "relu2"};
 inline constexpr std::array<std::string_view, 2> kDtypes{"bf16", "fp16"};
 inline constexpr std::array<std::string_view, 3> kFp8Formats{"none", "hybrid", "e4m3"};
 inline constexpr std::array<std::string_view, 2> kCpCommTypes{"p2p", "a2a"};
@@ -244,6 +250,25 @@ inline constexpr auto kModelFields = std::to_array<Field<ModelShape>>({
      .form = Form::analytic},
     {.name = "moe", .help = "mixture-of-experts layers: see model.moe", .form = Form::analytic},
     {.name = "mla", .help = "multi-latent attention: see model.mla", .form = Form::analytic},
+    {.name = "hybrid_pattern",
+     .slot = &ModelShape::hybrid_pattern,
+     .help = "a hybrid model's layers, one symbol each: M Mamba-2, * attention, - MLP, E MoE "
+             "(Megatron's --hybrid-override-pattern); as many symbols as num_layers",
+     .form = Form::analytic},
+    {.name = "mamba",
+     .help = "the Mamba-2 mixer of hybrid_pattern's M layers: see model.mamba",
+     .form = Form::analytic},
+    {.name = "mlp_activation",
+     .help = "swiglu (gated, h -> 2 ffn -> h) or relu2 (squared ReLU, h -> ffn -> h: "
+             "Nemotron-H); llama architecture; also the experts'",
+     .choices = kMlpActivations,
+     .form = Form::analytic},
+    {.name = "head_dim",
+     .slot = &ModelShape::explicit_head_dim,
+     .range = kHeads0,
+     .help = "one attention head's width (HF head_dim, Megatron's --kv-channels); 0: "
+             "hidden_size / num_attention_heads",
+     .form = Form::analytic},
     {.name = "mtp_layers",
      .slot = &ModelShape::mtp_layers,
      .range = kMtpLayers,
@@ -479,7 +504,7 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
     {.name = "cuda_graphs",
      .slot = &TrainingConfig::cuda_graphs,
      .help = "the scopes CUDA graphs capture, comma-separated: attn, mlp, moe, moe_router, "
-             "moe_preprocess, full_iteration (Megatron's --cuda-graph-modules under "
+             "moe_preprocess, mamba, full_iteration (Megatron's --cuda-graph-modules under "
              "--cuda-graph-impl transformer_engine or local; full_iteration: --cuda-graph-impl "
              "full_iteration); their kernels launch for free; default none",
      .form = Form::analytic},
@@ -556,6 +581,36 @@ inline constexpr auto kMlaFields = std::to_array<Field<MlaShape>>({
      .slot = &MlaShape::v_head_dim,
      .range = kHeads,
      .need = Need::unless_base},
+});
+
+inline constexpr auto kMambaFields = std::to_array<Field<MambaShape>>({
+    {.name = "num_heads",
+     .slot = &MambaShape::num_heads,
+     .range = kHeads,
+     .need = Need::unless_base,
+     .help = "SSM heads (HF mamba_num_heads, Megatron's --mamba-num-heads); d_inner = "
+             "num_heads x head_dim"},
+    {.name = "head_dim",
+     .slot = &MambaShape::head_dim,
+     .range = kHeads,
+     .help = "HF mamba_head_dim, Megatron's --mamba-head-dim (default 64)"},
+    {.name = "state_dim",
+     .slot = &MambaShape::state_dim,
+     .range = kHeads,
+     .help = "HF ssm_state_size, Megatron's --mamba-state-dim (default 128)"},
+    {.name = "groups",
+     .slot = &MambaShape::groups,
+     .range = kHeads,
+     .help = "B/C groups (HF n_groups, Megatron's --mamba-num-groups; default 8); divide "
+             "num_heads"},
+    {.name = "conv_kernel",
+     .slot = &MambaShape::conv_kernel,
+     .range = kConvKernel,
+     .help = "conv1d taps (HF conv_kernel; default 4)"},
+    {.name = "chunk_size",
+     .slot = &MambaShape::chunk_size,
+     .range = kChunk,
+     .help = "the SSD scan's chunk (HF chunk_size; default 128)"},
 });
 
 inline constexpr auto kOptimizerFields = std::to_array<Field<OptimizerSettings>>({

@@ -29,9 +29,9 @@ std::shared_ptr<const Experiment> prepare(const Config& config) {
       e->analytic->settings.param_shard_dp * e->analytic->settings.param_shard_edp > 1) {
     // ZeRO-3: the layer in use and the prefetched next one, gathered to full size.
     const AnalyticCosts& a = *e->analytic;
-    std::int64_t largest =
-        std::max({a.decoder.param_count, a.embedding.param_count, a.head.param_count});
-    if (a.moe_decoder) largest = std::max(largest, a.moe_decoder->param_count);
+    std::int64_t largest = std::max(a.embedding.param_count, a.head.param_count);
+    for (const auto& [kind, count] : a.layer_kinds(*config.model.shape))
+      largest = std::max(largest, kind->param_count);
     if (a.mtp) largest = std::max(largest, a.mtp->param_count);
     e->sharded_working_bytes = 2 * largest * a.settings.dtype_bytes;
     e->reserved_bytes += e->sharded_working_bytes;

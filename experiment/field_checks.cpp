@@ -213,7 +213,7 @@ void check_values(const Config& c) {
       c.fail("training.cuda_graphs",
              "'" + unknown +
                  "' is not a CUDA-graph scope (expected a comma-separated list of attn, mlp, "
-                 "moe, moe_router, moe_preprocess, full_iteration, or none)");
+                 "moe, moe_router, moe_preprocess, mamba, full_iteration, or none)");
   }
   // Megatron-LM's validate_args (megatron/training/arguments.py): "Tensor parallel
   // communication/GEMM overlap can happen only when sequence parallelism is enabled".
@@ -680,6 +680,38 @@ void check_written_layout(const Config& c, std::int64_t stages, std::int64_t lay
                     std::to_string(c.model.shape->mtp_layers) + " (model.mtp_layers)");
 }
 
+namespace {
+
+/// A hybrid model (model.hybrid_pattern) against the training keys: its layers are costed as
+/// Megatron-Core runs them (hybrid_layer_cost: fused kernels), and the Mamba mixer's heads and
+/// groups split over tp as MambaMixer asserts (NVIDIA/Megatron-LM d98e8a64
+/// megatron/core/ssm/mamba_mixer.py: "nheads must be evenly divisble by tp_size", "ngroups
+/// must be evenly divisible by tp_size"). Context parallelism of Mamba layers (Megatron's
+/// mamba_context_parallel.py) is not modelled, so refused.
+void check_hybrid_training(const Config& c) {
+  const ModelShape& m = *c.model.shape;
+  const TrainingConfig& t = c.training;
+  if (t.kernels != "fused")
+    c.fail("training.kernels",
+           (t.kernels.empty() ? std::string("the default (eager)") : t.kernels) +
+               ": bmpipe costs hybrid models as Megatron-Core runs them, with fused kernels "
+               "(expected fused)");
+  if (m.hybrid_pattern.find('M') == std::string::npos) return;
+  if (m.mamba.num_heads % t.tp != 0 || m.mamba.groups % t.tp != 0)
+    c.fail("training.tp", "tp = " + std::to_string(t.tp) + " does not divide the Mamba mixer's " +
+                              std::to_string(m.mamba.num_heads) + " heads and " +
+                              std::to_string(m.mamba.groups) +
+                              " groups (Megatron's MambaMixer: \"nheads must be evenly "
+                              "divisble by tp_size\", \"ngroups must be evenly divisible by "
+                              "tp_size\")");
+  if (t.cp > 1)
+    c.fail("training.cp", "cp = " + std::to_string(t.cp) +
+                              ": context parallelism of Mamba layers is not modelled (expected "
+                              "cp 1 for a hybrid model with M layers)");
+}
+
+}  // namespace
+
 void check_config(const Config& c) {
   const TrainingConfig& t = c.training;
   check_values(c);
@@ -740,6 +772,7 @@ void check_config(const Config& c) {
                                 std::to_string(m.ffn_hidden_size) + " of " + m.name);
     check_context_parallel(c);
     check_expert_parallel(c, devices / pp_tp);
+    if (m.is_hybrid()) check_hybrid_training(c);
   }
   for (const auto& [s, mode] : t.recompute.stages)
     if (s >= stages)

@@ -66,6 +66,25 @@ bool has_separate_ends(const Config& c) {
   return c.model.analytic() && (c.training.separate_ends || !separate_end_layout(c).empty());
 }
 
+std::vector<std::pair<const LayerCost*, int>> AnalyticCosts::layer_kinds(
+    const ModelShape& m) const {
+  std::vector<std::pair<const LayerCost*, int>> out;
+  if (m.is_hybrid()) {
+    for (const char symbol : std::string_view(kHybridSymbols)) {
+      const int n =
+          static_cast<int>(std::count(m.hybrid_pattern.begin(), m.hybrid_pattern.end(), symbol));
+      if (n > 0) out.emplace_back(&*hybrid[hybrid_slot(static_cast<HybridKind>(symbol))], n);
+    }
+    return out;
+  }
+  int moe_layers = 0;
+  if (moe_decoder)
+    for (int i = 0; i < m.num_layers; ++i) moe_layers += m.is_moe_layer(i) ? 1 : 0;
+  if (m.num_layers > moe_layers) out.emplace_back(&decoder, m.num_layers - moe_layers);
+  if (moe_layers > 0) out.emplace_back(&*moe_decoder, moe_layers);
+  return out;
+}
+
 AnalyticCosts analytic_costs(const Config& c) {
   if (!c.model.analytic() || !c.device.hardware)
     c.fail("model",
@@ -91,8 +110,18 @@ AnalyticCosts analytic_costs(const Config& c) {
     a.settings.dp_crosses_nodes = static_cast<long long>(t.tp) * t.cp * a.dp > c.cluster.domain();
   }
   const ModelShape& m = *c.model.shape;
-  a.decoder = decoder_layer_cost(m, a.hardware, a.settings);
-  if (m.is_moe()) a.moe_decoder = moe_decoder_layer_cost(m, a.hardware, a.settings);
+  if (m.is_hybrid()) {
+    // Each kind the pattern holds, once; the rows take theirs by symbol.
+    for (const char symbol : std::string_view(kHybridSymbols)) {
+      const auto kind = static_cast<HybridKind>(symbol);
+      if (m.hybrid_pattern.find(symbol) != std::string::npos)
+        a.hybrid[AnalyticCosts::hybrid_slot(kind)] =
+            hybrid_layer_cost(m, a.hardware, a.settings, kind);
+    }
+  } else {
+    a.decoder = decoder_layer_cost(m, a.hardware, a.settings);
+    if (m.is_moe()) a.moe_decoder = moe_decoder_layer_cost(m, a.hardware, a.settings);
+  }
   if (m.mtp_layers > 0) a.mtp = mtp_module_cost(m, a.hardware, a.settings);
   a.embedding = embedding_cost(m, a.hardware, a.settings);
   // Tied embeddings: with one stage the head reuses the embedding matrix; with more, the
@@ -304,8 +333,14 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
         make_row("embedding", LayerKind::embedding, a->embedding, {{&a->embedding, false}}));
   for (int l = 0; l < n; ++l) {
     const bool is_moe = a->moe_decoder && m.is_moe_layer(l);
-    const LayerCost& kind = is_moe ? *a->moe_decoder : a->decoder;
-    std::string name = (is_moe ? "moe_decoder." : "decoder.") + std::to_string(l);
+    const LayerCost* of_kind = is_moe ? &*a->moe_decoder : &a->decoder;
+    if (m.is_hybrid()) of_kind = &*a->hybrid[AnalyticCosts::hybrid_slot(m.hybrid_kind(l))];
+    const LayerCost& kind = *of_kind;
+    // Hybrid layers are named by kind ("mamba.0", "moe.1", "attention.5").
+    std::string name = (m.is_hybrid() ? kind.name + "."
+                        : is_moe      ? std::string("moe_decoder.")
+                                      : std::string("decoder.")) +
+                       std::to_string(l);
     std::vector<std::pair<const LayerCost*, bool>> units;
     if (l == 0 && !separate) units.emplace_back(&a->embedding, false), name += "+embedding";
     units.emplace_back(&kind, true);

@@ -14,9 +14,11 @@
 /// decoder layers, the MTP layers, L (separate_end_layout); so does a config with
 /// training.separate_ends (has_separate_ends).
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "experiment/config.hpp"
@@ -117,12 +119,22 @@ struct AnalyticCosts {
   /// Mixture-of-experts models: the layer with the MoE MLP (ModelShape::is_moe_layer picks
   /// it); the others are `decoder`.
   std::optional<LayerCost> moe_decoder;
+  /// Hybrid models (ModelShape::hybrid_pattern): the layer of each kind the pattern has,
+  /// indexed by hybrid_slot(kind) (M, *, -, E); `decoder` is then unused.
+  std::array<std::optional<LayerCost>, 4> hybrid;
+  static int hybrid_slot(HybridKind kind) {
+    return static_cast<int>(std::string_view(kHybridSymbols).find(static_cast<char>(kind)));
+  }
   /// Models with multi-token prediction (ModelShape::mtp_layers): one module, run
   /// mtp_layers times on the last stage before the head (folded into the last layer).
   std::optional<LayerCost> mtp;
   LayerCost embedding;          ///< on the first stage
   LayerCost head;               ///< final norm, LM head and loss on the last stage, own weights
   LayerCost head_single_stage;  ///< the same when one stage holds the whole model (tied: shared)
+
+  /// The model's kinds of decoder layer with how many layers of each there are, a kind with
+  /// none left out: dense then MoE decoder layers, or a hybrid model's M, *, -, E layers.
+  std::vector<std::pair<const LayerCost*, int>> layer_kinds(const ModelShape& m) const;
 
   /// The head as it runs when the model spans `num_stages` stages.
   const LayerCost& head_for(int num_stages) const {
