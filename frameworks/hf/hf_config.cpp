@@ -80,7 +80,7 @@ std::string read_text(const std::string& path) {
 // another MoE family, is refused rather than costed as a dense model.
 bool supported_moe_family(const std::string& type) {
   return type == "mixtral" || type == "qwen2_moe" || type == "qwen3_moe" || type == "deepseek_v3" ||
-         type == "gpt_oss" || type == "llama4_text";
+         type == "gpt_oss" || type == "llama4_text" || type == "nemotron_h";
 }
 
 // The expert counts by family: num_local_experts (Mixtral, gpt-oss), num_experts
@@ -126,8 +126,64 @@ int get_count(const nlohmann::json& j, const std::string& path, const char* fiel
 // The MoE and attention fields of the families above, as HF transformers' modeling files
 // read them (transformers v4.57: models/mixtral, qwen2_moe, qwen3_moe, deepseek_v3,
 // gpt_oss; read, not copied).
+/// NemotronHForCausalLM (model_type nemotron_h: Nemotron-H, Nemotron Nano 2, Nemotron 3), as
+/// Megatron-Bridge maps it onto Megatron-Core's HybridModel (NVIDIA-NeMo/Megatron-Bridge
+/// 067f987d src/megatron/bridge/models/nemotronh/nemotron_h_bridge.py: CONFIG_MAPPING and
+/// provider_bridge; read, not copied): hybrid_override_pattern is the layer pattern;
+/// mamba_num_heads, mamba_head_dim, ssm_state_size, n_groups, chunk_size the mixer;
+/// squared-ReLU MLPs without a gate (mlp_hidden_act relu2); E layers of n_routed_experts of
+/// moe_intermediate_size with one shared MLP of moe_shared_expert_intermediate_size (the
+/// total, mapped one to one), a sigmoid router with an expert bias. No position embedding
+/// (RoPE is not run: Megatron-Bridge sets position_embedding_type none). Refused: Nemotron 3
+/// Super's latent MoE (moe_latent_size) and MTP blocks (num_nextn_predict_layers), which
+/// bmpipe does not model.
+void read_nemotron_h(const nlohmann::json& j, const std::string& path, ModelShape& m) {
+  m.hybrid_pattern = get_string(j, path, "hybrid_override_pattern");
+  if (m.hybrid_pattern.empty())
+    throw ShapeError(where(path, "hybrid_override_pattern") +
+                     ": a nemotron_h config needs its layer pattern");
+  if (given(j, "moe_latent_size"))
+    throw ShapeError(where(path, "moe_latent_size") +
+                     ": a latent mixture of experts (Nemotron 3 Super), which bmpipe does not "
+                     "model yet");
+  if (get_count(j, path, "num_nextn_predict_layers", 0) > 0)
+    throw ShapeError(where(path, "num_nextn_predict_layers") +
+                     ": hybrid multi-token-prediction blocks, which bmpipe does not model yet");
+  const std::string act = get_string(j, path, "mlp_hidden_act");
+  if (!act.empty() && act != "relu2")
+    throw ShapeError(where(path, "mlp_hidden_act") + ": '" + act +
+                     "'; bmpipe models nemotron_h's squared-ReLU MLP (relu2)");
+  m.mlp_activation = MlpActivation::relu2;
+  m.rotary = false;
+  MambaShape& x = m.mamba;
+  if (m.hybrid_pattern.find('M') != std::string::npos) {
+    x.num_heads = get_int(j, path, "mamba_num_heads");
+    x.head_dim = get_int(j, path, "mamba_head_dim");
+    x.state_dim = get_int(j, path, "ssm_state_size");
+    x.groups = get_int(j, path, "n_groups");
+    // HF NemotronHConfig's defaults: conv_kernel 4, chunk_size 128.
+    x.conv_kernel = given(j, "conv_kernel") ? get_int(j, path, "conv_kernel") : 4;
+    x.chunk_size = given(j, "chunk_size") ? get_int(j, path, "chunk_size") : 128;
+  }
+  if (m.hybrid_pattern.find('E') == std::string::npos) return;
+  MoeShape& moe = m.moe;
+  moe.num_experts = get_int(j, path, "n_routed_experts");
+  moe.top_k = get_int(j, path, "num_experts_per_tok");
+  moe.expert_ffn = get_int(j, path, "moe_intermediate_size");
+  moe.shared_ffn = get_count(j, path, "moe_shared_expert_intermediate_size", 0);
+  moe.router_score_bias = true;  // moe_router_enable_expert_bias
+  if (get_count(j, path, "n_group", 1) > 1) {
+    moe.router_groups = get_int(j, path, "n_group");
+    moe.router_group_top_k = get_int(j, path, "topk_group");
+  }
+  if (moe.top_k > moe.num_experts)
+    throw ShapeError(where(path, "num_experts_per_tok") + ": " + std::to_string(moe.top_k) +
+                     " experts per token, but the model has " + std::to_string(moe.num_experts));
+}
+
 void read_moe_family(const nlohmann::json& j, const std::string& path, const std::string& type,
                      ModelShape& m) {
+  if (type == "nemotron_h") return read_nemotron_h(j, path, m);
   MoeShape& moe = m.moe;
   moe.top_k = get_int(j, path, "num_experts_per_tok");
   if (type == "mixtral" || type == "gpt_oss") {

@@ -1103,8 +1103,9 @@ void read_context_parallel_and_fp8(const Reading& ctx) {
 /// --cuda-graph-modules), and its value full_iteration sets the impl; --enable-cuda-graph
 /// and --external-cuda-graph are local and transformer_engine (not with --cuda-graph-impl).
 /// bmpipe's training.cuda_graphs names the captured scopes: a captured kernel costs no
-/// launch; the two per-layer implementations capture alike. Mamba layers are not modelled,
-/// so "mamba" captures nothing of a bmpipe model.
+/// launch; the two per-layer implementations capture alike. "mamba" captures a hybrid
+/// model's Mamba blocks; the whole layer (no modules) is attn, mlp and moe, plus mamba for a
+/// hybrid model.
 void read_cuda_graphs(const Reading& ctx) {
   const Args& a = ctx.a;
   ImportedJob& job = ctx.job;
@@ -1162,18 +1163,17 @@ void read_cuda_graphs(const Reading& ctx) {
              "of (Megatron-LM: the modules \"must be empty\")");
     scopes = {"full_iteration"};
   } else {
-    if (modules.empty()) modules = {"attn", "mlp", "moe"};  // the whole layer
+    if (modules.empty()) {  // the whole layer
+      modules = {"attn", "mlp", "moe"};
+      if (a.given("--hybrid-override-pattern")) modules.push_back("mamba");
+    }
     for (const std::string& m : modules) {
-      if (m == "mamba") continue;  // no Mamba layer in a bmpipe model
-      if (m != "attn" && m != "mlp" && m != "moe" && m != "moe_router" && m != "moe_preprocess")
+      if (m != "attn" && m != "mlp" && m != "moe" && m != "moe_router" && m != "moe_preprocess" &&
+          m != "mamba")
         a.fail(modules_flag, "unknown module " + shown(m) +
                                  " (Megatron-LM's CudaGraphModule: attn, mlp, moe, moe_router, "
                                  "moe_preprocess, mamba)");
       if (std::find(scopes.begin(), scopes.end(), m) == scopes.end()) scopes.push_back(m);
-    }
-    if (scopes.empty()) {
-      job.ignore(std::string(modules_flag) + " mamba (bmpipe models no Mamba layer)");
-      return;
     }
   }
   std::string text;

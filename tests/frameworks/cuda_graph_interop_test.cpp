@@ -59,8 +59,9 @@ TEST(CudaGraphImport, ModulesAndImplementationsAsMegatronReadsThem) {
   // Without an implementation the modules capture nothing (Megatron warns, no graph).
   EXPECT_EQ(graphs_of("--cuda-graph-modules attn"), "<none>");
   EXPECT_EQ(graphs_of("--cuda-graph-impl none --cuda-graph-modules attn"), "<none>");
-  // A module twice is captured once; mamba captures nothing of a model without Mamba.
-  EXPECT_EQ(graphs_of("--cuda-graph-impl local --cuda-graph-modules attn mamba attn"), "attn");
+  // A module twice is captured once; mamba is a hybrid model's Mamba blocks (issue 40).
+  EXPECT_EQ(graphs_of("--cuda-graph-impl local --cuda-graph-modules attn mamba attn"),
+            "attn,mamba");
   // The value says where it came from: the modules' flag, else the implementation's.
   const ImportedJob job = import("--cuda-graph-impl local --cuda-graph-modules attn");
   EXPECT_EQ(job.origin.at("training.cuda_graphs").key, "--cuda-graph-modules");
