@@ -13,8 +13,10 @@ README says how they were read). Run from the repository root:
 Which rows, and why:
 - pretrain and sft rows (sft runs the same layers on packed sequences); lora rows are left
   out: frozen base weights have no weight-gradient GEMMs, which bmpipe does not model;
-- not the hybrid Mamba models (Nemotron 3 *) nor DeepSeek-V4-Flash: bmpipe cannot write
-  their layers yet (another issue);
+- Nemotron 3 Nano (a hybrid of Mamba-2, attention and MoE layers), whose recipes the shared
+  recipes file lacks: read by hand from the perf recipes at the same commit (NANO_RECIPES);
+- not Nemotron 3 Super and Ultra (a latent MoE and hybrid MTP blocks bmpipe does not model),
+  Nemotron 3.5 Lightning, nor DeepSeek-V4-Flash: bmpipe cannot write their layers yet;
 - not the 25.09 rows: that release's tables have no precision column;
 - a configuration (model, system, GPUs, phase, precision) that appears in several releases
   counts once, at its latest release: software moves the figures between releases.
@@ -28,7 +30,28 @@ RELEASES = ["25.09", "25.11", "26.02", "26.02.01", "26.04", "26.04.01", "26.06",
 FAMILY = {"LLAMA3_8B": "llama3_8b", "LLAMA3_70B": "llama3_70b", "LLAMA3.1_405B": "llama31_405b",
           "DeepSeekV3": "deepseek_v3", "DeepSeekV3 (w/o MTP)": "deepseek_v3",
           "DeepSeekV3 (w/ MTP)": "deepseek_v3", "GPT OSS 120B": "gpt_oss_120b",
-          "Kimi_K2": "kimi_k2"}
+          "Kimi_K2": "kimi_k2", "Nemotron_3_Nano": "nemotron_3_nano"}
+# Nemotron 3 Nano's perf recipes, read at 067f987d from
+# src/megatron/bridge/perf_recipes/nemotronh/<gpu>/nemotronh.py (the functions
+# nemotron_3_nano_pretrain_<n>gpu_<gpu>_<precision>_config) and common.py's
+# _apply_nemotron_3_nano_perf_defaults, which sets recompute_granularity None: every
+# Blackwell recipe runs the hybridep flex backend, transformer_engine CUDA graphs of attn,
+# mamba, moe_router and moe_preprocess, no recompute; the H100 FP8-CS one graphs attn and
+# mamba and recomputes the layernorms (selective, ["layernorm"]).
+_NANO_BW = {"moe_flex_backend": "hybridep", "cuda_graph_impl": "transformer_engine",
+            "cuda_graph_scope": '["attn", "mamba", "moe_router", "moe_preprocess"]',
+            "recompute_granularity": "None", "tp": "1", "pp": "1"}
+NANO_RECIPES = {
+    f"nemotron_3_nano_pretrain_8gpu_{gpu}_{p}_config": dict(
+        _NANO_BW, source="NVIDIA-NeMo/Megatron-Bridge@067f987df0 src/megatron/bridge/perf_recipes/"
+        f"nemotronh/{gpu}/nemotronh.py::nemotron_3_nano_pretrain_8gpu_{gpu}_{p}_config")
+    for gpu in ("b200", "b300", "gb200", "gb300") for p in ("bf16", "fp8mx", "nvfp4")}
+NANO_RECIPES["nemotron_3_nano_pretrain_16gpu_h100_fp8cs_config"] = {
+    "moe_flex_backend": "hybridep", "cuda_graph_impl": "transformer_engine",
+    "cuda_graph_scope": '["attn", "mamba"]', "recompute_granularity": "selective",
+    "recompute_modules": '["layernorm"]', "tp": "1", "pp": "1",
+    "source": "NVIDIA-NeMo/Megatron-Bridge@067f987df0 src/megatron/bridge/perf_recipes/nemotronh/"
+              "h100/nemotronh.py::nemotron_3_nano_pretrain_16gpu_h100_fp8cs_config"}
 # The table's precision label -> the recipe's suffix. 26.x tables say FP8 for what 25.11
 # called FP8-CS (current scaling); "FP8-CS (FP8-MX)" is an FP8-CS row with the MX figure in
 # parentheses.
@@ -67,7 +90,7 @@ def main(folder: str) -> None:
     out = []
     for (family, system, gpus, phase, precision), row in sorted(latest.items()):
         name = f"{family}_{phase}_{gpus}gpu_{SYSTEM[system]}_{precision}_config"
-        recipe = recipes.get(name)
+        recipe = recipes.get(name) or NANO_RECIPES.get(name)
         keep = {k: row[k] for k in ("release", "model", "system", "phase", "gpus", "precision",
                                     "gbs", "mbs", "seq", "tp", "pp", "cp", "vp", "ep", "fsdp",
                                     "tokens_per_s_per_gpu", "model_tflops_per_gpu") if k in row}

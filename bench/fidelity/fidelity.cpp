@@ -52,7 +52,8 @@ Device device_of(const std::string& system) {
 }
 
 bool is_moe(const PublishedRun& run) {
-  return run.family == "deepseek_v3" || run.family == "kimi_k2" || run.family == "gpt_oss_120b";
+  return run.family == "deepseek_v3" || run.family == "kimi_k2" || run.family == "gpt_oss_120b" ||
+         run.family == "nemotron_3_nano";
 }
 
 /// Decoder layers of the family's model (the HF configs and presets say the same).
@@ -61,6 +62,7 @@ int layers_of(const PublishedRun& run) {
   if (run.family == "llama3_70b") return 80;
   if (run.family == "llama31_405b") return 126;
   if (run.family == "gpt_oss_120b") return 36;
+  if (run.family == "nemotron_3_nano") return 52;
   return 61;  // deepseek_v3, kimi_k2
 }
 
@@ -164,6 +166,9 @@ Expressed express(const PublishedRun& run, const std::string& source_dir,
     y << "  hf_config: " << hf << "kimi-k2.json\n  moe: {load_imbalance: 1}\n";
   } else if (run.family == "gpt_oss_120b") {
     y << "  hf_config: " << hf << "gpt-oss-120b.json\n  moe: {load_imbalance: 1}\n";
+  } else if (run.family == "nemotron_3_nano") {
+    // nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B: 23 Mamba-2, 6 attention and 23 MoE layers.
+    y << "  hf_config: " << hf << "nemotron-3-nano-30b-a3b.json\n  moe: {load_imbalance: 1}\n";
   } else {
     throw std::runtime_error(run.id + ": unknown model family " + run.family);
   }
@@ -237,6 +242,11 @@ Expressed express(const PublishedRun& run, const std::string& source_dir,
     y << "}\n";
   } else if (granularity == "full") {
     y << "  recompute: full\n";
+  } else if (granularity == "selective" && recipe(run, "recompute_modules") == "[\"layernorm\"]") {
+    // Megatron's layernorm module: the norms' outputs are recomputed, a memory-bound pass of
+    // each norm again, which bmpipe's modes do not name.
+    y << "  recompute: none\n";
+    approx.push_back("selective recompute of the layernorms taken as none");
   } else if (granularity == "selective") {
     const std::string modules = recipe(run, "recompute_modules");
     y << "  recompute: selective\n";
@@ -279,7 +289,7 @@ Expressed express(const PublishedRun& run, const std::string& source_dir,
       (graphs == "local" && scope.find("full_iteration") != std::string::npos)) {
     scopes = "full_iteration";
   } else if (graphs == "transformer_engine" || graphs == "local") {
-    for (const char* name : {"attn", "mlp", "moe_router", "moe_preprocess", "moe"}) {
+    for (const char* name : {"attn", "mlp", "moe_router", "moe_preprocess", "moe", "mamba"}) {
       const std::string quoted = std::string("\"") + name + "\"";
       if (scope.find(quoted) != std::string::npos)
         scopes += (scopes.empty() ? "" : ",") + std::string(name);

@@ -28,7 +28,9 @@ std::vector<fidelity::RowResult> evaluate_all() {
 
 TEST(Fidelity, EveryCalibrationRunIsWrittenDownAndSimulated) {
   const auto rows = evaluate_all();
-  ASSERT_EQ(rows.size(), 39u);
+  // 39 runs of transformer models and, since the hybrid layers (issue 40), 5 of Nemotron 3
+  // Nano.
+  ASSERT_EQ(rows.size(), 44u);
   for (const fidelity::RowResult& r : rows)
     EXPECT_TRUE(r.predicted_tokens_per_s_per_gpu.has_value()) << r.id << ": " << r.refused;
 }
@@ -38,7 +40,13 @@ TEST(Fidelity, ErrorsStayWithinWhatTheKernelModelReached) {
   // 39 runs; 15.7 % with the presets and precisions the table needs but the flat kernel
   // model; 31.7 % over the 16 runs bmpipe could write down before b300, gb300 and NVFP4. The
   // bounds are today's figures plus half a point: a worse change fails here.
-  const auto groups = fidelity::summarize(evaluate_all());
+  // The hybrid Nemotron 3 Nano rows are held apart (HybridRowsReadFastByAKnownMargin), so
+  // that adding them loosens no bound here.
+  std::vector<fidelity::RowResult> rows;
+  for (fidelity::RowResult& r : evaluate_all())
+    if (r.id.rfind("nemotron_3_nano", 0) != 0) rows.push_back(std::move(r));
+  ASSERT_EQ(rows.size(), 39u);
+  const auto groups = fidelity::summarize(rows);
   const std::map<std::string, double> bound = {{"blackwell dense fp8cs", 0.049},
                                                {"blackwell dense fp8mx", 0.065},
                                                {"blackwell dense nvfp4", 0.066},
@@ -64,6 +72,24 @@ TEST(Fidelity, ErrorsStayWithinWhatTheKernelModelReached) {
       EXPECT_LE(g.mean_abs_error, 0.10) << g.group;
     }
   }
+}
+
+// Nemotron 3 Nano (23 Mamba-2, 6 attention and 23 MoE layers) on five devices reads 33-36 %
+// fast on every one of them, H100 and GB300 alike, so what is missing follows the model,
+// not a device constant (docs/cost-model.md: the fine-grained MoE blocks, as gpt-oss's,
+// and the scan kernels' real speed, for which no published figure was found). The bound is
+// today's worst plus half a point: a change that moves these rows the wrong way fails here,
+// one that fixes them will tighten it.
+TEST(Fidelity, HybridRowsReadFastByAKnownMargin) {
+  int rows = 0;
+  for (const fidelity::RowResult& r : evaluate_all()) {
+    if (r.id.rfind("nemotron_3_nano", 0) != 0) continue;
+    ++rows;
+    ASSERT_TRUE(r.predicted_tokens_per_s_per_gpu.has_value()) << r.id << ": " << r.refused;
+    EXPECT_LT(r.time_error(), 0.0) << r.id;
+    EXPECT_LE(std::abs(r.time_error()), 0.365) << r.id;
+  }
+  EXPECT_EQ(rows, 5);
 }
 
 TEST(Fidelity, MoeLayerTimingsOfMegatronsCi) {
