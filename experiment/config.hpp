@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "experiment/parallel_mesh.hpp"
 #include "schedules/registry.hpp"
 #include "sim/cost/cost_model.hpp"
 #include "sim/cost/hardware.hpp"
@@ -193,8 +194,16 @@ struct TrainingConfig {
   /// moe_preprocess, mamba, full_iteration; CostSettings::cuda_graphs); empty or "none": no graphs.
   std::string cuda_graphs;
 
-  /// dp as given, or devices / (pp * tp * cp).
-  int data_parallel(int devices) const { return dp ? *dp : devices / (pp * tp * cp); }
+  /// The mesh's sizes as the config states them (ParallelMesh, parallel_mesh.hpp).
+  MeshSizes mesh_sizes() const {
+    MeshSizes s;
+    s.tp = tp, s.cp = cp, s.ep = ep, s.etp = etp, s.pp = pp, s.dp = dp;
+    return s;
+  }
+  /// dp as given, or devices / (pp * tp * cp) (ParallelMesh::data_parallel).
+  int data_parallel(int devices) const {
+    return static_cast<int>(ParallelMesh::data_parallel(mesh_sizes(), devices));
+  }
   CpComm cp_comm() const { return cp_comm_type == "a2a" ? CpComm::a2a : CpComm::p2p; }
   int dtype_bytes() const { return 2; }
   Kernels kernel_set() const { return kernels == "fused" ? Kernels::fused : Kernels::eager; }
@@ -244,6 +253,13 @@ struct Config {
   /// the nearest enclosing section that was read, else line 1; a key set on the command
   /// line is named as such.
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
+  /// nodes x devices_per_node.
+  int devices() const { return cluster.nodes * cluster.devices_per_node; }
+  /// The job's parallel mesh on the cluster's devices and scale-up domain. Read after
+  /// check_config: the sizes are taken as they are.
+  ParallelMesh mesh() const {
+    return ParallelMesh(training.mesh_sizes(), devices(), cluster.domain());
+  }
 };
 
 /// Values given on the command line, which win over the file.

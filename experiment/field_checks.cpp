@@ -11,8 +11,8 @@
 #include "experiment/config.hpp"
 #include "experiment/config_fields.hpp"
 #include "experiment/layer_table.hpp"
-#include "experiment/mesh_rules.hpp"
 #include "experiment/output_work.hpp"
+#include "experiment/parallel_mesh.hpp"
 #include "experiment/suggest.hpp"
 #include "schedules/registry.hpp"
 #include "sim/cost/kernels.hpp"
@@ -566,7 +566,7 @@ void check_work_bounds(const Config& c, const WorkLimits& limits) {
 
 // training.ep and training.etp against the model's experts and the stage's tp x dp devices
 // (Megatron-Core's MoE parallel folding: etp x ep x edp = tp x dp).
-void check_expert_parallel(const Config& c, std::int64_t dp) {
+void check_expert_parallel(const Config& c, const ParallelMesh& mesh) {
   const TrainingConfig& t = c.training;
   const ModelShape& m = *c.model.shape;
   if (t.moe_overlap && (!m.is_moe() || t.ep == 1))
@@ -616,21 +616,13 @@ void check_expert_parallel(const Config& c, std::int64_t dp) {
     c.fail("training.tp", "tp = " + std::to_string(t.tp) +
                               " does not divide the shared experts' intermediate size " +
                               std::to_string(m.moe.shared_ffn));
-  const std::int64_t stage = static_cast<std::int64_t>(t.tp) * dp;
-  const std::int64_t folded = static_cast<std::int64_t>(t.etp) * t.ep;
-  // Name the key the file set: ep, or etp when only etp is there.
-  const std::string key = c.lines.count("training.ep") || !c.lines.count("training.etp")
-                              ? "training.ep"
-                              : "training.etp";
-  if (folded > stage)
-    c.fail(key, "etp x ep = " + std::to_string(folded) +
-                    " is more than the tp x dp = " + std::to_string(stage) +
-                    " devices of a pipeline stage: the MoE layers' experts are spread over the "
-                    "stage's own devices (use a smaller ep or etp, or more dp)");
-  if (stage % folded != 0)
-    c.fail(key, "etp x ep = " + std::to_string(folded) +
-                    " does not divide the tp x dp = " + std::to_string(stage) +
-                    " devices of a pipeline stage, which the MoE layers share");
+  if (const auto broken = mesh.expert_violation()) {
+    // Name the key the file set: ep, or etp when only etp is there.
+    const std::string key = c.lines.count("training.ep") || !c.lines.count("training.etp")
+                                ? "training.ep"
+                                : "training.etp";
+    c.fail(key, broken->message());
+  }
 }
 
 // training.cp and cp_comm_type against the sequence and the heads.
@@ -719,32 +711,12 @@ void check_config(const Config& c) {
   // First, so that every product below is of small numbers.
   check_work_bounds(c, c.limits);
   const std::int64_t devices = device_count(c);
-  const std::int64_t pp_tp = static_cast<std::int64_t>(t.pp) * t.tp;
-  if (devices % t.pp != 0)
-    c.fail("training.pp", "pp = " + std::to_string(t.pp) + " does not divide the " +
-                              std::to_string(devices) + " devices of the cluster");
-  if (devices % pp_tp != 0)
-    c.fail("training.tp", "pp * tp = " + std::to_string(pp_tp) + " does not divide the " +
-                              std::to_string(devices) + " devices");
-  // Context parallelism takes its cp ranks out of what would be dp.
-  const std::int64_t pp_tp_cp = pp_tp * t.cp;
-  if (t.cp > 1 && devices % pp_tp_cp != 0)
-    c.fail("training.cp", "tp * pp * cp = " + std::to_string(t.tp) + " * " + std::to_string(t.pp) +
-                              " * " + std::to_string(t.cp) + " = " + std::to_string(pp_tp_cp) +
-                              " does not divide the " + std::to_string(devices) + " devices");
-  if (t.dp && pp_tp_cp * *t.dp != devices) {
-    // pp * tp * cp divides the devices (checked above), so one dp always fits; a pp may too.
-    const std::int64_t dp_fit = devices / pp_tp_cp;
-    const std::int64_t tp_dp = static_cast<std::int64_t>(t.tp) * t.cp * *t.dp;
-    std::string fix =
-        ": use dp " + std::to_string(dp_fit) + " (--dp " + std::to_string(dp_fit) + ")";
-    if (devices % tp_dp == 0)
-      fix += ", or pp " + std::to_string(devices / tp_dp) + " (--pp " +
-             std::to_string(devices / tp_dp) + ")";
-    c.fail("training.dp", std::string(t.cp > 1 ? "pp * tp * cp * dp = " : "pp * tp * dp = ") +
-                              std::to_string(pp_tp_cp * *t.dp) + " but the cluster has " +
-                              std::to_string(devices) + " devices" + fix);
-  }
+  // The mesh's rules on the devices: pp, pp x tp, pp x tp x cp, then a given dp.
+  const MeshSizes sizes = t.mesh_sizes();
+  if (const auto broken = ParallelMesh::device_violation(sizes, devices))
+    c.fail(broken->key, broken->message());
+  // check_work_bounds bounds the devices, so they fit an int.
+  const ParallelMesh mesh(sizes, static_cast<int>(devices), c.cluster.domain());
   // The schedule's real stage count: V schedules hold two stages per device even when the
   // config says vpp 1.
   const std::int64_t stages = schedule_stages(c);
@@ -763,15 +735,11 @@ void check_config(const Config& c) {
              "the analytic model needs the device's compute figures: give "
              "preset (known: " +
                  hardware_preset_names() + ") or peak_tflops and hbm_GBps");
-    if (m.num_attention_heads % t.tp != 0)
-      c.fail("training.tp", "tp = " + std::to_string(t.tp) + " does not divide the " +
-                                std::to_string(m.num_attention_heads) + " attention heads of " +
-                                m.name);
-    if (m.ffn_hidden_size % t.tp != 0)
-      c.fail("training.tp", "tp = " + std::to_string(t.tp) + " does not divide ffn_hidden_size = " +
-                                std::to_string(m.ffn_hidden_size) + " of " + m.name);
+    if (const auto broken =
+            ParallelMesh::model_violation(sizes, m.num_attention_heads, m.ffn_hidden_size))
+      c.fail(broken->key, broken->message() + " of " + m.name);
     check_context_parallel(c);
-    check_expert_parallel(c, devices / pp_tp);
+    check_expert_parallel(c, mesh);
     if (m.is_hybrid()) check_hybrid_training(c);
   }
   for (const auto& [s, mode] : t.recompute.stages)
@@ -814,11 +782,13 @@ void check_config(const Config& c) {
 void resolve_batch(Config& c) {
   TrainingConfig& t = c.training;
   const std::int64_t devices = device_count(c);
-  const std::int64_t pp_tp = static_cast<std::int64_t>(t.pp) * t.tp;
-  if (t.pp < 1 || t.tp < 1 || devices < 1 || devices % pp_tp != 0)
-    return;                                               // check_config reports it
-  if (t.cp < 1 || devices % (pp_tp * t.cp) != 0) return;  // check_config reports it
-  const std::int64_t dp = t.dp ? *t.dp : devices / (pp_tp * t.cp);
+  const MeshSizes sizes = t.mesh_sizes();
+  if (t.pp < 1 || t.tp < 1 || t.cp < 1 || devices < 1) return;  // check_config reports it
+  // A given dp that does not fill the devices still counts the batch (check_config says
+  // what is wrong with it); the other rules leave no dp to count with.
+  if (const auto broken = ParallelMesh::device_violation(sizes, devices))
+    if (broken->rule != MeshRule::dp_fills_devices) return;  // check_config reports it
+  const std::int64_t dp = ParallelMesh::data_parallel(sizes, devices);
   if (t.global_batch_size) {
     const std::int64_t per = static_cast<std::int64_t>(t.micro_batch_size) * dp;
     const std::string per_text = "micro_batch_size x dp = " + std::to_string(t.micro_batch_size) +

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <set>
 
-#include "experiment/mesh_rules.hpp"
+#include "experiment/parallel_mesh.hpp"
 #include "planner/layout_bound.hpp"
 #include "sim/units.hpp"
 
@@ -29,8 +29,8 @@ std::vector<int> divisors(int n) {
 std::int64_t global_batch(const Config& c) {
   const TrainingConfig& t = c.training;
   if (t.global_batch_size) return *t.global_batch_size;
-  const int devices = c.cluster.nodes * c.cluster.devices_per_node;
-  return static_cast<std::int64_t>(t.microbatches) * t.micro_batch_size * t.data_parallel(devices);
+  return static_cast<std::int64_t>(t.microbatches) * t.micro_batch_size *
+         t.data_parallel(c.devices());
 }
 
 LayoutResult refused(const Layout& l, std::string filter, std::string why) {
@@ -129,7 +129,7 @@ Config layout_config(const Config& base, const Layout& l) {
 
 std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
                                       std::vector<LayoutResult>* rejected) {
-  const int devices = c.cluster.nodes * c.cluster.devices_per_node;
+  const int devices = c.devices();
   const int layers = c.model.num_layers();
   const bool analytic = c.model.analytic();
   const std::int64_t gbs = global_batch(c);
@@ -163,23 +163,19 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
                          std::to_string(c.training.tp) + " only");
   std::vector<int> valid_tp;
   for (int t : tps) {
-    std::string why;
-    if (devices % t != 0)
-      why = "tp " + std::to_string(t) + " does not divide the " + std::to_string(devices) +
-            " devices";
-    if (analytic) {
-      const ModelShape& m = *c.model.shape;
-      if (m.num_attention_heads % t != 0)
-        why = "tp " + std::to_string(t) + " does not divide the " +
-              std::to_string(m.num_attention_heads) + " attention heads";
-      else if (m.ffn_hidden_size % t != 0)
-        why = "tp " + std::to_string(t) + " does not divide ffn_hidden_size " +
-              std::to_string(m.ffn_hidden_size);
-    }
-    if (why.empty())
+    // The config's own rules (ParallelMesh), at pp 1: the model's, when broken, are said
+    // rather than the devices'.
+    MeshSizes sizes;
+    sizes.tp = t;
+    std::optional<MeshViolation> broken = ParallelMesh::device_violation(sizes, devices);
+    if (analytic)
+      if (auto model = ParallelMesh::model_violation(sizes, c.model.shape->num_attention_heads,
+                                                     c.model.shape->ffn_hidden_size))
+        broken = model;
+    if (!broken)
       valid_tp.push_back(t);
     else if (!space.tp.empty() && space.tp.size() == 1)
-      fail("--tp", why);
+      fail("--tp", broken->layout_message());
   }
   if (valid_tp.empty()) fail("--tp", "no tp of the list divides the devices, heads and FFN size");
 
@@ -221,7 +217,7 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
     if (!analytic && cp != c.training.cp)
       fail("--cp", "measured layer costs hold for the config's cp " +
                        std::to_string(c.training.cp) + " only");
-    // The config's own rule (experiment/mesh_rules.hpp).
+    // The config's own rule (experiment/parallel_mesh.hpp).
     if (analytic)
       if (const auto problem = cp_split_problem(*c.training.seq_length, cp)) fail("--cp", *problem);
   }
@@ -234,25 +230,24 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
       for (int p : divisors(devices / tp))
         if (p <= layers) pps.push_back(p);
     for (int pp : pps) {
-      if ((devices / tp) % pp != 0 || devices % tp != 0) {
+      // The config's own rules (ParallelMesh::device_violation), cp still 1.
+      MeshSizes sizes;
+      sizes.tp = tp, sizes.pp = pp;
+      if (const auto broken = ParallelMesh::device_violation(sizes, devices)) {
         if (rejected)
-          rejected->push_back(refused(Layout{tp, pp, 0, 1, 1, ""}, "divisibility",
-                                      "tp x pp = " + std::to_string(tp * pp) +
-                                          " does not divide the " + std::to_string(devices) +
-                                          " devices"));
+          rejected->push_back(
+              refused(Layout{tp, pp, 0, 1, 1, ""}, "divisibility", broken->layout_message()));
         continue;
       }
       any_pp = true;
       for (int cp : cps) {
         Layout shape{tp, pp, 0, 1, 1, ""};
         shape.cp = cp;
-        // The cp ranks come out of what would be dp (experiment/field_checks.cpp).
-        if ((devices / (tp * pp)) % cp != 0) {
+        // The cp ranks come out of what would be dp.
+        sizes.cp = cp;
+        if (const auto broken = ParallelMesh::device_violation(sizes, devices)) {
           if (rejected)
-            rejected->push_back(refused(shape, "divisibility",
-                                        "tp x pp x cp = " + std::to_string(tp * pp * cp) +
-                                            " does not divide the " + std::to_string(devices) +
-                                            " devices"));
+            rejected->push_back(refused(shape, "divisibility", broken->layout_message()));
           continue;
         }
         // Ulysses (cp_comm_type a2a) splits a tp rank's heads over the cp group.
@@ -265,7 +260,7 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
           }
         }
         any_cp = true;
-        const int dp = devices / (tp * pp * cp);
+        const int dp = ParallelMesh(sizes, devices, c.cluster.domain()).dp();
         for (int mbs : mbss) {
           Layout base{tp, pp, dp, 1, mbs, ""};
           base.cp = cp;
