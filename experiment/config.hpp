@@ -43,14 +43,6 @@ class ConfigError : public std::runtime_error {
   std::string message_;
 };
 
-/// Whether a group of `span` consecutive devices (Megatron places tp, cp, ep groups on
-/// consecutive ranks) can leave the scale-up domain (the node unless
-/// cluster.scale_up_domain is larger): when it is larger than the domain. Its collectives
-/// then run on the NIC.
-inline bool group_crosses_domain(const ClusterSpec& cluster, int span) {
-  return span > cluster.domain();
-}
-
 struct DeviceSpec {
   std::string name = "device";
   double memory_GiB = 0.0;

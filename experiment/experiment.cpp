@@ -20,10 +20,11 @@ std::shared_ptr<const Experiment> prepare(const Config& config) {
   e->topology = std::make_shared<const Topology>(config.cluster);
   if (config.model.analytic()) e->analytic = analytic_costs(config);
   e->layers = layer_costs(config, e->analytic ? &*e->analytic : nullptr);
-  const int pp = config.training.pp;
-  const int per_pipeline_rank = e->topology->num_devices() / pp;  // tp * cp * dp devices per rank
-  e->rank_device.resize(pp);
-  for (int r = 0; r < pp; ++r) e->rank_device[r] = r * per_pipeline_rank;
+  // Pipeline rank r's first device: pp runs slowest in Megatron's rank order, so each rank
+  // holds tp x cp x dp consecutive devices (ParallelMesh).
+  const ParallelMesh mesh = config.mesh();
+  e->rank_device.resize(mesh.pp());
+  for (int r = 0; r < mesh.pp(); ++r) e->rank_device[r] = r * mesh.stride(MeshGroup::pp);
   e->reserved_bytes = gib_to_bytes(config.device.reserved_GiB);
   if (e->analytic &&
       e->analytic->settings.param_shard_dp * e->analytic->settings.param_shard_edp > 1) {
@@ -507,10 +508,7 @@ namespace {
 /// cp ranks then dp ranks, Megatron's "tp-cp-ep-dp-pp") spans more than one scale-up
 /// domain (the node unless cluster.scale_up_domain is larger).
 bool dp_crosses_nodes(const Experiment& e, int rank) {
-  const Config& c = e.config;
-  const int tp = c.training.tp, group = e.analytic->dense_group();
-  const int base = rank * tp * group, last = base + (group - 1) * tp;
-  return base / c.cluster.domain() != last / c.cluster.domain();
+  return e.config.mesh().crosses_domain_at(MeshGroup::dp_cp, rank);
 }
 
 /// The dp reduction of `params` gradients: all-reduce, or ZeRO-1's reduce-scatter, over
@@ -607,8 +605,7 @@ RunInfo make_run_info(const Experiment& e, const Plan& plan, const Schedule& sch
   info.pp = schedule.num_ranks;
   info.vpp = schedule.chunks_per_device();
   info.microbatches = schedule.num_microbatches;
-  const int devices = c.cluster.nodes * c.cluster.devices_per_node;
-  const int dp = t.data_parallel(devices);
+  const int dp = c.mesh().dp();
   info.tp = t.tp;
   info.dp = dp;
   info.micro_batch_size = t.micro_batch_size;

@@ -17,35 +17,31 @@ CostSettings cost_settings(const Config& c) {
   st.sequence_parallel = t.sequence_parallel;
   st.tp_comm_overlap = t.tp_comm_overlap;
   st.dtype_bytes = t.dtype_bytes();
-  // Megatron placement puts a tp group on consecutive devices: it leaves the scale-up
-  // domain (the node, unless cluster.scale_up_domain is larger) only when it is larger
-  // than one; inside it the group runs on the intra_node link.
-  st.tp_crosses_nodes = t.tp > c.cluster.domain();
+  // Megatron places each group on consecutive devices, in RankGenerator's orders
+  // (ParallelMesh): a group leaves the scale-up domain (the node, unless
+  // cluster.scale_up_domain is larger) only when the devices it spans are more than one
+  // domain holds; inside it the group runs on the intra_node link. The tp group spans tp.
+  const ParallelMesh mesh = c.mesh();
+  st.tp_crosses_nodes = mesh.crosses_domain(MeshGroup::tp);
   st.grad_accumulation = t.grad_accumulation;
   // The buffer the weight-grad pass accumulates into is the one the optimizer reads.
   st.grad_bytes = t.optimizer.grad_bytes;
   st.ep = t.ep;
   st.etp = t.etp;
-  // Megatron-Core's expert ranks run etp fastest, then ep (RankGenerator order
-  // "tp-ep-dp-pp" with tp = etp: NVIDIA/Megatron-LM d98e8a64ddf34856e74b24714e3bedb2f5a39553,
-  // megatron/core/parallel_state.py, expert_decoder_rank_generator), so an ep group spans
-  // etp x ep consecutive devices of the stage: it leaves the domain when that is larger.
-  st.ep_crosses_nodes = group_crosses_domain(c.cluster, t.etp * t.ep);
-  // The etp group: etp consecutive devices.
-  st.etp_crosses_nodes = group_crosses_domain(c.cluster, t.etp);
+  // Megatron-Core's expert ranks run etp fastest, then ep (order "tp-ep-dp-pp" with
+  // tp = etp): an ep group spans etp x ep consecutive devices of the stage, an etp group etp.
+  st.ep_crosses_nodes = mesh.crosses_domain(MeshGroup::ep);
+  st.etp_crosses_nodes = mesh.crosses_domain(MeshGroup::etp);
   st.moe_dispatcher = t.dispatcher();
   st.cuda_graphs = parse_graph_scopes(t.cuda_graphs, nullptr);
-  st.ep_per_domain = std::min(t.ep, std::max(c.cluster.domain() / t.etp, 1));
+  st.ep_per_domain = mesh.ep_per_domain();
   st.fp8 = t.fp8_format();
   st.fp8_recipe = t.fp8_scaling();
   st.kernels = t.kernel_set();
   st.cp = t.cp;
   st.cp_comm = t.cp_comm();
-  // Megatron's rank order "tp-cp-ep-dp-pp" (NVIDIA/Megatron-LM
-  // d98e8a64ddf34856e74b24714e3bedb2f5a39553, megatron/core/parallel_state.py,
-  // decoder_rank_generator): a cp group spans tp x cp consecutive devices, the same rule
-  // as the ep group's above.
-  st.cp_crosses_nodes = group_crosses_domain(c.cluster, t.tp * t.cp);
+  // The dense order "tp-cp-ep-dp-pp": a cp group spans tp x cp consecutive devices.
+  st.cp_crosses_nodes = mesh.crosses_domain(MeshGroup::cp);
   return st;
 }
 
@@ -97,17 +93,18 @@ AnalyticCosts analytic_costs(const Config& c) {
   a.hardware.inter_node = c.cluster.inter_node;
   a.settings = cost_settings(c);
   a.optimizer = t.optimizer;
-  a.dp = t.data_parallel(c.cluster.nodes * c.cluster.devices_per_node);
-  a.cp = t.cp;
+  const ParallelMesh mesh = c.mesh();
+  a.dp = mesh.dp();
+  a.cp = mesh.cp();
   // Experts fold over the tp x cp x dp devices of a stage (etp x ep x edp).
-  a.edp = std::max(1, t.tp * t.cp * a.dp / (t.ep * t.etp));
+  a.edp = mesh.edp();
   // ZeRO-3 / FSDP: every layer gathers its parameters over dp x cp (experts over edp), on
-  // the links a dp group of tp x cp-strided devices reaches (it leaves the domain when
-  // tp x cp x dp does).
+  // the links the dp x cp group of tp-strided devices reaches (it leaves the domain when
+  // its span, tp x cp x dp, does).
   if (t.optimizer.zero_stage >= 3) {
-    a.settings.param_shard_dp = a.dp * t.cp;  // Megatron shards over dp x cp
+    a.settings.param_shard_dp = mesh.size(MeshGroup::dp_cp);  // Megatron shards over dp x cp
     a.settings.param_shard_edp = a.edp;
-    a.settings.dp_crosses_nodes = static_cast<long long>(t.tp) * t.cp * a.dp > c.cluster.domain();
+    a.settings.dp_crosses_nodes = mesh.crosses_domain(MeshGroup::dp_cp);
   }
   const ModelShape& m = *c.model.shape;
   if (m.is_hybrid()) {
