@@ -88,7 +88,7 @@ nlohmann::json layer_json(const LayerCost& c, int count, bool with_ops) {
 
 nlohmann::json job_json(const Config& config, const RunInfo& run) {
   const TrainingConfig& t = config.training;
-  const int dp = t.data_parallel(config.cluster.nodes * config.cluster.devices_per_node);
+  const int dp = config.mesh().dp();
   return {
       {"schedule", run.schedule},
       {"model", config.model.name},

@@ -323,23 +323,25 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   out.notes = notes;
 
   const RunInfo run_info = make_run_info(e, plan, own);
+  // The mesh's sizes as one (ParallelMesh): dp and the devices derived once.
+  const ParallelMesh mesh = config.mesh();
   ExportJob job;
-  job.tp = run_info.tp;
-  job.dp = run_info.dp;
+  job.tp = mesh.tp();
+  job.dp = mesh.dp();
   job.micro_batch_size = run_info.micro_batch_size;
   job.microbatches = own.num_microbatches;
   job.sequence_parallel = config.training.sequence_parallel;
   job.tp_comm_overlap = config.training.tp_comm_overlap;
-  job.devices = run_info.tp * config.training.cp * run_info.dp * layout.pp;
+  job.devices = mesh.devices();
   job.shape = config.model.shape;
-  job.ep = config.training.ep;
-  job.etp = config.training.etp;
+  job.ep = mesh.ep();
+  job.etp = mesh.etp();
   job.zero_stage = config.training.optimizer.zero_stage;
   job.overlap_param_gather = config.training.optimizer.overlap_param_gather;
   job.overlap_grad_reduce = config.training.optimizer.overlap_grad_reduce;
   job.moe_overlap = config.training.moe_overlap;
   job.deepep = config.training.dispatcher() == MoeDispatcher::deepep;
-  job.cp = config.training.cp;
+  job.cp = mesh.cp();
   job.cp_comm_type = config.training.cp_comm_type;
   job.fp8 = config.training.fp8;
   job.fp8_recipe = config.training.fp8_recipe;

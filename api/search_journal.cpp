@@ -267,8 +267,7 @@ std::size_t journal_bound(std::size_t layouts, std::size_t layers) {
 std::int64_t global_batch(const Config& c) {
   const TrainingConfig& t = c.training;
   if (t.global_batch_size) return *t.global_batch_size;
-  const int devices = c.cluster.nodes * c.cluster.devices_per_node;
-  return std::int64_t{t.microbatches} * t.micro_batch_size * t.data_parallel(devices);
+  return std::int64_t{t.microbatches} * t.micro_batch_size * t.data_parallel(c.devices());
 }
 
 /// The filters a run writes on a journal line: the planner's and the config's refusals of

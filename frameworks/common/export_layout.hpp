@@ -37,14 +37,18 @@ struct ExportLayout {
 };
 
 /// The job around a plan, which a complete export states beside it (tp, dp, the batch).
+/// Its sizes are the config's parallel mesh (experiment/parallel_mesh.hpp; api/export.cpp
+/// fills them from ParallelMesh).
 struct ExportJob {
   int tp = 1;
-  int dp = 1;                ///< data-parallel replicas: devices / (tp * pp)
+  /// Data-parallel replicas, ParallelMesh::dp: devices / (tp * cp * pp), context
+  /// parallelism taking its ranks out of what would be dp.
+  int dp = 1;
   int micro_batch_size = 1;  ///< samples per micro-batch
   int microbatches = 1;      ///< micro-batches per iteration and pipeline
   bool sequence_parallel = false;
   bool tp_comm_overlap = false;  ///< training.tp_comm_overlap: --tp-comm-overlap
-  int devices = 1;               ///< tp * pp * cp * dp
+  int devices = 1;               ///< ParallelMesh::devices: pp * tp * cp * dp
   /// An analytic model with experts, latent attention or MTP modules, whose settings the
   /// export states (a dense model's shape is the script's own and is not restated).
   std::optional<ModelShape> shape;
