@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "experiment/experiment.hpp"
+
 namespace bmpipe {
 namespace parallel_mesh_test {
 
@@ -191,6 +193,35 @@ TEST(ParallelMesh, ContextParallelRulesOnTheSequenceAndHeads) {
   EXPECT_EQ(ulysses_heads_problem(32, 4, 3).value_or(""),
             "a2a (Ulysses) splits each tp rank's 8 attention heads over cp = 3, which does not "
             "divide them");
+}
+
+// The config's mesh is the one the cost settings, ZeRO-3's sharding and the pipeline ranks'
+// devices are read from: Mixtral 8x7B on 64 H100 (8 nodes of 8), tp 2 cp 2 ep 4 pp 2.
+TEST(ParallelMesh, TheConfigsMeshIsTheOneTheCostsRead) {
+  const Config c = parse_config(
+      "cluster:\n  nodes: 8\n  devices_per_node: 8\n  device: {preset: h100-sxm}\n"
+      "model:\n  hf_config: \"" +
+          std::string(BMPIPE_SOURCE_DIR) +
+          "/configs/presets/hf/mixtral-8x7b.json\"\n"
+          "training:\n  pp: 2\n  tp: 2\n  cp: 2\n  ep: 4\n  sequence_parallel: true\n"
+          "  seq_length: 4096\n  microbatches: 4\n  optimizer: {zero_stage: 3}\n",
+      "mixtral.yaml");
+  const ParallelMesh m = c.mesh();
+  EXPECT_EQ(m.dp(), 8);
+  EXPECT_EQ(m.edp(), 8);
+  const auto e = prepare(c);
+  const AnalyticCosts& a = *e->analytic;
+  EXPECT_EQ(a.dp, 8);
+  EXPECT_EQ(a.edp, 8);
+  EXPECT_FALSE(a.settings.tp_crosses_nodes);
+  EXPECT_FALSE(a.settings.cp_crosses_nodes);  // tp x cp = 4 devices
+  EXPECT_FALSE(a.settings.ep_crosses_nodes);  // etp x ep = 4 devices
+  EXPECT_EQ(a.settings.ep_per_domain, 4);
+  // ZeRO-3 shards over dp x cp = 16 ranks spread over tp x cp x dp = 32 devices: 4 nodes.
+  EXPECT_EQ(a.settings.param_shard_dp, 16);
+  EXPECT_EQ(a.settings.param_shard_edp, 8);
+  EXPECT_TRUE(a.settings.dp_crosses_nodes);
+  EXPECT_EQ(e->rank_device, (std::vector<int>{0, 32}));
 }
 
 }  // namespace parallel_mesh_test
