@@ -31,6 +31,17 @@ inline constexpr Range kBandwidth{.min = 0,
                                   .max_note = "1 PB/s",
                                   .low = 1e-9,
                                   .low_note = "1 byte/s"};
+/// A host link's bandwidth, one way: 0 = no host link known (offloading refused).
+inline constexpr Range kHostLinkGBps{.min = 0, .max = 1e6, .unit = "GB/s", .max_note = "1 PB/s"};
+/// A host's memory: 0 = unknown (offloading refused).
+inline constexpr Range kHostMemoryGiB{
+    .min = 0, .max = 1'048'576, .unit = "GiB", .max_note = "1 PiB"};
+/// CPU Adam throughput of one host: 0 = unknown (offloading refused).
+inline constexpr Range kHostAdamGparams{
+    .min = 0, .max = 1e6, .unit = "1e9 params/s", .max_note = "a quadrillion parameters a second"};
+/// Devices sharing one host or one host link.
+inline constexpr Range kHostSharing{
+    .min = 1, .max = 1024, .max_note = "more devices than any host serves"};
 inline constexpr Range kCapacityGiB{
     .min = 0, .min_open = true, .max = 1'048'576, .unit = "GiB", .max_note = "1 PiB"};
 inline constexpr Range kReservedGiB{.min = 0, .max = 1'048'576, .unit = "GiB", .max_note = "1 PiB"};
@@ -225,6 +236,40 @@ inline constexpr auto kDeviceFields = std::to_array<Field<HardwareSpec>>({
     {.name = "intra_node_mesh",
      .slot = &HardwareSpec::intra_node_mesh,
      .help = "a node is a full mesh (HCCS), not a switch",
+     .form = Form::compute},
+    {.name = "host_link",
+     .slot = &HardwareSpec::host_link,
+     .help = "the link between the device and its host's memory: pcie4_x16, pcie5_x16 or "
+             "nvlink_c2c (shown in outputs; host_link_GBps is its speed)",
+     .choices = kHostLinkKinds,
+     .form = Form::compute},
+    {.name = "host_link_GBps",
+     .slot = &HardwareSpec::host_link_GBps,
+     .range = kHostLinkGBps,
+     .help = "the host link's bandwidth one way, shared by host_link_devices devices; 0: no "
+             "host link known (training.optimizer.offload_fraction is refused)",
+     .form = Form::compute},
+    {.name = "host_link_devices",
+     .slot = &HardwareSpec::host_link_devices,
+     .range = kHostSharing,
+     .help = "devices sharing one host link (1: a link of its own; gb200: a Grace's "
+             "NVLink-C2C serves 2)",
+     .form = Form::compute},
+    {.name = "host_memory_GiB",
+     .slot = &HardwareSpec::host_memory_GiB,
+     .range = kHostMemoryGiB,
+     .help = "one host's memory, shared by host_devices devices; 0: unknown",
+     .form = Form::compute},
+    {.name = "host_devices",
+     .slot = &HardwareSpec::host_devices,
+     .range = kHostSharing,
+     .help = "devices sharing one host's memory and CPUs (an 8-GPU HGX node: 8; gb200: 2)",
+     .form = Form::compute},
+    {.name = "host_adam_Gparams_per_s",
+     .slot = &HardwareSpec::host_adam_Gparams_per_s,
+     .range = kHostAdamGparams,
+     .help = "Adam's step on one host's CPUs (fp32 master weights, m, v), 1e9 parameters a "
+             "second for the whole host; 0: unknown",
      .form = Form::compute},
 });
 

@@ -6,6 +6,46 @@ namespace bmpipe {
 
 namespace {
 
+// The host link, host memory and CPU Adam of each preset (HardwareSpec::host_link and the
+// fields after it). Sources, per preset below: MLCommons system descriptions (the
+// "accelerator_host_interconnect" and "host_memory_*" fields of the submitters' systems/*.json)
+// and NVIDIA's figures for the superchips. PCIe 5.0 x16 runs 32 GT/s a lane, 128b/130b
+// coded: 63 GB/s each way, quoted as "PCIe Gen5: 128 GB/s" (both ways) on NVIDIA's H100 /
+// H200 datasheets; taken as 64. PCIe 4.0 x16: half, 32 each way ("PCIe Gen4: 64 GB/s" on
+// the A100 datasheet).
+//
+// CPU Adam. ZeRO-Offload (Ren et al., USENIX ATC 2021, arXiv 2101.06840), its table of Adam
+// step latencies: DeepSpeed's CPU-Adam steps 10 B parameters in 2.57 s on one DGX-2 host
+// (2 x 24-core Xeon Platinum 8168; 1 B in 0.22 s), 5-7x PyTorch's CPU Adam (1.39 s for
+// 1 B), which DeepSpeed's docs also state ("DeepSpeedCPUAdam is 5X-7X faster than the
+// standard PyTorch implementation", deepspeed.ai/tutorials/zero-offload, read). The table's
+// rows are as recalled: the paper itself could not be re-read, so they are to be checked
+// (the ratio is what was read). Per host:
+// 10e9 / 2.57 s = 3.89e9 parameters/s (the largest row, past the caches). Every preset
+// carries it over unscaled: newer hosts (Sapphire Rapids, Grace) have more memory
+// bandwidth, so it is a floor, an estimate.
+constexpr double kZeroOffloadCpuAdamGparamsPerS = 10.0 / 2.57;
+
+/// An x86 host of an HGX board: `devices` GPUs, each on its own PCIe x16 link of `kind`.
+void hgx_host(HardwareSpec& h, const char* kind, double link_GBps, double memory_GiB, int devices) {
+  h.host_link = kind;
+  h.host_link_GBps = link_GBps;
+  h.host_link_devices = 1;
+  h.host_memory_GiB = memory_GiB;
+  h.host_devices = devices;
+  h.host_adam_Gparams_per_s = kZeroOffloadCpuAdamGparamsPerS;
+}
+
+/// No host link figure found: offloading is refused until the config gives one.
+void unknown_host(HardwareSpec& h) {
+  h.host_link.clear();
+  h.host_link_GBps = 0;
+  h.host_link_devices = 1;
+  h.host_memory_GiB = 0;
+  h.host_devices = 1;
+  h.host_adam_Gparams_per_s = 0;
+}
+
 // Calibration. sim/cost/cost_model.cpp builds each layer from sub-ops; the h200 preset's
 // seven knobs (forward, input-grad and weight-grad GEMMs, forward and backward attention,
 // memory-bound kernels, kernel launch) were fitted by a grid search to the twelve H200 rows
@@ -56,6 +96,10 @@ HardwareSpec make_h200() {
   h.intra_node = {450, 5};         // NVLink 4: 900 GB/s total = 450 GB/s per direction; ~5 us NCCL
   h.inter_node = {50, 10};         // one 400 Gb/s NDR InfiniBand NIC per GPU (DGX H200); ~10 us
   h.devices_per_node = 8;          // HGX H200 8-GPU board
+  // Host: MLCommons inference v4.1, NVIDIA's systems/H200-SXM-141GBx8_TRT_MaxQ.json: each
+  // GPU on "PCIe Gen5 x16"; "2 TB" of host memory, 32 x 64 GB DIMMs (2048 GiB), on two Xeon
+  // Platinum 8480C for the 8 GPUs.
+  hgx_host(h, "pcie5_x16", 64, 2048, 8);
   return h;
 }
 
@@ -68,6 +112,10 @@ HardwareSpec make_h100() {
   h.hbm_GBps = 3350;         // datasheet: 3.35 TB/s
   h.intra_node = {450, 5};   // NVLink 4, as h200
   h.inter_node = {50, 10};   // 400 Gb/s NDR per GPU (DGX H100)
+  // Host: MLCommons inference v3.1, Dell's systems/XE9680_H100_SXM_80GBx8_TRT.json (an HGX
+  // H100 8-GPU server): "PCIe Gen5 x16" per GPU, "2 TB" of host memory (2048 GiB) on two
+  // Xeon Platinum 8470.
+  hgx_host(h, "pcie5_x16", 64, 2048, 8);
   return h;
 }
 
@@ -86,6 +134,8 @@ HardwareSpec make_h800() {
   h.inter_node = {50, 10};
   h.collective_efficiency = 0.8;
   h.devices_per_node = 8;
+  // Host link and memory: the h100-sxm preset's (the same HGX board), carried over; no H800
+  // host figure was found.
   return h;
 }
 
@@ -136,6 +186,10 @@ HardwareSpec make_b200() {
   h.inter_node = {50, 10};
   h.collective_efficiency = 0.75;  // h200's NVLink busbw fraction, carried over (estimate)
   h.devices_per_node = 8;          // HGX B200 8-GPU board
+  // Host: MLCommons inference v6.0, Nebius's systems/nebius_b200_n1.json (HGX B200, 8 GPUs):
+  // "PCIe Gen5 x16" per GPU, 32 x 64 GB DIMMs (2048 GiB; the file's capacity reads "1.8 TB",
+  // as the OS counts it) on two Xeon Platinum 8580.
+  hgx_host(h, "pcie5_x16", 64, 2048, 8);
   return h;
 }
 
@@ -167,6 +221,19 @@ HardwareSpec make_gb200() {
   // node, 18 trays per rack, all 72 GPUs one NVLink domain.
   h.devices_per_node = 4;
   h.scale_up_domain = 72;
+  // Host: each Grace CPU joins its two GPUs by NVLink-C2C, 900 GB/s over both directions,
+  // with up to 480 GB of LPDDR5X (NVIDIA's GB200 figures as issue 43 quotes them; NVIDIA's
+  // page itself was not retrieved here), read as 450 GB/s one way shared by the two GPUs
+  // and 447 GiB for the two. MLCommons inference v6.1,
+  // Crusoe's systems/GB200-NVL72_GB200-186GB_aarch64x16_Dynamo.json, confirms the link
+  // ("accelerator_host_interconnect": "NVLink-C2C"). CPU Adam: the ZeRO-Offload figure for a
+  // whole x86 host carried over to one 72-core Grace (an estimate).
+  h.host_link = "nvlink_c2c";
+  h.host_link_GBps = 450;
+  h.host_link_devices = 2;
+  h.host_memory_GiB = 447;
+  h.host_devices = 2;
+  h.host_adam_Gparams_per_s = kZeroOffloadCpuAdamGparamsPerS;
   return h;
 }
 
@@ -209,6 +276,9 @@ HardwareSpec make_b300() {
   // networking 1.6 TB/s for the board, twice HGX B200's).
   h.inter_node = {100, 10};
   h.devices_per_node = 8;
+  // Host link: no HGX B300 host figure was found (its ConnectX-8 SuperNICs carry a PCIe
+  // Gen6 switch; what the GPU's own host link runs at was not established): unknown.
+  unknown_host(h);
   return h;
 }
 
@@ -233,6 +303,8 @@ HardwareSpec make_gb300() {
   h.inter_node = {100, 10};
   h.devices_per_node = 4;  // a compute tray: two Grace CPUs and four GPUs
   h.scale_up_domain = 72;
+  // Host: as gb200 (carried over by make_gb200): one Grace with up to 480 GB LPDDR5X per 2
+  // GPUs on its 900 GB/s NVLink-C2C; no GB300-specific C2C figure was found.
   return h;
 }
 
@@ -260,6 +332,9 @@ HardwareSpec make_a100() {
   h.intra_node = {300, 5};         // NVLink 3: 600 GB/s total = 300 GB/s per direction
   h.inter_node = {25, 10};         // DGX A100: eight 200 Gb/s HDR InfiniBand NICs, one per GPU
   h.devices_per_node = 8;
+  // Host: MLCommons training v1.0, Inspur's systems/nf5488a5_pytorch.json (8 A100-SXM4-80GB):
+  // "PCIe Gen4" per GPU (x16: 32 GB/s each way), 16 x 64 GB DDR4 (1024 GiB) on two EPYC 7713.
+  hgx_host(h, "pcie4_x16", 32, 1024, 8);
   return h;
 }
 
@@ -300,6 +375,9 @@ HardwareSpec make_ascend_910b() {
   h.intra_node_mesh = true;
   h.inter_node = {25, 20};  // one 200 Gb/s RoCE v2 port per NPU; RoCE latency ~20 us
   h.devices_per_node = 8;
+  // Host link: no figure for the link between a 910B and the Atlas 800T A2's Kunpeng 920
+  // hosts (its generation, lanes, bandwidth) nor for the host memory was found: unknown.
+  unknown_host(h);
   return h;
 }
 
@@ -330,6 +408,9 @@ HardwareSpec make_ascend_910c() {
   h.inter_node = {50, 20};  // RDMA plane: 2 x 200 Gb/s RoCE per package = 50 GB/s (paper)
   h.devices_per_node = 8;   // 48 nodes x 8 NPUs = 384 (paper, sec. 3.2)
   h.scale_up_domain = 384;  // the whole SuperPoD on one UB fabric
+  // Host link: CloudMatrix384 puts its Kunpeng CPUs on the UB fabric too, but no per-NPU
+  // host bandwidth or host memory figure was found: unknown (as ascend-910b, whose
+  // unknown_host this preset carries over).
   return h;
 }
 

@@ -8,8 +8,10 @@
 /// b300/gb300 apart) to published runs of their own (see the comments in hardware.cpp).
 /// Every value can be overridden in YAML under cluster.device.
 
+#include <array>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/topology.hpp"
@@ -80,6 +82,24 @@ struct HardwareSpec {
   /// the bf16 GEMM's fraction of the bf16 peak.
   double fp4_matmul_scale = 1.0;
 
+  /// The host link: the path between a device and its host's memory that offloading uses
+  /// (the optimizer step on the host, training.optimizer.offload_fraction). `host_link` is
+  /// its kind (kHostLinkKinds: "pcie4_x16", "pcie5_x16", "nvlink_c2c"; "" when no figure is
+  /// known, as for the Ascend presets); host_link_GBps its bandwidth one way, 1e9 bytes/s,
+  /// which host_link_devices devices share (1: a link of its own; a Grace's NVLink-C2C
+  /// serves its two Blackwell GPUs). 0 GB/s: no host link known, so offloading is refused
+  /// until cluster.device.host_link_GBps gives one.
+  std::string host_link;
+  double host_link_GBps = 0.0;
+  int host_link_devices = 1;
+  /// One host's memory (GiB) and the devices sharing it and its CPUs (an HGX node's 8 GPUs
+  /// share its two sockets; a GB200 Grace its 2 GPUs). 0 GiB: unknown.
+  double host_memory_GiB = 0.0;
+  int host_devices = 1;
+  /// Adam's step on the host's CPUs over fp32 master weights, m and v: 1e9 parameters/s for
+  /// the whole host (its devices' offloaded shares share it). 0: unknown.
+  double host_adam_Gparams_per_s = 0.0;
+
   /// The GEMM shape model (sim/cost/kernels.hpp): the SMs tiles spread over (0: no shape
   /// model, every GEMM at the flat efficiencies above), the k at which a bf16 tile's fixed
   /// prologue and epilogue take as long as its k loop, and the FLOPs per loaded byte a tile
@@ -93,6 +113,10 @@ struct HardwareSpec {
     return matmul_weight_grad_efficiency.value_or(matmul_backward_efficiency);
   }
 };
+
+/// HardwareSpec::host_link's kinds: PCIe 4.0 x16, PCIe 5.0 x16, NVLink-C2C.
+inline constexpr std::array<std::string_view, 3> kHostLinkKinds{"pcie4_x16", "pcie5_x16",
+                                                                "nvlink_c2c"};
 
 /// The preset called `name` (ascend-910b, ascend-910c, a100-80g, b200, b300, gb200, gb300,
 /// h100-sxm, h200, h800), or nullptr.
