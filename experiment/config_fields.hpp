@@ -61,6 +61,8 @@ inline constexpr Range kFraction{
 /// efficiency is checked against 1 in check_values.
 inline constexpr Range kEfficiencyScale{
     .min = 0, .min_open = true, .max = 1000, .max_note = "a thousand times the bf16 fraction"};
+/// A share that may be none or all: [0, 1].
+inline constexpr Range kShare{.min = 0, .max = 1, .max_note = "all of it"};
 inline constexpr Range kOverlapFactor{
     .min = 0, .min_open = true, .max = 10, .max_note = "ten times the two halves run apart"};
 /// Counts of devices, stages, micro-batches: the work limits (WorkLimits) bound products.
@@ -675,6 +677,14 @@ inline constexpr auto kOptimizerFields = std::to_array<Field<OptimizerSettings>>
      .help = "zero_stage 1/2: the post-step all-gather runs under the next first forward; "
              "needs a sharded optimizer (zero_stage >= 1 or fsdp), as Megatron's "
              "--overlap-param-gather"},
+    {.name = "offload_fraction",
+     .slot = &OptimizerSettings::offload_fraction,
+     .range = kShare,
+     .help = "the share of each device's optimizer state (fp32 master weights, Adam m and v) "
+             "kept and stepped on the host (Megatron's --optimizer-cpu-offload with "
+             "--optimizer-offload-fraction); 0: off. Needs the distributed optimizer "
+             "(zero_stage >= 1) and a device with a host link (cluster.device.host_link_GBps, "
+             "host_memory_GiB, host_adam_Gparams_per_s)"},
 });
 
 inline constexpr auto kRecomputeFields = std::to_array<Field<RecomputeSpec>>({

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 namespace bmpipe {
@@ -10,6 +11,47 @@ namespace {
 
 std::int64_t gib_to_bytes(double gib) {
   return static_cast<std::int64_t>(std::llround(gib * 1073741824.0));
+}
+
+// Optimizer offload's host memory: the devices sharing a host (host_devices of them) each keep
+// kHostOffloadBytesPerParam for every offloaded parameter of their optimizer shard. A
+// pipeline rank's parameters depend on the partition the planner picks, so the rule takes a
+// rank's average share (the pipeline's parameters over pp: every partition has a rank holding
+// at least that much), times the devices of a host: consecutive devices (rank_device places
+// a rank's tp x cp x dp devices side by side), so a host holds one rank's devices, or all of
+// a few ranks' when it holds more devices than a rank has. Exact for a balanced partition.
+void check_host_memory(const Experiment& e) {
+  const AnalyticCosts& a = *e.analytic;
+  const OptimizerSettings& opt = a.optimizer;
+  if (!(opt.offload_fraction > 0)) return;
+  std::int64_t params = e.layers.head_copy_params, experts = 0;
+  for (const LayerRow& row : e.layers.layers)
+    params += row.param_count, experts += row.expert_param_count;
+  const int pp = e.config.training.pp;
+  const double per_rank = (offload_host_bytes(params - experts, opt, a.dense_group()) +
+                           offload_host_bytes(experts, opt, a.edp)) /
+                          pp;
+  const HardwareSpec& hw = a.hardware;
+  const double need = per_rank * hw.host_devices;
+  const double have = hw.host_memory_GiB * 1073741824.0;
+  if (need > have) {
+    const auto gib = [](double bytes) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / 1073741824.0);
+      return std::string(buf);
+    };
+    char fraction[32];
+    std::snprintf(fraction, sizeof fraction, "%g", opt.offload_fraction);
+    e.config.fail("training.optimizer.offload_fraction",
+                  std::string(fraction) + " puts " + gib(per_rank) +
+                      " of optimizer state on the host for each device (fp32 master weights, "
+                      "Adam m and v, the fp32 gradient copy: 16 bytes an offloaded "
+                      "parameter, a pipeline rank's average share), " +
+                      std::to_string(hw.host_devices) + " devices a host (host_devices): " +
+                      gib(need) + ", more than the host's " + gib(have) +
+                      " (host_memory_GiB; expected a smaller fraction, or more dp to shard "
+                      "the state)");
+  }
 }
 
 }  // namespace
@@ -38,6 +80,7 @@ std::shared_ptr<const Experiment> prepare(const Config& config) {
     e->reserved_bytes += e->sharded_working_bytes;
   }
   e->capacity_bytes = gib_to_bytes(config.device.memory_GiB);
+  if (e->analytic) check_host_memory(*e);
   return e;
 }
 

@@ -71,6 +71,32 @@ void check_framework_rules(const Config& c) {
            "--use-distributed-optimizer: without one no parameters are gathered after the "
            "step (expected false, or training.optimizer.zero_stage 1 or more, or "
            "training.fsdp: true)");
+  // Optimizer offload: megatron/training/arguments.py (d98e8a64) asserts
+  // --use-precision-aware-optimizer beside --optimizer-cpu-offload ("The optimizer cpu
+  // offload must be used in conjunction with `--use-precision-aware-optimizer`"), and
+  // megatron/core/optimizer/__init__.py refuses that without the distributed optimizer
+  // ("--use-precision-aware-optimizer only supported with distributed optimizer").
+  if (t.optimizer.offload_fraction > 0 && t.optimizer.zero_stage < 1)
+    c.fail("training.optimizer.offload_fraction",
+           detail::format_number(t.optimizer.offload_fraction) +
+               " needs the distributed optimizer, as Megatron-LM's --optimizer-cpu-offload "
+               "needs --use-precision-aware-optimizer, which is \"only supported with "
+               "distributed optimizer\" (expected 0, or training.optimizer.zero_stage 1 or "
+               "more)");
+  if (t.optimizer.offload_fraction > 0 && c.device.hardware) {
+    const HardwareSpec& hw = *c.device.hardware;
+    const char* missing = !(hw.host_link_GBps > 0)            ? "host_link_GBps"
+                          : !(hw.host_memory_GiB > 0)         ? "host_memory_GiB"
+                          : !(hw.host_adam_Gparams_per_s > 0) ? "host_adam_Gparams_per_s"
+                                                              : nullptr;
+    if (missing)
+      c.fail("training.optimizer.offload_fraction",
+             detail::format_number(t.optimizer.offload_fraction) +
+                 " offloads to the host, but the " + hw.name + " device has no " + missing +
+                 " (no figure is known for its host; expected 0, or give "
+                 "cluster.device." +
+                 missing + ")");
+  }
   // megatron/training/arguments.py at d98e8a64, validate_args: "Must use
   // --overlap-param-gather with --overlap-grad-reduce".
   if (t.optimizer.overlap_param_gather && !t.optimizer.overlap_grad_reduce)

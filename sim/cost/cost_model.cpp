@@ -113,13 +113,20 @@ std::int64_t static_bytes(std::int64_t params, int dtype_bytes, const OptimizerS
   // Adam keeps m and v in fp32 (8 bytes), plus an fp32 master copy with mixed precision
   // (ZeRO paper, Rajbhandari et al. 2020, sec. 3.1: 12 bytes of optimizer state).
   // ZeRO-2 shards the gradients too, ZeRO-3 the weights as well (sec. 5.1's P_os+g, P_os+g+p).
-  const double state = 8.0 + (opt.master_weights ? 4.0 : 0.0);
+  // Optimizer offload keeps 1 - F of the state on the device (F = 0: all of it, exactly).
+  const double state = (8.0 + (opt.master_weights ? 4.0 : 0.0)) * (1.0 - opt.offload_fraction);
   const double shard = opt.zero_stage >= 1 ? std::max(dp, 1) : 1;
   const double grad_shard = opt.zero_stage >= 2 ? shard : 1;
   const double weight_shard = opt.zero_stage >= 3 ? shard : 1;
   const double bytes = static_cast<double>(params) *
                        (dtype_bytes / weight_shard + opt.grad_bytes / grad_shard + state / shard);
   return static_cast<std::int64_t>(std::llround(bytes));
+}
+
+double offload_host_bytes(std::int64_t params, const OptimizerSettings& opt, int dp) {
+  if (!(opt.offload_fraction > 0)) return 0.0;
+  const double shard = opt.zero_stage >= 1 ? std::max(dp, 1) : 1;
+  return opt.offload_fraction * static_cast<double>(params) / shard * kHostOffloadBytesPerParam;
 }
 
 double optimizer_step_s(std::int64_t params, int dtype_bytes, const OptimizerSettings& opt, int dp,
@@ -129,8 +136,18 @@ double optimizer_step_s(std::int64_t params, int dtype_bytes, const OptimizerSet
   const double shard = opt.zero_stage >= 1 ? std::max(dp, 1) : 1;
   const double per_param =
       opt.grad_bytes + 2.0 * (8.0 + (opt.master_weights ? 4.0 : 0.0)) + dtype_bytes;
-  return static_cast<double>(params) / shard * per_param /
-         (hw.hbm_GBps * 1e9 * hw.memory_efficiency);
+  const double hbm = hw.hbm_GBps * 1e9 * hw.memory_efficiency;
+  if (!(opt.offload_fraction > 0)) return static_cast<double>(params) / shard * per_param / hbm;
+  // HybridDeviceOptimizer.step (the closed form is in the header): the gradient copy, the
+  // device's and the host's steps side by side, the parameter copy.
+  const double f = opt.offload_fraction;
+  const double share = static_cast<double>(params) / shard;
+  const double link = hw.host_link_GBps * 1e9 / std::max(hw.host_link_devices, 1);
+  const double device = (1.0 - f) * share * per_param / hbm;
+  const double host = f * share * std::max(hw.host_devices, 1) / (hw.host_adam_Gparams_per_s * 1e9);
+  const double to_host = f * share * kOffloadGradCopyBytes / link;
+  const double to_device = f * share * dtype_bytes / link;
+  return to_host + std::max(device, host) + to_device;
 }
 
 void add_param_sharding_comm(LayerCost& c, const HardwareSpec& hw, const CostSettings& st) {

@@ -397,18 +397,51 @@ struct OptimizerSettings {
   /// ZeRO-1/2: run the all-gather of the updated parameters in the next iteration's forward
   /// (Megatron-LM's --overlap-param-gather) instead of after the step.
   bool overlap_param_gather = false;
+  /// Megatron-Core's --optimizer-cpu-offload with --optimizer-offload-fraction F: the share of
+  /// this device's optimizer shard that HybridDeviceOptimizer keeps and steps on the host
+  /// (megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py). 0: off; in [0, 1].
+  double offload_fraction = 0.0;
 };
+
+/// Host bytes per offloaded parameter: HybridDeviceOptimizer keeps the offloaded share's
+/// parameter on the host in fp32 (param_update_in_fp32, which Megatron-Core always sets),
+/// Adam's m and v beside it, and an fp32 pinned copy of its gradient (cpu_copy_map_grad, of
+/// the fp32 parameter's dtype): 4 + 4 + 4 + 4.
+inline constexpr double kHostOffloadBytesPerParam = 16;
+/// Bytes per offloaded parameter on the host link each step: the gradient device to host
+/// into that fp32 copy (4), the updated parameter host to device into the device's
+/// parameter (dtype bytes, optimizer_step_s).
+inline constexpr double kOffloadGradCopyBytes = 4;
 
 /// Static bytes (weights, gradients, Adam m and v, master weights) of `params` parameters
 /// on one device (ZeRO paper, Rajbhandari et al. 2020, sec. 5.1), with P params, dtype
 /// bytes e, gradient bytes g, optimizer state K (12 with master weights, else 8):
 ///   stage 0: P (e + g + K)       stage 1: P (e + g + K/dp)
 ///   stage 2: P (e + (g + K)/dp)  stage 3: P (e + g + K) / dp
-/// (stage 3's gathered working set is Experiment::reserved_bytes', not here).
+/// (stage 3's gathered working set is Experiment::reserved_bytes', not here). Optimizer
+/// offload (OptimizerSettings::offload_fraction F) moves F of the state to the host: K
+/// becomes K (1 - F), so the device holds exactly F K P / dp bytes less (stage >= 1; the host
+/// holds kHostOffloadBytesPerParam for each offloaded parameter, offload_host_bytes).
 std::int64_t static_bytes(std::int64_t params, int dtype_bytes, const OptimizerSettings& opt,
                           int dp);
 
-/// Adam step over one device's share: memory-bound, reads and writes every state once.
+/// Host bytes one device's offloaded share takes: F x P / dp x kHostOffloadBytesPerParam
+/// (the dp shard as static_bytes takes it); 0 with offload off.
+double offload_host_bytes(std::int64_t params, const OptimizerSettings& opt, int dp);
+
+/// Adam step over one device's share S = P / dp (P with zero_stage 0): memory-bound, reads
+/// and writes every state once, b = g + 2K + e bytes a parameter at hbm_GBps x
+/// memory_efficiency:
+///   t_device(S) = S b / (hbm x memory_efficiency).
+/// With optimizer offload F (Megatron-Core's HybridDeviceOptimizer.step, without
+/// --overlap-cpu-optimizer-d2h-h2d: the copies run on the compute stream): the gradients of
+/// the host's share go device to host first, then the device steps its (1 - F) share while
+/// the host's CPUs step theirs (the device kernels are queued asynchronously before the CPU
+/// step starts), then the updated parameters come back:
+///   t = F S 4 / L + max(t_device((1 - F) S), F S H / A) + F S e / L
+/// with L = host_link_GBps / host_link_devices (the devices sharing a link copy at once),
+/// A = host_adam_Gparams_per_s (every device of the host steps its share at once on the
+/// host's CPUs: H = host_devices of them share A), 4 = kOffloadGradCopyBytes.
 double optimizer_step_s(std::int64_t params, int dtype_bytes, const OptimizerSettings& opt, int dp,
                         const HardwareSpec& hw);
 
