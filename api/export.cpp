@@ -338,6 +338,7 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   job.etp = mesh.etp();
   job.zero_stage = config.training.optimizer.zero_stage;
   job.overlap_param_gather = config.training.optimizer.overlap_param_gather;
+  job.offload_fraction = config.training.optimizer.offload_fraction;
   job.overlap_grad_reduce = config.training.optimizer.overlap_grad_reduce;
   job.moe_overlap = config.training.moe_overlap;
   job.deepep = config.training.dispatcher() == MoeDispatcher::deepep;

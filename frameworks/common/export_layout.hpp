@@ -57,6 +57,10 @@ struct ExportJob {
   /// Megatron-FSDP's flags; stage 1 (the distributed optimizer) is left to the script.
   int zero_stage = 0;
   bool overlap_param_gather = false;
+  /// training.optimizer.offload_fraction: --optimizer-cpu-offload with
+  /// --optimizer-offload-fraction (and the precision-aware optimizer Megatron asserts) when
+  /// above 0.
+  double offload_fraction = 0.0;
   /// training.optimizer.overlap_grad_reduce: --overlap-grad-reduce (Megatron-LM's default
   /// is off; --overlap-param-gather needs it).
   bool overlap_grad_reduce = false;

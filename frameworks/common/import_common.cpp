@@ -600,7 +600,8 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
   if (job.fp8) y.value(1, "fp8", *job.fp8, "training.fp8");
   if (job.fp8_recipe) y.value(1, "fp8_recipe", *job.fp8_recipe, "training.fp8_recipe");
   if (job.cuda_graphs) y.value(1, "cuda_graphs", *job.cuda_graphs, "training.cuda_graphs");
-  if (job.zero_stage || job.grad_dtype || job.overlap_grad_reduce || job.overlap_param_gather) {
+  if (job.zero_stage || job.grad_dtype || job.overlap_grad_reduce || job.overlap_param_gather ||
+      job.optimizer_offload_fraction) {
     y.raw("  optimizer:\n");
     if (job.zero_stage)
       y.value(2, "zero_stage", std::to_string(*job.zero_stage), "training.optimizer.zero_stage");
@@ -611,6 +612,9 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
     if (job.overlap_param_gather)
       y.value(2, "overlap_param_gather", *job.overlap_param_gather ? "true" : "false",
               "training.optimizer.overlap_param_gather");
+    if (job.optimizer_offload_fraction)
+      y.value(2, "offload_fraction", number(*job.optimizer_offload_fraction),
+              "training.optimizer.offload_fraction");
   }
   // An even split is bmpipe's default one. Left out, it lets a schedule with another stage
   // count (`compare`, `plan --schedule auto`) split the layers its own way.

@@ -156,7 +156,9 @@ struct ImportedJob {
   std::optional<std::string> megatron_layout;
   std::vector<Recompute> recompute;  ///< per layer in model order; empty: none
   std::optional<bool> overlap_grad_reduce;
-  std::optional<bool> overlap_param_gather;   ///< written when set
+  std::optional<bool> overlap_param_gather;  ///< written when set
+  /// training.optimizer.offload_fraction; written when set.
+  std::optional<double> optimizer_offload_fraction;
   std::optional<bool> fsdp;                   ///< training.fsdp; written when set
   std::optional<bool> moe_overlap;            ///< training.moe_overlap; written when set
   std::optional<std::string> moe_dispatcher;  ///< training.moe_dispatcher; written when set

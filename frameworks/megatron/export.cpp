@@ -1,6 +1,7 @@
 #include "frameworks/megatron/export.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstddef>
 #include <numeric>
 #include <optional>
@@ -247,12 +248,24 @@ std::string megatron_sharding_flags(const ExportJob& job) {
     out += std::string("--use-distributed-optimizer\n--use-megatron-fsdp\n") +
            "--data-parallel-sharding-strategy " +
            (job.zero_stage >= 3 ? "optim_grads_params" : "optim_grads") + "\n";
-  else if (job.zero_stage == 1 && job.overlap_param_gather)
+  else if (job.zero_stage == 1 && (job.overlap_param_gather || job.offload_fraction > 0))
     out += "--use-distributed-optimizer\n";
   // The dp overlaps the config costs: Megatron-LM's defaults are both off, and its
   // validate_args asserts --overlap-grad-reduce beside --overlap-param-gather.
   if (job.overlap_grad_reduce) out += "--overlap-grad-reduce\n";
   if (job.overlap_param_gather && job.zero_stage >= 1) out += "--overlap-param-gather\n";
+  // Optimizer offload ([MG-args]: --optimizer-cpu-offload asserts the precision-aware
+  // optimizer, which needs the distributed optimizer, written above). The fraction is
+  // written even at Megatron-LM's default 1.0, in the shortest form that reads back the same.
+  // A config without offload comes from a script without it: nothing is written, as before.
+  if (job.offload_fraction > 0) {
+    char fraction[32];
+    const auto r = std::to_chars(fraction, fraction + sizeof fraction, job.offload_fraction);
+    out +=
+        "--use-precision-aware-optimizer\n--optimizer-cpu-offload\n"
+        "--optimizer-offload-fraction " +
+        std::string(fraction, r.ptr) + "\n";
+  }
   return out;
 }
 }  // namespace

@@ -24,6 +24,10 @@
 //  [MG-block]  megatron/core/transformer/transformer_block.py: get_num_layers_to_build.
 //  [MG-vocab]  megatron/training/vocab_utils.py and
 //              megatron/core/tokenizers/utils/build_tokenizer.py: vocab_size_with_padding.
+//  [MG-optim]  megatron/core/optimizer/__init__.py (the HybridDeviceOptimizer under
+//              optimizer_cpu_offload; "--use-precision-aware-optimizer only supported with
+//              distributed optimizer"), optimizer_config.py (store_param_remainders), and
+//              cpu_offloading/hybrid_optimizer.py.
 
 namespace bmpipe {
 
@@ -235,6 +239,10 @@ constexpr FlagSpec kFlags[] = {
     {"--use-torch-fsdp2", Kind::boolean},
     {"--data-parallel-sharding-strategy", Kind::choice, kShardingStrategy},
     {"--overlap-param-gather", Kind::boolean},
+    // optimizer offload
+    {"--optimizer-cpu-offload", Kind::boolean},
+    {"--optimizer-offload-fraction", Kind::real},
+    {"--use-precision-aware-optimizer", Kind::boolean},
     // context parallelism and FP8
     {"--context-parallel-size", Kind::integer},
     {"--cp-comm-type", Kind::list},
@@ -976,6 +984,46 @@ void read_sharded_data_parallel(const Args& a, ImportedJob& job) {
   }
 }
 
+/// Optimizer offload ([MG-args], [MG-optim]): --optimizer-cpu-offload runs the optimizer of
+/// --optimizer-offload-fraction of the parameters on the host (the parser's default 1.0;
+/// without --optimizer-cpu-offload the fraction is read by nothing, so it changes nothing):
+/// training.optimizer.offload_fraction. validate_args asserts --use-precision-aware-optimizer
+/// beside it, which the optimizer refuses without the distributed optimizer; under offload
+/// the precision-aware optimizer keeps fp32 state in the hybrid optimizer (its dtype flags
+/// are read apart), which is what bmpipe models. Without offload it stores the fp32 master
+/// weights as 16-bit remainders (store_param_remainders), which bmpipe does not model.
+void read_optimizer_offload(const Args& a, ImportedJob& job) {
+  const bool offload = a.boolean("--optimizer-cpu-offload");
+  const bool precision_aware = a.boolean("--use-precision-aware-optimizer");
+  const auto fraction = a.real("--optimizer-offload-fraction", 0, 1);
+  if (precision_aware && job.zero_stage.value_or(0) < 1)
+    a.fail("--use-precision-aware-optimizer",
+           "needs --use-distributed-optimizer (Megatron-LM raises \"--use-precision-aware-"
+           "optimizer only supported with distributed optimizer\")");
+  if (!offload) {
+    if (fraction)
+      job.notes.push_back(
+          "--optimizer-offload-fraction has no effect without "
+          "--optimizer-cpu-offload (Megatron-LM reads it only there).");
+    if (precision_aware)
+      job.unmodelled.push_back(Unmodelled{
+          a.origin("--use-precision-aware-optimizer"), "--use-precision-aware-optimizer",
+          "the precision-aware optimizer keeps the fp32 master weights as 16-bit remainders "
+          "beside the bf16 ones (store_param_remainders); bmpipe models 4 bytes a master "
+          "weight (modelled under --optimizer-cpu-offload, where the hybrid optimizer keeps "
+          "them whole)"});
+    return;
+  }
+  if (!precision_aware)
+    a.fail("--optimizer-cpu-offload",
+           "needs --use-precision-aware-optimizer (Megatron-LM asserts \"The optimizer cpu "
+           "offload must be used in conjunction with `--use-precision-aware-optimizer`\")");
+  job.optimizer_offload_fraction = fraction.value_or(1.0);
+  job.from("training.optimizer.offload_fraction",
+           a.origin(fraction ? "--optimizer-offload-fraction" : "--optimizer-cpu-offload",
+                    fraction ? "" : "--optimizer-cpu-offload: Megatron-LM's default fraction 1.0"));
+}
+
 /// Precision and optimizer: the dtype, the gradients' dtype, the distributed optimizer,
 /// and sequence parallelism.
 void read_precision_and_optimizer(const Reading& ctx) {
@@ -1012,6 +1060,7 @@ void read_precision_and_optimizer(const Reading& ctx) {
     job.from("training.optimizer.overlap_grad_reduce", a.origin("--overlap-grad-reduce"));
   }
   read_sharded_data_parallel(a, job);
+  read_optimizer_offload(a, job);
   if (a.boolean("--overlap-moe-expert-parallel-comm")) {
     // training.moe_overlap: 1F1B and interleaved pair a backward with the next forward.
     job.moe_overlap = true;
