@@ -243,6 +243,8 @@ constexpr FlagSpec kFlags[] = {
     {"--optimizer-cpu-offload", Kind::boolean},
     {"--optimizer-offload-fraction", Kind::real},
     {"--use-precision-aware-optimizer", Kind::boolean},
+    {"--no-pin-cpu-grads", Kind::boolean},
+    {"--no-pin-cpu-params", Kind::boolean},
     // context parallelism and FP8
     {"--context-parallel-size", Kind::integer},
     {"--cp-comm-type", Kind::list},
@@ -996,6 +998,19 @@ void read_optimizer_offload(const Args& a, ImportedJob& job) {
   const bool offload = a.boolean("--optimizer-cpu-offload");
   const bool precision_aware = a.boolean("--use-precision-aware-optimizer");
   const auto fraction = a.real("--optimizer-offload-fraction", 0, 1);
+  // The hybrid optimizer's host buffers are pinned unless these say otherwise: the copies
+  // bmpipe costs at the host link's speed are pinned ones. Without offload nothing reads them.
+  for (const char* pin : {"--no-pin-cpu-grads", "--no-pin-cpu-params"}) {
+    if (!a.boolean(pin)) continue;
+    if (offload)
+      job.unmodelled.push_back(Unmodelled{
+          a.origin(pin), pin,
+          "pageable host buffers for the offloaded optimizer's copies, which then run "
+          "synchronously and slower than the pinned copies bmpipe costs at the host link's "
+          "speed"});
+    else
+      job.ignore(std::string(pin) + " (not modelled)");
+  }
   if (precision_aware && job.zero_stage.value_or(0) < 1)
     a.fail("--use-precision-aware-optimizer",
            "needs --use-distributed-optimizer (Megatron-LM raises \"--use-precision-aware-"

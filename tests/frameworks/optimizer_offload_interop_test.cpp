@@ -105,6 +105,22 @@ TEST(OptimizerOffloadInterop, MegatronsPreconditionsAreRefusedWithFileLineFlag) 
   }
 }
 
+TEST(OptimizerOffloadInterop, UnpinnedHostBuffersAreUnmodelledOnlyUnderOffload) {
+  // hybrid_optimizer.py pins its host gradient and parameter buffers unless told not to;
+  // pageable copies are not what the host link's speed costs. Without offload nothing reads
+  // the two flags: they stay ignored.
+  test::ScratchDir dir;
+  const std::string with_offload =
+      script(dir, "  --use-precision-aware-optimizer --optimizer-cpu-offload --no-pin-cpu-grads");
+  const Imported a = import_megatron(dir, with_offload);
+  EXPECT_EQ(a.run.code, 2) << a.run.all();
+  EXPECT_NE(a.run.err.find(with_offload + ":10: --no-pin-cpu-grads"), std::string::npos)
+      << a.run.err;
+  const Imported b = import_megatron(dir, script(dir, "  --no-pin-cpu-grads --no-pin-cpu-params"));
+  EXPECT_DOUBLE_EQ(offload_of(b), 0.0);
+  EXPECT_NE(b.run.err.find("--no-pin-cpu-params (not modelled)"), std::string::npos) << b.run.err;
+}
+
 TEST(OptimizerOffloadInterop, ExportImportRoundTrip) {
   test::ScratchDir dir;
   const Imported first =
