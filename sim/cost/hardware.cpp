@@ -223,7 +223,10 @@ HardwareSpec make_gb200() {
   h.scale_up_domain = 72;
   // Host: each Grace CPU joins its two GPUs by NVLink-C2C, 900 GB/s over both directions,
   // with up to 480 GB of LPDDR5X (NVIDIA's GB200 figures as issue 43 quotes them; NVIDIA's
-  // page itself was not retrieved here), read as 450 GB/s one way shared by the two GPUs
+  // page itself was not retrieved here, but secondary pages agree: continuumlabs.ai's
+  // "NVIDIA GB200 NVL72" gives the 900 GBps NVLink-C2C joining one 72-core Grace to two
+  // Blackwell GPUs, fibermall.com's "In-depth analysis for NVIDIA GB200" 480 GB a superchip,
+  // 17 TB of LPDDR5X a rack), read as 450 GB/s one way shared by the two GPUs
   // and 447 GiB for the two. MLCommons inference v6.1,
   // Crusoe's systems/GB200-NVL72_GB200-186GB_aarch64x16_Dynamo.json, confirms the link
   // ("accelerator_host_interconnect": "NVLink-C2C"). CPU Adam: the ZeRO-Offload figure for a
