@@ -197,6 +197,28 @@ TEST(HybridLayers, TheExampleSimulatesAndPlans) {
   EXPECT_EQ(plan.code, 0) << plan.err;
 }
 
+const std::string kNemotronH56b =
+    std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/h100_nemotron_h_56b_pp4.yaml";
+
+// Nemotron-H 56B (Megatron-LM's own arguments for it, cited in the example): 54 M, 10 * and 54
+// - layers. Its parameters by hand: a Mamba layer 8192 (norm) + 8192 x 37 120 (in_proj: 2 x
+// 16 384 + 2 x 8 x 256 + 256) + 20 480 x 5 (conv) + 3 x 256 + 16 384 + 16 384 x 8192 =
+// 438 432 512; an attention layer 8192 + 2 x 8192 x 8192 + 2 x 1024 x 8192 = 151 003 136;
+// an MLP layer 8192 + 2 x 8192 x 32 768 = 536 879 104; embeddings 2 x 131 072 x 8192 and the
+// final norm 8192. 54 x 438 432 512 + 10 x 151 003 136 + 54 x 536 879 104 + 2 147 483 648 +
+// 8192 = 56 324 350 464, the "56B" of the model's name.
+TEST(HybridLayers, NemotronH56bIsCountedByHand) {
+  const auto r = run_cli("cost '" + kNemotronH56b + "' --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["parameters_total"].get<long long>(), 56'324'350'464LL);
+  std::vector<std::pair<std::string, int>> rows;
+  for (const auto& l : j["layers"]) rows.emplace_back(l["name"], l["count"]);
+  const std::vector<std::pair<std::string, int>> expected{
+      {"embedding", 1}, {"mamba", 54}, {"attention", 10}, {"mlp", 54}, {"lm_head", 1}};
+  EXPECT_EQ(rows, expected);
+}
+
 /// `bmpipe cost` on a small hybrid written as YAML with `extra` appended under model: and
 /// `training` as given.
 test::CliRun cost_of(const ScratchDir& dir, const std::string& model_keys,
