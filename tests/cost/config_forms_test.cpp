@@ -5,6 +5,7 @@
 
 #include "experiment/experiment.hpp"
 #include "frameworks/hf/hf_config.hpp"
+#include "support/config_error.hpp"
 #include "support/run_config.hpp"
 
 namespace bmpipe {
@@ -23,13 +24,7 @@ std::string yaml(const std::string& model = "model: {preset: llama2-7b}",
 }
 
 ConfigError error_of(const std::string& text) {
-  try {
-    parse_config(text, kData + "/inline.yaml");
-  } catch (const ConfigError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no ConfigError for:\n" << text;
-  return ConfigError("", 0, "", "");
+  return test::config_error_of(text, kData + "/inline.yaml");
 }
 
 TEST(ConfigForms, ModelPresetAndDevicePreset) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/cost/hardware.hpp"
+#include "support/config_error.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
@@ -75,13 +76,7 @@ std::string yaml(const std::string& device) {
 }
 
 ConfigError error_of(const std::string& text) {
-  try {
-    parse_config(text, kData + "/inline.yaml");
-  } catch (const ConfigError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no ConfigError for:\n" << text;
-  return ConfigError("", 0, "", "");
+  return test::config_error_of(text, kData + "/inline.yaml");
 }
 
 TEST(HostLink, DeviceKeysOverrideThePreset) {

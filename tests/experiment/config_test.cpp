@@ -7,6 +7,7 @@
 #include "experiment/config.hpp"
 #include "experiment/config_cases.hpp"
 #include "experiment/experiment.hpp"
+#include "support/config_error.hpp"
 #include "support/run_config.hpp"
 
 namespace bmpipe {
@@ -26,13 +27,7 @@ std::string replaced(const std::string& from, const std::string& to) {
 
 // Parses `text` and returns the error it must raise.
 ConfigError error_of(const std::string& text) {
-  try {
-    parse_config(text, "exp.yaml");
-  } catch (const ConfigError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no ConfigError for:\n" << text;
-  return ConfigError("", 0, "", "");
+  return test::config_error_of(text, "exp.yaml");
 }
 
 TEST(Config, ValidConfigLoads) {
