@@ -62,6 +62,8 @@ std::string mindformers_not_run(std::string_view schedule) {
 // a different job than the one they wrote).
 std::string mindformers_refusal(const Config& config) {
   if (!config.model.shape) return "";
+  if (const std::string layers = mindformers_shape_refusal(*config.model.shape); !layers.empty())
+    return "the model has layers MindFormers' keys cannot state: " + layers;
   const std::string why = mindformers_moe_refusal(*config.model.shape, config.training.etp);
   if (why.empty()) return "";
   return "the model is a mixture of experts that MindFormers' keys cannot state: " + why;

@@ -189,6 +189,19 @@ std::string mindformers_job_yaml(const MindFormersExport& x, const ExportJob& jo
   return out.str();
 }
 
+std::string mindformers_shape_refusal(const ModelShape& m) {
+  if (m.is_hybrid())
+    return "MindFormers' Llama-family keys have no hybrid Mamba layers (model.hybrid_pattern)";
+  if (m.mlp_activation != MlpActivation::swiglu)
+    return "MindFormers' Llama-family MLP is SwiGLU, not model.mlp_activation's squared ReLU";
+  if (m.explicit_head_dim > 0)
+    return "MindFormers' Llama keys derive the head width as hidden_size / num_heads, not "
+           "model.head_dim = " +
+           std::to_string(m.explicit_head_dim);
+  if (!m.rotary) return "MindFormers' Llama-family layers always run RoPE";
+  return {};
+}
+
 std::string mindformers_moe_refusal(const ModelShape& m, int etp) {
   if (!m.is_moe() && !m.is_mla() && m.mtp_layers == 0) return {};
   if (m.is_mla() || m.mtp_layers > 0)

@@ -46,4 +46,9 @@ std::string export_mindformers(const ExportLayout& layout, std::vector<std::stri
 /// layer MoE after the first k, shared experts a multiple of the experts' width, etp 1).
 std::string mindformers_moe_refusal(const ModelShape& m, int etp);
 
+/// Why MindFormers' Llama keys cannot state the layers of `m`, or "" when they can: they have
+/// no hybrid (Mamba) layers, no MLP but SwiGLU, no head width apart from hidden / heads
+/// (head_dim is unmodelled in keys.tsv) and always RoPE.
+std::string mindformers_shape_refusal(const ModelShape& m);
+
 }  // namespace bmpipe

@@ -259,6 +259,18 @@ TEST(ExportCli, AMixtureOfExpertsTheKeysCannotStateIsRefused) {
       << r.err;
 }
 
+// A hybrid model (issue 40) has no MindFormers keys: refused, not exported as a Llama.
+TEST(ExportCli, AHybridModelIsRefusedByMindFormers) {
+  const test::CliRun r =
+      run_cli("export " + test::examples() + "h100_nemotron3_nano.yaml --format mindformers");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("--format: the model has layers MindFormers' keys cannot state: "
+                       "MindFormers' Llama-family keys have no hybrid Mamba layers"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(ExportCli, BadInput) {
   const std::string tiny = test::examples() + "tiny.yaml";
   const test::CliRun typo = run_cli("export " + tiny + " --format megatorn");
