@@ -319,15 +319,25 @@ void read_hybrid(Reader& rd, const YAML::Node& n, const ModelShape& m) {
     if (Reader::present(n, "mamba"))
       rd.fail(n["mamba"], "model.mamba",
               "is for a hybrid model's Mamba layers: give model.hybrid_pattern with M layers");
+    if (Reader::present(n, "gdn"))
+      rd.fail(n["gdn"], "model.gdn",
+              "is for a hybrid model's Gated DeltaNet layers: give model.hybrid_pattern with G "
+              "layers");
     return;
   }
+  if (m.architecture != Architecture::llama)
+    rd.fail(Reader::present(n, "architecture") ? n["architecture"] : n, "model.architecture",
+            "a hybrid model's layers are costed llama-style (RMSNorm, Megatron-Core's fused "
+            "kernels): expected llama");
   try {
     check_hybrid(m);
   } catch (const ShapeError& e) {
     const std::string what = e.what();
     const bool mamba =
         what.rfind("mamba.", 0) == 0 || what.find("model.mamba") != std::string::npos;
+    const bool gdn = what.rfind("gdn.", 0) == 0 || what.find("model.gdn") != std::string::npos;
     const char* at = mamba && Reader::present(n, "mamba")   ? "mamba"
+                     : gdn && Reader::present(n, "gdn")     ? "gdn"
                      : Reader::present(n, "hybrid_pattern") ? "hybrid_pattern"
                      : Reader::present(n, "hf_config")      ? "hf_config"
                                                             : "preset";
@@ -407,6 +417,12 @@ void read_shape(Reader& rd, const YAML::Node& n, Config& c) {
     rd.expect_map(ma, "model.mamba", detail::names_of(detail::kMambaFields));
     read_fields(rd, ma, "model.mamba", detail::kMambaFields, m.mamba,
                 {.base = mamba_base, .forms = kAllForms, .refusal = ""});
+  }
+  if (YAML::Node g = rd.child(n, key, "gdn", false); g.IsDefined()) {
+    const bool gdn_base = m.gdn.key_heads > 0;
+    rd.expect_map(g, "model.gdn", detail::names_of(detail::kGdnFields));
+    read_fields(rd, g, "model.gdn", detail::kGdnFields, m.gdn,
+                {.base = gdn_base, .forms = kAllForms, .refusal = ""});
   }
   read_hybrid(rd, n, m);
   if (m.is_moe() && m.architecture != Architecture::llama)

@@ -714,6 +714,16 @@ void check_hybrid_training(const Config& c) {
            (t.kernels.empty() ? std::string("the default (eager)") : t.kernels) +
                ": bmpipe costs hybrid models as Megatron-Core runs them, with fused kernels "
                "(expected fused)");
+  if (m.hybrid_pattern.find('G') != std::string::npos &&
+      (m.gdn.key_heads % t.tp != 0 || m.gdn.value_heads % t.tp != 0))
+    c.fail("training.tp", "tp = " + std::to_string(t.tp) +
+                              " does not divide the Gated DeltaNet's " +
+                              std::to_string(m.gdn.key_heads) + " key heads and " +
+                              std::to_string(m.gdn.value_heads) + " value heads");
+  if (m.hybrid_pattern.find('G') != std::string::npos && t.cp > 1)
+    c.fail("training.cp", "cp = " + std::to_string(t.cp) +
+                              ": context parallelism of Gated DeltaNet layers is not modelled "
+                              "(expected cp 1 for a hybrid model with G layers)");
   if (m.hybrid_pattern.find('M') == std::string::npos) return;
   if (m.mamba.num_heads % t.tp != 0 || m.mamba.groups % t.tp != 0)
     c.fail("training.tp", "tp = " + std::to_string(t.tp) + " does not divide the Mamba mixer's " +

@@ -120,8 +120,8 @@ struct AnalyticCosts {
   /// it); the others are `decoder`.
   std::optional<LayerCost> moe_decoder;
   /// Hybrid models (ModelShape::hybrid_pattern): the layer of each kind the pattern has,
-  /// indexed by hybrid_slot(kind) (M, *, -, E); `decoder` is then unused.
-  std::array<std::optional<LayerCost>, 4> hybrid;
+  /// indexed by hybrid_slot(kind) (kHybridSymbols' order); `decoder` is then unused.
+  std::array<std::optional<LayerCost>, kHybridKinds> hybrid;
   static int hybrid_slot(HybridKind kind) {
     return static_cast<int>(std::string_view(kHybridSymbols).find(static_cast<char>(kind)));
   }

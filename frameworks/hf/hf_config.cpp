@@ -80,7 +80,7 @@ std::string read_text(const std::string& path) {
 // another MoE family, is refused rather than costed as a dense model.
 bool supported_moe_family(const std::string& type) {
   return type == "mixtral" || type == "qwen2_moe" || type == "qwen3_moe" || type == "deepseek_v3" ||
-         type == "gpt_oss" || type == "llama4_text" || type == "nemotron_h";
+         type == "gpt_oss" || type == "llama4_text" || type == "nemotron_h" || type == "qwen3_next";
 }
 
 // The expert counts by family: num_local_experts (Mixtral, gpt-oss), num_experts
@@ -181,9 +181,86 @@ void read_nemotron_h(const nlohmann::json& j, const std::string& path, ModelShap
                      " experts per token, but the model has " + std::to_string(moe.num_experts));
 }
 
+/// Qwen3NextForCausalLM (model_type qwen3_next: Qwen3-Next-80B-A3B, Qwen3-Coder-Next), as HF
+/// transformers' modeling_qwen3_next builds it (read): each of num_hidden_layers decoder
+/// layers is a token mixer -- a Gated DeltaNet (layer_types "linear_attention") or gated
+/// attention ("full_attention": q_proj doubled for a sigmoid output gate, q and k RMSNormed
+/// per head) -- then a sparse MoE block (num_experts of moe_intermediate_size, a shared expert
+/// of shared_expert_intermediate_size behind a sigmoid gate), or a dense MLP of
+/// intermediate_size on mlp_only_layers. Without layer_types, layer i is full attention when
+/// (i + 1) % full_attention_interval == 0 (Qwen3NextConfig's default, 4). bmpipe writes it as
+/// a hybrid of single blocks, G or * then E or -, so num_layers is twice HF's (as Megatron's
+/// hybrid pattern counts them). Not modelled: partial rotary (RoPE on a quarter of the head,
+/// costed whole) and the MTP module (mtp_num_hidden_layers, refused).
+void read_qwen3_next(const nlohmann::json& j, const std::string& path, ModelShape& m) {
+  const int layers = m.num_layers;
+  if (get_count(j, path, "mtp_num_hidden_layers", 0) > 0)
+    throw ShapeError(where(path, "mtp_num_hidden_layers") +
+                     ": Qwen3-Next's MTP module, which bmpipe does not model yet");
+  std::vector<bool> full(static_cast<std::size_t>(layers), false);
+  if (given(j, "layer_types")) {
+    const nlohmann::json& v = j["layer_types"];
+    if (!v.is_array() || static_cast<int>(v.size()) != layers)
+      throw ShapeError(where(path, "layer_types") + ": expected a list of " +
+                       std::to_string(layers) + " layer types (num_hidden_layers)");
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::string t = v[i].is_string() ? v[i].get<std::string>() : "";
+      if (t != "linear_attention" && t != "full_attention")
+        throw ShapeError(where(path, "layer_types") + ": entry " + std::to_string(i) + " is " +
+                         v[i].dump() + "; expected \"linear_attention\" or \"full_attention\"");
+      full[i] = t == "full_attention";
+    }
+  } else {
+    const int interval =
+        given(j, "full_attention_interval") ? get_int(j, path, "full_attention_interval") : 4;
+    for (int i = 0; i < layers; ++i) full[static_cast<std::size_t>(i)] = (i + 1) % interval == 0;
+  }
+  std::vector<bool> dense(static_cast<std::size_t>(layers), false);
+  if (given(j, "mlp_only_layers")) {
+    const nlohmann::json& v = j["mlp_only_layers"];
+    if (!v.is_array())
+      throw ShapeError(where(path, "mlp_only_layers") + ": expected a list of layer indices");
+    for (const auto& x : v) {
+      if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() >= layers)
+        throw ShapeError(where(path, "mlp_only_layers") +
+                         ": expected layer indices from 0 to num_hidden_layers - 1 = " +
+                         std::to_string(layers - 1) + ", got " + x.dump());
+      dense[static_cast<std::size_t>(x.get<std::int64_t>())] = true;
+    }
+  }
+  const int step = given(j, "decoder_sparse_step") ? get_int(j, path, "decoder_sparse_step") : 1;
+  m.hybrid_pattern.clear();
+  for (int i = 0; i < layers; ++i) {
+    m.hybrid_pattern += full[static_cast<std::size_t>(i)] ? '*' : 'G';
+    const bool sparse = !dense[static_cast<std::size_t>(i)] && (i + 1) % step == 0;
+    m.hybrid_pattern += sparse ? 'E' : '-';
+  }
+  m.num_layers = 2 * layers;
+  m.qk_norm = true;
+  m.attention_output_gate = get_bool(j, path, "attn_output_gate", true);
+  m.attention_bias = get_bool(j, path, "attention_bias", false);
+  GdnShape& g = m.gdn;
+  g.key_heads = get_int(j, path, "linear_num_key_heads");
+  g.key_head_dim = get_int(j, path, "linear_key_head_dim");
+  g.value_heads = get_int(j, path, "linear_num_value_heads");
+  g.value_head_dim = get_int(j, path, "linear_value_head_dim");
+  g.conv_kernel =
+      given(j, "linear_conv_kernel_dim") ? get_int(j, path, "linear_conv_kernel_dim") : 4;
+  MoeShape& moe = m.moe;
+  moe.num_experts = get_int(j, path, "num_experts");
+  moe.top_k = get_int(j, path, "num_experts_per_tok");
+  moe.expert_ffn = get_int(j, path, "moe_intermediate_size");
+  moe.shared_ffn = get_count(j, path, "shared_expert_intermediate_size", 0);
+  moe.shared_gate = moe.shared_ffn > 0;
+  if (moe.top_k > moe.num_experts)
+    throw ShapeError(where(path, "num_experts_per_tok") + ": " + std::to_string(moe.top_k) +
+                     " experts per token, but the model has " + std::to_string(moe.num_experts));
+}
+
 void read_moe_family(const nlohmann::json& j, const std::string& path, const std::string& type,
                      ModelShape& m) {
   if (type == "nemotron_h") return read_nemotron_h(j, path, m);
+  if (type == "qwen3_next") return read_qwen3_next(j, path, m);
   MoeShape& moe = m.moe;
   moe.top_k = get_int(j, path, "num_experts_per_tok");
   if (type == "mixtral" || type == "gpt_oss") {

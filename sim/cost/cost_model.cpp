@@ -356,7 +356,8 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
   } else if (D.eager) {
     b.linear("qkv_proj", D.T, D.h, D.q_cols + 2 * D.kv_cols, 3, 2);  // HF: separate q, k, v
   } else if (D.llama) {
-    b.linear("qkv_proj", D.T, D.h, D.q_cols + 2 * D.kv_cols);  // Megatron's linear_qkv
+    // Megatron's linear_qkv; an output gate (ModelShape::attention_output_gate) widens q.
+    b.linear("qkv_proj", D.T, D.h, D.q_cols * (m.attention_output_gate ? 2 : 1) + 2 * D.kv_cols);
   } else {
     b.linear("qkv_proj", D.T, D.h, D.q_cols + 2 * D.kv_cols);
     // Its bias gradient: a reduction of the output gradient over the tokens.
@@ -405,6 +406,12 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
                 D.is_mla ? D.heads * (D.qk + D.dv) : 2 * D.kv_cols,
                 D.is_mla ? D.heads * (2 * D.qk + D.dv) : D.q_cols + 2 * D.kv_cols,
                 D.is_mla ? D.heads * D.dv : D.q_cols);
+  if (m.attention_output_gate) {
+    // Qwen3-Next: output x sigmoid(gate), one fused kernel each way (read both, write one;
+    // backward read the gradient and both, write two).
+    const double o = D.e * D.T * D.q_cols;
+    b.elementwise("output_gate", 3 * o, 5 * o, 0, 1, 1, 0);
+  }
   b.linear("out_proj", D.T, D.o_cols, D.h);
   b.tp_collective(st.sequence_parallel ? "out_reduce_scatter" : "out_all_reduce",
                   st.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce,
@@ -716,6 +723,7 @@ void layer_params(LayerCost& c, const LayerDims& D, const ModelShape& m, const C
       att += D.q_cols + 2 * D.kv_cols;
     if (m.qk_norm) att += 2 * D.d;
     if (m.attention_sinks) att += D.heads;
+    if (m.attention_output_gate && !D.is_mla) att += D.h * D.q_cols;
     const double router =
         D.h * D.E + (x.router_bias ? D.E : 0.0) + (x.router_score_bias ? D.E : 0.0);
     const double in = D.in_factor;
@@ -732,7 +740,8 @@ void layer_params(LayerCost& c, const LayerDims& D, const ModelShape& m, const C
   if (D.is_mla)
     c.param_count = static_cast<std::int64_t>(std::llround(mla_att + mlp + 2 * D.h));
   else if (D.llama)
-    c.param_count = static_cast<std::int64_t>(2 * D.h * D.q_cols + 2 * kv_params + mlp + 2 * D.h);
+    c.param_count = static_cast<std::int64_t>(2 * D.h * D.q_cols + 2 * kv_params + mlp + 2 * D.h +
+                                              (m.attention_output_gate ? D.h * D.q_cols : 0.0));
   else
     c.param_count =
         static_cast<std::int64_t>(D.h * (D.q_cols + 2 * D.kv_cols) + D.q_cols + 2 * D.kv_cols +

@@ -109,6 +109,89 @@ void mamba_block(Builder& b, const LayerDims& D, const MambaDims& M, const CostS
   }
 }
 
+/// The Gated DeltaNet mixer's dimensions on one device: tp splits the key and value heads
+/// (Megatron-Core's GatedDeltaNet splits both; HF's module is the unsplit form).
+struct GdnDims {
+  double key_heads = 0, value_heads = 0, dk = 0, dv = 0, chunk = 0, kernel = 0;
+  double key_dim = 0, value_dim = 0;
+  double in_cols = 0;   // in_proj_qkvz + in_proj_ba: q, k, v, z, then beta and the decay
+  double channels = 0;  // conv1d over q, k, v
+};
+
+GdnDims gdn_dims(const ModelShape& m, const CostSettings& st) {
+  const GdnShape& g = m.gdn;
+  GdnDims G;
+  G.key_heads = static_cast<double>(g.key_heads) / st.tp;
+  G.value_heads = static_cast<double>(g.value_heads) / st.tp;
+  G.dk = g.key_head_dim;
+  G.dv = g.value_head_dim;
+  G.chunk = g.chunk_size;
+  G.kernel = g.conv_kernel;
+  G.key_dim = G.key_heads * G.dk;
+  G.value_dim = G.value_heads * G.dv;
+  G.in_cols = 2 * G.key_dim + 2 * G.value_dim + 2 * G.value_heads;
+  G.channels = 2 * G.key_dim + G.value_dim;
+  return G;
+}
+
+/// FLOPs of the chunked gated delta rule's forward per token on one device, a value head at a
+/// time (flash-linear-attention's chunk_gated_delta_rule, chunk C, key width dk, value width
+/// dv; each key head serves its value heads' share): K K^T inside the chunk 2 C dk; the WY
+/// representation's W = A K and U = A V, 2 C dk + 2 C dv; the chunk's state update
+/// h += K^T (U - W h), 4 dk dv; the outputs Q h, 2 dk dv, and (Q K^T o M)(U - W h), 2 C dk +
+/// 2 C dv. So 6 C dk + 4 C dv + 6 dk dv a value head (the triangular solve for A, C^2 / 3 a
+/// token, left out).
+double gdn_flops_per_token(const GdnDims& G) {
+  return G.value_heads * (6 * G.chunk * G.dk + 4 * G.chunk * G.dv + 6 * G.dk * G.dv);
+}
+
+/// The Gated DeltaNet block (HF transformers' Qwen3NextGatedDeltaNet, Megatron-Core's
+/// GatedDeltaNet): input_norm, (in_all_gather), in_proj (qkvz and ba fused in one GEMM here:
+/// the same input), conv1d with SiLU over q, k, v (as the Mamba block's), the gates and the
+/// L2 norms of q and k (memory-bound: read q, k, beta and the decay inputs, write them back),
+/// gdn_scan (gdn_flops_per_token at the attention efficiency; bytes: q, k, v read twice, the
+/// gates, the output written, the chunks' fp32 states, value heads x dk x dv a chunk,
+/// written once and read twice, and the chunks' C x C matrices in fp32 written and read),
+/// its backward twice the FLOPs plus the states again and twice the bytes; the gated RMSNorm
+/// over the value dim; out_proj; its tp collective; the residual.
+void gdn_block(Builder& b, const LayerDims& D, const GdnDims& G, const CostSettings& st) {
+  b.set_scope(GraphScope::other);
+  const double e = D.e, T = D.T;
+  b.elementwise("input_norm", D.norm.f * D.Hs, D.norm.i * D.Hs, D.norm.w * D.Hs, D.norm.kf,
+                D.norm.ki, D.norm.kw, D.h, 1);
+  if (st.sequence_parallel)
+    b.tp_collective("in_all_gather", Collective::all_gather, Collective::reduce_scatter, e * D.Hn);
+  b.linear("in_proj", T, D.h, G.in_cols);
+  const double conv = e * T * G.channels;
+  b.elementwise("conv1d", 2 * conv, 5 * conv, 0, 1, 2, 0, G.channels * G.kernel, 1);
+  b.cost().forward_flops += 2 * G.kernel * T * G.channels;
+  const double qk = e * T * 2 * G.key_dim, gates = 4.0 * T * 2 * G.value_heads;
+  b.elementwise("gates_l2norm", 2 * qk + 2 * gates, 3 * qk + 3 * gates, 0, 3, 3, 0,
+                2 * G.value_heads, 2);
+  const double flops = gdn_flops_per_token(G) * T;
+  const double states = 4.0 * T * G.value_heads * G.dk * G.dv / G.chunk;  // fp32, a pass
+  const double blocks = 4.0 * T * G.value_heads * G.chunk;                // C x C a chunk
+  const double io = e * T * (2 * 2 * G.key_dim + 2 * G.value_dim + G.value_dim) + gates;
+  const double bytes_f = io + 3 * states + 2 * blocks;
+  const double flops_b = 2 * flops + 4 * G.value_heads * G.dk * G.dv * T;
+  const HardwareSpec& hw = b.hardware();
+  b.add("gdn_scan", b.roof(flops, bytes_f, hw.attention_efficiency) + b.launches(4),
+        b.roof(flops_b, 2 * bytes_f, hw.attention_backward_efficiency) + b.launches(8), 0.0,
+        KernelClass::attention);
+  b.cost().forward_flops += flops;
+  const double o = e * T * G.value_dim;
+  b.elementwise("gated_norm", 3 * o, 5 * o, 0, 1, 1, 0, G.dv, 1);
+  b.linear("out_proj", T, G.value_dim, D.h);
+  b.tp_collective(st.sequence_parallel ? "out_reduce_scatter" : "out_all_reduce",
+                  st.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce,
+                  st.sequence_parallel ? Collective::all_gather : Collective::all_reduce, e * D.Hn);
+  b.elementwise("residual_1", D.add_f, D.add_f, 0, 1, 1, 0);
+  if (st.tp_comm_overlap && st.sequence_parallel) {
+    b.overlap_tp("in_all_gather", "in_proj", true);
+    b.overlap_tp("out_reduce_scatter", "out_proj", false);
+  }
+}
+
 /// What one block keeps for backward with no recompute, and of it what the weight-grad
 /// needs, per device (bytes). All blocks keep their input (the norm's, dtype bytes, with an
 /// fp32 rstd a token: TransformerEngine's fused norms keep the input alone) and the
@@ -119,8 +202,8 @@ struct BlockSaved {
   double weight_grad = 0;
 };
 
-BlockSaved block_saved(HybridKind kind, const LayerDims& D, const MambaDims& M, const ModelShape& m,
-                       const CostSettings& st) {
+BlockSaved block_saved(HybridKind kind, const LayerDims& D, const MambaDims& M, const GdnDims& G,
+                       const ModelShape& m, const CostSettings& st) {
   const bool fp8 = st.fp8 != Fp8::none;
   const double e = D.e, gi = fp8 ? Builder::low_precision_bytes(st.fp8_recipe) : e;
   const double Ts = D.Hs / D.h;
@@ -137,11 +220,21 @@ BlockSaved block_saved(HybridKind kind, const LayerDims& D, const MambaDims& M, 
       s.weight_grad += gi * D.T * M.inner;
       break;
     }
+    case HybridKind::gdn:
+      // in_proj's output (q, k, v, z, beta, decay), the conv's output (q, k, v), the L2-normed
+      // q and k, the fp32 gates, the solved C x C blocks in fp32, the scan's output with the
+      // gated norm's rstd (a value head each), out_proj's input.
+      s.saved += e * D.T * G.in_cols + e * D.T * G.channels + e * D.T * 2 * G.key_dim +
+                 4.0 * D.T * 2 * G.value_heads + 4.0 * D.T * G.value_heads * G.chunk +
+                 e * D.T * G.value_dim + 4.0 * D.T * G.value_heads + gi * D.T * G.value_dim;
+      s.weight_grad += gi * D.T * G.value_dim;
+      break;
     case HybridKind::attention:
       // q, k, v, flash attention's output (out_proj's input; its FP8 copy beside it) and
-      // the fp32 logsumexp.
+      // the fp32 logsumexp; an output gate keeps its sigmoid's input and the gated output.
       s.saved += e * D.T * (D.q_cols + 2 * D.kv_cols) + e * D.T * D.q_cols +
-                 (fp8 ? gi * D.T * D.q_cols : 0.0);
+                 (fp8 ? gi * D.T * D.q_cols : 0.0) +
+                 (m.attention_output_gate ? 2 * e * D.T * D.q_cols : 0.0);
       s.core_only = 4 * D.mb * D.heads * D.sl;
       s.weight_grad += gi * D.T * D.q_cols;
       break;
@@ -171,7 +264,7 @@ BlockSaved block_saved(HybridKind kind, const LayerDims& D, const MambaDims& M, 
 /// local experts at their etp share), and of them the routed experts' and what a token
 /// runs through.
 void block_params(LayerCost& c, HybridKind kind, const LayerDims& D, const MambaDims& M,
-                  const ModelShape& m) {
+                  const GdnDims& G, const ModelShape& m) {
   double params = D.h;  // the pre-norm's scale
   double active = 0, expert = 0;
   switch (kind) {
@@ -179,8 +272,13 @@ void block_params(LayerCost& c, HybridKind kind, const LayerDims& D, const Mamba
       params +=
           D.h * M.in_cols + M.channels * (M.kernel + 1) + 3 * M.heads + M.inner + M.inner * D.h;
       break;
+    case HybridKind::gdn:
+      params +=
+          D.h * G.in_cols + G.channels * G.kernel + 2 * G.value_heads + G.dv + G.value_dim * D.h;
+      break;
     case HybridKind::attention:
       params += 2 * D.h * D.q_cols + 2 * D.kv_cols * D.h;
+      if (m.attention_output_gate) params += D.h * D.q_cols;
       if (m.attention_bias)
         params += D.q_cols + 2 * D.kv_cols + D.h;
       else if (m.qkv_bias)
@@ -215,6 +313,8 @@ const char* kind_name(HybridKind kind) {
       return "mlp";
     case HybridKind::moe:
       return "moe";
+    case HybridKind::gdn:
+      return "gdn";
   }
   return "layer";
 }
@@ -224,11 +324,15 @@ LayerCost hybrid_impl(const ModelShape& m, const HardwareSpec& hw, const CostSet
   Builder b(hw, st, m.architecture, kind_name(kind));
   const LayerDims D = layer_dims(m, st);
   const MambaDims M = mamba_dims(m, st);
+  const GdnDims G = gdn_dims(m, st);
   std::size_t last_saving_op = 0;
   double core_flops = 0;
   switch (kind) {
     case HybridKind::mamba:
       mamba_block(b, D, M, st);
+      break;
+    case HybridKind::gdn:
+      gdn_block(b, D, G, st);
       break;
     case HybridKind::attention:
       core_flops = attention_block(b, D, m, hw, st);
@@ -244,7 +348,7 @@ LayerCost hybrid_impl(const ModelShape& m, const HardwareSpec& hw, const CostSet
   }
   LayerCost& c = b.cost();
   mark_recompute(c, D, last_saving_op);
-  const BlockSaved s = block_saved(kind, D, M, m, st);
+  const BlockSaved s = block_saved(kind, D, M, G, m, st);
   c.activation_bytes[Recompute::none] = to_bytes(s.saved + s.core_only);
   c.activation_bytes[Recompute::selective] = to_bytes(s.saved);
   c.activation_bytes[Recompute::full] = to_bytes(D.e * D.Hs);  // only the block's input
@@ -256,7 +360,7 @@ LayerCost hybrid_impl(const ModelShape& m, const HardwareSpec& hw, const CostSet
   c.recompute_flops[Recompute::selective] = core_flops;
   c.recompute_flops[Recompute::full] = c.forward_flops;
   c.output_bytes = to_bytes(stage_output_bytes(m.architecture, st, D.e * D.Hn));
-  block_params(c, kind, D, M, m);
+  block_params(c, kind, D, M, G, m);
   return c;
 }
 

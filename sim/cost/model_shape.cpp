@@ -53,6 +53,7 @@ long long ModelShape::attention_params() const {
   const long long q = static_cast<long long>(num_attention_heads) * head_dim();
   const long long kv = static_cast<long long>(num_kv_heads) * head_dim();
   long long p = 2 * h * q + 2 * h * kv + norm;
+  if (attention_output_gate) p += h * q;  // q_proj's gate half
   if (!llama || attention_bias)
     p += q + 2 * kv + h;  // q, k, v and output biases
   else if (qkv_bias)
@@ -87,6 +88,14 @@ long long ModelShape::mamba_layer_params() const {
          3 * heads + di + di * h;
 }
 
+long long ModelShape::gdn_layer_params() const {
+  const long long h = hidden_size, kd = gdn.key_dim(), vd = gdn.value_dim(), vh = gdn.value_heads;
+  // HF transformers' Qwen3NextGatedDeltaNet (read): in_proj_qkvz, in_proj_ba, conv1d over
+  // q, k, v without bias, dt_bias and A_log, Qwen3NextRMSNormGated(head_v_dim), out_proj.
+  return h + h * (2 * kd + 2 * vd) + h * 2 * vh + (2 * kd + vd) * gdn.conv_kernel + 2 * vh +
+         gdn.value_head_dim + vd * h;
+}
+
 long long ModelShape::decoder_layer_params(int i, bool active) const {
   if (is_hybrid()) {
     switch (hybrid_kind(i)) {
@@ -98,6 +107,8 @@ long long ModelShape::decoder_layer_params(int i, bool active) const {
         return dense_mlp_params();
       case HybridKind::moe:
         return moe_mlp_params(active);
+      case HybridKind::gdn:
+        return gdn_layer_params();
     }
   }
   return attention_params() + (is_moe_layer(i) ? moe_mlp_params(active) : dense_mlp_params());
@@ -238,8 +249,7 @@ void check_hybrid(const ModelShape& m) {
   for (std::size_t i = 0; i < p.size(); ++i)
     if (std::string_view(kHybridSymbols).find(p[i]) == std::string_view::npos) {
       // Megatron-Core's other symbols (hybrid_layer_allocation.Symbols at d98e8a64), named.
-      const char* known = p[i] == 'G'   ? " (Gated DeltaNet, not modelled yet)"
-                          : p[i] == 'D' ? " (DeepSeek sparse attention, not modelled yet)"
+      const char* known = p[i] == 'D'   ? " (DeepSeek sparse attention, not modelled yet)"
                           : p[i] == '+' ? " (MLA in a hybrid, not modelled yet)"
                           : p[i] == '|' ? " (pipeline stage boundaries: use training.partition)"
                           : p[i] == '/' ? " (MTP patterns: use model.mtp_layers)"
@@ -247,7 +257,7 @@ void check_hybrid(const ModelShape& m) {
       throw ShapeError("hybrid_pattern: symbol '" + std::string(1, p[i]) + "' at position " +
                        std::to_string(i) + known +
                        " is not one of M (Mamba-2), * (attention), "
-                       "- (MLP), E (MoE)");
+                       "- (MLP), E (MoE), G (Gated DeltaNet)");
     }
   if (static_cast<int>(p.size()) != m.num_layers)
     throw ShapeError("hybrid_pattern has " + std::to_string(p.size()) +
@@ -270,6 +280,20 @@ void check_hybrid(const ModelShape& m) {
       throw ShapeError("mamba.groups = " + std::to_string(x.groups) +
                        " does not divide mamba.num_heads = " + std::to_string(x.num_heads) +
                        " (Megatron: nheads must be evenly divisible by ngroups)");
+  }
+  if (has('G')) {
+    const GdnShape& g = m.gdn;
+    if (g.key_heads < 1 || g.key_head_dim < 1 || g.value_heads < 1 || g.value_head_dim < 1 ||
+        g.conv_kernel < 1 || g.chunk_size < 1)
+      throw ShapeError(
+          "hybrid_pattern has Gated DeltaNet layers (G): model.gdn needs key_heads, "
+          "key_head_dim, value_heads, value_head_dim, conv_kernel and chunk_size of "
+          "at least 1");
+    // Qwen3NextGatedDeltaNet repeats each key head over value_heads / key_heads value heads.
+    if (g.value_heads % g.key_heads != 0)
+      throw ShapeError("gdn.key_heads = " + std::to_string(g.key_heads) +
+                       " does not divide gdn.value_heads = " + std::to_string(g.value_heads) +
+                       " (each key head serves value_heads / key_heads value heads)");
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace bmpipe {
@@ -77,6 +78,25 @@ struct MambaShape {
   long long conv_channels() const { return d_inner() + 2LL * groups * state_dim; }
 };
 
+/// The Gated DeltaNet mixer of a hybrid model's G layers (Yang, Kautz and Hatamizadeh 2025,
+/// "Gated Delta Networks", arXiv 2412.06464; HF transformers' Qwen3NextGatedDeltaNet, read):
+/// key heads of key_head_dim and value heads of value_head_dim (each key head shared by
+/// value_heads / key_heads of them); in_proj_qkvz h -> 2 key_dim + 2 value_dim (q, k, v and
+/// the output gate z), in_proj_ba h -> 2 value_heads (the beta and decay gates); a causal
+/// conv1d without bias over q, k and v; the chunked gated delta rule in chunks of chunk_size
+/// (flash-linear-attention's chunk_gated_delta_rule: 64); a gated RMSNorm a value head wide;
+/// out_proj value_dim -> h.
+struct GdnShape {
+  int key_heads = 0;         ///< 0: no G layers (HF linear_num_key_heads)
+  int key_head_dim = 128;    ///< HF linear_key_head_dim
+  int value_heads = 0;       ///< HF linear_num_value_heads
+  int value_head_dim = 128;  ///< HF linear_value_head_dim
+  int conv_kernel = 4;       ///< HF linear_conv_kernel_dim
+  int chunk_size = 64;       ///< flash-linear-attention's chunk (BT = 64)
+  long long key_dim() const { return static_cast<long long>(key_heads) * key_head_dim; }
+  long long value_dim() const { return static_cast<long long>(value_heads) * value_head_dim; }
+};
+
 /// The MLP's activation (llama architecture): swiglu, the gated SiLU of gate and up (an MLP
 /// of h -> 2 ffn -> h); relu2, squared ReLU without a gate (h -> ffn -> h: Nemotron-H and
 /// Nemotron 3, HF mlp_hidden_act "relu2", Megatron --squared-relu). Also the experts' and the
@@ -87,9 +107,10 @@ enum class MlpActivation { swiglu, relu2 };
 /// hybrid_layer_allocation.Symbols, NVIDIA/Megatron-LM d98e8a64
 /// megatron/core/models/hybrid/hybrid_layer_allocation.py): each such layer is one block
 /// with its own pre-norm and residual add.
-enum class HybridKind : char { mamba = 'M', attention = '*', mlp = '-', moe = 'E' };
-/// "M*-E": the symbols bmpipe models (Megatron's G, D and + are refused by name).
-inline constexpr const char* kHybridSymbols = "M*-E";
+enum class HybridKind : char { mamba = 'M', attention = '*', mlp = '-', moe = 'E', gdn = 'G' };
+/// "M*-EG": the symbols bmpipe models (Megatron's D and + are refused by name).
+inline constexpr const char* kHybridSymbols = "M*-EG";
+inline constexpr std::size_t kHybridKinds = std::string_view(kHybridSymbols).size();
 
 struct ModelShape {
   std::string name = "model";
@@ -138,6 +159,10 @@ struct ModelShape {
   /// num_layers symbols. Empty: every layer is a transformer decoder layer (attention + MLP).
   std::string hybrid_pattern;
   MambaShape mamba;
+  GdnShape gdn;
+  /// A sigmoid gate on the attention output, from a second half of q_proj (Qwen3-Next's
+  /// attn_output_gate: q_proj h -> 2 x heads x head_dim).
+  bool attention_output_gate = false;
   MlpActivation mlp_activation = MlpActivation::swiglu;
   /// RoPE on q and k (llama architecture). Nemotron-H has no position embedding
   /// (Megatron-Bridge's NemotronHBridge sets position_embedding_type "none").
@@ -151,6 +176,10 @@ struct ModelShape {
   /// Parameters of one Mamba layer: its pre-norm, in_proj, conv1d (weights and bias),
   /// dt_bias, A_log, D (one a head), the gated norm's scale and out_proj.
   long long mamba_layer_params() const;
+  /// Parameters of one Gated DeltaNet layer: its pre-norm, in_proj_qkvz, in_proj_ba, conv1d
+  /// (no bias), dt_bias and A_log (one a value head), the gated norm's scale (a value head
+  /// wide) and out_proj.
+  long long gdn_layer_params() const;
 
   bool is_moe() const { return moe.num_experts > 0; }
   bool is_mla() const { return mla.kv_lora_rank > 0; }

@@ -162,6 +162,40 @@ TEST(HybridLayers, AnAttentionLayerIsTheAttentionBlockAlone) {
   EXPECT_EQ(c.param_count, 2 * 256 * 256 + 2 * 256 * 128 + 256);
 }
 
+// A small Gated DeltaNet: h 256, 2 key heads and 4 value heads of 32, conv 4, chunks of 16.
+// in_proj: q, k (64 each), v, z (128 each), beta and decay (4 each): 392 columns; conv over
+// q, k, v: 256 channels. Parameters: norm 256 + 256 x 392 = 100 352 + conv 256 x 4 = 1 024
+// (no bias) + dt_bias, A_log 2 x 4 + the gated norm 32 + out_proj 128 x 256 = 32 768:
+// 134 440. Forward FLOPs at T = 1024: in_proj 2 T 256 x 392 = 205 520 896; conv 2 x 4 x T x
+// 256 = 2 097 152; the delta rule a value head 6 C dk + 4 C dv + 6 dk dv = 3 072 + 2 048 +
+// 6 144 = 11 264, x 4 heads x T = 46 137 344; out_proj 2 T 128 x 256 = 67 108 864. Sum
+// 320 864 256.
+TEST(HybridLayers, GatedDeltaNetBlockIsWorkedByHand) {
+  ModelShape m = small_hybrid("G");
+  m.gdn = GdnShape{.key_heads = 2,
+                   .key_head_dim = 32,
+                   .value_heads = 4,
+                   .value_head_dim = 32,
+                   .conv_kernel = 4,
+                   .chunk_size = 16};
+  EXPECT_EQ(m.gdn_layer_params(), 134'440);
+  const LayerCost c = hybrid_layer_cost(m, round_device(100, 0), settings(), HybridKind::gdn);
+  EXPECT_EQ(c.param_count, 134'440);
+  EXPECT_DOUBLE_EQ(c.forward_flops, 320'864'256.0);
+  EXPECT_NE(find_op(c, "gdn_scan"), nullptr);
+}
+
+// Qwen3-Next's output gate doubles q_proj: 256 x 256 more parameters on the small shape.
+TEST(HybridLayers, TheAttentionOutputGateWidensQ) {
+  ModelShape m = small_hybrid("*");
+  const long long plain = m.attention_params();
+  m.attention_output_gate = true;
+  EXPECT_EQ(m.attention_params(), plain + 256 * 256);
+  const LayerCost c = hybrid_layer_cost(m, round_device(100, 0), settings(), HybridKind::attention);
+  EXPECT_EQ(c.param_count, plain + 256 * 256);
+  EXPECT_NE(find_op(c, "output_gate"), nullptr);
+}
+
 TEST(HybridLayers, EagerKernelsAreRefused) {
   CostSettings st = settings();
   st.kernels = Kernels::eager;
@@ -219,6 +253,30 @@ TEST(HybridLayers, NemotronH56bIsCountedByHand) {
   EXPECT_EQ(rows, expected);
 }
 
+const std::string kQwen3Next =
+    std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/h100_qwen3_next_80b.yaml";
+
+// Qwen3-Next-80B-A3B from its config.json, counted by hand a layer of HF's modules: a Gated
+// DeltaNet 2048 x 12 288 (qkvz) + 2048 x 64 (ba) + 8192 x 4 (conv) + 64 + 128 + 4096 x 2048
+// = 33 718 464; gated attention 2048 x 8192 + 2 x 2048 x 512 + 4096 x 2048 + 2 x 256 (q, k
+// norms) = 27 263 488; the MoE block 512 x 2048 (router) + 512 x 3 x 2048 x 512 + 3 x 2048 x
+// 512 + 2048 (shared gate) = 1 614 809 088, of which a token runs 10 experts: 35 653 632;
+// two norms a layer. 36 x 33 718 464 + 12 x 27 263 488 + 48 x 1 614 809 088 + 48 x 4096 +
+// 2 x 151 936 x 2048 + 2048 = 79 674 391 296, the safetensors count of Qwen/Qwen3-Coder-Next
+// (the same shape) as published; active 3 874 929 408.
+TEST(HybridLayers, QwenThreeNextIsCountedToThePublishedParameter) {
+  const auto r = run_cli("cost '" + kQwen3Next + "' --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["parameters_total"].get<long long>(), 79'674'391'296LL);
+  EXPECT_EQ(j["parameters_active"].get<long long>(), 3'874'929'408LL);
+  std::vector<std::pair<std::string, int>> rows;
+  for (const auto& l : j["layers"]) rows.emplace_back(l["name"], l["count"]);
+  const std::vector<std::pair<std::string, int>> expected{
+      {"embedding", 1}, {"attention", 12}, {"moe", 48}, {"gdn", 36}, {"lm_head", 1}};
+  EXPECT_EQ(rows, expected);
+}
+
 /// `bmpipe cost` on a small hybrid written as YAML with `extra` appended under model: and
 /// `training` as given.
 test::CliRun cost_of(const ScratchDir& dir, const std::string& model_keys,
@@ -251,8 +309,13 @@ TEST(HybridLayers, BadInputsAreRefusedAtTheirKey) {
       // An unknown symbol, named with its position.
       {"  hybrid_pattern: \"MXM-\"\n" + kMamba, "  kernels: fused\n",
        "hybrid.yaml:9: model.hybrid_pattern: hybrid_pattern: symbol 'X' at position 1"},
-      // Megatron's G (Gated DeltaNet), said to be not modelled yet.
-      {"  hybrid_pattern: \"MGM-\"\n" + kMamba, "  kernels: fused\n", "Gated DeltaNet"},
+      // Megatron's D (DeepSeek sparse attention), said to be not modelled yet.
+      {"  hybrid_pattern: \"MDM-\"\n" + kMamba, "  kernels: fused\n", "DeepSeek sparse attention"},
+      // Gated DeltaNet layers without the mixer's sizes.
+      {"  hybrid_pattern: \"MGM-\"\n" + kMamba, "  kernels: fused\n", "model.gdn needs key_heads"},
+      // A hybrid is costed llama-style.
+      {"  architecture: gpt\n  hybrid_pattern: \"M*M-\"\n" + kMamba, "  kernels: fused\n",
+       "model.architecture: a hybrid model's layers are costed llama-style"},
       // One symbol a layer.
       {"  hybrid_pattern: \"M*M\"\n" + kMamba, "  kernels: fused\n",
        "hybrid_pattern has 3 symbols but num_layers = 4"},
