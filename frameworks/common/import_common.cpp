@@ -174,12 +174,14 @@ void write_moe(YamlOut& y, const ModelShape& m) {
     }
     return 0;
   }();
-  if (every > 1) {
+  // A hybrid model's MoE layers are the E of its pattern (model.hybrid_pattern): no key.
+  const bool hybrid = m.is_hybrid();
+  if (!hybrid && every > 1) {
     y.value(2, "layer_freq", std::to_string(every), "model.moe.layer_freq");
-  } else if (every == 0 && dense_then_moe) {
+  } else if (!hybrid && every == 0 && dense_then_moe) {
     y.value(2, "first_dense_layers", std::to_string(first_moe - pattern.begin()),
             "model.moe.layer_freq");
-  } else if (every == 0) {
+  } else if (!hybrid && every == 0) {
     y.value(2, "layer_freq", int_flow(pattern), "model.moe.layer_freq");
   }
   if (moe.load_imbalance != 1.0)
@@ -511,7 +513,11 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
     y.value(1, "num_attention_heads", std::to_string(m.num_attention_heads),
             "model.num_attention_heads");
     y.value(1, "num_kv_heads", std::to_string(m.num_kv_heads), "model.num_kv_heads");
+    if (m.explicit_head_dim > 0)
+      y.value(1, "head_dim", std::to_string(m.explicit_head_dim), "model.head_dim");
     y.value(1, "ffn_hidden_size", std::to_string(m.ffn_hidden_size), "model.ffn_hidden_size");
+    if (m.mlp_activation != MlpActivation::swiglu)
+      y.value(1, "mlp_activation", "relu2", "model.mlp_activation");
     y.value(1, "vocab_size", std::to_string(m.vocab_size), "model.vocab_size");
     y.value(1, "tied_embeddings", m.tied_embeddings ? "true" : "false", "model.tied_embeddings");
     if (job.flash_attention)
@@ -531,6 +537,20 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
     }
     if (m.mtp_layers > 0)
       y.value(1, "mtp_layers", std::to_string(m.mtp_layers), "model.mtp_layers");
+    if (m.is_hybrid()) {
+      // Quoted: a pattern may start with '*', YAML's alias.
+      y.value(1, "hybrid_pattern", quoted(m.hybrid_pattern), "model.hybrid_pattern");
+      if (m.mamba.num_heads > 0) {
+        const MambaShape& x = m.mamba;
+        y.raw("  mamba:\n");
+        y.value(2, "num_heads", std::to_string(x.num_heads), "model.mamba.num_heads");
+        y.value(2, "head_dim", std::to_string(x.head_dim), "model.mamba.head_dim");
+        y.value(2, "state_dim", std::to_string(x.state_dim), "model.mamba.state_dim");
+        y.value(2, "groups", std::to_string(x.groups), "model.mamba.groups");
+        y.value(2, "conv_kernel", std::to_string(x.conv_kernel), "model.mamba.conv_kernel");
+        y.value(2, "chunk_size", std::to_string(x.chunk_size), "model.mamba.chunk_size");
+      }
+    }
   } else {
     y.raw("  layers:\n");
     for (std::size_t i = 0; i < job.layers.size(); ++i) {

@@ -28,6 +28,15 @@
 //              optimizer_cpu_offload; "--use-precision-aware-optimizer only supported with
 //              distributed optimizer"), optimizer_config.py (store_param_remainders), and
 //              cpu_offloading/hybrid_optimizer.py.
+//  [MG-hybrid] megatron/core/models/hybrid/hybrid_layer_allocation.py (Symbols, the pattern's
+//              layer and segment counts, parse_hybrid_pattern, select_pipeline_segment),
+//              validate_args' "Hybrid layer pattern" block in [MG-args], hybrid_builders.py
+//              (the hybrid model needs --spec) and megatron/core/models/hybrid/
+//              hybrid_layer_specs.py (hybrid_stack_spec; mamba_layer_specs re-exports it).
+//  [MG-mamba]  megatron/core/ssm/mamba_mixer.py (MambaMixer.__init__: expand 2, d_conv 4,
+//              chunk_size 128, none of them a flag; nheads = d_inner / headdim without
+//              --mamba-num-heads; its asserts) and megatron/core/ssm/mamba_layer.py (d_model is
+//              the hidden size, no expand passed).
 
 namespace bmpipe {
 
@@ -164,6 +173,9 @@ constexpr std::string_view kFp4Recipe[] = {"nvfp4"};
 // --cuda-graph-impl: TransformerConfig.cuda_graph_impl's Literal at d98e8a64
 // (megatron/core/transformer/transformer_config.py), which the parser's choices come from.
 constexpr std::string_view kGraphImpl[] = {"none", "local", "transformer_engine", "full_iteration"};
+// --normalization: TransformerConfig.normalization's Literal at d98e8a64, which the parser's
+// choices come from ([MG-au]).
+constexpr std::string_view kNormalization[] = {"LayerNorm", "RMSNorm"};
 
 // The flags bmpipe reads; [MG-args] and [MG-au] give their kinds. Every other flag is
 // treated as frameworks/megatron/flags.tsv says (its modelled rows are these).
@@ -180,6 +192,8 @@ constexpr FlagSpec kFlags[] = {
     {"--vocab-size", Kind::integer},
     {"--make-vocab-size-divisible-by", Kind::integer},
     {"--swiglu", Kind::boolean},
+    {"--squared-relu", Kind::boolean},
+    {"--normalization", Kind::choice, kNormalization},
     {"--untie-embeddings-and-output-weights", Kind::boolean},
     {"--attention-dropout", Kind::real},
     {"--hidden-dropout", Kind::real},
@@ -203,6 +217,15 @@ constexpr FlagSpec kFlags[] = {
     {"--qk-pos-emb-head-dim", Kind::integer},
     {"--v-head-dim", Kind::integer},
     {"--mtp-num-layers", Kind::integer},
+    // hybrid models ([MG-hybrid])
+    {"--hybrid-layer-pattern", Kind::text},
+    {"--hybrid-override-pattern", Kind::text},
+    {"--is-hybrid-model", Kind::boolean},
+    {"--mamba-num-heads", Kind::integer},
+    {"--mamba-head-dim", Kind::integer},
+    {"--mamba-state-dim", Kind::integer},
+    {"--mamba-num-groups", Kind::integer},
+    {"--spec", Kind::list},
     // batch and parallelism
     {"--micro-batch-size", Kind::integer},
     {"--global-batch-size", Kind::integer},
@@ -560,40 +583,117 @@ struct Reading {
   }
 };
 
-/// The layers and the attention: layers, hidden size, heads, and kv heads from the
-/// query groups.
+/// A hybrid model's layer pattern as given: the flag it came from, its layers without the
+/// '|' separators, and the layers of each '|'-delimited pipeline segment.
+struct HybridPattern {
+  std::string flag;
+  std::string layers;
+  std::vector<int> segments;
+};
+
+/// --hybrid-layer-pattern, or its deprecated spelling --hybrid-override-pattern, as
+/// [MG-args] validate_args and [MG-hybrid] read it; nullopt for a transformer model. The
+/// symbols are Megatron-Core's (Symbols.VALID_LAYERS and '|'); which of them bmpipe models is
+/// check_hybrid's to say, once the shape is read (read_hybrid_model).
+std::optional<HybridPattern> hybrid_pattern(const Args& a) {
+  const bool deprecated = a.given("--hybrid-override-pattern");
+  if (deprecated && a.given("--hybrid-layer-pattern"))
+    a.fail("--hybrid-override-pattern",
+           "cannot be given with --hybrid-layer-pattern (Megatron-LM asserts: "
+           "\"--hybrid-override-pattern and --hybrid-layer-pattern cannot both be specified. "
+           "--hybrid-override-pattern is deprecated; use --hybrid-layer-pattern instead.\")");
+  const std::string flag = deprecated ? "--hybrid-override-pattern" : "--hybrid-layer-pattern";
+  const std::optional<std::string> text = a.single(flag);
+  if (!text) return std::nullopt;
+  // [MG-hybrid] parse_hybrid_pattern: '/' starts the multi-token-prediction patterns, one a
+  // depth ("M*M*/MM/MM").
+  if (const auto slash = text->find('/'); slash != std::string::npos)
+    a.fail(flag, "'/' starts multi-token prediction patterns (" + shown(text->substr(slash)) +
+                     "), hybrid MTP blocks, which bmpipe does not model; give the main pattern "
+                     "alone");
+  HybridPattern p{flag, "", {0}};
+  for (const char c : *text) {
+    if (c == '|') {  // a pipeline stage boundary
+      p.segments.push_back(0);
+      continue;
+    }
+    // _validate_pattern's message for a symbol Megatron-Core does not know.
+    if (std::string_view("MG*D+-E").find(c) == std::string_view::npos)
+      a.fail(flag, "In main pattern, '" + std::string(1, c) +
+                       "' is not a valid layer symbol (Megatron-LM's message; its symbols are "
+                       "M, G, *, D, +, -, E and the stage separator |)");
+    p.layers += c;
+    ++p.segments.back();
+  }
+  if (p.layers.empty()) a.fail(flag, "names no layers");
+  if (static_cast<long long>(p.layers.size()) > detail::kLayers.max)
+    a.fail(flag, "holds " + std::to_string(p.layers.size()) + " layers; at most " +
+                     std::to_string(static_cast<long>(detail::kLayers.max)) + " (" +
+                     std::string(detail::kLayers.max_note) + ")");
+  return p;
+}
+
+/// The flag a hybrid model's pattern was given by.
+std::string pattern_flag(const Args& a) {
+  return a.given("--hybrid-override-pattern") ? "--hybrid-override-pattern"
+                                              : "--hybrid-layer-pattern";
+}
+
+/// The layers and the attention: layers (--num-layers, or a hybrid model's pattern), hidden
+/// size, heads, the head width (--kv-channels), and kv heads from the query groups.
 void read_layers_and_attention(const Reading& ctx, ModelShape& m) {
   const Args& a = ctx.a;
   ImportedJob& job = ctx.job;
   m.name = job.model_name;
-  m.num_layers = ctx.require_int("--num-layers", 1, "the number of decoder layers");
-  // The config's own bound on model.num_layers, checked before anything per layer is built
-  // (a count of billions would be an allocation, not an error).
-  if (m.num_layers > detail::kLayers.max)
-    a.fail("--num-layers",
-           "must be at most " + std::to_string(static_cast<long>(detail::kLayers.max)) + " (" +
-               std::string(detail::kLayers.max_note) + "), got " + std::to_string(m.num_layers));
+  if (const std::optional<HybridPattern> hybrid = hybrid_pattern(a)) {
+    // [MG-args]: the pattern sets the layer count; a --num-layers that disagrees is
+    // ignored with a warning ("--hybrid-layer-pattern is set; ignoring --num-layers").
+    m.hybrid_pattern = hybrid->layers;
+    m.num_layers = static_cast<int>(hybrid->layers.size());
+    job.from("model.num_layers", a.origin(hybrid->flag, "the " + std::to_string(m.num_layers) +
+                                                            " layers of " + hybrid->flag));
+    job.from("model.hybrid_pattern", a.origin(hybrid->flag));
+    if (const auto n = a.integer("--num-layers", 1); n && *n != m.num_layers)
+      job.notes.push_back("--num-layers " + std::to_string(*n) + " is not the " +
+                          std::to_string(m.num_layers) + " layers of " + hybrid->flag +
+                          ": Megatron-LM warns that it ignores --num-layers and uses the "
+                          "pattern's count, and so does bmpipe.");
+  } else {
+    m.num_layers = ctx.require_int("--num-layers", 1, "the number of decoder layers");
+    // The config's own bound on model.num_layers, checked before anything per layer is built
+    // (a count of billions would be an allocation, not an error).
+    if (m.num_layers > detail::kLayers.max)
+      a.fail("--num-layers",
+             "must be at most " + std::to_string(static_cast<long>(detail::kLayers.max)) + " (" +
+                 std::string(detail::kLayers.max_note) + "), got " + std::to_string(m.num_layers));
+    job.from("model.num_layers", a.origin("--num-layers"));
+  }
   m.hidden_size = ctx.require_int("--hidden-size", 1, "the hidden size");
   m.num_attention_heads =
       ctx.require_int("--num-attention-heads", 1, "the number of attention heads");
-  job.from("model.num_layers", a.origin("--num-layers"));
   job.from("model.hidden_size", a.origin("--hidden-size"));
   job.from("model.num_attention_heads", a.origin("--num-attention-heads"));
-  // [MG-args]: kv_channels defaults to hidden_size // num_attention_heads, which must divide.
-  if (m.hidden_size % m.num_attention_heads != 0)
+  // [MG-args]: kv_channels, one attention head's width, defaults to hidden_size //
+  // num_attention_heads, which must then divide; given, it is the width of every head (the
+  // q projection is heads x kv_channels wide, megatron/core/transformer/attention.py). MLA
+  // passes its own widths to the core attention (--qk-head-dim, --qk-pos-emb-head-dim,
+  // --v-head-dim; megatron/core/transformer/multi_latent_attention.py), so there it has no
+  // effect.
+  const auto kv = a.integer("--kv-channels", 1);
+  const bool mla = a.boolean("--multi-latent-attention");
+  if ((!kv || mla) && m.hidden_size % m.num_attention_heads != 0)
     a.fail("--num-attention-heads",
            std::to_string(m.num_attention_heads) + " does not divide --hidden-size " +
                std::to_string(m.hidden_size) +
-               " (Megatron-LM derives the head dimension as their quotient)");
-  if (const auto kv = a.integer("--kv-channels", 1);
-      kv && *kv != m.hidden_size / m.num_attention_heads)
-    a.fail("--kv-channels",
-           "a head dimension of " + std::to_string(*kv) +
-               " instead of --hidden-size / "
-               "--num-attention-heads = " +
-               std::to_string(m.hidden_size / m.num_attention_heads) +
-               " has no key in bmpipe's config yet (a HuggingFace config.json with head_dim "
-               "does: model.hf_config)");
+               " (Megatron-LM derives the head dimension as their quotient without "
+               "--kv-channels)");
+  if (kv && mla) {
+    job.ignore("--kv-channels (no effect with --multi-latent-attention)");
+  } else if (kv && (m.hidden_size % m.num_attention_heads != 0 ||
+                    *kv != m.hidden_size / m.num_attention_heads)) {
+    m.explicit_head_dim = *kv;
+    job.from("model.head_dim", a.origin("--kv-channels"));
+  }
 
   // [MG-au] core_transformer_config_from_args: num_query_groups counts only with
   // --group-query-attention (argparse default 1); without it every head has its own kv.
@@ -622,23 +722,87 @@ void read_layers_and_attention(const Reading& ctx, ModelShape& m) {
   }
 }
 
-/// The MLP: --swiglu picks the layer style; the width, or Megatron-LM's default for it.
+/// The MLP: --swiglu, --squared-relu and --normalization pick the layer style and the
+/// activation; the width, or Megatron-LM's default for it.
+///  - --swiglu: llama-style layers (RMSNorm is assumed, as before), the gated SiLU MLP.
+///  - --squared-relu (which [MG-au] core_transformer_config_from_args asserts is not given
+///    with --swiglu): squared ReLU without a gate, as Nemotron-H's scripts run it, with
+///    --normalization RMSNorm: llama-style layers with mlp_activation relu2. With LayerNorm
+///    (Megatron-LM's default) the layers are gpt-style with squared ReLU, which bmpipe does
+///    not model (its gpt layers are GeLU).
+///  - neither: GeLU, gpt-style layers; for a hybrid model, whose layers bmpipe costs as
+///    llama-style ones, unmodelled when it has MLP layers.
+/// A hybrid model's layers are RMSNorm ones in bmpipe: LayerNorm is unmodelled there.
 void read_mlp(const Reading& ctx, ModelShape& m) {
   const Args& a = ctx.a;
   ImportedJob& job = ctx.job;
   const bool swiglu = a.boolean("--swiglu");
-  m.architecture = swiglu ? Architecture::llama : Architecture::gpt;
-  job.from("model.architecture",
-           swiglu ? a.origin("--swiglu", "--swiglu: gated SiLU MLP, llama-style layers")
-                  : a.origin("--swiglu", "no --swiglu: GeLU MLP, gpt-style layers"));
-  if (swiglu) {
+  const bool relu2 = a.boolean("--squared-relu");
+  if (swiglu && relu2)
+    a.fail("--squared-relu",
+           "cannot be given with --swiglu (Megatron-LM's core_transformer_config_from_args "
+           "asserts not args.swiglu beside --squared-relu)");
+  const std::optional<std::string> norm = a.choice("--normalization");
+  const bool rms = norm == "RMSNorm";
+  const bool hybrid = m.is_hybrid();
+  const std::string norm_given =
+      norm ? "--normalization " + *norm : "no --normalization (Megatron-LM's default LayerNorm)";
+  const bool llama = swiglu || hybrid || (relu2 && rms);
+  m.architecture = llama ? Architecture::llama : Architecture::gpt;
+  if (swiglu)
+    job.from("model.architecture",
+             a.origin("--swiglu", "--swiglu: gated SiLU MLP, llama-style layers"));
+  else if (relu2 && llama)
+    job.from("model.architecture",
+             a.origin("--squared-relu", hybrid ? "a hybrid model's llama-style layers"
+                                               : "--squared-relu with --normalization RMSNorm: "
+                                                 "llama-style layers"));
+  else if (hybrid)
+    job.from("model.architecture",
+             a.origin(pattern_flag(a), "a hybrid model's llama-style layers"));
+  else
+    job.from("model.architecture", a.origin("--swiglu", "no --swiglu: GeLU MLP, gpt-style layers"));
+  if (relu2) {
+    m.mlp_activation = MlpActivation::relu2;
+    job.from("model.mlp_activation", a.origin("--squared-relu"));
+    if (!llama)
+      job.unmodelled.push_back(Unmodelled{
+          a.origin("--squared-relu"), "--squared-relu with " + norm_given,
+          "squared ReLU in gpt-style (LayerNorm) layers: bmpipe models squared ReLU in "
+          "llama-style layers (give --normalization RMSNorm, as Nemotron-H's scripts do) and "
+          "GeLU in gpt-style ones"});
+  }
+  if (hybrid) {
+    const bool has_mlp = m.hybrid_pattern.find_first_of("-E") != std::string::npos;
+    if (!swiglu && !relu2 && has_mlp) {
+      // The nearest bmpipe has: an ungated MLP of the same width (h -> ffn -> h).
+      m.mlp_activation = MlpActivation::relu2;
+      job.from("model.mlp_activation",
+               a.origin("--swiglu", "no --swiglu or --squared-relu: GeLU, costed as relu2"));
+      job.unmodelled.push_back(Unmodelled{
+          a.origin(pattern_flag(a)), "a hybrid model without --swiglu or --squared-relu",
+          "the GeLU MLP of its - and E layers: bmpipe costs a hybrid model's MLPs as squared "
+          "ReLU (--squared-relu) or SwiGLU (--swiglu)"});
+    }
+    if (!rms)
+      job.unmodelled.push_back(Unmodelled{
+          a.origin(norm ? std::string("--normalization") : pattern_flag(a)),
+          "a hybrid model with " + norm_given,
+          "LayerNorm in a hybrid model: bmpipe costs its layers with RMSNorm, as Nemotron-H's "
+          "scripts run them (--normalization RMSNorm)"});
+  }
+  // The norm is read where it picks the layers (squared ReLU, a hybrid model); elsewhere it
+  // is ignored, as before: --swiglu's layers are RMSNorm ones.
+  if (norm && !relu2 && !hybrid) job.ignore("--normalization (not modelled)");
+  if (llama) {
     // Megatron-LM runs llama-style layers with its fused kernels (TransformerEngine's
     // RMSNorm, fused RoPE and SwiGLU, fused qkv and fc1 GEMMs; the flags that turn one off,
     // --no-rope-fusion and the like, are refused as unmodelled), not HF's eager ones,
     // bmpipe's default for llama layers.
     job.kernels = "fused";
     job.from("training.kernels",
-             a.origin("--swiglu", "Megatron-LM's fused kernels for llama-style layers"));
+             a.origin(swiglu ? "--swiglu" : (relu2 ? "--squared-relu" : pattern_flag(a)),
+                      "Megatron-LM's fused kernels for llama-style layers"));
   }
   if (const auto ffn = a.integer("--ffn-hidden-size", 1)) {
     m.ffn_hidden_size = *ffn;
@@ -719,7 +883,8 @@ void read_experts(const Reading& ctx, ModelShape& m) {
   }
   if (m.architecture != Architecture::llama)
     a.fail("--num-experts",
-           "bmpipe costs the mixture-of-experts layer with SwiGLU experts only: add --swiglu");
+           "bmpipe costs the mixture-of-experts layer with llama-style experts only: add "
+           "--swiglu, or --squared-relu with --normalization RMSNorm");
   MoeShape& moe = m.moe;
   moe.num_experts = *experts;
   job.from("model.moe.num_experts", a.origin("--num-experts"));
@@ -738,7 +903,11 @@ void read_experts(const Reading& ctx, ModelShape& m) {
   moe.shared_ffn = a.integer("--moe-shared-expert-intermediate-size", 1).value_or(0);
   job.from("model.moe.shared_expert_ffn_hidden_size",
            a.origin("--moe-shared-expert-intermediate-size"));
-  if (const auto freq = a.single("--moe-layer-freq")) {
+  if (m.is_hybrid()) {
+    // [MG-hybrid]: a hybrid model's MoE layers are its E layers.
+    if (a.given("--moe-layer-freq"))
+      job.ignore("--moe-layer-freq (a hybrid model's MoE layers are the E of its pattern)");
+  } else if (const auto freq = a.single("--moe-layer-freq")) {
     std::vector<int> pattern;
     try {
       pattern = megatron_moe_pattern(*freq, m.num_layers);
@@ -855,6 +1024,129 @@ void read_latent_attention(const Reading& ctx, ModelShape& m) {
   }
 }
 
+/// A hybrid model's Mamba mixer ([MG-mamba]): --mamba-head-dim, --mamba-state-dim and
+/// --mamba-num-groups with TransformerConfig's defaults (64, 128, 8; [MG-config]), and
+/// --mamba-num-heads, or without it d_inner / head_dim heads, d_inner being expand (2) x the
+/// hidden size, as MambaMixer derives them. The conv1d's 4 taps and the scan's chunk of 128
+/// are MambaMixer's own, with no flag.
+void read_mamba(const Reading& ctx, ModelShape& m) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const char* flags[] = {"--mamba-num-heads", "--mamba-head-dim", "--mamba-state-dim",
+                         "--mamba-num-groups"};
+  if (!m.is_hybrid() || m.hybrid_pattern.find('M') == std::string::npos) {
+    for (const char* f : flags)
+      if (a.given(f))
+        job.ignore(std::string(f) + (m.is_hybrid()
+                                         ? " (no effect: the pattern has no M layers)"
+                                         : " (no effect without --hybrid-layer-pattern)"));
+    return;
+  }
+  MambaShape& x = m.mamba;
+  const auto read = [&](const char* flag, int fallback, const char* key) {
+    const auto v = a.integer(flag, 1);
+    job.from(std::string("model.mamba.") + key,
+             a.origin(flag, v ? "" : "Megatron-LM's default " + std::to_string(fallback)));
+    return v.value_or(fallback);
+  };
+  x.head_dim = read("--mamba-head-dim", 64, "head_dim");
+  x.state_dim = read("--mamba-state-dim", 128, "state_dim");
+  x.groups = read("--mamba-num-groups", 8, "groups");
+  x.conv_kernel = 4;
+  x.chunk_size = 128;
+  const Origin mixer{ctx.file, 0, 0, "", "Megatron-Core's MambaMixer: no flag"};
+  job.from("model.mamba.conv_kernel", mixer);
+  job.from("model.mamba.chunk_size", mixer);
+  if (const auto heads = a.integer("--mamba-num-heads", 1)) {
+    x.num_heads = *heads;
+    job.from("model.mamba.num_heads", a.origin("--mamba-num-heads"));
+  } else {
+    const long long d_inner = 2LL * m.hidden_size;
+    const char* flag = a.given("--mamba-head-dim") ? "--mamba-head-dim" : "--hidden-size";
+    if (d_inner % x.head_dim != 0)
+      a.fail(flag,
+             "without --mamba-num-heads Megatron-LM's MambaMixer takes d_inner = 2 x "
+             "--hidden-size = " +
+                 std::to_string(d_inner) +
+                 " and asserts \"d_inner must be evenly "
+                 "divisible by headdim\" (" +
+                 std::to_string(x.head_dim) + "); give --mamba-num-heads");
+    if (d_inner / x.head_dim > INT_MAX) a.fail(flag, "gives too many Mamba heads");
+    x.num_heads = static_cast<int>(d_inner / x.head_dim);
+    job.from(
+        "model.mamba.num_heads",
+        a.origin("--mamba-num-heads",
+                 "no --mamba-num-heads: 2 x hidden size / head_dim, as MambaMixer derives it"));
+  }
+  // MambaMixer.__init__'s asserts.
+  if (x.num_heads % x.groups != 0)
+    a.fail(a.given("--mamba-num-groups") ? "--mamba-num-groups" : "--mamba-num-heads",
+           std::to_string(x.groups) + " groups do not divide the " + std::to_string(x.num_heads) +
+               " Mamba heads (Megatron-LM asserts \"nheads must be evenly divisible by "
+               "ngroups\")");
+  if (a.given("--fp8-format") && x.in_proj_cols() % 16 != 0)
+    a.fail("--fp8-format", "the Mamba in_proj's " + std::to_string(x.in_proj_cols()) +
+                               " output columns are not a multiple of 16 (Megatron-LM asserts "
+                               "\"For FP8, the innermost dimension of the Mamba layer input "
+                               "projection output tensor must be a multiple of 16.\")");
+}
+
+/// A hybrid model's checks, once its shape is read: what [MG-args] and [MG-hybrid] refuse
+/// beside the pattern, and what bmpipe does not model in it (check_hybrid names the
+/// symbols); --is-hybrid-model and --spec, which the pattern makes what bmpipe reads.
+void read_hybrid_model(const Reading& ctx, ModelShape& m) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const std::string flag = pattern_flag(a);
+  // The stock hybrid stack ([MG-hybrid] hybrid_builders.py needs --spec; hybrid_layer_specs'
+  // hybrid_stack_spec, which mamba_layer_specs re-exports as mamba_stack_spec): the layers
+  // bmpipe models. Any other spec is layers bmpipe cannot see.
+  if (a.given("--spec")) {
+    std::string given = "--spec";
+    std::vector<std::string> words;
+    for (const ShellWord& w : a.used().at("--spec").values) {
+      words.push_back(w.text);
+      given += " " + w.text;
+    }
+    const bool stock =
+        words == std::vector<std::string>{"megatron.core.models.hybrid.hybrid_layer_specs",
+                                          "hybrid_stack_spec"} ||
+        words == std::vector<std::string>{"megatron.core.models.mamba.mamba_layer_specs",
+                                          "mamba_stack_spec"};
+    if (m.is_hybrid() && stock)
+      job.ignore(given + " (Megatron-Core's hybrid stack, the layers bmpipe models)");
+    else
+      job.unmodelled.push_back(Unmodelled{a.origin("--spec"), given,
+                                          "a custom layer spec, whose layers bmpipe cannot see"});
+  }
+  if (!m.is_hybrid()) {
+    // [MG-args]: the pattern is "the sole indicator that a hybrid model is being run".
+    if (a.boolean("--is-hybrid-model"))
+      a.fail("--is-hybrid-model",
+             "makes no hybrid model alone: Megatron-LM takes a hybrid model's layers from "
+             "--hybrid-layer-pattern (\"the sole indicator that a hybrid model is being run\"); "
+             "give it");
+    return;
+  }
+  if (a.boolean("--is-hybrid-model")) job.ignore("--is-hybrid-model (implied by " + flag + ")");
+  if (m.mtp_layers > 0)
+    a.fail("--mtp-num-layers",
+           "a hybrid model's multi-token prediction blocks (the '/' patterns of " + flag +
+               "), which bmpipe does not model");
+  if (m.is_mla())
+    a.fail("--multi-latent-attention",
+           "in a hybrid model (Megatron-Core's + layers), which bmpipe does not model yet");
+  if (m.hybrid_pattern.find('E') != std::string::npos && !m.is_moe())
+    a.fail(flag,
+           "has MoE layers (E) but no --num-experts: Megatron-LM builds them from the "
+           "expert flags");
+  try {
+    check_hybrid(m);
+  } catch (const ShapeError& e) {
+    a.fail(flag, e.what());
+  }
+}
+
 /// The model: its shape, with Megatron-LM's defaults and checks; job.shape.
 void read_model(const Reading& ctx) {
   const Args& a = ctx.a;
@@ -866,6 +1158,8 @@ void read_model(const Reading& ctx) {
   read_vocabulary(ctx, m);
   read_experts(ctx, m);
   read_latent_attention(ctx, m);
+  read_mamba(ctx, m);
+  read_hybrid_model(ctx, m);
   {
     // [MG-config]: attention_dropout and hidden_dropout default to 0.1.
     const auto attention = a.real("--attention-dropout", 0, 1);
@@ -1405,8 +1699,63 @@ Split split_of_counts(const Args& a, const PartitionFlags& f, int L, int pp) {
   return Split{vpp, partition, partition_origin};
 }
 
+/// A hybrid model's split ([MG-args] validate_args' hybrid block, [MG-hybrid]
+/// select_pipeline_segment): the '|' segments of the pattern are the stages, in Megatron's
+/// order (segment vp_stage x pp + pp_rank, bmpipe's interleaved order), their count a
+/// multiple of pp (vpp = segments / pp); a pattern without '|' is split as Megatron-LM
+/// splits --num-layers (evenly, or by the first and last ranks' counts). The other ways to
+/// ask for a split are refused beside the pattern, with Megatron-LM's messages.
+Split split_of_hybrid(const Args& a, const PartitionFlags& f, const HybridPattern& p, int pp) {
+  const std::string& flag = p.flag;
+  const int L = static_cast<int>(p.layers.size());
+  if (f.per_stage)
+    a.fail("--num-layers-per-virtual-pipeline-stage",
+           "should not be used with --hybrid-layer-pattern (Megatron-LM asserts: \"To specify "
+           "virtual pipelining, describe a number of pipeline segments in --hybrid-layer-pattern "
+           "that is a multiple of --pipeline-model-parallel-size greater than 1\")");
+  if (f.per_rank)
+    a.fail("--num-virtual-stages-per-pipeline-rank",
+           "should not be used with --hybrid-layer-pattern (Megatron-LM asserts: \"Virtual "
+           "pipeline stages are derived from the number of | segments in the pattern.\")");
+  if (f.layout)
+    a.fail("--pipeline-model-parallel-layout",
+           "should not be used with --hybrid-layer-pattern (Megatron-LM asserts: \"Pipeline "
+           "stage layout is defined by | separators in the pattern.\")");
+  for (const char* account :
+       {"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"})
+    if (a.boolean(account))
+      a.fail(account,
+             "should not be used with --hybrid-layer-pattern (Megatron-LM asserts: \"Pipeline "
+             "stage layout is defined by | separators in the pattern.\")");
+  const int segments = static_cast<int>(p.segments.size());
+  if (segments == 1) {
+    if (!f.first && !f.last && L % pp != 0)
+      a.fail(flag, "Number of layers (" + std::to_string(L) +
+                       ") must be evenly divisible by pipeline-model-parallel-size (" +
+                       std::to_string(pp) +
+                       ") when no pipe separators are specified in the pattern (Megatron-LM's "
+                       "select_pipeline_segment); put '|' between the stages' layers");
+    return split_of_counts(a, f, L, pp);
+  }
+  if (f.first || f.last)
+    a.fail(f.first ? "--decoder-first-pipeline-num-layers" : "--decoder-last-pipeline-num-layers",
+           "should not be specified when --hybrid-layer-pattern contains pipe separators, as "
+           "the pipeline layout is explicitly defined (Megatron-LM asserts it)");
+  if (segments % pp != 0)
+    a.fail(flag,
+           "The number of hybrid pipeline segments described by --hybrid-layer-pattern "
+           "must be evenly divisible by --pipeline-model-parallel-size. Got " +
+               std::to_string(segments) + " segments and " + std::to_string(pp) +
+               " pipeline parallel size. (Megatron-LM's validate_args)");
+  for (int s = 0; s < segments; ++s)
+    if (p.segments[s] == 0)
+      a.fail(flag, "segment " + std::to_string(s) +
+                       " between '|' holds no layer: bmpipe's stages each run at least one");
+  return Split{segments / pp, p.segments, a.origin(flag, "the layers between the '|' of " + flag)};
+}
+
 /// Virtual stages and the partition: the layout string, the first/last-rank counts or the
-/// even split; the schedule follows from vpp.
+/// even split, or a hybrid model's '|' segments; the schedule follows from vpp.
 void read_partition(const Reading& ctx) {
   const Args& a = ctx.a;
   ImportedJob& job = ctx.job;
@@ -1414,19 +1763,24 @@ void read_partition(const Reading& ctx) {
   const int L = job.shape->num_layers, pp = job.pp;
   const PartitionFlags f = partition_flags(a);
   const auto& [per_stage, per_rank, layout, first, last, account_embedding, account_loss] = f;
+  const std::optional<HybridPattern> hybrid = hybrid_pattern(a);
   // [MG-config]: the layout replaces the other partition flags.
-  const Split split = layout ? split_of_layout(a, f, L, pp) : split_of_counts(a, f, L, pp);
+  const Split split = hybrid   ? split_of_hybrid(a, f, *hybrid, pp)
+                      : layout ? split_of_layout(a, f, L, pp)
+                               : split_of_counts(a, f, L, pp);
   const int vpp = split.vpp;
   // [MG-args]: the interleaved schedule needs more than one pipeline rank.
   if (vpp > 1 && pp < 2)
-    a.fail(per_rank ? "--num-virtual-stages-per-pipeline-rank"
-                    : (layout ? "--pipeline-model-parallel-layout"
-                              : "--num-layers-per-virtual-pipeline-stage"),
+    a.fail(hybrid     ? hybrid->flag
+           : per_rank ? "--num-virtual-stages-per-pipeline-rank"
+                      : (layout ? "--pipeline-model-parallel-layout"
+                                : "--num-layers-per-virtual-pipeline-stage"),
            std::to_string(vpp) + " virtual stages need --pipeline-model-parallel-size > 1");
   job.vpp = vpp;
   job.schedule = vpp > 1 ? "interleaved" : "1f1b";
   job.from("training.vpp",
-           layout      ? a.origin("--pipeline-model-parallel-layout", "stages of the layout / pp")
+           hybrid && hybrid->segments.size() > 1 ? a.origin(hybrid->flag, "its '|' segments / pp")
+           : layout    ? a.origin("--pipeline-model-parallel-layout", "stages of the layout / pp")
            : per_rank  ? a.origin("--num-virtual-stages-per-pipeline-rank")
            : per_stage ? a.origin("--num-layers-per-virtual-pipeline-stage",
                                   "layers per rank / --num-layers-per-virtual-pipeline-stage")

@@ -333,7 +333,6 @@ TEST(MegatronImport, ErrorsNameTheFileLineAndFlag) {
       {"--batch-size 4",
        "args.txt:4: --batch-size: no longer valid (Megatron-LM asserts): use --micro-batch-size"},
       {"--fp16", "args.txt:4: --fp16: cannot be given with --bf16"},
-      {"--kv-channels 64", "args.txt:4: --kv-channels: a head dimension of 64"},
       {"--pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2 "
        "--pipeline-model-parallel-layout 'Et*8|t*8|t*8|t*8L'",
        "args.txt:4: --pipeline-model-parallel-layout: give at most one of"},

@@ -1,0 +1,285 @@
+// Hybrid (Mamba) models and the head width through Megatron-LM's flags, both ways (issue 40
+// item 2, issue 41's --kv-channels): the Nemotron 3 Nano arguments Megatron-LM ships
+// (tests/data/megatron/nemotron3_nano_args.txt, with its source) imported as the model of its
+// HF config.json; the pattern's '|' as the partition; every refusal exit 2 naming FILE:LINE
+// and the flag; --squared-relu and --kv-channels changing the imported model; and export ->
+// script -> import giving back the time the export quoted, to the digit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "experiment/config.hpp"
+#include "frameworks/megatron/import.hpp"
+#include "support/framework_files.hpp"
+#include "support/support.hpp"
+
+namespace bmpipe {
+namespace hybrid_interop_test {
+
+using test::run_cli;
+
+const std::string kData = std::string(BMPIPE_TEST_DATA_DIR);
+const std::string kNanoArgs = kData + "/megatron/nemotron3_nano_args.txt";
+const std::string kNanoExample =
+    std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/h100_nemotron3_nano.yaml";
+
+/// `bmpipe cost --json`'s parameters_total of `config`.
+double parameters_total(const std::string& config) {
+  const test::CliRun r = run_cli("cost '" + config + "' --json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  return nlohmann::json::parse(r.out).value("parameters_total", -1.0);
+}
+
+TEST(MegatronHybridImport, NemotronNanoScriptIsItsHfConfigsModel) {
+  test::ScratchDir dir;
+  const std::string job = dir.file("nano.yaml");
+  const test::CliRun r =
+      run_cli("import megatron '" + kNanoArgs +
+              "' --preset h100-sxm --devices 16 --allow-unmodelled --out '" + job + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // What is left unmodelled is kernels and fusions, none of the hybrid flags.
+  for (const char* flag :
+       {"--enable-experimental", "--moe-permute-fusion", "--use-fused-weighted-squared-relu",
+        "--cross-entropy-loss-fusion", "--attention-backend flash"})
+    EXPECT_NE(r.err.find(std::string("warning: ") + flag + " is not modelled"), std::string::npos)
+        << flag << "\n"
+        << r.err;
+  for (const char* flag :
+       {"--hybrid-layer-pattern", "--mamba-", "--squared-relu", "--kv-channels", "--normalization"})
+    EXPECT_EQ(r.err.find(std::string("warning: ") + flag), std::string::npos) << r.err;
+
+  const Config a = load_config(job), hf = load_config(kNanoExample);
+  const ModelShape &m = *a.model.shape, &h = *hf.model.shape;
+  EXPECT_EQ(m.hybrid_pattern, h.hybrid_pattern);
+  EXPECT_EQ(m.num_layers, 52);
+  EXPECT_EQ(m.head_dim(), h.head_dim());
+  EXPECT_EQ(m.num_kv_heads, h.num_kv_heads);
+  EXPECT_EQ(m.mlp_activation, MlpActivation::relu2);
+  EXPECT_EQ(m.mamba.num_heads, h.mamba.num_heads);
+  EXPECT_EQ(m.mamba.head_dim, h.mamba.head_dim);
+  EXPECT_EQ(m.mamba.state_dim, h.mamba.state_dim);
+  EXPECT_EQ(m.mamba.groups, h.mamba.groups);
+  EXPECT_EQ(m.mamba.conv_kernel, h.mamba.conv_kernel);
+  EXPECT_EQ(m.mamba.chunk_size, h.mamba.chunk_size);
+  EXPECT_EQ(m.moe.num_experts, h.moe.num_experts);
+  EXPECT_EQ(m.moe.top_k, h.moe.top_k);
+  EXPECT_EQ(m.moe.expert_ffn, h.moe.expert_ffn);
+  EXPECT_EQ(m.moe.shared_ffn, h.moe.shared_ffn);
+  EXPECT_EQ(a.training.kernels, "fused");
+  EXPECT_EQ(a.training.ep, 8);
+  // The parameters, as `bmpipe cost` counts them, within 0.01 %: only the router's
+  // expert-score bias (--moe-router-enable-expert-bias, inert) is the HF config's alone.
+  const double imported = parameters_total(job), card = parameters_total(kNanoExample);
+  ASSERT_GT(card, 3e10);
+  EXPECT_LT(std::abs(imported - card) / card, 1e-4) << imported << " vs " << card;
+  EXPECT_NE(imported, card);  // the 23 x 128 biases: a count, not a copy of the HF file
+  // And the import simulates.
+  const test::CliRun sim = run_cli("simulate '" + job + "' --json");
+  EXPECT_EQ(sim.code, 0) << sim.err;
+}
+
+// A small hybrid model's dimensions (lines 1-3); the case's flags go on line 4.
+const std::string kSmall =
+    "--hidden-size 1024 --num-attention-heads 8 --seq-length 1024 --vocab-size 32000 \\\n"
+    "  --micro-batch-size 1 --global-batch-size 16 --bf16 --normalization RMSNorm \\\n"
+    "  --squared-relu --attention-dropout 0 --hidden-dropout 0 --mamba-num-heads 32 \\\n";
+
+ImportedJob import(const std::string& text) {
+  return read_megatron_args(text, "args.txt");
+}
+
+TEST(MegatronHybridImport, PipeSegmentsAreThePartition) {
+  // Four segments over pp 4: the partition as written.
+  const ImportedJob four = import(kSmall +
+                                  "  --pipeline-model-parallel-size 4 "
+                                  "--hybrid-layer-pattern \"M*|M-M-M|M-|M*M\"\n");
+  EXPECT_EQ(four.partition, (std::vector<int>{2, 5, 2, 3}));
+  EXPECT_EQ(four.vpp, 1);
+  EXPECT_EQ(four.schedule, "1f1b");
+  EXPECT_EQ(four.shape->hybrid_pattern, "M*M-M-MM-M*M");
+  EXPECT_EQ(four.shape->num_layers, 12);
+  // Four over pp 2: two virtual stages a rank, Megatron's segment vp_stage x pp + pp_rank.
+  const ImportedJob two = import(kSmall +
+                                 "  --pipeline-model-parallel-size 2 "
+                                 "--hybrid-layer-pattern \"M*|M-M-M|M-|M*M\"\n");
+  EXPECT_EQ(two.partition, (std::vector<int>{2, 5, 2, 3}));
+  EXPECT_EQ(two.vpp, 2);
+  EXPECT_EQ(two.schedule, "interleaved");
+  // No '|': Megatron-LM's even split, or its first/last counts.
+  EXPECT_EQ(import(kSmall + "  --pipeline-model-parallel-size 2 --hybrid-layer-pattern M*M-M*M-\n")
+                .partition,
+            (std::vector<int>{4, 4}));
+  EXPECT_EQ(import(kSmall + "  --pipeline-model-parallel-size 2 --hybrid-layer-pattern M*M-M*M- "
+                            "--decoder-first-pipeline-num-layers 3\n")
+                .partition,
+            (std::vector<int>{3, 5}));
+  // The deprecated spelling is the same pattern; --num-layers that disagrees is a note.
+  const ImportedJob old = import(kSmall + "  --num-layers 6 --hybrid-override-pattern M*M-\n");
+  EXPECT_EQ(old.shape->num_layers, 4);
+  ASSERT_EQ(old.notes.size(), 1u);
+  EXPECT_NE(old.notes[0].find("--num-layers 6 is not the 4 layers"), std::string::npos);
+  // Mamba heads without --mamba-num-heads: 2 x hidden / head_dim (MambaMixer's d_inner).
+  std::string derived = kSmall;
+  derived.replace(derived.find("--mamba-num-heads 32"), 20, "--mamba-head-dim 128");
+  EXPECT_EQ(import(derived + "  --hybrid-layer-pattern M*M-\n").shape->mamba.num_heads, 16);
+  // Through the command line, the partition is the config's.
+  test::ScratchDir dir;
+  const std::string script =
+      test::write_file(dir.file("args.txt"), kSmall +
+                                                 "  --pipeline-model-parallel-size 4 "
+                                                 "--hybrid-layer-pattern \"M*|M-M-M|M-|M*M\"\n");
+  const std::string out = dir.file("job.yaml");
+  const test::CliRun r =
+      run_cli("import megatron '" + script + "' --preset h100-sxm --devices 8 --out '" + out + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(load_config(out).training.partition, (std::vector<int>{2, 5, 2, 3}));
+}
+
+TEST(MegatronHybridImport, RefusalsExitTwoNamingFileLineAndFlag) {
+  test::ScratchDir dir;
+  struct Case {
+    std::string line4;   ///< the flags on line 4
+    std::string expect;  ///< after "FILE:"
+  };
+  const Case cases[] = {
+      {"--hybrid-layer-pattern M*M- --hybrid-override-pattern M*M-",
+       "4: --hybrid-override-pattern: cannot be given with --hybrid-layer-pattern (Megatron-LM "
+       "asserts: \"--hybrid-override-pattern and --hybrid-layer-pattern cannot both be "
+       "specified."},
+      {"--hybrid-layer-pattern \"M*M-/MM/MM\"",
+       "4: --hybrid-layer-pattern: '/' starts multi-token prediction patterns"},
+      {"--hybrid-layer-pattern MGM-",
+       "4: --hybrid-layer-pattern: hybrid_pattern: symbol 'G' at "
+       "position 1 (Gated DeltaNet, not modelled yet)"},
+      {"--hybrid-layer-pattern MDM-",
+       "4: --hybrid-layer-pattern: hybrid_pattern: symbol 'D' at "
+       "position 1 (DeepSeek sparse attention"},
+      {"--hybrid-layer-pattern M+M-",
+       "4: --hybrid-layer-pattern: hybrid_pattern: symbol '+' at position 1 (MLA in a hybrid"},
+      {"--hybrid-layer-pattern MXM-",
+       "4: --hybrid-layer-pattern: In main pattern, 'X' is not a valid layer symbol"},
+      {"--pipeline-model-parallel-size 2 --hybrid-layer-pattern \"M*|M-|M*\"",
+       "4: --hybrid-layer-pattern: The number of hybrid pipeline segments described by "
+       "--hybrid-layer-pattern must be evenly divisible by --pipeline-model-parallel-size. Got "
+       "3 segments and 2 pipeline parallel size."},
+      {"--pipeline-model-parallel-size 2 --hybrid-layer-pattern M*M-M",
+       "4: --hybrid-layer-pattern: Number of layers (5) must be evenly divisible by "
+       "pipeline-model-parallel-size (2) when no pipe separators"},
+      {"--pipeline-model-parallel-size 2 --hybrid-layer-pattern \"M*|M-\" "
+       "--decoder-first-pipeline-num-layers 2",
+       "4: --decoder-first-pipeline-num-layers: should not be specified when "
+       "--hybrid-layer-pattern contains pipe separators"},
+      {"--pipeline-model-parallel-size 2 --hybrid-layer-pattern M*M- "
+       "--num-virtual-stages-per-pipeline-rank 2",
+       "4: --num-virtual-stages-per-pipeline-rank: should not be used with "
+       "--hybrid-layer-pattern"},
+      {"--pipeline-model-parallel-size 2 --hybrid-layer-pattern M*M- "
+       "--pipeline-model-parallel-layout \"Et*2|t*2L\"",
+       "4: --pipeline-model-parallel-layout: should not be used with --hybrid-layer-pattern"},
+      {"--hybrid-layer-pattern M*M- --swiglu", "3: --squared-relu: cannot be given with --swiglu"},
+      {"--num-layers 4 --is-hybrid-model", "4: --is-hybrid-model: makes no hybrid model alone"},
+      {"--hybrid-layer-pattern M*ME",
+       "4: --hybrid-layer-pattern: has MoE layers (E) but no "
+       "--num-experts"},
+      {"--hybrid-layer-pattern M*M- --mamba-num-groups 5",
+       "4: --mamba-num-groups: 5 groups do not divide the 32 Mamba heads"},
+      {"--hybrid-layer-pattern M*M- --mtp-num-layers 1",
+       "4: --mtp-num-layers: a hybrid model's multi-token prediction blocks"},
+      {"--hybrid-layer-pattern M*M- --tensor-model-parallel-size 8 --mamba-num-groups 4",
+       "4: --tensor-model-parallel-size: tp = 8 does not divide the Mamba mixer's 32 heads and "
+       "4 groups"},
+      {"--hybrid-layer-pattern M*M- --spec my.module my_spec", "4: --spec: not modelled yet"},
+  };
+  for (const Case& c : cases) {
+    const std::string file = test::write_file(dir.file("args.txt"), kSmall + "  " + c.line4 + "\n");
+    const test::CliRun r =
+        run_cli("import megatron '" + file + "' --preset h100-sxm --devices 8 --out '" +
+                dir.file("out.yaml") + "'");
+    EXPECT_EQ(r.code, 2) << c.line4 << "\n" << r.err;
+    EXPECT_NE(r.err.find(file + ":" + c.expect), std::string::npos)
+        << c.line4 << "\n  got: " << r.err;
+  }
+  // Derived Mamba heads that MambaMixer's assert refuses: 2 x 1000 is no multiple of 64.
+  std::string odd = kSmall;
+  odd.replace(odd.find("--mamba-num-heads 32"), 20, "--kv-channels 128");
+  odd.replace(odd.find("--hidden-size 1024"), 18, "--hidden-size 1000");
+  const std::string file =
+      test::write_file(dir.file("odd.txt"), odd + "  --hybrid-layer-pattern M*M-\n");
+  const test::CliRun r = run_cli("import megatron '" + file + "' --preset h100-sxm --devices 8");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(file + ":1: --hidden-size: without --mamba-num-heads Megatron-LM's "
+                              "MambaMixer takes d_inner = 2 x --hidden-size = 2000"),
+            std::string::npos)
+      << r.err;
+  // Squared ReLU in LayerNorm layers, and a hybrid model in LayerNorm: unmodelled.
+  std::string layernorm = kSmall;
+  layernorm.replace(layernorm.find("--normalization RMSNorm"), 23, "--normalization LayerNorm");
+  const std::string ln = test::write_file(dir.file("ln.txt"), layernorm + "  --num-layers 4\n");
+  const test::CliRun lr = run_cli("import megatron '" + ln + "' --preset h100-sxm --devices 8");
+  EXPECT_EQ(lr.code, 2);
+  EXPECT_NE(lr.err.find(ln + ":3: --squared-relu: not modelled yet"), std::string::npos) << lr.err;
+  const std::string lh =
+      test::write_file(dir.file("lh.txt"), layernorm + "  --hybrid-layer-pattern M*M-\n");
+  const test::CliRun hr = run_cli("import megatron '" + lh + "' --preset h100-sxm --devices 8");
+  EXPECT_EQ(hr.code, 2);
+  EXPECT_NE(hr.err.find(lh + ":2: --normalization: not modelled yet"), std::string::npos) << hr.err;
+}
+
+TEST(MegatronHybridImport, SquaredReluAndKvChannelsChangeTheModel) {
+  // A dense model: --squared-relu with RMSNorm is llama-style layers with relu2, fused.
+  const std::string dense =
+      "--num-layers 4 --hidden-size 1024 --num-attention-heads 8 --seq-length 1024 \\\n"
+      "  --vocab-size 32000 --micro-batch-size 1 --bf16 --normalization RMSNorm \\\n";
+  const ImportedJob gelu = import(dense);
+  const ImportedJob relu2 = import(dense + "  --squared-relu\n");
+  EXPECT_EQ(gelu.shape->architecture, Architecture::gpt);
+  EXPECT_EQ(relu2.shape->architecture, Architecture::llama);
+  EXPECT_EQ(relu2.shape->mlp_activation, MlpActivation::relu2);
+  EXPECT_EQ(relu2.kernels, "fused");
+  // In a hybrid model: squared ReLU against SwiGLU, h -> ffn -> h against h -> 2 ffn -> h.
+  const std::string hybrid =
+      dense + "  --hybrid-layer-pattern M-M* --mamba-num-heads 32 --ffn-hidden-size 2048 \\\n";
+  const ImportedJob h_relu2 = import(hybrid + "  --squared-relu\n");
+  const ImportedJob h_swiglu = import(hybrid + "  --swiglu\n");
+  EXPECT_EQ(h_relu2.shape->mlp_activation, MlpActivation::relu2);
+  EXPECT_EQ(h_swiglu.shape->mlp_activation, MlpActivation::swiglu);
+  EXPECT_LT(h_relu2.shape->dense_mlp_params(), h_swiglu.shape->dense_mlp_params());
+  // --kv-channels: each head 256 wide instead of 1024 / 8 = 128.
+  const ImportedJob wide = import(dense + "  --squared-relu --kv-channels 256\n");
+  EXPECT_EQ(relu2.shape->head_dim(), 128);
+  EXPECT_EQ(wide.shape->head_dim(), 256);
+  EXPECT_GT(wide.shape->attention_params(), relu2.shape->attention_params());
+  // A head width that does not divide the hidden size needs no quotient (Megatron asserts
+  // the division only without --kv-channels).
+  EXPECT_EQ(import("--num-layers 2 --hidden-size 2688 --num-attention-heads 32 --seq-length 64 "
+                   "--vocab-size 1000 --micro-batch-size 1 --bf16 --swiglu --kv-channels 128\n")
+                .shape->head_dim(),
+            128);
+  // Through the command line, both reach the config: parameters differ.
+  test::ScratchDir dir;
+  double params[3] = {0, 0, 0};
+  const std::string extra[3] = {"", "  --squared-relu\n", "  --squared-relu --kv-channels 256\n"};
+  for (int k = 0; k < 3; ++k) {
+    const std::string file = test::write_file(dir.file("d.txt"), dense + extra[k]);
+    const std::string out = dir.file("d" + std::to_string(k) + ".yaml");
+    const test::CliRun r =
+        run_cli("import megatron '" + file + "' --preset h100-sxm --devices 8 --out '" + out + "'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    params[k] = parameters_total(out);
+  }
+  EXPECT_NE(params[0], params[1]);
+  EXPECT_LT(params[1], params[2]);
+  // MLA's head widths are its own: --kv-channels changes nothing there, and says so.
+  const ImportedJob mla = import(dense + "  --swiglu --multi-latent-attention --kv-channels 64\n");
+  EXPECT_EQ(mla.shape->explicit_head_dim, 0);
+  EXPECT_NE(std::find(mla.ignored.begin(), mla.ignored.end(),
+                      "--kv-channels (no effect with --multi-latent-attention)"),
+            mla.ignored.end());
+}
+
+}  // namespace hybrid_interop_test
+}  // namespace bmpipe
