@@ -169,7 +169,7 @@ TEST(MegatronMoeImport, BadFlagsNameFileLineAndFlag) {
   const test::CliRun r = run_cli("import megatron '" + path + "' --preset h100-sxm --devices 16");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find(path + ":4: --num-experts: bmpipe costs the mixture-of-experts layer with "
-                              "SwiGLU experts only"),
+                              "llama-style experts only"),
             std::string::npos)
       << r.err;
 }
