@@ -23,8 +23,11 @@ std::string megatron_not_run(std::string_view schedule) {
          " (it runs 1f1b, and interleaved with virtual stages)";
 }
 
-std::string megatron_refusal(const Config&) {
-  return "";
+// An export that cannot state the model would hand the user another job (issue 17).
+std::string megatron_refusal(const Config& config) {
+  if (!config.model.shape) return "";
+  const std::string why = megatron_model_refusal(*config.model.shape);
+  return why.empty() ? "" : "Megatron-LM's flags cannot state the model: " + why;
 }
 
 ExportStatement megatron_statement(const ExportLayout& layout) {

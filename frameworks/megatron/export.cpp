@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <numeric>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,13 @@
 //              recompute_* field docs).
 //  [MG-block]  megatron/core/transformer/transformer_block.py (get_num_layers_to_build) and
 //              megatron/core/recompute.py (checkpointed forward).
+//  [MG-hybrid] megatron/core/models/hybrid/hybrid_layer_allocation.py
+//              (select_pipeline_segment: segment vp_stage x pp + pp_rank of the '|'-split
+//              pattern), validate_args' hybrid block in [MG-args] (the pattern sets the layer
+//              count and the virtual stages; the vpp, layout and account-for flags are
+//              refused beside it, and first/last counts beside '|'), hybrid_builders.py (the
+//              hybrid stack from --spec) and megatron/core/ssm/mamba_mixer.py (d_conv 4 and
+//              chunk_size 128, no flags).
 
 namespace bmpipe {
 
@@ -70,13 +78,71 @@ std::vector<std::string> megatron_partition_flags(const ExportLayout& l) {
   return flags;
 }
 
+/// `m`'s pattern with '|' between the stages of `partition` (layers per stage, in stage
+/// order): [MG-hybrid]'s segments, vp_stage x pp + pp_rank, are bmpipe's stages in order. One
+/// stage: no '|'.
+std::string hybrid_pattern_with_stages(const ModelShape& m, const std::vector<int>& partition) {
+  std::string out;
+  std::size_t at = 0;
+  for (std::size_t s = 0; s < partition.size(); ++s) {
+    if (s > 0) out += '|';
+    out += m.hybrid_pattern.substr(at, static_cast<std::size_t>(partition[s]));
+    at += static_cast<std::size_t>(partition[s]);
+  }
+  return out;
+}
+
+/// Whether the export states the model's layers: experts, latent attention, MTP modules, a
+/// hybrid pattern, squared ReLU or a head width of its own (a plain model's shape is the
+/// script's own and is not restated).
+bool states_model(const ModelShape& m) {
+  return m.is_moe() || m.is_mla() || m.mtp_layers > 0 || m.is_hybrid() ||
+         m.mlp_activation == MlpActivation::relu2 || (m.explicit_head_dim > 0 && !m.is_mla());
+}
+
+/// The layers of `m` that import reads from flags beside the shape (frameworks/megatron/
+/// import.cpp, read_layers_and_attention, read_mlp, read_mamba): the head width
+/// (--kv-channels), the MLP's activation with the RMSNorm it needs (--squared-relu,
+/// --normalization RMSNorm), and a hybrid model's stack and Mamba mixer; the pattern itself
+/// goes where --num-layers would (megatron_job_flags).
+std::string megatron_layer_flags(const ModelShape& m, std::vector<std::string>& remove) {
+  std::string out;
+  auto flag = [&out](const std::string& name, long long v) {
+    out += name + " " + std::to_string(v) + "\n";
+  };
+  // [MG-args]: kv_channels is every attention head's width; MLA has its own.
+  if (m.explicit_head_dim > 0 && !m.is_mla()) flag("--kv-channels", m.explicit_head_dim);
+  const bool relu2 = m.mlp_activation == MlpActivation::relu2;
+  if (relu2 || m.is_hybrid()) out += "--normalization RMSNorm\n";
+  if (relu2) {
+    // [MG-au]: squared ReLU asserts no --swiglu beside it.
+    out += "--squared-relu\n";
+    remove.emplace_back("--swiglu");
+  } else if (m.is_hybrid()) {
+    out += "--swiglu\n";
+    remove.emplace_back("--squared-relu");
+  }
+  if (!m.is_hybrid()) return out;
+  // hybrid_builders.py builds the hybrid model from --spec: Megatron-Core's hybrid stack.
+  out += "--spec megatron.core.models.hybrid.hybrid_layer_specs hybrid_stack_spec\n";
+  // The deprecated spelling: Megatron-LM refuses it beside --hybrid-layer-pattern.
+  remove.emplace_back("--hybrid-override-pattern");
+  if (m.hybrid_pattern.find('M') != std::string::npos) {
+    flag("--mamba-num-heads", m.mamba.num_heads);
+    flag("--mamba-head-dim", m.mamba.head_dim);
+    flag("--mamba-state-dim", m.mamba.state_dim);
+    flag("--mamba-num-groups", m.mamba.groups);
+  }
+  return out;
+}
+
 /// The experts, the latent attention and the MTP modules of `m` as Megatron-LM's flags,
 /// which import reads back to the same shape (frameworks/megatron/import.cpp,
 /// read_experts and read_latent_attention); `remove`: the flags of those groups that the
 /// model does not use and a script may have.
 std::string megatron_model_flags(const ModelShape& m, int ep, int etp, bool deepep,
                                  std::vector<std::string>& remove) {
-  std::string out;
+  std::string out = megatron_layer_flags(m, remove);
   auto flag = [&out](const std::string& name, long long v) {
     out += name + " " + std::to_string(v) + "\n";
   };
@@ -89,11 +155,14 @@ std::string megatron_model_flags(const ModelShape& m, int ep, int etp, bool deep
       flag("--moe-shared-expert-intermediate-size", moe.shared_ffn);
     else
       remove.emplace_back("--moe-shared-expert-intermediate-size");
-    std::vector<int> pattern;
-    for (int i = 0; i < m.num_layers; ++i) pattern.push_back(m.is_moe_layer(i) ? 1 : 0);
-    // Quoted: '(' '[' and '*' are shell metacharacters.
-    const std::string freq = megatron_moe_freq_text(pattern);
-    out += "--moe-layer-freq " + (freq.front() == '(' ? "\"" + freq + "\"" : freq) + "\n";
+    // A hybrid model's MoE layers are the E of its pattern ([MG-hybrid]).
+    if (!m.is_hybrid()) {
+      std::vector<int> pattern;
+      for (int i = 0; i < m.num_layers; ++i) pattern.push_back(m.is_moe_layer(i) ? 1 : 0);
+      // Quoted: '(' '[' and '*' are shell metacharacters.
+      const std::string freq = megatron_moe_freq_text(pattern);
+      out += "--moe-layer-freq " + (freq.front() == '(' ? "\"" + freq + "\"" : freq) + "\n";
+    }
     // bmpipe's MoE layer: the alltoall dispatcher's, or the flex dispatcher's with the
     // deepep backend (training.moe_dispatcher), its experts grouped GEMMs.
     out += deepep ? "--moe-token-dispatcher-type flex\n--moe-flex-dispatcher-backend deepep\n"
@@ -132,6 +201,20 @@ std::string megatron_model_flags(const ModelShape& m, int ep, int etp, bool deep
 }
 
 }  // namespace
+
+std::string megatron_model_refusal(const ModelShape& m) {
+  if (!m.is_hybrid()) return "";
+  // [MG-hybrid]: MambaMixer's d_conv and chunk_size are its own, with no flag.
+  if (m.hybrid_pattern.find('M') != std::string::npos &&
+      (m.mamba.conv_kernel != 4 || m.mamba.chunk_size != 128))
+    return "the Mamba mixer has conv_kernel " + std::to_string(m.mamba.conv_kernel) +
+           " and chunk_size " + std::to_string(m.mamba.chunk_size) +
+           ", and Megatron-LM's MambaMixer runs 4 and 128, with no flag to change them";
+  if (m.mtp_layers > 0)
+    return "a hybrid model's multi-token prediction blocks, which bmpipe states in no "
+           "Megatron-LM flag ('/' patterns of --hybrid-layer-pattern are not modelled)";
+  return "";
+}
 
 // ---- Megatron-LM -------------------------------------------------------------------------
 
@@ -301,10 +384,33 @@ std::string megatron_cp_fp8_flags(const ExportJob& job) {
 }
 
 std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
+  // A hybrid model's pattern states the layers and, with '|' between the stages, the split
+  // and the virtual stages ([MG-hybrid]): it takes the place of --num-layers and of the
+  // partition flags, which Megatron-LM refuses beside it (or ignores: --num-layers).
+  const bool hybrid = job.shape && job.shape->is_hybrid();
+  std::string flags = x.flags;
+  if (hybrid) {
+    std::string kept, line;
+    std::istringstream in(x.flags);
+    const std::string pattern = hybrid_pattern_with_stages(
+        *job.shape, x.expressed.pp * x.expressed.vpp > 1 ? x.expressed.partition
+                                                         : std::vector<int>{job.shape->num_layers});
+    while (std::getline(in, line)) {
+      const bool partition_flag = line.rfind("--num-virtual-stages-per-pipeline-rank ", 0) == 0 ||
+                                  line.rfind("--decoder-first-pipeline-num-layers ", 0) == 0 ||
+                                  line.rfind("--decoder-last-pipeline-num-layers ", 0) == 0 ||
+                                  line.rfind("--pipeline-model-parallel-layout ", 0) == 0;
+      if (line.rfind("--num-layers ", 0) == 0)
+        kept += "--hybrid-layer-pattern \"" + pattern + "\"\n";  // quoted: '*' and '|'
+      else if (!partition_flag)
+        kept += line + "\n";
+    }
+    flags = kept;
+  }
   auto gives = [&](const std::string& flag) {
-    return x.flags.rfind(flag + " ", 0) == 0 || x.flags.rfind(flag + "\n", 0) == 0 ||
-           x.flags.find("\n" + flag + " ") != std::string::npos ||
-           x.flags.find("\n" + flag + "\n") != std::string::npos;
+    return flags.rfind(flag + " ", 0) == 0 || flags.rfind(flag + "\n", 0) == 0 ||
+           flags.find("\n" + flag + " ") != std::string::npos ||
+           flags.find("\n" + flag + "\n") != std::string::npos;
   };
   const bool selective = x.flags.find("--recompute-granularity selective") != std::string::npos;
   const bool sequence_parallel = job.sequence_parallel && job.tp > 1;
@@ -338,11 +444,10 @@ std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
   if (!graph_scope_names(job.cuda_graphs).empty())
     for (const char* f : {"--enable-cuda-graph", "--external-cuda-graph", "--cuda-graph-scope"})
       remove.emplace_back(f);
-  const bool states_model =
-      job.shape && (job.shape->is_moe() || job.shape->is_mla() || job.shape->mtp_layers > 0);
   const std::string model_flags =
-      states_model ? megatron_model_flags(*job.shape, job.ep, job.etp, job.deepep, remove)
-                   : std::string();
+      job.shape && states_model(*job.shape)
+          ? megatron_model_flags(*job.shape, job.ep, job.etp, job.deepep, remove)
+          : std::string();
 
   std::string out;
   out += "# Remove these flags from your script if it has them (no value below undoes them):\n";
@@ -352,7 +457,7 @@ std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
          std::to_string(x.expressed.pp) + (job.cp > 1 ? " x cp " + std::to_string(job.cp) : "") +
          ")\n";
   out += "--tensor-model-parallel-size " + std::to_string(job.tp) + "\n";
-  out += x.flags;
+  out += flags;
   out += "--micro-batch-size " + std::to_string(job.micro_batch_size) + "\n";
   out += "--global-batch-size " + std::to_string(job.global_batch_size()) + "\n";
   if (sequence_parallel) out += "--sequence-parallel\n";

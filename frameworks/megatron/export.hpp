@@ -28,8 +28,15 @@ MegatronExport export_megatron(const ExportLayout& layout);
 /// turns it off at tp 1). dp is not a flag: Megatron-LM takes the world size / (tp x pp),
 /// which a comment states. An analytic model with experts, latent attention or MTP modules
 /// (job.shape) adds their flags (--num-experts, ..., --expert-model-parallel-size,
-/// --expert-tensor-parallel-size), which import reads back to the same shape.
+/// --expert-tensor-parallel-size), which import reads back to the same shape; so does a
+/// model with squared ReLU (--squared-relu, --normalization RMSNorm) or a head width of its
+/// own (--kv-channels). A hybrid model's --hybrid-layer-pattern takes the place of
+/// --num-layers and of the partition flags: '|' between its stages (pp x vpp of them) gives
+/// the split and the virtual stages; its --spec and Mamba flags follow.
 std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job);
+/// Why Megatron-LM's flags cannot state `m` (a hybrid model whose Mamba mixer has another
+/// conv1d width or scan chunk than MambaMixer's fixed 4 and 128, or hybrid MTP blocks), or "".
+std::string megatron_model_refusal(const ModelShape& m);
 /// --context-parallel-size and --cp-comm-type when job.cp > 1, --fp8-format and
 /// --fp8-recipe when job.fp8 is not none, --cuda-graph-impl and --cuda-graph-modules when
 /// job.cuda_graphs names scopes; nothing for a job at Megatron-LM's defaults.

@@ -281,5 +281,74 @@ TEST(MegatronHybridImport, SquaredReluAndKvChannelsChangeTheModel) {
             mla.ignored.end());
 }
 
+// A hybrid model with experts, squared ReLU, a head width of its own and an uneven split over
+// pp 2 x vpp 2, on 16 H100.
+const std::string kHybridConfig =
+    "cluster: {nodes: 2, devices_per_node: 8, device: {preset: h100-sxm}}\n"
+    "model:\n"
+    "  num_layers: 8\n  hidden_size: 2048\n  num_attention_heads: 16\n  num_kv_heads: 4\n"
+    "  head_dim: 160\n  ffn_hidden_size: 4096\n  vocab_size: 32000\n"
+    "  mlp_activation: relu2\n  hybrid_pattern: \"M*MEM-ME\"\n"
+    "  mamba: {num_heads: 64, head_dim: 64, state_dim: 64, groups: 8}\n"
+    "  moe: {num_experts: 16, top_k: 4, expert_ffn_hidden_size: 1024,\n"
+    "        shared_expert_ffn_hidden_size: 2048}\n"
+    "training:\n  schedule: interleaved\n  pp: 2\n  vpp: 2\n  partition: [2, 2, 1, 3]\n"
+    "  tp: 2\n  sequence_parallel: true\n  ep: 4\n  kernels: fused\n  seq_length: 2048\n"
+    "  micro_batch_size: 1\n  global_batch_size: 64\n  dtype: bf16\n";
+// The dimensions the export leaves to the script, and flags it must say to remove: a SwiGLU
+// MLP, the deprecated pattern spelling, a vpp flag Megatron refuses beside the pattern.
+const std::string kHybridScript =
+    "--num-layers 8 --hidden-size 2048 --num-attention-heads 16 --group-query-attention \\\n"
+    "  --num-query-groups 4 --ffn-hidden-size 4096 --swiglu --untie-embeddings-and-output-weights "
+    "\\\n"
+    "  --vocab-size 32000 --attention-dropout 0 --hidden-dropout 0 --use-flash-attn \\\n"
+    "  --hybrid-override-pattern MMMMMMMM --num-virtual-stages-per-pipeline-rank 2 \\\n"
+    "  --seq-length 2048 --micro-batch-size 1 --bf16\n";
+
+TEST(MegatronHybridExport, ImportOfTheExportIsTheSameJob) {
+  test::ScratchDir dir;
+  const std::string config = test::write_file(dir.file("hybrid.yaml"), kHybridConfig);
+  const test::CliRun x = run_cli("export '" + config + "' --format megatron --json");
+  ASSERT_EQ(x.code, 0) << x.err;
+  const nlohmann::json j = nlohmann::json::parse(x.out);
+  const std::string text = j["text"].get<std::string>();
+  // The pattern with '|' between the four stages, in place of --num-layers.
+  EXPECT_NE(text.find("--hybrid-layer-pattern \"M*|ME|M|-ME\"\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\n--num-layers "), std::string::npos) << text;
+  for (const char* flag : {"--squared-relu\n", "--normalization RMSNorm\n", "--kv-channels 160\n",
+                           "--mamba-num-heads 64\n", "--mamba-state-dim 64\n",
+                           "--spec megatron.core.models.hybrid.hybrid_layer_specs "
+                           "hybrid_stack_spec\n"})
+    EXPECT_NE(text.find(flag), std::string::npos) << flag << text;
+  for (const char* flag : {"#   --swiglu\n", "#   --hybrid-override-pattern\n",
+                           "#   --num-virtual-stages-per-pipeline-rank\n"})
+    EXPECT_NE(text.find(flag), std::string::npos) << flag << text;
+  const std::string given =
+      test::write_file(dir.file("given.txt"), test::script_with_export(kHybridScript, text));
+  const std::string back = dir.file("back.yaml");
+  const test::CliRun r = run_cli("import megatron '" + given +
+                                 "' --preset h100-sxm --devices 16 --out '" + back + "'");
+  ASSERT_EQ(r.code, 0) << r.err << "\n" << test::slurp(given);
+  const Config a = load_config(config), b = load_config(back);
+  EXPECT_EQ(b.model.shape->hybrid_pattern, a.model.shape->hybrid_pattern);
+  EXPECT_EQ(b.model.shape->head_dim(), 160);
+  EXPECT_EQ(b.model.shape->mlp_activation, MlpActivation::relu2);
+  EXPECT_EQ(b.model.shape->mamba.state_dim, 64);
+  EXPECT_EQ(b.training.partition, (std::vector<int>{2, 2, 1, 3}));
+  EXPECT_EQ(b.training.vpp, 2);
+  const nlohmann::json sim = nlohmann::json::parse(run_cli("simulate '" + back + "' --json").out);
+  EXPECT_EQ(sim["iteration_time_ms"], j["iteration_time_ms"]) << text;
+}
+
+TEST(MegatronHybridExport, AMixerMegatronCannotStateIsRefused) {
+  test::ScratchDir dir;
+  std::string yaml = kHybridConfig;
+  yaml.replace(yaml.find("groups: 8}"), 10, "groups: 8, chunk_size: 256}");
+  const std::string config = test::write_file(dir.file("chunk.yaml"), yaml);
+  const test::CliRun x = run_cli("export '" + config + "' --format megatron");
+  EXPECT_EQ(x.code, 2) << x.out;
+  EXPECT_NE(x.err.find("chunk_size 256"), std::string::npos) << x.err;
+}
+
 }  // namespace hybrid_interop_test
 }  // namespace bmpipe
