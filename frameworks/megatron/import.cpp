@@ -1523,7 +1523,8 @@ void read_cuda_graphs(const Reading& ctx) {
   } else {
     if (modules.empty()) {  // the whole layer
       modules = {"attn", "mlp", "moe"};
-      if (a.given("--hybrid-override-pattern")) modules.push_back("mamba");
+      if (a.given("--hybrid-layer-pattern") || a.given("--hybrid-override-pattern"))
+        modules.push_back("mamba");
     }
     for (const std::string& m : modules) {
       if (m != "attn" && m != "mlp" && m != "moe" && m != "moe_router" && m != "moe_preprocess" &&

@@ -122,6 +122,10 @@ TEST(MegatronHybridImport, PipeSegmentsAreThePartition) {
   EXPECT_EQ(old.shape->num_layers, 4);
   ASSERT_EQ(old.notes.size(), 1u);
   EXPECT_NE(old.notes[0].find("--num-layers 6 is not the 4 layers"), std::string::npos);
+  // CUDA graphs of the whole layer capture a hybrid model's Mamba blocks too.
+  EXPECT_EQ(import(kSmall + "  --hybrid-layer-pattern M*M- --cuda-graph-impl transformer_engine\n")
+                .cuda_graphs,
+            "attn,mlp,moe,mamba");
   // Mamba heads without --mamba-num-heads: 2 x hidden / head_dim (MambaMixer's d_inner).
   std::string derived = kSmall;
   derived.replace(derived.find("--mamba-num-heads 32"), 20, "--mamba-head-dim 128");
