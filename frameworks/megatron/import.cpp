@@ -762,15 +762,16 @@ void read_mlp(const Reading& ctx, ModelShape& m) {
              a.origin(pattern_flag(a), "a hybrid model's llama-style layers"));
   else
     job.from("model.architecture", a.origin("--swiglu", "no --swiglu: GeLU MLP, gpt-style layers"));
-  if (relu2) {
+  if (relu2 && llama) {
     m.mlp_activation = MlpActivation::relu2;
     job.from("model.mlp_activation", a.origin("--squared-relu"));
-    if (!llama)
-      job.unmodelled.push_back(Unmodelled{
-          a.origin("--squared-relu"), "--squared-relu with " + norm_given,
-          "squared ReLU in gpt-style (LayerNorm) layers: bmpipe models squared ReLU in "
-          "llama-style layers (give --normalization RMSNorm, as Nemotron-H's scripts do) and "
-          "GeLU in gpt-style ones"});
+  } else if (relu2) {
+    // Allowed, it is costed as the gpt-style layers bmpipe has: GeLU.
+    job.unmodelled.push_back(Unmodelled{
+        a.origin("--squared-relu"), "--squared-relu with " + norm_given,
+        "squared ReLU in gpt-style (LayerNorm) layers: bmpipe models squared ReLU in "
+        "llama-style layers (give --normalization RMSNorm, as Nemotron-H's scripts do) and "
+        "GeLU in gpt-style ones"});
   }
   if (hybrid) {
     const bool has_mlp = m.hybrid_pattern.find_first_of("-E") != std::string::npos;

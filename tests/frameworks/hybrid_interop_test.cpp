@@ -244,6 +244,15 @@ TEST(MegatronHybridImport, SquaredReluAndKvChannelsChangeTheModel) {
   EXPECT_EQ(relu2.shape->architecture, Architecture::llama);
   EXPECT_EQ(relu2.shape->mlp_activation, MlpActivation::relu2);
   EXPECT_EQ(relu2.kernels, "fused");
+  // With LayerNorm (Megatron-LM's default) it is unmodelled, and allowed it is the GeLU of
+  // bmpipe's gpt-style layers.
+  std::string layernorm = dense;
+  layernorm.replace(layernorm.find("--normalization RMSNorm"), 23, "");
+  const ImportedJob ln = import(layernorm + "  --squared-relu\n");
+  EXPECT_EQ(ln.shape->architecture, Architecture::gpt);
+  EXPECT_EQ(ln.shape->mlp_activation, MlpActivation::swiglu);  // unused by gpt layers
+  ASSERT_EQ(ln.unmodelled.size(), 1u);
+  EXPECT_EQ(ln.unmodelled[0].origin.key, "--squared-relu");
   // In a hybrid model: squared ReLU against SwiGLU, h -> ffn -> h against h -> 2 ffn -> h.
   const std::string hybrid =
       dense + "  --hybrid-layer-pattern M-M* --mamba-num-heads 32 --ffn-hidden-size 2048 \\\n";
