@@ -518,6 +518,7 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
     y.value(1, "ffn_hidden_size", std::to_string(m.ffn_hidden_size), "model.ffn_hidden_size");
     if (m.mlp_activation != MlpActivation::swiglu)
       y.value(1, "mlp_activation", "relu2", "model.mlp_activation");
+    if (!m.rotary) y.value(1, "rotary", "false", "model.rotary");
     y.value(1, "vocab_size", std::to_string(m.vocab_size), "model.vocab_size");
     y.value(1, "tied_embeddings", m.tied_embeddings ? "true" : "false", "model.tied_embeddings");
     if (job.flash_attention)

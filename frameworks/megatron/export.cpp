@@ -93,10 +93,10 @@ std::string hybrid_pattern_with_stages(const ModelShape& m, const std::vector<in
 }
 
 /// Whether the export states the model's layers: experts, latent attention, MTP modules, a
-/// hybrid pattern, squared ReLU or a head width of its own (a plain model's shape is the
-/// script's own and is not restated).
+/// hybrid pattern, squared ReLU, a head width of its own or no RoPE (a plain model's shape is
+/// the script's own and is not restated).
 bool states_model(const ModelShape& m) {
-  return m.is_moe() || m.is_mla() || m.mtp_layers > 0 || m.is_hybrid() ||
+  return m.is_moe() || m.is_mla() || m.mtp_layers > 0 || m.is_hybrid() || !m.rotary ||
          m.mlp_activation == MlpActivation::relu2 || (m.explicit_head_dim > 0 && !m.is_mla());
 }
 
@@ -112,6 +112,12 @@ std::string megatron_layer_flags(const ModelShape& m, std::vector<std::string>& 
   };
   // [MG-args]: kv_channels is every attention head's width; MLA has its own.
   if (m.explicit_head_dim > 0 && !m.is_mla()) flag("--kv-channels", m.explicit_head_dim);
+  // RoPE on or off as bmpipe costed it (read_position_embedding in import.cpp): off is none;
+  // a hybrid's default is none, so RoPE there is stated.
+  if (m.architecture == Architecture::llama && !m.rotary)
+    out += "--position-embedding-type none\n";
+  else if (m.architecture == Architecture::llama && m.is_hybrid())
+    out += "--position-embedding-type rope\n";
   const bool relu2 = m.mlp_activation == MlpActivation::relu2;
   if (relu2 || m.is_hybrid()) out += "--normalization RMSNorm\n";
   if (relu2) {

@@ -173,6 +173,10 @@ constexpr std::string_view kFp4Recipe[] = {"nvfp4"};
 // --cuda-graph-impl: TransformerConfig.cuda_graph_impl's Literal at d98e8a64
 // (megatron/core/transformer/transformer_config.py), which the parser's choices come from.
 constexpr std::string_view kGraphImpl[] = {"none", "local", "transformer_engine", "full_iteration"};
+// --position-embedding-type: megatron/training/models/gpt.py's Literal at d98e8a64
+// (learned_absolute, rope, mrope, yarn, none), the parser's choices.
+constexpr std::string_view kPositionEmbedding[] = {"learned_absolute", "rope", "mrope", "yarn",
+                                                   "none"};
 // --normalization: TransformerConfig.normalization's Literal at d98e8a64, which the parser's
 // choices come from ([MG-au]).
 constexpr std::string_view kNormalization[] = {"LayerNorm", "RMSNorm"};
@@ -194,6 +198,7 @@ constexpr FlagSpec kFlags[] = {
     {"--swiglu", Kind::boolean},
     {"--squared-relu", Kind::boolean},
     {"--normalization", Kind::choice, kNormalization},
+    {"--position-embedding-type", Kind::choice, kPositionEmbedding},
     {"--untie-embeddings-and-output-weights", Kind::boolean},
     {"--attention-dropout", Kind::real},
     {"--hidden-dropout", Kind::real},
@@ -1141,11 +1146,39 @@ void read_hybrid_model(const Reading& ctx, ModelShape& m) {
     a.fail(flag,
            "has MoE layers (E) but no --num-experts: Megatron-LM builds them from the "
            "expert flags");
+  if (const auto g = m.hybrid_pattern.find('G'); g != std::string::npos)
+    a.fail(flag, "symbol 'G' at position " + std::to_string(g) +
+                     ": Gated DeltaNet layers, whose Megatron flags this import does not read "
+                     "yet (an HF config.json of the model does: model.hf_config)");
   try {
     check_hybrid(m);
   } catch (const ShapeError& e) {
     a.fail(flag, e.what());
   }
+}
+
+/// Whether llama-style layers run RoPE (ModelShape::rotary). Megatron-LM at d98e8a64: a
+/// HybridModel's position_embedding_type defaults to none (megatron/training/models/hybrid.py),
+/// a GPTModel's to learned_absolute (megatron/training/models/gpt.py). none turns RoPE off;
+/// rope, mrope and yarn keep it (their variants are costed as RoPE); a hybrid model's
+/// learned_absolute adds a position table bmpipe does not model. A transformer's default
+/// learned_absolute is costed as RoPE, as before (a table lookup against RoPE's two passes).
+void read_position_embedding(const Reading& ctx, ModelShape& m) {
+  const Args& a = ctx.a;
+  if (m.architecture != Architecture::llama) return;  // gpt: learned positions, costed as such
+  const std::optional<std::string> type = a.choice("--position-embedding-type");
+  const std::string value = type.value_or(m.is_hybrid() ? "none" : "learned_absolute");
+  if (m.is_hybrid() && value == "learned_absolute")
+    a.fail("--position-embedding-type",
+           "learned_absolute in a hybrid model adds a position table bmpipe does not model "
+           "(expected none, Megatron's default for HybridModel, or rope)");
+  m.rotary = value != "none";
+  if (!m.rotary)
+    ctx.job.from("model.rotary",
+                 type ? a.origin("--position-embedding-type")
+                      : a.origin(pattern_flag(a),
+                                 "a hybrid model without --position-embedding-type: none "
+                                 "(Megatron-LM's HybridModel default)"));
 }
 
 /// The model: its shape, with Megatron-LM's defaults and checks; job.shape.
@@ -1161,6 +1194,7 @@ void read_model(const Reading& ctx) {
   read_latent_attention(ctx, m);
   read_mamba(ctx, m);
   read_hybrid_model(ctx, m);
+  read_position_embedding(ctx, m);
   {
     // [MG-config]: attention_dropout and hidden_dropout default to 0.1.
     const auto attention = a.real("--attention-dropout", 0, 1);

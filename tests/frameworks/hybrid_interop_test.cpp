@@ -157,8 +157,8 @@ TEST(MegatronHybridImport, RefusalsExitTwoNamingFileLineAndFlag) {
       {"--hybrid-layer-pattern \"M*M-/MM/MM\"",
        "4: --hybrid-layer-pattern: '/' starts multi-token prediction patterns"},
       {"--hybrid-layer-pattern MGM-",
-       "4: --hybrid-layer-pattern: hybrid_pattern: symbol 'G' at "
-       "position 1 (Gated DeltaNet, not modelled yet)"},
+       "4: --hybrid-layer-pattern: symbol 'G' at position 1: Gated DeltaNet layers, whose "
+       "Megatron flags this import does not read yet"},
       {"--hybrid-layer-pattern MDM-",
        "4: --hybrid-layer-pattern: hybrid_pattern: symbol 'D' at "
        "position 1 (DeepSeek sparse attention"},
