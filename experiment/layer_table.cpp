@@ -73,12 +73,26 @@ std::vector<std::pair<const LayerCost*, int>> AnalyticCosts::layer_kinds(
     }
     return out;
   }
-  int moe_layers = 0;
-  if (moe_decoder)
-    for (int i = 0; i < m.num_layers; ++i) moe_layers += m.is_moe_layer(i) ? 1 : 0;
-  if (m.num_layers > moe_layers) out.emplace_back(&decoder, m.num_layers - moe_layers);
-  if (moe_layers > 0) out.emplace_back(&*moe_decoder, moe_layers);
+  // Each kind in a fixed order (dense, MoE, then their windowed versions), counted.
+  const LayerCost* kinds[] = {&decoder, moe_decoder ? &*moe_decoder : nullptr,
+                              windowed_decoder ? &*windowed_decoder : nullptr,
+                              windowed_moe_decoder ? &*windowed_moe_decoder : nullptr};
+  int counts[4] = {0, 0, 0, 0};
+  for (int i = 0; i < m.num_layers; ++i) {
+    const LayerCost* c = &layer(m, i);
+    for (int k = 0; k < 4; ++k) counts[k] += kinds[k] == c ? 1 : 0;
+  }
+  for (int k = 0; k < 4; ++k)
+    if (counts[k] > 0) out.emplace_back(kinds[k], counts[k]);
   return out;
+}
+
+const LayerCost& AnalyticCosts::layer(const ModelShape& m, int i) const {
+  if (m.is_hybrid()) return *hybrid[hybrid_slot(m.hybrid_kind(i))];
+  const bool moe = moe_decoder && m.is_moe_layer(i);
+  const bool windowed = m.is_windowed_layer(i);
+  if (moe) return windowed && windowed_moe_decoder ? *windowed_moe_decoder : *moe_decoder;
+  return windowed && windowed_decoder ? *windowed_decoder : decoder;
 }
 
 AnalyticCosts analytic_costs(const Config& c) {
@@ -118,6 +132,13 @@ AnalyticCosts analytic_costs(const Config& c) {
   } else {
     a.decoder = decoder_layer_cost(m, a.hardware, a.settings);
     if (m.is_moe()) a.moe_decoder = moe_decoder_layer_cost(m, a.hardware, a.settings);
+    // A kind of its own for each kind that has windowed layers (costed only when it has).
+    bool dense_windowed = false, moe_windowed = false;
+    for (int i = 0; i < m.num_layers; ++i)
+      if (m.is_windowed_layer(i)) (m.is_moe_layer(i) ? moe_windowed : dense_windowed) = true;
+    if (dense_windowed) a.windowed_decoder = decoder_layer_cost(m, a.hardware, a.settings, true);
+    if (moe_windowed)
+      a.windowed_moe_decoder = moe_decoder_layer_cost(m, a.hardware, a.settings, true);
   }
   if (m.mtp_layers > 0) a.mtp = mtp_module_cost(m, a.hardware, a.settings);
   a.embedding = embedding_cost(m, a.hardware, a.settings);
@@ -329,15 +350,10 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
     table.layers.push_back(
         make_row("embedding", LayerKind::embedding, a->embedding, {{&a->embedding, false}}));
   for (int l = 0; l < n; ++l) {
-    const bool is_moe = a->moe_decoder && m.is_moe_layer(l);
-    const LayerCost* of_kind = is_moe ? &*a->moe_decoder : &a->decoder;
-    if (m.is_hybrid()) of_kind = &*a->hybrid[AnalyticCosts::hybrid_slot(m.hybrid_kind(l))];
-    const LayerCost& kind = *of_kind;
-    // Hybrid layers are named by kind ("mamba.0", "moe.1", "attention.5").
-    std::string name = (m.is_hybrid() ? kind.name + "."
-                        : is_moe      ? std::string("moe_decoder.")
-                                      : std::string("decoder.")) +
-                       std::to_string(l);
+    const LayerCost& kind = a->layer(m, l);
+    // Named by kind: "decoder.5", "moe_decoder.5", "decoder.swa.4" (a sliding-window layer),
+    // a hybrid model's "mamba.0", "moe.1", "attention.5".
+    std::string name = kind.name + "." + std::to_string(l);
     std::vector<std::pair<const LayerCost*, bool>> units;
     if (l == 0 && !separate) units.emplace_back(&a->embedding, false), name += "+embedding";
     units.emplace_back(&kind, true);

@@ -119,6 +119,10 @@ struct AnalyticCosts {
   /// Mixture-of-experts models: the layer with the MoE MLP (ModelShape::is_moe_layer picks
   /// it); the others are `decoder`.
   std::optional<LayerCost> moe_decoder;
+  /// Models with sliding-window layers (ModelShape::is_windowed_layer): the windowed
+  /// versions of `decoder` and `moe_decoder` ("decoder.swa", "moe_decoder.swa"), each set
+  /// when the model has such a layer.
+  std::optional<LayerCost> windowed_decoder, windowed_moe_decoder;
   /// Hybrid models (ModelShape::hybrid_pattern): the layer of each kind the pattern has,
   /// indexed by hybrid_slot(kind) (kHybridSymbols' order); `decoder` is then unused.
   std::array<std::optional<LayerCost>, kHybridKinds> hybrid;
@@ -133,8 +137,11 @@ struct AnalyticCosts {
   LayerCost head_single_stage;  ///< the same when one stage holds the whole model (tied: shared)
 
   /// The model's kinds of decoder layer with how many layers of each there are, a kind with
-  /// none left out: dense then MoE decoder layers, or a hybrid model's M, *, -, E layers.
+  /// none left out: dense, MoE, windowed dense, windowed MoE decoder layers, or a hybrid
+  /// model's M, *, -, E layers.
   std::vector<std::pair<const LayerCost*, int>> layer_kinds(const ModelShape& m) const;
+  /// The cost of decoder layer `i` (0-based) of `m`: its kind's.
+  const LayerCost& layer(const ModelShape& m, int i) const;
 
   /// The head as it runs when the model spans `num_stages` stages.
   const LayerCost& head_for(int num_stages) const {

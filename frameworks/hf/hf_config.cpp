@@ -123,6 +123,30 @@ int get_count(const nlohmann::json& j, const std::string& path, const char* fiel
   return get_int(j, path, field);
 }
 
+// The sliding window of a family that windows every `every`-th layer from layer 0
+// (ModelShape::is_windowed_layer): sliding_window (null or absent: none), and layer_types,
+// when the config lists it, held to that pattern -- a list bmpipe would cost otherwise is
+// refused, not guessed at. HF transformers v4.57: GptOssConfig and Gemma2Config default
+// layer_types to "sliding_attention" at even layers, "full_attention" at odd ones;
+// MistralAttention and MixtralAttention window every layer.
+void read_sliding_window(const nlohmann::json& j, const std::string& path, int every,
+                         ModelShape& m) {
+  m.sliding_window = get_count(j, path, "sliding_window", 0);
+  m.sliding_every = m.sliding_window > 0 ? every : 0;
+  if (!given(j, "layer_types")) return;
+  const nlohmann::json& v = j["layer_types"];
+  if (!v.is_array() || static_cast<int>(v.size()) != m.num_layers)
+    throw ShapeError(where(path, "layer_types") + ": expected a list of " +
+                     std::to_string(m.num_layers) + " layer types (num_hidden_layers)");
+  for (int i = 0; i < m.num_layers; ++i) {
+    const std::string want = m.is_windowed_layer(i) ? "sliding_attention" : "full_attention";
+    if (!v[i].is_string() || v[i].get<std::string>() != want)
+      throw ShapeError(where(path, "layer_types") + ": layer " + std::to_string(i) + " is " +
+                       v[i].dump() + "; bmpipe windows the layers i with i % " +
+                       std::to_string(every) + " == 0 here (expected \"" + want + "\")");
+  }
+}
+
 // The MoE and attention fields of the families above, as HF transformers' modeling files
 // read them (transformers v4.57: models/mixtral, qwen2_moe, qwen3_moe, deepseek_v3,
 // gpt_oss; read, not copied).
@@ -276,11 +300,9 @@ void read_moe_family(const nlohmann::json& j, const std::string& path, const std
       m.attention_sinks = true;
       moe.router_bias = true;
       moe.expert_bias = true;
-      m.sliding_window = get_count(j, path, "sliding_window", 0);
-      if (m.sliding_window > 0) m.sliding_every = 2;
+      read_sliding_window(j, path, 2, m);
     } else {
-      m.sliding_window = get_count(j, path, "sliding_window", 0);
-      m.sliding_every = m.sliding_window > 0 ? 1 : 0;
+      read_sliding_window(j, path, 1, m);
     }
   } else if (type == "qwen2_moe" || type == "qwen3_moe") {
     // Qwen2MoeDecoderLayer: sparse when layer_idx is not in mlp_only_layers and
@@ -465,8 +487,8 @@ ModelShape parse_hf_config(const std::string& text, const std::string& path) {
   } else {
     // llama and its relatives (mistral, qwen2, gemma, gemma2, ...): the same field names.
     // Not modelled: Qwen2's q/k/v biases (3 x h + 2 x kv values per layer, under 0.01 % of
-    // its weights, added inside the projections), Mistral's and Gemma 2's sliding-window
-    // attention (full causal attention is costed), Gemma 2's extra norms and soft-capping.
+    // its weights, added inside the projections), Gemma 2's extra norms and soft-capping.
+    // Mistral's and Gemma 2's sliding windows are read (read_sliding_window).
     m.architecture = Architecture::llama;
     m.num_layers = get_int(j, path, "num_hidden_layers");
     m.hidden_size = get_int(j, path, "hidden_size");
@@ -489,6 +511,8 @@ ModelShape parse_hf_config(const std::string& text, const std::string& path) {
     // configs leave it out); LlamaConfig, MistralConfig and Qwen2Config to false.
     const bool ties_by_default = type == "gemma" || type == "gemma2";
     m.tied_embeddings = get_bool(j, path, "tie_word_embeddings", ties_by_default);
+    if (type == "mistral" || type == "gemma2")
+      read_sliding_window(j, path, type == "mistral" ? 1 : 2, m);
     if (supported_moe_family(type)) read_moe_family(j, path, type, m);
   }
   try {

@@ -202,6 +202,12 @@ double stage_output_bytes(Architecture arch, const CostSettings& st, double full
 
 }  // namespace layer_parts
 
+double causal_attention_pairs(double s, double window) {
+  // The closed form is derived in cost_model.hpp.
+  if (!(window > 0) || window >= s) return s * (s + 1) / 2;
+  return window * s - window * (window - 1) / 2;
+}
+
 namespace layer_parts {
 
 /// The context-parallel exchanges of one layer's attention (CostSettings::cp > 1), added
@@ -365,11 +371,21 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
     b.elementwise("qkv_bias", 0, 0, D.e * qkv_out, 0, 0, 1, D.q_cols + 2 * D.kv_cols, 1);
   }
   if (D.llama && !D.is_mla && m.rotary) rope(D.T * (D.q_cols + D.kv_cols));
+  // A sliding window (D.window > 0): the fused kernels skip the masked tiles, so the core's
+  // FLOPs scale by the window's share of the causal pairs (causal_attention_pairs); the
+  // bytes stay. Under Ulysses each rank runs all s tokens of its heads, the same share.
+  const bool windowed = D.window > 0 && D.window < D.s;
+  if (windowed && st.cp > 1 && st.cp_comm == CpComm::p2p)
+    throw ShapeError(
+        "a sliding window under the load-balanced context-parallel ring (cp_comm p2p): "
+        "TransformerEngine runs windows only with a2a or all_gather context parallelism");
+  const double window_share =
+      windowed ? causal_attention_pairs(D.s, D.window) / causal_attention_pairs(D.s, 0) : 1.0;
   double core_f = 0, core_flops = 0;
   if (D.is_mla) {
     // Flash attention with q/k heads of qk_nope + qk_rope and v heads of v_head_dim:
     // causal QK^T over qk columns and PV over dv columns, half the s x s computed each.
-    core_flops = 2 * D.T * D.s * D.heads * (D.qk + D.dv) * 0.5;
+    core_flops = 2 * D.T * D.s * D.heads * (D.qk + D.dv) * 0.5 * window_share;
     const double io = D.e * D.T * D.heads * (2 * D.qk + 2 * D.dv);  // q, k, v, output
     core_f = b.roof(core_flops, io, hw.attention_efficiency) + b.launches(1);
     b.add("attention", core_f,
@@ -378,7 +394,7 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
   } else if (m.flash_attention) {
     // Causal: half of the s x s scores computed. Backward re-forms the scores and runs
     // four more matmuls: 2.5x the forward FLOPs.
-    core_flops = 2 * 2 * D.T * D.s * D.q_cols * 0.5;
+    core_flops = 2 * 2 * D.T * D.s * D.q_cols * 0.5 * window_share;
     const double io = D.e * D.T * (2 * D.q_cols + 2 * D.kv_cols);
     // Below head dim 128 the fused kernel runs slower (attention_head_dim_factor).
     const double hd = attention_head_dim_factor(D.d);
@@ -388,7 +404,8 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
           0.0, KernelClass::attention);
   } else {
     // Megatron's unfused core: QK^T and xV batched GEMMs over the full s x s (the mask is
-    // applied after), fused scale-mask-softmax, dropout on the probabilities.
+    // applied after), fused scale-mask-softmax, dropout on the probabilities. A window
+    // saves it nothing: the masked scores are computed all the same.
     core_flops = 2 * 2 * D.T * D.s * D.q_cols;
     const double io = D.e * (D.T * (D.q_cols + D.kv_cols) + D.S2);
     const double bmm = b.roof(core_flops / 2, io, hw.matmul_efficiency) + b.launches(1);
@@ -750,9 +767,13 @@ void layer_params(LayerCost& c, const LayerDims& D, const ModelShape& m, const C
 }
 
 LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st,
-                       bool moe_mlp) {
-  Builder b(hw, st, m.architecture, moe_mlp ? "moe_decoder" : "decoder");
-  const LayerDims D = layer_dims(m, st);
+                       bool moe_mlp, bool windowed) {
+  windowed = windowed && m.sliding_window > 0;
+  const std::string name =
+      std::string(moe_mlp ? "moe_decoder" : "decoder") + (windowed ? ".swa" : "");
+  Builder b(hw, st, m.architecture, name);
+  LayerDims D = layer_dims(m, st);
+  if (windowed) D.window = m.sliding_window;
   const double core_flops = attention_block(b, D, m, hw, st);
   const std::size_t last_saving_op = mlp_block(b, D, m, hw, st, moe_mlp);
   LayerCost& c = b.cost();
@@ -794,29 +815,30 @@ namespace {
 
 /// decoder_impl, host-bound where the host is slower (add_host_bound).
 LayerCost decoder_with_host(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st,
-                            bool moe_mlp) {
-  LayerCost c = decoder_impl(m, hw, st, moe_mlp);
+                            bool moe_mlp, bool windowed) {
+  LayerCost c = decoder_impl(m, hw, st, moe_mlp, windowed);
   if (hw.host_launch_us > 0) {
     HardwareSpec quiet = hw;
     quiet.kernel_launch_us = 0;
-    add_host_bound(c, decoder_impl(m, quiet, st, moe_mlp), hw);
+    add_host_bound(c, decoder_impl(m, quiet, st, moe_mlp, windowed), hw);
   }
   return c;
 }
 
 }  // namespace
 
-LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st) {
-  LayerCost c = decoder_with_host(m, hw, st, false);
+LayerCost decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st,
+                             bool windowed) {
+  LayerCost c = decoder_with_host(m, hw, st, false, windowed);
   add_param_sharding_comm(c, hw, st);
   return c;
 }
 
 LayerCost moe_decoder_layer_cost(const ModelShape& m, const HardwareSpec& hw,
-                                 const CostSettings& st) {
+                                 const CostSettings& st, bool windowed) {
   if (!m.is_moe() || m.architecture != Architecture::llama)
     throw ShapeError("moe_decoder_layer_cost needs a llama-architecture mixture of experts");
-  LayerCost c = decoder_with_host(m, hw, st, true);
+  LayerCost c = decoder_with_host(m, hw, st, true, windowed);
   add_param_sharding_comm(c, hw, st);
   return c;
 }

@@ -260,12 +260,39 @@ struct LayerCost {
 /// and FSDP2 expose them. Call it once, after the layer's compute sub-ops.
 void add_param_sharding_comm(LayerCost& cost, const HardwareSpec& hw, const CostSettings& settings);
 
+/// The query-key pairs of causal attention over `s` tokens when each query sees at most
+/// `window` keys (itself and the window - 1 before it; 0: no window). Query i (0-based)
+/// sees min(i + 1, W) keys, so the pairs are
+///   sum_{i<s} min(i + 1, W) = s (s + 1) / 2                          W >= s (or no window)
+///                           = W (W + 1) / 2 + (s - W) W
+///                           = W s - W (W - 1) / 2                    W < s
+/// (the first W queries fill the triangle 1 + 2 + ... + W, the other s - W see W keys each).
+/// Flash-attention kernels skip the tiles the mask leaves empty, so a windowed core's
+/// FLOPs follow its pairs and its bytes (q, k, v, the output once each) do not change.
+/// The kernels compute whole tiles, so the real work is a little more: about (W + B) s for
+/// tiles of B keys against W s, which this leaves out (the tile shapes vary by kernel and
+/// head size, and no measured windowed kernel time was at hand to fit).
+double causal_attention_pairs(double s, double window);
+
 /// One decoder layer. Under context parallelism (CostSettings::cp > 1) on this rank's
 /// seq_length / cp tokens, with a sub-op after the attention core for what the cp group's
 /// exchanges leave exposed: "cp_ring" (p2p) or "cp_a2a" (Ulysses); see cp_exchange in
 /// cost_model.cpp and docs/cost-model.md.
+/// `windowed`: the layer attends through `model.sliding_window` (ModelShape::
+/// is_windowed_layer says which layers do): its attention core does causal_attention_pairs
+/// (s, window) / causal_attention_pairs(s, 0) of the full core's FLOPs, and selective
+/// recompute re-runs that windowed core. Named "decoder.swa". Context parallelism: under
+/// Ulysses (a2a) each rank runs heads / cp over all s tokens, the windowed pairs split by cp
+/// exactly; the load-balanced ring (p2p) throws ShapeError for a window shorter than the
+/// sequence -- TransformerEngine's context-parallel attention asserts that sliding windows
+/// run only with a2a or all_gather ("The context parallel running configs cannot support
+/// sliding window attention", attn_forward_func_with_cp), and under the ring a rank's far
+/// key blocks would be empty steps, the even split gone.
+/// gpt-oss's attention sinks (one learned logit per head, added to each softmax
+/// denominator) cost heads x queries additions beside heads x pairs x 4 head_dim FLOPs: under
+/// 0.1 % of even a 128-token window's core at head_dim 64, so not costed.
 LayerCost decoder_layer_cost(const ModelShape& model, const HardwareSpec& hw,
-                             const CostSettings& settings);
+                             const CostSettings& settings, bool windowed = false);
 /// One decoder layer with the mixture-of-experts MLP of `model.moe` in place of the dense
 /// one (llama architecture): attention as decoder_layer_cost's, then
 ///   router:   a T x h x E GEMM (replicated over tp), softmax and top-k over fp32 logits;
@@ -291,8 +318,9 @@ LayerCost decoder_layer_cost(const ModelShape& model, const HardwareSpec& hw,
 ///   input-grad) and etp-reduce-scatter (before a2a-combine: reduce-scatter forward,
 ///   all-gather in the input-grad), each collective_time_s over etp on the gathered
 ///   etp x T x top_k x load_imbalance x h x dtype_bytes.
+/// `windowed`: as decoder_layer_cost's ("moe_decoder.swa").
 LayerCost moe_decoder_layer_cost(const ModelShape& model, const HardwareSpec& hw,
-                                 const CostSettings& settings);
+                                 const CostSettings& settings, bool windowed = false);
 /// One layer of a hybrid model (ModelShape::hybrid_pattern), of kind `kind`: one block with
 /// its pre-norm and residual add, as Megatron-Core's HybridBlock runs it -- the Mamba-2 mixer
 /// (M; hybrid_layers.cpp: in_proj, conv1d, the chunked SSD scan, the gated RMSNorm,

@@ -349,6 +349,9 @@ struct LayerDims {
   double Hs = 0;  // replicated-region share
   double F = 0;   // MLP intermediate
   double S2 = 0;  // score-matrix elements
+  // This layer's sliding window in tokens (0: full causal attention); decoder_impl sets it
+  // for the layers ModelShape::is_windowed_layer names.
+  double window = 0;
   // Per-element HBM traffic of memory-bound sub-ops (reads + writes, bytes), forward /
   // input-grad / weight-grad (NormTraffic). gpt's LayerNorm and activations are
   // Megatron's fused kernels; llama's are HF's eager ones unless the kernels are fused.

@@ -146,7 +146,11 @@ struct ModelShape {
   /// gpt-oss: a learned sink logit per head.
   bool attention_sinks = false;
   /// Sliding-window attention width in tokens (0: none) and which layers use it: every
-  /// `sliding_every`-th layer counted from layer 0 (gpt-oss alternates: 2).
+  /// `sliding_every`-th layer counted from layer 0 (gpt-oss alternates: 2; 1: all of them,
+  /// as Mistral 7B v0.1 and Mixtral's config give it). A query sees itself and the
+  /// sliding_window - 1 tokens before it: HF transformers' sliding mask (kv_idx > q_idx -
+  /// sliding_window), which Megatron-Core writes as --window-size sliding_window - 1,0
+  /// (Megatron-Bridge 067f987d, models/conversion/utils.py mcore_to_hf_window_size).
   int sliding_window = 0;
   int sliding_every = 0;
   /// DeepSeek-V3's multi-token-prediction modules (num_nextn_predict_layers): each is one
@@ -181,6 +185,15 @@ struct ModelShape {
   /// wide) and out_proj.
   long long gdn_layer_params() const;
 
+  /// Whether decoder layer `i` (0-based) attends through the sliding window: i a multiple of
+  /// sliding_every. HF GptOssConfig.layer_types is "sliding_attention" at even layers and
+  /// "full_attention" at odd ones (sliding_every 2); MistralConfig and MixtralConfig window
+  /// every layer (1). (Hybrid models' attention layers are full: the config refuses a window
+  /// on them.)
+  bool is_windowed_layer(int i) const {
+    return sliding_window > 0 && sliding_every > 0 && i % sliding_every == 0;
+  }
+  bool has_windows() const { return sliding_window > 0 && sliding_every > 0; }
   bool is_moe() const { return moe.num_experts > 0; }
   bool is_mla() const { return mla.kv_lora_rank > 0; }
   /// Whether decoder layer `i` (0-based) has the MoE MLP.

@@ -47,19 +47,27 @@ TEST(Fidelity, ErrorsStayWithinWhatTheKernelModelReached) {
     if (r.id.rfind("nemotron_3_nano", 0) != 0) rows.push_back(std::move(r));
   ASSERT_EQ(rows.size(), 39u);
   const auto groups = fidelity::summarize(rows);
+  // Sliding windows (issue 40) loosened the five groups that hold gpt-oss rows: its 18
+  // windowed layers now do 128 keys a query instead of up to 4096, so attention costs about
+  // half what it did, and the rows, which already read fast, read 5-14 points faster
+  // (docs/cost-model.md's fidelity section). Mean |error| before -> after: blackwell moe bf16
+  // 19.3 -> 23.8 %, blackwell moe fp8mx 13.6 -> 18.1 %, blackwell-ultra moe bf16 22.2 -> 25.7 %,
+  // blackwell-ultra moe fp8mx 17.1 -> 20.3 %, hopper moe bf16 28.1 -> 33.2 %, all 10.4 ->
+  // 11.9 %. The windows are the model's (HF layer_types, Megatron-Bridge's window_size); what
+  // the faster rows lack lies elsewhere (the fine-grained MoE blocks), so the bounds follow.
   const std::map<std::string, double> bound = {{"blackwell dense fp8cs", 0.049},
                                                {"blackwell dense fp8mx", 0.065},
                                                {"blackwell dense nvfp4", 0.066},
-                                               {"blackwell moe bf16", 0.198},
-                                               {"blackwell moe fp8mx", 0.141},
+                                               {"blackwell moe bf16", 0.243},
+                                               {"blackwell moe fp8mx", 0.186},
                                                {"blackwell-ultra dense fp8cs", 0.043},
                                                {"blackwell-ultra dense fp8mx", 0.067},
                                                {"blackwell-ultra dense nvfp4", 0.006},
-                                               {"blackwell-ultra moe bf16", 0.227},
-                                               {"blackwell-ultra moe fp8mx", 0.176},
+                                               {"blackwell-ultra moe bf16", 0.262},
+                                               {"blackwell-ultra moe fp8mx", 0.208},
                                                {"hopper dense fp8cs", 0.096},
-                                               {"hopper moe bf16", 0.286},
-                                               {"all", 0.109}};
+                                               {"hopper moe bf16", 0.337},
+                                               {"all", 0.124}};
   ASSERT_EQ(groups.size(), bound.size());
   for (const fidelity::GroupSummary& g : groups) {
     ASSERT_TRUE(bound.count(g.group)) << g.group;
