@@ -361,6 +361,37 @@ void read_mla(Reader& rd, const YAML::Node& ml, ModelShape& m) {
   }
 }
 
+// model.sliding_window / sliding_every over the shape read so far (an HF config's windows,
+// or none): a window given without sliding_every windows every layer (Mistral's
+// convention), sliding_every needs a window, and a window of 0 over an HF config's turns its
+// windows off. Hybrid models' attention layers are costed full, so a window on one is
+// refused rather than ignored.
+void read_window(Reader& rd, const YAML::Node& n, ModelShape& m) {
+  const bool every_given = Reader::present(n, "sliding_every");
+  if (m.sliding_window == 0) {
+    if (every_given && m.sliding_every > 0)
+      rd.fail(n["sliding_every"], "model.sliding_every",
+              std::to_string(m.sliding_every) +
+                  " picks the windowed layers, but the model has no window: give "
+                  "model.sliding_window (tokens)");
+    m.sliding_every = 0;
+    return;
+  }
+  if (m.sliding_every == 0) {
+    if (every_given)
+      rd.fail(n["sliding_every"], "model.sliding_every",
+              "0 windows no layer: expected 1 (every layer) or more, or model.sliding_window: "
+              "0 for none");
+    m.sliding_every = 1;
+  }
+  if (m.is_hybrid()) {
+    const char* at = Reader::present(n, "sliding_window") ? "sliding_window" : "hybrid_pattern";
+    rd.fail(Reader::present(n, at) ? n[at] : n, std::string("model.") + at,
+            "sliding-window attention in a hybrid model's attention layers is not modelled "
+            "(expected no sliding_window with hybrid_pattern)");
+  }
+}
+
 // The analytic forms of model: preset, hf_config, or explicit shape keys (which also
 // override a preset's or an HF config's values).
 void read_shape(Reader& rd, const YAML::Node& n, Config& c) {
@@ -406,6 +437,7 @@ void read_shape(Reader& rd, const YAML::Node& n, Config& c) {
                          ? Architecture::gpt
                          : Architecture::llama;
   if (!base && !Reader::present(n, "num_kv_heads")) m.num_kv_heads = m.num_attention_heads;
+  read_window(rd, n, m);
   if (YAML::Node mo = rd.child(n, key, "moe", false); mo.IsDefined()) read_moe(rd, mo, m);
   if (YAML::Node ml = rd.child(n, key, "mla", false); ml.IsDefined()) read_mla(rd, ml, m);
   if (YAML::Node a = rd.child(n, key, "mlp_activation", false); a.IsDefined())

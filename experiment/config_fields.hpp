@@ -79,6 +79,11 @@ inline constexpr Range kLayerFreq{.min = 1, .max = 100'000, .max_note = "no mode
 /// Routed experts of an MoE layer, and experts per token.
 inline constexpr Range kExperts{.min = 1, .max = 65'536};
 inline constexpr Range kExperts0{.min = 0, .max = 65'536};
+/// A sliding attention window in tokens (0: none): as long as a sequence may be.
+inline constexpr Range kWindow{.min = 0, .max = 16'777'216, .unit = "tokens"};
+/// Which layers are windowed: every k-th from layer 0 (0: none).
+inline constexpr Range kWindowEvery{
+    .min = 0, .max = 100'000, .max_note = "no model has more layers"};
 /// Multi-token-prediction modules (DeepSeek-V3 has 1).
 inline constexpr Range kMtpLayers{
     .min = 0, .max = 64, .max_note = "more predicted tokens than any model uses"};
@@ -327,6 +332,19 @@ inline constexpr auto kModelFields = std::to_array<Field<ModelShape>>({
      .range = kHeads0,
      .help = "one attention head's width (HF head_dim, Megatron's --kv-channels); 0: "
              "hidden_size / num_attention_heads",
+     .form = Form::analytic},
+    {.name = "sliding_window",
+     .slot = &ModelShape::sliding_window,
+     .range = kWindow,
+     .help = "sliding-window attention: each query sees itself and the sliding_window - 1 "
+             "tokens before it (HF sliding_window; Megatron's --window-size W-1,0); 0: none. "
+             "At most training.seq_length",
+     .form = Form::analytic},
+    {.name = "sliding_every",
+     .slot = &ModelShape::sliding_every,
+     .range = kWindowEvery,
+     .help = "which layers use sliding_window: every k-th from layer 0 (gpt-oss: 2; 1, the "
+             "default with a window: all)",
      .form = Form::analytic},
     {.name = "mtp_layers",
      .slot = &ModelShape::mtp_layers,

@@ -661,6 +661,32 @@ void check_context_parallel(const Config& c) {
       c.fail("training.cp_comm_type", *problem + " (expected p2p, or a cp dividing the heads)");
 }
 
+// model.sliding_window against the sequence and context parallelism.
+void check_windows(const Config& c) {
+  const ModelShape& m = *c.model.shape;
+  const TrainingConfig& t = c.training;
+  if (!m.has_windows()) return;
+  const int s = *t.seq_length;
+  // A window written in the YAML and longer than the sequence masks nothing: it is full
+  // attention written as a window, most likely a window in the wrong unit or a seq_length
+  // shorter than meant. (An HF config's window is the model's, and training it on shorter
+  // sequences is ordinary: that one is costed as the full attention it then is.)
+  if (c.lines.count("model.sliding_window") && m.sliding_window > s)
+    c.fail("model.sliding_window",
+           std::to_string(m.sliding_window) +
+               " tokens is longer than training.seq_length = " + std::to_string(s) +
+               ": a window past the sequence masks nothing (expected at most seq_length, or 0 "
+               "for full attention)");
+  // TransformerEngine's context-parallel attention (attn_forward_func_with_cp) asserts that a
+  // sliding window runs only with a2a or all_gather: not the p2p ring.
+  if (m.sliding_window < s && t.cp > 1 && t.cp_comm() == CpComm::p2p)
+    c.fail(c.lines.count("training.cp_comm_type") ? "training.cp_comm_type" : "training.cp",
+           "cp = " + std::to_string(t.cp) + " over the p2p ring with a " +
+               std::to_string(m.sliding_window) +
+               "-token sliding window: TransformerEngine runs windows only with a2a (Ulysses) "
+               "or all_gather context parallelism (expected cp_comm_type a2a, or cp 1)");
+}
+
 // training.megatron_layout: it parses; and when the folded layer table cannot run it
 // (separate_end_layout), it is the partition, so it must fit the model and the schedule.
 void check_written_layout(const Config& c, std::int64_t stages, std::int64_t layers,
@@ -775,6 +801,7 @@ void check_config(const Config& c) {
             ParallelMesh::model_violation(sizes, m.num_attention_heads, m.ffn_hidden_size))
       c.fail(broken->key, broken->message() + " of " + m.name);
     check_context_parallel(c);
+    check_windows(c);
     check_expert_parallel(c, mesh);
     if (m.is_hybrid()) check_hybrid_training(c);
   }
