@@ -536,6 +536,10 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
               "model.mla.qk_pos_emb_head_dim");
       y.value(2, "v_head_dim", std::to_string(m.mla.v_head_dim), "model.mla.v_head_dim");
     }
+    if (m.has_windows()) {
+      y.value(1, "sliding_window", std::to_string(m.sliding_window), "model.sliding_window");
+      y.value(1, "sliding_every", std::to_string(m.sliding_every), "model.sliding_every");
+    }
     if (m.mtp_layers > 0)
       y.value(1, "mtp_layers", std::to_string(m.mtp_layers), "model.mtp_layers");
     if (m.is_hybrid()) {

@@ -97,7 +97,8 @@ std::string hybrid_pattern_with_stages(const ModelShape& m, const std::vector<in
 /// the script's own and is not restated).
 bool states_model(const ModelShape& m) {
   return m.is_moe() || m.is_mla() || m.mtp_layers > 0 || m.is_hybrid() || !m.rotary ||
-         m.mlp_activation == MlpActivation::relu2 || (m.explicit_head_dim > 0 && !m.is_mla());
+         m.has_windows() || m.mlp_activation == MlpActivation::relu2 ||
+         (m.explicit_head_dim > 0 && !m.is_mla());
 }
 
 /// The layers of `m` that import reads from flags beside the shape (frameworks/megatron/
@@ -203,6 +204,28 @@ std::string megatron_model_flags(const ModelShape& m, int ep, int etp, bool deep
     flag("--mtp-num-layers", m.mtp_layers);
   else
     remove.emplace_back("--mtp-num-layers");
+  // Sliding windows as import's read_window reads them back: --window-size W-1,0; every
+  // layer needs no skip flag, every other layer from layer 0 is the int 2, any other k the
+  // list form (an int N would window N-1 layers of N).
+  if (m.has_windows()) {
+    out += "--window-size " + std::to_string(m.sliding_window - 1) + ",0\n";
+    if (m.sliding_every == 2) {
+      flag("--window-attn-skip-freq", 2);
+    } else if (m.sliding_every > 2) {
+      const int k = m.sliding_every, whole = m.num_layers / k, rest = m.num_layers % k;
+      std::string list =
+          whole > 0 ? "([1]+[0]*" + std::to_string(k - 1) + ")*" + std::to_string(whole) : "";
+      if (rest > 0)
+        list += std::string(whole > 0 ? "+" : "") + "[1]" +
+                (rest > 1 ? "+[0]*" + std::to_string(rest - 1) : std::string());
+      out += "--window-attn-skip-freq \"" + list + "\"\n";
+    } else {
+      remove.emplace_back("--window-attn-skip-freq");
+    }
+  } else {
+    remove.emplace_back("--window-size");
+    remove.emplace_back("--window-attn-skip-freq");
+  }
   return out;
 }
 

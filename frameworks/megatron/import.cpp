@@ -231,6 +231,8 @@ constexpr FlagSpec kFlags[] = {
     {"--mamba-state-dim", Kind::integer},
     {"--mamba-num-groups", Kind::integer},
     {"--spec", Kind::list},
+    {"--window-size", Kind::text},
+    {"--window-attn-skip-freq", Kind::text},
     // batch and parallelism
     {"--micro-batch-size", Kind::integer},
     {"--global-batch-size", Kind::integer},
@@ -1181,6 +1183,109 @@ void read_position_embedding(const Reading& ctx, ModelShape& m) {
                                  "(Megatron-LM's HybridModel default)"));
 }
 
+/// Sliding-window attention ([MG-args] --window-size, a tuple_type "L,R", and
+/// --window-attn-skip-freq, a moe_freq_type). Megatron-Core hands window_size to
+/// TransformerEngine, where a query attends the keys i - L .. i (TE's check_set_window_size
+/// sets R to 0 under the causal mask, so R changes nothing): model.sliding_window L + 1, as
+/// Megatron-Bridge converts it (067f987d, models/conversion/utils.py mcore_to_hf_window_size;
+/// gpt_oss_bridge.py writes HF's 128 as (127, 0)). Which layers: is_layer_window_attention
+/// (megatron/core/transformer/utils.py at d98e8a64) windows every layer without the skip
+/// flag; an int N windows the 1-based layer_number with layer_number % N != 0, so N = 2 is
+/// model.sliding_every 2 (even 0-based layers, gpt-oss's) and N = 1 none; a list gives 1
+/// (windowed) or 0 per layer. An N > 2 ((N-1):1) or a list that is not every k-th layer from
+/// layer 0 has no model.sliding_every, so it is refused rather than costed otherwise.
+void read_window(const Reading& ctx, ModelShape& m) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const auto size = a.single("--window-size");
+  const auto skip = a.single("--window-attn-skip-freq");
+  if (!size) {
+    if (skip) job.ignore("--window-attn-skip-freq (no effect without --window-size)");
+    return;
+  }
+  std::string text = *size;
+  text.erase(std::remove_if(text.begin(), text.end(),
+                            [](char ch) { return ch == '(' || ch == ')' || ch == ' '; }),
+             text.end());
+  const auto comma = text.find(',');
+  long long left = 0;
+  try {
+    std::size_t used = 0;
+    left = std::stoll(text.substr(0, comma), &used);
+    if (used != comma || comma == std::string::npos) throw std::invalid_argument("form");
+    std::stoll(text.substr(comma + 1), &used);
+    if (used != text.size() - comma - 1) throw std::invalid_argument("form");
+  } catch (const std::exception&) {
+    a.fail("--window-size",
+           "expected two integers LEFT,RIGHT (Megatron-LM's tuple_type), got '" + *size + "'");
+  }
+  if (left == -1) {
+    job.notes.push_back("--window-size " + *size + ": an infinite left window, no sliding window.");
+    return;
+  }
+  if (left < 0 || left >= detail::kWindow.max)
+    a.fail("--window-size", "the left window must be -1 (none) or from 0 to " +
+                                std::to_string(static_cast<long long>(detail::kWindow.max) - 1) +
+                                ", got " + std::to_string(left));
+  if (m.is_mla())
+    a.fail("--window-size",
+           "Megatron-Core's multi-latent attention asserts window_size (-1, -1) (attention.py: "
+           "\"Set config.window_size = None or use a non-MLA attention layer\")");
+  m.sliding_window = static_cast<int>(left + 1);
+  m.sliding_every = 1;
+  job.from("model.sliding_window",
+           a.origin("--window-size", "--window-size " + *size + ": " + std::to_string(left) +
+                                         " keys before the query and the query itself"));
+  if (!skip) {
+    job.from("model.sliding_every",
+             a.origin("--window-size", "no --window-attn-skip-freq: every layer windowed"));
+    return;
+  }
+  std::vector<int> windowed(m.num_layers, 0);
+  const bool whole = !skip->empty() && std::all_of(skip->begin(), skip->end(),
+                                                   [](char ch) { return ch >= '0' && ch <= '9'; });
+  if (whole) {
+    long long n = 0;
+    try {
+      n = std::stoll(*skip);
+    } catch (const std::exception&) {
+      a.fail("--window-attn-skip-freq", "is too large: '" + *skip + "'");
+    }
+    if (n < 1) a.fail("--window-attn-skip-freq", "must be at least 1, got " + *skip);
+    for (int i = 0; i < m.num_layers; ++i) windowed[i] = (i + 1) % n != 0 ? 1 : 0;
+  } else {
+    try {
+      windowed = megatron_moe_pattern(*skip, m.num_layers);
+    } catch (const FormatError& e) {
+      // The same moe_freq_type parser; its messages name the MoE flag.
+      std::string why = e.what();
+      if (why.rfind("--moe-layer-freq: ", 0) == 0) why.erase(0, 18);
+      a.fail("--window-attn-skip-freq", why);
+    }
+  }
+  // The k with windowed[i] == (i % k == 0) for every layer, if there is one.
+  int every = 0;
+  for (int k = 1; k <= m.num_layers && every == 0; ++k) {
+    bool fits = true;
+    for (int i = 0; i < m.num_layers && fits; ++i) fits = windowed[i] == (i % k == 0 ? 1 : 0);
+    if (fits) every = k;
+  }
+  if (std::find(windowed.begin(), windowed.end(), 1) == windowed.end()) {
+    m.sliding_window = 0;
+    m.sliding_every = 0;
+    job.notes.push_back("--window-attn-skip-freq " + *skip + " windows no layer.");
+    return;
+  }
+  if (every == 0)
+    a.fail("--window-attn-skip-freq",
+           "'" + *skip +
+               "' is not every k-th layer from layer 0, the only pattern bmpipe's "
+               "model.sliding_every has (an int N windows N-1 layers of N; 2 alternates as "
+               "gpt-oss does)");
+  m.sliding_every = every;
+  job.from("model.sliding_every", a.origin("--window-attn-skip-freq"));
+}
+
 /// The model: its shape, with Megatron-LM's defaults and checks; job.shape.
 void read_model(const Reading& ctx) {
   const Args& a = ctx.a;
@@ -1195,6 +1300,7 @@ void read_model(const Reading& ctx) {
   read_mamba(ctx, m);
   read_hybrid_model(ctx, m);
   read_position_embedding(ctx, m);
+  read_window(ctx, m);
   {
     // [MG-config]: attention_dropout and hidden_dropout default to 0.1.
     const auto attention = a.real("--attention-dropout", 0, 1);

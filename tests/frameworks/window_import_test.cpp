@@ -1,0 +1,116 @@
+// Megatron-LM's sliding-window flags through `bmpipe import megatron` (issue 40):
+// --window-size L,R is model.sliding_window L + 1 (TransformerEngine attends keys i - L .. i;
+// Megatron-Bridge's mcore_to_hf_window_size adds the 1), --window-attn-skip-freq 2 or a list
+// of every k-th layer is model.sliding_every, and what sliding_every cannot say exits 2
+// naming FILE:LINE:flag.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "experiment/config.hpp"
+#include "support/support.hpp"
+
+namespace bmpipe {
+namespace {
+
+using test::run_cli;
+
+// Lines 1-3; the case's flags go on line 4.
+const std::string kBase =
+    "--num-layers 4 --hidden-size 1024 --num-attention-heads 8 --swiglu \\\n"  // 1
+    "  --seq-length 1024 --vocab-size 32000 --micro-batch-size 1 --bf16 \\\n"  // 2
+    "  --pipeline-model-parallel-size 2 --global-batch-size 16 \\\n";          // 3
+
+Config imported(const test::ScratchDir& dir, const std::string& name, const std::string& flags) {
+  const std::string script = test::write_file(dir.file(name + ".txt"), kBase + flags);
+  const std::string job = dir.file(name + ".yaml");
+  const test::CliRun r =
+      run_cli("import megatron '" + script + "' --preset h100-sxm --devices 8 --out '" + job + "'");
+  EXPECT_EQ(r.code, 0) << flags << r.err;
+  return load_config(job);
+}
+
+TEST(MegatronWindowImport, WindowSizeAndSkipFrequencyAreTheModelsWindows) {
+  test::ScratchDir dir;
+  // gpt-oss as Megatron-Bridge writes it (gpt_oss_bridge.py): (127, 0), every other layer.
+  const ModelShape oss =
+      *imported(dir, "oss", "  --window-size 127,0 --window-attn-skip-freq 2\n").model.shape;
+  EXPECT_EQ(oss.sliding_window, 128);
+  EXPECT_EQ(oss.sliding_every, 2);
+  EXPECT_TRUE(oss.is_windowed_layer(0));
+  EXPECT_FALSE(oss.is_windowed_layer(1));
+  // No skip flag: every layer (is_layer_window_attention); the tuple's parenthesized form.
+  const ModelShape all = *imported(dir, "all", "  --window-size \"(511,0)\"\n").model.shape;
+  EXPECT_EQ(all.sliding_window, 512);
+  EXPECT_EQ(all.sliding_every, 1);
+  // A list of every second layer from layer 0, and an infinite left window: none.
+  EXPECT_EQ(imported(dir, "list", "  --window-size 127,0 --window-attn-skip-freq \"[1,0]*2\"\n")
+                .model.shape->sliding_every,
+            2);
+  EXPECT_EQ(imported(dir, "none", "  --window-size -1,0\n").model.shape->sliding_window, 0);
+  // Skip frequency 1: layer_number % 1 is 0 for every layer, so no layer is windowed.
+  EXPECT_EQ(imported(dir, "one", "  --window-size 127,0 --window-attn-skip-freq 1\n")
+                .model.shape->sliding_window,
+            0);
+}
+
+TEST(MegatronWindowImport, BadFlagsNameFileLineAndFlag) {
+  test::ScratchDir dir;
+  struct Case {
+    std::string flags;  ///< line 4
+    std::string expect;
+  };
+  const Case cases[] = {
+      {"  --window-size 128\n", ":4: --window-size: expected two integers LEFT,RIGHT"},
+      {"  --window-size -5,0\n", ":4: --window-size: the left window must be -1 (none)"},
+      // 3: two windowed layers of three, which no sliding_every says.
+      {"  --window-size 127,0 --window-attn-skip-freq 3\n",
+       ":4: --window-attn-skip-freq: '3' is not every k-th layer from layer 0"},
+      {"  --window-size 127,0 --window-attn-skip-freq \"[0,1]*2\"\n",
+       ":4: --window-attn-skip-freq: '[0,1]*2' is not every k-th layer"},
+      {"  --window-size 127,0 --window-attn-skip-freq \"[1,0]*3\"\n",
+       ":4: --window-attn-skip-freq: the pattern has 6 entries, but --num-layers is 4"},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    const std::string path =
+        test::write_file(dir.file(std::to_string(n++) + ".txt"), kBase + c.flags);
+    const test::CliRun r =
+        run_cli("import megatron '" + path + "' --preset h100-sxm --devices 8 --out '" +
+                dir.file("out.yaml") + "'");
+    EXPECT_EQ(r.code, 2) << c.flags << r.out;
+    EXPECT_NE(r.err.find(path + c.expect), std::string::npos) << c.flags << r.err;
+  }
+}
+
+// Export writes the windows as the flags import reads back: every 2nd layer as the int 2,
+// every 3rd as the list form (the int 3 would window two layers of three), here over 4
+// layers as the script's --num-layers says.
+TEST(MegatronWindowImport, ExportedWindowsImportBack) {
+  test::ScratchDir dir;
+  for (const int every : {1, 2, 3}) {
+    const std::string yaml = test::write_file(
+        dir.file("m" + std::to_string(every) + ".yaml"),
+        "cluster: {nodes: 1, devices_per_node: 8, device: {preset: h100-sxm}}\n"
+        "model: {preset: llama3-8b, num_layers: 4, sliding_window: 1024, sliding_every: " +
+            std::to_string(every) +
+            "}\n"
+            "training: {pp: 2, seq_length: 4096, global_batch_size: 16, kernels: fused}\n");
+    const test::CliRun x = run_cli("export '" + yaml + "' --format megatron");
+    ASSERT_EQ(x.code, 0) << x.err;
+    EXPECT_NE(x.out.find("--window-size 1023,0\n"), std::string::npos) << x.out;
+    const std::string flags = x.out.substr(x.out.find("--window-size"));
+    const std::string skip = flags.substr(
+        flags.find('\n') + 1, flags.find('\n', flags.find('\n') + 1) - flags.find('\n') - 1);
+    const ModelShape m =
+        *imported(dir, "back" + std::to_string(every),
+                  "  --window-size 1023,0 " +
+                      (skip.rfind("--window-attn", 0) == 0 ? skip : std::string()) + "\n")
+             .model.shape;
+    EXPECT_EQ(m.sliding_window, 1024) << x.out;
+    EXPECT_EQ(m.sliding_every, every) << x.out;
+  }
+}
+
+}  // namespace
+}  // namespace bmpipe
