@@ -75,6 +75,21 @@ TEST(SlidingWindowConfig, BadInputsNameFileLineAndKey) {
     EXPECT_EQ(r.code, 2) << c.yaml << r.out;
     EXPECT_NE(r.err.find(path + c.expect), std::string::npos) << r.err;
   }
+  // A hybrid model's attention layers are costed full: a window on one is refused.
+  const std::string hybrid = test::write_file(
+      dir.file("hybrid.yaml"),
+      "cluster: {nodes: 1, devices_per_node: 8, device: {preset: h100-sxm}}\n"
+      "model:\n"
+      "  hf_config: \"" +
+          std::string(BMPIPE_SOURCE_DIR) +
+          "/configs/presets/hf/nemotron-3-nano-30b-a3b.json\"\n"
+          "  sliding_window: 128\n"
+          "training: {pp: 2, seq_length: 4096, global_batch_size: 16, kernels: fused}\n");
+  const test::CliRun h = test::run_cli("cost " + hybrid);
+  EXPECT_EQ(h.code, 2);
+  EXPECT_NE(h.err.find(hybrid + ":4: model.sliding_window: sliding-window attention in a hybrid"),
+            std::string::npos)
+      << h.err;
   // The same window under Ulysses runs.
   const std::string ok = test::write_file(
       dir.file("a2a.yaml"), swa_yaml("  sliding_window: 128\n", "  cp: 2\n  cp_comm_type: a2a\n"));
