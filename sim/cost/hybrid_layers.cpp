@@ -51,6 +51,46 @@ double ssd_flops_per_token(const MambaDims& M) {
          M.heads * (2 * M.chunk * M.head_dim + 4 * M.state * M.head_dim);
 }
 
+/// The part of a mixer block before its scan, Mamba-2's and Gated DeltaNet's alike: the
+/// pre-norm, the gather under sequence parallelism, in_proj h -> `in_cols`, and the causal
+/// depthwise conv1d with SiLU over `channels` of `kernel` taps (2 x kernel FLOPs an element;
+/// reads and writes the channels; backward re-runs it, reads the gradient and its input and
+/// writes the input's gradient: 5 element passes), whose `conv_params` in `conv_tensors`
+/// tensors get their gradients.
+void mixer_in(Builder& b, const LayerDims& D, const CostSettings& st, double in_cols,
+              double channels, double kernel, double conv_params, int conv_tensors) {
+  const double e = D.e, T = D.T;
+  b.elementwise("input_norm", D.norm.f * D.Hs, D.norm.i * D.Hs, D.norm.w * D.Hs, D.norm.kf,
+                D.norm.ki, D.norm.kw, D.h, 1);
+  if (st.sequence_parallel)
+    b.tp_collective("in_all_gather", Collective::all_gather, Collective::reduce_scatter, e * D.Hn);
+  b.linear("in_proj", T, D.h, in_cols);
+  const double conv = e * T * channels;
+  b.elementwise("conv1d", 2 * conv, 5 * conv, 0, 1, 2, 0, conv_params, conv_tensors);
+  b.cost().forward_flops += 2 * kernel * T * channels;
+}
+
+/// The part after the scan: the gated RMSNorm over the `inner` outputs (reads them and the
+/// gate z, writes the product; backward reads the gradient and both and writes two
+/// gradients; `norm_params` in `norm_tensors` tensors get gradients), out_proj inner -> h,
+/// its tp collective, the residual add, and TransformerEngine's overlap of the two tp
+/// collectives with in_proj and out_proj.
+void mixer_out(Builder& b, const LayerDims& D, const CostSettings& st, double inner,
+               double norm_params, int norm_tensors) {
+  const double y = D.e * D.T * inner;
+  b.elementwise("gated_norm", 3 * y, 5 * y, 0, 1, 1, 0, norm_params, norm_tensors);
+  b.linear("out_proj", D.T, inner, D.h);
+  b.tp_collective(st.sequence_parallel ? "out_reduce_scatter" : "out_all_reduce",
+                  st.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce,
+                  st.sequence_parallel ? Collective::all_gather : Collective::all_reduce,
+                  D.e * D.Hn);
+  b.elementwise("residual_1", D.add_f, D.add_f, 0, 1, 1, 0);
+  if (st.tp_comm_overlap && st.sequence_parallel) {
+    b.overlap_tp("in_all_gather", "in_proj", true);
+    b.overlap_tp("out_reduce_scatter", "out_proj", false);
+  }
+}
+
 /// The Mamba-2 block as Megatron-Core trains it (MambaLayer: a fused RMSNorm into in_proj, the
 /// mixer, the residual add; MambaMixer.forward with use_mem_eff_path, the default: in_proj,
 /// mamba_ssm's mamba_split_conv1d_scan_combined, out_proj). Sub-ops:
@@ -76,14 +116,7 @@ double ssd_flops_per_token(const MambaDims& M) {
 void mamba_block(Builder& b, const LayerDims& D, const MambaDims& M, const CostSettings& st) {
   b.set_scope(GraphScope::mamba);
   const double e = D.e, T = D.T;
-  b.elementwise("input_norm", D.norm.f * D.Hs, D.norm.i * D.Hs, D.norm.w * D.Hs, D.norm.kf,
-                D.norm.ki, D.norm.kw, D.h, 1);
-  if (st.sequence_parallel)
-    b.tp_collective("in_all_gather", Collective::all_gather, Collective::reduce_scatter, e * D.Hn);
-  b.linear("in_proj", T, D.h, M.in_cols);
-  const double conv = e * T * M.channels;
-  b.elementwise("conv1d", 2 * conv, 5 * conv, 0, 1, 2, 0, M.channels * (M.kernel + 1), 2);
-  b.cost().forward_flops += 2 * M.kernel * T * M.channels;
+  mixer_in(b, D, st, M.in_cols, M.channels, M.kernel, M.channels * (M.kernel + 1), 2);
   const double flops = ssd_flops_per_token(M) * T;
   const double states = 4.0 * T * M.heads * M.head_dim * M.state / M.chunk;  // fp32, per pass
   const double cb = 4.0 * T * M.groups * M.chunk;
@@ -95,18 +128,8 @@ void mamba_block(Builder& b, const LayerDims& D, const MambaDims& M, const CostS
         b.roof(flops_b, 2 * bytes_f, hw.attention_backward_efficiency) + b.launches(10), 0.0,
         KernelClass::attention);
   b.cost().forward_flops += flops;
-  const double y = e * T * M.inner;
   // The per-head dt_bias, A_log and D get their gradients inside the scan's backward.
-  b.elementwise("gated_norm", 3 * y, 5 * y, 0, 1, 1, 0, M.inner + 3 * M.heads, 4);
-  b.linear("out_proj", T, M.inner, D.h);
-  b.tp_collective(st.sequence_parallel ? "out_reduce_scatter" : "out_all_reduce",
-                  st.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce,
-                  st.sequence_parallel ? Collective::all_gather : Collective::all_reduce, e * D.Hn);
-  b.elementwise("residual_1", D.add_f, D.add_f, 0, 1, 1, 0);
-  if (st.tp_comm_overlap && st.sequence_parallel) {
-    b.overlap_tp("in_all_gather", "in_proj", true);
-    b.overlap_tp("out_reduce_scatter", "out_proj", false);
-  }
+  mixer_out(b, D, st, M.inner, M.inner + 3 * M.heads, 4);
 }
 
 /// The Gated DeltaNet mixer's dimensions on one device: tp splits the key and value heads
@@ -157,14 +180,7 @@ double gdn_flops_per_token(const GdnDims& G) {
 void gdn_block(Builder& b, const LayerDims& D, const GdnDims& G, const CostSettings& st) {
   b.set_scope(GraphScope::other);
   const double e = D.e, T = D.T;
-  b.elementwise("input_norm", D.norm.f * D.Hs, D.norm.i * D.Hs, D.norm.w * D.Hs, D.norm.kf,
-                D.norm.ki, D.norm.kw, D.h, 1);
-  if (st.sequence_parallel)
-    b.tp_collective("in_all_gather", Collective::all_gather, Collective::reduce_scatter, e * D.Hn);
-  b.linear("in_proj", T, D.h, G.in_cols);
-  const double conv = e * T * G.channels;
-  b.elementwise("conv1d", 2 * conv, 5 * conv, 0, 1, 2, 0, G.channels * G.kernel, 1);
-  b.cost().forward_flops += 2 * G.kernel * T * G.channels;
+  mixer_in(b, D, st, G.in_cols, G.channels, G.kernel, G.channels * G.kernel, 1);
   const double qk = e * T * 2 * G.key_dim, gates = 4.0 * T * 2 * G.value_heads;
   b.elementwise("gates_l2norm", 2 * qk + 2 * gates, 3 * qk + 3 * gates, 0, 3, 3, 0,
                 2 * G.value_heads, 2);
@@ -179,17 +195,7 @@ void gdn_block(Builder& b, const LayerDims& D, const GdnDims& G, const CostSetti
         b.roof(flops_b, 2 * bytes_f, hw.attention_backward_efficiency) + b.launches(8), 0.0,
         KernelClass::attention);
   b.cost().forward_flops += flops;
-  const double o = e * T * G.value_dim;
-  b.elementwise("gated_norm", 3 * o, 5 * o, 0, 1, 1, 0, G.dv, 1);
-  b.linear("out_proj", T, G.value_dim, D.h);
-  b.tp_collective(st.sequence_parallel ? "out_reduce_scatter" : "out_all_reduce",
-                  st.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce,
-                  st.sequence_parallel ? Collective::all_gather : Collective::all_reduce, e * D.Hn);
-  b.elementwise("residual_1", D.add_f, D.add_f, 0, 1, 1, 0);
-  if (st.tp_comm_overlap && st.sequence_parallel) {
-    b.overlap_tp("in_all_gather", "in_proj", true);
-    b.overlap_tp("out_reduce_scatter", "out_proj", false);
-  }
+  mixer_out(b, D, st, G.value_dim, G.dv, 1);
 }
 
 /// What one block keeps for backward with no recompute, and of it what the weight-grad
