@@ -167,6 +167,10 @@ std::string mindformers_job_yaml(const MindFormersExport& x, const ExportJob& jo
   out << "runner_config:\n  batch_size: " << job.micro_batch_size << "\n";
   out << "  gradient_accumulation_steps: " << (pp > 1 ? 1 : job.microbatches) << "\n";
   out << "model:\n  model_config:\n";
+  // LlamaConfig's head_dim, when the head is not hidden_size / num_heads wide (the import
+  // reads it back).
+  if (job.shape && job.shape->explicit_head_dim > 0 && !job.shape->is_mla())
+    out << "    head_dim: " << job.shape->explicit_head_dim << "\n";
   out << "    pp_interleave_num: " << vpp << "\n";
   out << "    offset: " << mindformers_stage_list(x.offset, pp, vpp) << "\n";
   out << "recompute_config:\n";
@@ -194,10 +198,6 @@ std::string mindformers_shape_refusal(const ModelShape& m) {
     return "MindFormers' Llama-family keys have no hybrid Mamba layers (model.hybrid_pattern)";
   if (m.mlp_activation != MlpActivation::swiglu)
     return "MindFormers' Llama-family MLP is SwiGLU, not model.mlp_activation's squared ReLU";
-  if (m.explicit_head_dim > 0)
-    return "MindFormers' Llama keys derive the head width as hidden_size / num_heads, not "
-           "model.head_dim = " +
-           std::to_string(m.explicit_head_dim);
   if (!m.rotary) return "MindFormers' Llama-family layers always run RoPE";
   return {};
 }

@@ -47,8 +47,8 @@ std::string export_mindformers(const ExportLayout& layout, std::vector<std::stri
 std::string mindformers_moe_refusal(const ModelShape& m, int etp);
 
 /// Why MindFormers' Llama keys cannot state the layers of `m`, or "" when they can: they have
-/// no hybrid (Mamba) layers, no MLP but SwiGLU, no head width apart from hidden / heads
-/// (head_dim is unmodelled in keys.tsv) and always RoPE.
+/// no hybrid (Mamba) layers, no MLP but SwiGLU, and always RoPE (a head width of its own is
+/// LlamaConfig's head_dim, which the export writes).
 std::string mindformers_shape_refusal(const ModelShape& m);
 
 }  // namespace bmpipe

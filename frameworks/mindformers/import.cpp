@@ -551,11 +551,11 @@ void read_model_config(Reading& ctx) {
   if (!mc.IsDefined())
     mf.fail(model, "model.model_config", "missing required section (the model's shape)");
   const std::string mk = "model.model_config.";
-  mf.check_keys(
-      mc, "model.model_config",
-      {"type", "num_layers", "hidden_size", "num_heads", "n_kv_heads", "intermediate_size",
-       "multiple_of", "ffn_dim_multiplier", "vocab_size", "seq_length", "offset",
-       "pp_interleave_num", "compute_dtype", "use_flash_attention", "tie_word_embeddings"});
+  mf.check_keys(mc, "model.model_config",
+                {"type", "num_layers", "hidden_size", "num_heads", "n_kv_heads", "head_dim",
+                 "intermediate_size", "multiple_of", "ffn_dim_multiplier", "vocab_size",
+                 "seq_length", "offset", "pp_interleave_num", "compute_dtype",
+                 "use_flash_attention", "tie_word_embeddings"});
   auto required = [&](const char* k, const char* what) {
     const YAML::Node n = Mf::child(mc, k);
     if (!n.IsDefined()) mf.fail(mc, mk + k, std::string("missing: ") + what);
@@ -599,6 +599,15 @@ void read_model_config(Reading& ctx) {
     m.num_kv_heads = m.num_attention_heads;  // [MF-config]: None means num_heads
     job.from("model.num_kv_heads",
              mf.origin(mc, mk + "n_kv_heads", "no n_kv_heads: one kv head per attention head"));
+  }
+  // head_dim: LlamaConfig's own head width (None: hidden_size / num_heads), which the
+  // attention's q, k, v and output projections take (issue 41).
+  if (const YAML::Node hd = Mf::child(mc, "head_dim"); hd.IsDefined() && !hd.IsNull()) {
+    const long long d =
+        mf.integer(hd, mk + "head_dim", 1, static_cast<long long>(detail::kHeads.max));
+    if (m.hidden_size % m.num_attention_heads != 0 || d != m.hidden_size / m.num_attention_heads)
+      m.explicit_head_dim = static_cast<int>(d);
+    job.from("model.head_dim", mf.origin(hd, mk + "head_dim"));
   }
   read_mlp_width(ctx, mc, m);
   read_embeddings_and_kernels(ctx, mc, m);

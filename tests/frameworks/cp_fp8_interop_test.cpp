@@ -110,8 +110,8 @@ TEST(CpFp8Interop, ImportExportImportIsTheSameJob) {
     EXPECT_NE(text.find(flag), std::string::npos) << flag << "\n" << text;
   EXPECT_NE(text.find("x cp 2)"), std::string::npos) << text;
   // The export's flags, given to a script without them, import to the same job.
-  const std::string given = test::write_file(
-      dir.file("given.txt"), test::script_with_export(script("--lr 3e-4"), text));
+  const std::string given =
+      test::write_file(dir.file("given.txt"), test::script_with_export(script("--lr 3e-4"), text));
   const std::string back = dir.file("back.yaml");
   const test::CliRun r = run_cli("import megatron '" + given +
                                  "' --preset h100-sxm --devices 16 --out '" + back + "'");
@@ -179,6 +179,38 @@ TEST(CpFp8Interop, MindFormersContextParallelComesBack) {
   EXPECT_EQ(e.code, 2);
   EXPECT_NE(e.err.find(bad + ":22: parallel_config.context_parallel_algo"), std::string::npos)
       << e.err;
+}
+
+// LlamaConfig's head_dim (issue 41): read as model.head_dim, written back by the export, and
+// the same job and time after the round trip. Without it the key used to stop the import.
+TEST(CpFp8Interop, MindFormersHeadDimComesBack) {
+  test::ScratchDir dir;
+  std::string yaml = mf_run("");
+  const std::string at = "  model_config:\n";
+  ASSERT_NE(yaml.find(at), std::string::npos);
+  yaml.replace(yaml.find(at), at.size(), at + "    head_dim: 256\n");
+  const std::string run = test::write_file(dir.file("run.yaml"), yaml);
+  const std::string job = dir.file("job.yaml");
+  const test::CliRun r = run_cli("import mindformers '" + run +
+                                 "' --preset ascend-910b --devices 16 --out '" + job + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Config a = load_config(job);
+  EXPECT_EQ(a.model.shape->explicit_head_dim, 256);
+  const test::CliRun x = run_cli("export '" + job + "' --format mindformers --json");
+  ASSERT_EQ(x.code, 0) << x.err;
+  const nlohmann::json j = nlohmann::json::parse(x.out);
+  const std::string text = j["text"].get<std::string>();
+  EXPECT_NE(text.find("    head_dim: 256\n"), std::string::npos) << text;
+  const std::string plain = test::write_file(dir.file("plain.yaml"), mf_run(""));
+  const std::string given =
+      test::write_file(dir.file("given.yaml"), test::yaml_with_export(plain, text));
+  const std::string back = dir.file("back.yaml");
+  const test::CliRun r2 = run_cli("import mindformers '" + given +
+                                  "' --preset ascend-910b --devices 16 --out '" + back + "'");
+  ASSERT_EQ(r2.code, 0) << r2.err;
+  EXPECT_EQ(load_config(back).model.shape->explicit_head_dim, 256);
+  const nlohmann::json sim = nlohmann::json::parse(run_cli("simulate '" + back + "' --json").out);
+  EXPECT_EQ(sim["iteration_time_ms"], j["iteration_time_ms"]) << text;
 }
 
 }  // namespace
