@@ -150,6 +150,9 @@ std::string mindformers_job_yaml(const MindFormersExport& x, const ExportJob& jo
   // always given, and so is the scheduler: a run's own values would otherwise stay.
   out << "parallel:\n  pipeline_config:\n    pipeline_interleave: " << (vpp > 1 ? "True" : "False")
       << "\n    pipeline_scheduler: " << scheduler << "\n";
+  // The experts' all-to-all dispatch bmpipe costs: MindSpore's AllGather path otherwise
+  // (frameworks/mindformers/import.cpp, read_moe_config).
+  if (job.shape && job.shape->is_moe() && job.ep > 1) out << "  enable_alltoall: True\n";
   out << "parallel_config:\n";
   out << "  data_parallel: " << job.dp << "\n";
   out << "  model_parallel: " << job.tp << "\n";

@@ -261,6 +261,9 @@ struct Reading {
   YAML::Node pipe, scheduler_node;
   bool interleave = false;
   std::string scheduler = "1f1b";
+  // parallel.enable_alltoall (MindSpore's default False)
+  YAML::Node alltoall_node;
+  bool alltoall = false;
   // model.model_config
   YAML::Node mc;
   // interleave and offset
@@ -401,7 +404,11 @@ void read_parallel(Reading& ctx) {
   ImportedJob& job = ctx.job;
   const YAML::Node& root = ctx.root;
   const YAML::Node par = mf.section(root, "parallel", "parallel");
-  mf.check_keys(par, "parallel", {"pipeline_config", "enable_parallel_optimizer"});
+  mf.check_keys(par, "parallel",
+                {"pipeline_config", "enable_parallel_optimizer", "enable_alltoall"});
+  ctx.alltoall_node = Mf::child(par, "enable_alltoall");
+  ctx.alltoall =
+      ctx.alltoall_node.IsDefined() && mf.boolean(ctx.alltoall_node, "parallel.enable_alltoall");
   const YAML::Node pipe = mf.section(par, "pipeline_config", "parallel.pipeline_config");
   mf.check_keys(pipe, "parallel.pipeline_config", {"pipeline_interleave", "pipeline_scheduler"});
   const YAML::Node interleave_node = Mf::child(pipe, "pipeline_interleave");
@@ -697,6 +704,19 @@ void read_moe_config(Reading& ctx) {
                               ? mf.origin(ep_node, "parallel_config.expert_parallel")
                               : mf.origin(pc, "parallel_config.expert_parallel",
                                           "parallel_config.expert_parallel: default 1"));
+  // parallel.enable_alltoall: MindSpore's set_auto_parallel_context (docs of
+  // mindspore.set_auto_parallel_context, enable_alltoall: "If its value is False, there will
+  // be a combination of operators such as AllGather, Split and Concat instead of AllToAll";
+  // default False). The experts' dispatch over ep is the all-to-all bmpipe costs only when
+  // it is on; off, at ep > 1, the dispatch gathers every device's tokens instead.
+  if (job.ep > 1 && !ctx.alltoall)
+    job.unmodelled.push_back(Unmodelled{
+        ctx.alltoall_node.IsDefined() ? mf.origin(ctx.alltoall_node, "parallel.enable_alltoall")
+                                      : mf.origin(ep_node, "parallel_config.expert_parallel"),
+        ctx.alltoall_node.IsDefined() ? "parallel.enable_alltoall: False"
+                                      : "parallel.enable_alltoall absent (False)",
+        "expert parallelism without all-to-all: MindSpore dispatches the experts' tokens with "
+        "AllGather, Split and Concat, which bmpipe does not model (set it True)"});
 }
 
 /// pp_interleave_num and offset: the virtual stages and the partition.

@@ -345,14 +345,18 @@ TEST(MindFormersMoe, BadKeysNameFileLineAndKey) {
   };
   const Case cases[] = {
       {"num_experts_chosen: 2", "num_experts_chosen: 9",
-       ":24: moe_config.num_experts_chosen: 9 experts per token, but expert_num is 8"},
-      {"expert_num: 8", "expert_num: 0", ":23: moe_config.expert_num: must be at least 1"},
+       ":25: moe_config.num_experts_chosen: 9 experts per token, but expert_num is 8"},
+      {"expert_num: 8", "expert_num: 0", ":24: moe_config.expert_num: must be at least 1"},
       {"expert_num: 8", "expert_num: 1",
-       ":18: parallel_config.expert_parallel: is more than 1, but the model has no experts"},
+       ":19: parallel_config.expert_parallel: is more than 1, but the model has no experts"},
       {"expert_num: 8", "expert_num: 8\n  first_k_dense_replace: 32",
-       ":24: moe_config.first_k_dense_replace: leaves no MoE layer of the 32"},
+       ":25: moe_config.first_k_dense_replace: leaves no MoE layer of the 32"},
       {"expert_parallel: 8", "expert_parallel: 3",
-       ":18: parallel_config.expert_parallel: ep = 3 does not divide the 8 experts"},
+       ":19: parallel_config.expert_parallel: ep = 3 does not divide the 8 experts"},
+      // Expert parallelism without MindSpore's all-to-all (its AllGather path, unmodelled).
+      {"enable_alltoall: True", "enable_alltoall: False",
+       ":11: parallel.enable_alltoall: not modelled yet; the simulated job would differ from "
+       "yours (expert parallelism without all-to-all"},
   };
   int n = 0;
   for (const Case& c : cases) {
