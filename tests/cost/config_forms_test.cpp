@@ -3,9 +3,9 @@
 // layer), that the measured form still works, and one bad-input test per error class.
 #include <gtest/gtest.h>
 
+#include "experiment/config_cases.hpp"
 #include "experiment/experiment.hpp"
 #include "frameworks/hf/hf_config.hpp"
-#include "support/config_error.hpp"
 #include "support/run_config.hpp"
 
 namespace bmpipe {
@@ -24,7 +24,7 @@ std::string yaml(const std::string& model = "model: {preset: llama2-7b}",
 }
 
 ConfigError error_of(const std::string& text) {
-  return test::config_error_of(text, kData + "/inline.yaml");
+  return test::config_error(text, {}, kData + "/inline.yaml");
 }
 
 TEST(ConfigForms, ModelPresetAndDevicePreset) {

@@ -3,8 +3,8 @@
 // the cluster.device keys that override them.
 #include <gtest/gtest.h>
 
+#include "experiment/config_cases.hpp"
 #include "sim/cost/hardware.hpp"
-#include "support/config_error.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
@@ -76,7 +76,7 @@ std::string yaml(const std::string& device) {
 }
 
 ConfigError error_of(const std::string& text) {
-  return test::config_error_of(text, kData + "/inline.yaml");
+  return test::config_error(text, {}, kData + "/inline.yaml");
 }
 
 TEST(HostLink, DeviceKeysOverrideThePreset) {

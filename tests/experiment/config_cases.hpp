@@ -42,10 +42,12 @@ inline std::string with(const std::string& from, const std::string& to,
   return s;
 }
 
-/// The ConfigError parsing `text` (with `overrides`) raises; a test failure if none.
-inline ConfigError config_error(const std::string& text, const Overrides& overrides = {}) {
+/// The ConfigError parsing `text` (with `overrides`, as the file `file`) raises; a test
+/// failure if none.
+inline ConfigError config_error(const std::string& text, const Overrides& overrides = {},
+                                const std::string& file = "exp.yaml") {
   try {
-    parse_config(text, "exp.yaml", overrides);
+    parse_config(text, file, overrides);
   } catch (const ConfigError& e) {
     return e;
   }

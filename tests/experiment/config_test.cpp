@@ -7,7 +7,6 @@
 #include "experiment/config.hpp"
 #include "experiment/config_cases.hpp"
 #include "experiment/experiment.hpp"
-#include "support/config_error.hpp"
 #include "support/run_config.hpp"
 
 namespace bmpipe {
@@ -27,7 +26,7 @@ std::string replaced(const std::string& from, const std::string& to) {
 
 // Parses `text` and returns the error it must raise.
 ConfigError error_of(const std::string& text) {
-  return test::config_error_of(text, "exp.yaml");
+  return test::config_error(text, {}, "exp.yaml");
 }
 
 TEST(Config, ValidConfigLoads) {

@@ -10,15 +10,14 @@
 
 #include "api/export.hpp"
 #include "experiment/config.hpp"
+#include "experiment/config_cases.hpp"
 #include "planner/layout_search.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
 namespace {
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using test::has;
 
 // A small DeepSeek-like model (MLA, a shared expert, a first dense layer) on 8 H100s, at
 // tp 1 and without sequence parallelism: a job Megatron-LM runs.
