@@ -64,25 +64,23 @@ bool has_separate_ends(const Config& c) {
 
 std::vector<std::pair<const LayerCost*, int>> AnalyticCosts::layer_kinds(
     const ModelShape& m) const {
-  std::vector<std::pair<const LayerCost*, int>> out;
+  // The kinds in a fixed order (a hybrid's in kHybridSymbols' order; otherwise dense, MoE,
+  // then their windowed versions), each counted by the cost `layer` gives its layers.
+  std::vector<const LayerCost*> kinds;
   if (m.is_hybrid()) {
-    for (const char symbol : std::string_view(kHybridSymbols)) {
-      const int n =
-          static_cast<int>(std::count(m.hybrid_pattern.begin(), m.hybrid_pattern.end(), symbol));
-      if (n > 0) out.emplace_back(&*hybrid[hybrid_slot(static_cast<HybridKind>(symbol))], n);
-    }
-    return out;
+    for (const auto& h : hybrid) kinds.push_back(h ? &*h : nullptr);
+  } else {
+    kinds = {&decoder, moe_decoder ? &*moe_decoder : nullptr,
+             windowed_decoder ? &*windowed_decoder : nullptr,
+             windowed_moe_decoder ? &*windowed_moe_decoder : nullptr};
   }
-  // Each kind in a fixed order (dense, MoE, then their windowed versions), counted.
-  const LayerCost* kinds[] = {&decoder, moe_decoder ? &*moe_decoder : nullptr,
-                              windowed_decoder ? &*windowed_decoder : nullptr,
-                              windowed_moe_decoder ? &*windowed_moe_decoder : nullptr};
-  int counts[4] = {0, 0, 0, 0};
+  std::vector<int> counts(kinds.size(), 0);
   for (int i = 0; i < m.num_layers; ++i) {
     const LayerCost* c = &layer(m, i);
-    for (int k = 0; k < 4; ++k) counts[k] += kinds[k] == c ? 1 : 0;
+    for (std::size_t k = 0; k < kinds.size(); ++k) counts[k] += kinds[k] == c ? 1 : 0;
   }
-  for (int k = 0; k < 4; ++k)
+  std::vector<std::pair<const LayerCost*, int>> out;
+  for (std::size_t k = 0; k < kinds.size(); ++k)
     if (counts[k] > 0) out.emplace_back(kinds[k], counts[k]);
   return out;
 }
