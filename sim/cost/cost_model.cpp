@@ -716,6 +716,26 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
                                    : 2 * D.T * D.f * D.h);
 }
 
+}  // namespace
+
+namespace layer_parts {
+
+double attention_weights(const LayerDims& D, const ModelShape& m) {
+  double w = 2 * D.h * D.q_cols + 2 * D.kv_cols * D.h;  // q, o; k, v
+  if (m.attention_bias)
+    w += D.q_cols + 2 * D.kv_cols + D.h;
+  else if (m.qkv_bias)
+    w += D.q_cols + 2 * D.kv_cols;
+  if (m.qk_norm) w += 2 * D.d;
+  if (m.attention_sinks) w += D.heads;
+  if (m.attention_output_gate) w += D.h * D.q_cols;
+  return w;
+}
+
+}  // namespace layer_parts
+
+namespace {
+
 /// What the layer sends onward and the parameters one device holds (its tp share; an MoE
 /// layer's local experts at their etp share).
 void layer_params(LayerCost& c, const LayerDims& D, const ModelShape& m, const CostSettings& st,
@@ -733,14 +753,9 @@ void layer_params(LayerCost& c, const LayerDims& D, const ModelShape& m, const C
     // Attention (this device's heads), two norms, the extras of ModelShape::
     // attention_params, the router (replicated), the shared expert (tp share) and the
     // local experts (etp share).
-    double att = D.is_mla ? mla_att + 2 * D.h : 2 * D.h * D.q_cols + 2 * D.kv_cols * D.h + 2 * D.h;
-    if (m.attention_bias && !D.is_mla)
-      att += D.q_cols + 2 * D.kv_cols + D.h;
-    else if (m.qkv_bias && !D.is_mla)
-      att += D.q_cols + 2 * D.kv_cols;
-    if (m.qk_norm) att += 2 * D.d;
-    if (m.attention_sinks) att += D.heads;
-    if (m.attention_output_gate && !D.is_mla) att += D.h * D.q_cols;
+    const double att = 2 * D.h + (D.is_mla ? mla_att + (m.qk_norm ? 2 * D.d : 0.0) +
+                                                 (m.attention_sinks ? D.heads : 0.0)
+                                           : attention_weights(D, m));
     const double router =
         D.h * D.E + (x.router_bias ? D.E : 0.0) + (x.router_score_bias ? D.E : 0.0);
     const double in = D.in_factor;

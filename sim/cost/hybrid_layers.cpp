@@ -283,13 +283,7 @@ void block_params(LayerCost& c, HybridKind kind, const LayerDims& D, const Mamba
           D.h * G.in_cols + G.channels * G.kernel + 2 * G.value_heads + G.dv + G.value_dim * D.h;
       break;
     case HybridKind::attention:
-      params += 2 * D.h * D.q_cols + 2 * D.kv_cols * D.h;
-      if (m.attention_output_gate) params += D.h * D.q_cols;
-      if (m.attention_bias)
-        params += D.q_cols + 2 * D.kv_cols + D.h;
-      else if (m.qkv_bias)
-        params += D.q_cols + 2 * D.kv_cols;
-      if (m.qk_norm) params += 2 * D.d;
+      params += attention_weights(D, m);
       break;
     case HybridKind::mlp:
       params += (D.in_factor + 1) * D.h * D.f;

@@ -394,6 +394,10 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
 /// (CostSettings::tp_comm_overlap) at its end.
 std::size_t mlp_block(Builder& b, const LayerDims& D, const ModelShape& m, const HardwareSpec& hw,
                       const CostSettings& st, bool moe_mlp);
+/// The weights one device holds of a (not multi-latent) attention block, its norm aside: q, k,
+/// v and output projections at this device's heads, their biases, q/k norms, sinks and an
+/// output gate, as ModelShape::attention_params counts them for the whole model.
+double attention_weights(const LayerDims& D, const ModelShape& m);
 /// Each recompute mode's re-run forward, per sub-op and summed (LayerCost::recompute_extra_s).
 void mark_recompute(LayerCost& c, const LayerDims& D, std::size_t last_saving_op);
 /// `c` with what the host adds when it cannot issue the layer's kernels as fast as the GPU
