@@ -4,15 +4,20 @@
 /// an enum; the names below are the only spelling of the modes anywhere (YAML, JSON,
 /// traces, exports).
 ///   none       keep every activation a layer's backward needs
-///   selective  drop the attention core's activations and re-run it in the backward
-///              (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
-///              Transformer Models", section 5)
+///   selective  drop the activations of the chosen modules and re-run them in the
+///              backward: by default the attention core (Korthikanti et al. 2022, "Reducing
+///              Activation Recomputation in Large Transformer Models", section 5), or
+///              Megatron-Core's other recompute modules (RecomputeModule below)
 ///   full       keep only the layer input and re-run the whole forward in the backward
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 
 namespace bmpipe {
 
@@ -53,5 +58,82 @@ struct PerMode {
   constexpr void fill(const T& v) { values.fill(v); }
   friend constexpr bool operator==(const PerMode&, const PerMode&) = default;
 };
+
+/// What selective recompute re-runs: Megatron-Core's recompute modules (NVIDIA/Megatron-LM
+/// d98e8a64ddf34856e74b24714e3bedb2f5a39553, megatron/core/transformer/transformer_config.py,
+/// recompute_modules; its docstring and __post_init__'s allowed set), the ones a cost can
+/// name. A set of them is a bit mask (RecomputeModules); Megatron's default is core_attn.
+///   core_attn       the attention core (normal checkpoint)
+///   layernorm       the input and pre-MLP norms where they are modules of their own (not
+///                   fused into the next linear, an IdentityOp there): MoE layers' pre-MLP
+///                   norm and MLA's input norm (output-discarding)
+///   mla_up_proj     MLA's up projections, latent norms and RoPE (output-discarding)
+///   mlp             a dense MLP block (normal checkpoint; not MoE layers)
+///   moe             the whole MoE block, dispatch and combine included (normal checkpoint)
+///   moe_act         the routed experts' activation (output-discarding)
+///   shared_experts  the shared expert (normal checkpoint)
+/// Megatron's gdn_norm_out, gdp_in_proj, gdp_qkv and mhc are not modelled.
+enum class RecomputeModule : std::uint8_t {
+  core_attn = 1,
+  layernorm = 2,
+  mla_up_proj = 4,
+  mlp = 8,
+  moe = 16,
+  moe_act = 32,
+  shared_experts = 64,
+};
+using RecomputeModules = std::uint8_t;
+inline constexpr std::size_t kRecomputeModuleCount = 7;
+inline constexpr std::array<std::pair<RecomputeModule, std::string_view>, kRecomputeModuleCount>
+    kRecomputeModuleNames = {{{RecomputeModule::core_attn, "core_attn"},
+                              {RecomputeModule::layernorm, "layernorm"},
+                              {RecomputeModule::mla_up_proj, "mla_up_proj"},
+                              {RecomputeModule::mlp, "mlp"},
+                              {RecomputeModule::moe, "moe"},
+                              {RecomputeModule::moe_act, "moe_act"},
+                              {RecomputeModule::shared_experts, "shared_experts"}}};
+/// Megatron-Core's default set (recompute_modules None becomes ["core_attn"]).
+inline constexpr RecomputeModules kDefaultRecomputeModules =
+    static_cast<RecomputeModules>(RecomputeModule::core_attn);
+
+constexpr RecomputeModules module_bit(RecomputeModule m) {
+  return static_cast<RecomputeModules>(m);
+}
+constexpr bool has_module(RecomputeModules set, RecomputeModule m) {
+  return (set & module_bit(m)) != 0;
+}
+
+/// The set a comma- (or space-) separated list names ("none" or an empty list: the empty
+/// set, Megatron's recompute_modules []); the first unknown name goes to `unknown`, when
+/// given, and is skipped.
+inline RecomputeModules parse_recompute_modules(std::string_view text, std::string* unknown) {
+  RecomputeModules out = 0;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = std::min(text.find_first_of(", \t", start), text.size());
+    const std::string_view name = text.substr(start, end - start);
+    start = end + 1;
+    if (name.empty() || name == "none") continue;
+    bool found = false;
+    for (const auto& [bit, spelled] : kRecomputeModuleNames)
+      if (spelled == name) {
+        out |= module_bit(bit);
+        found = true;
+      }
+    if (!found && unknown != nullptr && unknown->empty()) *unknown = std::string(name);
+  }
+  return out;
+}
+
+/// The set's names, comma-separated in kRecomputeModuleNames' order; "none" when empty.
+inline std::string recompute_modules_text(RecomputeModules set) {
+  std::string out;
+  for (const auto& [bit, spelled] : kRecomputeModuleNames)
+    if (has_module(set, bit)) {
+      if (!out.empty()) out += ",";
+      out += spelled;
+    }
+  return out.empty() ? "none" : out;
+}
 
 }  // namespace bmpipe

@@ -307,6 +307,10 @@ LayerDims layer_dims(const ModelShape& m, const CostSettings& st) {
 double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, const HardwareSpec& hw,
                        const CostSettings& st) {
   b.set_scope(GraphScope::attn);
+  // Megatron's layernorm module re-runs the input norm where it is a module of its own:
+  // MLA's (TENorm: both down projections read it); elsewhere it is fused into linear_qkv
+  // (an IdentityOp, which the module skips: transformer_layer.py, recompute_input_layernorm).
+  b.set_modules(D.is_mla ? module_bit(RecomputeModule::layernorm) : 0);
   b.elementwise("input_norm", D.norm.f * D.Hs, D.norm.i * D.Hs, D.norm.w * D.Hs, D.norm.kf,
                 D.norm.ki, D.norm.kw, D.norm_tensors * D.h, D.norm_tensors);
   // RoPE on `el` elements of q and k. Eager (HF): five elementwise kernels (mul, neg, cat,
@@ -327,8 +331,14 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
     // parallelism, and the up projections linear_q_up_proj / linear_kv_up_proj and the
     // output projection split the heads. Norms and RoPE as the llama layer runs them.
     const double gathered = (D.ql > 0 ? D.ql : 0.0) + D.kvl + D.dr;  // latent columns gathered
+    // mla_up_proj re-runs qkv_up_proj_and_rope_apply (multi_latent_attention.py, same
+    // commit): the latent norms (fused into the up projections), the gather under sequence
+    // parallelism, the up projections, RoPE and the concat; not the down projections.
+    const RecomputeModules up = module_bit(RecomputeModule::mla_up_proj);
+    b.set_modules(0);
     if (D.ql > 0) {
       b.linear("q_a_proj", D.Ts_att, D.h, D.ql);
+      b.set_modules(up);
       b.elementwise("q_a_layernorm", D.norm.f * D.Ts_att * D.ql, D.norm.i * D.Ts_att * D.ql,
                     D.norm.w * D.Ts_att * D.ql, D.norm.kf, D.norm.ki, D.norm.kw, D.ql, 1);
     } else if (st.sequence_parallel) {
@@ -336,7 +346,9 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
       b.tp_collective("q_all_gather", Collective::all_gather, Collective::reduce_scatter,
                       D.e * D.Hn);
     }
+    b.set_modules(0);
     b.linear("kv_a_proj_with_mqa", D.Ts_att, D.h, D.kvl + D.dr);
+    b.set_modules(up);
     b.elementwise("kv_a_layernorm", D.norm.f * D.Ts_att * D.kvl, D.norm.i * D.Ts_att * D.kvl,
                   D.norm.w * D.Ts_att * D.kvl, D.norm.kf, D.norm.ki, D.norm.kw, D.kvl, 1);
     if (st.sequence_parallel)
@@ -354,6 +366,7 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
     // write q and k (backward: the slices back).
     const double cat = D.e * D.T * (3 * D.heads * D.qk + D.heads * m.mla.qk_nope_head_dim + D.dr);
     b.elementwise("qk_concat", cat, cat, 0, 2, 2, 0);
+    b.set_modules(0);
   } else if (st.sequence_parallel)
     b.tp_collective("qkv_all_gather", Collective::all_gather, Collective::reduce_scatter,
                     D.e * D.Hn);
@@ -382,6 +395,9 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
   const double window_share =
       windowed ? causal_attention_pairs(D.s, D.window) / causal_attention_pairs(D.s, 0) : 1.0;
   double core_f = 0, core_flops = 0;
+  // core_attn re-runs the core and, under cp, its exchanges (TransformerEngine's
+  // context-parallel attention is one autograd function).
+  b.set_modules(module_bit(RecomputeModule::core_attn));
   if (D.is_mla) {
     // Flash attention with q/k heads of qk_nope + qk_rope and v heads of v_head_dim:
     // causal QK^T over qk columns and PV over dv columns, half the s x s computed each.
@@ -417,12 +433,13 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
     core_f = 2 * bmm + softmax_f + drop_f;
     b.add("attention", core_f, 4 * bmm_b + softmax_i + drop_i, 0.0, KernelClass::attention);
   }
-  b.cost().forward_flops += core_flops;
+  b.count_flops(core_flops);
   if (st.cp > 1)
     cp_exchange(b, hw, st, D.T, core_f, b.cost().ops.back().backward_input_s,
                 D.is_mla ? D.heads * (D.qk + D.dv) : 2 * D.kv_cols,
                 D.is_mla ? D.heads * (2 * D.qk + D.dv) : D.q_cols + 2 * D.kv_cols,
                 D.is_mla ? D.heads * D.dv : D.q_cols);
+  b.set_modules(0);
   if (m.attention_output_gate) {
     // Qwen3-Next: output x sigmoid(gate), one fused kernel each way (read both, write one;
     // backward read the gradient and both, write two).
@@ -447,8 +464,15 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
 std::size_t mlp_block(Builder& b, const LayerDims& D, const ModelShape& m, const HardwareSpec& hw,
                       const CostSettings& st, bool moe_mlp) {
   b.set_scope(moe_mlp ? GraphScope::moe : GraphScope::mlp);
+  // Recompute modules (RecomputeModule): an MoE layer's pre-MLP norm is a TENorm of its own
+  // (the router and the shared expert read it), which layernorm re-runs; a dense MLP's is
+  // fused into linear_fc1 and belongs to the mlp module's checkpoint.
+  const RecomputeModules mlp_bit = module_bit(RecomputeModule::mlp);
+  const RecomputeModules moe_bit = module_bit(RecomputeModule::moe);
+  b.set_modules(moe_mlp ? module_bit(RecomputeModule::layernorm) : mlp_bit);
   b.elementwise("post_norm", D.norm.f * D.Hs, D.norm.i * D.Hs, D.norm.w * D.Hs, D.norm.kf,
                 D.norm.ki, D.norm.kw, D.norm_tensors * D.h, D.norm_tensors);
+  b.set_modules(moe_mlp ? moe_bit : mlp_bit);
   if (st.sequence_parallel)
     b.tp_collective("mlp_all_gather", Collective::all_gather, Collective::reduce_scatter,
                     D.e * D.Hn);
@@ -512,8 +536,10 @@ std::size_t mlp_block(Builder& b, const LayerDims& D, const ModelShape& m, const
     }
     b.grouped(D.relu2 ? "experts_fc1" : "experts_gate_up", D.Tg, D.h, D.in_factor * D.ef,
               D.local_experts, D.etp * D.Tk);
+    b.set_modules(moe_bit | module_bit(RecomputeModule::moe_act));
     b.elementwise(D.relu2 ? "experts_relu2" : "experts_swiglu", D.glu.f * D.Tg * D.ef,
                   D.glu.i * D.Tg * D.ef, 0, D.glu.kf, D.glu.ki, 0);
+    b.set_modules(moe_bit);
     b.grouped("experts_down", D.Tg, D.ef, D.h, D.local_experts, D.etp * D.Tk);
     if (st.etp > 1)
       b.add("etp-reduce-scatter", etp_op(Collective::reduce_scatter),
@@ -531,6 +557,7 @@ std::size_t mlp_block(Builder& b, const LayerDims& D, const ModelShape& m, const
       // Core's SharedExpertMLP gathers the sequence before its fc1, NVIDIA/Megatron-LM
       // d98e8a64 megatron/core/transformer/moe/shared_experts.py) and reduce-scatters its
       // output, so its GEMMs have T rows and shared_ffn / tp columns, not T / tp rows.
+      b.set_modules(moe_bit | module_bit(RecomputeModule::shared_experts));
       if (D.relu2)
         b.linear("shared_fc1", D.T, D.h, D.sf);
       else if (D.eager)
@@ -544,6 +571,7 @@ std::size_t mlp_block(Builder& b, const LayerDims& D, const ModelShape& m, const
       if (st.sequence_parallel)
         b.tp_collective("shared_reduce_scatter", Collective::reduce_scatter, Collective::all_gather,
                         D.e * D.Hn);
+      b.set_modules(moe_bit);
     }
   } else if (D.llama && D.relu2) {
     b.linear("fc1", D.T, D.h, D.f);
@@ -571,6 +599,7 @@ std::size_t mlp_block(Builder& b, const LayerDims& D, const ModelShape& m, const
                     st.sequence_parallel ? Collective::all_gather : Collective::all_reduce,
                     D.e * D.Hn);
   }
+  b.set_modules(0);
   b.elementwise("residual_2", D.add_f, D.add_f, D.llama ? 0.0 : D.e * D.Hs, 1, 1, 1, D.add_bias, 1);
   if (st.tp_comm_overlap && st.sequence_parallel) {
     // TransformerEngine's userbuffers hide the collectives of the dense GEMMs. MLA's latent
@@ -589,20 +618,79 @@ std::size_t mlp_block(Builder& b, const LayerDims& D, const ModelShape& m, const
 }
 
 /// Each recompute mode's re-run forward, per sub-op and summed (LayerCost::recompute_extra_s).
-void mark_recompute(LayerCost& c, const LayerDims& D, std::size_t last_saving_op) {
-  // selective re-runs the attention core alone; full re-runs the forward, up to the last
-  // saving op under PyTorch's early-stopping checkpoint (llama as HF runs it), all of it
-  // under Megatron-LM's reentrant one (gpt, and llama with fused kernels).
+void mark_recompute(LayerCost& c, const LayerDims& D, const CostSettings& st,
+                    std::size_t last_saving_op) {
+  // selective re-runs the sub-ops of the chosen modules (the attention core by default);
+  // full re-runs the forward, up to the last saving op under PyTorch's early-stopping
+  // checkpoint (llama as HF runs it), all of it under Megatron-LM's reentrant one (gpt, and
+  // llama with fused kernels). Each mode's FLOPs are its re-run sub-ops'.
   const std::size_t full_end = D.eager ? last_saving_op : c.ops.size();
   for (std::size_t k = 0; k < c.ops.size(); ++k) {
     SubOpCost& op = c.ops[k];
-    // (Under cp the attention's exchanges run again with it: TransformerEngine's
-    // context-parallel attention is one autograd function.)
-    if (op.name == "attention" || op.name.rfind("cp_", 0) == 0)
+    if ((op.modules & st.recompute_modules) != 0) {
       op.recompute_s[Recompute::selective] = op.forward_s;
+      c.recompute_flops[Recompute::selective] += op.forward_flops;
+    }
     if (k < full_end) op.recompute_s[Recompute::full] = op.forward_s;
     for (Recompute r : kRecomputingModes) c.recompute_extra_s[r] += op.recompute_s[r];
   }
+}
+
+double modules_freed(const LayerDims& D, const ModelShape& m, const CostSettings& st, MlpKind mlp,
+                     double core_only) {
+  // Megatron-Core, NVIDIA/Megatron-LM d98e8a64ddf34856e74b24714e3bedb2f5a39553. A normal
+  // checkpoint (core_attn, mlp, moe, shared_experts: tensor_parallel.checkpoint) keeps its
+  // input and none of the tensors inside; an output-discarding one (layernorm, moe_act,
+  // mla_up_proj: CheckpointWithoutOutput, tensor_parallel/random.py) runs its function under
+  // no_grad, keeps its inputs and frees its output once the next op has read it. Under
+  // FP8 the GEMM that reads a discarded output saves that output (set_save_original_input:
+  // transformer_layer.py for the norms, moe/experts.py for moe_act), not its FP8 copy, so
+  // the GEMM input's saved bytes (gi an element) go whatever the precision.
+  const RecomputeModules set = st.recompute_modules;
+  const bool fp8 = st.fp8 != Fp8::none;
+  const double gi = fp8 ? Builder::low_precision_bytes(st.fp8_recipe) : D.e;
+  const double Ts = D.Hs / D.h;
+  const double glu_saved = D.relu2 ? D.e : D.eager ? 3 * D.e : 2 * D.e;
+  double freed = has_module(set, RecomputeModule::core_attn) ? core_only : 0.0;
+  const bool shared = mlp == MlpKind::moe && m.moe.shared_ffn > 0;
+  // The shared expert's SwiGLU (or squared ReLU) and its product; under FP8 its fc1's FP8
+  // input beside the router's bf16 one, which layernorm, shared_experts and moe each free
+  // (counted once).
+  const double shared_saved = shared ? (glu_saved + gi) * D.T * D.sf : 0.0;
+  const bool shared_copy_freed =
+      shared && fp8 &&
+      (set & (module_bit(RecomputeModule::layernorm) | module_bit(RecomputeModule::moe) |
+              module_bit(RecomputeModule::shared_experts))) != 0;
+  if (shared_copy_freed) freed += gi * D.T * D.h;
+  if (has_module(set, RecomputeModule::layernorm)) {
+    if (mlp == MlpKind::moe) freed += D.e * D.Hs;  // the pre-MLP norm's output: the router's input
+    if (D.is_mla) freed += gi * D.Hs;  // the input norm's output: the down projections' input
+  }
+  if (has_module(set, RecomputeModule::mla_up_proj) && D.is_mla) {
+    // Inside: the up projections' inputs, the latent norms' rstd; out: q, k, v. Kept: the
+    // function's inputs, the latents (the norms' inputs, already counted) and k_pe.
+    const double q_lat = D.ql > 0 ? D.ql : 0.0;
+    freed += gi * D.T * (q_lat + D.kvl) + 4 * D.Ts_att * (D.ql > 0 ? 2 : 1) +
+             D.e * D.T * D.heads * (2 * D.qk + D.dv) - D.e * D.Ts_att * D.dr;
+  }
+  if (has_module(set, RecomputeModule::mlp) && mlp == MlpKind::dense) {
+    // Everything the MLP keeps but its input (the fused norm's input): the norm's rstd,
+    // fc1's input, the activation's and fc2's inputs.
+    if (D.llama)
+      freed += 4 * Ts + gi * D.Hs + (glu_saved + gi) * D.F;
+    else
+      freed += 8 * Ts + gi * D.Hs + (D.e + gi) * D.F;
+  }
+  if (has_module(set, RecomputeModule::moe) && mlp == MlpKind::moe) {
+    // Everything the MoE block keeps but its input (the norm's output, the router's input).
+    freed += 4 * D.Tm * D.E + 12 * D.Tk + gi * D.Tg * D.h + (glu_saved + gi) * D.Tg * D.ef +
+             D.e * D.Tmax * D.h + shared_saved;
+    return freed;  // moe_act and shared_experts free parts of the same tensors
+  }
+  if (has_module(set, RecomputeModule::moe_act) && mlp == MlpKind::moe)
+    freed += gi * D.Tg * D.ef;  // the activation's output: experts_down's input
+  if (has_module(set, RecomputeModule::shared_experts)) freed += shared_saved;
+  return freed;
 }
 
 }  // namespace layer_parts
@@ -612,13 +700,14 @@ namespace {
 /// What autograd keeps from forward to backward per recompute mode, what the weight-grad
 /// still needs, and the FLOPs each mode re-runs.
 void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
-                       const CostSettings& st, bool moe_mlp, double core_flops) {
+                       const CostSettings& st, bool moe_mlp) {
   const MoeShape& x = m.moe;
-  // Recompute none first; selective drops the core's tensors, full keeps the input.
+  // Recompute none first; selective drops what its modules free (modules_freed), full keeps
+  // the input.
   const double drop_mask = m.dropout ? 1.0 * D.Hs : 0.0;
   const double Ts = D.Hs / D.h;  // tokens this device normalizes (T / tp under sequence par.)
   double saved = 0;
-  double core_only = 0;  // what selective recompute drops
+  double core_only = 0;  // the attention core's own tensors (what core_attn frees)
   // Bytes an element of a tensor that only an FP8 GEMM saves: under training.fp8 the GEMM
   // keeps the FP8 cast of its input, not the bf16 one (TransformerEngine's _Linear.forward,
   // NVIDIA/TransformerEngine d0067d0da6cb01811b8072a7d304f0e00344ce2b,
@@ -689,7 +778,9 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
   }
   saved += gi * fp8_copies;  // (elements; gi bytes each under fp8)
   c.activation_bytes[Recompute::none] = to_bytes(saved + core_only);
-  c.activation_bytes[Recompute::selective] = to_bytes(saved);
+  c.activation_bytes[Recompute::selective] =
+      to_bytes(saved + core_only -
+               modules_freed(D, m, st, moe_mlp ? MlpKind::moe : MlpKind::dense, core_only));
   c.activation_bytes[Recompute::full] = to_bytes(D.e * D.Hs);  // only the layer input
   // W needs the inputs of the four projections (qkv and MLP-in: gi Hs each, the router's
   // e Hs; out_proj: the core output; MLP-out: gi F), at gi bytes (their FP8 casts under
@@ -708,7 +799,7 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
   c.weight_grad_bytes[Recompute::selective] =
       std::min(c.activation_bytes[Recompute::selective], c.weight_grad_bytes[Recompute::none]);
   c.weight_grad_bytes[Recompute::full] = c.activation_bytes[Recompute::full];
-  c.recompute_flops[Recompute::selective] = core_flops;
+  // (recompute_flops[selective]: mark_recompute's sum over the re-run sub-ops.)
   // (An early-stopping checkpoint skips the last saving op: the MLP's output projection.)
   c.recompute_flops[Recompute::full] =
       c.forward_flops - (!D.eager  ? 0.0
@@ -789,11 +880,11 @@ LayerCost decoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
   Builder b(hw, st, m.architecture, name);
   LayerDims D = layer_dims(m, st);
   if (windowed) D.window = m.sliding_window;
-  const double core_flops = attention_block(b, D, m, hw, st);
+  attention_block(b, D, m, hw, st);
   const std::size_t last_saving_op = mlp_block(b, D, m, hw, st, moe_mlp);
   LayerCost& c = b.cost();
-  mark_recompute(c, D, last_saving_op);
-  saved_activations(c, D, m, st, moe_mlp, core_flops);
+  mark_recompute(c, D, st, last_saving_op);
+  saved_activations(c, D, m, st, moe_mlp);
   layer_params(c, D, m, st, moe_mlp);
   return c;
 }

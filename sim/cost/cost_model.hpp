@@ -162,6 +162,12 @@ struct CostSettings {
   /// graph and their launch cost (HardwareSpec::kernel_launch_us) is not paid. 0: none.
   std::uint8_t cuda_graphs = 0;
 
+  /// What the selective recompute mode re-runs: Megatron-Core's recompute modules
+  /// (RecomputeModule bits, sim/recompute.hpp; --recompute-modules). Each sub-op carries the
+  /// modules that re-run it (SubOpCost::modules); the mode's saved bytes drop what the
+  /// modules free (modules_freed, sim/cost/layer_parts.hpp). Default core_attn, as Megatron's.
+  RecomputeModules recompute_modules = kDefaultRecomputeModules;
+
   /// Tokens of one micro-batch on this device: seq_length / cp x micro_batch_size.
   double local_tokens() const { return static_cast<double>(seq_length) / cp * micro_batch_size; }
 };
@@ -195,6 +201,12 @@ struct SubOpCost {
   /// LayerCost::recompute_extra_s is their sum.
   PerMode<double> recompute_s;
   KernelClass kind = KernelClass::memory;
+  /// The recompute modules that re-run this sub-op (RecomputeModule bits; 0: none of
+  /// them): selective recompute re-runs it when CostSettings::recompute_modules names one.
+  RecomputeModules modules = 0;
+  /// Its forward FLOPs (GEMMs and the attention core; 0 for memory-bound and
+  /// communication sub-ops): LayerCost::recompute_flops sums them over what a mode re-runs.
+  double forward_flops = 0;
 };
 
 struct LayerCost {
@@ -209,7 +221,8 @@ struct LayerCost {
   /// backward can free the rest at the end of I. Under full recompute: all of it.
   PerMode<std::int64_t> weight_grad_bytes;
   /// Extra backward time the mode costs: the forward of the sub-ops it re-runs.
-  /// selective: the attention core (Korthikanti et al. 2022, sec. 5). full, llama: the
+  /// selective: the sub-ops of CostSettings::recompute_modules (by default the attention
+  /// core, Korthikanti et al. 2022, sec. 5). full, llama: the
   /// sub-ops up to the last one that saves a tensor for backward -- torch.utils.checkpoint's
   /// non-reentrant mode stops recomputing there (set_checkpoint_early_stop, on by
   /// default), so the down projection and the residual add after it are not re-run.

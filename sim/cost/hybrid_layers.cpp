@@ -67,7 +67,7 @@ void mixer_in(Builder& b, const LayerDims& D, const CostSettings& st, double in_
   b.linear("in_proj", T, D.h, in_cols);
   const double conv = e * T * channels;
   b.elementwise("conv1d", 2 * conv, 5 * conv, 0, 1, 2, 0, conv_params, conv_tensors);
-  b.cost().forward_flops += 2 * kernel * T * channels;
+  b.count_flops(2 * kernel * T * channels);
 }
 
 /// The part after the scan: the gated RMSNorm over the `inner` outputs (reads them and the
@@ -127,7 +127,7 @@ void mamba_block(Builder& b, const LayerDims& D, const MambaDims& M, const CostS
   b.add("ssd_scan", b.roof(flops, bytes_f, hw.attention_efficiency) + b.launches(5),
         b.roof(flops_b, 2 * bytes_f, hw.attention_backward_efficiency) + b.launches(10), 0.0,
         KernelClass::attention);
-  b.cost().forward_flops += flops;
+  b.count_flops(flops);
   // The per-head dt_bias, A_log and D get their gradients inside the scan's backward.
   mixer_out(b, D, st, M.inner, M.inner + 3 * M.heads, 4);
 }
@@ -194,7 +194,7 @@ void gdn_block(Builder& b, const LayerDims& D, const GdnDims& G, const CostSetti
   b.add("gdn_scan", b.roof(flops, bytes_f, hw.attention_efficiency) + b.launches(4),
         b.roof(flops_b, 2 * bytes_f, hw.attention_backward_efficiency) + b.launches(8), 0.0,
         KernelClass::attention);
-  b.cost().forward_flops += flops;
+  b.count_flops(flops);
   mixer_out(b, D, st, G.value_dim, G.dv, 1);
 }
 
@@ -258,6 +258,8 @@ BlockSaved block_saved(HybridKind kind, const LayerDims& D, const MambaDims& M, 
       s.weight_grad += e * D.Hs + gi * D.Tg * (D.h + D.ef);
       if (x.shared_ffn > 0) {
         s.saved += (act + gi) * D.T * D.sf;
+        // Under FP8 the shared expert's fc1 keeps its FP8 input beside the router's bf16 one.
+        if (fp8) s.saved += gi * D.T * D.h;
         s.weight_grad += gi * D.T * D.sf;
       }
       break;
@@ -326,7 +328,6 @@ LayerCost hybrid_impl(const ModelShape& m, const HardwareSpec& hw, const CostSet
   const MambaDims M = mamba_dims(m, st);
   const GdnDims G = gdn_dims(m, st);
   std::size_t last_saving_op = 0;
-  double core_flops = 0;
   switch (kind) {
     case HybridKind::mamba:
       mamba_block(b, D, M, st);
@@ -335,7 +336,7 @@ LayerCost hybrid_impl(const ModelShape& m, const HardwareSpec& hw, const CostSet
       gdn_block(b, D, G, st);
       break;
     case HybridKind::attention:
-      core_flops = attention_block(b, D, m, hw, st);
+      attention_block(b, D, m, hw, st);
       if (st.tp_comm_overlap && st.sequence_parallel) {
         b.overlap_tp("qkv_all_gather", "qkv_proj", true);
         b.overlap_tp("out_reduce_scatter", "out_proj", false);
@@ -347,17 +348,21 @@ LayerCost hybrid_impl(const ModelShape& m, const HardwareSpec& hw, const CostSet
       break;
   }
   LayerCost& c = b.cost();
-  mark_recompute(c, D, last_saving_op);
+  mark_recompute(c, D, st, last_saving_op);
   const BlockSaved s = block_saved(kind, D, M, G, m, st);
   c.activation_bytes[Recompute::none] = to_bytes(s.saved + s.core_only);
-  c.activation_bytes[Recompute::selective] = to_bytes(s.saved);
+  const MlpKind mlp = kind == HybridKind::moe   ? MlpKind::moe
+                      : kind == HybridKind::mlp ? MlpKind::dense
+                                                : MlpKind::none;
+  c.activation_bytes[Recompute::selective] =
+      to_bytes(s.saved + s.core_only - modules_freed(D, m, st, mlp, s.core_only));
   c.activation_bytes[Recompute::full] = to_bytes(D.e * D.Hs);  // only the block's input
   c.weight_grad_bytes[Recompute::none] =
       std::min(c.activation_bytes[Recompute::none], to_bytes(s.weight_grad));
   c.weight_grad_bytes[Recompute::selective] =
       std::min(c.activation_bytes[Recompute::selective], c.weight_grad_bytes[Recompute::none]);
   c.weight_grad_bytes[Recompute::full] = c.activation_bytes[Recompute::full];
-  c.recompute_flops[Recompute::selective] = core_flops;
+  // (recompute_flops[selective]: mark_recompute's sum over the re-run sub-ops.)
   c.recompute_flops[Recompute::full] = c.forward_flops;
   c.output_bytes = to_bytes(stage_output_bytes(m.architecture, st, D.e * D.Hn));
   block_params(c, kind, D, M, G, m);

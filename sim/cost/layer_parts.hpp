@@ -92,6 +92,13 @@ class Builder {
   double launches(int n) const { return captured(st_.cuda_graphs, scope_) ? 0.0 : n * launch_; }
   /// The CUDA-graph scope of the sub-ops added next.
   void set_scope(GraphScope scope) { scope_ = scope; }
+  /// The recompute modules that re-run the sub-ops added next (SubOpCost::modules).
+  void set_modules(RecomputeModules modules) { modules_ = modules; }
+  /// Counts `flops` forward FLOPs to the layer and to the sub-op added last.
+  void count_flops(double flops) {
+    cost_.forward_flops += flops;
+    cost_.ops.back().forward_flops += flops;
+  }
 
   /// The shape factors (gemm_shape_efficiency) of a GEMM's three passes: forward
   /// [m x k] x [k x n], input-grad [m x n] x [n x k], weight-grad [k x m] x [m x n] (each of
@@ -129,7 +136,7 @@ class Builder {
     else
       w = roof(flops, bytes, we) + launches(count) + accumulate(k * n, count);
     add(name, f, i, w, KernelClass::gemm);
-    cost_.forward_flops += flops;
+    count_flops(flops);
   }
 
   /// linear() with FP8 operands (TransformerEngine's fp8_autocast): each GEMM reads its two
@@ -157,7 +164,7 @@ class Builder {
       w = fp8_roof(flops, l * (m * k + m * n) + e * k * n, we) + launches(count) +
           accumulate(k * n, count);
     add(name, f, i, w, KernelClass::gemm);
-    cost_.forward_flops += flops;
+    count_flops(flops);
     cost_.fp8_weight_bytes += l * k * n;
   }
 
@@ -186,7 +193,7 @@ class Builder {
         w = fp8_roof(flops, l * (m * k + m * n) + e * weights, we) + launches(1) +
             accumulate(weights, static_cast<int>(groups));
       add(name, f, i, w, KernelClass::grouped_gemm);
-      cost_.forward_flops += 2 * flop_m * k * n;
+      count_flops(2 * flop_m * k * n);
       cost_.fp8_weight_bytes += l * weights;
       return;
     }
@@ -201,7 +208,7 @@ class Builder {
     else
       w = roof(flops, bytes, we) + launches(1) + accumulate(weights, static_cast<int>(groups));
     add(name, f, i, w, KernelClass::grouped_gemm);
-    cost_.forward_flops += 2 * flop_m * k * n;
+    count_flops(2 * flop_m * k * n);
   }
 
   /// Adding `params` fresh gradients into the buffer with one kernel per tensor: read the
@@ -229,7 +236,7 @@ class Builder {
   /// and elementwise are the exchanges, and attention, which says so).
   void add(const std::string& name, double f, double i, double w,
            KernelClass kind = KernelClass::collective) {
-    cost_.ops.push_back({name, f, i, w, {}, kind});
+    cost_.ops.push_back({name, f, i, w, {}, kind, modules_});
     cost_.forward_s += f;
     cost_.backward_input_s += i;
     cost_.backward_weight_s += w;
@@ -294,6 +301,7 @@ class Builder {
   double lp_bytes_ = 1.0;  ///< low_precision_bytes of the recipe
   double lp_speed_ = 1.0;  ///< the recipe's peak over the bf16 peak
   GraphScope scope_ = GraphScope::other;
+  RecomputeModules modules_ = 0;
   bool fp8_ = false;
   GradAccumulation accumulation_ = GradAccumulation::add;
 };
@@ -399,7 +407,30 @@ std::size_t mlp_block(Builder& b, const LayerDims& D, const ModelShape& m, const
 /// output gate, as ModelShape::attention_params counts them for the whole model.
 double attention_weights(const LayerDims& D, const ModelShape& m);
 /// Each recompute mode's re-run forward, per sub-op and summed (LayerCost::recompute_extra_s).
-void mark_recompute(LayerCost& c, const LayerDims& D, std::size_t last_saving_op);
+void mark_recompute(LayerCost& c, const LayerDims& D, const CostSettings& st,
+                    std::size_t last_saving_op);
+
+/// The MLP a block holds: none (an attention, Mamba or Gated DeltaNet block), a dense MLP
+/// or a mixture of experts.
+enum class MlpKind { none, dense, moe };
+/// The saved bytes (of recompute none's) the selective mode's recompute modules
+/// (CostSettings::recompute_modules) free in a block with an attention block (`D`, when the
+/// block has one: `core_only` is its core's own bytes) and an MLP of kind `mlp`:
+///   core_attn       core_only
+///   layernorm       MoE: the pre-MLP norm's output e Hs (+ the shared expert fc1's FP8
+///                   input, gi T h); MLA: the input norm's output gi Hs
+///   mla_up_proj     gi T (q_lat + kv_lat) + 4 Ts_att x norms + e T heads (2 qk + dv)
+///                   - e Ts_att rope_dim (the up projections' inputs, the norms' rstd, q,
+///                   k, v; less k_pe, which the checkpoint keeps)
+///   mlp             dense: 4 Ts + gi Hs + (act + gi) F (gpt: 8 Ts + gi Hs + (e + gi) F)
+///   moe             4 Tm E + 12 Tk + gi Tg h + (act + gi) Tg ef + e Tmax h + shared
+///   moe_act         gi Tg ef (experts_down's input)
+///   shared_experts  (act + gi) T sf (+ gi T h under FP8)
+/// with gi the GEMM input's bytes an element (low_precision_bytes under FP8, else e) and
+/// act the activation's saved bytes an element (SwiGLU 2 e, eager 3 e; squared ReLU e).
+/// moe frees what moe_act and shared_experts would, so those add nothing beside it.
+double modules_freed(const LayerDims& D, const ModelShape& m, const CostSettings& st, MlpKind mlp,
+                     double core_only);
 /// `c` with what the host adds when it cannot issue the layer's kernels as fast as the GPU
 /// runs them (cost_model.cpp).
 void add_host_bound(LayerCost& c, const LayerCost& quiet, const HardwareSpec& hw);

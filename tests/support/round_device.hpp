@@ -27,4 +27,18 @@ inline HardwareSpec round_device(double link_GBps, double latency_us) {
   return hw;
 }
 
+/// 1 TFLOPS and 1000 GB/s, every kernel at full efficiency, no launch cost: a GEMM or a
+/// memory-bound sub-op takes max(FLOPs, bytes) picoseconds.
+inline HardwareSpec unit_device() {
+  HardwareSpec hw;
+  hw.name = "unit";
+  hw.peak_tflops = 1;
+  hw.hbm_GBps = 1000;
+  hw.matmul_efficiency = hw.matmul_backward_efficiency = 1;
+  hw.attention_efficiency = hw.attention_backward_efficiency = 1;
+  hw.memory_efficiency = 1;
+  hw.kernel_launch_us = 0;
+  return hw;
+}
+
 }  // namespace bmpipe::test
