@@ -8,23 +8,14 @@
 
 #include "frameworks/hf/hf_config.hpp"
 #include "sim/cost/cost_model.hpp"
+#include "support/round_device.hpp"
 
 namespace bmpipe {
 namespace mla_cost_test {
 
 constexpr double kPs = 1e-12;
 
-HardwareSpec unit_device() {
-  HardwareSpec hw;
-  hw.name = "unit";
-  hw.peak_tflops = 1;
-  hw.hbm_GBps = 1000;
-  hw.matmul_efficiency = hw.matmul_backward_efficiency = 1;
-  hw.attention_efficiency = hw.attention_backward_efficiency = 1;
-  hw.memory_efficiency = 1;
-  hw.kernel_launch_us = 0;
-  return hw;
-}
+using test::unit_device;
 
 /// h 8, 2 heads; q_lora_rank 4, kv_lora_rank 4, qk_nope 2, qk_rope 2, v 2; dense ffn 16.
 ModelShape tiny_mla() {

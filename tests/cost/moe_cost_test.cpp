@@ -8,6 +8,7 @@
 
 #include "frameworks/hf/hf_config.hpp"
 #include "sim/cost/cost_model.hpp"
+#include "support/round_device.hpp"
 #include "support/sub_op.hpp"
 
 namespace bmpipe {
@@ -15,17 +16,7 @@ namespace moe_cost_test {
 
 constexpr double kPs = 1e-12;
 
-HardwareSpec unit_device() {
-  HardwareSpec hw;
-  hw.name = "unit";
-  hw.peak_tflops = 1;
-  hw.hbm_GBps = 1000;
-  hw.matmul_efficiency = hw.matmul_backward_efficiency = 1;
-  hw.attention_efficiency = hw.attention_backward_efficiency = 1;
-  hw.memory_efficiency = 1;
-  hw.kernel_launch_us = 0;
-  return hw;
-}
+using test::unit_device;
 
 /// h 8, 2 heads of 4, 4 experts of ffn 4, top-2; 4 tokens (seq 4, micro-batch 1).
 ModelShape tiny_moe() {
