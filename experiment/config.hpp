@@ -185,6 +185,10 @@ struct TrainingConfig {
   /// The scopes CUDA graphs capture, comma-separated (attn, mlp, moe, moe_router,
   /// moe_preprocess, mamba, full_iteration; CostSettings::cuda_graphs); empty or "none": no graphs.
   std::string cuda_graphs;
+  /// What selective recompute re-runs, Megatron-Core's recompute modules comma-separated
+  /// (core_attn, layernorm, mla_up_proj, mlp, moe, moe_act, shared_experts; "none": nothing;
+  /// CostSettings::recompute_modules).
+  std::string recompute_modules = "core_attn";
 
   /// The mesh's sizes as the config states them (ParallelMesh, parallel_mesh.hpp).
   MeshSizes mesh_sizes() const {

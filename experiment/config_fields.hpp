@@ -559,6 +559,13 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
      .choices = kGradAccumulations,
      .form = Form::analytic},
     {.name = "recompute", .help = "a mode, or {default, stages: {s: mode}, layers: {l: mode}}"},
+    {.name = "recompute_modules",
+     .slot = &TrainingConfig::recompute_modules,
+     .help = "what the selective mode re-runs, comma-separated: core_attn, layernorm (an MoE "
+             "layer's pre-MLP norm, MLA's input norm), mla_up_proj, mlp (dense MLPs), moe, "
+             "moe_act (the experts' activation), shared_experts, or none (Megatron-Core's "
+             "--recompute-modules); default core_attn",
+     .form = Form::analytic},
     {.name = "fsdp",
      .slot = &TrainingConfig::fsdp,
      .help = "fully sharded data parallel (Megatron-FSDP, FSDP2): optimizer.zero_stage 3 "

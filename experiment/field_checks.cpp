@@ -241,6 +241,31 @@ void check_values(const Config& c) {
                  "' is not a CUDA-graph scope (expected a comma-separated list of attn, mlp, "
                  "moe, moe_router, moe_preprocess, mamba, full_iteration, or none)");
   }
+  {
+    std::string unknown;
+    const RecomputeModules modules =
+        parse_recompute_modules(c.training.recompute_modules, &unknown);
+    if (!unknown.empty())
+      c.fail("training.recompute_modules",
+             "'" + unknown +
+                 "' is not a recompute module (expected a comma-separated list of core_attn, "
+                 "layernorm, mla_up_proj, mlp, moe, moe_act, shared_experts, or none)");
+    // Megatron-Core's TransformerConfig.__post_init__ (NVIDIA/Megatron-LM d98e8a64,
+    // megatron/core/transformer/transformer_config.py): "mla_up_proj in recompute_modules is
+    // only supported with multi_latent_attention"; "moe_act ... only supported with
+    // moe_grouped_gemm" (bmpipe's experts always run grouped), so only with experts.
+    const ModelShape* shape = c.model.shape ? &*c.model.shape : nullptr;
+    if (has_module(modules, RecomputeModule::mla_up_proj) && shape && !shape->is_mla())
+      c.fail("training.recompute_modules",
+             "mla_up_proj needs multi-latent attention (model.mla), as Megatron-Core's "
+             "TransformerConfig requires");
+    if ((has_module(modules, RecomputeModule::moe_act) ||
+         has_module(modules, RecomputeModule::moe) ||
+         has_module(modules, RecomputeModule::shared_experts)) &&
+        shape && !shape->is_moe())
+      c.fail("training.recompute_modules",
+             "moe, moe_act and shared_experts need a mixture of experts (model.moe)");
+  }
   // Megatron-LM's validate_args (megatron/training/arguments.py): "Tensor parallel
   // communication/GEMM overlap can happen only when sequence parallelism is enabled".
   if (c.training.tp_comm_overlap && !c.training.sequence_parallel)

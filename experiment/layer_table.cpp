@@ -34,6 +34,7 @@ CostSettings cost_settings(const Config& c) {
   st.etp_crosses_nodes = mesh.crosses_domain(MeshGroup::etp);
   st.moe_dispatcher = t.dispatcher();
   st.cuda_graphs = parse_graph_scopes(t.cuda_graphs, nullptr);
+  st.recompute_modules = parse_recompute_modules(t.recompute_modules, nullptr);
   st.ep_per_domain = mesh.ep_per_domain();
   st.fp8 = t.fp8_format();
   st.fp8_recipe = t.fp8_scaling();
