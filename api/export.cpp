@@ -347,6 +347,7 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   job.fp8 = config.training.fp8;
   job.fp8_recipe = config.training.fp8_recipe;
   job.cuda_graphs = config.training.cuda_graphs;
+  job.recompute_modules = config.training.recompute_modules;
 
   std::string text = "# bmpipe export " + format + " of " + config.file + "\n";
   text += "# " + framework + " runs this with " + schedule_words(out.schedule, out.vpp) + ": " +

@@ -74,6 +74,8 @@ struct ExportJob {
   /// training.cuda_graphs as the config gives it (a comma list of scopes; empty or "none":
   /// no CUDA graph).
   std::string cuda_graphs;
+  /// training.recompute_modules as the config gives it (what selective recompute re-runs).
+  std::string recompute_modules = "core_attn";
   /// Samples per iteration: micro-batch size x dp x micro-batches.
   int global_batch_size() const { return micro_batch_size * dp * microbatches; }
 };

@@ -145,6 +145,8 @@ struct ImportedJob {
   std::optional<int> cp;
   std::optional<std::string> cp_comm_type, fp8, fp8_recipe;
   std::optional<std::string> cuda_graphs;  ///< training.cuda_graphs; written when set
+  /// training.recompute_modules (a comma list, or "none"); written when set.
+  std::optional<std::string> recompute_modules;
   std::optional<int> microbatches, global_batch_size, micro_batch_size, seq_length;
   std::optional<std::string> dtype;    ///< bf16 or fp16
   std::optional<std::string> kernels;  ///< training.kernels (eager or fused); written when set

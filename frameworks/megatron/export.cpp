@@ -436,18 +436,29 @@ std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
     }
     flags = kept;
   }
+  // Selective recompute re-runs the modules of training.recompute_modules. Megatron-LM's
+  // --recompute-modules takes one or more (argument_utils.py at d98e8a64 gives a List field
+  // nargs "+"), so no module at all is stated as no recompute, which costs the same.
+  const RecomputeModules modules = parse_recompute_modules(job.recompute_modules, nullptr);
+  const bool selective_named =
+      x.flags.find("--recompute-granularity selective") != std::string::npos;
+  if (selective_named && modules == 0) {
+    const std::string line = "--recompute-granularity selective\n";
+    if (const auto at = flags.find(line); at != std::string::npos) flags.erase(at, line.size());
+  }
   auto gives = [&](const std::string& flag) {
     return flags.rfind(flag + " ", 0) == 0 || flags.rfind(flag + "\n", 0) == 0 ||
            flags.find("\n" + flag + " ") != std::string::npos ||
            flags.find("\n" + flag + "\n") != std::string::npos;
   };
-  const bool selective = x.flags.find("--recompute-granularity selective") != std::string::npos;
+  const bool selective = selective_named && modules != 0;
   const bool sequence_parallel = job.sequence_parallel && job.tp > 1;
   // Flags whose presence in the script changes the job whatever the flags below say
   // ([MG-args]): another way to set vpp or the partition (Megatron refuses two of them
   // together), the recompute flags a plan without them must not keep
   // (--recompute-activations turns the granularity to selective in validate_args), and
-  // --recompute-modules beside selective (bmpipe's selective is its default, core_attn).
+  // --recompute-modules beside selective (written below when the modules are not
+  // Megatron's default, core_attn).
   std::vector<std::string> remove;
   for (const char* f :
        {"--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
@@ -487,6 +498,12 @@ std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
          ")\n";
   out += "--tensor-model-parallel-size " + std::to_string(job.tp) + "\n";
   out += flags;
+  if (selective && modules != 0 && modules != kDefaultRecomputeModules) {
+    out += "--recompute-modules";
+    for (const auto& [bit, name] : kRecomputeModuleNames)
+      if (has_module(modules, bit)) out += " " + std::string(name);
+    out += "\n";
+  }
   out += "--micro-batch-size " + std::to_string(job.micro_batch_size) + "\n";
   out += "--global-batch-size " + std::to_string(job.global_batch_size()) + "\n";
   if (sequence_parallel) out += "--sequence-parallel\n";

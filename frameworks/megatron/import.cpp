@@ -1968,11 +1968,30 @@ void read_recompute(const Reading& ctx) {
       a.fail("--recompute-num-layers", "must not be given with selective recompute (Megatron-LM)");
     std::fill(modes.begin(), modes.end(), Recompute::selective);
     recompute_origin = a.origin(granularity_flag);
-    if (!modules.empty() && !(modules.size() == 1 && modules[0] == "core_attn"))
-      job.notes.push_back(
-          "bmpipe's selective recompute re-runs the attention core (Megatron's "
-          "core_attn, the default module); --recompute-modules asks for other "
-          "modules, which are modelled as core_attn.");
+    if (a.given("--recompute-modules")) {
+      // Megatron-Core's recompute_modules (transformer_config.py at d98e8a64: the allowed
+      // set in __post_init__); bmpipe's training.recompute_modules names the modelled ones.
+      std::string text;
+      for (const std::string& m : modules) {
+        std::string unknown;
+        if (parse_recompute_modules(m, &unknown) != 0) {
+          if (text.find(m) == std::string::npos) text += (text.empty() ? "" : ",") + m;
+        } else if (m == "gdn_norm_out" || m == "gdp_in_proj" || m == "gdp_qkv" || m == "mhc") {
+          job.unmodelled.push_back(Unmodelled{
+              a.origin("--recompute-modules"), "--recompute-modules " + m,
+              "recomputes the Gated DeltaNet / DeltaProduct or hyper-connection parts, which "
+              "bmpipe's recompute modules do not name"});
+        } else if (m != "none") {
+          a.fail("--recompute-modules",
+                 "unknown module " + shown(m) +
+                     " (Megatron-Core's recompute_modules: core_attn, moe_act, layernorm, "
+                     "mla_up_proj, mlp, moe, shared_experts, gdn_norm_out, gdp_in_proj, "
+                     "gdp_qkv, mhc)");
+        }
+      }
+      job.recompute_modules = text.empty() ? "none" : text;
+      job.from("training.recompute_modules", a.origin("--recompute-modules"));
+    }
   } else {
     // [MG-config]: full needs a method and a count.
     if (!method)
