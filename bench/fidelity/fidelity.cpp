@@ -242,16 +242,18 @@ Expressed express(const PublishedRun& run, const std::string& source_dir,
     y << "}\n";
   } else if (granularity == "full") {
     y << "  recompute: full\n";
-  } else if (granularity == "selective" && recipe(run, "recompute_modules") == "[\"layernorm\"]") {
-    // Megatron's layernorm module: the norms' outputs are recomputed, a memory-bound pass of
-    // each norm again, which bmpipe's modes do not name.
-    y << "  recompute: none\n";
-    approx.push_back("selective recompute of the layernorms taken as none");
   } else if (granularity == "selective") {
-    const std::string modules = recipe(run, "recompute_modules");
+    // Megatron-Core's recompute modules, as the recipe lists them (["mla_up_proj", "mlp"]):
+    // bmpipe's training.recompute_modules names the same ones; [] re-runs nothing.
+    std::string modules;
+    for (char ch : recipe(run, "recompute_modules"))
+      if (ch == ',')
+        modules += ',';
+      else if (ch != '[' && ch != ']' && ch != '"' && ch != ' ')
+        modules += ch;
     y << "  recompute: selective\n";
-    if (!modules.empty() && modules != "[\"core_attn\"]")
-      approx.push_back("selective recompute of " + modules + " taken as bmpipe's selective");
+    if (!modules.empty()) y << "  recompute_modules: " << modules << "\n";
+    if (recipe(run, "recompute_modules") == "[]") y << "  recompute_modules: none\n";
   } else {
     y << "  recompute: none\n";
   }

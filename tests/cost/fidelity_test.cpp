@@ -55,19 +55,26 @@ TEST(Fidelity, ErrorsStayWithinWhatTheKernelModelReached) {
   // blackwell-ultra moe fp8mx 17.1 -> 20.3 %, hopper moe bf16 28.1 -> 33.2 %, all 10.4 ->
   // 11.9 %. The windows are the model's (HF layer_types, Megatron-Bridge's window_size); what
   // the faster rows lack lies elsewhere (the fine-grained MoE blocks), so the bounds follow.
+  // The recipes' recompute modules (training.recompute_modules) replaced "taken as bmpipe's
+  // selective": DeepSeek-V3 and Kimi-K2 recompute mla_up_proj (and mlp) instead of the
+  // attention core, so four of their rows fit now and read closer (blackwell moe fp8mx 18.1
+  // -> 17.5 %, blackwell-ultra moe bf16 25.7 -> 24.7 %, blackwell-ultra moe fp8mx 20.3 ->
+  // 19.7 %); gpt-oss recomputes layernorm and moe_act, cheaper than the core it was charged,
+  // and its rows read faster still (blackwell moe bf16 23.8 -> 24.5 %, hopper moe bf16 33.2
+  // -> 33.9 %). All 11.9 -> 11.8 %.
   const std::map<std::string, double> bound = {{"blackwell dense fp8cs", 0.049},
                                                {"blackwell dense fp8mx", 0.065},
                                                {"blackwell dense nvfp4", 0.066},
-                                               {"blackwell moe bf16", 0.243},
-                                               {"blackwell moe fp8mx", 0.186},
+                                               {"blackwell moe bf16", 0.251},
+                                               {"blackwell moe fp8mx", 0.181},
                                                {"blackwell-ultra dense fp8cs", 0.043},
                                                {"blackwell-ultra dense fp8mx", 0.067},
                                                {"blackwell-ultra dense nvfp4", 0.006},
-                                               {"blackwell-ultra moe bf16", 0.262},
-                                               {"blackwell-ultra moe fp8mx", 0.208},
+                                               {"blackwell-ultra moe bf16", 0.253},
+                                               {"blackwell-ultra moe fp8mx", 0.202},
                                                {"hopper dense fp8cs", 0.096},
-                                               {"hopper moe bf16", 0.337},
-                                               {"all", 0.124}};
+                                               {"hopper moe bf16", 0.344},
+                                               {"all", 0.123}};
   ASSERT_EQ(groups.size(), bound.size());
   for (const fidelity::GroupSummary& g : groups) {
     ASSERT_TRUE(bound.count(g.group)) << g.group;
