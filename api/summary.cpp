@@ -48,6 +48,10 @@ nlohmann::json summary_json(const RunInfo& info, const SimResult& r,
     j["mfu"] = *t.mfu;
     j["tflops_per_device"] = *t.tflops_per_device;
   }
+  if (t.mfu_at_gemm_peak) {
+    j["gemm_precision"] = info.gemm_precision;
+    j["mfu_at_gemm_peak"] = *t.mfu_at_gemm_peak;
+  }
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& d : r.devices)
     devices.push_back({{"rank", d.rank},
@@ -98,7 +102,15 @@ std::string summary_text(const RunInfo& info, const SimResult& r, const BubbleBr
     std::snprintf(buf, sizeof buf, "throughput       %.0f tokens/s\n", *t.tokens_per_s);
     out += buf;
   }
-  if (t.mfu) {
+  if (t.mfu && t.mfu_at_gemm_peak) {
+    // A low-precision run's MFU against its GEMMs' peak first, the bf16 figure beside it.
+    std::snprintf(buf, sizeof buf,
+                  "per device       %.1f TFLOP/s (with recompute)   MFU %.1f %% of the %s peak "
+                  "(%.1f %% of the bf16 peak)\n",
+                  *t.tflops_per_device, 100.0 * *t.mfu_at_gemm_peak, info.gemm_precision.c_str(),
+                  100.0 * *t.mfu);
+    out += buf;
+  } else if (t.mfu) {
     std::snprintf(buf, sizeof buf, "per device       %.1f TFLOP/s (with recompute)   MFU %.1f %%\n",
                   *t.tflops_per_device, 100.0 * *t.mfu);
     out += buf;

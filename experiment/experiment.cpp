@@ -685,7 +685,15 @@ RunInfo make_run_info(const Experiment& e, const Plan& plan, const Schedule& sch
   info.model_flops_per_iteration =
       3 * model_forward * static_cast<double>(dp) * schedule.num_microbatches;
   info.hardware_flops_per_iteration = (3 * forward + recompute) * scale;
-  info.peak_flops_per_device = e.analytic->hardware.peak_tflops * 1e12;
+  const HardwareSpec& hw = e.analytic->hardware;
+  info.peak_flops_per_device = hw.peak_tflops * 1e12;
+  // The GEMMs' precision (the layers' GEMMs; the router and the head stay bf16, which this
+  // figure does not split out): its dense peak, the one a framework quotes FP8 MFU against.
+  if (e.analytic->settings.fp8 != Fp8::none) {
+    const bool fp4 = e.analytic->settings.fp8_recipe == Fp8Recipe::nvfp4;
+    info.gemm_precision = fp4 ? "NVFP4" : "FP8";
+    info.gemm_peak_flops_per_device = (fp4 ? hw.fp4_peak_tflops : hw.fp8_peak_tflops) * 1e12;
+  }
   info.devices = t.pp * t.tp * t.cp * dp;
   return info;
 }

@@ -24,8 +24,12 @@ struct RunInfo {
   double tokens_per_iteration = 0;
   double model_flops_per_iteration = 0;     ///< all devices, no recompute
   double hardware_flops_per_iteration = 0;  ///< all devices, with recompute
-  double peak_flops_per_device = 0;         ///< FLOP/s
-  int devices = 0;                          ///< pp x tp x dp
+  double peak_flops_per_device = 0;         ///< FLOP/s, the bf16 (dense) peak
+  /// The GEMMs' precision when it is not bf16 ("FP8", "NVFP4"; empty for bf16) and its
+  /// peak (FLOP/s): MFU is quoted against it too (issue 41), beside the bf16 figure.
+  std::string gemm_precision = {};
+  double gemm_peak_flops_per_device = 0;
+  int devices = 0;  ///< pp x tp x dp
   /// The layout that ran, echoed by the JSON summary (make_run_info fills them).
   int tp = 1;
   int dp = 1;
@@ -40,6 +44,8 @@ struct Throughput {
   std::optional<double> tokens_per_s;
   std::optional<double> mfu;                ///< model FLOPs / (time x peak x devices)
   std::optional<double> tflops_per_device;  ///< FLOPs with recompute / (time x devices)
+  /// model FLOPs / (time x the GEMMs' precision's peak x devices), for FP8 and NVFP4 runs.
+  std::optional<double> mfu_at_gemm_peak;
 };
 
 inline Throughput throughput(const RunInfo& info, Time iteration_time) {
@@ -50,6 +56,9 @@ inline Throughput throughput(const RunInfo& info, Time iteration_time) {
   if (info.model_flops_per_iteration > 0 && info.devices > 0 && seconds > 0) {
     t.mfu = info.model_flops_per_iteration / (seconds * info.peak_flops_per_device * info.devices);
     t.tflops_per_device = info.hardware_flops_per_iteration / (seconds * info.devices) / 1e12;
+    if (!info.gemm_precision.empty() && info.gemm_peak_flops_per_device > 0)
+      t.mfu_at_gemm_peak = info.model_flops_per_iteration /
+                           (seconds * info.gemm_peak_flops_per_device * info.devices);
   }
   return t;
 }

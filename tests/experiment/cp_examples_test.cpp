@@ -68,5 +68,21 @@ TEST(CpExamples, Llama3_70B128kCp8OnAGb200Rack) {
   EXPECT_NEAR(s["mfu"].get<double>(), 0.262735, 1e-6);
 }
 
+// Issue 41: an FP8 run's MFU is quoted against the FP8 peak too, labelled, beside the bf16
+// figure: the same model FLOPs over a peak twice as high (H100 SXM datasheet: 989 TFLOPS
+// dense BF16, 1979 dense FP8), so exactly 989 / 1979 of it. A bf16 run has no such figure.
+TEST(CpExamples, Fp8MfuIsQuotedAgainstTheFp8PeakToo) {
+  const nlohmann::json s = simulate_json("h100_llama3_70b_fp8.yaml");
+  EXPECT_EQ(s["gemm_precision"], "FP8");
+  EXPECT_NEAR(s["mfu_at_gemm_peak"].get<double>(), s["mfu"].get<double>() * 989 / 1979, 1e-12);
+  const test::CliRun text = test::run_cli("simulate " + kExamples + "h100_llama3_70b_fp8.yaml");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("% of the FP8 peak ("), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("% of the bf16 peak)"), std::string::npos) << text.out;
+  const nlohmann::json bf16 = simulate_json("h200_llama3_8b_hf.yaml");
+  EXPECT_TRUE(bf16.contains("mfu"));
+  EXPECT_FALSE(bf16.contains("mfu_at_gemm_peak"));
+}
+
 }  // namespace
 }  // namespace bmpipe
