@@ -545,12 +545,18 @@ std::size_t mlp_block(Builder& b, const LayerDims& D, const ModelShape& m, const
       b.add("etp-reduce-scatter", etp_op(Collective::reduce_scatter),
             etp_op(Collective::all_gather), 0.0);
     if (st.ep > 1) b.add("a2a-combine", combine_f, dispatch_f, 0.0);
-    // Unpermute: scale the rows by their router weights and sum them back to T x h;
-    // backward: the rows' gradients (read T x h, write top_k rows) and the weights'
-    // (read the saved rows and the gradient again).
+    // Unpermute: sum the rows back to T x h; backward: the rows' gradients (read T x h,
+    // write top_k rows). HF's eager blocks scale the rows by their router weights here
+    // (read the weights; a second backward kernel for the weights' gradient reads the
+    // saved rows and the gradient again). Megatron-Core scales them in the experts'
+    // activation instead and unpermutes without them (saved_activations gives the
+    // sources): its unpermute is the sum alone, and the weights' gradient comes out of the
+    // activation's backward, which reads one value a row more (not charged).
+    const double weights = D.eager ? 4 * D.Tk : 0.0;
+    const double reread = D.eager ? D.e * D.Tk * D.h : 0.0;
     moe_last_saving_op = b.cost().ops.size();
-    b.elementwise("unpermute", D.e * (D.Tk * D.h + D.Tm * D.h) + 4 * D.Tk,
-                  D.e * (D.Tm * D.h + 2 * D.Tk * D.h) + 4 * D.Tk, 0, 1, 2, 0);
+    b.elementwise("unpermute", D.e * (D.Tk * D.h + D.Tm * D.h) + weights,
+                  D.e * (D.Tm * D.h + D.Tk * D.h) + reread + weights, 0, 1, D.eager ? 2 : 1, 0);
     if (x.shared_ffn > 0) {
       // The shared expert is a tp-split MLP over every token of the sequence: under sequence
       // parallelism it reads the gathered hidden states (mlp_all_gather's T x h; Megatron-
@@ -735,7 +741,25 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
     saved += 4 * D.Tm * D.E + 12 * D.Tk;      // fp32 router probabilities, top-k indices, weights
     saved += gi * D.Tg * D.h;                 // gathered rows: the experts' input
     saved += (glu_saved + gi) * D.Tg * D.ef;  // SwiGLU; product (experts_down's input)
-    saved += D.e * D.Tmax * D.h;              // expert outputs, for the router weights' grad
+    // Where the router's weights meet the rows decides what their gradient keeps.
+    // Megatron-Core (fused kernels) scales the activation: TEGroupedMLP calls
+    // weighted_bias_swiglu_impl(fc1_output, bias, permuted_probs) (NVIDIA/Megatron-LM
+    // d98e8a64ddf34856e74b24714e3bedb2f5a39553, megatron/core/transformer/moe/experts.py:966;
+    // the fused op-fuser path likewise, experts.py:817 "Scaled activation"), whose autograd
+    // function keeps its input and the weights (megatron/core/fusions/fused_bias_swiglu.py:270,
+    // fused_weighted_squared_relu.py:74 for squared ReLU), and combine_postprocess unpermutes
+    // without probs (token_dispatcher.py:891; moe_utils.py:598 scales the rows only when
+    // probs are passed), so the experts' outputs are kept by nothing. What the weights cost
+    // is one value a row, at the router's dtype: fp32 (4 bytes; moe_router_dtype fp32, as
+    // the DeepEP and HybridEP dispatchers require, token_dispatcher.py:1139, 1316). HF
+    // transformers' eager MoE blocks multiply each expert's output by its weight after the
+    // down projection (Mixtral's and DeepSeek-V3's `expert_output * weights` before the
+    // index_add_), and that multiply keeps the output rows, dtype bytes each (its copy of
+    // the weights, a value a row, is not counted).
+    if (D.eager)
+      saved += D.e * D.Tmax * D.h;  // expert outputs, for the router weights' gradient
+    else
+      saved += 4 * D.Tg;  // the weights the scaled activation keeps
     if (x.shared_ffn > 0) {
       saved += (glu_saved + gi) * D.T * D.sf;  // the shared expert's SwiGLU; product (its down's)
       if (fp8) fp8_copies += D.T * D.h;        // shared_gate_up's FP8 input beside the router's

@@ -171,5 +171,63 @@ TEST(MoeCost, MixtralLayerMatchesItsParameterCount) {
   EXPECT_EQ(moe_decoder_layer_cost(m, hw, st).param_count, m.decoder_layer_params(0, false));
 }
 
+// Megatron-Core (kernels: fused) applies the router's weights inside the experts'
+// activation (weighted_bias_swiglu_impl, NVIDIA/Megatron-LM d98e8a64
+// megatron/core/transformer/moe/experts.py:966), which keeps its input and the weights
+// (fused_bias_swiglu.py:270), and unpermutes without them (token_dispatcher.py:891): no
+// tensor keeps the experts' output rows. Worked on tiny_moe at ep 2, load_imbalance 1.5
+// (T 4 tokens, h 8, 12 rows on the busiest device, ef 4, bf16):
+//   layer input 2 x 32 = 64, plus the second fused RMSNorm's input 64 and their fp32
+//   rsqrt 2 x 4 x 4 = 32                                                        160
+//   qkv and router inputs 2 x 2 x 32                                             128
+//   fp32 probabilities 4 x 4 x 4 = 64, indices and weights 12 x 8 = 96            160
+//   expert input rows 2 x 12 x 8                                                 192
+//   fused SwiGLU's input (gate and up) 2 x 2 x 12 x 4 = 192; experts_down's input
+//   2 x 12 x 4 = 96                                                              288
+//   the weights the scaled activation keeps, fp32: 4 x 12                         48
+//   q, k, v 2 x 4 x 24 = 192; attention output 2 x 4 x 8 = 64                     256
+//   flash logsumexp 4 x 2 heads x 4                                               32
+// = 1264 (before: 1408, the 12 expert output rows, 2 x 12 x 8 = 192, charged in place of
+// the 48 bytes of weights).
+TEST(MoeCost, MegatronCoreKeepsTheWeightsNotTheExpertOutputs) {
+  ModelShape m = tiny_moe();
+  m.moe.load_imbalance = 1.5;
+  CostSettings st = settings(2);
+  st.kernels = Kernels::fused;
+  const LayerCost c = moe_decoder_layer_cost(m, unit_device(), st);
+  EXPECT_EQ(c.activation_bytes[Recompute::none], 1264);
+  EXPECT_EQ(c.activation_bytes[Recompute::selective], 1264 - 32);
+  // HF's eager block multiplies the outputs after the down projection and keeps them
+  // (ActivationsAndParametersByHand's 1824 includes those 192 bytes).
+  const LayerCost eager = moe_decoder_layer_cost(m, unit_device(), settings(2));
+  EXPECT_EQ(eager.activation_bytes[Recompute::none], 1824);
+  // Its unpermute is the sum alone: read 8 rows of h, write T x h, 2 x (64 + 32) = 192
+  // bytes, and backward the gather of the gradient's rows, 192 again (HF's: 224 and 352,
+  // RouterPermuteExpertsAndUnpermuteByHand).
+  EXPECT_NEAR(op(c, "unpermute").forward_s, 192 * kPs, 1e-20);
+  EXPECT_NEAR(op(c, "unpermute").backward_input_s, 192 * kPs, 1e-20);
+}
+
+// On DeepSeek-V3 itself (h 7168, expert ffn 2048, top 8) a routed row costs, under
+// Megatron-Core, its input e h, the fused SwiGLU's input 2 e ef, experts_down's input e ef
+// and its fp32 weight: 2 x 7168 + 6 x 2048 + 4 = 26628 bytes. Doubling the load on the
+// busiest device (load_imbalance 1 -> 2) adds T x top_k = 4096 x 8 = 32768 rows:
+// 32768 x 26628 = 872546304 bytes. (Charging the output rows too, 2 x 7168 more a row,
+// would add 1342177280.)
+TEST(MoeCost, ARoutedRowOfDeepSeekV3CostsItsInputsAndItsWeight) {
+  ModelShape m = read_hf_config(std::string(BMPIPE_TEST_DATA_DIR) + "/hf/deepseek_v3_config.json");
+  CostSettings st;
+  st.seq_length = 4096;
+  st.micro_batch_size = 1;
+  st.ep = 64;
+  st.kernels = Kernels::fused;
+  m.moe.load_imbalance = 1;
+  const LayerCost one = moe_decoder_layer_cost(m, unit_device(), st);
+  m.moe.load_imbalance = 2;
+  const LayerCost two = moe_decoder_layer_cost(m, unit_device(), st);
+  EXPECT_EQ(two.activation_bytes[Recompute::none] - one.activation_bytes[Recompute::none],
+            872546304LL);
+}
+
 }  // namespace moe_cost_test
 }  // namespace bmpipe
