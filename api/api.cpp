@@ -207,8 +207,20 @@ CostOutcome run_cost(const Config& config, bool with_ops) {
   out.schedule = make_schedule(*out.experiment);
   out.plan = config_plan(*out.experiment, out.schedule.num_stages);
   const SimInput input = assemble(*out.experiment, out.plan, out.schedule);
-  for (const StageInfo& st : stage_info(*out.experiment, out.plan))
+  const AnalyticCosts& a = *out.experiment->analytic;
+  for (const StageInfo& st : stage_info(*out.experiment, out.plan)) {
     out.stage_static_bytes.push_back(st.static_bytes);
+    const int e = a.settings.dtype_bytes;
+    const StaticParts dense =
+        static_parts(st.params - st.expert_params, e, a.optimizer, a.dense_group());
+    const StaticParts experts = static_parts(st.expert_params, e, a.optimizer, a.edp);
+    CostOutcome::StaticBreakdown b;
+    b.weights = static_cast<std::int64_t>(std::llround(dense.weights + experts.weights));
+    b.grads = static_cast<std::int64_t>(std::llround(dense.grads + experts.grads));
+    b.optimizer = static_cast<std::int64_t>(std::llround(dense.optimizer + experts.optimizer));
+    b.other = st.static_bytes - b.weights - b.grads - b.optimizer;
+    out.stage_static_parts.push_back(b);
+  }
   // Per rank, the end-of-iteration work: its stages' dp reductions and its optimizer step
   // (however much of the reductions a run hides, this is the work).
   std::vector<Time> tail = input.tail_time;

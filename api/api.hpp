@@ -138,8 +138,15 @@ struct CostOutcome {
   Schedule schedule;                             ///< the config's
   Plan plan;                                     ///< the config's, for that schedule
   std::vector<std::int64_t> stage_static_bytes;  ///< per stage
-  std::vector<double> tail_ms;                   ///< per rank: dp reduction + optimizer
-  nlohmann::json summary;                        ///< what `bmpipe cost --json [--ops]` prints
+  /// Per stage, stage_static_bytes by what it holds: weights, gradients, optimizer state
+  /// (static_parts over dp x cp for the dense parameters and edp for the routed experts'),
+  /// and the rest (FP8 weight copies; the parts' rounding).
+  struct StaticBreakdown {
+    std::int64_t weights = 0, grads = 0, optimizer = 0, other = 0;
+  };
+  std::vector<StaticBreakdown> stage_static_parts;
+  std::vector<double> tail_ms;  ///< per rank: dp reduction + optimizer
+  nlohmann::json summary;       ///< what `bmpipe cost --json [--ops]` prints
 };
 
 /// The analytic cost model's per-layer table of the config's plan (sub-ops too with

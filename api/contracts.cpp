@@ -159,6 +159,13 @@ nlohmann::json cost_document(const Config& config, const CostOutcome& out, bool 
   j["parameters_total"] = m.total_params(false, a.settings.seq_length);
   j["parameters_active"] = m.total_params(true, a.settings.seq_length);
   j["static_bytes_per_stage"] = out.stage_static_bytes;
+  nlohmann::json parts = nlohmann::json::array();
+  for (const CostOutcome::StaticBreakdown& b : out.stage_static_parts)
+    parts.push_back({{"weight_bytes", b.weights},
+                     {"grad_bytes", b.grads},
+                     {"optimizer_bytes", b.optimizer},
+                     {"other_bytes", b.other}});
+  j["static_parts_per_stage"] = parts;
   j["reserved_bytes"] = out.experiment->reserved_bytes;
   j["tail_ms_per_rank"] = out.tail_ms;
   return j;

@@ -113,11 +113,17 @@ int run_cost(const std::vector<std::string>& args) {
     for (const auto& [kind, count] : a.layer_kinds(m)) row(*kind, count);
     if (a.mtp) row(*a.mtp, m.mtp_layers);
     row(head, 1);
-    std::printf("\n%5s %7s %14s %14s\n", "stage", "layers", "static", "dp+optimizer");
-    for (int s = 0; s < schedule.num_stages; ++s)
-      std::printf("%5d %7d %14s %11.3f ms\n", s, counts[s], format_gib(stage_static[s]).c_str(),
+    std::printf("\n%5s %7s %14s %12s %12s %12s %14s\n", "stage", "layers", "static", "weights",
+                "grads", "optimizer", "dp+optimizer");
+    for (int s = 0; s < schedule.num_stages; ++s) {
+      const api::CostOutcome::StaticBreakdown& b = cost.stage_static_parts[s];
+      std::printf("%5d %7d %14s %12s %12s %12s %11.3f ms\n", s, counts[s],
+                  format_gib(stage_static[s]).c_str(), format_gib(b.weights).c_str(),
+                  format_gib(b.grads).c_str(), format_gib(b.optimizer).c_str(),
                   tail_ms[schedule.stage_rank[s]]);
-    std::printf("(static = weights + gradients + optimizer state; plus %s reserved per device)\n",
+    }
+    std::printf("(static = weights + gradients + optimizer state%s; plus %s reserved per device)\n",
+                a.settings.fp8 != Fp8::none ? " + FP8 weight copies" : "",
                 format_gib(experiment.reserved_bytes).c_str());
     return 0;
   });

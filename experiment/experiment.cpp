@@ -509,9 +509,14 @@ std::vector<StageInfo> stage_info(const Experiment& e, const Plan& plan) {
     st.num_layers = plan.partition[s];
     for (int i = 0; i < plan.partition[s] && layer <= last_layer; ++i, ++layer) {
       ++st.modes[plan.recompute[layer]];
-      st.static_bytes += e.layers.layers[layer].static_bytes;
-      if (layer == last_layer && stages.size() > 1)
+      const LayerRow& row = e.layers.layers[layer];
+      st.static_bytes += row.static_bytes;
+      st.params += row.param_count;
+      st.expert_params += row.expert_param_count;
+      if (layer == last_layer && stages.size() > 1) {
         st.static_bytes += e.layers.head_copy_static_bytes;
+        st.params += e.layers.head_copy_params;
+      }
     }
   }
   return stages;

@@ -128,6 +128,9 @@ struct StageInfo {
   int num_layers = 0;
   PerMode<int> modes;             ///< layers per recompute mode
   std::int64_t static_bytes = 0;  ///< weights, gradients, optimizer state (no reserve)
+  /// Parameters on one device (analytic models; 0 for measured ones), the tied head's copy
+  /// included, and of them the routed experts' (sharded over edp, not dp).
+  std::int64_t params = 0, expert_params = 0;
 };
 std::vector<StageInfo> stage_info(const Experiment& e, const Plan& plan);
 

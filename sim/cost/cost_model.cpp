@@ -108,8 +108,8 @@ double p2p_time_s(const HardwareSpec& hw, double bytes, bool crosses_nodes) {
   return link.latency_us * 1e-6 + bytes / (link.bandwidth_GBps * 1e9 * hw.collective_efficiency);
 }
 
-std::int64_t static_bytes(std::int64_t params, int dtype_bytes, const OptimizerSettings& opt,
-                          int dp) {
+StaticParts static_parts(std::int64_t params, int dtype_bytes, const OptimizerSettings& opt,
+                         int dp) {
   // Adam keeps m and v in fp32 (8 bytes), plus an fp32 master copy with mixed precision
   // (ZeRO paper, Rajbhandari et al. 2020, sec. 3.1: 12 bytes of optimizer state).
   // ZeRO-2 shards the gradients too, ZeRO-3 the weights as well (sec. 5.1's P_os+g, P_os+g+p).
@@ -118,9 +118,14 @@ std::int64_t static_bytes(std::int64_t params, int dtype_bytes, const OptimizerS
   const double shard = opt.zero_stage >= 1 ? std::max(dp, 1) : 1;
   const double grad_shard = opt.zero_stage >= 2 ? shard : 1;
   const double weight_shard = opt.zero_stage >= 3 ? shard : 1;
-  const double bytes = static_cast<double>(params) *
-                       (dtype_bytes / weight_shard + opt.grad_bytes / grad_shard + state / shard);
-  return static_cast<std::int64_t>(std::llround(bytes));
+  const double p = static_cast<double>(params);
+  return {p * dtype_bytes / weight_shard, p * opt.grad_bytes / grad_shard, p * state / shard};
+}
+
+std::int64_t static_bytes(std::int64_t params, int dtype_bytes, const OptimizerSettings& opt,
+                          int dp) {
+  const StaticParts parts = static_parts(params, dtype_bytes, opt, dp);
+  return static_cast<std::int64_t>(std::llround(parts.weights + parts.grads + parts.optimizer));
 }
 
 double offload_host_bytes(std::int64_t params, const OptimizerSettings& opt, int dp) {

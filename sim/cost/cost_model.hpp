@@ -466,6 +466,16 @@ inline constexpr double kOffloadGradCopyBytes = 4;
 std::int64_t static_bytes(std::int64_t params, int dtype_bytes, const OptimizerSettings& opt,
                           int dp);
 
+/// static_bytes' three terms, before its rounding: the weights (P e, over dp at stage 3),
+/// the gradients (P g, over dp from stage 2) and the optimizer state (P K (1 - F), over dp
+/// from stage 1). What a framework's memory report breaks the static bytes into
+/// (Megatron-LM's theoretical_memory_usage.py counts the three as one "bytes per parameter").
+struct StaticParts {
+  double weights = 0, grads = 0, optimizer = 0;
+};
+StaticParts static_parts(std::int64_t params, int dtype_bytes, const OptimizerSettings& opt,
+                         int dp);
+
 /// Host bytes one device's offloaded share takes: F x P / dp x kHostOffloadBytesPerParam
 /// (the dp shard as static_bytes takes it); 0 with offload off.
 double offload_host_bytes(std::int64_t params, const OptimizerSettings& opt, int dp);

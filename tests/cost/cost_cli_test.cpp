@@ -42,6 +42,15 @@ TEST(CostCli, JsonContract) {
             j["static_bytes_per_stage"][1].get<double>());
   EXPECT_GT(j["static_bytes_per_stage"][15].get<double>(),
             j["static_bytes_per_stage"][1].get<double>());
+  // What each stage's static bytes hold, adding up to them.
+  ASSERT_EQ(j["static_parts_per_stage"].size(), 16u);
+  for (std::size_t s = 0; s < 16; ++s) {
+    const nlohmann::json& p = j["static_parts_per_stage"][s];
+    EXPECT_EQ(p["weight_bytes"].get<long long>() + p["grad_bytes"].get<long long>() +
+                  p["optimizer_bytes"].get<long long>() + p["other_bytes"].get<long long>(),
+              j["static_bytes_per_stage"][s].get<long long>());
+    EXPECT_GT(p["weight_bytes"].get<long long>(), 0);
+  }
 }
 
 TEST(CostCli, OpsCarryTheirKernelClass) {
