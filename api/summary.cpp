@@ -59,6 +59,8 @@ nlohmann::json summary_json(const RunInfo& info, const SimResult& r,
                        {"busy_ms", ns_to_ms(d.busy)},
                        {"idle_ms", ns_to_ms(r.pipeline_time - d.busy)},
                        {"peak_memory_bytes", d.peak_bytes},
+                       {"peak_allocated_bytes", d.peak_allocated_bytes},
+                       {"peak_reserved_bytes", d.peak_reserved_bytes},
                        {"static_bytes", d.static_bytes},
                        {"peak_activation_bytes", d.peak_activation_bytes},
                        {"capacity_bytes", d.capacity_bytes},
@@ -123,14 +125,16 @@ std::string summary_text(const RunInfo& info, const SimResult& r, const BubbleBr
     out += "memory           " + std::to_string(over) + " of " + std::to_string(r.devices.size()) +
            " devices DO NOT FIT\n";
   out += "\n";
-  std::snprintf(buf, sizeof buf, "%4s %6s %12s %12s %12s %12s %8s %5s\n", "rank", "device",
-                "busy ms", "idle ms", "peak mem", "capacity", "in-flt", "fits");
+  std::snprintf(buf, sizeof buf, "%4s %6s %12s %12s %12s %12s %12s %12s %8s %5s\n", "rank",
+                "device", "busy ms", "idle ms", "allocated", "reserved", "peak mem", "capacity",
+                "in-flt", "fits");
   out += buf;
   for (const auto& d : r.devices) {
-    std::snprintf(buf, sizeof buf, "%4d %6d %12.3f %12.3f %12s %12s %8d %5s\n", d.rank, d.device,
-                  ns_to_ms(d.busy), ns_to_ms(r.pipeline_time - d.busy),
-                  format_gib(d.peak_bytes).c_str(), format_gib(d.capacity_bytes).c_str(),
-                  d.peak_inflight, d.fits ? "yes" : "NO");
+    std::snprintf(buf, sizeof buf, "%4d %6d %12.3f %12.3f %12s %12s %12s %12s %8d %5s\n", d.rank,
+                  d.device, ns_to_ms(d.busy), ns_to_ms(r.pipeline_time - d.busy),
+                  format_gib(d.peak_allocated_bytes).c_str(),
+                  format_gib(d.peak_reserved_bytes).c_str(), format_gib(d.peak_bytes).c_str(),
+                  format_gib(d.capacity_bytes).c_str(), d.peak_inflight, d.fits ? "yes" : "NO");
     out += buf;
   }
   if (bubbles && bubbles->ok) {

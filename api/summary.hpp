@@ -15,7 +15,8 @@ namespace bmpipe {
 /// JSON keys: schedule, pp, vpp, microbatches, the resolved layout (tp, dp,
 /// micro_batch_size, global_batch_size, partition, recompute_per_stage), iteration_time_ms,
 /// pipeline_time_ms, bubble_ratio, fits, ops_executed, devices[{rank, device, busy_ms, idle_ms,
-/// peak_memory_bytes, static_bytes, peak_activation_bytes, capacity_bytes,
+/// peak_memory_bytes, peak_allocated_bytes, peak_reserved_bytes, static_bytes,
+/// peak_activation_bytes, capacity_bytes,
 /// peak_inflight_microbatches, fits}]; on failure also error and blocked[{rank, position,
 /// op, waiting_for}]. From RunInfo's throughput inputs: tokens_per_s, mfu,
 /// tflops_per_device.

@@ -167,6 +167,7 @@ void read_device(Reader& rd, const YAML::Node& cluster, Config& c) {
   c.device.name = hw.name;
   c.device.memory_GiB = hw.memory_GiB;
   c.device.reserved_GiB = hw.reserved_GiB;
+  c.device.allocator_overhead = hw.allocator_overhead;
   if (compute) c.device.hardware = hw;
 }
 

@@ -46,7 +46,8 @@ class ConfigError : public std::runtime_error {
 struct DeviceSpec {
   std::string name = "device";
   double memory_GiB = 0.0;
-  double reserved_GiB = 0.0;  ///< taken by the framework before any tensor
+  double reserved_GiB = 0.0;        ///< taken by the framework before any tensor
+  double allocator_overhead = 0.0;  ///< HardwareSpec::allocator_overhead
   /// Compute figures for the analytic cost model: from `preset:` with any key overriding
   /// it, or from explicit peak_tflops + hbm_GBps. Empty for a device described only by
   /// its memory (enough for measured layer costs). Its links mirror cluster.intra_node /

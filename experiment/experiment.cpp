@@ -80,6 +80,7 @@ std::shared_ptr<const Experiment> prepare(const Config& config) {
     e->reserved_bytes += e->sharded_working_bytes;
   }
   e->capacity_bytes = gib_to_bytes(config.device.memory_GiB);
+  e->allocator_overhead = config.device.allocator_overhead;
   if (e->analytic) check_host_memory(*e);
   return e;
 }
@@ -287,6 +288,10 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
   out.rank_device.assign(e.rank_device.begin(), e.rank_device.end());
   out.static_bytes.assign(p, e.reserved_bytes);
   out.capacity_bytes.assign(p, e.capacity_bytes);
+  // device.reserved_GiB (the CUDA context, communication buffers) lies outside PyTorch's
+  // caching allocator; ZeRO-3's gathered working set is tensors like the rest.
+  out.outside_allocator_bytes.assign(p, e.reserved_bytes - e.sharded_working_bytes);
+  out.allocator_overhead = e.allocator_overhead;
   // The end of the iteration is one concept in two parts: each stage's dp gradient
   // reduction as buckets on the rank's communication stream (SimInput::grad_buckets), then
   // the rank's optimizer step (tail_time). Parameters per rank are gathered in tail_time's

@@ -61,6 +61,10 @@ struct Experiment {
   /// parameters x dtype bytes. 0 otherwise.
   std::int64_t sharded_working_bytes = 0;
   std::int64_t capacity_bytes = 0;  ///< per device
+  /// cluster.device.allocator_overhead: the caching allocator reserves 1 + this times the
+  /// tensors' peak (all but reserved_bytes - sharded_working_bytes, which sits outside it;
+  /// SimInput::allocator_overhead).
+  double allocator_overhead = 0.0;
 
   int num_layers() const { return layers.size(); }
   int pp() const { return config.training.pp; }

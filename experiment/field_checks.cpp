@@ -180,6 +180,7 @@ void check_values(const Config& c) {
   HardwareSpec device = c.device.hardware.value_or(HardwareSpec{});
   device.memory_GiB = c.device.memory_GiB;
   device.reserved_GiB = c.device.reserved_GiB;
+  device.allocator_overhead = c.device.allocator_overhead;
   check_table(c, "cluster.device", detail::kDeviceFields, device, c.device.hardware.has_value());
   if (c.cluster.devices_per_node > 1)
     check_table(c, "cluster.intra_node", detail::kLinkFields, c.cluster.intra_node);
@@ -507,8 +508,9 @@ void check_totals(const Config& c, std::int64_t stages) {
                     "), past the int64 clock of 2^62 ns (146 years): the times or the "
                     "micro-batches are far too large");
   }
-  const long double bytes = c.device.reserved_GiB * 1073741824.0L + load.static_bytes +
-                            m * (load.activation + 2 * load.output);
+  const long double bytes = c.device.reserved_GiB * 1073741824.0L +
+                            (1.0L + c.device.allocator_overhead) *
+                                (load.static_bytes + m * (load.activation + 2 * load.output));
   if (bytes > kClock)
     c.fail(m * load.activation > load.static_bytes ? "training.microbatches" : load.key,
            "one device could hold up to " + count_text(bytes) +

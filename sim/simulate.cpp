@@ -81,8 +81,15 @@ std::string check_input(const SimInput& in, const CompiledSchedule& cs) {
            std::to_string(p) + " ranks";
   auto sized = [&](std::size_t n) { return n == 0 || n == p; };
   if (!sized(in.static_bytes.size()) || !sized(in.capacity_bytes.size()) ||
-      !sized(in.tail_time.size()))
-    return "static_bytes, capacity_bytes and tail_time need one entry per rank (or none)";
+      !sized(in.tail_time.size()) || !sized(in.outside_allocator_bytes.size()))
+    return "static_bytes, capacity_bytes, outside_allocator_bytes and tail_time need one entry "
+           "per rank (or none)";
+  for (std::size_t r = 0; r < in.outside_allocator_bytes.size(); ++r)
+    if (in.outside_allocator_bytes[r] < 0 ||
+        in.outside_allocator_bytes[r] > (in.static_bytes.empty() ? 0 : in.static_bytes[r]))
+      return "outside_allocator_bytes must be part of the rank's static_bytes";
+  if (!(in.allocator_overhead >= 0.0 && in.allocator_overhead <= 10.0))
+    return "allocator_overhead must be in [0, 10]";
   for (const StageCost& c : in.stages)
     if (c.forward < 0 || c.backward_input < 0 || c.backward_weight < 0 || c.recompute < 0 ||
         c.activation_bytes < 0 || c.output_bytes < 0 ||
@@ -247,6 +254,8 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
   std::int64_t static_max = 0;
   for (std::int64_t x : in.static_bytes) static_max = std::max(static_max, x);
   if (!add(bytes, static_max, bytes)) return kTooBig;
+  // The allocator's overhead scales the peak (DeviceResult::peak_reserved_bytes).
+  if (static_cast<double>(bytes) * (1.0 + in.allocator_overhead) >= 9.2e18) return kTooBig;
   return {};
 }
 
@@ -716,7 +725,17 @@ SimResult collect(const SimInput& in, const CompiledSchedule& cs,
     d.static_bytes = in.static_bytes.empty() ? 0 : in.static_bytes[rank];
     d.capacity_bytes = in.capacity_bytes.empty() ? 0 : in.capacity_bytes[rank];
     d.peak_activation_bytes = st.activation_peak;
-    d.peak_bytes = d.static_bytes + st.activation_peak;
+    const std::int64_t outside =
+        in.outside_allocator_bytes.empty() ? 0 : in.outside_allocator_bytes[rank];
+    d.peak_allocated_bytes = d.static_bytes - outside + st.activation_peak;
+    // (1 + f) x the tensors' peak; exactly the tensors' peak at f = 0.
+    d.peak_reserved_bytes =
+        in.allocator_overhead > 0
+            ? d.peak_allocated_bytes +
+                  static_cast<std::int64_t>(std::llround(
+                      in.allocator_overhead * static_cast<double>(d.peak_allocated_bytes)))
+            : d.peak_allocated_bytes;
+    d.peak_bytes = outside + d.peak_reserved_bytes;
     d.peak_inflight = st.inflight_peak;
     d.fits = in.capacity_bytes.empty() || d.peak_bytes <= d.capacity_bytes;
     r.fits = r.fits && d.fits;

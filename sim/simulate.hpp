@@ -150,6 +150,14 @@ struct SimInput {
   std::vector<std::int64_t> static_bytes;
   /// Memory capacity of each rank's device.
   std::vector<std::int64_t> capacity_bytes;
+  /// Of each rank's static_bytes, what lies outside PyTorch's caching allocator (the CUDA
+  /// context, communication buffers: cluster.device.reserved_GiB). Empty: none.
+  std::vector<std::int64_t> outside_allocator_bytes;
+  /// The caching allocator's fragmentation at the peak (cluster.device.allocator_overhead):
+  /// it reserves (1 + this) x the tensors it holds. A rank's peak is then its
+  /// outside_allocator_bytes + (1 + this) x (the rest of its static bytes + its peak
+  /// activations). 0: the tensors' peak.
+  double allocator_overhead = 0.0;
   /// Work each rank does at the end of the iteration (the optimizer step), after its last
   /// pipeline op and its gradient reductions below. Empty means none.
   std::vector<Time> tail_time;
@@ -256,7 +264,15 @@ struct DeviceResult {
   Time tail_start = 0;
   std::int64_t static_bytes = 0;
   std::int64_t peak_activation_bytes = 0;
-  std::int64_t peak_bytes = 0;  ///< static + peak activations
+  /// The tensors' peak: static bytes outside SimInput::outside_allocator_bytes + peak
+  /// activations (what torch.cuda.max_memory_allocated prints).
+  std::int64_t peak_allocated_bytes = 0;
+  /// What the caching allocator reserves for them at the peak: (1 + allocator_overhead) x
+  /// peak_allocated_bytes (torch.cuda.max_memory_reserved).
+  std::int64_t peak_reserved_bytes = 0;
+  /// The device's peak: outside_allocator_bytes + peak_reserved_bytes; with no overhead,
+  /// static + peak activations. What `fits` compares with the capacity.
+  std::int64_t peak_bytes = 0;
   std::int64_t capacity_bytes = 0;
   int peak_inflight = 0;  ///< most (stage, micro-batch) activations alive at once
   bool fits = true;

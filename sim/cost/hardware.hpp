@@ -32,7 +32,11 @@ struct HardwareSpec {
   double peak_tflops = 0.0;   ///< dense fp16/bf16 tensor-core peak, 1e12 FLOP/s
   double memory_GiB = 0.0;    ///< usable HBM capacity
   double reserved_GiB = 0.0;  ///< taken by the runtime before any tensor (context, buffers)
-  double hbm_GBps = 0.0;      ///< HBM bandwidth, 1e9 bytes/s
+  /// The caching allocator's reserved bytes over the tensors it holds, less one, at the
+  /// peak: torch.cuda.max_memory_reserved = (1 + allocator_overhead) x max_memory_allocated.
+  /// 0: no fragmentation counted (the default; reserved_GiB may hold some slack instead).
+  double allocator_overhead = 0.0;
+  double hbm_GBps = 0.0;  ///< HBM bandwidth, 1e9 bytes/s
   /// Fraction of peak_tflops a forward GEMM reaches.
   double matmul_efficiency = 0.7;
   /// Same for the input-grad GEMMs (transposed operands; in a fit it also absorbs the

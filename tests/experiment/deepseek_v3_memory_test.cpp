@@ -7,6 +7,7 @@
 // docs/cost-model.md ("Memory as the frameworks measure it") explains the ones that do not.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -107,6 +108,34 @@ TEST(DeepSeekV3Memory, AnMoeLayerKeepsItsTermsAndNotTheExpertOutputs) {
   EXPECT_EQ(layer(c, "moe_decoder")["activation_bytes"]["selective"],
             norms + down_input + router_input + router + rows + swiglu + weights + shared +
                 latents + qkv + core_out);
+}
+
+// cluster.device.allocator_overhead f: simulate reports the tensors' peak (allocated, what
+// torch.cuda.max_memory_allocated prints) and what the caching allocator reserves for them
+// ((1 + f) x allocated, max_memory_reserved); the device's peak adds reserved_GiB (2 GiB on
+// the h200 preset), which lies outside the allocator. At the default 0 nothing moves.
+TEST(DeepSeekV3Memory, TheAllocatorsOverheadIsReportedAndCounted) {
+  const std::string yaml = kExamples + "h200_llama2_7b.yaml --json";
+  const nlohmann::json plain = run_json("simulate " + yaml);
+  const nlohmann::json over =
+      run_json("simulate " + yaml + " --set cluster.device.allocator_overhead=0.18");
+  constexpr long long kReserve = 2LL << 30;
+  for (std::size_t r = 0; r < plain["devices"].size(); ++r) {
+    const nlohmann::json& a = plain["devices"][r];
+    const nlohmann::json& b = over["devices"][r];
+    const long long allocated =
+        a["static_bytes"].get<long long>() - kReserve + a["peak_activation_bytes"].get<long long>();
+    EXPECT_EQ(a["peak_allocated_bytes"], allocated);
+    EXPECT_EQ(a["peak_reserved_bytes"], allocated);
+    EXPECT_EQ(a["peak_memory_bytes"], kReserve + allocated);
+    EXPECT_EQ(b["peak_allocated_bytes"], allocated);
+    const long long reserved = allocated + std::llround(0.18 * static_cast<double>(allocated));
+    EXPECT_EQ(b["peak_reserved_bytes"], reserved);
+    EXPECT_EQ(b["peak_memory_bytes"], kReserve + reserved);
+  }
+  // The text table has both columns.
+  const test::CliRun text = test::run_cli("simulate " + kExamples + "h200_llama2_7b.yaml");
+  EXPECT_NE(text.out.find("allocated     reserved     peak mem"), std::string::npos) << text.out;
 }
 
 }  // namespace deepseek_v3_memory_test

@@ -66,6 +66,44 @@ TEST(ClosedForm, StaticMemoryAddsToActivationsAndCapacityDecidesFit) {
   EXPECT_FALSE(r.fits);  // a result, not an error
 }
 
+// The caching allocator's overhead (SimInput::allocator_overhead f) scales the tensors, not
+// what lies outside the allocator: 1F1B p 2, 100 activation bytes a micro-batch, static 1000
+// of which 200 outside. Rank 0 holds 2 micro-batches: tensors 800 + 200 = 1000 (allocated),
+// reserved 1.25 x 1000 = 1250, peak 200 + 1250 = 1450. Rank 1 holds 1: 900, 1125, 1325.
+// Capacity 1450 fits rank 0 exactly; at f = 0 the peaks are 1200 and 1100, as before.
+TEST(ClosedForm, TheAllocatorsOverheadScalesTheTensorsPeak) {
+  const Schedule sch = make_1f1b(ScheduleParams{2, 4, 1});
+  const auto topo = test::one_node(2);
+  SimInput in = test::uniform_input(sch, *topo, test::Costs{1, 1, 1, 100, 0});
+  in.static_bytes = {1000, 1000};
+  in.outside_allocator_bytes = {200, 200};
+  in.capacity_bytes = {1450, 1449};
+  const SimResult plain = simulate(in, sch);
+  ASSERT_TRUE(plain.ok) << plain.error;
+  EXPECT_EQ(plain.devices[0].peak_allocated_bytes, 1000);
+  EXPECT_EQ(plain.devices[0].peak_reserved_bytes, 1000);
+  EXPECT_EQ(plain.devices[0].peak_bytes, 1200);
+  EXPECT_EQ(plain.devices[1].peak_bytes, 1100);
+  in.allocator_overhead = 0.25;
+  const SimResult r = simulate(in, sch);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.devices[0].peak_allocated_bytes, 1000);
+  EXPECT_EQ(r.devices[0].peak_reserved_bytes, 1250);
+  EXPECT_EQ(r.devices[0].peak_bytes, 1450);
+  EXPECT_TRUE(r.devices[0].fits);
+  EXPECT_EQ(r.devices[1].peak_allocated_bytes, 900);
+  EXPECT_EQ(r.devices[1].peak_reserved_bytes, 1125);
+  EXPECT_EQ(r.devices[1].peak_bytes, 1325);
+  EXPECT_TRUE(r.devices[1].fits);
+  in.capacity_bytes = {1449, 1449};  // a byte short on rank 0
+  const SimResult tight = simulate(in, sch);
+  EXPECT_FALSE(tight.devices[0].fits);
+  EXPECT_FALSE(tight.fits);
+  // Outside bytes larger than the static bytes they are part of: refused.
+  in.outside_allocator_bytes = {2000, 0};
+  EXPECT_FALSE(simulate(in, sch).ok);
+}
+
 TEST(ClosedForm, TailWorkExtendsIterationNotPipeline) {
   const Schedule sch = make_1f1b(ScheduleParams{2, 2, 1});
   const auto topo = test::one_node(2);
