@@ -695,7 +695,7 @@ double modules_freed(const LayerDims& D, const ModelShape& m, const CostSettings
   if (has_module(set, RecomputeModule::moe) && mlp == MlpKind::moe) {
     // Everything the MoE block keeps but its input (the norm's output, the router's input).
     freed += 4 * D.Tm * D.E + 12 * D.Tk + gi * D.Tg * D.h + (glu_saved + gi) * D.Tg * D.ef +
-             D.e * D.Tmax * D.h + shared_saved;
+             (D.eager ? D.e * D.Tmax * D.h : 4 * D.Tg) + shared_saved;  // saved_activations
     return freed;  // moe_act and shared_experts free parts of the same tensors
   }
   if (has_module(set, RecomputeModule::moe_act) && mlp == MlpKind::moe)

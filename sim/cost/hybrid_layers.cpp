@@ -254,7 +254,10 @@ BlockSaved block_saved(HybridKind kind, const LayerDims& D, const MambaDims& M, 
       s.saved += 4 * D.Tm * D.E + 12 * D.Tk;  // fp32 probabilities, top-k indices, weights
       s.saved += gi * D.Tg * D.h;             // the experts' gathered input rows
       s.saved += (act + gi) * D.Tg * D.ef;    // activation input; experts_down's input
-      s.saved += e * D.Tmax * D.h;            // expert outputs, for the weights' grad
+      // Megatron-Core scales the experts' activation by the router weights and keeps them
+      // (fp32, a value a row), not the experts' outputs (saved_activations in cost_model.cpp
+      // gives the sources).
+      s.saved += 4 * D.Tg;
       s.weight_grad += e * D.Hs + gi * D.Tg * (D.h + D.ef);
       if (x.shared_ffn > 0) {
         s.saved += (act + gi) * D.T * D.sf;

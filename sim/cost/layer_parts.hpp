@@ -423,7 +423,9 @@ enum class MlpKind { none, dense, moe };
 ///                   - e Ts_att rope_dim (the up projections' inputs, the norms' rstd, q,
 ///                   k, v; less k_pe, which the checkpoint keeps)
 ///   mlp             dense: 4 Ts + gi Hs + (act + gi) F (gpt: 8 Ts + gi Hs + (e + gi) F)
-///   moe             4 Tm E + 12 Tk + gi Tg h + (act + gi) Tg ef + e Tmax h + shared
+///   moe             4 Tm E + 12 Tk + gi Tg h + (act + gi) Tg ef + 4 Tg + shared (the
+///                   router weights the scaled activation keeps; eager: e Tmax h, the
+///                   experts' outputs)
 ///   moe_act         gi Tg ef (experts_down's input)
 ///   shared_experts  (act + gi) T sf (+ gi T h under FP8)
 /// with gi the GEMM input's bytes an element (low_precision_bytes under FP8, else e) and
