@@ -240,6 +240,18 @@ inline constexpr auto kDeviceFields = std::to_array<Field<HardwareSpec>>({
      .range = kFraction,
      .help = "fraction of link bandwidth collectives reach",
      .form = Form::compute},
+    {.name = "nic_efficiency",
+     .slot = &HardwareSpec::nic_efficiency,
+     .range = kFraction,
+     .help = "fraction of inter_node bandwidth an all-reduce, all-gather or reduce-scatter "
+             "reaches on each NIC; default collective_efficiency",
+     .form = Form::compute},
+    {.name = "nvls_efficiency",
+     .slot = &HardwareSpec::nvls_efficiency,
+     .range = kShare,
+     .help = "NVLink SHARP: an all-reduce's algorithm bandwidth inside the scale-up domain "
+             "as a fraction of intra_node bandwidth; 0: no NVLS",
+     .form = Form::compute},
     {.name = "kernel_launch_us",
      .slot = &HardwareSpec::kernel_launch_us,
      .range = kLatencyUs,

@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cost/collectives.hpp"
 #include "sim/cost/hardware.hpp"
 #include "sim/cost/model_shape.hpp"
 #include "sim/recompute.hpp"
@@ -360,8 +361,6 @@ LayerCost embedding_cost(const ModelShape& model, const HardwareSpec& hw,
 /// `holds_head_weights`: false when tied embeddings share the first stage's matrix (pp 1).
 LayerCost head_cost(const ModelShape& model, const HardwareSpec& hw, const CostSettings& settings,
                     bool holds_head_weights);
-
-enum class Collective { all_reduce, all_gather, reduce_scatter };
 
 /// Time of a ring (or, on a mesh node, direct) collective over `group` devices on
 /// `bytes` (the full, unsharded buffer): all-reduce moves 2(k-1)/k of it per device,

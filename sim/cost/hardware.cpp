@@ -96,6 +96,19 @@ HardwareSpec make_h200() {
   h.intra_node = {450, 5};         // NVLink 4: 900 GB/s total = 450 GB/s per direction; ~5 us NCCL
   h.inter_node = {50, 10};         // one 400 Gb/s NDR InfiniBand NIC per GPU (DGX H200); ~10 us
   h.devices_per_node = 8;          // HGX H200 8-GPU board
+  // Collectives (sim/cost/collectives.hpp). NICs: NCCL's maintainers give 46-48 GB/s of
+  // busbw per 400 Gb/s ConnectX-7 (AddyLaddy, NVIDIA/nccl-tests issues 290 and 319: "You
+  // should achieve around 48GB/s from each CX7 NIC at 400Gbps ... aggregated to achieve up
+  // to ~396GB/s with the RING protocol") and 24 per 200 Gb/s NIC (sjeaugey, nccl-tests
+  // issue 119: "24GB/s is the peak performance per 200G NIC"): 48 / 50 = 0.96.
+  h.nic_efficiency = 0.96;
+  // NVLink SHARP: Azure's ND H200 v5 nccl-tests all-reduce over 8 H200 with the NVLS
+  // algorithm (Azure/AI-benchmarking-guide 7f20e5fa3b2f9a46d8404af1f6fb14b049d6d5cc,
+  // Azure_Results/ND_H200_v5_results.md): 479.98 GB/s busbw at 8 GB = algbw
+  // 479.98 x 8 / (2 x 7) = 274.3 GB/s, 0.61 of NVLink's 450. Cross-checks: NCCL's maintainer
+  // on 8 H100, "a peak busBw of ~480GB/s (algbw ~275GB/s)" (sjeaugey, NVIDIA/nccl-tests issue
+  // 212); 215 GB/s busbw reported on 8 H800 (NVIDIA/nccl issue 1374) = 0.61 of its 200.
+  h.nvls_efficiency = 0.61;
   // Host: MLCommons inference v4.1, NVIDIA's systems/H200-SXM-141GBx8_TRT_MaxQ.json: each
   // GPU on "PCIe Gen5 x16"; "2 TB" of host memory, 32 x 64 GB DIMMs (2048 GiB), on two Xeon
   // Platinum 8480C for the 8 GPUs.
@@ -130,7 +143,9 @@ HardwareSpec make_h800() {
   // 8 GPUs on NVLink + NVSwitch, the nodes on InfiniBand; sec. 3.2.2: "IB (50 GB/s)" per
   // GPU and NVLink "160 GB/s" as achieved. 50 GB/s is the NIC's line rate (one 400 Gb/s
   // NDR port per GPU); 160 of NVLink's 200 GB/s one way is a fraction of 0.8, which this
-  // preset takes for every collective (the NICs then reach 40 GB/s).
+  // preset takes for every collective on NVLink and for the all-to-alls and transfers on
+  // the NICs (40 GB/s); the all-reduce, all-gather and reduce-scatter on the NICs keep
+  // h200's nic_efficiency (48 GB/s: the same ConnectX-7 NIC) and NVLS its 0.61 (see there).
   h.inter_node = {50, 10};
   h.collective_efficiency = 0.8;
   h.devices_per_node = 8;
@@ -184,8 +199,20 @@ HardwareSpec make_b200() {
   h.intra_node = {900, 5};
   // DGX B200: eight ConnectX-7 400 Gb/s NICs, one per GPU = 50 GB/s (DGX B200 user guide).
   h.inter_node = {50, 10};
-  h.collective_efficiency = 0.75;  // h200's NVLink busbw fraction, carried over (estimate)
-  h.devices_per_node = 8;          // HGX B200 8-GPU board
+  // NVLink busbw fraction: 0.75 of 900 GB/s = 675. Azure's ND GB200 v6 nccl-tests ring
+  // all-reduce over a tray's 4 GB200 (Azure/AI-benchmarking-guide
+  // 2a370be6de9586d365feed77e014a73f25198f4d, Azure_Results/ND_GB200_v6_results.md, "NCCL
+  // Bandwidth") reaches 679.61 GB/s busbw at 8 GB: 0.755.
+  h.collective_efficiency = 0.75;
+  // NICs: ConnectX-7 at 400 Gb/s as DGX H100 (h200's 0.96, carried over).
+  h.nic_efficiency = 0.96;
+  // NVLink SHARP: 8 B200 reported at "830+" GB/s busbw (NVIDIA/nccl issue 1807, a user's
+  // figure: algbw 830 x 8 / 14 = 474 GB/s, 0.53 of 900); NCCL's own model rates NVLS on
+  // Blackwell at 0.74 / 0.85 of Hopper's (tuning.cc, nvlsEfficiency at NVIDIA/nccl
+  // 5067397c2676d5aed50042fc39e5c8ee96eb0027): 0.61 x 0.87 = 0.53. No NVL72 figure was
+  // found: gb200 and gb300 carry it over (an estimate).
+  h.nvls_efficiency = 0.53;
+  h.devices_per_node = 8;  // HGX B200 8-GPU board
   // Host: MLCommons inference v6.0, Nebius's systems/nebius_b200_n1.json (HGX B200, 8 GPUs):
   // "PCIe Gen5 x16" per GPU, 32 x 64 GB DIMMs (2048 GiB; the file's capacity reads "1.8 TB",
   // as the OS counts it) on two Xeon Platinum 8580.
@@ -278,6 +305,8 @@ HardwareSpec make_b300() {
   // DGX B300: eight ConnectX-8 SuperNICs, 800 Gb/s per GPU = 100 GB/s (datasheet:
   // networking 1.6 TB/s for the board, twice HGX B200's).
   h.inter_node = {100, 10};
+  // nic_efficiency: b200's 0.96 carried over to ConnectX-8 (an estimate: no nccl-tests
+  // figure for it was found).
   h.devices_per_node = 8;
   // Host link: no HGX B300 host figure was found (its ConnectX-8 SuperNICs carry a PCIe
   // Gen6 switch; what the GPU's own host link runs at was not established): unknown.
@@ -334,6 +363,10 @@ HardwareSpec make_a100() {
   h.collective_efficiency = 0.75;  // NCCL all-reduce busbw ~230 of 300 GB/s
   h.intra_node = {300, 5};         // NVLink 3: 600 GB/s total = 300 GB/s per direction
   h.inter_node = {25, 10};         // DGX A100: eight 200 Gb/s HDR InfiniBand NICs, one per GPU
+  // NICs: "On an Nvidia DGX-A100 system we have 8x200Gbit/s IB cards and we measure 192GB/s
+  // AllReduce BusBW" (AddyLaddy, NVIDIA/nccl issue 812): 24 of 25 GB/s a NIC, h200's 0.96.
+  h.nic_efficiency = 0.96;
+  h.nvls_efficiency = 0;  // A100's NVSwitch (gen 2) has no NVLink SHARP
   h.devices_per_node = 8;
   // Host: MLCommons training v1.0, Inspur's systems/nf5488a5_pytorch.json (8 A100-SXM4-80GB):
   // "PCIe Gen4" per GPU (x16: 32 GB/s each way), 16 x 64 GB DDR4 (1024 GiB) on two EPYC 7713.

@@ -62,6 +62,14 @@ struct HardwareSpec {
   /// Fraction of link bandwidth a collective (all-reduce, all-gather, reduce-scatter)
   /// reaches.
   double collective_efficiency = 0.8;
+  /// Fraction of inter_node bandwidth a collective reaches on each NIC (NCCL's rings and
+  /// trees over InfiniBand run close to the line rate, NVLink's protocols further below
+  /// it). Unset: collective_efficiency. sim/cost/collectives.hpp.
+  std::optional<double> nic_efficiency;
+  /// NVLink SHARP (NVLS): the scale-up switches reduce and multicast an all-reduce (NVSwitch
+  /// of Hopper and Blackwell). Its algorithm bandwidth (bytes of the buffer a second) as a
+  /// fraction of intra_node bandwidth; 0: no NVLS (A100, Ascend). sim/cost/collectives.hpp.
+  double nvls_efficiency = 0.0;
   LinkSpec intra_node;  ///< one directed device-to-device link (the topology's unit)
   /// True when a node is a full mesh of point-to-point links (Ascend HCCS): a collective
   /// over k devices of a node drives k - 1 links at once. False for a switch (NVSwitch),
