@@ -557,11 +557,20 @@ std::vector<std::string> stage_recompute_counts(const std::vector<StageInfo>& st
 
 namespace {
 
-/// Whether the dp x cp group of pipeline rank `rank` (tp rank 0: devices base + j * tp,
-/// cp ranks then dp ranks, Megatron's "tp-cp-ep-dp-pp") spans more than one scale-up
-/// domain (the node unless cluster.scale_up_domain is larger).
-bool dp_crosses_nodes(const Experiment& e, int rank) {
-  return e.config.mesh().crosses_domain_at(MeshGroup::dp_cp, rank);
+/// Where the dp x cp group of pipeline rank `rank` lies (tp rank 0: devices base + j * tp,
+/// cp ranks then dp ranks, Megatron's "tp-cp-ep-dp-pp"): its members, and how many of them
+/// share a scale-up domain (the node unless cluster.scale_up_domain is larger) when it
+/// spans several, whose NICs its collectives then drive at once (sim/cost/collectives.hpp).
+CollectiveGroup dp_group(const Experiment& e, int rank) {
+  const ParallelMesh mesh = e.config.mesh();
+  return {e.analytic->dense_group(), mesh.members_per_domain_at(MeshGroup::dp_cp, rank)};
+}
+
+/// The same for the experts' data-parallel group (etp x ep apart, Megatron-Core's
+/// expert_data_parallel group).
+CollectiveGroup edp_group(const Experiment& e, int rank) {
+  const ParallelMesh mesh = e.config.mesh();
+  return {e.analytic->edp, mesh.members_per_domain_at(MeshGroup::edp, rank)};
 }
 
 /// The dp reduction of `params` gradients: all-reduce, or ZeRO-1's reduce-scatter, over
@@ -572,15 +581,14 @@ double grad_reduce_s(const Experiment& e, int rank, std::int64_t params) {
   const double grads = static_cast<double>(params) * a.optimizer.grad_bytes;
   return collective_time_s(
       a.hardware, a.optimizer.zero_stage >= 1 ? Collective::reduce_scatter : Collective::all_reduce,
-      a.dense_group(), grads, dp_crosses_nodes(e, rank));
+      dp_group(e, rank), grads);
 }
 
 /// ZeRO-1's all-gather of the `params` updated parameters.
 double param_gather_s(const Experiment& e, int rank, std::int64_t params) {
   const AnalyticCosts& a = *e.analytic;
-  return collective_time_s(a.hardware, Collective::all_gather, a.dense_group(),
-                           static_cast<double>(params) * a.settings.dtype_bytes,
-                           dp_crosses_nodes(e, rank));
+  return collective_time_s(a.hardware, Collective::all_gather, dp_group(e, rank),
+                           static_cast<double>(params) * a.settings.dtype_bytes);
 }
 
 }  // namespace
@@ -591,14 +599,14 @@ Time stage_grad_reduce_time(const Experiment& e, int rank, std::int64_t params,
   if (e.analytic && e.analytic->optimizer.zero_stage >= 3) return 0;
   if (expert_params > 0 && e.analytic) {
     // Dense gradients over dp, then the experts' over edp (Megatron-Core's
-    // expert_data_parallel group), on the same stream one after the other. The edp group
-    // is taken to cross nodes when the dp group does.
+    // expert_data_parallel group), on the same stream one after the other, each on the
+    // links its own members reach.
     const AnalyticCosts& a = *e.analytic;
     const double dense = grad_reduce_s(e, rank, params - expert_params);
     const double experts = collective_time_s(
         a.hardware,
-        a.optimizer.zero_stage >= 1 ? Collective::reduce_scatter : Collective::all_reduce, a.edp,
-        static_cast<double>(expert_params) * a.optimizer.grad_bytes, dp_crosses_nodes(e, rank));
+        a.optimizer.zero_stage >= 1 ? Collective::reduce_scatter : Collective::all_reduce,
+        edp_group(e, rank), static_cast<double>(expert_params) * a.optimizer.grad_bytes);
     return s_to_ns(dense + experts);
   }
   if (!e.analytic || e.analytic->dense_group() <= 1) return 0;
@@ -619,9 +627,9 @@ Time optimizer_tail_time(const Experiment& e, int rank, std::int64_t params,
         optimizer_step_s(expert_params, a.settings.dtype_bytes, a.optimizer, a.edp, a.hardware);
     if (gathers) {
       if (a.dense_group() > 1) gather_dense = param_gather_s(e, rank, dense);
-      gather_experts = collective_time_s(
-          a.hardware, Collective::all_gather, a.edp,
-          static_cast<double>(expert_params) * a.settings.dtype_bytes, dp_crosses_nodes(e, rank));
+      gather_experts =
+          collective_time_s(a.hardware, Collective::all_gather, edp_group(e, rank),
+                            static_cast<double>(expert_params) * a.settings.dtype_bytes);
     }
   } else {
     step =

@@ -118,6 +118,8 @@ AnalyticCosts analytic_costs(const Config& c) {
     a.settings.param_shard_dp = mesh.size(MeshGroup::dp_cp);  // Megatron shards over dp x cp
     a.settings.param_shard_edp = a.edp;
     a.settings.dp_crosses_nodes = mesh.crosses_domain(MeshGroup::dp_cp);
+    a.settings.param_shard_dp_per_domain = mesh.members_per_domain(MeshGroup::dp_cp);
+    a.settings.param_shard_edp_per_domain = mesh.members_per_domain(MeshGroup::edp);
   }
   const ModelShape& m = *c.model.shape;
   if (m.is_hybrid()) {

@@ -140,6 +140,17 @@ class ParallelMesh {
     const long long last = first + static_cast<long long>(size(g) - 1) * stride(g);
     return first / domain_ != last / domain_;
   }
+  /// A group's members in one scale-up domain, for the hierarchical collectives
+  /// (sim/cost/collectives.hpp): all of them when the group stays inside a domain
+  /// (!crosses_domain), else the members its stride fits in a domain: domain / stride, at
+  /// least 1 (a dp group of tp-strided ranks over 8-GPU nodes at tp 2: 4 a node).
+  int members_per_domain(MeshGroup g) const {
+    return crosses_domain(g) ? spread_per_domain(g) : size(g);
+  }
+  /// The same for the group of pipeline rank `rank`'s first device (crosses_domain_at).
+  int members_per_domain_at(MeshGroup g, int rank) const {
+    return crosses_domain_at(g, rank) ? spread_per_domain(g) : size(g);
+  }
   /// The ep ranks one domain holds, as DeepEP counts them: a domain's devices over etp,
   /// at least 1 and at most ep.
   int ep_per_domain() const {
@@ -151,6 +162,12 @@ class ParallelMesh {
   std::optional<MeshViolation> expert_violation() const;
 
  private:
+  /// Members per domain of a group that leaves it: domain / stride, within 1..size.
+  int spread_per_domain(MeshGroup g) const {
+    const int per = domain_ / stride(g);
+    return per < 1 ? 1 : (per > size(g) ? size(g) : per);
+  }
+
   int tp_, cp_, ep_, etp_, pp_, dp_, domain_;
 };
 

@@ -33,17 +33,16 @@ const char* kernel_class_name(KernelClass kind) {
   return "memory";
 }
 
+double collective_time_s(const HardwareSpec& hw, Collective kind, const CollectiveGroup& group,
+                         double bytes) {
+  return choose_collective(hw, kind, group, bytes).time_s;
+}
+
 double collective_time_s(const HardwareSpec& hw, Collective kind, int group, double bytes,
                          bool crosses_nodes) {
-  if (group <= 1 || bytes <= 0) return 0.0;
-  const double k = group;
-  const LinkSpec& link = crosses_nodes ? hw.inter_node : hw.intra_node;
-  // A mesh node drives all k-1 peer links at once; a switched node or the NIC has one.
-  const double lanes = (!crosses_nodes && hw.intra_node_mesh) ? k - 1 : 1.0;
-  const double bw = link.bandwidth_GBps * 1e9 * lanes * hw.collective_efficiency;
-  const double fraction = (kind == Collective::all_reduce ? 2.0 : 1.0) * (k - 1) / k;
-  const double steps = (kind == Collective::all_reduce ? 2.0 : 1.0) * (k - 1);
-  return fraction * bytes / bw + steps * link.latency_us * 1e-6;
+  return collective_time_s(
+      hw, kind, crosses_nodes ? CollectiveGroup::spread(group) : CollectiveGroup::inside(group),
+      bytes);
 }
 
 double all_to_all_time_s(const HardwareSpec& hw, int group, double bytes, bool crosses_nodes) {
@@ -163,11 +162,15 @@ void add_param_sharding_comm(LayerCost& c, const HardwareSpec& hw, const CostSet
   // forward and backward prefetch of one module on separate streams) read, not copied.
   const double dense = static_cast<double>(c.param_count - c.expert_param_count);
   const double experts = static_cast<double>(c.expert_param_count);
+  // Where the groups lie: as stated, or (0) inside a domain or one member a domain.
+  const auto group = [&](int size, int per_domain) {
+    return CollectiveGroup{size, per_domain > 0 ? per_domain : st.dp_crosses_nodes ? 1 : size};
+  };
+  const CollectiveGroup dp = group(st.param_shard_dp, st.param_shard_dp_per_domain);
+  const CollectiveGroup edp = group(st.param_shard_edp, st.param_shard_edp_per_domain);
   const auto both = [&](Collective kind, double bytes_per_param) {
-    return collective_time_s(hw, kind, st.param_shard_dp, dense * bytes_per_param,
-                             st.dp_crosses_nodes) +
-           collective_time_s(hw, kind, st.param_shard_edp, experts * bytes_per_param,
-                             st.dp_crosses_nodes);
+    return collective_time_s(hw, kind, dp, dense * bytes_per_param) +
+           collective_time_s(hw, kind, edp, experts * bytes_per_param);
   };
   const double ag = both(Collective::all_gather, st.dtype_bytes);
   const double rs = both(Collective::reduce_scatter, st.grad_bytes);

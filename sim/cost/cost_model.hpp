@@ -145,6 +145,11 @@ struct CostSettings {
   int param_shard_edp = 1;
   /// The dp group leaves the scale-up domain: those collectives run over the NICs.
   bool dp_crosses_nodes = false;
+  /// Members of the dp x cp (edp) group in one scale-up domain, for the hierarchical
+  /// collectives (sim/cost/collectives.hpp); 0: all of them, or one a domain when
+  /// dp_crosses_nodes.
+  int param_shard_dp_per_domain = 0;
+  int param_shard_edp_per_domain = 0;
 
   /// Context parallelism (Megatron-LM's --context-parallel-size): each of the cp ranks of
   /// a sequence holds seq_length / cp of its tokens, with the load-balanced causal split of
@@ -362,9 +367,15 @@ LayerCost embedding_cost(const ModelShape& model, const HardwareSpec& hw,
 LayerCost head_cost(const ModelShape& model, const HardwareSpec& hw, const CostSettings& settings,
                     bool holds_head_weights);
 
-/// Time of a ring (or, on a mesh node, direct) collective over `group` devices on
-/// `bytes` (the full, unsharded buffer): all-reduce moves 2(k-1)/k of it per device,
-/// all-gather and reduce-scatter (k-1)/k. `crosses_nodes` selects the NIC bandwidth.
+/// Time of `kind` over `group` on `bytes` (the full, unsharded buffer) by the algorithm
+/// NCCL would pick (sim/cost/collectives.hpp: ring, tree, NVLS, NVLS-tree; hierarchical
+/// when the group spans scale-up domains, its members per domain driving their NICs at
+/// once).
+double collective_time_s(const HardwareSpec& hw, Collective kind, const CollectiveGroup& group,
+                         double bytes);
+/// The same for a caller that only knows whether the group leaves the scale-up domain:
+/// inside it (CollectiveGroup::inside) or, when `crosses_nodes`, one member a domain
+/// (CollectiveGroup::spread: every step on the NIC, as a group of tp-strided dp ranks).
 double collective_time_s(const HardwareSpec& hw, Collective kind, int group, double bytes,
                          bool crosses_nodes);
 

@@ -90,7 +90,11 @@ HardwareSpec make_h200() {
   // on DGX-H100 (configs/calibration/h100_nemo_*.yaml, each citing its row), least squares
   // of the relative iteration-time error on a 0.01 grid. At 1 (the bf16 fraction carried
   // over) every row read 10-16 % fast; at 0.79 the rows read +0.9, -0.6, +3.1, -5.4 and
-  // +0.7 %. tests/cost/h100_nemo_runs_test.cpp pins both the rows and the minimum.
+  // +0.7 %. tests/cost/h100_nemo_runs_test.cpp pins both the rows and the minimum. Since
+  // the collectives run by algorithm over the NICs a dp group drives
+  // (sim/cost/collectives.hpp) the rows read +0.9, -0.6, -3.5, -5.4 and -2.4 % and their
+  // minimum is at 0.76; not refitted, since 0.76 takes the fidelity table's Hopper FP8 rows
+  // (bench/fidelity, which read slow) past its 10 % bound: the test says so.
   h.fp8_matmul_scale = 0.79;
   h.collective_efficiency = 0.75;  // NCCL busbw on NVLink4 reaches ~340 of 450 GB/s
   h.intra_node = {450, 5};         // NVLink 4: 900 GB/s total = 450 GB/s per direction; ~5 us NCCL

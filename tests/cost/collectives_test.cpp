@@ -211,6 +211,26 @@ TEST(Collectives, ReproducesPublishedNcclTestsFigures) {
   EXPECT_NEAR(all_reduce_busbw_GBps(kGiB8, two.time_s, 16), 470.0, 0.10 * 470.0);
 }
 
+TEST(Collectives, TheCostModelTakesNcclsChoice) {
+  const HardwareSpec hw = round_links();
+  for (const double bytes : {1e3, 31.5e6, 1e9}) {
+    // Where the group lies, as the dp callers say it.
+    EXPECT_DOUBLE_EQ(collective_time_s(hw, Collective::all_reduce, {32, 8}, bytes),
+                     choose_collective(hw, Collective::all_reduce, {32, 8}, bytes).time_s);
+    // A caller that only knows whether the group leaves the domain: inside it, or one
+    // member a domain.
+    EXPECT_DOUBLE_EQ(
+        collective_time_s(hw, Collective::all_reduce, 8, bytes, false),
+        choose_collective(hw, Collective::all_reduce, CollectiveGroup::inside(8), bytes).time_s);
+    EXPECT_DOUBLE_EQ(
+        collective_time_s(hw, Collective::reduce_scatter, 8, bytes, true),
+        choose_collective(hw, Collective::reduce_scatter, CollectiveGroup::spread(8), bytes)
+            .time_s);
+  }
+  // By hand: an all-gather inside a node is the ring, 7/8 x 1 GB / 100 GB/s + 7 x 2 us.
+  EXPECT_NEAR(collective_time_s(hw, Collective::all_gather, 8, 1e9, false), 8.764e-3, 1e-12);
+}
+
 TEST(Collectives, GroupClampsItsMembersPerDomain) {
   EXPECT_EQ((CollectiveGroup{32, 8}).domains(), 4);
   EXPECT_EQ((CollectiveGroup{32, 0}).members_per_domain(), 1);

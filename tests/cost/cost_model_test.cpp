@@ -339,7 +339,14 @@ TEST(CostModel, DpTailCrossesNodesOnlyWhenTheGroupDoes) {
   wide.cluster.devices_per_node = 4;  // now the dp group of 8 spans two nodes (NICs)
   wide.cluster.nodes = 4;
   const Time across = stage_grad_reduce_time(*prepare(wide), 0, 1'000'000'000);
-  EXPECT_GT(across, 5 * in_node);
+  // In a node: NVLink SHARP (sim/cost/collectives.hpp), 4e9 bytes / (450 GB/s x 0.61) +
+  // 6 x 5 us. Across two nodes of 4: NVLS inside each, then the tree over the two nodes on
+  // 4 NICs a node (each carries 1/4 of the buffer, at 50 x 0.96 GB/s), at 0.92:
+  // 4e9 / (min(274.5, 4 x 48) x 0.92 GB/s) + 30 us + 2 x 1 x 10 us. (Before the
+  // hierarchical model the 8 ran one ring at one NIC's 37.5 GB/s: over 5 x in_node.)
+  EXPECT_EQ(in_node, s_to_ns(4e9 / (450e9 * 0.61) + 30e-6));
+  EXPECT_EQ(across, s_to_ns(4e9 / (192e9 * 0.92) + 50e-6));
+  EXPECT_GT(across, in_node);
   Config zero = c;
   zero.training.optimizer.zero_stage = 1;
   // ZeRO-1 reduce-scatters: half of an all-reduce's traffic.

@@ -62,19 +62,28 @@ TEST(Fidelity, ErrorsStayWithinWhatTheKernelModelReached) {
   // 19.7 %); gpt-oss recomputes layernorm and moe_act, cheaper than the core it was charged,
   // and its rows read faster still (blackwell moe bf16 23.8 -> 24.5 %, hopper moe bf16 33.2
   // -> 33.9 %). All 11.9 -> 11.8 %.
-  const std::map<std::string, double> bound = {{"blackwell dense fp8cs", 0.049},
+  // The collective model by algorithm (sim/cost/collectives.hpp) loosened four more: dp groups
+  // with several members a node now drive that many NICs (8 x 48 GB/s, not one NIC's 37.5 or
+  // 75), dp all-reduces inside a node take NVLink SHARP, so the dp tails shrank; rows that
+  // read fast read faster. Before -> after: blackwell dense fp8cs 4.4 -> 5.3 % (Llama 3.1 405B
+  // on 128 B200, dp 2 over 8-GPU nodes, +0.2 -> -5.9 %), blackwell moe bf16 23.8 -> 26.6 %
+  // (gpt-oss 120B on 64 B200, -26.7 -> -35.1 %), blackwell-ultra moe fp8mx 20.3 -> 20.9 %
+  // (gpt-oss on b300 -42.3 -> -48.2 %, DeepSeek-V3 on gb300 +14.2 -> +10.3 %), hopper moe
+  // bf16 33.2 -> 34.0 %. The collectives' figures are nccl-tests' (collectives_test.cpp);
+  // what the MoE rows lack is the MoE blocks' kernels (above), so the bounds follow.
+  const std::map<std::string, double> bound = {{"blackwell dense fp8cs", 0.058},
                                                {"blackwell dense fp8mx", 0.065},
                                                {"blackwell dense nvfp4", 0.066},
-                                               {"blackwell moe bf16", 0.251},
-                                               {"blackwell moe fp8mx", 0.181},
+                                               {"blackwell moe bf16", 0.271},
+                                               {"blackwell moe fp8mx", 0.186},
                                                {"blackwell-ultra dense fp8cs", 0.043},
                                                {"blackwell-ultra dense fp8mx", 0.067},
                                                {"blackwell-ultra dense nvfp4", 0.006},
-                                               {"blackwell-ultra moe bf16", 0.253},
-                                               {"blackwell-ultra moe fp8mx", 0.202},
+                                               {"blackwell-ultra moe bf16", 0.262},
+                                               {"blackwell-ultra moe fp8mx", 0.214},
                                                {"hopper dense fp8cs", 0.096},
-                                               {"hopper moe bf16", 0.344},
-                                               {"all", 0.123}};
+                                               {"hopper moe bf16", 0.345},
+                                               {"all", 0.124}};
   ASSERT_EQ(groups.size(), bound.size());
   for (const fidelity::GroupSummary& g : groups) {
     ASSERT_TRUE(bound.count(g.group)) << g.group;

@@ -147,11 +147,16 @@ TEST(MoeConfig, ExpertGradientsReduceOverEdp) {
   const Config c = load_config(kExamples + "h100_mixtral_8x7b_ep8.yaml", {});
   const auto e = prepare(c);
   const HardwareSpec& hw = e->analytic->hardware;
-  // ZeRO-1: reduce-scatters. Rank 0's dp group (devices 0, 1, ..., 15) crosses nodes.
-  const double dense =
-      collective_time_s(hw, Collective::reduce_scatter, 16, 1e9 * 4, /*crosses_nodes=*/true);
-  const double experts =
-      collective_time_s(hw, Collective::reduce_scatter, 2, 5e8 * 4, /*crosses_nodes=*/true);
+  // ZeRO-1: reduce-scatters. Rank 0's dp group (devices 0, 1, ..., 15) spans two nodes
+  // of 8: hierarchical (sim/cost/collectives.hpp), its 8 members a node driving their 8
+  // NICs: 15/16 x 4e9 bytes / min(8 x 50 x 0.96, 450 x 0.75 x 8/7 GB/s) + 14 x 5 us on
+  // NVLink + 1 x 10 us across = 9.765625 ms + 80 us. (Before the hierarchical model the
+  // whole ring ran at one NIC's 37.5 GB/s: 100 ms.) The edp group's two members are etp x
+  // ep = 8 devices apart: one a node, on one NIC each: 1/2 x 2e9 / 48e9 + 10 us.
+  const double dense = collective_time_s(hw, Collective::reduce_scatter, {16, 8}, 1e9 * 4);
+  EXPECT_NEAR(dense, 15.0 / 16 * 4e9 / 384e9 + 80e-6, 1e-12);
+  const double experts = collective_time_s(hw, Collective::reduce_scatter, {2, 1}, 5e8 * 4);
+  EXPECT_NEAR(experts, 0.5 * 2e9 / 48e9 + 10e-6, 1e-12);
   EXPECT_EQ(stage_grad_reduce_time(*e, 0, 1'500'000'000, 500'000'000), s_to_ns(dense + experts));
   // Without experts, the dense path as before.
   EXPECT_EQ(stage_grad_reduce_time(*e, 0, 1'000'000'000, 0), s_to_ns(dense));

@@ -40,6 +40,11 @@ HardwareSpec round_links() {
   hw.inter_node = {25, 10};
   hw.intra_node_mesh = false;
   hw.collective_efficiency = 1.0;
+  // The preset's own NIC fraction (nic_efficiency, read by the collectives since
+  // sim/cost/collectives.hpp) would otherwise stand for the NIC: all of it here too.
+  hw.nic_efficiency = 1.0;
+  // No NVLink SHARP: these tests work the ring out by hand.
+  hw.nvls_efficiency = 0;
   return hw;
 }
 

@@ -235,7 +235,9 @@ TEST(GradOverlap, OneStagePerRankHidesBehindItsOwnLastBackward) {
 TEST(GradOverlap, SlowLinksTendToTheWholeReductionAsTail) {
   // Collectives at 1e-4 of NVLink (45 MB/s) while the pipeline's transfers keep the full
   // link: each reduction takes seconds, far longer than the pipeline.
-  const std::string slow = "device: {preset: h200, collective_efficiency: 0.0001}";
+  // (NVLink SHARP off: its bandwidth is nvls_efficiency's, not collective_efficiency's.)
+  const std::string slow =
+      "device: {preset: h200, collective_efficiency: 0.0001, nvls_efficiency: 0}";
   const Outcome on = run(test::with("device: {preset: h200}", slow, config(kOverlap)));
   const Outcome off = run(test::with("device: {preset: h200}", slow, config()));
   ASSERT_GT(off.result.iteration_time, 20 * off.result.pipeline_time);

@@ -92,6 +92,25 @@ TEST(ParallelMesh, TheDpGroupOfOnePipelineRank) {
   EXPECT_FALSE(ParallelMesh(s, 32, 4).crosses_domain_at(MeshGroup::tp, 1));
 }
 
+// Members of a group in one domain, for the hierarchical collectives: the dp group of
+// tp-strided ranks fits domain / tp of them in a domain.
+TEST(ParallelMesh, MembersPerDomain) {
+  // tp 2, pp 4 on 32 devices: dp 4, 2 apart. Nodes of 8: all 4 in one; nodes of 4: 2 a node.
+  const MeshSizes s = sizes(2, 1, 1, 1, 4);
+  EXPECT_EQ(ParallelMesh(s, 32, 8).members_per_domain(MeshGroup::dp_cp), 4);
+  EXPECT_EQ(ParallelMesh(s, 32, 4).members_per_domain(MeshGroup::dp_cp), 2);
+  EXPECT_EQ(ParallelMesh(s, 32, 4).members_per_domain_at(MeshGroup::dp_cp, 1), 2);
+  EXPECT_EQ(ParallelMesh(s, 32, 8).members_per_domain_at(MeshGroup::dp_cp, 1), 4);
+  // tp 8, pp 1 on 64 devices of 8-GPU nodes: dp 8, one a node; tp 1: dp 64, 8 a node.
+  EXPECT_EQ(ParallelMesh(sizes(8, 1, 1, 1, 1), 64, 8).members_per_domain(MeshGroup::dp_cp), 1);
+  EXPECT_EQ(ParallelMesh(sizes(1, 1, 1, 1, 1), 64, 8).members_per_domain(MeshGroup::dp_cp), 8);
+  // Experts: etp 1, ep 8 on 16 devices (tp 1, dp 16): edp 2, 8 apart, one a node of 8.
+  const ParallelMesh moe(sizes(1, 1, 8, 1, 1), 16, 8);
+  EXPECT_EQ(moe.edp(), 2);
+  EXPECT_EQ(moe.members_per_domain(MeshGroup::edp), 1);
+  EXPECT_EQ(moe.members_per_domain(MeshGroup::tp), 1);
+}
+
 TEST(ParallelMesh, AGivenDpIsKept) {
   const ParallelMesh m(sizes(2, 2, 1, 1, 2, 4), 32, 8);
   EXPECT_EQ(m.dp(), 4);
@@ -221,6 +240,9 @@ TEST(ParallelMesh, TheConfigsMeshIsTheOneTheCostsRead) {
   EXPECT_EQ(a.settings.param_shard_dp, 16);
   EXPECT_EQ(a.settings.param_shard_edp, 8);
   EXPECT_TRUE(a.settings.dp_crosses_nodes);
+  // ... 4 of them a node (tp 2 apart), edp's 8 members etp x ep = 4 apart: 2 a node.
+  EXPECT_EQ(a.settings.param_shard_dp_per_domain, 4);
+  EXPECT_EQ(a.settings.param_shard_edp_per_domain, 2);
   EXPECT_EQ(e->rank_device, (std::vector<int>{0, 32}));
 }
 
