@@ -2,7 +2,7 @@
 # Installs what bmpipe needs to build and test on Debian 12, as root. Safe to run again.
 set -euo pipefail
 packages=(g++ cmake make libboost-graph-dev libboost-program-options-dev libyaml-cpp-dev
-          nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev librsvg2-bin libtbb-dev
+          nlohmann-json3-dev libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev librsvg2-bin libtbb-dev
           libopenmpi-dev openmpi-bin pybind11-dev python3-dev python3-pytest clang-14
           libclang-rt-14-dev chromium)
 missing=()
