@@ -60,6 +60,16 @@ ImportOutcome run_import(const ImportRequest& r) {
     // counts_devices: the job's parallel settings say how many devices it runs on, every
     // dimension of them (context parallelism too: dp is what is left of the world after
     // tp x cp x pp). What the cluster then refuses is those settings', not an option's.
+    // A job that takes the devices left over (torchtitan's data_parallel_shard_degree -1)
+    // does not say how many it runs on.
+    if (!job.dp) {
+      const auto it = job.origin.find("training.dp");
+      const Origin o = it != job.origin.end() ? it->second : Origin{};
+      throw ImportError(o.file, o.line, o.column, o.key,
+                        "the job takes the devices left over (" + o.why +
+                            "), so it does not say how many it runs on: give --devices N "
+                            "with --preset, or --cluster FILE");
+    }
     const long long cp = job.cp.value_or(1);
     const long long devices = static_cast<long long>(job.dp.value_or(1)) * job.tp * cp * job.pp;
     const auto it = job.origin.find("training.dp");

@@ -7,6 +7,7 @@
 #include "frameworks/megatron/import.hpp"
 #include "frameworks/mindformers/import.hpp"
 #include "frameworks/profile/import.hpp"
+#include "frameworks/torchtitan/import.hpp"
 
 namespace bmpipe {
 
@@ -21,6 +22,11 @@ constexpr std::array kImporters = {
              read_megatron_args},
     Importer{"mindformers", "YAML", "a MindFormers training config (Llama family)",
              read_mindformers_yaml, false, true},
+    Importer{"torchtitan", "TOML",
+             "a torchtitan job TOML (its form up to v0.2.2; llama3 and\n"
+             "deepseek_v3 flavors); data_parallel_shard_degree -1 takes\n"
+             "what --devices leaves",
+             read_torchtitan_toml, false, true},
     Importer{"profile", "CSV",
              "measured per-layer costs, one row per run of identical layers\n"
              "(columns: see docs/import.md)",

@@ -140,6 +140,12 @@ TEST(Layering, OnlyTheExecutableParsesCommandLinesAndOnlyItsDriverCallsMpi) {
   EXPECT_FALSE(files_containing("boost/program_options").empty());  // the check can see them
 }
 
+TEST(Layering, OnlyTheTorchTitanImporterReadsToml) {
+  // README's dependency table: toml++ is there for torchtitan's job TOML, in one file.
+  EXPECT_EQ(files_containing("#include <toml++/toml.h>"),
+            std::set<std::string>{"frameworks/torchtitan/import.cpp"});
+}
+
 TEST(Layering, TheEngineLinksNoParserOrJsonLibrary) {
   // sim/ (the engine and the cost model) may not include yaml-cpp or nlohmann-json (the CMake
   // targets do not link them): HF config.json files are read in frameworks/hf.
