@@ -221,9 +221,13 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
                               config.model.shape->architecture == Architecture::llama &&
                               config.training.kernel_set() == Kernels::eager;
   std::shared_ptr<const Experiment> framework_experiment = experiment;
-  if (refits_kernels) {
-    Config fused = config;
-    fused.training.kernels = "fused";
+  // What the text cannot say of the job (Exporter::restated): the framework runs the job its
+  // text states, and that is the time quoted.
+  std::vector<std::string> dropped;
+  const Config stated = exporter.restated ? exporter.restated(config, dropped) : config;
+  if (refits_kernels || !dropped.empty()) {
+    Config fused = stated;
+    if (refits_kernels) fused.training.kernels = "fused";
     framework_experiment = prepare(fused);
   }
   const ScheduleInfo& info =
@@ -320,34 +324,38 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   // The text's own caveats (MindFormers' selective operators, stages without layers) hold
   // even when the time is the config's.
   for (const std::string& n : chosen.caveats) notes.push_back(n);
+  // What the text drops is said whether or not it changes the time.
+  for (const std::string& d : dropped) notes.push_back("Not stated: " + d);
   out.notes = notes;
 
   const RunInfo run_info = make_run_info(e, plan, own);
   // The mesh's sizes as one (ParallelMesh): dp and the devices derived once.
-  const ParallelMesh mesh = config.mesh();
+  const ParallelMesh mesh = stated.mesh();
   ExportJob job;
   job.tp = mesh.tp();
   job.dp = mesh.dp();
   job.micro_batch_size = run_info.micro_batch_size;
   job.microbatches = own.num_microbatches;
-  job.sequence_parallel = config.training.sequence_parallel;
-  job.tp_comm_overlap = config.training.tp_comm_overlap;
+  job.sequence_parallel = stated.training.sequence_parallel;
+  job.tp_comm_overlap = stated.training.tp_comm_overlap;
   job.devices = mesh.devices();
-  job.shape = config.model.shape;
+  job.shape = stated.model.shape;
   job.ep = mesh.ep();
   job.etp = mesh.etp();
-  job.zero_stage = config.training.optimizer.zero_stage;
-  job.overlap_param_gather = config.training.optimizer.overlap_param_gather;
-  job.offload_fraction = config.training.optimizer.offload_fraction;
-  job.overlap_grad_reduce = config.training.optimizer.overlap_grad_reduce;
-  job.moe_overlap = config.training.moe_overlap;
-  job.deepep = config.training.dispatcher() == MoeDispatcher::deepep;
+  job.zero_stage = stated.training.optimizer.zero_stage;
+  job.overlap_param_gather = stated.training.optimizer.overlap_param_gather;
+  job.offload_fraction = stated.training.optimizer.offload_fraction;
+  job.overlap_grad_reduce = stated.training.optimizer.overlap_grad_reduce;
+  job.moe_overlap = stated.training.moe_overlap;
+  job.deepep = stated.training.dispatcher() == MoeDispatcher::deepep;
   job.cp = mesh.cp();
-  job.cp_comm_type = config.training.cp_comm_type;
-  job.fp8 = config.training.fp8;
-  job.fp8_recipe = config.training.fp8_recipe;
-  job.cuda_graphs = config.training.cuda_graphs;
-  job.recompute_modules = config.training.recompute_modules;
+  job.cp_comm_type = stated.training.cp_comm_type;
+  job.fp8 = stated.training.fp8;
+  job.fp8_recipe = stated.training.fp8_recipe;
+  job.cuda_graphs = stated.training.cuda_graphs;
+  job.seq_length = stated.training.seq_length.value_or(0);
+  job.fused_kernels = stated.training.kernel_set() == Kernels::fused;
+  job.recompute_modules = stated.training.recompute_modules;
 
   std::string text = "# bmpipe export " + format + " of " + config.file + "\n";
   text += "# " + framework + " runs this with " + schedule_words(out.schedule, out.vpp) + ": " +

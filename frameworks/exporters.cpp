@@ -7,6 +7,9 @@
 #include "frameworks/megatron/schedules.hpp"
 #include "frameworks/mindformers/export.hpp"
 #include "frameworks/mindformers/schedules.hpp"
+#include "frameworks/torchtitan/export.hpp"
+#include "frameworks/torchtitan/formats.hpp"
+#include "schedules/registry.hpp"
 
 namespace bmpipe {
 
@@ -83,6 +86,39 @@ ExportStatement mindformers_statement(const ExportLayout& layout) {
   return s;
 }
 
+// torchtitan: the schedules torch.distributed.pipelining names (frameworks/torchtitan/
+// formats.hpp); a plan on another runs as the one of its placement: V schedules as
+// ZBVZeroBubble, looped ones as Interleaved1F1B, the rest as 1F1B. Its job TOML.
+
+bool torchtitan_runs(std::string_view schedule) {
+  return !torchtitan_schedule_name(schedule).empty();
+}
+
+std::string_view torchtitan_runs_as(std::string_view schedule, int vpp) {
+  const ScheduleInfo* info = find_schedule(schedule);
+  if (info && info->placement == Placement::kV)
+    return torchtitan_runs(schedule) ? schedule : "zb-v";
+  if (vpp > 1) return "interleaved";
+  if (schedule == "gpipe") return "gpipe";
+  return "1f1b";
+}
+
+std::string torchtitan_not_run(std::string_view schedule) {
+  return "torchtitan does not run " + std::string(schedule) +
+         " (it runs 1F1B, Interleaved1F1B, GPipe, ZBVZeroBubble and DualPipeV)";
+}
+
+ExportStatement torchtitan_statement(const ExportLayout& layout) {
+  TorchTitanExport x = torchtitan_plan(layout);
+  ExportStatement s;
+  s.expressed = x.expressed;
+  if (!x.exact) s.inexact = x.note;
+  s.write = [x = std::move(x)](const ExportJob& job, std::string_view schedule) {
+    return torchtitan_job_toml(x, job, schedule);
+  };
+  return s;
+}
+
 const std::array kExporters = {
     Exporter{.name = "megatron",
              .framework = "Megatron-LM",
@@ -108,6 +144,18 @@ const std::array kExporters = {
              // Its per-stage recompute and select_recompute lists state Megatron-LM's rules too.
              .recompute_rules = megatron_recompute_choices,
              .recompute_stated = RecomputeStated::first_n},
+    Exporter{.name = "torchtitan",
+             .framework = "torchtitan",
+             .words = "TOML keys",
+             .runs = torchtitan_runs,
+             .runs_as = torchtitan_runs_as,
+             .not_run = torchtitan_not_run,
+             .refusal = torchtitan_refusal,
+             .state = torchtitan_statement,
+             .states = torchtitan_states,
+             .recompute_rules = torchtitan_recompute_choices,
+             .recompute_stated = RecomputeStated::one_rule,
+             .restated = torchtitan_restated},
 };
 
 }  // namespace

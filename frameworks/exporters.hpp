@@ -65,6 +65,10 @@ struct Exporter {
       nullptr;
   /// The plans its text states, as the planner searches them.
   RecomputeStated recompute_stated = RecomputeStated::one_rule;
+  /// The config as its text states it, where the text cannot say some of the job: those
+  /// settings set to what the framework runs instead, one sentence each in `dropped`. The
+  /// export then quotes the time of the job its text states (none: the config itself).
+  Config (*restated)(const Config& config, std::vector<std::string>& dropped) = nullptr;
 };
 
 /// The exporters, in the order --help lists them.

@@ -76,6 +76,10 @@ struct ExportJob {
   std::string cuda_graphs;
   /// training.recompute_modules as the config gives it (what selective recompute re-runs).
   std::string recompute_modules = "core_attn";
+  /// training.seq_length, for a text that states it (torchtitan's seq_len); 0 when unknown.
+  int seq_length = 0;
+  /// training.kernels fused: torchtitan states it as compile.
+  bool fused_kernels = false;
   /// Samples per iteration: micro-batch size x dp x micro-batches.
   int global_batch_size() const { return micro_batch_size * dp * microbatches; }
 };
