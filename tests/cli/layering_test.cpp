@@ -27,7 +27,8 @@ namespace fs = std::filesystem;
 // frameworks/, where it is the subfolder ("frameworks/hf"); "frameworks" alone is the files
 // directly in frameworks/.
 const std::set<std::string> kFrameworkFolders = {"frameworks/common", "frameworks/megatron",
-                                                 "frameworks/mindformers", "frameworks/profile"};
+                                                 "frameworks/mindformers", "frameworks/profile",
+                                                 "frameworks/torchtitan"};
 const std::map<std::string, std::set<std::string>> kAllowed = {
     {"io", {}},
     {"schedules", {"io"}},
@@ -42,20 +43,24 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
      {"io", "schedules", "sim", "frameworks/hf", "experiment", "frameworks/common"}},
     {"frameworks/profile",
      {"io", "schedules", "sim", "frameworks/hf", "experiment", "frameworks/common"}},
+    {"frameworks/torchtitan",
+     {"io", "schedules", "sim", "frameworks/hf", "experiment", "frameworks/common"}},
     {"frameworks",
      {"io", "schedules", "sim", "frameworks/hf", "experiment", "frameworks/common",
-      "frameworks/megatron", "frameworks/mindformers", "frameworks/profile"}},
+      "frameworks/megatron", "frameworks/mindformers", "frameworks/profile",
+      "frameworks/torchtitan"}},
     {"planner",
      {"io", "schedules", "sim", "frameworks/hf", "experiment", "frameworks/common",
-      "frameworks/megatron", "frameworks/mindformers", "frameworks/profile", "frameworks"}},
+      "frameworks/megatron", "frameworks/mindformers", "frameworks/profile",
+      "frameworks/torchtitan", "frameworks"}},
     {"api",
      {"io", "schedules", "sim", "traces", "frameworks/hf", "experiment", "frameworks/common",
-      "frameworks/megatron", "frameworks/mindformers", "frameworks/profile", "frameworks",
-      "planner"}},
+      "frameworks/megatron", "frameworks/mindformers", "frameworks/profile",
+      "frameworks/torchtitan", "frameworks", "planner"}},
     {"cli",
      {"io", "schedules", "sim", "traces", "frameworks/hf", "experiment", "frameworks/common",
-      "frameworks/megatron", "frameworks/mindformers", "frameworks/profile", "frameworks",
-      "planner", "api"}},
+      "frameworks/megatron", "frameworks/mindformers", "frameworks/profile",
+      "frameworks/torchtitan", "frameworks", "planner", "api"}},
     // The module binds api/, lists the schedules and reads files with io/; nothing else below.
     {"python", {"io", "schedules", "api"}},
 };

@@ -16,6 +16,7 @@
 #include "frameworks/importers.hpp"
 #include "frameworks/megatron/schedules.hpp"
 #include "frameworks/mindformers/schedules.hpp"
+#include "frameworks/torchtitan/formats.hpp"
 #include "schedules/registry.hpp"
 
 namespace bmpipe {
@@ -55,14 +56,18 @@ TEST(Exporters, AnUnknownFrameworkIsRefusedWithTheTablesNames) {
   } catch (const api::RequestError& e) {
     EXPECT_EQ(e.key(), "--format");
     EXPECT_EQ(e.message(), "unknown format 'torch' (" + comma_list(exporter_names()) + ")");
-    EXPECT_EQ(e.message(), "unknown format 'torch' (megatron, mindformers)");
+    EXPECT_EQ(e.message(), "unknown format 'torch' (megatron, mindformers, torchtitan)");
   }
 }
 
 TEST(Exporters, EachFrameworksSchedulesAreItsOwnColumn) {
   std::set<std::string> megatron;
-  std::map<std::string, std::string> mindformers;
+  std::map<std::string, std::string> mindformers, torchtitan;
   for (const ScheduleInfo& info : builtin_schedules()) {
+    if (!torchtitan_schedule_name(info.name).empty())
+      torchtitan[std::string(info.name)] = std::string(torchtitan_schedule_name(info.name));
+    EXPECT_EQ(find_exporter("torchtitan")->runs(info.name),
+              !torchtitan_schedule_name(info.name).empty());
     if (megatron_runs(info.name)) megatron.insert(std::string(info.name));
     if (!mindformers_scheduler(info.name).empty())
       mindformers[std::string(info.name)] = std::string(mindformers_scheduler(info.name));
@@ -77,6 +82,13 @@ TEST(Exporters, EachFrameworksSchedulesAreItsOwnColumn) {
   // pp_interleave_num > 1) and "gpipe".
   EXPECT_EQ(mindformers, (std::map<std::string, std::string>{
                              {"gpipe", "gpipe"}, {"1f1b", "1f1b"}, {"interleaved", "1f1b"}}));
+  // torchtitan's: the names of torch.distributed.pipelining's get_schedule_class that bmpipe
+  // has a schedule for (LoopedBFS and InterleavedZeroBubble it has not).
+  EXPECT_EQ(torchtitan, (std::map<std::string, std::string>{{"1f1b", "1F1B"},
+                                                            {"interleaved", "Interleaved1F1B"},
+                                                            {"gpipe", "GPipe"},
+                                                            {"zb-v", "ZBVZeroBubble"},
+                                                            {"dualpipe-v", "DualPipeV"}}));
   // Every name in a framework's column is a schedule of the table.
   for (std::string_view n : megatron_schedules()) EXPECT_NE(find_schedule(n), nullptr) << n;
   for (const MindFormersSchedule& s : mindformers_schedules())
@@ -89,6 +101,13 @@ TEST(Exporters, EachFrameworksSchedulesAreItsOwnColumn) {
   EXPECT_EQ(f.runs_as("gpipe", 1), "gpipe");
   EXPECT_EQ(f.runs_as("zb-h1", 1), "1f1b");
   EXPECT_EQ(f.runs_as("interleaved", 3), "interleaved");
+  // torchtitan: a V schedule it lacks runs as ZBVZeroBubble, a looped one as Interleaved1F1B.
+  const Exporter& t = *find_exporter("torchtitan");
+  EXPECT_EQ(t.runs_as("v-half", 2), "zb-v");
+  EXPECT_EQ(t.runs_as("dualpipe-v", 2), "dualpipe-v");
+  EXPECT_EQ(t.runs_as("zb-h2", 1), "1f1b");
+  EXPECT_EQ(t.runs_as("gpipe", 1), "gpipe");
+  EXPECT_EQ(t.runs_as("interleaved", 2), "interleaved");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "frameworks/megatron/import.hpp"
 #include "frameworks/mindformers/import.hpp"
 #include "frameworks/profile/import.hpp"
+#include "frameworks/torchtitan/import.hpp"
 
 namespace bmpipe {
 namespace {
@@ -31,24 +32,30 @@ TEST(Importers, TheReadersAndOptionsOfEachFormat) {
   ASSERT_NE(find_importer("megatron"), nullptr);
   ASSERT_NE(find_importer("mindformers"), nullptr);
   ASSERT_NE(find_importer("profile"), nullptr);
+  ASSERT_NE(find_importer("torchtitan"), nullptr);
   EXPECT_EQ(find_importer("megatron")->read, &read_megatron_args);
   EXPECT_EQ(find_importer("mindformers")->read, &read_mindformers_yaml);
   EXPECT_EQ(find_importer("profile")->read, &read_profile_csv);
-  // Only a profile lacks a training layout; only MindFormers says how many devices it uses.
+  EXPECT_EQ(find_importer("torchtitan")->read, &read_torchtitan_toml);
+  // Only a profile lacks a training layout; MindFormers and torchtitan say how many devices
+  // they use (torchtitan unless its shard degree is -1).
   for (const Importer& i : importers()) {
     EXPECT_EQ(i.takes_layout, i.name == "profile") << i.name;
-    EXPECT_EQ(i.counts_devices, i.name == "mindformers") << i.name;
+    EXPECT_EQ(i.counts_devices, i.name == "mindformers" || i.name == "torchtitan") << i.name;
   }
 }
 
 TEST(Importers, NamesAndHelpAsTheCommandPrintsThem) {
-  EXPECT_EQ(importer_names(), "megatron, mindformers or profile");
+  EXPECT_EQ(importer_names(), "megatron, mindformers, torchtitan or profile");
   EXPECT_EQ(importer_help(),
             "  megatron ARGS     a Megatron-LM launch script's arguments (flags as\n"
             "                    megatron/training/arguments.py spells them, one or many per "
             "line,\n"
             "                    '\\' continuations and '#' comments allowed; '-' reads stdin)\n"
             "  mindformers YAML  a MindFormers training config (Llama family)\n"
+            "  torchtitan TOML   a torchtitan job TOML (its form up to v0.2.2; llama3 and\n"
+            "                    deepseek_v3 flavors); data_parallel_shard_degree -1 takes\n"
+            "                    what --devices leaves\n"
             "  profile CSV       measured per-layer costs, one row per run of identical layers\n"
             "                    (columns: see docs/import.md)\n");
 }

@@ -65,7 +65,7 @@ def test_import_bad_options_name_the_keyword(kwargs, key):
 def test_import_unknown_format_lists_the_known_ones():
     with pytest.raises(ValueError) as e:
         bmpipe.import_config("deepspeed", MEGATRON, preset="h200", devices=16)
-    assert "megatron, mindformers or profile" in str(e.value)
+    assert "megatron, mindformers, torchtitan or profile" in str(e.value)
 
 
 def test_import_unmodelled_flags_refused_unless_allowed(tmp_path):
