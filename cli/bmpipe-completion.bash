@@ -17,7 +17,7 @@ _bmpipe() {
     return 0
   fi
   if [[ $command == import && $COMP_CWORD -eq 2 && $cur != -* ]]; then
-    mapfile -t COMPREPLY < <(compgen -W "megatron mindformers profile" -- "$cur")
+    mapfile -t COMPREPLY < <(compgen -W "megatron mindformers torchtitan profile" -- "$cur")
     return 0
   fi
   case "$prev" in
@@ -28,7 +28,7 @@ _bmpipe() {
       mapfile -t COMPREPLY < <(compgen -W "off quick full" -- "$cur")
       return 0 ;;
     --format)
-      mapfile -t COMPREPLY < <(compgen -W "table megatron mindformers" -- "$cur")
+      mapfile -t COMPREPLY < <(compgen -W "table megatron mindformers torchtitan" -- "$cur")
       return 0 ;;
   esac
   if [[ $cur == -* ]]; then

@@ -1,6 +1,6 @@
-// bmpipe export CONFIG --format megatron|mindformers: a config (an example, a plan's or a
-// search's --out file) as the framework's own settings, with the time the framework will
-// get as bmpipe simulates it; no planning.
+// bmpipe export CONFIG --format megatron|mindformers|torchtitan: a config (an example, a plan's or
+// a search's --out file) as the framework's own settings, with the time the framework will get as
+// bmpipe simulates it; no planning.
 #include <boost/program_options.hpp>
 #include <iostream>
 
@@ -23,7 +23,8 @@ int run_export(const std::vector<std::string>& args) {
   opts.add_options()
       ("format", po::value<std::string>()->value_name("FORMAT"),
        ("required: " + comma_list(api::export_formats()) +
-        " (flags to append to a launch script, or a YAML fragment to merge)").c_str())
+        " (flags to append to a launch script, a YAML fragment to merge, or a whole TOML)")
+           .c_str())
       ("json", po::bool_switch(),
        "print {format, text, schedule, vpp, iteration_time_ms, fits, exact, ...} as JSON")
       ("schedule", po::value<std::string>()->value_name("NAME"),
@@ -37,11 +38,14 @@ int run_export(const std::vector<std::string>& args) {
           "export", args, opts,
           "Writes the config's layout, partition and recompute as the framework's settings:\n"
           "Megatron-LM flags (tp, pp, layout or vpp, micro-batch and global batch, recompute;\n"
-          "a comment lists the flags to remove from your script) or a MindFormers YAML\n"
-          "fragment (parallel_config, runner_config, offset, recompute lists). The time it\n"
+          "a comment lists the flags to remove from your script), a MindFormers YAML\n"
+          "fragment (parallel_config, runner_config, offset, recompute lists) or a torchtitan\n"
+          "job TOML ([model] flavor, [parallelism], [training], [activation_checkpoint],\n"
+          "converters; what it cannot state is listed as 'Not stated'). The time it\n"
           "quotes is the text as the framework runs it, simulated: Megatron-LM's 1F1B or\n"
-          "interleaved 1F1B, MindFormers' pipeline_scheduler, and first-n-layers recompute\n"
-          "per stage. 'exact' says whether that is the config's own simulated time; when\n"
+          "interleaved 1F1B, MindFormers' pipeline_scheduler, torchtitan's schedules, and\n"
+          "each framework's recompute rules. 'exact' says whether that is the config's own "
+          "simulated time; when\n"
           "not, the text states, of the recompute rules the framework can say on the\n"
           "config's partition, the fastest that fits. No planning: export a plan's or a\n"
           "search's --out file, or use plan/search --format.\n"

@@ -1,5 +1,5 @@
-// bmpipe import megatron|mindformers|profile INPUT: a job in a framework's own words (or a
-// profile CSV) as a bmpipe YAML config.
+// bmpipe import megatron|mindformers|torchtitan|profile INPUT: a job in a framework's own words (or
+// a profile CSV) as a bmpipe YAML config.
 #include <boost/program_options.hpp>
 #include <fstream>
 #include <iostream>
@@ -83,7 +83,7 @@ int run_import(const std::vector<std::string>& args) {
       ("devices", po::value<long long>()->value_name("N"),
        "with --preset: the number of devices (whole nodes of the preset's size, or fewer); "
        "mindformers defaults to data_parallel x model_parallel x context_parallel x "
-       "pipeline_stage")
+       "pipeline_stage, torchtitan to its degrees' product (its shard degree -1 needs --devices)")
       ("out", po::value<std::string>()->value_name("FILE"), "write the YAML to FILE instead of stdout")
       ("pp", po::value<int>()->value_name("N"), "profile only: pipeline stages (default 1)")
       ("microbatches", po::value<int>()->value_name("N"),

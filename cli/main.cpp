@@ -34,10 +34,11 @@ Commands:
   search CONFIG     find the fastest parallel layout (tp x pp x dp, virtual stages,
                     micro-batch size, schedule), each layout planned; runs under mpirun
   import FORMAT IN  write a config from a Megatron-LM launch script's arguments, a
-                    MindFormers YAML or a per-layer profile CSV (megatron, mindformers,
-                    profile)
-  export CONFIG     write a config as Megatron-LM flags or a MindFormers YAML fragment
-                    (--format megatron|mindformers), with the time the framework gets
+                    MindFormers YAML, a torchtitan TOML or a per-layer profile CSV
+                    (megatron, mindformers, torchtitan, profile)
+  export CONFIG     write a config as Megatron-LM flags, a MindFormers YAML fragment or a
+                    torchtitan TOML (--format megatron|mindformers|torchtitan), with the
+                    time the framework gets
   report CONFIG     write one self-contained HTML page of a run (--out FILE.html):
                     summary, timeline, memory; with --compare, --plan, --search too
 

@@ -231,10 +231,12 @@ int run_plan(const std::vector<std::string>& args) {
        "config's training.megatron_layout, which import megatron writes)")
       ("expressible", po::value<std::string>()->value_name("FRAMEWORK"),
        "plan only what this framework states exactly, on the schedules it runs: megatron "
-       "(one recompute rule for all stages: none, selective, block N or uniform) or "
-       "mindformers (per stage, the first n layers in full and the next k selective)")
+       "(one recompute rule for all stages: none, selective, block N or uniform), "
+       "mindformers (per stage, the first n layers in full and the next k selective) or "
+       "torchtitan (one rule for all layers: none, full, selective op or every n-th layer)")
       ("format", po::value<std::string>()->value_name("FORMAT")->default_value("table"),
-       "table, or the plan exported as `bmpipe export` does: megatron (flags) or mindformers (YAML)")
+       "table, or the plan exported as `bmpipe export` does: megatron (flags), mindformers (YAML) "
+       "or torchtitan (TOML)")
       ("json", po::bool_switch(),
        "print the plan, baselines and search as JSON (with --format: and the export, as 'export')")
       ("out", po::value<std::string>()->value_name("FILE"), "write the config with the plan filled in to FILE");
@@ -264,11 +266,13 @@ int run_plan(const std::vector<std::string>& args) {
       throw ConfigError(vm["schedule-file"].as<std::string>(), 0, "--schedule-file",
                         "bmpipe plan builds its own schedule: a schedule file fixes an op order "
                         "made for another partition; use --schedule NAME");
-    constexpr const char* kFormats[] = {"table", "mindformers", "megatron"};
-    if (format != "table" && format != "mindformers" && format != "megatron")
+    // table, or an exporter's name (frameworks/exporters.hpp, through api::export_formats).
+    std::vector<std::string> formats = {"table"};
+    for (const std::string& f : api::export_formats()) formats.push_back(f);
+    if (std::find(formats.begin(), formats.end(), format) == formats.end())
       throw UsageError("--format", "unknown format '" + format + "'" +
-                                       did_you_mean(format, kFormats) +
-                                       " (table, mindformers, megatron)");
+                                       did_you_mean(format, formats) + " (" + comma_list(formats) +
+                                       ")");
     // parse -> prepare -> run -> print: api::run_plan checks the options, prepares the
     // config and plans every schedule asked for, as the Python module does.
     const std::string path = vm["config"].as<std::string>();
