@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(config plan hf_config schedule_file megatron_args mindformers report journal)
+[ ${#targets[@]} -gt 0 ] || targets=(config plan hf_config schedule_file megatron_args mindformers torchtitan report journal)
 
 if [ "${BMPIPE_FUZZ_BUILD:-1}" != 0 ]; then
   cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -177,6 +177,21 @@ TEST_P(FuzzCorpusMindformers, ImportKeepsTheExitCodePromise) {
 INSTANTIATE_TEST_SUITE_P(Corpus, FuzzCorpusMindformers,
                          ::testing::ValuesIn(files_of("mindformers")), test_name);
 
+class FuzzCorpusTorchtitan : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FuzzCorpusTorchtitan, ImportKeepsTheExitCodePromise) {
+  const test::ScratchDir dir;
+  const std::string yaml = dir.file("imported.yaml");
+  const Outcome o =
+      run_bounded("import torchtitan " + quoted((corpus("torchtitan") / GetParam()).string()) +
+                  " --preset h100-sxm --devices 64 --allow-unmodelled --out " + quoted(yaml));
+  expect_kept_promise("import torchtitan", o);
+  if (o.run.code == 0) expect_kept_promise("simulate", run_bounded("simulate " + quoted(yaml)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, FuzzCorpusTorchtitan, ::testing::ValuesIn(files_of("torchtitan")),
+                         test_name);
+
 // Report configs: the page written (fuzz_report checks its escaping in-process).
 class FuzzCorpusReport : public ::testing::TestWithParam<std::string> {};
 
@@ -269,6 +284,12 @@ TEST(FuzzCorpus, SeedsAreWhatTheScriptWritesToday) {
                 test::slurp(e.path().string()))
           << e.path() << ": rerun scripts/fuzz_seeds.sh";
     }
+  for (const auto& e :
+       fs::directory_iterator(fs::path(BMPIPE_SOURCE_DIR) / "tests" / "data" / "torchtitan", ec))
+    EXPECT_EQ(
+        test::slurp((corpus("torchtitan") / ("seed-" + e.path().filename().string())).string()),
+        test::slurp(e.path().string()))
+        << e.path() << ": rerun scripts/fuzz_seeds.sh";
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 #pragma once
-// What the import targets (fuzz_megatron_args, fuzz_mindformers) do with an input: what
-// `bmpipe import FORMAT FILE --preset ... [--devices N]` does (api::run_import, through the
+// What the import targets (fuzz_megatron_args, fuzz_mindformers, fuzz_torchtitan) do with an input:
+// what `bmpipe import FORMAT FILE --preset ... [--devices N]` does (api::run_import, through the
 // importer table), then what `bmpipe simulate` does with the config it printed.
 #include <string>
 
