@@ -159,7 +159,7 @@ class Tt {
       if (!e)
         throw ImportError(
             file_, k.source().begin.line > 0 ? static_cast<int>(k.source().begin.line) : line(&v),
-            0, key,
+            static_cast<int>(k.source().begin.column), key,
             "unknown key: torchtitan has no " +
                 (path.empty() ? "section or key '" + name + "'"
                               : "key '" + name + "' in [" + path + "]") +
