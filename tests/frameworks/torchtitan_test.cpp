@@ -246,6 +246,18 @@ TEST(TorchTitanImport, RefusalsNameFileLineKeyAndWhatWasExpected) {
             "'model' in --compile.components and --compile.enable (torchtitan's check)");
   EXPECT_EQ(refusal(edit("[training]", "[training")).substr(0, 30),
             "job.toml:5:10: malformed TOML:");
+  // train.py's check of the global batch; pipeline_llm's of the stages per rank.
+  EXPECT_EQ(refusal(edit("seq_len = 4096", "seq_len = 4096\nglobal_batch_size = 20")),
+            "job.toml:8:21: training.global_batch_size: global batch size must be multiple of "
+            "local batch size times data-parallel degree (20 % (8 * 2) != 0)");
+  EXPECT_EQ(
+      refusal(edit("\"Interleaved1F1B\"", "\"1F1B\"\npipeline_parallel_layers_per_stage = 3")),
+      "job.toml:14:38: parallelism.pipeline_parallel_layers_per_stage: Single stage "
+      "schedule requires exactly 1 stage per rank (1F1B with 6 stages per rank)");
+  EXPECT_EQ(refusal(edit("\"Interleaved1F1B\"",
+                         "\"ZBVZeroBubble\"\npipeline_parallel_layers_per_stage = 6")),
+            "job.toml:14:38: parallelism.pipeline_parallel_layers_per_stage: v schedules "
+            "assume 2 stages per rank (ZBVZeroBubble with 3 stages per rank)");
   EXPECT_EQ(refusal(edit("data_parallel_shard_degree = 2", "data_parallel_shard_degree = 0")),
             "job.toml:10:30: parallelism.data_parallel_shard_degree: must be -1 (the devices "
             "left over) or at least 1, got 0");
