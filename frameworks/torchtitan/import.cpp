@@ -582,7 +582,12 @@ void read_parallelism(Reading& r) {
   }
   // dp: replicate x shard; shard -1 takes the devices left over [TT-dims].
   if (r.shard > 0) {
-    job.dp = r.replicate * r.shard;
+    const long long dp = static_cast<long long>(r.replicate) * r.shard;
+    if (dp > INT_MAX)
+      tt.fail(shard_node, "parallelism.data_parallel_shard_degree",
+              "data_parallel_replicate_degree x data_parallel_shard_degree = " +
+                  std::to_string(dp) + " data-parallel ranks, more than any cluster holds");
+    job.dp = static_cast<int>(dp);
     job.from("training.dp", tt.origin(shard_node, "parallelism.data_parallel_shard_degree",
                                       "data_parallel_replicate_degree x "
                                       "data_parallel_shard_degree"));
@@ -848,7 +853,9 @@ void read_pipeline(Reading& r) {
                 : "parallelism.module_fqns_per_model_part",
             "v schedules assume 2 stages per rank (" + name + " " + why_stages + ")");
   if (static_cast<long long>(r.layers) + in_w + out_w < stages || stages > 100000)
-    tt.fail(lps ? lps : sn, lps ? "parallelism.pipeline_parallel_layers_per_stage" : sk,
+    tt.fail(lps ? lps : value(p, "pipeline_parallel_degree"),
+            lps ? "parallelism.pipeline_parallel_layers_per_stage"
+                : "parallelism.pipeline_parallel_degree",
             "number of stages (" + std::to_string(stages) +
                 ") cannot be greater than effective layers (" +
                 std::to_string(r.layers + in_w + out_w) + ")");
