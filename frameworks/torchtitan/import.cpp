@@ -143,8 +143,9 @@ class Tt {
   /// Checks every key of `table` (at `path`, "" for the top level) against keys.tsv, and the
   /// tables under it: an unknown key is an error naming the closest known one of its
   /// section; inert keys are listed as not modelled; unmodelled ones go to job.unmodelled
-  /// unless given a harmless value. Modelled keys are the reader's.
-  void check_keys(const toml::table& table, const std::string& path) const {
+  /// unless given a harmless value. Modelled keys are the reader's. `listed`: the section is
+  /// inert and already listed, so its inert keys are not listed again.
+  void check_keys(const toml::table& table, const std::string& path, bool listed = false) const {
     const Vocabulary& vocabulary = torchtitan_vocabulary();
     const std::string prefix = path.empty() ? "" : path + ".";
     std::vector<std::string> siblings;
@@ -168,7 +169,7 @@ class Tt {
         case Treatment::modelled:
           break;
         case Treatment::inert:
-          job_.ignore(key + " (not modelled)");
+          if (!listed) job_.ignore(key + " (not modelled)");
           break;
         case Treatment::obsolete:
           fail(&v, key, e->reason);
@@ -180,7 +181,9 @@ class Tt {
                 Unmodelled{origin(&v, key), key + " = " + shown(v), e->reason});
           break;
       }
-      if (const toml::table* sub = v.as_table()) check_keys(*sub, key);
+      // The keys of an inert section are checked, and listed once, with it.
+      if (const toml::table* sub = v.as_table())
+        check_keys(*sub, key, listed || e->treatment == Treatment::inert);
     }
   }
 
