@@ -289,17 +289,21 @@ void read_converters(Reading& r) {
   for (const std::string& c : names) {
     const bool float8 = c == "quantize.linear.float8" || c == "float8";
     const bool mx = c == "quantize.linear.mx" || c == "mx";
+    // The section of the converter: v0.1.0's [float8] / [mx] when given, else the
+    // quantize.linear one.
+    const std::string old_section = float8 ? "float8" : "mx";
+    const std::string sk = (c == "float8" || c == "mx") && section(tt, r.root, old_section)
+                               ? old_section
+                               : "quantize.linear." + old_section;
     if (c == "float8" || c == "mx")
       job.notes.push_back("model.converters \"" + c +
-                          "\" is the converter's name before torchtitan's quantize.* "
-                          "sections (v0.1.0); read as quantize.linear." +
-                          c + ".");
+                          "\" is the converter's name of torchtitan v0.1.0; v0.2.2 registers "
+                          "only quantize.linear." +
+                          c + " (its own llama3_405b.toml still says float8). Read as that.");
     if (float8) {
       // [TT-conv]: recipe_name None is torchao's tensorwise recipe: e4m3 forward, e5m2
       // gradients (Megatron's "hybrid").
-      const toml::table* f8 =
-          section(tt, r.root, c == "float8" ? "float8" : "quantize.linear.float8");
-      const std::string sk = c == "float8" ? "float8" : "quantize.linear.float8";
+      const toml::table* f8 = section(tt, r.root, sk);
       const toml::node* recipe = value(f8, "recipe_name");
       const std::string name = recipe ? tt.text(recipe, sk + ".recipe_name") : "tensorwise";
       if (name == "tensorwise") {
@@ -326,8 +330,7 @@ void read_converters(Reading& r) {
                             "float8; bmpipe gathers them in bf16, twice the bytes, under the "
                             "compute of the layer before.");
     } else if (mx) {
-      const toml::table* mxt = section(tt, r.root, c == "mx" ? "mx" : "quantize.linear.mx");
-      const std::string sk = c == "mx" ? "mx" : "quantize.linear.mx";
+      const toml::table* mxt = section(tt, r.root, sk);
       const toml::node* recipe = value(mxt, "recipe_name");
       const std::string name =
           recipe ? tt.text(recipe, sk + ".recipe_name") : (c == "mx" ? "mxfp8" : "mxfp8_cublas");

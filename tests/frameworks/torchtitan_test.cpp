@@ -106,7 +106,14 @@ TEST(TorchTitanImport, Llama3_405bReadsAsItsTomlStatesIt) {
   EXPECT_EQ(job.seq_length, 8192);
   EXPECT_EQ(job.fsdp, true);
   EXPECT_EQ(job.recompute, std::vector<R>(126, R::full));
-  EXPECT_EQ(job.origin.at("training.tp").line, 43);  // the copy's two header lines + 41
+  EXPECT_EQ(job.origin.at("training.tp").line, 43);
+  // "float8" is v0.1.0's name, read with v0.2.2's [quantize.linear.float8] section.
+  std::string notes;
+  for (const std::string& n : job.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("quantize.linear.float8.enable_fsdp_float8_all_gather: FSDP gathers the "
+                       "weights in float8"),
+            std::string::npos)
+      << notes;  // the copy's two header lines + 41
 }
 
 TEST(TorchTitanImport, Llama3_8bAndDeepSeekReadTheirCheckpointingAndExperts) {
