@@ -270,6 +270,18 @@ TEST(TorchTitanImport, RefusalsNameFileLineKeyAndWhatWasExpected) {
             "left over) or at least 1, got 0");
 }
 
+// toml++ 3.3.0 reaches an unreachable branch classifying some non-ASCII characters as
+// whitespace (the fuzz target's crash-tomlplusplus-unreachable-whitespace.toml): they are
+// refused before it reads the file; others pass.
+TEST(TorchTitanImport, CharactersTomlPlusPlusMisreadsAreRefusedFirst) {
+  EXPECT_EQ(refusal("[model]\nflavor = \"8B\" # \xc8\x8f\n"),
+            "job.toml:2:17: the character U+020F: toml++ 3.3, which reads the TOML, cannot "
+            "classify it safely (a bug of that version); remove it");
+  EXPECT_EQ(refusal("[model]\nflavor = \"8B\" # \xef\xad\x80\n").substr(0, 36),
+            "job.toml:2:17: the character U+FB40:");
+  EXPECT_EQ(refusal("[model]\nflavor = \"8B\" # \xe4\xb8\xad \xe3\x80\x80\n"), "");
+}
+
 TEST(TorchTitanImport, WhatBmpipeDoesNotModelIsRefusedUnlessAllowed) {
   auto given = [](const std::string& extra, const std::string& section = "[parallelism]") {
     std::string t = kJob;
