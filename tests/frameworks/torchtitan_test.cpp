@@ -335,7 +335,7 @@ TEST(TorchTitanExport, OneCheckpointRuleForEveryLayer) {
   EXPECT_EQ(x.expressed.recompute, std::vector<R>(4, R::full));
 }
 
-TEST(TorchTitanExport, AModelNoFlavorIsIsRefused) {
+TEST(TorchTitanExport, AModelThatIsNoFlavorIsRefused) {
   const test::CliRun r = run_cli(
       "export '" + source("configs/examples/h100_mixtral_8x7b_ep8.yaml") + "' --format torchtitan");
   EXPECT_EQ(r.code, 2);
