@@ -174,6 +174,12 @@ Config torchtitan_restated(const Config& config, std::vector<std::string>& dropp
         "optimizer offload; stated without.");
     t.optimizer.offload_fraction = 0;
   }
+  if (parse_recompute_modules(t.recompute_modules, nullptr) != kDefaultRecomputeModules) {
+    dropped.push_back("training.recompute_modules " + t.recompute_modules +
+                      ": Megatron-Core's modules; torchtitan's selective checkpointing is per "
+                      "op or per layer, read by bmpipe as the attention core; stated so.");
+    t.recompute_modules = "core_attn";
+  }
   if (t.dtype != "bf16") {
     dropped.push_back("training.dtype " + t.dtype + ": torchtitan trains in bfloat16; stated so.");
     t.dtype = "bf16";

@@ -98,5 +98,21 @@ TEST(RecomputeModulesExport, RoundTripsThroughMegatronFlags) {
   EXPECT_NE(none.out.find("#   --recompute-granularity\n"), std::string::npos) << none.out;
 }
 
+// torchtitan's selective checkpointing is per op or per layer, not Megatron's modules: its
+// export states the attention core and says so.
+TEST(RecomputeModulesExport, TorchtitanStatesTheAttentionCoreAndSaysSo) {
+  const test::ScratchDir dir;
+  const std::string config = test::write_file(
+      dir.file("r.yaml"),
+      "cluster:\n  nodes: 1\n  device:\n    preset: h100-sxm\nmodel:\n  preset: llama3-8b\n"
+      "training:\n  pp: 2\n  seq_length: 4096\n  micro_batch_size: 1\n"
+      "  global_batch_size: 16\n  kernels: fused\n  recompute: selective\n"
+      "  recompute_modules: mlp\n");
+  const test::CliRun out = test::run_cli("export '" + config + "' --format torchtitan");
+  ASSERT_EQ(out.code, 0) << out.err;
+  EXPECT_NE(out.out.find("# Not stated: training.recompute_modules mlp:"), std::string::npos)
+      << out.out;
+}
+
 }  // namespace recompute_modules_interop_test
 }  // namespace bmpipe
