@@ -24,17 +24,7 @@ const std::string kLayout =
     " --set training.kernels=fused --set training.recompute=selective"
     " --partition 4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,1";
 
-nlohmann::json run_json(const std::string& args) {
-  const test::CliRun r = test::run_cli(args);
-  EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
-  return nlohmann::json::parse(r.out);
-}
-
-const nlohmann::json& layer(const nlohmann::json& cost, const std::string& name) {
-  for (const auto& l : cost["layers"])
-    if (l["name"] == name) return l;
-  throw std::runtime_error("no layer " + name);
-}
+using test::run_json;
 
 // h 7168, 128 heads, q_lora_rank 1536, kv_lora_rank 512, qk 128 + rope 64, v 128, 256
 // experts of 2048 (top 8) and a shared one of 2048 (HF config.json).
@@ -61,7 +51,7 @@ TEST(DeepSeekV3Memory, AStageOfFourMoeLayersHoldsWhatMegatronCountsPerParameter)
   const nlohmann::json c = run_json("cost " + kExamples + "h800_deepseek_v3.yaml --json" + kLayout);
   EXPECT_EQ(c["dp"], dp);
   EXPECT_EQ(c["edp"], 2);  // Megatron's world / (etp x ep x pp) (:212): 2048 / (64 x 16)
-  EXPECT_EQ(layer(c, "moe_decoder")["param_count"], kDense + kExperts);
+  EXPECT_EQ(test::cost_layer(c, "moe_decoder")["param_count"], kDense + kExperts);
   // Stage 1: four MoE layers. Bytes a parameter, Megatron's num_bytes_per_parameter
   // (:293-296) with the distributed optimizer: 6 + 12 / dp for the dense parameters and
   // 6 + 12 / edp for the experts', as bf16 weights (2), fp32 main gradients (4) and fp32
@@ -105,7 +95,7 @@ TEST(DeepSeekV3Memory, AnMoeLayerKeepsItsTermsAndNotTheExpertOutputs) {
   constexpr long long latents = e * Ts * (ql + kvl) + 4 * Ts * 2 + e * T * (ql + kvl);
   constexpr long long qkv = e * T * local_heads * (2 * (qk + rope) + dv);
   constexpr long long core_out = e * T * local_heads * dv;
-  EXPECT_EQ(layer(c, "moe_decoder")["activation_bytes"]["selective"],
+  EXPECT_EQ(test::cost_layer(c, "moe_decoder")["activation_bytes"]["selective"],
             norms + down_input + router_input + router + rows + swiglu + weights + shared +
                 latents + qkv + core_out);
 }

@@ -15,17 +15,7 @@ namespace {
 const std::string kYaml =
     std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/h100_llama3_8b_fsdp.yaml";
 
-nlohmann::json run_json(const std::string& args) {
-  const test::CliRun r = test::run_cli(args);
-  EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
-  return nlohmann::json::parse(r.out);
-}
-
-const nlohmann::json& layer(const nlohmann::json& cost, const std::string& name) {
-  for (const auto& l : cost["layers"])
-    if (l["name"] == name) return l;
-  throw std::runtime_error("no layer " + name);
-}
+using test::run_json;
 
 double op_ms(const nlohmann::json& l, const std::string& name, const char* pass) {
   for (const auto& o : l["ops"])
@@ -49,12 +39,12 @@ TEST(FsdpExample, Llama3_8bOnEightH100) {
   EXPECT_NEAR(c["tail_ms_per_rank"][0].get<double>(), 13.9414258, 1e-6);
   // The embedding runs first and gathers 7/8 x 1,050,673,152 bytes over NVLink at 450 GB/s
   // x 0.75, + 7 x 5 us: 2.75896743 ms, longer than its lookup: its forward is the gather.
-  const nlohmann::json& embedding = layer(c, "embedding");
+  const nlohmann::json& embedding = test::cost_layer(c, "embedding");
   EXPECT_NEAR(embedding["forward_ms"].get<double>(), 2.75896743, 1e-6);
   EXPECT_GT(op_ms(embedding, "param_all_gather", "forward_ms"), 0.0);
   // A decoder layer's gather, 7/8 x 436,224,000 bytes: 1.16595 ms, hides under the ~17 ms
   // forward of the layer before it.
-  EXPECT_EQ(op_ms(layer(c, "decoder"), "param_all_gather", "forward_ms"), 0.0);
+  EXPECT_EQ(op_ms(test::cost_layer(c, "decoder"), "param_all_gather", "forward_ms"), 0.0);
 
   const nlohmann::json s = run_json("simulate " + kYaml + " --json");
   EXPECT_EQ(s["microbatches"], 1);

@@ -13,17 +13,7 @@ namespace moe_examples_test {
 
 using test::kExamples;
 
-nlohmann::json run_json(const std::string& args) {
-  const test::CliRun r = test::run_cli(args);
-  EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
-  return nlohmann::json::parse(r.out);
-}
-
-const nlohmann::json& layer(const nlohmann::json& cost, const std::string& name) {
-  for (const auto& l : cost["layers"])
-    if (l["name"] == name) return l;
-  throw std::runtime_error("no layer " + name);
-}
+using test::run_json;
 
 double op_ms(const nlohmann::json& l, const std::string& name) {
   for (const auto& o : l["ops"])
@@ -50,10 +40,10 @@ TEST(MoeExamples, DeepSeekV3OnH800) {
   // (training.moe_dispatcher: deepep; tests/cost/deepep_test.cpp works them out): 4096
   // tokens x 4 nodes (n_group 8, topk_group 4) x 7/8 remote x 7168 x 2 bytes =
   // 205,520,896 bytes at 50 GB/s x 0.873: 4.7083825 ms, + 10 us = 4.7183825 ms each way.
-  const nlohmann::json& moe = layer(c, "moe_decoder");
+  const nlohmann::json& moe = test::cost_layer(c, "moe_decoder");
   EXPECT_EQ(moe["count"], 58);
   // The MTP module (num_nextn_predict_layers 1) has its row, just before the head.
-  const nlohmann::json& mtp = layer(c, "mtp");
+  const nlohmann::json& mtp = test::cost_layer(c, "mtp");
   EXPECT_EQ(mtp["count"], 1);
   EXPECT_EQ(c["layers"][c["layers"].size() - 2]["name"], "mtp");
   EXPECT_NEAR(op_ms(moe, "a2a-dispatch"), 4.7183825, 1e-6);
@@ -66,8 +56,8 @@ TEST(MoeExamples, DeepSeekV3OnH800) {
   // 40e9 B/s: 11.5605504 ms, + 10 us = 11.5705504 ms.
   const nlohmann::json a2a =
       run_json("cost " + yaml + " --json --ops --set training.moe_dispatcher=alltoall");
-  EXPECT_NEAR(op_ms(layer(a2a, "moe_decoder"), "a2a-dispatch"), 11.5705504, 1e-6);
-  EXPECT_FALSE(layer(c, "decoder").contains("all_to_all_ms"));  // the 3 dense layers
+  EXPECT_NEAR(op_ms(test::cost_layer(a2a, "moe_decoder"), "a2a-dispatch"), 11.5705504, 1e-6);
+  EXPECT_FALSE(test::cost_layer(c, "decoder").contains("all_to_all_ms"));  // the 3 dense layers
 
   const nlohmann::json s = run_json("simulate " + yaml + " --json");
   EXPECT_EQ(s["schedule"], "dualpipe-v");
@@ -121,7 +111,7 @@ TEST(MoeExamples, Qwen3_235BOnAscend910B) {
   // All-to-all in one node's HCCS mesh: 4096 / tp 4 (sequence parallel) = 1024 tokens x
   // top 8 x 4096 x 2 bytes = 67,108,864, 7/8 of it = 58,720,256 bytes over 7 links of
   // 28 GB/s at collective efficiency 0.5 (98e9 B/s): 0.599186 ms + 10 us = 0.609186 ms.
-  EXPECT_NEAR(op_ms(layer(c, "moe_decoder"), "a2a-dispatch"), 0.609186, 1e-6);
+  EXPECT_NEAR(op_ms(test::cost_layer(c, "moe_decoder"), "a2a-dispatch"), 0.609186, 1e-6);
 
   const nlohmann::json s = run_json("simulate " + yaml + " --json");
   EXPECT_TRUE(s["fits"].get<bool>());

@@ -17,11 +17,7 @@ namespace moe_overlap_test {
 
 const std::string kHfPresets = std::string(BMPIPE_SOURCE_DIR) + "/configs/presets/hf/";
 
-nlohmann::json run_json(const std::string& args) {
-  const test::CliRun r = test::run_cli(args);
-  EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
-  return nlohmann::json::parse(r.out);
-}
+using test::run_json;
 
 /// 16 H100 (2 nodes of 8), pp 2; `training` starts at line 11.
 std::string yaml(const std::string& hf, const std::string& training) {

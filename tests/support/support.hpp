@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -203,6 +204,20 @@ inline CliRun run_cli(const std::string& args) {
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
+}
+
+/// The JSON `bmpipe ARGS` prints, its exit code expected to be 0.
+inline nlohmann::json run_json(const std::string& args) {
+  const CliRun r = run_cli(args);
+  EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+/// The row called `name` of `bmpipe cost --json`'s "layers".
+inline const nlohmann::json& cost_layer(const nlohmann::json& cost, const std::string& name) {
+  for (const auto& l : cost["layers"])
+    if (l["name"] == name) return l;
+  throw std::runtime_error("no layer " + name);
 }
 
 /// The examples folder, ending in '/'.
