@@ -1972,10 +1972,14 @@ void read_recompute(const Reading& ctx) {
       // Megatron-Core's recompute_modules (transformer_config.py at d98e8a64: the allowed
       // set in __post_init__); bmpipe's training.recompute_modules names the modelled ones.
       std::string text;
+      std::vector<std::string> seen;
       for (const std::string& m : modules) {
         std::string unknown;
         if (parse_recompute_modules(m, &unknown) != 0) {
-          if (text.find(m) == std::string::npos) text += (text.empty() ? "" : ",") + m;
+          if (std::find(seen.begin(), seen.end(), m) == seen.end()) {
+            seen.push_back(m);
+            text += (text.empty() ? "" : ",") + m;
+          }
         } else if (m == "gdn_norm_out" || m == "gdp_in_proj" || m == "gdp_qkv" || m == "mhc") {
           job.unmodelled.push_back(Unmodelled{
               a.origin("--recompute-modules"), "--recompute-modules " + m,

@@ -37,6 +37,10 @@ TEST(RecomputeModulesImport, TheModulesAreReadAsGiven) {
       "--recompute-granularity selective --recompute-modules mlp "
       "layernorm mlp");
   EXPECT_EQ(job.recompute_modules.value_or("<none>"), "mlp,layernorm");
+  // A module whose name is part of another's is its own (moe inside moe_act).
+  EXPECT_EQ(import("--recompute-granularity selective --recompute-modules moe_act moe")
+                .recompute_modules.value_or("<none>"),
+            "moe_act,moe");
   EXPECT_EQ(job.origin.at("training.recompute_modules").key, "--recompute-modules");
   EXPECT_EQ(job.origin.at("training.recompute_modules").line, 2);
   // No longer a note saying they are modelled as core_attn.
