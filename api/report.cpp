@@ -32,6 +32,7 @@ class TransferCollector final : public Observer {
   void on_transfer(const TransferRecord& t) override { transfers.push_back(t); }
   void on_memory(int, Time, std::int64_t) override {}
   void on_reduction(const ReductionRecord&) override {}
+  void on_copy(const CopyRecord&) override {}
   void on_result(const SimResult&) override {}
   std::vector<TransferRecord> transfers;
 };

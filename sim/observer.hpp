@@ -18,6 +18,7 @@ namespace bmpipe {
 struct OpRecord;
 struct TransferRecord;
 struct ReductionRecord;
+struct CopyRecord;
 struct SimResult;
 
 /// Receives the run as it happens, in event order. The engine calls it only when one is
@@ -29,6 +30,9 @@ class Observer {
   virtual void on_op(const OpRecord& record) = 0;
   /// A transfer has been placed on its links (called at its request time).
   virtual void on_transfer(const TransferRecord& record) = 0;
+  /// A copy of offloaded activations has been placed on its copy stream (called when it is
+  /// issued; StageCost::offload_bytes).
+  virtual void on_copy(const CopyRecord& record) = 0;
   /// Rank `rank`'s live activation bytes changed to `activation_bytes` at `time`.
   virtual void on_memory(int rank, Time time, std::int64_t activation_bytes) = 0;
   /// A gradient reduction (SimInput::grad_buckets, tied_reduce). These come after every op
@@ -46,6 +50,7 @@ class NullObserver final : public Observer {
  public:
   void on_op(const OpRecord&) override {}
   void on_transfer(const TransferRecord&) override {}
+  void on_copy(const CopyRecord&) override {}
   void on_memory(int, Time, std::int64_t) override {}
   void on_reduction(const ReductionRecord&) override {}
   void on_result(const SimResult&) override {}
@@ -64,6 +69,9 @@ class TeeObserver final : public Observer {
   }
   void on_transfer(const TransferRecord& t) override {
     for (Observer* o : observers_) o->on_transfer(t);
+  }
+  void on_copy(const CopyRecord& c) override {
+    for (Observer* o : observers_) o->on_copy(c);
   }
   void on_memory(int rank, Time time, std::int64_t bytes) override {
     for (Observer* o : observers_) o->on_memory(rank, time, bytes);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <stdexcept>
 #include <utility>
 
@@ -46,6 +47,10 @@ struct Tables {
   // Some link carries transfers from more than one rank, so the order of same-time requests
   // on it (the event order) decides who goes first.
   bool shared_links = false;
+  // Some stage offloads activations (StageCost::offload_bytes): the ordered engine runs.
+  bool offload = false;
+  std::vector<std::int64_t> offload_bytes;  // per stage (StageCost)
+  std::vector<Time> offload_time;
 };
 
 // What either engine leaves behind for each rank.
@@ -59,6 +64,8 @@ struct RankTotals {
   int inflight = 0;
   int inflight_peak = 0;
   std::uint32_t grad_next = 0;  // CompiledSchedule::grad_done index of the next to see
+  Time reload_wait = 0;         // DeviceResult::reload_wait
+  std::int64_t host_peak = 0;   // DeviceResult::peak_host_bytes
 };
 
 bool add(std::int64_t a, std::int64_t b, std::int64_t& out) {
@@ -92,9 +99,15 @@ std::string check_input(const SimInput& in, const CompiledSchedule& cs) {
     return "allocator_overhead must be in [0, 10]";
   for (const StageCost& c : in.stages)
     if (c.forward < 0 || c.backward_input < 0 || c.backward_weight < 0 || c.recompute < 0 ||
-        c.activation_bytes < 0 || c.output_bytes < 0 ||
+        c.activation_bytes < 0 || c.output_bytes < 0 || c.offload_bytes < 0 || c.offload_time < 0 ||
         (c.weight_grad_retained_bytes && *c.weight_grad_retained_bytes < 0))
       return "stage costs must not be negative";
+  for (std::size_t s = 0; s < in.stages.size(); ++s)
+    if (in.stages[s].offload_bytes > in.stages[s].activation_bytes)
+      return "stage " + std::to_string(s) + " offloads " +
+             std::to_string(in.stages[s].offload_bytes) + " bytes of its " +
+             std::to_string(in.stages[s].activation_bytes) + " activation bytes";
+  if (in.offload_lead < 0) return "offload_lead must not be negative";
   if (!(in.fb_overlap_factor > 0.0)) return "fb_overlap_factor must be positive";
   if (in.fb_pair_time && *in.fb_pair_time < 0) return "fb_pair_time must not be negative";
   if (!in.stage_parts.empty() && in.stage_parts.size() != static_cast<std::size_t>(S))
@@ -145,6 +158,10 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
   const int S = cs.num_stages();
   const auto pairs = cs.fb_pairs();
   t.costs.assign(static_cast<std::size_t>(4) * S + pairs.size(), CostRow{});
+  t.offload_bytes.resize(S);
+  t.offload_time.resize(S);
+  for (int s = 0; s < S; ++s)
+    t.offload_bytes[s] = in.stages[s].offload_bytes, t.offload_time[s] = in.stages[s].offload_time;
   for (int s = 0; s < S; ++s) {
     const StageCost& c = in.stages[s];
     const std::int64_t act = c.activation_bytes;
@@ -242,6 +259,16 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
     std::int64_t hop_time;
     if (!add(t.hops[h].serialization, t.hops[h].latency, hop_time) ||
         !mul_add(total, uses[h], hop_time))
+      return kTooLong;
+  }
+  // Every forward half of an offloading stage adds a copy out and one back.
+  for (std::size_t row = 0; row < t.costs.size(); ++row) {
+    const int s = row < static_cast<std::size_t>(S)        ? static_cast<int>(row)
+                  : row >= static_cast<std::size_t>(4) * S ? pairs[row - 4 * S].stage
+                                                           : -1;
+    if (s < 0 || in.stages[s].offload_bytes == 0) continue;
+    t.offload = true;
+    if (!mul_add(total, 2 * std::int64_t{cost_uses[row]}, in.stages[s].offload_time))
       return kTooLong;
   }
   for (const auto& stage : in.grad_buckets)
@@ -364,7 +391,10 @@ void run_data_flow(const CompiledSchedule& cs, const Tables& t, std::vector<Rank
 // the consumer's slot when it is placed, and a wake-up is queued only if the consumer could
 // be idle then. At equal times completions go first; either order gives the same timings,
 // fixing it keeps observer calls reproducible.
-enum EventKind : std::uint32_t { kOpDone = 0, kWake = 1 };
+// Offloaded runs add two more (SimInput::offload_lead): kCopyOut, a copy to the host ends
+// and its bytes leave the device; kCopyBack, a copy back starts and its bytes are charged.
+// At one instant a copy out's free goes first and a copy back's charge last.
+enum EventKind : std::uint32_t { kCopyOut = 0, kOpDone = 1, kWake = 2, kCopyBack = 3 };
 
 struct Payload {
   std::uint32_t rank;
@@ -380,18 +410,31 @@ struct OrderedRank {
   Time inputs_ready = 0;
   int binding_stage = -1;
   int binding_transfer = -1;
+  bool binding_reload = false;
   // The latest wake-up queued for this rank and not yet taken, to avoid duplicates. It is
   // cleared when that wake-up is taken: a later input arriving at the same instant (0 ns
   // ops and transfers) must queue its own, or the rank would sleep through it.
   Time wake_at = kNever;
   RankTotals totals;
+  // Activation offload: when each copy stream is next free, and the copies' pending memory
+  // changes (time, bytes) in time order (each stream's copies start and end in order).
+  Time out_free = 0;
+  Time back_free = 0;
+  std::deque<std::pair<Time, std::int64_t>> leaving;
+  std::deque<std::pair<Time, std::int64_t>> returning;
+  std::int64_t host = 0;
 };
 
 class OrderedEngine {
  public:
   OrderedEngine(const CompiledSchedule& cs, const Tables& t, Observer* obs,
-                std::vector<RankTotals>& totals)
-      : cs_(cs), sch_(cs.schedule()), t_(t), obs_(obs), totals_(totals) {}
+                std::vector<RankTotals>& totals, int offload_lead)
+      : cs_(cs),
+        sch_(cs.schedule()),
+        t_(t),
+        obs_(obs),
+        totals_(totals),
+        offload_lead_(offload_lead) {}
 
   void run();
   std::uint64_t executed() const { return executed_; }
@@ -404,12 +447,27 @@ class OrderedEngine {
   void finish(int rank);
   void send(const CompiledOp& c, int half, const Op* op);
   void allocate(int rank, std::int64_t bytes, int live_delta);
+  // Activation offload (SimInput::offload_lead).
+  std::size_t key(int stage, int mb) const {
+    return static_cast<std::size_t>(stage) * cs_.num_microbatches() + mb;
+  }
+  const Op& op_at(int rank, std::uint32_t idx) const {
+    return sch_.ops[rank][idx - cs_.rank_begin(rank)];
+  }
+  // The (stage, micro-batch) whose offloaded activations the backward half of the op at
+  // `idx` needs back, or stage -1.
+  std::pair<int, int> reload_of(int rank, std::uint32_t idx) const;
+  void copy_out(int rank, int stage, int mb);
+  void copy_back(int rank, int stage, int mb, Time issued);
+  void trigger(int rank, std::uint32_t idx);
+  void settle_copies(int rank, bool back);
 
   const CompiledSchedule& cs_;
   const Schedule& sch_;
   const Tables& t_;
   Observer* obs_;
   std::vector<RankTotals>& totals_;
+  int offload_lead_ = 1;
   Time now_ = 0;
   EventQueue<Payload> queue_;
   std::vector<OrderedRank> ranks_;
@@ -423,7 +481,75 @@ class OrderedEngine {
   std::int32_t transfers_ = 0;
   std::uint64_t executed_ = 0;
   std::uint64_t events_ = 0;
+  // Per (stage, micro-batch): when its copy out ends, when its copy back was asked for
+  // (kNever: not yet) and when that copy ends (kNever: not placed).
+  HugeVector<Time> out_end_;
+  HugeVector<Time> back_asked_;
+  HugeVector<Time> back_end_;
 };
+
+std::pair<int, int> OrderedEngine::reload_of(int rank, std::uint32_t idx) const {
+  const Op& o = op_at(rank, idx);
+  std::pair<int, int> sm{-1, 0};
+  if (o.kind == OpKind::B || o.kind == OpKind::I) sm = {o.stage, o.microbatch};
+  if (o.kind == OpKind::FB) sm = {o.stage2, o.microbatch2};
+  if (sm.first >= 0 && t_.offload_bytes[sm.first] == 0) sm.first = -1;
+  return sm;
+}
+
+// The forward of (stage, mb) has ended: its offloaded bytes go to the host on the rank's
+// copy-out stream, and leave the device when the copy ends.
+void OrderedEngine::copy_out(int rank, int stage, int mb) {
+  OrderedRank& st = ranks_[rank];
+  const std::int64_t bytes = t_.offload_bytes[stage];
+  const Time start = std::max(now_, st.out_free);
+  const Time end = start + t_.offload_time[stage];
+  st.out_free = end;
+  out_end_[key(stage, mb)] = end;
+  st.leaving.emplace_back(end, bytes);
+  queue_.push(end, kCopyOut, Payload{static_cast<std::uint32_t>(rank), kCopyOut});
+  st.host += bytes;
+  st.totals.host_peak = std::max(st.totals.host_peak, st.host);
+  if (obs_) obs_->on_copy(CopyRecord{rank, stage, mb, true, bytes, now_, start, end});
+  // A copy back asked for before this forward ran (a lead past it) goes now.
+  if (const Time asked = back_asked_[key(stage, mb)]; asked != kNever)
+    copy_back(rank, stage, mb, asked);
+}
+
+// Places the copy back of (stage, mb), asked for at `issued`: it starts once its copy out
+// has ended and the copy-back stream is free, and its bytes are charged from its start.
+void OrderedEngine::copy_back(int rank, int stage, int mb, Time issued) {
+  OrderedRank& st = ranks_[rank];
+  const std::size_t k = key(stage, mb);
+  const std::int64_t bytes = t_.offload_bytes[stage];
+  const Time start = std::max({issued, out_end_[k], st.back_free});
+  const Time end = start + t_.offload_time[stage];
+  st.back_free = end;
+  back_end_[k] = end;
+  st.returning.emplace_back(start, bytes);
+  queue_.push(start, kCopyBack, Payload{static_cast<std::uint32_t>(rank), kCopyBack});
+  if (obs_) obs_->on_copy(CopyRecord{rank, stage, mb, false, bytes, issued, start, end});
+}
+
+// The program reaches the point that asks for the copy back of the op at `idx` (now_).
+void OrderedEngine::trigger(int rank, std::uint32_t idx) {
+  if (idx >= ranks_[rank].end) return;
+  const auto [stage, mb] = reload_of(rank, idx);
+  if (stage < 0) return;
+  const std::size_t k = key(stage, mb);
+  if (back_asked_[k] != kNever) return;
+  back_asked_[k] = now_;
+  if (out_end_[k] != kNever) copy_back(rank, stage, mb, now_);
+}
+
+// Applies the copies' memory changes due by now_ (`back`: charges, else frees).
+void OrderedEngine::settle_copies(int rank, bool back) {
+  auto& pending = back ? ranks_[rank].returning : ranks_[rank].leaving;
+  while (!pending.empty() && pending.front().first <= now_) {
+    allocate(rank, back ? pending.front().second : -pending.front().second, 0);
+    pending.pop_front();
+  }
+}
 
 void OrderedEngine::allocate(int rank, std::int64_t bytes, int live_delta) {
   RankTotals& st = ranks_[rank].totals;
@@ -452,6 +578,18 @@ void OrderedEngine::try_start(int rank) {
     stage = later ? in.stage : stage;
     transfer = later ? transfer_[at] : transfer;
   }
+  bool reload = false;
+  int reloaded = -1;  // the stage whose offloaded bytes this op takes back
+  if (t_.offload) {
+    const auto [rs, rm] = reload_of(rank, idx);
+    reloaded = rs;
+    if (rs >= 0) {
+      if (offload_lead_ == 0) trigger(rank, idx);  // asked for when the rank gets here
+      const Time back = back_end_[key(rs, rm)];
+      if (back == kNever) return;  // its forward has not run: a deadlock the end reports
+      if (back >= ready) reload = true, ready = back, stage = rs, transfer = -1;
+    }
+  }
   if (ready > now_) {  // every input is on its way; look again when the last one lands
     if (st.wake_at != ready) {
       st.wake_at = ready;
@@ -465,9 +603,31 @@ void OrderedEngine::try_start(int rank) {
   st.inputs_ready = ready;
   st.binding_stage = stage;
   st.binding_transfer = transfer;
+  st.binding_reload = reload;
   if (st.totals.first_start == kNever) st.totals.first_start = now_;
   const CostRow& c = t_.costs[cs_.ops()[idx].cost];
   if (c.live_in != 0) allocate(rank, c.alloc, c.live_in);
+  if (t_.offload) {
+    // The wait the copy back alone caused: past the other inputs and the op before.
+    if (reload) {
+      Time others = st.device_free;
+      for (const CompiledInput& in : cs_.inputs(idx)) {
+        const std::size_t at = in.slot == kLocal ? in.producer : slot_base_ + std::size_t{in.slot};
+        others = std::max(others, times_[at]);
+      }
+      st.totals.reload_wait += std::max<Time>(0, ready - others);
+    }
+    if (reloaded >= 0) st.host -= t_.offload_bytes[reloaded];
+    // This op's start asks for the copies back the lead points here.
+    if (offload_lead_ > 0) {
+      const std::uint32_t begin = cs_.rank_begin(rank);
+      const std::uint32_t lead = static_cast<std::uint32_t>(offload_lead_);
+      if (idx == begin)
+        for (std::uint32_t i = begin; i <= begin + lead && i < st.end; ++i) trigger(rank, i);
+      else
+        trigger(rank, idx + lead);
+    }
+  }
   queue_.push(now_ + c.duration, kOpDone, Payload{static_cast<std::uint32_t>(rank), kOpDone});
 }
 
@@ -534,10 +694,17 @@ void OrderedEngine::finish(int rank) {
     rec.inputs_ready = st.inputs_ready;
     rec.binding_stage = st.binding_stage;
     rec.binding_transfer = st.binding_transfer;
+    rec.binding_reload = st.binding_reload;
     obs_->on_op(rec);
   }
   st.device_free = now_;
   ++st.next;
+  if (t_.offload) {
+    const Op& o = op_at(rank, idx);
+    if (o.kind == OpKind::F || o.kind == OpKind::FB)
+      if (t_.offload_bytes[o.stage] > 0) copy_out(rank, o.stage, o.microbatch);
+    if (offload_lead_ == 0) trigger(rank, st.next);
+  }
 }
 
 void OrderedEngine::run() {
@@ -550,6 +717,12 @@ void OrderedEngine::run() {
   transfer_.assign(times_.size(), -1);
   link_free_.assign(t_.num_links, 0);
   queue_.reserve(static_cast<std::size_t>(p) * 4);
+  if (t_.offload) {
+    const std::size_t n = static_cast<std::size_t>(cs_.num_stages()) * cs_.num_microbatches();
+    out_end_.assign(n, kNever);
+    back_asked_.assign(n, kNever);
+    back_end_.assign(n, kNever);
+  }
 
   for (int rank = 0; rank < p; ++rank) try_start(rank);
   while (!queue_.empty()) {
@@ -559,6 +732,8 @@ void OrderedEngine::run() {
     const int rank = static_cast<int>(e.payload.rank);
     if (e.payload.kind == kOpDone) {
       finish(rank);
+    } else if (e.payload.kind == kCopyOut || e.payload.kind == kCopyBack) {
+      settle_copies(rank, e.payload.kind == kCopyBack);
     } else if (ranks_[rank].wake_at == now_) {
       ranks_[rank].wake_at = kNever;
     }
@@ -737,6 +912,8 @@ SimResult collect(const SimInput& in, const CompiledSchedule& cs,
             : d.peak_allocated_bytes;
     d.peak_bytes = outside + d.peak_reserved_bytes;
     d.peak_inflight = st.inflight_peak;
+    d.reload_wait = st.reload_wait;
+    d.peak_host_bytes = st.host_peak;
     d.fits = in.capacity_bytes.empty() || d.peak_bytes <= d.capacity_bytes;
     r.fits = r.fits && d.fits;
     busy_total += st.busy;
@@ -773,8 +950,8 @@ SimResult run(const SimInput& input, const CompiledSchedule& schedule, Observer*
   // When each stage's gradients are complete; needed only for overlapped reductions.
   const bool grads = input.overlap_grad_reduce && !input.grad_buckets.empty();
   std::vector<Time> grad_end(grads ? schedule.grad_done().size() : 0, kNever);
-  if (observer || tables.shared_links) {
-    OrderedEngine engine(schedule, tables, observer, ranks);
+  if (observer || tables.shared_links || tables.offload) {
+    OrderedEngine engine(schedule, tables, observer, ranks, input.offload_lead);
     engine.run();
     executed = engine.executed();
     events = engine.events();

@@ -42,6 +42,18 @@
 ///   runs to the latest tail's end. The reductions do not touch the pipeline: no link
 ///   time is shared with its transfers (the dp group's collectives are assumed to have
 ///   their own bandwidth), so ops and transfers time the same with or without them.
+/// - Activation offload (StageCost::offload_bytes). Each rank has two copy streams beside
+///   its compute stream, one each way on its host link, each FIFO in the order copies are
+///   issued. F(s, m) issues the copy out when it ends; the bytes leave the device when
+///   that copy ends. The copy back is issued when the op `offload_lead` places before the
+///   backward of (s, m) in the rank's list starts (offload_lead 0: when the op just
+///   before the backward ends); it starts once issued, its copy out has ended and the
+///   stream is free, the bytes are charged from its start, and the backward waits for its
+///   end (DeviceResult::reload_wait sums those waits). A stage is copied as one piece:
+///   Megatron-Core reloads layer by layer a group ahead of the backward, which this reads
+///   as a copy of the stage's bytes overlapping the op before it. Offloaded runs take the
+///   ordered engine; memory changes at a copy's end or start come in time order with the
+///   ops' (at one instant: frees, op ends, op starts, then copies back charged).
 /// - An order that cannot complete is not a hang: when nothing is left to run while ops
 ///   remain, the result carries an error and, for every stuck rank, its blocked op and
 ///   what it waits for.
@@ -116,6 +128,11 @@ struct StageCost {
   std::optional<std::int64_t> weight_grad_retained_bytes;
   /// Bytes F sends to the next stage; the gradient coming back has the same size.
   std::int64_t output_bytes = 0;
+  /// Of activation_bytes, what goes to host memory between F and its backward (activation
+  /// offload; SimInput::offload_lead says when it comes back), and how long one copy of it
+  /// takes each way on the rank's host link. 0 bytes: nothing leaves the device.
+  std::int64_t offload_bytes = 0;
+  Time offload_time = 0;
 
   Time backward_full() const { return backward_input + backward_weight; }
 };
@@ -198,6 +215,11 @@ struct SimInput {
   /// The user set fb_overlap_factor (training.overlap_factor): it times FB pairs even when
   /// stage_parts are known.
   bool fb_factor_explicit = false;
+  /// How many ops ahead of a backward its offloaded activations start coming back
+  /// (StageCost::offload_bytes): the copy is issued when the op this many places before it
+  /// in the rank's list starts (the rank's first op if there are fewer); 0 issues it when
+  /// the op just before the backward ends, so the backward waits for all of it.
+  int offload_lead = 1;
 };
 
 /// Why an op could not start earlier than it did.
@@ -212,6 +234,9 @@ struct OpRecord {
   /// it crossed ranks, the id of the transfer that carried it (-1 if local).
   int binding_stage = -1;
   int binding_transfer = -1;
+  /// The dependency met last was the copy back of this op's offloaded activations
+  /// (binding_stage is then the op's own backward stage).
+  bool binding_reload = false;
 
   friend bool operator==(const OpRecord&, const OpRecord&) = default;
 };
@@ -230,6 +255,21 @@ struct TransferRecord {
   Time end = 0;        ///< data present at the consumer
 
   friend bool operator==(const TransferRecord&, const TransferRecord&) = default;
+};
+
+/// A copy of offloaded activations between a rank's device and its host
+/// (StageCost::offload_bytes), on the rank's copy stream for its direction.
+struct CopyRecord {
+  int rank = 0;
+  int stage = 0;
+  int microbatch = 0;
+  bool to_host = true;  ///< true: after F (device to host); false: back before the backward
+  std::int64_t bytes = 0;
+  Time issued = 0;  ///< when the program asked for it
+  Time start = 0;   ///< when it began (the stream free, the copy out done)
+  Time end = 0;
+
+  friend bool operator==(const CopyRecord&, const CopyRecord&) = default;
 };
 
 /// A gradient reduction on a rank's communication stream.
@@ -276,6 +316,11 @@ struct DeviceResult {
   std::int64_t capacity_bytes = 0;
   int peak_inflight = 0;  ///< most (stage, micro-batch) activations alive at once
   bool fits = true;
+  /// Activation offload: how long its backwards waited for their activations to come back
+  /// (beyond their other inputs and the end of the op before), and the most bytes it held
+  /// in host memory (counted from a copy out's issue to its backward's start).
+  Time reload_wait = 0;
+  std::int64_t peak_host_bytes = 0;
 
   friend bool operator==(const DeviceResult&, const DeviceResult&) = default;
 };

@@ -14,7 +14,9 @@ constexpr int kComputeTid = 0;
 constexpr int kFirstCommTid = 1;
 // The gradient reductions' thread: after every comm lane (a rank opens few of those).
 constexpr int kReduceTid = 1 << 20;
-constexpr int kA2aTid = (1 << 20) + 1;  // after the reductions' thread
+constexpr int kA2aTid = (1 << 20) + 1;       // after the reductions' thread
+constexpr int kCopyOutTid = (1 << 20) + 2;   // activation offload, device to host
+constexpr int kCopyBackTid = (1 << 20) + 3;  // and back
 // Flush the event buffer to the stream once it holds this much.
 constexpr std::size_t kFlushBytes = 1 << 16;
 // Memory counters, one quantity each (Perfetto names the tracks "<name> bytes").
@@ -245,6 +247,11 @@ void ChromeTraceWriter::explain_gap(const OpRecord& r, bool first) {
         ",\"from_stage\":" + std::to_string(stage) + ",\"from_rank\":" + std::to_string(rank) +
             ",\"from_device\":" + std::to_string(dev));
   };
+  if (r.binding_reload && !first) {
+    write_bubble(r.rank, from, r.start, "waiting for offloaded activations",
+                 ",\"stage\":" + std::to_string(r.binding_stage));
+    return;
+  }
   if (!via) {
     if (first || r.binding_stage < 0) {
       write_bubble(r.rank, from, r.start, "warm-up", "");
@@ -495,6 +502,37 @@ void ChromeTraceWriter::counter(int rank, Time time, const char* name, std::int6
   buf_ += "\",\"pid\":" + std::to_string(rank) + ",\"tid\":0,\"ts\":";
   append_us(time);
   buf_ += ",\"args\":{\"bytes\":" + std::to_string(bytes) + "}}";
+}
+
+void ChromeTraceWriter::on_copy(const CopyRecord& c) {
+  if (finished_ || c.rank < 0 || static_cast<std::size_t>(c.rank) >= ranks_.size()) return;
+  RankState& st = ranks_[c.rank];
+  const std::string pid = std::to_string(c.rank);
+  const int tid_n = c.to_host ? kCopyOutTid : kCopyBackTid;
+  const std::string tid = std::to_string(tid_n);
+  bool& named = c.to_host ? st.copy_out_thread : st.copy_back_thread;
+  if (!named) {
+    named = true;
+    begin_event();
+    buf_ += "\"ph\":\"M\",\"pid\":" + pid + ",\"tid\":" + tid +
+            ",\"name\":\"thread_name\",\"args\":{\"name\":\"" +
+            (c.to_host ? "offload to host" : "reload from host") + "\"}}";
+    begin_event();
+    buf_ += "\"ph\":\"M\",\"pid\":" + pid + ",\"tid\":" + tid +
+            ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" + tid + "}}";
+  }
+  begin_event();
+  buf_ += "\"ph\":\"X\",\"cat\":\"offload\",\"name\":\"";
+  buf_ += (c.to_host ? "offload " : "reload ") + std::to_string(c.microbatch) + "@s" +
+          std::to_string(c.stage);
+  buf_ += "\",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":";
+  append_us(c.start);
+  buf_ += ",\"dur\":";
+  append_us(c.end - c.start);
+  buf_ += ",\"args\":{\"bytes\":" + std::to_string(c.bytes) + ",\"issued_us\":";
+  append_us(c.issued);
+  buf_ += "}}";
+  flush_if_large();
 }
 
 void ChromeTraceWriter::on_reduction(const ReductionRecord& g) {

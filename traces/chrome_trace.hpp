@@ -97,6 +97,8 @@ class ChromeTraceWriter final : public Observer {
   void on_transfer(const TransferRecord& record) override;
   void on_memory(int rank, Time time, std::int64_t activation_bytes) override;
   void on_reduction(const ReductionRecord& record) override;
+  /// Activation offload's copies, on an "offload to host" and a "reload from host" thread.
+  void on_copy(const CopyRecord& record) override;
   /// Keeps each rank's DeviceResult::tail_start: where finish() puts its tail work.
   void on_result(const SimResult& result) override;
 
@@ -113,8 +115,10 @@ class ChromeTraceWriter final : public Observer {
     std::int64_t peak_total = -1;
     std::int64_t peak_activation = 0;
     Time peak_time = 0;
-    bool reduce_thread = false;   ///< its gradient-reduction thread has been named
-    bool a2a_thread = false;      ///< its all-to-all thread has been named
+    bool reduce_thread = false;    ///< its gradient-reduction thread has been named
+    bool a2a_thread = false;       ///< its all-to-all thread has been named
+    bool copy_out_thread = false;  ///< its offload threads have been named
+    bool copy_back_thread = false;
     Time tail_start = -1;         ///< DeviceResult::tail_start; -1: no result (right after
                                   ///< its last op)
     std::vector<Time> lane_free;  ///< per comm lane: when its last transfer ends

@@ -66,6 +66,7 @@ class TimelineRecorder final : public Observer {
   /// A picture draws neither transfers nor reductions; take() reads the result.
   void on_transfer(const TransferRecord&) override {}
   void on_reduction(const ReductionRecord&) override {}
+  void on_copy(const CopyRecord&) override {}
   void on_result(const SimResult&) override {}
   /// Completes the timeline with the run's result and hands it over.
   Timeline take(const SimResult& result);

@@ -76,7 +76,9 @@ struct Recorder : Observer {
   };
   std::vector<Mem> memory;
   std::vector<ReductionRecord> reductions;
+  std::vector<CopyRecord> copies;
   std::vector<SimResult> results;
+  void on_copy(const CopyRecord& c) override { copies.push_back(c); }
   void on_op(const OpRecord& r) override { ops.push_back(r); }
   void on_transfer(const TransferRecord& t) override { transfers.push_back(t); }
   void on_memory(int rank, Time t, std::int64_t b) override { memory.push_back({rank, t, b}); }
