@@ -103,11 +103,14 @@ constexpr bool has_module(RecomputeModules set, RecomputeModule m) {
   return (set & module_bit(m)) != 0;
 }
 
-/// The set a comma- (or space-) separated list names ("none" or an empty list: the empty
-/// set, Megatron's recompute_modules []); the first unknown name goes to `unknown`, when
-/// given, and is skipped.
-inline RecomputeModules parse_recompute_modules(std::string_view text, std::string* unknown) {
-  RecomputeModules out = 0;
+/// A set of named bits (recompute modules here, offload modules in sim/offload.hpp) from a
+/// comma- (or space-) separated list of `names`' spellings ("none" or an empty list: the
+/// empty set); the first unknown name goes to `unknown`, when given, and is skipped.
+template <typename Set, typename Bit, std::size_t N>
+Set parse_named_set(std::string_view text,
+                    const std::array<std::pair<Bit, std::string_view>, N>& names,
+                    std::string* unknown) {
+  Set out = 0;
   std::size_t start = 0;
   while (start < text.size()) {
     const std::size_t end = std::min(text.find_first_of(", \t", start), text.size());
@@ -115,9 +118,9 @@ inline RecomputeModules parse_recompute_modules(std::string_view text, std::stri
     start = end + 1;
     if (name.empty() || name == "none") continue;
     bool found = false;
-    for (const auto& [bit, spelled] : kRecomputeModuleNames)
+    for (const auto& [bit, spelled] : names)
       if (spelled == name) {
-        out |= module_bit(bit);
+        out = static_cast<Set>(out | static_cast<Set>(bit));
         found = true;
       }
     if (!found && unknown != nullptr && unknown->empty()) *unknown = std::string(name);
@@ -125,15 +128,26 @@ inline RecomputeModules parse_recompute_modules(std::string_view text, std::stri
   return out;
 }
 
-/// The set's names, comma-separated in kRecomputeModuleNames' order; "none" when empty.
-inline std::string recompute_modules_text(RecomputeModules set) {
+/// The set's names, comma-separated in `names`' order; "none" when empty.
+template <typename Set, typename Bit, std::size_t N>
+std::string named_set_text(Set set, const std::array<std::pair<Bit, std::string_view>, N>& names) {
   std::string out;
-  for (const auto& [bit, spelled] : kRecomputeModuleNames)
-    if (has_module(set, bit)) {
+  for (const auto& [bit, spelled] : names)
+    if ((set & static_cast<Set>(bit)) != 0) {
       if (!out.empty()) out += ",";
       out += spelled;
     }
   return out.empty() ? "none" : out;
+}
+
+/// The recompute modules a list names (Megatron's recompute_modules [] for "none").
+inline RecomputeModules parse_recompute_modules(std::string_view text, std::string* unknown) {
+  return parse_named_set<RecomputeModules>(text, kRecomputeModuleNames, unknown);
+}
+
+/// The set's names, comma-separated in kRecomputeModuleNames' order; "none" when empty.
+inline std::string recompute_modules_text(RecomputeModules set) {
+  return named_set_text(set, kRecomputeModuleNames);
 }
 
 }  // namespace bmpipe

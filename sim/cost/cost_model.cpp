@@ -837,6 +837,49 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
       c.forward_flops - (!D.eager  ? 0.0
                          : moe_mlp ? (x.shared_ffn > 0 ? 2 * D.T * D.sf * D.h : 0.0)
                                    : 2 * D.T * D.f * D.h);
+
+  // What CostSettings::offload_modules move to the host (sim/offload.hpp): each module's
+  // input, as counted above. Megatron-Core's module inputs (NVIDIA/Megatron-LM d98e8a64,
+  // transformer_config.py offload_modules: "offload the input of ..."): attn_norm and
+  // mlp_norm exist only where the norm is a module of its own (MLA's input norm, an MoE
+  // layer's pre-MLP norm; a fused norm is an IdentityOp, skipped), the norm keeping its
+  // input and an fp32 rsqrt a token; qkv_linear the projection's input (MLA: the down
+  // projections'); core_attn q, k and v; attn_proj the core's output (out_proj's input,
+  // with its FP8 copy under fp8); expert_fc1 the gathered rows; moe_act the scaled
+  // activation's input and the router weights it keeps.
+  const OffloadModules off = st.offload_modules;
+  if (off == 0) return;
+  const bool flash = m.flash_attention || D.is_mla;
+  const double core_out = D.is_mla ? D.T * D.heads * D.dv : D.T * D.q_cols;
+  const double norm_in = D.e * D.Hs + 4 * Ts;
+  // Selective recompute's output-discarding modules free some of these inputs first:
+  // layernorm (MLA) the down projections' input, mla_up_proj (MLA) q, k and v.
+  const auto gone = [&](RecomputeModule r) {
+    return D.is_mla && has_module(st.recompute_modules, r);
+  };
+  PerMode<double> by_mode{};
+  for (Recompute mode : {Recompute::none, Recompute::selective}) {
+    const bool sel = mode == Recompute::selective;
+    double bytes = 0;
+    if (offloads(off, OffloadModule::attn_norm) && D.is_mla) bytes += norm_in;
+    if (offloads(off, OffloadModule::qkv_linear) && !(sel && gone(RecomputeModule::layernorm)))
+      bytes += gi * D.Hs;
+    if (offloads(off, OffloadModule::core_attn) && !(sel && gone(RecomputeModule::mla_up_proj)))
+      bytes += D.is_mla ? D.e * D.T * D.heads * (2 * D.qk + D.dv)
+                        : D.e * D.T * (D.q_cols + 2 * D.kv_cols);
+    if (offloads(off, OffloadModule::attn_proj))
+      bytes += flash ? D.e * core_out + (fp8 ? gi * core_out : 0.0) : gi * core_out;
+    if (moe_mlp) {
+      if (offloads(off, OffloadModule::mlp_norm)) bytes += norm_in;
+      if (offloads(off, OffloadModule::expert_fc1)) bytes += gi * D.Tg * D.h;
+      if (offloads(off, OffloadModule::moe_act))
+        bytes += glu_saved * D.Tg * D.ef + (D.eager ? 0.0 : 4 * D.Tg);
+    }
+    by_mode[mode] = bytes;
+  }
+  // Full recompute keeps the layer input alone: nothing of a module's to move.
+  for (Recompute mode : {Recompute::none, Recompute::selective})
+    c.offload_bytes[mode] = std::min(c.activation_bytes[mode], to_bytes(by_mode[mode]));
 }
 
 }  // namespace

@@ -38,6 +38,7 @@
 #include "sim/cost/collectives.hpp"
 #include "sim/cost/hardware.hpp"
 #include "sim/cost/model_shape.hpp"
+#include "sim/offload.hpp"
 #include "sim/recompute.hpp"
 
 namespace bmpipe {
@@ -174,6 +175,11 @@ struct CostSettings {
   /// modules free (modules_freed, sim/cost/layer_parts.hpp). Default core_attn, as Megatron's.
   RecomputeModules recompute_modules = kDefaultRecomputeModules;
 
+  /// Activation offload: Megatron-Core's offload modules (OffloadModule bits,
+  /// sim/offload.hpp; --offload-modules). LayerCost::offload_bytes is their inputs' bytes.
+  /// 0: none, the default.
+  OffloadModules offload_modules = 0;
+
   /// Tokens of one micro-batch on this device: seq_length / cp x micro_batch_size.
   double local_tokens() const { return static_cast<double>(seq_length) / cp * micro_batch_size; }
 };
@@ -222,6 +228,9 @@ struct LayerCost {
   double backward_weight_s = 0;
   /// Kept from forward to backward, per recompute mode .
   PerMode<std::int64_t> activation_bytes;
+  /// Of activation_bytes, what CostSettings::offload_modules move to host memory between
+  /// the forward and the backward, per recompute mode (full: none).
+  PerMode<std::int64_t> offload_bytes;
   /// Of activation_bytes, what the weight-grad pass still needs after the input-grad
   /// (the inputs of the projections and the normalized tensors of the norms), so a split
   /// backward can free the rest at the end of I. Under full recompute: all of it.
