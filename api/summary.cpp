@@ -65,6 +65,8 @@ nlohmann::json summary_json(const RunInfo& info, const SimResult& r,
                        {"peak_activation_bytes", d.peak_activation_bytes},
                        {"capacity_bytes", d.capacity_bytes},
                        {"peak_inflight_microbatches", d.peak_inflight},
+                       {"reload_wait_ms", ns_to_ms(d.reload_wait)},
+                       {"peak_host_bytes", d.peak_host_bytes},
                        {"fits", d.fits}});
   if (bubbles && bubbles->ok) {
     auto parts = [](const BubbleParts& b) {
@@ -136,6 +138,20 @@ std::string summary_text(const RunInfo& info, const SimResult& r, const BubbleBr
                   format_gib(d.peak_reserved_bytes).c_str(), format_gib(d.peak_bytes).c_str(),
                   format_gib(d.capacity_bytes).c_str(), d.peak_inflight, d.fits ? "yes" : "NO");
     out += buf;
+  }
+  // Activation offload: what each device's backwards waited for their activations, and the
+  // host memory they took.
+  bool offloaded = false;
+  for (const auto& d : r.devices) offloaded = offloaded || d.peak_host_bytes > 0;
+  if (offloaded) {
+    out += "\nactivation offload (host copies)\n";
+    std::snprintf(buf, sizeof buf, "%4s %16s %16s\n", "rank", "reload wait ms", "host memory");
+    out += buf;
+    for (const auto& d : r.devices) {
+      std::snprintf(buf, sizeof buf, "%4d %16.3f %16s\n", d.rank, ns_to_ms(d.reload_wait),
+                    format_gib(d.peak_host_bytes).c_str());
+      out += buf;
+    }
   }
   if (bubbles && bubbles->ok) {
     const BubbleBreakdown& bb = *bubbles;

@@ -17,8 +17,8 @@ namespace bmpipe {
 /// pipeline_time_ms, bubble_ratio, fits, ops_executed, devices[{rank, device, busy_ms, idle_ms,
 /// peak_memory_bytes, peak_allocated_bytes, peak_reserved_bytes, static_bytes,
 /// peak_activation_bytes, capacity_bytes,
-/// peak_inflight_microbatches, fits}]; on failure also error and blocked[{rank, position,
-/// op, waiting_for}]. From RunInfo's throughput inputs: tokens_per_s, mfu,
+/// peak_inflight_microbatches, reload_wait_ms, peak_host_bytes, fits}]; on failure also error and
+/// blocked[{rank, position, op, waiting_for}]. From RunInfo's throughput inputs: tokens_per_s, mfu,
 /// tflops_per_device.
 /// With `bubbles` (sim/bubbles.hpp) also "bubble_breakdown_ms" {ideal, imbalance,
 /// communication, recompute, idle} (totals in device-ms) and "bubble_ms" per device; if the

@@ -190,6 +190,12 @@ struct TrainingConfig {
   /// (core_attn, layernorm, mla_up_proj, mlp, moe, moe_act, shared_experts; "none": nothing;
   /// CostSettings::recompute_modules).
   std::string recompute_modules = "core_attn";
+  /// Activation offload: Megatron-Core's offload modules comma-separated (attn_norm,
+  /// qkv_linear, core_attn, attn_proj, mlp_norm, expert_fc1, moe_act; "none": nothing;
+  /// CostSettings::offload_modules), and how many ops ahead of a backward its activations
+  /// start coming back (SimInput::offload_lead).
+  std::string offload_modules = "none";
+  int offload_lead = 1;
 
   /// The mesh's sizes as the config states them (ParallelMesh, parallel_mesh.hpp).
   MeshSizes mesh_sizes() const {

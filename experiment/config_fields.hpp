@@ -589,6 +589,22 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
              "moe_act (the experts' activation), shared_experts, or none (Megatron-Core's "
              "--recompute-modules); default core_attn",
      .form = Form::analytic},
+    {.name = "offload_modules",
+     .slot = &TrainingConfig::offload_modules,
+     .help = "activation offload: what moves to host memory between a layer's forward and "
+             "its backward, comma-separated module inputs: attn_norm (MLA's input norm), "
+             "qkv_linear, core_attn (q, k, v), attn_proj (with core_attn), mlp_norm (an MoE "
+             "layer's pre-MLP norm), expert_fc1, moe_act, or none (Megatron-Core's "
+             "--fine-grained-activation-offloading with --offload-modules); needs a host link "
+             "(cluster.device.host_link_GBps); default none",
+     .form = Form::analytic},
+    {.name = "offload_lead",
+     .slot = &TrainingConfig::offload_lead,
+     .range = kCount0,
+     .help = "activation offload: a backward's activations start coming back when the op "
+             "this many places before it on its device starts (0: when the op just before it "
+             "ends, so the backward waits for the whole copy); default 1",
+     .form = Form::analytic},
     {.name = "fsdp",
      .slot = &TrainingConfig::fsdp,
      .help = "fully sharded data parallel (Megatron-FSDP, FSDP2): optimizer.zero_stage 3 "

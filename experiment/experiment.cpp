@@ -13,45 +13,87 @@ std::int64_t gib_to_bytes(double gib) {
   return static_cast<std::int64_t>(std::llround(gib * 1073741824.0));
 }
 
-// Optimizer offload's host memory: the devices sharing a host (host_devices of them) each keep
-// kHostOffloadBytesPerParam for every offloaded parameter of their optimizer shard. A
-// pipeline rank's parameters depend on the partition the planner picks, so the rule takes a
-// rank's average share (the pipeline's parameters over pp: every partition has a rank holding
-// at least that much), times the devices of a host: consecutive devices (rank_device places
-// a rank's tp x cp x dp devices side by side), so a host holds one rank's devices, or all of
-// a few ranks' when it holds more devices than a rank has. Exact for a balanced partition.
-void check_host_memory(const Experiment& e) {
+// Bytes as GiB with one decimal, or MiB below 1 GiB.
+std::string gib_text(double bytes) {
+  char buf[32];
+  if (bytes < 1073741824.0)
+    std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / 1073741824.0);
+  return buf;
+}
+
+// Host memory, per device: its share of a host (host_memory_GiB over host_devices) holds its
+// offloaded optimizer state and its offloaded activations.
+//
+// Optimizer offload: each device keeps kHostOffloadBytesPerParam for every offloaded
+// parameter of its optimizer shard. A pipeline rank's parameters depend on the partition the
+// planner picks, so the rule takes a rank's average share (the pipeline's parameters over
+// pp: every partition has a rank holding at least that much), times the devices of a host:
+// consecutive devices (rank_device places a rank's tp x cp x dp devices side by side), so a
+// host holds one rank's devices, or all of a few ranks' when it holds more devices than a
+// rank has. Exact for a balanced partition. What is left is Experiment::host_capacity_bytes,
+// which the engine holds each run's offloaded activations to (DeviceResult::peak_host_bytes).
+//
+// Activation offload: at load, the least any 1F1B run needs: its first rank holds min(pp, m)
+// micro-batches in flight, each with its layers' offloaded bytes (a rank's average share of
+// the model's, in the configured default recompute mode); refused here when even that does
+// not fit, so that a run that cannot fit is an error with its key, not a silent "does not
+// fit".
+void size_host_memory(Experiment& e) {
   const AnalyticCosts& a = *e.analytic;
   const OptimizerSettings& opt = a.optimizer;
-  if (!(opt.offload_fraction > 0)) return;
-  std::int64_t params = e.layers.head_copy_params, experts = 0;
-  for (const LayerRow& row : e.layers.layers)
-    params += row.param_count, experts += row.expert_param_count;
-  const int pp = e.config.training.pp;
-  const double per_rank = (offload_host_bytes(params - experts, opt, a.dense_group()) +
-                           offload_host_bytes(experts, opt, a.edp)) /
-                          pp;
   const HardwareSpec& hw = a.hardware;
-  const double need = per_rank * hw.host_devices;
-  const double have = hw.host_memory_GiB * 1073741824.0;
-  if (need > have) {
-    const auto gib = [](double bytes) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / 1073741824.0);
-      return std::string(buf);
-    };
-    char fraction[32];
-    std::snprintf(fraction, sizeof fraction, "%g", opt.offload_fraction);
-    e.config.fail("training.optimizer.offload_fraction",
-                  std::string(fraction) + " puts " + gib(per_rank) +
-                      " of optimizer state on the host for each device (fp32 master weights, "
-                      "Adam m and v, the fp32 gradient copy: 16 bytes an offloaded "
-                      "parameter, a pipeline rank's average share), " +
-                      std::to_string(hw.host_devices) + " devices a host (host_devices): " +
-                      gib(need) + ", more than the host's " + gib(have) +
-                      " (host_memory_GiB; expected a smaller fraction, or more dp to shard "
-                      "the state)");
+  const int pp = e.config.training.pp;
+  const double host_share = hw.host_memory_GiB * 1073741824.0 / std::max(hw.host_devices, 1);
+  double optimizer = 0;
+  if (opt.offload_fraction > 0) {
+    std::int64_t params = e.layers.head_copy_params, experts = 0;
+    for (const LayerRow& row : e.layers.layers)
+      params += row.param_count, experts += row.expert_param_count;
+    optimizer = (offload_host_bytes(params - experts, opt, a.dense_group()) +
+                 offload_host_bytes(experts, opt, a.edp)) /
+                pp;
+    const double need = optimizer * hw.host_devices;
+    const double have = hw.host_memory_GiB * 1073741824.0;
+    if (need > have) {
+      char fraction[32];
+      std::snprintf(fraction, sizeof fraction, "%g", opt.offload_fraction);
+      e.config.fail("training.optimizer.offload_fraction",
+                    std::string(fraction) + " puts " + gib_text(optimizer) +
+                        " of optimizer state on the host for each device (fp32 master weights, "
+                        "Adam m and v, the fp32 gradient copy: 16 bytes an offloaded "
+                        "parameter, a pipeline rank's average share), " +
+                        std::to_string(hw.host_devices) + " devices a host (host_devices): " +
+                        gib_text(need) + ", more than the host's " + gib_text(have) +
+                        " (host_memory_GiB; expected a smaller fraction, or more dp to shard "
+                        "the state)");
+    }
   }
+  const Recompute mode = recompute_mode(e.config, 0, 0);
+  double activations = 0;  // one micro-batch's, over the whole model
+  for (const LayerRow& row : e.layers.layers)
+    if (const auto& m = row.modes[mode]) activations += static_cast<double>(m->offload_bytes);
+  if (activations == 0) return;
+  if (!(hw.host_memory_GiB > 0))
+    e.config.fail("training.offload_modules",
+                  "offloads to the host, but the " + hw.name +
+                      " device's host memory is unknown (expected none, or give "
+                      "cluster.device.host_memory_GiB)");
+  const int in_flight = std::min(pp, e.config.training.microbatches);
+  const double need = activations / pp * in_flight;
+  const double left = host_share - optimizer;
+  if (need > left)
+    e.config.fail("training.offload_modules",
+                  e.config.training.offload_modules + " puts at least " + gib_text(need) +
+                      " of activations on the host for the first pipeline rank's devices (" +
+                      std::to_string(in_flight) + " micro-batches in flight of " +
+                      gib_text(activations / pp) + " each), more than the " + gib_text(left) +
+                      " each device has of its host (host_memory_GiB over " +
+                      std::to_string(hw.host_devices) +
+                      " devices, less offloaded optimizer state; expected fewer modules, "
+                      "or more pp)");
+  e.host_capacity_bytes = static_cast<std::int64_t>(left);
 }
 
 }  // namespace
@@ -81,7 +123,7 @@ std::shared_ptr<const Experiment> prepare(const Config& config) {
   }
   e->capacity_bytes = gib_to_bytes(config.device.memory_GiB);
   e->allocator_overhead = config.device.allocator_overhead;
-  if (e->analytic) check_host_memory(*e);
+  if (e->analytic) size_host_memory(*e);
   return e;
 }
 
@@ -292,6 +334,8 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
   // caching allocator; ZeRO-3's gathered working set is tensors like the rest.
   out.outside_allocator_bytes.assign(p, e.reserved_bytes - e.sharded_working_bytes);
   out.allocator_overhead = e.allocator_overhead;
+  out.offload_lead = t.offload_lead;
+  out.host_capacity_bytes.assign(e.host_capacity_bytes > 0 ? p : 0, e.host_capacity_bytes);
   // The end of the iteration is one concept in two parts: each stage's dp gradient
   // reduction as buckets on the rank's communication stream (SimInput::grad_buckets), then
   // the rank's optimizer step (tail_time). Parameters per rank are gathered in tail_time's
@@ -327,6 +371,7 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
       cost.backward_weight += row.backward_weight;
       cost.recompute += mode->recompute;
       cost.activation_bytes += mode->activation_bytes;
+      cost.offload_bytes += mode->offload_bytes;
       all_retained = all_retained && !mode->weight_grad_retained_bytes;
       retained += mode->weight_grad_retained_bytes.value_or(mode->activation_bytes);
       cost.output_bytes = row.output_bytes;
@@ -344,6 +389,13 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
     // A stage without rows passes its input on unchanged.
     if (plan.partition[s] == 0 && s > 0) cost.output_bytes = out.stages[s - 1].output_bytes;
     if (!all_retained) cost.weight_grad_retained_bytes = retained;
+    // Activation offload: one copy of the stage's offloaded bytes each way on the device's
+    // share of its host link (HardwareSpec::host_link_GBps over host_link_devices).
+    if (cost.offload_bytes > 0) {
+      const HardwareSpec& hw = e.analytic->hardware;
+      const double link = hw.host_link_GBps * 1e9 / std::max(hw.host_link_devices, 1);
+      cost.offload_time = s_to_ns(static_cast<double>(cost.offload_bytes) / link);
+    }
     // ZeRO-3: the op's first layer in forward (and last, first in backward) cannot hide
     // its gather behind anything before it (LayerCost::first_forward_s).
     if (plan.partition[s] > 0) {

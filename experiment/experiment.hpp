@@ -65,6 +65,10 @@ struct Experiment {
   /// tensors' peak (all but reserved_bytes - sharded_working_bytes, which sits outside it;
   /// SimInput::allocator_overhead).
   double allocator_overhead = 0.0;
+  /// Activation offload (training.offload_modules): the host memory a device may fill with
+  /// offloaded activations, its share of the host less its offloaded optimizer state
+  /// (SimInput::host_capacity_bytes); 0 when nothing is offloaded.
+  std::int64_t host_capacity_bytes = 0;
 
   int num_layers() const { return layers.size(); }
   int pp() const { return config.training.pp; }

@@ -35,6 +35,7 @@ CostSettings cost_settings(const Config& c) {
   st.moe_dispatcher = t.dispatcher();
   st.cuda_graphs = parse_graph_scopes(t.cuda_graphs, nullptr);
   st.recompute_modules = parse_recompute_modules(t.recompute_modules, nullptr);
+  st.offload_modules = parse_offload_modules(t.offload_modules, nullptr);
   st.ep_per_domain = mesh.ep_per_domain();
   st.fp8 = t.fp8_format();
   st.fp8_recipe = t.fp8_scaling();
@@ -175,7 +176,7 @@ LayerRow measured_row(const LayerGroup& g, int group) {
 struct Seconds {
   double forward = 0, backward_input = 0, backward_weight = 0;
   PerMode<double> recompute;
-  PerMode<std::int64_t> activation, retained;
+  PerMode<std::int64_t> activation, retained, offload;
   std::int64_t static_bytes = 0, params = 0, expert_params = 0;
 
   static Seconds of(const LayerCost& c, const AnalyticCosts& a, bool all_modes) {
@@ -189,6 +190,7 @@ struct Seconds {
       s.recompute[r] = c.recompute_extra_s[from];
       s.activation[r] = c.activation_bytes[from];
       s.retained[r] = c.weight_grad_bytes[from];
+      s.offload[r] = c.offload_bytes[from];
     }
     // Routed experts' state shards over edp (ZeRO-1), the rest over dp x cp.
     s.static_bytes = bmpipe::static_bytes(c.param_count - c.expert_param_count,
@@ -210,6 +212,7 @@ struct Seconds {
       recompute[r] += o.recompute[r];
       activation[r] += o.activation[r];
       retained[r] += o.retained[r];
+      offload[r] += o.offload[r];
     }
     static_bytes += o.static_bytes;
     params += o.params;
@@ -320,7 +323,8 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
         std::any_of(folded.begin(), folded.end(), [](const auto& f) { return f.second; });
     for (Recompute r : kAllRecompute)
       if (recomputes || r == Recompute::none)
-        row.modes[r] = LayerModeCost{s_to_ns(s.recompute[r]), s.activation[r], s.retained[r]};
+        row.modes[r] =
+            LayerModeCost{s_to_ns(s.recompute[r]), s.activation[r], s.retained[r], s.offload[r]};
     // The unit each op runs first: the first one in forward, the last one in backward.
     row.first_forward = s_to_ns(folded.front().first->first_forward_s);
     row.first_backward_input = s_to_ns(folded.back().first->first_backward_input_s);

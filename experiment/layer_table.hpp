@@ -34,6 +34,9 @@ struct LayerModeCost {
   std::int64_t activation_bytes = 0;  ///< kept from the start of F until the backward
   /// Of those, what a split backward keeps until W; not given: all of them.
   std::optional<std::int64_t> weight_grad_retained_bytes;
+  /// Of activation_bytes, what goes to host memory between F and the backward
+  /// (training.offload_modules; LayerCost::offload_bytes).
+  std::int64_t offload_bytes = 0;
 };
 
 /// What a row of the table is. Folded analytic tables and measured ones have decoder rows

@@ -12,6 +12,8 @@ SimInput bubble_counterfactual(const SimInput& input, BubbleRun run) {
     // Free communication: with every rank on one physical device a transfer has an empty
     // route, so it arrives the moment it is sent and never queues on a link.
     std::fill(in.rank_device.begin(), in.rank_device.end(), 0);
+    // And activation offload's host copies take no time: what they expose is communication.
+    for (StageCost& c : in.stages) c.offload_time = 0;
   }
   if (run == BubbleRun::balanced && !in.stages.empty()) {
     Time f = 0, i = 0, w = 0;

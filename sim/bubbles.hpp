@@ -7,9 +7,10 @@
 /// summary reports; end-of-iteration tail work is outside the pipeline window). Four runs
 /// of the same schedule, each adding one factor to the previous:
 ///   run 0  every stage costs the mean stage (per component: F, I, W), no recompute,
-///          free communication (every rank on one device: transfers take no time)
+///          free communication (every rank on one device: transfers take no time; host
+///          copies of offloaded activations neither)
 ///   run 1  the real per-stage F, I, W costs; still no recompute and free communication
-///   run 2  plus the real communication (topology, output bytes, link contention)
+///   run 2  plus the real communication (topology, output bytes, link contention, host copies)
 ///   run 3  plus recompute: the real input, i.e. the measured run
 /// and
 ///   ideal          = idle_0(r)                 what the schedule alone implies

@@ -88,9 +88,10 @@ std::string check_input(const SimInput& in, const CompiledSchedule& cs) {
            std::to_string(p) + " ranks";
   auto sized = [&](std::size_t n) { return n == 0 || n == p; };
   if (!sized(in.static_bytes.size()) || !sized(in.capacity_bytes.size()) ||
-      !sized(in.tail_time.size()) || !sized(in.outside_allocator_bytes.size()))
-    return "static_bytes, capacity_bytes, outside_allocator_bytes and tail_time need one entry "
-           "per rank (or none)";
+      !sized(in.tail_time.size()) || !sized(in.outside_allocator_bytes.size()) ||
+      !sized(in.host_capacity_bytes.size()))
+    return "static_bytes, capacity_bytes, host_capacity_bytes, outside_allocator_bytes and "
+           "tail_time need one entry per rank (or none)";
   for (std::size_t r = 0; r < in.outside_allocator_bytes.size(); ++r)
     if (in.outside_allocator_bytes[r] < 0 ||
         in.outside_allocator_bytes[r] > (in.static_bytes.empty() ? 0 : in.static_bytes[r]))
@@ -914,7 +915,8 @@ SimResult collect(const SimInput& in, const CompiledSchedule& cs,
     d.peak_inflight = st.inflight_peak;
     d.reload_wait = st.reload_wait;
     d.peak_host_bytes = st.host_peak;
-    d.fits = in.capacity_bytes.empty() || d.peak_bytes <= d.capacity_bytes;
+    d.fits = (in.capacity_bytes.empty() || d.peak_bytes <= d.capacity_bytes) &&
+             (in.host_capacity_bytes.empty() || d.peak_host_bytes <= in.host_capacity_bytes[rank]);
     r.fits = r.fits && d.fits;
     busy_total += st.busy;
     const Time tail = in.tail_time.empty() ? 0 : in.tail_time[rank];

@@ -167,6 +167,9 @@ struct SimInput {
   std::vector<std::int64_t> static_bytes;
   /// Memory capacity of each rank's device.
   std::vector<std::int64_t> capacity_bytes;
+  /// The host memory each rank may fill with offloaded activations
+  /// (DeviceResult::peak_host_bytes must stay within it to fit). Empty: no limit.
+  std::vector<std::int64_t> host_capacity_bytes;
   /// Of each rank's static_bytes, what lies outside PyTorch's caching allocator (the CUDA
   /// context, communication buffers: cluster.device.reserved_GiB). Empty: none.
   std::vector<std::int64_t> outside_allocator_bytes;
@@ -318,7 +321,8 @@ struct DeviceResult {
   bool fits = true;
   /// Activation offload: how long its backwards waited for their activations to come back
   /// (beyond their other inputs and the end of the op before), and the most bytes it held
-  /// in host memory (counted from a copy out's issue to its backward's start).
+  /// in host memory (counted from a copy out's issue to its backward's start; `fits` also
+  /// needs it within SimInput::host_capacity_bytes).
   Time reload_wait = 0;
   std::int64_t peak_host_bytes = 0;
 
