@@ -34,7 +34,8 @@ Commands:
   search CONFIG     find the fastest parallel layout (tp x pp x dp, virtual stages,
                     micro-batch size, schedule), each layout planned; runs under mpirun
   import FORMAT IN  write a config from a Megatron-LM launch script's arguments, a
-                    MindFormers YAML, a torchtitan TOML or a per-layer profile CSV
+                    MindFormers YAML, a torchtitan TOML or command line, or a per-layer
+                    profile CSV
                     (megatron, mindformers, torchtitan, profile)
   export CONFIG     write a config as Megatron-LM flags, a MindFormers YAML fragment or a
                     torchtitan TOML (--format megatron|mindformers|torchtitan), with the

@@ -7,7 +7,7 @@
 #include "frameworks/megatron/import.hpp"
 #include "frameworks/mindformers/import.hpp"
 #include "frameworks/profile/import.hpp"
-#include "frameworks/torchtitan/import.hpp"
+#include "frameworks/torchtitan/registry.hpp"
 
 namespace bmpipe {
 
@@ -22,11 +22,13 @@ constexpr std::array kImporters = {
              read_megatron_args},
     Importer{"mindformers", "YAML", "a MindFormers training config (Llama family)",
              read_mindformers_yaml, false, true},
-    Importer{"torchtitan", "TOML",
+    Importer{"torchtitan", "FILE",
              "a torchtitan job TOML (its form up to v0.2.2; llama3 and\n"
-             "deepseek_v3 flavors); data_parallel_shard_degree -1 takes\n"
-             "what --devices leaves",
-             read_torchtitan_toml, false, true},
+             "deepseek_v3 flavors), or a command line of its 2026 config\n"
+             "registry (--module llama3 --config llama3_8b --section.option\n"
+             "VALUE ...); data_parallel_shard_degree -1 takes what --devices\n"
+             "leaves",
+             read_torchtitan, false, true},
     Importer{"profile", "CSV",
              "measured per-layer costs, one row per run of identical layers\n"
              "(columns: see docs/import.md)",

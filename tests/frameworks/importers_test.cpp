@@ -11,6 +11,7 @@
 #include "frameworks/mindformers/import.hpp"
 #include "frameworks/profile/import.hpp"
 #include "frameworks/torchtitan/import.hpp"
+#include "frameworks/torchtitan/registry.hpp"
 
 namespace bmpipe {
 namespace {
@@ -36,7 +37,7 @@ TEST(Importers, TheReadersAndOptionsOfEachFormat) {
   EXPECT_EQ(find_importer("megatron")->read, &read_megatron_args);
   EXPECT_EQ(find_importer("mindformers")->read, &read_mindformers_yaml);
   EXPECT_EQ(find_importer("profile")->read, &read_profile_csv);
-  EXPECT_EQ(find_importer("torchtitan")->read, &read_torchtitan_toml);
+  EXPECT_EQ(find_importer("torchtitan")->read, &read_torchtitan);  // a TOML or a command
   // Only a profile lacks a training layout; MindFormers and torchtitan say how many devices
   // they use (torchtitan unless its shard degree is -1).
   for (const Importer& i : importers()) {
@@ -53,9 +54,11 @@ TEST(Importers, NamesAndHelpAsTheCommandPrintsThem) {
             "line,\n"
             "                    '\\' continuations and '#' comments allowed; '-' reads stdin)\n"
             "  mindformers YAML  a MindFormers training config (Llama family)\n"
-            "  torchtitan TOML   a torchtitan job TOML (its form up to v0.2.2; llama3 and\n"
-            "                    deepseek_v3 flavors); data_parallel_shard_degree -1 takes\n"
-            "                    what --devices leaves\n"
+            "  torchtitan FILE   a torchtitan job TOML (its form up to v0.2.2; llama3 and\n"
+            "                    deepseek_v3 flavors), or a command line of its 2026 config\n"
+            "                    registry (--module llama3 --config llama3_8b --section.option\n"
+            "                    VALUE ...); data_parallel_shard_degree -1 takes what --devices\n"
+            "                    leaves\n"
             "  profile CSV       measured per-layer costs, one row per run of identical layers\n"
             "                    (columns: see docs/import.md)\n");
 }
