@@ -9,7 +9,8 @@
 #   tests/fuzz/corpus/mindformers/seed-NAME.yaml        every MindFormers YAML shipped
 #       (configs/examples/mindformers/) or tested (tests/data/mindformers/);
 #   tests/fuzz/corpus/torchtitan/seed-NAME.toml         every torchtitan TOML tested
-#       (tests/data/torchtitan/: torchtitan's own);
+#       (tests/data/torchtitan/: torchtitan's own), and seed-NAME.sh every torchtitan
+#       config-registry command line tested (tests/data/torchtitan/registry_*.sh);
 #   tests/fuzz/corpus/journal/seed-tiny-*.jsonl         the journals of the search fuzz_journal
 #       resumes (tiny.yaml, --pp 2,4, every schedule of the registry) with the planner off and
 #       quick: whole, the header alone, cut half way, and torn in its last line.
@@ -44,7 +45,7 @@ for f in configs/examples/mindformers/*.yaml tests/data/mindformers/*.yaml; do
   cp "$f" "$out/mindformers/seed-$(basename "$f")"
 done
 mkdir -p "$out/torchtitan"
-for f in tests/data/torchtitan/*.toml; do
+for f in tests/data/torchtitan/*.toml tests/data/torchtitan/registry_*.sh; do
   cp "$f" "$out/torchtitan/seed-$(basename "$f")"
 done
 # The search of tests/fuzz/fuzz_journal.cpp, which must be this one: same config, same
