@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <climits>
 #include <map>
 #include <optional>
 #include <vector>
@@ -43,6 +44,9 @@
 //               graph, and pipeline_parallel_degree > 1 ("CUDA graphs do not support pipeline
 //               parallelism yet") or expert_parallel_degree > 1 with the standard token
 //               dispatcher is refused.
+//  [R-trainer-config] torchtitan/trainer.py, Trainer.Config: besides v0.2.2's sections,
+//               hf_assets_path, dump_folder, profiler, tokenizer, dataloader, validator,
+//               override (code overrides: override.imports) and loss.
 //  [R-llama3]   torchtitan/models/llama3/config_registry.py: llama3_8b (model_registry("8B"),
 //               num_tokens_per_microbatch_per_dp_rank 1 * 8192, max_context_length 8192,
 //               SelectiveAC), llama3_70b ("70B", 8 * 8192, 8192, tensor_parallel_degree 8,
@@ -278,7 +282,8 @@ class Command {
         (flag == "--module" ? module_ : config_) = {value, w.line};
         continue;
       }
-      if (flag.rfind("--", 0) != 0 || flag.find('.') == flag.npos || flag.size() < 5)
+      const bool top = flag == "--hf_assets_path" || flag == "--dump_folder";
+      if (!top && (flag.rfind("--", 0) != 0 || flag.find('.') == flag.npos || flag.size() < 5))
         fail(w.line, flag,
              "expected --module NAME, --config FUNCTION or an option --section.option [VALUE] "
              "(torchtitan's command line), got '" +
@@ -373,6 +378,27 @@ class Command {
   /// An option of the command line: `key` without its dashes, its value if any.
   void option(const std::string& key, const std::optional<std::string>& value, int line) {
     const std::string flag = "--" + key;
+    // Trainer.Config's fields that v0.2.2's TOML did not have [R-trainer-config]: paths and
+    // the components that cannot change time or memory are listed as not modelled; the
+    // loss's options and the code overrides can, and bmpipe does not model them.
+    for (const std::string_view inert :
+         {"hf_assets_path", "dump_folder", "profiler.", "tokenizer.", "dataloader.", "validator."})
+      if (key == inert || (inert.back() == '.' && key.rfind(inert, 0) == 0)) {
+        if (!value && (key == "hf_assets_path" || key == "dump_folder"))
+          fail(line, flag, "expected a value after " + flag);
+        job_.ignore(key + " (not modelled)");
+        return;
+      }
+    for (const std::string_view part : {"loss.", "override."})
+      if (key.rfind(part, 0) == 0) {
+        job_.unmodelled.push_back(Unmodelled{
+            Origin{file_, line, 0, flag, ""}, flag + (value ? " " + *value : ""),
+            part == "loss."
+                ? "the loss's options (its chunking changes the logits' memory), which bmpipe "
+                  "does not model"
+                : "modules imported in place of torchtitan's (kernels bmpipe does not cost)"});
+        return;
+      }
     if (key.rfind("model.", 0) == 0)
       fail(line, flag,
            "not an option of torchtitan's command line at " + std::string(kCommit) +
@@ -447,6 +473,10 @@ class Command {
     if (n < lo)
       fail(from.line, from.key,
            "must be at least " + std::to_string(lo) + ", got " + std::to_string(n));
+    // Past int: no job bmpipe can simulate, and products of two stay within long long.
+    if (n > INT_MAX)
+      fail(from.line, from.key,
+           "must be at most " + std::to_string(INT_MAX) + ", got " + std::to_string(n));
     return n;
   }
   bool truth(const std::string& v, const From& from) const {

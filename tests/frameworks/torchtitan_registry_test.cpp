@@ -10,6 +10,7 @@
 // (torchtitan/trainer.py, _validate_cuda_graphs).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -188,6 +189,28 @@ TEST(TorchTitanRegistry, BadCommandsAreRefusedWithTheirLineAndFlag) {
   EXPECT_EQ(refusal("--module qwen3 --config qwen3_8b\n"),
             "launch.sh:1: --module: bmpipe carries the config registries of llama3 and "
             "deepseek_v3, not qwen3");
+}
+
+// Trainer.Config's 2026 fields (torchtitan/trainer.py): paths and components that cannot
+// change time or memory are listed as ignored; the loss's options and code overrides can.
+TEST(TorchTitanRegistry, TheNewComponentsAreIgnoredOrUnmodelled) {
+  const ImportedJob job = import(
+      "--module llama3 --config llama3_8b --hf_assets_path ./assets/hf/Llama-3.1-8B \\\n"
+      "  --profiler.no-enable_profiling --dataloader.shuffle false \\\n"
+      "  --loss.chunk_size 4096\n");
+  const auto ignored = [&](const std::string& what) {
+    return std::find(job.ignored.begin(), job.ignored.end(), what) != job.ignored.end();
+  };
+  EXPECT_TRUE(ignored("hf_assets_path (not modelled)"));
+  EXPECT_TRUE(ignored("profiler.no-enable_profiling (not modelled)"));
+  EXPECT_TRUE(ignored("dataloader.shuffle (not modelled)"));
+  ASSERT_EQ(job.unmodelled.size(), 1u);
+  EXPECT_EQ(job.unmodelled[0].given, "--loss.chunk_size 4096");
+  EXPECT_EQ(job.unmodelled[0].origin.line, 3);
+  EXPECT_EQ(refusal("--module llama3 --config llama3_8b --parallelism.num_pp_microbatches "
+                    "99999999999\n"),
+            "launch.sh:1: --parallelism.num_pp_microbatches: must be at most 2147483647, got "
+            "99999999999");
 }
 
 // The CLI: the shipped command files import and simulate, and a bad one exits 2.
