@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "experiment/suggest.hpp"
-#include "frameworks/megatron/import.hpp"
+#include "frameworks/common/shell_words.hpp"
 #include "frameworks/torchtitan/import.hpp"
 
 // Sources (read, not copied): pytorch/torchtitan (github.com/pytorch/torchtitan) at

@@ -46,7 +46,7 @@ const TorchTitanRegistryEntry* find_torchtitan_config(std::string_view module,
 bool is_torchtitan_command(const std::string& text);
 
 /// Reads the command line in `text` (the contents of `name`): shell words as a launch
-/// script has them (frameworks/megatron/import.hpp, split_shell_words), the words after
+/// script has them (frameworks/common/shell_words.hpp), the words after
 /// `torchtitan.train` or `run_train.sh` when one is there, else all of them. Throws
 /// ImportError naming the file, the line and the flag for an unknown module, config or
 /// option, a malformed value, or a value torchtitan or bmpipe refuses.
