@@ -712,8 +712,8 @@ ImportedJob read_torchtitan_command(const std::string& text, const std::string& 
   for (Unmodelled& u : job.unmodelled) read.unmodelled.push_back(u);
   for (const std::string& i : job.ignored) read.ignore(i);
   command.cuda_graphs(read);
-  read.framework = "torchtitan command line (config registry at pytorch/torchtitan " +
-                   std::string(kCommit) + ")";
+  read.framework =
+      "torchtitan command line, config registry at pytorch/torchtitan " + std::string(kCommit);
   return read;
 }
 
