@@ -348,6 +348,8 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   job.overlap_grad_reduce = stated.training.optimizer.overlap_grad_reduce;
   job.moe_overlap = stated.training.moe_overlap;
   job.deepep = stated.training.dispatcher() == MoeDispatcher::deepep;
+  job.moe_capacity_factor = stated.training.moe_capacity_factor;
+  job.vocab_parallel = stated.training.vocab_parallel;
   job.cp = mesh.cp();
   job.cp_comm_type = stated.training.cp_comm_type;
   job.fp8 = stated.training.fp8;

@@ -183,6 +183,15 @@ struct TrainingConfig {
   bool moe_overlap = false;
   /// alltoall or deepep (CostSettings::moe_dispatcher).
   std::string moe_dispatcher = "alltoall";
+  /// CostSettings::moe_capacity_factor: every expert's input dropped beyond and padded to
+  /// its capacity (Megatron-LM's --moe-expert-capacity-factor with
+  /// --moe-pad-expert-input-to-capacity; MindFormers' capacity_factor with its BatchMatMul
+  /// experts). 0: dropless, no padding.
+  double moe_capacity_factor = 0.0;
+  /// CostSettings::vocab_parallel: the embedding table and the LM head split over tp
+  /// (Megatron's vocab-parallel layers). false: both replicated over tp, split over dp only
+  /// (MindFormers' parallel_config.vocab_emb_dp).
+  bool vocab_parallel = true;
   /// The scopes CUDA graphs capture, comma-separated (attn, mlp, moe, moe_router,
   /// moe_preprocess, mamba, full_iteration; CostSettings::cuda_graphs); empty or "none": no graphs.
   std::string cuda_graphs;

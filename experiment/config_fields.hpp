@@ -71,6 +71,9 @@ inline constexpr Range kOverlapFactor{
 inline constexpr Range kCount{.min = 1, .max = INT_MAX};
 inline constexpr Range kCount0{.min = 0, .max = INT_MAX};
 /// max / mean tokens per expert.
+/// training.moe_capacity_factor: 0 (dropless) or a factor up to 1024 experts' worth.
+inline constexpr Range kCapacityFactor{
+    .min = 0, .max = 1024, .max_note = "every token on each of 1024 experts"};
 inline constexpr Range kLoadImbalance{
     .min = 1, .max = 1024, .max_note = "more than every token of 1024 experts on one"};
 inline constexpr Range kLayers{.min = 1, .max = 100'000, .max_note = "no model has more layers"};
@@ -623,6 +626,21 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
              "per remote node, then NVLink; Megatron's flex dispatcher with the deepep "
              "backend); deepep needs MoE layers, ep > 1, etp 1 and NVLink-switched nodes",
      .choices = kMoeDispatchers,
+     .form = Form::analytic},
+    {.name = "moe_capacity_factor",
+     .slot = &TrainingConfig::moe_capacity_factor,
+     .range = kCapacityFactor,
+     .help = "token dropping with padding: each expert runs capacity = ceil(factor x tokens x "
+             "top_k / experts) rows of a device's tokens, padded or dropped to that (Megatron's "
+             "--moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity, MindFormers' "
+             "moe_config.capacity_factor); 0: dropless. Needs MoE layers and the alltoall "
+             "dispatcher",
+     .form = Form::analytic},
+    {.name = "vocab_parallel",
+     .slot = &TrainingConfig::vocab_parallel,
+     .help = "the embedding table and the LM head split over tp (default true); false: "
+             "replicated over tp, split over dp only (MindFormers' vocab_emb_dp): tp x their "
+             "weights, the head's GEMM over the whole vocabulary, its gradient all-gathered",
      .form = Form::analytic},
     {.name = "cuda_graphs",
      .slot = &TrainingConfig::cuda_graphs,

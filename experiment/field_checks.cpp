@@ -674,6 +674,18 @@ void check_expert_parallel(const Config& c, const ParallelMesh& mesh) {
                              " has no mixture-of-experts layers: there is no all-to-all to overlap"
                        : "true, but ep = 1: the experts are not split, so there is no "
                          "all-to-all to overlap (set training.ep)");
+  if (t.moe_capacity_factor > 0) {
+    if (!m.is_moe())
+      c.fail("training.moe_capacity_factor",
+             "pads the experts' input, but " + m.name + " has no mixture-of-experts layers");
+    // Megatron-LM d98e8a64, transformer_config.py __post_init__: "Flex token dispatcher
+    // with deepep backend does not support moe_pad_expert_input_to_capacity".
+    if (t.dispatcher() == MoeDispatcher::deepep)
+      c.fail("training.moe_capacity_factor",
+             "pads to capacity, which DeepEP's dispatcher does not do (Megatron-LM: \"Flex "
+             "token dispatcher with deepep backend does not support "
+             "moe_pad_expert_input_to_capacity\"); expected alltoall, or 0");
+  }
   if (t.dispatcher() == MoeDispatcher::deepep) {
     if (!m.is_moe() || t.ep == 1)
       c.fail("training.moe_dispatcher",

@@ -33,6 +33,8 @@ CostSettings cost_settings(const Config& c) {
   st.ep_crosses_nodes = mesh.crosses_domain(MeshGroup::ep);
   st.etp_crosses_nodes = mesh.crosses_domain(MeshGroup::etp);
   st.moe_dispatcher = t.dispatcher();
+  st.moe_capacity_factor = t.moe_capacity_factor;
+  st.vocab_parallel = t.vocab_parallel;
   st.cuda_graphs = parse_graph_scopes(t.cuda_graphs, nullptr);
   st.recompute_modules = parse_recompute_modules(t.recompute_modules, nullptr);
   st.offload_modules = parse_offload_modules(t.offload_modules, nullptr);

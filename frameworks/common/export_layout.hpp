@@ -67,6 +67,8 @@ struct ExportJob {
   bool moe_overlap = false;  ///< training.moe_overlap: --overlap-moe-expert-parallel-comm
   /// training.moe_dispatcher deepep: the flex dispatcher with the deepep backend.
   bool deepep = false;
+  double moe_capacity_factor = 0.0;  ///< training.moe_capacity_factor (0: dropless)
+  bool vocab_parallel = true;        ///< training.vocab_parallel
   /// Context parallelism and FP8 (training.cp, cp_comm_type, fp8, fp8_recipe); the export
   /// states them when they are not the defaults (cp 1, no FP8).
   int cp = 1;

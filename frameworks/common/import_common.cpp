@@ -622,6 +622,11 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
     y.value(1, "moe_overlap", *job.moe_overlap ? "true" : "false", "training.moe_overlap");
   if (job.moe_dispatcher)
     y.value(1, "moe_dispatcher", *job.moe_dispatcher, "training.moe_dispatcher");
+  if (job.moe_capacity_factor)
+    y.value(1, "moe_capacity_factor", number(*job.moe_capacity_factor),
+            "training.moe_capacity_factor");
+  if (job.vocab_parallel)
+    y.value(1, "vocab_parallel", *job.vocab_parallel ? "true" : "false", "training.vocab_parallel");
   if (job.fp8) y.value(1, "fp8", *job.fp8, "training.fp8");
   if (job.fp8_recipe) y.value(1, "fp8_recipe", *job.fp8_recipe, "training.fp8_recipe");
   if (job.cuda_graphs) y.value(1, "cuda_graphs", *job.cuda_graphs, "training.cuda_graphs");

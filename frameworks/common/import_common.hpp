@@ -164,6 +164,8 @@ struct ImportedJob {
   std::optional<bool> fsdp;                   ///< training.fsdp; written when set
   std::optional<bool> moe_overlap;            ///< training.moe_overlap; written when set
   std::optional<std::string> moe_dispatcher;  ///< training.moe_dispatcher; written when set
+  std::optional<double> moe_capacity_factor;  ///< training.moe_capacity_factor; when set
+  std::optional<bool> vocab_parallel;         ///< training.vocab_parallel; written when set
   std::optional<bool> tp_comm_overlap;        ///< training.tp_comm_overlap; written when set
   /// The memory the framework may use per device, GiB: cluster.device.memory_GiB when below
   /// the device's own (MindFormers' context.max_device_memory).

@@ -304,6 +304,14 @@ LayerDims layer_dims(const ModelShape& m, const CostSettings& st) {
   D.ef = static_cast<double>(x.expert_ffn) / st.etp;
   D.Tk = D.Tm * D.top_k;
   D.Tmax = D.Tk * x.load_imbalance;
+  if (st.moe_capacity_factor > 0 && D.E > 0) {
+    // Padded to capacity (CostSettings::moe_capacity_factor): Megatron's get_capacity,
+    // ceil(tokens x top_k / experts x factor), never more than the tokens themselves; every
+    // expert then runs exactly that many rows, so the imbalance no longer shows.
+    const double capacity = std::min(std::ceil(D.Tk / D.E * st.moe_capacity_factor), D.Tm);
+    D.Tk = D.E * capacity;
+    D.Tmax = D.Tk;
+  }
   D.etp = st.etp;
   D.Tg = D.etp * D.Tmax;
   D.sf = static_cast<double>(x.shared_ffn) / D.t;
@@ -1095,7 +1103,7 @@ LayerCost mtp_module_cost(const ModelShape& m, const HardwareSpec& hw,
 
 LayerCost embedding_cost(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st) {
   Builder b(hw, st, m.architecture, "embedding");
-  const double e = st.dtype_bytes, t = st.tp;
+  const double e = st.dtype_bytes, t = st.vocab_parallel ? st.tp : 1;
   const double T = st.local_tokens();
   const double h = m.hidden_size;
   const double Hn = T * h, Hs = st.sequence_parallel ? Hn / t : Hn;
@@ -1110,7 +1118,9 @@ LayerCost embedding_cost(const ModelShape& m, const HardwareSpec& hw, const Cost
                 gpt ? 2 : 1);
   // Forward only: the first stage needs no gradient of its input, and the backward of
   // the sum is the identity (of the scatter, an all-gather the next layer does anyway).
-  if (st.tp > 1)
+  // Replicated over tp (CostSettings::vocab_parallel false), every device looks up whole
+  // rows and keeps its own slice of the sequence: no collective.
+  if (st.tp > 1 && st.vocab_parallel)
     b.add(st.sequence_parallel ? "embed_reduce_scatter" : "embed_all_reduce",
           collective_time_s(
               hw, st.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce, st.tp,
@@ -1136,9 +1146,11 @@ LayerCost head_cost(const ModelShape& m, const HardwareSpec& hw, const CostSetti
   const bool llama = m.architecture == Architecture::llama;
   const double e = st.dtype_bytes, t = st.tp;
   const double T = st.local_tokens();
-  const double h = m.hidden_size, v = m.vocab_size / t;
+  // The head's columns on this device: its vocabulary share, or all of it when replicated
+  // over tp (CostSettings::vocab_parallel false).
+  const double h = m.hidden_size, v = m.vocab_size / (st.vocab_parallel ? t : 1.0);
   const double Hn = T * h, Hs = st.sequence_parallel ? Hn / t : Hn;
-  const double L = T * v;  // this device's logits
+  const double L = T * m.vocab_size / t;  // this device's logits in the (tp-split) loss
   const bool eager = eager_kernels(m.architecture, st);
   const NormTraffic norm = norm_traffic(eager, e);
   b.elementwise("final_norm", norm.f * Hs, norm.i * Hs, 2 * e * Hs, norm.kf, norm.ki, norm.kw,
@@ -1146,6 +1158,13 @@ LayerCost head_cost(const ModelShape& m, const HardwareSpec& hw, const CostSetti
   if (st.sequence_parallel)
     b.tp_collective("head_all_gather", Collective::all_gather, Collective::reduce_scatter, e * Hn);
   b.linear("lm_head", T, h, v);
+  // Replicated: MindFormers' loss keeps the logits split over tp (its loss_parallel_config
+  // keeps model_parallel), so the head's backward first all-gathers their gradient.
+  if (!st.vocab_parallel && st.tp > 1)
+    b.add("logits_grad_all_gather", 0.0,
+          collective_time_s(hw, Collective::all_gather, st.tp, e * T * m.vocab_size,
+                            st.tp_crosses_nodes),
+          0.0);
   // Vocab-parallel cross-entropy in fp32 (Megatron): cast, max, subtract, exp, sum,
   // normalize forward (~10 fp32 passes); softmax minus one-hot, scale, cast back.
   b.elementwise("cross_entropy", 38 * L, 26 * L, 0, 8, 4, 0);

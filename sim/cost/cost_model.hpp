@@ -132,6 +132,21 @@ struct CostSettings {
   /// node: its all-gather and reduce-scatter around the experts run over the NICs.
   bool etp_crosses_nodes = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
+  /// Token dropping with padding to capacity (Megatron-LM d98e8a64,
+  /// megatron/core/transformer/moe/moe_utils.py get_capacity and
+  /// apply_router_token_dropping with pad_to_capacity; token_dispatcher.py drop_and_pad):
+  /// each of the E experts takes capacity = ceil(factor x Tm x top_k / E) rows of the Tm
+  /// tokens the router sees on this device (at most Tm), padded when fewer are routed to it
+  /// and dropped beyond. The permute, the all-to-alls and the expert GEMMs then run
+  /// E x capacity rows instead of Tm x top_k x load_imbalance. 0: dropless.
+  double moe_capacity_factor = 0.0;
+  /// The embedding table and the LM head split over tp (vocab-parallel, Megatron's). false:
+  /// replicated over tp (MindFormers' vocab_emb_dp): the table and the head hold the whole
+  /// vocabulary on every device of the tp group, the lookup needs no tp collective, the
+  /// head's GEMM runs every vocabulary column (redundantly over tp), and its backward
+  /// all-gathers the logits' gradient from the loss, which stays split over tp
+  /// (embedding_cost, head_cost).
+  bool vocab_parallel = true;
   /// Devices of the ep group inside one scale-up domain (the group spans ep / this of
   /// them); ep when the group stays inside one. Read by the deepep dispatcher.
   int ep_per_domain = 1;
