@@ -29,6 +29,10 @@ std::string megatron_not_run(std::string_view schedule) {
 // An export that cannot state the model would hand the user another job (issue 17).
 std::string megatron_refusal(const Config& config) {
   if (!config.model.shape) return "";
+  if (!config.training.vocab_parallel && config.training.tp > 1)
+    return "Megatron-LM's flags cannot state training.vocab_parallel: false: its embedding and "
+           "output layer are always split over tp (VocabParallelEmbedding, "
+           "ColumnParallelLinear)";
   const std::string why = megatron_model_refusal(*config.model.shape);
   return why.empty() ? "" : "Megatron-LM's flags cannot state the model: " + why;
 }
@@ -68,6 +72,11 @@ std::string mindformers_not_run(std::string_view schedule) {
 // a different job than the one they wrote).
 std::string mindformers_refusal(const Config& config) {
   if (!config.model.shape) return "";
+  // MindFormers' build_parallel_config resets vocab_emb_dp to False with pipeline stages
+  // (frameworks/mindformers/import.cpp, read_vocab_emb_dp).
+  if (!config.training.vocab_parallel && config.training.tp > 1 && config.training.pp > 1)
+    return "MindFormers' keys cannot state training.vocab_parallel: false with pp > 1: it "
+           "resets parallel_config.vocab_emb_dp to False when pipeline_stage > 1";
   if (const std::string layers = mindformers_shape_refusal(*config.model.shape); !layers.empty())
     return "the model has layers MindFormers' keys cannot state: " + layers;
   const std::string why = mindformers_moe_refusal(*config.model.shape, config.training.etp);
@@ -84,6 +93,18 @@ ExportStatement mindformers_statement(const ExportLayout& layout) {
     return mindformers_job_yaml(x, job, std::string(mindformers_scheduler(schedule)));
   };
   return s;
+}
+
+// torchtitan's refusals, and those of the keys it has no counterpart for: its tensor-parallel
+// plan splits the embedding over the vocabulary (RowwiseParallel), and its MoE is dropless.
+std::string torchtitan_full_refusal(const Config& config) {
+  if (!config.training.vocab_parallel && config.training.tp > 1)
+    return "torchtitan's TOML cannot state training.vocab_parallel: false: its tensor-parallel "
+           "plan splits the embedding and the output over the vocabulary";
+  if (config.training.moe_capacity_factor > 0)
+    return "torchtitan's TOML cannot state training.moe_capacity_factor: its MoE layers are "
+           "dropless";
+  return torchtitan_refusal(config);
 }
 
 // torchtitan: the schedules torch.distributed.pipelining names (frameworks/torchtitan/
@@ -150,7 +171,7 @@ const std::array kExporters = {
              .runs = torchtitan_runs,
              .runs_as = torchtitan_runs_as,
              .not_run = torchtitan_not_run,
-             .refusal = torchtitan_refusal,
+             .refusal = torchtitan_full_refusal,
              .state = torchtitan_statement,
              .states = torchtitan_states,
              .recompute_rules = torchtitan_recompute_choices,

@@ -148,7 +148,7 @@ std::string megatron_layer_flags(const ModelShape& m, std::vector<std::string>& 
 /// read_experts and read_latent_attention); `remove`: the flags of those groups that the
 /// model does not use and a script may have.
 std::string megatron_model_flags(const ModelShape& m, int ep, int etp, bool deepep,
-                                 std::vector<std::string>& remove) {
+                                 double capacity_factor, std::vector<std::string>& remove) {
   std::string out = megatron_layer_flags(m, remove);
   auto flag = [&out](const std::string& name, long long v) {
     out += name + " " + std::to_string(v) + "\n";
@@ -183,6 +183,17 @@ std::string megatron_model_flags(const ModelShape& m, int ep, int etp, bool deep
     } else {
       remove.emplace_back("--moe-router-num-groups");
       remove.emplace_back("--moe-router-group-topk");
+    }
+    // training.moe_capacity_factor: dropped and padded to capacity (frameworks/megatron/
+    // import.cpp, read_capacity); dropless otherwise, so a script's factor goes.
+    if (capacity_factor > 0) {
+      char factor[32];
+      const auto r = std::to_chars(factor, factor + sizeof factor, capacity_factor);
+      out += "--moe-expert-capacity-factor " + std::string(factor, r.ptr) +
+             "\n--moe-pad-expert-input-to-capacity\n";
+    } else {
+      remove.insert(remove.end(),
+                    {"--moe-expert-capacity-factor", "--moe-pad-expert-input-to-capacity"});
     }
     flag("--expert-model-parallel-size", ep);
     flag("--expert-tensor-parallel-size", etp);
@@ -486,7 +497,8 @@ std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
       remove.emplace_back(f);
   const std::string model_flags =
       job.shape && states_model(*job.shape)
-          ? megatron_model_flags(*job.shape, job.ep, job.etp, job.deepep, remove)
+          ? megatron_model_flags(*job.shape, job.ep, job.etp, job.deepep, job.moe_capacity_factor,
+                                 remove)
           : std::string();
 
   std::string out;

@@ -37,6 +37,8 @@
 //              chunk_size 128, none of them a flag; nheads = d_inner / headdim without
 //              --mamba-num-heads; its asserts) and megatron/core/ssm/mamba_layer.py (d_model is
 //              the hidden size, no expand passed).
+//  [MG-moe]    megatron/core/transformer/moe/ (moe_utils.py, router.py, token_dispatcher.py)
+//              with transformer_config.py's MoE checks.
 
 namespace bmpipe {
 
@@ -108,6 +110,9 @@ constexpr FlagSpec kFlags[] = {
     {"--moe-router-num-groups", Kind::integer},
     {"--moe-router-group-topk", Kind::integer},
     {"--moe-grouped-gemm", Kind::boolean},
+    {"--moe-expert-capacity-factor", Kind::real},
+    {"--moe-pad-expert-input-to-capacity", Kind::boolean},
+    {"--moe-router-load-balancing-type", Kind::list},
     {"--multi-latent-attention", Kind::boolean},
     {"--q-lora-rank", Kind::integer},
     {"--kv-lora-rank", Kind::integer},
@@ -763,6 +768,59 @@ void read_vocabulary(const Reading& ctx, ModelShape& m) {
 /// dense), with Megatron-LM's defaults for the rest ([MG-args] _add_moe_args and
 /// validate_args, TransformerConfig): top-k 2, the experts as wide as --ffn-hidden-size,
 /// no shared expert, every layer MoE (--moe-layer-freq 1), the allgather dispatcher.
+/// Token dropping ([MG-moe] transformer_config.py __post_init__, moe_utils.py get_capacity
+/// and apply_router_token_dropping, token_dispatcher.py drop_and_pad, at d98e8a64):
+/// --moe-expert-capacity-factor (a negative one is None: dropless) caps each expert at
+/// ceil(tokens x topk / experts x factor) tokens; with --moe-pad-expert-input-to-capacity
+/// every expert's input is padded to that: training.moe_capacity_factor. Without the
+/// padding, tokens over capacity are dropped, which with bmpipe's balanced routing drops
+/// none: nothing to cost. Megatron-LM's own refusals are kept: the padding needs the
+/// factor, the factor a load balancing of aux_loss, seq_aux_loss, global_aux_loss or none,
+/// and DeepEP does not pad.
+void read_capacity(const Reading& ctx, bool deepep) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const char* cf = "--moe-expert-capacity-factor";
+  const char* pad = "--moe-pad-expert-input-to-capacity";
+  const std::optional<double> given = a.real(cf, -1e9, 1024);
+  const double value = given.value_or(-1);
+  if (given && value < 0) job.ignore(std::string(cf) + " (negative: None, dropless)");
+  const bool factor = value >= 0;
+  if (a.boolean(pad) && !factor)
+    a.fail(pad,
+           "needs --moe-expert-capacity-factor (Megatron-LM: \"moe_expert_capacity_factor "
+           "must be set to use moe_pad_expert_input_to_capacity\")");
+  if (!factor) {
+    if (a.given("--moe-router-load-balancing-type"))
+      job.ignore("--moe-router-load-balancing-type (not modelled)");
+    return;
+  }
+  std::vector<std::string> balancing = a.list("--moe-router-load-balancing-type");
+  if (balancing.empty()) balancing.push_back("aux_loss");  // TransformerConfig's default
+  for (const std::string& type : balancing)
+    if (type != "aux_loss" && type != "seq_aux_loss" && type != "global_aux_loss" && type != "none")
+      a.fail("--moe-router-load-balancing-type",
+             type +
+                 " with --moe-expert-capacity-factor (Megatron-LM: "
+                 "\"moe_expert_capacity_factor only works with aux_loss, seq_aux_loss, "
+                 "global_aux_loss or none load balancing\")");
+  if (!a.boolean(pad)) {
+    job.notes.push_back(
+        "--moe-expert-capacity-factor without --moe-pad-expert-input-to-capacity drops the "
+        "tokens over capacity only; with bmpipe's balanced routing (model.moe.load_imbalance "
+        "1) none are over it, so nothing changes.");
+    return;
+  }
+  if (deepep)
+    a.fail(pad,
+           "with the flex dispatcher's deepep backend (Megatron-LM: \"Flex token "
+           "dispatcher with deepep backend does not support "
+           "moe_pad_expert_input_to_capacity\")");
+  if (value == 0) a.fail(cf, "must be more than 0 to pad to capacity");
+  job.moe_capacity_factor = value;
+  job.from("training.moe_capacity_factor", a.origin(cf, "with --moe-pad-expert-input-to-capacity"));
+}
+
 void read_experts(const Reading& ctx, ModelShape& m) {
   const Args& a = ctx.a;
   ImportedJob& job = ctx.job;
@@ -775,7 +833,10 @@ void read_experts(const Reading& ctx, ModelShape& m) {
                              "--moe-enable-deepep",
                              "--moe-flex-dispatcher-backend",
                              "--moe-router-num-groups",
-                             "--moe-router-group-topk"};
+                             "--moe-router-group-topk",
+                             "--moe-expert-capacity-factor",
+                             "--moe-pad-expert-input-to-capacity",
+                             "--moe-router-load-balancing-type"};
   const auto experts = a.integer("--num-experts", 1);
   if (!experts) {
     for (const char* f : moe_flags)
@@ -878,6 +939,7 @@ void read_experts(const Reading& ctx, ModelShape& m) {
             " token dispatcher: bmpipe costs the alltoall dispatcher's permute, all-to-all "
             "and unpermute, or DeepEP's; give --moe-token-dispatcher-type alltoall, or flex "
             "with --moe-flex-dispatcher-backend deepep"});
+  read_capacity(ctx, deepep);
   if (!a.boolean("--moe-grouped-gemm"))
     job.notes.push_back(
         "no --moe-grouped-gemm: Megatron-LM runs the local experts one GEMM after another; "

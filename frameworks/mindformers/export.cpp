@@ -1,6 +1,7 @@
 #include "frameworks/mindformers/export.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -159,6 +160,11 @@ std::string mindformers_job_yaml(const MindFormersExport& x, const ExportJob& jo
   out << "  pipeline_stage: " << pp << "\n";
   out << "  micro_batch_num: " << (pp > 1 ? job.microbatches : 1) << "\n";
   out << "  use_seq_parallel: " << (job.sequence_parallel ? "True" : "False") << "\n";
+  // training.vocab_parallel: vocab_emb_dp, which counts only with tp and without pipeline
+  // stages (MindFormers resets it to False with them: frameworks/mindformers/import.cpp,
+  // read_vocab_emb_dp; mindformers_refusal keeps a replicated one at pp > 1 out).
+  if (pp == 1 && job.tp > 1)
+    out << "  vocab_emb_dp: " << (job.vocab_parallel ? "False" : "True") << "\n";
   const bool moe = job.shape && job.shape->is_moe();
   if (moe) out << "  expert_parallel: " << job.ep << "\n";
   // MindFormers' context_parallel_algo: colossalai_cp (a ring, its default) or ulysses_cp.
@@ -192,6 +198,15 @@ std::string mindformers_job_yaml(const MindFormersExport& x, const ExportJob& jo
     int dense = 0;
     while (dense < m.num_layers && !m.is_moe_layer(dense)) ++dense;
     if (dense > 0) out << "  first_k_dense_replace: " << dense << "\n";
+    // training.moe_capacity_factor: MoEV2's experts padded to capacity; dropless: MoEV3's
+    // grouped matmuls (frameworks/mindformers/import.cpp, read_capacity).
+    if (job.moe_capacity_factor > 0) {
+      char factor[32];
+      const auto r = std::to_chars(factor, factor + sizeof factor, job.moe_capacity_factor);
+      out << "  capacity_factor: " << std::string(factor, r.ptr) << "\n  use_gmm: False\n";
+    } else {
+      out << "  use_gmm: True\n";
+    }
   }
   return out.str();
 }

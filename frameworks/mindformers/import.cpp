@@ -40,6 +40,14 @@
 //               accumulation; without, gradient_accumulation_steps micro-batches.
 //  [MF-card]    docs/feature_cards/Offset_Recompute.md: pp_interleave_num only with
 //               pipeline_stage > 1; full recompute wins over select recompute.
+// and at r1.5.0 (ece44cc45, the last release shipping DeepSeek-V3's pretraining YAML):
+//  [MF-ds3]     research/deepseek3/deepseek3_config.py, DeepseekV3Config.__init__: the MLA
+//               widths' defaults (kv_lora_rank 512, q_lora_rank 1536, qk_rope_head_dim 64,
+//               v_head_dim 128, qk_nope_head_dim 128), mtp_depth 0, compute_dtype
+//               bfloat16; research/deepseek3/deepseek2_model.py, DeepseekV2Model.__init__:
+//               LayerSetting(num_layers + mtp_depth, offset, ...) and one decoder layer per
+//               index up to num_layers + mtp_depth, so the MTP layers are the last entries of
+//               the partition the offset splits; DeepSeekV2Attention: q2l_proj always built.
 
 namespace bmpipe {
 
@@ -264,6 +272,8 @@ struct Reading {
   // parallel.enable_alltoall (MindSpore's default False)
   YAML::Node alltoall_node;
   bool alltoall = false;
+  // parallel_config.vocab_emb_dp
+  YAML::Node vocab_emb_dp_node;
   // model.model_config
   YAML::Node mc;
   // interleave and offset
@@ -297,7 +307,7 @@ void check_moe_and_swap(const Reading& ctx) {
   const Mf& mf = ctx.mf;
   mf.check_keys(mf.section(ctx.root, "moe_config", "moe_config"), "moe_config",
                 {"expert_num", "num_experts_chosen", "shared_expert_num", "first_k_dense_replace",
-                 "moe_intermediate_size"});
+                 "moe_intermediate_size", "capacity_factor", "use_gmm"});
   mf.check_keys(mf.section(ctx.root, "swap_config", "swap_config"), "swap_config", {});
 }
 
@@ -363,7 +373,7 @@ void read_parallel_config(Reading& ctx) {
   mf.check_keys(
       pc, "parallel_config",
       {"data_parallel", "model_parallel", "pipeline_stage", "micro_batch_num", "use_seq_parallel",
-       "expert_parallel", "context_parallel", "context_parallel_algo"});
+       "expert_parallel", "context_parallel", "context_parallel_algo", "vocab_emb_dp"});
   auto pc_int = [&](const char* k, const char* why_default) {
     const YAML::Node n = Mf::child(pc, k);
     const std::string key = std::string("parallel_config.") + k;
@@ -392,6 +402,7 @@ void read_parallel_config(Reading& ctx) {
     job.from("training.sequence_parallel", mf.origin(sp, "parallel_config.use_seq_parallel"));
   }
   read_context_parallel(mf, pc, job);
+  ctx.vocab_emb_dp_node = Mf::child(pc, "vocab_emb_dp");
   ctx.pp = pp;
   ctx.micro_batch_num = micro_batch_num;
   ctx.micro_batch_num_origin = mbn_origin;
@@ -508,6 +519,66 @@ void read_mlp_width(const Reading& ctx, const YAML::Node& mc, ModelShape& m) {
   }
 }
 
+/// Whether model_config.type names MindFormers' DeepSeek-V3 config ([MF-ds3]).
+bool deepseek_v3(const YAML::Node& mc) {
+  const YAML::Node t = Mf::child(mc, "type");
+  return t.IsDefined() && t.IsScalar() && t.Scalar() == "DeepseekV3Config";
+}
+
+/// DeepseekV3Config's multi-latent attention and multi-token prediction ([MF-ds3]): the
+/// five MLA widths, each with the config's default when absent (kv_lora_rank 512,
+/// q_lora_rank 1536, qk_rope_head_dim 64, v_head_dim 128, qk_nope_head_dim 128), and
+/// mtp_depth (default 0) MTP layers. DeepSeekV2Attention always builds the q latent
+/// (q2l_proj, hidden_size -> q_lora_rank), so q_lora_rank is at least 1. Another config
+/// type has no MLA: the keys there are refused rather than read as a Llama shape.
+void read_latent_attention(const Reading& ctx, const YAML::Node& mc, ModelShape& m) {
+  const Mf& mf = ctx.mf;
+  ImportedJob& job = ctx.job;
+  const std::string mk = "model.model_config.";
+  struct Key {
+    const char* name;   // MindFormers' key
+    const char* field;  // bmpipe's model.mla key
+    int fallback;       // DeepseekV3Config's default
+    int MlaShape::*slot;
+  };
+  const Key keys[] = {{"q_lora_rank", "q_lora_rank", 1536, &MlaShape::q_lora_rank},
+                      {"kv_lora_rank", "kv_lora_rank", 512, &MlaShape::kv_lora_rank},
+                      {"qk_nope_head_dim", "qk_head_dim", 128, &MlaShape::qk_nope_head_dim},
+                      {"qk_rope_head_dim", "qk_pos_emb_head_dim", 64, &MlaShape::qk_rope_head_dim},
+                      {"v_head_dim", "v_head_dim", 128, &MlaShape::v_head_dim}};
+  if (!deepseek_v3(mc)) {
+    for (const char* k : {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                          "v_head_dim", "mtp_depth"})
+      if (const YAML::Node n = Mf::child(mc, k); n.IsDefined())
+        mf.fail(n, mk + k,
+                "is a DeepseekV3Config key (multi-latent attention, multi-token prediction); "
+                "model_config.type is not DeepseekV3Config, whose model alone reads it");
+    return;
+  }
+  for (const Key& k : keys) {
+    const YAML::Node n = Mf::child(mc, k.name);
+    const long long v =
+        n.IsDefined() ? mf.integer(n, mk + k.name, 1, static_cast<long long>(detail::kHeads.max))
+                      : k.fallback;
+    m.mla.*k.slot = static_cast<int>(v);
+    job.from(std::string("model.mla.") + k.field,
+             n.IsDefined() ? mf.origin(n, mk + k.name)
+                           : mf.origin(mc, mk + k.name,
+                                       std::string("DeepseekV3Config's default: ") +
+                                           std::to_string(k.fallback)));
+    const bool rank = k.slot == &MlaShape::q_lora_rank || k.slot == &MlaShape::kv_lora_rank;
+    if (rank && v > m.hidden_size)
+      mf.fail(n.IsDefined() ? n : mc, mk + k.name,
+              std::to_string(v) + " is wider than hidden_size " + std::to_string(m.hidden_size) +
+                  ": the latent must compress the hidden state");
+  }
+  if (const YAML::Node d = Mf::child(mc, "mtp_depth"); d.IsDefined()) {
+    m.mtp_layers = static_cast<int>(
+        mf.integer(d, mk + "mtp_depth", 0, static_cast<long long>(detail::kMtpLayers.max)));
+    job.from("model.mtp_layers", mf.origin(d, mk + "mtp_depth"));
+  }
+}
+
 /// Tied embeddings, flash attention and the compute dtype, with LlamaConfig's defaults.
 void read_embeddings_and_kernels(const Reading& ctx, const YAML::Node& mc, ModelShape& m) {
   const Mf& mf = ctx.mf;
@@ -531,7 +602,11 @@ void read_embeddings_and_kernels(const Reading& ctx, const YAML::Node& mc, Model
   }
   {
     const YAML::Node d = Mf::child(mc, "compute_dtype");
-    const std::string dtype = d.IsDefined() ? mf.text(d, mk + "compute_dtype") : "float16";
+    // [MF-ds3]: DeepseekV3Config computes in bfloat16 by default, LlamaConfig in float16.
+    const bool ds3 = deepseek_v3(mc);
+    const std::string dtype = d.IsDefined() ? mf.text(d, mk + "compute_dtype")
+                              : ds3         ? "bfloat16"
+                                            : "float16";
     if (dtype == "bfloat16")
       job.dtype = "bf16";
     else if (dtype == "float16")
@@ -539,9 +614,11 @@ void read_embeddings_and_kernels(const Reading& ctx, const YAML::Node& mc, Model
     else
       mf.fail(d, mk + "compute_dtype",
               "unknown value '" + dtype + "' (bmpipe models bfloat16 and float16)");
-    job.from("training.dtype",
-             d.IsDefined() ? mf.origin(d, mk + "compute_dtype")
-                           : mf.origin(mc, mk + "compute_dtype", "LlamaConfig's default: float16"));
+    job.from("training.dtype", d.IsDefined()
+                                   ? mf.origin(d, mk + "compute_dtype")
+                                   : mf.origin(mc, mk + "compute_dtype",
+                                               ds3 ? "DeepseekV3Config's default: bfloat16"
+                                                   : "LlamaConfig's default: float16"));
   }
 }
 
@@ -559,10 +636,28 @@ void read_model_config(Reading& ctx) {
     mf.fail(model, "model.model_config", "missing required section (the model's shape)");
   const std::string mk = "model.model_config.";
   mf.check_keys(mc, "model.model_config",
-                {"type", "num_layers", "hidden_size", "num_heads", "n_kv_heads", "head_dim",
-                 "intermediate_size", "multiple_of", "ffn_dim_multiplier", "vocab_size",
-                 "seq_length", "offset", "pp_interleave_num", "compute_dtype",
-                 "use_flash_attention", "tie_word_embeddings"});
+                {"type",
+                 "num_layers",
+                 "hidden_size",
+                 "num_heads",
+                 "n_kv_heads",
+                 "head_dim",
+                 "intermediate_size",
+                 "multiple_of",
+                 "ffn_dim_multiplier",
+                 "vocab_size",
+                 "seq_length",
+                 "offset",
+                 "pp_interleave_num",
+                 "compute_dtype",
+                 "use_flash_attention",
+                 "tie_word_embeddings",
+                 "q_lora_rank",
+                 "kv_lora_rank",
+                 "qk_nope_head_dim",
+                 "qk_rope_head_dim",
+                 "v_head_dim",
+                 "mtp_depth"});
   auto required = [&](const char* k, const char* what) {
     const YAML::Node n = Mf::child(mc, k);
     if (!n.IsDefined()) mf.fail(mc, mk + k, std::string("missing: ") + what);
@@ -577,7 +672,11 @@ void read_model_config(Reading& ctx) {
   if (const YAML::Node t = Mf::child(mc, "type"); t.IsDefined()) {
     const std::string type = mf.text(t, mk + "type");
     job.from("model.architecture", mf.origin(t, mk + "type", type + ": a Llama-family model"));
-    if (type != "LlamaConfig")
+    if (type == "DeepseekV3Config")
+      job.notes.push_back(
+          "model_config.type DeepseekV3Config is read as a Llama-family decoder (RMSNorm, "
+          "RoPE, SwiGLU) with multi-latent attention and mtp_depth MTP layers.");
+    else if (type != "LlamaConfig")
       job.notes.push_back("model_config.type " + type +
                           " is read as a Llama-family decoder "
                           "(RMSNorm, RoPE, SwiGLU, grouped-query attention).");
@@ -618,8 +717,78 @@ void read_model_config(Reading& ctx) {
   }
   read_mlp_width(ctx, mc, m);
   read_embeddings_and_kernels(ctx, mc, m);
+  read_latent_attention(ctx, mc, m);
   job.shape = m;
   ctx.mc = mc;
+}
+
+/// parallel_config.vocab_emb_dp (MindFormers at fd4deebc1): True, its default
+/// (mindformers/tools/register/template.py ParallelConfig: vocab_emb_dp = True;
+/// modules/transformer/transformer.py TransformerOpParallelConfig.__init__:
+/// vocab_emb_dp=True), shards the embedding lookup over data parallelism only
+/// (models/llama/llama_layer.py LlamaEmbedding.shard: gather.shard(((1, 1), (dp, cp))), the
+/// table whole on every device) and the LM head too (models/llama/llama.py:
+/// lm_head.shard(strategy_matmul=((dp * cp, 1), (1, 1)))), while the loss keeps
+/// model_parallel: training.vocab_parallel false. But build_parallel_config
+/// (core/parallel_config.py) resets it to False when pipeline_stage > 1 ("vocab_emd_dp
+/// will be reset to False"), so it counts only without pipeline stages.
+void read_vocab_emb_dp(const Reading& ctx) {
+  const Mf& mf = ctx.mf;
+  ImportedJob& job = ctx.job;
+  const YAML::Node& n = ctx.vocab_emb_dp_node;
+  const std::string key = "parallel_config.vocab_emb_dp";
+  const bool asked = n.IsDefined() ? mf.boolean(n, key) : true;
+  if (ctx.pp > 1) {
+    if (asked && n.IsDefined())
+      job.notes.push_back(
+          "parallel_config.vocab_emb_dp: True has no effect with pipeline_stage > 1: "
+          "MindFormers resets it to False (build_parallel_config), so the embedding and the "
+          "LM head are split over model_parallel.");
+    return;
+  }
+  if (!asked || job.tp == 1) return;  // split over tp, or no tp to split over: the default
+  job.vocab_parallel = false;
+  job.from("training.vocab_parallel",
+           n.IsDefined() ? mf.origin(n, key)
+                         : mf.origin(ctx.root, key,
+                                     "parallel_config.vocab_emb_dp: MindFormers' default True"));
+}
+
+/// moe_config.capacity_factor and use_gmm (MindFormers at fd4deebc1, template.py MoEConfig:
+/// capacity_factor 1.1, use_gmm False). Without use_gmm the experts are MoEV2
+/// (models/llama/llama_transformer.py LLamaDecodeLayer; modules/transformer/moe.py), whose
+/// TopkRouterV2 dispatches every expert a static (capacity) slice: with capacity_factor > 0,
+/// capacity = ceil(top_k x tokens x capacity_factor / experts) (calculate_expert_capacity_v2,
+/// at most the tokens, rounded up to a multiple of model_parallel, which bmpipe leaves
+/// out), tokens beyond dropped and the rest padded: training.moe_capacity_factor. With
+/// capacity_factor <= 0 the capacity is the busiest expert's load
+/// (_calculate_expert_capacity_dynamic), which balanced routing makes the mean: no padding.
+/// With use_gmm the experts are MoEV3's grouped matmuls, dropless: the factor is unused.
+void read_capacity(const Reading& ctx, const YAML::Node& moe) {
+  const Mf& mf = ctx.mf;
+  ImportedJob& job = ctx.job;
+  const YAML::Node gmm = Mf::child(moe, "use_gmm");
+  const YAML::Node cf = Mf::child(moe, "capacity_factor");
+  if (gmm.IsDefined() && mf.boolean(gmm, "moe_config.use_gmm")) {
+    if (cf.IsDefined())
+      job.ignore("moe_config.capacity_factor (unused by use_gmm's dropless grouped matmuls)");
+    return;
+  }
+  const double factor = cf.IsDefined() ? mf.real(cf, "moe_config.capacity_factor") : 1.1;
+  if (factor <= 0) {
+    job.notes.push_back(
+        "moe_config.capacity_factor <= 0: MindFormers pads every expert to the busiest one's "
+        "load, which bmpipe's balanced routing (model.moe.load_imbalance 1) makes the mean.");
+    return;
+  }
+  if (factor > 1024) mf.fail(cf, "moe_config.capacity_factor", "must be at most 1024");
+  job.moe_capacity_factor = factor;
+  job.from("training.moe_capacity_factor",
+           cf.IsDefined()
+               ? mf.origin(cf, "moe_config.capacity_factor",
+                           "MoEV2 (no use_gmm) pads every expert to its capacity")
+               : mf.origin(moe, "moe_config.capacity_factor",
+                           "MoEConfig's default 1.1; MoEV2 (no use_gmm) pads to capacity"));
 }
 
 /// moe_config (MindFormers at fd4deebc1: mindformers/tools/register/template.py MoEConfig
@@ -643,7 +812,7 @@ void read_moe_config(Reading& ctx) {
       experts.IsDefined() ? static_cast<int>(mf.integer(experts, "moe_config.expert_num", 1)) : 1;
   if (expert_num <= 1) {
     for (const char* k : {"num_experts_chosen", "shared_expert_num", "first_k_dense_replace",
-                          "moe_intermediate_size"})
+                          "moe_intermediate_size", "capacity_factor", "use_gmm"})
       if (Mf::child(moe, k).IsDefined())
         job.ignore("moe_config." + std::string(k) + " (no effect without expert_num > 1)");
     if (ep_node.IsDefined()) {
@@ -694,6 +863,7 @@ void read_moe_config(Reading& ctx) {
               "leaves no MoE layer of the " + std::to_string(m.num_layers));
     job.from("model.moe.layer_freq", mf.origin(k, "moe_config.first_k_dense_replace"));
   }
+  read_capacity(ctx, moe);
   if (m.architecture != Architecture::llama)
     mf.fail(experts, "moe_config.expert_num",
             "the MoE layer is costed for Llama-family models only");
@@ -746,7 +916,9 @@ void read_partition(Reading& ctx) {
   job.from("training.vpp", pin.IsDefined() ? mf.origin(pin, mk + "pp_interleave_num")
                                            : mf.origin(mc, mk + "pp_interleave_num", "default 1"));
 
-  const int L = job.shape->num_layers;
+  // [MF-ds3]: the partition splits the decoder layers and then the MTP layers.
+  const int mtp = job.shape->mtp_layers;
+  const int L = job.shape->num_layers + mtp;
   const YAML::Node off = Mf::child(mc, "offset");
   const std::string ok = mk + "offset";
   // [MF-layer]: each stage gets num_layers // stages layers plus its offset, so with more
@@ -769,8 +941,8 @@ void read_partition(Reading& ctx) {
       throw ImportError(
           o.file, o.line, 0, o.key,
           "parallel_config.pipeline_stage x pp_interleave_num = " + std::to_string(pp) + " x " +
-              std::to_string(vpp) + " = " + std::to_string(stage_count) +
-              " stages for num_layers = " + std::to_string(L) +
+              std::to_string(vpp) + " = " + std::to_string(stage_count) + " stages for num_layers" +
+              std::string(mtp ? " + mtp_depth" : "") + " = " + std::to_string(L) +
               ": MindFormers gives each stage num_layers // stages = 0 layers "
               "plus its offset, so more stages than layers need an offset list "
               "with an entry for every stage (model.model_config.offset)");
@@ -825,17 +997,27 @@ void read_partition(Reading& ctx) {
     }
     if (sum != L % stages)
       mf.fail(off, ok,
-              "the offsets add up to " + std::to_string(sum) +
-                  "; MindFormers requires num_layers % (pipeline_stage * "
-                  "pp_interleave_num) = " +
-                  std::to_string(L) + " % " + std::to_string(stages) + " = " +
-                  std::to_string(L % stages));
+              "the offsets add up to " + std::to_string(sum) + "; MindFormers requires " +
+                  (mtp ? "(num_layers + mtp_depth)" : "num_layers") +
+                  " % (pipeline_stage * pp_interleave_num) = " + std::to_string(L) + " % " +
+                  std::to_string(stages) + " = " + std::to_string(L % stages));
   }
   std::vector<int> partition;
   try {
     partition = mindformers_partition(L, pp, vpp, offset);
   } catch (const FormatError& e) {
     mf.fail(off.IsDefined() ? off : mc, ok, e.what());
+  }
+  if (mtp > 0) {
+    // [MF-ds3]: the last mtp_depth layers are the MTP layers; bmpipe runs them on the last
+    // stage, after its decoder layers.
+    if (partition.back() < mtp)
+      mf.fail(off.IsDefined() ? off : mc, ok,
+              "leaves the last stage " + std::to_string(partition.back()) + " of the " +
+                  std::to_string(L) + " layers (num_layers + mtp_depth), fewer than the " +
+                  std::to_string(mtp) +
+                  " MTP layers MindFormers puts last; bmpipe models them on the last stage");
+    partition.back() -= mtp;
   }
   job.partition = partition;
   job.from("training.partition",
@@ -952,6 +1134,7 @@ ImportedJob read_mindformers_yaml(const std::string& text, const std::string& na
   read_parallel(ctx);
   read_runner_config(ctx);
   read_model_config(ctx);
+  read_vocab_emb_dp(ctx);
   read_moe_config(ctx);
   read_partition(ctx);
   read_schedule(ctx);

@@ -291,7 +291,7 @@ TEST(MindFormersImport, SchedulersAndIgnoredKeys) {
   const ImportedJob job = import(kConfig);
   for (const char* key :
        {"seed (not modelled)", "run_mode (not modelled)", "runner_config.epochs (not modelled)",
-        "parallel.parallel_mode (not modelled)", "parallel_config.vocab_emb_dp (not modelled)",
+        "parallel.parallel_mode (not modelled)",
         "recompute_config.mp_comm_recompute (not modelled)",
         "model.model_config.rms_norm_eps (not modelled)", "model.arch (not modelled)"})
     EXPECT_NE(std::find(job.ignored.begin(), job.ignored.end(), key), job.ignored.end()) << key;
@@ -413,7 +413,6 @@ TEST(MindFormersImport, KeysThatChangeTheJobAreUnmodelled) {
     int line;
   } cases[] = {
       {"vocab_emb_dp: False", "seq_split_num: 2", "parallel_config.seq_split_num: '2'", 19},
-      {"vocab_emb_dp: False", "vocab_emb_dp: True", "parallel_config.vocab_emb_dp: 'True'", 19},
       {"seed: 0", "swap_config:\n  swap: True", "swap_config.swap: 'True'", 2},
       {"rms_norm_eps: 1.0e-5", "num_hidden_layers: 32",
        "model.model_config.num_hidden_layers: '32'", 37},
