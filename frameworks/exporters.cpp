@@ -81,7 +81,10 @@ std::string mindformers_refusal(const Config& config) {
     return "the model has layers MindFormers' keys cannot state: " + layers;
   const std::string why = mindformers_moe_refusal(*config.model.shape, config.training.etp);
   if (why.empty()) return "";
-  return "the model is a mixture of experts that MindFormers' keys cannot state: " + why;
+  return (config.model.shape->is_moe() ? "the model is a mixture of experts that MindFormers' keys "
+                                         "cannot state: "
+                                       : "MindFormers' keys cannot state the model: ") +
+         why;
 }
 
 ExportStatement mindformers_statement(const ExportLayout& layout) {

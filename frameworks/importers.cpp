@@ -20,7 +20,7 @@ constexpr std::array kImporters = {
              "megatron/training/arguments.py spells them, one or many per line,\n"
              "'\\' continuations and '#' comments allowed; '-' reads stdin)",
              read_megatron_args},
-    Importer{"mindformers", "YAML", "a MindFormers training config (Llama family)",
+    Importer{"mindformers", "YAML", "a MindFormers training config (Llama family, DeepSeek-V3)",
              read_mindformers_yaml, false, true},
     Importer{"torchtitan", "FILE",
              "a torchtitan job TOML (its form up to v0.2.2; llama3 and\n"

@@ -30,7 +30,12 @@ MindFormersExport mindformers_plan(const ExportLayout& layout) {
   // pp_interleave_num) + offset, and the offsets add up to the remainder ([MF-code]
   // _check_inputs enforces that sum), so any partition, negative offsets included, is an
   // offset list.
-  const std::vector<int> offset = mindformers_offsets(layout.partition);
+  // DeepSeek-V3's MTP layers are LayerSetting's last entries (frameworks/mindformers/
+  // import.cpp, [MF-ds3]): the offsets split num_layers + mtp_depth, the MTP layers on the
+  // last stage, where bmpipe runs them.
+  std::vector<int> with_mtp = layout.partition;
+  if (!with_mtp.empty()) with_mtp.back() += layout.mtp_layers;
+  const std::vector<int> offset = mindformers_offsets(with_mtp);
 
   // [MF-card]/[MF-docs]: an integer list gives, per (mini) stage, how many layers recompute;
   // 2-D lists give it per interleave and stage (a 1-D list with interleave would be spread
@@ -86,6 +91,10 @@ MindFormersExport mindformers_plan(const ExportLayout& layout) {
                    (empty.size() > 1 ? " hold" : " holds") +
                    " no decoder layer; MindFormers' docs show no such stage, so check that "
                    "MindSpore accepts a pipeline stage without a transformer layer.");
+  if (!layout.mtp_per_stage.empty() && layout.mtp_per_stage.back() != layout.mtp_layers)
+    said.push_back(
+        "MindFormers builds the MTP layers last, on the last stage (LayerSetting over "
+        "num_layers + mtp_depth); the plan puts them elsewhere, which these keys cannot say.");
   if (!layout.embedding_on_first || !layout.loss_on_last)
     said.push_back(
         "MindFormers builds the embedding on the first stage and the LM head on the last; the "
@@ -107,6 +116,7 @@ MindFormersExport mindformers_plan(const ExportLayout& layout) {
     }
   }
   x.expressed.embedding_on_first = true;
+  x.expressed.mtp_per_stage.clear();
   x.expressed.loss_on_last = true;
   return x;
 }
@@ -180,6 +190,18 @@ std::string mindformers_job_yaml(const MindFormersExport& x, const ExportJob& jo
   // reads it back).
   if (job.shape && job.shape->explicit_head_dim > 0 && !job.shape->is_mla())
     out << "    head_dim: " << job.shape->explicit_head_dim << "\n";
+  // DeepseekV3Config's multi-latent attention and MTP (the import's [MF-ds3]); the model
+  // class goes with it (model.arch: DeepseekV3ForCausalLM).
+  if (job.shape && (job.shape->is_mla() || job.shape->mtp_layers > 0)) {
+    const MlaShape& mla = job.shape->mla;
+    out << "    type: DeepseekV3Config\n";
+    out << "    q_lora_rank: " << mla.q_lora_rank << "\n";
+    out << "    kv_lora_rank: " << mla.kv_lora_rank << "\n";
+    out << "    qk_nope_head_dim: " << mla.qk_nope_head_dim << "\n";
+    out << "    qk_rope_head_dim: " << mla.qk_rope_head_dim << "\n";
+    out << "    v_head_dim: " << mla.v_head_dim << "\n";
+    out << "    mtp_depth: " << job.shape->mtp_layers << "\n";
+  }
   out << "    pp_interleave_num: " << vpp << "\n";
   out << "    offset: " << mindformers_stage_list(x.offset, pp, vpp) << "\n";
   out << "recompute_config:\n";
@@ -221,9 +243,11 @@ std::string mindformers_shape_refusal(const ModelShape& m) {
 }
 
 std::string mindformers_moe_refusal(const ModelShape& m, int etp) {
-  if (!m.is_moe() && !m.is_mla() && m.mtp_layers == 0) return {};
-  if (m.is_mla() || m.mtp_layers > 0)
-    return "MindFormers' Llama-family keys have no multi-latent attention or MTP modules";
+  // DeepSeek-V3's keys (DeepseekV3Config) state MLA with a q latent and MTP layers together.
+  if ((m.is_mla() || m.mtp_layers > 0) && !(m.is_mla() && m.mla.q_lora_rank > 0))
+    return "MindFormers' MTP layers and multi-latent attention are DeepseekV3Config's, whose "
+           "attention always projects q through a latent (q_lora_rank > 0)";
+  if (!m.is_moe()) return {};
   int dense = 0;
   while (dense < m.num_layers && !m.is_moe_layer(dense)) ++dense;
   for (int i = dense; i < m.num_layers; ++i)

@@ -53,7 +53,7 @@ TEST(Importers, NamesAndHelpAsTheCommandPrintsThem) {
             "                    megatron/training/arguments.py spells them, one or many per "
             "line,\n"
             "                    '\\' continuations and '#' comments allowed; '-' reads stdin)\n"
-            "  mindformers YAML  a MindFormers training config (Llama family)\n"
+            "  mindformers YAML  a MindFormers training config (Llama family, DeepSeek-V3)\n"
             "  torchtitan FILE   a torchtitan job TOML (its form up to v0.2.2; llama3 and\n"
             "                    deepseek_v3 flavors), or a command line of its 2026 config\n"
             "                    registry (--module llama3 --config llama3_8b --section.option\n"

@@ -170,6 +170,38 @@ TEST(MindFormersDeepSeekV3, RefusalsNameFileLineAndKey) {
   }
 }
 
+TEST(MindFormersDeepSeekV3, ExportStatesMlaAndMtpAndImportGivesTheSameTime) {
+  test::ScratchDir dir;
+  const std::string job = dir.file("job.yaml");
+  ASSERT_EQ(run_cli("import mindformers '" + kDeepSeek +
+                    "' --preset ascend-910b --allow-unmodelled --out '" + job + "'")
+                .code,
+            0);
+  const test::CliRun x = run_cli("export '" + job + "' --format mindformers --json");
+  ASSERT_EQ(x.code, 0) << x.err;
+  const nlohmann::json j = nlohmann::json::parse(x.out);
+  const std::string text = j["text"].get<std::string>();
+  // DeepseekV3Config's keys, and the offsets over num_layers + mtp_depth: the YAML's own.
+  for (const char* line :
+       {"    type: DeepseekV3Config\n", "    q_lora_rank: 1536\n", "    kv_lora_rank: 512\n",
+        "    qk_nope_head_dim: 128\n", "    qk_rope_head_dim: 64\n", "    v_head_dim: 128\n",
+        "    mtp_depth: 1\n", "    offset: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1]\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << text;
+  // Given back to the shipped YAML, it imports as the job that was exported.
+  const std::string given =
+      test::write_file(dir.file("given.yaml"), test::yaml_with_export(kDeepSeek, text));
+  const std::string back = dir.file("back.yaml");
+  ASSERT_EQ(run_cli("import mindformers '" + given +
+                    "' --preset ascend-910b --allow-unmodelled --out '" + back + "'")
+                .code,
+            0);
+  const Config b = load_config(back);
+  EXPECT_EQ(b.model.shape->mtp_layers, 1);
+  EXPECT_EQ(b.model.shape->mla.kv_lora_rank, 512);
+  EXPECT_EQ(test::run_json("simulate '" + back + "' --json")["iteration_time_ms"],
+            j["iteration_time_ms"]);
+}
+
 // ---- vocab_emb_dp ------------------------------------------------------------------------
 
 // Llama-2-13B at mp 2 without pipeline stages on 16 Ascend 910B.
