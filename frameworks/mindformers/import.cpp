@@ -738,6 +738,18 @@ void read_vocab_emb_dp(const Reading& ctx) {
   const YAML::Node& n = ctx.vocab_emb_dp_node;
   const std::string key = "parallel_config.vocab_emb_dp";
   const bool asked = n.IsDefined() ? mf.boolean(n, key) : true;
+  // models/llama/llama.py: a vocabulary model_parallel does not divide replicates the head
+  // whatever vocab_emb_dp says, and computes the loss unsplit (loss_parallel_config
+  // model_parallel 1), which bmpipe's head does not have.
+  if (job.tp > 1 && job.shape->vocab_size % job.tp != 0) {
+    const Origin& o = job.origin.at("model.vocab_size");
+    job.unmodelled.push_back(Unmodelled{
+        o,
+        "vocab_size " + std::to_string(job.shape->vocab_size) + " with model_parallel " +
+            std::to_string(job.tp),
+        "a vocabulary model_parallel does not divide: MindFormers then keeps the LM head and "
+        "the loss whole on every device, which bmpipe does not model"});
+  }
   if (ctx.pp > 1) {
     if (asked && n.IsDefined())
       job.notes.push_back(

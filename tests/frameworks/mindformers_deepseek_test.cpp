@@ -259,6 +259,15 @@ TEST(MindFormersVocabEmbDp, AbsentIsMindFormersDefaultTrue) {
   EXPECT_TRUE(staged.training.vocab_parallel);
   EXPECT_NE(err.find("note: parallel_config.vocab_emb_dp: True has no effect"), std::string::npos)
       << err;
+  // models/llama/llama.py: a vocabulary mp does not divide keeps the head and loss whole.
+  const std::string odd = test::write_file(
+      dir.file("odd.yaml"), with(kNoPipeline, "vocab_size: 32000", "vocab_size: 32001"));
+  const test::CliRun r =
+      run_cli("import mindformers '" + odd + "' --preset ascend-910b --devices 16");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(odd + ":16: model.model_config.vocab_size: not modelled yet"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(MindFormersVocabEmbDp, ExportStatesItAndImportGivesTheSameTime) {
