@@ -487,6 +487,7 @@ class OrderedEngine {
   HugeVector<Time> out_end_;
   HugeVector<Time> back_asked_;
   HugeVector<Time> back_end_;
+  HugeVector<char> kept_;  // its bytes stayed on the device (copy_out)
 };
 
 std::pair<int, int> OrderedEngine::reload_of(int rank, std::uint32_t idx) const {
@@ -502,19 +503,32 @@ std::pair<int, int> OrderedEngine::reload_of(int rank, std::uint32_t idx) const 
 // copy-out stream, and leave the device when the copy ends.
 void OrderedEngine::copy_out(int rank, int stage, int mb) {
   OrderedRank& st = ranks_[rank];
+  const std::size_t k = key(stage, mb);
+  // A backward whose copy back would be asked for by the time its forward ends (it comes
+  // within the lead, at least right after) keeps its bytes on the device: Megatron-Core keeps
+  // such last groups ("so that the reloading won't block the main stream",
+  // fine_grained_activation_offload.py post_warmup_callback).
+  const std::uint32_t idx = st.next - 1;  // the forward's op, just finished
+  const std::uint32_t lead = static_cast<std::uint32_t>(std::max(offload_lead_, 1));
+  const std::uint32_t back_idx = cs_.backward_op(stage, mb);
+  if (back_idx <= idx + lead) {
+    kept_[k] = 1;
+    back_asked_[k] = out_end_[k] = now_;
+    back_end_[k] = 0;  // nothing to wait for
+    return;
+  }
   const std::int64_t bytes = t_.offload_bytes[stage];
   const Time start = std::max(now_, st.out_free);
   const Time end = start + t_.offload_time[stage];
   st.out_free = end;
-  out_end_[key(stage, mb)] = end;
+  out_end_[k] = end;
   st.leaving.emplace_back(end, bytes);
   queue_.push(end, kCopyOut, Payload{static_cast<std::uint32_t>(rank), kCopyOut});
   st.host += bytes;
   st.totals.host_peak = std::max(st.totals.host_peak, st.host);
   if (obs_) obs_->on_copy(CopyRecord{rank, stage, mb, true, bytes, now_, start, end});
   // A copy back asked for before this forward ran (a lead past it) goes now.
-  if (const Time asked = back_asked_[key(stage, mb)]; asked != kNever)
-    copy_back(rank, stage, mb, asked);
+  if (const Time asked = back_asked_[k]; asked != kNever) copy_back(rank, stage, mb, asked);
 }
 
 // Places the copy back of (stage, mb), asked for at `issued`: it starts once its copy out
@@ -583,7 +597,7 @@ void OrderedEngine::try_start(int rank) {
   int reloaded = -1;  // the stage whose offloaded bytes this op takes back
   if (t_.offload) {
     const auto [rs, rm] = reload_of(rank, idx);
-    reloaded = rs;
+    reloaded = rs >= 0 && !kept_[key(rs, rm)] ? rs : -1;
     if (rs >= 0) {
       if (offload_lead_ == 0) trigger(rank, idx);  // asked for when the rank gets here
       const Time back = back_end_[key(rs, rm)];
@@ -723,6 +737,7 @@ void OrderedEngine::run() {
     out_end_.assign(n, kNever);
     back_asked_.assign(n, kNever);
     back_end_.assign(n, kNever);
+    kept_.assign(n, 0);
   }
 
   for (int rank = 0; rank < p; ++rank) try_start(rank);

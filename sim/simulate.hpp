@@ -49,7 +49,10 @@
 ///   backward of (s, m) in the rank's list starts (offload_lead 0: when the op just
 ///   before the backward ends); it starts once issued, its copy out has ended and the
 ///   stream is free, the bytes are charged from its start, and the backward waits for its
-///   end (DeviceResult::reload_wait sums those waits). A stage is copied as one piece:
+///   end (DeviceResult::reload_wait sums those waits). A micro-batch whose copy back would
+///   be asked for by the time its forward ends (its backward within the lead, or right
+///   after the forward) keeps its bytes on the device, as Megatron-Core keeps its last
+///   groups so that a reload does not block compute. A stage is copied as one piece:
 ///   Megatron-Core reloads layer by layer a group ahead of the backward, which this reads
 ///   as a copy of the stage's bytes overlapping the op before it. Offloaded runs take the
 ///   ordered engine; memory changes at a copy's end or start come in time order with the

@@ -103,8 +103,28 @@ TEST(Offload, PrefetchTooLateAndOnTime) {
   const SimResult on_time = simulate(input(5, 1), two_then_two());
   EXPECT_EQ(on_time.iteration_time, 60);
   EXPECT_EQ(on_time.devices[0].reload_wait, 0);
-  // A lead past the rank's first op asks at its start: the same timing here.
-  EXPECT_EQ(simulate(input(5, 9), two_then_two()).iteration_time, 60);
+  // A lead past the forward keeps the bytes on the device (nothing would leave before the
+  // copy back is asked for): no copies, no wait.
+  test::Recorder rec;
+  const SimResult kept = simulate(input(5, 9), two_then_two(), &rec);
+  EXPECT_EQ(kept.iteration_time, 60);
+  EXPECT_TRUE(rec.copies.empty());
+  EXPECT_EQ(kept.devices[0].peak_activation_bytes, 200);
+  EXPECT_EQ(kept.devices[0].peak_host_bytes, 0);
+}
+
+// The last stage of 1F1B runs each backward right after its forward: its bytes stay on the
+// device, so offloading costs it nothing (it would otherwise wait two copies per
+// micro-batch). F0 B0 F1 B1 on one rank with T = 10: 2 F + 2 B = 60, no copy.
+TEST(Offload, ABackwardRightAfterItsForwardKeepsItsBytes) {
+  test::Recorder rec;
+  const SimResult r = simulate(
+      input(10, 1), one_rank({Op::f(0, 0), Op::b(0, 0), Op::f(0, 1), Op::b(0, 1)}, 2), &rec);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.iteration_time, 60);
+  EXPECT_EQ(r.devices[0].reload_wait, 0);
+  EXPECT_TRUE(rec.copies.empty());
+  EXPECT_EQ(r.devices[0].peak_activation_bytes, 100);
 }
 
 // GPipe on one rank, four micro-batches, T = 1, lead 1: F_k [10k, 10k+10], copy out k
