@@ -286,6 +286,10 @@ void check_plan_request(const PlanRequest& r) {
     throw RequestError("--expressible", "unknown framework '" + *r.expressible + "'" +
                                             did_you_mean(*r.expressible, exporter_names()) + " (" +
                                             comma_list(exporter_names()) + ")");
+  if (r.offload && *r.offload != "auto" && *r.offload != "none")
+    throw RequestError("--offload", "'" + *r.offload +
+                                        "' is not a choice (expected auto: plan for each "
+                                        "activation-offload choice and keep the fastest; or none)");
   if (r.baseline_layout) {
     try {
       parse_megatron_layout(*r.baseline_layout);
@@ -296,9 +300,74 @@ void check_plan_request(const PlanRequest& r) {
   }
 }
 
+std::vector<std::string> offload_choices(const Config& config) {
+  std::vector<std::string> out = {"none", "core_attn,attn_proj", "qkv_linear,core_attn,attn_proj"};
+  const ModelShape* shape = config.model.shape ? &*config.model.shape : nullptr;
+  if (shape && shape->is_moe()) {
+    out.push_back("expert_fc1,moe_act");
+    out.push_back("core_attn,attn_proj,expert_fc1,moe_act");
+    out.push_back("qkv_linear,core_attn,attn_proj,mlp_norm,expert_fc1,moe_act");
+  }
+  if (shape && shape->is_mla()) out.back() = "attn_norm," + out.back();
+  return out;
+}
+
+namespace {
+
+PlanResults plan_one(const Config& config_in, const PlanRequest& r);
+
+}  // namespace
+
 PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
   // Every argument is checked before the config is prepared, so a typo fails at once.
   check_plan_request(r);
+  if (!r.offload || *r.offload == "none") return plan_one(config_in, r);
+  // Recompute and offload chosen together: the search for each offload choice picks every
+  // layer's recompute mode under it, and the fastest fitting of them all is kept. "none" is
+  // a choice, so the joint plan is never slower than recompute alone.
+  const HardwareSpec* hw = config_in.device.hardware ? &*config_in.device.hardware : nullptr;
+  if (!config_in.model.analytic() || !hw || !(hw->host_link_GBps > 0))
+    throw RequestError("--offload",
+                       "auto needs an analytic model on a device with a host link "
+                       "(cluster.device.host_link_GBps)");
+  std::optional<PlanResults> best;
+  nlohmann::json tried = nlohmann::json::array();
+  std::string why_not;
+  for (const std::string& modules : offload_choices(config_in)) {
+    Config c = config_in;
+    c.training.offload_modules = modules;
+    nlohmann::json row = {{"offload_modules", modules}};
+    try {
+      check_config(c);
+      PlanResults one = plan_one(c, r);
+      const Time t = one.shown->result.iteration_time;
+      row["iteration_time_ms"] = ns_to_ms(t);
+      row["peak_memory_bytes"] = 0;
+      for (const DeviceResult& d : one.shown->result.devices)
+        row["peak_memory_bytes"] =
+            std::max(row["peak_memory_bytes"].get<std::int64_t>(), d.peak_bytes);
+      if (!best || t < best->shown->result.iteration_time) {
+        one.offload_modules = modules;
+        best = std::move(one);
+      }
+    } catch (const NoPlanFits& x) {
+      row["error"] = x.what();
+      if (why_not.empty()) why_not = x.what();
+    } catch (const ConfigError& x) {
+      row["error"] = x.what();
+    }
+    tried.push_back(row);
+  }
+  if (!best)
+    throw NoPlanFits(why_not.empty() ? config_in.file + ": no offload choice could be planned"
+                                     : why_not + " (and with every offload choice)");
+  best->summary["offload"] = {{"chosen", best->offload_modules}, {"tried", tried}};
+  return std::move(*best);
+}
+
+namespace {
+
+PlanResults plan_one(const Config& config_in, const PlanRequest& r) {
   Config config = config_in;
   Overrides o = r.overrides;
   const std::string asked = o.schedule.value_or(config.training.schedule);
@@ -375,5 +444,7 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
   out.summary["bmpipe"] = provenance(config.file);
   return out;
 }
+
+}  // namespace
 
 }  // namespace bmpipe::api

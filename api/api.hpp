@@ -173,6 +173,10 @@ struct PlanRequest {
   /// the config's training.megatron_layout (set by `bmpipe import megatron` from a script
   /// that had one), else that baseline is skipped.
   std::optional<std::string> baseline_layout;
+  /// "auto": plan once for each activation-offload choice the model has (offload_choices)
+  /// and keep the fastest fitting, so that recompute and offload are chosen together; none:
+  /// the config's training.offload_modules only.
+  std::optional<std::string> offload;
   /// Called from the calling thread during each schedule's search, with the schedule's
   /// label ("interleaved v2").
   std::function<void(const std::string& label, const PlannerProgress&)> progress;
@@ -188,6 +192,9 @@ struct PlanResults {
   /// The plan shown: outcomes.front().best, or the baseline asked for. Points into
   /// `outcomes` (so a PlanResults is not copied).
   const PlanRun* shown = nullptr;
+  /// With PlanRequest::offload: the training.offload_modules of the plan kept ("none" when
+  /// recompute alone won); empty otherwise.
+  std::string offload_modules;
   nlohmann::json summary;  ///< what `bmpipe plan --json` prints
   PlanResults() = default;
   PlanResults(const PlanResults&) = delete;
@@ -204,6 +211,11 @@ std::int64_t plan_memory_limit_bytes(const Config& config, const PlanRequest& re
 /// before any config is read. Throws RequestError naming the option (with "did you mean",
 /// and the new name of a renamed baseline). run_plan calls it first.
 void check_plan_request(const PlanRequest& request);
+
+/// The activation-offload choices `plan --offload auto` plans for, cheapest first: none;
+/// the attention core's inputs and output (core_attn,attn_proj); those and the qkv input;
+/// with experts, the experts' inputs, then everything; with MLA, its input norm too.
+std::vector<std::string> offload_choices(const Config& config);
 
 /// Plans `config` under the request. Throws RequestError, ConfigError, and NoPlanFits when
 /// the best plan found does not fit.

@@ -234,6 +234,11 @@ int run_plan(const std::vector<std::string>& args) {
        "(one recompute rule for all stages: none, selective, block N or uniform), "
        "mindformers (per stage, the first n layers in full and the next k selective) or "
        "torchtitan (one rule for all layers: none, full, selective op or every n-th layer)")
+      ("offload", po::value<std::string>()->value_name("auto|none"),
+       "auto: plan once for each activation-offload choice (none; core_attn,attn_proj; with "
+       "qkv_linear; with experts, expert_fc1,moe_act and all; training.offload_modules) and keep "
+       "the fastest fitting, recompute chosen under each; needs a host link (default: none, "
+       "the config's offload_modules only)")
       ("format", po::value<std::string>()->value_name("FORMAT")->default_value("table"),
        "table, or the plan exported as `bmpipe export` does: megatron (flags), mindformers (YAML) "
        "or torchtitan (TOML)")
@@ -291,6 +296,7 @@ int run_plan(const std::vector<std::string>& args) {
     if (vm.count("expressible")) request.expressible = vm["expressible"].as<std::string>();
     if (vm.count("baseline-layout"))
       request.baseline_layout = vm["baseline-layout"].as<std::string>();
+    if (vm.count("offload")) request.offload = vm["offload"].as<std::string>();
     const std::string baseline = request.baseline.value_or("");
     const double interval_s = progress_interval_s(vm);
     ProgressLine line(!vm["quiet"].as<bool>(), isatty(STDERR_FILENO) != 0, interval_s,
@@ -323,11 +329,16 @@ int run_plan(const std::vector<std::string>& args) {
                       {},
                       {}};
     set_plan_keys(edits, e->config, shown->plan);
+    // --offload auto: the offload choice kept is part of the job written and exported.
+    Overrides written = request.overrides;
+    const bool offloads = !planned.offload_modules.empty() && planned.offload_modules != "none";
+    if (!planned.offload_modules.empty())
+      written.set.emplace_back("training.offload_modules", planned.offload_modules);
     if (vm.count("out"))
       // The job planned: the command line's overrides (--set, --global-batch-size, ...)
       // are written in with the plan.
       write_edited_config(
-          path, vm["out"].as<std::string>(), request.overrides, {}, edits,
+          path, vm["out"].as<std::string>(), written, {}, edits,
           "Written by bmpipe plan from " + path + ": " +
               (baseline.empty() ? "the plan found" : "the " + baseline + " baseline's plan") +
               " for " + top.schedule + ", " + ms(shown->result.iteration_time) +
@@ -342,6 +353,11 @@ int run_plan(const std::vector<std::string>& args) {
     // --format: the plan as its --out file would state it, exported by the one function
     // `bmpipe export` calls, under the plan's memory limit.
     std::optional<api::ExportOutcome> exported;
+    if (format != "table" && offloads)
+      throw UsageError("--format", format + " cannot state the plan kept: it offloads " +
+                                       planned.offload_modules +
+                                       " to the host, which bmpipe does not export yet (plan "
+                                       "without --offload auto, or write it with --out)");
     if (format != "table")
       exported = api::export_plan(
           config, planned,
@@ -364,6 +380,20 @@ int run_plan(const std::vector<std::string>& args) {
                   shown->schedule.num_microbatches, format_gib(memory_limit).c_str());
     std::cout << buf;
     if (!baseline.empty()) std::cout << "showing the " << baseline << " baseline\n";
+    if (request.offload && *request.offload == "auto") {
+      std::cout << "activation offload: kept " << planned.offload_modules << " of\n";
+      for (const auto& row : planned.summary["offload"]["tried"]) {
+        std::snprintf(buf, sizeof buf, "  %-58s ",
+                      row["offload_modules"].get<std::string>().c_str());
+        std::cout << buf;
+        if (row.contains("iteration_time_ms")) {
+          std::snprintf(buf, sizeof buf, "%.3f ms\n", row["iteration_time_ms"].get<double>());
+          std::cout << buf;
+        } else {
+          std::cout << row["error"].get<std::string>() << "\n";
+        }
+      }
+    }
     std::cout << "\n" << plan_table(*e, *shown, memory_limit);
     std::cout << baselines_table(top, *shown);
     if (outcomes.size() > 1) {

@@ -19,17 +19,24 @@ struct SavePiece {
   int layer = 0;
 };
 
+/// The least bytes a micro-batch of a layer in one mode holds on the device: all it keeps,
+/// less what activation offload may move to the host (a bound: the engine keeps some
+/// micro-batches' offloaded bytes on the device).
+double least_device_bytes(const LayerModeCost& c) {
+  return static_cast<double>(c.activation_bytes - c.offload_bytes);
+}
+
 /// The lower convex hull of (0, 0) and each mode's (bytes saved, recompute ns) of every
 /// layer, as pieces sorted by slope (ties by layer: deterministic).
 std::vector<SavePiece> save_pieces(const std::vector<LayerRow>& layers) {
   std::vector<SavePiece> out;
   for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
     const LayerRow& row = layers[l];
-    const double a0 = static_cast<double>(row.modes[Recompute::none]->activation_bytes);
+    const double a0 = least_device_bytes(*row.modes[Recompute::none]);
     std::vector<std::pair<double, double>> pts;  // (saved, recompute)
     for (Recompute r : kRecomputingModes)
       if (row.has(r)) {
-        const double saved = a0 - static_cast<double>(row.modes[r]->activation_bytes);
+        const double saved = a0 - least_device_bytes(*row.modes[r]);
         if (saved > 0) pts.emplace_back(saved, static_cast<double>(row.modes[r]->recompute));
       }
     std::sort(pts.begin(), pts.end());
@@ -357,7 +364,7 @@ double order_term(const OrderGraph& g, const std::vector<LayerRow>& layers, cons
     for (Recompute r : kAllRecompute)
       if (layers[l].has(r)) {
         mc.rec[l].push_back(static_cast<double>(layers[l].modes[r]->recompute));
-        mc.act[l].push_back(static_cast<double>(layers[l].modes[r]->activation_bytes));
+        mc.act[l].push_back(least_device_bytes(*layers[l].modes[r]));
       }
   // A plan's stage costs: F, I with its recompute, W; and its bytes at each moment.
   const auto stage_costs = [&](const std::vector<int>& counts, const std::vector<int>& modes,
@@ -592,7 +599,7 @@ LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape,
     pre_work[l + 1] =
         pre_work[l] + static_cast<double>(row.forward + row.backward_input + row.backward_weight);
     pre_static[l + 1] = pre_static[l] + static_cast<double>(row.static_bytes);
-    pre_act[l + 1] = pre_act[l] + static_cast<double>(row.modes[Recompute::none]->activation_bytes);
+    pre_act[l + 1] = pre_act[l] + least_device_bytes(*row.modes[Recompute::none]);
   }
   // The recompute rank r needs (ns per micro-batch) when it holds layers [i, j).
   const auto rank_recompute = [&](int r, int i, int j) {

@@ -19,8 +19,9 @@ bool covers(const MemoryMoment& a, const MemoryMoment& b) {
 
 }  // namespace
 
-std::vector<RankMemory> memory_profile(const Schedule& schedule) {
+std::vector<RankMemory> memory_profile(const Schedule& schedule, int offload_resident) {
   std::vector<RankMemory> out(schedule.num_ranks);
+  for (RankMemory& r : out) r.offload_resident = offload_resident;
   std::vector<int> local(schedule.num_stages, -1);
   for (int s = 0; s < schedule.num_stages; ++s) {
     RankMemory& r = out[schedule.stage_rank[s]];
@@ -72,12 +73,14 @@ std::vector<RankMemory> memory_profile(const Schedule& schedule) {
 }
 
 std::int64_t peak_activation(const RankMemory& rank, const std::vector<std::int64_t>& activation,
-                             const std::vector<std::int64_t>& retained) {
+                             const std::vector<std::int64_t>& retained,
+                             const std::vector<std::int64_t>& offload) {
   std::int64_t peak = 0;
   for (const MemoryMoment& m : rank.moments) {
     std::int64_t bytes = 0;
     for (std::size_t j = 0; j < m.full.size(); ++j)
-      bytes += m.full[j] * activation[j] + m.retained[j] * retained[j];
+      bytes += moment_bytes(m.full[j], m.retained[j], activation[j], retained[j],
+                            offload.empty() ? 0 : offload[j], rank.offload_resident);
     peak = std::max(peak, bytes);
   }
   return peak;

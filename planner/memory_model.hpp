@@ -25,7 +25,9 @@
 /// (Experiment::sharded_working_bytes): a constant per device, so linear sums above stay
 /// exact.
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "schedules/op.hpp"
@@ -40,14 +42,33 @@ struct MemoryMoment {
 struct RankMemory {
   std::vector<int> stages;            ///< the rank's stages (global ids), local order
   std::vector<MemoryMoment> moments;  ///< the undominated allocation moments
+  /// Activation offload (training.offload_modules): of a stage's micro-batches holding all
+  /// of A, at most this many hold their offloaded bytes O on the device (moment_bytes).
+  int offload_resident = std::numeric_limits<int>::max();
 };
 
-/// One entry per rank of `schedule`.
-std::vector<RankMemory> memory_profile(const Schedule& schedule);
+/// One entry per rank of `schedule`. `offload_resident`: RankMemory::offload_resident,
+/// 2 + training.offload_lead when activations are offloaded: at an allocation (an F's
+/// start) the F's own micro-batch, the one before it whose copy out may still run, and the
+/// lead's copies back already charged; the engine holds the rest on the host. An estimate
+/// for the search's filters and its per-rank recompute choice: every plan is simulated.
+std::vector<RankMemory> memory_profile(const Schedule& schedule,
+                                       int offload_resident = std::numeric_limits<int>::max());
+
+/// The bytes a moment holds for one local stage: `full` micro-batches of `activation`
+/// bytes, of which `offload` leave the device for all but `resident` of them, and
+/// `retained_count` of `retained` bytes.
+inline std::int64_t moment_bytes(int full, int retained_count, std::int64_t activation,
+                                 std::int64_t retained, std::int64_t offload, int resident) {
+  return full * (activation - offload) + std::min(full, resident) * offload +
+         retained_count * retained;
+}
 
 /// Peak activation bytes of `rank` when its local stage j keeps `activation[j]` bytes
-/// per micro-batch, of which `retained[j]` stay until W.
+/// per micro-batch, of which `retained[j]` stay until W and `offload[j]` (none when empty)
+/// go to the host for all but rank.offload_resident micro-batches.
 std::int64_t peak_activation(const RankMemory& rank, const std::vector<std::int64_t>& activation,
-                             const std::vector<std::int64_t>& retained);
+                             const std::vector<std::int64_t>& retained,
+                             const std::vector<std::int64_t>& offload = {});
 
 }  // namespace bmpipe

@@ -27,12 +27,26 @@ std::string Candidate::key() const {
   return k;
 }
 
+namespace {
+
+/// RankMemory::offload_resident for `e`: 2 + training.offload_lead when some layer offloads
+/// activations, else every micro-batch (no offload).
+int offload_resident(const Experiment& e) {
+  for (const LayerRow& row : e.layers.layers)
+    for (Recompute r : kAllRecompute)
+      if (row.modes[r] && row.modes[r]->offload_bytes > 0)
+        return 2 + std::min(e.config.training.offload_lead, 1 << 20);
+  return std::numeric_limits<int>::max();
+}
+
+}  // namespace
+
 Space::Space(const Experiment& e, Schedule schedule, std::int64_t limit,
              const Exporter* expressible)
     : e_(e),
       schedule_(std::move(schedule)),
       compiled_(CompiledSchedule::borrowing(schedule_)),
-      memory_(memory_profile(schedule_)),
+      memory_(memory_profile(schedule_, offload_resident(e))),
       table_(e, expressible && expressible->recompute_stated == RecomputeStated::first_n),
       limit_(limit),
       expressible_(expressible) {
@@ -126,23 +140,25 @@ void Space::derive_rule(const Candidate& c, Derived& d) const {
     for (int r = 0; r < ranks_; ++r) {
       const RankMemory& mem = memory_[r];
       std::int64_t fixed = e_.reserved_bytes;
-      std::vector<std::int64_t> a, kept;
+      std::vector<std::int64_t> a, kept, off;
       Time busy = 0;
       for (int s : mem.stages) {
         fixed += table_.static_bytes(first[s], c.partition[s]);
         if (stages_ > 1 && first[s + 1] == layers_) fixed += e_.layers.head_copy_static_bytes;
         busy += busy_prefix_[first[s + 1]] - busy_prefix_[first[s]];
-        std::int64_t sa = 0, sr = 0;
+        std::int64_t sa = 0, sr = 0, so = 0;
         for (int l = first[s]; l < first[s + 1]; ++l) {
           const LayerModeCost& cost = *e_.layers.layers[l].modes[p.recompute[l]];
           sa += cost.activation_bytes;
           sr += cost.weight_grad_retained_bytes.value_or(cost.activation_bytes);
+          so += cost.offload_bytes;
           busy += cost.recompute;
         }
         a.push_back(sa);
         kept.push_back(sr);
+        off.push_back(so);
       }
-      const std::int64_t peak = fixed + peak_activation(mem, a, kept);
+      const std::int64_t peak = fixed + peak_activation(mem, a, kept, off);
       if (peak - limit_ > excess) excess = peak - limit_, worst = r, worst_peak = peak;
       bound = std::max(bound, m * busy);
     }

@@ -20,7 +20,8 @@ bool same_modes(const LayerRow& a, const LayerRow& b) {
     if (!a.modes[r]) continue;
     const LayerModeCost &x = *a.modes[r], &y = *b.modes[r];
     if (x.recompute != y.recompute || x.activation_bytes != y.activation_bytes ||
-        x.weight_grad_retained_bytes != y.weight_grad_retained_bytes)
+        x.weight_grad_retained_bytes != y.weight_grad_retained_bytes ||
+        x.offload_bytes != y.offload_bytes)
       return false;
   }
   return true;
@@ -29,22 +30,25 @@ bool same_modes(const LayerRow& a, const LayerRow& b) {
 /// Keeps the options no other beats in recompute, A and R at once; sorts by recompute.
 /// Sorted by recompute, an option is beaten exactly when an earlier one has A and R no
 /// larger; the earlier ones are kept as a staircase (A increasing, R decreasing), so each
-/// test is one lookup.
+/// test is one lookup. With activation offload A is read as A - O, what stays on the device
+/// for most micro-batches in flight (an estimate: every plan is simulated).
 void prune(std::vector<StageOption>& v) {
-  std::sort(v.begin(), v.end(), [](const StageOption& a, const StageOption& b) {
+  const auto kept_on_device = [](const StageOption& o) { return o.activation - o.offload; };
+  std::sort(v.begin(), v.end(), [&](const StageOption& a, const StageOption& b) {
     if (a.recompute != b.recompute) return a.recompute < b.recompute;
-    if (a.activation != b.activation) return a.activation < b.activation;
+    if (kept_on_device(a) != kept_on_device(b)) return kept_on_device(a) < kept_on_device(b);
     return a.retained < b.retained;
   });
   std::vector<StageOption> kept;
   std::map<std::int64_t, std::int64_t> stairs;  // A -> least R among kept with that A or less
   for (StageOption& o : v) {
-    auto it = stairs.upper_bound(o.activation);
+    const std::int64_t a = kept_on_device(o);
+    auto it = stairs.upper_bound(a);
     if (it != stairs.begin() && std::prev(it)->second <= o.retained) continue;  // beaten
     // o joins the staircase; steps it now covers (A >= o's and R >= o's) go.
-    auto from = stairs.lower_bound(o.activation);
+    auto from = stairs.lower_bound(a);
     while (from != stairs.end() && from->second >= o.retained) from = stairs.erase(from);
-    stairs[o.activation] = o.retained;
+    stairs[a] = o.retained;
     kept.push_back(std::move(o));
   }
   v = std::move(kept);
@@ -97,13 +101,14 @@ const StageOptions* StageOptionTable::make_first_n(int first, int count) const {
       base.recompute += c.recompute;
       base.activation += c.activation_bytes;
       base.retained += c.weight_grad_retained_bytes.value_or(c.activation_bytes);
+      base.offload += c.offload_bytes;
     }
   base.counts.assign(1, PerMode<int>{});
   // Per mode, prefix sums over the decoder layers (and how many of them lack the mode), so
   // each (f, g) costs O(1).
   struct Sums {
     std::vector<Time> recompute{0};
-    std::vector<std::int64_t> activation{0}, retained{0};
+    std::vector<std::int64_t> activation{0}, retained{0}, offload{0};
     std::vector<int> missing{0};
   };
   PerMode<Sums> sum;
@@ -116,6 +121,7 @@ const StageOptions* StageOptionTable::make_first_n(int first, int count) const {
       x.activation.push_back(x.activation.back() + c.activation_bytes);
       x.retained.push_back(x.retained.back() +
                            c.weight_grad_retained_bytes.value_or(c.activation_bytes));
+      x.offload.push_back(x.offload.back() + c.offload_bytes);
       x.missing.push_back(x.missing.back() + (row.has(r) ? 0 : 1));
     }
   std::vector<StageOption> all;
@@ -134,6 +140,7 @@ const StageOptions* StageOptionTable::make_first_n(int first, int count) const {
         o.recompute += x.recompute[b] - x.recompute[a];
         o.activation += x.activation[b] - x.activation[a];
         o.retained += x.retained[b] - x.retained[a];
+        o.offload += x.offload[b] - x.offload[a];
       }
       if (!possible) continue;
       o.counts[0][Recompute::full] = f;
@@ -185,6 +192,7 @@ const StageOptions& StageOptionTable::get(int first, int count) const {
         o.recompute += c.recompute;
         o.activation += c.activation_bytes;
         o.retained += c.weight_grad_retained_bytes.value_or(c.activation_bytes);
+        o.offload += c.offload_bytes;
         if (t == types) o.counts.emplace_back();
         ++o.counts[t][r];
         next.push_back(std::move(o));
@@ -246,7 +254,8 @@ struct Search {
 
   std::int64_t add(std::size_t k, std::size_t j, const StageOption& o) const {
     const MemoryMoment& m = memory.moments[k];
-    return m.full[j] * o.activation + m.retained[j] * o.retained;
+    return moment_bytes(m.full[j], m.retained[j], o.activation, o.retained, o.offload,
+                        memory.offload_resident);
   }
 
   void run(std::size_t j) {
@@ -348,7 +357,7 @@ std::int64_t least_peak(const RankMemory& memory, const std::vector<const StageO
   // exact but slow; every stage at its least-memory option is exact when one option has
   // both the least A and the least R, which is the case for recompute modes (full keeps
   // least of both).
-  std::vector<std::int64_t> a, r;
+  std::vector<std::int64_t> a, r, off;
   for (const StageOptions* st : stages) {
     const StageOption* best = &st->options.front();
     for (const StageOption& o : st->options)
@@ -357,8 +366,9 @@ std::int64_t least_peak(const RankMemory& memory, const std::vector<const StageO
         best = &o;
     a.push_back(best->activation);
     r.push_back(best->retained);
+    off.push_back(best->offload);
   }
-  return peak_activation(memory, a, r);
+  return peak_activation(memory, a, r, off);
 }
 
 void apply_option(const StageOptions& stage, const StageOption& option, int first,

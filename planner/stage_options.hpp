@@ -33,6 +33,7 @@ struct StageOption {
   Time recompute = 0;                ///< extra backward time per micro-batch
   std::int64_t activation = 0;       ///< A: bytes kept per micro-batch from F to I (or B)
   std::int64_t retained = 0;         ///< R: of those, bytes kept until W
+  std::int64_t offload = 0;          ///< O: of A, bytes offloaded to the host
   std::vector<PerMode<int>> counts;  ///< per layer type of the range: layers per mode
 };
 
