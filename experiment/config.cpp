@@ -236,6 +236,11 @@ void read_moe(Reader& rd, const YAML::Node& mo, ModelShape& m) {
   const std::string key = "model.moe";
   rd.expect_map(mo, key, detail::names_of(detail::kMoeFields));
   const bool base = m.is_moe();
+  if (!base && !Reader::present(mo, "num_experts") && Reader::present(mo, "latent_size"))
+    rd.fail(mo["latent_size"], key + ".latent_size",
+            m.name +
+                " has no experts: a latent projection of the routed experts' tokens needs a "
+                "mixture of experts (give model.moe.num_experts and top_k)");
   if (!base && !Reader::present(mo, "num_experts"))
     rd.fail(mo, key,
             m.name +
@@ -337,14 +342,41 @@ void read_hybrid(Reader& rd, const YAML::Node& n, const ModelShape& m) {
     const bool mamba =
         what.rfind("mamba.", 0) == 0 || what.find("model.mamba") != std::string::npos;
     const bool gdn = what.rfind("gdn.", 0) == 0 || what.find("model.gdn") != std::string::npos;
-    const char* at = mamba && Reader::present(n, "mamba")   ? "mamba"
-                     : gdn && Reader::present(n, "gdn")     ? "gdn"
-                     : Reader::present(n, "hybrid_pattern") ? "hybrid_pattern"
-                     : Reader::present(n, "hf_config")      ? "hf_config"
-                                                            : "preset";
+    const bool mtp = what.rfind("mtp_pattern", 0) == 0;
+    const char* at = mamba && Reader::present(n, "mamba")       ? "mamba"
+                     : gdn && Reader::present(n, "gdn")         ? "gdn"
+                     : mtp && Reader::present(n, "mtp_pattern") ? "mtp_pattern"
+                     : Reader::present(n, "hybrid_pattern")     ? "hybrid_pattern"
+                     : Reader::present(n, "hf_config")          ? "hf_config"
+                                                                : "preset";
     const YAML::Node node = Reader::present(n, at) ? n[at] : n;
     rd.fail(node, std::string("model.") + at, what);
   }
+}
+
+// A hybrid model's MTP block (model.mtp_pattern, mtp_shared) over the shape read so far:
+// the pattern belongs to a hybrid model with MTP depths, and a hybrid model's depths need
+// it (check_hybrid checks its symbols and the kinds' settings); each refusal at the key
+// that can fix it.
+void read_mtp(Reader& rd, const YAML::Node& n, const ModelShape& m) {
+  const bool pattern_given = Reader::present(n, "mtp_pattern");
+  if (pattern_given && !m.is_hybrid())
+    rd.fail(n["mtp_pattern"], "model.mtp_pattern",
+            "is a hybrid model's MTP block: give model.hybrid_pattern (DeepSeek-V3's MTP "
+            "module needs only model.mtp_layers)");
+  if (pattern_given && m.mtp_layers == 0)
+    rd.fail(n["mtp_pattern"], "model.mtp_pattern",
+            "'" + m.mtp_pattern +
+                "' runs no depth: give model.mtp_layers (Megatron's --mtp-num-layers), at least "
+                "1");
+  if (Reader::present(n, "mtp_shared") && m.mtp_shared && m.mtp_layers == 0)
+    rd.fail(n["mtp_shared"], "model.mtp_shared",
+            "shares the MTP depths' weights, but the model has none: give model.mtp_layers");
+  if (m.is_hybrid() && m.mtp_layers > 0 && m.mtp_pattern.empty())
+    rd.fail(Reader::present(n, "mtp_layers") ? n["mtp_layers"] : n, "model.mtp_pattern",
+            "a hybrid model's " + std::to_string(m.mtp_layers) +
+                " MTP depths need the MTP block's layers: give model.mtp_pattern (\"*E\": an "
+                "attention block and an MoE block, Nemotron 3 Super's)");
 }
 
 // model.mla over the shape read so far, as read_moe does.
@@ -457,7 +489,23 @@ void read_shape(Reader& rd, const YAML::Node& n, Config& c) {
     read_fields(rd, g, "model.gdn", detail::kGdnFields, m.gdn,
                 {.base = gdn_base, .forms = kAllForms, .refusal = ""});
   }
+  read_mtp(rd, n, m);
   read_hybrid(rd, n, m);
+  if (m.moe.latent_size > 0 && m.moe.latent_size >= m.hidden_size) {
+    // Given here, or from the HF config under a hidden_size given here.
+    const YAML::Node mo = n["moe"];
+    const bool given = mo.IsDefined() && Reader::present(mo, "latent_size");
+    rd.fail(given                               ? mo["latent_size"]
+            : Reader::present(n, "hidden_size") ? n["hidden_size"]
+                                                : n,
+            given                               ? "model.moe.latent_size"
+            : Reader::present(n, "hidden_size") ? "model.hidden_size"
+                                                : "model",
+            "latent_size = " + std::to_string(m.moe.latent_size) +
+                " is not narrower than hidden_size = " + std::to_string(m.hidden_size) +
+                ": the latent projection must compress the hidden state (expected at most " +
+                std::to_string(m.hidden_size - 1) + ")");
+  }
   if (m.is_moe() && m.architecture != Architecture::llama)
     rd.fail(Reader::present(n, "architecture") ? n["architecture"] : n["moe"], "model.architecture",
             "the mixture-of-experts layer is costed for llama only (RMSNorm, SwiGLU experts)");

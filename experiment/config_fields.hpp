@@ -375,7 +375,20 @@ inline constexpr auto kModelFields = std::to_array<Field<ModelShape>>({
     {.name = "mtp_layers",
      .slot = &ModelShape::mtp_layers,
      .range = kMtpLayers,
-     .help = "multi-token-prediction modules after the last layer (DeepSeek-V3: 1)",
+     .help = "multi-token-prediction modules after the last layer (DeepSeek-V3: 1); a hybrid "
+             "model's MTP depths (Megatron's --mtp-num-layers: Nemotron 3 Super's recipes "
+             "run 2)",
+     .form = Form::analytic},
+    {.name = "mtp_pattern",
+     .slot = &ModelShape::mtp_pattern,
+     .help = "a hybrid model's MTP block, one symbol a block as hybrid_pattern's (HF "
+             "mtp_hybrid_override_pattern, Megatron's --mtp-hybrid-override-pattern; Nemotron "
+             "3 Super: \"*E\"); needs hybrid_pattern and mtp_layers",
+     .form = Form::analytic},
+    {.name = "mtp_shared",
+     .slot = &ModelShape::mtp_shared,
+     .help = "the MTP depths share one block's weights (Megatron's mtp_use_repeated_layer; "
+             "Megatron-Bridge's default for Nemotron 3): parameters counted once",
      .form = Form::analytic},
     {.name = "architecture",
      .help = "llama or gpt",
@@ -694,6 +707,12 @@ inline constexpr auto kMoeFields = std::to_array<Field<MoeShape>>({
      .range = kExperts0,
      .help = "the groups each token picks its experts in (HF topk_group, Megatron's "
              "--moe-router-group-topk); at most router_groups"},
+    {.name = "latent_size",
+     .slot = &MoeShape::latent_size,
+     .range = kRank,
+     .help = "a latent MoE (HF and Megatron-Core moe_latent_size; Nemotron 3 Super: 1024): "
+             "the routed tokens are projected h -> latent_size before the dispatch and back "
+             "after the combine, the experts run latent_size wide; less than hidden_size"},
 });
 
 /// model.mla, named as Megatron-Core's MLATransformerConfig names them. Beside an hf_config

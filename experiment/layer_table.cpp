@@ -145,6 +145,12 @@ AnalyticCosts analytic_costs(const Config& c) {
       a.windowed_moe_decoder = moe_decoder_layer_cost(m, a.hardware, a.settings, true);
   }
   if (m.mtp_layers > 0) a.mtp = mtp_module_cost(m, a.hardware, a.settings);
+  if (a.mtp && m.mtp_shared && m.mtp_layers > 1) {
+    LayerCost repeat = *a.mtp;
+    repeat.param_count = repeat.active_param_count = repeat.expert_param_count = 0;
+    repeat.fp8_weight_bytes = 0;
+    a.mtp_repeat = std::move(repeat);
+  }
   a.embedding = embedding_cost(m, a.hardware, a.settings);
   // Tied embeddings: with one stage the head reuses the embedding matrix; with more, the
   // last stage keeps its own copy.
@@ -365,7 +371,7 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
     if (l == 0 && !separate) units.emplace_back(&a->embedding, false), name += "+embedding";
     units.emplace_back(&kind, true);
     if (l == n - 1 && !separate && a->mtp) {
-      units.insert(units.end(), m.mtp_layers, {&*a->mtp, true});
+      for (int k = 0; k < m.mtp_layers; ++k) units.emplace_back(&a->mtp_depth(k), true);
       name += "+mtp";
     }
     if (l == n - 1 && !separate)
@@ -379,8 +385,8 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
   if (separate) {
     const std::int64_t hidden = table.layers.back().output_bytes;  // the last decoder's
     for (int k = 0; k < m.mtp_layers; ++k) {
-      LayerRow row =
-          make_row("mtp." + std::to_string(k), LayerKind::mtp, *a->mtp, {{&*a->mtp, true}});
+      const LayerCost& depth = a->mtp_depth(k);
+      LayerRow row = make_row("mtp." + std::to_string(k), LayerKind::mtp, depth, {{&depth, true}});
       // Megatron-Core's MTP block hands on the main model's hidden states and those of
       // each MTP layer so far, concatenated along the sequence (MultiTokenPredictionBlock
       // .forward, megatron/core/transformer/multi_token_prediction.py at d98e8a64ddf3).

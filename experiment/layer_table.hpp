@@ -135,6 +135,12 @@ struct AnalyticCosts {
   /// Models with multi-token prediction (ModelShape::mtp_layers): one module, run
   /// mtp_layers times on the last stage before the head (folded into the last layer).
   std::optional<LayerCost> mtp;
+  /// The depths after the first when they share one block's weights (ModelShape::
+  /// mtp_shared): `mtp`'s time and activations without parameters of their own (the first
+  /// depth holds them; their gradients accumulate into the same buffer).
+  std::optional<LayerCost> mtp_repeat;
+  /// The module run at MTP depth `k` (0-based).
+  const LayerCost& mtp_depth(int k) const { return k > 0 && mtp_repeat ? *mtp_repeat : *mtp; }
   LayerCost embedding;          ///< on the first stage
   LayerCost head;               ///< final norm, LM head and loss on the last stage, own weights
   LayerCost head_single_stage;  ///< the same when one stage holds the whole model (tied: shared)

@@ -26,9 +26,21 @@ std::string megatron_not_run(std::string_view schedule) {
          " (it runs 1f1b, and interleaved with virtual stages)";
 }
 
+// A latent mixture of experts (ModelShape::moe.latent_size) that no exporter states yet:
+// Megatron-LM's --moe-latent-size is not written (nor read) by bmpipe, and MindFormers' and
+// torchtitan's keys have none. Exported without it, the job would train plain experts.
+std::string latent_moe_refusal(const Config& config, const char* framework) {
+  if (!config.model.shape || config.model.shape->moe.latent_size <= 0) return "";
+  return std::string(framework) + " export does not state a latent mixture of experts " +
+         "(model.moe.latent_size " + std::to_string(config.model.shape->moe.latent_size) +
+         "; Megatron-LM's --moe-latent-size is not written yet)";
+}
+
 // An export that cannot state the model would hand the user another job (issue 17).
 std::string megatron_refusal(const Config& config) {
   if (!config.model.shape) return "";
+  if (std::string latent = latent_moe_refusal(config, "the Megatron-LM"); !latent.empty())
+    return latent;
   if (!config.training.vocab_parallel && config.training.tp > 1)
     return "Megatron-LM's flags cannot state training.vocab_parallel: false: its embedding and "
            "output layer are always split over tp (VocabParallelEmbedding, "
@@ -72,6 +84,8 @@ std::string mindformers_not_run(std::string_view schedule) {
 // a different job than the one they wrote).
 std::string mindformers_refusal(const Config& config) {
   if (!config.model.shape) return "";
+  if (std::string latent = latent_moe_refusal(config, "the MindFormers"); !latent.empty())
+    return latent;
   // MindFormers' build_parallel_config resets vocab_emb_dp to False with pipeline stages
   // (frameworks/mindformers/import.cpp, read_vocab_emb_dp).
   if (!config.training.vocab_parallel && config.training.tp > 1 && config.training.pp > 1)
@@ -100,6 +114,8 @@ ExportStatement mindformers_statement(const ExportLayout& layout) {
 
 // torchtitan's refusals, and those of the keys it has no counterpart for: its tensor-parallel
 // plan splits the embedding over the vocabulary (RowwiseParallel), and its MoE is dropless.
+std::string torchtitan_model_refusal(const Config& config);
+
 std::string torchtitan_full_refusal(const Config& config) {
   if (!config.training.vocab_parallel && config.training.tp > 1)
     return "torchtitan's TOML cannot state training.vocab_parallel: false: its tensor-parallel "
@@ -107,7 +123,7 @@ std::string torchtitan_full_refusal(const Config& config) {
   if (config.training.moe_capacity_factor > 0)
     return "torchtitan's TOML cannot state training.moe_capacity_factor: its MoE layers are "
            "dropless";
-  return torchtitan_refusal(config);
+  return torchtitan_model_refusal(config);
 }
 
 // torchtitan: the schedules torch.distributed.pipelining names (frameworks/torchtitan/
@@ -130,6 +146,12 @@ std::string_view torchtitan_runs_as(std::string_view schedule, int vpp) {
 std::string torchtitan_not_run(std::string_view schedule) {
   return "torchtitan does not run " + std::string(schedule) +
          " (it runs 1F1B, Interleaved1F1B, GPipe, ZBVZeroBubble and DualPipeV)";
+}
+
+std::string torchtitan_model_refusal(const Config& config) {
+  if (std::string latent = latent_moe_refusal(config, "the torchtitan"); !latent.empty())
+    return latent;
+  return torchtitan_refusal(config);
 }
 
 ExportStatement torchtitan_statement(const ExportLayout& layout) {

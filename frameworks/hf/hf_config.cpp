@@ -158,21 +158,27 @@ void read_sliding_window(const nlohmann::json& j, const std::string& path, int e
 /// squared-ReLU MLPs without a gate (mlp_hidden_act relu2); E layers of n_routed_experts of
 /// moe_intermediate_size with one shared MLP of moe_shared_expert_intermediate_size (the
 /// total, mapped one to one), a sigmoid router with an expert bias. No position embedding
-/// (RoPE is not run: Megatron-Bridge sets position_embedding_type none). Refused: Nemotron 3
-/// Super's latent MoE (moe_latent_size) and MTP blocks (num_nextn_predict_layers), which
-/// bmpipe does not model.
+/// (RoPE is not run: Megatron-Bridge sets position_embedding_type none). Nemotron 3 Super's
+/// latent MoE: moe_latent_size (provider.moe_latent_size, mapped one to one; null: none),
+/// held between 1 and hidden_size - 1 and only with E layers. Its MTP block (_hf_mtp_config
+/// and provider_bridge): num_nextn_predict_layers depths of mtp_hybrid_override_pattern's
+/// blocks, which a config with depths must give, sharing one block's weights unless
+/// mtp_use_repeated_layer says false (the bridge's default: true).
 void read_nemotron_h(const nlohmann::json& j, const std::string& path, ModelShape& m) {
   m.hybrid_pattern = get_string(j, path, "hybrid_override_pattern");
   if (m.hybrid_pattern.empty())
     throw ShapeError(where(path, "hybrid_override_pattern") +
                      ": a nemotron_h config needs its layer pattern");
-  if (given(j, "moe_latent_size"))
-    throw ShapeError(where(path, "moe_latent_size") +
-                     ": a latent mixture of experts (Nemotron 3 Super), which bmpipe does not "
-                     "model yet");
-  if (get_count(j, path, "num_nextn_predict_layers", 0) > 0)
-    throw ShapeError(where(path, "num_nextn_predict_layers") +
-                     ": hybrid multi-token-prediction blocks, which bmpipe does not model yet");
+  m.mtp_layers = get_count(j, path, "num_nextn_predict_layers", 0);
+  if (m.mtp_layers > 0) {
+    m.mtp_pattern = get_string(j, path, "mtp_hybrid_override_pattern");
+    if (m.mtp_pattern.empty())
+      throw ShapeError(where(path, "mtp_hybrid_override_pattern") +
+                       ": num_nextn_predict_layers = " + std::to_string(m.mtp_layers) +
+                       " MTP depths need the MTP block's layer pattern (Megatron-Bridge's "
+                       "NemotronHBridge refuses the config without it)");
+    m.mtp_shared = get_bool(j, path, "mtp_use_repeated_layer", true);
+  }
   const std::string act = get_string(j, path, "mlp_hidden_act");
   if (!act.empty() && act != "relu2")
     throw ShapeError(where(path, "mlp_hidden_act") + ": '" + act +
@@ -180,7 +186,8 @@ void read_nemotron_h(const nlohmann::json& j, const std::string& path, ModelShap
   m.mlp_activation = MlpActivation::relu2;
   m.rotary = false;
   MambaShape& x = m.mamba;
-  if (m.hybrid_pattern.find('M') != std::string::npos) {
+  if (m.hybrid_pattern.find('M') != std::string::npos ||
+      m.mtp_pattern.find('M') != std::string::npos) {
     x.num_heads = get_int(j, path, "mamba_num_heads");
     x.head_dim = get_int(j, path, "mamba_head_dim");
     x.state_dim = get_int(j, path, "ssm_state_size");
@@ -189,8 +196,22 @@ void read_nemotron_h(const nlohmann::json& j, const std::string& path, ModelShap
     x.conv_kernel = given(j, "conv_kernel") ? get_int(j, path, "conv_kernel") : 4;
     x.chunk_size = given(j, "chunk_size") ? get_int(j, path, "chunk_size") : 128;
   }
-  if (m.hybrid_pattern.find('E') == std::string::npos) return;
+  const bool latent = given(j, "moe_latent_size");
+  const bool experts = m.hybrid_pattern.find('E') != std::string::npos ||
+                       m.mtp_pattern.find('E') != std::string::npos;
+  if (latent && !experts)
+    throw ShapeError(where(path, "moe_latent_size") +
+                     ": a latent projection of the routed experts' tokens, but the pattern has "
+                     "no MoE layers (E)");
+  if (!experts) return;
   MoeShape& moe = m.moe;
+  if (latent) {
+    moe.latent_size = get_int(j, path, "moe_latent_size");
+    if (moe.latent_size >= m.hidden_size)
+      throw ShapeError(where(path, "moe_latent_size") + ": " + std::to_string(moe.latent_size) +
+                       " is not narrower than hidden_size = " + std::to_string(m.hidden_size) +
+                       ": the latent projection must compress the hidden state");
+  }
   moe.num_experts = get_int(j, path, "n_routed_experts");
   moe.top_k = get_int(j, path, "num_experts_per_tok");
   moe.expert_ffn = get_int(j, path, "moe_intermediate_size");
@@ -283,6 +304,13 @@ void read_qwen3_next(const nlohmann::json& j, const std::string& path, ModelShap
 
 void read_moe_family(const nlohmann::json& j, const std::string& path, const std::string& type,
                      ModelShape& m) {
+  // Megatron-Bridge maps moe_latent_size for NemotronH alone (nemotron_h_bridge.py at
+  // 067f987d): another family's would be a latent MoE costed as a plain one.
+  if (type != "nemotron_h" && given(j, "moe_latent_size"))
+    throw ShapeError(where(path, "moe_latent_size") + ": a latent mixture of experts in a '" +
+                     type +
+                     "' config; bmpipe reads moe_latent_size for nemotron_h (Nemotron 3 "
+                     "Super) only");
   if (type == "nemotron_h") return read_nemotron_h(j, path, m);
   if (type == "qwen3_next") return read_qwen3_next(j, path, m);
   MoeShape& moe = m.moe;

@@ -315,6 +315,8 @@ LayerDims layer_dims(const ModelShape& m, const CostSettings& st) {
   D.etp = st.etp;
   D.Tg = D.etp * D.Tmax;
   D.sf = static_cast<double>(x.shared_ffn) / D.t;
+  D.L = x.latent_size;
+  D.X = x.routed_width(m.hidden_size);
   return D;
 }
 
@@ -503,18 +505,28 @@ std::size_t mlp_block(Builder& b, const LayerDims& D, const ModelShape& m, const
     // Softmax (or sigmoid) over fp32 logits, then top-k: read and write T x E fp32, write
     // the T x top_k indices (int64) and weights (fp32); backward the same over the probs.
     b.elementwise("router_topk", 8 * D.Tm * D.E + 12 * D.Tk, 8 * D.Tm * D.E + 4 * D.Tk, 0, 2, 2, 0);
-    // Permute: gather T x h into T x top_k rows in expert order; its backward scatters
-    // the rows' gradients back (read top_k rows per token, write one).
     b.set_scope(GraphScope::moe_preprocess);
-    b.elementwise("permute", D.e * (D.Tm * D.h + D.Tk * D.h), D.e * (D.Tk * D.h + D.Tm * D.h), 0, 1,
+    // A latent MoE (MoeShape::latent_size) projects the routed tokens down after the route:
+    // MoELayer.preprocess runs fc1_latent_proj (a TELinear h -> L, parallel_mode
+    // "duplicated": whole on every tp rank, on the rank's own Tm tokens, no tp collective;
+    // an FP8 GEMM under FP8) before dispatch_preprocess (NVIDIA/Megatron-LM d98e8a64
+    // megatron/core/transformer/moe/moe_layer.py). It is inside the moe_preprocess CUDA
+    // graph and the moe recompute module's checkpoint (custom_forward), as the permute is.
+    if (D.L > 0) b.linear("fc1_latent_proj", D.Tm, D.h, D.L);
+    // Permute: gather T x X into T x top_k rows in expert order (X: the hidden width, or
+    // the latent's); its backward scatters the rows' gradients back (read top_k rows per
+    // token, write one).
+    b.elementwise("permute", D.e * (D.Tm * D.X + D.Tk * D.X), D.e * (D.Tk * D.X + D.Tm * D.X), 0, 1,
                   1, 0);
     b.set_scope(GraphScope::moe);
     // Megatron-Core's MoEAlltoAllTokenDispatcher (NVIDIA/Megatron-LM
     // d98e8a64ddf34856e74b24714e3bedb2f5a39553, megatron/core/transformer/moe/
     // token_dispatcher.py: token_dispatch and token_combine each call all_to_all over the
     // ep group on the permuted T x top_k rows; the autograd backward of each is the reverse
-    // all_to_all on the gradients, same volume). Exposed: nothing overlaps them here.
-    const double a2a = all_to_all_time_s(hw, st.ep, D.e * D.Tk * D.h, st.ep_crosses_nodes);
+    // all_to_all on the gradients, same volume). Exposed: nothing overlaps them here. A
+    // latent MoE's rows are L wide (the flex dispatcher's hidden_dim is moe_latent_size,
+    // token_dispatcher.py: 1535).
+    const double a2a = all_to_all_time_s(hw, st.ep, D.e * D.Tk * D.X, st.ep_crosses_nodes);
     // DeepEP (deepep_time_s) moves each token once a domain and once a device instead. The
     // precisions of DeepSeek-V3's training (arXiv 2412.19437, sec. 3.3.2): with FP8 GEMMs
     // the forward dispatch and the backward one (the gradients before the down-projection)
@@ -523,7 +535,7 @@ std::size_t mlp_block(Builder& b, const LayerDims& D, const ModelShape& m, const
     const double fp8_row = st.fp8 != Fp8::none ? 1.0 + 4.0 / 128.0 : D.e;
     const bool deepep = st.moe_dispatcher == MoeDispatcher::deepep;
     const auto deepep_s = [&](double bytes) {
-      return deepep_time_s(hw, x, st.ep, st.ep_per_domain, D.Tm, bytes * D.h);
+      return deepep_time_s(hw, x, st.ep, st.ep_per_domain, D.Tm, bytes * D.X);
     };
     const double dispatch_f = deepep ? deepep_s(fp8_row) : a2a;
     const double combine_f = deepep ? deepep_s(D.e) : a2a;
@@ -533,13 +545,13 @@ std::size_t mlp_block(Builder& b, const LayerDims& D, const ModelShape& m, const
     // all_to_all brought, gather_from_sequence_parallel_region over the expert tp group,
     // and combine_preprocess reduce-scatters the experts' outputs back,
     // reduce_scatter_to_sequence_parallel_region; each one's autograd backward is the
-    // other). The gathered buffer: etp x Tmax rows x h. Beside it, dispatch_postprocess
+    // other). The gathered buffer: etp x Tmax rows x X. Beside it, dispatch_postprocess
     // all-gathers the rows' router probabilities (global_probs, one value a row) in a call of
     // its own: a collective's latency for 1/h of the bytes, counted at 4 bytes a value (the
     // router's softmax runs in fp32; at bf16 it would be half of a small term). Its backward,
     // the probabilities' gradients, is the reduce-scatter.
     const auto etp_op = [&](Collective c) {
-      return collective_time_s(hw, c, st.etp, D.e * D.Tg * D.h, st.etp_crosses_nodes);
+      return collective_time_s(hw, c, st.etp, D.e * D.Tg * D.X, st.etp_crosses_nodes);
     };
     const auto etp_probs = [&](Collective c) {
       return collective_time_s(hw, c, st.etp, 4.0 * D.Tg, st.etp_crosses_nodes);
@@ -550,13 +562,15 @@ std::size_t mlp_block(Builder& b, const LayerDims& D, const ModelShape& m, const
       b.add("etp-probs-all-gather", etp_probs(Collective::all_gather),
             etp_probs(Collective::reduce_scatter), 0.0);
     }
-    b.grouped(D.relu2 ? "experts_fc1" : "experts_gate_up", D.Tg, D.h, D.in_factor * D.ef,
+    // The experts read and write X columns (a latent MoE's linear_fc1 is L -> ffn and its
+    // linear_fc2 ffn -> L: experts.py at the same commit).
+    b.grouped(D.relu2 ? "experts_fc1" : "experts_gate_up", D.Tg, D.X, D.in_factor * D.ef,
               D.local_experts, D.etp * D.Tk);
     b.set_modules(moe_bit | module_bit(RecomputeModule::moe_act));
     b.elementwise(D.relu2 ? "experts_relu2" : "experts_swiglu", D.glu.f * D.Tg * D.ef,
                   D.glu.i * D.Tg * D.ef, 0, D.glu.kf, D.glu.ki, 0);
     b.set_modules(moe_bit);
-    b.grouped("experts_down", D.Tg, D.ef, D.h, D.local_experts, D.etp * D.Tk);
+    b.grouped("experts_down", D.Tg, D.ef, D.X, D.local_experts, D.etp * D.Tk);
     if (st.etp > 1)
       b.add("etp-reduce-scatter", etp_op(Collective::reduce_scatter),
             etp_op(Collective::all_gather), 0.0);
@@ -569,10 +583,18 @@ std::size_t mlp_block(Builder& b, const LayerDims& D, const ModelShape& m, const
     // sources): its unpermute is the sum alone, and the weights' gradient comes out of the
     // activation's backward, which reads one value a row more (not charged).
     const double weights = D.eager ? 4 * D.Tk : 0.0;
-    const double reread = D.eager ? D.e * D.Tk * D.h : 0.0;
+    const double reread = D.eager ? D.e * D.Tk * D.X : 0.0;
     moe_last_saving_op = b.cost().ops.size();
-    b.elementwise("unpermute", D.e * (D.Tk * D.h + D.Tm * D.h) + weights,
-                  D.e * (D.Tm * D.h + D.Tk * D.h) + reread + weights, 0, 1, D.eager ? 2 : 1, 0);
+    b.elementwise("unpermute", D.e * (D.Tk * D.X + D.Tm * D.X) + weights,
+                  D.e * (D.Tm * D.X + D.Tk * D.X) + reread + weights, 0, 1, D.eager ? 2 : 1, 0);
+    if (D.L > 0) {
+      // MoELayer.postprocess: fc2_latent_proj (L -> h, duplicated as fc1_latent_proj is) on
+      // the combined latent tokens, before the shared expert's output is added. Outside the
+      // moe_router / moe_preprocess graphs; inside the moe module's checkpoint. It keeps
+      // its input for backward: the layer's last saving op when no shared expert follows.
+      moe_last_saving_op = b.cost().ops.size();
+      b.linear("fc2_latent_proj", D.Tm, D.L, D.h);
+    }
     if (x.shared_ffn > 0) {
       // The shared expert is a tp-split MLP over every token of the sequence: under sequence
       // parallelism it reads the gathered hidden states (mlp_all_gather's T x h; Megatron-
@@ -658,6 +680,19 @@ void mark_recompute(LayerCost& c, const LayerDims& D, const CostSettings& st,
   }
 }
 
+double latent_saved(const LayerDims& D, const CostSettings& st) {
+  if (!(D.L > 0)) return 0.0;
+  // fc2_latent_proj keeps its input, the combined latent tokens (Tm x L, its FP8 cast under
+  // FP8); fc1_latent_proj reads the pre-MLP norm's output, which the router keeps in bf16
+  // (one tensor in bf16 training), and under FP8 keeps its own FP8 cast beside it
+  // (TransformerEngine's Linear saves the quantized input; MoELayer's
+  // set_for_recompute_pre_mlp_layernorm asks the shared expert's fc1 alone for the
+  // original). Both are weight-grad inputs too.
+  const bool fp8 = st.fp8 != Fp8::none;
+  const double gi = fp8 ? Builder::low_precision_bytes(st.fp8_recipe) : D.e;
+  return gi * D.Tm * D.L + (fp8 ? gi * D.Hs : 0.0);
+}
+
 double modules_freed(const LayerDims& D, const ModelShape& m, const CostSettings& st, MlpKind mlp,
                      double core_only) {
   // Megatron-Core, NVIDIA/Megatron-LM d98e8a64ddf34856e74b24714e3bedb2f5a39553. A normal
@@ -705,9 +740,10 @@ double modules_freed(const LayerDims& D, const ModelShape& m, const CostSettings
   }
   if (has_module(set, RecomputeModule::moe) && mlp == MlpKind::moe) {
     // Everything the MoE block keeps but its input (the norm's output, the router's input).
-    freed += 4 * D.Tm * D.E + 12 * D.Tk + gi * D.Tg * D.h + (glu_saved + gi) * D.Tg * D.ef +
-             (D.eager ? D.e * D.Tmax * D.h : 4 * D.Tg) + shared_saved;  // saved_activations
-    return freed;  // moe_act and shared_experts free parts of the same tensors
+    freed += 4 * D.Tm * D.E + 12 * D.Tk + gi * D.Tg * D.X + (glu_saved + gi) * D.Tg * D.ef +
+             (D.eager ? D.e * D.Tmax * D.X : 4 * D.Tg) + shared_saved +
+             latent_saved(D, st);  // saved_activations
+    return freed;                  // moe_act and shared_experts free parts of the same tensors
   }
   if (has_module(set, RecomputeModule::moe_act) && mlp == MlpKind::moe)
     freed += gi * D.Tg * D.ef;  // the activation's output: experts_down's input
@@ -755,7 +791,7 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
     saved += norms_saved;
     saved += gi * D.Hs + D.e * D.Hs;          // inputs of the qkv projection and the router
     saved += 4 * D.Tm * D.E + 12 * D.Tk;      // fp32 router probabilities, top-k indices, weights
-    saved += gi * D.Tg * D.h;                 // gathered rows: the experts' input
+    saved += gi * D.Tg * D.X;                 // gathered rows: the experts' input
     saved += (glu_saved + gi) * D.Tg * D.ef;  // SwiGLU; product (experts_down's input)
     // Where the router's weights meet the rows decides what their gradient keeps.
     // Megatron-Core (fused kernels) scales the activation: TEGroupedMLP calls
@@ -773,9 +809,10 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
     // index_add_), and that multiply keeps the output rows, dtype bytes each (its copy of
     // the weights, a value a row, is not counted).
     if (D.eager)
-      saved += D.e * D.Tmax * D.h;  // expert outputs, for the router weights' gradient
+      saved += D.e * D.Tmax * D.X;  // expert outputs, for the router weights' gradient
     else
-      saved += 4 * D.Tg;  // the weights the scaled activation keeps
+      saved += 4 * D.Tg;           // the weights the scaled activation keeps
+    saved += latent_saved(D, st);  // a latent MoE's projections (latent_saved)
     if (x.shared_ffn > 0) {
       saved += (glu_saved + gi) * D.T * D.sf;  // the shared expert's SwiGLU; product (its down's)
       if (fp8) fp8_copies += D.T * D.h;        // shared_gate_up's FP8 input beside the router's
@@ -827,8 +864,9 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
   // fp8), and, for the norm scales, the normalized tensors (llama) or the LayerNorm inputs
   // (gpt): e Hs each.
   const double proj_inputs =
-      moe_mlp ? gi * D.Hs + D.e * D.Hs + gi * D.T * D.o_cols + gi * D.Tg * (D.h + D.ef) +
-                    (x.shared_ffn > 0 ? gi * D.T * D.sf + (fp8 ? gi * D.T * D.h : 0.0) : 0.0)
+      moe_mlp ? gi * D.Hs + D.e * D.Hs + gi * D.T * D.o_cols + gi * D.Tg * (D.X + D.ef) +
+                    (x.shared_ffn > 0 ? gi * D.T * D.sf + (fp8 ? gi * D.T * D.h : 0.0) : 0.0) +
+                    latent_saved(D, st)
               : 2 * gi * D.Hs + gi * D.T * D.o_cols + gi * D.F;
   // MLA: the normalized latents, which are also the up projections' inputs (under fp8
   // those keep their FP8 casts: gi T (q_lat + kvl) more).
@@ -934,12 +972,15 @@ void layer_params(LayerCost& c, const LayerDims& D, const ModelShape& m, const C
         D.h * D.E + (x.router_bias ? D.E : 0.0) + (x.router_score_bias ? D.E : 0.0);
     const double in = D.in_factor;
     const double shared = (in + 1) * D.h * D.sf + (x.shared_gate ? D.h : 0.0);
-    const double expert = (in + 1) * D.h * D.ef + (x.expert_bias ? in * D.ef + D.h : 0.0);
+    // A latent MoE's experts are X = L wide; its two projections are replicated over tp
+    // (duplicated) and are not experts' parameters (is_expert False: sharded over dp).
+    const double expert = (in + 1) * D.X * D.ef + (x.expert_bias ? in * D.ef + D.X : 0.0);
+    const double latent = 2 * D.h * D.L;
     c.expert_param_count = static_cast<std::int64_t>(std::llround(D.local_experts * expert));
-    c.param_count =
-        static_cast<std::int64_t>(std::llround(att + router + shared)) + c.expert_param_count;
+    c.param_count = static_cast<std::int64_t>(std::llround(att + router + latent + shared)) +
+                    c.expert_param_count;
     c.active_param_count =
-        static_cast<std::int64_t>(std::llround(att + router + shared + D.top_k * expert));
+        static_cast<std::int64_t>(std::llround(att + router + latent + shared + D.top_k * expert));
     return;
   }
   const double mlp = (D.in_factor + 1) * D.h * D.f;
@@ -1040,10 +1081,41 @@ LayerCost mtp_module_cost(const ModelShape& m, const HardwareSpec& hw,
   // Megatron-Core's MultiTokenPredictionLayer (NVIDIA/Megatron-LM
   // d98e8a64ddf34856e74b24714e3bedb2f5a39553, megatron/core/transformer/
   // multi_token_prediction.py): embedding of the next tokens, enorm / hnorm, concat,
-  // eh_proj, a transformer layer, then the shared output layer and its loss.
-  const bool last_moe = m.is_moe_layer(m.num_layers - 1);
-  const LayerCost layer =
-      last_moe ? moe_decoder_layer_cost(m, hw, st) : decoder_layer_cost(m, hw, st);
+  // eh_proj, a transformer layer, then the shared output layer and its loss. Its
+  // _proj_and_transformer_layer enters the FP8 context when config.fp8 is set and none
+  // under FP4 ("currently ignoring FP4 in MTP layers"): under NVFP4 the module runs bf16.
+  if (st.fp8_recipe == Fp8Recipe::nvfp4) st.fp8 = Fp8::none;
+  // A hybrid model's block (ModelShape::mtp_pattern): a HybridStack of the pattern's blocks
+  // (MultiTokenPredictionLayer builds it with post_layer_norm False: its own
+  // final_layernorm, the head's norm below, follows), each as the main model runs its kind.
+  LayerCost layer;
+  if (!m.mtp_pattern.empty()) {
+    layer.name = "mtp_block";
+    for (const char symbol : m.mtp_pattern) {
+      const LayerCost part = hybrid_layer_cost(m, hw, st, static_cast<HybridKind>(symbol));
+      for (SubOpCost op : part.ops) {
+        op.name = part.name + "." + op.name;  // "attention.qkv_proj", "moe.router"
+        layer.ops.push_back(std::move(op));
+      }
+      layer.forward_s += part.forward_s;
+      layer.backward_input_s += part.backward_input_s;
+      layer.backward_weight_s += part.backward_weight_s;
+      layer.forward_flops += part.forward_flops;
+      layer.fp8_weight_bytes += part.fp8_weight_bytes;
+      for (Recompute r : kAllRecompute) {
+        layer.recompute_extra_s[r] += part.recompute_extra_s[r];
+        layer.recompute_flops[r] += part.recompute_flops[r];
+        layer.activation_bytes[r] += part.activation_bytes[r];
+        layer.weight_grad_bytes[r] += part.weight_grad_bytes[r];
+      }
+      layer.param_count += part.param_count;
+      layer.active_param_count += part.active_param_count;
+      layer.expert_param_count += part.expert_param_count;
+    }
+  } else {
+    const bool last_moe = m.is_moe_layer(m.num_layers - 1);
+    layer = last_moe ? moe_decoder_layer_cost(m, hw, st) : decoder_layer_cost(m, hw, st);
+  }
   const LayerCost lookup = embedding_cost(m, hw, st);
   const LayerCost head = head_cost(m, hw, st, false);  // the norm only: the matrix is shared
   Builder b(hw, st, m.architecture, "mtp");

@@ -252,13 +252,16 @@ BlockSaved block_saved(HybridKind kind, const LayerDims& D, const MambaDims& M, 
       const MoeShape& x = m.moe;
       s.saved += e * D.Hs;                    // the router's input (a bf16 GEMM)
       s.saved += 4 * D.Tm * D.E + 12 * D.Tk;  // fp32 probabilities, top-k indices, weights
-      s.saved += gi * D.Tg * D.h;             // the experts' gathered input rows
+      s.saved += gi * D.Tg * D.X;             // the experts' gathered input rows
       s.saved += (act + gi) * D.Tg * D.ef;    // activation input; experts_down's input
       // Megatron-Core scales the experts' activation by the router weights and keeps them
       // (fp32, a value a row), not the experts' outputs (saved_activations in cost_model.cpp
       // gives the sources).
       s.saved += 4 * D.Tg;
-      s.weight_grad += e * D.Hs + gi * D.Tg * (D.h + D.ef);
+      s.weight_grad += e * D.Hs + gi * D.Tg * (D.X + D.ef);
+      // A latent MoE's projections: fc2_latent_proj's input, fc1_latent_proj's FP8 input.
+      s.saved += latent_saved(D, st);
+      s.weight_grad += latent_saved(D, st);
       if (x.shared_ffn > 0) {
         s.saved += (act + gi) * D.T * D.sf;
         // Under FP8 the shared expert's fc1 keeps its FP8 input beside the router's bf16 one.
@@ -297,7 +300,9 @@ void block_params(LayerCost& c, HybridKind kind, const LayerDims& D, const Mamba
       const MoeShape& x = m.moe;
       params += D.h * D.E + (x.router_bias ? D.E : 0.0) + (x.router_score_bias ? D.E : 0.0);
       params += (D.in_factor + 1) * D.h * D.sf + (x.shared_gate ? D.h : 0.0);
-      const double one = (D.in_factor + 1) * D.h * D.ef;
+      params += 2 * D.h * D.L;  // a latent MoE's fc1_latent_proj and fc2_latent_proj
+      const double one =
+          (D.in_factor + 1) * D.X * D.ef + (x.expert_bias ? D.in_factor * D.ef + D.X : 0.0);
       expert = D.local_experts * one;
       active = D.top_k * one;
       break;

@@ -382,6 +382,9 @@ struct LayerDims {
   // at ef = expert_ffn / etp columns.
   double Tm = 0, E = 0, top_k = 0, local_experts = 0, ef = 0, Tk = 0, Tmax = 0, etp = 0, Tg = 0;
   double sf = 0;  // the shared expert's columns on this device
+  // A latent MoE (MoeShape::latent_size): L its width (0: none); X the width the routed
+  // rows are permuted, dispatched, gathered and run in (L, or h without a latent).
+  double L = 0, X = 0;
 };
 
 /// Bytes one device sends to the next stage for a hidden-state tensor of `full_bytes`
@@ -410,6 +413,10 @@ double attention_weights(const LayerDims& D, const ModelShape& m);
 void mark_recompute(LayerCost& c, const LayerDims& D, const CostSettings& st,
                     std::size_t last_saving_op);
 
+/// What a latent MoE's two projections keep for backward, and the weight-grad needs (bytes,
+/// 0 without a latent): fc2_latent_proj's input gi Tm L, and under FP8 fc1_latent_proj's FP8
+/// input gi Hs (in bf16 it reads the router's saved input), gi the GEMM input's bytes.
+double latent_saved(const LayerDims& D, const CostSettings& st);
 /// The MLP a block holds: none (an attention, Mamba or Gated DeltaNet block), a dense MLP
 /// or a mixture of experts.
 enum class MlpKind { none, dense, moe };
@@ -423,9 +430,10 @@ enum class MlpKind { none, dense, moe };
 ///                   - e Ts_att rope_dim (the up projections' inputs, the norms' rstd, q,
 ///                   k, v; less k_pe, which the checkpoint keeps)
 ///   mlp             dense: 4 Ts + gi Hs + (act + gi) F (gpt: 8 Ts + gi Hs + (e + gi) F)
-///   moe             4 Tm E + 12 Tk + gi Tg h + (act + gi) Tg ef + 4 Tg + shared (the
+///   moe             4 Tm E + 12 Tk + gi Tg X + (act + gi) Tg ef + 4 Tg + shared (the
 ///                   router weights the scaled activation keeps; eager: e Tmax h, the
-///                   experts' outputs)
+///                   experts' outputs) + latent (gi Tm L, fc2_latent_proj's input, and under
+///                   FP8 gi Hs, fc1_latent_proj's FP8 input), X the routed width
 ///   moe_act         gi Tg ef (experts_down's input)
 ///   shared_experts  (act + gi) T sf (+ gi T h under FP8)
 /// with gi the GEMM input's bytes an element (low_precision_bytes under FP8, else e) and

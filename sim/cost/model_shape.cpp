@@ -74,9 +74,14 @@ long long ModelShape::moe_mlp_params(bool active) const {
   const long long h = hidden_size, e = moe.num_experts, ef = moe.expert_ffn;
   long long router = h * e + (moe.router_bias ? e : 0) + (moe.router_score_bias ? e : 0);
   const long long in = mlp_in_factor();
-  const long long expert = (in + 1) * h * ef + (moe.expert_bias ? in * ef + h : 0);
+  // A latent MoE's experts read and write latent_size columns (MoeShape::latent_size), and
+  // fc1_latent_proj (h -> latent) and fc2_latent_proj (latent -> h), without biases
+  // (Nemotron 3 Super's add_bias_linear false), sit beside the router.
+  const long long x = moe.routed_width(hidden_size);
+  const long long expert = (in + 1) * x * ef + (moe.expert_bias ? in * ef + x : 0);
   const long long shared = (in + 1) * h * moe.shared_ffn + (moe.shared_gate ? h : 0);
-  return router + (active ? moe.top_k : e) * expert + shared + h;  // + post-attention norm
+  const long long latent = moe.latent_size > 0 ? 2 * h * moe.latent_size : 0;
+  return router + latent + (active ? moe.top_k : e) * expert + shared + h;  // + post-attention norm
 }
 
 long long ModelShape::mamba_layer_params() const {
@@ -96,30 +101,47 @@ long long ModelShape::gdn_layer_params() const {
          gdn.value_head_dim + vd * h;
 }
 
-long long ModelShape::decoder_layer_params(int i, bool active) const {
-  if (is_hybrid()) {
-    switch (hybrid_kind(i)) {
-      case HybridKind::mamba:
-        return mamba_layer_params();
-      case HybridKind::attention:
-        return attention_params();
-      case HybridKind::mlp:
-        return dense_mlp_params();
-      case HybridKind::moe:
-        return moe_mlp_params(active);
-      case HybridKind::gdn:
-        return gdn_layer_params();
-    }
+long long ModelShape::hybrid_block_params(HybridKind kind, bool active) const {
+  switch (kind) {
+    case HybridKind::mamba:
+      return mamba_layer_params();
+    case HybridKind::attention:
+      return attention_params();
+    case HybridKind::mlp:
+      return dense_mlp_params();
+    case HybridKind::moe:
+      return moe_mlp_params(active);
+    case HybridKind::gdn:
+      return gdn_layer_params();
   }
+  return 0;
+}
+
+long long ModelShape::decoder_layer_params(int i, bool active) const {
+  if (is_hybrid()) return hybrid_block_params(hybrid_kind(i), active);
   return attention_params() + (is_moe_layer(i) ? moe_mlp_params(active) : dense_mlp_params());
 }
 
 long long ModelShape::mtp_module_params(bool active) const {
   // DeepSeek-V3 (HF checkpoint, model.layers.61): enorm, hnorm, eh_proj (2h -> h), one
   // decoder layer shaped like the last, and shared_head.norm; embed_tokens and
-  // shared_head.head are the main model's.
+  // shared_head.head are the main model's. A hybrid model's block (Megatron-Bridge
+  // 067f987d nemotron_h_bridge.py, mapping_registry's MTP entries: eh_proj, enorm, hnorm,
+  // the blocks of mtp_hybrid_override_pattern, final_layernorm): the same norms and
+  // eh_proj around one block a symbol of mtp_pattern.
   const long long h = hidden_size;
-  return decoder_layer_params(num_layers - 1, active) + 3 * h + 2 * h * h;
+  long long layer = 0;
+  if (!mtp_pattern.empty())
+    for (const char symbol : mtp_pattern)
+      layer += hybrid_block_params(static_cast<HybridKind>(symbol), active);
+  else
+    layer = decoder_layer_params(num_layers - 1, active);
+  return layer + 3 * h + 2 * h * h;
+}
+
+long long ModelShape::mtp_params(bool active) const {
+  if (mtp_layers <= 0) return 0;
+  return (mtp_shared ? 1 : mtp_layers) * mtp_module_params(active);
 }
 
 long long ModelShape::total_params(bool active, int seq_length) const {
@@ -224,6 +246,16 @@ void check_shape(const ModelShape& m) {
       throw ShapeError("shared expert size and first dense layers cannot be negative");
     if (!(m.moe.load_imbalance >= 1.0 && m.moe.load_imbalance <= 1e6))
       throw ShapeError("load_imbalance (max / mean expert load) must be at least 1");
+    // Megatron-LM's arguments.py asserts moe_latent_size > 0; a latent as wide as the
+    // hidden state compresses nothing.
+    if (m.moe.latent_size < 0 || m.moe.latent_size >= m.hidden_size)
+      throw ShapeError(
+          "latent_size = " + std::to_string(m.moe.latent_size) +
+          " must be between 1 and hidden_size - 1 = " + std::to_string(m.hidden_size - 1) +
+          ": the latent projection must compress the hidden state");
+  } else if (m.moe.latent_size != 0) {
+    throw ShapeError("latent_size = " + std::to_string(m.moe.latent_size) +
+                     " projects the routed experts' tokens, but the model has no experts");
   }
   if (m.is_mla()) {
     positive(m.mla.qk_nope_head_dim, "qk_nope_head_dim");
@@ -244,7 +276,13 @@ void check_shape(const ModelShape& m) {
 }
 
 void check_hybrid(const ModelShape& m) {
-  if (!m.is_hybrid()) return;
+  if (!m.is_hybrid()) {
+    if (!m.mtp_pattern.empty())
+      throw ShapeError("mtp_pattern '" + m.mtp_pattern +
+                       "' is a hybrid model's MTP block: give hybrid_pattern, or leave it out "
+                       "for DeepSeek-V3's MTP module");
+    return;
+  }
   const std::string& p = m.hybrid_pattern;
   for (std::size_t i = 0; i < p.size(); ++i)
     if (std::string_view(kHybridSymbols).find(p[i]) == std::string_view::npos) {
@@ -263,11 +301,25 @@ void check_hybrid(const ModelShape& m) {
     throw ShapeError("hybrid_pattern has " + std::to_string(p.size()) +
                      " symbols but num_layers = " + std::to_string(m.num_layers) +
                      ": one symbol a layer");
-  const auto has = [&](char c) { return p.find(c) != std::string::npos; };
+  // The MTP block's pattern: the same symbols, its kinds held to the same checks below.
+  const std::string& q = m.mtp_pattern;
+  for (std::size_t i = 0; i < q.size(); ++i)
+    if (std::string_view(kHybridSymbols).find(q[i]) == std::string_view::npos)
+      throw ShapeError("mtp_pattern: symbol '" + std::string(1, q[i]) + "' at position " +
+                       std::to_string(i) +
+                       " is not one of M (Mamba-2), * (attention), - (MLP), E (MoE), G (Gated "
+                       "DeltaNet)");
+  if (m.mtp_layers > 0 && q.empty())
+    throw ShapeError("mtp_layers = " + std::to_string(m.mtp_layers) +
+                     " in a hybrid model needs the MTP block's layers: give mtp_pattern (HF "
+                     "mtp_hybrid_override_pattern, Megatron's --mtp-hybrid-override-pattern)");
+  const auto has = [&](char c) {
+    return p.find(c) != std::string::npos || q.find(c) != std::string::npos;
+  };
   if (has('E') && !m.is_moe())
     throw ShapeError(
-        "hybrid_pattern has MoE layers (E) but the model has no experts (give "
-        "model.moe)");
+        std::string(p.find('E') != std::string::npos ? "hybrid_pattern" : "mtp_pattern") +
+        " has MoE layers (E) but the model has no experts (give model.moe)");
   if (has('M')) {
     const MambaShape& x = m.mamba;
     if (x.num_heads < 1 || x.head_dim < 1 || x.state_dim < 1 || x.groups < 1 || x.conv_kernel < 1 ||

@@ -47,6 +47,19 @@ struct MoeShape {
   /// volume depends on it (CostSettings::moe_dispatcher).
   int router_groups = 0;
   int router_group_top_k = 0;
+  /// A latent mixture of experts (Nemotron 3 Super's LatentMoE; Megatron-Core's
+  /// moe_latent_size, HF moe_latent_size), 0: none. Megatron-Core's MoELayer (NVIDIA/
+  /// Megatron-LM d98e8a64 megatron/core/transformer/moe/moe_layer.py) routes on the hidden
+  /// state, then projects the tokens down, fc1_latent_proj h -> latent_size, before the
+  /// dispatch; the routed experts run in the latent width (experts.py: linear_fc1
+  /// latent_size -> ffn, linear_fc2 ffn -> latent_size); the all-to-all carries latent rows;
+  /// fc2_latent_proj latent_size -> h follows the combine. Both projections are
+  /// "duplicated" (every tp rank holds them whole, on its own tokens) and not experts'
+  /// parameters; the shared experts stay in the hidden width (mlp.py: use_latent_size only
+  /// when is_expert). Between 1 and hidden_size - 1.
+  int latent_size = 0;
+  /// The width the routed experts and the dispatch run in: latent_size, or `hidden`.
+  int routed_width(int hidden) const { return latent_size > 0 ? latent_size : hidden; }
 };
 
 /// DeepSeek's multi-head latent attention (q_lora_rank 0: q is projected directly).
@@ -156,7 +169,21 @@ struct ModelShape {
   /// DeepSeek-V3's multi-token-prediction modules (num_nextn_predict_layers): each is one
   /// more decoder layer (MoE where the model's last layer is) plus two RMSNorms and an
   /// eh_proj 2h -> h; it shares the embedding and the output head with the main model.
+  /// A hybrid model's (mtp_pattern): the depths its MTP block runs (Megatron-Core's
+  /// mtp_num_layers).
   int mtp_layers = 0;
+  /// A hybrid model's MTP block (Megatron-Core's mtp_hybrid_override_pattern, HF NemotronH's
+  /// mtp_hybrid_override_pattern; NVIDIA/Megatron-LM d98e8a64 megatron/core/models/hybrid/
+  /// hybrid_layer_specs.py _hybrid_mtp_block_spec): enorm, hnorm and eh_proj as DeepSeek-V3's
+  /// module, then one block of each symbol of this pattern ("*E": an attention block and an
+  /// MoE block), then its final norm and the shared head. Empty: the DeepSeek-V3 module
+  /// (a non-hybrid model).
+  std::string mtp_pattern;
+  /// The MTP depths share one block's weights (Megatron-Core's mtp_use_repeated_layer,
+  /// multi_token_prediction.py: one layer built, applied mtp_layers times; Megatron-Bridge's
+  /// NemotronHBridge turns it on unless the HF config says otherwise): the parameters are
+  /// counted once, the time mtp_layers times.
+  bool mtp_shared = false;
 
   /// A hybrid model's layers, one symbol each (HybridKind; Megatron-LM's
   /// --hybrid-override-pattern, HF NemotronH's hybrid_override_pattern): "MEM*EM..." has
@@ -208,9 +235,15 @@ struct ModelShape {
   long long moe_mlp_params(bool active) const;
   /// Decoder layer `i`, all of it or what one token runs through.
   long long decoder_layer_params(int i, bool active) const;
-  /// One MTP module (its own decoder layer, norms and eh_proj; not the shared embedding
-  /// and head).
+  /// One block of kind `kind` of a hybrid model (its norm included), all of it or what one
+  /// token runs through.
+  long long hybrid_block_params(HybridKind kind, bool active) const;
+  /// One MTP module (its own decoder layer, or a hybrid model's blocks of mtp_pattern, its
+  /// norms and eh_proj; not the shared embedding and head).
   long long mtp_module_params(bool active) const;
+  /// The parameters of the MTP modules together: mtp_module_params once a depth, or once
+  /// for all of them when they share one block's weights (mtp_shared); 0 without MTP.
+  long long mtp_params(bool active) const;
   /// The whole model without the MTP modules: embedding, decoder layers, final norm and
   /// output head (counted once when tied). `active`: what one token runs through, both
   /// embedding matrices counted. gpt's learned positions count `seq_length` rows, as
@@ -240,7 +273,8 @@ std::string model_preset_names();
 /// dimension is explicit, kv heads divide heads). Throws ShapeError naming the field.
 void check_shape(const ModelShape& shape);
 /// check_shape's part for hybrid models: the pattern's symbols and length, experts for its E
-/// layers, the Mamba mixer's sizes for its M layers.
+/// layers, the Mamba mixer's sizes for its M layers; the MTP block's pattern (mtp_pattern)
+/// likewise, and given whenever a hybrid model has MTP depths (and only for hybrid models).
 void check_hybrid(const ModelShape& shape);
 
 }  // namespace bmpipe
