@@ -15,8 +15,12 @@ Which rows, and why:
   out: frozen base weights have no weight-gradient GEMMs, which bmpipe does not model;
 - Nemotron 3 Nano (a hybrid of Mamba-2, attention and MoE layers), whose recipes the shared
   recipes file lacks: read by hand from the perf recipes at the same commit (NANO_RECIPES);
-- not Nemotron 3 Super and Ultra (a latent MoE and hybrid MTP blocks bmpipe does not model),
-  Nemotron 3.5 Lightning, nor DeepSeek-V4-Flash: bmpipe cannot write their layers yet;
+- Nemotron 3 Super (a latent MoE with a hybrid MTP block, run at 2 depths sharing one
+  block's weights) and Nemotron 3.5 Lightning (Nano's layers with the same MTP block), whose
+  recipes the shared recipes file lacks too: read by hand (SUPER_RECIPES, LIGHTNING_RECIPES);
+- not Nemotron 3 Ultra: no public copy of its HF config.json was found, which its recipes
+  read the model from (AutoBridge.from_hf_pretrained); nor DeepSeek-V4-Flash: bmpipe cannot
+  write its layers yet;
 - not the 25.09 rows: that release's tables have no precision column;
 - a configuration (model, system, GPUs, phase, precision) that appears in several releases
   counts once, at its latest release: software moves the figures between releases.
@@ -30,7 +34,9 @@ RELEASES = ["25.09", "25.11", "26.02", "26.02.01", "26.04", "26.04.01", "26.06",
 FAMILY = {"LLAMA3_8B": "llama3_8b", "LLAMA3_70B": "llama3_70b", "LLAMA3.1_405B": "llama31_405b",
           "DeepSeekV3": "deepseek_v3", "DeepSeekV3 (w/o MTP)": "deepseek_v3",
           "DeepSeekV3 (w/ MTP)": "deepseek_v3", "GPT OSS 120B": "gpt_oss_120b",
-          "Kimi_K2": "kimi_k2", "Nemotron_3_Nano": "nemotron_3_nano"}
+          "Kimi_K2": "kimi_k2", "Nemotron_3_Nano": "nemotron_3_nano",
+          "Nemotron_3_Super": "nemotron_3_super",
+          "Nemotron_3_5_Lightning": "nemotron_3_5_lightning"}
 # Nemotron 3 Nano's perf recipes, read at 067f987d from
 # src/megatron/bridge/perf_recipes/nemotronh/<gpu>/nemotronh.py (the functions
 # nemotron_3_nano_pretrain_<n>gpu_<gpu>_<precision>_config) and common.py's
@@ -52,6 +58,71 @@ NANO_RECIPES["nemotron_3_nano_pretrain_16gpu_h100_fp8cs_config"] = {
     "recompute_modules": '["layernorm"]', "tp": "1", "pp": "1",
     "source": "NVIDIA-NeMo/Megatron-Bridge@067f987df0 src/megatron/bridge/perf_recipes/nemotronh/"
               "h100/nemotronh.py::nemotron_3_nano_pretrain_16gpu_h100_fp8cs_config"}
+# Nemotron 3 Super's perf recipes, read at 067f987d from
+# src/megatron/bridge/perf_recipes/nemotronh/<gpu>/nemotronh.py (the functions
+# nemotron_3_super_pretrain_64gpu_<gpu>_<precision>_config) and common.py's
+# _apply_nemotron_3_super_perf_defaults. Every one starts from
+# recipes/nemotronh/h100/nemotron_3_super.py's 16-GPU config: the HF model (AutoBridge), MTP
+# at 2 depths of one shared block (mtp_num_layers 2, mtp_use_repeated_layer), no recompute,
+# comm_overlap None (no tp overlap); each sets the hybridep flex dispatcher (ETP 1) and:
+#   gb200: tp 2 with sequence parallelism, ep 64, TE graphs of attn, mamba, moe_router,
+#          moe_preprocess;
+#   gb300: tp 1, ep 64, the same graphs;
+#   b200:  bf16 tp 1, ep 64, selective ["moe_act", "moe", "layernorm", "core_attn"], no
+#          graphs; fp8mx tp 1, ep 64, selective ["moe_act", "layernorm"], no graphs; nvfp4
+#          tp 2 with sequence parallelism, ep 64, no recompute, the graphs;
+#   b300:  tp 1, ep 8, the graphs; bf16 and nvfp4 selective ["moe_act", "layernorm"], fp8mx
+#          none.
+# The NVFP4 recipes also load perf_recipes/nemotronh/te_quant.cfg, which keeps the attention
+# projections, the latent projections and the MTP block in bf16 and the Mamba out_proj in
+# MXFP8 (noted beside each row: bmpipe runs one recipe throughout, the MTP block aside).
+_SUPER_GRAPHS = '["attn", "mamba", "moe_router", "moe_preprocess"]'
+_SUPER_SELECTIVE_2 = '["moe_act", "layernorm"]'
+_SUPER_SELECTIVE_4 = '["moe_act", "moe", "layernorm", "core_attn"]'
+
+
+def _super(gpu, precision, tp, ep, graphs, modules=None):
+    recipe = {"moe_flex_backend": "hybridep", "tp": str(tp), "pp": "1", "ep": str(ep),
+              "tp_comm_overlap": "False", "mtp_num_layers": "2",
+              "mtp_use_repeated_layer": "True",
+              "cuda_graph_impl": "transformer_engine" if graphs else "none",
+              "cuda_graph_scope": _SUPER_GRAPHS if graphs else "[]",
+              "recompute_granularity": "selective" if modules else "None",
+              "source": "NVIDIA-NeMo/Megatron-Bridge@067f987df0 src/megatron/bridge/"
+                        f"perf_recipes/nemotronh/{gpu}/nemotronh.py::"
+                        f"nemotron_3_super_pretrain_64gpu_{gpu}_{precision}_config"}
+    if modules:
+        recipe["recompute_modules"] = modules
+    if precision == "nvfp4":
+        recipe["quant_recipe"] = "te_quant.cfg"
+    return recipe
+
+
+SUPER_RECIPES = {
+    f"nemotron_3_super_pretrain_64gpu_{gpu}_{p}_config": _super(gpu, p, *args)
+    for gpu, p, args in [
+        ("gb200", "bf16", (2, 64, True)), ("gb200", "fp8mx", (2, 64, True)),
+        ("gb200", "nvfp4", (2, 64, True)),
+        ("gb300", "bf16", (1, 64, True)), ("gb300", "fp8mx", (1, 64, True)),
+        ("gb300", "nvfp4", (1, 64, True)),
+        ("b200", "bf16", (1, 64, False, _SUPER_SELECTIVE_4)),
+        ("b200", "fp8mx", (1, 64, False, _SUPER_SELECTIVE_2)),
+        ("b200", "nvfp4", (2, 64, True)),
+        ("b300", "bf16", (1, 8, True, _SUPER_SELECTIVE_2)), ("b300", "fp8mx", (1, 8, True)),
+        ("b300", "nvfp4", (1, 8, True, _SUPER_SELECTIVE_2))]}
+# Nemotron 3.5 Lightning's perf recipes (same files, nemotron_3_5_lightning_pretrain_8gpu_
+# <gpu>_<precision>_config): Nano's recipe of that GPU and precision (its HybridModelProvider,
+# Nano's layers) with mtp_num_layers 2 of the hybrid MTP block "*E", mtp_use_repeated_layer.
+# The table's one row is GB200 MXFP8: _build_nemotron_3_5_lightning_gb200_mxfp8, Nano's
+# GB200 MXFP8 build (hybridep, TE graphs of attn, mamba, moe_router, moe_preprocess, no
+# recompute).
+LIGHTNING_RECIPES = {
+    f"nemotron_3_5_lightning_pretrain_8gpu_{gpu}_{p}_config": dict(
+        _NANO_BW, mtp_num_layers="2", mtp_hybrid_override_pattern="*E",
+        mtp_use_repeated_layer="True",
+        source="NVIDIA-NeMo/Megatron-Bridge@067f987df0 src/megatron/bridge/perf_recipes/"
+        f"nemotronh/{gpu}/nemotronh.py::nemotron_3_5_lightning_pretrain_8gpu_{gpu}_{p}_config")
+    for gpu in ("b200", "b300", "gb200", "gb300") for p in ("bf16", "fp8mx", "nvfp4")}
 # The table's precision label -> the recipe's suffix. 26.x tables say FP8 for what 25.11
 # called FP8-CS (current scaling); "FP8-CS (FP8-MX)" is an FP8-CS row with the MX figure in
 # parentheses.
@@ -90,7 +161,8 @@ def main(folder: str) -> None:
     out = []
     for (family, system, gpus, phase, precision), row in sorted(latest.items()):
         name = f"{family}_{phase}_{gpus}gpu_{SYSTEM[system]}_{precision}_config"
-        recipe = recipes.get(name) or NANO_RECIPES.get(name)
+        recipe = (recipes.get(name) or NANO_RECIPES.get(name) or SUPER_RECIPES.get(name) or
+                  LIGHTNING_RECIPES.get(name))
         keep = {k: row[k] for k in ("release", "model", "system", "phase", "gpus", "precision",
                                     "gbs", "mbs", "seq", "tp", "pp", "cp", "vp", "ep", "fsdp",
                                     "tokens_per_s_per_gpu", "model_tflops_per_gpu") if k in row}

@@ -53,7 +53,8 @@ Device device_of(const std::string& system) {
 
 bool is_moe(const PublishedRun& run) {
   return run.family == "deepseek_v3" || run.family == "kimi_k2" || run.family == "gpt_oss_120b" ||
-         run.family == "nemotron_3_nano";
+         run.family == "nemotron_3_nano" || run.family == "nemotron_3_super" ||
+         run.family == "nemotron_3_5_lightning";
 }
 
 /// Decoder layers of the family's model (the HF configs and presets say the same).
@@ -62,7 +63,8 @@ int layers_of(const PublishedRun& run) {
   if (run.family == "llama3_70b") return 80;
   if (run.family == "llama31_405b") return 126;
   if (run.family == "gpt_oss_120b") return 36;
-  if (run.family == "nemotron_3_nano") return 52;
+  if (run.family == "nemotron_3_nano" || run.family == "nemotron_3_5_lightning") return 52;
+  if (run.family == "nemotron_3_super") return 88;
   return 61;  // deepseek_v3, kimi_k2
 }
 
@@ -169,6 +171,19 @@ Expressed express(const PublishedRun& run, const std::string& source_dir,
   } else if (run.family == "nemotron_3_nano") {
     // nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B: 23 Mamba-2, 6 attention and 23 MoE layers.
     y << "  hf_config: " << hf << "nemotron-3-nano-30b-a3b.json\n  moe: {load_imbalance: 1}\n";
+  } else if (run.family == "nemotron_3_super") {
+    // nvidia/NVIDIA-Nemotron-3-Super-120B-A12B: 40 Mamba-2, 8 attention and 40 latent MoE
+    // layers, and the MTP block "*E" (its config's one depth); the recipes run it at
+    // mtp_num_layers depths of the one block (mtp_use_repeated_layer, the config's default).
+    y << "  hf_config: " << hf << "nemotron-3-super-120b-a12b.json\n  moe: {load_imbalance: 1}\n";
+    if (!recipe(run, "mtp_num_layers").empty())
+      y << "  mtp_layers: " << recipe(run, "mtp_num_layers") << "\n";
+  } else if (run.family == "nemotron_3_5_lightning") {
+    // The Lightning recipes build Nano's HybridModelProvider and add the MTP block.
+    y << "  hf_config: " << hf << "nemotron-3-nano-30b-a3b.json\n  moe: {load_imbalance: 1}\n";
+    y << "  mtp_layers: " << recipe(run, "mtp_num_layers") << "\n  mtp_pattern: \""
+      << recipe(run, "mtp_hybrid_override_pattern") << "\"\n  mtp_shared: "
+      << (recipe(run, "mtp_use_repeated_layer") == "True" ? "true" : "false") << "\n";
   } else {
     throw std::runtime_error(run.id + ": unknown model family " + run.family);
   }
@@ -257,6 +272,9 @@ Expressed express(const PublishedRun& run, const std::string& source_dir,
   } else {
     y << "  recompute: none\n";
   }
+  if (!recipe(run, "quant_recipe").empty())
+    approx.push_back("per-module precisions of " + recipe(run, "quant_recipe") +
+                     " not modelled (one recipe for every GEMM, the MTP block aside)");
   if (!recipe(run, "cpu_offloading_num_layers").empty())
     approx.push_back("activation offload of " + recipe(run, "cpu_offloading_num_layers") +
                      " layers not modelled");
@@ -404,11 +422,11 @@ std::string format_table(const std::vector<RowResult>& rows) {
 namespace {
 
 /// The sub-ops of moe_decoder_layer_cost that Megatron-Core's MoELayer runs: the router,
-/// the dispatch, the experts, the combine and the shared expert (no norm, no attention, no
-/// residual).
+/// a latent MoE's projections, the dispatch, the experts, the combine and the shared expert
+/// (no norm, no attention, no residual).
 bool moe_layer_op(const std::string& name) {
-  for (const char* prefix :
-       {"router", "permute", "a2a-", "etp-", "experts_", "unpermute", "shared_"})
+  for (const char* prefix : {"router", "fc1_latent_proj", "fc2_latent_proj", "permute", "a2a-",
+                             "etp-", "experts_", "unpermute", "shared_"})
     if (name.rfind(prefix, 0) == 0) return true;
   return false;
 }

@@ -20,12 +20,14 @@ namespace bmpipe::fidelity {
 
 /// One published run, as the JSON file holds it.
 struct PublishedRun {
-  std::string id;       ///< family_phase_Ngpu_gpu_precision
-  std::string family;   ///< llama3_8b, llama3_70b, llama31_405b, deepseek_v3, kimi_k2, gpt_oss_120b
-  std::string model;    ///< the table's model label ("DeepSeekV3 (w/o MTP)")
-  std::string system;   ///< DGX-H100, DGX-B200, DGX-B300, DGX-GB200, DGX-GB300
-  std::string release;  ///< Megatron-Bridge release of the figure
-  std::string phase;    ///< pretrain or sft
+  std::string id;  ///< family_phase_Ngpu_gpu_precision
+  /// llama3_8b, llama3_70b, llama31_405b, deepseek_v3, kimi_k2, gpt_oss_120b,
+  /// nemotron_3_nano, nemotron_3_super, nemotron_3_5_lightning
+  std::string family;
+  std::string model;      ///< the table's model label ("DeepSeekV3 (w/o MTP)")
+  std::string system;     ///< DGX-H100, DGX-B200, DGX-B300, DGX-GB200, DGX-GB300
+  std::string release;    ///< Megatron-Bridge release of the figure
+  std::string phase;      ///< pretrain or sft
   std::string precision;  ///< recipe suffix: bf16, fp8cs, fp8mx, nvfp4
   std::string source;     ///< repository@commit file:line of the table row
   int gpus = 0, gbs = 0, mbs = 0, seq = 0, tp = 1, pp = 1, cp = 1, vp = 1, ep = 1, fsdp = 0;

@@ -29,8 +29,9 @@ std::vector<fidelity::RowResult> evaluate_all() {
 TEST(Fidelity, EveryCalibrationRunIsWrittenDownAndSimulated) {
   const auto rows = evaluate_all();
   // 39 runs of transformer models and, since the hybrid layers (issue 40), 5 of Nemotron 3
-  // Nano.
-  ASSERT_EQ(rows.size(), 44u);
+  // Nano; since the latent MoE and the hybrid MTP block, 8 of Nemotron 3 Super (its 30 table
+  // rows are 8 configurations at their latest release) and 1 of Nemotron 3.5 Lightning.
+  ASSERT_EQ(rows.size(), 53u);
   for (const fidelity::RowResult& r : rows)
     EXPECT_TRUE(r.predicted_tokens_per_s_per_gpu.has_value()) << r.id << ": " << r.refused;
 }
@@ -40,11 +41,12 @@ TEST(Fidelity, ErrorsStayWithinWhatTheKernelModelReached) {
   // 39 runs; 15.7 % with the presets and precisions the table needs but the flat kernel
   // model; 31.7 % over the 16 runs bmpipe could write down before b300, gb300 and NVFP4. The
   // bounds are today's figures plus half a point: a worse change fails here.
-  // The hybrid Nemotron 3 Nano rows are held apart (HybridRowsReadFastByAKnownMargin), so
-  // that adding them loosens no bound here.
+  // The hybrid Nemotron 3 rows (Nano, Super, 3.5 Lightning) are held apart
+  // (HybridRowsReadFastByAKnownMargin, LatentMoeRowsReadFastByAKnownMargin), so that adding
+  // them loosens no bound here.
   std::vector<fidelity::RowResult> rows;
   for (fidelity::RowResult& r : evaluate_all())
-    if (r.id.rfind("nemotron_3_nano", 0) != 0) rows.push_back(std::move(r));
+    if (r.id.rfind("nemotron_3", 0) != 0) rows.push_back(std::move(r));
   ASSERT_EQ(rows.size(), 39u);
   const auto groups = fidelity::summarize(rows);
   // Sliding windows (issue 40) loosened the five groups that hold gpt-oss rows: its 18
@@ -121,6 +123,43 @@ TEST(Fidelity, HybridRowsReadFastByAKnownMargin) {
     EXPECT_LE(std::abs(r.time_error()), 0.370) << r.id;
   }
   EXPECT_EQ(rows, 5);
+}
+
+// Nemotron 3 Super (40 Mamba-2, 8 attention and 40 latent MoE layers, the MTP block "*E" at
+// 2 depths of one block) on B200, GB200, B300 and GB300 in MXFP8 and NVFP4, and Nemotron 3.5
+// Lightning (Nano's layers and the same MTP block) on GB200 in MXFP8, each written down from
+// its recipe read by hand (extract_megatron_bridge.py, SUPER_RECIPES and LIGHTNING_RECIPES).
+// Every one reads fast, as the Nano rows do (by 26 % for Lightning to 55 %), and no constant
+// was fitted to them: what the cost model lacks for the fine-grained MoE blocks (Nano's and
+// gpt-oss's rows) it lacks here, and the NVFP4 rows read faster still (49-50 %) because
+// bmpipe runs every GEMM in NVFP4, where the recipes' te_quant.cfg keeps the attention and
+// latent projections in bf16 and the Mamba out_proj in MXFP8. A group of its own so that no
+// calibrated bound above moves: the bounds are the figures the first version of the latent
+// MoE reads plus half a point, mean |error| blackwell moe fp8mx 34.4 % (3 rows), blackwell
+// moe nvfp4 49.2 % (2), blackwell-ultra moe fp8mx 43.8 % (2), blackwell-ultra moe nvfp4 50.3 %
+// (2), all 9 rows 43.3 %; a change that moves them the wrong way fails here.
+TEST(Fidelity, LatentMoeRowsReadFastByAKnownMargin) {
+  std::vector<fidelity::RowResult> rows;
+  for (fidelity::RowResult& r : evaluate_all())
+    if (r.id.rfind("nemotron_3_super", 0) == 0 || r.id.rfind("nemotron_3_5_lightning", 0) == 0)
+      rows.push_back(std::move(r));
+  ASSERT_EQ(rows.size(), 9u);
+  for (const fidelity::RowResult& r : rows) {
+    ASSERT_TRUE(r.predicted_tokens_per_s_per_gpu.has_value()) << r.id << ": " << r.refused;
+    EXPECT_LT(r.time_error(), 0.0) << r.id;
+  }
+  const std::map<std::string, double> bound = {{"blackwell moe fp8mx", 0.349},
+                                               {"blackwell moe nvfp4", 0.497},
+                                               {"blackwell-ultra moe fp8mx", 0.443},
+                                               {"blackwell-ultra moe nvfp4", 0.508},
+                                               {"all", 0.438}};
+  const auto groups = fidelity::summarize(rows);
+  ASSERT_EQ(groups.size(), bound.size());
+  for (const fidelity::GroupSummary& g : groups) {
+    ASSERT_TRUE(bound.count(g.group)) << g.group;
+    EXPECT_EQ(g.refused, 0) << g.group;
+    EXPECT_LE(g.mean_abs_error, bound.at(g.group)) << g.group;
+  }
 }
 
 TEST(Fidelity, MoeLayerTimingsOfMegatronsCi) {
