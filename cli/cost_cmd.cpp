@@ -79,9 +79,11 @@ int run_cost(const std::vector<std::string>& args) {
                                       : "eager (HF transformers; training.kernels: fused for "
                                         "Megatron-Core's)");
     if (m.is_moe()) {
-      std::printf("experts %d (top %d, ffn %d, shared ffn %d)   ep %d   etp %d   edp %d\n",
-                  m.moe.num_experts, m.moe.top_k, m.moe.expert_ffn, m.moe.shared_ffn, a.settings.ep,
-                  a.settings.etp, a.edp);
+      std::printf(
+          "experts %d (top %d, ffn %d, shared ffn %d%s)   ep %d   etp %d   edp %d\n",
+          m.moe.num_experts, m.moe.top_k, m.moe.expert_ffn, m.moe.shared_ffn,
+          m.moe.latent_size > 0 ? (", latent " + std::to_string(m.moe.latent_size)).c_str() : "",
+          a.settings.ep, a.settings.etp, a.edp);
       // Where DeepEP sends a token (training.moe_dispatcher: deepep; deepep_fanout).
       if (a.settings.moe_dispatcher == MoeDispatcher::deepep && a.settings.ep > 1) {
         const DeepEpFanout f = deepep_fanout(m.moe, a.settings.ep, a.settings.ep_per_domain);

@@ -148,10 +148,11 @@ std::string torchtitan_not_run(std::string_view schedule) {
          " (it runs 1F1B, Interleaved1F1B, GPipe, ZBVZeroBubble and DualPipeV)";
 }
 
+// torchtitan names a model by flavor, refused first; a flavor's shape compared without the
+// latent (same_model_shape in frameworks/torchtitan/flavors.cpp) is then refused here.
 std::string torchtitan_model_refusal(const Config& config) {
-  if (std::string latent = latent_moe_refusal(config, "the torchtitan"); !latent.empty())
-    return latent;
-  return torchtitan_refusal(config);
+  if (std::string why = torchtitan_refusal(config); !why.empty()) return why;
+  return latent_moe_refusal(config, "the torchtitan");
 }
 
 ExportStatement torchtitan_statement(const ExportLayout& layout) {

@@ -879,10 +879,12 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
   c.weight_grad_bytes[Recompute::full] = c.activation_bytes[Recompute::full];
   // (recompute_flops[selective]: mark_recompute's sum over the re-run sub-ops.)
   // (An early-stopping checkpoint skips the last saving op: the MLP's output projection.)
+  // (Without a shared expert a latent MoE's last saving op is fc2_latent_proj.)
   c.recompute_flops[Recompute::full] =
-      c.forward_flops - (!D.eager  ? 0.0
-                         : moe_mlp ? (x.shared_ffn > 0 ? 2 * D.T * D.sf * D.h : 0.0)
-                                   : 2 * D.T * D.f * D.h);
+      c.forward_flops - (!D.eager ? 0.0
+                         : moe_mlp
+                             ? (x.shared_ffn > 0 ? 2 * D.T * D.sf * D.h : 2 * D.Tm * D.L * D.h)
+                             : 2 * D.T * D.f * D.h);
 
   // What CostSettings::offload_modules move to the host (sim/offload.hpp): each module's
   // input, as counted above. Megatron-Core's module inputs (NVIDIA/Megatron-LM d98e8a64,
@@ -891,7 +893,8 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
   // layer's pre-MLP norm; a fused norm is an IdentityOp, skipped), the norm keeping its
   // input and an fp32 rsqrt a token; qkv_linear the projection's input (MLA: the down
   // projections'); core_attn q, k and v; attn_proj the core's output (out_proj's input,
-  // with its FP8 copy under fp8); expert_fc1 the gathered rows; moe_act the scaled
+  // with its FP8 copy under fp8); expert_fc1 the gathered rows (X wide: a latent MoE's
+  // latent); moe_act the scaled
   // activation's input and the router weights it keeps.
   const OffloadModules off = st.offload_modules;
   if (off == 0) return;
@@ -917,7 +920,7 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
       bytes += flash ? D.e * core_out + (fp8 ? gi * core_out : 0.0) : gi * core_out;
     if (moe_mlp) {
       if (offloads(off, OffloadModule::mlp_norm)) bytes += norm_in;
-      if (offloads(off, OffloadModule::expert_fc1)) bytes += gi * D.Tg * D.h;
+      if (offloads(off, OffloadModule::expert_fc1)) bytes += gi * D.Tg * D.X;
       if (offloads(off, OffloadModule::moe_act))
         bytes += glu_saved * D.Tg * D.ef + (D.eager ? 0.0 : 4 * D.Tg);
     }

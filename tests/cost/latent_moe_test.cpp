@@ -110,6 +110,15 @@ TEST(LatentMoe, ForwardFlopsByHand) {
   EXPECT_DOUBLE_EQ(
       moe_decoder_layer_cost(tiny(4), unit_device(), st).recompute_flops[Recompute::selective],
       1536);
+  // Full recompute re-runs everything under Megatron-Core's fused kernels; under HF's eager
+  // ones the early-stopping checkpoint stops at the last op that saves a tensor,
+  // fc2_latent_proj here, whose 256 FLOPs it does not re-run.
+  EXPECT_DOUBLE_EQ(latent.recompute_flops[Recompute::full], 3840);
+  st = settings(2);
+  st.kernels = Kernels::eager;
+  EXPECT_DOUBLE_EQ(
+      moe_decoder_layer_cost(tiny(4), unit_device(), st).recompute_flops[Recompute::full],
+      3840 - 256);
 }
 
 // Parameters: attention 2 x 64 + 2 x 64 and two norms 16 = 272; router h E = 32; the two
