@@ -358,6 +358,8 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   job.seq_length = stated.training.seq_length.value_or(0);
   job.fused_kernels = stated.training.kernel_set() == Kernels::fused;
   job.recompute_modules = stated.training.recompute_modules;
+  job.offload_modules = stated.training.offload_modules;
+  job.offload_lead = stated.training.offload_lead;
 
   std::string text = "# bmpipe export " + format + " of " + config.file + "\n";
   text += "# " + framework + " runs this with " + schedule_words(out.schedule, out.vpp) + ": " +

@@ -10,6 +10,7 @@
 #include "frameworks/torchtitan/export.hpp"
 #include "frameworks/torchtitan/formats.hpp"
 #include "schedules/registry.hpp"
+#include "sim/offload.hpp"
 
 namespace bmpipe {
 
@@ -36,8 +37,22 @@ std::string latent_moe_refusal(const Config& config, const char* framework) {
          "; Megatron-LM's --moe-latent-size is not written yet)";
 }
 
+// Activation offload (training.offload_modules) where the framework has no such keys:
+// exported without it, the job would hold its activations on the device.
+std::string offload_refusal(const Config& config, const char* framework) {
+  if (parse_offload_modules(config.training.offload_modules, nullptr) == 0) return "";
+  return std::string(framework) + " cannot state training.offload_modules (" +
+         config.training.offload_modules +
+         "): it has no key for Megatron-Core's fine-grained activation offload";
+}
+
 // An export that cannot state the model would hand the user another job (issue 17).
 std::string megatron_refusal(const Config& config) {
+  if (parse_offload_modules(config.training.offload_modules, nullptr) != 0 &&
+      config.training.offload_lead != 1)
+    return "Megatron-LM's flags cannot state training.offload_lead " +
+           std::to_string(config.training.offload_lead) +
+           ": bmpipe reads its reloads as running one op ahead of the backward (lead 1)";
   if (!config.model.shape) return "";
   if (std::string latent = latent_moe_refusal(config, "the Megatron-LM"); !latent.empty())
     return latent;
@@ -83,6 +98,7 @@ std::string mindformers_not_run(std::string_view schedule) {
 // An export that cannot state the experts would hand the user another job (issue 17: never
 // a different job than the one they wrote).
 std::string mindformers_refusal(const Config& config) {
+  if (std::string off = offload_refusal(config, "MindFormers' keys"); !off.empty()) return off;
   if (!config.model.shape) return "";
   if (std::string latent = latent_moe_refusal(config, "the MindFormers"); !latent.empty())
     return latent;
@@ -117,6 +133,7 @@ ExportStatement mindformers_statement(const ExportLayout& layout) {
 std::string torchtitan_model_refusal(const Config& config);
 
 std::string torchtitan_full_refusal(const Config& config) {
+  if (std::string off = offload_refusal(config, "torchtitan's TOML"); !off.empty()) return off;
   if (!config.training.vocab_parallel && config.training.tp > 1)
     return "torchtitan's TOML cannot state training.vocab_parallel: false: its tensor-parallel "
            "plan splits the embedding and the output over the vocabulary";

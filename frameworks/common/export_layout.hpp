@@ -78,6 +78,9 @@ struct ExportJob {
   std::string cuda_graphs;
   /// training.recompute_modules as the config gives it (what selective recompute re-runs).
   std::string recompute_modules = "core_attn";
+  /// training.offload_modules and offload_lead (activation offload; "none": off).
+  std::string offload_modules = "none";
+  int offload_lead = 1;
   /// training.seq_length, for a text that states it (torchtitan's seq_len); 0 when unknown.
   int seq_length = 0;
   /// training.kernels fused: torchtitan states it as compile.

@@ -632,6 +632,8 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
   if (job.cuda_graphs) y.value(1, "cuda_graphs", *job.cuda_graphs, "training.cuda_graphs");
   if (job.recompute_modules)
     y.value(1, "recompute_modules", *job.recompute_modules, "training.recompute_modules");
+  if (job.offload_modules)
+    y.value(1, "offload_modules", *job.offload_modules, "training.offload_modules");
   if (job.zero_stage || job.grad_dtype || job.overlap_grad_reduce || job.overlap_param_gather ||
       job.optimizer_offload_fraction) {
     y.raw("  optimizer:\n");

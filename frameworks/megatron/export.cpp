@@ -11,6 +11,7 @@
 
 #include "frameworks/megatron/formats.hpp"
 #include "sim/cost/kernels.hpp"
+#include "sim/offload.hpp"
 
 // Sources (read, not copied), cited below by these short names, all Megatron-LM at
 // d98e8a64ddf3:
@@ -388,6 +389,19 @@ std::string megatron_sharding_flags(const ExportJob& job) {
         "--use-precision-aware-optimizer\n--optimizer-cpu-offload\n"
         "--optimizer-offload-fraction " +
         std::string(fraction, r.ptr) + "\n";
+  }
+  // Activation offload: Megatron-Core's fine-grained offloading of the modules' inputs
+  // (offload_modules, a List field: nargs "+"). bmpipe's offload_lead 1 is its reading of
+  // how Megatron reloads (the op before the backward); other leads have no flag.
+  const OffloadModules modules = parse_offload_modules(job.offload_modules, nullptr);
+  if (modules != 0) {
+    out += "--fine-grained-activation-offloading\n--offload-modules";
+    for (const auto& [bit, name] : kOffloadModuleNames)
+      if (offloads(modules, bit)) {
+        out += ' ';
+        out += name;
+      }
+    out += "\n";
   }
   return out;
 }

@@ -13,6 +13,7 @@
 
 #include "experiment/config_fields.hpp"
 #include "frameworks/megatron/formats.hpp"
+#include "sim/offload.hpp"
 
 // Sources (read, not copied), all Megatron-LM at d98e8a64ddf3, cited by these short names:
 //  [MG-args]   megatron/training/arguments.py: the flags (_add_*_args; the parser is built
@@ -167,6 +168,9 @@ constexpr FlagSpec kFlags[] = {
     {"--use-torch-fsdp2", Kind::boolean},
     {"--data-parallel-sharding-strategy", Kind::choice, kShardingStrategy},
     {"--overlap-param-gather", Kind::boolean},
+    // activation offload
+    {"--fine-grained-activation-offloading", Kind::boolean},
+    {"--offload-modules", Kind::list},
     // optimizer offload
     {"--optimizer-cpu-offload", Kind::boolean},
     {"--optimizer-offload-fraction", Kind::real},
@@ -1429,6 +1433,53 @@ void read_optimizer_offload(const Args& a, ImportedJob& job) {
                     fraction ? "" : "--optimizer-cpu-offload: Megatron-LM's default fraction 1.0"));
 }
 
+/// Activation offload: --fine-grained-activation-offloading with --offload-modules is
+/// training.offload_modules (Megatron-Core's TransformerConfig at d98e8a64,
+/// megatron/core/transformer/transformer_config.py __post_init__: the list must not be
+/// empty, its names are from the allowed set, attn_proj needs core_attn; the config's
+/// checks then refuse what bmpipe's layers lack, with the flag's line). Without the switch
+/// the list is read by nothing.
+void read_activation_offload(const Args& a, ImportedJob& job) {
+  const std::vector<std::string> modules = a.list("--offload-modules");
+  if (!a.boolean("--fine-grained-activation-offloading")) {
+    if (!modules.empty())
+      job.ignore("--offload-modules (only --fine-grained-activation-offloading reads it)");
+    return;
+  }
+  if (modules.empty())
+    a.fail("--fine-grained-activation-offloading",
+           "needs --offload-modules (Megatron-Core asserts a non-empty offload_modules)");
+  std::string text;
+  std::vector<std::string> seen;
+  for (const std::string& m : modules) {
+    std::string unknown;
+    if (parse_offload_modules(m, &unknown) != 0) {
+      if (std::find(seen.begin(), seen.end(), m) == seen.end()) {
+        seen.push_back(m);
+        text += (text.empty() ? "" : ",") + m;
+      }
+    } else if (m == "fused_group_mlp" || m == "gdp_qkv") {
+      job.unmodelled.push_back(Unmodelled{
+          a.origin("--offload-modules"), "--offload-modules " + m,
+          "offloads the fused grouped MLP or the Gated DeltaProduct mixer's input, which "
+          "bmpipe's offload modules do not name"});
+    } else {
+      a.fail("--offload-modules",
+             "unknown module " + shown(m) +
+                 " (Megatron-Core's offload_modules: attn_norm, qkv_linear, core_attn, "
+                 "attn_proj, mlp_norm, expert_fc1, moe_act, fused_group_mlp, gdp_qkv)");
+    }
+  }
+  const OffloadModules set = parse_offload_modules(text, nullptr);
+  if (offloads(set, OffloadModule::attn_proj) && !offloads(set, OffloadModule::core_attn))
+    a.fail("--offload-modules",
+           "attn_proj needs core_attn (Megatron-Core raises \"attn_proj cannot be set to "
+           "offload_modules alone without core_attn\")");
+  if (text.empty()) return;
+  job.offload_modules = text;
+  job.from("training.offload_modules", a.origin("--offload-modules"));
+}
+
 /// Precision and optimizer: the dtype, the gradients' dtype, the distributed optimizer,
 /// and sequence parallelism.
 void read_precision_and_optimizer(const Reading& ctx) {
@@ -1466,6 +1517,7 @@ void read_precision_and_optimizer(const Reading& ctx) {
   }
   read_sharded_data_parallel(a, job);
   read_optimizer_offload(a, job);
+  read_activation_offload(a, job);
   if (a.boolean("--overlap-moe-expert-parallel-comm")) {
     // training.moe_overlap: 1F1B and interleaved pair a backward with the next forward.
     job.moe_overlap = true;
