@@ -351,7 +351,8 @@ PYBIND11_MODULE(bmpipe, m) {
          std::int64_t max_evals, std::optional<double> time_limit_s, std::optional<int> pp,
          std::optional<int> vpp, std::optional<int> microbatches,
          std::optional<std::string> baseline, std::optional<std::string> expressible,
-         std::optional<std::string> baseline_layout, const py::object& set) {
+         std::optional<std::string> baseline_layout, std::optional<std::string> offload,
+         const py::object& set) {
         const Config c = config_of(config, set);
         api::PlanRequest r;
         r.overrides = overrides(std::move(schedule), pp, vpp, microbatches);
@@ -364,6 +365,7 @@ PYBIND11_MODULE(bmpipe, m) {
         r.baseline = std::move(baseline);
         r.expressible = std::move(expressible);
         r.baseline_layout = std::move(baseline_layout);
+        r.offload = std::move(offload);
         nlohmann::json summary;
         {
           py::gil_scoped_release nogil;
@@ -376,12 +378,14 @@ PYBIND11_MODULE(bmpipe, m) {
       py::arg("seed") = 1, py::arg("max_evals") = 20000, py::arg("time_limit_s") = py::none(),
       py::arg("pp") = py::none(), py::arg("vpp") = py::none(), py::arg("microbatches") = py::none(),
       py::arg("baseline") = py::none(), py::arg("expressible") = py::none(),
-      py::arg("baseline_layout") = py::none(), py::arg("set") = py::none(),
+      py::arg("baseline_layout") = py::none(), py::arg("offload") = py::none(),
+      py::arg("set") = py::none(),
       "Searches the layers of every stage and the recompute mode of every layer for the "
       "fastest simulated iteration that fits, and returns what `bmpipe plan --json` prints. "
       "The options are the command's (schedule may be 'auto'; threads=0: every core; "
       "expressible='megatron' or 'mindformers' is --expressible; baseline_layout, a "
-      "Megatron --pipeline-model-parallel-layout string, is --baseline-layout; set is "
+      "Megatron --pipeline-model-parallel-layout string, is --baseline-layout; offload='auto' "
+      "is --offload auto (activation offload chosen with recompute); set is "
       "--set KEY=VALUE, as load() takes it). Raises NoPlanFitsError when nothing fits, ValueError "
       "for a bad option.");
 

@@ -100,6 +100,7 @@ def test_compare_rejects_unknown_and_empty_lists():
     ({"expressible": "megatorn"},
      "expressible: unknown framework 'megatorn' (did you mean 'megatron'?)"),
     ({"baseline_layout": "Et*4|x"}, "baseline_layout: 'Et*4|x': "),
+    ({"offload": "sometimes"}, "offload: 'sometimes' is not a choice"),
 ])
 def test_plan_rejects_bad_options(kwargs, message):
     with pytest.raises(ValueError) as e:

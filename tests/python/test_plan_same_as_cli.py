@@ -47,3 +47,16 @@ def test_plan_with_options(args, kwargs):
     expected = cli_json("plan", config, "--quiet", "--threads", "2", *args)
     got = bmpipe.plan(config, threads=2, **kwargs)
     assert without_wall_time(got) == without_wall_time(expected)
+
+
+def test_plan_with_offload():
+    # Activation offload chosen beside recompute (issue 43): the same plan and the same
+    # offload rows as `bmpipe plan --offload auto`.
+    config = str(EXAMPLES / "h100_llama31_405b_fp8_cp2.yaml")
+    args = ["--schedule", "1f1b", "--memory-limit-GiB", "60", "--max-evals", "100",
+            "--set", "training.recompute=none"]
+    expected = cli_json("plan", config, "--quiet", "--threads", "2", *args, "--offload", "auto")
+    got = bmpipe.plan(config, threads=2, schedule="1f1b", memory_limit_GiB=60, max_evals=100,
+                      offload="auto", set={"training.recompute": "none"})
+    assert without_wall_time(got) == without_wall_time(expected)
+    assert got["offload"]["tried"][0]["offload_modules"] == "none"
