@@ -12,6 +12,7 @@
 #include "support/round_device.hpp"
 #include "support/sub_op.hpp"
 #include "support/support.hpp"
+#include "support/tiny_shape.hpp"
 
 namespace bmpipe::latent_moe_test {
 namespace {
@@ -21,35 +22,15 @@ constexpr double kPs = 1e-12;
 using test::op;
 using test::unit_device;
 
-/// h 8, 2 heads of 4, 4 experts of ffn 4, top-2 (SwiGLU experts: in_factor 2); with a latent
-/// of `latent` columns (0: none).
+/// test::tiny_shape with 4 experts of ffn 4, top-2 (SwiGLU experts: in_factor 2), and a
+/// latent of `latent` columns (0: none).
 ModelShape tiny(int latent) {
-  ModelShape m;
-  m.name = "tiny-latent-moe";
-  m.num_layers = 1;
-  m.hidden_size = 8;
-  m.num_attention_heads = 2;
-  m.num_kv_heads = 2;
-  m.ffn_hidden_size = 16;
-  m.vocab_size = 32;
-  m.moe.num_experts = 4;
-  m.moe.top_k = 2;
-  m.moe.expert_ffn = 4;
-  m.moe.latent_size = latent;
-  check_shape(m);
-  return m;
+  return test::tiny_shape(4, latent);
 }
 
-/// 4 tokens (seq 4, micro-batch 1), Megatron-Core's fused kernels, bf16, overwrite (no
-/// gradient accumulation), ep as given.
+/// test::tiny_settings: 4 tokens, fused kernels, bf16, overwrite, ep as given.
 CostSettings settings(int ep) {
-  CostSettings st;
-  st.seq_length = 4;
-  st.micro_batch_size = 1;
-  st.ep = ep;
-  st.kernels = Kernels::fused;
-  st.grad_accumulation = GradAccumulation::overwrite;
-  return st;
+  return test::tiny_settings(ep);
 }
 
 // On the unit device a sub-op takes max(FLOPs, bytes) picoseconds. T = 4 tokens, h = 8,

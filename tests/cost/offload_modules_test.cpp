@@ -10,40 +10,20 @@
 
 #include "sim/cost/cost_model.hpp"
 #include "support/round_device.hpp"
+#include "support/tiny_shape.hpp"
 
 namespace bmpipe {
 namespace offload_modules_test {
 
 using test::unit_device;
 
-/// h 8, 2 heads of 4 (q and kv columns 8 each), ffn 16; `experts` > 0: that many experts of
-/// ffn 4, top-2.
 ModelShape tiny(int experts) {
-  ModelShape m;
-  m.name = "tiny";
-  m.num_layers = 1;
-  m.hidden_size = 8;
-  m.num_attention_heads = 2;
-  m.num_kv_heads = 2;
-  m.ffn_hidden_size = 16;
-  m.vocab_size = 32;
-  if (experts > 0) {
-    m.moe.num_experts = experts;
-    m.moe.top_k = 2;
-    m.moe.expert_ffn = 4;
-  }
-  check_shape(m);
-  return m;
+  return test::tiny_shape(experts);
 }
 
-/// 4 tokens (seq 4, micro-batch 1), fused kernels, recompute modules `recompute`, offload
-/// modules `offload`.
+/// test::tiny_settings with recompute modules `recompute` and offload modules `offload`.
 CostSettings settings(const std::string& offload, const std::string& recompute = "core_attn") {
-  CostSettings st;
-  st.kernels = Kernels::fused;
-  st.seq_length = 4;
-  st.micro_batch_size = 1;
-  st.grad_accumulation = GradAccumulation::overwrite;
+  CostSettings st = test::tiny_settings();
   std::string unknown;
   st.offload_modules = parse_offload_modules(offload, &unknown);
   EXPECT_EQ(unknown, "") << offload;

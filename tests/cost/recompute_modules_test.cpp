@@ -11,6 +11,7 @@
 #include "sim/cost/cost_model.hpp"
 #include "support/round_device.hpp"
 #include "support/sub_op.hpp"
+#include "support/tiny_shape.hpp"
 
 namespace bmpipe {
 namespace recompute_modules_test {
@@ -19,33 +20,13 @@ using test::op;
 
 using test::unit_device;
 
-/// h 8, 2 heads of 4, ffn 16; `experts` > 0: that many experts of ffn 4, top-2.
 ModelShape tiny(int experts) {
-  ModelShape m;
-  m.name = "tiny";
-  m.num_layers = 1;
-  m.hidden_size = 8;
-  m.num_attention_heads = 2;
-  m.num_kv_heads = 2;
-  m.ffn_hidden_size = 16;
-  m.vocab_size = 32;
-  if (experts > 0) {
-    m.moe.num_experts = experts;
-    m.moe.top_k = 2;
-    m.moe.expert_ffn = 4;
-  }
-  check_shape(m);
-  return m;
+  return test::tiny_shape(experts);
 }
 
-/// 4 tokens (seq 4, micro-batch 1), Megatron-Core's fused kernels and the modules `modules`.
+/// test::tiny_settings with the modules `modules`.
 CostSettings settings(const std::string& modules, int ep = 1) {
-  CostSettings st;
-  st.kernels = Kernels::fused;
-  st.seq_length = 4;
-  st.micro_batch_size = 1;
-  st.ep = ep;
-  st.grad_accumulation = GradAccumulation::overwrite;
+  CostSettings st = test::tiny_settings(ep);
   std::string unknown;
   st.recompute_modules = parse_recompute_modules(modules, &unknown);
   EXPECT_EQ(unknown, "") << modules;
