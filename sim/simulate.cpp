@@ -508,10 +508,9 @@ void OrderedEngine::copy_out(int rank, int stage, int mb) {
   // within the lead, at least right after) keeps its bytes on the device: Megatron-Core keeps
   // such last groups ("so that the reloading won't block the main stream",
   // fine_grained_activation_offload.py post_warmup_callback).
-  const std::uint32_t idx = st.next - 1;  // the forward's op, just finished
-  const std::uint32_t lead = static_cast<std::uint32_t>(std::max(offload_lead_, 1));
-  const std::uint32_t back_idx = cs_.backward_op(stage, mb);
-  if (back_idx <= idx + lead) {
+  const std::uint64_t idx = st.next - 1;  // the forward's op, just finished
+  const std::uint64_t lead = static_cast<std::uint64_t>(std::max(offload_lead_, 1));
+  if (cs_.backward_op(stage, mb) <= idx + lead) {
     kept_[k] = 1;
     back_asked_[k] = out_end_[k] = now_;
     back_end_[k] = 0;  // nothing to wait for
@@ -635,12 +634,13 @@ void OrderedEngine::try_start(int rank) {
     if (reloaded >= 0) st.host -= t_.offload_bytes[reloaded];
     // This op's start asks for the copies back the lead points here.
     if (offload_lead_ > 0) {
-      const std::uint32_t begin = cs_.rank_begin(rank);
-      const std::uint32_t lead = static_cast<std::uint32_t>(offload_lead_);
-      if (idx == begin)
-        for (std::uint32_t i = begin; i <= begin + lead && i < st.end; ++i) trigger(rank, i);
-      else
-        trigger(rank, idx + lead);
+      // In 64 bits: a lead near INT_MAX must not wrap round to an earlier op.
+      const std::uint64_t begin = cs_.rank_begin(rank);
+      const std::uint64_t lead = static_cast<std::uint64_t>(offload_lead_);
+      const std::uint64_t last = std::min<std::uint64_t>(idx == begin ? begin + lead : idx + lead,
+                                                         std::uint64_t{st.end} - 1);
+      for (std::uint64_t i = idx == begin ? begin : idx + lead; i <= last; ++i)
+        trigger(rank, static_cast<std::uint32_t>(i));
     }
   }
   queue_.push(now_ + c.duration, kOpDone, Payload{static_cast<std::uint32_t>(rank), kOpDone});

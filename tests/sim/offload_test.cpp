@@ -5,6 +5,8 @@
 // host, each copy taking T ns.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "support/support.hpp"
 
 namespace bmpipe {
@@ -111,6 +113,8 @@ TEST(Offload, PrefetchTooLateAndOnTime) {
   EXPECT_TRUE(rec.copies.empty());
   EXPECT_EQ(kept.devices[0].peak_activation_bytes, 200);
   EXPECT_EQ(kept.devices[0].peak_host_bytes, 0);
+  // The largest lead the config allows does not wrap round to an earlier op.
+  EXPECT_EQ(simulate(input(5, std::numeric_limits<int>::max()), two_then_two()).iteration_time, 60);
 }
 
 // The last stage of 1F1B runs each backward right after its forward: its bytes stay on the
