@@ -341,11 +341,10 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
       check_config(c);
       PlanResults one = plan_one(c, r);
       const Time t = one.shown->result.iteration_time;
+      std::int64_t peak = 0;
+      for (const DeviceResult& d : one.shown->result.devices) peak = std::max(peak, d.peak_bytes);
       row["iteration_time_ms"] = ns_to_ms(t);
-      row["peak_memory_bytes"] = 0;
-      for (const DeviceResult& d : one.shown->result.devices)
-        row["peak_memory_bytes"] =
-            std::max(row["peak_memory_bytes"].get<std::int64_t>(), d.peak_bytes);
+      row["peak_memory_bytes"] = peak;
       if (!best || t < best->shown->result.iteration_time) {
         one.offload_modules = modules;
         best = std::move(one);

@@ -130,8 +130,9 @@ ExportStatement mindformers_statement(const ExportLayout& layout) {
 
 // torchtitan's refusals, and those of the keys it has no counterpart for: its tensor-parallel
 // plan splits the embedding over the vocabulary (RowwiseParallel), and its MoE is dropless.
-std::string torchtitan_model_refusal(const Config& config);
-
+// torchtitan names a model by flavor, refused first (torchtitan_refusal); a flavor's shape
+// compared without the latent (same_model_shape in frameworks/torchtitan/flavors.cpp) is
+// refused after it.
 std::string torchtitan_full_refusal(const Config& config) {
   if (std::string off = offload_refusal(config, "torchtitan's TOML"); !off.empty()) return off;
   if (!config.training.vocab_parallel && config.training.tp > 1)
@@ -140,7 +141,8 @@ std::string torchtitan_full_refusal(const Config& config) {
   if (config.training.moe_capacity_factor > 0)
     return "torchtitan's TOML cannot state training.moe_capacity_factor: its MoE layers are "
            "dropless";
-  return torchtitan_model_refusal(config);
+  if (std::string why = torchtitan_refusal(config); !why.empty()) return why;
+  return latent_moe_refusal(config, "the torchtitan");
 }
 
 // torchtitan: the schedules torch.distributed.pipelining names (frameworks/torchtitan/
@@ -163,13 +165,6 @@ std::string_view torchtitan_runs_as(std::string_view schedule, int vpp) {
 std::string torchtitan_not_run(std::string_view schedule) {
   return "torchtitan does not run " + std::string(schedule) +
          " (it runs 1F1B, Interleaved1F1B, GPipe, ZBVZeroBubble and DualPipeV)";
-}
-
-// torchtitan names a model by flavor, refused first; a flavor's shape compared without the
-// latent (same_model_shape in frameworks/torchtitan/flavors.cpp) is then refused here.
-std::string torchtitan_model_refusal(const Config& config) {
-  if (std::string why = torchtitan_refusal(config); !why.empty()) return why;
-  return latent_moe_refusal(config, "the torchtitan");
 }
 
 ExportStatement torchtitan_statement(const ExportLayout& layout) {

@@ -593,12 +593,14 @@ void OrderedEngine::try_start(int rank) {
     transfer = later ? transfer_[at] : transfer;
   }
   bool reload = false;
-  int reloaded = -1;  // the stage whose offloaded bytes this op takes back
+  int reloaded = -1;          // the stage whose offloaded bytes this op takes back
+  const Time inputs = ready;  // the other inputs' latest, before the copy back's
   if (t_.offload) {
     const auto [rs, rm] = reload_of(rank, idx);
     reloaded = rs >= 0 && !kept_[key(rs, rm)] ? rs : -1;
     if (rs >= 0) {
-      if (offload_lead_ == 0) trigger(rank, idx);  // asked for when the rank gets here
+      // Asked for by now (lead 0: when the op before ended, in finish()); kNever only when
+      // the forward has not run either.
       const Time back = back_end_[key(rs, rm)];
       if (back == kNever) return;  // its forward has not run: a deadlock the end reports
       if (back >= ready) reload = true, ready = back, stage = rs, transfer = -1;
@@ -623,14 +625,8 @@ void OrderedEngine::try_start(int rank) {
   if (c.live_in != 0) allocate(rank, c.alloc, c.live_in);
   if (t_.offload) {
     // The wait the copy back alone caused: past the other inputs and the op before.
-    if (reload) {
-      Time others = st.device_free;
-      for (const CompiledInput& in : cs_.inputs(idx)) {
-        const std::size_t at = in.slot == kLocal ? in.producer : slot_base_ + std::size_t{in.slot};
-        others = std::max(others, times_[at]);
-      }
-      st.totals.reload_wait += std::max<Time>(0, ready - others);
-    }
+    if (reload)
+      st.totals.reload_wait += std::max<Time>(0, ready - std::max(inputs, st.device_free));
     if (reloaded >= 0) st.host -= t_.offload_bytes[reloaded];
     // This op's start asks for the copies back the lead points here.
     if (offload_lead_ > 0) {
