@@ -27,14 +27,14 @@ std::string megatron_not_run(std::string_view schedule) {
          " (it runs 1f1b, and interleaved with virtual stages)";
 }
 
-// A latent mixture of experts (ModelShape::moe.latent_size) that no exporter states yet:
-// Megatron-LM's --moe-latent-size is not written (nor read) by bmpipe, and MindFormers' and
-// torchtitan's keys have none. Exported without it, the job would train plain experts.
+// A latent mixture of experts (ModelShape::moe.latent_size) where the framework has no key
+// for one (MindFormers, torchtitan; Megatron-LM writes --moe-latent-size). Exported without
+// it, the job would train plain experts.
 std::string latent_moe_refusal(const Config& config, const char* framework) {
   if (!config.model.shape || config.model.shape->moe.latent_size <= 0) return "";
   return std::string(framework) + " export does not state a latent mixture of experts " +
          "(model.moe.latent_size " + std::to_string(config.model.shape->moe.latent_size) +
-         "; Megatron-LM's --moe-latent-size is not written yet)";
+         "): it has no key for one; Megatron-LM's --moe-latent-size does";
 }
 
 // Activation offload (training.offload_modules) where the framework has no such keys:
@@ -54,8 +54,6 @@ std::string megatron_refusal(const Config& config) {
            std::to_string(config.training.offload_lead) +
            ": bmpipe reads its reloads as running one op ahead of the backward (lead 1)";
   if (!config.model.shape) return "";
-  if (std::string latent = latent_moe_refusal(config, "the Megatron-LM"); !latent.empty())
-    return latent;
   if (!config.training.vocab_parallel && config.training.tp > 1)
     return "Megatron-LM's flags cannot state training.vocab_parallel: false: its embedding and "
            "output layer are always split over tp (VocabParallelEmbedding, "

@@ -186,6 +186,8 @@ void write_moe(YamlOut& y, const ModelShape& m) {
   }
   if (moe.load_imbalance != 1.0)
     y.value(2, "load_imbalance", number(moe.load_imbalance), "model.moe.load_imbalance");
+  if (moe.latent_size > 0)
+    y.value(2, "latent_size", std::to_string(moe.latent_size), "model.moe.latent_size");
   if (moe.router_groups > 0) {
     y.value(2, "router_groups", std::to_string(moe.router_groups), "model.moe.router_groups");
     y.value(2, "router_group_top_k", std::to_string(moe.router_group_top_k),
@@ -545,6 +547,9 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
     if (m.is_hybrid()) {
       // Quoted: a pattern may start with '*', YAML's alias.
       y.value(1, "hybrid_pattern", quoted(m.hybrid_pattern), "model.hybrid_pattern");
+      if (!m.mtp_pattern.empty())
+        y.value(1, "mtp_pattern", quoted(m.mtp_pattern), "model.mtp_pattern");
+      if (m.mtp_shared) y.value(1, "mtp_shared", "true", "model.mtp_shared");
       if (m.mamba.num_heads > 0) {
         const MambaShape& x = m.mamba;
         y.raw("  mamba:\n");

@@ -81,7 +81,7 @@ std::vector<std::string> megatron_partition_flags(const ExportLayout& l) {
 
 /// `m`'s pattern with '|' between the stages of `partition` (layers per stage, in stage
 /// order): [MG-hybrid]'s segments, vp_stage x pp + pp_rank, are bmpipe's stages in order. One
-/// stage: no '|'.
+/// stage: no '|'. A hybrid MTP block follows, after '/', once a depth.
 std::string hybrid_pattern_with_stages(const ModelShape& m, const std::vector<int>& partition) {
   std::string out;
   std::size_t at = 0;
@@ -90,6 +90,8 @@ std::string hybrid_pattern_with_stages(const ModelShape& m, const std::vector<in
     out += m.hybrid_pattern.substr(at, static_cast<std::size_t>(partition[s]));
     at += static_cast<std::size_t>(partition[s]);
   }
+  // [MG-hybrid] parse_hybrid_pattern: the MTP block after '/', once a depth.
+  for (int d = 0; d < m.mtp_layers && !m.mtp_pattern.empty(); ++d) out += '/' + m.mtp_pattern;
   return out;
 }
 
@@ -198,6 +200,10 @@ std::string megatron_model_flags(const ModelShape& m, int ep, int etp, bool deep
     }
     flag("--expert-model-parallel-size", ep);
     flag("--expert-tensor-parallel-size", etp);
+    if (moe.latent_size > 0)
+      flag("--moe-latent-size", moe.latent_size);
+    else
+      remove.emplace_back("--moe-latent-size");
   }
   if (m.is_mla()) {
     out += "--multi-latent-attention\n";
@@ -216,6 +222,13 @@ std::string megatron_model_flags(const ModelShape& m, int ep, int etp, bool deep
     flag("--mtp-num-layers", m.mtp_layers);
   else
     remove.emplace_back("--mtp-num-layers");
+  // A hybrid model's MTP block is stated in --hybrid-layer-pattern after '/' (one copy a
+  // depth, megatron_job_flags); the deprecated flag would be ignored beside it.
+  remove.emplace_back("--mtp-hybrid-override-pattern");
+  if (m.mtp_shared)
+    out += "--mtp-use-repeated-layer\n";
+  else
+    remove.emplace_back("--mtp-use-repeated-layer");
   // Sliding windows as import's read_window reads them back: --window-size W-1,0; every
   // layer needs no skip flag, every other layer from layer 0 is the int 2, any other k the
   // list form (an int N would window N-1 layers of N).
@@ -251,9 +264,6 @@ std::string megatron_model_refusal(const ModelShape& m) {
     return "the Mamba mixer has conv_kernel " + std::to_string(m.mamba.conv_kernel) +
            " and chunk_size " + std::to_string(m.mamba.chunk_size) +
            ", and Megatron-LM's MambaMixer runs 4 and 128, with no flag to change them";
-  if (m.mtp_layers > 0)
-    return "a hybrid model's multi-token prediction blocks, which bmpipe states in no "
-           "Megatron-LM flag ('/' patterns of --hybrid-layer-pattern are not modelled)";
   return "";
 }
 

@@ -114,6 +114,7 @@ constexpr FlagSpec kFlags[] = {
     {"--moe-expert-capacity-factor", Kind::real},
     {"--moe-pad-expert-input-to-capacity", Kind::boolean},
     {"--moe-router-load-balancing-type", Kind::list},
+    {"--moe-latent-size", Kind::integer},
     {"--multi-latent-attention", Kind::boolean},
     {"--q-lora-rank", Kind::integer},
     {"--kv-lora-rank", Kind::integer},
@@ -121,6 +122,8 @@ constexpr FlagSpec kFlags[] = {
     {"--qk-pos-emb-head-dim", Kind::integer},
     {"--v-head-dim", Kind::integer},
     {"--mtp-num-layers", Kind::integer},
+    {"--mtp-hybrid-override-pattern", Kind::text},
+    {"--mtp-use-repeated-layer", Kind::boolean},
     // hybrid models ([MG-hybrid])
     {"--hybrid-layer-pattern", Kind::text},
     {"--hybrid-override-pattern", Kind::text},
@@ -498,7 +501,24 @@ struct HybridPattern {
   std::string flag;
   std::string layers;
   std::vector<int> segments;
+  /// The multi-token prediction block after '/', one symbol a block, and how many depths
+  /// ('/'-separated copies) run it; empty and 0 without MTP.
+  std::string mtp;
+  int mtp_depths = 0;
 };
+
+/// A layer pattern's symbols as [MG-hybrid] _validate_pattern checks them: Symbols.
+/// VALID_LAYERS, and '|' in the main pattern only. `which` is "main" or "MTP", as in its
+/// message.
+void check_pattern_symbols(const Args& a, const std::string& flag, const std::string& text,
+                           const char* which, bool pipes) {
+  for (const char c : text)
+    if (std::string_view("MG*D+-E").find(c) == std::string_view::npos && !(pipes && c == '|'))
+      a.fail(flag, std::string("In ") + which + " pattern, '" + std::string(1, c) +
+                       "' is not a valid layer symbol (Megatron-LM's message; its symbols are "
+                       "M, G, *, D, +, -, E" +
+                       (pipes ? " and the stage separator |)" : ")"));
+}
 
 /// --hybrid-layer-pattern, or its deprecated spelling --hybrid-override-pattern, as
 /// [MG-args] validate_args and [MG-hybrid] read it; nullopt for a transformer model. The
@@ -515,22 +535,36 @@ std::optional<HybridPattern> hybrid_pattern(const Args& a) {
   const std::optional<std::string> text = a.single(flag);
   if (!text) return std::nullopt;
   // [MG-hybrid] parse_hybrid_pattern: '/' starts the multi-token-prediction patterns, one a
-  // depth ("M*M*/MM/MM").
-  if (const auto slash = text->find('/'); slash != std::string::npos)
-    a.fail(flag, "'/' starts multi-token prediction patterns (" + shown(text->substr(slash)) +
-                     "), hybrid MTP blocks, which bmpipe does not model; give the main pattern "
-                     "alone");
-  HybridPattern p{flag, "", {0}};
-  for (const char c : *text) {
+  // depth ("M*M*/MM/MM": main "M*M*", the block "MM" run at 2 depths), all alike; nothing
+  // after the separators is no MTP.
+  const std::size_t slash = text->find('/');
+  const std::string main = text->substr(0, slash);
+  HybridPattern p{flag, "", {0}, "", 0};
+  if (slash != std::string::npos) {
+    std::vector<std::string> depths;
+    for (std::size_t at = slash; at != std::string::npos;) {
+      const std::size_t next = text->find('/', at + 1);
+      depths.push_back(text->substr(at + 1, next == std::string::npos ? next : next - at - 1));
+      at = next;
+    }
+    if (!std::all_of(depths.begin(), depths.end(),
+                     [](const std::string& d) { return d.empty(); })) {
+      for (std::size_t i = 1; i < depths.size(); ++i)
+        if (depths[i] != depths[0])
+          a.fail(flag, "All MTP patterns must be identical. Pattern 1 is '" + depths[0] +
+                           "', but pattern " + std::to_string(i + 1) + " is '" + depths[i] +
+                           "' (Megatron-LM's message)");
+      check_pattern_symbols(a, flag, depths[0], "MTP", false);
+      p.mtp = depths[0];
+      p.mtp_depths = static_cast<int>(depths.size());
+    }
+  }
+  check_pattern_symbols(a, flag, main, "main", true);
+  for (const char c : main) {
     if (c == '|') {  // a pipeline stage boundary
       p.segments.push_back(0);
       continue;
     }
-    // _validate_pattern's message for a symbol Megatron-Core does not know.
-    if (std::string_view("MG*D+-E").find(c) == std::string_view::npos)
-      a.fail(flag, "In main pattern, '" + std::string(1, c) +
-                       "' is not a valid layer symbol (Megatron-LM's message; its symbols are "
-                       "M, G, *, D, +, -, E and the stage separator |)");
     p.layers += c;
     ++p.segments.back();
   }
@@ -562,6 +596,13 @@ void read_layers_and_attention(const Reading& ctx, ModelShape& m) {
     job.from("model.num_layers", a.origin(hybrid->flag, "the " + std::to_string(m.num_layers) +
                                                             " layers of " + hybrid->flag));
     job.from("model.hybrid_pattern", a.origin(hybrid->flag));
+    if (hybrid->mtp_depths > 0) {
+      m.mtp_pattern = hybrid->mtp;
+      m.mtp_layers = hybrid->mtp_depths;
+      job.from("model.mtp_pattern", a.origin(hybrid->flag, "the block after its '/'"));
+      job.from("model.mtp_layers", a.origin(hybrid->flag, "its " + std::to_string(m.mtp_layers) +
+                                                              " '/'-separated MTP patterns"));
+    }
     if (const auto n = a.integer("--num-layers", 1); n && *n != m.num_layers)
       job.notes.push_back("--num-layers " + std::to_string(*n) + " is not the " +
                           std::to_string(m.num_layers) + " layers of " + hybrid->flag +
@@ -840,7 +881,8 @@ void read_experts(const Reading& ctx, ModelShape& m) {
                              "--moe-router-group-topk",
                              "--moe-expert-capacity-factor",
                              "--moe-pad-expert-input-to-capacity",
-                             "--moe-router-load-balancing-type"};
+                             "--moe-router-load-balancing-type",
+                             "--moe-latent-size"};
   const auto experts = a.integer("--num-experts", 1);
   if (!experts) {
     for (const char* f : moe_flags)
@@ -869,6 +911,16 @@ void read_experts(const Reading& ctx, ModelShape& m) {
   moe.shared_ffn = a.integer("--moe-shared-expert-intermediate-size", 1).value_or(0);
   job.from("model.moe.shared_expert_ffn_hidden_size",
            a.origin("--moe-shared-expert-intermediate-size"));
+  // [MG-args]: --moe-latent-size > 0 and only with experts (asserted); [MG-config]
+  // moe_latent_size: the routed experts' tokens projected to that width and back.
+  if (const auto latent = a.integer("--moe-latent-size", 1)) {
+    if (*latent >= m.hidden_size)
+      a.fail("--moe-latent-size", std::to_string(*latent) + " is not narrower than --hidden-size " +
+                                      std::to_string(m.hidden_size) +
+                                      ": the latent projection must compress the hidden state");
+    moe.latent_size = static_cast<int>(*latent);
+    job.from("model.moe.latent_size", a.origin("--moe-latent-size"));
+  }
   if (m.is_hybrid()) {
     // [MG-hybrid]: a hybrid model's MoE layers are its E layers.
     if (a.given("--moe-layer-freq"))
@@ -985,9 +1037,49 @@ void read_latent_attention(const Reading& ctx, ModelShape& m) {
                          ": the latent must compress the hidden state");
     }
   }
-  if (const auto mtp = a.integer("--mtp-num-layers", 0); mtp && *mtp > 0) {
-    m.mtp_layers = *mtp;
+  const std::optional<long long> mtp = a.integer("--mtp-num-layers", 0);
+  if (mtp && *mtp > 0 && !m.mtp_pattern.empty() && *mtp != m.mtp_layers) {
+    // [MG-args]: the depths of a unified pattern win ("--mtp-num-layers (N) conflicts with
+    // MTP depth count (D) ... Using the inferred value").
+    job.notes.push_back("--mtp-num-layers " + std::to_string(*mtp) + " is not the " +
+                        std::to_string(m.mtp_layers) + " MTP depths of " + pattern_flag(a) +
+                        ": Megatron-LM warns that it uses the pattern's count, and so does "
+                        "bmpipe.");
+  } else if (mtp && *mtp > 0 && m.mtp_pattern.empty()) {
+    m.mtp_layers = static_cast<int>(*mtp);
     job.from("model.mtp_layers", a.origin("--mtp-num-layers"));
+  }
+  // [MG-args]'s backward compatibility: the deprecated --mtp-hybrid-override-pattern is a
+  // hybrid model's MTP block when --mtp-num-layers > 0 and the main pattern has no '/'
+  // (main + "/" + block x depths); otherwise Megatron-LM ignores it, with a warning for a
+  // non-hybrid model.
+  if (const std::optional<std::string> legacy = a.single("--mtp-hybrid-override-pattern")) {
+    if (!m.is_hybrid()) {
+      job.ignore(
+          "--mtp-hybrid-override-pattern (for hybrid models only: Megatron-LM ignores "
+          "it for a GPT model)");
+    } else if (!m.mtp_pattern.empty() || m.mtp_layers == 0) {
+      job.ignore(std::string("--mtp-hybrid-override-pattern (") +
+                 (m.mtp_pattern.empty() ? "no --mtp-num-layers" : "the pattern's '/' blocks win") +
+                 ": Megatron-LM converts it only beside --mtp-num-layers and a pattern without "
+                 "'/')");
+    } else {
+      check_pattern_symbols(a, "--mtp-hybrid-override-pattern", *legacy, "MTP", false);
+      if (legacy->empty()) a.fail("--mtp-hybrid-override-pattern", "names no layers");
+      m.mtp_pattern = *legacy;
+      job.from("model.mtp_pattern",
+               a.origin("--mtp-hybrid-override-pattern",
+                        "the deprecated form, run at the --mtp-num-layers depths"));
+    }
+  }
+  // [MG-config] mtp_use_repeated_layer: one MTP layer built and applied at every depth.
+  if (a.boolean("--mtp-use-repeated-layer")) {
+    if (m.mtp_layers == 0) {
+      job.ignore("--mtp-use-repeated-layer (no MTP depths)");
+    } else {
+      m.mtp_shared = true;
+      job.from("model.mtp_shared", a.origin("--mtp-use-repeated-layer"));
+    }
   }
 }
 
@@ -1096,10 +1188,14 @@ void read_hybrid_model(const Reading& ctx, ModelShape& m) {
     return;
   }
   if (a.boolean("--is-hybrid-model")) job.ignore("--is-hybrid-model (implied by " + flag + ")");
-  if (m.mtp_layers > 0)
+  if (m.mtp_layers > 0 && m.mtp_pattern.empty())
     a.fail("--mtp-num-layers",
-           "a hybrid model's multi-token prediction blocks (the '/' patterns of " + flag +
-               "), which bmpipe does not model");
+           "a hybrid model's multi-token prediction depths need their block's layers: give "
+           "them after '/' in " +
+               flag +
+               " (\"M*M-/*E\": the block *E at one depth; Megatron-LM warns \"Hybrid model "
+               "with --mtp-num-layers but no MTP pattern\"), or the deprecated "
+               "--mtp-hybrid-override-pattern");
   if (m.is_mla())
     a.fail("--multi-latent-attention",
            "in a hybrid model (Megatron-Core's + layers), which bmpipe does not model yet");

@@ -154,8 +154,15 @@ TEST(MegatronHybridImport, RefusalsExitTwoNamingFileLineAndFlag) {
        "4: --hybrid-override-pattern: cannot be given with --hybrid-layer-pattern (Megatron-LM "
        "asserts: \"--hybrid-override-pattern and --hybrid-layer-pattern cannot both be "
        "specified."},
-      {"--hybrid-layer-pattern \"M*M-/MM/MM\"",
-       "4: --hybrid-layer-pattern: '/' starts multi-token prediction patterns"},
+      {"--hybrid-layer-pattern \"M*M-/MM/M*\"",
+       "4: --hybrid-layer-pattern: All MTP patterns must be identical. Pattern 1 is 'MM', but "
+       "pattern 2 is 'M*' (Megatron-LM's message)"},
+      {"--hybrid-layer-pattern \"M*M-/M|M\"",
+       "4: --hybrid-layer-pattern: In MTP pattern, '|' is not a valid layer symbol"},
+      {"--hybrid-layer-pattern M*M- --mtp-num-layers 2 --mtp-hybrid-override-pattern MX",
+       "4: --mtp-hybrid-override-pattern: In MTP pattern, 'X' is not a valid layer symbol"},
+      {"--hybrid-layer-pattern M*ME --num-experts 8 --moe-latent-size 1024",
+       "4: --moe-latent-size: 1024 is not narrower than --hidden-size 1024"},
       {"--hybrid-layer-pattern MGM-",
        "4: --hybrid-layer-pattern: symbol 'G' at position 1: Gated DeltaNet layers, whose "
        "Megatron flags this import does not read yet"},
@@ -192,7 +199,8 @@ TEST(MegatronHybridImport, RefusalsExitTwoNamingFileLineAndFlag) {
       {"--hybrid-layer-pattern M*M- --mamba-num-groups 5",
        "4: --mamba-num-groups: 5 groups do not divide the 32 Mamba heads"},
       {"--hybrid-layer-pattern M*M- --mtp-num-layers 1",
-       "4: --mtp-num-layers: a hybrid model's multi-token prediction blocks"},
+       "4: --mtp-num-layers: a hybrid model's multi-token prediction depths need their "
+       "block's layers"},
       {"--hybrid-layer-pattern M*M- --tensor-model-parallel-size 8 --mamba-num-groups 4",
        "4: --tensor-model-parallel-size: tp = 8 does not divide the Mamba mixer's 32 heads and "
        "4 groups"},
@@ -351,6 +359,72 @@ TEST(MegatronHybridExport, ImportOfTheExportIsTheSameJob) {
   EXPECT_EQ(b.training.vpp, 2);
   const nlohmann::json sim = nlohmann::json::parse(run_cli("simulate '" + back + "' --json").out);
   EXPECT_EQ(sim["iteration_time_ms"], j["iteration_time_ms"]) << text;
+}
+
+// Nemotron 3 Super's blocks (issue 40): a latent MoE (--moe-latent-size) and a hybrid MTP
+// block ("*E" at 2 depths sharing one block's weights, --mtp-use-repeated-layer) go out as
+// Megatron-LM's flags and come back as the same model, to the time the export quoted.
+const std::string kLatentMtpConfig =
+    "cluster: {nodes: 2, devices_per_node: 8, device: {preset: h100-sxm}}\n"
+    "model:\n"
+    "  num_layers: 8\n  hidden_size: 2048\n  num_attention_heads: 16\n  num_kv_heads: 4\n"
+    "  ffn_hidden_size: 4096\n  vocab_size: 32000\n"
+    "  mlp_activation: relu2\n  hybrid_pattern: \"M*MEM-ME\"\n"
+    "  mtp_layers: 2\n  mtp_pattern: \"*E\"\n  mtp_shared: true\n"
+    "  mamba: {num_heads: 64, head_dim: 64, state_dim: 64, groups: 8}\n"
+    "  moe: {num_experts: 16, top_k: 4, expert_ffn_hidden_size: 512, latent_size: 512}\n"
+    "training:\n  schedule: 1f1b\n  pp: 2\n  partition: [4, 4]\n"
+    "  tp: 2\n  sequence_parallel: true\n  ep: 4\n  kernels: fused\n  seq_length: 2048\n"
+    "  micro_batch_size: 1\n  global_batch_size: 64\n  dtype: bf16\n";
+
+TEST(MegatronHybridExport, LatentExpertsAndHybridMtpGoOutAndComeBack) {
+  test::ScratchDir dir;
+  const std::string config = test::write_file(dir.file("super.yaml"), kLatentMtpConfig);
+  const test::CliRun x = run_cli("export '" + config + "' --format megatron --json");
+  ASSERT_EQ(x.code, 0) << x.err;
+  const nlohmann::json j = nlohmann::json::parse(x.out);
+  const std::string text = j["text"].get<std::string>();
+  // [MG-hybrid] parse_hybrid_pattern's unified form: main '|' stages, then '/' a depth.
+  EXPECT_NE(text.find("--hybrid-layer-pattern \"M*ME|M-ME/*E/*E\"\n"), std::string::npos) << text;
+  for (const char* flag :
+       {"--moe-latent-size 512\n", "--mtp-num-layers 2\n", "--mtp-use-repeated-layer\n"})
+    EXPECT_NE(text.find(flag), std::string::npos) << flag << text;
+  const std::string given =
+      test::write_file(dir.file("given.txt"), test::script_with_export(kHybridScript, text));
+  const std::string back = dir.file("back.yaml");
+  const test::CliRun r = run_cli("import megatron '" + given +
+                                 "' --preset h100-sxm --devices 16 --out '" + back + "'");
+  ASSERT_EQ(r.code, 0) << r.err << "\n" << test::slurp(given);
+  const Config b = load_config(back);
+  EXPECT_EQ(b.model.shape->hybrid_pattern, "M*MEM-ME");
+  EXPECT_EQ(b.model.shape->mtp_pattern, "*E");
+  EXPECT_EQ(b.model.shape->mtp_layers, 2);
+  EXPECT_TRUE(b.model.shape->mtp_shared);
+  EXPECT_EQ(b.model.shape->moe.latent_size, 512);
+  const nlohmann::json sim = nlohmann::json::parse(run_cli("simulate '" + back + "' --json").out);
+  EXPECT_EQ(sim["iteration_time_ms"], j["iteration_time_ms"]) << text;
+
+  // The deprecated spelling with --mtp-num-layers is the same block ([MG-args]'s conversion);
+  // a --mtp-num-layers that disagrees with the '/' depths loses to them, with a note.
+  std::string legacy = test::slurp(given);
+  legacy.replace(legacy.find("/*E/*E"), 6, "");
+  legacy += " --mtp-hybrid-override-pattern \"*E\"\n";
+  const std::string legacy_file = test::write_file(dir.file("legacy.txt"), legacy);
+  const std::string legacy_back = dir.file("legacy.yaml");
+  const test::CliRun l = run_cli("import megatron '" + legacy_file +
+                                 "' --preset h100-sxm --devices 16 --out '" + legacy_back + "'");
+  ASSERT_EQ(l.code, 0) << l.err << "\n" << legacy;
+  EXPECT_EQ(load_config(legacy_back).model.shape->mtp_pattern, "*E");
+  EXPECT_EQ(load_config(legacy_back).model.shape->mtp_layers, 2);
+  std::string conflict = test::slurp(given);
+  conflict.replace(conflict.find("--mtp-num-layers 2"), 18, "--mtp-num-layers 3");
+  const test::CliRun c =
+      run_cli("import megatron '" + test::write_file(dir.file("conflict.txt"), conflict) +
+              "' --preset h100-sxm --devices 16");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.err.find("--mtp-num-layers 3 is not the 2 MTP depths of --hybrid-layer-pattern"),
+            std::string::npos)
+      << c.err;
 }
 
 TEST(MegatronHybridExport, AMixerMegatronCannotStateIsRefused) {
