@@ -168,5 +168,24 @@ TEST(SlidingWindow, GptOssLayerTableHasWindowedAndFullMoeKinds) {
   EXPECT_LT(t.layers[34].forward, t.layers[33].forward);
 }
 
+// configs/examples/b200_gpt_oss_120b.yaml is Megatron-Bridge's 64-GPU B200 BF16 run (26.04.01,
+// 13 568 tokens/s/GPU published) written as bench/fidelity writes that row, so it reads what
+// the fidelity table's row reads: 21 170 tokens/s/GPU, a time 35.9 % short of the published
+// one (docs/cost-model.md, "The fidelity table"). An iteration is the global batch, 1280 x
+// 4096 = 5 242 880 tokens; MFU is model FLOPs over B200's 2250 TFLOP/s dense BF16 peak.
+TEST(SlidingWindow, GptOssExampleIsThePublishedB200Run) {
+  const test::CliRun r = test::run_cli("simulate '" + std::string(BMPIPE_SOURCE_DIR) +
+                                       "/configs/examples/b200_gpt_oss_120b.yaml' --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const double tokens_per_gpu = j["tokens_per_s"].get<double>() / 64;
+  EXPECT_NEAR(j["tokens_per_s"].get<double>() * j["iteration_time_ms"].get<double>() / 1000,
+              1280.0 * 4096, 1.0);
+  EXPECT_NEAR(tokens_per_gpu, 21170, 1.0);
+  EXPECT_NEAR(13568 / tokens_per_gpu - 1, -0.359, 0.001);  // the published time, read short
+  EXPECT_NEAR(j["mfu"].get<double>(), 0.308, 0.001);
+  EXPECT_TRUE(j["fits"].get<bool>());
+}
+
 }  // namespace
 }  // namespace bmpipe
