@@ -100,6 +100,8 @@ nlohmann::json job_json(const Config& config, const RunInfo& run) {
       {"pp", run.pp},
       {"vpp", run.vpp},
       {"dp", dp},
+      {"devices", config.devices()},
+      {"cluster_devices", config.cluster_devices()},
       {"micro_batch_size", t.micro_batch_size},
       {"microbatches", run.microbatches},
       {"global_batch_size", static_cast<std::int64_t>(run.microbatches) * t.micro_batch_size * dp},

@@ -20,6 +20,7 @@ nlohmann::json summary_json(const RunInfo& info, const SimResult& r,
   // The layout that ran, resolved (dp derived, partition and recompute per stage decided).
   j["tp"] = info.tp;
   j["dp"] = info.dp;
+  if (info.idle_devices > 0) j["idle_devices"] = info.idle_devices;
   j["micro_batch_size"] = info.micro_batch_size;
   j["global_batch_size"] =
       static_cast<std::int64_t>(info.microbatches) * info.micro_batch_size * info.dp;
@@ -92,6 +93,11 @@ std::string summary_text(const RunInfo& info, const SimResult& r, const BubbleBr
   std::snprintf(buf, sizeof buf, "schedule %s   pp %d   vpp %d   micro-batches %d\n",
                 info.schedule.c_str(), info.pp, info.vpp, info.microbatches);
   out += buf;
+  if (info.idle_devices > 0) {
+    std::snprintf(buf, sizeof buf, "devices          %d of the cluster's %d (%d idle)\n",
+                  info.devices, info.devices + info.idle_devices, info.idle_devices);
+    out += buf;
+  }
   if (!r.ok) {
     out += "simulation failed: " + r.error + "\n";
     return out;

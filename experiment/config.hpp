@@ -129,6 +129,10 @@ struct TrainingConfig {
   int cp = 1;
   std::string cp_comm_type = "p2p";
   std::optional<int> dp;  ///< not given: derived as devices / (pp * tp * cp)
+  /// The devices the job runs on, the cluster's first ones (Config::devices); not given:
+  /// all of the cluster's. The rest stay idle: 64 of an NVL72's 72 GPUs, 1 024 NPUs of three
+  /// 384-NPU SuperPoDs.
+  std::optional<int> devices;
   int microbatches = 1;
   std::vector<int> partition;  ///< layers per stage; empty = uniform
   /// A Megatron-LM --pipeline-model-parallel-layout (empty: none), e.g. the one a job was
@@ -213,8 +217,8 @@ struct TrainingConfig {
     return s;
   }
   /// dp as given, or devices / (pp * tp * cp) (ParallelMesh::data_parallel).
-  int data_parallel(int devices) const {
-    return static_cast<int>(ParallelMesh::data_parallel(mesh_sizes(), devices));
+  int data_parallel(int device_count) const {
+    return static_cast<int>(ParallelMesh::data_parallel(mesh_sizes(), device_count));
   }
   CpComm cp_comm() const { return cp_comm_type == "a2a" ? CpComm::a2a : CpComm::p2p; }
   int dtype_bytes() const { return 2; }
@@ -266,7 +270,9 @@ struct Config {
   /// line is named as such.
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
   /// nodes x devices_per_node.
-  int devices() const { return cluster.nodes * cluster.devices_per_node; }
+  int cluster_devices() const { return cluster.nodes * cluster.devices_per_node; }
+  /// The job's devices: training.devices, else the whole cluster's.
+  int devices() const { return training.devices ? *training.devices : cluster_devices(); }
   /// The job's parallel mesh on the cluster's devices and scale-up domain. Read after
   /// check_config: the sizes are taken as they are.
   ParallelMesh mesh() const {

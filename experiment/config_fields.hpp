@@ -531,6 +531,11 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
      .slot = &TrainingConfig::dp,
      .range = kCount,
      .help = "default: devices / (pp * tp * cp)"},
+    {.name = "devices",
+     .slot = &TrainingConfig::devices,
+     .range = kCount,
+     .help = "the devices the job runs on, the cluster's first ones; the rest stay idle "
+             "(default: all of nodes x devices_per_node)"},
     {.name = "microbatches",
      .slot = &TrainingConfig::microbatches,
      .range = kCount,

@@ -721,6 +721,8 @@ RunInfo make_run_info(const Experiment& e, const Plan& plan, const Schedule& sch
   const int dp = c.mesh().dp();
   info.tp = t.tp;
   info.dp = dp;
+  info.devices = t.pp * t.tp * t.cp * dp;
+  info.idle_devices = std::max(0, c.cluster_devices() - info.devices);
   info.micro_batch_size = t.micro_batch_size;
   info.partition = plan.partition;
   if (static_cast<int>(plan.recompute.size()) == e.num_layers())
@@ -764,7 +766,6 @@ RunInfo make_run_info(const Experiment& e, const Plan& plan, const Schedule& sch
     info.gemm_precision = fp4 ? "NVFP4" : "FP8";
     info.gemm_peak_flops_per_device = (fp4 ? hw.fp4_peak_tflops : hw.fp8_peak_tflops) * 1e12;
   }
-  info.devices = t.pp * t.tp * t.cp * dp;
   return info;
 }
 

@@ -22,8 +22,26 @@ namespace bmpipe {
 
 namespace {
 
-std::int64_t device_count(const Config& c) {
+/// The cluster's devices, nodes x devices_per_node (what the engine builds links for).
+std::int64_t cluster_device_count(const Config& c) {
   return static_cast<std::int64_t>(c.cluster.nodes) * c.cluster.devices_per_node;
+}
+
+/// The job's devices: training.devices, or all of the cluster's.
+std::int64_t device_count(const Config& c) {
+  return c.training.devices ? *c.training.devices : cluster_device_count(c);
+}
+
+/// training.devices, when given, is part of the cluster: the job runs on its first devices.
+void check_job_devices(const Config& c) {
+  const std::optional<int>& d = c.training.devices;
+  if (d && *d > cluster_device_count(c))
+    c.fail("training.devices",
+           std::to_string(*d) + " devices, but the cluster has nodes x devices_per_node = " +
+               std::to_string(c.cluster.nodes) + " x " +
+               std::to_string(c.cluster.devices_per_node) + " = " +
+               std::to_string(cluster_device_count(c)) +
+               " (expected at most that; the job runs on the cluster's first devices)");
 }
 
 /// Stages the schedule really has: V schedules hold two per device whatever vpp says.
@@ -619,7 +637,7 @@ void check_output_work(const Config& c, const std::vector<OutputWork>& outputs) 
 
 void check_work_bounds(const Config& c, const WorkLimits& limits) {
   const TrainingConfig& t = c.training;
-  const std::int64_t devices = device_count(c);
+  const std::int64_t devices = cluster_device_count(c);
   if (devices > limits.max_devices)
     c.fail(c.cluster.nodes > 1 ? "cluster.nodes" : "cluster.devices_per_node",
            "nodes x devices_per_node = " + std::to_string(c.cluster.nodes) + " x " +
@@ -857,11 +875,14 @@ void check_config(const Config& c) {
   require_schedule(c, t.schedule, "training.schedule");
   // First, so that every product below is of small numbers.
   check_work_bounds(c, c.limits);
+  check_job_devices(c);
   const std::int64_t devices = device_count(c);
   // The mesh's rules on the devices: pp, pp x tp, pp x tp x cp, then a given dp.
   const MeshSizes sizes = t.mesh_sizes();
-  if (const auto broken = ParallelMesh::device_violation(sizes, devices))
+  if (auto broken = ParallelMesh::device_violation(sizes, devices)) {
+    broken->job_devices = t.devices.has_value();
     c.fail(broken->key, broken->message());
+  }
   // check_work_bounds bounds the devices, so they fit an int.
   const ParallelMesh mesh(sizes, static_cast<int>(devices), c.cluster.domain());
   // The schedule's real stage count: V schedules hold two stages per device even when the
@@ -929,6 +950,7 @@ void check_config(const Config& c) {
 
 void resolve_batch(Config& c) {
   TrainingConfig& t = c.training;
+  check_job_devices(c);
   const std::int64_t devices = device_count(c);
   const MeshSizes sizes = t.mesh_sizes();
   if (t.pp < 1 || t.tp < 1 || t.cp < 1 || devices < 1) return;  // check_config reports it

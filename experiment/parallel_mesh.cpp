@@ -60,8 +60,8 @@ std::string MeshViolation::message() const {
   const std::int64_t pp_tp_cp = pp_tp * s.cp;
   switch (rule) {
     case MeshRule::pp_divides_devices:
-      return "pp = " + str(s.pp) + " does not divide the " + str(devices) +
-             " devices of the cluster";
+      return "pp = " + str(s.pp) + " does not divide the " + str(devices) + " devices of " +
+             (job_devices ? "training.devices" : "the cluster");
     case MeshRule::tp_divides_devices:
       return "pp * tp = " + str(pp_tp) + " does not divide the " + str(devices) + " devices";
     case MeshRule::cp_divides_devices:
@@ -77,7 +77,9 @@ std::string MeshViolation::message() const {
       if (tp_dp > 0 && devices % tp_dp == 0)
         fix += ", or pp " + str(devices / tp_dp) + " (--pp " + str(devices / tp_dp) + ")";
       return std::string(s.cp > 1 ? "pp * tp * cp * dp = " : "pp * tp * dp = ") +
-             str(pp_tp_cp * dp) + " but the cluster has " + str(devices) + " devices" + fix;
+             str(pp_tp_cp * dp) +
+             (job_devices ? " but training.devices is " : " but the cluster has ") + str(devices) +
+             " devices" + fix;
     }
     case MeshRule::tp_divides_heads:
       return "tp = " + str(s.tp) + " does not divide the " + str(count) + " attention heads";

@@ -63,6 +63,8 @@ struct MeshViolation {
   std::int64_t devices = 0;
   MeshSizes sizes;
   std::int64_t count = 0;  ///< tp_divides_heads: the heads; tp_divides_ffn: the FFN size
+  /// The devices are training.devices, part of the cluster: the message says so.
+  bool job_devices = false;
 
   std::string message() const;
   std::string layout_message() const;

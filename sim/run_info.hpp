@@ -30,6 +30,8 @@ struct RunInfo {
   std::string gemm_precision = {};
   double gemm_peak_flops_per_device = 0;
   int devices = 0;  ///< pp x tp x dp
+  /// The cluster's devices the job leaves idle (training.devices short of the cluster).
+  int idle_devices = 0;
   /// The layout that ran, echoed by the JSON summary (make_run_info fills them).
   int tp = 1;
   int dp = 1;

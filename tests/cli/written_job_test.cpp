@@ -199,6 +199,8 @@ const json kMixtralJob = {
     {"pp", 2},
     {"vpp", 2},
     {"dp", 2},
+    {"devices", 16},
+    {"cluster_devices", 16},
     {"micro_batch_size", 1},
     {"microbatches", 4},
     {"global_batch_size", 8},
