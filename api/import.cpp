@@ -90,6 +90,25 @@ ImportOutcome run_import(const ImportRequest& r) {
     counted.key += " (" + sizes + ")";
     cluster.origin = counted;
   }
+  // A job on part of the cluster (training.devices): --devices that are not whole nodes of
+  // the preset, or a cluster file larger than the job's dp x tp x cp x pp.
+  if (cluster.job_devices) {
+    job.devices = *cluster.job_devices;
+    job.from("training.devices", cluster.origin);
+  } else if (r.cluster && job.dp) {
+    const long long used = static_cast<long long>(*job.dp) * job.tp * job.cp.value_or(1) * job.pp;
+    if (used < cluster.devices) {
+      job.devices = used;
+      const auto it = job.origin.find("training.dp");
+      Origin o = it != job.origin.end() ? it->second : Origin{};
+      o.why = "dp x tp x cp x pp of the job";
+      job.from("training.devices", o);
+      job.notes.push_back("the job's dp x tp x cp x pp = " + std::to_string(used) +
+                          " devices are " + std::to_string(used) + " of the cluster's " +
+                          std::to_string(cluster.devices) +
+                          ": it runs on the first of them (training.devices), the rest idle.");
+    }
+  }
   ImportOutcome out;
   out.yaml = imported_yaml(job, cluster, r.out);
   // Flag names and values are the user's bytes: shown as ConfigError shows them.

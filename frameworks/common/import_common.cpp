@@ -451,24 +451,25 @@ ImportCluster cluster_from_preset(const std::string& name, long long devices) {
     throw ImportError("", 0, 0, "--devices", "must be at least 1, got " + std::to_string(devices));
   const long long per_node = hw->devices_per_node;
   long long nodes = 1, dpn = devices;
-  if (devices > per_node) {
-    if (devices % per_node != 0)
-      throw ImportError("", 0, 0, "--devices",
-                        std::to_string(devices) + " devices are not whole nodes of " +
-                            std::to_string(per_node) + " " + name +
-                            " devices; for other node sizes give --cluster FILE");
-    nodes = devices / per_node;
-    dpn = per_node;
-  }
   ImportCluster out;
+  if (devices > per_node) {
+    // Devices that are not whole nodes: the nodes that hold them, the rest idle
+    // (training.devices).
+    nodes = (devices + per_node - 1) / per_node;
+    dpn = per_node;
+    if (devices % per_node != 0) out.job_devices = devices;
+  }
   out.yaml = "cluster:\n  nodes: " + std::to_string(nodes) +
              "\n  devices_per_node: " + std::to_string(dpn) + "\n  device:\n    preset: " + name +
              "\n";
-  out.devices = devices;
+  out.devices = nodes * dpn;
   out.has_compute = true;
   out.memory_GiB = hw->memory_GiB;
   out.description = std::to_string(devices) + " " + name + " devices (--preset " + name +
                     " --devices " + std::to_string(devices) + ")";
+  if (out.job_devices)
+    out.description += " on " + std::to_string(nodes) + " nodes of " + std::to_string(dpn) + ", " +
+                       std::to_string(nodes * dpn - devices) + " idle";
   out.origin = Origin{"", 0, 0, "--devices", ""};
   return out;
 }
@@ -600,6 +601,7 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
   y.value(1, "vpp", std::to_string(job.vpp), "training.vpp");
   y.value(1, "tp", std::to_string(job.tp), "training.tp");
   if (job.dp) y.value(1, "dp", std::to_string(*job.dp), "training.dp");
+  if (job.devices) y.value(1, "devices", std::to_string(*job.devices), "training.devices");
   if (job.ep) y.value(1, "ep", std::to_string(*job.ep), "training.ep");
   if (job.etp) y.value(1, "etp", std::to_string(*job.etp), "training.etp");
   if (job.cp) y.value(1, "cp", std::to_string(*job.cp), "training.cp");

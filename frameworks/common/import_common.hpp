@@ -44,9 +44,11 @@ struct Origin {
 
 /// The cluster an imported job runs on, as the cluster: section of a config.
 struct ImportCluster {
-  std::string yaml;          ///< "cluster:\n  ...", ending in a newline
-  std::string description;   ///< one line for the header comment
-  long long devices = 0;     ///< nodes x devices_per_node
+  std::string yaml;         ///< "cluster:\n  ...", ending in a newline
+  std::string description;  ///< one line for the header comment
+  long long devices = 0;    ///< nodes x devices_per_node
+  /// --preset with --devices N that are not whole nodes: N, on the nodes that hold them.
+  std::optional<long long> job_devices;
   bool has_compute = false;  ///< the device has figures for the analytic cost model
   double memory_GiB = 0;     ///< the device's memory (cluster.device.memory_GiB)
   Origin origin;             ///< the file or the options it came from
@@ -138,7 +140,9 @@ struct ImportedJob {
   int pp = 1;
   int vpp = 1;
   int tp = 1;
-  std::optional<int> dp;       ///< empty: devices / (pp * tp)
+  std::optional<int> dp;  ///< empty: devices / (pp * tp)
+  /// training.devices: the job runs on part of the cluster (empty: all of it).
+  std::optional<long long> devices;
   std::optional<int> ep, etp;  ///< expert (tensor) parallel sizes; written when set
   /// Context parallelism (training.cp, cp_comm_type) and FP8 GEMMs (training.fp8,
   /// fp8_recipe); written when set.

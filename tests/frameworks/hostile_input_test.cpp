@@ -362,14 +362,22 @@ TEST(HostileImport, MindFormersDevicesWithoutDevicesCountContextParallelism) {
   EXPECT_NE(yaml.find("dp x tp x cp x pp = 2 x 1 x 2 x 2 = 8 devices"), std::string::npos) << yaml;
   EXPECT_EQ(test::run_cli("simulate " + q(out)).code, 0);
 
-  // 3 x 2 x 2 = 12 devices are not whole nodes of 8: the job's keys are named, not
-  // --devices, which was not given.
+  // 3 x 2 x 2 = 12 devices are not whole nodes of 8: the job runs on 12 of the 2 nodes'
+  // 16 (training.devices), the origin the job's keys, not --devices, which was not given.
   text.replace(text.find("  data_parallel: 2"), 18, "  data_parallel: 3");
   test::write_file(path, text);
-  const test::CliRun odd = test::run_cli("import mindformers " + q(path) + " --preset ascend-910b");
-  EXPECT_EQ(odd.code, 2) << odd.err;
-  EXPECT_TRUE(names(odd, path, 2, "parallel_config.data_parallel"));
-  EXPECT_NE(odd.err.find("3 x 1 x 2 x 2 = 12 devices"), std::string::npos) << odd.err;
+  const test::CliRun odd =
+      test::run_cli("import mindformers " + q(path) + " --preset ascend-910b --out " + q(out));
+  ASSERT_EQ(odd.code, 0) << odd.err;
+  const std::string odd_yaml = test::slurp(out);
+  EXPECT_NE(odd_yaml.find("\n  nodes: 2\n  devices_per_node: 8\n"), std::string::npos) << odd_yaml;
+  EXPECT_NE(odd_yaml.find("  devices: 12"), std::string::npos) << odd_yaml;
+  EXPECT_NE(odd_yaml.find("dp x tp x cp x pp = 3 x 1 x 2 x 2 = 12 devices"), std::string::npos)
+      << odd_yaml;
+  const test::CliRun sim = test::run_cli("simulate " + q(out));
+  EXPECT_EQ(sim.code, 0) << sim.err;
+  EXPECT_NE(sim.out.find("devices          12 of the cluster's 16 (4 idle)"), std::string::npos)
+      << sim.out;
 }
 
 }  // namespace hostile_input_test
