@@ -378,6 +378,21 @@ TEST(HostileImport, MindFormersDevicesWithoutDevicesCountContextParallelism) {
   EXPECT_EQ(sim.code, 0) << sim.err;
   EXPECT_NE(sim.out.find("devices          12 of the cluster's 16 (4 idle)"), std::string::npos)
       << sim.out;
+
+  // The same 12 devices against a cluster file of 3 nodes (24): the job runs on the first
+  // 12, with a note, rather than the loader refusing the cluster.
+  const std::string cluster =
+      test::write_file(dir.file("cluster.yaml"),
+                       "cluster: {nodes: 3, devices_per_node: 8, device: {preset: ascend-910b}}\n");
+  const test::CliRun file_run = test::run_cli("import mindformers " + q(path) + " --cluster " +
+                                              q(cluster) + " --out " + q(out));
+  ASSERT_EQ(file_run.code, 0) << file_run.err;
+  EXPECT_NE(file_run.err.find("the job's dp x tp x cp x pp = 12 devices are 12 of the cluster's "
+                              "24: it runs on the first of them (training.devices)"),
+            std::string::npos)
+      << file_run.err;
+  EXPECT_NE(test::slurp(out).find("  devices: 12"), std::string::npos) << test::slurp(out);
+  EXPECT_EQ(test::run_cli("simulate " + q(out)).code, 0);
 }
 
 }  // namespace hostile_input_test
