@@ -212,8 +212,8 @@ CostOutcome run_cost(const Config& config, bool with_ops) {
     out.stage_static_bytes.push_back(st.static_bytes);
     const int e = a.settings.dtype_bytes;
     const StaticParts dense =
-        static_parts(st.params - st.expert_params, e, a.optimizer, a.dense_group());
-    const StaticParts experts = static_parts(st.expert_params, e, a.optimizer, a.edp);
+        static_parts(st.params - st.expert_params, e, a.optimizer, a.dense_shard());
+    const StaticParts experts = static_parts(st.expert_params, e, a.optimizer, a.edp_shard());
     CostOutcome::StaticBreakdown b;
     b.weights = static_cast<std::int64_t>(std::llround(dense.weights + experts.weights));
     b.grads = static_cast<std::int64_t>(std::llround(dense.grads + experts.grads));

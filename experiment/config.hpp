@@ -181,6 +181,14 @@ struct TrainingConfig {
   /// Fully sharded data parallel (Megatron-FSDP, torch FSDP2): sets optimizer.zero_stage to
   /// 3 when the file gives none; 2 may be given, 0 and 1 are refused.
   bool fsdp = false;
+  /// Hybrid sharding (HSDP): the members of the dp x cp group one copy of the sharded state
+  /// spans; the dp x cp / fsdp_shard_group copies replicate it and all-reduce their
+  /// gradient shards (Megatron-LM's --num-distributed-optimizer-instances = dp x cp / this;
+  /// the experts' edp splits into as many copies). 0: the whole dp x cp group, one copy.
+  int fsdp_shard_group = 0;
+  /// ZeRO-3: false keeps each layer's gathered parameters from its forward to its backward,
+  /// which then gathers nothing (Megatron-LM's --torch-fsdp2-no-reshard-after-forward).
+  bool fsdp_reshard_after_forward = true;
   /// Megatron-LM's --overlap-moe-expert-parallel-comm: 1F1B and interleaved pair a
   /// steady-state backward with the next forward, one's computation hiding the other's
   /// all-to-all (schedules/fb_pairing.hpp, sim/fb_pair.hpp). Needs MoE layers and ep > 1.

@@ -631,6 +631,20 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
      .help = "fully sharded data parallel (Megatron-FSDP, FSDP2): optimizer.zero_stage 3 "
              "unless it says 2",
      .form = Form::analytic},
+    {.name = "fsdp_shard_group",
+     .slot = &TrainingConfig::fsdp_shard_group,
+     .range = kCount0,
+     .help = "hybrid sharding (HSDP): the dp x cp ranks one copy of the sharded state spans "
+             "(zero_stage >= 1; must divide dp x cp, and dp x cp / it the experts' edp); the "
+             "copies all-reduce their gradient shards. Megatron-LM's "
+             "--num-distributed-optimizer-instances = dp x cp / this; 0: all of dp x cp",
+     .form = Form::analytic},
+    {.name = "fsdp_reshard_after_forward",
+     .slot = &TrainingConfig::fsdp_reshard_after_forward,
+     .help = "zero_stage 3: false keeps each layer's gathered parameters until its backward, "
+             "which gathers nothing again (Megatron-LM's "
+             "--torch-fsdp2-no-reshard-after-forward); default true",
+     .form = Form::analytic},
     {.name = "moe_overlap",
      .slot = &TrainingConfig::moe_overlap,
      .help = "1f1b/interleaved: pair each steady-state backward with the next forward so one "

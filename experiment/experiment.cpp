@@ -51,8 +51,8 @@ void size_host_memory(Experiment& e) {
     std::int64_t params = e.layers.head_copy_params, experts = 0;
     for (const LayerRow& row : e.layers.layers)
       params += row.param_count, experts += row.expert_param_count;
-    optimizer = (offload_host_bytes(params - experts, opt, a.dense_group()) +
-                 offload_host_bytes(experts, opt, a.edp)) /
+    optimizer = (offload_host_bytes(params - experts, opt, a.dense_shard()) +
+                 offload_host_bytes(experts, opt, a.edp_shard())) /
                 pp;
     const double need = optimizer * hw.host_devices;
     const double have = hw.host_memory_GiB * 1073741824.0;
@@ -111,8 +111,10 @@ std::shared_ptr<const Experiment> prepare(const Config& config) {
   for (int r = 0; r < mesh.pp(); ++r) e->rank_device[r] = r * mesh.stride(MeshGroup::pp);
   e->reserved_bytes = gib_to_bytes(config.device.reserved_GiB);
   if (e->analytic &&
-      e->analytic->settings.param_shard_dp * e->analytic->settings.param_shard_edp > 1) {
-    // ZeRO-3: the layer in use and the prefetched next one, gathered to full size.
+      e->analytic->settings.param_shard_dp * e->analytic->settings.param_shard_edp > 1 &&
+      e->analytic->settings.param_reshard_after_forward) {
+    // ZeRO-3: the layer in use and the prefetched next one, gathered to full size. (Without
+    // resharding after forward every layer's gathered copy is in its static bytes.)
     const AnalyticCosts& a = *e->analytic;
     std::int64_t largest = std::max(a.embedding.param_count, a.head.param_count);
     for (const auto& [kind, count] : a.layer_kinds(*config.model.shape))
@@ -613,33 +615,54 @@ namespace {
 /// cp ranks then dp ranks, Megatron's "tp-cp-ep-dp-pp"): its members, and how many of them
 /// share a scale-up domain (the node unless cluster.scale_up_domain is larger) when it
 /// spans several, whose NICs its collectives then drive at once (sim/cost/collectives.hpp).
-CollectiveGroup dp_group(const Experiment& e, int rank) {
+/// Under hybrid sharding (AnalyticCosts::shard_copies > 1) the group splits into the shard
+/// group, which reduce-scatters and gathers, and the replica group across the copies, which
+/// all-reduces the shards (Megatron-Core's intra- and inter-instance groups); without it the
+/// shard group is the whole group and the replica group one member.
+struct HybridGroups {
+  CollectiveGroup shard, replicas;
+};
+HybridGroups hybrid_groups(const Experiment& e, int rank, MeshGroup g, int shard) {
   const ParallelMesh mesh = e.config.mesh();
-  return {e.analytic->dense_group(), mesh.members_per_domain_at(MeshGroup::dp_cp, rank)};
+  const ParallelMesh::Part s = mesh.shard_part(g, shard, rank);
+  const ParallelMesh::Part r = mesh.replica_part(g, shard, rank);
+  return {{s.size, s.per_domain}, {r.size, r.per_domain}};
+}
+HybridGroups dp_groups(const Experiment& e, int rank) {
+  return hybrid_groups(e, rank, MeshGroup::dp_cp, e.analytic->dense_shard());
 }
 
 /// The same for the experts' data-parallel group (etp x ep apart, Megatron-Core's
 /// expert_data_parallel group).
-CollectiveGroup edp_group(const Experiment& e, int rank) {
-  const ParallelMesh mesh = e.config.mesh();
-  return {e.analytic->edp, mesh.members_per_domain_at(MeshGroup::edp, rank)};
+HybridGroups edp_groups(const Experiment& e, int rank) {
+  return hybrid_groups(e, rank, MeshGroup::edp, e.analytic->edp_shard());
 }
 
-/// The dp reduction of `params` gradients: all-reduce, or ZeRO-1's reduce-scatter, over
-/// dp x cp (Megatron reduces dense gradients over the data-parallel group with context
-/// parallelism: each cp rank's are for its part of the same samples).
-double grad_reduce_s(const Experiment& e, int rank, std::int64_t params) {
-  const AnalyticCosts& a = *e.analytic;
+/// The dp reduction of `params` gradients over `groups`: all-reduce, or ZeRO-1's
+/// reduce-scatter, over the shard group, then (hybrid sharding) the all-reduce of the
+/// 1 / shard of them each member holds over the replica group, on the same stream after it
+/// (Megatron-LM d98e8a64, megatron/core/distributed/param_and_grad_buffer.py,
+/// start_grad_sync: "With multiple DistOpt instances, we need to all-reduce across
+/// instances"; Megatron-FSDP's outer-DP all-reduce of the reduce-scattered shard on the
+/// last micro-batch, fsdp/src/megatron_fsdp/param_and_grad_buffer.py). Stage 3 has only
+/// the all-reduce here: its reduce-scatters run in the layers (grad_reduce_scatter).
+double grad_reduce_s(const AnalyticCosts& a, const HybridGroups& groups, std::int64_t params) {
   const double grads = static_cast<double>(params) * a.optimizer.grad_bytes;
-  return collective_time_s(
-      a.hardware, a.optimizer.zero_stage >= 1 ? Collective::reduce_scatter : Collective::all_reduce,
-      dp_group(e, rank), grads);
+  const double shard =
+      a.optimizer.zero_stage >= 3
+          ? 0.0
+          : collective_time_s(
+                a.hardware,
+                a.optimizer.zero_stage >= 1 ? Collective::reduce_scatter : Collective::all_reduce,
+                groups.shard, grads);
+  if (groups.replicas.size <= 1) return shard;
+  return shard + collective_time_s(a.hardware, Collective::all_reduce, groups.replicas,
+                                   grads / groups.shard.size);
 }
 
-/// ZeRO-1's all-gather of the `params` updated parameters.
-double param_gather_s(const Experiment& e, int rank, std::int64_t params) {
-  const AnalyticCosts& a = *e.analytic;
-  return collective_time_s(a.hardware, Collective::all_gather, dp_group(e, rank),
+/// ZeRO-1's all-gather of the `params` updated parameters, over the shard group.
+double param_gather_s(const AnalyticCosts& a, const HybridGroups& groups, std::int64_t params) {
+  return collective_time_s(a.hardware, Collective::all_gather, groups.shard,
                            static_cast<double>(params) * a.settings.dtype_bytes);
 }
 
@@ -647,22 +670,21 @@ double param_gather_s(const Experiment& e, int rank, std::int64_t params) {
 
 Time stage_grad_reduce_time(const Experiment& e, int rank, std::int64_t params,
                             std::int64_t expert_params) {
-  // ZeRO-3 reduce-scatters each layer's gradients in its backward (grad_reduce_scatter).
-  if (e.analytic && e.analytic->optimizer.zero_stage >= 3) return 0;
-  if (expert_params > 0 && e.analytic) {
+  if (!e.analytic) return 0;
+  const AnalyticCosts& a = *e.analytic;
+  // ZeRO-3 reduce-scatters each layer's gradients in its backward (grad_reduce_scatter);
+  // only hybrid sharding's all-reduce across the copies is left for here.
+  if (a.optimizer.zero_stage >= 3 && a.shard_copies <= 1) return 0;
+  if (expert_params > 0) {
     // Dense gradients over dp, then the experts' over edp (Megatron-Core's
     // expert_data_parallel group), on the same stream one after the other, each on the
     // links its own members reach.
-    const AnalyticCosts& a = *e.analytic;
-    const double dense = grad_reduce_s(e, rank, params - expert_params);
-    const double experts = collective_time_s(
-        a.hardware,
-        a.optimizer.zero_stage >= 1 ? Collective::reduce_scatter : Collective::all_reduce,
-        edp_group(e, rank), static_cast<double>(expert_params) * a.optimizer.grad_bytes);
+    const double dense = grad_reduce_s(a, dp_groups(e, rank), params - expert_params);
+    const double experts = grad_reduce_s(a, edp_groups(e, rank), expert_params);
     return s_to_ns(dense + experts);
   }
-  if (!e.analytic || e.analytic->dense_group() <= 1) return 0;
-  return s_to_ns(grad_reduce_s(e, rank, params));
+  if (a.dense_group() <= 1) return 0;
+  return s_to_ns(grad_reduce_s(a, dp_groups(e, rank), params));
 }
 
 Time optimizer_tail_time(const Experiment& e, int rank, std::int64_t params,
@@ -670,23 +692,24 @@ Time optimizer_tail_time(const Experiment& e, int rank, std::int64_t params,
   if (!e.analytic) return 0;
   const AnalyticCosts& a = *e.analytic;
   // ZeRO-1 and -2 gather the updated parameters after the step; ZeRO-3 in the layers.
+  // Each device steps its shard: 1 / the shard group of the parameters.
   const bool gathers = a.optimizer.zero_stage == 1 || a.optimizer.zero_stage == 2;
   double step = 0, gather_dense = 0, gather_experts = 0;
   if (expert_params > 0) {
     const std::int64_t dense = params - expert_params;
     step =
-        optimizer_step_s(dense, a.settings.dtype_bytes, a.optimizer, a.dense_group(), a.hardware) +
-        optimizer_step_s(expert_params, a.settings.dtype_bytes, a.optimizer, a.edp, a.hardware);
+        optimizer_step_s(dense, a.settings.dtype_bytes, a.optimizer, a.dense_shard(), a.hardware) +
+        optimizer_step_s(expert_params, a.settings.dtype_bytes, a.optimizer, a.edp_shard(),
+                         a.hardware);
     if (gathers) {
-      if (a.dense_group() > 1) gather_dense = param_gather_s(e, rank, dense);
-      gather_experts =
-          collective_time_s(a.hardware, Collective::all_gather, edp_group(e, rank),
-                            static_cast<double>(expert_params) * a.settings.dtype_bytes);
+      if (a.dense_group() > 1) gather_dense = param_gather_s(a, dp_groups(e, rank), dense);
+      gather_experts = param_gather_s(a, edp_groups(e, rank), expert_params);
     }
   } else {
     step =
-        optimizer_step_s(params, a.settings.dtype_bytes, a.optimizer, a.dense_group(), a.hardware);
-    if (a.dense_group() > 1 && gathers) gather_dense = param_gather_s(e, rank, params);
+        optimizer_step_s(params, a.settings.dtype_bytes, a.optimizer, a.dense_shard(), a.hardware);
+    if (a.dense_group() > 1 && gathers)
+      gather_dense = param_gather_s(a, dp_groups(e, rank), params);
   }
   if (!a.optimizer.overlap_param_gather) {
     double seconds = step;  // summed in this order so the rounding stays as it was

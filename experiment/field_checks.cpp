@@ -754,6 +754,45 @@ void check_expert_parallel(const Config& c, const ParallelMesh& mesh) {
   }
 }
 
+// Hybrid sharding and resharding after forward against the sharding and the mesh. The
+// divisions are Megatron-Core's (NVIDIA/Megatron-LM d98e8a64, megatron/core/
+// parallel_state.py, initialize_model_parallel): "Data parallel size should be divisible by
+// partial DistOpt shard factor" ((dp x cp) % instances) and "Expert data parallel size
+// should be divisible by partial DistOpt shard factor" (edp % instances).
+void check_hybrid_sharding(const Config& c, const ParallelMesh& mesh) {
+  const TrainingConfig& t = c.training;
+  if (!t.fsdp_reshard_after_forward && t.optimizer.zero_stage < 3)
+    c.fail("training.fsdp_reshard_after_forward",
+           "false, but zero_stage is " + std::to_string(t.optimizer.zero_stage) +
+               ": only sharded parameters (zero_stage 3, training.fsdp) are gathered and "
+               "resharded (expected true, or zero_stage 3)");
+  const int shard = t.fsdp_shard_group;
+  if (shard == 0) return;
+  const int dense = mesh.size(MeshGroup::dp_cp);
+  const std::string group =
+      t.cp > 1 ? "dp x cp = " + std::to_string(dense) : "dp = " + std::to_string(dense);
+  if (t.optimizer.zero_stage < 1)
+    c.fail("training.fsdp_shard_group",
+           std::to_string(shard) +
+               ", but nothing is sharded at zero_stage 0 (expected no key, or "
+               "training.optimizer.zero_stage 1 or more, or training.fsdp: true)");
+  if (dense % shard != 0)
+    c.fail("training.fsdp_shard_group",
+           std::to_string(shard) + " does not divide " + group +
+               ": the shard groups cut the data-parallel group into equal copies (expected a "
+               "divisor of " +
+               std::to_string(dense) + ")");
+  const int copies = dense / shard;
+  if (c.model.shape && c.model.shape->is_moe() && mesh.edp() % copies != 0)
+    c.fail("training.fsdp_shard_group",
+           std::to_string(shard) + " makes " + std::to_string(copies) +
+               " copies of the sharded state, which do not divide the experts' edp = " +
+               std::to_string(mesh.edp()) +
+               " (Megatron-Core: \"Expert data parallel size should be divisible by partial "
+               "DistOpt shard factor\"; expected " +
+               group + " over a divisor of " + std::to_string(mesh.edp()) + ")");
+}
+
 // training.cp and cp_comm_type against the sequence and the heads.
 void check_context_parallel(const Config& c) {
   const TrainingConfig& t = c.training;
@@ -909,6 +948,7 @@ void check_config(const Config& c) {
     check_context_parallel(c);
     check_windows(c);
     check_expert_parallel(c, mesh);
+    check_hybrid_sharding(c, mesh);
     if (m.is_hybrid()) check_hybrid_training(c);
   }
   for (const auto& [s, mode] : t.recompute.stages)

@@ -109,20 +109,29 @@ AnalyticCosts analytic_costs(const Config& c) {
   a.hardware.inter_node = c.cluster.inter_node;
   a.settings = cost_settings(c);
   a.optimizer = t.optimizer;
+  a.optimizer.reshard_after_forward = t.fsdp_reshard_after_forward;
   const ParallelMesh mesh = c.mesh();
   a.dp = mesh.dp();
   a.cp = mesh.cp();
   // Experts fold over the tp x cp x dp devices of a stage (etp x ep x edp).
   a.edp = mesh.edp();
-  // ZeRO-3 / FSDP: every layer gathers its parameters over dp x cp (experts over edp), on
-  // the links the dp x cp group of tp-strided devices reaches (it leaves the domain when
-  // its span, tp x cp x dp, does).
+  // Hybrid sharding: dp x cp / fsdp_shard_group copies of the state (Megatron-LM's
+  // num_distributed_optimizer_instances; check_config holds the divisions).
+  const int shard = t.fsdp_shard_group;
+  if (t.optimizer.zero_stage >= 1 && shard > 0 && a.dense_group() % shard == 0)
+    a.shard_copies = a.dense_group() / shard;
+  // ZeRO-3 / FSDP: every layer gathers its parameters over its shard group of dp x cp
+  // (experts over edp's), on the links the shard group of tp-strided devices reaches (it
+  // leaves the domain when its span, tp x shard, does).
   if (t.optimizer.zero_stage >= 3) {
-    a.settings.param_shard_dp = mesh.size(MeshGroup::dp_cp);  // Megatron shards over dp x cp
-    a.settings.param_shard_edp = a.edp;
-    a.settings.dp_crosses_nodes = mesh.crosses_domain(MeshGroup::dp_cp);
-    a.settings.param_shard_dp_per_domain = mesh.members_per_domain(MeshGroup::dp_cp);
-    a.settings.param_shard_edp_per_domain = mesh.members_per_domain(MeshGroup::edp);
+    const ParallelMesh::Part dense = mesh.shard_part(MeshGroup::dp_cp, a.dense_shard(), -1);
+    const ParallelMesh::Part experts = mesh.shard_part(MeshGroup::edp, a.edp_shard(), -1);
+    a.settings.param_shard_dp = dense.size;  // Megatron shards over dp x cp
+    a.settings.param_shard_edp = experts.size;
+    a.settings.dp_crosses_nodes = dense.per_domain < dense.size;
+    a.settings.param_shard_dp_per_domain = dense.per_domain;
+    a.settings.param_shard_edp_per_domain = experts.per_domain;
+    a.settings.param_reshard_after_forward = t.fsdp_reshard_after_forward;
   }
   const ModelShape& m = *c.model.shape;
   if (m.is_hybrid()) {
@@ -200,12 +209,13 @@ struct Seconds {
       s.retained[r] = c.weight_grad_bytes[from];
       s.offload[r] = c.offload_bytes[from];
     }
-    // Routed experts' state shards over edp (ZeRO-1), the rest over dp x cp.
+    // Routed experts' state shards over edp (ZeRO-1), the rest over dp x cp: over their
+    // shard groups under hybrid sharding.
     s.static_bytes = bmpipe::static_bytes(c.param_count - c.expert_param_count,
-                                          a.settings.dtype_bytes, a.optimizer, a.dense_group());
+                                          a.settings.dtype_bytes, a.optimizer, a.dense_shard());
     if (c.expert_param_count > 0)
-      s.static_bytes +=
-          bmpipe::static_bytes(c.expert_param_count, a.settings.dtype_bytes, a.optimizer, a.edp);
+      s.static_bytes += bmpipe::static_bytes(c.expert_param_count, a.settings.dtype_bytes,
+                                             a.optimizer, a.edp_shard());
     // FP8: the weights' FP8 copies, one byte a GEMM parameter, beside the bf16 ones.
     s.static_bytes += static_cast<std::int64_t>(std::llround(c.fp8_weight_bytes));
     s.params = c.param_count;

@@ -14,6 +14,7 @@
 /// decoder layers, the MTP layers, L (separate_end_layout); so does a config with
 /// training.separate_ends (has_separate_ends).
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -118,6 +119,12 @@ struct AnalyticCosts {
   /// Expert data parallel size, tp x cp x dp / (etp x ep): the group the experts' gradients
   /// reduce over and their optimizer state shards over (1 for a dense model).
   int edp = 1;
+  /// Hybrid sharding (TrainingConfig::fsdp_shard_group): the copies of the sharded state,
+  /// dp x cp / fsdp_shard_group (1: none). The state shards over dense_shard() members of
+  /// dp x cp and edp_shard() of edp, and the copies all-reduce their gradient shards.
+  int shard_copies = 1;
+  int dense_shard() const { return dense_group() / shard_copies; }
+  int edp_shard() const { return std::max(edp / shard_copies, 1); }
   LayerCost decoder;
   /// Mixture-of-experts models: the layer with the MoE MLP (ModelShape::is_moe_layer picks
   /// it); the others are `decoder`.

@@ -153,6 +153,24 @@ class ParallelMesh {
   int members_per_domain_at(MeshGroup g, int rank) const {
     return crosses_domain_at(g, rank) ? spread_per_domain(g) : size(g);
   }
+  /// Hybrid sharding (training.fsdp_shard_group): a group's members cut into copies of
+  /// `shard` consecutive members each (Megatron-Core's intra-partial data-parallel groups:
+  /// members [i shard, (i + 1) shard) of the group, NVIDIA/Megatron-LM d98e8a64,
+  /// megatron/core/parallel_state.py, initialize_model_parallel), and the groups across the
+  /// copies (its inter-instance groups: one member of each copy, shard x stride devices
+  /// apart). A part's size and its members in one scale-up domain, for pipeline rank
+  /// `rank`'s first device (as members_per_domain_at), or the mesh's (rank < 0: as
+  /// members_per_domain). shard = size(g): the shard part is the group, the replica part one.
+  struct Part {
+    int size = 1;
+    int per_domain = 1;
+  };
+  Part shard_part(MeshGroup g, int shard, int rank) const {
+    return strided_part(shard, stride(g), rank);
+  }
+  Part replica_part(MeshGroup g, int shard, int rank) const {
+    return strided_part(size(g) / shard, stride(g) * shard, rank);
+  }
   /// The ep ranks one domain holds, as DeepEP counts them: a domain's devices over etp,
   /// at least 1 and at most ep.
   int ep_per_domain() const {
@@ -168,6 +186,17 @@ class ParallelMesh {
   int spread_per_domain(MeshGroup g) const {
     const int per = domain_ / stride(g);
     return per < 1 ? 1 : (per > size(g) ? size(g) : per);
+  }
+
+  /// `size` members `stride` devices apart from pipeline rank `rank`'s first device (rank <
+  /// 0: laid from a multiple of their span), and how many of them share a domain.
+  Part strided_part(int size, int stride, int rank) const {
+    const long long first = rank < 0 ? 0 : static_cast<long long>(rank) * stage_devices();
+    const long long last = first + static_cast<long long>(size - 1) * stride;
+    const bool crosses = rank < 0 ? static_cast<long long>(stride) * size > domain_
+                                  : first / domain_ != last / domain_;
+    const int per = domain_ / stride;
+    return {size, !crosses ? size : per < 1 ? 1 : (per > size ? size : per)};
   }
 
   int tp_, cp_, ep_, etp_, pp_, dp_, domain_;

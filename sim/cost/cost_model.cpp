@@ -118,7 +118,12 @@ StaticParts static_parts(std::int64_t params, int dtype_bytes, const OptimizerSe
   const double grad_shard = opt.zero_stage >= 2 ? shard : 1;
   const double weight_shard = opt.zero_stage >= 3 ? shard : 1;
   const double p = static_cast<double>(params);
-  return {p * dtype_bytes / weight_shard, p * opt.grad_bytes / grad_shard, p * state / shard};
+  // FSDP2 without resharding after forward: the gathered copy (all-gather output) is an
+  // allocation of its own beside the shard (torch/distributed/fsdp/_fully_shard's
+  // FSDPParam keeps _sharded_param_data and the unsharded parameter apart).
+  const double gathered = opt.zero_stage >= 3 && !opt.reshard_after_forward ? 1.0 : 0.0;
+  return {p * dtype_bytes * (1.0 / weight_shard + gathered), p * opt.grad_bytes / grad_shard,
+          p * state / shard};
 }
 
 std::int64_t static_bytes(std::int64_t params, int dtype_bytes, const OptimizerSettings& opt,
@@ -175,8 +180,10 @@ void add_param_sharding_comm(LayerCost& c, const HardwareSpec& hw, const CostSet
   const double ag = both(Collective::all_gather, st.dtype_bytes);
   const double rs = both(Collective::reduce_scatter, st.grad_bytes);
   const double f = c.forward_s, b = c.backward_input_s + c.backward_weight_s;
-  const double ag_b = std::max(0.0, ag - b);
-  const double both_b = std::max(0.0, ag + rs - b);
+  // Without resharding after forward the backward finds its parameters gathered.
+  const double ag_back = st.param_reshard_after_forward ? ag : 0.0;
+  const double ag_b = std::max(0.0, ag_back - b);
+  const double both_b = std::max(0.0, ag_back + rs - b);
   c.ops.push_back(
       {"param_all_gather", std::max(0.0, ag - f), ag_b, 0.0, {}, KernelClass::collective});
   c.ops.push_back({"grad_reduce_scatter", 0.0, 0.0, both_b - ag_b, {}, KernelClass::collective});
@@ -184,8 +191,8 @@ void add_param_sharding_comm(LayerCost& c, const HardwareSpec& hw, const CostSet
   c.backward_input_s += ag_b;
   c.backward_weight_s += both_b - ag_b;
   c.first_forward_s = std::min(ag, f);
-  c.first_backward_input_s = std::min(ag, b);
-  c.first_backward_weight_s = std::min(ag + rs, b) - std::min(ag, b);
+  c.first_backward_input_s = std::min(ag_back, b);
+  c.first_backward_weight_s = std::min(ag_back + rs, b) - std::min(ag_back, b);
 }
 
 namespace layer_parts {

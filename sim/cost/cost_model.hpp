@@ -166,6 +166,10 @@ struct CostSettings {
   /// dp_crosses_nodes.
   int param_shard_dp_per_domain = 0;
   int param_shard_edp_per_domain = 0;
+  /// false: the gathered parameters stay from a layer's forward to its backward, which
+  /// then all-gathers nothing (FSDP2's reshard_after_forward=False, Megatron-LM's
+  /// --torch-fsdp2-no-reshard-after-forward); only the reduce-scatter is left to hide.
+  bool param_reshard_after_forward = true;
 
   /// Context parallelism (Megatron-LM's --context-parallel-size): each of the cp ranks of
   /// a sequence holds seq_length / cp of its tokens, with the load-balanced causal split of
@@ -300,7 +304,11 @@ struct LayerCost {
 /// first_backward_input_s = min(AG, B), first_backward_weight_s = min(AG + RS, B) -
 /// min(AG, B), which bring its exposed time to AG (forward) and AG + RS (backward). So a
 /// stage op of n alike layers exposes AG + (n-1) max(0, AG - F) in forward, as Megatron-FSDP
-/// and FSDP2 expose them. Call it once, after the layer's compute sub-ops.
+/// and FSDP2 expose them. Without resharding after forward
+/// (CostSettings::param_reshard_after_forward false) the backward gathers nothing: AG is 0
+/// in every backward term above (input-grad 0, weight-grad max(0, RS - B), first
+/// min(RS, B)). Under hybrid sharding dp and edp are the shard groups. Call it once, after
+/// the layer's compute sub-ops.
 void add_param_sharding_comm(LayerCost& cost, const HardwareSpec& hw, const CostSettings& settings);
 
 /// The query-key pairs of causal attention over `s` tokens when each query sees at most
@@ -476,6 +484,9 @@ struct OptimizerSettings {
   /// this device's optimizer shard that HybridDeviceOptimizer keeps and steps on the host
   /// (megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py). 0: off; in [0, 1].
   double offload_fraction = 0.0;
+  /// zero_stage 3 with false (TrainingConfig::fsdp_reshard_after_forward): the device holds
+  /// its layers' gathered parameters whole beside its shard of them (static_parts).
+  bool reshard_after_forward = true;
 };
 
 /// Host bytes per offloaded parameter: HybridDeviceOptimizer keeps the offloaded share's
@@ -493,6 +504,11 @@ inline constexpr double kOffloadGradCopyBytes = 4;
 /// bytes e, gradient bytes g, optimizer state K (12 with master weights, else 8):
 ///   stage 0: P (e + g + K)       stage 1: P (e + g + K/dp)
 ///   stage 2: P (e + (g + K)/dp)  stage 3: P (e + g + K) / dp
+/// Stage 3 without resharding after forward (OptimizerSettings::reshard_after_forward
+/// false) keeps every layer's gathered parameters from its forward to its backward, and
+/// with micro-batches in flight (pp > 1) or at the end of the forward (pp 1) that is all
+/// of them at once: stage 2's working set, P e, beside the shard, P (e + g + K) / dp.
+/// Under hybrid sharding dp is the shard group (TrainingConfig::fsdp_shard_group).
 /// (stage 3's gathered working set is Experiment::reserved_bytes', not here). Optimizer
 /// offload (OptimizerSettings::offload_fraction F) moves F of the state to the host: K
 /// becomes K (1 - F), so the device holds exactly F K P / dp bytes less (stage >= 1; the host

@@ -34,7 +34,8 @@ TEST(ConfigFields, UnknownKeyListsExactlyTheSectionsKeys) {
        "activation_limit_microbatches, seq_length, micro_batch_size, global_batch_size, dtype, "
        "sequence_parallel, tp_comm_overlap, separate_ends, fp8, fp8_recipe, optimizer, kernels, "
        "grad_accumulation, recompute, recompute_modules, offload_modules, offload_lead, "
-       "fsdp, moe_overlap, moe_dispatcher, moe_capacity_factor, vocab_parallel, cuda_graphs",
+       "fsdp, fsdp_shard_group, fsdp_reshard_after_forward, moe_overlap, moe_dispatcher, "
+       "moe_capacity_factor, vocab_parallel, cuda_graphs",
        "pp"},
       {"model:\n", "modle: 1\nmodel:\n", "modle", "cluster, model, training", "model"},
   };
