@@ -344,6 +344,9 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   job.etp = mesh.etp();
   job.zero_stage = stated.training.optimizer.zero_stage;
   job.overlap_param_gather = stated.training.optimizer.overlap_param_gather;
+  if (const int shard = stated.training.fsdp_shard_group; shard > 0 && job.zero_stage >= 1)
+    job.shard_copies = mesh.size(MeshGroup::dp_cp) / shard;
+  job.reshard_after_forward = stated.training.fsdp_reshard_after_forward;
   job.offload_fraction = stated.training.optimizer.offload_fraction;
   job.overlap_grad_reduce = stated.training.optimizer.overlap_grad_reduce;
   job.moe_overlap = stated.training.moe_overlap;

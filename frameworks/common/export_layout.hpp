@@ -57,6 +57,12 @@ struct ExportJob {
   /// Megatron-FSDP's flags; stage 1 (the distributed optimizer) is left to the script.
   int zero_stage = 0;
   bool overlap_param_gather = false;
+  /// training.fsdp_shard_group as Megatron-LM's --num-distributed-optimizer-instances: the
+  /// dp x cp ranks over the shard group (1: one copy, nothing written).
+  int shard_copies = 1;
+  /// training.fsdp_reshard_after_forward false (zero_stage 3): torch FSDP2 with
+  /// --torch-fsdp2-no-reshard-after-forward, the only implementation Megatron-LM gives it.
+  bool reshard_after_forward = true;
   /// training.optimizer.offload_fraction: --optimizer-cpu-offload with
   /// --optimizer-offload-fraction (and the precision-aware optimizer Megatron asserts) when
   /// above 0.

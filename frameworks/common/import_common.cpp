@@ -641,6 +641,27 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
     y.value(1, "recompute_modules", *job.recompute_modules, "training.recompute_modules");
   if (job.offload_modules)
     y.value(1, "offload_modules", *job.offload_modules, "training.offload_modules");
+  if (job.shard_copies && *job.shard_copies > 1) {
+    // dp x cp: the dp given times cp, or the devices over pp x tp (dp then counts cp's).
+    const long long group = job.dp ? static_cast<long long>(*job.dp) * job.cp.value_or(1)
+                                   : cluster.devices / (static_cast<long long>(job.pp) * job.tp);
+    if (group % *job.shard_copies != 0) {
+      const Origin* o = origin_of(job, "training.fsdp_shard_group");
+      throw ImportError(o ? o->file : "", o ? o->line : 0, o ? o->column : 0,
+                        o ? o->key : "training.fsdp_shard_group",
+                        std::to_string(*job.shard_copies) +
+                            " copies of the sharded state do "
+                            "not divide dp x cp = " +
+                            std::to_string(group) +
+                            " (Megatron-LM: \"Data parallel size should be divisible by partial "
+                            "DistOpt shard factor\")");
+    }
+    y.value(1, "fsdp_shard_group", std::to_string(group / *job.shard_copies),
+            "training.fsdp_shard_group");
+  }
+  if (job.fsdp_reshard_after_forward)
+    y.value(1, "fsdp_reshard_after_forward", *job.fsdp_reshard_after_forward ? "true" : "false",
+            "training.fsdp_reshard_after_forward");
   if (job.zero_stage || job.grad_dtype || job.overlap_grad_reduce || job.overlap_param_gather ||
       job.optimizer_offload_fraction) {
     y.raw("  optimizer:\n");

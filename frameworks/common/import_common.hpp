@@ -167,7 +167,12 @@ struct ImportedJob {
   std::optional<bool> overlap_param_gather;  ///< written when set
   /// training.optimizer.offload_fraction; written when set.
   std::optional<double> optimizer_offload_fraction;
-  std::optional<bool> fsdp;                   ///< training.fsdp; written when set
+  std::optional<bool> fsdp;  ///< training.fsdp; written when set
+  /// Copies of the sharded state (Megatron-LM's --num-distributed-optimizer-instances):
+  /// written as training.fsdp_shard_group = dp x cp / this, once the devices are known.
+  std::optional<int> shard_copies;
+  /// training.fsdp_reshard_after_forward; written when set.
+  std::optional<bool> fsdp_reshard_after_forward;
   std::optional<bool> moe_overlap;            ///< training.moe_overlap; written when set
   std::optional<std::string> moe_dispatcher;  ///< training.moe_dispatcher; written when set
   std::optional<double> moe_capacity_factor;  ///< training.moe_capacity_factor; when set

@@ -378,12 +378,19 @@ MegatronExport export_megatron(const ExportLayout& layout) {
 namespace {
 std::string megatron_sharding_flags(const ExportJob& job) {
   std::string out;
-  if (job.zero_stage >= 2)
+  if (job.zero_stage >= 3 && !job.reshard_after_forward)
+    // Only torch FSDP2 keeps the gathered parameters through the backward.
+    out += "--use-torch-fsdp2\n--torch-fsdp2-no-reshard-after-forward\n";
+  else if (job.zero_stage >= 2)
     out += std::string("--use-distributed-optimizer\n--use-megatron-fsdp\n") +
            "--data-parallel-sharding-strategy " +
            (job.zero_stage >= 3 ? "optim_grads_params" : "optim_grads") + "\n";
-  else if (job.zero_stage == 1 && (job.overlap_param_gather || job.offload_fraction > 0))
+  else if (job.zero_stage == 1 &&
+           (job.overlap_param_gather || job.offload_fraction > 0 || job.shard_copies > 1))
     out += "--use-distributed-optimizer\n";
+  // Hybrid sharding: the copies of the state over the dp x cp ranks.
+  if (job.shard_copies > 1)
+    out += "--num-distributed-optimizer-instances " + std::to_string(job.shard_copies) + "\n";
   // The dp overlaps the config costs: Megatron-LM's defaults are both off, and its
   // validate_args asserts --overlap-grad-reduce beside --overlap-param-gather.
   if (job.overlap_grad_reduce) out += "--overlap-grad-reduce\n";
@@ -512,7 +519,11 @@ std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
   // FSDP2 (`bmpipe import` reads --use-torch-fsdp2 as ZeRO-3), would stay beside it, and
   // Megatron-LM's validate_args refuses the two together ([MG-args]). A ZeRO-0/1 config
   // comes from a script without either, so its list is left as it was.
-  if (job.zero_stage >= 2) remove.emplace_back("--use-torch-fsdp2");
+  if (job.zero_stage >= 2 && job.reshard_after_forward) remove.emplace_back("--use-torch-fsdp2");
+  if (job.zero_stage >= 3 && !job.reshard_after_forward) {
+    remove.emplace_back("--use-megatron-fsdp");
+    remove.emplace_back("--data-parallel-sharding-strategy");
+  }
   // With CUDA graphs the flags below state them by --cuda-graph-impl and
   // --cuda-graph-modules; Megatron-LM's validate_args refuses the deprecated spellings
   // beside those.

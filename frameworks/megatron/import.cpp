@@ -171,6 +171,8 @@ constexpr FlagSpec kFlags[] = {
     {"--use-torch-fsdp2", Kind::boolean},
     {"--data-parallel-sharding-strategy", Kind::choice, kShardingStrategy},
     {"--overlap-param-gather", Kind::boolean},
+    {"--num-distributed-optimizer-instances", Kind::integer},
+    {"--torch-fsdp2-no-reshard-after-forward", Kind::boolean},
     // activation offload
     {"--fine-grained-activation-offloading", Kind::boolean},
     {"--offload-modules", Kind::list},
@@ -1464,6 +1466,41 @@ void read_sharded_data_parallel(const Args& a, ImportedJob& job) {
     job.notes.push_back("--data-parallel-sharding-strategy " + *strategy +
                         " has no effect without --use-megatron-fsdp (Megatron-LM reads it only "
                         "there).");
+  }
+  // Hybrid sharding (NVIDIA/Megatron-LM d98e8a64, megatron/core/parallel_state.py,
+  // initialize_model_parallel): the dp x cp ranks split into
+  // --num-distributed-optimizer-instances copies of consecutive ranks, each sharding the
+  // state (the distributed optimizer's buckets, or Megatron-FSDP's HSDP), the copies
+  // all-reducing their shards (param_and_grad_buffer.py, start_grad_sync). Without a
+  // sharded optimizer the reduction runs over the whole dp group and the flag does nothing.
+  if (const auto copies = a.integer("--num-distributed-optimizer-instances", 1);
+      copies && *copies > 1) {
+    if (job.zero_stage.value_or(0) < 1) {
+      job.notes.push_back(
+          "--num-distributed-optimizer-instances has no effect without a "
+          "sharded optimizer (Megatron-LM reduces over the whole dp group "
+          "then).");
+    } else {
+      job.shard_copies = static_cast<int>(*copies);
+      job.from("training.fsdp_shard_group",
+               a.origin("--num-distributed-optimizer-instances",
+                        "dp x cp / " + std::to_string(*copies) +
+                            " ranks shard the state, the copies replicate it"));
+    }
+  }
+  // --torch-fsdp2-no-reshard-after-forward (store_false of torch_fsdp2_reshard_after_forward,
+  // read by training.py into TorchFullyShardedDataParallelConfig.reshard_after_forward):
+  // only FSDP2 reads it.
+  if (a.boolean("--torch-fsdp2-no-reshard-after-forward")) {
+    if (!torch_fsdp) {
+      job.notes.push_back(
+          "--torch-fsdp2-no-reshard-after-forward has no effect without "
+          "--use-torch-fsdp2 (Megatron-LM reads it only there).");
+    } else {
+      job.fsdp_reshard_after_forward = false;
+      job.from("training.fsdp_reshard_after_forward",
+               a.origin("--torch-fsdp2-no-reshard-after-forward"));
+    }
   }
   if (a.boolean("--overlap-param-gather")) {
     // [MG-args]: the overlap needs the distributed optimizer (or FSDP) to have a gather.

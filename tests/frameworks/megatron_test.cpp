@@ -539,7 +539,7 @@ TEST(MegatronVocabulary, MalformedTablesAreRefused) {
 TEST(MegatronImport, FlagsThatChangeTheJobAreUnmodelled) {
   for (const char* extra :
        {"--cpu-offloading-num-layers 2", "--fp8-margin 1", "--moe-shared-expert-overlap",
-        "--torch-fsdp2-no-reshard-after-forward", "--tp-comm-overlap-rs-dgrad"}) {
+        "--fsdp-double-buffer", "--tp-comm-overlap-rs-dgrad"}) {
     const ImportedJob job = import(kModel + extra + "\n");
     ASSERT_EQ(job.unmodelled.size(), 1u) << extra;
     EXPECT_EQ(job.unmodelled[0].given, extra);
