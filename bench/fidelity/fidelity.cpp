@@ -279,6 +279,11 @@ Expressed express(const PublishedRun& run, const std::string& source_dir,
     approx.push_back("activation offload of " + recipe(run, "cpu_offloading_num_layers") +
                      " layers not modelled");
   if (run.fsdp > 0) y << "  fsdp: true\n";
+  // The FSDP column is the sharding group (Megatron-Bridge 067f987d,
+  // docs/performance-summary-archive.md: "sharding group size = #GPUs / (TP x PP)", the dp x
+  // cp ranks); a smaller one is hybrid sharding over groups of that many.
+  if (run.fsdp > 0 && run.tp * run.pp > 0 && run.fsdp < run.gpus / (run.tp * run.pp))
+    y << "  fsdp_shard_group: " << run.fsdp << "\n";
   y << "  optimizer:\n";
   if (run.fsdp == 0) y << "    zero_stage: 1\n";
   // perf_recipes/_common.py: grad_reduce_in_fp32 False (bf16 gradient buffers); the base

@@ -193,5 +193,25 @@ TEST(Fidelity, ARunWrittenDownNamesItsSourceAndApproximations) {
   FAIL() << "no gpt-oss GB300 BF16 row";
 }
 
+// The FSDP column is the sharding group, #GPUs / (TP x PP) when it is all of dp x cp
+// (Megatron-Bridge 067f987d, docs/performance-summary-archive.md). The published FSDP rows
+// (64 of 64 GPUs, 8 of 8, tp = pp = 1) shard over all of dp: no hybrid key. A row with
+// FSDP 8 on those 64 GPUs shards over groups of 8: fsdp_shard_group 8.
+TEST(Fidelity, AnFsdpGroupSmallerThanDpIsHybridSharding) {
+  int fsdp_rows = 0;
+  for (fidelity::PublishedRun run : fidelity::load_runs(kRuns)) {
+    if (run.fsdp == 0) continue;
+    ++fsdp_rows;
+    EXPECT_EQ(fidelity::express(run, BMPIPE_SOURCE_DIR).yaml.find("fsdp_shard_group"),
+              std::string::npos)
+        << run.id;
+    if (run.id != "llama3_70b_pretrain_64gpu_gb200_fp8cs") continue;
+    run.fsdp = 8;
+    const std::string yaml = fidelity::express(run, BMPIPE_SOURCE_DIR).yaml;
+    EXPECT_NE(yaml.find("  fsdp: true\n  fsdp_shard_group: 8\n"), std::string::npos) << yaml;
+  }
+  EXPECT_EQ(fsdp_rows, 3);
+}
+
 }  // namespace fidelity_test
 }  // namespace bmpipe
