@@ -168,6 +168,23 @@ Config torchtitan_restated(const Config& config, std::vector<std::string>& dropp
                     "layer instead."));
   t.optimizer.overlap_grad_reduce = overlaps;
   t.optimizer.overlap_param_gather = overlaps;
+  // HSDP: torchtitan replicates over data_parallel_replicate_degree and shards over
+  // data_parallel_shard_degree x cp, so the copies must divide dp.
+  if (const int shard = t.fsdp_shard_group; shard > 0) {
+    const int copies = sharded ? mesh.dp() * mesh.cp() / shard : 1;
+    if (copies > 1 && mesh.dp() % copies != 0)
+      dropped.push_back("training.fsdp_shard_group " + std::to_string(shard) + ": its " +
+                        std::to_string(copies) +
+                        " copies do not divide dp, which torchtitan's "
+                        "data_parallel_replicate_degree must; stated without.");
+    if (copies <= 1 || mesh.dp() % copies != 0) t.fsdp_shard_group = 0;
+  }
+  if (!t.fsdp_reshard_after_forward && zero != 3) {
+    dropped.push_back(
+        "training.fsdp_reshard_after_forward false: torchtitan keeps the parameters gathered "
+        "through the step under pipeline parallelism (ZeRO-1); stated so.");
+    t.fsdp_reshard_after_forward = true;
+  }
   if (t.optimizer.offload_fraction > 0) {
     dropped.push_back(
         "training.optimizer.offload_fraction: torchtitan has no partial "
@@ -268,11 +285,15 @@ std::string torchtitan_job_toml(const TorchTitanExport& x, const ExportJob& job,
   else
     out << "dtype = \"bfloat16\"\n";
   out << "\n[parallelism]\n";
-  out << "data_parallel_replicate_degree = 1\n";
-  out << "data_parallel_shard_degree = " << job.dp << "\n";
+  // HSDP (training.fsdp_shard_group): replicas of the shard group; restated keeps only
+  // copies dividing dp.
+  out << "data_parallel_replicate_degree = " << job.shard_copies << "\n";
+  out << "data_parallel_shard_degree = " << job.dp / job.shard_copies << "\n";
   out << "tensor_parallel_degree = " << job.tp << "\n";
   out << "enable_async_tensor_parallel = " << toml_bool(job.tp > 1 && job.tp_comm_overlap) << "\n";
   out << "pipeline_parallel_degree = " << l.pp << "\n";
+  // reshard_after_forward=False (restated keeps it at zero_stage 3 only, pp 1).
+  if (!job.reshard_after_forward) out << "fsdp_reshard_after_forward = \"never\"\n";
   if (l.pp > 1) {
     out << "pipeline_parallel_schedule = \"" << torchtitan_schedule_name(schedule) << "\"\n";
     out << "pipeline_parallel_microbatch_size = " << job.micro_batch_size << "\n";

@@ -528,15 +528,16 @@ void read_fsdp(const Reading& r, const toml::node* shard_node) {
         "overlapped (optimizer.zero_stage 1, overlap_grad_reduce, overlap_param_gather).");
     return;
   }
-  const bool reshard = policy == "always" || (policy == "default" && r.pp == 1);
-  if (!reshard || r.pp > 1)
+  if (r.pp > 1)
     job.unmodelled.push_back(Unmodelled{
         from, key + " = \"" + policy + "\"",
-        r.pp > 1 ? "FSDP resharding after every micro-batch's forward under pipeline "
-                   "parallelism, while the backward keeps them gathered, which bmpipe does "
-                   "not model (use \"default\")"
-                 : "FSDP without resharding after the forward: ZeRO-2's memory with ZeRO-3's "
-                   "traffic, which bmpipe does not model"});
+        "FSDP resharding after every micro-batch's forward under pipeline parallelism, while "
+        "the backward keeps them gathered, which bmpipe does not model (use \"default\")"});
+  if (policy == "never") {
+    // fully_shard(reshard_after_forward=False): the backward finds the parameters gathered.
+    job.fsdp_reshard_after_forward = false;
+    job.from("training.fsdp_reshard_after_forward", from);
+  }
   job.fsdp = true;
   job.from("training.fsdp",
            tt.origin(shard_node ? shard_node : p, "parallelism.data_parallel_shard_degree",
@@ -612,11 +613,15 @@ void read_parallelism(Reading& r) {
   const toml::node* dt = value(r.training, "dtype");
   if (r.fsdp) {
     read_fsdp(r, shard_node);
-    if (r.replicate > 1)
-      job.unmodelled.push_back(Unmodelled{
-          o_rep, "parallelism.data_parallel_replicate_degree = " + std::to_string(r.replicate),
-          "hybrid sharding (HSDP: FSDP within replicas of the shard group), which bmpipe does "
-          "not model (it shards over the whole data-parallel group)"});
+    if (r.replicate > 1) {
+      // HSDP [TT-par]: fully_shard over the dp_shard x cp mesh dimension, replicated over
+      // dp_replicate: dp x cp / replicate ranks shard the state (training.fsdp_shard_group).
+      job.shard_copies = r.replicate;
+      Origin o = o_rep;
+      o.why = "HSDP: the state sharded over dp x cp / " + std::to_string(r.replicate) +
+              " ranks, replicated " + std::to_string(r.replicate) + " times";
+      job.from("training.fsdp_shard_group", o);
+    }
     const std::string param = mp ? tt.text(mp, "training.mixed_precision_param") : "bfloat16";
     if (param != "bfloat16" && param != "float32")
       tt.fail(mp, "training.mixed_precision_param",

@@ -13,6 +13,7 @@
 #include "experiment/config.hpp"
 #include "frameworks/common/import_common.hpp"
 #include "frameworks/megatron/import.hpp"
+#include "frameworks/torchtitan/import.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
@@ -102,6 +103,51 @@ TEST(HsdpExport, BothRoundTrip) {
   const Config back = config_from(kept);
   EXPECT_EQ(back.training.optimizer.zero_stage, 3);
   EXPECT_FALSE(back.training.fsdp_reshard_after_forward);
+}
+
+// torchtitan's HSDP ([parallelism] data_parallel_replicate_degree 2 x shard degree 4, tp 2,
+// on 16 devices): fully_shard over the 4 shard ranks, replicated twice, so the state
+// shards over dp x cp / 2 = 4 ranks; fsdp_reshard_after_forward "never" (at pp 1) keeps the
+// gathered parameters through the backward.
+const std::string kTitanHsdp = R"([model]
+name = "llama3"
+flavor = "8B"
+
+[training]
+local_batch_size = 8
+seq_len = 4096
+
+[parallelism]
+data_parallel_replicate_degree = 2
+data_parallel_shard_degree = 4
+tensor_parallel_degree = 2
+fsdp_reshard_after_forward = "never"
+)";
+
+std::string titan_yaml(const std::string& out) {
+  const ImportedJob job = read_torchtitan_toml(kTitanHsdp, "hsdp.toml");
+  EXPECT_TRUE(job.unmodelled.empty());
+  return imported_yaml(job, cluster_from_preset("h200", 16), out);
+}
+
+TEST(HsdpImport, TorchtitanReplicasAndNeverReshard) {
+  const Config c = parse_config(titan_yaml("hsdp.yaml"), "hsdp.yaml");
+  EXPECT_EQ(c.training.optimizer.zero_stage, 3);
+  EXPECT_EQ(c.training.fsdp_shard_group, 4);
+  EXPECT_FALSE(c.training.fsdp_reshard_after_forward);
+}
+
+// And back: `bmpipe export --format torchtitan` writes the replicas and "never".
+TEST(HsdpExport, TorchtitanWritesReplicasAndNever) {
+  test::ScratchDir dir;
+  const std::string yaml =
+      test::write_file(dir.file("tt_hsdp.yaml"), titan_yaml(dir.file("tt_hsdp.yaml")));
+  const test::CliRun r = test::run_cli("export '" + yaml + "' --format torchtitan");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("data_parallel_replicate_degree = 2\ndata_parallel_shard_degree = 4\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("fsdp_reshard_after_forward = \"never\"\n"), std::string::npos) << r.out;
 }
 
 }  // namespace hsdp_interop_test

@@ -288,10 +288,8 @@ TEST(TorchTitanImport, WhatBmpipeDoesNotModelIsRefusedUnlessAllowed) {
     t.replace(t.find(section), section.size(), section + "\n" + extra);
     return unmodelled(import(t));
   };
-  EXPECT_EQ(given("data_parallel_replicate_degree = 2"),
-            "parallelism.data_parallel_replicate_degree = 2: hybrid sharding (HSDP: FSDP within "
-            "replicas of the shard group), which bmpipe does not model (it shards over the "
-            "whole data-parallel group)\n");
+  // Hybrid sharding is modelled (training.fsdp_shard_group, hsdp_interop_test.cpp).
+  EXPECT_EQ(given("data_parallel_replicate_degree = 2"), "");
   std::string looped = kJob;
   looped.replace(looped.find("Interleaved1F1B"), 15, "LoopedBFS");
   EXPECT_EQ(unmodelled(import(looped)),
