@@ -6,12 +6,12 @@
 // and megatron/core/distributed at d98e8a64ddf3 (read).
 #include <gtest/gtest.h>
 
-#include <sstream>
 #include <string>
 
 #include "experiment/config.hpp"
 #include "frameworks/common/import_common.hpp"
 #include "frameworks/megatron/import.hpp"
+#include "support/framework_files.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
@@ -105,15 +105,6 @@ TEST(FsdpImport, BadCombinationsNameTheFlag) {
   EXPECT_TRUE(contains(bad, "--data-parallel-sharding-strategy")) << bad;
 }
 
-/// The flag lines of an export's text (those starting with "--").
-std::string flag_lines(const std::string& text) {
-  std::istringstream in(text);
-  std::string line, out;
-  while (std::getline(in, line))
-    if (line.rfind("--", 0) == 0) out += line + " ";
-  return out;
-}
-
 /// Imports `flags`, writes the YAML, exports it with the CLI and imports the exported flags
 /// (with the model's): the config read back.
 Config round_trip(const std::string& flags) {
@@ -123,7 +114,7 @@ Config round_trip(const std::string& flags) {
       imported_yaml(import(kModel + flags), cluster_from_preset("h200", 8), dir.file("job.yaml")));
   const test::CliRun r = test::run_cli("export '" + yaml + "' --format megatron");
   EXPECT_EQ(r.code, 0) << r.err;
-  const std::string exported = flag_lines(r.out);
+  const std::string exported = test::export_flag_lines(r.out);
   return config_of(import(kModel + exported + "\n"));
 }
 

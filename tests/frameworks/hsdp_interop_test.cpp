@@ -7,13 +7,13 @@
 // and both are written back by `bmpipe export --format megatron`.
 #include <gtest/gtest.h>
 
-#include <sstream>
 #include <string>
 
 #include "experiment/config.hpp"
 #include "frameworks/common/import_common.hpp"
 #include "frameworks/megatron/import.hpp"
 #include "frameworks/torchtitan/import.hpp"
+#include "support/framework_files.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
@@ -72,22 +72,13 @@ TEST(HsdpImport, NoReshardAfterForwardIsReadUnderFsdp2Only) {
   EXPECT_TRUE(alone.training.fsdp_reshard_after_forward);
 }
 
-/// The "--" lines of an export.
-std::string exported_flags(const std::string& text) {
-  std::istringstream in(text);
-  std::string line, out;
-  while (std::getline(in, line))
-    if (line.rfind("--", 0) == 0) out += line + "\n";
-  return out;
-}
-
 std::string export_of(const std::string& flags) {
   test::ScratchDir dir;
   const std::string yaml =
       test::write_file(dir.file("hsdp_job.yaml"), yaml_of(flags, dir.file("hsdp_job.yaml")));
   const test::CliRun r = test::run_cli("export '" + yaml + "' --format megatron");
   EXPECT_EQ(r.code, 0) << r.err;
-  return exported_flags(r.out);
+  return test::export_flag_lines(r.out);
 }
 
 TEST(HsdpExport, BothRoundTrip) {

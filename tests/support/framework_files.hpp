@@ -22,6 +22,15 @@ inline std::vector<std::string> flags_to_remove(const std::string& text) {
   return out;
 }
 
+/// The flag lines of an export's text (those starting with "--"), each ending in "\n".
+inline std::string export_flag_lines(const std::string& text) {
+  std::istringstream in(text);
+  std::string line, out;
+  while (std::getline(in, line))
+    if (line.rfind("--", 0) == 0) out += line + "\n";
+  return out;
+}
+
 /// `script` without `flag` and its value (a word not starting with "--"), wherever it is.
 inline std::string without_flag(const std::string& script, const std::string& flag) {
   return std::regex_replace(script, std::regex(flag + "(=\\S+|[ \\t]+[^-\\s\\\\]\\S*)?(?=\\s|$)"),
