@@ -647,14 +647,13 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
                                    : cluster.devices / (static_cast<long long>(job.pp) * job.tp);
     if (group % *job.shard_copies != 0) {
       const Origin* o = origin_of(job, "training.fsdp_shard_group");
-      throw ImportError(o ? o->file : "", o ? o->line : 0, o ? o->column : 0,
-                        o ? o->key : "training.fsdp_shard_group",
-                        std::to_string(*job.shard_copies) +
-                            " copies of the sharded state do "
-                            "not divide dp x cp = " +
-                            std::to_string(group) +
-                            " (Megatron-LM: \"Data parallel size should be divisible by partial "
-                            "DistOpt shard factor\")");
+      throw ImportError(
+          o ? o->file : "", o ? o->line : 0, o ? o->column : 0,
+          o ? o->key : "training.fsdp_shard_group",
+          std::to_string(*job.shard_copies) +
+              " copies of the sharded state do not divide dp x cp = " + std::to_string(group) +
+              " (Megatron-LM: \"Data parallel size should be divisible by partial "
+              "DistOpt shard factor\")");
     }
     y.value(1, "fsdp_shard_group", std::to_string(group / *job.shard_copies),
             "training.fsdp_shard_group");
