@@ -636,9 +636,9 @@ nlohmann::json run_search(const Config& config, const SearchRequest& request,
   const auto start = std::chrono::steady_clock::now();
   const SearchSetup s = prepare_search(config, request);
   SearchJournal j(journal.path, journal.inputs, s, note);
-  SearchRun run = evaluate_search(
-      s, j.known(),
-      [&](std::size_t i, const LayoutResult& r, const SearchProgress&) { j.append(i, r); });
+  ThreadExecutor threads(s, request.threads);
+  JournalExecutor resumed(threads, j);
+  SearchRun run = drive_search(s, resumed);
   return finished_search_document(config, s, std::move(run), start);
 }
 

@@ -24,6 +24,7 @@
 
 #include "api/errors.hpp"
 #include "api/search.hpp"
+#include "api/search_driver.hpp"
 #include "planner/layout_search.hpp"
 
 namespace bmpipe::api {
@@ -95,6 +96,26 @@ class SearchJournal {
   std::string path_;
   int fd_ = -1;
   std::vector<std::optional<LayoutResult>> known_;
+};
+
+/// A journal in front of another executor (resume): the layouts it holds are the search's
+/// known results, taken as they are; every other first-pass result is appended as it
+/// settles. The tasks run on `inner`. Both outlive it.
+class JournalExecutor : public SearchExecutor {
+ public:
+  JournalExecutor(SearchExecutor& inner, SearchJournal& journal)
+      : inner_(inner), journal_(journal) {}
+  void run(const SearchPass& pass, TaskFeed& feed) override { inner_.run(pass, feed); }
+  int processes() const override { return inner_.processes(); }
+  std::vector<std::optional<LayoutResult>> known() override { return journal_.known(); }
+  void settled(std::size_t layout, const LayoutResult& result) override {
+    journal_.append(layout, result);
+    inner_.settled(layout, result);
+  }
+
+ private:
+  SearchExecutor& inner_;
+  SearchJournal& journal_;
 };
 
 /// Where a search keeps its journal: the file and its inputs (journal_inputs_hash).

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "api/search.hpp"
+#include "api/search_driver.hpp"
 #include "experiment/config.hpp"
 
 namespace {
@@ -33,7 +34,8 @@ void BM_Search(benchmark::State& state, const std::string& file, Mode mode) {
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
     const api::SearchSetup setup = api::prepare_search(config, request);
-    run = api::evaluate_search(setup);
+    api::ThreadExecutor threads(setup, 0);
+    run = api::drive_search(setup, threads);
     wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   std::int64_t evaluations = 0, planned = 0, skipped = 0;

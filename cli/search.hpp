@@ -4,13 +4,14 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "api/search.hpp"
+#include "api/search_driver.hpp"
+#include "api/search_journal.hpp"
 
 namespace bmpipe::cli {
 
@@ -39,16 +40,17 @@ struct SearchCommand {
 /// api::RequestError and ConfigError for bad input.
 SearchCommand setup_search(const std::vector<std::string>& args, std::optional<int>* exit_code);
 
-/// The first pass's line on stderr: layouts done, evaluations, best so far, seconds (and
-/// the processes under mpirun) and an ETA from the work left: with the bound, the layouts
-/// whose bound does not exceed the best so far, at this run's evaluations per planned
-/// layout and rate, capped by what the budgets leave. On a terminal one line redrawn in
-/// place; off it one every --progress-interval-s and the last. Nothing with --quiet.
-class LayoutProgress {
+/// A search's lines on stderr. The first pass: layouts done, evaluations, best so far,
+/// seconds (and the processes under mpirun) and the library's ETA. The passes after it
+/// (the screen's second pass, --refine): one line when a pass starts, then `search: planned
+/// again K / N layouts, T s, ETA E`. On a terminal one line redrawn in place; off it one
+/// every --progress-interval-s and the last. Nothing with --quiet.
+class SearchLines : public api::SearchObserver {
  public:
-  LayoutProgress(const SearchCommand& c, int processes);
-  /// After each layout's final result, serialised by the caller.
-  void layout(const LayoutResult& r, const api::SearchProgress& p);
+  SearchLines(const SearchCommand& c, int processes);
+  void layout(const LayoutResult& r, const api::SearchProgress& p) override;
+  void pass_started(const api::SearchPass& pass) override;
+  void pass_progress(const api::SearchPass& pass, const api::PassProgress& p) override;
   /// On a terminal, erases the line.
   void clear() const;
 
@@ -57,35 +59,18 @@ class LayoutProgress {
   int processes_;
   bool tty_;
   double last_line_ = -1e300;
-  std::size_t here_ = 0;    ///< layouts planned by this run (not read back)
-  std::int64_t spent_ = 0;  ///< their evaluations
 };
 
-/// The lines on stderr of the passes after the first (the screen's second pass, --refine):
-/// one when a pass starts, then one per finished layout, `search: planned again K / N
-/// layouts, T s, ETA E` (off a terminal: the first, one per --progress-interval-s, and the
-/// last, whose ETA is 0), the ETA at the pass's own rate of layouts per second. Nothing
-/// with --quiet. `hook()` gives api::PassHooks its `started` and `finished`.
-class PassProgress {
- public:
-  explicit PassProgress(const SearchCommand& c);
-  void started(const api::AgainPass& pass);
-  void finished(const api::AgainPass& pass, std::size_t done);
-  /// Sets hooks.started and hooks.finished to this object's (it must outlive them).
-  void hook(api::PassHooks& hooks);
+/// Opens --journal FILE for the search `c` into `journal` (api::SearchJournal; its notes
+/// as lines on stderr); nothing without --journal.
+void open_journal(const SearchCommand& c, std::optional<api::SearchJournal>& journal);
 
- private:
-  const SearchCommand& c_;
-  bool tty_;
-  std::chrono::steady_clock::time_point start_;
-  double last_line_ = -1e300;
-};
-
-/// Ranks and prints (table, --json, --csv, --out, --format). Returns the exit code.
-int report_search(const SearchCommand& c, api::SearchRun run, int processes, double wall_s);
-
-/// A note of the journal (api::SearchJournal), as a line on stderr.
-void journal_note(const std::string& note);
+/// The search of `c` on `executor` (behind `journal` when set), with its lines on stderr,
+/// ranked and printed (table, --json, --csv, --out, --format) with the wall time since
+/// `start`. Returns the exit code.
+int search_and_report(const SearchCommand& c, api::SearchExecutor& executor,
+                      std::optional<api::SearchJournal>& journal,
+                      std::chrono::steady_clock::time_point start);
 
 /// True when this process was started by mpirun / srun (so MPI_Init is wanted).
 bool launched_by_mpi();

@@ -249,26 +249,6 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
 
 namespace {
 
-/// One line on stderr: a pass after the first starts.
-void announce_pass(const SearchCommand& c, const api::AgainPass& pass) {
-  const std::size_t n = pass.which.size();
-  const char* s = n == 1 ? "" : "s";
-  std::string line;
-  if (pass.effort == PlannerEffort::quick) {
-    char margin[32];
-    std::snprintf(margin, sizeof margin, "%g", c.setup.request.screen_margin * 100);
-    line = "search: planning the " + std::to_string(n) + " layout" + s + " within " + margin +
-           " % of the fastest screened time again, with the whole quick budget (" +
-           std::to_string(kQuickEvals) + " evaluations and the polish)";
-  } else {
-    line = "search: planning the " + std::to_string(n) + " fastest layout" + s +
-           " again with the full planner (--refine, " +
-           std::to_string(c.setup.request.layout_evals) + " evaluations each)";
-  }
-  if (pass.share) line += ", at most " + std::to_string(*pass.share) + " evaluations each";
-  std::fprintf(stderr, "%s\n", line.c_str());
-}
-
 /// "ETA <1 s" or "ETA N s" (N rounded up) for `seconds` of work left.
 std::string eta_text(double seconds) {
   char b[64];
@@ -281,80 +261,62 @@ std::string eta_text(double seconds) {
 
 }  // namespace
 
-LayoutProgress::LayoutProgress(const SearchCommand& c, int processes)
+SearchLines::SearchLines(const SearchCommand& c, int processes)
     : c_(c), processes_(processes), tty_(isatty(STDERR_FILENO) != 0) {}
 
-void LayoutProgress::layout(const LayoutResult& r, const api::SearchProgress& p) {
-  if (r.evaluations > 0) ++here_;  // planned here (not refused, skipped or read back)
-  spent_ += r.evaluations;
+void SearchLines::layout(const LayoutResult&, const api::SearchProgress& p) {
   if (c_.quiet) return;
-  const std::size_t total = p.total;
-  if (!tty_ && p.elapsed_s - last_line_ < c_.progress_interval_s && p.done < total) return;
+  if (!tty_ && p.elapsed_s - last_line_ < c_.progress_interval_s && p.done < p.total) return;
   last_line_ = p.elapsed_s;
-  // ETA from the work left: this run's evaluations per layout times the layouts left, at
-  // this run's rate, capped by what the budgets leave. With the bound the work left is the
-  // layouts whose bound does not exceed the best so far (the others will be skipped);
-  // without it, every layout not done.
-  const api::SearchRequest& rq = c_.setup.request;
-  const std::size_t left = std::min(total - std::min(total, p.done), p.may_plan);
-  std::string eta = "ETA unknown";
-  if (p.done >= total) {
-    eta = "ETA 0 s";
-  } else if (left == 0) {
-    eta = "ETA <1 s";  // what is left will be skipped by the bound
-  } else if (here_ > 0 && p.elapsed_s > 0) {
-    double evals_left =
-        static_cast<double>(spent_) / static_cast<double>(here_) * static_cast<double>(left);
-    if (rq.max_evals)
-      evals_left =
-          std::min(evals_left,
-                   static_cast<double>(std::max<std::int64_t>(0, *rq.max_evals - p.evaluations)));
-    double s = spent_ > 0 ? evals_left / (static_cast<double>(spent_) / p.elapsed_s)
-                          : p.elapsed_s / static_cast<double>(here_) * static_cast<double>(left);
-    if (rq.time_limit_s) s = std::min(s, std::max(0.0, *rq.time_limit_s - p.elapsed_s));
-    eta = eta_text(s);
-  }
+  const std::string eta = p.done >= p.total ? "ETA 0 s"
+                          : p.eta_s         ? eta_text(*p.eta_s)
+                                            : "ETA unknown";
   const std::string processes =
       processes_ > 1 ? ", " + std::to_string(processes_) + " processes" : std::string();
   std::fprintf(stderr,
                "%ssearch: planning, %zu / %zu layouts, %lld evaluations, best %s, %.1f s%s, %s%s",
-               tty_ ? "\r" : "", p.done, total, static_cast<long long>(p.evaluations),
+               tty_ ? "\r" : "", p.done, p.total, static_cast<long long>(p.evaluations),
                p.best ? (ms(*p.best) + " ms").c_str() : "none yet", p.elapsed_s, processes.c_str(),
                eta.c_str(), tty_ ? "   " : "\n");
 }
 
-void LayoutProgress::clear() const {
+void SearchLines::clear() const {
   if (!c_.quiet && tty_) std::fprintf(stderr, "\r%120s\r", "");
 }
 
-PassProgress::PassProgress(const SearchCommand& c)
-    : c_(c), tty_(isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()) {}
-
-void PassProgress::started(const api::AgainPass& pass) {
-  start_ = std::chrono::steady_clock::now();
+void SearchLines::pass_started(const api::SearchPass& pass) {
   last_line_ = -1e300;
   if (c_.quiet) return;
-  if (tty_) std::fprintf(stderr, "\r%120s\r", "");
-  announce_pass(c_, pass);
+  clear();
+  const std::size_t n = pass.layouts;
+  const char* s = n == 1 ? "" : "s";
+  std::string line;
+  if (pass.effort == PlannerEffort::quick) {
+    char margin[32];
+    std::snprintf(margin, sizeof margin, "%g", c_.setup.request.screen_margin * 100);
+    line = "search: planning the " + std::to_string(n) + " layout" + s + " within " + margin +
+           " % of the fastest screened time again, with the whole quick budget (" +
+           std::to_string(kQuickEvals) + " evaluations and the polish)";
+  } else {
+    line = "search: planning the " + std::to_string(n) + " fastest layout" + s +
+           " again with the full planner (--refine, " +
+           std::to_string(c_.setup.request.layout_evals) + " evaluations each)";
+  }
+  if (pass.share) line += ", at most " + std::to_string(*pass.share) + " evaluations each";
+  std::fprintf(stderr, "%s\n", line.c_str());
 }
 
-void PassProgress::finished(const api::AgainPass& pass, std::size_t done) {
-  if (c_.quiet || done == 0) return;
-  const std::size_t n = pass.which.size();
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  if (!tty_ && s - last_line_ < c_.progress_interval_s && done < n) return;
-  last_line_ = s;
-  const std::string eta =
-      done >= n ? "ETA 0 s"
-                : eta_text(s / static_cast<double>(done) * static_cast<double>(n - done));
+void SearchLines::pass_progress(const api::SearchPass&, const api::PassProgress& p) {
+  if (c_.quiet) return;
+  if (!tty_ && p.elapsed_s - last_line_ < c_.progress_interval_s && p.done < p.total) return;
+  last_line_ = p.elapsed_s;
   std::fprintf(stderr, "%ssearch: planned again %zu / %zu layouts, %.1f s, %s%s", tty_ ? "\r" : "",
-               done, n, s, eta.c_str(), tty_ ? "   " : "\n");
+               p.done, p.total, p.elapsed_s,
+               (p.done >= p.total ? std::string("ETA 0 s") : eta_text(p.eta_s)).c_str(),
+               tty_ ? "   " : "\n");
 }
 
-void PassProgress::hook(api::PassHooks& hooks) {
-  hooks.started = [this](const api::AgainPass& pass) { started(pass); };
-  hooks.finished = [this](const api::AgainPass& pass, std::size_t done) { finished(pass, done); };
-}
+namespace {
 
 int report_search(const SearchCommand& c, api::SearchRun run, int processes, double wall_s) {
   const api::SearchReport report = api::rank_search(c.setup, std::move(run.results), processes,
@@ -481,8 +443,27 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
   return 0;
 }
 
-void journal_note(const std::string& note) {
-  std::cerr << "bmpipe search: note: " << note << "\n";
+}  // namespace
+
+void open_journal(const SearchCommand& c, std::optional<api::SearchJournal>& journal) {
+  if (c.journal)
+    journal.emplace(*c.journal, c.inputs_hash, c.setup, [](const std::string& note) {
+      std::cerr << "bmpipe search: note: " << note << "\n";
+    });
+}
+
+int search_and_report(const SearchCommand& c, api::SearchExecutor& executor,
+                      std::optional<api::SearchJournal>& journal,
+                      std::chrono::steady_clock::time_point start) {
+  std::optional<api::JournalExecutor> resumed;
+  if (journal) resumed.emplace(executor, *journal);
+  api::SearchExecutor& e = resumed ? static_cast<api::SearchExecutor&>(*resumed) : executor;
+  SearchLines lines(c, e.processes());
+  api::SearchRun run = api::drive_search(c.setup, e, &lines);
+  lines.clear();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report_search(c, std::move(run), e.processes(), wall);
 }
 
 bool launched_by_mpi() {
@@ -509,23 +490,10 @@ int run_search(const std::vector<std::string>& args) {
     std::optional<int> stop;
     const SearchCommand c = setup_search(args, &stop);
     if (stop) return *stop;
-    LayoutProgress progress(c, 1);
     std::optional<api::SearchJournal> journal;
-    if (c.journal) journal.emplace(*c.journal, c.inputs_hash, c.setup, journal_note);
-    const auto record = [&](std::size_t i, const LayoutResult& r, const api::SearchProgress& p) {
-      if (journal) journal->append(i, r);
-      progress.layout(r, p);
-    };
-    api::PassHooks passes;
-    PassProgress pass_progress(c);
-    pass_progress.hook(passes);
-    api::SearchRun run = api::evaluate_search(
-        c.setup, journal ? journal->known() : std::vector<std::optional<LayoutResult>>{}, record,
-        passes);
-    progress.clear();
-    const double wall =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return report_search(c, std::move(run), 1, wall);
+    open_journal(c, journal);
+    api::ThreadExecutor threads(c.setup, c.setup.request.threads);
+    return search_and_report(c, threads, journal, start);
   });
 }
 

@@ -8,6 +8,7 @@
 #include "api/api.hpp"
 #include "api/contracts.hpp"
 #include "api/search.hpp"
+#include "api/search_driver.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
@@ -63,29 +64,40 @@ TEST(ApiSearch, CsvIsTheFileTheExecutableWrites) {
                                          csv);
   ASSERT_EQ(cli.code, 0) << cli.err;
   const api::SearchSetup s = api::prepare_search(load_config(kGpt3), small_gpt3_search());
-  std::vector<LayoutResult> results(s.layouts.size());
-  api::evaluate_layouts(s, 0, s.layouts.size(), results);
-  const api::SearchReport report = api::rank_search(s, std::move(results), 1, 0.0);
+  api::ThreadExecutor threads(s, 0);
+  const api::SearchReport report =
+      api::rank_search(s, api::drive_search(s, threads).results, 1, 0.0);
   EXPECT_EQ(api::search_csv(report), test::slurp(csv));
 }
 
+/// Every layout of `s` planned as the first pass plans it, on `threads` threads.
+std::vector<LayoutResult> first_pass(const api::SearchSetup& s,
+                                     const std::vector<std::size_t>& which, int threads) {
+  std::vector<api::SearchTask> tasks;
+  for (const std::size_t i : which) tasks.push_back(api::SearchTask{i, std::nullopt});
+  std::vector<LayoutResult> out;
+  for (api::TaskOutcome& o : api::run_tasks(s, api::SearchPass{}, tasks, threads))
+    out.push_back(std::get<LayoutResult>(std::move(o)));
+  return out;
+}
+
 TEST(ApiSearch, SameResultsWhateverTheSplitOfTheRange) {
-  // What the MPI driver relies on: a layout's result depends on nothing but the layout.
+  // What the MPI transport relies on: a layout's result depends on nothing but the layout.
   const api::SearchSetup s = api::prepare_search(load_config(kGpt3), planned_gpt3_search());
   ASSERT_GE(s.layouts.size(), 2u);
-  std::vector<LayoutResult> whole(s.layouts.size()), split(s.layouts.size());
-  api::evaluate_layouts(s, 0, s.layouts.size(), whole);
-  for (std::size_t i = s.layouts.size(); i-- > 0;) api::evaluate_layouts(s, i, i + 1, split);
-  for (std::size_t i = 0; i < whole.size(); ++i)
-    EXPECT_EQ(api::encode_result(whole[i]), api::encode_result(split[i])) << i;
+  std::vector<std::size_t> all;
+  for (std::size_t i = 0; i < s.layouts.size(); ++i) all.push_back(i);
+  const std::vector<LayoutResult> whole = first_pass(s, all, 2);
+  for (std::size_t i = s.layouts.size(); i-- > 0;)
+    EXPECT_EQ(api::encode_result(first_pass(s, {i}, 1).at(0)), api::encode_result(whole[i])) << i;
 }
 
 TEST(ApiSearch, WireFormatRoundTripsEveryField) {
   const api::SearchSetup s = api::prepare_search(load_config(kGpt3), planned_gpt3_search());
-  std::vector<LayoutResult> results(s.layouts.size());
-  api::evaluate_layouts(s, 0, s.layouts.size(), results);
+  std::vector<std::size_t> all;
+  for (std::size_t i = 0; i < s.layouts.size(); ++i) all.push_back(i);
   bool planned = false;
-  for (const LayoutResult& r : results) {
+  for (const LayoutResult& r : first_pass(s, all, 0)) {
     const LayoutResult back = api::decode_result(api::encode_result(r));
     EXPECT_EQ(back.layout, r.layout);
     EXPECT_EQ(back.iteration_time, r.iteration_time);  // exact ns, not the rounded ms
