@@ -400,7 +400,13 @@ PYBIND11_MODULE(bmpipe, m) {
          std::optional<std::vector<int>> ep, std::optional<std::vector<int>> etp,
          std::optional<std::vector<int>> cp, std::optional<std::int64_t> screen_evals,
          std::optional<double> screen_margin_pct, const py::object& set,
-         std::optional<py::object> journal) {
+         std::optional<py::object> journal, std::optional<py::object> resume) {
+        // resume= is journal= by the name of what it is for: read back what an interrupted
+        // search finished, plan the rest, record them.
+        if (resume && journal)
+          throw api::RequestError("--journal",
+                                  "resume= and journal= name the same file: give one of them");
+        if (resume) journal = std::move(resume);
         const Config c = config_of(config, set);
         api::SearchRequest r;
         r.effort = api::planner_effort(planner);
@@ -467,7 +473,7 @@ PYBIND11_MODULE(bmpipe, m) {
       py::arg("time_limit_s") = py::none(), py::arg("margin_GiB") = 0.0, py::arg("threads") = 0,
       py::arg("ep") = py::none(), py::arg("etp") = py::none(), py::arg("cp") = py::none(),
       py::arg("screen_evals") = py::none(), py::arg("screen_margin_pct") = py::none(),
-      py::arg("set") = py::none(), py::arg("journal") = py::none(),
+      py::arg("set") = py::none(), py::arg("journal") = py::none(), py::arg("resume") = py::none(),
       "Finds the fastest parallel layout and returns what `bmpipe search --json` prints: "
       "{layouts, search}, every layout ranked. planner is 'off', 'quick' or 'full' "
       "(layout_evals per layout); max_evals and time_limit_s bound the whole search "
@@ -481,7 +487,9 @@ PYBIND11_MODULE(bmpipe, m) {
       "--journal FILE: every planned layout is appended to it, and a journal of the same "
       "search (this call's or `bmpipe search`'s) is read back instead of planning its "
       "layouts again, with the same result; a journal of other inputs raises ValueError, a "
-      "torn last line is dropped with a UserWarning ('note: ...'). Raises ConfigError for "
+      "torn last line is dropped with a UserWarning ('note: ...'). resume (a path) is journal "
+      "by another name: resume='FILE' finishes a search a budget, a kill or `bmpipe search "
+      "--journal FILE` left. Raises ConfigError for "
       "the config, ValueError for a bad option, OSError when the journal cannot be "
       "written.");
 

@@ -145,6 +145,17 @@ TEST(Layering, OnlyTheExecutableParsesCommandLinesAndOnlyItsDriverCallsMpi) {
   EXPECT_FALSE(files_containing("boost/program_options").empty());  // the check can see them
 }
 
+TEST(Layering, TheSearchPassesAndTheirThreadsAreTheLibrarys) {
+  // Issue 38 item 3: one search driver, in api/ (search_driver.hpp); cli/ parses, prints
+  // and, under mpirun, carries tasks. No thread pool and no call of the planner's layout
+  // functions (a pass) is left in cli/.
+  for (const char* needle : {"tbb", "evaluate_layout(", "screen_layout(", "rank_layouts("})
+    for (const std::string& f : files_containing(needle))
+      EXPECT_NE(f.rfind("cli/", 0), 0u) << f << " holds " << needle;
+  EXPECT_TRUE(files_containing("tbb").count("api/search_driver.cpp"));  // the check can see
+  EXPECT_TRUE(files_containing("evaluate_layout(").count("api/search_driver.cpp"));
+}
+
 TEST(Layering, OnlyTheTorchTitanImporterReadsToml) {
   // README's dependency table: toml++ is there for torchtitan's job TOML, in one file.
   EXPECT_EQ(files_containing("#include <toml++/toml.h>"),
