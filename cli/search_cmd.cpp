@@ -9,8 +9,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <map>
-#include <set>
 #include <sstream>
 
 #include "api/contracts.hpp"
@@ -213,36 +211,9 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   if (vm.count("journal")) {
     c.journal = vm["journal"].as<std::string>();
     // The inputs: the config's bytes and every option that can change a layout's result,
-    // by name and value (defaults included).
-    std::map<std::string, std::string> options;
-    for (const auto& [name, value] : vm) {
-      static const std::set<std::string> kNoEffect{
-          "config", "journal", "threads", "quiet",     "progress-interval-s", "top", "json",
-          "format", "csv",     "out",     "max-evals", "time-limit-s",        "help"};
-      if (kNoEffect.count(name)) continue;
-      std::string v;
-      const boost::any& a = value.value();
-      if (const auto* p = boost::any_cast<std::string>(&a))
-        v = *p;
-      else if (const auto* i = boost::any_cast<std::int64_t>(&a))
-        v = std::to_string(*i);
-      else if (const auto* u = boost::any_cast<std::uint64_t>(&a))
-        v = std::to_string(*u);
-      else if (const auto* n = boost::any_cast<int>(&a))
-        v = std::to_string(*n);
-      else if (const auto* d = boost::any_cast<double>(&a)) {
-        char buf[40];
-        std::snprintf(buf, sizeof buf, "%.17g", *d);
-        v = buf;
-      } else if (const auto* b = boost::any_cast<bool>(&a))
-        v = *b ? "true" : "false";
-      else if (const auto* list = boost::any_cast<std::vector<std::string>>(&a))
-        for (const std::string& item : *list) v += item + "\n";  // --set, in order
-      else
-        throw std::logic_error("search --journal: option --" + name + " has no hash");
-      options[name] = v;
-    }
-    c.inputs_hash = api::journal_inputs_hash(text, options);
+    // spelt as Python's search() spells them, so either resumes the other's journal.
+    c.inputs_hash = api::journal_inputs_hash(
+        text, api::journal_options(request, vm["screen-margin-pct"].as<double>(), c.overrides.set));
   }
   return c;
 }
