@@ -11,12 +11,12 @@
 #include <string>
 
 #include "api/contracts.hpp"
-#include "support/support.hpp"
+#include "support/medium_search.hpp"
 
 namespace bmpipe::search_driver_test {
 namespace {
 
-const std::string kMedium = std::string(BMPIPE_TEST_DATA_DIR) + "/search_gpt3_24_layers.yaml";
+const std::string& kMedium = test::kMediumConfig;
 
 /// As a transport does it, without MPI: a chunk of the feed's size for 3 processes at a
 /// time, sent as text (encode_share), run last task first on one thread, its outcomes back
@@ -57,11 +57,7 @@ std::string ranked(const api::SearchSetup& s, api::SearchRun run) {
 }
 
 api::SearchRequest medium() {
-  api::SearchRequest r;
-  r.space.tp = {4, 8};
-  r.space.pp = {4, 8};
-  r.space.micro_batch_size = {1, 2};
-  return r;
+  return test::medium_search_request();
 }
 
 TEST(SearchDriver, AnyExecutorGivesTheThreadsAnswer) {

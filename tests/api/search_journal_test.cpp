@@ -9,6 +9,7 @@
 #include <string>
 
 #include "api/api.hpp"
+#include "support/medium_search.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe::search_journal_test {
@@ -17,7 +18,7 @@ namespace {
 using test::ScratchDir;
 using test::slurp;
 
-const std::string kMedium = std::string(BMPIPE_TEST_DATA_DIR) + "/search_gpt3_24_layers.yaml";
+const std::string& kMedium = test::kMediumConfig;
 
 nlohmann::json timeless(nlohmann::json doc) {
   doc["search"].erase("wall_s");
@@ -25,11 +26,7 @@ nlohmann::json timeless(nlohmann::json doc) {
 }
 
 api::SearchRequest medium() {
-  api::SearchRequest r;
-  r.space.tp = {4, 8};
-  r.space.pp = {4, 8};
-  r.space.micro_batch_size = {1, 2};
-  return r;
+  return test::medium_search_request();
 }
 
 TEST(ApiSearchJournal, OptionsAreSpeltAsTheCommandLineHashesThem) {
