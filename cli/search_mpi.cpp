@@ -87,9 +87,13 @@ class MpiExecutor : public api::SearchExecutor {
   MpiExecutor(const api::SearchSetup& s, int size, int threads) : size_(size), own_(s, threads) {}
   int processes() const override { return size_; }
 
+  /// A failure here (a task on rank 0's threads, a journal that cannot be written) stops
+  /// the feed; the tasks out with workers are drained, then it is thrown for the command
+  /// to report (cli/guard.hpp), and finish() still ends the workers. A worker's failure
+  /// ends the job (exit 70).
   void run(const api::SearchPass& pass, api::TaskFeed& feed) override {
     std::atomic<bool> own_done{false};
-    std::exception_ptr own_error;  // written once, before own_done is set
+    std::exception_ptr own_error, error;  // own_error: written once, before own_done is set
     std::thread own([&] {
       try {
         own_.run(pass, feed);
@@ -124,18 +128,19 @@ class MpiExecutor : public api::SearchExecutor {
         continue;
       }
       for (const auto& item : nlohmann::json::parse(text)) {
-        feed.put(item[0].get<std::size_t>(), api::decode_outcome(item[1].get<std::string>()));
         --out;
+        if (error) continue;  // drained
+        try {
+          feed.put(item[0].get<std::size_t>(), api::decode_outcome(item[1].get<std::string>()));
+        } catch (...) {
+          error = std::current_exception();
+          feed.stop();
+        }
       }
     }
     own.join();
-    if (own_error) {
-      try {
-        std::rethrow_exception(own_error);
-      } catch (const std::exception& e) {
-        abort_job(0, e.what());
-      }
-    }
+    if (error) std::rethrow_exception(error);
+    if (own_error) std::rethrow_exception(own_error);
   }
 
   /// After the search: every worker is told it is over, once it asks.
