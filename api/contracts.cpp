@@ -7,6 +7,7 @@
 
 #include "api/summary.hpp"
 #include "planner/schedules_plan.hpp"
+#include "sim/units.hpp"
 
 namespace bmpipe::api {
 
@@ -343,6 +344,68 @@ nlohmann::json search_document(const SearchReport& report) {
     document["search"]["screen"] = {{"evals", report.screen_evals},
                                     {"confirmed", report.confirmed}};
   return document;
+}
+
+std::string search_table(const SearchReport& report, const std::string& file, int top) {
+  std::string out = "bmpipe search ";
+  out.append(file) += '\n';
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%4s %4s %4s %4s %4s %4s %-12s %14s %11s %6s %9s %8s %24s", "#",
+                "tp", "pp", "dp", "vpp", "mbs", "schedule", "iteration ms", "tokens/s", "MFU %",
+                "TFLOP/s", "bubble %", "max peak / capacity");
+  out += buf;
+  if (report.experts) out += "   ep  etp";
+  if (report.context) out += "   cp";
+  out += '\n';
+  const std::vector<LayoutResult>& ranked = report.layouts;
+  int shown = 0, fitting = 0;
+  for (const LayoutResult& r : ranked) {
+    if (!r.rejected.empty() || !r.fits) continue;
+    ++fitting;
+    if (shown >= top) continue;
+    ++shown;
+    std::snprintf(buf, sizeof buf,
+                  "%4d %4d %4d %4d %4d %4d %-12s %14s %11.0f %6.1f %9.1f %8.2f %24s", shown,
+                  r.layout.tp, r.layout.pp, r.layout.dp, r.layout.vpp, r.layout.micro_batch_size,
+                  r.layout.schedule.c_str(), format_ms(r.iteration_time, 1).c_str(), r.tokens_per_s,
+                  100 * r.mfu, r.tflops_per_device, 100 * r.bubble_ratio,
+                  (format_gib(r.max_peak_bytes) + " / " + format_gib(r.capacity_bytes)).c_str());
+    out += buf;
+    if (report.experts) {
+      std::snprintf(buf, sizeof buf, " %4d %4d", r.layout.ep, r.layout.etp);
+      out += buf;
+    }
+    if (report.context) {
+      std::snprintf(buf, sizeof buf, " %4d", r.layout.cp);
+      out += buf;
+    }
+    out += "\n";
+  }
+  std::snprintf(buf, sizeof buf, "\n%d of %zu layouts fit", fitting, ranked.size());
+  out += buf;
+  if (fitting > shown) {
+    std::snprintf(buf, sizeof buf, " (%d shown; --top N for more, --json for all)", shown);
+    out += buf;
+  }
+  out += "\nrejected:";
+  if (report.rejected_by.empty()) out += " none";
+  for (const auto& [f, n] : report.rejected_by) {
+    std::snprintf(buf, sizeof buf, " %d by ", n);
+    out.append(buf).append(f);
+  }
+  out += "\n";
+  int listed = 0;
+  for (const LayoutResult& r : ranked) {
+    if (r.rejected.empty() && r.fits) continue;
+    if (listed++ >= top) break;
+    out.append("  ").append(to_string(r.layout)).append(": ").append(r.rejected).append("\n");
+  }
+  std::snprintf(buf, sizeof buf, "\nsearch: %zu layouts, %lld evaluations, %d process%s, %.2f s\n",
+                ranked.size(), static_cast<long long>(report.evaluations), report.processes,
+                report.processes == 1 ? "" : "es", report.wall_s);
+  out += buf;
+  if (report.stopped_by != "done") out.append("stopped by the ").append(report.stopped_by) += '\n';
+  return out;
 }
 
 std::string search_csv(const SearchReport& report) {

@@ -64,6 +64,10 @@ nlohmann::json search_document(const SearchReport& report);
 /// `search --csv FILE`: a header and one row per layout, ranked.
 std::string search_csv(const SearchReport& report);
 
+/// `search`'s table for the config `file`: the `top` fastest fitting layouts, how many fit,
+/// the rejections by filter with the first `top` rejected layouts, and the run's counts.
+std::string search_table(const SearchReport& report, const std::string& file, int top);
+
 /// One layout as in the search document (also the MPI wire format's body).
 nlohmann::json layout_json(const LayoutResult& r);
 

@@ -1,6 +1,7 @@
 #pragma once
 // bmpipe search's command line, shared by the single-process path (search_cmd.cpp) and the
-// MPI driver (search_mpi.cpp). The search itself is the library's (api/search.hpp).
+// MPI transport (search_mpi.cpp). The search itself, every pass of it, is the library's
+// (api/search_driver.hpp).
 
 #include <chrono>
 #include <cstdint>

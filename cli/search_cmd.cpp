@@ -364,53 +364,7 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
     std::cout << exported->text;
     return 0;
   }
-  std::cout << "bmpipe search " << config.file << "\n";
-  char buf[512];
-  std::snprintf(buf, sizeof buf, "%4s %4s %4s %4s %4s %4s %-12s %14s %11s %6s %9s %8s %24s", "#",
-                "tp", "pp", "dp", "vpp", "mbs", "schedule", "iteration ms", "tokens/s", "MFU %",
-                "TFLOP/s", "bubble %", "max peak / capacity");
-  std::cout << buf << (report.experts ? "   ep  etp" : "") << (report.context ? "   cp" : "")
-            << "\n";
-  int shown = 0, fitting = 0;
-  for (const LayoutResult& r : ranked) {
-    if (!r.rejected.empty() || !r.fits) continue;
-    ++fitting;
-    if (shown >= c.top) continue;
-    ++shown;
-    std::snprintf(buf, sizeof buf,
-                  "%4d %4d %4d %4d %4d %4d %-12s %14s %11.0f %6.1f %9.1f %8.2f %24s", shown,
-                  r.layout.tp, r.layout.pp, r.layout.dp, r.layout.vpp, r.layout.micro_batch_size,
-                  r.layout.schedule.c_str(), ms(r.iteration_time).c_str(), r.tokens_per_s,
-                  100 * r.mfu, r.tflops_per_device, 100 * r.bubble_ratio,
-                  (format_gib(r.max_peak_bytes) + " / " + format_gib(r.capacity_bytes)).c_str());
-    std::cout << buf;
-    if (report.experts) {
-      std::snprintf(buf, sizeof buf, " %4d %4d", r.layout.ep, r.layout.etp);
-      std::cout << buf;
-    }
-    if (report.context) {
-      std::snprintf(buf, sizeof buf, " %4d", r.layout.cp);
-      std::cout << buf;
-    }
-    std::cout << "\n";
-  }
-  std::cout << "\n" << fitting << " of " << ranked.size() << " layouts fit";
-  if (fitting > shown) std::cout << " (" << shown << " shown; --top N for more, --json for all)";
-  std::cout << "\nrejected:";
-  if (report.rejected_by.empty()) std::cout << " none";
-  for (const auto& [f, n] : report.rejected_by) std::cout << " " << n << " by " << f;
-  std::cout << "\n";
-  int listed = 0;
-  for (const LayoutResult& r : ranked) {
-    if (r.rejected.empty() && r.fits) continue;
-    if (listed++ >= c.top) break;
-    std::cout << "  " << to_string(r.layout) << ": " << r.rejected << "\n";
-  }
-  std::snprintf(buf, sizeof buf, "\nsearch: %zu layouts, %lld evaluations, %d process%s, %.2f s\n",
-                ranked.size(), static_cast<long long>(report.evaluations), processes,
-                processes == 1 ? "" : "es", wall_s);
-  std::cout << buf;
-  if (report.stopped_by != "done") std::cout << "stopped by the " << report.stopped_by << "\n";
+  std::cout << api::search_table(report, config.file, c.top);
   return 0;
 }
 

@@ -55,6 +55,26 @@ TEST(ApiSearch, GivesTheDocumentTheExecutablePrints) {
   EXPECT_GT(lib.at("layouts").size(), 2u);
 }
 
+TEST(ApiSearch, TableIsTheTextTheExecutablePrints) {
+  const test::CliRun cli = test::run_cli("search " + kGpt3 +
+                                         " --planner off --tp 8 --pp 8,16 --micro-batch-size 1 "
+                                         "--top 2 --quiet");
+  ASSERT_EQ(cli.code, 0) << cli.err;
+  const api::SearchSetup s = api::prepare_search(load_config(kGpt3), small_gpt3_search());
+  api::ThreadExecutor threads(s, 0);
+  const api::SearchReport report =
+      api::rank_search(s, api::drive_search(s, threads).results, 1, 0.0);
+  // The last line's wall-clock seconds are the run's own.
+  const auto timeless_table = [](std::string text) {
+    const std::size_t at = text.rfind(", 1 process, ");
+    EXPECT_NE(at, std::string::npos) << text;
+    return text.substr(0, at);
+  };
+  const std::string table = api::search_table(report, kGpt3, 2);
+  EXPECT_EQ(timeless_table(table), timeless_table(cli.out));
+  EXPECT_NE(table.find("(2 shown; --top N for more"), std::string::npos) << table;
+}
+
 TEST(ApiSearch, CsvIsTheFileTheExecutableWrites) {
   test::ScratchDir dir;
   const std::string csv = dir.file("layouts.csv");
