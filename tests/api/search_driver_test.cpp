@@ -62,13 +62,16 @@ api::SearchRequest medium() {
 
 TEST(SearchDriver, AnyExecutorGivesTheThreadsAnswer) {
   const Config config = load_config(kMedium);
-  std::vector<api::SearchRequest> requests(5, medium());
-  requests[1].bound = false;       // enumeration order, guided chunks
-  requests[2].max_evals = 900;     // cut by the budget mid-way
-  requests[3].refine = 2;          // the screen's second pass and --refine,
-  requests[3].layout_evals = 300;  // within what --max-evals leaves
-  requests[3].max_evals = 6000;
-  requests[4].effort = PlannerEffort::off;  // one simulation a layout
+  // With the bound, the screen's second pass and --refine within what --max-evals
+  // leaves; the bound cut by the budget mid-way; enumeration order (guided chunks); one
+  // simulation a layout.
+  std::vector<api::SearchRequest> requests(4, medium());
+  requests[0].refine = 2;
+  requests[0].layout_evals = 300;
+  requests[0].max_evals = 6000;
+  requests[1].max_evals = 900;
+  requests[2].bound = false;
+  requests[3].effort = PlannerEffort::off;
   for (std::size_t k = 0; k < requests.size(); ++k) {
     const api::SearchSetup s = api::prepare_search(config, requests[k]);
     api::ThreadExecutor threads(s, 2);
