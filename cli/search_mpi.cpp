@@ -256,9 +256,6 @@ int run_search_mpi(const std::vector<std::string>& args) {
     std::optional<int> stop;
     c = setup_search(args, &stop);
     if (stop) code = *stop == 0 ? -1 : *stop;  // -1: --help, a success that stops here
-    // Rank 0 hands out layouts without a clock for the workers' planners yet.
-    if (code == 0 && c.setup.request.time_limit_s)
-      throw UsageError("--time-limit-s", "is not applied under mpirun yet; use --max-evals");
     int& threads = c.setup.request.threads;
     if (threads == 0) threads = std::max(1, api::available_cores() / local);
     // The journal is rank 0's alone: it reads it back and appends every result settled.

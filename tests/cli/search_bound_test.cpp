@@ -97,6 +97,32 @@ TEST(SearchBound, MpiGivesTheOneProcessAnswer) {
   }
 }
 
+TEST(SearchBound, UnderMpiTheTimeLimitApplies) {
+  // Rank 0 hands out no layout after --time-limit-s, and each task carries the seconds
+  // left (api/search_driver.hpp): a limit shorter than the bounds' screen plans nothing,
+  // a limit never reached changes nothing.
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun";
+  bmpipe::test::ScratchDir dir;
+  json want = search_json(kMedium + " --threads 1");
+  for (const std::string limit : {"0.001", "600"}) {
+    const std::string cmd =
+        "ASAN_OPTIONS=\"${ASAN_OPTIONS:-}:detect_leaks=0\" mpirun -np 2 "
+        "--oversubscribe --allow-run-as-root " +
+        std::string(BMPIPE_BINARY) + " search " + kMedium + " --time-limit-s " + limit +
+        " --json --quiet >" + dir.file("mpi.json") + " 2>" + dir.file("mpi.err");
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << bmpipe::test::slurp(dir.file("mpi.err"));
+    json got = json::parse(bmpipe::test::slurp(dir.file("mpi.json")));
+    got["search"].erase("wall_s");
+    got["search"]["processes"] = 1;
+    if (limit == "600") {
+      EXPECT_EQ(got.dump(), want.dump());
+    } else {
+      EXPECT_EQ(got["search"]["stopped_by"], "time limit");
+      EXPECT_EQ(got["search"]["evaluations"], 0);
+    }
+  }
+}
+
 TEST(SearchBound, UnderMpiBothPassesReportProgressOffATerminal) {
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun";
   bmpipe::test::ScratchDir dir;
