@@ -382,6 +382,21 @@ LayerCost moe_decoder_layer_cost(const ModelShape& model, const HardwareSpec& hw
 /// layers, the only way these models train).
 LayerCost hybrid_layer_cost(const ModelShape& model, const HardwareSpec& hw,
                             const CostSettings& settings, HybridKind kind);
+/// A vision-language model's vision layers (ModelShape::vision; vision_layers.cpp), per
+/// micro-batch on one device, on micro_batch_size x VisionShape::patches_per_sample()
+/// patches (not seq_length tokens): tp splits heads, the MLP and the projector's fc1 as
+/// Megatron-Core's TransformerLayer does, sequence parallelism the patches. All run in
+/// bf16 whatever CostSettings::fp8 says. vision_encoder_layer_cost: one encoder block,
+/// windowed (VisionShape::is_windowed_layer) or attending to the whole image;
+/// vision_patch_embed_cost: the patch embedding, folded into the first block's row (as the
+/// LLM's embedding into its first layer); vision_projector_cost: the projector, whose
+/// output is the image tokens' hidden states. Throws ShapeError without a vision model.
+LayerCost vision_encoder_layer_cost(const ModelShape& model, const HardwareSpec& hw,
+                                    const CostSettings& settings, bool windowed);
+LayerCost vision_patch_embed_cost(const ModelShape& model, const HardwareSpec& hw,
+                                  const CostSettings& settings);
+LayerCost vision_projector_cost(const ModelShape& model, const HardwareSpec& hw,
+                                const CostSettings& settings);
 /// One multi-token-prediction module (DeepSeek-V3's num_nextn_predict_layers; Megatron-Core's
 /// MultiTokenPredictionLayer), on the last stage before the output head: the shared
 /// embedding's lookup of the shifted tokens, enorm and hnorm over the two inputs, eh_proj

@@ -149,7 +149,39 @@ long long ModelShape::total_params(bool active, int seq_length) const {
   long long p = embedding_params(seq_length) + (architecture == Architecture::llama ? h : 2 * h);
   if (!tied_embeddings) p += v * h;
   for (int i = 0; i < num_layers; ++i) p += decoder_layer_params(i, active);
-  return p;
+  return p + (vision.enabled() ? vision.params(hidden_size) : 0);
+}
+
+bool VisionShape::is_windowed_layer(int i) const {
+  return window_size > 0 && std::find(full_attention_layers.begin(), full_attention_layers.end(),
+                                      i) == full_attention_layers.end();
+}
+
+long long VisionShape::keys_per_patch(int i) const {
+  return is_windowed_layer(i) ? std::min(window_patches(), patches_per_image())
+                              : patches_per_image();
+}
+
+long long VisionShape::patch_embed_params() const {
+  // Qwen2.5-VL's Conv3d(in_chans, hidden, kernel = stride = (temporal, patch, patch),
+  // bias=False).
+  return static_cast<long long>(in_channels) * temporal_patch * patch_size * patch_size *
+         hidden_size;
+}
+
+long long VisionShape::encoder_layer_params() const {
+  const long long h = hidden_size, f = ffn_hidden_size;
+  const long long mlp = gated_mlp ? 2 * (h * f + f) + (f * h + h) : (h * f + f) + (f * h + h);
+  return 2 * h + (3 * h * h + 3 * h) + (h * h + h) + mlp;
+}
+
+long long VisionShape::projector_params(int llm_hidden) const {
+  const long long in = merge2() * hidden_size, w = projector_width(), out = llm_hidden;
+  return hidden_size + (in * w + w) + (w * out + out);
+}
+
+long long VisionShape::params(int llm_hidden) const {
+  return patch_embed_params() + layers * encoder_layer_params() + projector_params(llm_hidden);
 }
 
 namespace {
@@ -273,6 +305,47 @@ void check_shape(const ModelShape& m) {
         "num_kv_heads = " + std::to_string(m.num_kv_heads) +
         " does not divide num_attention_heads = " + std::to_string(m.num_attention_heads));
   check_hybrid(m);
+  check_vision(m);
+}
+
+void check_vision(const ModelShape& m) {
+  const VisionShape& v = m.vision;
+  if (!v.enabled()) return;
+  const auto positive = [](long long value, const char* field) {
+    if (value < 1)
+      throw ShapeError("vision." + std::string(field) + ": must be at least 1, got " +
+                       std::to_string(value));
+  };
+  positive(v.hidden_size, "hidden_size");
+  positive(v.num_heads, "num_heads");
+  positive(v.ffn_hidden_size, "ffn_hidden_size");
+  positive(v.patch_size, "patch_size");
+  positive(v.temporal_patch, "temporal_patch");
+  positive(v.in_channels, "in_channels");
+  positive(v.spatial_merge, "spatial_merge");
+  positive(v.images_per_sample, "images_per_sample");
+  positive(v.image_tokens, "image_tokens");
+  if (v.hidden_size % v.num_heads != 0)
+    throw ShapeError("vision.num_heads: " + std::to_string(v.num_heads) +
+                     " does not divide vision.hidden_size = " + std::to_string(v.hidden_size));
+  if (v.window_size < 0) throw ShapeError("vision.window_size: must be 0 (none) or more pixels");
+  // Qwen2.5-VL's get_window_index tiles windows of whole merged patches
+  // (vit_merger_window_size = window_size // spatial_merge_size // patch_size).
+  const long long unit = static_cast<long long>(v.patch_size) * v.spatial_merge;
+  if (v.window_size > 0 && v.window_size % unit != 0)
+    throw ShapeError("vision.window_size: " + std::to_string(v.window_size) +
+                     " pixels is not a whole number of merged patches (patch_size x "
+                     "spatial_merge = " +
+                     std::to_string(unit) + " pixels)");
+  if (v.window_size == 0 && !v.full_attention_layers.empty())
+    throw ShapeError(
+        "vision.full_attention_layers: names the layers that attend to the whole image, but "
+        "there are no windows: give vision.window_size, or leave the list out");
+  for (int i : v.full_attention_layers)
+    if (i < 0 || i >= v.layers)
+      throw ShapeError("vision.full_attention_layers: layer " + std::to_string(i) +
+                       " does not exist (the encoder has layers 0 to " +
+                       std::to_string(v.layers - 1) + ")");
 }
 
 void check_hybrid(const ModelShape& m) {

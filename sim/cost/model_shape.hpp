@@ -110,6 +110,70 @@ struct GdnShape {
   long long value_dim() const { return static_cast<long long>(value_heads) * value_head_dim; }
 };
 
+/// A vision encoder feeding the LLM (a vision-language model; `layers` 0: none). A ViT
+/// (Dosovitskiy et al. 2021, arXiv 2010.11929) as Qwen2.5-VL builds it (Bai et al. 2025,
+/// arXiv 2502.13923, sec. 2.1; HF transformers' Qwen2_5_VisionTransformerPretrainedModel,
+/// read): a patch embedding (a Conv3d whose stride is its kernel, in_channels x
+/// temporal_patch x patch_size^2 -> hidden_size, no bias: one GEMM a patch), `layers`
+/// pre-norm blocks (RMSNorm, qkv and proj with biases, bidirectional attention over one
+/// image's patches or over a window of them, RMSNorm, an MLP with biases), then the
+/// projector (Qwen2.5-VL's PatchMerger, LLaVA's MLP projector): RMSNorm, spatial_merge^2
+/// neighbouring patches concatenated, fc1 -> projector_ffn, GELU, fc2 -> the LLM's hidden
+/// size. Each image gives image_tokens LLM tokens, so image_tokens x spatial_merge^2
+/// patches; the LLM's sequence (training.seq_length) holds the images_per_sample x
+/// image_tokens image tokens with the text.
+struct VisionShape {
+  int layers = 0;           ///< encoder blocks (HF vision_config.depth)
+  int hidden_size = 0;      ///< HF vision_config.hidden_size
+  int num_heads = 0;        ///< HF vision_config.num_heads (head width hidden_size / num_heads)
+  int ffn_hidden_size = 0;  ///< HF vision_config.intermediate_size
+  /// The MLP: gated (SwiGLU: gate and up h -> ffn, down; Qwen2.5-VL) or fc1, GELU, fc2
+  /// (ViT, CLIP, SigLIP).
+  bool gated_mlp = true;
+  int patch_size = 14;     ///< pixels a patch side (HF patch_size)
+  int temporal_patch = 1;  ///< frames a patch spans (HF temporal_patch_size; Qwen2.5-VL 2)
+  int in_channels = 3;     ///< HF in_chans
+  int spatial_merge = 1;   ///< the projector merges merge x merge patches (HF spatial_merge_size)
+  /// Window attention (Qwen2.5-VL): a window is window_size x window_size pixels, so
+  /// (window_size / patch_size)^2 patches, and each patch attends to those of its window;
+  /// the layers of full_attention_layers attend to the whole image. 0: every layer full.
+  int window_size = 0;
+  std::vector<int> full_attention_layers;  ///< HF fullatt_block_indexes (0-based)
+  int projector_ffn = 0;  ///< the projector's fc1 width; 0: spatial_merge^2 x hidden_size
+  int images_per_sample = 0;
+  int image_tokens = 0;  ///< LLM tokens an image gives after the projector
+
+  bool enabled() const { return layers > 0; }
+  long long merge2() const { return static_cast<long long>(spatial_merge) * spatial_merge; }
+  long long patches_per_image() const { return image_tokens * merge2(); }
+  long long patches_per_sample() const { return images_per_sample * patches_per_image(); }
+  long long image_tokens_per_sample() const {
+    return static_cast<long long>(images_per_sample) * image_tokens;
+  }
+  /// Patches of one window (window_size / patch_size a side); 0 without windows.
+  long long window_patches() const {
+    const long long side = window_size > 0 ? window_size / patch_size : 0;
+    return side * side;
+  }
+  /// Whether encoder layer `i` attends within windows (not one of full_attention_layers).
+  bool is_windowed_layer(int i) const;
+  /// The keys each patch attends to in encoder layer `i`: its image's patches, or its
+  /// window's (at most the image's).
+  long long keys_per_patch(int i) const;
+  long long projector_width() const {
+    return projector_ffn > 0 ? projector_ffn : merge2() * hidden_size;
+  }
+  /// Parameters: the patch embedding; one encoder block (two RMSNorm scales, qkv and
+  /// proj with biases, the MLP with biases); the projector into an LLM of `llm_hidden`
+  /// (its RMSNorm, fc1 and fc2 with biases); all of it.
+  long long patch_embed_params() const;
+  long long encoder_layer_params() const;
+  long long projector_params(int llm_hidden) const;
+  long long params(int llm_hidden) const;
+  /// Layer-table rows the vision model adds before the LLM's: its blocks and the projector.
+  int rows() const { return enabled() ? layers + 1 : 0; }
+};
+
 /// The MLP's activation (llama architecture): swiglu, the gated SiLU of gate and up (an MLP
 /// of h -> 2 ffn -> h); relu2, squared ReLU without a gate (h -> ffn -> h: Nemotron-H and
 /// Nemotron 3, HF mlp_hidden_act "relu2", Megatron --squared-relu). Also the experts' and the
@@ -191,6 +255,8 @@ struct ModelShape {
   std::string hybrid_pattern;
   MambaShape mamba;
   GdnShape gdn;
+  /// A vision-language model's vision encoder and projector (vision.layers 0: none).
+  VisionShape vision;
   /// A sigmoid gate on the attention output, from a second half of q_proj (Qwen3-Next's
   /// attn_output_gate: q_proj h -> 2 x heads x head_dim).
   bool attention_output_gate = false;
@@ -245,9 +311,9 @@ struct ModelShape {
   /// for all of them when they share one block's weights (mtp_shared); 0 without MTP.
   long long mtp_params(bool active) const;
   /// The whole model without the MTP modules: embedding, decoder layers, final norm and
-  /// output head (counted once when tied). `active`: what one token runs through, both
-  /// embedding matrices counted. gpt's learned positions count `seq_length` rows, as
-  /// embedding_params does.
+  /// output head (counted once when tied), and a vision model's encoder and projector. `active`:
+  /// what one token runs through, both embedding matrices counted. gpt's learned positions count
+  /// `seq_length` rows, as embedding_params does.
   long long total_params(bool active, int seq_length = 0) const;
 
   int head_dim() const {
@@ -276,5 +342,10 @@ void check_shape(const ModelShape& shape);
 /// layers, the Mamba mixer's sizes for its M layers; the MTP block's pattern (mtp_pattern)
 /// likewise, and given whenever a hybrid model has MTP depths (and only for hybrid models).
 void check_hybrid(const ModelShape& shape);
+/// check_shape's part for the vision encoder (ModelShape::vision): positive sizes, heads
+/// that divide the width, windows of whole merged patches, full-attention layers that
+/// exist. Throws ShapeError whose message starts with the vision key at fault
+/// ("vision.num_heads: ...").
+void check_vision(const ModelShape& shape);
 
 }  // namespace bmpipe
