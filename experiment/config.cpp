@@ -80,7 +80,8 @@ ConfigError::ConfigError(std::string file, int line, std::string key, std::strin
       message_(printable(message)) {}
 
 int ModelConfig::num_layers() const {
-  if (shape) return shape->num_layers;
+  // A vision model's encoder blocks and projector are rows of the table before the LLM's.
+  if (shape) return shape->num_layers + shape->vision.rows();
   std::int64_t n = 0;
   for (const auto& g : layers) n += g.count;
   // The reader caps the total far below; a Config built by hand saturates, so that
@@ -379,6 +380,38 @@ void read_mtp(Reader& rd, const YAML::Node& n, const ModelShape& m) {
                 "attention block and an MoE block, Nemotron 3 Super's)");
 }
 
+// model.vision over the shape read so far (an HF config's vision_config, or none), each
+// refusal at the key that can fix it (check_vision names it).
+void read_vision(Reader& rd, const YAML::Node& v, ModelShape& m) {
+  const std::string key = "model.vision";
+  const bool base = m.vision.enabled();
+  rd.expect_map(v, key, detail::names_of(detail::kVisionFields));
+  read_fields(rd, v, key, detail::kVisionFields, m.vision,
+              {.base = base, .forms = kAllForms, .refusal = ""});
+  if (YAML::Node f = rd.child(v, key, "full_attention_layers", false); f.IsDefined()) {
+    const std::string fkey = key + ".full_attention_layers";
+    if (!f.IsSequence())
+      rd.fail(f, fkey, "expected a list of encoder layer indices (0-based), e.g. [7, 15]");
+    m.vision.full_attention_layers.clear();
+    for (std::size_t i = 0; i < f.size(); ++i)
+      m.vision.full_attention_layers.push_back(static_cast<int>(
+          rd.whole(f[i], fkey + "[" + std::to_string(i) + "]", detail::kLayers0, INT_MAX)));
+  }
+  try {
+    check_vision(m);
+  } catch (const ShapeError& e) {
+    // "vision.<field>: ..." names the field at fault.
+    const std::string what = e.what();
+    const std::size_t colon = what.find(':');
+    const std::string field = what.rfind("vision.", 0) == 0 && colon != std::string::npos
+                                  ? what.substr(7, colon - 7)
+                                  : std::string();
+    const bool here = !field.empty() && Reader::present(v, field);
+    rd.fail(here ? v[field] : v, here ? key + "." + field : key,
+            colon != std::string::npos ? what.substr(colon + 2) : what);
+  }
+}
+
 // model.mla over the shape read so far, as read_moe does.
 void read_mla(Reader& rd, const YAML::Node& ml, ModelShape& m) {
   const std::string key = "model.mla";
@@ -489,6 +522,12 @@ void read_shape(Reader& rd, const YAML::Node& n, Config& c) {
     read_fields(rd, g, "model.gdn", detail::kGdnFields, m.gdn,
                 {.base = gdn_base, .forms = kAllForms, .refusal = ""});
   }
+  if (YAML::Node v = rd.child(n, key, "vision", false); v.IsDefined())
+    read_vision(rd, v, m);
+  else if (m.vision.enabled())
+    rd.fail(has_hf ? n["hf_config"] : n, "model.vision",
+            "the model has a vision encoder: give model.vision with images_per_sample and "
+            "image_tokens (the images each sample carries and the LLM tokens each gives)");
   read_mtp(rd, n, m);
   read_hybrid(rd, n, m);
   if (m.moe.latent_size > 0 && m.moe.latent_size >= m.hidden_size) {

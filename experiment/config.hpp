@@ -100,6 +100,9 @@ struct ModelConfig {
   /// (sim/cost) turns it into per-layer costs in make_sim_input.
   std::optional<ModelShape> shape;
   bool analytic() const { return shape.has_value(); }
+  /// Rows of the layer table the partition counts: the measured layers, or the analytic
+  /// model's decoder layers plus a vision model's encoder blocks and projector
+  /// (VisionShape::rows).
   int num_layers() const;
 };
 

@@ -339,6 +339,10 @@ inline constexpr auto kModelFields = std::to_array<Field<ModelShape>>({
     {.name = "gdn",
      .help = "the Gated DeltaNet mixer of hybrid_pattern's G layers: see model.gdn",
      .form = Form::analytic},
+    {.name = "vision",
+     .help = "a vision-language model's vision encoder and projector, and the images a "
+             "sample carries: see model.vision",
+     .form = Form::analytic},
     {.name = "attention_output_gate",
      .slot = &ModelShape::attention_output_gate,
      .help = "a sigmoid gate on the attention output from a second half of q_proj "
@@ -819,6 +823,83 @@ inline constexpr auto kGdnFields = std::to_array<Field<GdnShape>>({
      .slot = &GdnShape::chunk_size,
      .range = kChunk,
      .help = "the chunked delta rule's chunk (flash-linear-attention: 64)"},
+});
+
+/// Pixels: a patch side, a window side.
+inline constexpr Range kPixels{.min = 1, .max = 65'536, .unit = "pixels"};
+inline constexpr Range kPixels0{.min = 0, .max = 65'536, .unit = "pixels"};
+inline constexpr Range kImages{.min = 1, .max = 65'536, .unit = "images"};
+inline constexpr Range kImageTokens{.min = 1, .max = 16'777'216, .unit = "tokens"};
+inline constexpr Range kSmall{.min = 1, .max = 64};
+
+inline constexpr auto kVisionFields = std::to_array<Field<VisionShape>>({
+    {.name = "layers",
+     .slot = &VisionShape::layers,
+     .range = kLayers,
+     .need = Need::unless_base,
+     .help = "encoder blocks (HF vision_config.depth)"},
+    {.name = "hidden_size",
+     .slot = &VisionShape::hidden_size,
+     .range = kHidden,
+     .need = Need::unless_base,
+     .help = "the encoder's width"},
+    {.name = "num_heads",
+     .slot = &VisionShape::num_heads,
+     .range = kHeads,
+     .need = Need::unless_base,
+     .help = "attention heads; divide hidden_size, and training.tp divides them"},
+    {.name = "ffn_hidden_size",
+     .slot = &VisionShape::ffn_hidden_size,
+     .range = kFfn,
+     .need = Need::unless_base,
+     .help = "the MLP's intermediate size (HF intermediate_size)"},
+    {.name = "gated_mlp",
+     .slot = &VisionShape::gated_mlp,
+     .help = "SwiGLU MLP (gate, up, down: Qwen2.5-VL; default true); false: fc1, GELU, fc2 "
+             "(ViT, CLIP, SigLIP)"},
+    {.name = "patch_size",
+     .slot = &VisionShape::patch_size,
+     .range = kPixels,
+     .help = "a patch's side (default 14)"},
+    {.name = "temporal_patch",
+     .slot = &VisionShape::temporal_patch,
+     .range = kSmall,
+     .help = "frames a patch spans (HF temporal_patch_size; Qwen2.5-VL 2; default 1)"},
+    {.name = "in_channels",
+     .slot = &VisionShape::in_channels,
+     .range = kSmall,
+     .help = "colour channels (default 3)"},
+    {.name = "spatial_merge",
+     .slot = &VisionShape::spatial_merge,
+     .range = kSmall,
+     .help = "the projector merges spatial_merge x spatial_merge patches into one LLM token "
+             "(HF spatial_merge_size; Qwen2.5-VL 2; default 1)"},
+    {.name = "window_size",
+     .slot = &VisionShape::window_size,
+     .range = kPixels0,
+     .help = "window attention: a window's side (Qwen2.5-VL 112 = 8 patches of 14); the "
+             "layers not in full_attention_layers attend within their window; 0 (default): "
+             "every layer attends to the whole image. A multiple of patch_size x spatial_merge"},
+    {.name = "full_attention_layers",
+     .help = "with window_size: the encoder layers (0-based) that attend to the whole image "
+             "(HF fullatt_block_indexes)"},
+    {.name = "projector_ffn",
+     .slot = &VisionShape::projector_ffn,
+     .range = kFfn0,
+     .help = "the projector's fc1 width; 0 (default): spatial_merge^2 x hidden_size, "
+             "Qwen2.5-VL's PatchMerger"},
+    {.name = "images_per_sample",
+     .slot = &VisionShape::images_per_sample,
+     .range = kImages,
+     .need = Need::required,
+     .help = "images in each sample"},
+    {.name = "image_tokens",
+     .slot = &VisionShape::image_tokens,
+     .range = kImageTokens,
+     .need = Need::required,
+     .help = "LLM tokens an image gives after the projector (image_tokens x spatial_merge^2 "
+             "patches); images_per_sample x image_tokens of training.seq_length are image "
+             "tokens"},
 });
 
 inline constexpr auto kOptimizerFields = std::to_array<Field<OptimizerSettings>>({

@@ -868,6 +868,46 @@ void check_written_layout(const Config& c, std::int64_t stages, std::int64_t lay
 
 namespace {
 
+// A vision-language model (model.vision) against the training settings: its image tokens
+// are part of the LLM's sequence, so they must fit it; tp splits the encoder's heads and
+// MLP and the projector's fc1 as Megatron-Core's layers do; context parallelism of the
+// encoder and vision rows on a separate-ends table are not modelled.
+void check_vision_training(const Config& c) {
+  const ModelShape& m = *c.model.shape;
+  const VisionShape& v = m.vision;
+  const TrainingConfig& t = c.training;
+  const long long tokens = v.image_tokens_per_sample();
+  const long long s = *t.seq_length;
+  if (tokens > s)
+    c.fail(c.lines.count("model.vision.image_tokens") ? "model.vision.image_tokens"
+                                                      : "training.seq_length",
+           "images_per_sample x image_tokens = " + std::to_string(v.images_per_sample) + " x " +
+               std::to_string(v.image_tokens) + " = " + std::to_string(tokens) +
+               " image tokens do not fit training.seq_length = " + std::to_string(s) +
+               " tokens, which holds them with the text (expected at most " +
+               std::to_string(s / v.images_per_sample) + " tokens an image)");
+  const auto divides = [&](long long size, const char* field) {
+    if (size % t.tp != 0)
+      c.fail("model.vision." + std::string(field),
+             std::to_string(size) +
+                 " is not split evenly by training.tp = " + std::to_string(t.tp) +
+                 " (Megatron-Core splits the vision encoder's heads, MLP and projector over "
+                 "tp as the LLM's)");
+  };
+  divides(v.num_heads, "num_heads");
+  divides(v.ffn_hidden_size, "ffn_hidden_size");
+  divides(v.projector_width(), "projector_ffn");
+  if (t.cp > 1)
+    c.fail("training.cp",
+           "context parallelism with a vision encoder is not modelled "
+           "(expected cp 1 with model.vision)");
+  if (t.separate_ends || !t.megatron_layout.empty())
+    c.fail(t.separate_ends ? "training.separate_ends" : "training.megatron_layout",
+           "a vision model's rows come before the LLM's; a layout with separate ends or "
+           "Megatron's layout string does not name them (expected training.partition, which "
+           "counts the vision encoder's blocks and projector as layers)");
+}
+
 /// A hybrid model (model.hybrid_pattern) against the training keys: its layers are costed as
 /// Megatron-Core runs them (hybrid_layer_cost: fused kernels), and the Mamba mixer's heads and
 /// groups split over tp as MambaMixer asserts (NVIDIA/Megatron-LM d98e8a64
@@ -950,6 +990,7 @@ void check_config(const Config& c) {
     check_expert_parallel(c, mesh);
     check_hybrid_sharding(c, mesh);
     if (m.is_hybrid()) check_hybrid_training(c);
+    if (m.vision.enabled()) check_vision_training(c);
   }
   for (const auto& [s, mode] : t.recompute.stages)
     if (s >= stages)

@@ -84,6 +84,16 @@ std::vector<std::pair<const LayerCost*, int>> AnalyticCosts::layer_kinds(
     for (std::size_t k = 0; k < kinds.size(); ++k) counts[k] += kinds[k] == c ? 1 : 0;
   }
   std::vector<std::pair<const LayerCost*, int>> out;
+  if (m.vision.enabled()) {
+    // A vision model's kinds first, as its rows come: the patch embedding, the blocks
+    // attending to the whole image, those attending within windows, the projector.
+    int windowed = 0;
+    for (int i = 0; i < m.vision.layers; ++i) windowed += m.vision.is_windowed_layer(i) ? 1 : 0;
+    out.emplace_back(&*patch_embed, 1);
+    if (m.vision.layers > windowed) out.emplace_back(&*vision, m.vision.layers - windowed);
+    if (windowed > 0) out.emplace_back(&*vision_window, windowed);
+    out.emplace_back(&*projector, 1);
+  }
   for (std::size_t k = 0; k < kinds.size(); ++k)
     if (counts[k] > 0) out.emplace_back(kinds[k], counts[k]);
   return out;
@@ -152,6 +162,16 @@ AnalyticCosts analytic_costs(const Config& c) {
     if (dense_windowed) a.windowed_decoder = decoder_layer_cost(m, a.hardware, a.settings, true);
     if (moe_windowed)
       a.windowed_moe_decoder = moe_decoder_layer_cost(m, a.hardware, a.settings, true);
+  }
+  if (m.vision.enabled()) {
+    const VisionShape& v = m.vision;
+    for (int i = 0; i < v.layers; ++i) {
+      std::optional<LayerCost>& kind = v.is_windowed_layer(i) ? a.vision_window : a.vision;
+      if (!kind)
+        kind = vision_encoder_layer_cost(m, a.hardware, a.settings, v.is_windowed_layer(i));
+    }
+    a.patch_embed = vision_patch_embed_cost(m, a.hardware, a.settings);
+    a.projector = vision_projector_cost(m, a.hardware, a.settings);
   }
   if (m.mtp_layers > 0) a.mtp = mtp_module_cost(m, a.hardware, a.settings);
   if (a.mtp && m.mtp_shared && m.mtp_layers > 1) {
@@ -308,12 +328,13 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
     return table;
   }
   if (!a) c.fail("model", "internal: the analytic layer table needs the cost model's layers");
-  const int n = c.model.num_layers();
   const ModelShape& m = *c.model.shape;
+  const int n = m.num_layers;  // the LLM's; c.model.num_layers() counts the vision rows too
   const Seconds head = Seconds::of(a->head_single_stage, *a, false);
   table.head_copy_static_bytes = Seconds::of(a->head, *a, false).static_bytes - head.static_bytes;
   table.head_copy_params = a->head.param_count - a->head_single_stage.param_count;
   table.fixed_forward_flops = a->embedding.forward_flops + a->head.forward_flops;
+  if (a->patch_embed) table.fixed_forward_flops += a->patch_embed->forward_flops;
   // The MTP modules sit on the last stage, before the head: folded into the last layer
   // (or rows of their own with separate ends).
   if (a->mtp) table.fixed_forward_flops += m.mtp_layers * a->mtp->forward_flops;
@@ -349,8 +370,9 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
     row.first_backward_weight = s_to_ns(folded.back().first->first_backward_weight_s);
     // The forward FLOPs of the embedding, the head and the MTP modules are the table's
     // fixed_forward_flops; what recomputing adds is the row's.
-    if (kind == LayerKind::decoder) row.forward_flops = unit.forward_flops;
-    if (kind == LayerKind::decoder || kind == LayerKind::mtp)
+    if (kind == LayerKind::decoder || kind == LayerKind::vision)
+      row.forward_flops = unit.forward_flops;
+    if (kind == LayerKind::decoder || kind == LayerKind::mtp || kind == LayerKind::vision)
       row.recompute_flops = unit.recompute_flops;
     if (a->settings.ep > 1) {
       std::vector<const LayerCost*> units;
@@ -368,7 +390,23 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
       table.mtp_head_copy_params = a->head.param_count;
     }
   }
-  table.layers.reserve(n + (separate ? 2 + m.mtp_layers : 0));
+  table.layers.reserve(n + m.vision.rows() + (separate ? 2 + m.mtp_layers : 0));
+  // A vision model's rows come first, in the order they run: its encoder blocks
+  // ("vision.0+patch_embed", "vision.window.1", ...), then "projector". The planner and
+  // training.partition count them as layers; Megatron's placement puts them on the first
+  // stage (planner/baselines.cpp, rows_of_split).
+  const VisionShape& v = m.vision;
+  for (int l = 0; l < v.layers; ++l) {
+    const LayerCost& kind = v.is_windowed_layer(l) ? *a->vision_window : *a->vision;
+    std::string name = kind.name + "." + std::to_string(l);
+    std::vector<std::pair<const LayerCost*, bool>> units;
+    if (l == 0) units.emplace_back(&*a->patch_embed, false), name += "+patch_embed";
+    units.emplace_back(&kind, true);
+    table.layers.push_back(make_row(std::move(name), LayerKind::vision, kind, units));
+  }
+  if (v.enabled())
+    table.layers.push_back(
+        make_row("projector", LayerKind::vision, *a->projector, {{&*a->projector, true}}));
   if (separate)
     table.layers.push_back(
         make_row("embedding", LayerKind::embedding, a->embedding, {{&a->embedding, false}}));

@@ -41,8 +41,10 @@ struct LayerModeCost {
 };
 
 /// What a row of the table is. Folded analytic tables and measured ones have decoder rows
-/// only (a measured embedding or head group is told by its name: decoder_layers).
-enum class LayerKind { decoder, embedding, mtp, head };
+/// only (a measured embedding or head group is told by its name: decoder_layers), and a
+/// vision-language model's vision rows before them (its encoder blocks, the first with the
+/// patch embedding folded in, and its projector).
+enum class LayerKind { decoder, embedding, mtp, head, vision };
 
 struct LayerRow {
   std::string name;  ///< "decoder.5", or the measured group's name
@@ -148,13 +150,18 @@ struct AnalyticCosts {
   std::optional<LayerCost> mtp_repeat;
   /// The module run at MTP depth `k` (0-based).
   const LayerCost& mtp_depth(int k) const { return k > 0 && mtp_repeat ? *mtp_repeat : *mtp; }
+  /// A vision-language model (ModelShape::vision): its encoder blocks, attending to the
+  /// whole image (`vision`) and within windows (`vision_window`), each set when some block
+  /// does; the patch embedding (folded into the first block's row); the projector.
+  std::optional<LayerCost> vision, vision_window, patch_embed, projector;
   LayerCost embedding;          ///< on the first stage
   LayerCost head;               ///< final norm, LM head and loss on the last stage, own weights
   LayerCost head_single_stage;  ///< the same when one stage holds the whole model (tied: shared)
 
   /// The model's kinds of decoder layer with how many layers of each there are, a kind with
   /// none left out: dense, MoE, windowed dense, windowed MoE decoder layers, or a hybrid
-  /// model's M, *, -, E layers.
+  /// model's M, *, -, E layers; a vision model's patch embedding, encoder blocks (full,
+  /// windowed) and projector before them.
   std::vector<std::pair<const LayerCost*, int>> layer_kinds(const ModelShape& m) const;
   /// The cost of decoder layer `i` (0-based) of `m`: its kind's.
   const LayerCost& layer(const ModelShape& m, int i) const;

@@ -459,6 +459,72 @@ void read_moe_family(const nlohmann::json& j, const std::string& path, const std
 
 }  // namespace
 
+namespace {
+
+/// Qwen2_5_VLForConditionalGeneration (model_type qwen2_5_vl), as HF transformers'
+/// modeling_qwen2_5_vl builds it (read): the language model is Qwen2's decoder (q, k, v
+/// biases), its fields at the top level (the published configs) or in text_config
+/// (transformers 4.5x's re-saved ones); vision_config is the ViT (VisionShape):
+/// depth blocks of hidden_size with num_heads, a gated MLP of intermediate_size with
+/// biases, Conv3d patches of in_chans x temporal_patch_size x patch_size^2, window attention
+/// of window_size pixels except at fullatt_block_indexes, and the PatchMerger of
+/// spatial_merge_size^2 patches into out_hidden_size, which must be the LLM's hidden size.
+/// The images a sample carries are the experiment's (model.vision.images_per_sample,
+/// image_tokens), not the model's.
+ModelShape read_qwen2_5_vl(const nlohmann::json& j, const std::string& path) {
+  const auto text = j.find("text_config");
+  const bool nested = !given(j, "num_hidden_layers") && text != j.end() && text->is_object();
+  nlohmann::json inner = nested ? *text : j;
+  for (const char* top : {"tie_word_embeddings", "_name_or_path"})
+    if (!inner.contains(top) && j.contains(top)) inner[top] = j[top];
+  inner.erase("vision_config");
+  inner.erase("text_config");
+  inner["model_type"] = "qwen2";
+  ModelShape m = parse_hf_config(inner.dump(), nested ? path + "#/text_config" : path);
+  m.qkv_bias = true;  // Qwen2_5_VLAttention: q_proj, k_proj, v_proj with bias, o_proj without
+  const auto vc = j.find("vision_config");
+  if (vc == j.end() || !vc->is_object())
+    throw ShapeError(where(path, "vision_config") +
+                     ": a qwen2_5_vl config needs its vision encoder's vision_config object");
+  const std::string vpath = path + "#/vision_config";
+  const nlohmann::json& v = *vc;
+  VisionShape& x = m.vision;
+  x.layers = get_int(v, vpath, "depth");
+  x.hidden_size = get_int(v, vpath, "hidden_size");
+  x.num_heads = get_int(v, vpath, "num_heads");
+  x.ffn_hidden_size = get_int(v, vpath, "intermediate_size");
+  x.gated_mlp = true;  // Qwen2_5_VLMLP: gate_proj, up_proj, down_proj, all with biases
+  // Qwen2_5_VLVisionConfig's defaults for what a config leaves out.
+  x.patch_size = given(v, "patch_size") ? get_int(v, vpath, "patch_size") : 14;
+  x.temporal_patch = given(v, "temporal_patch_size") ? get_int(v, vpath, "temporal_patch_size") : 2;
+  x.in_channels = given(v, "in_chans") ? get_int(v, vpath, "in_chans") : 3;
+  x.spatial_merge = given(v, "spatial_merge_size") ? get_int(v, vpath, "spatial_merge_size") : 2;
+  x.window_size = given(v, "window_size") ? get_int(v, vpath, "window_size") : 112;
+  if (given(v, "fullatt_block_indexes")) {
+    const nlohmann::json& f = v["fullatt_block_indexes"];
+    if (!f.is_array())
+      throw ShapeError(where(vpath, "fullatt_block_indexes") + ": expected a list of layers");
+    for (const auto& i : f) {
+      if (!i.is_number_integer() || i.get<std::int64_t>() < 0 || i.get<std::int64_t>() >= x.layers)
+        throw ShapeError(where(vpath, "fullatt_block_indexes") + ": expected layers 0 to " +
+                         std::to_string(x.layers - 1) + ", got " + i.dump());
+      x.full_attention_layers.push_back(static_cast<int>(i.get<std::int64_t>()));
+    }
+  }
+  const int out = get_int(v, vpath, "out_hidden_size");
+  if (out != m.hidden_size)
+    throw ShapeError(where(vpath, "out_hidden_size") + ": " + std::to_string(out) +
+                     " is not the language model's hidden_size " + std::to_string(m.hidden_size) +
+                     " (the merger feeds its tokens)");
+  // images_per_sample and image_tokens stay 0: the YAML gives them (model.vision).
+  m.name = j.contains("_name_or_path") && j["_name_or_path"].is_string()
+               ? j["_name_or_path"].get<std::string>()
+               : std::string("qwen2_5_vl");
+  return m;
+}
+
+}  // namespace
+
 ModelShape read_hf_config(const std::string& path) {
   return parse_hf_config(read_text(path), path);
 }
@@ -494,6 +560,7 @@ ModelShape parse_hf_config(const std::string& text, const std::string& path) {
       throw ShapeError(where(path + "#/text_config", "model_type") + ": expected 'llama4_text'");
     return parse_hf_config(inner.dump(), path + "#/text_config");
   }
+  if (type == "qwen2_5_vl") return read_qwen2_5_vl(j, path);
   refuse_mixture_of_experts(j, path, type);
   // Only a name for outputs: anything but a string is ignored.
   m.name = j.contains("_name_or_path") && j["_name_or_path"].is_string()
