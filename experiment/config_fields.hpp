@@ -888,6 +888,12 @@ inline constexpr auto kVisionFields = std::to_array<Field<VisionShape>>({
      .range = kFfn0,
      .help = "the projector's fc1 width; 0 (default): spatial_merge^2 x hidden_size, "
              "Qwen2.5-VL's PatchMerger"},
+    {.name = "tensor_parallel",
+     .slot = &VisionShape::tensor_parallel,
+     .help = "training.tp splits the encoder's heads and MLP and the projector's fc1 "
+             "(Megatron-Core's layers; default true); false: every tp rank runs the whole "
+             "vision model (Megatron-Bridge's HF Qwen2.5-VL tower; an HF qwen2_5_vl config "
+             "sets false)"},
     {.name = "images_per_sample",
      .slot = &VisionShape::images_per_sample,
      .range = kImages,

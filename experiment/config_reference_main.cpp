@@ -172,6 +172,14 @@ void print_reference(std::ostream& out) {
           "`hf_config` with MLA each key given overrides the file's value; otherwise "
           "`kv_lora_rank` and the three head widths are required.",
           kMlaFields);
+  section(out, "model.vision",
+          "A vision-language model's vision encoder (a ViT of `layers` blocks) and "
+          "projector, and the images each sample carries. Their rows come before the LLM's "
+          "in the layer table (`training.partition` counts them); their work follows the "
+          "patches, images_per_sample x image_tokens x spatial_merge^2 a sample. Beside an "
+          "`hf_config` with a vision_config (Qwen2.5-VL) each key given overrides the file's "
+          "value; images_per_sample and image_tokens are always required.",
+          kVisionFields);
   section(out, "model.layers[i]",
           "One group of identical measured layers, costs per micro-batch, in model order.",
           kLayerFields);

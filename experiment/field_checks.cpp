@@ -894,9 +894,11 @@ void check_vision_training(const Config& c) {
                  " (Megatron-Core splits the vision encoder's heads, MLP and projector over "
                  "tp as the LLM's)");
   };
-  divides(v.num_heads, "num_heads");
-  divides(v.ffn_hidden_size, "ffn_hidden_size");
-  divides(v.projector_width(), "projector_ffn");
+  if (v.tensor_parallel) {
+    divides(v.num_heads, "num_heads");
+    divides(v.ffn_hidden_size, "ffn_hidden_size");
+    divides(v.projector_width(), "projector_ffn");
+  }
   if (t.cp > 1)
     c.fail("training.cp",
            "context parallelism with a vision encoder is not modelled "

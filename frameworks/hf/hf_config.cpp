@@ -494,6 +494,9 @@ ModelShape read_qwen2_5_vl(const nlohmann::json& j, const std::string& path) {
   x.num_heads = get_int(v, vpath, "num_heads");
   x.ffn_hidden_size = get_int(v, vpath, "intermediate_size");
   x.gated_mlp = true;  // Qwen2_5_VLMLP: gate_proj, up_proj, down_proj, all with biases
+  // Megatron-Bridge trains this tower as HF builds it, whole on every tp rank
+  // (VisionShape::tensor_parallel); its MLP of 3420 splits over no tp of 8 anyway.
+  x.tensor_parallel = false;
   // Qwen2_5_VLVisionConfig's defaults for what a config leaves out.
   x.patch_size = given(v, "patch_size") ? get_int(v, vpath, "patch_size") : 14;
   x.temporal_patch = given(v, "temporal_patch_size") ? get_int(v, vpath, "temporal_patch_size") : 2;

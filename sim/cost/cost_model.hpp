@@ -385,7 +385,8 @@ LayerCost hybrid_layer_cost(const ModelShape& model, const HardwareSpec& hw,
 /// A vision-language model's vision layers (ModelShape::vision; vision_layers.cpp), per
 /// micro-batch on one device, on micro_batch_size x VisionShape::patches_per_sample()
 /// patches (not seq_length tokens): tp splits heads, the MLP and the projector's fc1 as
-/// Megatron-Core's TransformerLayer does, sequence parallelism the patches. All run in
+/// Megatron-Core's TransformerLayer does, sequence parallelism the patches (or, with
+/// VisionShape::tensor_parallel false, every tp rank runs them whole). All run in
 /// bf16 whatever CostSettings::fp8 says. vision_encoder_layer_cost: one encoder block,
 /// windowed (VisionShape::is_windowed_layer) or attending to the whole image;
 /// vision_patch_embed_cost: the patch embedding, folded into the first block's row (as the

@@ -142,6 +142,13 @@ struct VisionShape {
   int projector_ffn = 0;  ///< the projector's fc1 width; 0: spatial_merge^2 x hidden_size
   int images_per_sample = 0;
   int image_tokens = 0;  ///< LLM tokens an image gives after the projector
+  /// tp splits the encoder's heads and MLP and the projector's fc1 as Megatron-Core's
+  /// layers do (true), or every tp rank runs the whole vision model on all the patches, as
+  /// Megatron-Bridge runs HF's Qwen2.5-VL tower (false; NVIDIA-NeMo/Megatron-Bridge 067f987d
+  /// src/megatron/bridge/models/qwen_vl/modeling_qwen25_vl.py builds
+  /// Qwen2_5_VisionTransformerPretrainedModel on the first stage and hooks its parameters
+  /// for tp gradient sync).
+  bool tensor_parallel = true;
 
   bool enabled() const { return layers > 0; }
   long long merge2() const { return static_cast<long long>(spatial_merge) * spatial_merge; }

@@ -263,10 +263,23 @@ LayerCost with_host(const HardwareSpec& hw, Impl impl) {
   return c;
 }
 
+/// The settings the vision layers run under: `st`, or without tp splitting (tp 1, no
+/// sequence parallelism, no tp collectives) when the vision model is replicated over tp
+/// (VisionShape::tensor_parallel false).
+CostSettings vision_settings(const ModelShape& m, const CostSettings& st) {
+  if (m.vision.tensor_parallel) return st;
+  CostSettings whole = st;
+  whole.tp = 1;
+  whole.sequence_parallel = false;
+  whole.tp_comm_overlap = false;
+  return whole;
+}
+
 }  // namespace
 
 LayerCost vision_encoder_layer_cost(const ModelShape& m, const HardwareSpec& hw,
-                                    const CostSettings& st, bool windowed) {
+                                    const CostSettings& given, bool windowed) {
+  const CostSettings st = vision_settings(m, given);
   LayerCost c =
       with_host(hw, [&](const HardwareSpec& h) { return encoder_impl(m, h, st, windowed); });
   add_param_sharding_comm(c, hw, st);
@@ -274,14 +287,16 @@ LayerCost vision_encoder_layer_cost(const ModelShape& m, const HardwareSpec& hw,
 }
 
 LayerCost vision_patch_embed_cost(const ModelShape& m, const HardwareSpec& hw,
-                                  const CostSettings& st) {
+                                  const CostSettings& given) {
+  const CostSettings st = vision_settings(m, given);
   LayerCost c = with_host(hw, [&](const HardwareSpec& h) { return patch_embed_impl(m, h, st); });
   add_param_sharding_comm(c, hw, st);
   return c;
 }
 
 LayerCost vision_projector_cost(const ModelShape& m, const HardwareSpec& hw,
-                                const CostSettings& st) {
+                                const CostSettings& given) {
+  const CostSettings st = vision_settings(m, given);
   LayerCost c = with_host(hw, [&](const HardwareSpec& h) { return projector_impl(m, h, st); });
   add_param_sharding_comm(c, hw, st);
   return c;

@@ -138,6 +138,14 @@ TEST(VisionLayers, TensorParallelismSplitsTheBlock) {
   // Parameters a device: qkv 96 + 12, proj 32, gate and up 2 x (64 + 8), down 64; whole: 2
   // norms, proj's and down's biases, 4 x 8: 108 + 32 + 144 + 64 + 32 = 380.
   EXPECT_EQ(c.param_count, 380);
+  // Replicated over tp (Megatron-Bridge's HF tower): each rank runs the whole block, the
+  // qkv GEMM's 3072 FLOPs and all 728 parameters, with no tp collective.
+  ModelShape whole = m;
+  whole.vision.tensor_parallel = false;
+  const LayerCost w = vision_encoder_layer_cost(whole, unit_device(), st, false);
+  EXPECT_NEAR(op(w, "qkv_proj").forward_s, 3072 * kPs, 1e-20);
+  EXPECT_EQ(w.param_count, 728);
+  for (const SubOpCost& o : w.ops) EXPECT_NE(o.kind, KernelClass::collective) << o.name;
 }
 
 // ---- through the config ------------------------------------------------------------------
