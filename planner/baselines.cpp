@@ -577,9 +577,15 @@ constexpr Baseline kBaselines[] = {
 std::vector<BaselineRun> run_baselines(const Space& space, const PlannerOptions& o) {
   // Megatron-LM's even split is of the decoder layers; with separate ends the embedding row
   // joins the first stage and the MTP and loss rows the last, as Megatron-LM builds them.
+  // A vision model's rows (the encoder blocks and the projector) join the first stage:
+  // Megatron-LM's pretrain_vlm.py builds the vision model on the first pipeline stage only
+  // (NVIDIA/Megatron-LM d98e8a64, pretrain_vlm.py:226, add_encoder =
+  // parallel_state.is_pipeline_first_stage()), as Megatron-Bridge's Qwen2.5-VL does
+  // (modeling_qwen25_vl.py at 067f987d: the HF tower only where pre_process).
   const Experiment& e = space.experiment();
   std::vector<int> even = uniform_partition(space.layers(), space.stages());
-  if (e.layers.separate_ends)
+  const bool vision = !e.layers.layers.empty() && e.layers.layers.front().kind == LayerKind::vision;
+  if (e.layers.separate_ends || vision)
     if (const auto rows = rows_of_split(
             e, uniform_partition(static_cast<int>(decoder_layers(e).size()), space.stages())))
       even = *rows;

@@ -6,7 +6,9 @@ namespace bmpipe {
 
 std::vector<int> decoder_layers(const Experiment& e) {
   const int L = e.num_layers();
-  if (e.layers.separate_ends) {
+  // Separate ends, or a vision model's rows before the LLM's: the rows say their kind.
+  const bool vision = L > 0 && e.layers.layers.front().kind == LayerKind::vision;
+  if (e.layers.separate_ends || vision) {
     std::vector<int> out;
     for (int l = 0; l < L; ++l)
       if (e.layers.layers[l].kind == LayerKind::decoder) out.push_back(l);

@@ -16,7 +16,8 @@ namespace bmpipe {
 /// "...loss", "lm_head") has those rows taken out of the decoder counts.
 ExportLayout export_layout(const Experiment& e, const Plan& plan, const Schedule& schedule);
 
-/// The layers export_layout counts as decoder layers, in model order.
+/// The layers export_layout counts as decoder layers, in model order (not a vision model's
+/// encoder blocks and projector).
 std::vector<int> decoder_layers(const Experiment& e);
 
 /// `plan` with its decoder layers' modes replaced by `modes` (one per decoder layer, as an
