@@ -280,5 +280,40 @@ TEST(VisionLayers, Qwen25Vl72bParametersFromItsConfig) {
   EXPECT_NEAR(m.total_params(false) / 73.4e9, 1.0, 0.01);
 }
 
+const std::string kExample =
+    std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/h100_qwen25_vl_72b.yaml";
+
+// The example: Qwen2.5-VL-72B on 128 H100 (tp 8, pp 4, dp 4, Megatron's placement 53/20/20/
+// 20 rows), one 1024-token image in each 4096-token sample, 256 samples a step. Its model
+// FLOPs a token, by hand (forward, then x 3):
+//   LLM GEMMs: 2 x (80 x (8192^2 + 2 x 8192 x 1024 + 8192^2 + 3 x 8192 x 29568) + 152064 x
+//     8192) = 142.917 G; causal attention 80 x 2 x 4096 x 8192 = 5.369 G;
+//   vision, a patch (4096 a sample, as many as the sample's tokens): blocks 32 x 2 x
+//     (3 x 1280^2 + 1280^2 + 3 x 1280 x 3420) = 1.2599 G; attention 4 full blocks x 4 x 4096
+//     x 1280 + 28 windowed x 4 x 64 x 1280 = 0.0931 G; patch embedding 2 x 1176 x 1280 =
+//     0.0030 G; projector 2 x (5120^2 + 5120 x 8192) / 4 = 0.0341 G: 1.3901 G;
+//   (142.917 + 5.369 + 1.390) x 3 = 449.03 GFLOP a token.
+// bmpipe simulates 9857.341 ms a step: 831.06 tokens/s a GPU, so MFU = 449.03e9 x 831.06 /
+// 989e12 = 37.73 %.
+TEST(VisionLayers, TheQwen25Vl72bExample) {
+  const nlohmann::json s = test::run_json("simulate '" + kExample + "' --json");
+  EXPECT_TRUE(s["fits"].get<bool>());
+  EXPECT_EQ(s["microbatches"], 64);  // 256 / dp 4
+  EXPECT_NEAR(s["iteration_time_ms"].get<double>(), 9857.341, 1e-3);
+  const double per_gpu = s["tokens_per_s"].get<double>() / 128;
+  EXPECT_NEAR(per_gpu, 831.06, 0.01);
+  EXPECT_NEAR(s["mfu"].get<double>(), 449.03e9 * per_gpu / 989e12, 1e-4);
+}
+
+// Megatron's placement (the vision rows on stage 0, the 80 decoder layers split evenly) is
+// the megatron-* baselines' split; the planner starts from it and does better.
+TEST(VisionLayers, ThePlannerBeatsMegatronsPlacement) {
+  const nlohmann::json j = test::run_json("plan '" + kExample + "' --max-evals 50 --json");
+  const nlohmann::json& b = j["baselines"][0];
+  EXPECT_EQ(b["name"], "megatron-no-recompute");
+  EXPECT_EQ(b["partition"], nlohmann::json::array({53, 20, 20, 20}));
+  EXPECT_LT(j["plan"]["iteration_time_ms"].get<double>(), b["iteration_time_ms"].get<double>());
+}
+
 }  // namespace
 }  // namespace bmpipe::vision_layers_test
