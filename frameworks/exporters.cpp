@@ -27,10 +27,20 @@ std::string megatron_not_run(std::string_view schedule) {
          " (it runs 1f1b, and interleaved with virtual stages)";
 }
 
+// A vision-language model (model.vision): no exporter writes its vision encoder, and the
+// layouts they state count decoder layers only.
+std::string vision_refusal(const Config& config, const char* framework) {
+  if (!config.model.shape || !config.model.shape->vision.enabled()) return "";
+  return std::string(framework) +
+         " export does not state a vision-language model's vision encoder and projector "
+         "(model.vision)";
+}
+
 // A latent mixture of experts (ModelShape::moe.latent_size) where the framework has no key
-// for one (MindFormers, torchtitan; Megatron-LM writes --moe-latent-size). Exported without
-// it, the job would train plain experts.
-std::string latent_moe_refusal(const Config& config, const char* framework) {
+// for one (MindFormers, torchtitan; Megatron-LM writes --moe-latent-size), or a vision
+// model (vision_refusal). Exported without it, the job would train plain experts.
+std::string unstated_model_refusal(const Config& config, const char* framework) {
+  if (std::string vision = vision_refusal(config, framework); !vision.empty()) return vision;
   if (!config.model.shape || config.model.shape->moe.latent_size <= 0) return "";
   return std::string(framework) + " export does not state a latent mixture of experts " +
          "(model.moe.latent_size " + std::to_string(config.model.shape->moe.latent_size) +
@@ -54,6 +64,8 @@ std::string megatron_refusal(const Config& config) {
            std::to_string(config.training.offload_lead) +
            ": bmpipe reads its reloads as running one op ahead of the backward (lead 1)";
   if (!config.model.shape) return "";
+  if (std::string vision = vision_refusal(config, "the Megatron-LM"); !vision.empty())
+    return vision;
   if (!config.training.vocab_parallel && config.training.tp > 1)
     return "Megatron-LM's flags cannot state training.vocab_parallel: false: its embedding and "
            "output layer are always split over tp (VocabParallelEmbedding, "
@@ -98,8 +110,8 @@ std::string mindformers_not_run(std::string_view schedule) {
 std::string mindformers_refusal(const Config& config) {
   if (std::string off = offload_refusal(config, "MindFormers' keys"); !off.empty()) return off;
   if (!config.model.shape) return "";
-  if (std::string latent = latent_moe_refusal(config, "the MindFormers"); !latent.empty())
-    return latent;
+  if (std::string unstated = unstated_model_refusal(config, "the MindFormers"); !unstated.empty())
+    return unstated;
   // MindFormers' build_parallel_config resets vocab_emb_dp to False with pipeline stages
   // (frameworks/mindformers/import.cpp, read_vocab_emb_dp).
   if (!config.training.vocab_parallel && config.training.tp > 1 && config.training.pp > 1)
@@ -140,7 +152,7 @@ std::string torchtitan_full_refusal(const Config& config) {
     return "torchtitan's TOML cannot state training.moe_capacity_factor: its MoE layers are "
            "dropless";
   if (std::string why = torchtitan_refusal(config); !why.empty()) return why;
-  return latent_moe_refusal(config, "the torchtitan");
+  return unstated_model_refusal(config, "the torchtitan");
 }
 
 // torchtitan: the schedules torch.distributed.pipelining names (frameworks/torchtitan/

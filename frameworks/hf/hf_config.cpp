@@ -457,10 +457,6 @@ void read_moe_family(const nlohmann::json& j, const std::string& path, const std
                      " experts per token, but the model has " + std::to_string(moe.num_experts));
 }
 
-}  // namespace
-
-namespace {
-
 /// Qwen2_5_VLForConditionalGeneration (model_type qwen2_5_vl), as HF transformers'
 /// modeling_qwen2_5_vl builds it (read): the language model is Qwen2's decoder (q, k, v
 /// biases), its fields at the top level (the published configs) or in text_config

@@ -53,6 +53,16 @@ VisionDims vision_dims(const ModelShape& m, const CostSettings& st) {
   return D;
 }
 
+/// The sub-op accumulator of a vision layer called `name`: its GEMMs in bf16, its kernels
+/// in CUDA-graph scope `scope` until it says otherwise.
+Builder vision_builder(const HardwareSpec& hw, const CostSettings& st, const char* name,
+                       GraphScope scope) {
+  Builder b(hw, st, Architecture::llama, name);
+  b.fp8_gemms(false);
+  b.set_scope(scope);
+  return b;
+}
+
 /// A fused RMSNorm over `elements` (TransformerEngine's: one kernel a pass reading the input,
 /// and backward the gradient, once; norm_traffic), its scale of `width` getting its gradient.
 void norm(Builder& b, const std::string& name, double elements, double e, double width) {
@@ -103,12 +113,10 @@ LayerCost encoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
                        bool windowed) {
   const VisionShape& v = m.vision;
   const VisionDims D = vision_dims(m, st);
-  Builder b(hw, st, Architecture::llama, windowed ? "vision.window" : "vision");
-  b.fp8_gemms(false);
+  Builder b = vision_builder(hw, st, windowed ? "vision.window" : "vision", GraphScope::attn);
   const double e = D.e, T = D.T, F = T * D.f;
   const double keys = windowed ? std::min(v.window_patches(), v.patches_per_image())
                                : static_cast<double>(v.patches_per_image());
-  b.set_scope(GraphScope::attn);
   norm(b, "input_norm", D.Hs, e, D.h);
   gather_in(b, st, "qkv", e * T * D.h);
   b.linear("qkv_proj", T, D.h, 3 * D.q_cols);
@@ -191,9 +199,7 @@ LayerCost encoder_impl(const ModelShape& m, const HardwareSpec& hw, const CostSe
 LayerCost patch_embed_impl(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st) {
   const VisionShape& v = m.vision;
   const VisionDims D = vision_dims(m, st);
-  Builder b(hw, st, Architecture::llama, "patch_embed");
-  b.fp8_gemms(false);
-  b.set_scope(GraphScope::other);
+  Builder b = vision_builder(hw, st, "patch_embed", GraphScope::other);
   const double k = static_cast<double>(v.in_channels) * v.temporal_patch * v.patch_size *
                    static_cast<double>(v.patch_size);
   b.linear("patch_embed", D.T, k, D.h);
@@ -219,9 +225,7 @@ LayerCost patch_embed_impl(const ModelShape& m, const HardwareSpec& hw, const Co
 LayerCost projector_impl(const ModelShape& m, const HardwareSpec& hw, const CostSettings& st) {
   const VisionShape& v = m.vision;
   const VisionDims D = vision_dims(m, st);
-  Builder b(hw, st, Architecture::llama, "projector");
-  b.fp8_gemms(false);
-  b.set_scope(GraphScope::other);
+  Builder b = vision_builder(hw, st, "projector", GraphScope::other);
   const double e = D.e, in = static_cast<double>(v.merge2()) * D.h;
   norm(b, "norm", D.Hs, e, D.h);
   gather_in(b, st, "fc1", e * D.T * D.h);

@@ -315,5 +315,20 @@ TEST(VisionLayers, ThePlannerBeatsMegatronsPlacement) {
   EXPECT_LT(j["plan"]["iteration_time_ms"].get<double>(), b["iteration_time_ms"].get<double>());
 }
 
+// No exporter writes a vision encoder: an export would hand the user a text-only job.
+TEST(VisionLayers, ExportRefusesAVisionModel) {
+  for (const char* format : {"megatron", "mindformers"}) {
+    const test::CliRun r =
+        test::run_cli("export '" + kExample + "' --format " + std::string(format));
+    EXPECT_EQ(r.code, 2) << format << "\n" << r.out;
+    EXPECT_EQ(r.out, "");
+    EXPECT_NE(r.err.find("export does not state a vision-language model's vision encoder and "
+                         "projector (model.vision)"),
+              std::string::npos)
+        << format << "\n"
+        << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace bmpipe::vision_layers_test
