@@ -57,6 +57,11 @@ TEST(VisionLayers, TheEncoderBlockByHand) {
   const LayerCost window = vision_encoder_layer_cost(m, unit_device(), st, true);
   EXPECT_EQ(full.name, "vision");
   EXPECT_EQ(window.name, "vision.window");
+  // Block 0 attends within windows of (4 / 2)^2 = 4 patches, block 1 to the image's 8.
+  EXPECT_TRUE(m.vision.is_windowed_layer(0));
+  EXPECT_FALSE(m.vision.is_windowed_layer(1));
+  EXPECT_EQ(m.vision.keys_per_patch(0), 4);
+  EXPECT_EQ(m.vision.keys_per_patch(1), 8);
   // qkv_proj [8 x 8] x [8 x 24]: 2 x 8 x 8 x 24 = 3072 FLOPs (bytes 2 x (64 + 192 + 192) =
   // 896); out_proj [8 x 8] x [8 x 8]: 1024; fc1 (gate and up) [8 x 8] x [8 x 32]: 4096;
   // fc2 [8 x 16] x [16 x 8]: 2048.
@@ -278,6 +283,37 @@ TEST(VisionLayers, Qwen25Vl72bParametersFromItsConfig) {
   EXPECT_EQ(m.vision.params(m.hidden_size), 700'147'712);
   EXPECT_EQ(m.total_params(false), 73'406'351'360);
   EXPECT_NEAR(m.total_params(false) / 73.4e9, 1.0, 0.01);
+}
+
+// transformers 4.5x re-saves the language model under text_config: read there too; a
+// merger whose output is not the LLM's width is refused at its field.
+TEST(VisionLayers, TheNestedTextConfigFormAndAWrongMergerWidth) {
+  const std::string vision =
+      R"("vision_config": {"depth": 2, "hidden_size": 32, "num_heads": 4,
+          "intermediate_size": 64, "out_hidden_size": 64, "fullatt_block_indexes": [1]})";
+  const std::string text =
+      R"("text_config": {"hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4,
+          "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 512})";
+  const ModelShape m = parse_hf_config(
+      R"({"model_type": "qwen2_5_vl", )" + text + ", " + vision + "}", "nested.json");
+  EXPECT_EQ(m.num_layers, 3);
+  EXPECT_EQ(m.hidden_size, 64);
+  EXPECT_EQ(m.vision.layers, 2);
+  EXPECT_EQ(m.vision.window_size, 112);  // Qwen2_5_VLVisionConfig's default
+  EXPECT_EQ(m.vision.full_attention_layers, std::vector<int>{1});
+  EXPECT_FALSE(m.vision.tensor_parallel);
+  std::string wrong = vision;
+  wrong.replace(wrong.find("\"out_hidden_size\": 64"), 21, "\"out_hidden_size\": 96");
+  try {
+    parse_hf_config(R"({"model_type": "qwen2_5_vl", )" + text + ", " + wrong + "}", "nested.json");
+    ADD_FAILURE() << "a merger into 96 columns for an LLM of 64 was accepted";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "nested.json#/vision_config/out_hidden_size: 96 is not the language model's "
+                  "hidden_size 64"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 const std::string kExample =
