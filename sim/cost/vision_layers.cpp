@@ -76,7 +76,7 @@ void bias(Builder& b, const std::string& name, double out, double e, double widt
   b.elementwise(name, 0, 0, e * out, 0, 0, 1, width, 1);
 }
 
-/// The row-parallel GEMM's tp collective on `elements` outputs, and the sequence-parallel
+/// The row-parallel GEMM's tp collective on its output of `bytes`, and the sequence-parallel
 /// gather before a column-parallel one.
 void reduce_out(Builder& b, const CostSettings& st, const std::string& name, double bytes) {
   b.tp_collective(name + (st.sequence_parallel ? "_reduce_scatter" : "_all_reduce"),
