@@ -326,13 +326,41 @@ const std::string kHybridScript =
     "  --hybrid-override-pattern MMMMMMMM --num-virtual-stages-per-pipeline-rank 2 \\\n"
     "  --seq-length 2048 --micro-batch-size 1 --bf16\n";
 
+/// `config_yaml` exported as Megatron-LM's flags (kHybridScript given them), and the file
+/// `bmpipe import megatron` writes back from the script, on 16 H100.
+struct RoundTrip {
+  nlohmann::json exported;
+  std::string text;   ///< the export's flags
+  std::string given;  ///< the script with them
+  std::string back;   ///< the imported YAML
+};
+RoundTrip export_and_import(const test::ScratchDir& dir, const std::string& config_yaml) {
+  RoundTrip t;
+  const std::string config = test::write_file(dir.file("job.yaml"), config_yaml);
+  const test::CliRun x = run_cli("export '" + config + "' --format megatron --json");
+  EXPECT_EQ(x.code, 0) << x.err;
+  if (x.code != 0) return t;
+  t.exported = nlohmann::json::parse(x.out);
+  t.text = t.exported["text"].get<std::string>();
+  t.given =
+      test::write_file(dir.file("given.txt"), test::script_with_export(kHybridScript, t.text));
+  t.back = dir.file("back.yaml");
+  const test::CliRun r = run_cli("import megatron '" + t.given +
+                                 "' --preset h100-sxm --devices 16 --out '" + t.back + "'");
+  EXPECT_EQ(r.code, 0) << r.err << "\n" << test::slurp(t.given);
+  return t;
+}
+
+/// `simulate --json`'s iteration time of `config`.
+nlohmann::json simulated_time(const std::string& config) {
+  return nlohmann::json::parse(
+      run_cli("simulate '" + config + "' --json").out)["iteration_time_ms"];
+}
+
 TEST(MegatronHybridExport, ImportOfTheExportIsTheSameJob) {
   test::ScratchDir dir;
-  const std::string config = test::write_file(dir.file("hybrid.yaml"), kHybridConfig);
-  const test::CliRun x = run_cli("export '" + config + "' --format megatron --json");
-  ASSERT_EQ(x.code, 0) << x.err;
-  const nlohmann::json j = nlohmann::json::parse(x.out);
-  const std::string text = j["text"].get<std::string>();
+  const RoundTrip t = export_and_import(dir, kHybridConfig);
+  const std::string& text = t.text;
   // The pattern with '|' between the four stages, in place of --num-layers.
   EXPECT_NE(text.find("--hybrid-layer-pattern \"M*|ME|M|-ME\"\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("\n--num-layers "), std::string::npos) << text;
@@ -344,21 +372,14 @@ TEST(MegatronHybridExport, ImportOfTheExportIsTheSameJob) {
   for (const char* flag : {"#   --swiglu\n", "#   --hybrid-override-pattern\n",
                            "#   --num-virtual-stages-per-pipeline-rank\n"})
     EXPECT_NE(text.find(flag), std::string::npos) << flag << text;
-  const std::string given =
-      test::write_file(dir.file("given.txt"), test::script_with_export(kHybridScript, text));
-  const std::string back = dir.file("back.yaml");
-  const test::CliRun r = run_cli("import megatron '" + given +
-                                 "' --preset h100-sxm --devices 16 --out '" + back + "'");
-  ASSERT_EQ(r.code, 0) << r.err << "\n" << test::slurp(given);
-  const Config a = load_config(config), b = load_config(back);
+  const Config a = load_config(dir.file("job.yaml")), b = load_config(t.back);
   EXPECT_EQ(b.model.shape->hybrid_pattern, a.model.shape->hybrid_pattern);
   EXPECT_EQ(b.model.shape->head_dim(), 160);
   EXPECT_EQ(b.model.shape->mlp_activation, MlpActivation::relu2);
   EXPECT_EQ(b.model.shape->mamba.state_dim, 64);
   EXPECT_EQ(b.training.partition, (std::vector<int>{2, 2, 1, 3}));
   EXPECT_EQ(b.training.vpp, 2);
-  const nlohmann::json sim = nlohmann::json::parse(run_cli("simulate '" + back + "' --json").out);
-  EXPECT_EQ(sim["iteration_time_ms"], j["iteration_time_ms"]) << text;
+  EXPECT_EQ(simulated_time(t.back), t.exported["iteration_time_ms"]) << text;
 }
 
 // Nemotron 3 Super's blocks (issue 40): a latent MoE (--moe-latent-size) and a hybrid MTP
@@ -379,34 +400,24 @@ const std::string kLatentMtpConfig =
 
 TEST(MegatronHybridExport, LatentExpertsAndHybridMtpGoOutAndComeBack) {
   test::ScratchDir dir;
-  const std::string config = test::write_file(dir.file("super.yaml"), kLatentMtpConfig);
-  const test::CliRun x = run_cli("export '" + config + "' --format megatron --json");
-  ASSERT_EQ(x.code, 0) << x.err;
-  const nlohmann::json j = nlohmann::json::parse(x.out);
-  const std::string text = j["text"].get<std::string>();
+  const RoundTrip t = export_and_import(dir, kLatentMtpConfig);
+  const std::string& text = t.text;
   // [MG-hybrid] parse_hybrid_pattern's unified form: main '|' stages, then '/' a depth.
   EXPECT_NE(text.find("--hybrid-layer-pattern \"M*ME|M-ME/*E/*E\"\n"), std::string::npos) << text;
   for (const char* flag :
        {"--moe-latent-size 512\n", "--mtp-num-layers 2\n", "--mtp-use-repeated-layer\n"})
     EXPECT_NE(text.find(flag), std::string::npos) << flag << text;
-  const std::string given =
-      test::write_file(dir.file("given.txt"), test::script_with_export(kHybridScript, text));
-  const std::string back = dir.file("back.yaml");
-  const test::CliRun r = run_cli("import megatron '" + given +
-                                 "' --preset h100-sxm --devices 16 --out '" + back + "'");
-  ASSERT_EQ(r.code, 0) << r.err << "\n" << test::slurp(given);
-  const Config b = load_config(back);
+  const Config b = load_config(t.back);
   EXPECT_EQ(b.model.shape->hybrid_pattern, "M*MEM-ME");
   EXPECT_EQ(b.model.shape->mtp_pattern, "*E");
   EXPECT_EQ(b.model.shape->mtp_layers, 2);
   EXPECT_TRUE(b.model.shape->mtp_shared);
   EXPECT_EQ(b.model.shape->moe.latent_size, 512);
-  const nlohmann::json sim = nlohmann::json::parse(run_cli("simulate '" + back + "' --json").out);
-  EXPECT_EQ(sim["iteration_time_ms"], j["iteration_time_ms"]) << text;
+  EXPECT_EQ(simulated_time(t.back), t.exported["iteration_time_ms"]) << text;
 
   // The deprecated spelling with --mtp-num-layers is the same block ([MG-args]'s conversion);
   // a --mtp-num-layers that disagrees with the '/' depths loses to them, with a note.
-  std::string legacy = test::slurp(given);
+  std::string legacy = test::slurp(t.given);
   legacy.replace(legacy.find("/*E/*E"), 6, "");
   legacy += " --mtp-hybrid-override-pattern \"*E\"\n";
   const std::string legacy_file = test::write_file(dir.file("legacy.txt"), legacy);
@@ -416,7 +427,7 @@ TEST(MegatronHybridExport, LatentExpertsAndHybridMtpGoOutAndComeBack) {
   ASSERT_EQ(l.code, 0) << l.err << "\n" << legacy;
   EXPECT_EQ(load_config(legacy_back).model.shape->mtp_pattern, "*E");
   EXPECT_EQ(load_config(legacy_back).model.shape->mtp_layers, 2);
-  std::string conflict = test::slurp(given);
+  std::string conflict = test::slurp(t.given);
   conflict.replace(conflict.find("--mtp-num-layers 2"), 18, "--mtp-num-layers 3");
   const test::CliRun c =
       run_cli("import megatron '" + test::write_file(dir.file("conflict.txt"), conflict) +
