@@ -172,6 +172,10 @@ struct TrainingConfig {
   bool separate_ends = false;
   std::string fp8 = "none";            ///< none, hybrid or e4m3 (CostSettings::fp8)
   std::string fp8_recipe = "delayed";  ///< delayed, tensorwise, blockwise, mxfp8 or nvfp4
+  /// The GEMM weights kept in FP8 (NVFP4: FP4) alone, no bf16 copy beside them, and
+  /// gathered so (Megatron-LM's --fp8-param-gather, TransformerConfig.fp8_param;
+  /// CostSettings::fp8_param). Needs fp8 and a sharded optimizer (zero_stage >= 1).
+  bool fp8_param_gather = false;
   /// eager or fused (CostSettings::kernels); empty: the architecture's own (llama eager,
   /// gpt fused).
   std::string kernels;

@@ -594,6 +594,12 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
              "(Megatron's --fp4-format e2m1 --fp4-recipe nvfp4) and needs Blackwell",
      .choices = kFp8Recipes,
      .form = Form::analytic},
+    {.name = "fp8_param_gather",
+     .slot = &TrainingConfig::fp8_param_gather,
+     .help = "keep the GEMM weights in FP8 (NVFP4: FP4) alone and all-gather them so "
+             "(Megatron's --fp8-param-gather; Megatron-Bridge's FP8 and MXFP8 recipes): no "
+             "bf16 copy beside them; needs fp8 and optimizer.zero_stage >= 1",
+     .form = Form::analytic},
     {.name = "optimizer", .form = Form::analytic},
     {.name = "kernels",
      .slot = &TrainingConfig::kernels,

@@ -233,6 +233,19 @@ void check_values(const Config& c) {
                  " has no FP4 peak (expected delayed, tensorwise, blockwise" +
                  (hw.mxfp8 ? std::string(" or mxfp8)") : std::string(")")));
   }
+  // Megatron-LM d98e8a64 arguments.py: "--fp8-param-gather only supported with distributed
+  // optimizer, torch fsdp2, megatron fsdp"; and FP8 parameters need FP8.
+  if (c.training.fp8_param_gather) {
+    if (c.training.fp8_format() == Fp8::none)
+      c.fail("training.fp8_param_gather",
+             "keeps the GEMM weights in FP8, but training.fp8 is none (expected false, or "
+             "training.fp8 hybrid or e4m3)");
+    if (c.training.optimizer.zero_stage < 1)
+      c.fail("training.fp8_param_gather",
+             "needs a sharded optimizer (Megatron-LM: \"--fp8-param-gather only supported with "
+             "distributed optimizer, torch fsdp2, megatron fsdp\"; expected "
+             "training.optimizer.zero_stage 1 or more)");
+  }
   // fp8_matmul_scale multiplies the GEMM efficiencies (sim/cost/cost_model.cpp): an FP8
   // GEMM past the FP8 peak is impossible, whichever kind of GEMM.
   if (c.device.hardware) {

@@ -41,6 +41,7 @@ CostSettings cost_settings(const Config& c) {
   st.ep_per_domain = mesh.ep_per_domain();
   st.fp8 = t.fp8_format();
   st.fp8_recipe = t.fp8_scaling();
+  st.fp8_param = t.fp8_param_gather && st.fp8 != Fp8::none;
   st.kernels = t.kernel_set();
   st.cp = t.cp;
   st.cp_comm = t.cp_comm();
@@ -177,7 +178,7 @@ AnalyticCosts analytic_costs(const Config& c) {
   if (a.mtp && m.mtp_shared && m.mtp_layers > 1) {
     LayerCost repeat = *a.mtp;
     repeat.param_count = repeat.active_param_count = repeat.expert_param_count = 0;
-    repeat.fp8_weight_bytes = 0;
+    repeat.fp8_weight_bytes = repeat.fp8_gemm_params = 0;
     a.mtp_repeat = std::move(repeat);
   }
   a.embedding = embedding_cost(m, a.hardware, a.settings);
@@ -236,8 +237,22 @@ struct Seconds {
     if (c.expert_param_count > 0)
       s.static_bytes += bmpipe::static_bytes(c.expert_param_count, a.settings.dtype_bytes,
                                              a.optimizer, a.edp_shard());
-    // FP8: the weights' FP8 copies, one byte a GEMM parameter, beside the bf16 ones.
-    s.static_bytes += static_cast<std::int64_t>(std::llround(c.fp8_weight_bytes));
+    // FP8: the weights' FP8 copies, one byte a GEMM parameter, beside the bf16 ones. With
+    // --fp8-param-gather (CostSettings::fp8_param) they are the GEMM weights themselves: the
+    // bf16 bytes of those go, and ZeRO-3 shards them as it shards the weights (dense over
+    // dp x cp, experts over edp, taken in proportion to the layer's parameters).
+    if (a.settings.fp8_param && c.fp8_gemm_params > 0) {
+      const double experts = c.param_count > 0 ? static_cast<double>(c.expert_param_count) /
+                                                     static_cast<double>(c.param_count)
+                                               : 0.0;
+      const double held = a.optimizer.zero_stage >= 3
+                              ? (1 - experts) / a.dense_shard() + experts / a.edp_shard()
+                              : 1.0;
+      s.static_bytes += static_cast<std::int64_t>(
+          std::llround((c.fp8_weight_bytes - a.settings.dtype_bytes * c.fp8_gemm_params) * held));
+    } else {
+      s.static_bytes += static_cast<std::int64_t>(std::llround(c.fp8_weight_bytes));
+    }
     s.params = c.param_count;
     s.expert_params = c.expert_param_count;
     return s;

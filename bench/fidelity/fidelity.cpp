@@ -231,12 +231,16 @@ Expressed express(const PublishedRun& run, const std::string& source_dir,
   }
 
   // ---- precision --------------------------------------------------------------------------
+  // Megatron-Bridge's precision configs (src/megatron/bridge/training/mixed_precision.py at
+  // 067f987d): bf16_with_fp8_current_scaling_mixed and bf16_with_mxfp8_mixed set
+  // fp8_param_gather = True, bf16_with_nvfp4_mixed fp4_param_gather = True: the GEMM weights
+  // are kept in the low precision alone.
   if (run.precision == "fp8cs") {
-    y << "  fp8: hybrid\n  fp8_recipe: tensorwise\n";
+    y << "  fp8: hybrid\n  fp8_recipe: tensorwise\n  fp8_param_gather: true\n";
   } else if (run.precision == "fp8mx") {
-    y << "  fp8: e4m3\n  fp8_recipe: mxfp8\n";
+    y << "  fp8: e4m3\n  fp8_recipe: mxfp8\n  fp8_param_gather: true\n";
   } else if (run.precision == "nvfp4") {
-    y << "  fp8: e4m3\n  fp8_recipe: nvfp4\n";
+    y << "  fp8: e4m3\n  fp8_recipe: nvfp4\n  fp8_param_gather: true\n";
   }
 
   // ---- memory levers ----------------------------------------------------------------------

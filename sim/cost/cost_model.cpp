@@ -177,7 +177,14 @@ void add_param_sharding_comm(LayerCost& c, const HardwareSpec& hw, const CostSet
     return collective_time_s(hw, kind, dp, dense * bytes_per_param) +
            collective_time_s(hw, kind, edp, experts * bytes_per_param);
   };
-  const double ag = both(Collective::all_gather, st.dtype_bytes);
+  // --fp8-param-gather: the GEMM weights are gathered in their low precision, the rest
+  // (norms, embedding) in bf16; the GEMM weights taken alike over dense and experts.
+  const double total = static_cast<double>(c.param_count);
+  const double ag_bytes =
+      st.fp8_param && total > 0
+          ? (st.dtype_bytes * (total - c.fp8_gemm_params) + c.fp8_weight_bytes) / total
+          : st.dtype_bytes;
+  const double ag = both(Collective::all_gather, ag_bytes);
   const double rs = both(Collective::reduce_scatter, st.grad_bytes);
   const double f = c.forward_s, b = c.backward_input_s + c.backward_weight_s;
   // Without resharding after forward the backward finds its parameters gathered.
@@ -1112,6 +1119,7 @@ LayerCost mtp_module_cost(const ModelShape& m, const HardwareSpec& hw,
       layer.backward_weight_s += part.backward_weight_s;
       layer.forward_flops += part.forward_flops;
       layer.fp8_weight_bytes += part.fp8_weight_bytes;
+      layer.fp8_gemm_params += part.fp8_gemm_params;
       for (Recompute r : kAllRecompute) {
         layer.recompute_extra_s[r] += part.recompute_extra_s[r];
         layer.recompute_flops[r] += part.recompute_flops[r];

@@ -153,6 +153,10 @@ struct CostSettings {
   /// FP8 GEMMs: at HardwareSpec::fp8_peak_tflops, with a cast of each GEMM input.
   Fp8 fp8 = Fp8::none;
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
+  /// The GEMM weights held in the low precision alone (Megatron-LM's --fp8-param-gather):
+  /// no bf16 copy of them beside LayerCost::fp8_weight_bytes, and ZeRO-3 gathers them in
+  /// it (add_param_sharding_comm).
+  bool fp8_param = false;
   /// ZeRO-3 / FSDP (OptimizerSettings::zero_stage 3): the parameters are sharded over the
   /// dp group (routed experts over the edp group), so every layer all-gathers them before
   /// its forward and again before its backward and reduce-scatters its gradients after its
@@ -278,6 +282,9 @@ struct LayerCost {
   /// Bytes of the FP8 copies of the GEMM weights (one a parameter) held beside the bf16
   /// ones when CostSettings::fp8 is on; 0 otherwise.
   double fp8_weight_bytes = 0;
+  /// The GEMM parameters those copies are of (fp8_weight_bytes over the recipe's bytes a
+  /// parameter): with CostSettings::fp8_param their bf16 bytes are not held.
+  double fp8_gemm_params = 0;
   /// ZeRO-3: what a stage op pays beyond the sub-ops when this layer is the first its op
   /// runs (the first of the stage in forward, the last in backward): the part of the
   /// layer's gather (and, backward, its reduce-scatter) the op cannot hide, since nothing

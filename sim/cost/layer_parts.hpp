@@ -166,6 +166,7 @@ class Builder {
     add(name, f, i, w, KernelClass::gemm);
     count_flops(flops);
     cost_.fp8_weight_bytes += l * k * n;
+    cost_.fp8_gemm_params += k * n;
   }
 
   /// A grouped GEMM over `groups` experts (Megatron-Core's GroupedMLP / TE GroupedLinear):
@@ -195,6 +196,7 @@ class Builder {
       add(name, f, i, w, KernelClass::grouped_gemm);
       count_flops(2 * flop_m * k * n);
       cost_.fp8_weight_bytes += l * weights;
+      cost_.fp8_gemm_params += weights;
       return;
     }
     const double bytes = e * (m * k + weights + m * n);

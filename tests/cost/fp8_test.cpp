@@ -282,5 +282,64 @@ TEST(Fp8, TheStageHoldsTheFp8WeightsAndRunsFaster) {
   EXPECT_EQ(decoders, 32);
 }
 
+// training.fp8_param_gather (Megatron-LM's --fp8-param-gather; Megatron-Bridge's FP8 and
+// MXFP8 recipes set it): the GEMM weights are kept in FP8 alone. Llama 3 8B's decoder layer
+// has G = 218 103 808 GEMM parameters (qkv 4096 x 6144, out 4096^2, MLP 3 x 4096 x 14336),
+// whose FP8 copy is G bytes beside their 2 G of bf16. ZeRO-1 holds the weights whole: the
+// layer holds 2 G = 436 207 616 bytes less. ZeRO-3 over dp 4 (8 devices, pp 2) shards them:
+// the unsharded copy G (kept as TE's cache) becomes (G - 2 G) / 4 = -G / 4, i.e.
+// 5 G / 4 = 272 629 760 bytes less.
+TEST(Fp8, Fp8ParamGatherHoldsTheGemmWeightsInFp8Alone) {
+  const std::string base = fp8_config("h100-sxm", "hybrid", "tensorwise");
+  for (const auto& [stage, less] :
+       {std::pair<int, std::int64_t>{1, 436207616}, std::pair<int, std::int64_t>{3, 272629760}}) {
+    const std::string z = base + "  optimizer: {zero_stage: " + std::to_string(stage) + "}\n";
+    const auto copy = prepare(parse_config(z, "a.yaml"));
+    const auto alone = prepare(parse_config(z + "  fp8_param_gather: true\n", "b.yaml"));
+    int decoders = 0;
+    for (std::size_t i = 0; i < copy->layers.layers.size(); ++i)
+      if (copy->layers.layers[i].name.rfind("decoder", 0) == 0) {
+        ++decoders;
+        EXPECT_EQ(copy->layers.layers[i].static_bytes - alone->layers.layers[i].static_bytes, less)
+            << "zero_stage " << stage << " " << copy->layers.layers[i].name;
+      }
+    EXPECT_EQ(decoders, 32);
+  }
+}
+
+// ZeRO-3 gathers FP8 weights in FP8: 1e9 GEMM parameters over 4 ranks on a 100 GB/s link
+// with no latency, a ring: 3/4 x 1e9 bytes / 100e9 = 7.5 ms, against 15 ms for their bf16
+// bytes. The layer's forward is 0, so its whole gather is exposed.
+TEST(Fp8, Fp8ParamGatherGathersInFp8) {
+  const HardwareSpec hw = test::round_device(100, 0);
+  for (const bool fp8_param : {false, true}) {
+    LayerCost c;
+    c.param_count = 1'000'000'000;
+    c.fp8_gemm_params = 1e9;
+    c.fp8_weight_bytes = 1e9;
+    CostSettings st = llama_4096(Fp8::hybrid, Fp8Recipe::tensorwise);
+    st.param_shard_dp = 4;
+    st.param_shard_dp_per_domain = 4;
+    st.fp8_param = fp8_param;
+    add_param_sharding_comm(c, hw, st);
+    EXPECT_NEAR(op(c, "param_all_gather").forward_s, fp8_param ? 7.5e-3 : 15e-3, 1e-12);
+  }
+}
+
+TEST(Fp8, Fp8ParamGatherNeedsFp8AndAShardedOptimizer) {
+  ConfigError e = test::config_error(fp8_config("h100-sxm", "none", "delayed") +
+                                     "  fp8_param_gather: true\n  optimizer: {zero_stage: 1}\n");
+  EXPECT_EQ(e.key(), "training.fp8_param_gather");
+  EXPECT_EQ(e.line(), 13);
+  EXPECT_TRUE(test::has(e.message(), "but training.fp8 is none")) << e.message();
+  e = test::config_error(fp8_config("h100-sxm", "hybrid", "tensorwise") +
+                         "  fp8_param_gather: true\n");
+  EXPECT_EQ(e.key(), "training.fp8_param_gather");
+  EXPECT_TRUE(test::has(e.message(),
+                        "--fp8-param-gather only supported with distributed "
+                        "optimizer"))
+      << e.message();
+}
+
 }  // namespace
 }  // namespace bmpipe
