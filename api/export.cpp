@@ -357,6 +357,7 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   job.cp_comm_type = stated.training.cp_comm_type;
   job.fp8 = stated.training.fp8;
   job.fp8_recipe = stated.training.fp8_recipe;
+  job.fp8_param_gather = stated.training.fp8_param_gather;
   job.cuda_graphs = stated.training.cuda_graphs;
   job.seq_length = stated.training.seq_length.value_or(0);
   job.fused_kernels = stated.training.kernel_set() == Kernels::fused;

@@ -636,6 +636,9 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
     y.value(1, "vocab_parallel", *job.vocab_parallel ? "true" : "false", "training.vocab_parallel");
   if (job.fp8) y.value(1, "fp8", *job.fp8, "training.fp8");
   if (job.fp8_recipe) y.value(1, "fp8_recipe", *job.fp8_recipe, "training.fp8_recipe");
+  if (job.fp8_param_gather)
+    y.value(1, "fp8_param_gather", *job.fp8_param_gather ? "true" : "false",
+            "training.fp8_param_gather");
   if (job.cuda_graphs) y.value(1, "cuda_graphs", *job.cuda_graphs, "training.cuda_graphs");
   if (job.recompute_modules)
     y.value(1, "recompute_modules", *job.recompute_modules, "training.recompute_modules");

@@ -373,8 +373,8 @@ MegatronExport export_megatron(const ExportLayout& layout) {
 /// ZeRO-2/3 as Megatron-FSDP (--data-parallel-sharding-strategy optim_grads /
 /// optim_grads_params, beside the distributed optimizer, which Megatron-FSDP's recipes give
 /// too), and --overlap-param-gather ([MG-args]: it needs the distributed optimizer, so a
-/// stage-1 job that overlaps says so). Nothing for stage 0 or 1 without the overlap: those
-/// stay the script's own, as before.
+/// stage-1 job that overlaps says so, as one with --fp8-param-gather does). Nothing for stage 0 or
+/// 1 without the overlap: those stay the script's own, as before.
 namespace {
 std::string megatron_sharding_flags(const ExportJob& job) {
   std::string out;
@@ -385,8 +385,8 @@ std::string megatron_sharding_flags(const ExportJob& job) {
     out += std::string("--use-distributed-optimizer\n--use-megatron-fsdp\n") +
            "--data-parallel-sharding-strategy " +
            (job.zero_stage >= 3 ? "optim_grads_params" : "optim_grads") + "\n";
-  else if (job.zero_stage == 1 &&
-           (job.overlap_param_gather || job.offload_fraction > 0 || job.shard_copies > 1))
+  else if (job.zero_stage == 1 && (job.overlap_param_gather || job.offload_fraction > 0 ||
+                                   job.shard_copies > 1 || job.fp8_param_gather))
     out += "--use-distributed-optimizer\n";
   // Hybrid sharding: the copies of the state over the dp x cp ranks.
   if (job.shard_copies > 1)
@@ -435,9 +435,11 @@ std::string megatron_cp_fp8_flags(const ExportJob& job) {
   if (job.fp8 != "none" && job.fp8_recipe == "nvfp4") {
     // Megatron-LM's FP4 flags (--fp4-format e2m1, --fp4-recipe nvfp4) in place of FP8's.
     out += "--fp4-format e2m1\n--fp4-recipe nvfp4\n";
+    if (job.fp8_param_gather) out += "--fp4-param-gather\n";
   } else if (job.fp8 != "none") {
     out += "--fp8-format " + job.fp8 + "\n";
     out += "--fp8-recipe " + job.fp8_recipe + "\n";
+    if (job.fp8_param_gather) out += "--fp8-param-gather\n";
   }
   // CUDA graphs (Megatron-LM d98e8a64, as bmpipe import reads them): the whole iteration is
   // --cuda-graph-impl full_iteration; per-layer scopes are TransformerEngine's graphs of

@@ -189,6 +189,8 @@ constexpr FlagSpec kFlags[] = {
     {"--fp8-recipe", Kind::text},
     {"--fp4-format", Kind::choice, kFp4Format},
     {"--fp4-recipe", Kind::choice, kFp4Recipe},
+    {"--fp8-param-gather", Kind::boolean},
+    {"--fp4-param-gather", Kind::boolean},
     // CUDA graphs
     {"--cuda-graph-impl", Kind::choice, kGraphImpl},
     {"--cuda-graph-modules", Kind::list},
@@ -1730,6 +1732,23 @@ void read_context_parallel_and_fp8(const Reading& ctx) {
     job.from("training.fp8", a.origin("--fp4-format"));
     job.fp8_recipe = "nvfp4";
     job.from("training.fp8_recipe", a.origin("--fp4-format"));
+  }
+  // [MG-args]: --fp8-param-gather keeps the FP8 GEMM weights alone (TransformerConfig
+  // fp8_param), --fp4-param-gather the FP4 ones; each with its own format.
+  const bool fp4 = job.fp8_recipe && *job.fp8_recipe == "nvfp4";
+  for (const char* flag : {"--fp8-param-gather", "--fp4-param-gather"}) {
+    if (!a.boolean(flag)) continue;
+    const bool ours = (std::string_view(flag) == "--fp4-param-gather") == fp4;
+    if (job.fp8 && ours) {
+      job.fp8_param_gather = true;
+      job.from("training.fp8_param_gather", a.origin(flag));
+    } else {
+      const bool eight = std::string_view(flag) == "--fp8-param-gather";
+      job.ignore(std::string(flag) + (eight && fp4 ? " (the GEMMs are FP4: --fp4-param-gather "
+                                                     "keeps their weights)"
+                                      : eight      ? " (no --fp8-format: the weights stay bf16)"
+                                                   : " (no --fp4-format: no FP4 weights to keep)"));
+    }
   }
 }
 

@@ -39,6 +39,34 @@ test::CliRun import(const test::ScratchDir& dir, const std::string& text,
                  dir.file("job.yaml") + "'");
 }
 
+// --fp8-param-gather (FP8 GEMM weights alone, training.fp8_param_gather) is read, written
+// back by the export, and imported again to the time the export quoted; beside no FP8 it
+// is ignored with the reason, as it changes nothing there.
+TEST(CpFp8Interop, Fp8ParamGatherGoesBothWays) {
+  test::ScratchDir dir;
+  const test::CliRun r =
+      import(dir, script("--fp8-format hybrid --fp8-recipe tensorwise --fp8-param-gather "
+                         "--use-distributed-optimizer"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(load_config(dir.file("job.yaml")).training.fp8_param_gather);
+  const test::CliRun x = run_cli("export '" + dir.file("job.yaml") + "' --format megatron --json");
+  ASSERT_EQ(x.code, 0) << x.err;
+  const nlohmann::json j = nlohmann::json::parse(x.out);
+  const std::string text = j["text"].get<std::string>();
+  EXPECT_NE(text.find("--fp8-param-gather\n"), std::string::npos) << text;
+  const test::CliRun back = import(dir, test::script_with_export(script(""), text), "back.txt");
+  ASSERT_EQ(back.code, 0) << back.err;
+  const nlohmann::json sim =
+      nlohmann::json::parse(run_cli("simulate '" + dir.file("job.yaml") + "' --json").out);
+  EXPECT_EQ(sim["iteration_time_ms"], j["iteration_time_ms"]);
+  const test::CliRun bf16 = import(dir, script("--fp8-param-gather --use-distributed-optimizer"));
+  ASSERT_EQ(bf16.code, 0) << bf16.err;
+  EXPECT_NE(bf16.err.find("--fp8-param-gather (no --fp8-format: the weights stay bf16)"),
+            std::string::npos)
+      << bf16.err;
+  EXPECT_FALSE(load_config(dir.file("job.yaml")).training.fp8_param_gather);
+}
+
 TEST(CpFp8Interop, MegatronFlagsAreRead) {
   test::ScratchDir dir;
   const test::CliRun r =
