@@ -38,6 +38,21 @@ void check_import_request(const ImportRequest& r) {
     throw RequestError("--microbatches", "--microbatches must be at least 1");
 }
 
+namespace {
+
+/// The devices a job's parallel sizes take, dp x tp x cp x pp (dp as stated, else 1).
+long long stated_devices(const ImportedJob& job) {
+  return static_cast<long long>(job.dp.value_or(1)) * job.tp * job.cp.value_or(1) * job.pp;
+}
+
+/// Where the job's dp came from (empty when nothing said it).
+Origin dp_origin(const ImportedJob& job) {
+  const auto it = job.origin.find("training.dp");
+  return it != job.origin.end() ? it->second : Origin{};
+}
+
+}  // namespace
+
 ImportOutcome run_import(const ImportRequest& r) {
   check_import_request(r);
   const Importer& importer = importer_of(r.format);
@@ -63,17 +78,15 @@ ImportOutcome run_import(const ImportRequest& r) {
     // A job that takes the devices left over (torchtitan's data_parallel_shard_degree -1)
     // does not say how many it runs on.
     if (!job.dp) {
-      const auto it = job.origin.find("training.dp");
-      const Origin o = it != job.origin.end() ? it->second : Origin{};
+      const Origin o = dp_origin(job);
       throw ImportError(o.file, o.line, o.column, o.key,
                         "the job takes the devices left over (" + o.why +
                             "), so it does not say how many it runs on: give --devices N "
                             "with --preset, or --cluster FILE");
     }
     const long long cp = job.cp.value_or(1);
-    const long long devices = static_cast<long long>(job.dp.value_or(1)) * job.tp * cp * job.pp;
-    const auto it = job.origin.find("training.dp");
-    Origin counted = it != job.origin.end() ? it->second : Origin{};
+    const long long devices = stated_devices(job);
+    Origin counted = dp_origin(job);
     counted.why.clear();
     const std::string sizes = "dp x tp x cp x pp = " + std::to_string(job.dp.value_or(1)) + " x " +
                               std::to_string(job.tp) + " x " + std::to_string(cp) + " x " +
@@ -96,11 +109,10 @@ ImportOutcome run_import(const ImportRequest& r) {
     job.devices = *cluster.job_devices;
     job.from("training.devices", cluster.origin);
   } else if (r.cluster && job.dp) {
-    const long long used = static_cast<long long>(*job.dp) * job.tp * job.cp.value_or(1) * job.pp;
+    const long long used = stated_devices(job);
     if (used < cluster.devices) {
       job.devices = used;
-      const auto it = job.origin.find("training.dp");
-      Origin o = it != job.origin.end() ? it->second : Origin{};
+      Origin o = dp_origin(job);
       o.why = "dp x tp x cp x pp of the job";
       job.from("training.devices", o);
       job.notes.push_back("the job's dp x tp x cp x pp = " + std::to_string(used) +
