@@ -84,6 +84,15 @@ nlohmann::json summary_json(const RunInfo& info, const SimResult& r,
     j["bubble_breakdown_error"] = bubbles->error;
   }
   j["devices"] = devices;
+  if (info.offload_layers > 0) {
+    const LayerOffloadPass& o = info.layer_offload;
+    j["layer_offload"] = {{"layers", info.offload_layers},
+                          {"of", info.offload_layers_of},
+                          {"forward_wait_ms", ns_to_ms(o.forward_wait)},
+                          {"backward_wait_ms", ns_to_ms(o.backward_wait)},
+                          {"device_activation_bytes", o.peak_bytes},
+                          {"host_bytes", o.host_bytes}};
+  }
   return j;
 }
 
@@ -158,6 +167,18 @@ std::string summary_text(const RunInfo& info, const SimResult& r, const BubbleBr
                     format_gib(d.peak_host_bytes).c_str());
       out += buf;
     }
+  }
+  if (info.offload_layers > 0) {
+    // Whole-layer offload: one micro-batch's pass, the same for every micro-batch.
+    const LayerOffloadPass& o = info.layer_offload;
+    std::snprintf(buf, sizeof buf,
+                  "\nlayer offload: %d of %d decoder layers' activations to the host, each "
+                  "micro-batch\n  waited %.3f ms in forward and %.3f ms in backward for copies; "
+                  "decoder activations %s on the device at most, %s on the host\n",
+                  info.offload_layers, info.offload_layers_of, ns_to_ms(o.forward_wait),
+                  ns_to_ms(o.backward_wait), format_gib(o.peak_bytes).c_str(),
+                  format_gib(o.host_bytes).c_str());
+    out += buf;
   }
   if (bubbles && bubbles->ok) {
     const BubbleBreakdown& bb = *bubbles;

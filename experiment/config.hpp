@@ -224,6 +224,10 @@ struct TrainingConfig {
   /// start coming back (SimInput::offload_lead).
   std::string offload_modules = "none";
   int offload_lead = 1;
+  /// Whole-layer activation offload (Megatron-LM's --cpu-offloading-num-layers, Transformer
+  /// Engine's CPU offload): the first this many decoder layers' activations go to host
+  /// memory in each pass (sim/layer_offload.hpp). 0: none.
+  int offload_layers = 0;
 
   /// The mesh's sizes as the config states them (ParallelMesh, parallel_mesh.hpp).
   MeshSizes mesh_sizes() const {

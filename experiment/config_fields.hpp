@@ -636,6 +636,16 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
              "this many places before it on its device starts (0: when the op just before it "
              "ends, so the backward waits for the whole copy); default 1",
      .form = Form::analytic},
+    {.name = "offload_layers",
+     .slot = &TrainingConfig::offload_layers,
+     .range = kCount0,
+     .help = "whole-layer activation offload: the first this many decoder layers' activations "
+             "go to host memory in each forward and come back for the backward, at most "
+             "(layers - this) layers' on the device at once (Megatron-LM's "
+             "--cpu-offloading-num-layers, Transformer Engine's CPU offload); fewer than the "
+             "model's decoder layers, pp 1, no recompute, no offload_modules, and a host link "
+             "(cluster.device.host_link_GBps); default 0",
+     .form = Form::analytic},
     {.name = "fsdp",
      .slot = &TrainingConfig::fsdp,
      .help = "fully sharded data parallel (Megatron-FSDP, FSDP2): optimizer.zero_stage 3 "

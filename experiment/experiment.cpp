@@ -70,6 +70,30 @@ void size_host_memory(Experiment& e) {
                         "the state)");
     }
   }
+  if (const int k = e.config.training.offload_layers; k > 0) {
+    // Whole-layer offload (pp 1): one micro-batch in flight, its first k decoder layers'
+    // activations on the host.
+    const char* const key = "training.offload_layers";
+    if (!(hw.host_memory_GiB > 0))
+      e.config.fail(key, std::to_string(k) + " offloads to the host, but the " + hw.name +
+                             " device's host memory is unknown (expected 0, or give "
+                             "cluster.device.host_memory_GiB)");
+    double need = 0;
+    int seen = 0;
+    for (const LayerRow& row : e.layers.layers)
+      if (row.kind == LayerKind::decoder && seen++ < k)
+        need += static_cast<double>(row.modes[Recompute::none]->activation_bytes);
+    const double left = host_share - optimizer;
+    if (need > left)
+      e.config.fail(key, std::to_string(k) + " layers put " + gib_text(need) +
+                             " of activations on the host for each device, more than the " +
+                             gib_text(left) +
+                             " each device has of its host (host_memory_GiB over " +
+                             std::to_string(hw.host_devices) +
+                             " devices, less offloaded optimizer state; expected fewer layers)");
+    e.host_capacity_bytes = static_cast<std::int64_t>(left);
+    return;
+  }
   const Recompute mode = recompute_mode(e.config, 0, 0);
   double activations = 0;  // one micro-batch's, over the whole model
   for (const LayerRow& row : e.layers.layers)
@@ -205,6 +229,25 @@ std::string recompute_key(const Config& c, int stage, int layer) {
   if (r.stages.count(stage)) return "training.recompute.stages." + std::to_string(stage);
   return c.lines.count("training.recompute.default") ? "training.recompute.default"
                                                      : "training.recompute";
+}
+
+/// Whole-layer offload (training.offload_layers): one micro-batch's pass over the decoder
+/// rows, on the device's share of its host link (as activation offload's copies,
+/// HardwareSpec::host_link_GBps over host_link_devices). Empty when off.
+std::optional<LayerOffloadPass> layer_offload(const Experiment& e, const Plan& plan) {
+  const int k = e.config.training.offload_layers;
+  if (k <= 0 || !e.analytic || plan.recompute.size() != e.layers.layers.size()) return {};
+  const HardwareSpec& hw = e.analytic->hardware;
+  const double link = hw.host_link_GBps * 1e9 / std::max(hw.host_link_devices, 1);
+  std::vector<LayerOffloadLayer> layers;
+  for (std::size_t l = 0; l < e.layers.layers.size(); ++l) {
+    const LayerRow& row = e.layers.layers[l];
+    if (row.kind != LayerKind::decoder) continue;
+    const std::int64_t bytes = row.modes[plan.recompute[l]]->activation_bytes;
+    layers.push_back({row.forward, row.backward_input + row.backward_weight, bytes,
+                      s_to_ns(static_cast<double>(bytes) / link)});
+  }
+  return layer_offload_pass(layers, k);
 }
 
 }  // namespace
@@ -446,6 +489,30 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
   }
   if (layer != e.num_layers())
     throw std::invalid_argument("assemble: " + check_plan(e, plan, num_stages));
+  // Whole-layer offload: the one stage's passes wait for their copies (in their ops' times,
+  // the computation pieces first when the stage has parts), and its decoder rows hold at
+  // most the peak window of activations instead of all of them.
+  if (const auto pass = layer_offload(e, plan)) {
+    if (num_stages != 1)
+      e.config.fail("training.offload_layers",
+                    "needs a schedule with one stage (pp 1, no virtual stages); " + schedule.name +
+                        " runs " + std::to_string(num_stages));
+    StageCost& cost = out.stages[0];
+    std::int64_t decoder = 0;
+    for (std::size_t l = 0; l < e.layers.layers.size(); ++l)
+      if (e.layers.layers[l].kind == LayerKind::decoder)
+        decoder += e.layers.layers[l].modes[plan.recompute[l]]->activation_bytes;
+    cost.forward += pass->forward_wait;
+    cost.backward_input += pass->backward_wait;
+    cost.activation_bytes += pass->peak_bytes - decoder;
+    if (cost.weight_grad_retained_bytes)
+      cost.weight_grad_retained_bytes =
+          std::min(*cost.weight_grad_retained_bytes, cost.activation_bytes);
+    if (parts) {
+      out.stage_parts[0].forward.front() += pass->forward_wait;
+      out.stage_parts[0].backward.front() += pass->backward_wait;
+    }
+  }
   const auto holds = [&](int rank, LayerKind k) {
     return (kinds[rank] >> static_cast<int>(k)) & 1u;
   };
@@ -750,6 +817,12 @@ RunInfo make_run_info(const Experiment& e, const Plan& plan, const Schedule& sch
   info.partition = plan.partition;
   if (static_cast<int>(plan.recompute.size()) == e.num_layers())
     info.stage_recompute = stage_recompute_labels(stage_info(e, plan));
+  if (const auto pass = layer_offload(e, plan)) {
+    info.offload_layers = t.offload_layers;
+    for (const LayerRow& row : e.layers.layers)
+      info.offload_layers_of += row.kind == LayerKind::decoder ? 1 : 0;
+    info.layer_offload = *pass;
+  }
   if (t.seq_length)
     info.tokens_per_iteration =
         static_cast<double>(schedule.num_microbatches) * t.micro_batch_size * dp * *t.seq_length;

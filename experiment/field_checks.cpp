@@ -344,6 +344,41 @@ void check_values(const Config& c) {
                       " device has no host link figure (expected none, or give "
                       "cluster.device.host_link_GBps)");
   }
+  if (const int k = c.training.offload_layers; k > 0) {
+    // Whole-layer offload (sim/layer_offload.hpp), by Megatron-Core's own rules
+    // (NVIDIA/Megatron-LM d98e8a64, megatron/core/transformer/transformer_config.py,
+    // TransformerConfig.__post_init__): fewer layers than the model's, no pipeline
+    // parallelism, no recomputation, not beside fine-grained offload.
+    const char* const key = "training.offload_layers";
+    const std::string what = std::to_string(k) + ": ";
+    const ModelShape* shape = c.model.shape ? &*c.model.shape : nullptr;
+    if (shape && k >= shape->num_layers)
+      c.fail(key, what + "\"CPU offloading can be done only for layers less than " +
+                      std::to_string(shape->num_layers) +
+                      "\" (Megatron-Core; expected fewer than the model's decoder layers)");
+    if (c.training.pp > 1)
+      c.fail(key, what +
+                      "\"Currently there is no support for Pipeline parallelism with CPU "
+                      "offloading\" (Megatron-Core; expected pp 1, or training.offload_"
+                      "modules, which pipelines offload)");
+    const RecomputeSpec& r = c.training.recompute;
+    bool recomputes = r.global != Recompute::none;
+    for (const auto& [index, mode] : r.stages) recomputes = recomputes || mode != Recompute::none;
+    for (const auto& [index, mode] : r.layers) recomputes = recomputes || mode != Recompute::none;
+    if (recomputes)
+      c.fail(key, what +
+                      "\"CPU offloading does not work when activation recomputation is "
+                      "enabled\" (Megatron-Core; expected training.recompute: none)");
+    if (parse_offload_modules(c.training.offload_modules, nullptr) != 0)
+      c.fail(key, what +
+                      "\"fine_grained_activation_offloading cannot be enabled with "
+                      "cpu_offloading\" (Megatron-Core; expected training.offload_modules: "
+                      "none)");
+    if (c.device.hardware && !(c.device.hardware->host_link_GBps > 0))
+      c.fail(key, what + "offloads to the host, but the " + c.device.hardware->name +
+                      " device has no host link figure (expected 0, or give "
+                      "cluster.device.host_link_GBps)");
+  }
   // Megatron-LM's validate_args (megatron/training/arguments.py): "Tensor parallel
   // communication/GEMM overlap can happen only when sequence parallelism is enabled".
   if (c.training.tp_comm_overlap && !c.training.sequence_parallel)

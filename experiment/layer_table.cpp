@@ -459,6 +459,12 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
     table.layers.push_back(make_row("lm_head", LayerKind::head, a->head_single_stage,
                                     {{&a->head_single_stage, false}}));
   }
+  // Whole-layer offload runs without recomputation (Megatron-Core refuses the two
+  // together): a planner may not pick a mode the job cannot run.
+  if (c.training.offload_layers > 0)
+    for (LayerRow& row : table.layers)
+      for (Recompute r : kAllRecompute)
+        if (r != Recompute::none) row.modes[r].reset();
   return table;
 }
 

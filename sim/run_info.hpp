@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/layer_offload.hpp"
 #include "sim/time.hpp"
 
 namespace bmpipe {
@@ -38,6 +39,11 @@ struct RunInfo {
   int micro_batch_size = 1;
   std::vector<int> partition = {};                ///< layers per stage
   std::vector<std::string> stage_recompute = {};  ///< per stage: none, selective, full, mixed
+  /// Whole-layer activation offload (training.offload_layers): how many decoder layers
+  /// offload, of how many, and one micro-batch's pass (its waits are in the ops' times).
+  int offload_layers = 0;
+  int offload_layers_of = 0;
+  LayerOffloadPass layer_offload = {};
 };
 
 /// What an iteration of `iteration_time` achieves, from the throughput inputs of `info`;
