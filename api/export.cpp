@@ -364,6 +364,7 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   job.recompute_modules = stated.training.recompute_modules;
   job.offload_modules = stated.training.offload_modules;
   job.offload_lead = stated.training.offload_lead;
+  job.offload_layers = stated.training.offload_layers;
 
   std::string text = "# bmpipe export " + format + " of " + config.file + "\n";
   text += "# " + framework + " runs this with " + schedule_words(out.schedule, out.vpp) + ": " +

@@ -47,9 +47,13 @@ std::string unstated_model_refusal(const Config& config, const char* framework) 
          "): it has no key for one; Megatron-LM's --moe-latent-size does";
 }
 
-// Activation offload (training.offload_modules) where the framework has no such keys:
-// exported without it, the job would hold its activations on the device.
+// Activation offload (training.offload_modules, offload_layers) where the framework has no
+// such keys: exported without it, the job would hold its activations on the device.
 std::string offload_refusal(const Config& config, const char* framework) {
+  if (config.training.offload_layers > 0)
+    return std::string(framework) + " cannot state training.offload_layers (" +
+           std::to_string(config.training.offload_layers) +
+           "): it has no key for Megatron-LM's whole-layer CPU offload";
   if (parse_offload_modules(config.training.offload_modules, nullptr) == 0) return "";
   return std::string(framework) + " cannot state training.offload_modules (" +
          config.training.offload_modules +

@@ -88,6 +88,8 @@ struct ExportJob {
   /// training.offload_modules and offload_lead (activation offload; "none": off).
   std::string offload_modules = "none";
   int offload_lead = 1;
+  /// training.offload_layers: --cpu-offloading-num-layers (whole-layer offload; 0: off).
+  int offload_layers = 0;
   /// training.seq_length, for a text that states it (torchtitan's seq_len); 0 when unknown.
   int seq_length = 0;
   /// training.kernels fused: torchtitan states it as compile.

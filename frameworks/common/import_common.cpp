@@ -644,6 +644,8 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
     y.value(1, "recompute_modules", *job.recompute_modules, "training.recompute_modules");
   if (job.offload_modules)
     y.value(1, "offload_modules", *job.offload_modules, "training.offload_modules");
+  if (job.offload_layers)
+    y.value(1, "offload_layers", std::to_string(*job.offload_layers), "training.offload_layers");
   if (job.shard_copies && *job.shard_copies > 1) {
     // dp x cp: the dp given times cp, or the devices over pp x tp (dp then counts cp's).
     const long long group = job.dp ? static_cast<long long>(*job.dp) * job.cp.value_or(1)

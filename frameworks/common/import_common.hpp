@@ -154,6 +154,8 @@ struct ImportedJob {
   std::optional<std::string> recompute_modules;
   /// training.offload_modules (a comma list); written when set.
   std::optional<std::string> offload_modules;
+  /// training.offload_layers (whole-layer offload); written when set.
+  std::optional<int> offload_layers;
   std::optional<int> microbatches, global_batch_size, micro_batch_size, seq_length;
   std::optional<std::string> dtype;    ///< bf16 or fp16
   std::optional<std::string> kernels;  ///< training.kernels (eager or fused); written when set

@@ -420,6 +420,9 @@ std::string megatron_sharding_flags(const ExportJob& job) {
       }
     out += "\n";
   }
+  // Whole-layer offload: the first N decoder layers through Transformer Engine.
+  if (job.offload_layers > 0)
+    out += "--cpu-offloading-num-layers " + std::to_string(job.offload_layers) + "\n";
   return out;
 }
 }  // namespace

@@ -176,6 +176,7 @@ constexpr FlagSpec kFlags[] = {
     // activation offload
     {"--fine-grained-activation-offloading", Kind::boolean},
     {"--offload-modules", Kind::list},
+    {"--cpu-offloading-num-layers", Kind::integer},
     // optimizer offload
     {"--optimizer-cpu-offload", Kind::boolean},
     {"--optimizer-offload-fraction", Kind::real},
@@ -1615,6 +1616,18 @@ void read_activation_offload(const Args& a, ImportedJob& job) {
   job.from("training.offload_modules", a.origin("--offload-modules"));
 }
 
+/// Whole-layer activation offload: --cpu-offloading-num-layers N (N > 0 turns
+/// cpu_offloading on, megatron/training/arguments.py at d98e8a64) is
+/// training.offload_layers; 0, Megatron-LM's default, offloads nothing. Megatron-Core's
+/// refusals (pp > 1, recomputation, fine-grained offload beside it, N not below the
+/// layers) are the config's checks, reported at this flag's line.
+void read_layer_offload(const Args& a, ImportedJob& job) {
+  const auto layers = a.integer("--cpu-offloading-num-layers", 0);
+  if (!layers || *layers == 0) return;
+  job.offload_layers = static_cast<int>(*layers);
+  job.from("training.offload_layers", a.origin("--cpu-offloading-num-layers"));
+}
+
 /// Precision and optimizer: the dtype, the gradients' dtype, the distributed optimizer,
 /// and sequence parallelism.
 void read_precision_and_optimizer(const Reading& ctx) {
@@ -1653,6 +1666,7 @@ void read_precision_and_optimizer(const Reading& ctx) {
   read_sharded_data_parallel(a, job);
   read_optimizer_offload(a, job);
   read_activation_offload(a, job);
+  read_layer_offload(a, job);
   if (a.boolean("--overlap-moe-expert-parallel-comm")) {
     // training.moe_overlap: 1F1B and interleaved pair a backward with the next forward.
     job.moe_overlap = true;

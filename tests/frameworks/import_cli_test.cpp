@@ -17,7 +17,7 @@ const std::string kArgs =
     "  --seq-length 4096 --vocab-size 32000 --swiglu --untie-embeddings-and-output-weights \\\n"
     "  --micro-batch-size 1 --global-batch-size 64 --bf16 --lr 3e-4 \\\n"
     "  --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 \\\n"
-    "  --pipeline-model-parallel-layout \"Et*9|t*9|t*8|t*6L\" --cpu-offloading-num-layers 0 \\\n"
+    "  --pipeline-model-parallel-layout \"Et*9|t*9|t*8|t*6L\" --wgrad-deferral-limit 0 \\\n"
     "  --recompute-granularity full --recompute-method block --recompute-num-layers 1\n";
 
 const std::string kMindFormers =
@@ -67,7 +67,7 @@ TEST(ImportCli, EachFormatWritesAConfigThatSimulates) {
       test::run_cli("import megatron " + q(f.args) + " --preset h200 --devices 16");
   EXPECT_EQ(m.code, 0);
   EXPECT_NE(m.err.find("ignored: --lr (not modelled)\n"), std::string::npos) << m.err;
-  EXPECT_NE(m.err.find("ignored: --cpu-offloading-num-layers 0 (Megatron-LM's default)\n"),
+  EXPECT_NE(m.err.find("ignored: --wgrad-deferral-limit 0 (Megatron-LM's default)\n"),
             std::string::npos)
       << m.err;
   EXPECT_NE(m.out.find("  partition: [9, 9, 8, 6]"), std::string::npos) << m.out;
@@ -173,7 +173,7 @@ TEST(ImportCli, MistypedFlagsAndKeysExitTwoWithTheClosestName) {
 TEST(ImportCli, UnmodelledFlagsExitTwoUnlessAllowed) {
   const Files f;
   for (const std::string extra :
-       {"--cpu-offloading-num-layers 2", "--fp8-margin 1", "--moe-shared-expert-overlap"}) {
+       {"--wgrad-deferral-limit 2", "--fp8-margin 1", "--moe-shared-expert-overlap"}) {
     const std::string flag = extra.substr(0, extra.find(' '));
     const std::string args = test::write_file(f.out("unmodelled.txt"), kArgs + extra + "\n");
     const std::string command = "import megatron " + q(args) + " --preset h200 --devices 16";

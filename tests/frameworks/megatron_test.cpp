@@ -257,10 +257,10 @@ TEST(MegatronImport, DefaultsMegatronDerives) {
 TEST(MegatronImport, FlagsItDoesNotModelAreListed) {
   const ImportedJob job =
       import("torchrun --nproc_per_node 8 pretrain_gpt.py \\\n" + kModel +
-             "--cpu-offloading-num-layers 2 --expert-model-parallel-size 4 --lr 3e-4 \\\n"
+             "--wgrad-deferral-limit 2 --expert-model-parallel-size 4 --lr 3e-4 \\\n"
              "  --data-path 0.5 /data/a 0.5 /data/b --lr 1e-4 2>&1 | tee train.log\n");
-  // The launcher's flag (before the script) is listed; so are inert flags. Offloading
-  // changes the job: it is not listed as ignored but as unmodelled.
+  // The launcher's flag (before the script) is listed; so are inert flags. Deferring
+  // weight gradients changes the job: not listed as ignored but as unmodelled.
   const std::vector<std::string> expected = {
       "'torchrun' (not a flag)", "--nproc_per_node (not modelled)", "--lr (not modelled)",
       "--data-path (not modelled)", "'tee' (not a flag)", "'train.log' (not a flag)",
@@ -268,7 +268,7 @@ TEST(MegatronImport, FlagsItDoesNotModelAreListed) {
       "--expert-model-parallel-size (no effect without --num-experts)"};
   EXPECT_EQ(job.ignored, expected);
   ASSERT_EQ(job.unmodelled.size(), 1u);
-  EXPECT_EQ(job.unmodelled[0].given, "--cpu-offloading-num-layers 2");
+  EXPECT_EQ(job.unmodelled[0].given, "--wgrad-deferral-limit 2");
   EXPECT_EQ(job.unmodelled[0].origin.line, 5);
 }
 
@@ -458,7 +458,7 @@ TEST(MegatronVocabulary, TheTableAndTheReaderAgree) {
       {"--num-experts", Treatment::modelled},
       {"--expert-model-parallel-size", Treatment::modelled},
       {"--use-torch-fsdp2", Treatment::modelled},
-      {"--cpu-offloading-num-layers", Treatment::unmodelled},
+      {"--cpu-offloading-num-layers", Treatment::modelled},
       {"--tp-comm-overlap", Treatment::modelled},
       {"--hybrid-layer-pattern", Treatment::modelled},
       {"--squared-relu", Treatment::modelled},
@@ -538,7 +538,7 @@ TEST(MegatronVocabulary, MalformedTablesAreRefused) {
 // its line and value (the caller refuses it unless allowed), and not listed as ignored.
 TEST(MegatronImport, FlagsThatChangeTheJobAreUnmodelled) {
   for (const char* extra :
-       {"--cpu-offloading-num-layers 2", "--fp8-margin 1", "--moe-shared-expert-overlap",
+       {"--wgrad-deferral-limit 2", "--fp8-margin 1", "--moe-shared-expert-overlap",
         "--fsdp-double-buffer", "--tp-comm-overlap-rs-dgrad"}) {
     const ImportedJob job = import(kModel + extra + "\n");
     ASSERT_EQ(job.unmodelled.size(), 1u) << extra;
@@ -559,22 +559,22 @@ TEST(MegatronImport, FlagsThatChangeTheJobAreUnmodelled) {
   // Megatron-LM's own default changes nothing: listed, not refused (also as --flag=value).
   const ImportedJob defaults =
       import(kModel +
-             "--cpu-offloading-num-layers 0 --pipeline-model-parallel-comm-backend=nccl "
+             "--wgrad-deferral-limit 0 --pipeline-model-parallel-comm-backend=nccl "
              "--expert-model-parallel-size 1\n");
   EXPECT_TRUE(defaults.unmodelled.empty());
   EXPECT_EQ(defaults.ignored,
             (std::vector<std::string>{
-                "--cpu-offloading-num-layers 0 (Megatron-LM's default)",
+                "--wgrad-deferral-limit 0 (Megatron-LM's default)",
                 "--pipeline-model-parallel-comm-backend nccl (Megatron-LM's default)",
                 "--expert-model-parallel-size (no effect without --num-experts)"}));
   // The last use counts, as in argparse; several are named after the first.
-  const ImportedJob both = import(
-      kModel + "--fp8-margin 1 --cpu-offloading-num-layers 0\n--cpu-offloading-num-layers 2\n");
+  const ImportedJob both =
+      import(kModel + "--fp8-margin 1 --wgrad-deferral-limit 0\n--wgrad-deferral-limit 2\n");
   ASSERT_EQ(both.unmodelled.size(), 2u);
-  EXPECT_EQ(both.unmodelled[1].given, "--cpu-offloading-num-layers 2");
+  EXPECT_EQ(both.unmodelled[1].given, "--wgrad-deferral-limit 2");
   EXPECT_EQ(both.unmodelled[1].origin.line, 5);
   EXPECT_NE(std::string(unmodelled_error(both.unmodelled).what())
-                .find("; also not modelled: --cpu-offloading-num-layers (line 5)."),
+                .find("; also not modelled: --wgrad-deferral-limit (line 5)."),
             std::string::npos);
   EXPECT_EQ(unmodelled_warning(both.unmodelled[0])
                 .rfind("--fp8-margin 1 is not modelled; the simulated job differs from yours (", 0),

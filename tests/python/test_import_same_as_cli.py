@@ -74,13 +74,13 @@ def test_import_unmodelled_flags_refused_unless_allowed(tmp_path):
     allow_unmodelled=True the same text as `--allow-unmodelled`, and the same warnings."""
     args = tmp_path / "cp2.txt"
     with open(MEGATRON, encoding="utf-8") as f:
-        args.write_text(f.read() + "  --cpu-offloading-num-layers 2\n")
+        args.write_text(f.read() + "  --wgrad-deferral-limit 2\n")
     rc, out, err = run_cli("import", "megatron", str(args), "--preset", "h200", "--devices", "16")
     assert rc == 2 and out == ""
     with pytest.raises(bmpipe.ConfigError) as e:
         bmpipe.import_config("megatron", str(args), preset="h200", devices=16)
     assert e.value.line == 10
-    assert e.value.key == "--cpu-offloading-num-layers"  # the file's word, not a Python keyword
+    assert e.value.key == "--wgrad-deferral-limit"  # the file's word, not a Python keyword
     assert e.value.message.startswith("not modelled yet; the simulated job would differ")
     # The same text as the command's, after its "bmpipe import megatron: " prefix.
     assert err.rstrip("\n") == "bmpipe import megatron: " + str(e.value)
@@ -95,4 +95,4 @@ def test_import_unmodelled_flags_refused_unless_allowed(tmp_path):
     said = [line for line in err.splitlines()
             if line.startswith(("ignored: ", "note: ", "warning: "))]
     assert [str(w.message) for w in caught] == said
-    assert any(s.startswith("warning: --cpu-offloading-num-layers 2 is not modelled") for s in said)
+    assert any(s.startswith("warning: --wgrad-deferral-limit 2 is not modelled") for s in said)
