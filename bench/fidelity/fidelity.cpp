@@ -279,9 +279,10 @@ Expressed express(const PublishedRun& run, const std::string& source_dir,
   if (!recipe(run, "quant_recipe").empty())
     approx.push_back("per-module precisions of " + recipe(run, "quant_recipe") +
                      " not modelled (one recipe for every GEMM, the MTP block aside)");
-  if (!recipe(run, "cpu_offloading_num_layers").empty())
-    approx.push_back("activation offload of " + recipe(run, "cpu_offloading_num_layers") +
-                     " layers not modelled");
+  // Megatron-LM's --cpu-offloading-num-layers (the recipe's cpu_offloading_num_layers):
+  // whole-layer offload through Transformer Engine, training.offload_layers.
+  if (const std::string n = recipe(run, "cpu_offloading_num_layers"); !n.empty() && n != "0")
+    y << "  offload_layers: " << n << "\n";
   if (run.fsdp > 0) y << "  fsdp: true\n";
   // The FSDP column is the sharding group (Megatron-Bridge 067f987d,
   // docs/performance-summary-archive.md: "sharding group size = #GPUs / (TP x PP)", the dp x
