@@ -427,23 +427,43 @@ void read_mla(Reader& rd, const YAML::Node& ml, ModelShape& m) {
   }
 }
 
-// model.sliding_window / sliding_every over the shape read so far (an HF config's windows,
-// or none): a window given without sliding_every windows every layer (Mistral's
-// convention), sliding_every needs a window, and a window of 0 over an HF config's turns its
-// windows off. Hybrid models' attention layers are costed full, so a window on one is
-// refused rather than ignored.
+// model.sliding_window / sliding_every / full_every / chunked_window over the shape read so
+// far (an HF config's windows, or none): a window given without sliding_every or full_every
+// windows every layer (Mistral's convention), either picker needs a window, the YAML's
+// picker replaces an HF config's, and a window of 0 over an HF config's turns its windows
+// off. Hybrid models' attention layers are costed full, so a window on one is refused rather
+// than ignored.
 void read_window(Reader& rd, const YAML::Node& n, ModelShape& m) {
   const bool every_given = Reader::present(n, "sliding_every");
+  const bool full_given = Reader::present(n, "full_every");
+  if (every_given && full_given && m.sliding_every > 0 && m.full_every > 0)
+    rd.fail(n["full_every"], "model.full_every",
+            "picks the windowed layers beside model.sliding_every; give one of the two");
+  if (every_given && m.sliding_every > 0 && !full_given) m.full_every = 0;
+  if (full_given && m.full_every > 0 && !every_given) m.sliding_every = 0;
   if (m.sliding_window == 0) {
-    if (every_given && m.sliding_every > 0)
-      rd.fail(n["sliding_every"], "model.sliding_every",
-              std::to_string(m.sliding_every) +
-                  " picks the windowed layers, but the model has no window: give "
-                  "model.sliding_window (tokens)");
+    for (const char* key : {"sliding_every", "full_every"}) {
+      const int v = std::string(key) == "full_every" ? m.full_every : m.sliding_every;
+      if (Reader::present(n, key) && v > 0)
+        rd.fail(n[key], std::string("model.") + key,
+                std::to_string(v) +
+                    " picks the windowed layers, but the model has no window: give "
+                    "model.sliding_window (tokens)");
+    }
+    if (Reader::present(n, "chunked_window") && m.chunked_window)
+      rd.fail(n["chunked_window"], "model.chunked_window",
+              "true chunks the window, but the model has no window: give "
+              "model.sliding_window (tokens per chunk)");
     m.sliding_every = 0;
+    m.full_every = 0;
+    m.chunked_window = false;
     return;
   }
-  if (m.sliding_every == 0) {
+  if (m.full_every == 1)
+    rd.fail(full_given ? n["full_every"] : n, "model.full_every",
+            "1 makes every layer global and windows none: expected 2 or more (Gemma 3: 6), "
+            "or model.sliding_window: 0 for none");
+  if (m.sliding_every == 0 && m.full_every == 0) {
     if (every_given)
       rd.fail(n["sliding_every"], "model.sliding_every",
               "0 windows no layer: expected 1 (every layer) or more, or model.sliding_window: "

@@ -376,6 +376,18 @@ inline constexpr auto kModelFields = std::to_array<Field<ModelShape>>({
      .help = "which layers use sliding_window: every k-th from layer 0 (gpt-oss: 2; 1, the "
              "default with a window: all)",
      .form = Form::analytic},
+    {.name = "full_every",
+     .slot = &ModelShape::full_every,
+     .range = kWindowEvery,
+     .help = "the other way to pick them: every k-th layer counted from 1 attends to the whole "
+             "sequence, the others use sliding_window (Gemma 3: 6; Llama 4: 4; Megatron's "
+             "--window-attn-skip-freq k); not with sliding_every. 0: sliding_every picks",
+     .form = Form::analytic},
+    {.name = "chunked_window",
+     .slot = &ModelShape::chunked_window,
+     .help = "sliding_window is a chunk (Llama 4's attention_chunk_size): a query sees the keys "
+             "of its own aligned chunk of sliding_window tokens up to itself",
+     .form = Form::analytic},
     {.name = "mtp_layers",
      .slot = &ModelShape::mtp_layers,
      .range = kMtpLayers,

@@ -541,7 +541,11 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
     }
     if (m.has_windows()) {
       y.value(1, "sliding_window", std::to_string(m.sliding_window), "model.sliding_window");
-      y.value(1, "sliding_every", std::to_string(m.sliding_every), "model.sliding_every");
+      if (m.full_every > 0)
+        y.value(1, "full_every", std::to_string(m.full_every), "model.full_every");
+      else
+        y.value(1, "sliding_every", std::to_string(m.sliding_every), "model.sliding_every");
+      if (m.chunked_window) y.value(1, "chunked_window", "true", "model.chunked_window");
     }
     if (m.mtp_layers > 0)
       y.value(1, "mtp_layers", std::to_string(m.mtp_layers), "model.mtp_layers");

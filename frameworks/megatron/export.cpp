@@ -234,7 +234,9 @@ std::string megatron_model_flags(const ModelShape& m, int ep, int etp, bool deep
   // list form (an int N would window N-1 layers of N).
   if (m.has_windows()) {
     out += "--window-size " + std::to_string(m.sliding_window - 1) + ",0\n";
-    if (m.sliding_every == 2) {
+    if (m.full_every > 0) {
+      flag("--window-attn-skip-freq", m.full_every);  // layer_number % N != 0: windowed
+    } else if (m.sliding_every == 2) {
       flag("--window-attn-skip-freq", 2);
     } else if (m.sliding_every > 2) {
       const int k = m.sliding_every, whole = m.num_layers / k, rest = m.num_layers % k;
@@ -257,6 +259,10 @@ std::string megatron_model_flags(const ModelShape& m, int ep, int etp, bool deep
 }  // namespace
 
 std::string megatron_model_refusal(const ModelShape& m) {
+  // [MG-args] has --window-size for sliding windows alone: Llama 4's chunks have no flag.
+  if (m.has_windows() && m.chunked_window)
+    return "the attention is chunked (model.chunked_window, Llama 4's attention_chunk_size), "
+           "and Megatron-LM's --window-size slides its window; it has no flag for chunks";
   if (!m.is_hybrid()) return "";
   // [MG-hybrid]: MambaMixer's d_conv and chunk_size are its own, with no flag.
   if (m.hybrid_pattern.find('M') != std::string::npos &&

@@ -1252,8 +1252,9 @@ void read_position_embedding(const Reading& ctx, ModelShape& m) {
 /// (megatron/core/transformer/utils.py at d98e8a64) windows every layer without the skip
 /// flag; an int N windows the 1-based layer_number with layer_number % N != 0, so N = 2 is
 /// model.sliding_every 2 (even 0-based layers, gpt-oss's) and N = 1 none; a list gives 1
-/// (windowed) or 0 per layer. An N > 2 ((N-1):1) or a list that is not every k-th layer from
-/// layer 0 has no model.sliding_every, so it is refused rather than costed otherwise.
+/// (windowed) or 0 per layer. An N > 2 ((N-1):1, Gemma 3's 5:1) is model.full_every N; a
+/// list that is neither every k-th layer from layer 0 nor all but every k-th counted from 1
+/// is refused rather than costed otherwise.
 void read_window(const Reading& ctx, ModelShape& m) {
   const Args& a = ctx.a;
   ImportedJob& job = ctx.job;
@@ -1336,14 +1337,22 @@ void read_window(const Reading& ctx, ModelShape& m) {
     job.notes.push_back("--window-attn-skip-freq " + *skip + " windows no layer.");
     return;
   }
-  if (every == 0)
+  // Else the k with windowed[i] == ((i + 1) % k != 0): model.full_every (Gemma 3's 6).
+  int full = 0;
+  for (int k = 2; k <= m.num_layers && every == 0 && full == 0; ++k) {
+    bool fits = true;
+    for (int i = 0; i < m.num_layers && fits; ++i) fits = windowed[i] == ((i + 1) % k != 0 ? 1 : 0);
+    if (fits) full = k;
+  }
+  if (every == 0 && full == 0)
     a.fail("--window-attn-skip-freq",
            "'" + *skip +
-               "' is not every k-th layer from layer 0, the only pattern bmpipe's "
-               "model.sliding_every has (an int N windows N-1 layers of N; 2 alternates as "
-               "gpt-oss does)");
+               "' is neither every k-th layer from layer 0 (model.sliding_every) nor all but "
+               "every k-th counted from 1 (model.full_every: an int N windows N-1 layers of N)");
   m.sliding_every = every;
-  job.from("model.sliding_every", a.origin("--window-attn-skip-freq"));
+  m.full_every = full;
+  job.from(every > 0 ? "model.sliding_every" : "model.full_every",
+           a.origin("--window-attn-skip-freq"));
 }
 
 /// The model: its shape, with Megatron-LM's defaults and checks; job.shape.

@@ -105,8 +105,9 @@ auto shape_fields(const ModelShape& m) {
   return std::tie(m.architecture, m.num_layers, m.hidden_size, m.num_attention_heads,
                   m.num_kv_heads, m.ffn_hidden_size, m.vocab_size, m.tied_embeddings,
                   m.flash_attention, m.dropout, m.explicit_head_dim, m.attention_bias, m.qkv_bias,
-                  m.qk_norm, m.attention_sinks, m.sliding_window, m.sliding_every, m.mtp_layers,
-                  m.hybrid_pattern, m.attention_output_gate, m.mlp_activation, m.rotary);
+                  m.qk_norm, m.attention_sinks, m.sliding_window, m.sliding_every, m.full_every,
+                  m.chunked_window, m.mtp_layers, m.hybrid_pattern, m.attention_output_gate,
+                  m.mlp_activation, m.rotary);
 }
 
 }  // namespace

@@ -230,6 +230,13 @@ double causal_attention_pairs(double s, double window) {
   return window * s - window * (window - 1) / 2;
 }
 
+double chunked_attention_pairs(double s, double chunk) {
+  // The closed form is derived in cost_model.hpp.
+  if (!(chunk > 0) || chunk >= s) return s * (s + 1) / 2;
+  const double whole = std::floor(s / chunk), rest = s - whole * chunk;
+  return whole * chunk * (chunk + 1) / 2 + rest * (rest + 1) / 2;
+}
+
 namespace layer_parts {
 
 /// The context-parallel exchanges of one layer's attention (CostSettings::cp > 1), added
@@ -424,8 +431,10 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
     throw ShapeError(
         "a sliding window under the load-balanced context-parallel ring (cp_comm p2p): "
         "TransformerEngine runs windows only with a2a or all_gather context parallelism");
-  const double window_share =
-      windowed ? causal_attention_pairs(D.s, D.window) / causal_attention_pairs(D.s, 0) : 1.0;
+  // A chunked window (Llama 4) keeps the causal triangle of each chunk alone.
+  const double pairs = m.chunked_window ? chunked_attention_pairs(D.s, D.window)
+                                        : causal_attention_pairs(D.s, D.window);
+  const double window_share = windowed ? pairs / causal_attention_pairs(D.s, 0) : 1.0;
   double core_f = 0, core_flops = 0;
   // core_attn re-runs the core and, under cp, its exchanges (TransformerEngine's
   // context-parallel attention is one autograd function).

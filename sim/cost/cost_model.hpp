@@ -331,6 +331,17 @@ void add_param_sharding_comm(LayerCost& cost, const HardwareSpec& hw, const Cost
 /// tiles of B keys against W s, which this leaves out (the tile shapes vary by kernel and
 /// head size, and no measured windowed kernel time was at hand to fit).
 double causal_attention_pairs(double s, double window);
+/// The query-key pairs of chunked causal attention over `s` tokens (Llama 4's
+/// attention_chunk_size; ModelShape::chunked_window): the sequence splits into aligned chunks
+/// of C tokens and query i sees the keys j <= i of its own chunk, i mod C + 1 of them. With
+/// n = floor(s / C) whole chunks and r = s - n C tokens left over,
+///   pairs = n C (C + 1) / 2 + r (r + 1) / 2                     (s (s + 1) / 2 when C >= s).
+/// Against a sliding window of the same W = C, whose queries past the first W all see W keys
+/// (W s - W (W - 1) / 2), a chunk's queries see (C + 1) / 2 keys on average: at s = 4 C the
+/// chunked core does 2 C (C + 1) pairs, the sliding one 3.5 C^2 + C / 2, and for s >> C
+/// the chunked core does about half the sliding one's work. Flash kernels skip the masked
+/// tiles alike, so the core's FLOPs follow the pairs and its bytes do not change.
+double chunked_attention_pairs(double s, double chunk);
 
 /// One decoder layer. Under context parallelism (CostSettings::cp > 1) on this rank's
 /// seq_length / cp tokens, with a sub-op after the attention core for what the cp group's

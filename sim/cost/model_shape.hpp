@@ -237,6 +237,17 @@ struct ModelShape {
   /// (Megatron-Bridge 067f987d, models/conversion/utils.py mcore_to_hf_window_size).
   int sliding_window = 0;
   int sliding_every = 0;
+  /// The other way to pick the windowed layers: layer i attends to the whole sequence when
+  /// (i + 1) % full_every == 0 and through the window otherwise (0: sliding_every picks).
+  /// Gemma 3: 6, five local layers to one global (HF Gemma3TextConfig.sliding_window_pattern);
+  /// Llama 4: 4, the NoPE layers global (HF Llama4TextConfig.no_rope_layer_interval);
+  /// Megatron's --window-attn-skip-freq N (is_layer_window_attention: layer_number % N != 0,
+  /// 1-based). At most one of sliding_every and full_every is set.
+  int full_every = 0;
+  /// The window is chunked rather than sliding (Llama 4's attention_chunk_size): the sequence
+  /// splits into aligned chunks of sliding_window tokens, and a query sees the keys of its own
+  /// chunk up to itself (HF transformers' chunked causal mask: kv_idx // W == q_idx // W).
+  bool chunked_window = false;
   /// DeepSeek-V3's multi-token-prediction modules (num_nextn_predict_layers): each is one
   /// more decoder layer (MoE where the model's last layer is) plus two RMSNorms and an
   /// eh_proj 2h -> h; it shares the embedding and the output head with the main model.
@@ -290,10 +301,13 @@ struct ModelShape {
   /// "full_attention" at odd ones (sliding_every 2); MistralConfig and MixtralConfig window
   /// every layer (1). (Hybrid models' attention layers are full: the config refuses a window
   /// on them.)
+  /// With full_every (Gemma 3, Llama 4): every layer but those with (i + 1) % full_every == 0.
   bool is_windowed_layer(int i) const {
-    return sliding_window > 0 && sliding_every > 0 && i % sliding_every == 0;
+    if (sliding_window <= 0) return false;
+    if (full_every > 0) return (i + 1) % full_every != 0;
+    return sliding_every > 0 && i % sliding_every == 0;
   }
-  bool has_windows() const { return sliding_window > 0 && sliding_every > 0; }
+  bool has_windows() const { return sliding_window > 0 && (sliding_every > 0 || full_every > 0); }
   bool is_moe() const { return moe.num_experts > 0; }
   bool is_mla() const { return mla.kv_lora_rank > 0; }
   /// Whether decoder layer `i` (0-based) has the MoE MLP.

@@ -1,8 +1,8 @@
 // Megatron-LM's sliding-window flags through `bmpipe import megatron` (issue 40):
 // --window-size L,R is model.sliding_window L + 1 (TransformerEngine attends keys i - L .. i;
 // Megatron-Bridge's mcore_to_hf_window_size adds the 1), --window-attn-skip-freq 2 or a list
-// of every k-th layer is model.sliding_every, and what sliding_every cannot say exits 2
-// naming FILE:LINE:flag.
+// of every k-th layer is model.sliding_every, an int N > 2 model.full_every, and what neither
+// can say exits 2 naming FILE:LINE:flag.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -48,6 +48,14 @@ TEST(MegatronWindowImport, WindowSizeAndSkipFrequencyAreTheModelsWindows) {
                 .model.shape->sliding_every,
             2);
   EXPECT_EQ(imported(dir, "none", "  --window-size -1,0\n").model.shape->sliding_window, 0);
+  // An int N > 2 windows N - 1 layers of N (layer_number % N != 0): model.full_every N,
+  // Gemma 3's five local layers to one global at N = 6. Here N = 3 over 4 layers: layers
+  // 0, 1 and 3 windowed, layer 2 (layer_number 3) global.
+  const ModelShape three =
+      *imported(dir, "three", "  --window-size 127,0 --window-attn-skip-freq 3\n").model.shape;
+  EXPECT_EQ(three.full_every, 3);
+  EXPECT_EQ(three.sliding_every, 0);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(three.is_windowed_layer(i), i != 2) << i;
   // Skip frequency 1: layer_number % 1 is 0 for every layer, so no layer is windowed.
   EXPECT_EQ(imported(dir, "one", "  --window-size 127,0 --window-attn-skip-freq 1\n")
                 .model.shape->sliding_window,
@@ -63,11 +71,12 @@ TEST(MegatronWindowImport, BadFlagsNameFileLineAndFlag) {
   const Case cases[] = {
       {"  --window-size 128\n", ":4: --window-size: expected two integers LEFT,RIGHT"},
       {"  --window-size -5,0\n", ":4: --window-size: the left window must be -1 (none)"},
-      // 3: two windowed layers of three, which no sliding_every says.
-      {"  --window-size 127,0 --window-attn-skip-freq 3\n",
-       ":4: --window-attn-skip-freq: '3' is not every k-th layer from layer 0"},
+      // Layers 1 and 3 windowed: not every k-th from layer 0, and layer 0 is global, which
+      // full_every's pattern (all but every k-th counted from 1) never makes it.
       {"  --window-size 127,0 --window-attn-skip-freq \"[0,1]*2\"\n",
-       ":4: --window-attn-skip-freq: '[0,1]*2' is not every k-th layer"},
+       ":4: --window-attn-skip-freq: '[0,1]*2' is neither every k-th layer from layer 0"},
+      {"  --window-size 127,0 --window-attn-skip-freq \"[1,1,0,0]\"\n",
+       ":4: --window-attn-skip-freq: '[1,1,0,0]' is neither every k-th layer from layer 0"},
       {"  --window-size 127,0 --window-attn-skip-freq \"[1,0]*3\"\n",
        ":4: --window-attn-skip-freq: the pattern has 6 entries, but --num-layers is 4"},
   };
@@ -110,6 +119,16 @@ TEST(MegatronWindowImport, ExportedWindowsImportBack) {
     EXPECT_EQ(m.sliding_window, 1024) << x.out;
     EXPECT_EQ(m.sliding_every, every) << x.out;
   }
+  // full_every is Megatron's int form itself: --window-attn-skip-freq 3.
+  const std::string yaml = test::write_file(
+      dir.file("full.yaml"),
+      "cluster: {nodes: 1, devices_per_node: 8, device: {preset: h100-sxm}}\n"
+      "model: {preset: llama3-8b, num_layers: 4, sliding_window: 1024, full_every: 3}\n"
+      "training: {pp: 2, seq_length: 4096, global_batch_size: 16, kernels: fused}\n");
+  const test::CliRun x = run_cli("export '" + yaml + "' --format megatron");
+  ASSERT_EQ(x.code, 0) << x.err;
+  EXPECT_NE(x.out.find("--window-size 1023,0\n--window-attn-skip-freq 3\n"), std::string::npos)
+      << x.out;
 }
 
 }  // namespace
