@@ -128,23 +128,64 @@ int get_count(const nlohmann::json& j, const std::string& path, const char* fiel
 // when the config lists it, held to that pattern -- a list bmpipe would cost otherwise is
 // refused, not guessed at. HF transformers v4.57: GptOssConfig and Gemma2Config default
 // layer_types to "sliding_attention" at even layers, "full_attention" at odd ones;
-// MistralAttention and MixtralAttention window every layer.
-void read_sliding_window(const nlohmann::json& j, const std::string& path, int every,
-                         ModelShape& m) {
-  m.sliding_window = get_count(j, path, "sliding_window", 0);
-  m.sliding_every = m.sliding_window > 0 ? every : 0;
+// MistralAttention and MixtralAttention window every layer. `every` 0: the layers were
+// picked already (ModelShape::full_every: Gemma 3, Llama 4), and `windowed_name` is what
+// layer_types calls a windowed layer ("chunked_attention" in Llama 4's).
+void check_layer_types(const nlohmann::json& j, const std::string& path, const ModelShape& m,
+                       const std::string& rule, const char* windowed_name) {
   if (!given(j, "layer_types")) return;
   const nlohmann::json& v = j["layer_types"];
   if (!v.is_array() || static_cast<int>(v.size()) != m.num_layers)
     throw ShapeError(where(path, "layer_types") + ": expected a list of " +
                      std::to_string(m.num_layers) + " layer types (num_hidden_layers)");
   for (int i = 0; i < m.num_layers; ++i) {
-    const std::string want = m.is_windowed_layer(i) ? "sliding_attention" : "full_attention";
+    const std::string want = m.is_windowed_layer(i) ? windowed_name : "full_attention";
     if (!v[i].is_string() || v[i].get<std::string>() != want)
       throw ShapeError(where(path, "layer_types") + ": layer " + std::to_string(i) + " is " +
-                       v[i].dump() + "; bmpipe windows the layers i with i % " +
-                       std::to_string(every) + " == 0 here (expected \"" + want + "\")");
+                       v[i].dump() + "; bmpipe windows the layers i with " + rule +
+                       " here (expected \"" + want + "\")");
   }
+}
+
+void read_sliding_window(const nlohmann::json& j, const std::string& path, int every,
+                         ModelShape& m) {
+  m.sliding_window = get_count(j, path, "sliding_window", 0);
+  m.sliding_every = m.sliding_window > 0 ? every : 0;
+  check_layer_types(j, path, m, "i % " + std::to_string(every) + " == 0", "sliding_attention");
+}
+
+/// Gemma3ForCausalLM (model_type gemma3_text), as HF transformers builds it
+/// (huggingface/transformers d98ac17c src/transformers/models/gemma3/configuration_gemma3.py
+/// and modeling_gemma3.py, read): Gemma3Attention slides its window over the layers with
+/// (layer_idx + 1) % sliding_window_pattern != 0 (is_sliding) and attends globally on the
+/// rest, five to one; q_norm and k_norm RMSNorm each head (head_dim wide, and head_dim is the
+/// config's own: 27B has 32 heads of 128 over a hidden size of 5376). What the config leaves
+/// out is Gemma3TextConfig's default there: vocab_size 262208, head_dim 256,
+/// tie_word_embeddings true, sliding_window 4096, sliding_window_pattern 6 (google/gemma-3-27b-it's
+/// text_config gives neither vocab_size nor the pattern). A later layer_types list is held
+/// to the pattern. Not modelled: the MLP's gate is GELU (tanh) where SwiGLU's is SiLU (the
+/// same GEMMs and an elementwise op of the same bytes), and the decoder layer's two extra
+/// RMSNorms (post_attention_layernorm on the attention output, post_feedforward_layernorm
+/// on the MLP's: 2 x hidden_size weights and two memory-bound passes over the hidden state
+/// a layer, beside the two norms costed).
+void gemma3_defaults(nlohmann::json& j) {
+  if (!given(j, "vocab_size")) j["vocab_size"] = 262208;
+  if (!given(j, "head_dim")) j["head_dim"] = 256;
+  if (!j.contains("sliding_window")) j["sliding_window"] = 4096;
+}
+
+void read_gemma3_window(const nlohmann::json& j, const std::string& path, ModelShape& m) {
+  m.qk_norm = true;
+  m.sliding_window = get_count(j, path, "sliding_window", 0);
+  if (m.sliding_window == 0) return;
+  m.full_every =
+      given(j, "sliding_window_pattern") ? get_int(j, path, "sliding_window_pattern") : 6;
+  if (m.full_every == 1)
+    throw ShapeError(where(path, "sliding_window_pattern") +
+                     ": 1 makes every layer global and windows none; expected 2 or more "
+                     "(Gemma 3: 6), or sliding_window null for no window");
+  check_layer_types(j, path, m, "(i + 1) % " + std::to_string(m.full_every) + " != 0",
+                    "sliding_attention");
 }
 
 // The MoE and attention fields of the families above, as HF transformers' modeling files
@@ -302,6 +343,44 @@ void read_qwen3_next(const nlohmann::json& j, const std::string& path, ModelShap
                      " experts per token, but the model has " + std::to_string(moe.num_experts));
 }
 
+/// Llama 4's chunked attention (huggingface/transformers b17cfe48 src/transformers/models/
+/// llama4/configuration_llama4.py Llama4TextConfig and modeling_llama4.py, read): the RoPE
+/// layers attend within aligned chunks of attention_chunk_size tokens (default 8192; null:
+/// none), and the NoPE layers, no_rope_layers[i] == 0, attend to the whole sequence;
+/// no_rope_layers defaults to int((i + 1) % no_rope_layer_interval != 0), interval 4
+/// (Llama4TextDecoderLayer.use_chunked_attention "<=> use rope"). A no_rope_layers or
+/// layer_types list is held to that pattern. Not modelled: the NoPE layers skip RoPE, an
+/// elementwise pass over q and k that is costed on them too, and their attention
+/// temperature tuning (a scale of q).
+void read_llama4_attention(const nlohmann::json& j, const std::string& path, ModelShape& m) {
+  const auto c = j.find("attention_chunk_size");
+  if (c != j.end() && c->is_null()) return;
+  m.sliding_window = c == j.end() ? 8192 : get_int(j, path, "attention_chunk_size");
+  m.chunked_window = true;
+  m.full_every =
+      given(j, "no_rope_layer_interval") ? get_int(j, path, "no_rope_layer_interval") : 4;
+  if (m.full_every == 1)
+    throw ShapeError(where(path, "no_rope_layer_interval") +
+                     ": 1 makes every layer a global NoPE layer and chunks none; expected 2 "
+                     "or more (Llama 4: 4), or attention_chunk_size null for no chunks");
+  const std::string rule = "(i + 1) % " + std::to_string(m.full_every) + " != 0";
+  if (given(j, "no_rope_layers") && !j["no_rope_layers"].empty()) {
+    const nlohmann::json& v = j["no_rope_layers"];
+    if (!v.is_array() || static_cast<int>(v.size()) != m.num_layers)
+      throw ShapeError(where(path, "no_rope_layers") + ": expected a list of " +
+                       std::to_string(m.num_layers) + " flags (num_hidden_layers), 1 for RoPE");
+    for (int i = 0; i < m.num_layers; ++i) {
+      const int want = m.is_windowed_layer(i) ? 1 : 0;
+      if (!v[i].is_number_integer() || v[i].get<std::int64_t>() != want)
+        throw ShapeError(where(path, "no_rope_layers") + ": layer " + std::to_string(i) + " is " +
+                         v[i].dump() + "; bmpipe chunks the RoPE layers i with " + rule +
+                         " (no_rope_layer_interval " + std::to_string(m.full_every) +
+                         "; expected " + std::to_string(want) + ")");
+    }
+  }
+  check_layer_types(j, path, m, rule, "chunked_attention");
+}
+
 void read_moe_family(const nlohmann::json& j, const std::string& path, const std::string& type,
                      ModelShape& m) {
   // Megatron-Bridge maps moe_latent_size for NemotronH alone (nemotron_h_bridge.py at
@@ -371,10 +450,9 @@ void read_moe_family(const nlohmann::json& j, const std::string& path, const std
     // Llama4TextMoe: num_local_experts experts of intermediate_size (gate_up_proj fused,
     // down_proj), a router linear h -> experts without a bias (sigmoid scores scale the
     // routed input), and one shared expert, a Llama4TextMLP of intermediate_size, added
-    // without a gate. Not modelled: the chunked attention of the RoPE layers
-    // (attention_chunk_size, 8192 in the published models: full causal attention is
-    // costed, the same at sequences up to the chunk) and the weightless L2 norm of q and
-    // k (use_qk_norm), a memory-bound op of a few per cent of the norms' traffic.
+    // without a gate. Attention: read_llama4_attention. Not modelled: the weightless L2
+    // norm of q and k (use_qk_norm), a memory-bound op of a few per cent of the norms'
+    // traffic.
     moe.num_experts = get_int(j, path, "num_local_experts");
     moe.expert_ffn = m.ffn_hidden_size;  // intermediate_size
     moe.shared_ffn = m.ffn_hidden_size;
@@ -406,6 +484,7 @@ void read_moe_family(const nlohmann::json& j, const std::string& path, const std
     // The dense layers' MLP; read only when some layer is dense (Scout has none).
     if (any_dense) m.ffn_hidden_size = get_int(j, path, "intermediate_size_mlp");
     m.attention_bias = get_bool(j, path, "attention_bias", false);
+    read_llama4_attention(j, path, m);
   } else {  // deepseek_v3
     // DeepseekV3DecoderLayer: MoE when layer_idx >= first_k_dense_replace (and
     // layer_idx % moe_layer_freq == 0); DeepseekV3MoE: n_routed_experts of
@@ -559,6 +638,23 @@ ModelShape parse_hf_config(const std::string& text, const std::string& path) {
       throw ShapeError(where(path + "#/text_config", "model_type") + ": expected 'llama4_text'");
     return parse_hf_config(inner.dump(), path + "#/text_config");
   }
+  if (type == "gemma3") {
+    // Gemma3ForConditionalGeneration's config.json (Gemma3Config): the language model is
+    // text_config (model_type gemma3_text), as for llama4 above; vision_config, the SigLIP
+    // encoder, is not read. Gemma3Config leaves tie_word_embeddings to its text config.
+    auto text_config = j.find("text_config");
+    if (text_config == j.end() || !text_config->is_object())
+      throw ShapeError(where(path, "text_config") +
+                       ": a gemma3 config needs its language model's text_config object");
+    nlohmann::json inner = *text_config;
+    if (!inner.contains("model_type")) inner["model_type"] = "gemma3_text";
+    if (!inner.contains("_name_or_path") && j.contains("_name_or_path"))
+      inner["_name_or_path"] = j["_name_or_path"];
+    if (get_string(inner, path + "#/text_config", "model_type") != "gemma3_text")
+      throw ShapeError(where(path + "#/text_config", "model_type") + ": expected 'gemma3_text'");
+    return parse_hf_config(inner.dump(), path + "#/text_config");
+  }
+  if (type == "gemma3_text") gemma3_defaults(j);
   if (type == "qwen2_5_vl") return read_qwen2_5_vl(j, path);
   refuse_mixture_of_experts(j, path, type);
   // Only a name for outputs: anything but a string is ignored.
@@ -603,10 +699,11 @@ ModelShape parse_hf_config(const std::string& text, const std::string& path) {
     m.vocab_size = get_int(j, path, "vocab_size");
     // HF GemmaConfig and Gemma2Config default tie_word_embeddings to true (the published
     // configs leave it out); LlamaConfig, MistralConfig and Qwen2Config to false.
-    const bool ties_by_default = type == "gemma" || type == "gemma2";
+    const bool ties_by_default = type == "gemma" || type == "gemma2" || type == "gemma3_text";
     m.tied_embeddings = get_bool(j, path, "tie_word_embeddings", ties_by_default);
     if (type == "mistral" || type == "gemma2")
       read_sliding_window(j, path, type == "mistral" ? 1 : 2, m);
+    if (type == "gemma3_text") read_gemma3_window(j, path, m);
     if (supported_moe_family(type)) read_moe_family(j, path, type, m);
   }
   try {

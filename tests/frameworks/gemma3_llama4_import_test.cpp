@@ -1,0 +1,197 @@
+// Gemma 3 and Llama 4 from their HuggingFace config.json (configs/presets/hf, sources in
+// configs/presets/README.md): Gemma 3's five local layers to one global and its own head
+// width, Llama 4's chunked RoPE layers and global NoPE layers, the parameter counts against
+// closed forms worked by hand and the model cards, and every malformed field named by its
+// JSON Pointer.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "frameworks/hf/hf_config.hpp"
+#include "support/support.hpp"
+
+namespace bmpipe {
+namespace {
+
+std::string preset(const char* file) {
+  return std::string(BMPIPE_SOURCE_DIR) + "/configs/presets/hf/" + file;
+}
+
+int windowed_layers(const ModelShape& m) {
+  int n = 0;
+  for (int i = 0; i < m.num_layers; ++i) n += m.is_windowed_layer(i) ? 1 : 0;
+  return n;
+}
+
+TEST(Gemma3Import, TwentySevenBShapeWindowsAndParameters) {
+  // google/gemma-3-27b-it's config.json: Gemma3ForConditionalGeneration, the language model
+  // in text_config, which gives neither vocab_size nor sliding_window_pattern
+  // (Gemma3TextConfig's defaults, 262208 and 6).
+  const ModelShape m = read_hf_config(preset("gemma-3-27b.json"));
+  EXPECT_EQ(m.num_layers, 62);
+  EXPECT_EQ(m.hidden_size, 5376);
+  EXPECT_EQ(m.num_attention_heads, 32);
+  EXPECT_EQ(m.num_kv_heads, 16);
+  EXPECT_EQ(m.head_dim(), 128);  // not 5376 / 32 = 168
+  EXPECT_EQ(m.ffn_hidden_size, 21504);
+  EXPECT_EQ(m.vocab_size, 262208);
+  EXPECT_TRUE(m.tied_embeddings);
+  EXPECT_TRUE(m.qk_norm);
+  EXPECT_FALSE(m.is_moe());
+  // Local layers of 1024 tokens; layer i global when (i + 1) % 6 == 0: 5, 11, ..., 59, ten
+  // of them, and 52 local (the last two, 60 and 61, local).
+  EXPECT_EQ(m.sliding_window, 1024);
+  EXPECT_EQ(m.full_every, 6);
+  EXPECT_FALSE(m.chunked_window);
+  for (int i : {0, 1, 2, 3, 4, 6, 60, 61}) EXPECT_TRUE(m.is_windowed_layer(i)) << i;
+  for (int i : {5, 11, 17, 53, 59}) EXPECT_FALSE(m.is_windowed_layer(i)) << i;
+  EXPECT_EQ(windowed_layers(m), 52);
+  // Per layer: q and o 5376 x 4096 (32 heads of 128), k and v 5376 x 2048 = 66,060,288;
+  // q_norm and k_norm 2 x 128; the two norms bmpipe costs 2 x 5376; the MLP 3 x 5376 x 21504
+  // = 346,816,512: 412,887,808. x 62 = 25,599,044,096, + the final norm 5376 and the tied
+  // embedding 262208 x 5376 = 1,409,630,208 once: 27,008,679,680.
+  EXPECT_EQ(m.total_params(false), 27'008'679'680LL);
+  EXPECT_EQ(m.total_params(false), m.total_params(true));
+  // Gemma 3 Technical Report (arXiv:2503.19786, table 1), 27B: 25,600M non-embedding
+  // parameters, 1,416M embedding parameters, 417M in the vision encoder (not read here).
+  // Non-embedding: 25,599,049,472 here, within 0.01 % (Gemma 3's two more norms a layer,
+  // 666,624 weights, are not counted).
+  const double non_embedding = static_cast<double>(m.total_params(false) - 262208LL * 5376);
+  EXPECT_LE(std::abs(non_embedding / 25'600e6 - 1), 0.01) << non_embedding;
+  EXPECT_LE(std::abs(static_cast<double>(m.total_params(false)) / (25'600e6 + 1'416e6) - 1), 0.01);
+}
+
+TEST(Gemma3Import, TextConfigAloneReadsTheSame) {
+  // Gemma3ForCausalLM's own config (model_type gemma3_text) is the wrapper's text_config.
+  const test::ScratchDir dir;
+  nlohmann::json j = nlohmann::json::parse(test::slurp(preset("gemma-3-27b.json")))["text_config"];
+  j["sliding_window_pattern"] = 6;
+  // transformers 4.5x's re-saved configs list the layers' kinds.
+  nlohmann::json types = nlohmann::json::array();
+  for (int i = 0; i < 62; ++i)
+    types.push_back((i + 1) % 6 != 0 ? "sliding_attention" : "full_attention");
+  j["layer_types"] = types;
+  const ModelShape m = read_hf_config(test::write_file(dir.file("text.json"), j.dump()));
+  EXPECT_EQ(m.total_params(false), 27'008'679'680LL);
+  EXPECT_EQ(windowed_layers(m), 52);
+  // sliding_window null: no window, every layer global.
+  j["sliding_window"] = nullptr;
+  j.erase("layer_types");
+  EXPECT_FALSE(read_hf_config(test::write_file(dir.file("none.json"), j.dump())).has_windows());
+}
+
+TEST(Gemma3Import, BadFieldsNameTheirPointer) {
+  const test::ScratchDir dir;
+  const nlohmann::json base = nlohmann::json::parse(test::slurp(preset("gemma-3-27b.json")));
+  nlohmann::json types = nlohmann::json::array();
+  for (int i = 0; i < 62; ++i) types.push_back(i == 3 ? "local_attention" : "sliding_attention");
+  struct Case {
+    nlohmann::json patch;
+    std::string expect;
+  };
+  const Case cases[] = {
+      {{{"text_config", nullptr}}, ": /text_config: a gemma3 config needs"},
+      {{{"text_config", {{"model_type", "siglip_vision_model"}}}},
+       "#/text_config/model_type: expected 'gemma3_text'"},
+      {{{"text_config", {{"sliding_window_pattern", 0}}}},
+       "#/text_config/sliding_window_pattern: HF config field 'sliding_window_pattern' must be "
+       "a positive integer"},
+      {{{"text_config", {{"sliding_window_pattern", 1}}}},
+       "#/text_config/sliding_window_pattern: 1 makes every layer global"},
+      {{{"text_config", {{"sliding_window", -4}}}},
+       "#/text_config/sliding_window: HF config field 'sliding_window' must be a positive"},
+      {{{"text_config", {{"layer_types", types}}}},
+       "#/text_config/layer_types: layer 3 is \"local_attention\"; bmpipe windows the layers i "
+       "with (i + 1) % 6 != 0 here (expected \"sliding_attention\")"},
+      {{{"text_config", {{"layer_types", {"full_attention"}}}}},
+       "#/text_config/layer_types: expected a list of 62 layer types"},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    nlohmann::json j = base;
+    j.merge_patch(c.patch);
+    const std::string path = test::write_file(dir.file(std::to_string(n++) + ".json"), j.dump());
+    try {
+      read_hf_config(path);
+      ADD_FAILURE() << "accepted " << c.patch.dump();
+    } catch (const ShapeError& e) {
+      EXPECT_NE(std::string(e.what()).find(path + c.expect), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Llama4Import, ScoutChunksItsRopeLayersAndKeepsNopeLayersGlobal) {
+  // Llama4TextConfig's defaults, which Scout's text_config leaves to it: no_rope_layers
+  // int((i + 1) % 4 != 0), so layers 3, 7, ..., 47 are NoPE and global; the other 36 attend
+  // within chunks of attention_chunk_size 8192.
+  const ModelShape m = read_hf_config(preset("llama-4-scout-17b-16e.json"));
+  EXPECT_EQ(m.sliding_window, 8192);
+  EXPECT_TRUE(m.chunked_window);
+  EXPECT_EQ(m.full_every, 4);
+  EXPECT_EQ(windowed_layers(m), 36);
+  for (int i : {0, 1, 2, 4, 46}) EXPECT_TRUE(m.is_windowed_layer(i)) << i;
+  for (int i : {3, 7, 43, 47}) EXPECT_FALSE(m.is_windowed_layer(i)) << i;
+  // The parameters are hf_moe_test.cpp's (the model card's 109B total, 17B active).
+  EXPECT_EQ(m.total_params(false), 107'769'861'120LL);
+  // Maverick: the same attention, MoE on the odd layers.
+  const ModelShape mav = read_hf_config(preset("llama-4-maverick-17b-128e.json"));
+  EXPECT_EQ(windowed_layers(mav), 36);
+  EXPECT_EQ(mav.total_params(false), 400'711'848'960LL);
+}
+
+TEST(Llama4Import, ExplicitListsAndNullChunkAreRead) {
+  const test::ScratchDir dir;
+  nlohmann::json j = nlohmann::json::parse(test::slurp(preset("llama-4-scout-17b-16e.json")));
+  nlohmann::json rope = nlohmann::json::array(), types = nlohmann::json::array();
+  for (int i = 0; i < 48; ++i) {
+    rope.push_back((i + 1) % 4 != 0 ? 1 : 0);
+    types.push_back((i + 1) % 4 != 0 ? "chunked_attention" : "full_attention");
+  }
+  j["text_config"]["no_rope_layers"] = rope;
+  j["text_config"]["layer_types"] = types;
+  EXPECT_EQ(windowed_layers(read_hf_config(test::write_file(dir.file("l.json"), j.dump()))), 36);
+  j["text_config"]["attention_chunk_size"] = nullptr;
+  EXPECT_FALSE(read_hf_config(test::write_file(dir.file("n.json"), j.dump())).has_windows());
+}
+
+TEST(Llama4Import, BadAttentionFieldsNameTheirPointer) {
+  const test::ScratchDir dir;
+  const nlohmann::json scout =
+      nlohmann::json::parse(test::slurp(preset("llama-4-scout-17b-16e.json")));
+  nlohmann::json rope = nlohmann::json::array();
+  for (int i = 0; i < 48; ++i) rope.push_back(i % 2);  // every other layer: not interval 4's
+  struct Case {
+    nlohmann::json patch;
+    std::string expect;
+  };
+  const Case cases[] = {
+      {{{"text_config", {{"attention_chunk_size", 0}}}},
+       "#/text_config/attention_chunk_size: HF config field 'attention_chunk_size' must be a "
+       "positive integer"},
+      {{{"text_config", {{"no_rope_layer_interval", 1}}}},
+       "#/text_config/no_rope_layer_interval: 1 makes every layer a global NoPE layer"},
+      {{{"text_config", {{"no_rope_layers", rope}}}},
+       "#/text_config/no_rope_layers: layer 0 is 0; bmpipe chunks the RoPE layers i with "
+       "(i + 1) % 4 != 0 (no_rope_layer_interval 4; expected 1)"},
+      {{{"text_config", {{"no_rope_layers", {1, 1}}}}},
+       "#/text_config/no_rope_layers: expected a list of 48 flags"},
+      {{{"text_config", {{"layer_types", nlohmann::json::array({"sliding_attention"})}}}},
+       "#/text_config/layer_types: expected a list of 48 layer types"},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    nlohmann::json j = scout;
+    j.merge_patch(c.patch);
+    const std::string path = test::write_file(dir.file(std::to_string(n++) + ".json"), j.dump());
+    try {
+      read_hf_config(path);
+      ADD_FAILURE() << "accepted " << c.patch.dump();
+    } catch (const ShapeError& e) {
+      EXPECT_NE(std::string(e.what()).find(path + c.expect), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace bmpipe
