@@ -193,5 +193,39 @@ TEST(Llama4Import, BadAttentionFieldsNameTheirPointer) {
   }
 }
 
+// Exports state the windows or refuse the job: Megatron-LM's --window-attn-skip-freq 6 is
+// Gemma 3's pattern (is_layer_window_attention: layer_number % 6 != 0), but no Megatron flag
+// chunks attention, and MindFormers has no window key at all.
+TEST(Llama4Import, ExportsStateTheWindowsOrRefuseTheJob) {
+  const test::ScratchDir dir;
+  const auto yaml = [&](const char* preset_file, const char* name) {
+    return test::write_file(dir.file(name),
+                            "cluster: {nodes: 2, devices_per_node: 8, device: {preset: h100-sxm}}\n"
+                            "model: {hf_config: \"" +
+                                preset(preset_file) +
+                                "\"}\n"
+                                "training: {pp: 4, tp: 4, sequence_parallel: true, seq_length: "
+                                "8192, global_batch_size: 64, kernels: fused}\n");
+  };
+  const std::string gemma = yaml("gemma-3-27b.json", "gemma.yaml");
+  const test::CliRun g = test::run_cli("export '" + gemma + "' --format megatron");
+  ASSERT_EQ(g.code, 0) << g.err;
+  EXPECT_NE(g.out.find("--window-size 1023,0\n--window-attn-skip-freq 6\n"), std::string::npos)
+      << g.out;
+  const test::CliRun m = test::run_cli("export '" + gemma + "' --format mindformers");
+  EXPECT_EQ(m.code, 2);
+  EXPECT_NE(m.err.find("MindFormers' Llama-family keys have no sliding or chunked attention "
+                       "window"),
+            std::string::npos)
+      << m.err;
+  const std::string scout = yaml("llama-4-scout-17b-16e.json", "scout.yaml");
+  const test::CliRun s = test::run_cli("export '" + scout + "' --format megatron");
+  EXPECT_EQ(s.code, 2);
+  EXPECT_NE(s.err.find(scout + ": --format: Megatron-LM's flags cannot state the model: the "
+                               "attention is chunked"),
+            std::string::npos)
+      << s.err;
+}
+
 }  // namespace
 }  // namespace bmpipe
