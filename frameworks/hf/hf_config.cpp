@@ -174,16 +174,23 @@ void gemma3_defaults(nlohmann::json& j) {
   if (!j.contains("sliding_window")) j["sliding_window"] = 4096;
 }
 
+// ModelShape::full_every from `field` (`fallback` when absent): 1 would make every layer
+// global, windowing none, which `window_field` null says instead.
+int read_full_every(const nlohmann::json& j, const std::string& path, const char* field,
+                    int fallback, const char* window_field) {
+  const int k = given(j, field) ? get_int(j, path, field) : fallback;
+  if (k == 1)
+    throw ShapeError(where(path, field) + ": 1 makes every layer global and windows none; " +
+                     "expected 2 or more (" + std::to_string(fallback) + " by default), or " +
+                     window_field + " null for no window");
+  return k;
+}
+
 void read_gemma3_window(const nlohmann::json& j, const std::string& path, ModelShape& m) {
   m.qk_norm = true;
   m.sliding_window = get_count(j, path, "sliding_window", 0);
   if (m.sliding_window == 0) return;
-  m.full_every =
-      given(j, "sliding_window_pattern") ? get_int(j, path, "sliding_window_pattern") : 6;
-  if (m.full_every == 1)
-    throw ShapeError(where(path, "sliding_window_pattern") +
-                     ": 1 makes every layer global and windows none; expected 2 or more "
-                     "(Gemma 3: 6), or sliding_window null for no window");
+  m.full_every = read_full_every(j, path, "sliding_window_pattern", 6, "sliding_window");
   check_layer_types(j, path, m, "(i + 1) % " + std::to_string(m.full_every) + " != 0",
                     "sliding_attention");
 }
@@ -357,12 +364,7 @@ void read_llama4_attention(const nlohmann::json& j, const std::string& path, Mod
   if (c != j.end() && c->is_null()) return;
   m.sliding_window = c == j.end() ? 8192 : get_int(j, path, "attention_chunk_size");
   m.chunked_window = true;
-  m.full_every =
-      given(j, "no_rope_layer_interval") ? get_int(j, path, "no_rope_layer_interval") : 4;
-  if (m.full_every == 1)
-    throw ShapeError(where(path, "no_rope_layer_interval") +
-                     ": 1 makes every layer a global NoPE layer and chunks none; expected 2 "
-                     "or more (Llama 4: 4), or attention_chunk_size null for no chunks");
+  m.full_every = read_full_every(j, path, "no_rope_layer_interval", 4, "attention_chunk_size");
   const std::string rule = "(i + 1) % " + std::to_string(m.full_every) + " != 0";
   if (given(j, "no_rope_layers") && !j["no_rope_layers"].empty()) {
     const nlohmann::json& v = j["no_rope_layers"];
@@ -601,6 +603,28 @@ ModelShape read_qwen2_5_vl(const nlohmann::json& j, const std::string& path) {
   return m;
 }
 
+/// A multimodal wrapper's language model: its text_config object, of model_type `text_type`
+/// (given, or implied when absent), read as that family's own config.json with its fields
+/// named inside it ("config.json#/text_config/hidden_size"). tie_word_embeddings and
+/// _name_or_path may sit at the top level instead (Llama4Config and Llama4TextConfig both
+/// take tie_word_embeddings, both defaulting to false; Gemma3Config passes it on to
+/// PretrainedConfig, its text config defaulting to true).
+ModelShape read_text_config(const nlohmann::json& j, const std::string& path,
+                            const std::string& type, const char* text_type) {
+  auto text_config = j.find("text_config");
+  if (text_config == j.end() || !text_config->is_object())
+    throw ShapeError(where(path, "text_config") + ": a " + type +
+                     " config needs its language model's text_config object");
+  nlohmann::json inner = *text_config;
+  if (!inner.contains("model_type")) inner["model_type"] = text_type;
+  for (const char* top : {"tie_word_embeddings", "_name_or_path"})
+    if (!inner.contains(top) && j.contains(top)) inner[top] = j[top];
+  if (get_string(inner, path + "#/text_config", "model_type") != text_type)
+    throw ShapeError(where(path + "#/text_config", "model_type") + ": expected '" + text_type +
+                     "'");
+  return parse_hf_config(inner.dump(), path + "#/text_config");
+}
+
 }  // namespace
 
 ModelShape read_hf_config(const std::string& path) {
@@ -619,41 +643,11 @@ ModelShape parse_hf_config(const std::string& text, const std::string& path) {
   if (!j.is_object()) throw ShapeError(path + ": expected a JSON object, got " + j.type_name());
   ModelShape m;
   const std::string type = get_string(j, path, "model_type");
-  if (type == "llama4") {
-    // Llama4ForConditionalGeneration's config.json: the language model is text_config
-    // (model_type llama4_text), which Llama4ForCausalLM is built from; vision_config is
-    // not read. tie_word_embeddings may sit at either level (Llama4Config and
-    // Llama4TextConfig both take it; both default to false).
-    auto text_config = j.find("text_config");
-    if (text_config == j.end() || !text_config->is_object())
-      throw ShapeError(where(path, "text_config") +
-                       ": a llama4 config needs its language model's text_config object");
-    nlohmann::json inner = *text_config;
-    if (!inner.contains("model_type")) inner["model_type"] = "llama4_text";
-    if (!inner.contains("tie_word_embeddings") && j.contains("tie_word_embeddings"))
-      inner["tie_word_embeddings"] = j["tie_word_embeddings"];
-    if (!inner.contains("_name_or_path") && j.contains("_name_or_path"))
-      inner["_name_or_path"] = j["_name_or_path"];
-    if (get_string(inner, path + "#/text_config", "model_type") != "llama4_text")
-      throw ShapeError(where(path + "#/text_config", "model_type") + ": expected 'llama4_text'");
-    return parse_hf_config(inner.dump(), path + "#/text_config");
-  }
-  if (type == "gemma3") {
-    // Gemma3ForConditionalGeneration's config.json (Gemma3Config): the language model is
-    // text_config (model_type gemma3_text), as for llama4 above; vision_config, the SigLIP
-    // encoder, is not read. Gemma3Config leaves tie_word_embeddings to its text config.
-    auto text_config = j.find("text_config");
-    if (text_config == j.end() || !text_config->is_object())
-      throw ShapeError(where(path, "text_config") +
-                       ": a gemma3 config needs its language model's text_config object");
-    nlohmann::json inner = *text_config;
-    if (!inner.contains("model_type")) inner["model_type"] = "gemma3_text";
-    if (!inner.contains("_name_or_path") && j.contains("_name_or_path"))
-      inner["_name_or_path"] = j["_name_or_path"];
-    if (get_string(inner, path + "#/text_config", "model_type") != "gemma3_text")
-      throw ShapeError(where(path + "#/text_config", "model_type") + ": expected 'gemma3_text'");
-    return parse_hf_config(inner.dump(), path + "#/text_config");
-  }
+  // Llama4ForConditionalGeneration's config.json: Llama4ForCausalLM is built from its
+  // text_config (llama4_text). Gemma3ForConditionalGeneration's (Gemma3Config): likewise
+  // gemma3_text. Neither vision_config (Llama 4's vision tower, Gemma 3's SigLIP) is read.
+  if (type == "llama4") return read_text_config(j, path, type, "llama4_text");
+  if (type == "gemma3") return read_text_config(j, path, type, "gemma3_text");
   if (type == "gemma3_text") gemma3_defaults(j);
   if (type == "qwen2_5_vl") return read_qwen2_5_vl(j, path);
   refuse_mixture_of_experts(j, path, type);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "frameworks/hf/hf_config.hpp"
+#include "support/hf_refusals.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
@@ -82,15 +83,10 @@ TEST(Gemma3Import, TextConfigAloneReadsTheSame) {
 }
 
 TEST(Gemma3Import, BadFieldsNameTheirPointer) {
-  const test::ScratchDir dir;
   const nlohmann::json base = nlohmann::json::parse(test::slurp(preset("gemma-3-27b.json")));
   nlohmann::json types = nlohmann::json::array();
   for (int i = 0; i < 62; ++i) types.push_back(i == 3 ? "local_attention" : "sliding_attention");
-  struct Case {
-    nlohmann::json patch;
-    std::string expect;
-  };
-  const Case cases[] = {
+  const std::vector<test::HfRefusal> cases = {
       {{{"text_config", nullptr}}, ": /text_config: a gemma3 config needs"},
       {{{"text_config", {{"model_type", "siglip_vision_model"}}}},
        "#/text_config/model_type: expected 'gemma3_text'"},
@@ -107,18 +103,7 @@ TEST(Gemma3Import, BadFieldsNameTheirPointer) {
       {{{"text_config", {{"layer_types", {"full_attention"}}}}},
        "#/text_config/layer_types: expected a list of 62 layer types"},
   };
-  int n = 0;
-  for (const Case& c : cases) {
-    nlohmann::json j = base;
-    j.merge_patch(c.patch);
-    const std::string path = test::write_file(dir.file(std::to_string(n++) + ".json"), j.dump());
-    try {
-      read_hf_config(path);
-      ADD_FAILURE() << "accepted " << c.patch.dump();
-    } catch (const ShapeError& e) {
-      EXPECT_NE(std::string(e.what()).find(path + c.expect), std::string::npos) << e.what();
-    }
-  }
+  test::expect_hf_refusals(base, cases);
 }
 
 TEST(Llama4Import, ScoutChunksItsRopeLayersAndKeepsNopeLayersGlobal) {
@@ -156,21 +141,17 @@ TEST(Llama4Import, ExplicitListsAndNullChunkAreRead) {
 }
 
 TEST(Llama4Import, BadAttentionFieldsNameTheirPointer) {
-  const test::ScratchDir dir;
   const nlohmann::json scout =
       nlohmann::json::parse(test::slurp(preset("llama-4-scout-17b-16e.json")));
   nlohmann::json rope = nlohmann::json::array();
   for (int i = 0; i < 48; ++i) rope.push_back(i % 2);  // every other layer: not interval 4's
-  struct Case {
-    nlohmann::json patch;
-    std::string expect;
-  };
-  const Case cases[] = {
+  const std::vector<test::HfRefusal> cases = {
       {{{"text_config", {{"attention_chunk_size", 0}}}},
        "#/text_config/attention_chunk_size: HF config field 'attention_chunk_size' must be a "
        "positive integer"},
       {{{"text_config", {{"no_rope_layer_interval", 1}}}},
-       "#/text_config/no_rope_layer_interval: 1 makes every layer a global NoPE layer"},
+       "#/text_config/no_rope_layer_interval: 1 makes every layer global and windows none; "
+       "expected 2 or more (4 by default), or attention_chunk_size null"},
       {{{"text_config", {{"no_rope_layers", rope}}}},
        "#/text_config/no_rope_layers: layer 0 is 0; bmpipe chunks the RoPE layers i with "
        "(i + 1) % 4 != 0 (no_rope_layer_interval 4; expected 1)"},
@@ -179,18 +160,7 @@ TEST(Llama4Import, BadAttentionFieldsNameTheirPointer) {
       {{{"text_config", {{"layer_types", nlohmann::json::array({"sliding_attention"})}}}},
        "#/text_config/layer_types: expected a list of 48 layer types"},
   };
-  int n = 0;
-  for (const Case& c : cases) {
-    nlohmann::json j = scout;
-    j.merge_patch(c.patch);
-    const std::string path = test::write_file(dir.file(std::to_string(n++) + ".json"), j.dump());
-    try {
-      read_hf_config(path);
-      ADD_FAILURE() << "accepted " << c.patch.dump();
-    } catch (const ShapeError& e) {
-      EXPECT_NE(std::string(e.what()).find(path + c.expect), std::string::npos) << e.what();
-    }
-  }
+  test::expect_hf_refusals(scout, cases);
 }
 
 // Exports state the windows or refuse the job: Megatron-LM's --window-attn-skip-freq 6 is
