@@ -123,14 +123,10 @@ int get_count(const nlohmann::json& j, const std::string& path, const char* fiel
   return get_int(j, path, field);
 }
 
-// The sliding window of a family that windows every `every`-th layer from layer 0
-// (ModelShape::is_windowed_layer): sliding_window (null or absent: none), and layer_types,
-// when the config lists it, held to that pattern -- a list bmpipe would cost otherwise is
-// refused, not guessed at. HF transformers v4.57: GptOssConfig and Gemma2Config default
-// layer_types to "sliding_attention" at even layers, "full_attention" at odd ones;
-// MistralAttention and MixtralAttention window every layer. `every` 0: the layers were
-// picked already (ModelShape::full_every: Gemma 3, Llama 4), and `windowed_name` is what
-// layer_types calls a windowed layer ("chunked_attention" in Llama 4's).
+// A config's layer_types list, when it has one, held to the windowed layers `m` has
+// (ModelShape::is_windowed_layer, which `rule` states for the message) -- a list bmpipe would
+// cost otherwise is refused, not guessed at. `windowed_name` is what the list calls a
+// windowed layer ("sliding_attention"; "chunked_attention" in Llama 4's).
 void check_layer_types(const nlohmann::json& j, const std::string& path, const ModelShape& m,
                        const std::string& rule, const char* windowed_name) {
   if (!given(j, "layer_types")) return;
@@ -147,6 +143,11 @@ void check_layer_types(const nlohmann::json& j, const std::string& path, const M
   }
 }
 
+// The sliding window of a family that windows every `every`-th layer from layer 0:
+// sliding_window (null or absent: none), and layer_types held to that pattern. HF
+// transformers v4.57: GptOssConfig and Gemma2Config default layer_types to
+// "sliding_attention" at even layers, "full_attention" at odd ones; MistralAttention and
+// MixtralAttention window every layer.
 void read_sliding_window(const nlohmann::json& j, const std::string& path, int every,
                          ModelShape& m) {
   m.sliding_window = get_count(j, path, "sliding_window", 0);

@@ -181,5 +181,29 @@ TEST(ChunkedWindow, GemmaThreeExampleRunsAsItsCommentSays) {
   EXPECT_EQ(rows, expected);
 }
 
+// configs/examples/h100_llama4_scout.yaml: as written it does not fit, and the plan that
+// fits it is the one its comment gives. An iteration is 256 x 16384 = 4 194 304 tokens over
+// 64 GPUs.
+TEST(ChunkedWindow, LlamaFourScoutExampleRunsAsItsCommentSays) {
+  const std::string example =
+      std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/h100_llama4_scout.yaml";
+  const test::CliRun r = test::run_cli("simulate '" + example + "' --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(j["tokens_per_s"].get<double>() * j["iteration_time_ms"].get<double>() / 1000,
+              256.0 * 16384, 1.0);
+  EXPECT_NEAR(j["iteration_time_ms"].get<double>(), 24061.7, 0.5);
+  EXPECT_NEAR(j["tokens_per_s"].get<double>() / 64, 2723.7, 0.5);
+  EXPECT_NEAR(j["mfu"].get<double>(), 0.308, 0.001);
+  EXPECT_FALSE(j["fits"].get<bool>());
+  const test::CliRun p = test::run_cli("plan '" + example + "' --json");
+  ASSERT_EQ(p.code, 0) << p.err;
+  const nlohmann::json plan = nlohmann::json::parse(p.out);
+  EXPECT_TRUE(plan["plan"]["fits"].get<bool>());
+  EXPECT_NEAR(plan["plan"]["iteration_time_ms"].get<double>(), 18415.2, 0.5);
+  EXPECT_EQ(plan["speedup"]["baseline"], "megatron-first-last");
+  EXPECT_NEAR(plan["speedup"]["value"].get<double>(), 1.130, 0.001);
+}
+
 }  // namespace
 }  // namespace bmpipe
