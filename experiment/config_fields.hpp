@@ -388,6 +388,12 @@ inline constexpr auto kModelFields = std::to_array<Field<ModelShape>>({
      .help = "sliding_window is a chunk (Llama 4's attention_chunk_size): a query sees the keys "
              "of its own aligned chunk of sliding_window tokens up to itself",
      .form = Form::analytic},
+    {.name = "post_norms",
+     .slot = &ModelShape::post_norms,
+     .help = "two more RMSNorms a layer, of the attention output and of the MLP output before "
+             "each residual add (Gemma 2 and 3's post_attention_layernorm and "
+             "post_feedforward_layernorm)",
+     .form = Form::analytic},
     {.name = "mtp_layers",
      .slot = &ModelShape::mtp_layers,
      .range = kMtpLayers,

@@ -164,11 +164,11 @@ void read_sliding_window(const nlohmann::json& j, const std::string& path, int e
 /// out is Gemma3TextConfig's default there: vocab_size 262208, head_dim 256,
 /// tie_word_embeddings true, sliding_window 4096, sliding_window_pattern 6 (google/gemma-3-27b-it's
 /// text_config gives neither vocab_size nor the pattern). A later layer_types list is held
-/// to the pattern. Not modelled: the MLP's gate is GELU (tanh) where SwiGLU's is SiLU (the
-/// same GEMMs and an elementwise op of the same bytes), and the decoder layer's two extra
-/// RMSNorms (post_attention_layernorm on the attention output, post_feedforward_layernorm
-/// on the MLP's: 2 x hidden_size weights and two memory-bound passes over the hidden state
-/// a layer, beside the two norms costed).
+/// to the pattern. Gemma3DecoderLayer's four RMSNorms: input_layernorm and
+/// pre_feedforward_layernorm, and post_attention_layernorm and post_feedforward_layernorm on
+/// the attention's and the MLP's outputs (ModelShape::post_norms). Not modelled: the MLP's
+/// gate is GELU (tanh) where SwiGLU's is SiLU (the same GEMMs and an elementwise op of the
+/// same bytes), and the embedding's scaling by sqrt(hidden_size) (one elementwise pass).
 void gemma3_defaults(nlohmann::json& j) {
   if (!given(j, "vocab_size")) j["vocab_size"] = 262208;
   if (!given(j, "head_dim")) j["head_dim"] = 256;
@@ -189,6 +189,7 @@ int read_full_every(const nlohmann::json& j, const std::string& path, const char
 
 void read_gemma3_window(const nlohmann::json& j, const std::string& path, ModelShape& m) {
   m.qk_norm = true;
+  m.post_norms = true;
   m.sliding_window = get_count(j, path, "sliding_window", 0);
   if (m.sliding_window == 0) return;
   m.full_every = read_full_every(j, path, "sliding_window_pattern", 6, "sliding_window");

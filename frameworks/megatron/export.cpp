@@ -263,6 +263,11 @@ std::string megatron_model_refusal(const ModelShape& m) {
   if (m.has_windows() && m.chunked_window)
     return "the attention is chunked (model.chunked_window, Llama 4's attention_chunk_size), "
            "and Megatron-LM's --window-size slides its window; it has no flag for chunks";
+  // [MG-args] has no flag for Gemma's norms of the attention and MLP outputs.
+  if (m.post_norms)
+    return "the layers norm their attention and MLP outputs (model.post_norms, Gemma's "
+           "post_attention_layernorm and post_feedforward_layernorm), which no Megatron-LM "
+           "flag builds";
   if (!m.is_hybrid()) return "";
   // [MG-hybrid]: MambaMixer's d_conv and chunk_size are its own, with no flag.
   if (m.hybrid_pattern.find('M') != std::string::npos &&

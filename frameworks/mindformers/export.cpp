@@ -239,6 +239,9 @@ std::string mindformers_shape_refusal(const ModelShape& m) {
   if (m.mlp_activation != MlpActivation::swiglu)
     return "MindFormers' Llama-family MLP is SwiGLU, not model.mlp_activation's squared ReLU";
   if (!m.rotary) return "MindFormers' Llama-family layers always run RoPE";
+  if (m.post_norms)
+    return "MindFormers' Llama-family layers have no norms of the attention and MLP outputs "
+           "(model.post_norms)";
   if (m.has_windows())
     return "MindFormers' Llama-family keys have no sliding or chunked attention window "
            "(model.sliding_window)";

@@ -106,8 +106,8 @@ auto shape_fields(const ModelShape& m) {
                   m.num_kv_heads, m.ffn_hidden_size, m.vocab_size, m.tied_embeddings,
                   m.flash_attention, m.dropout, m.explicit_head_dim, m.attention_bias, m.qkv_bias,
                   m.qk_norm, m.attention_sinks, m.sliding_window, m.sliding_every, m.full_every,
-                  m.chunked_window, m.mtp_layers, m.hybrid_pattern, m.attention_output_gate,
-                  m.mlp_activation, m.rotary);
+                  m.chunked_window, m.post_norms, m.mtp_layers, m.hybrid_pattern,
+                  m.attention_output_gate, m.mlp_activation, m.rotary);
 }
 
 }  // namespace

@@ -494,6 +494,11 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
                   D.e * D.Hn);
   // Residual add (gpt: fused bias-dropout-add, which also writes a 1-byte mask; its
   // weight-grad is the bias gradient of the projection before it).
+  // Gemma 2 and 3 (ModelShape::post_norms): an RMSNorm of the attention output before the
+  // residual add, as the input norm costs it.
+  if (m.post_norms)
+    b.elementwise("post_attention_norm", D.norm.f * D.Hs, D.norm.i * D.Hs, D.norm.w * D.Hs,
+                  D.norm.kf, D.norm.ki, D.norm.kw, D.h, 1);
   b.elementwise("residual_1", D.add_f, D.add_f, D.llama ? 0.0 : D.e * D.Hs, 1, 1, 1, D.add_bias, 1);
   return core_flops;
 }
@@ -667,6 +672,13 @@ std::size_t mlp_block(Builder& b, const LayerDims& D, const ModelShape& m, const
                     D.e * D.Hn);
   }
   b.set_modules(0);
+  if (m.post_norms) {
+    // The MLP output's RMSNorm (Gemma's post_feedforward_layernorm) keeps that output and,
+    // eagerly, tensors of its own: an early-stopping checkpoint re-runs the MLP and it.
+    b.elementwise("post_mlp_norm", D.norm.f * D.Hs, D.norm.i * D.Hs, D.norm.w * D.Hs, D.norm.kf,
+                  D.norm.ki, D.norm.kw, D.h, 1);
+    last_saving_op = b.cost().ops.size();
+  }
   b.elementwise("residual_2", D.add_f, D.add_f, D.llama ? 0.0 : D.e * D.Hs, 1, 1, 1, D.add_bias, 1);
   if (st.tp_comm_overlap && st.sequence_parallel) {
     // TransformerEngine's userbuffers hide the collectives of the dense GEMMs. MLA's latent
@@ -805,8 +817,13 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
   double fp8_copies = 0;
   // The layer input and the two RMSNorms (what rms_norm_saved says, and an fp32 rsqrt per
   // token). A fused norm keeps only its input, and the first one's is the layer input.
-  const double norms_saved = D.eager ? D.e * D.Hs + 2 * (rms_norm_saved(true, D.e) * D.Hs + 4 * Ts)
-                                     : 2 * (D.e * D.Hs + 4 * Ts);
+  // ModelShape::post_norms: two more, each keeping its input as a norm does (and no
+  // recompute module frees them).
+  const double post_norms_saved =
+      m.post_norms ? 2 * (rms_norm_saved(D.eager, D.e) * D.Hs + 4 * Ts) : 0.0;
+  const double norms_saved =
+      post_norms_saved + (D.eager ? D.e * D.Hs + 2 * (rms_norm_saved(true, D.e) * D.Hs + 4 * Ts)
+                                  : 2 * (D.e * D.Hs + 4 * Ts));
   // SwiGLU keeps gate and up, and eagerly silu(gate) too, per element of its output;
   // squared ReLU its input.
   const double glu_saved = D.relu2 ? D.e : D.eager ? 3 * D.e : 2 * D.e;
@@ -894,7 +911,8 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
   // MLA: the normalized latents, which are also the up projections' inputs (under fp8
   // those keep their FP8 casts: gi T (q_lat + kvl) more).
   const double latents = D.is_mla ? D.T * ((D.ql > 0 ? D.ql : 0.0) + D.kvl) : 0.0;
-  const double norm_outputs = 2 * D.e * D.Hs + D.e * latents + (fp8 ? gi * latents : 0.0);
+  const double norm_outputs =
+      (m.post_norms ? 4 : 2) * D.e * D.Hs + D.e * latents + (fp8 ? gi * latents : 0.0);
   c.weight_grad_bytes[Recompute::none] =
       std::min(c.activation_bytes[Recompute::none], to_bytes(proj_inputs + norm_outputs));
   c.weight_grad_bytes[Recompute::selective] =
@@ -991,9 +1009,10 @@ void layer_params(LayerCost& c, const LayerDims& D, const ModelShape& m, const C
     // Attention (this device's heads), two norms, the extras of ModelShape::
     // attention_params, the router (replicated), the shared expert (tp share) and the
     // local experts (etp share).
-    const double att = 2 * D.h + (D.is_mla ? mla_att + (m.qk_norm ? 2 * D.d : 0.0) +
-                                                 (m.attention_sinks ? D.heads : 0.0)
-                                           : attention_weights(D, m));
+    const double att =
+        (m.post_norms ? 4 : 2) * D.h +
+        (D.is_mla ? mla_att + (m.qk_norm ? 2 * D.d : 0.0) + (m.attention_sinks ? D.heads : 0.0)
+                  : attention_weights(D, m));
     const double router =
         D.h * D.E + (x.router_bias ? D.E : 0.0) + (x.router_score_bias ? D.E : 0.0);
     const double in = D.in_factor;
@@ -1010,10 +1029,11 @@ void layer_params(LayerCost& c, const LayerDims& D, const ModelShape& m, const C
     return;
   }
   const double mlp = (D.in_factor + 1) * D.h * D.f;
+  const double norms = (m.post_norms ? 4 : 2) * D.h;  // RMSNorm scales
   if (D.is_mla)
-    c.param_count = static_cast<std::int64_t>(std::llround(mla_att + mlp + 2 * D.h));
+    c.param_count = static_cast<std::int64_t>(std::llround(mla_att + mlp + norms));
   else if (D.llama)
-    c.param_count = static_cast<std::int64_t>(2 * D.h * D.q_cols + 2 * kv_params + mlp + 2 * D.h +
+    c.param_count = static_cast<std::int64_t>(2 * D.h * D.q_cols + 2 * kv_params + mlp + norms +
                                               (m.attention_output_gate ? D.h * D.q_cols : 0.0));
   else
     c.param_count =

@@ -16,7 +16,7 @@ long long ModelShape::layer_params() const {
   const long long kv = static_cast<long long>(num_kv_heads) * head_dim();
   if (architecture == Architecture::llama)
     // q, o: h x q; k, v: h x kv; gate, up (or fc1), down: h x f; two RMSNorm scales.
-    return 2 * h * q + 2 * h * kv + (mlp_in_factor() + 1) * h * f + 2 * h;
+    return 2 * h * q + 2 * h * kv + (mlp_in_factor() + 1) * h * f + (post_norms ? 4 : 2) * h;
   // qkv with biases, o with bias, fc1/fc2 with biases, two LayerNorms (scale + bias).
   return (h * (q + 2 * kv) + q + 2 * kv) + (q * h + h) + (h * f + f) + (f * h + h) + 4 * h;
 }
@@ -37,7 +37,8 @@ bool ModelShape::is_moe_layer(int i) const {
 long long ModelShape::attention_params() const {
   const long long h = hidden_size;
   const bool llama = architecture == Architecture::llama;
-  const long long norm = llama ? h : 2 * h;  // RMSNorm scale; LayerNorm scale and bias
+  // RMSNorm scale (and post_norms' second); LayerNorm scale and bias.
+  const long long norm = llama ? (post_norms ? 2 * h : h) : 2 * h;
   if (is_mla()) {
     // HF DeepseekV3Attention: q_a_proj (h -> q_lora_rank), q_a_layernorm, q_b_proj
     // (-> heads x (nope + rope)), or q_proj when q_lora_rank is 0; kv_a_proj_with_mqa
@@ -66,7 +67,7 @@ long long ModelShape::attention_params() const {
 long long ModelShape::dense_mlp_params() const {
   const long long h = hidden_size, f = ffn_hidden_size;
   if (architecture == Architecture::llama)  // gate and up (or fc1), down; norm
-    return (mlp_in_factor() + 1) * h * f + h;
+    return (mlp_in_factor() + 1) * h * f + (post_norms ? 2 * h : h);
   return (h * f + f) + (f * h + h) + 2 * h;  // fc1, fc2; LayerNorm
 }
 
@@ -81,7 +82,8 @@ long long ModelShape::moe_mlp_params(bool active) const {
   const long long expert = (in + 1) * x * ef + (moe.expert_bias ? in * ef + x : 0);
   const long long shared = (in + 1) * h * moe.shared_ffn + (moe.shared_gate ? h : 0);
   const long long latent = moe.latent_size > 0 ? 2 * h * moe.latent_size : 0;
-  return router + latent + (active ? moe.top_k : e) * expert + shared + h;  // + post-attention norm
+  // + the pre-MLP norm (and post_norms' norm of the MLP output)
+  return router + latent + (active ? moe.top_k : e) * expert + shared + (post_norms ? 2 * h : h);
 }
 
 long long ModelShape::mamba_layer_params() const {
@@ -267,6 +269,10 @@ void check_shape(const ModelShape& m) {
   if (m.explicit_head_dim == 0 && m.hidden_size % m.num_attention_heads != 0)
     throw ShapeError("num_attention_heads = " + std::to_string(m.num_attention_heads) +
                      " does not divide hidden_size = " + std::to_string(m.hidden_size));
+  if (m.post_norms && (m.architecture != Architecture::llama || m.is_hybrid()))
+    throw ShapeError(
+        "post_norms (Gemma's norms of the attention and MLP outputs) are modelled for llama "
+        "decoder layers alone, not for a gpt or hybrid model");
   if (m.is_moe()) {
     positive(m.moe.top_k, "num_experts_per_tok");
     positive(m.moe.expert_ffn, "moe_intermediate_size");

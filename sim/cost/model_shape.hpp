@@ -248,6 +248,12 @@ struct ModelShape {
   /// splits into aligned chunks of sliding_window tokens, and a query sees the keys of its own
   /// chunk up to itself (HF transformers' chunked causal mask: kv_idx // W == q_idx // W).
   bool chunked_window = false;
+  /// Two more RMSNorms a decoder layer, of the attention output and of the MLP output, each
+  /// before its residual add (Gemma 2 and 3's post_attention_layernorm and
+  /// post_feedforward_layernorm beside input_layernorm and pre_feedforward_layernorm; HF
+  /// transformers' Gemma3DecoderLayer): a scale of hidden_size each, and two more
+  /// memory-bound passes over the hidden state. Llama architecture, not hybrid.
+  bool post_norms = false;
   /// DeepSeek-V3's multi-token-prediction modules (num_nextn_predict_layers): each is one
   /// more decoder layer (MoE where the model's last layer is) plus two RMSNorms and an
   /// eh_proj 2h -> h; it shares the embedding and the output head with the main model.

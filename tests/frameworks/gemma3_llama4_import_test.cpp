@@ -39,6 +39,7 @@ TEST(Gemma3Import, TwentySevenBShapeWindowsAndParameters) {
   EXPECT_EQ(m.vocab_size, 262208);
   EXPECT_TRUE(m.tied_embeddings);
   EXPECT_TRUE(m.qk_norm);
+  EXPECT_TRUE(m.post_norms);
   EXPECT_FALSE(m.is_moe());
   // Local layers of 1024 tokens; layer i global when (i + 1) % 6 == 0: 5, 11, ..., 59, ten
   // of them, and 52 local (the last two, 60 and 61, local).
@@ -49,15 +50,16 @@ TEST(Gemma3Import, TwentySevenBShapeWindowsAndParameters) {
   for (int i : {5, 11, 17, 53, 59}) EXPECT_FALSE(m.is_windowed_layer(i)) << i;
   EXPECT_EQ(windowed_layers(m), 52);
   // Per layer: q and o 5376 x 4096 (32 heads of 128), k and v 5376 x 2048 = 66,060,288;
-  // q_norm and k_norm 2 x 128; the two norms bmpipe costs 2 x 5376; the MLP 3 x 5376 x 21504
-  // = 346,816,512: 412,887,808. x 62 = 25,599,044,096, + the final norm 5376 and the tied
-  // embedding 262208 x 5376 = 1,409,630,208 once: 27,008,679,680.
-  EXPECT_EQ(m.total_params(false), 27'008'679'680LL);
+  // q_norm and k_norm 2 x 128; four norms 4 x 5376 (input, post-attention, pre- and
+  // post-feed-forward); the MLP 3 x 5376 x 21504 = 346,816,512: 412,898,560. x 62 =
+  // 25,599,710,720, + the final norm 5376 and the tied embedding 262208 x 5376 =
+  // 1,409,630,208 once: 27,009,346,304.
+  EXPECT_EQ(m.total_params(false), 27'009'346'304LL);
   EXPECT_EQ(m.total_params(false), m.total_params(true));
   // Gemma 3 Technical Report (arXiv:2503.19786, table 1), 27B: 25,600M non-embedding
   // parameters, 1,416M embedding parameters, 417M in the vision encoder (not read here).
-  // Non-embedding: 25,599,049,472 here, within 0.01 % (Gemma 3's two more norms a layer,
-  // 666,624 weights, are not counted).
+  // Non-embedding: 25,599,716,096 here, within 0.01 %. The Hub's safetensors count of the
+  // whole checkpoint, 27.4B, is this and the 417M vision encoder.
   const double non_embedding = static_cast<double>(m.total_params(false) - 262208LL * 5376);
   EXPECT_LE(std::abs(non_embedding / 25'600e6 - 1), 0.01) << non_embedding;
   EXPECT_LE(std::abs(static_cast<double>(m.total_params(false)) / (25'600e6 + 1'416e6) - 1), 0.01);
@@ -74,7 +76,7 @@ TEST(Gemma3Import, TextConfigAloneReadsTheSame) {
     types.push_back((i + 1) % 6 != 0 ? "sliding_attention" : "full_attention");
   j["layer_types"] = types;
   const ModelShape m = read_hf_config(test::write_file(dir.file("text.json"), j.dump()));
-  EXPECT_EQ(m.total_params(false), 27'008'679'680LL);
+  EXPECT_EQ(m.total_params(false), 27'009'346'304LL);
   EXPECT_EQ(windowed_layers(m), 52);
   // sliding_window null: no window, every layer global.
   j["sliding_window"] = nullptr;
@@ -165,24 +167,32 @@ TEST(Llama4Import, BadAttentionFieldsNameTheirPointer) {
 
 // Exports state the windows or refuse the job: Megatron-LM's --window-attn-skip-freq 6 is
 // Gemma 3's pattern (is_layer_window_attention: layer_number % 6 != 0), but no Megatron flag
-// chunks attention, and MindFormers has no window key at all.
+// chunks attention or norms the attention and MLP outputs, and MindFormers has no window key
+// at all.
 TEST(Llama4Import, ExportsStateTheWindowsOrRefuseTheJob) {
   const test::ScratchDir dir;
-  const auto yaml = [&](const char* preset_file, const char* name) {
+  const auto yaml = [&](const char* preset_file, const char* name, const char* extra = "") {
     return test::write_file(dir.file(name),
                             "cluster: {nodes: 2, devices_per_node: 8, device: {preset: h100-sxm}}\n"
                             "model: {hf_config: \"" +
-                                preset(preset_file) +
-                                "\"}\n"
+                                preset(preset_file) + "\"" + extra +
+                                "}\n"
                                 "training: {pp: 4, tp: 4, sequence_parallel: true, seq_length: "
                                 "8192, global_batch_size: 64, kernels: fused}\n");
   };
   const std::string gemma = yaml("gemma-3-27b.json", "gemma.yaml");
-  const test::CliRun g = test::run_cli("export '" + gemma + "' --format megatron");
+  const test::CliRun n = test::run_cli("export '" + gemma + "' --format megatron");
+  EXPECT_EQ(n.code, 2);
+  EXPECT_NE(n.err.find("Megatron-LM's flags cannot state the model: the layers norm their "
+                       "attention and MLP outputs (model.post_norms"),
+            std::string::npos)
+      << n.err;
+  const std::string plain = yaml("gemma-3-27b.json", "plain.yaml", ", post_norms: false");
+  const test::CliRun g = test::run_cli("export '" + plain + "' --format megatron");
   ASSERT_EQ(g.code, 0) << g.err;
   EXPECT_NE(g.out.find("--window-size 1023,0\n--window-attn-skip-freq 6\n"), std::string::npos)
       << g.out;
-  const test::CliRun m = test::run_cli("export '" + gemma + "' --format mindformers");
+  const test::CliRun m = test::run_cli("export '" + plain + "' --format mindformers");
   EXPECT_EQ(m.code, 2);
   EXPECT_NE(m.err.find("MindFormers' Llama-family keys have no sliding or chunked attention "
                        "window"),
