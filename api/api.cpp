@@ -312,6 +312,13 @@ std::vector<std::string> offload_choices(const Config& config) {
   return out;
 }
 
+std::vector<int> offload_leads(const Config& config) {
+  std::vector<int> out = {config.training.offload_lead};
+  for (const int lead : {0, 1, 2})
+    if (lead != out.front()) out.push_back(lead);
+  return out;
+}
+
 namespace {
 
 PlanResults plan_one(const Config& config_in, const PlanRequest& r);
@@ -322,9 +329,9 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
   // Every argument is checked before the config is prepared, so a typo fails at once.
   check_plan_request(r);
   if (!r.offload || *r.offload == "none") return plan_one(config_in, r);
-  // Recompute and offload chosen together: the search for each offload choice picks every
-  // layer's recompute mode under it, and the fastest fitting of them all is kept. "none" is
-  // a choice, so the joint plan is never slower than recompute alone.
+  // Recompute and offload chosen together: the search for each offload choice at each lead
+  // picks every layer's recompute mode under it, and the fastest fitting of them all is
+  // kept. "none" is a choice, so the joint plan is never slower than recompute alone.
   const HardwareSpec* hw = config_in.device.hardware ? &*config_in.device.hardware : nullptr;
   if (!config_in.model.analytic() || !hw || !(hw->host_link_GBps > 0))
     throw RequestError("--offload",
@@ -334,33 +341,47 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
   nlohmann::json tried = nlohmann::json::array();
   std::string why_not;
   for (const std::string& modules : offload_choices(config_in)) {
-    Config c = config_in;
-    c.training.offload_modules = modules;
-    nlohmann::json row = {{"offload_modules", modules}};
-    try {
-      check_config(c);
-      PlanResults one = plan_one(c, r);
-      const Time t = one.shown->result.iteration_time;
-      std::int64_t peak = 0;
-      for (const DeviceResult& d : one.shown->result.devices) peak = std::max(peak, d.peak_bytes);
-      row["iteration_time_ms"] = ns_to_ms(t);
-      row["peak_memory_bytes"] = peak;
-      if (!best || t < best->shown->result.iteration_time) {
-        one.offload_modules = modules;
-        best = std::move(one);
+    // No lead matters when nothing is offloaded: "none" is planned once.
+    const std::vector<int> leads = modules == "none"
+                                       ? std::vector<int>{config_in.training.offload_lead}
+                                       : offload_leads(config_in);
+    for (const int lead : leads) {
+      Config c = config_in;
+      c.training.offload_modules = modules;
+      c.training.offload_lead = lead;
+      nlohmann::json row = {{"offload_modules", modules}};
+      if (modules != "none") row["offload_lead"] = lead;
+      try {
+        check_config(c);
+        PlanResults one = plan_one(c, r);
+        const Time t = one.shown->result.iteration_time;
+        std::int64_t peak = 0;
+        for (const DeviceResult& d : one.shown->result.devices) peak = std::max(peak, d.peak_bytes);
+        row["iteration_time_ms"] = ns_to_ms(t);
+        row["peak_memory_bytes"] = peak;
+        // Strictly faster only: of equal times the first tried is kept (fewer modules, the
+        // config's lead).
+        if (!best || t < best->shown->result.iteration_time) {
+          one.offload_modules = modules;
+          one.offload_lead = modules == "none" ? std::nullopt : std::optional<int>(lead);
+          best = std::move(one);
+        }
+      } catch (const NoPlanFits& x) {
+        row["error"] = x.what();
+        if (why_not.empty()) why_not = x.what();
+      } catch (const ConfigError& x) {
+        row["error"] = x.what();
       }
-    } catch (const NoPlanFits& x) {
-      row["error"] = x.what();
-      if (why_not.empty()) why_not = x.what();
-    } catch (const ConfigError& x) {
-      row["error"] = x.what();
+      tried.push_back(row);
     }
-    tried.push_back(row);
   }
   if (!best)
     throw NoPlanFits(why_not.empty() ? config_in.file + ": no offload choice could be planned"
                                      : why_not + " (and with every offload choice)");
-  best->summary["offload"] = {{"chosen", best->offload_modules}, {"tried", tried}};
+  best->summary["offload"] = {
+      {"chosen", best->offload_modules},
+      {"lead", best->offload_lead ? nlohmann::json(*best->offload_lead) : nlohmann::json(nullptr)},
+      {"tried", tried}};
   return std::move(*best);
 }
 

@@ -174,8 +174,9 @@ struct PlanRequest {
   /// that had one), else that baseline is skipped.
   std::optional<std::string> baseline_layout;
   /// "auto": plan once for each activation-offload choice the model has (offload_choices)
-  /// and keep the fastest fitting, so that recompute and offload are chosen together; none:
-  /// the config's training.offload_modules only.
+  /// at each prefetch lead (offload_leads) and keep the fastest fitting, so that recompute,
+  /// offload and the lead are chosen together; none: the config's training.offload_modules
+  /// and training.offload_lead only.
   std::optional<std::string> offload;
   /// Called from the calling thread during each schedule's search, with the schedule's
   /// label ("interleaved v2").
@@ -195,6 +196,9 @@ struct PlanResults {
   /// With PlanRequest::offload: the training.offload_modules of the plan kept ("none" when
   /// recompute alone won); empty otherwise.
   std::string offload_modules;
+  /// With PlanRequest::offload: the training.offload_lead of the plan kept (none when
+  /// recompute alone won: no lead matters then).
+  std::optional<int> offload_lead;
   nlohmann::json summary;  ///< what `bmpipe plan --json` prints
   PlanResults() = default;
   PlanResults(const PlanResults&) = delete;
@@ -216,6 +220,17 @@ void check_plan_request(const PlanRequest& request);
 /// the attention core's inputs and output (core_attn,attn_proj); those and the qkv input;
 /// with experts, the experts' inputs, then everything; with MLA, its input norm too.
 std::vector<std::string> offload_choices(const Config& config);
+
+/// The prefetch leads (training.offload_lead) `plan --offload auto` tries for each offload
+/// choice but none: the config's own lead first (it wins ties), then 0, 1 and 2 not yet
+/// listed. 0 keeps the fewest micro-batches' offloaded bytes on the device (the planner
+/// counts 2 + lead of them, memory_model.hpp) and hides no copy back; 1 is Megatron-Core's
+/// (a group reloaded one ahead of its backward; the only lead `export megatron` states);
+/// 2 hides a copy back longer than one op, at one more micro-batch's bytes. Larger leads
+/// are run when the config asks for one, not tried: each step holds one more micro-batch
+/// for a copy longer than two ops, and at 1F1B's min(pp, m) in flight lead pp - 2 offloads
+/// nothing from rank 0.
+std::vector<int> offload_leads(const Config& config);
 
 /// Plans `config` under the request. Throws RequestError, ConfigError, and NoPlanFits when
 /// the best plan found does not fit.

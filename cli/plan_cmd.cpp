@@ -236,9 +236,10 @@ int run_plan(const std::vector<std::string>& args) {
        "torchtitan (one rule for all layers: none, full, selective op or every n-th layer)")
       ("offload", po::value<std::string>()->value_name("auto|none"),
        "auto: plan once for each activation-offload choice (none; core_attn,attn_proj; with "
-       "qkv_linear; with experts, expert_fc1,moe_act and all; training.offload_modules) and keep "
-       "the fastest fitting, recompute chosen under each; needs a host link (default: none, "
-       "the config's offload_modules only)")
+       "qkv_linear; with experts, expert_fc1,moe_act and all) at each prefetch lead (the "
+       "config's training.offload_lead, 0, 1, 2) and keep the fastest fitting, recompute "
+       "chosen under each; needs a host link (default: none, the config's offload_modules "
+       "and offload_lead only)")
       ("format", po::value<std::string>()->value_name("FORMAT")->default_value("table"),
        "table, or the plan exported as `bmpipe export` does: megatron (flags), mindformers (YAML) "
        "or torchtitan (TOML)")
@@ -334,6 +335,8 @@ int run_plan(const std::vector<std::string>& args) {
     const bool offloads = !planned.offload_modules.empty() && planned.offload_modules != "none";
     if (!planned.offload_modules.empty())
       written.set.emplace_back("training.offload_modules", planned.offload_modules);
+    if (planned.offload_lead)
+      written.set.emplace_back("training.offload_lead", std::to_string(*planned.offload_lead));
     if (vm.count("out"))
       // The job planned: the command line's overrides (--set, --global-batch-size, ...)
       // are written in with the plan.
@@ -381,10 +384,15 @@ int run_plan(const std::vector<std::string>& args) {
     std::cout << buf;
     if (!baseline.empty()) std::cout << "showing the " << baseline << " baseline\n";
     if (request.offload && *request.offload == "auto") {
-      std::cout << "activation offload: kept " << planned.offload_modules << " of\n";
+      std::cout << "activation offload: kept " << planned.offload_modules
+                << (planned.offload_lead ? ", lead " + std::to_string(*planned.offload_lead) : "")
+                << " of\n";
       for (const auto& row : planned.summary["offload"]["tried"]) {
-        std::snprintf(buf, sizeof buf, "  %-58s ",
-                      row["offload_modules"].get<std::string>().c_str());
+        const std::string lead = row.contains("offload_lead")
+                                     ? "lead " + std::to_string(row["offload_lead"].get<int>())
+                                     : "";
+        std::snprintf(buf, sizeof buf, "  %-58s %-7s ",
+                      row["offload_modules"].get<std::string>().c_str(), lead.c_str());
         std::cout << buf;
         if (row.contains("iteration_time_ms")) {
           std::snprintf(buf, sizeof buf, "%.3f ms\n", row["iteration_time_ms"].get<double>());
