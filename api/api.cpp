@@ -362,8 +362,10 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
         // Strictly faster only: of equal times the first tried is kept (fewer modules, the
         // config's lead).
         if (!best || t < best->shown->result.iteration_time) {
-          one.offload_modules = modules;
-          one.offload_lead = modules == "none" ? std::nullopt : std::optional<int>(lead);
+          if (one.offload_modules.empty()) {  // else --baseline megatron-offload's own
+            one.offload_modules = modules;
+            one.offload_lead = modules == "none" ? std::nullopt : std::optional<int>(lead);
+          }
           best = std::move(one);
         }
       } catch (const NoPlanFits& x) {
@@ -452,7 +454,14 @@ PlanResults plan_one(const Config& config_in, const PlanRequest& r) {
   if (r.baseline) {
     out.shown = nullptr;
     for (const BaselineRun& b : top.baselines)
-      if (b.name == *r.baseline && b.run) out.shown = &*b.run;
+      if (b.name == *r.baseline && b.run) {
+        out.shown = &*b.run;
+        // megatron-offload: its offload is part of the job written and exported.
+        if (!b.offload_modules.empty()) {
+          out.offload_modules = b.offload_modules;
+          out.offload_lead = 1;
+        }
+      }
     if (!out.shown)
       for (const BaselineRun& b : top.baselines)
         if (b.name == *r.baseline)

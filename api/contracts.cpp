@@ -228,6 +228,10 @@ nlohmann::json baselines_json(const PlanOutcome& o) {
       j["layer_recompute"] = mode_names(b.run->plan.recompute);
       if (!b.error.empty()) j["note"] = b.error;
       if (!b.expressible) j["expressible"] = false;
+      if (!b.offload_modules.empty()) {
+        j["offload_modules"] = b.offload_modules;
+        j["offload_lead"] = 1;
+      }
     } else {
       j["fits"] = false;
       j["error"] = b.error;

@@ -99,6 +99,9 @@ std::string baselines_table(const PlanOutcome& o, const PlanRun& run) {
                                      static_cast<double>(run.result.iteration_time)
                                : 0.0;
     std::string note = b.error;
+    if (!b.offload_modules.empty())
+      note +=
+          (note.empty() ? "" : "; ") + std::string("offloads ") + b.offload_modules + " at lead 1";
     if (!b.expressible)
       note += (note.empty() ? "" : "; ") + std::string("the framework cannot state it");
     std::snprintf(buf, sizeof buf, "%-23s %14s %6s %8.3fx%s\n", b.name.c_str(),

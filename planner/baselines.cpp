@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 
+#include "experiment/experiment.hpp"
 #include "frameworks/megatron/export.hpp"
 #include "frameworks/megatron/formats.hpp"
 #include "planner/evaluate.hpp"
@@ -342,6 +343,7 @@ struct Context {
   std::optional<StageTimes> times;  ///< made on first use
   std::optional<Plan> adapipe;      ///< adapipe-dp's plan, sapp-ilp's starting point
   std::string adapipe_why;          ///< why there is none
+  std::string offload_modules;      ///< what the baseline just made offloads (BaselineRun)
   StageTimes& stage_times() {
     if (!times) times.emplace(space);
     return *times;
@@ -385,6 +387,58 @@ std::optional<PlanRun> best_rule_on(Context& c, const std::vector<int>& rows) {
 std::optional<PlanRun> megatron_best_rule(Context& c, std::string* why) {
   std::optional<PlanRun> best = best_rule_on(c, c.uniform);
   if (!best) *why = "no recompute rule of Megatron-LM's flags can run on these layers";
+  return best;
+}
+
+/// The module sets megatron-offload tries, as Megatron-Bridge's performance recipes set
+/// offload_modules when they offload (NVIDIA-NeMo/Megatron-Bridge 067f987d): the
+/// attention's core, ["core_attn", "attn_proj"] (perf_recipes/deepseek/common.py:115-116,
+/// perf_recipes/deepseek/gb300/deepseek_v4.py:109-110), and, on a model with experts, the
+/// experts' inputs, ["expert_fc1"] (perf_recipes/deepseek/gb200/deepseek_v3.py:281-282,
+/// perf_recipes/nemotronh/h100/nemotronh.py:240-241). Their other choice,
+/// ["fused_group_mlp"] (Nemotron-H on GB200 and GB300), is not modelled.
+std::vector<std::string> megatron_offload_module_sets(const Experiment& e) {
+  std::vector<std::string> out = {"core_attn,attn_proj"};
+  if (e.config.model.shape && e.config.model.shape->is_moe()) out.push_back("expert_fc1");
+  return out;
+}
+
+// megatron-offload: Megatron's own offload rule. The even split, each module set
+// megatron_offload_module_sets lists offloaded at Megatron-Core's lead (1: a group reloaded
+// one ahead of its backward), under every recompute rule of megatron-best-rule; the fastest
+// that fits, else the one closest to fitting. Its runs are of another experiment (the
+// config with those modules offloaded), so the search does not start from it.
+std::optional<PlanRun> megatron_offload(Context& c, std::string* why) {
+  const Experiment& e = c.space.experiment();
+  const HardwareSpec* hw = e.config.device.hardware ? &*e.config.device.hardware : nullptr;
+  if (!e.config.model.analytic() || !hw || !(hw->host_link_GBps > 0)) {
+    *why = "needs an analytic model on a device with a host link (cluster.device.host_link_GBps)";
+    return std::nullopt;
+  }
+  std::optional<PlanRun> best;
+  for (const std::string& set : megatron_offload_module_sets(e)) {
+    Config config = e.config;
+    config.training.offload_modules = set;
+    config.training.offload_lead = 1;
+    std::shared_ptr<const Experiment> offloaded;
+    try {
+      check_config(config);
+      offloaded = prepare(config);
+    } catch (const ConfigError& x) {
+      if (why->empty()) *why = set + ": " + x.what();
+      continue;
+    }
+    const Space space(*offloaded, c.space.schedule(), c.space.limit(), c.space.expressible());
+    Context there{space, c.o, c.uniform, {}, {}, {}, {}};
+    std::optional<PlanRun> r = best_rule_on(there, c.uniform);
+    if (r && (!best || score_of(r->result) < score_of(best->result))) {
+      best = std::move(r);
+      c.offload_modules = set;
+    }
+  }
+  if (best) why->clear();
+  if (!best && why->empty())
+    *why = "no recompute rule of Megatron-LM's flags can run on these layers";
   return best;
 }
 
@@ -558,7 +612,8 @@ struct Baseline {
 };
 
 // The baselines, in the order they run and are reported. sapp-ilp reads adapipe-dp's plan,
-// so it comes after it. exhaustive is the reference, so the search does not start from it.
+// so it comes after it. exhaustive is the reference, so the search does not start from it;
+// nor from megatron-offload, whose runs are of another experiment (the config offloading).
 constexpr Baseline kBaselines[] = {
     {"megatron-no-recompute", true, megatron_no_recompute},
     {"megatron-full-recompute", true, megatron_full_recompute},
@@ -566,6 +621,7 @@ constexpr Baseline kBaselines[] = {
     {"megatron-first-last", true, megatron_first_last},
     {"megatron-embedding-loss", true, megatron_account_embedding_loss},
     {"megatron-layout", true, megatron_layout},
+    {"megatron-offload", false, megatron_offload},
     {"uniform-min-recompute", true, uniform_min_recompute},
     {"adapipe-dp", true, adapipe_dp},
     {"sapp-ilp", true, sapp_ilp},
@@ -589,7 +645,7 @@ std::vector<BaselineRun> run_baselines(const Space& space, const PlannerOptions&
     if (const auto rows = rows_of_split(
             e, uniform_partition(static_cast<int>(decoder_layers(e).size()), space.stages())))
       even = *rows;
-  Context c{space, o, even, {}, {}, {}};
+  Context c{space, o, even, {}, {}, {}, {}};
   std::vector<BaselineRun> out;
   const std::size_t count = std::size(kBaselines);
   for (const Baseline& b : kBaselines) {
@@ -597,7 +653,9 @@ std::vector<BaselineRun> run_baselines(const Space& space, const PlannerOptions&
                     std::to_string(count) + ")");
     BaselineRun r;
     r.name = b.name;
+    c.offload_modules.clear();
     r.run = b.make(c, &r.error);
+    if (r.run) r.offload_modules = c.offload_modules;
     if (r.run) r.error = fit_note(*r.run);
     if (r.run)
       r.expressible =
@@ -628,7 +686,7 @@ const BaselineRun* find_baseline(const PlanOutcome& o, std::string_view name) {
 const BaselineRun* megatron_reference(const PlanOutcome& o) {
   const BaselineRun* best = nullptr;
   for (const BaselineRun& b : o.baselines)
-    if (b.name.rfind("megatron-", 0) == 0 && b.run && b.run->fits() &&
+    if (b.name.rfind("megatron-", 0) == 0 && b.run && b.run->fits() && b.offload_modules.empty() &&
         (!best || b.run->result.iteration_time < best->run->result.iteration_time))
       best = &b;
   return best;
@@ -640,7 +698,7 @@ const BaselineRun* best_expressible_baseline(const Experiment& e, const PlanOutc
   for (const BaselineRun& b : o.baselines)
     if (b.run && b.run->fits() &&
         (!best || b.run->result.iteration_time < best->run->result.iteration_time) &&
-        expressible_by(e, b.run->plan, b.run->schedule, x))
+        b.offload_modules.empty() && expressible_by(e, b.run->plan, b.run->schedule, x))
       best = &b;
   return best;
 }

@@ -130,8 +130,9 @@ PlanOutcome plan_pipeline(const Experiment& e, const PlannerOptions& o) {
   if (o.expressible && o.expressible->recompute_stated == RecomputeStated::one_rule &&
       !best.plan.partition.empty())
     out.best = best_rule(space, o, std::move(out.best));
+  // Not megatron-offload's: it runs another experiment (the config offloading).
   for (const BaselineRun& b : out.baselines)
-    if (b.run && b.expressible &&
+    if (b.run && b.expressible && b.offload_modules.empty() &&
         planner::score_of(b.run->result) < planner::score_of(out.best.result))
       out.best = *b.run;
   // Among equal times, the plan that recomputes the first layers of each stage, as the

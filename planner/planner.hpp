@@ -95,6 +95,9 @@ struct BaselineRun {
   /// False when PlannerOptions::expressible's framework cannot state the run's plan: it is
   /// still reported, but the search neither starts from it nor reports it as the plan.
   bool expressible = true;
+  /// Non-empty: the run offloads these modules' activations (training.offload_modules, at
+  /// training.offload_lead 1) where the experiment planned need not (megatron-offload).
+  std::string offload_modules;
 };
 
 /// How one move of the search fared (its name is its row in the moves table).
@@ -166,13 +169,15 @@ const BaselineRun* find_baseline(const PlanOutcome& o, std::string_view name);
 
 /// What a speedup is quoted against: the fastest fitting of the megatron-* baselines
 /// (what a Megatron-LM user gets by its flags on Megatron's even split), or nullptr when
-/// none fits.
+/// none fits. Not megatron-offload: the plan it is quoted for was searched under the
+/// config's own offload, so like is compared with like; its row gives its own speedup.
 const BaselineRun* megatron_reference(const PlanOutcome& o);
 
 /// The fastest fitting baseline of `o` whose plan `x`'s framework states exactly
 /// (expressible_by), or nullptr: what an export that cannot state `o.best` falls back to
 /// when it is faster than the nearest plan the framework states, so an inexact export is
-/// never slower than the best expressible baseline of the same run.
+/// never slower than the best expressible baseline of the same run. A baseline that
+/// offloads (megatron-offload) is not one: its plan is of another experiment.
 const BaselineRun* best_expressible_baseline(const Experiment& e, const PlanOutcome& o,
                                              const Exporter* x);
 

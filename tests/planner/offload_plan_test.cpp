@@ -131,6 +131,58 @@ TEST(OffloadPlan, JointPlanIsNeverSlowerThanRecomputeAlone) {
   EXPECT_NE(j["offload"]["chosen"], "none");
 }
 
+const nlohmann::json& baseline_row(const nlohmann::json& plan, const std::string& name) {
+  for (const auto& b : plan["baselines"])
+    if (b["name"] == name) return b;
+  throw std::runtime_error("no baseline " + name);
+}
+
+// megatron-offload is Megatron-Bridge's offload rule on Megatron-LM's even split: the
+// attention's core offloaded at lead 1 under the fastest fitting recompute rule. So it is
+// megatron-best-rule of the same job with training.offload_modules = core_attn,attn_proj
+// and offload_lead 1 written into the file, to the nanosecond; at 24 GiB the offload lets
+// fewer layers recompute than megatron-best-rule without it.
+TEST(OffloadPlan, MegatronOffloadIsTheBestRuleOfTheEvenSplitOffloadingTheAttention) {
+  const test::ScratchDir dir;
+  const std::string job = lead_job(dir);
+  const nlohmann::json j = plan_at(job, 24, "");
+  const nlohmann::json& off = baseline_row(j, "megatron-offload");
+  ASSERT_TRUE(off.contains("iteration_time_ms")) << off.dump();
+  EXPECT_EQ(off["partition"], std::vector<int>(8, 4));
+  EXPECT_EQ(off["offload_modules"], "core_attn,attn_proj");
+  EXPECT_EQ(off["offload_lead"], 1);
+  EXPECT_EQ(off["fits"], true);
+  const nlohmann::json by_hand =
+      plan_at(job, 24,
+              "--baseline megatron-best-rule --set training.offload_modules=core_attn,attn_proj "
+              "--set training.offload_lead=1");
+  EXPECT_EQ(off["iteration_time_ms"], by_hand["plan"]["iteration_time_ms"]);
+  EXPECT_EQ(off["layer_recompute"], by_hand["plan"]["layer_recompute"]);
+  EXPECT_LT(off["iteration_time_ms"].get<double>(),
+            baseline_row(j, "megatron-best-rule")["iteration_time_ms"].get<double>());
+  // Shown and written, it carries its offload: the file simulates to its time.
+  const std::string out = dir.file("offload.yaml");
+  const nlohmann::json shown = plan_at(job, 24, "--baseline megatron-offload --out " + out);
+  EXPECT_EQ(shown["plan"]["iteration_time_ms"], off["iteration_time_ms"]);
+  EXPECT_NE(test::slurp(out).find("offload_modules: \"core_attn,attn_proj\""), std::string::npos);
+  EXPECT_EQ(test::run_json("simulate " + out + " --json")["iteration_time_ms"],
+            off["iteration_time_ms"]);
+  // An export would state the plan without its offload: refused.
+  const test::CliRun exported = run_cli("plan " + job +
+                                        " --quiet --max-evals 200 --memory-limit-GiB 24 "
+                                        "--baseline megatron-offload --format megatron");
+  EXPECT_EQ(exported.code, 2) << exported.all();
+  EXPECT_NE(exported.err.find("offloads core_attn,attn_proj"), std::string::npos) << exported.err;
+}
+
+TEST(OffloadPlan, MegatronOffloadNeedsAHostLink) {
+  // The tiny example has measured layers and no host link: the row says why.
+  const nlohmann::json j = test::run_json("plan " + test::kTiny + " --quiet --json");
+  const nlohmann::json& off = baseline_row(j, "megatron-offload");
+  EXPECT_EQ(off["fits"], false);
+  EXPECT_NE(off["error"].get<std::string>().find("host link"), std::string::npos) << off.dump();
+}
+
 TEST(OffloadPlan, BadChoicesAndHostlessDevicesAreRefused) {
   const test::CliRun bad = run_cli("plan " + test::kTiny + " --offload sometimes --quiet");
   EXPECT_EQ(bad.code, 2) << bad.all();

@@ -39,10 +39,11 @@ TEST(PlanCli, JsonHasThePlanTheBaselinesAndTheSearch) {
     EXPECT_TRUE(b.contains("fits"));
     EXPECT_TRUE(b.contains("iteration_time_ms") || b.contains("error")) << b.dump();
   }
-  EXPECT_EQ(names, (std::set<std::string>{
-                       "megatron-no-recompute", "megatron-full-recompute", "megatron-best-rule",
-                       "megatron-first-last", "megatron-embedding-loss", "megatron-layout",
-                       "uniform-min-recompute", "adapipe-dp", "sapp-ilp", "exhaustive"}));
+  EXPECT_EQ(names, (std::set<std::string>{"megatron-no-recompute", "megatron-full-recompute",
+                                          "megatron-best-rule", "megatron-first-last",
+                                          "megatron-embedding-loss", "megatron-layout",
+                                          "megatron-offload", "uniform-min-recompute", "adapipe-dp",
+                                          "sapp-ilp", "exhaustive"}));
   // tiny.yaml: 8 identical layers, memory to spare: uniform, no recompute,
   // (m + p - 1)(F + B) = 11 x 3 ms.
   EXPECT_EQ(j["plan"]["partition"], (std::vector<int>{2, 2, 2, 2}));
