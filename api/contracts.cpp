@@ -329,6 +329,12 @@ nlohmann::json search_document(const SearchReport& report) {
       layouts.back()["etp"] = r.layout.etp;
     }
     if (report.context) layouts.back()["cp"] = r.layout.cp;  // issue 19: --cp
+    if (report.offload) {                                    // issue 43: --offload auto
+      layouts.back()["offload_modules"] = r.layout.offload;
+      layouts.back()["offload_lead"] = r.layout.offload_lead >= 0
+                                           ? nlohmann::json(r.layout.offload_lead)
+                                           : nlohmann::json(nullptr);
+    }
   }
   nlohmann::json filters;
   for (const auto& [f, n] : report.rejected_by) filters[f] = n;
@@ -360,6 +366,7 @@ std::string search_table(const SearchReport& report, const std::string& file, in
   out += buf;
   if (report.experts) out += "   ep  etp";
   if (report.context) out += "   cp";
+  if (report.offload) out += "  offload (lead)";
   out += '\n';
   const std::vector<LayoutResult>& ranked = report.layouts;
   int shown = 0, fitting = 0;
@@ -383,6 +390,9 @@ std::string search_table(const SearchReport& report, const std::string& file, in
       std::snprintf(buf, sizeof buf, " %4d", r.layout.cp);
       out += buf;
     }
+    if (report.offload)
+      out += "  " + r.layout.offload +
+             (r.layout.offload_lead >= 0 ? " (" + std::to_string(r.layout.offload_lead) + ")" : "");
     out += "\n";
   }
   std::snprintf(buf, sizeof buf, "\n%d of %zu layouts fit", fitting, ranked.size());
@@ -417,6 +427,7 @@ std::string search_csv(const SearchReport& report) {
   std::string out = "tp,pp,dp,vpp,micro_batch_size,schedule,";
   if (report.experts) out += "ep,etp,";
   if (report.context) out += "cp,";
+  if (report.offload) out += "offload_modules,offload_lead,";
   out +=
       "microbatches,fits,iteration_time_ms,tokens_per_s,mfu,tflops_per_device,bubble_ratio,"
       "max_peak_memory_bytes,capacity_bytes,rejected\n";
@@ -428,6 +439,9 @@ std::string search_csv(const SearchReport& report) {
     if (report.experts)
       out += std::to_string(r.layout.ep) + "," + std::to_string(r.layout.etp) + ",";
     if (report.context) out += std::to_string(r.layout.cp) + ",";
+    if (report.offload)
+      out += '"' + r.layout.offload + "\"," +
+             (r.layout.offload_lead >= 0 ? std::to_string(r.layout.offload_lead) : "") + ",";
     std::snprintf(buf, sizeof buf, "%d,%s,", r.microbatches,
                   r.rejected.empty() && r.fits ? "true" : "false");
     out += buf;

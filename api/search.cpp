@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "api/api.hpp"
 #include "api/contracts.hpp"
 #include "api/errors.hpp"
 #include "api/search_driver.hpp"
@@ -31,6 +32,10 @@ void check_search_request(const SearchRequest& r) {
   if (r.memory_limit_GiB && (!(*r.memory_limit_GiB > 0) || !std::isfinite(*r.memory_limit_GiB) ||
                              *r.memory_limit_GiB > 1e6))
     throw RequestError("--memory-limit-GiB", "must be a positive number of GiB");
+  if (r.offload && *r.offload != "auto" && *r.offload != "none")
+    throw RequestError("--offload", "'" + *r.offload +
+                                        "' is not a choice (expected auto: every layout under "
+                                        "each activation-offload choice; or none)");
 }
 
 PlannerEffort planner_effort(const std::string& name) {
@@ -55,7 +60,19 @@ SearchSetup prepare_search(Config config, const SearchRequest& request) {
     if (s.options.memory_limit_bytes <= 0)
       throw RequestError("--margin-GiB", "leaves no memory below the limit");
   }
-  s.layouts = enumerate_layouts(config, request.space, &s.rejected);
+  LayoutSpace space = request.space;
+  if (request.offload == "auto") {
+    const HardwareSpec* hw = config.device.hardware ? &*config.device.hardware : nullptr;
+    if (!config.model.analytic() || !hw || !(hw->host_link_GBps > 0))
+      throw RequestError("--offload",
+                         "auto needs an analytic model on a device with a host link "
+                         "(cluster.device.host_link_GBps)");
+    // No lead matters when nothing is offloaded: "none" once, at the config's lead.
+    for (const std::string& modules : offload_choices(config))
+      for (const int lead : modules == "none" ? std::vector<int>{-1} : offload_leads(config))
+        space.offload.emplace_back(modules, lead);
+  }
+  s.layouts = enumerate_layouts(config, space, &s.rejected);
   s.config = std::move(config);
   return s;
 }
@@ -81,6 +98,7 @@ SearchReport rank_search(const SearchSetup& s, std::vector<LayoutResult> results
   report.experts = s.config.model.analytic() && s.config.model.shape->is_moe();
   for (const LayoutResult& r : results) report.context = report.context || r.layout.cp != 1;
   for (const LayoutResult& r : s.rejected) report.context = report.context || r.layout.cp != 1;
+  report.offload = s.request.offload == "auto";
   for (const LayoutResult& r : results) report.evaluations += r.evaluations;
   for (const LayoutResult& r : s.rejected) results.push_back(r);
   for (const LayoutResult& r : results)
@@ -99,6 +117,8 @@ LayoutResult layout_from_json(const nlohmann::json& j) {
   r.layout.ep = j.value("ep", 1);
   r.layout.etp = j.value("etp", 1);
   r.layout.cp = j.value("cp", 1);
+  r.layout.offload = j.value("offload_modules", std::string());
+  r.layout.offload_lead = j.value("offload_lead", -1);
   r.microbatches = j.at("microbatches");
   r.fits = j.at("fits");
   if (!j.at("rejected").is_null()) r.rejected = j.at("rejected");
@@ -135,6 +155,8 @@ std::string encode_result(const LayoutResult& r) {
   j["ep"] = r.layout.ep;
   j["etp"] = r.layout.etp;
   j["cp"] = r.layout.cp;
+  if (!r.layout.offload.empty()) j["offload_modules"] = r.layout.offload;
+  if (r.layout.offload_lead >= 0) j["offload_lead"] = r.layout.offload_lead;
   if (r.bound > 0) j["bound_ns"] = r.bound;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

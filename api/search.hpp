@@ -53,6 +53,11 @@ struct SearchRequest {
   /// plans. Not run when a budget stopped the search.
   std::int64_t screen_evals = 64;
   double screen_margin = 0.05;
+  /// "auto": every layout under each activation-offload choice at each lead, as `plan
+  /// --offload auto` tries them (offload_choices, offload_leads in api/api.hpp), ranked
+  /// with the rest; the config needs an analytic model and a host link. None or "none":
+  /// the config's own offload.
+  std::optional<std::string> offload;
 };
 
 /// Whether `request` screens with a short plan first (SearchRequest::screen_evals).
@@ -111,6 +116,9 @@ struct SearchReport {
   bool experts = false;
   /// Some layout of the search has cp other than 1 (--cp): every layout carries cp.
   bool context = false;
+  /// The search tried offload choices (--offload auto): every layout carries its
+  /// offload_modules and offload_lead (null for none).
+  bool offload = false;
 };
 
 /// Ranks `results` (one per s.layouts entry) together with s.rejected.

@@ -108,6 +108,7 @@ std::map<std::string, std::string> journal_options(
   o["refine"] = std::to_string(request.refine);
   if (request.memory_limit_GiB) o["memory-limit-GiB"] = number(*request.memory_limit_GiB);
   o["margin-GiB"] = number(request.margin_GiB);
+  if (request.offload == "auto") o["offload"] = "auto";
   o["seed"] = std::to_string(request.seed);
   if (!sets.empty()) {
     std::string text;
@@ -307,6 +308,16 @@ LayoutResult read_result(const std::string& path, std::size_t line, const nlohma
   l.ep = f.count("ep", 1, "an expert-parallel size of at least 1");
   l.etp = f.count("etp", 1, "an expert tensor-parallel size of at least 1");
   l.cp = f.count("cp", 1, "a context-parallel size of at least 1");
+  // With --offload auto only (encode_result).
+  if (f.has("offload_modules"))
+    l.offload = f.string("offload_modules", "an activation-offload module set");
+  if (f.has("offload_lead"))
+    l.offload_lead = static_cast<int>(
+        f.integer("offload_lead", 0, std::numeric_limits<int>::max(), "a lead of 0 or more"));
+  if (expected && (l.offload != expected->offload || l.offload_lead != expected->offload_lead))
+    f.fail("offload_modules", "is " + to_string(l) + ", but layout " + std::to_string(index) +
+                                  " of this search is " + to_string(*expected) +
+                                  ": a line no run of it writes");
   if (expected && l != *expected) {
     // The layout the index names, as the search enumerates it: name the first field off.
     const Layout& e = *expected;

@@ -90,6 +90,10 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
                                        "cutting seq_length into 2 cp chunks")
       ("schedules", po::value<std::string>()->value_name("LIST"), ("schedules (default 1f1b,interleaved; " +
                                                schedule_names() + ")").c_str())
+      ("offload", po::value<std::string>()->value_name("auto|none"),
+       "auto: every layout under each activation-offload choice at each prefetch lead, as "
+       "plan --offload auto tries them, ranked with the rest; needs a host link (default: "
+       "none, the config's offload_modules only)")
       ("planner", po::value<std::string>()->value_name("EFFORT")->default_value("quick"),
        "off (uniform partition, the config's recompute), quick (planner, 300 evaluations, "
        "after the screen below) or full (planner, --layout-evals)")
@@ -170,6 +174,7 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   request.space.etp = int_list(vm, "etp");
   request.space.cp = int_list(vm, "cp");
   request.space.schedules = name_list(vm, "schedules");
+  if (vm.count("offload")) request.offload = vm["offload"].as<std::string>();
   if (vm.count("csv")) c.csv = vm["csv"].as<std::string>();
   if (vm.count("out")) c.out = vm["out"].as<std::string>();
   if (vm.count("format")) {
@@ -329,7 +334,13 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
     // The layout's own config (layout_config) has the command line's keys and no Megatron
     // layout: that fixed another pp x vpp, and with the plan's partition would be a second
     // one.
-    write_edited_config(c.path, *c.out, c.overrides, {"training.megatron_layout"}, *best_edits,
+    // --offload auto: the offload choice is the layout's too.
+    Overrides written = c.overrides;
+    if (!best.layout.offload.empty())
+      written.set.emplace_back("training.offload_modules", best.layout.offload);
+    if (best.layout.offload_lead >= 0)
+      written.set.emplace_back("training.offload_lead", std::to_string(best.layout.offload_lead));
+    write_edited_config(c.path, *c.out, written, {"training.megatron_layout"}, *best_edits,
                         "Written by bmpipe search from " + c.path + ": the fastest layout, " +
                             to_string(best.layout) + ", " + ms(best.iteration_time) +
                             " ms per iteration as simulated.\n" +

@@ -86,6 +86,8 @@ std::string to_string(const Layout& l) {
   if (l.ep != 1 || l.etp != 1)
     out += " ep " + std::to_string(l.ep) + " etp " + std::to_string(l.etp);
   if (l.cp != 1) out += " cp " + std::to_string(l.cp);
+  if (!l.offload.empty()) out += " offload " + l.offload;
+  if (!l.offload.empty() && l.offload_lead >= 0) out += " lead " + std::to_string(l.offload_lead);
   return out;
 }
 
@@ -101,6 +103,14 @@ Config layout_config(const Config& base, const Layout& l) {
   t.ep = l.ep;
   t.etp = l.etp;
   t.cp = l.cp;
+  if (!l.offload.empty()) {
+    t.offload_modules = l.offload;
+    c.lines["training.offload_modules"] = 0;
+  }
+  if (l.offload_lead >= 0) {
+    t.offload_lead = l.offload_lead;
+    c.lines["training.offload_lead"] = 0;
+  }
   // TransformerEngine's tp overlap hides tp collectives; a tp-1 layout has none, and
   // Megatron-LM (and check_config) refuse the flag there, so that layout is the job without
   // it, as its export writes it.
@@ -318,7 +328,12 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
                       }
                     }
                   }
-                  out.push_back(x);
+                  if (space.offload.empty()) out.push_back(x);
+                  for (const auto& [modules, lead] : space.offload) {
+                    x.offload = modules;
+                    x.offload_lead = lead;
+                    out.push_back(x);
+                  }
                 }
             }
           }

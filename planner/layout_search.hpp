@@ -29,6 +29,10 @@ struct LayoutSpace {
   /// Context-parallel sizes (training.cp; empty: 1 only).
   std::vector<int> cp;
   std::vector<std::string> schedules;
+  /// Activation-offload choices (training.offload_modules, training.offload_lead; a lead
+  /// below 0: the config's), each layout tried under each, in this order (search --offload
+  /// auto: api::offload_choices at api::offload_leads). Empty: the config's own only.
+  std::vector<std::pair<std::string, int>> offload;
 };
 
 struct Layout {
@@ -37,11 +41,15 @@ struct Layout {
   int ep = 1, etp = 1;  ///< training.ep, training.etp (1 for dense models)
   /// training.cp: the sequence split over cp ranks placed after tp; dp = devices / (tp pp cp).
   int cp = 1;
+  /// LayoutSpace::offload's choice: training.offload_modules (empty: the config's own) and
+  /// training.offload_lead (below 0: the config's own).
+  std::string offload = "";
+  int offload_lead = -1;
   friend bool operator==(const Layout&, const Layout&) = default;
 };
 
-/// "tp 8 pp 16 dp 8 vpp 1 mbs 1 1f1b", " ep 8 etp 1" after it when ep or etp is not 1, and
-/// " cp 2" when cp is not 1
+/// "tp 8 pp 16 dp 8 vpp 1 mbs 1 1f1b", " ep 8 etp 1" after it when ep or etp is not 1,
+/// " cp 2" when cp is not 1, and " offload core_attn,attn_proj lead 1" with an offload choice
 std::string to_string(const Layout& l);
 
 enum class PlannerEffort { off, quick, full };

@@ -400,7 +400,8 @@ PYBIND11_MODULE(bmpipe, m) {
          std::optional<std::vector<int>> ep, std::optional<std::vector<int>> etp,
          std::optional<std::vector<int>> cp, std::optional<std::int64_t> screen_evals,
          std::optional<double> screen_margin_pct, const py::object& set,
-         std::optional<py::object> journal, std::optional<py::object> resume) {
+         std::optional<py::object> journal, std::optional<py::object> resume,
+         std::optional<std::string> offload) {
         // resume= is journal= by the name of what it is for: read back what an interrupted
         // search finished, plan the rest, record them.
         if (resume && journal)
@@ -433,6 +434,7 @@ PYBIND11_MODULE(bmpipe, m) {
         r.time_limit_s = time_limit_s;
         r.margin_GiB = margin_GiB;
         r.threads = threads;
+        r.offload = std::move(offload);
         // As the command: the screen is a pass of the quick planner, so asking for it with
         // another is refused rather than ignored.
         if (screen_evals && r.effort != bmpipe::PlannerEffort::quick)
@@ -474,6 +476,7 @@ PYBIND11_MODULE(bmpipe, m) {
       py::arg("ep") = py::none(), py::arg("etp") = py::none(), py::arg("cp") = py::none(),
       py::arg("screen_evals") = py::none(), py::arg("screen_margin_pct") = py::none(),
       py::arg("set") = py::none(), py::arg("journal") = py::none(), py::arg("resume") = py::none(),
+      py::arg("offload") = py::none(),
       "Finds the fastest parallel layout and returns what `bmpipe search --json` prints: "
       "{layouts, search}, every layout ranked. planner is 'off', 'quick' or 'full' "
       "(layout_evals per layout); max_evals and time_limit_s bound the whole search "
@@ -489,7 +492,8 @@ PYBIND11_MODULE(bmpipe, m) {
       "layouts again, with the same result; a journal of other inputs raises ValueError, a "
       "torn last line is dropped with a UserWarning ('note: ...'). resume (a path) is journal "
       "by another name: resume='FILE' finishes a search a budget, a kill or `bmpipe search "
-      "--journal FILE` left. Raises ConfigError for "
+      "--journal FILE` left. offload='auto' is --offload auto (every layout under each "
+      "activation-offload choice and lead). Raises ConfigError for "
       "the config, ValueError for a bad option, OSError when the journal cannot be "
       "written.");
 

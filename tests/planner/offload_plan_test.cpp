@@ -183,6 +183,72 @@ TEST(OffloadPlan, MegatronOffloadNeedsAHostLink) {
   EXPECT_NE(off["error"].get<std::string>().find("host link"), std::string::npos) << off.dump();
 }
 
+// search --offload auto: each layout under each offload choice, ranked with the rest. On
+// Llama-2-7B, 8 GB200, 24 GiB, tp 1 or 2, pp 4 or 8, recompute alone does best at tp 2 pp 4;
+// offloading the attention's inputs at lead 0 makes tp 1 pp 8 faster than that. Checked
+// against a search per offload choice (the choice in the file): the fastest of those is
+// the one kept, and it is faster than recompute alone. --screen-evals 0: each layout gets
+// the whole quick planner, whatever the others do.
+TEST(OffloadSearch, AnOffloadLayoutRecomputeAloneCannotMatchIsKept) {
+  const test::ScratchDir dir;
+  const std::string job = lead_job(dir);
+  const std::string args = "search " + job +
+                           " --quiet --json --threads 2 --memory-limit-GiB 24 --tp 1,2 --pp 4,8 "
+                           "--schedules 1f1b --micro-batch-size 1 --screen-evals 0 ";
+  const std::string out = dir.file("best.yaml");
+  const nlohmann::json got = test::run_json(args + "--offload auto --out " + out);
+  const nlohmann::json& best = got["layouts"][0];
+  // Brute force over the choices --offload auto tries.
+  double least = 1e300;
+  std::string best_modules;
+  nlohmann::json best_lead;
+  double recompute_alone = 0;
+  for (const auto& [modules, lead] :
+       std::vector<std::pair<std::string, int>>{{"none", -1},
+                                                {"core_attn,attn_proj", 1},
+                                                {"core_attn,attn_proj", 0},
+                                                {"core_attn,attn_proj", 2},
+                                                {"qkv_linear,core_attn,attn_proj", 1},
+                                                {"qkv_linear,core_attn,attn_proj", 0},
+                                                {"qkv_linear,core_attn,attn_proj", 2}}) {
+    std::string set = "--set training.offload_modules=" + modules;
+    if (lead >= 0) set += " --set training.offload_lead=" + std::to_string(lead);
+    const nlohmann::json one = test::run_json(args + set);
+    const double t = one["layouts"][0]["iteration_time_ms"].get<double>();
+    EXPECT_FALSE(one["layouts"][0].contains("offload_modules"));  // no --offload auto
+    if (modules == "none") recompute_alone = t;
+    if (t < least) {
+      least = t;
+      best_modules = modules;
+      best_lead = lead >= 0 ? nlohmann::json(lead) : nlohmann::json(nullptr);
+    }
+  }
+  EXPECT_EQ(best["iteration_time_ms"].get<double>(), least);
+  EXPECT_EQ(best["offload_modules"], best_modules);
+  EXPECT_EQ(best["offload_lead"], best_lead);
+  EXPECT_EQ(best_modules, "core_attn,attn_proj");
+  EXPECT_EQ(best_lead, 0);
+  EXPECT_EQ(best["tp"], 1);
+  EXPECT_EQ(best["pp"], 8);
+  EXPECT_LT(least, recompute_alone);
+  // Every layout carries its choice; none of them the config's own.
+  for (const auto& l : got["layouts"]) EXPECT_TRUE(l.contains("offload_modules")) << l.dump();
+  // --out writes the choice with the layout: the file simulates to its time.
+  EXPECT_EQ(test::run_json("simulate " + out + " --json")["iteration_time_ms"],
+            best["iteration_time_ms"]);
+}
+
+TEST(OffloadSearch, BadChoicesAndHostlessDevicesAreRefused) {
+  const test::CliRun bad = run_cli("search " + test::kTiny + " --offload sometimes --quiet");
+  EXPECT_EQ(bad.code, 2) << bad.all();
+  EXPECT_NE(bad.err.find("--offload"), std::string::npos) << bad.err;
+  const test::CliRun hostless = run_cli("search " + test::kTiny + " --offload auto --quiet");
+  EXPECT_EQ(hostless.code, 2) << hostless.all();
+  EXPECT_NE(hostless.err.find("needs an analytic model on a device with a host link"),
+            std::string::npos)
+      << hostless.err;
+}
+
 TEST(OffloadPlan, BadChoicesAndHostlessDevicesAreRefused) {
   const test::CliRun bad = run_cli("plan " + test::kTiny + " --offload sometimes --quiet");
   EXPECT_EQ(bad.code, 2) << bad.all();
