@@ -312,6 +312,14 @@ std::vector<std::string> offload_choices(const Config& config) {
   return out;
 }
 
+void require_host_link(const Config& config) {
+  const HardwareSpec* hw = config.device.hardware ? &*config.device.hardware : nullptr;
+  if (!config.model.analytic() || !hw || !(hw->host_link_GBps > 0))
+    throw RequestError("--offload",
+                       "auto needs an analytic model on a device with a host link "
+                       "(cluster.device.host_link_GBps)");
+}
+
 std::vector<int> offload_leads(const Config& config) {
   std::vector<int> out = {config.training.offload_lead};
   for (const int lead : {0, 1, 2})
@@ -332,11 +340,7 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
   // Recompute and offload chosen together: the search for each offload choice at each lead
   // picks every layer's recompute mode under it, and the fastest fitting of them all is
   // kept. "none" is a choice, so the joint plan is never slower than recompute alone.
-  const HardwareSpec* hw = config_in.device.hardware ? &*config_in.device.hardware : nullptr;
-  if (!config_in.model.analytic() || !hw || !(hw->host_link_GBps > 0))
-    throw RequestError("--offload",
-                       "auto needs an analytic model on a device with a host link "
-                       "(cluster.device.host_link_GBps)");
+  require_host_link(config_in);
   std::optional<PlanResults> best;
   nlohmann::json tried = nlohmann::json::array();
   std::string why_not;

@@ -221,6 +221,10 @@ void check_plan_request(const PlanRequest& request);
 /// with experts, the experts' inputs, then everything; with MLA, its input norm too.
 std::vector<std::string> offload_choices(const Config& config);
 
+/// Throws RequestError("--offload") unless `config` can offload activations: an analytic
+/// model on a device with a host link (what plan and search --offload auto need).
+void require_host_link(const Config& config);
+
 /// The prefetch leads (training.offload_lead) `plan --offload auto` tries for each offload
 /// choice but none: the config's own lead first (it wins ties), then 0, 1 and 2 not yet
 /// listed. 0 keeps the fewest micro-batches' offloaded bytes on the device (the planner

@@ -62,11 +62,7 @@ SearchSetup prepare_search(Config config, const SearchRequest& request) {
   }
   LayoutSpace space = request.space;
   if (request.offload == "auto") {
-    const HardwareSpec* hw = config.device.hardware ? &*config.device.hardware : nullptr;
-    if (!config.model.analytic() || !hw || !(hw->host_link_GBps > 0))
-      throw RequestError("--offload",
-                         "auto needs an analytic model on a device with a host link "
-                         "(cluster.device.host_link_GBps)");
+    require_host_link(config);
     // No lead matters when nothing is offloaded: "none" once, at the config's lead.
     for (const std::string& modules : offload_choices(config))
       for (const int lead : modules == "none" ? std::vector<int>{-1} : offload_leads(config))

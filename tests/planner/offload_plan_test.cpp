@@ -238,27 +238,20 @@ TEST(OffloadSearch, AnOffloadLayoutRecomputeAloneCannotMatchIsKept) {
             best["iteration_time_ms"]);
 }
 
-TEST(OffloadSearch, BadChoicesAndHostlessDevicesAreRefused) {
-  const test::CliRun bad = run_cli("search " + test::kTiny + " --offload sometimes --quiet");
-  EXPECT_EQ(bad.code, 2) << bad.all();
-  EXPECT_NE(bad.err.find("--offload"), std::string::npos) << bad.err;
-  const test::CliRun hostless = run_cli("search " + test::kTiny + " --offload auto --quiet");
-  EXPECT_EQ(hostless.code, 2) << hostless.all();
-  EXPECT_NE(hostless.err.find("needs an analytic model on a device with a host link"),
-            std::string::npos)
-      << hostless.err;
-}
-
+// plan and search alike.
 TEST(OffloadPlan, BadChoicesAndHostlessDevicesAreRefused) {
-  const test::CliRun bad = run_cli("plan " + test::kTiny + " --offload sometimes --quiet");
-  EXPECT_EQ(bad.code, 2) << bad.all();
-  EXPECT_NE(bad.err.find("--offload"), std::string::npos) << bad.err;
-  // The tiny example has measured layers and no host link.
-  const test::CliRun hostless = run_cli("plan " + test::kTiny + " --offload auto --quiet");
-  EXPECT_EQ(hostless.code, 2) << hostless.all();
-  EXPECT_NE(hostless.err.find("needs an analytic model on a device with a host link"),
-            std::string::npos)
-      << hostless.err;
+  for (const std::string command : {"plan ", "search "}) {
+    SCOPED_TRACE(command);
+    const test::CliRun bad = run_cli(command + test::kTiny + " --offload sometimes --quiet");
+    EXPECT_EQ(bad.code, 2) << bad.all();
+    EXPECT_NE(bad.err.find("--offload"), std::string::npos) << bad.err;
+    // The tiny example has measured layers and no host link.
+    const test::CliRun hostless = run_cli(command + test::kTiny + " --offload auto --quiet");
+    EXPECT_EQ(hostless.code, 2) << hostless.all();
+    EXPECT_NE(hostless.err.find("needs an analytic model on a device with a host link"),
+              std::string::npos)
+        << hostless.err;
+  }
 }
 
 }  // namespace offload_plan_test

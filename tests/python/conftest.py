@@ -31,3 +31,15 @@ def run_cli(*args):
 @pytest.fixture(scope="session")
 def tiny_text():
     return TINY.read_text()
+
+
+def gb200_llama2_7b(folder):
+    """Llama-2-7B on 8 GB200 (NVLink-C2C host link), pp 8, 16 micro-batches of 4096 tokens:
+    the offload tests' job (tests/planner/offload_plan_test.cpp), written into `folder`."""
+    config = folder / "job.yaml"
+    config.write_text(
+        "cluster: {nodes: 1, devices_per_node: 8, device: {preset: gb200}}\n"
+        "model: {preset: llama2-7b}\n"
+        "training: {schedule: 1f1b, pp: 8, tp: 1, seq_length: 4096, micro_batch_size: 1,"
+        " microbatches: 16}\n")
+    return str(config)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import bmpipe
-from conftest import EXAMPLES, run_cli
+from conftest import EXAMPLES, gb200_llama2_7b, run_cli
 
 CONFIGS = sorted(str(p) for p in EXAMPLES.glob("*.yaml"))
 
@@ -53,16 +53,11 @@ def test_plan_with_offload(tmp_path):
     # Activation offload and its lead chosen beside recompute (issue 43): the same plan and
     # the same offload rows as `bmpipe plan --offload auto`. Llama-2-7B on 8 GB200, pp 8:
     # seven plans of a second's fraction each (the 405B example takes seconds).
-    config = tmp_path / "job.yaml"
-    config.write_text(
-        "cluster: {nodes: 1, devices_per_node: 8, device: {preset: gb200}}\n"
-        "model: {preset: llama2-7b}\n"
-        "training: {schedule: 1f1b, pp: 8, tp: 1, seq_length: 4096, micro_batch_size: 1,"
-        " microbatches: 16}\n")
+    config = gb200_llama2_7b(tmp_path)
     args = ["--memory-limit-GiB", "24", "--max-evals", "100"]
-    expected = cli_json("plan", str(config), "--quiet", "--threads", "2", *args,
+    expected = cli_json("plan", config, "--quiet", "--threads", "2", *args,
                         "--offload", "auto")
-    got = bmpipe.plan(str(config), threads=2, memory_limit_GiB=24, max_evals=100,
+    got = bmpipe.plan(config, threads=2, memory_limit_GiB=24, max_evals=100,
                       offload="auto")
     assert without_wall_time(got) == without_wall_time(expected)
     assert got["offload"]["tried"][0]["offload_modules"] == "none"

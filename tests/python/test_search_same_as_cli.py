@@ -5,7 +5,7 @@ import json
 import pytest
 
 import bmpipe
-from conftest import MEDIUM, example, run_cli
+from conftest import MEDIUM, example, gb200_llama2_7b, run_cli
 
 CONFIG = str(MEDIUM)  # GPT-3's layer, 24 of them, on 64 A100s
 
@@ -72,18 +72,13 @@ def test_search_experts_and_context(config, args, kwargs):
 
 def test_search_with_offload(tmp_path):
     # --offload auto (issue 43): every layout under each offload choice, the same document.
-    config = tmp_path / "job.yaml"
-    config.write_text(
-        "cluster: {nodes: 1, devices_per_node: 8, device: {preset: gb200}}\n"
-        "model: {preset: llama2-7b}\n"
-        "training: {schedule: 1f1b, pp: 8, tp: 1, seq_length: 4096, micro_batch_size: 1,"
-        " microbatches: 16}\n")
+    config = gb200_llama2_7b(tmp_path)
     args = ["--tp", "1", "--pp", "8", "--micro-batch-size", "1", "--schedules", "1f1b",
             "--memory-limit-GiB", "24"]
-    rc, out, err = run_cli("search", str(config), *args, "--offload", "auto", "--json",
+    rc, out, err = run_cli("search", config, *args, "--offload", "auto", "--json",
                            "--quiet")
     assert rc == 0, err
-    got = bmpipe.search(str(config), tp=[1], pp=[8], micro_batch_size=[1], schedules=["1f1b"],
+    got = bmpipe.search(config, tp=[1], pp=[8], micro_batch_size=[1], schedules=["1f1b"],
                         memory_limit_GiB=24, offload="auto")
     assert without_wall_time(got) == without_wall_time(json.loads(out))
     assert {layout["offload_modules"] for layout in got["layouts"]} == {
