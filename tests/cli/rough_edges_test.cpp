@@ -160,7 +160,7 @@ TEST(RoughEdges, PlanProgressOffATerminalIsOneLinePerInterval) {
       R"(baselines|search|polish|the final runs), (\d+) evaluations, best )"
       R"((none fits yet|[0-9.]+ ms), [0-9.]+ s, ETA (<1 s|at most \d+ s|unknown))");
   for (const char* phase : {"plan: 1f1b: making the schedule, 0 evaluations",
-                            "plan: 1f1b: baseline megatron-no-recompute (1 of 10), 0 evaluations",
+                            "plan: 1f1b: baseline megatron-no-recompute (1 of 11), 0 evaluations",
                             ": the final runs, "})
     EXPECT_NE(r.err.find(phase), std::string::npos) << phase << "\n" << r.err;
   std::istringstream in(r.err);
