@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -51,6 +52,12 @@ struct Tables {
   bool offload = false;
   std::vector<std::int64_t> offload_bytes;  // per stage (StageCost)
   std::vector<Time> offload_time;
+  // BPipe (SimInput::bpipe) evicts some micro-batch: the ordered engine runs. Per (stage,
+  // micro-batch), whether it goes to the partner's device (plan_bpipe), and per stage the
+  // copy to the partner (hop s) and back (hop S + s).
+  bool bpipe = false;
+  std::vector<char> evict;
+  std::vector<HopRun> bpipe_hops;
 };
 
 // What either engine leaves behind for each rank.
@@ -109,6 +116,20 @@ std::string check_input(const SimInput& in, const CompiledSchedule& cs) {
              std::to_string(in.stages[s].offload_bytes) + " bytes of its " +
              std::to_string(in.stages[s].activation_bytes) + " activation bytes";
   if (in.offload_lead < 0) return "offload_lead must not be negative";
+  if (in.bpipe) {
+    const Schedule& sch = cs.schedule();
+    if (S != cs.num_ranks() || !cs.fb_pairs().empty())
+      return "bpipe needs one stage per rank and no paired F&B ops (1F1B), but schedule " +
+             sch.name + " has " + std::to_string(S) + " stages on " +
+             std::to_string(cs.num_ranks()) + " ranks";
+    for (const auto& list : sch.ops)
+      for (const Op& op : list)
+        if (op.kind != OpKind::F && op.kind != OpKind::B)
+          return "bpipe needs a schedule of F and B ops (1F1B), but " + sch.name + " has " +
+                 to_string(op);
+    for (const StageCost& c : in.stages)
+      if (c.offload_bytes > 0) return "bpipe and activation offload cannot be combined";
+  }
   if (!(in.fb_overlap_factor > 0.0)) return "fb_overlap_factor must be positive";
   if (in.fb_pair_time && *in.fb_pair_time < 0) return "fb_pair_time must not be negative";
   if (!in.stage_parts.empty() && in.stage_parts.size() != static_cast<std::size_t>(S))
@@ -152,6 +173,48 @@ const char* const kTooLong =
 const char* const kTooBig =
     "activation and static bytes add up past 2^63: the engine's 64-bit byte counts would "
     "overflow";
+
+// BPipe's eviction plan (simulate.hpp, "BPipe"), for a schedule of one stage per rank and F
+// and B ops only. For each stage s that would hold more than K = bpipe_keep(p) of its
+// micro-batches, walk its rank's list: op position i holds the micro-batches j with
+// F(s, j) at or before i and B(s, j) at or after it, less the evicted ones away then (from
+// two places after F(s, j) to two places before B(s, j)); wherever that is more than K,
+// evict the latest micro-batch that can be away at i and is not yet. O(n log m) a stage.
+void plan_bpipe(const CompiledSchedule& cs, Tables& t) {
+  const Schedule& sch = cs.schedule();
+  const int S = cs.num_stages();
+  const int m = cs.num_microbatches();
+  const int keep = bpipe_keep(S);
+  t.evict.assign(static_cast<std::size_t>(S) * m, 0);
+  for (int s = 0; s < S - 1 - s; ++s) {
+    const auto& ops = sch.ops[sch.stage_rank[s]];
+    const int n = static_cast<int>(ops.size());
+    std::vector<int> pf(m, 0), pb(m, 0);
+    for (int i = 0; i < n; ++i) (ops[i].kind == OpKind::F ? pf : pb)[ops[i].microbatch] = i;
+    std::vector<int> delta(n + 1, 0);        // change of the count at each position
+    std::vector<std::vector<int>> enter(n);  // micro-batches that can be away from i on
+    for (int j = 0; j < m; ++j) {
+      ++delta[pf[j]];
+      --delta[pb[j] + 1];
+      if (pf[j] + 2 <= pb[j] - 2) enter[pf[j] + 2].push_back(j);
+    }
+    std::set<int> can;  // candidates; those whose window has passed are dropped lazily
+    int count = 0;
+    for (int i = 0; i < n; ++i) {
+      count += delta[i];
+      can.insert(enter[i].begin(), enter[i].end());
+      while (count > keep && !can.empty()) {
+        const int j = *can.rbegin();
+        can.erase(j);
+        if (pb[j] - 2 < i) continue;  // back on the device by now
+        t.evict[static_cast<std::size_t>(s) * m + j] = 1;
+        --count;
+        ++delta[pb[j] - 1];  // away until two places before its backward
+        t.bpipe = true;
+      }
+    }
+  }
+}
 
 // Fills `t` from the input; an error message if the input cannot be run.
 std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables& t) {
@@ -229,6 +292,31 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
     if (hop.serialization < 0 || hop.latency < 0) return kTooLong;
     for (int link : routes[h].links) link_rank.emplace_back(link, from_rank);
   }
+  // BPipe's copies between each evicting stage's rank and its partner's.
+  std::vector<Route> bpipe_routes;
+  if (in.bpipe) {
+    plan_bpipe(cs, t);
+    t.bpipe_hops.assign(static_cast<std::size_t>(2) * S, HopRun{});
+    bpipe_routes.resize(t.bpipe_hops.size());
+    for (int s = 0; t.bpipe && s < S - 1 - s; ++s)
+      for (const bool out : {true, false}) {
+        const std::size_t h = out ? s : S + s;
+        HopRun& hop = t.bpipe_hops[h];
+        hop.from_stage = out ? s : S - 1 - s;
+        hop.to_stage = out ? S - 1 - s : s;
+        hop.bytes = in.stages[s].activation_bytes;
+        const int from_rank = sch.stage_rank[hop.from_stage];
+        const int a = in.rank_device[from_rank];
+        const int b = in.rank_device[sch.stage_rank[hop.to_stage]];
+        if (a == b) continue;
+        if (!in.topology) return "bpipe between ranks on different devices needs a topology";
+        bpipe_routes[h] = in.topology->route(a, b, hop.bytes);
+        hop.serialization = bpipe_routes[h].serialization(hop.bytes);
+        hop.latency = bpipe_routes[h].latency;
+        if (hop.serialization < 0 || hop.latency < 0) return kTooLong;
+        for (int link : bpipe_routes[h].links) link_rank.emplace_back(link, from_rank);
+      }
+  }
   std::sort(link_rank.begin(), link_rank.end());
   link_rank.erase(std::unique(link_rank.begin(), link_rank.end()), link_rank.end());
   std::vector<int> ids;
@@ -244,6 +332,13 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
     t.hops[h].link_begin = static_cast<std::uint32_t>(t.links.size());
     t.hops[h].link_count = static_cast<std::uint32_t>(routes[h].links.size());
     for (int link : routes[h].links)
+      t.links.push_back(
+          static_cast<std::uint32_t>(std::lower_bound(ids.begin(), ids.end(), link) - ids.begin()));
+  }
+  for (std::size_t h = 0; h < t.bpipe_hops.size(); ++h) {
+    t.bpipe_hops[h].link_begin = static_cast<std::uint32_t>(t.links.size());
+    t.bpipe_hops[h].link_count = static_cast<std::uint32_t>(bpipe_routes[h].links.size());
+    for (int link : bpipe_routes[h].links)
       t.links.push_back(
           static_cast<std::uint32_t>(std::lower_bound(ids.begin(), ids.end(), link) - ids.begin()));
   }
@@ -271,6 +366,16 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
     t.offload = true;
     if (!mul_add(total, 2 * std::int64_t{cost_uses[row]}, in.stages[s].offload_time))
       return kTooLong;
+  }
+  // Every evicted micro-batch adds a copy to its partner and one back.
+  for (std::size_t k = 0; k < t.evict.size(); ++k) {
+    if (!t.evict[k]) continue;
+    const std::size_t s = k / static_cast<std::size_t>(cs.num_microbatches());
+    for (const HopRun* hop : {&t.bpipe_hops[s], &t.bpipe_hops[S + s]}) {
+      std::int64_t hop_time;
+      if (!add(hop->serialization, hop->latency, hop_time) || !add(total, hop_time, total))
+        return kTooLong;
+    }
   }
   for (const auto& stage : in.grad_buckets)
     for (const GradBucket& b : stage)
@@ -394,8 +499,11 @@ void run_data_flow(const CompiledSchedule& cs, const Tables& t, std::vector<Rank
 // fixing it keeps observer calls reproducible.
 // Offloaded runs add two more (SimInput::offload_lead): kCopyOut, a copy to the host ends
 // and its bytes leave the device; kCopyBack, a copy back starts and its bytes are charged.
-// At one instant a copy out's free goes first and a copy back's charge last.
-enum EventKind : std::uint32_t { kCopyOut = 0, kOpDone = 1, kWake = 2, kCopyBack = 3 };
+// At one instant a copy out's free goes first and a copy back's charge last. BPipe's copies
+// (SimInput::bpipe) change two ranks' memory, at times known when they are placed: a kMemory
+// event applies one such change (its payload's `rank` indexes OrderedEngine::changes_), at
+// a copy out's priority when it frees bytes and at a copy back's when it charges them.
+enum EventKind : std::uint32_t { kCopyOut = 0, kOpDone = 1, kWake = 2, kCopyBack = 3, kMemory = 4 };
 
 struct Payload {
   std::uint32_t rank;
@@ -462,6 +570,12 @@ class OrderedEngine {
   void copy_back(int rank, int stage, int mb, Time issued);
   void trigger(int rank, std::uint32_t idx);
   void settle_copies(int rank, bool back);
+  // BPipe (SimInput::bpipe): whether the op at `idx` is the backward of an evicted
+  // micro-batch, which is then (stage, micro-batch); a copy of its bytes to the partner
+  // (out) or back; a memory change of `bytes` on `rank` at `when`.
+  bool evicted_backward(int rank, std::uint32_t idx, int& stage, int& mb) const;
+  void bpipe_copy(int rank, int stage, int mb, bool out);
+  void change_at(Time when, int rank, std::int64_t bytes);
 
   const CompiledSchedule& cs_;
   const Schedule& sch_;
@@ -487,8 +601,43 @@ class OrderedEngine {
   HugeVector<Time> out_end_;
   HugeVector<Time> back_asked_;
   HugeVector<Time> back_end_;
-  HugeVector<char> kept_;  // its bytes stayed on the device (copy_out)
+  HugeVector<char> kept_;                              // its bytes stayed on the device (copy_out)
+  std::vector<std::pair<int, std::int64_t>> changes_;  // BPipe: (rank, bytes), kMemory
 };
+
+bool OrderedEngine::evicted_backward(int rank, std::uint32_t idx, int& stage, int& mb) const {
+  if (idx >= ranks_[rank].end) return false;
+  const Op& o = op_at(rank, idx);
+  stage = o.stage, mb = o.microbatch;
+  return o.kind == OpKind::B && t_.evict[key(o.stage, o.microbatch)];
+}
+
+void OrderedEngine::change_at(Time when, int rank, std::int64_t bytes) {
+  const auto at = static_cast<std::uint32_t>(changes_.size());
+  changes_.emplace_back(rank, bytes);
+  queue_.push(when, bytes < 0 ? kCopyOut : kCopyBack, Payload{at, kMemory});
+}
+
+// BPipe: the activations of (stage, mb) go to the partner's device when its forward on
+// `rank` ends (out), or come back when the op before its backward starts. A transfer over
+// the two devices' route like a pipeline output (send()); a copy back also waits for its
+// copy out. Charged on the receiver from its start, freed on the sender at its end.
+void OrderedEngine::bpipe_copy(int rank, int stage, int mb, bool out) {
+  const int S = cs_.num_stages();
+  const int partner = sch_.stage_rank[S - 1 - stage];
+  const HopRun& hop = t_.bpipe_hops[out ? stage : S + stage];
+  const std::size_t k = key(stage, mb);
+  const std::uint32_t* links = t_.links.data() + hop.link_begin;
+  Time start = out ? now_ : std::max(now_, out_end_[k]);
+  for (std::uint32_t l = 0; l < hop.link_count; ++l) start = std::max(start, link_free_[links[l]]);
+  for (std::uint32_t l = 0; l < hop.link_count; ++l)
+    link_free_[links[l]] = start + hop.serialization;
+  const Time end = start + hop.serialization + hop.latency;
+  (out ? out_end_ : back_end_)[k] = end;
+  change_at(start, out ? partner : rank, hop.bytes);
+  change_at(end, out ? rank : partner, -hop.bytes);
+  if (obs_) obs_->on_copy(CopyRecord{rank, stage, mb, out, hop.bytes, now_, start, end, partner});
+}
 
 std::pair<int, int> OrderedEngine::reload_of(int rank, std::uint32_t idx) const {
   const Op& o = op_at(rank, idx);
@@ -606,6 +755,11 @@ void OrderedEngine::try_start(int rank) {
       if (back >= ready) reload = true, ready = back, stage = rs, transfer = -1;
     }
   }
+  if (int bs, bm; t_.bpipe && evicted_backward(rank, idx, bs, bm)) {
+    const Time back = back_end_[key(bs, bm)];  // asked for when the op before started
+    if (back == kNever) return;                // not asked for: a deadlock the end reports
+    if (back >= ready) reload = true, ready = back, stage = bs, transfer = -1;
+  }
   if (ready > now_) {  // every input is on its way; look again when the last one lands
     if (st.wake_at != ready) {
       st.wake_at = ready;
@@ -623,10 +777,12 @@ void OrderedEngine::try_start(int rank) {
   if (st.totals.first_start == kNever) st.totals.first_start = now_;
   const CostRow& c = t_.costs[cs_.ops()[idx].cost];
   if (c.live_in != 0) allocate(rank, c.alloc, c.live_in);
+  // The wait the copy back alone caused: past the other inputs and the op before.
+  if (reload) st.totals.reload_wait += std::max<Time>(0, ready - std::max(inputs, st.device_free));
+  // BPipe: this op's start asks for the copy back of the backward just after it.
+  if (int bs, bm; t_.bpipe && evicted_backward(rank, idx + 1, bs, bm))
+    bpipe_copy(rank, bs, bm, false);
   if (t_.offload) {
-    // The wait the copy back alone caused: past the other inputs and the op before.
-    if (reload)
-      st.totals.reload_wait += std::max<Time>(0, ready - std::max(inputs, st.device_free));
     if (reloaded >= 0) st.host -= t_.offload_bytes[reloaded];
     // This op's start asks for the copies back the lead points here.
     if (offload_lead_ > 0) {
@@ -716,6 +872,11 @@ void OrderedEngine::finish(int rank) {
       if (t_.offload_bytes[o.stage] > 0) copy_out(rank, o.stage, o.microbatch);
     if (offload_lead_ == 0) trigger(rank, st.next);
   }
+  if (t_.bpipe) {
+    const Op& o = op_at(rank, idx);
+    if (o.kind == OpKind::F && t_.evict[key(o.stage, o.microbatch)])
+      bpipe_copy(rank, o.stage, o.microbatch, true);
+  }
 }
 
 void OrderedEngine::run() {
@@ -728,7 +889,7 @@ void OrderedEngine::run() {
   transfer_.assign(times_.size(), -1);
   link_free_.assign(t_.num_links, 0);
   queue_.reserve(static_cast<std::size_t>(p) * 4);
-  if (t_.offload) {
+  if (t_.offload || t_.bpipe) {
     const std::size_t n = static_cast<std::size_t>(cs_.num_stages()) * cs_.num_microbatches();
     out_end_.assign(n, kNever);
     back_asked_.assign(n, kNever);
@@ -741,6 +902,11 @@ void OrderedEngine::run() {
     const auto e = queue_.pop();
     ++events_;
     now_ = e.time;
+    if (e.payload.kind == kMemory) {  // nothing waits on memory: no rank re-checks
+      const auto [r, bytes] = changes_[e.payload.rank];
+      allocate(r, bytes, 0);
+      continue;
+    }
     const int rank = static_cast<int>(e.payload.rank);
     if (e.payload.kind == kOpDone) {
       finish(rank);
@@ -963,7 +1129,7 @@ SimResult run(const SimInput& input, const CompiledSchedule& schedule, Observer*
   // When each stage's gradients are complete; needed only for overlapped reductions.
   const bool grads = input.overlap_grad_reduce && !input.grad_buckets.empty();
   std::vector<Time> grad_end(grads ? schedule.grad_done().size() : 0, kNever);
-  if (observer || tables.shared_links || tables.offload) {
+  if (observer || tables.shared_links || tables.offload || tables.bpipe) {
     OrderedEngine engine(schedule, tables, observer, ranks, input.offload_lead);
     engine.run();
     executed = engine.executed();

@@ -57,6 +57,28 @@
 ///   as a copy of the stage's bytes overlapping the op before it. Offloaded runs take the
 ///   ordered engine; memory changes at a copy's end or start come in time order with the
 ///   ops' (at one instant: frees, op ends, op starts, then copies back charged).
+/// - BPipe's activation balancing (SimInput::bpipe; Kim et al., "BPipe: Memory-Balanced
+///   Pipeline Parallelism for Training Large Language Models", ICML 2023, PMLR 202). On a
+///   schedule of one stage per rank and only F and B ops (1F1B), stage s holds up to
+///   p - s micro-batches' activations; it is paired with stage p - 1 - s, which holds
+///   s + 1, so every pair holds p + 1 and the balanced share is K = ceil((p + 1) / 2)
+///   (bpipe_keep()). A stage that would hold more (s < p - K) evicts whole micro-batches'
+///   activations to its partner's device. Which ones is planned once from the rank's op
+///   list, latest first (the paper evicts the latest saved micro-batch, so that each is
+///   moved as seldom as possible): walking the list, wherever more than K of the stage's
+///   micro-batches would be on the device, the latest one that can be away then is
+///   evicted. Micro-batch j can be away from the op after the one following F(s, j) to
+///   the op two before B(s, j): its copy out runs beside the op after F, its copy back
+///   beside the op before B. The copy out is requested when F(s, j) ends, the copy back
+///   when the op before B(s, j) starts; each is a transfer over the device graph between
+///   the two ranks' devices (sim/topology.hpp routes, FIFO links shared with the pipeline's
+///   transfers; the copy back also waits for the copy out), taking the stage's
+///   activation_bytes. The bytes are charged on the receiving device from a copy's start
+///   and leave the sending device at its end, so a copy in flight counts on both; B(s, j)
+///   waits for its copy back (DeviceResult::reload_wait). When each copy ends within the
+///   op beside it, no rank holds more than K micro-batches of its own stage (plus, on a
+///   partner, its evictor's). BPipe runs take the ordered engine, and memory changes come
+///   in the same order as offload's.
 /// - An order that cannot complete is not a hang: when nothing is left to run while ops
 ///   remain, the result carries an error and, for every stuck rank, its blocked op and
 ///   what it waits for.
@@ -226,7 +248,17 @@ struct SimInput {
   /// in the rank's list starts (the rank's first op if there are fewer); 0 issues it when
   /// the op just before the backward ends, so the backward waits for all of it.
   int offload_lead = 1;
+  /// BPipe's activation balancing (see "Model" above): the first stages of a one-stage-per-
+  /// rank F/B schedule (1F1B) evict micro-batches' activations to the devices of their
+  /// partner stages p - 1 - s. Not with activation offload.
+  bool bpipe = false;
 };
+
+/// BPipe's share K: the most micro-batches' activations a stage keeps on its device out of
+/// p pipeline stages, ceil((p + 1) / 2) (a pair s, p - 1 - s holds p + 1 under 1F1B).
+constexpr int bpipe_keep(int p) {
+  return (p + 2) / 2;
+}
 
 /// Why an op could not start earlier than it did.
 struct OpRecord {
@@ -274,6 +306,9 @@ struct CopyRecord {
   Time issued = 0;  ///< when the program asked for it
   Time start = 0;   ///< when it began (the stream free, the copy out done)
   Time end = 0;
+  /// -1: the copy is to or from the rank's host; otherwise BPipe's partner rank (SimInput::
+  /// bpipe) whose device keeps the bytes in between (to_host: the eviction to it).
+  int peer_rank = -1;
 
   friend bool operator==(const CopyRecord&, const CopyRecord&) = default;
 };
@@ -322,8 +357,9 @@ struct DeviceResult {
   std::int64_t capacity_bytes = 0;
   int peak_inflight = 0;  ///< most (stage, micro-batch) activations alive at once
   bool fits = true;
-  /// Activation offload: how long its backwards waited for their activations to come back
-  /// (beyond their other inputs and the end of the op before), and the most bytes it held
+  /// Activation offload and BPipe: how long its backwards waited for their activations to
+  /// come back (beyond their other inputs and the end of the op before), and the most bytes
+  /// it held
   /// in host memory (counted from a copy out's issue to its backward's start; `fits` also
   /// needs it within SimInput::host_capacity_bytes).
   Time reload_wait = 0;

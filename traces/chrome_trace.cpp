@@ -516,7 +516,9 @@ void ChromeTraceWriter::on_copy(const CopyRecord& c) {
     begin_event();
     buf_ += "\"ph\":\"M\",\"pid\":" + pid + ",\"tid\":" + tid +
             ",\"name\":\"thread_name\",\"args\":{\"name\":\"" +
-            (c.to_host ? "offload to host" : "reload from host") + "\"}}";
+            (c.peer_rank >= 0 ? (c.to_host ? "BPipe evict" : "BPipe load")
+                              : (c.to_host ? "offload to host" : "reload from host")) +
+            "\"}}";
     begin_event();
     buf_ += "\"ph\":\"M\",\"pid\":" + pid + ",\"tid\":" + tid +
             ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" + tid + "}}";
@@ -525,6 +527,9 @@ void ChromeTraceWriter::on_copy(const CopyRecord& c) {
   buf_ += "\"ph\":\"X\",\"cat\":\"offload\",\"name\":\"";
   buf_ += (c.to_host ? "offload " : "reload ") + std::to_string(c.microbatch) + "@s" +
           std::to_string(c.stage);
+  // BPipe (SimInput::bpipe): the bytes stay on the partner's device, not the host.
+  if (c.peer_rank >= 0)
+    buf_ += (c.to_host ? " to rank " : " from rank ") + std::to_string(c.peer_rank);
   buf_ += "\",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":";
   append_us(c.start);
   buf_ += ",\"dur\":";
