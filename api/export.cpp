@@ -224,7 +224,14 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   // What the text cannot say of the job (Exporter::restated): the framework runs the job its
   // text states, and that is the time quoted.
   std::vector<std::string> dropped;
-  const Config stated = exporter.restated ? exporter.restated(config, dropped) : config;
+  Config stated = exporter.restated ? exporter.restated(config, dropped) : config;
+  // BPipe (training.bpipe) is a research system's (Kim et al., ICML 2023), not a flag of any
+  // framework bmpipe writes for: the framework runs plain 1F1B.
+  if (stated.training.bpipe) {
+    stated.training.bpipe = false;
+    dropped.push_back("training.bpipe: " + framework +
+                      " has no BPipe activation balancing; stated as plain 1F1B.");
+  }
   if (refits_kernels || !dropped.empty()) {
     Config fused = stated;
     if (refits_kernels) fused.training.kernels = "fused";

@@ -228,6 +228,8 @@ struct TrainingConfig {
   /// Engine's CPU offload): the first this many decoder layers' activations go to host
   /// memory in each pass (sim/layer_offload.hpp). 0: none.
   int offload_layers = 0;
+  /// BPipe's activation balancing on 1F1B (SimInput::bpipe; Kim et al., ICML 2023).
+  bool bpipe = false;
 
   /// The mesh's sizes as the config states them (ParallelMesh, parallel_mesh.hpp).
   MeshSizes mesh_sizes() const {

@@ -664,6 +664,13 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
              "model's decoder layers, pp 1, no recompute, no offload_modules, and a host link "
              "(cluster.device.host_link_GBps); default 0",
      .form = Form::analytic},
+    {.name = "bpipe",
+     .slot = &TrainingConfig::bpipe,
+     .help = "BPipe's activation balancing (Kim et al., ICML 2023): stage s of 1F1B, which "
+             "holds up to pp - s micro-batches' activations, keeps at most ceil((pp + 1) / 2) "
+             "and moves the latest others to the device of stage pp - 1 - s over the device "
+             "graph, back before their backward; needs schedule 1f1b, pp >= 3, no "
+             "offload_modules and no moe_overlap; default false"},
     {.name = "fsdp",
      .slot = &TrainingConfig::fsdp,
      .help = "fully sharded data parallel (Megatron-FSDP, FSDP2): optimizer.zero_stage 3 "

@@ -380,6 +380,7 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
   out.outside_allocator_bytes.assign(p, e.reserved_bytes - e.sharded_working_bytes);
   out.allocator_overhead = e.allocator_overhead;
   out.offload_lead = t.offload_lead;
+  out.bpipe = t.bpipe;
   out.host_capacity_bytes.assign(e.host_capacity_bytes > 0 ? p : 0, e.host_capacity_bytes);
   // The end of the iteration is one concept in two parts: each stage's dp gradient
   // reduction as buckets on the rank's communication stream (SimInput::grad_buckets), then

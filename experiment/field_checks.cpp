@@ -1002,6 +1002,24 @@ void check_config(const Config& c) {
   const TrainingConfig& t = c.training;
   check_values(c);
   require_schedule(c, t.schedule, "training.schedule");
+  // BPipe (sim/simulate.hpp, "BPipe"): pairs 1F1B's stage s with stage pp - 1 - s, one stage
+  // per device, whole micro-batches moved over the device graph. At pp 2 neither stage holds
+  // more than ceil((pp + 1) / 2) = 2, so there is nothing to balance.
+  std::string unknown_module;
+  if (t.bpipe && (t.schedule != "1f1b" || t.pp < 3 || t.moe_overlap ||
+                  parse_offload_modules(t.offload_modules, &unknown_module) != 0))
+    c.fail("training.bpipe",
+           t.schedule != "1f1b" ? "true balances 1F1B's stages, but training.schedule is " +
+                                      t.schedule + " (expected 1f1b, or bpipe: false)"
+           : t.pp < 3 ? "true needs pp >= 3: with pp " + std::to_string(t.pp) +
+                            " no stage holds more than ceil((pp + 1) / 2) micro-batches "
+                            "(expected bpipe: false)"
+           : t.moe_overlap
+               ? "true cannot pair with training.moe_overlap, which merges 1F1B's forwards "
+                 "and backwards (expected one of them)"
+               : "true cannot be combined with training.offload_modules (" + t.offload_modules +
+                     "): a stage's activations go either to the host or to its partner "
+                     "(expected one of them)");
   // First, so that every product below is of small numbers.
   check_work_bounds(c, c.limits);
   check_job_devices(c);

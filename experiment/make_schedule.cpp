@@ -35,6 +35,10 @@ Schedule make_schedule(const Experiment& e, std::string_view name, int vpp, cons
                        const std::function<void(int)>& on_candidate) {
   const Config& c = e.config;
   const ScheduleInfo* info = &require_schedule(c, name, "training.schedule");
+  // BPipe (training.bpipe) pairs 1F1B's stages; compare's other schedules refuse it.
+  if (c.training.bpipe && info->name != "1f1b")
+    c.fail("training.bpipe", "true balances 1F1B's stages, not " + std::string(info->name) +
+                                 "'s (expected 1f1b, or bpipe: false)");
   try {
     ScheduleParams params{c.training.pp, c.training.microbatches, vpp, {}, {}};
     if (info->needs_costs || info->ranks_candidates) {
