@@ -274,6 +274,20 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
   const auto uses = cs.hop_uses();
   std::vector<std::pair<int, int>> link_rank;  // (topology link, sending rank)
   std::vector<Route> routes(t.hops.size());
+  // Routes `hop` (its stages and bytes set) between its ranks' devices.
+  auto route_hop = [&](HopRun& hop, Route& route) -> std::string {
+    const int from_rank = sch.stage_rank[hop.from_stage];
+    const int a = in.rank_device[from_rank];
+    const int b = in.rank_device[sch.stage_rank[hop.to_stage]];
+    if (a == b) return {};  // two ranks on one device: the data is simply there
+    if (!in.topology) return "stages on different devices need a topology";
+    route = in.topology->route(a, b, hop.bytes);
+    hop.serialization = route.serialization(hop.bytes);
+    hop.latency = route.latency;
+    if (hop.serialization < 0 || hop.latency < 0) return kTooLong;
+    for (int link : route.links) link_rank.emplace_back(link, from_rank);
+    return {};
+  };
   for (std::size_t h = 0; h < t.hops.size(); ++h) {
     HopRun& hop = t.hops[h];
     const bool forward = h < static_cast<std::size_t>(S);
@@ -281,16 +295,7 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
     hop.to_stage = forward ? hop.from_stage + 1 : hop.from_stage - 1;
     if (uses[h] == 0) continue;  // same rank, or a boundary that does not exist
     hop.bytes = in.stages[std::min(hop.from_stage, hop.to_stage)].output_bytes;
-    const int from_rank = sch.stage_rank[hop.from_stage];
-    const int a = in.rank_device[from_rank];
-    const int b = in.rank_device[sch.stage_rank[hop.to_stage]];
-    if (a == b) continue;  // two ranks on one device: the data is simply there
-    if (!in.topology) return "stages on different devices need a topology";
-    routes[h] = in.topology->route(a, b, hop.bytes);
-    hop.serialization = routes[h].serialization(hop.bytes);
-    hop.latency = routes[h].latency;
-    if (hop.serialization < 0 || hop.latency < 0) return kTooLong;
-    for (int link : routes[h].links) link_rank.emplace_back(link, from_rank);
+    if (std::string problem = route_hop(hop, routes[h]); !problem.empty()) return problem;
   }
   // BPipe's copies between each evicting stage's rank and its partner's.
   std::vector<Route> bpipe_routes;
@@ -305,16 +310,7 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
         hop.from_stage = out ? s : S - 1 - s;
         hop.to_stage = out ? S - 1 - s : s;
         hop.bytes = in.stages[s].activation_bytes;
-        const int from_rank = sch.stage_rank[hop.from_stage];
-        const int a = in.rank_device[from_rank];
-        const int b = in.rank_device[sch.stage_rank[hop.to_stage]];
-        if (a == b) continue;
-        if (!in.topology) return "bpipe between ranks on different devices needs a topology";
-        bpipe_routes[h] = in.topology->route(a, b, hop.bytes);
-        hop.serialization = bpipe_routes[h].serialization(hop.bytes);
-        hop.latency = bpipe_routes[h].latency;
-        if (hop.serialization < 0 || hop.latency < 0) return kTooLong;
-        for (int link : bpipe_routes[h].links) link_rank.emplace_back(link, from_rank);
+        if (std::string problem = route_hop(hop, bpipe_routes[h]); !problem.empty()) return problem;
       }
   }
   std::sort(link_rank.begin(), link_rank.end());
@@ -328,20 +324,18 @@ std::string build_tables(const SimInput& in, const CompiledSchedule& cs, Tables&
     ids.push_back(link_rank[k].first);
   }
   t.num_links = ids.size();
-  for (std::size_t h = 0; h < t.hops.size(); ++h) {
-    t.hops[h].link_begin = static_cast<std::uint32_t>(t.links.size());
-    t.hops[h].link_count = static_cast<std::uint32_t>(routes[h].links.size());
-    for (int link : routes[h].links)
-      t.links.push_back(
-          static_cast<std::uint32_t>(std::lower_bound(ids.begin(), ids.end(), link) - ids.begin()));
-  }
-  for (std::size_t h = 0; h < t.bpipe_hops.size(); ++h) {
-    t.bpipe_hops[h].link_begin = static_cast<std::uint32_t>(t.links.size());
-    t.bpipe_hops[h].link_count = static_cast<std::uint32_t>(bpipe_routes[h].links.size());
-    for (int link : bpipe_routes[h].links)
-      t.links.push_back(
-          static_cast<std::uint32_t>(std::lower_bound(ids.begin(), ids.end(), link) - ids.begin()));
-  }
+  // Each hop's links in the compact numbering, one run of t.links per hop.
+  auto lay_links = [&](std::vector<HopRun>& hops, const std::vector<Route>& hop_routes) {
+    for (std::size_t h = 0; h < hops.size(); ++h) {
+      hops[h].link_begin = static_cast<std::uint32_t>(t.links.size());
+      hops[h].link_count = static_cast<std::uint32_t>(hop_routes[h].links.size());
+      for (int link : hop_routes[h].links)
+        t.links.push_back(static_cast<std::uint32_t>(
+            std::lower_bound(ids.begin(), ids.end(), link) - ids.begin()));
+    }
+  };
+  lay_links(t.hops, routes);
+  lay_links(t.bpipe_hops, bpipe_routes);
 
   // Every time in a run is the end of a chain of ops, transfers and reductions, each used at
   // most once, so the sum of them all bounds every clock reading (tails come last).

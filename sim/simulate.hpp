@@ -57,28 +57,26 @@
 ///   as a copy of the stage's bytes overlapping the op before it. Offloaded runs take the
 ///   ordered engine; memory changes at a copy's end or start come in time order with the
 ///   ops' (at one instant: frees, op ends, op starts, then copies back charged).
-/// - BPipe's activation balancing (SimInput::bpipe; Kim et al., "BPipe: Memory-Balanced
-///   Pipeline Parallelism for Training Large Language Models", ICML 2023, PMLR 202). On a
-///   schedule of one stage per rank and only F and B ops (1F1B), stage s holds up to
-///   p - s micro-batches' activations; it is paired with stage p - 1 - s, which holds
-///   s + 1, so every pair holds p + 1 and the balanced share is K = ceil((p + 1) / 2)
-///   (bpipe_keep()). A stage that would hold more (s < p - K) evicts whole micro-batches'
-///   activations to its partner's device. Which ones is planned once from the rank's op
-///   list, latest first (the paper evicts the latest saved micro-batch, so that each is
-///   moved as seldom as possible): walking the list, wherever more than K of the stage's
-///   micro-batches would be on the device, the latest one that can be away then is
-///   evicted. Micro-batch j can be away from the op after the one following F(s, j) to
-///   the op two before B(s, j): its copy out runs beside the op after F, its copy back
-///   beside the op before B. The copy out is requested when F(s, j) ends, the copy back
-///   when the op before B(s, j) starts; each is a transfer over the device graph between
-///   the two ranks' devices (sim/topology.hpp routes, FIFO links shared with the pipeline's
-///   transfers; the copy back also waits for the copy out), taking the stage's
-///   activation_bytes. The bytes are charged on the receiving device from a copy's start
-///   and leave the sending device at its end, so a copy in flight counts on both; B(s, j)
-///   waits for its copy back (DeviceResult::reload_wait). When each copy ends within the
-///   op beside it, no rank holds more than K micro-batches of its own stage (plus, on a
-///   partner, its evictor's). BPipe runs take the ordered engine, and memory changes come
-///   in the same order as offload's.
+/// - BPipe's activation balancing (SimInput::bpipe; Kim et al., "BPipe: Memory-Balanced Pipeline
+///   Parallelism for Training Large Language Models", ICML 2023, PMLR 202:16639-16653). On a
+///   schedule of one stage per rank and only F and B ops (1F1B), stage s holds up to p - s
+///   micro-batches' activations; it is paired with stage p - 1 - s, which holds s + 1, so every
+///   pair holds p + 1 and the balanced share is K = ceil((p + 1) / 2) (bpipe_keep()). A stage that
+///   would hold more (s < p - K) evicts whole micro-batches' activations to its partner's device.
+///   Which ones is planned once from the rank's op list, latest first (the paper evicts the latest
+///   saved micro-batch, so that each moves as seldom as possible): walking the list, wherever more
+///   than K of the stage's micro-batches would be on the device, the latest one that can be away
+///   then is evicted. Micro-batch j can be away from the op after the one following F(s, j) to the
+///   op two before B(s, j): its copy out runs beside the op after F, its copy back beside the op
+///   before B. The copy out is requested when F(s, j) ends, the copy back when the op before B(s,
+///   j) starts; each is a transfer over the device graph between the two ranks' devices
+///   (sim/topology.hpp routes, FIFO links shared with the pipeline's transfers; the copy back also
+///   waits for the copy out), taking the stage's activation_bytes. The bytes are charged on the
+///   receiving device from a copy's start and leave the sending device at its end, so a copy in
+///   flight counts on both; B(s, j) waits for its copy back (DeviceResult::reload_wait). From p = 4
+///   on, when each copy ends within the op beside it, an evicting rank holds K micro-batches at
+///   most (at p = 3 stage 0's third warm-up forward comes before any micro-batch can be away).
+///   BPipe runs take the ordered engine; its memory changes come in the same order as offload's.
 /// - An order that cannot complete is not a hang: when nothing is left to run while ops
 ///   remain, the result carries an error and, for every stuck rank, its blocked op and
 ///   what it waits for.

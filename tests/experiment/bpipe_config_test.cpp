@@ -110,5 +110,16 @@ TEST(BPipeConfig, CompareRefusesItForOtherSchedules) {
       << rows[1];
 }
 
+// Megatron-LM has no BPipe: the export states plain 1F1B and says it dropped the key.
+TEST(BPipeConfig, ExportsDropItWithANote) {
+  ScratchDir dir;
+  const CliRun r =
+      run_cli("export " + write_file(dir.file("job.yaml"), yaml("1f1b", 4, "bpipe: true")) +
+              " --format megatron");
+  ASSERT_EQ(r.code, 0) << r.all();
+  EXPECT_NE(r.out.find("# Not stated: training.bpipe: Megatron-LM has no BPipe"), std::string::npos)
+      << r.out;
+}
+
 }  // namespace bpipe_config_test
 }  // namespace bmpipe
