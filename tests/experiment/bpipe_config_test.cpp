@@ -33,8 +33,14 @@ std::string yaml(const std::string& schedule, int pp, const std::string& line) {
          line + "\n";  // 13
 }
 
+// `command` (simulate, compare, export) on `text` written to job.yaml.
+CliRun cli(const ScratchDir& dir, const std::string& command, const std::string& text,
+           const std::string& args = "") {
+  return run_cli(command + " " + write_file(dir.file("job.yaml"), text) + args);
+}
+
 CliRun simulate(const ScratchDir& dir, const std::string& text, const std::string& args = "") {
-  return run_cli("simulate " + write_file(dir.file("job.yaml"), text) + args);
+  return cli(dir, "simulate", text, args);
 }
 
 void expect_refused(const CliRun& r, const ScratchDir& dir, const std::string& says) {
@@ -98,8 +104,7 @@ TEST(BPipeConfig, BalancesTheFirstAndLastDevices) {
 TEST(BPipeConfig, CompareRefusesItForOtherSchedules) {
   ScratchDir dir;
   const CliRun r =
-      run_cli("compare " + write_file(dir.file("job.yaml"), yaml("1f1b", 4, "bpipe: true")) +
-              " --schedules 1f1b,zb-h1 --json");
+      cli(dir, "compare", yaml("1f1b", 4, "bpipe: true"), " --schedules 1f1b,zb-h1 --json");
   ASSERT_EQ(r.code, 0) << r.all();
   const auto rows = nlohmann::json::parse(r.out);
   ASSERT_EQ(rows.size(), 2u);
@@ -113,9 +118,7 @@ TEST(BPipeConfig, CompareRefusesItForOtherSchedules) {
 // Megatron-LM has no BPipe: the export states plain 1F1B and says it dropped the key.
 TEST(BPipeConfig, ExportsDropItWithANote) {
   ScratchDir dir;
-  const CliRun r =
-      run_cli("export " + write_file(dir.file("job.yaml"), yaml("1f1b", 4, "bpipe: true")) +
-              " --format megatron");
+  const CliRun r = cli(dir, "export", yaml("1f1b", 4, "bpipe: true"), " --format megatron");
   ASSERT_EQ(r.code, 0) << r.all();
   EXPECT_NE(r.out.find("# Not stated: training.bpipe: Megatron-LM has no BPipe"), std::string::npos)
       << r.out;
