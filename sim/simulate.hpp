@@ -68,8 +68,8 @@
 ///   than K of the stage's micro-batches would be on the device, the latest one that can be away
 ///   then is evicted. Micro-batch j can be away from the op after the one following F(s, j) to the
 ///   op two before B(s, j): its copy out runs beside the op after F, its copy back beside the op
-///   before B. The copy out is requested when F(s, j) ends, the copy back when the op before B(s,
-///   j) starts; each is a transfer over the device graph between the two ranks' devices
+///   before B. The copy out is requested when F(s, j) ends, the copy back when the op before
+///   B(s, j) starts; each is a transfer over the device graph between the two ranks' devices
 ///   (sim/topology.hpp routes, FIFO links shared with the pipeline's transfers; the copy back also
 ///   waits for the copy out), taking the stage's activation_bytes. The bytes are charged on the
 ///   receiving device from a copy's start and leave the sending device at its end, so a copy in
@@ -356,10 +356,9 @@ struct DeviceResult {
   int peak_inflight = 0;  ///< most (stage, micro-batch) activations alive at once
   bool fits = true;
   /// Activation offload and BPipe: how long its backwards waited for their activations to
-  /// come back (beyond their other inputs and the end of the op before), and the most bytes
-  /// it held
-  /// in host memory (counted from a copy out's issue to its backward's start; `fits` also
-  /// needs it within SimInput::host_capacity_bytes).
+  /// come back (beyond their other inputs and the end of the op before); and, offload only,
+  /// the most bytes it held in host memory (counted from a copy out's issue to its
+  /// backward's start; `fits` also needs it within SimInput::host_capacity_bytes).
   Time reload_wait = 0;
   std::int64_t peak_host_bytes = 0;
 
