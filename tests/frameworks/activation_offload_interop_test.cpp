@@ -7,6 +7,7 @@
 #include <string>
 
 #include "frameworks/megatron/import.hpp"
+#include "support/megatron_round_trip.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
@@ -14,7 +15,6 @@ namespace activation_offload_interop_test {
 
 using test::run_cli;
 using test::ScratchDir;
-using test::write_file;
 
 // Line 1: the model; line 2: the flags under test.
 const std::string kModel =
@@ -69,28 +69,18 @@ TEST(ActivationOffloadImport, MegatronsRefusalsWithFileLineFlag) {
 // Import -> simulate -> export -> import -> simulate: the same time, and the flags written.
 TEST(ActivationOffloadInterop, ExportImportRoundTrip) {
   ScratchDir dir;
-  const std::string script = write_file(
-      dir.file("job.sh"), kModel +
-                              "--tensor-model-parallel-size 2 --fine-grained-activation-offloading "
-                              "--offload-modules core_attn attn_proj\n");
-  const std::string yaml = dir.file("job.yaml");
-  ASSERT_EQ(run_cli("import megatron " + script + " --preset h200 --devices 8 --out " + yaml).code,
-            0);
-  const auto first = test::run_json("simulate " + yaml + " --json");
-  const auto exported = run_cli("export " + yaml + " --format megatron");
-  ASSERT_EQ(exported.code, 0) << exported.all();
-  EXPECT_NE(exported.out.find("--fine-grained-activation-offloading\n--offload-modules core_attn "
-                              "attn_proj\n"),
+  const test::MegatronRoundTrip trip = test::megatron_round_trip(
+      dir, kModel,
+      "--tensor-model-parallel-size 2 --fine-grained-activation-offloading "
+      "--offload-modules core_attn attn_proj\n",
+      "h200", 8);
+  const std::string& yaml = trip.yaml;
+  EXPECT_NE(trip.exported.find("--fine-grained-activation-offloading\n--offload-modules core_attn "
+                               "attn_proj\n"),
             std::string::npos)
-      << exported.out;
-  const std::string again = write_file(dir.file("again.sh"), kModel + exported.out);
-  const std::string yaml2 = dir.file("again.yaml");
-  const auto back =
-      run_cli("import megatron " + again + " --preset h200 --devices 8 --out " + yaml2);
-  ASSERT_EQ(back.code, 0) << back.all();
-  const auto second = test::run_json("simulate " + yaml2 + " --json");
-  EXPECT_EQ(first["iteration_time_ms"], second["iteration_time_ms"]);
-  EXPECT_GT(second["devices"][0]["peak_host_bytes"].get<std::int64_t>(), 0);
+      << trip.exported;
+  EXPECT_EQ(trip.first["iteration_time_ms"], trip.second["iteration_time_ms"]);
+  EXPECT_GT(trip.second["devices"][0]["peak_host_bytes"].get<std::int64_t>(), 0);
   // MindFormers and torchtitan have no such keys: refused, not dropped.
   for (const char* format : {"mindformers", "torchtitan"}) {
     const auto r = run_cli("export " + yaml + " --format " + format);

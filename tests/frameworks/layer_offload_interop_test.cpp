@@ -6,6 +6,7 @@
 #include <string>
 
 #include "frameworks/megatron/import.hpp"
+#include "support/megatron_round_trip.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
@@ -57,25 +58,14 @@ TEST(LayerOffloadImport, MegatronCoresRefusalsNameTheFlag) {
 // the other frameworks refuse what they cannot state.
 TEST(LayerOffloadInterop, ExportImportRoundTrip) {
   ScratchDir dir;
-  const std::string script =
-      write_file(dir.file("job.sh"), kModel + "--cpu-offloading-num-layers 5\n");
-  const std::string yaml = dir.file("job.yaml");
-  ASSERT_EQ(run_cli("import megatron " + script + " --preset gb200 --devices 8 --out " + yaml).code,
-            0);
-  const auto first = test::run_json("simulate " + yaml + " --json");
-  EXPECT_EQ(first["layer_offload"]["layers"], 5);
-  const auto exported = run_cli("export " + yaml + " --format megatron");
-  ASSERT_EQ(exported.code, 0) << exported.all();
-  EXPECT_NE(exported.out.find("--cpu-offloading-num-layers 5\n"), std::string::npos)
-      << exported.out;
-  const std::string again = write_file(dir.file("again.sh"), kModel + exported.out);
-  const std::string yaml2 = dir.file("again.yaml");
-  const auto back =
-      run_cli("import megatron " + again + " --preset gb200 --devices 8 --out " + yaml2);
-  ASSERT_EQ(back.code, 0) << back.all();
-  const auto second = test::run_json("simulate " + yaml2 + " --json");
-  EXPECT_EQ(first["iteration_time_ms"], second["iteration_time_ms"]);
-  EXPECT_EQ(first["layer_offload"], second["layer_offload"]);
+  const test::MegatronRoundTrip trip =
+      test::megatron_round_trip(dir, kModel, "--cpu-offloading-num-layers 5\n", "gb200", 8);
+  const std::string& yaml = trip.yaml;
+  EXPECT_EQ(trip.first["layer_offload"]["layers"], 5);
+  EXPECT_NE(trip.exported.find("--cpu-offloading-num-layers 5\n"), std::string::npos)
+      << trip.exported;
+  EXPECT_EQ(trip.first["iteration_time_ms"], trip.second["iteration_time_ms"]);
+  EXPECT_EQ(trip.first["layer_offload"], trip.second["layer_offload"]);
   for (const char* format : {"mindformers", "torchtitan"}) {
     const auto r = run_cli("export " + yaml + " --format " + format);
     EXPECT_EQ(r.code, 2) << format << r.all();
