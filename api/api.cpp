@@ -312,12 +312,20 @@ std::vector<std::string> offload_choices(const Config& config) {
   return out;
 }
 
-void require_host_link(const Config& config) {
+void require_offload_auto(const Config& config) {
   const HardwareSpec* hw = config.device.hardware ? &*config.device.hardware : nullptr;
   if (!config.model.analytic() || !hw || !(hw->host_link_GBps > 0))
     throw RequestError("--offload",
                        "auto needs an analytic model on a device with a host link "
                        "(cluster.device.host_link_GBps)");
+  // Megatron-Core refuses fine-grained offload beside whole-layer offload.
+  if (config.training.offload_layers > 0)
+    throw RequestError("--offload",
+                       "auto tries training.offload_modules, which Megatron-Core "
+                       "does not run beside the job's whole-layer offload "
+                       "(training.offload_layers " +
+                           std::to_string(config.training.offload_layers) +
+                           "; expected no --offload, or offload_layers 0)");
 }
 
 std::vector<int> offload_leads(const Config& config) {
@@ -340,7 +348,7 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
   // Recompute and offload chosen together: the search for each offload choice at each lead
   // picks every layer's recompute mode under it, and the fastest fitting of them all is
   // kept. "none" is a choice, so the joint plan is never slower than recompute alone.
-  require_host_link(config_in);
+  require_offload_auto(config_in);
   std::optional<PlanResults> best;
   nlohmann::json tried = nlohmann::json::array();
   std::string why_not;

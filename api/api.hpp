@@ -221,9 +221,11 @@ void check_plan_request(const PlanRequest& request);
 /// with experts, the experts' inputs, then everything; with MLA, its input norm too.
 std::vector<std::string> offload_choices(const Config& config);
 
-/// Throws RequestError("--offload") unless `config` can offload activations: an analytic
-/// model on a device with a host link (what plan and search --offload auto need).
-void require_host_link(const Config& config);
+/// Throws RequestError("--offload") unless `config` can offload activations by module: an
+/// analytic model on a device with a host link, and no whole-layer offload
+/// (training.offload_layers), which Megatron-Core runs alone (what plan and search
+/// --offload auto need).
+void require_offload_auto(const Config& config);
 
 /// The prefetch leads (training.offload_lead) `plan --offload auto` tries for each offload
 /// choice but none: the config's own lead first (it wins ties), then 0, 1 and 2 not yet

@@ -62,7 +62,7 @@ SearchSetup prepare_search(Config config, const SearchRequest& request) {
   }
   LayoutSpace space = request.space;
   if (request.offload == "auto") {
-    require_host_link(config);
+    require_offload_auto(config);
     // No lead matters when nothing is offloaded: "none" once, at the config's lead.
     for (const std::string& modules : offload_choices(config))
       for (const int lead : modules == "none" ? std::vector<int>{-1} : offload_leads(config))

@@ -82,6 +82,19 @@ TEST(LayerOffloadConfig, MegatronCoresRefusalsNameTheKey) {
   EXPECT_EQ(simulate(dir, yaml(a100, "offload_layers: -1")).code, 2);
 }
 
+// plan --offload auto tries offload modules, which Megatron-Core refuses beside layer offload:
+// refused as a request, before any plan.
+TEST(LayerOffloadConfig, OffloadAutoIsRefusedBesideIt) {
+  ScratchDir dir;
+  const std::string file =
+      write_file(dir.file("job.yaml"), yaml("{preset: a100-80g}", "offload_layers: 2"));
+  const CliRun r = run_cli("plan " + file + " --offload auto --quiet");
+  EXPECT_EQ(r.code, 2) << r.all();
+  EXPECT_NE(r.err.find("--offload: auto tries training.offload_modules"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("training.offload_layers 2"), std::string::npos) << r.err;
+}
+
 TEST(LayerOffloadConfig, TheDeviceHoldsTheLastLayersAndTheHostTheFirst) {
   // A link fast enough to hide every copy: 4 of 8 layers offloaded leave W = 4 layers'
   // activations on the device, 4 x kLayer fewer than without, and 4 x kLayer on the host.
