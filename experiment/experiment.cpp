@@ -499,13 +499,9 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
                     "needs a schedule with one stage (pp 1, no virtual stages); " + schedule.name +
                         " runs " + std::to_string(num_stages));
     StageCost& cost = out.stages[0];
-    std::int64_t decoder = 0;
-    for (std::size_t l = 0; l < e.layers.layers.size(); ++l)
-      if (e.layers.layers[l].kind == LayerKind::decoder)
-        decoder += e.layers.layers[l].modes[plan.recompute[l]]->activation_bytes;
     cost.forward += pass->forward_wait;
     cost.backward_input += pass->backward_wait;
-    cost.activation_bytes += pass->peak_bytes - decoder;
+    cost.activation_bytes -= pass->total_bytes - pass->peak_bytes;
     if (cost.weight_grad_retained_bytes)
       cost.weight_grad_retained_bytes =
           std::min(*cost.weight_grad_retained_bytes, cost.activation_bytes);

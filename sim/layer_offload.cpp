@@ -57,6 +57,7 @@ LayerOffloadPass layer_offload_pass(const std::vector<LayerOffloadLayer>& layers
     sum += layers[static_cast<std::size_t>(j)].bytes;
     if (j >= window) sum -= layers[static_cast<std::size_t>(j - window)].bytes;
     out.peak_bytes = std::max(out.peak_bytes, sum);
+    out.total_bytes += layers[static_cast<std::size_t>(j)].bytes;
   }
   for (int i = 0; i < offloaded; ++i) out.host_bytes += layers[static_cast<std::size_t>(i)].bytes;
   return out;

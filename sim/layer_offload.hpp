@@ -54,8 +54,10 @@ struct LayerOffloadLayer {
 struct LayerOffloadPass {
   Time forward_wait = 0;   ///< how long the forward is held for copies out
   Time backward_wait = 0;  ///< how long the backward is held for copies back
-  /// The most activation bytes of these layers on the device at once.
+  /// The most activation bytes of these layers on the device at once, and every layer's
+  /// (what the device would hold at once without offload).
   std::int64_t peak_bytes = 0;
+  std::int64_t total_bytes = 0;
   /// The bytes that go to the host (the first `offloaded` layers'): one pass's.
   std::int64_t host_bytes = 0;
 };

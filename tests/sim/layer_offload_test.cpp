@@ -65,6 +65,7 @@ TEST(LayerOffload, ThePeakOfUnlikeLayersIsTheLargestWindow) {
   for (int i = 1; i <= 5; ++i) layers.push_back({10, 20, i, 0});
   const LayerOffloadPass p = layer_offload_pass(layers, 2);
   EXPECT_EQ(p.peak_bytes, 12);
+  EXPECT_EQ(p.total_bytes, 15);
   EXPECT_EQ(p.host_bytes, 3);
   // Nothing offloaded: every layer's bytes, nothing waited.
   const LayerOffloadPass none = layer_offload_pass(layers, 0);
