@@ -254,63 +254,83 @@ std::string toml_bool(bool b) {
 
 }  // namespace
 
-std::string torchtitan_job_toml(const TorchTitanExport& x, const ExportJob& job,
-                                std::string_view schedule) {
+std::vector<TorchTitanKey> torchtitan_job_keys(const TorchTitanExport& x, const ExportJob& job,
+                                               std::string_view schedule) {
   const ExportLayout& l = x.expressed;
   const TorchTitanFlavor* flavor = job.shape ? torchtitan_flavor_of(*job.shape) : nullptr;
   const bool sharded = job.dp * job.cp > 1;
-  std::ostringstream out;
-  out << "# torchtitan job TOML (its form up to v0.2.2) for " << job.devices
-      << " GPUs: NGPU=" << job.devices << " CONFIG_FILE=this.toml ./run_train.sh\n";
-  out << "# " << l.recompute.size() << " decoder layers; global batch " << job.global_batch_size()
-      << " = local_batch_size x data_parallel_shard_degree"
-      << (l.pp > 1 ? "" : " x gradient accumulation") << "\n";
-  out << "[model]\n";
-  if (flavor) out << "name = \"" << flavor->model << "\"\nflavor = \"" << flavor->flavor << "\"\n";
+  std::vector<TorchTitanKey> keys;
+  const auto put = [&keys](const char* section, const char* key, std::string literal) {
+    keys.push_back(TorchTitanKey{section, key, std::move(literal)});
+  };
+  const auto text = [](std::string_view v) {
+    std::string quoted(1, '"');
+    quoted.append(v);
+    quoted += '"';
+    return quoted;
+  };
+  if (flavor) {
+    put("model", "name", text(flavor->model));
+    put("model", "flavor", text(flavor->flavor));
+  }
   if (job.fp8 != "none")
-    out << "converters = [\""
-        << (job.fp8_recipe == "mxfp8" ? "quantize.linear.mx" : "quantize.linear.float8") << "\"]\n";
+    put("model", "converters",
+        job.fp8_recipe == "mxfp8" ? "[\"quantize.linear.mx\"]" : "[\"quantize.linear.float8\"]");
   else
-    out << "converters = []\n";
-  out << "\n[training]\n";
+    put("model", "converters", "[]");
   // [TT-pp]: a pipeline pass runs local_batch_size / pipeline_parallel_microbatch_size
   // micro-batches; without a pipeline the global batch over local x dp is the gradient
   // accumulation.
   const int local = l.pp > 1 ? job.micro_batch_size * job.microbatches : job.micro_batch_size;
-  out << "local_batch_size = " << local << "\n";
-  out << "global_batch_size = " << job.global_batch_size() << "\n";
-  out << "seq_len = " << job.seq_length << "\n";
-  if (sharded)
-    out << "mixed_precision_param = \"bfloat16\"\n";
-  else
-    out << "dtype = \"bfloat16\"\n";
-  out << "\n[parallelism]\n";
+  put("training", "local_batch_size", std::to_string(local));
+  put("training", "global_batch_size", std::to_string(job.global_batch_size()));
+  put("training", "seq_len", std::to_string(job.seq_length));
+  put("training", sharded ? "mixed_precision_param" : "dtype", text("bfloat16"));
   // HSDP (training.fsdp_shard_group): replicas of the shard group; restated keeps only
   // copies dividing dp.
-  out << "data_parallel_replicate_degree = " << job.shard_copies << "\n";
-  out << "data_parallel_shard_degree = " << job.dp / job.shard_copies << "\n";
-  out << "tensor_parallel_degree = " << job.tp << "\n";
-  out << "enable_async_tensor_parallel = " << toml_bool(job.tp > 1 && job.tp_comm_overlap) << "\n";
-  out << "pipeline_parallel_degree = " << l.pp << "\n";
+  put("parallelism", "data_parallel_replicate_degree", std::to_string(job.shard_copies));
+  put("parallelism", "data_parallel_shard_degree", std::to_string(job.dp / job.shard_copies));
+  put("parallelism", "tensor_parallel_degree", std::to_string(job.tp));
+  put("parallelism", "enable_async_tensor_parallel", toml_bool(job.tp > 1 && job.tp_comm_overlap));
+  put("parallelism", "pipeline_parallel_degree", std::to_string(l.pp));
   // reshard_after_forward=False (restated keeps it at zero_stage 3 only, pp 1).
-  if (!job.reshard_after_forward) out << "fsdp_reshard_after_forward = \"never\"\n";
+  if (!job.reshard_after_forward) put("parallelism", "fsdp_reshard_after_forward", text("never"));
   if (l.pp > 1) {
-    out << "pipeline_parallel_schedule = \"" << torchtitan_schedule_name(schedule) << "\"\n";
-    out << "pipeline_parallel_microbatch_size = " << job.micro_batch_size << "\n";
-    out << "module_fqns_per_model_part = " << torchtitan_module_fqns(l.partition) << "\n";
+    put("parallelism", "pipeline_parallel_schedule", text(torchtitan_schedule_name(schedule)));
+    put("parallelism", "pipeline_parallel_microbatch_size", std::to_string(job.micro_batch_size));
+    put("parallelism", "module_fqns_per_model_part", torchtitan_module_fqns(l.partition));
   }
-  out << "context_parallel_degree = " << job.cp << "\n";
+  put("parallelism", "context_parallel_degree", std::to_string(job.cp));
   if (job.shape && job.shape->is_moe()) {
-    out << "expert_parallel_degree = " << job.ep << "\n";
-    out << "expert_tensor_parallel_degree = " << job.etp << "\n";
-    out << "expert_parallel_comm_backend = \"" << (job.deepep ? "deepep" : "standard") << "\"\n";
+    put("parallelism", "expert_parallel_degree", std::to_string(job.ep));
+    put("parallelism", "expert_tensor_parallel_degree", std::to_string(job.etp));
+    put("parallelism", "expert_parallel_comm_backend", text(job.deepep ? "deepep" : "standard"));
   }
-  out << "\n[activation_checkpoint]\nmode = \"" << x.mode << "\"\n";
-  if (!x.option.empty()) out << "selective_ac_option = \"" << x.option << "\"\n";
-  out << "\n[compile]\nenable = " << toml_bool(job.fused_kernels)
-      << "\ncomponents = [\"model\", \"loss\"]\n";
+  put("activation_checkpoint", "mode", text(x.mode));
+  if (!x.option.empty()) put("activation_checkpoint", "selective_ac_option", text(x.option));
+  put("compile", "enable", toml_bool(job.fused_kernels));
+  put("compile", "components", "[\"model\", \"loss\"]");
   // The converters' sections are left at their defaults: float8's recipe_name unset is
   // torchao's tensorwise recipe, mx's is mxfp8_cublas.
+  return keys;
+}
+
+std::string torchtitan_job_toml(const TorchTitanExport& x, const ExportJob& job,
+                                std::string_view schedule) {
+  std::ostringstream out;
+  out << "# torchtitan job TOML (its form up to v0.2.2) for " << job.devices
+      << " GPUs: NGPU=" << job.devices << " CONFIG_FILE=this.toml ./run_train.sh\n";
+  out << "# " << x.expressed.recompute.size() << " decoder layers; global batch "
+      << job.global_batch_size() << " = local_batch_size x data_parallel_shard_degree"
+      << (x.expressed.pp > 1 ? "" : " x gradient accumulation") << "\n";
+  std::string section;
+  for (const TorchTitanKey& k : torchtitan_job_keys(x, job, schedule)) {
+    if (k.section != section) {
+      out << (section.empty() ? "" : "\n") << "[" << k.section << "]\n";
+      section = k.section;
+    }
+    out << k.key << " = " << k.literal << "\n";
+  }
   return out.str();
 }
 

@@ -25,6 +25,17 @@ struct TorchTitanExport {
 };
 TorchTitanExport torchtitan_plan(const ExportLayout& layout);
 
+/// One key of the job TOML: its [section], its name and its value as a TOML literal.
+struct TorchTitanKey {
+  std::string section, key, literal;
+};
+
+/// The keys of torchtitan_job_toml, in its order: what both of torchtitan's forms state of
+/// the job (the registry's command line says them as options, frameworks/torchtitan/
+/// registry.hpp).
+std::vector<TorchTitanKey> torchtitan_job_keys(const TorchTitanExport& x, const ExportJob& job,
+                                               std::string_view schedule);
+
 /// The whole job as a torchtitan TOML for bmpipe's schedule `schedule` (one torchtitan runs):
 /// [model] (name, flavor, converters), [training] (local and global batch, seq_len, dtype),
 /// [parallelism], [activation_checkpoint], [compile] and the converter's section.
