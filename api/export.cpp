@@ -276,6 +276,12 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   };
 
   ExportStatement chosen = exporter.state(layout);
+  // A text that cannot state the plan's split (torchtitan's registry command line) refuses
+  // it: every time below is of the plan's own partition.
+  if (chosen.expressed.partition != layout.partition)
+    config.fail("training.partition", "is split " + stages_in_words(layout.partition) + "; " +
+                                          framework + "'s " + words +
+                                          " cannot state it: " + chosen.inexact.value_or(""));
   const bool states_plan = chosen.expressed.recompute == layout.recompute &&
                            chosen.expressed.partition == layout.partition;
   if (chosen.inexact) notes.push_back(*chosen.inexact);

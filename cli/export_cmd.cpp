@@ -23,7 +23,8 @@ int run_export(const std::vector<std::string>& args) {
   opts.add_options()
       ("format", po::value<std::string>()->value_name("FORMAT"),
        ("required: " + comma_list(api::export_formats()) +
-        " (flags to append to a launch script, a YAML fragment to merge, or a whole TOML)")
+        " (flags to append to a launch script, a YAML fragment to merge, a whole TOML, or a "
+        "launch command)")
            .c_str())
       ("json", po::bool_switch(),
        "print {format, text, schedule, vpp, iteration_time_ms, fits, exact, ...} as JSON")

@@ -244,8 +244,8 @@ int run_plan(const std::vector<std::string>& args) {
        "chosen under each; needs a host link (default: none, the config's offload_modules "
        "and offload_lead only)")
       ("format", po::value<std::string>()->value_name("FORMAT")->default_value("table"),
-       "table, or the plan exported as `bmpipe export` does: megatron (flags), mindformers (YAML) "
-       "or torchtitan (TOML)")
+       "table, or the plan exported as `bmpipe export` does: megatron (flags), mindformers (YAML), "
+       "torchtitan (TOML) or torchtitan-registry (its 2026 launch command)")
       ("json", po::bool_switch(),
        "print the plan, baselines and search as JSON (with --format: and the export, as 'export')")
       ("out", po::value<std::string>()->value_name("FILE"), "write the config with the plan filled in to FILE");

@@ -129,8 +129,8 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
       ("top", po::value<int>()->value_name("N")->default_value(10), "rows of the table")
       ("json", po::bool_switch(), "print {layouts, search} as JSON (with --format: and 'export')")
       ("format", po::value<std::string>()->value_name("FORMAT"),
-       "print the best layout as `bmpipe export` does: megatron (flags), mindformers (YAML) or "
-       "torchtitan (TOML)")
+       "print the best layout as `bmpipe export` does: megatron (flags), mindformers (YAML), "
+       "torchtitan (TOML) or torchtitan-registry (its 2026 launch command)")
       ("csv", po::value<std::string>()->value_name("FILE"), "write every layout as CSV to FILE")
       ("out", po::value<std::string>()->value_name("FILE"), "write the best layout, planned, as a config to FILE")
       ("journal", po::value<std::string>()->value_name("FILE"),

@@ -9,6 +9,7 @@
 #include "frameworks/mindformers/schedules.hpp"
 #include "frameworks/torchtitan/export.hpp"
 #include "frameworks/torchtitan/formats.hpp"
+#include "frameworks/torchtitan/registry_export.hpp"
 #include "schedules/registry.hpp"
 #include "sim/offload.hpp"
 
@@ -192,6 +193,29 @@ ExportStatement torchtitan_statement(const ExportLayout& layout) {
   return s;
 }
 
+// torchtitan's 2026 launch command: a registered function and its overrides
+// (frameworks/torchtitan/registry_export.hpp), run and placed as the TOML's job is, read
+// back by the same importer.
+std::string torchtitan_registry_full_refusal(const Config& config) {
+  if (std::string why = torchtitan_registry_refusal(config); !why.empty()) return why;
+  return torchtitan_full_refusal(config);
+}
+
+ExportStatement torchtitan_registry_statement(const ExportLayout& layout) {
+  TorchTitanExport x = torchtitan_registry_plan(layout);
+  ExportStatement s;
+  s.expressed = x.expressed;
+  if (!x.exact) s.inexact = x.note;
+  s.write = [x = std::move(x)](const ExportJob& job, std::string_view schedule) {
+    return torchtitan_registry_command(x, job, schedule);
+  };
+  return s;
+}
+
+bool torchtitan_registry_states(const ExportLayout& layout) {
+  return torchtitan_registry_plan(layout).exact;
+}
+
 const std::array kExporters = {
     Exporter{.name = "megatron",
              .framework = "Megatron-LM",
@@ -229,6 +253,19 @@ const std::array kExporters = {
              .recompute_rules = torchtitan_recompute_choices,
              .recompute_stated = RecomputeStated::one_rule,
              .restated = torchtitan_restated},
+    Exporter{.name = "torchtitan-registry",
+             .framework = "torchtitan",
+             .words = "command-line options",
+             .importer = "torchtitan",
+             .runs = torchtitan_runs,
+             .runs_as = torchtitan_runs_as,
+             .not_run = torchtitan_not_run,
+             .refusal = torchtitan_registry_full_refusal,
+             .state = torchtitan_registry_statement,
+             .states = torchtitan_registry_states,
+             .recompute_rules = torchtitan_recompute_choices,
+             .recompute_stated = RecomputeStated::one_rule,
+             .restated = torchtitan_registry_restated},
 };
 
 }  // namespace

@@ -42,6 +42,9 @@ struct Exporter {
   std::string_view name;       ///< --format and --expressible: "megatron"
   std::string_view framework;  ///< the framework in sentences: "Megatron-LM"
   std::string_view words;      ///< what its text is made of, in sentences: "flags"
+  /// The `bmpipe import` format that reads the text back (empty: `name`): torchtitan's job
+  /// TOML and its registry's command line are both `import torchtitan`'s.
+  std::string_view importer = {};
   /// It runs llama-style layers with its fused kernels whatever kernels the config costs
   /// them with (no setting of its states HF's eager ones).
   bool fuses_llama_kernels = false;

@@ -68,7 +68,7 @@ namespace bmpipe {
 
 namespace {
 
-constexpr std::string_view kCommit = "b5bcd76c66d0";
+constexpr std::string_view kCommit = kTorchTitanRegistryCommit;
 
 // clang-format off
 constexpr TorchTitanSetting kLlama3_8b[] = {

@@ -18,6 +18,9 @@
 
 namespace bmpipe {
 
+/// The torchtitan commit whose config registry bmpipe carries (pytorch/torchtitan).
+inline constexpr std::string_view kTorchTitanRegistryCommit = "b5bcd76c66d0";
+
 /// One setting of a registered config, as its function sets it: the 2026 option's dotted
 /// name and its value as the command line spells it ("8", "true", "model,loss").
 struct TorchTitanSetting {

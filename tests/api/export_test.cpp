@@ -111,7 +111,7 @@ TEST(ExportConfig, BadRequestsNameTheOption) {
   };
   EXPECT_EQ(key_of({"megatorn", {}}),
             "--format: unknown format 'megatorn' (did you mean 'megatron'?) (megatron, "
-            "mindformers, torchtitan)");
+            "mindformers, torchtitan, torchtitan-registry)");
   EXPECT_EQ(key_of({"megatron", -1.0}), "--memory-limit-GiB: must be a positive number of GiB");
   EXPECT_EQ(key_of({"mindformers", 60.0}), "accepted");
 }

@@ -41,12 +41,20 @@ TEST(Exporters, EveryRowIsFoundByItsNameAndComplete) {
 // What a framework exports it imports back (the round trips of export_roundtrip_test): the
 // exporters are exactly the importers that read a training layout from their input, every
 // importer but a profile's.
+// torchtitan's two forms, the job TOML and the registry's command line, are both read back
+// by `import torchtitan`.
 TEST(Exporters, AreTheImportersThatReadALayout) {
-  std::vector<std::string> importing;
+  std::vector<std::string> importing, read_back;
   for (const Importer& i : importers())
     if (!i.takes_layout) importing.emplace_back(i.name);
-  EXPECT_EQ(exporter_names(), importing);
+  for (const Exporter& x : exporters()) {
+    const std::string_view by = x.importer.empty() ? x.name : x.importer;
+    if (read_back.empty() || read_back.back() != by) read_back.emplace_back(by);
+  }
+  EXPECT_EQ(read_back, importing);
   EXPECT_EQ(exporter_names(), api::export_formats());
+  EXPECT_EQ(exporter_names(), (std::vector<std::string>{"megatron", "mindformers", "torchtitan",
+                                                        "torchtitan-registry"}));
 }
 
 TEST(Exporters, AnUnknownFrameworkIsRefusedWithTheTablesNames) {
@@ -56,7 +64,8 @@ TEST(Exporters, AnUnknownFrameworkIsRefusedWithTheTablesNames) {
   } catch (const api::RequestError& e) {
     EXPECT_EQ(e.key(), "--format");
     EXPECT_EQ(e.message(), "unknown format 'torch' (" + comma_list(exporter_names()) + ")");
-    EXPECT_EQ(e.message(), "unknown format 'torch' (megatron, mindformers, torchtitan)");
+    EXPECT_EQ(e.message(),
+              "unknown format 'torch' (megatron, mindformers, torchtitan, torchtitan-registry)");
   }
 }
 

@@ -276,7 +276,7 @@ TEST(Expressible, RequestErrorsNameTheOptionAndTheClosestName) {
   } catch (const api::RequestError& err) {
     EXPECT_STREQ(err.what(),
                  "--expressible: unknown framework 'megatorn' (did you mean 'megatron'?) "
-                 "(megatron, mindformers, torchtitan)");
+                 "(megatron, mindformers, torchtitan, torchtitan-registry)");
   }
   r.expressible = "mindformers";
   EXPECT_NO_THROW(api::check_plan_request(r));
