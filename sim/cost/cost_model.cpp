@@ -315,6 +315,16 @@ LayerDims layer_dims(const ModelShape& m, const CostSettings& st) {
   D.dv = mla.v_head_dim;
   D.Ts_att = D.Hs / D.h;
   D.o_cols = D.is_mla ? D.heads * D.dv : D.q_cols;
+  D.dsa = m.is_dsa();
+  if (D.dsa) {
+    D.dsa_loss = m.dsa.indexer_loss;
+    D.Hi = m.dsa.index_heads;
+    D.di = m.dsa.index_head_dim;
+    D.kk = std::min<double>(m.dsa.index_topk, D.s);
+    // Query i (0-based) keeps min(i + 1, k) keys: the pairs of a k-token sliding window
+    // (causal_attention_pairs), all of them while s <= k.
+    D.dsa_share = causal_attention_pairs(D.s, D.kk) / causal_attention_pairs(D.s, 0);
+  }
   D.add_f = (3 * D.e + (m.dropout ? 1 : 0)) * D.Hs;
   D.add_bias = D.llama ? 0.0 : D.h;
   const MoeShape& x = m.moe;
@@ -439,11 +449,17 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
   // core_attn re-runs the core and, under cp, its exchanges (TransformerEngine's
   // context-parallel attention is one autograd function).
   b.set_modules(module_bit(RecomputeModule::core_attn));
+  // DeepSeek sparse attention: the indexer runs inside the core attention module
+  // (Megatron-Core's DSAttention builds and calls it), so core_attn re-runs it too.
+  if (D.dsa) dsa_indexer(b, D, hw, st);
   if (D.is_mla) {
     // Flash attention with q/k heads of qk_nope + qk_rope and v heads of v_head_dim:
     // causal QK^T over qk columns and PV over dv columns, half the s x s computed each.
-    core_flops = 2 * D.T * D.s * D.heads * (D.qk + D.dv) * 0.5 * window_share;
-    const double io = D.e * D.T * D.heads * (2 * D.qk + 2 * D.dv);  // q, k, v, output
+    // DSA keeps min(i + 1, k) keys of query i (D.dsa_share of the causal pairs) at the same
+    // head widths, and reads each query's k indices (int64).
+    core_flops = 2 * D.T * D.s * D.heads * (D.qk + D.dv) * 0.5 * window_share * D.dsa_share;
+    const double io = D.e * D.T * D.heads * (2 * D.qk + 2 * D.dv) +  // q, k, v, output
+                      (D.dsa ? 8 * D.T * D.kk : 0.0);
     core_f = b.roof(core_flops, io, hw.attention_efficiency) + b.launches(1);
     b.add("attention", core_f,
           b.roof(2.5 * core_flops, 2 * io, hw.attention_backward_efficiency) + b.launches(2), 0.0,
@@ -501,6 +517,118 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
                   D.norm.kf, D.norm.ki, D.norm.kw, D.h, 1);
   b.elementwise("residual_1", D.add_f, D.add_f, D.llama ? 0.0 : D.e * D.Hs, 1, 1, 1, D.add_bias, 1);
   return core_flops;
+}
+
+/// DeepSeek sparse attention's lightning indexer (ModelShape::dsa; DeepSeek-AI 2025, arXiv
+/// 2512.02556, sec. 2.1; Megatron-Core's DSAIndexer and DSAttention, NVIDIA/Megatron-LM
+/// d98e8a64 megatron/core/transformer/experimental_attention_variant/dsa.py, read). Per
+/// device, on its T tokens (the indexer's projections are duplicated over tp, so every tp
+/// rank runs all of them, heads included):
+///   indexer_all_gather  under sequence parallelism the hidden state x gathered over tp
+///                       (forward_before_topk; the q latent rides MLA's latent gather)
+///   indexer_wq_b, indexer_wk, indexer_weights_proj
+///                       T x q_in -> Hi di, T x h -> di, T x h -> Hi
+///   indexer_rope_norm   the key's LayerNorm, RoPE on q and k, the Hadamard rotation
+///   indexer_scores      I(t, s) = sum_j w(t, j) ReLU(q(t, j) . k(s)) over the causal pairs
+///                       (half of T x s, as the core counts them): 2 Hi (di + 1) FLOPs a
+///                       pair (the dot products, then the weighting), in FP8 when the run
+///                       uses FP8 GEMMs (the paper runs the indexer in FP8), the fp32 scores
+///                       written (4 T s bytes)
+///   indexer_topk        memory-bound: read the scores, write T x k int64 indices
+///   indexer_loss        (indexer_loss) the KL target, the main attention's logits at the k
+///                       selected keys over this device's heads: 2 heads qk FLOPs a selected
+///                       pair, forward only (a detached target), and its tp all-reduce
+///                       (indexer_loss_all_reduce, 4 T k bytes)
+/// Backward: the indexer's input is detached (dsa.py: `x = x.detach(); qr = qr.detach()`),
+/// so nothing reaches the main model: no input-grad GEMMs and no collective mirrors. With
+/// indexer_loss the projections' weight-grads run and the scores' gradient runs over the
+/// selected pairs (the sparse KL loss: 2x their forward FLOPs, bf16); without it the
+/// indexer runs under no_grad and has no backward at all. Saved for backward (returned):
+/// the indices (8 T k), and with indexer_loss q, k (bf16), the fp32 weights, and under
+/// sequence parallelism the gathered x the weight-grads of indexer_wk and
+/// indexer_weights_proj read (Megatron's FusedDSAIndexerLoss keeps q, weights, k and the
+/// indices; the main query and key it also keeps are the core's own): dsa_saved.
+void dsa_indexer(Builder& b, const LayerDims& D, const HardwareSpec& hw, const CostSettings& st) {
+  if (st.cp > 1)
+    throw ShapeError(
+        "DeepSeek sparse attention under context parallelism (cp > 1) is not modelled: "
+        "Megatron-Core gathers the indexer's keys over the cp group, which bmpipe does not cost");
+  const double e = D.e, T = D.T, s = D.s, Hi = D.Hi, di = D.di, kk = D.kk;
+  const bool loss = D.dsa_loss;
+  const bool sp = st.sequence_parallel && st.tp > 1;
+  LayerCost& c = b.cost();
+  // Drops the backward of the sub-ops from `first` on: the input-grad of the GEMMs (the
+  // indexer's input is detached), and everything without the indexer loss.
+  const auto detached = [&](std::size_t from) {
+    for (std::size_t i = from; i < c.ops.size(); ++i) {
+      SubOpCost& op = c.ops[i];
+      const bool drop_i = !loss || op.kind == KernelClass::gemm;
+      const double di_s = drop_i ? op.backward_input_s : 0.0;
+      const double dw_s = loss ? 0.0 : op.backward_weight_s;
+      op.backward_input_s -= di_s;
+      op.backward_weight_s -= dw_s;
+      c.backward_input_s -= di_s;
+      c.backward_weight_s -= dw_s;
+    }
+  };
+  const std::size_t first = c.ops.size();
+  if (sp)
+    b.add("indexer_all_gather",
+          collective_time_s(hw, Collective::all_gather, st.tp, e * D.Hn, st.tp_crosses_nodes), 0.0,
+          0.0);
+  const double q_in = D.ql > 0 ? D.ql : D.h;
+  b.linear("indexer_wq_b", T, q_in, Hi * di);
+  b.linear("indexer_wk", T, D.h, di);
+  b.linear("indexer_weights_proj", T, D.h, Hi);
+  // The key's LayerNorm (T x di), RoPE on the rotary part of q and k, the Hadamard
+  // rotation of both: each reads and writes its tensor once (one kernel each; backward
+  // reads the gradient too), the norm's scale and bias getting gradients.
+  const double rot = T * (Hi + 1);
+  const double fb = e * (2 * T * di + 2 * rot * D.dr + 2 * rot * di);
+  const double ib = e * (3 * T * di + 2 * rot * D.dr + 2 * rot * di);
+  b.elementwise("indexer_rope_norm", fb, ib, 2 * e * T * di, 5, 5, 1, 2 * di, 2);
+  // The scores: FP8 operands (one byte, the blockwise scale aside) under an FP8 run on a
+  // device with an FP8 peak, else dtype; fp32 weights in, fp32 scores out.
+  const bool fp8 = st.fp8 != Fp8::none && hw.fp8_peak_tflops > 0;
+  const double peak = (fp8 ? hw.fp8_peak_tflops * hw.fp8_matmul_scale : hw.peak_tflops) * 1e12;
+  const double op_bytes = fp8 ? 1.0 : e;
+  const double pairs = T * s * 0.5;  // the core's convention: half of T x s
+  const double score_flops = 2 * pairs * Hi * (di + 1);
+  const double score_bytes = op_bytes * (T * Hi * di + T * di) + 4 * T * Hi + 4 * T * s;
+  const double score_f =
+      std::max(score_flops / (peak * hw.attention_efficiency), b.memory(score_bytes)) +
+      b.launches(1);
+  const double grad_flops = 2 * score_flops * D.dsa_share;
+  const double grad_bytes = 2 * (e * (T * Hi * di + T * di) + 4 * T * Hi) + 8 * T * kk;
+  const double score_i =
+      b.roof(grad_flops, grad_bytes, hw.attention_backward_efficiency) + b.launches(2);
+  b.add("indexer_scores", score_f, score_i, 0.0, KernelClass::attention);
+  b.count_flops(score_flops);
+  b.elementwise("indexer_topk", 4 * T * s + 8 * T * kk, 0, 0, 1, 0, 0);
+  if (loss) {
+    const double teacher = 2 * pairs * D.dsa_share * D.heads * D.qk;
+    // q and k read, the fp32 logits at the selected keys written, then the head sum and
+    // softmax over them (read, write).
+    const double tb = 2 * e * T * D.heads * D.qk + 3 * 4 * T * kk;
+    b.add("indexer_loss", b.roof(teacher, tb, hw.attention_efficiency) + b.launches(3), 0.0, 0.0,
+          KernelClass::attention);
+    b.count_flops(teacher);
+    if (st.tp > 1)
+      b.add("indexer_loss_all_reduce",
+            collective_time_s(hw, Collective::all_reduce, st.tp, 4 * T * kk, st.tp_crosses_nodes),
+            0.0, 0.0);
+  }
+  detached(first);
+}
+
+double dsa_saved(const LayerDims& D, const CostSettings& st) {
+  if (!D.dsa) return 0.0;
+  const double T = D.T;
+  double saved = 8 * T * D.kk;  // the indices
+  if (D.dsa_loss)
+    saved += D.e * (T * D.Hi * D.di + T * D.di) + 4 * T * D.Hi +
+             (st.sequence_parallel && st.tp > 1 ? D.e * D.Hn : 0.0);
+  return saved;
 }
 
 /// The MLP block's sub-ops (dense or mixture of experts), the post-attention norm to the
@@ -889,7 +1017,8 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
     }
   }
   if (m.flash_attention || D.is_mla) {
-    core_only = 4 * D.mb * D.heads * D.sl;  // fp32 logsumexp
+    // fp32 logsumexp; DSA's indexer tensors are the core attention module's (dsa_saved).
+    core_only = 4 * D.mb * D.heads * D.sl + dsa_saved(D, st);
   } else {
     core_only = D.e * D.S2 + (m.dropout ? (1 + D.e) * D.S2 : 0.0);  // softmax, mask, dropped probs
   }
@@ -908,13 +1037,17 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
                     (x.shared_ffn > 0 ? gi * D.T * D.sf + (fp8 ? gi * D.T * D.h : 0.0) : 0.0) +
                     latent_saved(D, st)
               : 2 * gi * D.Hs + gi * D.T * D.o_cols + gi * D.F;
+  // A trained DSA indexer's weight-grads read the hidden state it gathered under sequence
+  // parallelism (without it, the input norm's output counted below).
+  const double indexer_inputs =
+      D.dsa && D.dsa_loss && st.sequence_parallel && st.tp > 1 ? D.e * D.Hn : 0.0;
   // MLA: the normalized latents, which are also the up projections' inputs (under fp8
   // those keep their FP8 casts: gi T (q_lat + kvl) more).
   const double latents = D.is_mla ? D.T * ((D.ql > 0 ? D.ql : 0.0) + D.kvl) : 0.0;
   const double norm_outputs =
       (m.post_norms ? 4 : 2) * D.e * D.Hs + D.e * latents + (fp8 ? gi * latents : 0.0);
-  c.weight_grad_bytes[Recompute::none] =
-      std::min(c.activation_bytes[Recompute::none], to_bytes(proj_inputs + norm_outputs));
+  c.weight_grad_bytes[Recompute::none] = std::min(
+      c.activation_bytes[Recompute::none], to_bytes(proj_inputs + norm_outputs + indexer_inputs));
   c.weight_grad_bytes[Recompute::selective] =
       std::min(c.activation_bytes[Recompute::selective], c.weight_grad_bytes[Recompute::none]);
   c.weight_grad_bytes[Recompute::full] = c.activation_bytes[Recompute::full];
@@ -1004,7 +1137,9 @@ void layer_params(LayerCost& c, const LayerDims& D, const ModelShape& m, const C
   const double mla_att =
       (D.ql > 0 ? D.h * D.ql + D.ql + D.ql * D.heads * D.qk : D.h * D.heads * D.qk) +
       D.h * (D.kvl + D.dr) + D.kvl + D.kvl * D.heads * (m.mla.qk_nope_head_dim + D.dv) +
-      D.heads * D.dv * D.h;
+      D.heads * D.dv * D.h +
+      (D.dsa ? m.dsa.params(m.hidden_size, D.ql > 0 ? m.mla.q_lora_rank : m.hidden_size)
+             : 0.0);  // the DSA indexer, whole on every tp rank
   if (moe_mlp) {
     // Attention (this device's heads), two norms, the extras of ModelShape::
     // attention_params, the router (replicated), the shared expert (tp share) and the

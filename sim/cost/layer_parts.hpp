@@ -374,6 +374,11 @@ struct LayerDims {
   // tokens before the sequence-parallel gather.
   double ql = 0, kvl = 0, qk = 0, dr = 0, dv = 0, Ts_att = 0;
   double o_cols = 0;  // the output projection's input
+  // DeepSeek sparse attention (ModelShape::dsa; dsa_indexer in cost_model.cpp): the
+  // indexer's heads Hi of width di, the keys a query keeps kk = min(index_topk, s), the share
+  // of the causal pairs the sparse core keeps, and whether the indexer trains (its KL loss).
+  bool dsa = false, dsa_loss = false;
+  double Hi = 0, di = 0, kk = 0, dsa_share = 1;
   // The residual adds (gpt: fused bias-dropout-add, which also writes a 1-byte mask; its
   // weight-grad is the bias gradient of the projection before it).
   double add_f = 0, add_bias = 0;
@@ -401,6 +406,12 @@ LayerDims layer_dims(const ModelShape& m, const CostSettings& st);
 /// attention core's forward FLOPs (what selective recompute re-runs).
 double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, const HardwareSpec& hw,
                        const CostSettings& st);
+/// DeepSeek sparse attention's lightning indexer (ModelShape::dsa), its sub-ops added before
+/// the attention core.
+void dsa_indexer(Builder& b, const LayerDims& D, const HardwareSpec& hw, const CostSettings& st);
+/// What the indexer keeps for backward (bytes; 0 without DSA): the core attention module's,
+/// so recompute's core_attn frees it (cost_model.cpp, dsa_indexer).
+double dsa_saved(const LayerDims& D, const CostSettings& st);
 /// The MLP block's sub-ops (dense or mixture of experts), the post-attention norm to the
 /// second residual add; returns the index of the block's last sub-op that saves a tensor for
 /// backward. `overlap`: pair the transformer layer's tp collectives with their GEMMs

@@ -49,7 +49,9 @@ long long ModelShape::attention_params() const {
     const long long q = ql > 0 ? h * ql + ql + ql * heads * qk : h * heads * qk;
     const long long kv = h * (kvl + mla.qk_rope_head_dim) + kvl +
                          kvl * heads * (mla.qk_nope_head_dim + mla.v_head_dim);
-    return q + kv + heads * mla.v_head_dim * h + norm;
+    // DSA (ModelShape::dsa): the indexer's weights beside them.
+    const long long indexer = is_dsa() ? dsa.params(h, ql > 0 ? ql : h) : 0;
+    return q + kv + heads * mla.v_head_dim * h + norm + indexer;
   }
   const long long q = static_cast<long long>(num_attention_heads) * head_dim();
   const long long kv = static_cast<long long>(num_kv_heads) * head_dim();
@@ -306,6 +308,23 @@ void check_shape(const ModelShape& m) {
                        " must not exceed hidden_size = " + std::to_string(m.hidden_size) +
                        ": a low-rank projection narrower than what it compresses");
   }
+  if (m.is_dsa() || m.dsa.index_head_dim != 0 || m.dsa.index_topk != 0) {
+    // Megatron-Core builds DSA only over MLA (DSAttention under AbsorbedMLASelfAttention,
+    // experimental_attention_variant_module_specs.py get_dsa_module_spec_for_backend).
+    if (!m.is_mla())
+      throw ShapeError(
+          "dsa: DeepSeek sparse attention is built on multi-latent attention "
+          "(model.mla with kv_lora_rank), which the model does not have");
+    positive(m.dsa.index_heads, "dsa.index_n_heads");
+    positive(m.dsa.index_head_dim, "dsa.index_head_dim");
+    positive(m.dsa.index_topk, "dsa.index_topk");
+    // DSAIndexer._apply_rope splits each head into the rotary part and the rest.
+    if (m.dsa.index_head_dim < m.mla.qk_rope_head_dim)
+      throw ShapeError(
+          "dsa.index_head_dim = " + std::to_string(m.dsa.index_head_dim) +
+          " is narrower than qk_rope_head_dim = " + std::to_string(m.mla.qk_rope_head_dim) +
+          ": the indexer rotates the first qk_rope_head_dim of each head");
+  }
   if (m.num_attention_heads % m.num_kv_heads != 0)
     throw ShapeError(
         "num_kv_heads = " + std::to_string(m.num_kv_heads) +
@@ -366,7 +385,11 @@ void check_hybrid(const ModelShape& m) {
   for (std::size_t i = 0; i < p.size(); ++i)
     if (std::string_view(kHybridSymbols).find(p[i]) == std::string_view::npos) {
       // Megatron-Core's other symbols (hybrid_layer_allocation.Symbols at d98e8a64), named.
-      const char* known = p[i] == 'D'   ? " (DeepSeek sparse attention, not modelled yet)"
+      // D is an MLA block with DeepSeek sparse attention: model.dsa costs it in decoder
+      // layers, but a hybrid's attention blocks are not MLA (+ below).
+      const char* known = p[i] == 'D'   ? " (DeepSeek sparse attention over MLA: modelled in "
+                                          "decoder layers, model.dsa, not as a hybrid block, "
+                                          "whose attention is not MLA)"
                           : p[i] == '+' ? " (MLA in a hybrid, not modelled yet)"
                           : p[i] == '|' ? " (pipeline stage boundaries: use training.partition)"
                           : p[i] == '/' ? " (MTP patterns: use model.mtp_layers)"

@@ -71,6 +71,36 @@ struct MlaShape {
   int v_head_dim = 0;
 };
 
+/// DeepSeek Sparse Attention (DeepSeek-V3.2-Exp and V3.2; DeepSeek-AI 2025, "DeepSeek-V3.2",
+/// arXiv 2512.02556, sec. 2.1, eq. 1-2): MLA whose core attends, per query, only to the
+/// index_topk keys a "lightning indexer" scores highest. The indexer (Megatron-Core's
+/// DSAIndexer, NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/
+/// experimental_attention_variant/dsa.py) projects the q latent to index_heads heads of
+/// index_head_dim (linear_wq_b, q_lora_rank -> heads x dim; the hidden state when
+/// q_lora_rank is 0), the hidden state to one shared key (linear_wk, h -> dim, then a
+/// LayerNorm of dim) and to a weight per head (linear_weights_proj, h -> heads); RoPE on the
+/// first qk_rope_head_dim of q and k, a Hadamard rotation; then
+/// I(t, s) = sum_j w(t, j) ReLU(q(t, j) . k(s)) over every earlier key and a top-k. All three
+/// projections are "duplicated": every tp rank holds them whole and runs them on all its
+/// tokens. HF config.json: index_n_heads, index_head_dim, index_topk (V3.2: 64, 128, 2048);
+/// Megatron-Core: dsa_indexer_n_heads, dsa_indexer_head_dim, dsa_indexer_topk.
+struct DsaShape {
+  int index_heads = 0;  ///< 0: no DSA (dense MLA)
+  int index_head_dim = 0;
+  int index_topk = 0;  ///< keys each query attends to (V3.2: 2048)
+  /// The indexer trains by its own KL loss against the main attention over the selected keys,
+  /// its input detached (the paper's sparse training stage; Megatron-Core's
+  /// dsa_indexer_loss_coeff > 0 with dsa_indexer_use_sparse_loss). False: the top-k is found
+  /// under no_grad and the indexer gets no gradient (its weights frozen, coeff 0).
+  bool indexer_loss = true;
+  /// The indexer's parameters in one layer: linear_wq_b, linear_wk, the key LayerNorm (scale
+  /// and bias) and linear_weights_proj; `q_in` the width of linear_wq_b's input.
+  long long params(long long hidden, long long q_in) const {
+    const long long H = index_heads, d = index_head_dim;
+    return q_in * H * d + hidden * d + 2 * d + hidden * H;
+  }
+};
+
 /// The Mamba-2 mixer of a hybrid model's M layers (Dao and Gu 2024, "Transformers are SSMs",
 /// arXiv 2405.21060; Megatron-Core's MambaMixer, NVIDIA/Megatron-LM d98e8a64
 /// megatron/core/ssm/mamba_mixer.py). d_inner = num_heads x head_dim; in_proj h ->
@@ -222,6 +252,8 @@ struct ModelShape {
   /// not MLA).
   MoeShape moe;
   MlaShape mla;
+  /// DeepSeek Sparse Attention over the MLA (index_heads 0: dense MLA).
+  DsaShape dsa;
   /// q, k, v and output projections with biases (gpt-oss); q/k/v biases only (Qwen2).
   bool attention_bias = false;
   bool qkv_bias = false;
@@ -316,6 +348,7 @@ struct ModelShape {
   bool has_windows() const { return sliding_window > 0 && (sliding_every > 0 || full_every > 0); }
   bool is_moe() const { return moe.num_experts > 0; }
   bool is_mla() const { return mla.kv_lora_rank > 0; }
+  bool is_dsa() const { return dsa.index_heads > 0; }
   /// Whether decoder layer `i` (0-based) has the MoE MLP.
   /// A hybrid model: layer `i` is an E layer.
   bool is_moe_layer(int i) const;

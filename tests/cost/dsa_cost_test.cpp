@@ -1,0 +1,194 @@
+// DeepSeek sparse attention (ModelShape::dsa) in the cost model's decoder layers: the
+// lightning indexer's sub-ops worked out by hand on a tiny shape (the unit device: 1e12
+// FLOP/s and 1e12 bytes/s at full efficiency, free launches, so a sub-op takes max(FLOPs,
+// bytes) picoseconds), the sparse core's FLOPs at s = k and s = 4k against the dense MLA
+// core, what the indexer keeps for backward, and its parameters.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "sim/cost/cost_model.hpp"
+#include "support/round_device.hpp"
+
+namespace bmpipe {
+namespace dsa_cost_test {
+
+constexpr double kPs = 1e-12;
+
+using test::unit_device;
+
+/// mla_cost_test's tiny MLA (h 8, 2 heads; q_lora 4, kv_lora 4, qk_nope 2, qk_rope 2, v 2;
+/// ffn 16), with an indexer of 2 heads of 4 keeping `topk` keys (0: dense MLA).
+ModelShape tiny(int topk, bool loss = true) {
+  ModelShape m;
+  m.name = "tiny-dsa";
+  m.num_layers = 1;
+  m.hidden_size = 8;
+  m.num_attention_heads = 2;
+  m.num_kv_heads = 2;
+  m.ffn_hidden_size = 16;
+  m.vocab_size = 32;
+  m.mla = {.q_lora_rank = 4,
+           .kv_lora_rank = 4,
+           .qk_nope_head_dim = 2,
+           .qk_rope_head_dim = 2,
+           .v_head_dim = 2};
+  if (topk > 0)
+    m.dsa = {.index_heads = 2, .index_head_dim = 4, .index_topk = topk, .indexer_loss = loss};
+  check_shape(m);
+  return m;
+}
+
+CostSettings settings(int s) {
+  CostSettings st;
+  st.seq_length = s;
+  st.micro_batch_size = 1;
+  st.grad_accumulation = GradAccumulation::overwrite;
+  return st;
+}
+
+const SubOpCost& op(const LayerCost& c, const std::string& name) {
+  for (const auto& o : c.ops)
+    if (o.name == name) return o;
+  throw std::runtime_error("no sub-op " + name);
+}
+
+bool has(const LayerCost& c, const std::string& name) {
+  for (const auto& o : c.ops)
+    if (o.name == name) return true;
+  return false;
+}
+
+const char* const kIndexerOps[] = {"indexer_wq_b",      "indexer_wk",     "indexer_weights_proj",
+                                   "indexer_rope_norm", "indexer_scores", "indexer_topk",
+                                   "indexer_loss"};
+
+TEST(DsaCost, IndexerByHand) {
+  // s = 4 tokens (T = 4), top-k 2, bf16 (e = 2).
+  const LayerCost c = decoder_layer_cost(tiny(2), unit_device(), settings(4));
+  // indexer_wq_b, q latent 4 -> 2 heads x 4: 2 x 4 x 4 x 8 = 256 FLOPs (bytes 2 x (16 + 32
+  // + 32) = 160). Its input is detached: no input-grad; the weight-grad (KL loss) 256.
+  EXPECT_NEAR(op(c, "indexer_wq_b").forward_s, 256 * kPs, 1e-20);
+  EXPECT_EQ(op(c, "indexer_wq_b").backward_input_s, 0.0);
+  EXPECT_NEAR(op(c, "indexer_wq_b").backward_weight_s, 256 * kPs, 1e-20);
+  // indexer_wk, h 8 -> 4: 2 x 4 x 8 x 4 = 256 FLOPs; indexer_weights_proj 8 -> 2: 128.
+  EXPECT_NEAR(op(c, "indexer_wk").forward_s, 256 * kPs, 1e-20);
+  EXPECT_NEAR(op(c, "indexer_weights_proj").forward_s, 128 * kPs, 1e-20);
+  EXPECT_EQ(op(c, "indexer_weights_proj").backward_input_s, 0.0);
+  // The scores over half of T x s = 8 pairs, 2 Hi (di + 1) = 2 x 2 x 5 = 20 FLOPs each:
+  // 160 FLOPs. Bytes: q 4 x 2 x 4 and k 4 x 4 in bf16 (2 x 48 = 96), the fp32 weights 4 x 2
+  // x 4 = 32, the fp32 scores 4 x 4 x 4 = 64: 192, which bounds it.
+  EXPECT_DOUBLE_EQ(op(c, "indexer_scores").forward_flops, 160.0);
+  EXPECT_NEAR(op(c, "indexer_scores").forward_s, 192 * kPs, 1e-20);
+  // Its gradient over the selected pairs: query i keeps min(i + 1, 2) keys, 1 + 2 + 2 + 2 =
+  // 7 of the 10 causal pairs; 2 x 160 x 0.7 = 224 FLOPs. Bytes: q, k, the weights and
+  // their gradients 2 x (96 + 32) = 256 and the int64 indices 8 x 4 x 2 = 64: 320.
+  EXPECT_NEAR(op(c, "indexer_scores").backward_input_s, 320 * kPs, 1e-20);
+  // top-k: read the fp32 scores (64), write the indices (64); no backward.
+  EXPECT_NEAR(op(c, "indexer_topk").forward_s, 128 * kPs, 1e-20);
+  EXPECT_EQ(op(c, "indexer_topk").backward_input_s, 0.0);
+  // The KL target: the main logits at the 8 x 0.7 = 5.6 selected pairs over 2 heads of qk
+  // 4: 2 x 5.6 x 2 x 4 = 89.6 FLOPs; bytes q and k 2 x 2 x 4 x 2 x 4 = 128, the fp32
+  // logits at 4 x 2 selected keys written, read and written again 3 x 4 x 8 = 96: 224.
+  EXPECT_DOUBLE_EQ(op(c, "indexer_loss").forward_flops, 89.6);
+  EXPECT_NEAR(op(c, "indexer_loss").forward_s, 224 * kPs, 1e-20);
+  EXPECT_EQ(op(c, "indexer_loss").backward_input_s, 0.0);
+  // tp 1: no gather of the hidden state, no all-reduce of the target.
+  EXPECT_FALSE(has(c, "indexer_all_gather"));
+  EXPECT_FALSE(has(c, "indexer_loss_all_reduce"));
+}
+
+TEST(DsaCost, FrozenIndexerHasNoBackward) {
+  const LayerCost c = decoder_layer_cost(tiny(2, false), unit_device(), settings(4));
+  for (const char* name : {"indexer_wq_b", "indexer_wk", "indexer_weights_proj",
+                           "indexer_rope_norm", "indexer_scores", "indexer_topk"}) {
+    EXPECT_EQ(op(c, name).backward_input_s, 0.0) << name;
+    EXPECT_EQ(op(c, name).backward_weight_s, 0.0) << name;
+  }
+  EXPECT_FALSE(has(c, "indexer_loss"));
+  // Only the int64 indices stay for the sparse core's backward: 8 x 4 x 2 = 64 bytes.
+  const LayerCost dense = decoder_layer_cost(tiny(0), unit_device(), settings(4));
+  EXPECT_EQ(c.activation_bytes[Recompute::none] - dense.activation_bytes[Recompute::none], 64);
+}
+
+TEST(DsaCost, SparseCoreFlopsAtKAndFourK) {
+  // Dense MLA core: 2 T s heads (qk + dv) / 2 = T s x 12 FLOPs (heads 2, qk 4, dv 2).
+  // k = 4. At s = k = 4 every query keeps all its keys: 4 x 4 x 12 = 192 FLOPs, as dense.
+  const auto core = [](int topk, int s) {
+    return op(decoder_layer_cost(tiny(topk), unit_device(), settings(s)), "attention")
+        .forward_flops;
+  };
+  EXPECT_DOUBLE_EQ(core(0, 4), 192.0);
+  EXPECT_DOUBLE_EQ(core(4, 4), 192.0);
+  // s = 4k = 16: query i keeps min(i + 1, 4) keys, 1 + 2 + 3 + 4 x 13 = 58 pairs of the
+  // causal 16 x 17 / 2 = 136. Dense 16 x 16 x 12 = 3072 FLOPs; sparse 3072 x 58 / 136.
+  EXPECT_DOUBLE_EQ(core(0, 16), 3072.0);
+  EXPECT_NEAR(core(4, 16), 3072.0 * 58 / 136, 1e-9);
+}
+
+TEST(DsaCost, WithinTopKEqualsDenseMlaPlusTheIndexer) {
+  // s = k = 64: the core is compute-bound on the unit device (2 x 64 x 64 x 2 x 6 / 2 =
+  // 49152 FLOPs against 2 x 64 x 2 x 12 + 8 x 64 x 64 = 35840 bytes with the indices), so
+  // the sparse layer is the dense one plus the indexer's sub-ops, sub-op for sub-op.
+  const LayerCost dense = decoder_layer_cost(tiny(0), unit_device(), settings(64));
+  const LayerCost dsa = decoder_layer_cost(tiny(64), unit_device(), settings(64));
+  double f = 0, b = 0, w = 0, flops = 0;
+  for (const char* name : kIndexerOps) {
+    const SubOpCost& o = op(dsa, name);
+    f += o.forward_s;
+    b += o.backward_input_s;
+    w += o.backward_weight_s;
+    flops += o.forward_flops;
+  }
+  for (const SubOpCost& o : dense.ops) {
+    EXPECT_DOUBLE_EQ(op(dsa, o.name).forward_s, o.forward_s) << o.name;
+    EXPECT_DOUBLE_EQ(op(dsa, o.name).backward_input_s, o.backward_input_s) << o.name;
+    EXPECT_DOUBLE_EQ(op(dsa, o.name).backward_weight_s, o.backward_weight_s) << o.name;
+  }
+  EXPECT_EQ(dsa.ops.size(), dense.ops.size() + std::size(kIndexerOps));
+  EXPECT_NEAR(dsa.forward_s, dense.forward_s + f, 1e-18);
+  EXPECT_NEAR(dsa.backward_input_s, dense.backward_input_s + b, 1e-18);
+  EXPECT_NEAR(dsa.backward_weight_s, dense.backward_weight_s + w, 1e-18);
+  EXPECT_NEAR(dsa.forward_flops, dense.forward_flops + flops, 1e-6);
+  // The indexer's FLOPs: the GEMMs 2 x 64 x (4 x 8 + 8 x 4 + 8 x 2) = 10240, the scores
+  // 2 x 2048 pairs x 2 x 5 = 40960, the target 2 x 2048 x 2 x 4 = 32768.
+  EXPECT_DOUBLE_EQ(flops, 10240.0 + 40960.0 + 32768.0);
+}
+
+TEST(DsaCost, SavedActivationsAndParameters) {
+  const LayerCost dense = decoder_layer_cost(tiny(0), unit_device(), settings(4));
+  const LayerCost dsa = decoder_layer_cost(tiny(2), unit_device(), settings(4));
+  // Kept by the core attention module (recompute's core_attn frees them): the int64
+  // indices 8 x 4 x 2 = 64, the indexer's q 2 x 4 x 2 x 4 = 64 and k 2 x 4 x 4 = 32 in
+  // bf16, the fp32 weights 4 x 4 x 2 = 32: 192 bytes.
+  EXPECT_EQ(dsa.activation_bytes[Recompute::none] - dense.activation_bytes[Recompute::none], 192);
+  // Full recompute keeps the layer input alone, as without DSA.
+  EXPECT_EQ(dsa.activation_bytes[Recompute::full], dense.activation_bytes[Recompute::full]);
+  // Parameters: wq_b 4 x 8, wk 8 x 4, the key norm's scale and bias 2 x 4, weights_proj
+  // 8 x 2: 32 + 32 + 8 + 16 = 88, on the layer and in ModelShape's count.
+  EXPECT_EQ(dsa.param_count - dense.param_count, 88);
+  EXPECT_EQ(tiny(2).attention_params() - tiny(0).attention_params(), 88);
+}
+
+TEST(DsaCost, SelectiveCoreAttnFreesTheIndexerTensors) {
+  CostSettings st = settings(4);
+  st.recompute_modules = module_bit(RecomputeModule::core_attn);
+  const LayerCost dense = decoder_layer_cost(tiny(0), unit_device(), st);
+  const LayerCost dsa = decoder_layer_cost(tiny(2), unit_device(), st);
+  EXPECT_EQ(dsa.activation_bytes[Recompute::selective],
+            dense.activation_bytes[Recompute::selective]);
+  // ... and re-runs the indexer with the core: its forward FLOPs (GEMMs 2 x 4 x (32 + 32 + 16) =
+  // 640, scores 160, target 89.6) on top of the dense core's re-run.
+  EXPECT_NEAR(
+      dsa.recompute_flops[Recompute::selective] - dense.recompute_flops[Recompute::selective],
+      640 + 160 + 89.6 - 192 * 0.3, 1e-9);
+}
+
+TEST(DsaCost, ContextParallelismIsRefused) {
+  CostSettings st = settings(8);
+  st.cp = 2;
+  EXPECT_THROW(decoder_layer_cost(tiny(2), unit_device(), st), ShapeError);
+}
+
+}  // namespace dsa_cost_test
+}  // namespace bmpipe
