@@ -80,7 +80,8 @@ std::string read_text(const std::string& path) {
 // another MoE family, is refused rather than costed as a dense model.
 bool supported_moe_family(const std::string& type) {
   return type == "mixtral" || type == "qwen2_moe" || type == "qwen3_moe" || type == "deepseek_v3" ||
-         type == "gpt_oss" || type == "llama4_text" || type == "nemotron_h" || type == "qwen3_next";
+         type == "deepseek_v32" || type == "gpt_oss" || type == "llama4_text" ||
+         type == "nemotron_h" || type == "qwen3_next";
 }
 
 // The expert counts by family: num_local_experts (Mixtral, gpt-oss), num_experts
@@ -104,13 +105,14 @@ void refuse_mixture_of_experts(const nlohmann::json& j, const std::string& path,
       throw ShapeError(where(path, field) + ": a mixture-of-experts config (" + field + " = " +
                        v.dump() + ") of model_type '" + type +
                        "'; bmpipe reads the mixture-of-experts families mixtral, qwen2_moe, "
-                       "qwen3_moe, deepseek_v3, gpt_oss and llama4");
+                       "qwen3_moe, deepseek_v3, deepseek_v32, gpt_oss and llama4");
   }
   if (type.find("moe") != std::string::npos || type.rfind("deepseek_v", 0) == 0 ||
       type.rfind("llama4", 0) == 0)
     throw ShapeError(where(path, "model_type") + ": '" + type +
                      "' is a mixture-of-experts family bmpipe does not read (it reads "
-                     "mixtral, qwen2_moe, qwen3_moe, deepseek_v3, gpt_oss and llama4)");
+                     "mixtral, qwen2_moe, qwen3_moe, deepseek_v3, deepseek_v32, gpt_oss and "
+                     "llama4)");
 }
 
 // A non-negative integer, `fallback` when absent or null.
@@ -489,7 +491,7 @@ void read_moe_family(const nlohmann::json& j, const std::string& path, const std
     if (any_dense) m.ffn_hidden_size = get_int(j, path, "intermediate_size_mlp");
     m.attention_bias = get_bool(j, path, "attention_bias", false);
     read_llama4_attention(j, path, m);
-  } else {  // deepseek_v3
+  } else {  // deepseek_v3, deepseek_v32
     // DeepseekV3DecoderLayer: MoE when layer_idx >= first_k_dense_replace (and
     // layer_idx % moe_layer_freq == 0); DeepseekV3MoE: n_routed_experts of
     // moe_intermediate_size, n_shared_experts fused into one MLP of
@@ -534,6 +536,15 @@ void read_moe_family(const nlohmann::json& j, const std::string& path, const std
       throw ShapeError(where(path, "q_lora_rank") + ": " + std::to_string(mla.q_lora_rank) +
                        " is wider than hidden_size = " + std::to_string(m.hidden_size) +
                        ": the latent must compress the hidden state");
+    // DeepseekV32ForCausalLM (DeepSeek-V3.2-Exp, V3.2): DeepSeek-V3's layers with the
+    // lightning indexer of DeepSeek sparse attention (DsaShape), whose sizes its config.json
+    // gives as index_n_heads, index_head_dim and index_topk (deepseek-ai/DeepSeek-V3.2-Exp's
+    // inference/config_671B_v3.2.json: 64, 128, 2048).
+    if (type == "deepseek_v32") {
+      m.dsa.index_heads = get_int(j, path, "index_n_heads");
+      m.dsa.index_head_dim = get_int(j, path, "index_head_dim");
+      m.dsa.index_topk = get_int(j, path, "index_topk");
+    }
   }
   if (moe.top_k > moe.num_experts)
     throw ShapeError(where(path, "num_experts_per_tok") + ": " + std::to_string(moe.top_k) +

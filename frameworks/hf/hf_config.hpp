@@ -24,7 +24,9 @@ namespace bmpipe {
 /// on the RoPE layers, ModelShape::chunked_window, and global NoPE layers, full_every),
 /// qwen2_moe and qwen3_moe (num_experts, moe_intermediate_size, shared expert,
 /// decoder_sparse_step, mlp_only_layers), deepseek_v3 (n_routed_experts, n_shared_experts,
-/// first_k_dense_replace, multi-latent attention ranks, num_nextn_predict_layers). Any other
+/// first_k_dense_replace, multi-latent attention ranks, num_nextn_predict_layers),
+/// deepseek_v32 (DeepSeek-V3.2: deepseek_v3's fields and DeepSeek sparse attention's
+/// index_n_heads, index_head_dim, index_topk; ModelShape::dsa). Any other
 /// config with experts (num_local_experts, num_experts, n_routed_experts, ...) or of
 /// another MoE family is refused. Throws ShapeError naming the missing or malformed field.
 ModelShape read_hf_config(const std::string& path);
