@@ -427,6 +427,25 @@ void read_mla(Reader& rd, const YAML::Node& ml, ModelShape& m) {
   }
 }
 
+// model.dsa over the shape read so far (an HF config's DSA, or none), after model.mla.
+void read_dsa(Reader& rd, const YAML::Node& d, ModelShape& m) {
+  const std::string key = "model.dsa";
+  read_fields(rd, d, key, detail::kDsaFields, m.dsa,
+              {.base = m.is_dsa(), .forms = kAllForms, .refusal = ""});
+  if (!m.is_mla())
+    rd.fail(d, key,
+            "DeepSeek sparse attention is built on multi-latent attention (Megatron-Core runs "
+            "DSAttention only under MLA): give model.mla, or an hf_config with kv_lora_rank");
+  if (m.dsa.index_head_dim < m.mla.qk_rope_head_dim)
+    rd.fail(Reader::present(d, "indexer_head_dim") ? d["indexer_head_dim"] : d,
+            key + ".indexer_head_dim",
+            std::to_string(m.dsa.index_head_dim) + " is narrower than model.mla's " +
+                "qk_pos_emb_head_dim = " + std::to_string(m.mla.qk_rope_head_dim) +
+                ": the indexer rotates the first qk_pos_emb_head_dim of each head (expected at "
+                "least " +
+                std::to_string(m.mla.qk_rope_head_dim) + ")");
+}
+
 // model.sliding_window / sliding_every / full_every / chunked_window over the shape read so
 // far (an HF config's windows, or none): a window given without sliding_every or full_every
 // windows every layer (Mistral's convention), either picker needs a window, the YAML's
@@ -526,6 +545,7 @@ void read_shape(Reader& rd, const YAML::Node& n, Config& c) {
   read_window(rd, n, m);
   if (YAML::Node mo = rd.child(n, key, "moe", false); mo.IsDefined()) read_moe(rd, mo, m);
   if (YAML::Node ml = rd.child(n, key, "mla", false); ml.IsDefined()) read_mla(rd, ml, m);
+  if (YAML::Node d = rd.child(n, key, "dsa", false); d.IsDefined()) read_dsa(rd, d, m);
   if (YAML::Node a = rd.child(n, key, "mlp_activation", false); a.IsDefined())
     m.mlp_activation = rd.text(a, "model.mlp_activation", detail::kMlpActivations) == "relu2"
                            ? MlpActivation::relu2

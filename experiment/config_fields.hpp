@@ -106,6 +106,8 @@ inline constexpr Range kFfn0{.min = 0, .max = 16'777'216};
 /// Multi-latent attention ranks and head widths.
 inline constexpr Range kRank{.min = 1, .max = 1'048'576};
 inline constexpr Range kRank0{.min = 0, .max = 1'048'576};
+/// DeepSeek sparse attention's keys per query.
+inline constexpr Range kTopk{.min = 1, .max = 16'777'216, .unit = "tokens"};
 inline constexpr Range kVocab{.min = 1, .max = 16'777'216};
 inline constexpr Range kSeqLength{.min = 1, .max = 16'777'216, .unit = "tokens"};
 inline constexpr Range kMicroBatch{.min = 1, .max = 65'536, .unit = "samples"};
@@ -328,6 +330,9 @@ inline constexpr auto kModelFields = std::to_array<Field<ModelShape>>({
      .form = Form::analytic},
     {.name = "moe", .help = "mixture-of-experts layers: see model.moe", .form = Form::analytic},
     {.name = "mla", .help = "multi-latent attention: see model.mla", .form = Form::analytic},
+    {.name = "dsa",
+     .help = "DeepSeek sparse attention over the MLA: see model.dsa",
+     .form = Form::analytic},
     {.name = "hybrid_pattern",
      .slot = &ModelShape::hybrid_pattern,
      .help = "a hybrid model's layers, one symbol each: M Mamba-2, * attention, - MLP, E MoE "
@@ -805,6 +810,36 @@ inline constexpr auto kMlaFields = std::to_array<Field<MlaShape>>({
      .slot = &MlaShape::v_head_dim,
      .range = kHeads,
      .need = Need::unless_base},
+});
+
+/// model.dsa, DeepSeek sparse attention over model.mla, named as Megatron-Core's
+/// TransformerConfig names them without its dsa_ prefix. Beside an hf_config with DSA each key
+/// overrides the file's value.
+inline constexpr auto kDsaFields = std::to_array<Field<DsaShape>>({
+    {.name = "indexer_n_heads",
+     .slot = &DsaShape::index_heads,
+     .range = kHeads,
+     .need = Need::unless_base,
+     .help = "the lightning indexer's heads (HF index_n_heads, Megatron's "
+             "--dsa-indexer-n-heads; DeepSeek-V3.2: 64)"},
+    {.name = "indexer_head_dim",
+     .slot = &DsaShape::index_head_dim,
+     .range = kHeads,
+     .need = Need::unless_base,
+     .help = "the width of an indexer head (HF index_head_dim, Megatron's "
+             "--dsa-indexer-head-dim; DeepSeek-V3.2: 128); at least model.mla's "
+             "qk_pos_emb_head_dim"},
+    {.name = "indexer_topk",
+     .slot = &DsaShape::index_topk,
+     .range = kTopk,
+     .need = Need::unless_base,
+     .help = "the keys each query attends to (HF index_topk, Megatron's --dsa-indexer-topk; "
+             "DeepSeek-V3.2: 2048); a sequence no longer than this attends densely"},
+    {.name = "indexer_loss",
+     .slot = &DsaShape::indexer_loss,
+     .help = "the indexer trains by its own KL loss over the selected keys, its input "
+             "detached (V3.2's sparse training stage; Megatron's --dsa-indexer-loss-coeff > 0 "
+             "with --dsa-indexer-use-sparse-loss); false: frozen, no backward (default true)"},
 });
 
 inline constexpr auto kMambaFields = std::to_array<Field<MambaShape>>({

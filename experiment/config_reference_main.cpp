@@ -172,6 +172,12 @@ void print_reference(std::ostream& out) {
           "`hf_config` with MLA each key given overrides the file's value; otherwise "
           "`kv_lora_rank` and the three head widths are required.",
           kMlaFields);
+  section(out, "model.dsa",
+          "DeepSeek sparse attention (DeepSeek-V3.2): a lightning indexer scores every earlier "
+          "key and the MLA core attends to the `indexer_topk` best of them. Needs `model.mla`. "
+          "Beside an `hf_config` with DSA (DeepseekV32ForCausalLM) each key given overrides "
+          "the file's value; otherwise the three indexer sizes are required.",
+          kDsaFields);
   section(out, "model.vision",
           "A vision-language model's vision encoder (a ViT of `layers` blocks) and "
           "projector, and the images each sample carries. Their rows come before the LLM's "
