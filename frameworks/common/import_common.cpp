@@ -539,6 +539,14 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
               "model.mla.qk_pos_emb_head_dim");
       y.value(2, "v_head_dim", std::to_string(m.mla.v_head_dim), "model.mla.v_head_dim");
     }
+    if (m.is_dsa()) {
+      y.raw("  dsa:\n");
+      y.value(2, "indexer_n_heads", std::to_string(m.dsa.index_heads), "model.dsa.indexer_n_heads");
+      y.value(2, "indexer_head_dim", std::to_string(m.dsa.index_head_dim),
+              "model.dsa.indexer_head_dim");
+      y.value(2, "indexer_topk", std::to_string(m.dsa.index_topk), "model.dsa.indexer_topk");
+      y.value(2, "indexer_loss", m.dsa.indexer_loss ? "true" : "false", "model.dsa.indexer_loss");
+    }
     if (m.has_windows()) {
       y.value(1, "sliding_window", std::to_string(m.sliding_window), "model.sliding_window");
       if (m.full_every > 0)

@@ -218,6 +218,19 @@ std::string megatron_model_flags(const ModelShape& m, int ep, int etp, bool deep
   } else {
     remove.emplace_back("--multi-latent-attention");
   }
+  // DeepSeek sparse attention as import's read_sparse_attention reads it back. The loss's
+  // scale does not change the cost; 0.001 is Megatron-Bridge's GLM-5 bridge's (NVIDIA-NeMo/
+  // Megatron-Bridge 067f987d src/megatron/bridge/models/glm_moe_dsa/glm5_bridge.py:140).
+  if (m.is_dsa()) {
+    out += "--experimental-attention-variant dsa\n";
+    flag("--dsa-indexer-n-heads", m.dsa.index_heads);
+    flag("--dsa-indexer-head-dim", m.dsa.index_head_dim);
+    flag("--dsa-indexer-topk", m.dsa.index_topk);
+    if (m.dsa.indexer_loss)
+      out += "--dsa-indexer-loss-coeff 0.001\n--dsa-indexer-use-sparse-loss\n";
+    else
+      remove.insert(remove.end(), {"--dsa-indexer-loss-coeff", "--dsa-indexer-use-sparse-loss"});
+  }
   if (m.mtp_layers > 0)
     flag("--mtp-num-layers", m.mtp_layers);
   else

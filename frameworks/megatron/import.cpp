@@ -58,6 +58,9 @@ struct FlagSpec {
 constexpr std::string_view kGranularity[] = {"full", "selective"};
 constexpr std::string_view kMethod[] = {"uniform", "block"};
 constexpr std::string_view kDispatcher[] = {"allgather", "alltoall", "flex"};
+// [MG-args]'s experimental_attention_variant (TransformerConfig at d98e8a64): bmpipe models
+// dsa; gdn, gdn2 and gated_delta_net are refused by read_sparse_attention.
+constexpr std::string_view kAttentionVariant[] = {"dsa", "gdn", "gdn2", "gated_delta_net"};
 // Megatron-FSDP's --data-parallel-sharding-strategy: what is sharded over dp, in ZeRO order.
 constexpr std::string_view kShardingStrategy[] = {"no_shard", "optim", "optim_grads",
                                                   "optim_grads_params"};
@@ -121,6 +124,12 @@ constexpr FlagSpec kFlags[] = {
     {"--qk-head-dim", Kind::integer},
     {"--qk-pos-emb-head-dim", Kind::integer},
     {"--v-head-dim", Kind::integer},
+    {"--experimental-attention-variant", Kind::choice, kAttentionVariant},
+    {"--dsa-indexer-n-heads", Kind::integer},
+    {"--dsa-indexer-head-dim", Kind::integer},
+    {"--dsa-indexer-topk", Kind::integer},
+    {"--dsa-indexer-loss-coeff", Kind::real},
+    {"--dsa-indexer-use-sparse-loss", Kind::boolean},
     {"--mtp-num-layers", Kind::integer},
     {"--mtp-hybrid-override-pattern", Kind::text},
     {"--mtp-use-repeated-layer", Kind::boolean},
@@ -1007,6 +1016,58 @@ void read_experts(const Reading& ctx, ModelShape& m) {
         "bmpipe's cost model assumes grouped GEMMs, which is faster for many small experts.");
 }
 
+/// DeepSeek sparse attention (ModelShape::dsa): --experimental-attention-variant dsa over
+/// --multi-latent-attention, the indexer's --dsa-indexer-n-heads, --dsa-indexer-head-dim and
+/// --dsa-indexer-topk (TransformerConfig defaults them to None, which DSAIndexer cannot
+/// build: required here), and whether the indexer trains: --dsa-indexer-loss-coeff > 0 (None,
+/// 0: top-k under no_grad) with the sparse loss (--dsa-indexer-use-sparse-loss; the dense
+/// loss over every causal pair is not modelled).
+void read_sparse_attention(const Reading& ctx, ModelShape& m) {
+  const Args& a = ctx.a;
+  ImportedJob& job = ctx.job;
+  const char* flag = "--experimental-attention-variant";
+  const std::optional<std::string> variant = a.choice(flag);
+  const char* sizes[] = {"--dsa-indexer-n-heads", "--dsa-indexer-head-dim", "--dsa-indexer-topk"};
+  if (!variant || *variant != "dsa") {
+    if (variant)
+      a.fail(flag, "the attention variant " + *variant +
+                       " is not one bmpipe's cost model has (it models dsa; Gated DeltaNet "
+                       "layers come from a hybrid pattern's G)");
+    for (const char* f : sizes)
+      if (a.given(f))
+        job.ignore(std::string(f) + " (no effect without --experimental-attention-variant dsa)");
+    return;
+  }
+  if (!m.is_mla())
+    a.fail(flag,
+           "dsa needs --multi-latent-attention (Megatron-Core builds DSAttention under "
+           "MLA only)");
+  int* slots[] = {&m.dsa.index_heads, &m.dsa.index_head_dim, &m.dsa.index_topk};
+  const char* keys[] = {"indexer_n_heads", "indexer_head_dim", "indexer_topk"};
+  for (int i = 0; i < 3; ++i) {
+    const std::optional<int> v = a.integer(sizes[i], 1);
+    if (!v)
+      a.fail(flag, std::string("dsa needs ") + sizes[i] +
+                       " (Megatron-LM's default is None, with which the indexer is not built)");
+    *slots[i] = *v;
+    job.from(std::string("model.dsa.") + keys[i], a.origin(sizes[i]));
+  }
+  if (m.dsa.index_head_dim < m.mla.qk_rope_head_dim)
+    a.fail("--dsa-indexer-head-dim",
+           std::to_string(m.dsa.index_head_dim) + " is narrower than --qk-pos-emb-head-dim " +
+               std::to_string(m.mla.qk_rope_head_dim) +
+               ": the indexer rotates the first qk_pos_emb_head_dim of each head");
+  const double coeff = a.real("--dsa-indexer-loss-coeff", 0, 1e9).value_or(0.0);
+  m.dsa.indexer_loss = coeff > 0;
+  if (m.dsa.indexer_loss && !a.boolean("--dsa-indexer-use-sparse-loss"))
+    a.fail("--dsa-indexer-loss-coeff",
+           "the dense indexer loss (over every causal pair, the paper's warm-up stage) is not "
+           "modelled: bmpipe costs the sparse one, --dsa-indexer-use-sparse-loss");
+  job.from("model.dsa.indexer_loss",
+           a.origin("--dsa-indexer-loss-coeff",
+                    a.given("--dsa-indexer-loss-coeff") ? "" : "Megatron-LM's default"));
+}
+
 /// Multi-latent attention and multi-token prediction, with Megatron-LM's defaults for the
 /// ranks ([MG-args] _add_mla_args: q_lora_rank None, kv_lora_rank 32, qk_head_dim 128,
 /// qk_pos_emb_head_dim 64, v_head_dim 128).
@@ -1042,6 +1103,7 @@ void read_latent_attention(const Reading& ctx, ModelShape& m) {
                          ": the latent must compress the hidden state");
     }
   }
+  read_sparse_attention(ctx, m);
   const std::optional<long long> mtp = a.integer("--mtp-num-layers", 0);
   if (mtp && *mtp > 0 && !m.mtp_pattern.empty() && *mtp != m.mtp_layers) {
     // [MG-args]: the depths of a unified pattern win ("--mtp-num-layers (N) conflicts with
