@@ -543,11 +543,11 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
 /// so nothing reaches the main model: no input-grad GEMMs and no collective mirrors. With
 /// indexer_loss the projections' weight-grads run and the scores' gradient runs over the
 /// selected pairs (the sparse KL loss: 2x their forward FLOPs, bf16); without it the
-/// indexer runs under no_grad and has no backward at all. Saved for backward (returned):
+/// indexer runs under no_grad and has no backward at all. Saved for backward (dsa_saved):
 /// the indices (8 T k), and with indexer_loss q, k (bf16), the fp32 weights, and under
 /// sequence parallelism the gathered x the weight-grads of indexer_wk and
 /// indexer_weights_proj read (Megatron's FusedDSAIndexerLoss keeps q, weights, k and the
-/// indices; the main query and key it also keeps are the core's own): dsa_saved.
+/// indices; the main query and key it also keeps are the core's own).
 void dsa_indexer(Builder& b, const LayerDims& D, const HardwareSpec& hw, const CostSettings& st) {
   if (st.cp > 1)
     throw ShapeError(

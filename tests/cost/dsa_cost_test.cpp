@@ -5,10 +5,13 @@
 // core, what the indexer keeps for backward, and its parameters.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "sim/cost/cost_model.hpp"
 #include "support/round_device.hpp"
+#include "support/sub_op.hpp"
+#include "support/tiny_shape.hpp"
 
 namespace bmpipe {
 namespace dsa_cost_test {
@@ -17,17 +20,10 @@ constexpr double kPs = 1e-12;
 
 using test::unit_device;
 
-/// mla_cost_test's tiny MLA (h 8, 2 heads; q_lora 4, kv_lora 4, qk_nope 2, qk_rope 2, v 2;
-/// ffn 16), with an indexer of 2 heads of 4 keeping `topk` keys (0: dense MLA).
+/// tiny_shape's layer (h 8, 2 heads, ffn 16) with mla_cost_test's MLA (q_lora 4, kv_lora 4,
+/// qk_nope 2, qk_rope 2, v 2) and an indexer of 2 heads of 4 keeping `topk` keys (0: dense).
 ModelShape tiny(int topk, bool loss = true) {
-  ModelShape m;
-  m.name = "tiny-dsa";
-  m.num_layers = 1;
-  m.hidden_size = 8;
-  m.num_attention_heads = 2;
-  m.num_kv_heads = 2;
-  m.ffn_hidden_size = 16;
-  m.vocab_size = 32;
+  ModelShape m = test::tiny_shape(0);
   m.mla = {.q_lora_rank = 4,
            .kv_lora_rank = 4,
            .qk_nope_head_dim = 2,
@@ -47,16 +43,11 @@ CostSettings settings(int s) {
   return st;
 }
 
-const SubOpCost& op(const LayerCost& c, const std::string& name) {
-  for (const auto& o : c.ops)
-    if (o.name == name) return o;
-  throw std::runtime_error("no sub-op " + name);
-}
+using test::op;
 
 bool has(const LayerCost& c, const std::string& name) {
-  for (const auto& o : c.ops)
-    if (o.name == name) return true;
-  return false;
+  return std::any_of(c.ops.begin(), c.ops.end(),
+                     [&](const SubOpCost& o) { return o.name == name; });
 }
 
 const char* const kIndexerOps[] = {"indexer_wq_b",      "indexer_wk",     "indexer_weights_proj",
