@@ -175,6 +175,42 @@ TEST(DsaCost, SelectiveCoreAttnFreesTheIndexerTensors) {
       640 + 160 + 89.6 - 192 * 0.3, 1e-9);
 }
 
+TEST(DsaCost, ScoresInFp8UnderAnFp8Run) {
+  // s = 64 (T = 64), k = 64: 2048 pairs x 2 x 2 x 5 = 40960 FLOPs. bf16 on the unit device:
+  // 40960 ps. FP8 at 2 TFLOPS: 20480 ps, above its bytes (FP8 q and k 64 x (8 + 4) = 768,
+  // fp32 weights 64 x 2 x 4 = 512, fp32 scores 64 x 64 x 4 = 16384: 17664).
+  HardwareSpec hw = unit_device();
+  const double bf16 =
+      op(decoder_layer_cost(tiny(64), hw, settings(64)), "indexer_scores").forward_s;
+  EXPECT_NEAR(bf16, 40960 * kPs, 1e-18);
+  hw.fp8_peak_tflops = 2;
+  CostSettings st = settings(64);
+  EXPECT_NEAR(op(decoder_layer_cost(tiny(64), hw, st), "indexer_scores").forward_s, bf16, 1e-18);
+  st.fp8 = Fp8::e4m3;
+  EXPECT_NEAR(op(decoder_layer_cost(tiny(64), hw, st), "indexer_scores").forward_s, 20480 * kPs,
+              1e-18);
+}
+
+TEST(DsaCost, SequenceParallelGathersTheHiddenStateForwardOnly) {
+  CostSettings st = settings(4);
+  st.tp = 2;
+  st.sequence_parallel = true;
+  const LayerCost dense = decoder_layer_cost(tiny(0), unit_device(), st);
+  const LayerCost dsa = decoder_layer_cost(tiny(2), unit_device(), st);
+  // Every tp rank runs the whole indexer on all 4 tokens: the gather of x, forward only
+  // (the input is detached), and the target's all-reduce over tp.
+  EXPECT_GT(op(dsa, "indexer_all_gather").forward_s, 0.0);
+  EXPECT_EQ(op(dsa, "indexer_all_gather").backward_input_s, 0.0);
+  EXPECT_GT(op(dsa, "indexer_loss_all_reduce").forward_s, 0.0);
+  EXPECT_NEAR(op(dsa, "indexer_wq_b").forward_s, 256 * kPs, 1e-20);  // not split by tp
+  // Kept: tp 1's 192 bytes and the gathered x, 2 x 4 x 8 = 64, which the weight-grads of
+  // indexer_wk and indexer_weights_proj read (so the weight-grad keeps it too).
+  EXPECT_EQ(dsa.activation_bytes[Recompute::none] - dense.activation_bytes[Recompute::none], 256);
+  EXPECT_EQ(dsa.weight_grad_bytes[Recompute::none] - dense.weight_grad_bytes[Recompute::none], 64);
+  // The indexer is whole on each rank: its 88 parameters on both.
+  EXPECT_EQ(dsa.param_count - dense.param_count, 88);
+}
+
 TEST(DsaCost, ContextParallelismIsRefused) {
   CostSettings st = settings(8);
   st.cp = 2;
