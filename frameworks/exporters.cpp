@@ -37,11 +37,19 @@ std::string vision_refusal(const Config& config, const char* framework) {
          "(model.vision)";
 }
 
-// A latent mixture of experts (ModelShape::moe.latent_size) where the framework has no key
-// for one (MindFormers, torchtitan; Megatron-LM writes --moe-latent-size), or a vision
-// model (vision_refusal). Exported without it, the job would train plain experts.
+// A latent mixture of experts (ModelShape::moe.latent_size) or DeepSeek sparse attention
+// (ModelShape::dsa) where the framework has no key for one (MindFormers, torchtitan;
+// Megatron-LM writes --moe-latent-size and --experimental-attention-variant dsa), or a
+// vision model (vision_refusal). Exported without it, the job would train plain experts.
 std::string unstated_model_refusal(const Config& config, const char* framework) {
   if (std::string vision = vision_refusal(config, framework); !vision.empty()) return vision;
+  // DeepSeek sparse attention likewise: neither MindFormers' DeepseekV3Config nor torchtitan's
+  // deepseek_v3 (at the commits frameworks/ reads) has an indexer; exported without it, the
+  // job would run dense MLA.
+  if (config.model.shape && config.model.shape->is_dsa())
+    return std::string(framework) +
+           " export does not state DeepSeek sparse attention (model.dsa): it has no key for "
+           "the indexer; Megatron-LM's --experimental-attention-variant dsa does";
   if (!config.model.shape || config.model.shape->moe.latent_size <= 0) return "";
   return std::string(framework) + " export does not state a latent mixture of experts " +
          "(model.moe.latent_size " + std::to_string(config.model.shape->moe.latent_size) +

@@ -95,5 +95,17 @@ TEST(DsaInterop, BadFlagsNameFileLineAndFlag) {
   }
 }
 
+TEST(DsaInterop, FrameworksWithoutAnIndexerRefuseTheExport) {
+  const std::string yaml =
+      std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/h800_deepseek_v32_16k.yaml";
+  const auto r = run_cli("export " + yaml + " --format mindformers");
+  EXPECT_EQ(r.code, 2) << r.all();
+  EXPECT_NE(r.err.find("the MindFormers export does not state DeepSeek sparse attention "
+                       "(model.dsa)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(run_cli("export " + yaml + " --format megatron").code, 0);
+}
+
 }  // namespace dsa_interop_test
 }  // namespace bmpipe
