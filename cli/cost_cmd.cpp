@@ -1,5 +1,6 @@
 // bmpipe cost CONFIG [--json]: the analytic cost model's per-layer table for a config.
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -90,6 +91,16 @@ int run_cost(const std::vector<std::string>& args) {
         std::printf("dispatch deepep: a token reaches %.2f of %g nodes and %.2f devices\n", f.nodes,
                     static_cast<double>(a.settings.ep) / a.settings.ep_per_domain, f.ranks);
       }
+    }
+    // DeepSeek sparse attention (model.dsa): the share of the causal pairs its core keeps.
+    if (m.is_dsa()) {
+      const double s = a.settings.seq_length, k = std::min<double>(m.dsa.index_topk, s);
+      std::printf(
+          "sparse attention: indexer %d heads of %d, top %d keys: the core keeps %.1f %% "
+          "of the causal pairs; indexer %s\n",
+          m.dsa.index_heads, m.dsa.index_head_dim, m.dsa.index_topk,
+          100 * causal_attention_pairs(s, k) / causal_attention_pairs(s, 0),
+          m.dsa.indexer_loss ? "trained (its KL loss)" : "frozen");
     }
     std::printf("per micro-batch, per device (ms; activations in MiB):\n\n");
     // Activations per mode, then the recompute time of each mode that recomputes.

@@ -21,6 +21,13 @@ TEST(DsaExample, DeepSeekV32OnH800At16K) {
   // of 13 959 424 (hf_dsa_test), which every token runs through.
   EXPECT_EQ(c["parameters_total"], 671'026'419'200LL + 61 * 13'959'424LL);
   EXPECT_EQ(c["parameters_active"], 37'552'297'472LL + 61 * 13'959'424LL);
+  // The header: at s = 16384 and k = 2048 the core keeps 2048 x 16384 - 2048 x 2047 / 2 =
+  // 31 458 304 of the 16384 x 16385 / 2 = 134 225 920 causal pairs, 23.4 %.
+  const test::CliRun text = test::run_cli("cost " + kYaml);
+  EXPECT_NE(text.out.find("\nsparse attention: indexer 64 heads of 128, top 2048 keys: the core "
+                          "keeps 23.4 % of the causal pairs; indexer trained (its KL loss)\n"),
+            std::string::npos)
+      << text.out;
   const nlohmann::json s = run_json("simulate " + kYaml + " --json");
   EXPECT_NEAR(s["iteration_time_ms"].get<double>(), 55008.581619, 1e-3);
   EXPECT_NEAR(s["mfu"].get<double>(), 0.184667, 1e-6);
