@@ -1,6 +1,6 @@
 // bmpipe cost CONFIG [--json]: the analytic cost model's per-layer table for a config.
-#include <boost/program_options.hpp>
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
 
