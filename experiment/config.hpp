@@ -171,7 +171,7 @@ struct TrainingConfig {
   /// on the last. A megatron_layout that needs it sets it too.
   bool separate_ends = false;
   std::string fp8 = "none";            ///< none, hybrid or e4m3 (CostSettings::fp8)
-  std::string fp8_recipe = "delayed";  ///< delayed, tensorwise, blockwise, mxfp8 or nvfp4
+  std::string fp8_recipe = "delayed";  ///< delayed, tensorwise, blockwise, mxfp8, nvfp4 or rowwise
   /// The GEMM weights kept in FP8 (NVFP4: FP4) alone, no bf16 copy beside them, and
   /// gathered so (Megatron-LM's --fp8-param-gather, TransformerConfig.fp8_param;
   /// CostSettings::fp8_param). Needs fp8 and a sharded optimizer (zero_stage >= 1).
@@ -255,6 +255,7 @@ struct TrainingConfig {
            : fp8_recipe == "blockwise" ? Fp8Recipe::blockwise
            : fp8_recipe == "mxfp8"     ? Fp8Recipe::mxfp8
            : fp8_recipe == "nvfp4"     ? Fp8Recipe::nvfp4
+           : fp8_recipe == "rowwise"   ? Fp8Recipe::rowwise
                                        : Fp8Recipe::delayed;
   }
 };

@@ -118,8 +118,8 @@ inline constexpr std::array<std::string_view, 2> kMlpActivations{"swiglu", "relu
 inline constexpr std::array<std::string_view, 2> kDtypes{"bf16", "fp16"};
 inline constexpr std::array<std::string_view, 3> kFp8Formats{"none", "hybrid", "e4m3"};
 inline constexpr std::array<std::string_view, 2> kCpCommTypes{"p2p", "a2a"};
-inline constexpr std::array<std::string_view, 5> kFp8Recipes{"delayed", "tensorwise", "blockwise",
-                                                             "mxfp8", "nvfp4"};
+inline constexpr std::array<std::string_view, 6> kFp8Recipes{"delayed", "tensorwise", "blockwise",
+                                                             "mxfp8",   "nvfp4",      "rowwise"};
 inline constexpr std::array<std::string_view, 1> kOptimizers{"adam"};
 inline constexpr std::array<std::string_view, 3> kGradDtypes{"fp32", "bf16", "fp16"};
 /// CostSettings::kernels, in Kernels' order.
@@ -218,6 +218,12 @@ inline constexpr auto kDeviceFields = std::to_array<Field<HardwareSpec>>({
      .range = kEfficiencyScale,
      .help = "an NVFP4 GEMM's fraction of the FP4 peak, as a multiple of the bf16 GEMM's "
              "fraction of the bf16 peak (fp8_matmul_scale's FP4 twin)",
+     .form = Form::compute},
+    {.name = "fp8_rowwise_scale",
+     .slot = &HardwareSpec::fp8_rowwise_scale,
+     .range = kFraction,
+     .help = "a rowwise-scaled FP8 GEMM's (training.fp8_recipe rowwise) fraction of the FP8 "
+             "peak, as a multiple of a tensorwise one's (fp8_matmul_scale); 1: as fast",
      .form = Form::compute},
     {.name = "sm_count",
      .slot = &HardwareSpec::sm_count,
@@ -614,7 +620,9 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
      .slot = &TrainingConfig::fp8_recipe,
      .help = "FP8 scaling (Megatron's --fp8-recipe); tensorwise adds an amax pass per cast; "
              "mxfp8 needs Blackwell (b200, gb200, b300, gb300); nvfp4 runs the GEMMs in FP4 "
-             "(Megatron's --fp4-format e2m1 --fp4-recipe nvfp4) and needs Blackwell",
+             "(Megatron's --fp4-format e2m1 --fp4-recipe nvfp4) and needs Blackwell; rowwise is "
+             "torchao's float8 rowwise (torchtitan's): a scale per row, the weight-grad's inputs "
+             "cast again, slower GEMMs (cluster.device.fp8_rowwise_scale)",
      .choices = kFp8Recipes,
      .form = Form::analytic},
     {.name = "fp8_param_gather",

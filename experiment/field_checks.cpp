@@ -226,11 +226,11 @@ void check_values(const Config& c) {
       c.fail("training.fp8_recipe",
              "mxfp8 needs block-scaled FP8 GEMMs in hardware (b200, b300, "
              "gb200, gb300), but the device is " +
-                 hw.name + " (expected delayed, tensorwise or blockwise)");
+                 hw.name + " (expected delayed, tensorwise, blockwise or rowwise)");
     if (c.training.fp8_scaling() == Fp8Recipe::nvfp4 && !(hw.fp4_peak_tflops > 0))
       c.fail("training.fp8_recipe",
              "nvfp4 needs FP4 tensor cores (b200, b300, gb200, gb300), but the device " + hw.name +
-                 " has no FP4 peak (expected delayed, tensorwise, blockwise" +
+                 " has no FP4 peak (expected delayed, tensorwise, blockwise, rowwise" +
                  (hw.mxfp8 ? std::string(" or mxfp8)") : std::string(")")));
   }
   // Megatron-LM d98e8a64 arguments.py: "--fp8-param-gather only supported with distributed

@@ -71,6 +71,11 @@ std::string offload_refusal(const Config& config, const char* framework) {
 
 // An export that cannot state the model would hand the user another job (issue 17).
 std::string megatron_refusal(const Config& config) {
+  // Megatron-LM d98e8a64 transformer_config.py: fp8_recipe is one of 'tensorwise',
+  // 'delayed', 'mxfp8', 'blockwise' and 'custom'; torchao's rowwise scaling is none of them.
+  if (config.training.fp8 != "none" && config.training.fp8_recipe == "rowwise")
+    return "Megatron-LM's flags cannot state training.fp8_recipe rowwise (torchao's float8 "
+           "rowwise scaling; --fp8-recipe is delayed, tensorwise, blockwise, mxfp8 or custom)";
   if (parse_offload_modules(config.training.offload_modules, nullptr) != 0 &&
       config.training.offload_lead != 1)
     return "Megatron-LM's flags cannot state training.offload_lead " +

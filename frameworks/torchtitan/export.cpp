@@ -220,12 +220,14 @@ Config torchtitan_restated(const Config& config, std::vector<std::string>& dropp
   }
   if (t.fp8 != "none") {
     const bool float8 = t.fp8 == "hybrid" && t.fp8_recipe == "tensorwise";
-    const bool mx = t.fp8_recipe == "mxfp8";
-    if (mx && t.fp8 != "e4m3") {
-      dropped.push_back("training.fp8 " + t.fp8 +
-                        " with mxfp8: torchtitan's mx converter casts to e4m3; stated so.");
+    // torchao's rowwise recipe and its mx converter cast every operand to e4m3.
+    const bool e4m3 = t.fp8_recipe == "mxfp8" || t.fp8_recipe == "rowwise";
+    if (e4m3 && t.fp8 != "e4m3") {
+      dropped.push_back("training.fp8 " + t.fp8 + " with " + t.fp8_recipe + ": torchtitan's " +
+                        (t.fp8_recipe == "mxfp8" ? "mx converter" : "rowwise float8") +
+                        " casts to e4m3; stated so.");
       t.fp8 = "e4m3";
-    } else if (!float8 && !mx) {
+    } else if (!float8 && !e4m3) {
       dropped.push_back("training.fp8 " + t.fp8 + " with the " + t.fp8_recipe +
                         " recipe: torchtitan's float8 converter scales tensorwise with e5m2 "
                         "gradients (hybrid) or rowwise, its mx converter MXFP8; stated "
@@ -310,8 +312,10 @@ std::vector<TorchTitanKey> torchtitan_job_keys(const TorchTitanExport& x, const 
   if (!x.option.empty()) put("activation_checkpoint", "selective_ac_option", text(x.option));
   put("compile", "enable", toml_bool(job.fused_kernels));
   put("compile", "components", "[\"model\", \"loss\"]");
-  // The converters' sections are left at their defaults: float8's recipe_name unset is
-  // torchao's tensorwise recipe, mx's is mxfp8_cublas.
+  // The converters' sections are left at their defaults but for rowwise: float8's
+  // recipe_name unset is torchao's tensorwise recipe, mx's is mxfp8_cublas.
+  if (job.fp8 != "none" && job.fp8_recipe == "rowwise")
+    put("quantize.linear.float8", "recipe_name", text("rowwise"));
   return keys;
 }
 

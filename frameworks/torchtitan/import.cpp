@@ -313,11 +313,16 @@ void read_converters(Reading& r) {
       if (name == "tensorwise") {
         job.fp8 = "hybrid";
         job.fp8_recipe = "tensorwise";
-      } else if (name == "rowwise" || name == "rowwise_with_gw_hp") {
+      } else if (name == "rowwise") {
+        // torchao's Float8LinearRecipeName.ROWWISE: e4m3 for every operand, gradients too.
+        job.fp8 = "e4m3";
+        job.fp8_recipe = "rowwise";
+      } else if (name == "rowwise_with_gw_hp") {
         job.unmodelled.push_back(Unmodelled{
             tt.origin(recipe, sk + ".recipe_name"), sk + ".recipe_name = \"" + name + "\"",
-            "torchao's rowwise float8 scaling, which bmpipe does not cost (it "
-            "models tensorwise, delayed, blockwise and mxfp8 scaling)"});
+            "torchao's rowwise float8 with the weight-grad GEMMs in high precision, which "
+            "bmpipe does not cost (it models tensorwise and rowwise float8, delayed, "
+            "blockwise and mxfp8 scaling)"});
       } else {
         tt.fail(
             recipe, sk + ".recipe_name",

@@ -157,11 +157,13 @@ std::string torchtitan_registry_refusal(const Config& config) {
            std::string(kTorchTitanRegistryCommit) + ") registers no function of " +
            std::string(flavor->model) + " " + std::string(flavor->flavor) +
            "; --format torchtitan writes its job TOML";
-  if (converts(*e))
+  // The function's float8 rowwise converter is its model spec: the job must be that.
+  const TrainingConfig& t = config.training;
+  if (converts(*e) && (t.fp8 == "none" || t.fp8_recipe != "rowwise"))
     return "torchtitan's " + std::string(e->config) + " converts its linears (" +
            std::string(*entry_value(*e, "model.converters")) +
-           ", recipe rowwise), which its command line cannot turn off and bmpipe does not "
-           "cost; --format torchtitan writes its job TOML";
+           ", recipe rowwise), which its command line cannot turn off: set training.fp8 e4m3 "
+           "with fp8_recipe rowwise, or --format torchtitan writes its job TOML";
   return "";
 }
 
@@ -187,7 +189,10 @@ Config torchtitan_registry_restated(const Config& config, std::vector<std::strin
     else
       t.cuda_graphs = "full_iteration";
   }
-  if (t.fp8 != "none") {
+  const TorchTitanFlavor* flavor =
+      config.model.shape ? torchtitan_flavor_of(*config.model.shape) : nullptr;
+  const TorchTitanRegistryEntry* entry = flavor ? entry_of(*flavor) : nullptr;
+  if (t.fp8 != "none" && !(entry && converts(*entry))) {
     dropped.push_back("training.fp8 " + t.fp8 +
                       ": the registry's converters are its functions' model spec, which the "
                       "command line cannot set, and this flavor's function has none; stated "

@@ -77,8 +77,12 @@ enum class Fp8 { none, hybrid, e4m3 };
 /// its cast), blockwise (1 x 128 / 128 x 128 blocks, the amax fused into the cast), mxfp8
 /// (32-element blocks in hardware, Blackwell only), nvfp4 (Blackwell's FP4 GEMMs: E2M1 values
 /// with an E4M3 scale per 16 and an fp32 scale per tensor, TransformerEngine's
-/// NVFP4BlockScaling; Megatron-LM's --fp4-format e2m1 --fp4-recipe nvfp4).
-enum class Fp8Recipe { delayed, tensorwise, blockwise, mxfp8, nvfp4 };
+/// NVFP4BlockScaling; Megatron-LM's --fp4-format e2m1 --fp4-recipe nvfp4), rowwise
+/// (torchao's float8 rowwise recipe, torchtitan's Float8LinearConverter default at
+/// b5bcd76c66d0: a current scale per row of each operand along the GEMM's reduction, so the
+/// weight-grad GEMM casts its two inputs again along the other axis, and torch._scaled_mm
+/// with rowwise scales in place of the tensorwise kernel).
+enum class Fp8Recipe { delayed, tensorwise, blockwise, mxfp8, nvfp4, rowwise };
 /// How the context-parallel ranks of a layer exchange what attention needs (Megatron-LM's
 /// --cp-comm-type): p2p, the ring (each rank passes its key/value block on, cp - 1 times,
 /// overlapped with the attention of the block in hand); a2a, DeepSpeed-Ulysses (all-to-alls

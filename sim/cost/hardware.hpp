@@ -85,6 +85,9 @@ struct HardwareSpec {
   /// An FP8 GEMM's fraction of the FP8 peak, as a multiple of the bf16 GEMM's fraction of
   /// the bf16 peak (matmul_efficiency and its backward kinds). 1: carried over unchanged.
   double fp8_matmul_scale = 1.0;
+  /// A rowwise-scaled FP8 GEMM's (training.fp8_recipe rowwise) fraction of the FP8 peak, as
+  /// a multiple of fp8_matmul_scale's: 1 runs it as fast as a tensorwise one.
+  double fp8_rowwise_scale = 1.0;
   /// Block-scaled MXFP8 GEMMs in hardware (Blackwell): training.fp8_recipe mxfp8.
   bool mxfp8 = false;
   /// Dense FP4 (NVFP4) tensor-core peak, 1e12 FLOP/s; 0 = no FP4 (training.fp8_recipe nvfp4

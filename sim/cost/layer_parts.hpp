@@ -29,8 +29,9 @@ class Builder {
     cost_.name = std::move(name);
     peak_ = hw.peak_tflops * 1e12;
     const bool fp4 = st.fp8_recipe == Fp8Recipe::nvfp4;
+    const double rowwise = st.fp8_recipe == Fp8Recipe::rowwise ? hw.fp8_rowwise_scale : 1.0;
     fp8_peak_ = fp4 ? hw.fp4_peak_tflops * 1e12 * hw.fp4_matmul_scale
-                    : hw.fp8_peak_tflops * 1e12 * hw.fp8_matmul_scale;
+                    : hw.fp8_peak_tflops * 1e12 * hw.fp8_matmul_scale * rowwise;
     lp_bytes_ = low_precision_bytes(st.fp8_recipe);
     lp_speed_ =
         hw.peak_tflops > 0 ? (fp4 ? hw.fp4_peak_tflops : hw.fp8_peak_tflops) / hw.peak_tflops : 1.0;
@@ -72,20 +73,27 @@ class Builder {
   /// layer in bf16) and back on.
   void fp8_gemms(bool on) { fp8_ = on && st_.fp8 != Fp8::none; }
   /// The memory-bound cast of `elements` bf16 values to FP8 (read dtype bytes, write
-  /// lp_bytes_) with its scale; tensorwise (current) scaling and NVFP4 (whose per-tensor
-  /// fp32 scale is a current amax) first read the tensor once more for its amax, the other
-  /// recipes find it inside the cast kernel.
+  /// lp_bytes_) with its scale; tensorwise and rowwise (current) scaling and NVFP4 (whose
+  /// per-tensor fp32 scale is a current amax) first read the tensor once more for its amax,
+  /// the other recipes find it inside the cast kernel.
   double fp8_cast(double elements) const {
-    const bool amax_pass =
-        st_.fp8_recipe == Fp8Recipe::tensorwise || st_.fp8_recipe == Fp8Recipe::nvfp4;
+    const bool amax_pass = st_.fp8_recipe == Fp8Recipe::tensorwise ||
+                           st_.fp8_recipe == Fp8Recipe::nvfp4 ||
+                           st_.fp8_recipe == Fp8Recipe::rowwise;
     const double per_element = st_.dtype_bytes + lp_bytes_ + (amax_pass ? st_.dtype_bytes : 0.0);
     return memory(per_element * elements) + launches(amax_pass ? 2 : 1);
   }
   /// The casts a low-precision GEMM `gemm` takes per micro-batch, as the sub-op
   /// "<gemm>_cast" added just before it: its forward input (`f_elements`) and, in the
-  /// input-grad, its output gradient (`i_elements`); the weight-grad reuses both.
+  /// input-grad, its output gradient (`i_elements`); the weight-grad reuses both, but under
+  /// rowwise scaling, whose scales run along each GEMM's reduction, it casts both again
+  /// along the tokens (torchao's Float8Linear: grad_weight = to_fp8(x.t()) @ to_fp8(dy),
+  /// each scaled along its rows).
   void casts(const std::string& gemm, double f_elements, double i_elements) {
-    add(gemm + "_cast", fp8_cast(f_elements), fp8_cast(i_elements), 0.0, KernelClass::cast);
+    const double w = st_.fp8_recipe == Fp8Recipe::rowwise
+                         ? fp8_cast(f_elements) + fp8_cast(i_elements)
+                         : 0.0;
+    add(gemm + "_cast", fp8_cast(f_elements), fp8_cast(i_elements), w, KernelClass::cast);
   }
   /// `n` kernel launches of the sub-op being added: none under a CUDA graph that captures
   /// the current scope (set_scope).

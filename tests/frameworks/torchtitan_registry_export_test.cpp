@@ -105,13 +105,48 @@ TEST(TorchTitanRegistryExport, ASplitIsStatedByTheStagesLessLayers) {
       << r.err;
 }
 
-TEST(TorchTitanRegistryExport, AFlavorWithoutAPlainFunctionIsRefused) {
+// llama3_405b converts its linears to float8 rowwise (Float8LinearConverter's default at
+// b5bcd76c66d0): a 405B job in that precision is its job, and goes out and back to the
+// exported time; in bf16 it is refused (the converter is the function's model spec).
+TEST(TorchTitanRegistryExport, The405bFunctionStatesItsRowwiseFloat8) {
+  test::ScratchDir dir;
+  const std::string config = test::write_file(
+      dir.file("b405.yaml"),
+      "cluster:\n  nodes: 8\n  devices_per_node: 8\n  device:\n    preset: h100-sxm\n"
+      "model:\n  name: llama3.1-405b\n  architecture: llama\n  num_layers: 126\n"
+      "  hidden_size: 16384\n  num_attention_heads: 128\n  num_kv_heads: 8\n"
+      "  ffn_hidden_size: 53248\n  vocab_size: 128256\n"
+      "training:\n  seq_length: 8192\n  kernels: fused\n  tp: 8\n  pp: 1\n"
+      "  sequence_parallel: true\n  tp_comm_overlap: true\n  micro_batch_size: 2\n"
+      "  global_batch_size: 16\n  recompute: full\n  fsdp: true\n"
+      "  fp8: e4m3\n  fp8_recipe: rowwise\n");
+  const nlohmann::json j = exported(config);
+  const std::string text = j.value("text", "");
+  EXPECT_NE(text.find("MODULE=llama3 CONFIG=llama3_405b"), std::string::npos) << text;
+  // 16 x 8192 tokens a step; the rest is the function's (2 x 8192 a micro-batch, tp 8,
+  // FullAC, compile with async TP, float8 rowwise) or torchtitan's default.
+  EXPECT_NE(text.find("--training.num_tokens_per_train_step 131072"), std::string::npos) << text;
+  EXPECT_EQ(text.find("tensor_parallel_degree"), std::string::npos) << text;
+  EXPECT_EQ(text.find("activation_checkpoint"), std::string::npos) << text;
+  EXPECT_EQ(text.find("quantize"), std::string::npos) << text;
+  EXPECT_TRUE(j.value("exact", false)) << j.dump();
+  const std::string command = test::write_file(dir.file("b405.sh"), text);
+  const std::string back = dir.file("b405_back.yaml");
+  const test::CliRun imported = run_cli("import torchtitan '" + command +
+                                        "' --preset h100-sxm --devices 64 --out '" + back + "'");
+  ASSERT_EQ(imported.code, 0) << imported.err;
+  EXPECT_EQ(test::run_json("simulate '" + back + "' --json")["iteration_time_ms"].get<double>(),
+            j["iteration_time_ms"].get<double>());
+}
+
+TEST(TorchTitanRegistryExport, The405bFunctionInAnotherPrecisionIsRefused) {
   const test::CliRun r =
       run_cli("export '" + source("configs/examples/h100_llama31_405b_fp8_cp2.yaml") +
               "' --format torchtitan-registry");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--format: torchtitan's llama3_405b converts its linears "
-                       "(quantize.linear.float8, recipe rowwise)"),
+                       "(quantize.linear.float8, recipe rowwise), which its command line "
+                       "cannot turn off: set training.fp8 e4m3 with fp8_recipe rowwise"),
             std::string::npos)
       << r.err;
 }

@@ -82,12 +82,13 @@ TEST(TorchTitanRegistry, Llama3_70bAnd405bAreTheirRegistryFunctions) {
   EXPECT_EQ(b405.kernels, "fused");       // compile enable, components model and loss
   EXPECT_EQ(b405.tp_comm_overlap, true);  // compile.enable_async_tensor_parallel
   EXPECT_EQ(b405.recompute.at(0), Recompute::full);
-  // Float8LinearConverter's default recipe at b5bcd76c66d0 is rowwise, which bmpipe does not
-  // cost: the job is unmodelled, named at the --config line.
-  ASSERT_EQ(b405.unmodelled.size(), 1u);
-  EXPECT_EQ(b405.unmodelled[0].given, "quantize.linear.float8.recipe_name = \"rowwise\"");
-  EXPECT_EQ(b405.unmodelled[0].origin.line, 1);
-  EXPECT_EQ(b405.unmodelled[0].origin.key, "--config llama3_405b");
+  // Float8LinearConverter's default recipe at b5bcd76c66d0 is rowwise: e4m3 for every
+  // operand (bmpipe's fp8_recipe rowwise), read from the --config line.
+  EXPECT_TRUE(b405.unmodelled.empty());
+  EXPECT_EQ(b405.fp8, "e4m3");
+  EXPECT_EQ(b405.fp8_recipe, "rowwise");
+  EXPECT_EQ(b405.origin.at("training.fp8_recipe").line, 1);
+  EXPECT_EQ(b405.origin.at("training.fp8_recipe").key, "--config llama3_405b");
 }
 
 TEST(TorchTitanRegistry, DeepSeekV3IsItsRegistryFunctions) {
