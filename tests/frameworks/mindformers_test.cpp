@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -644,6 +645,24 @@ TEST(MindFormersExport, StageWithOnlyTheEmbedding) {
   EXPECT_EQ(yaml_value(yaml, "offset"), "[-6, 2, 2, 2]");
   EXPECT_EQ(decode_mindformers(yaml, 24).partition, (std::vector<int>{0, 8, 8, 8}));
   EXPECT_TRUE(mentions(notes, "stage 0 holds no decoder layer"));
+}
+
+// MindFormers' YAML has no FP8 key: an FP8 job goes out as its bf16 twin, not exact, and
+// the time quoted is that twin's as `bmpipe simulate` runs it (issue 41).
+TEST(MindFormersExport, AnFp8JobIsStatedInBf16WithThatJobsTime) {
+  const std::string example =
+      std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/h100_llama3_70b_fp8.yaml";
+  const nlohmann::json x = test::run_json("export '" + example + "' --format mindformers --json");
+  EXPECT_FALSE(x["exact"].get<bool>());
+  EXPECT_NE(x["notes"].dump().find("training.fp8 hybrid (tensorwise): MindFormers' keys have no "
+                                   "FP8; stated in bf16."),
+            std::string::npos)
+      << x["notes"];
+  const nlohmann::json bf16 = test::run_json("simulate '" + example +
+                                             "' --set training.fp8=none "
+                                             "--set training.fp8_param_gather=false --json");
+  EXPECT_EQ(x["iteration_time_ms"].get<double>(), bf16["iteration_time_ms"].get<double>());
+  EXPECT_NE(x["iteration_time_ms"].get<double>(), x["config_iteration_time_ms"].get<double>());
 }
 
 }  // namespace mindformers_test
