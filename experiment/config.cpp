@@ -772,6 +772,13 @@ void read_training(Reader& rd, const YAML::Node& root, Config& c) {
   }
   if (YAML::Node rc = rd.child(n, "training", "recompute", false); rc.IsDefined())
     read_recompute(rd, rc, t);
+  if (YAML::Node h = rd.child(n, "training", "cp_hierarchy", false); h.IsDefined()) {
+    if (!h.IsSequence())
+      rd.fail(h, "training.cp_hierarchy", "expected a list of sizes, [a2a ranks, ring ranks]");
+    for (std::size_t i = 0; i < h.size(); ++i)
+      t.cp_hierarchy.push_back(static_cast<int>(rd.whole(
+          h[i], "training.cp_hierarchy[" + std::to_string(i) + "]", detail::kCount, INT_MAX)));
+  }
   if (YAML::Node part = rd.child(n, "training", "partition", false); part.IsDefined()) {
     if (!part.IsSequence()) rd.fail(part, "training.partition", "expected a list of layer counts");
     for (std::size_t i = 0; i < part.size(); ++i)

@@ -127,10 +127,14 @@ struct TrainingConfig {
   int ep = 1;
   int etp = 1;
   /// Context parallelism (Megatron-LM's --context-parallel-size, CostSettings::cp): the
-  /// ranks that split each sequence, placed after tp; cp_comm_type p2p (the ring) or a2a
-  /// (Ulysses).
+  /// ranks that split each sequence, placed after tp; cp_comm_type p2p (the ring), a2a
+  /// (Ulysses) or a2a+p2p (the two in a hierarchy: cp_hierarchy).
   int cp = 1;
   std::string cp_comm_type = "p2p";
+  /// Hierarchical cp (Megatron-LM's --hierarchical-context-parallel-sizes, with cp_comm_type
+  /// a2a+p2p): the sizes of the levels, inner first, [all-to-all ranks, ring ranks]; their
+  /// product is cp. Empty: not given.
+  std::vector<int> cp_hierarchy;
   std::optional<int> dp;  ///< not given: derived as devices / (pp * tp * cp)
   /// The devices the job runs on, the cluster's first ones (Config::devices); not given:
   /// all of the cluster's. The rest stay idle: 64 of an NVL72's 72 GPUs, 1 024 NPUs of three
@@ -241,7 +245,18 @@ struct TrainingConfig {
   int data_parallel(int device_count) const {
     return static_cast<int>(ParallelMesh::data_parallel(mesh_sizes(), device_count));
   }
-  CpComm cp_comm() const { return cp_comm_type == "a2a" ? CpComm::a2a : CpComm::p2p; }
+  CpComm cp_comm() const {
+    return cp_comm_type == "a2a"       ? CpComm::a2a
+           : cp_comm_type == "a2a+p2p" ? CpComm::a2a_p2p
+                                       : CpComm::p2p;
+  }
+  /// The ranks of one all-to-all of the cp exchange (CostSettings::cp_a2a_ranks): cp under
+  /// a2a, cp_hierarchy's first level under a2a+p2p, 1 under p2p.
+  int cp_a2a_ranks() const {
+    const CpComm comm = cp_comm();
+    if (comm == CpComm::a2a) return cp;
+    return comm == CpComm::a2a_p2p && !cp_hierarchy.empty() ? cp_hierarchy.front() : 1;
+  }
   int dtype_bytes() const { return 2; }
   Kernels kernel_set() const { return kernels == "fused" ? Kernels::fused : Kernels::eager; }
   MoeDispatcher dispatcher() const {

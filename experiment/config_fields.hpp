@@ -117,7 +117,7 @@ inline constexpr std::array<std::string_view, 2> kArchitectures{"llama", "gpt"};
 inline constexpr std::array<std::string_view, 2> kMlpActivations{"swiglu", "relu2"};
 inline constexpr std::array<std::string_view, 2> kDtypes{"bf16", "fp16"};
 inline constexpr std::array<std::string_view, 3> kFp8Formats{"none", "hybrid", "e4m3"};
-inline constexpr std::array<std::string_view, 2> kCpCommTypes{"p2p", "a2a"};
+inline constexpr std::array<std::string_view, 3> kCpCommTypes{"p2p", "a2a", "a2a+p2p"};
 inline constexpr std::array<std::string_view, 6> kFp8Recipes{"delayed", "tensorwise", "blockwise",
                                                              "mxfp8",   "nvfp4",      "rowwise"};
 inline constexpr std::array<std::string_view, 1> kOptimizers{"adam"};
@@ -557,8 +557,13 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
     {.name = "cp_comm_type",
      .slot = &TrainingConfig::cp_comm_type,
      .help = "p2p: ring key/value exchange overlapped with attention; a2a: Ulysses "
-             "all-to-alls, exposed",
+             "all-to-alls, exposed; a2a+p2p: both in a hierarchy (cp_hierarchy)",
      .choices = kCpCommTypes,
+     .form = Form::analytic},
+    {.name = "cp_hierarchy",
+     .help = "Megatron's --hierarchical-context-parallel-sizes, with cp_comm_type a2a+p2p: "
+             "[a2a ranks, ring ranks], inner first, multiplying to cp; the all-to-all runs "
+             "inside groups of consecutive cp ranks, the ring across them",
      .form = Form::analytic},
     {.name = "dp",
      .slot = &TrainingConfig::dp,

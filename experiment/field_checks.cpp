@@ -841,6 +841,50 @@ void check_hybrid_sharding(const Config& c, const ParallelMesh& mesh) {
                group + " over a divisor of " + std::to_string(mesh.edp()) + ")");
 }
 
+// training.cp_hierarchy against cp_comm_type, cp and the heads: Megatron-LM's own checks
+// (NVIDIA/Megatron-LM d98e8a64, megatron/training/arguments.py:580-585) and
+// TransformerEngine's (NVIDIA/TransformerEngine d0067d0d, transformer_engine/pytorch/
+// attention/dot_product_attention/context_parallel.py, attn_forward_func_with_cp), with
+// their messages.
+void check_cp_hierarchy(const Config& c) {
+  const TrainingConfig& t = c.training;
+  const std::vector<int>& h = t.cp_hierarchy;
+  const std::string key = "training.cp_hierarchy";
+  const bool hierarchical = t.cp_comm() == CpComm::a2a_p2p;
+  if (hierarchical && h.empty())
+    c.fail("training.cp_comm_type",
+           "a2a+p2p needs training.cp_hierarchy (Megatron-LM: \"--hierarchical-context-"
+           "parallel-sizes must be set when a2a+p2p is used in cp comm\"; expected "
+           "cp_hierarchy: [a2a ranks, ring ranks] multiplying to cp)");
+  if (h.empty()) return;
+  if (!hierarchical)
+    c.fail(key, "is read with cp_comm_type a2a+p2p only (cp_comm_type is " + t.cp_comm_type +
+                    ": Megatron-LM builds the hierarchical groups, and only a2a+p2p attention "
+                    "uses them); expected cp_comm_type a2a+p2p, or no cp_hierarchy");
+  std::string sizes;
+  long long product = 1;
+  for (int n : h) {
+    sizes.append(sizes.empty() ? "[" : ", ").append(std::to_string(n));
+    product *= n;
+  }
+  sizes += "]";
+  if (h.size() != 2)
+    c.fail(key, sizes + " has " + std::to_string(h.size()) +
+                    " levels (TransformerEngine: \"CP implementation a2a+p2p requires cp_group = "
+                    "[a2a_cp_group, p2p_cp_group]!\"; expected two sizes, [a2a ranks, ring "
+                    "ranks])");
+  if (product != t.cp)
+    c.fail(key, sizes + " multiplies to " + std::to_string(product) +
+                    ", not training.cp = " + std::to_string(t.cp) +
+                    " (Megatron-LM asserts context_parallel_size == "
+                    "prod(hierarchical_context_parallel_sizes); expected sizes multiplying to "
+                    "cp)");
+  if (const auto problem =
+          ulysses_heads_problem(c.model.shape->num_attention_heads, t.tp, h.front()))
+    c.fail(key, "its a2a level: " + *problem +
+                    " (expected a first size dividing the heads of a tp rank)");
+}
+
 // training.cp and cp_comm_type against the sequence and the heads.
 void check_context_parallel(const Config& c) {
   const TrainingConfig& t = c.training;
@@ -849,6 +893,7 @@ void check_context_parallel(const Config& c) {
   if (t.cp_comm() == CpComm::a2a)
     if (const auto problem = ulysses_heads_problem(m.num_attention_heads, t.tp, t.cp))
       c.fail("training.cp_comm_type", *problem + " (expected p2p, or a cp dividing the heads)");
+  check_cp_hierarchy(c);
 }
 
 // model.sliding_window against the sequence and context parallelism.
@@ -875,6 +920,14 @@ void check_windows(const Config& c) {
                std::to_string(m.sliding_window) +
                "-token sliding window: TransformerEngine runs windows only with a2a (Ulysses) "
                "or all_gather context parallelism (expected cp_comm_type a2a, or cp 1)");
+  // a2a+p2p with a ring level of more than one rank (TE runs [cp, 1] as a2a).
+  if (m.sliding_window < s && t.cp_comm() == CpComm::a2a_p2p && t.cp > t.cp_a2a_ranks())
+    c.fail("training.cp_hierarchy",
+           "a ring level of " + std::to_string(t.cp / t.cp_a2a_ranks()) + " ranks with a " +
+               std::to_string(m.sliding_window) +
+               "-token sliding window (TransformerEngine: \"Context parallelism does not "
+               "support sliding window attention with cp_comm_type='a2a+p2p'!\"; expected a "
+               "ring level of 1, or cp_comm_type a2a)");
 }
 
 // training.megatron_layout: it parses; and when the folded layer table cannot run it

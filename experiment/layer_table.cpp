@@ -47,6 +47,12 @@ CostSettings cost_settings(const Config& c) {
   st.cp_comm = t.cp_comm();
   // The dense order "tp-cp-ep-dp-pp": a cp group spans tp x cp consecutive devices.
   st.cp_crosses_nodes = mesh.crosses_domain(MeshGroup::cp);
+  // Hierarchical cp: the all-to-all level is cp_a2a consecutive cp ranks (Megatron's
+  // create_hierarchical_groups, level 0), the mesh's shard part of the cp group; the ring
+  // across those groups spans the whole cp group.
+  st.cp_a2a = t.cp_a2a_ranks();
+  const ParallelMesh::Part a2a = mesh.shard_part(MeshGroup::cp, st.cp_a2a, -1);
+  st.cp_a2a_crosses_nodes = a2a.per_domain < a2a.size;
   return st;
 }
 

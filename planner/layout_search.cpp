@@ -221,11 +221,19 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
 
   // cp: 1 unless asked (the config's own for measured layers, whose costs were measured
   // at one cp). A cp the sequence cannot be cut for holds in no layout: a bad value.
+  // A hierarchical cp (cp_comm_type a2a+p2p) is searched at its own cp_hierarchy: the
+  // search does not enumerate hierarchies.
+  const bool hierarchy = c.training.cp_comm() == CpComm::a2a_p2p;
   std::vector<int> cps = space.cp;
-  if (cps.empty()) cps = {analytic ? 1 : c.training.cp};
+  if (cps.empty()) cps = {analytic && !hierarchy ? 1 : c.training.cp};
   for (int cp : cps) {
     if (!analytic && cp != c.training.cp)
       fail("--cp", "measured layer costs hold for the config's cp " +
+                       std::to_string(c.training.cp) + " only");
+    if (hierarchy && cp != c.training.cp)
+      fail("--cp", "cp " + std::to_string(cp) +
+                       ": a hierarchical cp (cp_comm_type a2a+p2p) is searched at its "
+                       "training.cp_hierarchy's cp " +
                        std::to_string(c.training.cp) + " only");
     // The config's own rule (experiment/parallel_mesh.hpp).
     if (analytic)
@@ -260,10 +268,12 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
             rejected->push_back(refused(shape, "divisibility", broken->layout_message()));
           continue;
         }
-        // Ulysses (cp_comm_type a2a) splits a tp rank's heads over the cp group.
-        if (analytic && c.training.cp_comm() == CpComm::a2a) {
+        // Ulysses (cp_comm_type a2a) splits a tp rank's heads over the cp group, a2a+p2p
+        // over its all-to-all level.
+        if (analytic && c.training.cp_comm() != CpComm::p2p) {
+          const int a2a = c.training.cp_comm() == CpComm::a2a ? cp : c.training.cp_a2a_ranks();
           if (const auto problem =
-                  ulysses_heads_problem(c.model.shape->num_attention_heads, tp, cp)) {
+                  ulysses_heads_problem(c.model.shape->num_attention_heads, tp, a2a)) {
             if (rejected)
               rejected->push_back(refused(shape, "divisibility", "cp_comm_type " + *problem));
             continue;
@@ -343,7 +353,7 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
   }
   if (any_pp && !any_cp)
     fail("--cp", "no tp x pp x cp of the lists divides the " + std::to_string(devices) +
-                     " devices (or, with cp_comm_type a2a, a tp rank's heads)");
+                     " devices (or, with cp_comm_type a2a or a2a+p2p, a tp rank's heads)");
   if (!any_batch)
     c.fail(c.training.global_batch_size ? "training.global_batch_size" : "training.microbatches",
            "the global batch " + std::to_string(gbs) +

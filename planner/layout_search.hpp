@@ -88,7 +88,9 @@ struct LayoutResult {
 /// experiment/field_checks.cpp, which decide) is rejected by filter "experts". A cp for
 /// which tp x pp x cp does not divide the devices, or seq_length is not a multiple of
 /// 2 cp (the load-balanced causal split's chunks), or (cp_comm_type a2a) cp does not
-/// divide a tp rank's heads, is rejected by filter "divisibility" with the reason. Throws
+/// divide a tp rank's heads (a2a+p2p: cp_hierarchy's a2a level; a hierarchical cp is
+/// searched at its config's cp alone), is rejected by filter "divisibility" with the
+/// reason. Throws
 /// ConfigError for impossible requests (an empty list, a tp that divides nothing, a global
 /// batch no layout divides).
 std::vector<Layout> enumerate_layouts(const Config& config, const LayoutSpace& space,

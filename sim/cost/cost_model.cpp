@@ -259,21 +259,37 @@ namespace layer_parts {
 /// of q, k, v before attention and one of its output after, the reverse pair on the
 /// gradients backward; each moves (cp - 1)/cp of this rank's tokens x columns x dtype
 /// bytes (all_to_all_time_s) and nothing overlaps them.
+///
+/// a2a_p2p (hierarchical; TE's AttnFuncWithCPAndKVP2P with cp_group = [a2a group, p2p
+/// group], NVIDIA/TransformerEngine d0067d0d, transformer_engine/pytorch/attention/
+/// dot_product_attention/context_parallel.py, read for its structure, not copied): the
+/// a2a above over the cp_a2a ranks of the inner group (on cp_a2a_crosses_nodes' link),
+/// then the ring above over the r = cp / cp_a2a groups. After the all-to-all a rank holds
+/// cp_a2a x tokens of 1/cp_a2a of the heads, so its ring block is the same tokens x kv_cols
+/// x dtype bytes, r - 1 hops, each hidden behind 1/r of its attention (the a2a gathers the
+/// load-balanced chunks of its group into the ring's 2 r chunks, TE's
+/// get_seq_chunk_ids_for_reordering_before_attn). TE itself runs [cp, 1] as a2a and
+/// [1, cp] as p2p (attn_forward_func_with_cp); the levels below give the same: a level of
+/// one rank adds nothing.
 void cp_exchange(Builder& b, const HardwareSpec& hw, const CostSettings& st, double tokens,
                  double attention_f, double attention_b, double kv_cols, double qkv_cols,
                  double out_cols) {
-  const double e = st.dtype_bytes, cp = st.cp;
-  if (st.cp_comm == CpComm::a2a) {
-    const double in = all_to_all_time_s(hw, st.cp, e * tokens * qkv_cols, st.cp_crosses_nodes);
-    const double out = all_to_all_time_s(hw, st.cp, e * tokens * out_cols, st.cp_crosses_nodes);
+  const double e = st.dtype_bytes;
+  const int a2a = st.cp_a2a_ranks();
+  const bool a2a_crosses =
+      st.cp_comm == CpComm::a2a_p2p ? st.cp_a2a_crosses_nodes : st.cp_crosses_nodes;
+  if (a2a > 1) {
+    const double in = all_to_all_time_s(hw, a2a, e * tokens * qkv_cols, a2a_crosses);
+    const double out = all_to_all_time_s(hw, a2a, e * tokens * out_cols, a2a_crosses);
     b.add("cp_a2a", in + out, in + out, 0.0);
-    return;
   }
+  const double ring = st.cp_ring_ranks();
+  if (ring <= 1) return;
   const double block = e * tokens * kv_cols;
   const double forward = p2p_time_s(hw, block, st.cp_crosses_nodes);
   const double backward = p2p_time_s(hw, 2 * block, st.cp_crosses_nodes);
-  b.add("cp_ring", (cp - 1) * std::max(0.0, forward - attention_f / cp),
-        (cp - 1) * std::max(0.0, backward - attention_b / cp), 0.0);
+  b.add("cp_ring", (ring - 1) * std::max(0.0, forward - attention_f / ring),
+        (ring - 1) * std::max(0.0, backward - attention_b / ring), 0.0);
 }
 
 LayerDims layer_dims(const ModelShape& m, const CostSettings& st) {
@@ -437,10 +453,11 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
   // FLOPs scale by the window's share of the causal pairs (causal_attention_pairs); the
   // bytes stay. Under Ulysses each rank runs all s tokens of its heads, the same share.
   const bool windowed = D.window > 0 && D.window < D.s;
-  if (windowed && st.cp > 1 && st.cp_comm == CpComm::p2p)
+  if (windowed && st.cp_ring_ranks() > 1)
     throw ShapeError(
-        "a sliding window under the load-balanced context-parallel ring (cp_comm p2p): "
-        "TransformerEngine runs windows only with a2a or all_gather context parallelism");
+        "a sliding window under the load-balanced context-parallel ring (cp_comm p2p or "
+        "a2a+p2p): TransformerEngine runs windows only with a2a or all_gather context "
+        "parallelism");
   // A chunked window (Llama 4) keeps the causal triangle of each chunk alone.
   const double pairs = m.chunked_window ? chunked_attention_pairs(D.s, D.window)
                                         : causal_attention_pairs(D.s, D.window);

@@ -86,8 +86,11 @@ enum class Fp8Recipe { delayed, tensorwise, blockwise, mxfp8, nvfp4, rowwise };
 /// How the context-parallel ranks of a layer exchange what attention needs (Megatron-LM's
 /// --cp-comm-type): p2p, the ring (each rank passes its key/value block on, cp - 1 times,
 /// overlapped with the attention of the block in hand); a2a, DeepSpeed-Ulysses (all-to-alls
-/// before and after attention turn the sequence split into a head split).
-enum class CpComm { p2p, a2a };
+/// before and after attention turn the sequence split into a head split); a2a_p2p, the two
+/// in a hierarchy (Megatron-LM's --cp-comm-type a2a+p2p with
+/// --hierarchical-context-parallel-sizes): the all-to-all inside groups of
+/// CostSettings::cp_a2a consecutive cp ranks, the ring across the cp / cp_a2a groups.
+enum class CpComm { p2p, a2a, a2a_p2p };
 
 /// How a mixture-of-experts layer moves its tokens to the experts and back:
 ///   - alltoall: Megatron-Core's MoEAlltoAllTokenDispatcher, one all-to-all over the ep group
@@ -190,6 +193,21 @@ struct CostSettings {
   /// The cp group leaves the scale-up domain: its exchanges run over the NICs. Megatron
   /// orders ranks "tp-cp-ep-dp-pp", so a cp group spans tp x cp consecutive devices.
   bool cp_crosses_nodes = false;
+  /// Hierarchical cp (cp_comm a2a_p2p): the ranks of the all-to-all level, the first of
+  /// Megatron's --hierarchical-context-parallel-sizes (NVIDIA/Megatron-LM d98e8a64,
+  /// megatron/core/parallel_state.py, create_hierarchical_groups: level 0 is cp_a2a
+  /// consecutive cp ranks, level 1 one rank of each such group). The ring runs over
+  /// cp / cp_a2a of them, on cp_crosses_nodes' link (its span is the cp group's).
+  int cp_a2a = 1;
+  /// The all-to-all level's cp_a2a ranks (tp x cp_a2a consecutive devices) leave the
+  /// scale-up domain.
+  bool cp_a2a_crosses_nodes = false;
+  /// The cp ranks of one all-to-all (cp under a2a, cp_a2a under a2a_p2p, 1 under p2p) and
+  /// of one ring (cp / that).
+  int cp_a2a_ranks() const {
+    return cp_comm == CpComm::a2a ? cp : cp_comm == CpComm::a2a_p2p ? cp_a2a : 1;
+  }
+  int cp_ring_ranks() const { return cp / cp_a2a_ranks(); }
 
   /// The scopes CUDA graphs capture (GraphScope bits, sim/cost/kernels.hpp; Megatron-LM's
   /// --cuda-graph-impl with --cuda-graph-scope): a captured sub-op's kernels launch from the
@@ -349,13 +367,12 @@ double chunked_attention_pairs(double s, double chunk);
 
 /// One decoder layer. Under context parallelism (CostSettings::cp > 1) on this rank's
 /// seq_length / cp tokens, with a sub-op after the attention core for what the cp group's
-/// exchanges leave exposed: "cp_ring" (p2p) or "cp_a2a" (Ulysses); see cp_exchange in
-/// cost_model.cpp and docs/cost-model.md.
-/// `windowed`: the layer attends through `model.sliding_window` (ModelShape::
-/// is_windowed_layer says which layers do): its attention core does causal_attention_pairs
-/// (s, window) / causal_attention_pairs(s, 0) of the full core's FLOPs, and selective
-/// recompute re-runs that windowed core. Named "decoder.swa". Context parallelism: under
-/// Ulysses (a2a) each rank runs heads / cp over all s tokens, the windowed pairs split by cp
+/// exchanges leave exposed: "cp_ring" (p2p) or "cp_a2a" (Ulysses), both (a2a+p2p); see cp_exchange
+/// in cost_model.cpp and docs/cost-model.md. `windowed`: the layer attends through
+/// `model.sliding_window` (ModelShape:: is_windowed_layer says which layers do): its attention core
+/// does causal_attention_pairs (s, window) / causal_attention_pairs(s, 0) of the full core's FLOPs,
+/// and selective recompute re-runs that windowed core. Named "decoder.swa". Context parallelism:
+/// under Ulysses (a2a) each rank runs heads / cp over all s tokens, the windowed pairs split by cp
 /// exactly; the load-balanced ring (p2p) throws ShapeError for a window shorter than the
 /// sequence -- TransformerEngine's context-parallel attention asserts that sliding windows
 /// run only with a2a or all_gather ("The context parallel running configs cannot support

@@ -165,6 +165,81 @@ TEST(ContextParallel, ActivationsHalveAtCp2) {
             decoder_layer_cost(unfused, hw, settings(1)).activation_bytes[Recompute::none]);
 }
 
+// Hierarchical cp (a2a+p2p, training.cp_hierarchy [2, 2]) at cp 4 on the 10 GB/s, 10 us
+// link, the ring's groups across nodes (1 GB/s, 20 us): 1024 tokens a rank.
+//   a2a over the 2 ranks of a group, inside the node: q, k, v, (4096 + 2 x 1024) x 1024 x
+//   2 bytes = 12,582,912, half of it out: 10 + 629.1456 us; the output, 4096 x 1024 x 2 =
+//   8,388,608, half out: 10 + 419.4304 us. 1068.576 us, exposed, each way.
+//   ring over the 2 groups: after the a2a a rank holds 2048 tokens of 4 of the 8 kv heads,
+//   2 x 2048 x 4 x 128 x 2 = 4,194,304 bytes a hop on the NIC: 20 + 4194.304 = 4214.304 us,
+//   one hop, behind 1/2 of the rank's attention, 68.719476736 / 2 = 34.359738368 us (the
+//   cp 4 core above): 4179.944261632 us exposed. Backward: twice the bytes, 20 + 8388.608
+//   = 8408.608 us, behind 2.5 x 68.719476736 / 2 = 85.89934592 us: 8322.70865408 us.
+// The plain ring at cp 4 on the NIC exposes 12591.372392448 us forward (above); the
+// hierarchy 1068.576 + 4179.944261632 = 5248.520261632 us.
+CostSettings hierarchy(int cp, int a2a) {
+  CostSettings st = settings(cp, CpComm::a2a_p2p);
+  st.cp_a2a = a2a;
+  return st;
+}
+
+TEST(ContextParallel, HierarchyTwoByTwoByHand) {
+  CostSettings st = hierarchy(4, 2);
+  st.cp_crosses_nodes = true;
+  const LayerCost c = decoder_layer_cost(llama3_8b(), round_device(10, 10), st);
+  const SubOpCost* a2a = find_op(c, "cp_a2a");
+  const SubOpCost* ring = find_op(c, "cp_ring");
+  ASSERT_NE(a2a, nullptr);
+  ASSERT_NE(ring, nullptr);
+  EXPECT_NEAR(a2a->forward_s, 1068.576e-6, 1e-15);
+  EXPECT_NEAR(a2a->backward_input_s, 1068.576e-6, 1e-15);
+  EXPECT_NEAR(ring->forward_s, 4179.944261632e-6, 1e-14);
+  EXPECT_NEAR(ring->backward_input_s, 8322.70865408e-6, 1e-14);
+  EXPECT_EQ(a2a->backward_weight_s + ring->backward_weight_s, 0.0);
+  // Attention, then the all-to-all, then the ring.
+  for (std::size_t i = 0; i + 2 < c.ops.size(); ++i)
+    if (c.ops[i].name == "attention") {
+      EXPECT_EQ(c.ops[i + 1].name, "cp_a2a");
+      EXPECT_EQ(c.ops[i + 2].name, "cp_ring");
+    }
+  // The all-to-all level's link: across nodes it runs on the NIC, 1 GB/s and 20 us:
+  // 2 x 20 + (6,291,456 + 4,194,304) / 1e9 s = 10525.76 us.
+  st.cp_a2a_crosses_nodes = true;
+  EXPECT_NEAR(
+      find_op(decoder_layer_cost(llama3_8b(), round_device(10, 10), st), "cp_a2a")->forward_s,
+      10525.76e-6, 1e-14);
+}
+
+void expect_same_layer(const LayerCost& a, const LayerCost& b) {
+  ASSERT_EQ(a.ops.size(), b.ops.size());
+  for (std::size_t i = 0; i < a.ops.size(); ++i) {
+    EXPECT_EQ(a.ops[i].name, b.ops[i].name);
+    EXPECT_EQ(a.ops[i].forward_s, b.ops[i].forward_s) << a.ops[i].name;
+    EXPECT_EQ(a.ops[i].backward_input_s, b.ops[i].backward_input_s) << a.ops[i].name;
+    EXPECT_EQ(a.ops[i].backward_weight_s, b.ops[i].backward_weight_s) << a.ops[i].name;
+  }
+  EXPECT_EQ(a.forward_s, b.forward_s);
+  EXPECT_EQ(a.backward_input_s, b.backward_input_s);
+  for (Recompute r : kAllRecompute) EXPECT_EQ(a.activation_bytes[r], b.activation_bytes[r]);
+}
+
+// A level of one rank adds nothing, as TransformerEngine runs [cp, 1] as a2a and [1, cp]
+// as p2p (attn_forward_func_with_cp): the same sub-ops and the same times, bit for bit, on
+// either link.
+TEST(ContextParallel, OneRankLevelsAreThePlainExchanges) {
+  const HardwareSpec hw = round_device(10, 10);
+  for (bool crosses : {false, true}) {
+    CostSettings a2a = settings(4, CpComm::a2a), p2p = settings(4);
+    CostSettings inner = hierarchy(4, 4), outer = hierarchy(4, 1);
+    a2a.cp_crosses_nodes = p2p.cp_crosses_nodes = inner.cp_a2a_crosses_nodes = crosses;
+    outer.cp_crosses_nodes = crosses;
+    expect_same_layer(decoder_layer_cost(llama3_8b(), hw, inner),
+                      decoder_layer_cost(llama3_8b(), hw, a2a));
+    expect_same_layer(decoder_layer_cost(llama3_8b(), hw, outer),
+                      decoder_layer_cost(llama3_8b(), hw, p2p));
+  }
+}
+
 TEST(ContextParallel, PointToPointTimeByHand) {
   const HardwareSpec hw = round_device(10, 10);
   EXPECT_DOUBLE_EQ(p2p_time_s(hw, 1e9, false), 10e-6 + 0.1);

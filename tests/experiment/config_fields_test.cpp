@@ -29,7 +29,8 @@ TEST(ConfigFields, UnknownKeyListsExactlyTheSectionsKeys) {
        "activation_bytes, weight_grad_retained_bytes, output_bytes, param_bytes, grad_bytes, "
        "optimizer_bytes, recompute"},
       {"  pp: 4\n", "  pp: 4\n  ppp: 4\n", "training.ppp",
-       "schedule, pp, vpp, tp, ep, etp, cp, cp_comm_type, dp, devices, microbatches, partition, "
+       "schedule, pp, vpp, tp, ep, etp, cp, cp_comm_type, cp_hierarchy, dp, devices, microbatches, "
+       "partition, "
        "megatron_layout, overlap_factor, overlap_ms, "
        "activation_limit_microbatches, seq_length, micro_batch_size, global_batch_size, dtype, "
        "sequence_parallel, tp_comm_overlap, separate_ends, fp8, fp8_recipe, fp8_param_gather, "

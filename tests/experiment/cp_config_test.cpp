@@ -139,5 +139,107 @@ TEST(CpConfig, BadValuesNameFileLineAndKey) {
   EXPECT_EQ(parse_config(cp_config(2, 2, 2, 2, 2), "ok.yaml").training.microbatches, 1);
 }
 
+// training.cp_hierarchy (hierarchical cp, cp_comm_type a2a+p2p): read, inner level first,
+// and its levels placed as Megatron-LM's create_hierarchical_groups lays them (the a2a
+// level: consecutive cp ranks, tp apart).
+std::string hcp(const std::string& sizes) {
+  return "  cp_comm_type: a2a+p2p\n  cp_hierarchy: " + sizes + "\n";
+}
+
+TEST(CpConfig, HierarchyIsReadAndPlaced) {
+  // tp 2 x cp 8 on 8-GPU nodes, [4, 2]: a group of 4 a2a ranks spans 2 x 4 = 8 devices,
+  // one node; the ring across the 2 groups spans 16, two nodes.
+  const Config c = parse_config(cp_config(2, 2, 1, 8, 32, hcp("[4, 2]")), "a.yaml");
+  EXPECT_EQ(c.training.cp_comm(), CpComm::a2a_p2p);
+  EXPECT_EQ(c.training.cp_hierarchy, (std::vector<int>{4, 2}));
+  const CostSettings st = prepare(c)->analytic->settings;
+  EXPECT_EQ(st.cp_comm, CpComm::a2a_p2p);
+  EXPECT_EQ(st.cp_a2a, 4);
+  EXPECT_FALSE(st.cp_a2a_crosses_nodes);
+  EXPECT_TRUE(st.cp_crosses_nodes);
+  // [8, 1]: the a2a level is the whole group, 16 devices: across nodes.
+  EXPECT_TRUE(prepare(parse_config(cp_config(2, 2, 1, 8, 32, hcp("[8, 1]")), "b.yaml"))
+                  ->analytic->settings.cp_a2a_crosses_nodes);
+  // tp 1 x cp 4 [2, 2] on one node: both levels inside it.
+  const CostSettings one =
+      prepare(parse_config(cp_config(1, 1, 1, 4, 32, hcp("[2, 2]")), "c.yaml"))->analytic->settings;
+  EXPECT_FALSE(one.cp_a2a_crosses_nodes);
+  EXPECT_FALSE(one.cp_crosses_nodes);
+}
+
+// [cp, 1] and [1, cp] run as a2a and p2p: the same iteration, to the nanosecond, on a job
+// whose cp group leaves the node (tp 4 x cp 4 = 16 devices).
+TEST(CpConfig, OneRankLevelsRunAsThePlainExchanges) {
+  const auto time = [](const std::string& extra) {
+    const test::Prepared p =
+        test::prepare_run(parse_config(cp_config(2, 4, 1, 4, 32, extra), "a.yaml"));
+    return simulate(p.input, p.schedule).iteration_time;
+  };
+  const Time a2a = time("  cp_comm_type: a2a\n"), p2p = time("  cp_comm_type: p2p\n");
+  EXPECT_NE(a2a, p2p);
+  EXPECT_EQ(time(hcp("[4, 1]")), a2a);
+  EXPECT_EQ(time(hcp("[1, 4]")), p2p);
+  const Time both = time(hcp("[2, 2]"));
+  EXPECT_NE(both, a2a);
+  EXPECT_NE(both, p2p);
+}
+
+// Megatron-LM's and TransformerEngine's own checks, with their messages, each on its key's
+// line (training.cp on 9, cp_comm_type on 13, cp_hierarchy on 14).
+TEST(CpConfig, BadHierarchiesNameFileLineAndKey) {
+  struct Case {
+    std::string extra;
+    std::string key;
+    int line;
+    std::string says;
+  };
+  const Case cases[] = {
+      {"  cp_comm_type: a2a+p2p\n", "training.cp_comm_type", 13,
+       "--hierarchical-context-parallel-sizes must be set when a2a+p2p is used in cp comm"},
+      {"  cp_comm_type: p2p\n  cp_hierarchy: [2, 2]\n", "training.cp_hierarchy", 14,
+       "is read with cp_comm_type a2a+p2p only"},
+      {hcp("[2, 1, 2]"), "training.cp_hierarchy", 14,
+       "CP implementation a2a+p2p requires cp_group = [a2a_cp_group, p2p_cp_group]!"},
+      {hcp("[4]"), "training.cp_hierarchy", 14, "[4] has 1 levels"},
+      {hcp("[2, 4]"), "training.cp_hierarchy", 14,
+       "[2, 4] multiplies to 8, not training.cp = 4 (Megatron-LM asserts "
+       "context_parallel_size == prod(hierarchical_context_parallel_sizes)"},
+      {hcp("2"), "training.cp_hierarchy", 14, "expected a list of sizes"},
+      {hcp("[0, 4]"), "training.cp_hierarchy[0]", 14, ""},
+  };
+  for (const Case& k : cases) {
+    const ConfigError e = config_error(cp_config(1, 2, 1, 4, 32, k.extra));
+    EXPECT_EQ(e.key(), k.key) << k.extra;
+    EXPECT_EQ(e.line(), k.line) << k.extra;
+    EXPECT_TRUE(has(e.message(), k.says)) << e.message();
+  }
+  {  // The a2a level splits a tp rank's 32 / 8 = 4 heads: 8 does not divide them.
+    const ConfigError e = config_error(cp_config(8, 8, 1, 8, 32, hcp("[8, 1]")));
+    EXPECT_EQ(e.key(), "training.cp_hierarchy");
+    EXPECT_TRUE(has(e.message(),
+                    "a2a (Ulysses) splits each tp rank's 4 attention heads over "
+                    "cp = 8"))
+        << e.message();
+  }
+  // The CLI exits 2 with FILE:LINE: key.
+  const test::ScratchDir dir;
+  const std::string path =
+      test::write_file(dir.file("hcp.yaml"), cp_config(1, 2, 1, 4, 32, hcp("[2, 4]")));
+  const test::CliRun r = test::run_cli("cost " + path);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(path + ":14: training.cp_hierarchy: [2, 4] multiplies to 8"),
+            std::string::npos)
+      << r.err;
+  // The search keeps a hierarchy's own cp: another --cp is bad input.
+  const std::string ok =
+      test::write_file(dir.file("ok.yaml"), cp_config(1, 2, 1, 4, 32, hcp("[2, 2]")));
+  const test::CliRun s = test::run_cli("search " + ok + " --cp 2");
+  EXPECT_EQ(s.code, 2);
+  EXPECT_NE(s.err.find("--cp: cp 2: a hierarchical cp (cp_comm_type a2a+p2p) is searched at "
+                       "its training.cp_hierarchy's cp 4 only"),
+            std::string::npos)
+      << s.err;
+}
+
 }  // namespace
 }  // namespace bmpipe
