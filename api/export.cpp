@@ -368,6 +368,7 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   job.vocab_parallel = stated.training.vocab_parallel;
   job.cp = mesh.cp();
   job.cp_comm_type = stated.training.cp_comm_type;
+  job.cp_hierarchy = stated.training.cp_hierarchy;
   job.fp8 = stated.training.fp8;
   job.fp8_recipe = stated.training.fp8_recipe;
   job.fp8_param_gather = stated.training.fp8_param_gather;

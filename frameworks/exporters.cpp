@@ -69,6 +69,19 @@ std::string offload_refusal(const Config& config, const char* framework) {
          "): it has no key for Megatron-Core's fine-grained activation offload";
 }
 
+// Hierarchical cp (training.cp_hierarchy) where the framework has no key for it: exported
+// as one level, the job would run another exchange. torchtitan's context parallelism is
+// the ring alone; MindFormers' hybrid_cp with ulysses_degree_in_cp (mindspore-lab/
+// mindformers fd4deebc, mindformers/modules/transformer/transformer.py) may be its
+// counterpart, not checked against its group order, so refused too.
+std::string cp_hierarchy_refusal(const Config& config, const char* framework) {
+  const TrainingConfig& t = config.training;
+  if (t.cp_comm() != CpComm::a2a_p2p || t.cp <= 1) return "";
+  return std::string(framework) + " cannot state training.cp_comm_type a2a+p2p (cp_hierarchy, " +
+         "Megatron-LM's --hierarchical-context-parallel-sizes): it has no key for hierarchical "
+         "context parallelism";
+}
+
 // An export that cannot state the model would hand the user another job (issue 17).
 std::string megatron_refusal(const Config& config) {
   // Megatron-LM d98e8a64 transformer_config.py: fp8_recipe is one of 'tensorwise',
@@ -127,6 +140,7 @@ std::string mindformers_not_run(std::string_view schedule) {
 // a different job than the one they wrote).
 std::string mindformers_refusal(const Config& config) {
   if (std::string off = offload_refusal(config, "MindFormers' keys"); !off.empty()) return off;
+  if (std::string cp = cp_hierarchy_refusal(config, "MindFormers' keys"); !cp.empty()) return cp;
   if (!config.model.shape) return "";
   if (std::string unstated = unstated_model_refusal(config, "the MindFormers"); !unstated.empty())
     return unstated;
@@ -177,6 +191,7 @@ ExportStatement mindformers_statement(const ExportLayout& layout) {
 // refused after it.
 std::string torchtitan_full_refusal(const Config& config) {
   if (std::string off = offload_refusal(config, "torchtitan's TOML"); !off.empty()) return off;
+  if (std::string cp = cp_hierarchy_refusal(config, "torchtitan's TOML"); !cp.empty()) return cp;
   if (!config.training.vocab_parallel && config.training.tp > 1)
     return "torchtitan's TOML cannot state training.vocab_parallel: false: its tensor-parallel "
            "plan splits the embedding and the output over the vocabulary";

@@ -79,6 +79,8 @@ struct ExportJob {
   /// states them when they are not the defaults (cp 1, no FP8).
   int cp = 1;
   std::string cp_comm_type = "p2p", fp8 = "none", fp8_recipe = "delayed";
+  /// training.cp_hierarchy (cp_comm_type a2a+p2p), inner first.
+  std::vector<int> cp_hierarchy;
   bool fp8_param_gather = false;  ///< training.fp8_param_gather
   /// training.cuda_graphs as the config gives it (a comma list of scopes; empty or "none":
   /// no CUDA graph).

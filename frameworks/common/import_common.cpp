@@ -618,6 +618,12 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
   if (job.etp) y.value(1, "etp", std::to_string(*job.etp), "training.etp");
   if (job.cp) y.value(1, "cp", std::to_string(*job.cp), "training.cp");
   if (job.cp_comm_type) y.value(1, "cp_comm_type", *job.cp_comm_type, "training.cp_comm_type");
+  if (!job.cp_hierarchy.empty()) {
+    std::string sizes;
+    for (int n : job.cp_hierarchy)
+      sizes.append(sizes.empty() ? "[" : ", ").append(std::to_string(n));
+    y.value(1, "cp_hierarchy", sizes + "]", "training.cp_hierarchy");
+  }
   if (job.microbatches)
     y.value(1, "microbatches", std::to_string(*job.microbatches), "training.microbatches");
   if (job.seq_length)

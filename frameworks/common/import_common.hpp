@@ -148,6 +148,8 @@ struct ImportedJob {
   /// fp8_recipe); written when set.
   std::optional<int> cp;
   std::optional<std::string> cp_comm_type, fp8, fp8_recipe;
+  /// training.cp_hierarchy (hierarchical cp, inner first); written when not empty.
+  std::vector<int> cp_hierarchy;
   std::optional<bool> fp8_param_gather;    ///< training.fp8_param_gather
   std::optional<std::string> cuda_graphs;  ///< training.cuda_graphs; written when set
   /// training.recompute_modules (a comma list, or "none"); written when set.

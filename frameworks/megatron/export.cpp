@@ -458,6 +458,11 @@ std::string megatron_cp_fp8_flags(const ExportJob& job) {
   if (job.cp > 1) {
     out += "--context-parallel-size " + std::to_string(job.cp) + "\n";
     out += "--cp-comm-type " + job.cp_comm_type + "\n";
+    if (!job.cp_hierarchy.empty()) {
+      out += "--hierarchical-context-parallel-sizes";
+      for (int n : job.cp_hierarchy) out.append(" ").append(std::to_string(n));
+      out += "\n";
+    }
   }
   if (job.fp8 != "none" && job.fp8_recipe == "nvfp4") {
     // Megatron-LM's FP4 flags (--fp4-format e2m1, --fp4-recipe nvfp4) in place of FP8's.

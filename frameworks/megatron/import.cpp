@@ -195,6 +195,7 @@ constexpr FlagSpec kFlags[] = {
     // context parallelism and FP8
     {"--context-parallel-size", Kind::integer},
     {"--cp-comm-type", Kind::list},
+    {"--hierarchical-context-parallel-sizes", Kind::list},
     {"--fp8-format", Kind::choice, kFp8Format},
     {"--fp8-recipe", Kind::text},
     {"--fp4-format", Kind::choice, kFp4Format},
@@ -1767,9 +1768,11 @@ void read_precision_and_optimizer(const Reading& ctx) {
 
 /// Context parallelism and FP8 ([MG-args]: --context-parallel-size, default 1;
 /// --cp-comm-type, one value or one per layer of p2p, a2a, allgather, a2a+p2p, default p2p;
+/// --hierarchical-context-parallel-sizes, nargs '+' of int, read by a2a+p2p alone;
 /// --fp8-format e4m3 or hybrid, none when absent; --fp8-recipe, default delayed). bmpipe
-/// models the ring (p2p) and Ulysses (a2a), and the four recipes of training.fp8_recipe;
-/// another exchange or recipe is refused as unmodelled.
+/// models the ring (p2p), Ulysses (a2a), the two in a hierarchy (a2a+p2p, with
+/// training.cp_hierarchy), and the four recipes of training.fp8_recipe; another exchange
+/// or recipe is refused as unmodelled.
 void read_context_parallel_and_fp8(const Reading& ctx) {
   const Args& a = ctx.a;
   ImportedJob& job = ctx.job;
@@ -1778,22 +1781,48 @@ void read_context_parallel_and_fp8(const Reading& ctx) {
     job.from("training.cp", a.origin("--context-parallel-size"));
   }
   const std::vector<std::string> comm = a.list("--cp-comm-type");
+  const bool hierarchical = !comm.empty() && comm.front() == "a2a+p2p";
   if (!comm.empty()) {
     const bool one = std::all_of(comm.begin(), comm.end(),
                                  [&](const std::string& c) { return c == comm.front(); });
     std::string given = "--cp-comm-type";
     for (const std::string& c : comm) given += " " + c;
-    if (one && (comm.front() == "p2p" || comm.front() == "a2a")) {
+    if (one && (comm.front() == "p2p" || comm.front() == "a2a" || hierarchical)) {
       job.cp_comm_type = comm.front();
       job.from("training.cp_comm_type", a.origin("--cp-comm-type"));
     } else {
       job.unmodelled.push_back(Unmodelled{
           a.origin("--cp-comm-type"), given,
           one ? "the " + comm.front() +
-                    " context-parallel exchange: bmpipe models p2p (the ring) and a2a (Ulysses)"
+                    " context-parallel exchange: bmpipe models p2p (the ring), a2a (Ulysses) "
+                    "and a2a+p2p"
               : "a context-parallel exchange per layer: bmpipe models one for every layer, "
-                "p2p (the ring) or a2a (Ulysses)"});
+                "p2p (the ring), a2a (Ulysses) or a2a+p2p"});
     }
+  }
+  // The sizes, argparse's type=int each; the config's checks hold them to Megatron-LM's
+  // own (their product is cp, arguments.py:580-582) and to a2a+p2p.
+  const std::string hcp = "--hierarchical-context-parallel-sizes";
+  if (a.given(hcp)) {
+    long long product = 1;
+    for (const std::string& text : a.list(hcp)) {
+      int v = 0;
+      const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (r.ec != std::errc() || r.ptr != text.data() + text.size() || v < 1)
+        a.fail(hcp, "expected sizes of at least 1, got " + shown(text));
+      job.cp_hierarchy.push_back(v);
+      product = std::min(product * v, 1LL << 40);
+    }
+    // Asserted whatever the exchange (arguments.py:580-582).
+    if (product != job.cp.value_or(1))
+      a.fail(hcp, "multiply to " + std::to_string(product) + ", not --context-parallel-size " +
+                      std::to_string(job.cp.value_or(1)) +
+                      " (Megatron-LM asserts context_parallel_size == "
+                      "prod(hierarchical_context_parallel_sizes))");
+    if (hierarchical)
+      job.from("training.cp_hierarchy", a.origin(hcp));
+    else  // the groups are built and no attention reads them
+      job.cp_hierarchy.clear(), job.ignore(hcp + " (read by --cp-comm-type a2a+p2p only)");
   }
   if (const auto format = a.choice("--fp8-format")) {
     job.fp8 = *format;

@@ -103,7 +103,6 @@ TEST(CpFp8Interop, UnmodelledExchangesAndRecipesAreRefusedNamingTheFlag) {
   test::ScratchDir dir;
   for (const std::string& flags :
        {std::string("--context-parallel-size 2 --cp-comm-type allgather"),
-        std::string("--context-parallel-size 2 --cp-comm-type a2a+p2p"),
         std::string("--context-parallel-size 2 --cp-comm-type p2p a2a p2p a2a"),
         std::string("--fp8-format hybrid --fp8-recipe custom")}) {
     const std::string path = dir.file("bad.txt");
@@ -154,6 +153,83 @@ TEST(CpFp8Interop, ImportExportImportIsTheSameJob) {
   EXPECT_EQ(b.training.microbatches, a.training.microbatches);
   const nlohmann::json sim = nlohmann::json::parse(run_cli("simulate '" + back + "' --json").out);
   EXPECT_EQ(sim["iteration_time_ms"], j["iteration_time_ms"]) << text;
+}
+
+// Hierarchical cp: --cp-comm-type a2a+p2p with --hierarchical-context-parallel-sizes (inner
+// first) becomes training.cp_hierarchy and comes back through the export to the same job
+// and time; MindFormers and torchtitan refuse it by name.
+TEST(CpFp8Interop, HierarchicalCpGoesBothWays) {
+  test::ScratchDir dir;
+  const test::CliRun r = import(dir, script("--context-parallel-size 4 --cp-comm-type a2a+p2p "
+                                            "--hierarchical-context-parallel-sizes 2 2"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string first = dir.file("job.yaml");
+  const Config a = load_config(first);
+  EXPECT_EQ(a.training.cp, 4);
+  EXPECT_EQ(a.training.cp_comm_type, "a2a+p2p");
+  EXPECT_EQ(a.training.cp_hierarchy, (std::vector<int>{2, 2}));
+  EXPECT_NE(test::slurp(first).find("cp_hierarchy: [2, 2]"), std::string::npos);
+  const test::CliRun x = run_cli("export '" + first + "' --format megatron --json");
+  ASSERT_EQ(x.code, 0) << x.err;
+  const nlohmann::json j = nlohmann::json::parse(x.out);
+  const std::string text = j["text"].get<std::string>();
+  EXPECT_NE(text.find("--context-parallel-size 4\n--cp-comm-type a2a+p2p\n"
+                      "--hierarchical-context-parallel-sizes 2 2\n"),
+            std::string::npos)
+      << text;
+  const test::CliRun back =
+      import(dir, test::script_with_export(script("--lr 3e-4"), text), "back.txt");
+  ASSERT_EQ(back.code, 0) << back.err;
+  const Config b = load_config(dir.file("job.yaml"));
+  EXPECT_EQ(b.training.cp_hierarchy, a.training.cp_hierarchy);
+  EXPECT_EQ(b.training.cp_comm_type, a.training.cp_comm_type);
+  const nlohmann::json sim =
+      nlohmann::json::parse(run_cli("simulate '" + dir.file("job.yaml") + "' --json").out);
+  EXPECT_EQ(sim["iteration_time_ms"], j["iteration_time_ms"]) << text;
+  for (const char* format : {"mindformers", "torchtitan"}) {
+    const test::CliRun e = run_cli("export '" + first + "' --format " + format);
+    EXPECT_EQ(e.code, 2) << format << e.all();
+    EXPECT_NE(e.err.find("cannot state training.cp_comm_type a2a+p2p"), std::string::npos) << e.err;
+  }
+}
+
+// Megatron-LM's own checks, each naming FILE:LINE:flag with its message.
+TEST(CpFp8Interop, BadHierarchiesAreRefusedWithMegatronsMessages) {
+  test::ScratchDir dir;
+  struct Case {
+    std::string flags, flag, says;
+  };
+  const Case cases[] = {
+      {"--context-parallel-size 4 --cp-comm-type a2a+p2p", "--cp-comm-type",
+       "--hierarchical-context-parallel-sizes must be set when a2a+p2p is used in cp comm"},
+      {"--context-parallel-size 4 --cp-comm-type a2a+p2p "
+       "--hierarchical-context-parallel-sizes 2 4",
+       "--hierarchical-context-parallel-sizes",
+       "multiply to 8, not --context-parallel-size 4 (Megatron-LM asserts"},
+      // Asserted whatever the exchange.
+      {"--context-parallel-size 4 --hierarchical-context-parallel-sizes 2 4",
+       "--hierarchical-context-parallel-sizes", "multiply to 8"},
+      {"--context-parallel-size 4 --cp-comm-type a2a+p2p "
+       "--hierarchical-context-parallel-sizes 2 x",
+       "--hierarchical-context-parallel-sizes", "expected sizes of at least 1, got"},
+  };
+  int n = 0;
+  for (const Case& k : cases) {
+    const std::string name = "bad" + std::to_string(n++) + ".txt";
+    const test::CliRun r = import(dir, script(k.flags), name);
+    EXPECT_EQ(r.code, 2) << k.flags << "\n" << r.err;
+    EXPECT_NE(r.err.find(dir.file(name) + ":4: " + k.flag), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(k.says), std::string::npos) << r.err;
+  }
+  // Beside another exchange the sizes change nothing: ignored with the reason.
+  const test::CliRun p2p = import(
+      dir, script("--context-parallel-size 4 --hierarchical-context-parallel-sizes 2 2"), "p.txt");
+  ASSERT_EQ(p2p.code, 0) << p2p.err;
+  EXPECT_NE(p2p.err.find("--hierarchical-context-parallel-sizes (read by --cp-comm-type a2a+p2p "
+                         "only)"),
+            std::string::npos)
+      << p2p.err;
+  EXPECT_TRUE(load_config(dir.file("job.yaml")).training.cp_hierarchy.empty());
 }
 
 const std::string kMindFormers =
