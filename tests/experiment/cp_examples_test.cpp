@@ -76,6 +76,23 @@ TEST(CpExamples, Llama3_70B128kCp8OnAGb200Rack) {
   EXPECT_NEAR(s["mfu"].get<double>(), 0.262746, 1e-6);
 }
 
+// Hierarchical cp: tp 2 x cp 16 as [4, 4] on 4 HGX nodes. The a2a level (tp 2 x 4 = 8
+// devices) stays in a node, the ring (32) crosses them. At 32,768 tokens the hierarchy
+// beats both plain exchanges on the same GPUs (docs/cost-model.md's table: 5359.4 ms for
+// the ring, 4023.3 for the all-to-all), whose times this pins through the ordering.
+TEST(CpExamples, Llama3_8B32kHierarchicalCpOn4HgxNodes) {
+  const auto e = prepare(load_config(kExamples + "h100_llama3_8b_32k_hcp.yaml"));
+  EXPECT_EQ(e->analytic->dp, 1);
+  EXPECT_EQ(e->analytic->settings.cp_a2a, 4);
+  EXPECT_FALSE(e->analytic->settings.cp_a2a_crosses_nodes);
+  EXPECT_TRUE(e->analytic->settings.cp_crosses_nodes);
+  const nlohmann::json s = simulate_json("h100_llama3_8b_32k_hcp.yaml");
+  EXPECT_TRUE(s["fits"].get<bool>());
+  EXPECT_EQ(s["microbatches"], 16);
+  EXPECT_NEAR(s["iteration_time_ms"].get<double>(), 3274.204167, 1e-3);
+  EXPECT_NEAR(s["mfu"].get<double>(), 0.358210, 1e-6);
+}
+
 // Issue 41: an FP8 run's MFU is quoted against the FP8 peak too, labelled, beside the bf16
 // figure: the same model FLOPs over a peak twice as high (H100 SXM datasheet: 989 TFLOPS
 // dense BF16, 1979 dense FP8), so exactly 989 / 1979 of it. A bf16 run has no such figure.

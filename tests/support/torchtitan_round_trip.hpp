@@ -8,6 +8,7 @@
 
 #include <yaml-cpp/yaml.h>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -17,9 +18,11 @@
 namespace bmpipe::test {
 
 /// Round-trips every example of configs/examples through `format`; an export that exits 2
-/// must say `refusal` (any message when empty). Returns the examples' names it stated.
-inline std::set<std::string> torchtitan_round_trips(const std::string& format,
-                                                    const std::string& refusal) {
+/// must say `refusal` (any message when empty), or for an example `named` lists, its own.
+/// Returns the examples' names it stated.
+inline std::set<std::string> torchtitan_round_trips(
+    const std::string& format, const std::string& refusal,
+    const std::map<std::string, std::string>& named = {}) {
   namespace fs = std::filesystem;
   ScratchDir dir;
   std::set<std::string> stated;
@@ -30,7 +33,9 @@ inline std::set<std::string> torchtitan_round_trips(const std::string& format,
     const CliRun x =
         run_cli("export '" + entry.path().string() + "' --format " + format + " --json");
     if (x.code == 2) {
-      EXPECT_NE(x.err.find(refusal), std::string::npos) << name << ": " << x.err;
+      const auto own = named.find(name);
+      EXPECT_NE(x.err.find(own == named.end() ? refusal : own->second), std::string::npos)
+          << name << ": " << x.err;
       continue;
     }
     EXPECT_EQ(x.code, 0) << name << ": " << x.err;
