@@ -1819,10 +1819,12 @@ void read_context_parallel_and_fp8(const Reading& ctx) {
                       std::to_string(job.cp.value_or(1)) +
                       " (Megatron-LM asserts context_parallel_size == "
                       "prod(hierarchical_context_parallel_sizes))");
-    if (hierarchical)
+    if (hierarchical) {
       job.from("training.cp_hierarchy", a.origin(hcp));
-    else  // the groups are built and no attention reads them
-      job.cp_hierarchy.clear(), job.ignore(hcp + " (read by --cp-comm-type a2a+p2p only)");
+    } else {  // the groups are built and no attention reads them
+      job.cp_hierarchy.clear();
+      job.ignore(hcp + " (read by --cp-comm-type a2a+p2p only)");
+    }
   }
   if (const auto format = a.choice("--fp8-format")) {
     job.fp8 = *format;

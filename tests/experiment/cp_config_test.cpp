@@ -221,6 +221,23 @@ TEST(CpConfig, BadHierarchiesNameFileLineAndKey) {
                     "cp = 8"))
         << e.message();
   }
+  {  // A sliding window under a ring level of 2 (TE runs windows with a2a alone); [4, 1],
+     // all a2a, takes it.
+    std::string text = cp_config(1, 2, 1, 4, 32, hcp("[2, 2]"));
+    const std::string plain = "model: {preset: llama3-8b}";
+    const std::string windowed = "model: {preset: llama3-8b, sliding_window: 1024}";
+    text.replace(text.find(plain), plain.size(), windowed);
+    const ConfigError e = config_error(text);
+    EXPECT_EQ(e.key(), "training.cp_hierarchy");
+    EXPECT_EQ(e.line(), 14);
+    EXPECT_TRUE(has(e.message(),
+                    "Context parallelism does not support sliding window attention "
+                    "with cp_comm_type='a2a+p2p'!"))
+        << e.message();
+    std::string all_a2a = cp_config(1, 2, 1, 4, 32, hcp("[4, 1]"));
+    all_a2a.replace(all_a2a.find(plain), plain.size(), windowed);
+    EXPECT_NO_THROW(parse_config(all_a2a, "w.yaml"));
+  }
   // The CLI exits 2 with FILE:LINE: key.
   const test::ScratchDir dir;
   const std::string path =
