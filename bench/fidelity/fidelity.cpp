@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -55,6 +56,26 @@ bool is_moe(const PublishedRun& run) {
   return run.family == "deepseek_v3" || run.family == "kimi_k2" || run.family == "gpt_oss_120b" ||
          run.family == "nemotron_3_nano" || run.family == "nemotron_3_super" ||
          run.family == "nemotron_3_5_lightning";
+}
+
+/// The pipeline layout Megatron-Bridge's DeepSeek-V3 and Kimi-K2 recipes set when they call
+/// set_deepseek_v3_pipeline_model_parallel_layout(cfg.model) or _get_kimi_k2_pipeline_layout
+/// (NVIDIA-NeMo/Megatron-Bridge@067f987d src/megatron/bridge/recipes/deepseek/h100/
+/// deepseek_v3.py, _get_deepseek_v3_pipeline_layout, and recipes/kimi/h100/kimi_k2.py,
+/// _get_kimi_k2_pipeline_layout: the embedding with the first stage's layers, the loss (with
+/// DeepSeek-V3's MTP module before it) after the last's), in Megatron-LM's layout syntax; or
+/// the layout the GB300 DeepSeek-V3 recipes pass for pp 2 x vp 8 (perf_recipes/deepseek/
+/// gb300/deepseek_v3.py: "Et*4|(t*4|)*14tmL"). Empty where the tables have no entry for the
+/// row's pp and vp (Megatron-Bridge then leaves the layout unset).
+std::string bridge_layout(const PublishedRun& run, int vp, bool mtp) {
+  if (run.family != "deepseek_v3" && run.family != "kimi_k2") return "";
+  const std::string last = (run.family == "deepseek_v3" && mtp ? "m" : "") + std::string("L");
+  const auto is = [&](int p, int v) { return run.pp == p && vp == v; };
+  if (is(4, 1)) return "Et*16|t*16|t*16|t*13" + last;
+  if (is(8, 1) || is(4, 2)) return "Et*8|(t*8|)*6t*5" + last;
+  // (2, 8): Kimi-K2's table, and the DeepSeek-V3 GB300 recipes' explicit layout.
+  if (is(16, 1) || is(8, 2) || is(4, 4) || is(2, 8)) return "Et*4|(t*4|)*14t" + last;
+  return "";
 }
 
 /// Decoder layers of the family's model (the HF configs and presets say the same).
@@ -190,7 +211,19 @@ Expressed express(const PublishedRun& run, const std::string& source_dir,
 
   // ---- layout -----------------------------------------------------------------------------
   y << "training:\n";
-  const int vp = std::max(1, run.vp);
+  // Megatron-Core asserts virtual stages with the EP all-to-all overlap under a pipeline
+  // ("If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be specified
+  // when pipeline_model_parallel_size > 1", NVIDIA/Megatron-LM d98e8a64
+  // transformer_config.py): a row whose table gives none while its recipe overlaps ran with
+  // the recipe's.
+  int vp = std::max(1, run.vp);
+  if (vp == 1 && run.pp > 1 && recipe(run, "moe_ep_overlap") == "True" && run.ep > 1 &&
+      recipe(run, "pp") == std::to_string(run.pp) && std::atoi(recipe(run, "vp").c_str()) > 1) {
+    vp = std::atoi(recipe(run, "vp").c_str());
+    approx.push_back("vp " + std::to_string(vp) +
+                     " from the recipe (the table gives none; Megatron-Core needs virtual stages "
+                     "for the EP all-to-all overlap under a pipeline)");
+  }
   y << "  schedule: " << (vp > 1 ? "interleaved" : "1f1b") << "\n";
   y << "  pp: " << run.pp << "\n";
   if (vp > 1) y << "  vpp: " << vp << "\n";
@@ -211,7 +244,18 @@ Expressed express(const PublishedRun& run, const std::string& source_dir,
   // the 405B recipes set), each end takes a layer's place.
   std::string layout = recipe(run, "pipeline_layout");
   const int stages = run.pp * vp, layers = layers_of(run);
-  if (layout.empty() && layers % stages != 0 && (layers + 2) % stages == 0 && stages > 1) {
+  // DeepSeek-V3's and Kimi-K2's recipes set theirs by a function of pp and vp, which the
+  // extracted recipes name rather than state.
+  if (layout.empty() || layout.find("_get_") != std::string::npos) {
+    const std::string table =
+        bridge_layout(run, vp, run.model.find("w/o MTP") == std::string::npos);
+    if (!table.empty()) {
+      y << "  megatron_layout: \"" << table << "\"\n";
+      layout.clear();
+    }
+  }
+  if (layout.empty() && bridge_layout(run, vp, true).empty() && layers % stages != 0 &&
+      (layers + 2) % stages == 0 && stages > 1) {
     const int k = (layers + 2) / stages;
     const auto t = [](int n) {
       return n <= 0 ? std::string() : n == 1 ? "t" : "t*" + std::to_string(n);

@@ -193,6 +193,41 @@ TEST(Fidelity, ARunWrittenDownNamesItsSourceAndApproximations) {
   FAIL() << "no gpt-oss GB300 BF16 row";
 }
 
+// DeepSeek-V3's and Kimi-K2's recipes set their pipeline layout by a function of pp and vp
+// (Megatron-Bridge 067f987d recipes/deepseek/h100/deepseek_v3.py,
+// _get_deepseek_v3_pipeline_layout: (8, 2) is the embedding with 4 layers, 14 stages of 4,
+// then 1 layer with the MTP module and the loss). The 26.06 B300 row gives no vp while its
+// recipe overlaps the EP all-to-alls under pp 8, which Megatron-Core refuses without virtual
+// stages: it is written down with the recipe's vp 2, and says so.
+TEST(Fidelity, DeepSeekRowsTakeTheRecipesLayoutAndVirtualStages) {
+  int seen = 0;
+  for (const fidelity::PublishedRun& run : fidelity::load_runs(kRuns)) {
+    if (run.id == "deepseek_v3_pretrain_256gpu_b200_fp8mx") {
+      ++seen;
+      EXPECT_NE(fidelity::express(run, BMPIPE_SOURCE_DIR)
+                    .yaml.find("  megatron_layout: \"Et*4|(t*4|)*14tmL\"\n"),
+                std::string::npos);
+    }
+    if (run.id == "deepseek_v3_pretrain_256gpu_b300_fp8mx") {
+      ++seen;
+      const fidelity::Expressed e = fidelity::express(run, BMPIPE_SOURCE_DIR);
+      EXPECT_NE(e.yaml.find("  schedule: interleaved\n  pp: 8\n  vpp: 2\n"), std::string::npos)
+          << e.yaml;
+      EXPECT_NE(e.yaml.find("  megatron_layout: \"Et*4|(t*4|)*14tmL\"\n"), std::string::npos);
+      bool said = false;
+      for (const std::string& a : e.approximations) said |= a.rfind("vp 2 from the recipe", 0) == 0;
+      EXPECT_TRUE(said);
+    }
+    if (run.id == "kimi_k2_pretrain_256gpu_gb300_fp8mx") {
+      ++seen;
+      EXPECT_NE(fidelity::express(run, BMPIPE_SOURCE_DIR)
+                    .yaml.find("  megatron_layout: \"Et*4|(t*4|)*14tL\"\n"),
+                std::string::npos);
+    }
+  }
+  EXPECT_EQ(seen, 3);
+}
+
 // The FSDP column is the sharding group, #GPUs / (TP x PP) when it is all of dp x cp
 // (Megatron-Bridge 067f987d, docs/performance-summary-archive.md). The published FSDP rows
 // (64 of 64 GPUs, 8 of 8, tp = pp = 1) shard over all of dp: no hybrid key. A row with
