@@ -648,7 +648,10 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
              "fused), gpt fused",
      .choices = kGradAccumulations,
      .form = Form::analytic},
-    {.name = "recompute", .help = "a mode, or {default, stages: {s: mode}, layers: {l: mode}}"},
+    {.name = "recompute",
+     .help = "a mode (none, selective, full, or offload: none's activations with "
+             "offload_modules' inputs on the host), or {default, stages: {s: mode}, layers: "
+             "{l: mode}}"},
     {.name = "recompute_modules",
      .slot = &TrainingConfig::recompute_modules,
      .help = "what the selective mode re-runs, comma-separated: core_attn, layernorm (an MoE "
@@ -662,8 +665,10 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
              "its backward, comma-separated module inputs: attn_norm (MLA's input norm), "
              "qkv_linear, core_attn (q, k, v), attn_proj (with core_attn), mlp_norm (an MoE "
              "layer's pre-MLP norm), expert_fc1, moe_act, or none (Megatron-Core's "
-             "--fine-grained-activation-offloading with --offload-modules); needs a host link "
-             "(cluster.device.host_link_GBps); default none",
+             "--fine-grained-activation-offloading with --offload-modules); every none and "
+             "selective layer moves them, or, when training.recompute names offload, the "
+             "offload layers only; needs a host link (cluster.device.host_link_GBps); default "
+             "none",
      .form = Form::analytic},
     {.name = "offload_lead",
      .slot = &TrainingConfig::offload_lead,

@@ -94,10 +94,25 @@ void size_host_memory(Experiment& e) {
     e.host_capacity_bytes = static_cast<std::int64_t>(left);
     return;
   }
-  const Recompute mode = recompute_mode(e.config, 0, 0);
+  // The job-wide form: every layer in layer 0's mode. The per-layer form
+  // (RecomputeSpec::names_offload): every layer the config may offload, a stage's offload
+  // mode counted for every layer (the stages' layers are the plan's).
+  const RecomputeSpec& spec = e.config.training.recompute;
+  bool stage_offloads = spec.global == Recompute::offload;
+  for (const auto& [stage, m] : spec.stages)
+    stage_offloads = stage_offloads || m == Recompute::offload;
   double activations = 0;  // one micro-batch's, over the whole model
-  for (const LayerRow& row : e.layers.layers)
-    if (const auto& m = row.modes[mode]) activations += static_cast<double>(m->offload_bytes);
+  for (std::size_t l = 0; l < e.layers.layers.size(); ++l) {
+    Recompute mode = recompute_mode(e.config, 0, 0);
+    if (spec.names_offload()) {
+      const auto it = spec.layers.find(static_cast<int>(l));
+      mode = it != spec.layers.end() ? it->second
+             : stage_offloads        ? Recompute::offload
+                                     : Recompute::none;
+    }
+    if (const auto& m = e.layers.layers[l].modes[mode])
+      activations += static_cast<double>(m->offload_bytes);
+  }
   if (activations == 0) return;
   if (!(hw.host_memory_GiB > 0))
     e.config.fail("training.offload_modules",
@@ -217,7 +232,7 @@ namespace {
 /// "none, selective" etc.: the modes a layer can run.
 std::string mode_list(const LayerRow& row) {
   std::string text;
-  for (Recompute r : kAllRecompute)
+  for (Recompute r : kAllModes)
     if (row.has(r)) text += (text.empty() ? "" : ", ") + std::string(recompute_name(r));
   return text;
 }
@@ -650,10 +665,10 @@ std::vector<std::string> stage_recompute_labels(const std::vector<StageInfo>& st
   labels.reserve(stages.size());
   for (const StageInfo& st : stages) {
     std::string label = "none";
-    for (Recompute r : kAllRecompute)
+    for (Recompute r : kAllModes)
       if (st.modes[r] == st.num_layers && st.num_layers > 0) label = recompute_name(r);
     int kinds = 0;
-    for (Recompute r : kAllRecompute) kinds += st.modes[r] > 0;
+    for (Recompute r : kAllModes) kinds += st.modes[r] > 0;
     labels.push_back(kinds > 1 ? "mixed" : label);
   }
   return labels;

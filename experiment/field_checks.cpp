@@ -194,6 +194,20 @@ void check_framework_rules(const Config& c) {
                std::to_string(offered) + ")");
 }
 
+// The first key of training.recompute that names the offload mode (the default's, then
+// the stages', then the layers'), or "" when none does.
+std::string offload_mode_key(const Config& c) {
+  const RecomputeSpec& r = c.training.recompute;
+  if (r.global == Recompute::offload)
+    return c.lines.count("training.recompute.default") ? "training.recompute.default"
+                                                       : "training.recompute";
+  for (const auto& [index, mode] : r.stages)
+    if (mode == Recompute::offload) return "training.recompute.stages." + std::to_string(index);
+  for (const auto& [index, mode] : r.layers)
+    if (mode == Recompute::offload) return "training.recompute.layers." + std::to_string(index);
+  return "";
+}
+
 void check_values(const Config& c) {
   check_table(c, "cluster", detail::kClusterFields, c.cluster);
   HardwareSpec device = c.device.hardware.value_or(HardwareSpec{});
@@ -338,6 +352,20 @@ void check_values(const Config& c) {
              "re-runs the whole MoE (moe): \"Cannot offload ... while recomputing the entire "
              "MoE layer\" (Megatron-Core's TransformerConfig; expected moe_act in "
              "recompute_modules instead of moe, or no expert offload)");
+    // The offload layer mode (training.recompute: offload, per layer): such a layer moves
+    // the modules above, so it needs some, and a host link to move them on.
+    if (const std::string mode_key = offload_mode_key(c); !mode_key.empty()) {
+      if (off == 0)
+        c.fail(mode_key,
+               "offload moves the inputs of training.offload_modules to the host, "
+               "but offload_modules is none (expected offload_modules, e.g. "
+               "core_attn,attn_proj, or none, selective or full)");
+      if (c.device.hardware && !(c.device.hardware->host_link_GBps > 0))
+        c.fail(mode_key, "offload moves activations to the host, but the " +
+                             c.device.hardware->name +
+                             " device has no host link figure (expected none, selective or "
+                             "full, or give cluster.device.host_link_GBps)");
+    }
     if (off != 0 && c.device.hardware && !(c.device.hardware->host_link_GBps > 0))
       c.fail(key, offload_modules_text(off) + " offloads to the host, but the " +
                       c.device.hardware->name +

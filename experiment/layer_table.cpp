@@ -471,6 +471,23 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
     for (LayerRow& row : table.layers)
       for (Recompute r : kAllRecompute)
         if (r != Recompute::none) row.modes[r].reset();
+  // The offload layer mode (Recompute::offload) exists when training.recompute names it
+  // (RecomputeSpec::names_offload): none's costs with none's offload_bytes on the host, its
+  // copy timed on the device's share of its host link (HardwareSpec::host_link_GBps over
+  // host_link_devices, as the engine copies a stage's bytes); none and selective layers
+  // then keep all of theirs. Otherwise the table is the job-wide form, as before the mode:
+  // every none and selective layer offloads.
+  if (c.training.recompute.names_offload()) {
+    const HardwareSpec& hw = a->hardware;
+    const double link = hw.host_link_GBps * 1e9 / std::max(hw.host_link_devices, 1);
+    for (LayerRow& row : table.layers) {
+      if (!row.has(Recompute::none)) continue;
+      LayerModeCost& off = row.modes[Recompute::offload].emplace(*row.modes[Recompute::none]);
+      if (link > 0) off.offload_copy = s_to_ns(static_cast<double>(off.offload_bytes) / link);
+      for (Recompute r : {Recompute::none, Recompute::selective})
+        if (row.modes[r]) row.modes[r]->offload_bytes = 0;
+    }
+  }
   return table;
 }
 

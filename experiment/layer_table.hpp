@@ -38,6 +38,10 @@ struct LayerModeCost {
   /// Of activation_bytes, what goes to host memory between F and the backward
   /// (training.offload_modules; LayerCost::offload_bytes).
   std::int64_t offload_bytes = 0;
+  /// The offload mode: one copy of offload_bytes on the device's host-link share, what the
+  /// planner prices the mode at (planner/stage_options.hpp); the engine times a stage's
+  /// copies from their summed bytes (assemble). 0 in the other modes.
+  Time offload_copy = 0;
 };
 
 /// What a row of the table is. Folded analytic tables and measured ones have decoder rows
@@ -106,6 +110,18 @@ struct LayerTable {
   bool separate_ends = false;
 
   int size() const { return static_cast<int>(layers.size()); }
+  /// Some row can run the offload mode (the per-layer form, RecomputeSpec::names_offload).
+  bool has_offload_mode() const {
+    return std::any_of(layers.begin(), layers.end(),
+                       [](const LayerRow& r) { return r.has(Recompute::offload); });
+  }
+  /// The modes a plan on this table can name: kAllRecompute, and offload with the
+  /// per-layer form. What tables and documents list, so a job without it reads as before.
+  std::vector<Recompute> modes() const {
+    std::vector<Recompute> out(kAllRecompute.begin(), kAllRecompute.end());
+    if (has_offload_mode()) out.push_back(Recompute::offload);
+    return out;
+  }
 };
 
 /// The cost model's view of an analytic config: its inputs and the kinds of layer.

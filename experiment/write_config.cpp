@@ -16,7 +16,7 @@ YAML::Node recompute_node(const std::vector<Recompute>& modes) {
   PerMode<int> count;
   for (Recompute r : modes) ++count[r];
   Recompute common = Recompute::none;
-  for (Recompute r : kAllRecompute)
+  for (Recompute r : kAllModes)
     if (count[r] > count[common]) common = r;
   if (count[common] == static_cast<int>(modes.size()))
     return YAML::Node(std::string(recompute_name(common)));

@@ -9,6 +9,13 @@
 ///              Activation Recomputation in Large Transformer Models", section 5), or
 ///              Megatron-Core's other recompute modules (RecomputeModule below)
 ///   full       keep only the layer input and re-run the whole forward in the backward
+///   offload    keep what none keeps, but move the inputs of training.offload_modules'
+///              modules to host memory between the forward and the backward
+///              (sim/offload.hpp): a layer mode beside the three recompute modes, so that
+///              recompute and offload are chosen per layer (issue 43). The cost model
+///              computes the three recompute modes (kAllRecompute); the layer table adds
+///              offload from none when training.recompute names it (layer_costs,
+///              RecomputeSpec::names_offload in experiment/config.hpp).
 
 #include <algorithm>
 #include <array>
@@ -21,37 +28,44 @@
 
 namespace bmpipe {
 
-enum class Recompute : unsigned char { none = 0, selective = 1, full = 2 };
+enum class Recompute : unsigned char { none = 0, selective = 1, full = 2, offload = 3 };
+/// The recompute modes the cost model computes (none, selective, full).
 inline constexpr std::size_t kRecomputeModes = 3;
-/// Every mode, in order from the most memory to the least.
+/// Every layer mode, the three recompute modes and offload (PerMode's size).
+inline constexpr std::size_t kLayerModes = 4;
+/// Every recompute mode, in order from the most memory to the least.
 inline constexpr std::array<Recompute, kRecomputeModes> kAllRecompute = {
     Recompute::none, Recompute::selective, Recompute::full};
-/// The modes that recompute something (every mode but none), in the same order: the ones
-/// that carry recompute costs. Code that lists them loops over this, so a new mode is
-/// found everywhere it must be.
+/// Every layer mode: kAllRecompute, then offload.
+inline constexpr std::array<Recompute, kLayerModes> kAllModes = {
+    Recompute::none, Recompute::selective, Recompute::full, Recompute::offload};
+/// The modes that recompute something (every recompute mode but none), in the same order:
+/// the ones that carry recompute costs. Code that lists them loops over this, so a new mode
+/// is found everywhere it must be.
 inline constexpr std::array<Recompute, kRecomputeModes - 1> kRecomputingModes = {
     Recompute::selective, Recompute::full};
 
-/// "none", "selective" or "full".
+/// "none", "selective", "full" or "offload".
 constexpr std::string_view recompute_name(Recompute r) {
-  constexpr std::array<std::string_view, kRecomputeModes> kNames = {"none", "selective", "full"};
+  constexpr std::array<std::string_view, kLayerModes> kNames = {"none", "selective", "full",
+                                                                "offload"};
   return kNames[static_cast<std::size_t>(r)];
 }
-/// The mode's name in a table's narrow column: "none", "sel" or "full".
+/// The mode's name in a table's narrow column: "none", "sel", "full" or "off".
 constexpr std::string_view recompute_column(Recompute r) {
-  return r == Recompute::selective ? "sel" : recompute_name(r);
+  return r == Recompute::selective ? "sel" : r == Recompute::offload ? "off" : recompute_name(r);
 }
 /// The mode called `text`, or nullopt.
 constexpr std::optional<Recompute> parse_recompute(std::string_view text) {
-  for (Recompute r : kAllRecompute)
+  for (Recompute r : kAllModes)
     if (recompute_name(r) == text) return r;
   return std::nullopt;
 }
 
-/// A value per recompute mode, indexed by the mode itself (never by a bare 0/1/2).
+/// A value per layer mode, indexed by the mode itself (never by a bare 0/1/2/3).
 template <typename T>
 struct PerMode {
-  std::array<T, kRecomputeModes> values{};
+  std::array<T, kLayerModes> values{};
 
   constexpr T& operator[](Recompute r) { return values[static_cast<std::size_t>(r)]; }
   constexpr const T& operator[](Recompute r) const { return values[static_cast<std::size_t>(r)]; }

@@ -336,16 +336,38 @@ MegatronExport export_megatron(const ExportLayout& layout) {
   //    with N = 1 that is full recompute of every layer, one layer input kept per layer.
   // One rule for all stages, and never selective beside full: a plan outside that gets the
   // smallest rule that recomputes every layer at least as much as the plan does.
-  bool any_full = false, any_selective = false, any_none = false;
+  // An offload layer recomputes nothing: to the rules below it is none. Megatron-Core's
+  // --offload-modules (written from the job, megatron_job_flags) offloads in every layer
+  // that does not recompute in full ([MG-config] offload_modules: a list of modules, no
+  // layer list), so a plan with offload layers beside none or selective ones is stated
+  // with every such layer offloading.
+  std::vector<Recompute> modes = layout.recompute;  // the recompute rules' view
+  std::replace(modes.begin(), modes.end(), Recompute::offload, Recompute::none);
+  bool any_full = false, any_selective = false, any_none = false, any_offload = false,
+       any_kept = false;
   for (Recompute r : layout.recompute) {
     any_full = any_full || r == Recompute::full;
     any_selective = any_selective || r == Recompute::selective;
-    any_none = any_none || r == Recompute::none;
+    any_none = any_none || r == Recompute::none || r == Recompute::offload;
+    any_offload = any_offload || r == Recompute::offload;
+    any_kept = any_kept || r == Recompute::none || r == Recompute::selective;
+  }
+  e.recompute = modes;
+  if (any_offload && any_kept) {
+    const auto count = [&](Recompute r) {
+      return std::count(layout.recompute.begin(), layout.recompute.end(), r);
+    };
+    why.push_back(
+        "Megatron-LM offloads the modules of --offload-modules in every layer that "
+        "does not recompute in full; the plan offloads " +
+        std::to_string(count(Recompute::offload)) + " layers and keeps those of " +
+        std::to_string(count(Recompute::none) + count(Recompute::selective)) +
+        " others, so the flags offload in those too.");
   }
   if (any_full) {
     int n = 0;
     for (int s = 0; s < stages; ++s)
-      n = std::max(n, covering_prefix(layout.partition, layout.recompute, s, Recompute::selective));
+      n = std::max(n, covering_prefix(layout.partition, modes, s, Recompute::selective));
     const int largest = *std::max_element(layout.partition.begin(), layout.partition.end());
     for (int s = 0; s < stages; ++s)
       for (int i = starts[s]; i < starts[s + 1]; ++i)
@@ -358,7 +380,7 @@ MegatronExport export_megatron(const ExportLayout& layout) {
       flags.push_back("--recompute-method block");
       flags.push_back("--recompute-num-layers " + std::to_string(n));
     }
-    if (e.recompute != layout.recompute) {
+    if (e.recompute != modes) {
       std::vector<int> full_counts(stages, 0), selective_counts(stages, 0);
       for (int s = 0; s < stages; ++s)
         for (int i = starts[s]; i < starts[s + 1]; ++i) {
@@ -378,8 +400,7 @@ MegatronExport export_megatron(const ExportLayout& layout) {
     std::fill(e.recompute.begin(), e.recompute.end(), Recompute::selective);
     flags.push_back("--recompute-granularity selective");
     if (any_none) {
-      const auto kept =
-          std::count(layout.recompute.begin(), layout.recompute.end(), Recompute::none);
+      const auto kept = std::count(modes.begin(), modes.end(), Recompute::none);
       why.push_back(
           "Megatron-LM's selective recompute covers every layer and takes no count; the plan "
           "keeps " +
@@ -387,6 +408,10 @@ MegatronExport export_megatron(const ExportLayout& layout) {
           " layers without recompute, so the flags recompute those selectively too.");
     }
   }
+
+  // With offload layers the flags offload in every layer the rules leave without recompute.
+  if (any_offload)
+    std::replace(e.recompute.begin(), e.recompute.end(), Recompute::none, Recompute::offload);
 
   result.exact = why.empty();
   for (const std::string& w : why) result.note += (result.note.empty() ? "" : " ") + w;
