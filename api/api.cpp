@@ -286,10 +286,11 @@ void check_plan_request(const PlanRequest& r) {
     throw RequestError("--expressible", "unknown framework '" + *r.expressible + "'" +
                                             did_you_mean(*r.expressible, exporter_names()) + " (" +
                                             comma_list(exporter_names()) + ")");
-  if (r.offload && *r.offload != "auto" && *r.offload != "none")
+  if (r.offload && *r.offload != "auto" && *r.offload != "none" && *r.offload != "only")
     throw RequestError("--offload", "'" + *r.offload +
                                         "' is not a choice (expected auto: plan for each "
-                                        "activation-offload choice and keep the fastest; or none)");
+                                        "activation-offload choice and keep the fastest; only: "
+                                        "offload without recompute; or none)");
   if (r.baseline_layout) {
     try {
       parse_megatron_layout(*r.baseline_layout);
@@ -337,7 +338,18 @@ std::vector<int> offload_leads(const Config& config) {
 
 namespace {
 
-PlanResults plan_one(const Config& config_in, const PlanRequest& r);
+/// How a plan of run_plan treats offload (PlanRequest::offload): the job-wide form (every
+/// none and selective layer offloads the modules), the per-layer form (the planner picks
+/// none, selective, full or offload per layer), or offload only (none or offload per
+/// layer: the per-layer form without the recompute modes).
+enum class OffloadForm { job, per_layer, only };
+
+constexpr std::string_view form_name(OffloadForm f) {
+  return f == OffloadForm::job ? "job" : f == OffloadForm::per_layer ? "per_layer" : "only";
+}
+
+PlanResults plan_one(const Config& config_in, const PlanRequest& r,
+                     OffloadForm form = OffloadForm::job);
 
 }  // namespace
 
@@ -346,62 +358,84 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
   check_plan_request(r);
   if (!r.offload || *r.offload == "none") return plan_one(config_in, r);
   // Recompute and offload chosen together: the search for each offload choice at each lead
-  // picks every layer's recompute mode under it, and the fastest fitting of them all is
-  // kept. "none" is a choice, so the joint plan is never slower than recompute alone.
+  // picks every layer's mode under it, and the fastest fitting of them all is kept. auto
+  // plans the job-wide form (with "none": recompute alone), the per-layer form and offload
+  // alone, so the plan kept is never slower than recompute alone or offload alone as the
+  // planner finds them; only plans offload alone.
   require_offload_auto(config_in);
+  const bool only = *r.offload == "only";
+  std::vector<OffloadForm> forms = {OffloadForm::only};
+  if (!only) forms = {OffloadForm::job, OffloadForm::per_layer, OffloadForm::only};
   std::optional<PlanResults> best;
+  OffloadForm best_form = OffloadForm::job;
   nlohmann::json tried = nlohmann::json::array();
   std::string why_not;
-  for (const std::string& modules : offload_choices(config_in)) {
-    // No lead matters when nothing is offloaded: "none" is planned once.
-    const std::vector<int> leads = modules == "none"
-                                       ? std::vector<int>{config_in.training.offload_lead}
-                                       : offload_leads(config_in);
-    for (const int lead : leads) {
-      Config c = config_in;
-      c.training.offload_modules = modules;
-      c.training.offload_lead = lead;
-      nlohmann::json row = {{"offload_modules", modules}};
-      if (modules != "none") row["offload_lead"] = lead;
-      try {
-        check_config(c);
-        PlanResults one = plan_one(c, r);
-        const Time t = one.shown->result.iteration_time;
-        std::int64_t peak = 0;
-        for (const DeviceResult& d : one.shown->result.devices) peak = std::max(peak, d.peak_bytes);
-        row["iteration_time_ms"] = ns_to_ms(t);
-        row["peak_memory_bytes"] = peak;
-        // Strictly faster only: of equal times the first tried is kept (fewer modules, the
-        // config's lead).
-        if (!best || t < best->shown->result.iteration_time) {
-          if (one.offload_modules.empty()) {  // else --baseline megatron-offload's own
-            one.offload_modules = modules;
-            one.offload_lead = modules == "none" ? std::nullopt : std::optional<int>(lead);
+  for (const OffloadForm form : forms)
+    for (const std::string& modules : offload_choices(config_in)) {
+      // "none" is recompute alone: planned once, in the job-wide form.
+      if (modules == "none" && form != OffloadForm::job) continue;
+      // No lead matters when nothing is offloaded: "none" is planned once.
+      const std::vector<int> leads = modules == "none"
+                                         ? std::vector<int>{config_in.training.offload_lead}
+                                         : offload_leads(config_in);
+      for (const int lead : leads) {
+        Config c = config_in;
+        c.training.offload_modules = modules;
+        c.training.offload_lead = lead;
+        // The per-layer forms: a table with the offload mode (every layer may take it).
+        if (form != OffloadForm::job)
+          c.training.recompute = RecomputeSpec{Recompute::offload, {}, {}};
+        nlohmann::json row = {{"offload_modules", modules}};
+        if (modules != "none") row["offload_lead"] = lead;
+        if (!only) row["form"] = form_name(form);
+        try {
+          check_config(c);
+          PlanResults one = plan_one(c, r, form);
+          const Time t = one.shown->result.iteration_time;
+          std::int64_t peak = 0;
+          for (const DeviceResult& d : one.shown->result.devices)
+            peak = std::max(peak, d.peak_bytes);
+          const auto& modes = one.shown->plan.recompute;
+          const auto offloaded = std::count(modes.begin(), modes.end(), Recompute::offload);
+          row["iteration_time_ms"] = ns_to_ms(t);
+          row["peak_memory_bytes"] = peak;
+          if (form != OffloadForm::job) row["offload_layers"] = offloaded;
+          // Strictly faster only: of equal times the first tried is kept (fewer modules, the
+          // config's lead, the job-wide form).
+          if (!best || t < best->shown->result.iteration_time) {
+            if (one.offload_modules.empty()) {  // else --baseline megatron-offload's own
+              // A per-layer plan without offload layers offloads nothing: written as none
+              // (with the modules and no offload layer it would read as the job-wide form).
+              const bool none = modules == "none" || (form != OffloadForm::job && offloaded == 0);
+              one.offload_modules = none ? "none" : modules;
+              one.offload_lead = none ? std::nullopt : std::optional<int>(lead);
+            }
+            best = std::move(one);
+            best_form = form;
           }
-          best = std::move(one);
+        } catch (const NoPlanFits& x) {
+          row["error"] = x.what();
+          if (why_not.empty()) why_not = x.what();
+        } catch (const ConfigError& x) {
+          row["error"] = x.what();
         }
-      } catch (const NoPlanFits& x) {
-        row["error"] = x.what();
-        if (why_not.empty()) why_not = x.what();
-      } catch (const ConfigError& x) {
-        row["error"] = x.what();
+        tried.push_back(row);
       }
-      tried.push_back(row);
     }
-  }
   if (!best)
     throw NoPlanFits(why_not.empty() ? config_in.file + ": no offload choice could be planned"
                                      : why_not + " (and with every offload choice)");
   best->summary["offload"] = {
       {"chosen", best->offload_modules},
       {"lead", best->offload_lead ? nlohmann::json(*best->offload_lead) : nlohmann::json(nullptr)},
+      {"form", form_name(best_form)},
       {"tried", tried}};
   return std::move(*best);
 }
 
 namespace {
 
-PlanResults plan_one(const Config& config_in, const PlanRequest& r) {
+PlanResults plan_one(const Config& config_in, const PlanRequest& r, OffloadForm form) {
   Config config = config_in;
   Overrides o = r.overrides;
   const std::string asked = o.schedule.value_or(config.training.schedule);
@@ -410,6 +444,14 @@ PlanResults plan_one(const Config& config_in, const PlanRequest& r) {
   apply_overrides(config, o);
   PlanResults out;
   out.experiment = prepare(config);
+  if (form == OffloadForm::only) {
+    // Offload alone: the table without the recompute modes, so that the search, its
+    // starting points and the baselines run none or offload only.
+    auto offload_only = std::make_shared<Experiment>(*out.experiment);
+    for (LayerRow& row : offload_only->layers.layers)
+      for (Recompute m : kRecomputingModes) row.modes[m].reset();
+    out.experiment = std::move(offload_only);
+  }
   const Experiment& e = *out.experiment;
 
   PlannerOptions po;

@@ -191,7 +191,7 @@ nlohmann::json plan_json(const Experiment& e, const PlanOutcome& o, const PlanRu
   for (std::size_t s = 0; s < stages.size(); ++s) {
     const StageCost& c = in.stages[s];
     nlohmann::json modes;
-    for (Recompute r : kAllRecompute) modes[std::string(recompute_name(r))] = stages[s].modes[r];
+    for (Recompute r : e.layers.modes()) modes[std::string(recompute_name(r))] = stages[s].modes[r];
     st.push_back({{"stage", s},
                   {"rank", run.schedule.stage_rank[s]},
                   {"first_layer", stages[s].first_layer},

@@ -45,7 +45,8 @@ std::string plan_table(const Experiment& e, const PlanRun& run, std::int64_t lim
   // Layers per recompute mode, one column each.
   std::snprintf(buf, sizeof buf, "%5s %4s %11s", "stage", "rank", "layers");
   out << buf;
-  for (Recompute r : kAllRecompute) {
+  const std::vector<Recompute> modes = e.layers.modes();
+  for (Recompute r : modes) {
     std::snprintf(buf, sizeof buf, " %5s", std::string(recompute_column(r)).c_str());
     out << buf;
   }
@@ -64,7 +65,7 @@ std::string plan_table(const Experiment& e, const PlanRun& run, std::int64_t lim
                       : "-";
     std::snprintf(buf, sizeof buf, "%5zu %4d %11s", s, rank, layers.c_str());
     out << buf;
-    for (Recompute r : kAllRecompute) {
+    for (Recompute r : modes) {
       std::snprintf(buf, sizeof buf, " %5d", st.modes[r]);
       out << buf;
     }
@@ -237,12 +238,13 @@ int run_plan(const std::vector<std::string>& args) {
        "(one recompute rule for all stages: none, selective, block N or uniform), "
        "mindformers (per stage, the first n layers in full and the next k selective) or "
        "torchtitan (one rule for all layers: none, full, selective op or every n-th layer)")
-      ("offload", po::value<std::string>()->value_name("auto|none"),
+      ("offload", po::value<std::string>()->value_name("auto|only|none"),
        "auto: plan once for each activation-offload choice (none; core_attn,attn_proj; with "
        "qkv_linear; with experts, expert_fc1,moe_act and all) at each prefetch lead (the "
-       "config's training.offload_lead, 0, 1, 2) and keep the fastest fitting, recompute "
-       "chosen under each; needs a host link (default: none, the config's offload_modules "
-       "and offload_lead only)")
+       "config's training.offload_lead, 0, 1, 2), for every layer (recompute chosen under "
+       "each) and per layer (none, selective, full or offload per layer), and keep the "
+       "fastest fitting; only: per layer none or offload, no recompute; needs a host link "
+       "(default: none, the config's offload_modules and offload_lead only)")
       ("format", po::value<std::string>()->value_name("FORMAT")->default_value("table"),
        "table, or the plan exported as `bmpipe export` does: megatron (flags), mindformers (YAML), "
        "torchtitan (TOML) or torchtitan-registry (its 2026 launch command)")
@@ -386,16 +388,23 @@ int run_plan(const std::vector<std::string>& args) {
                   shown->schedule.num_microbatches, format_gib(memory_limit).c_str());
     std::cout << buf;
     if (!baseline.empty()) std::cout << "showing the " << baseline << " baseline\n";
-    if (request.offload && *request.offload == "auto") {
+    if (request.offload && *request.offload != "none") {
+      const nlohmann::json& off = planned.summary["offload"];
+      const std::string form = off["form"].get<std::string>();
       std::cout << "activation offload: kept " << planned.offload_modules
                 << (planned.offload_lead ? ", lead " + std::to_string(*planned.offload_lead) : "")
-                << " of\n";
-      for (const auto& row : planned.summary["offload"]["tried"]) {
+                << (form == "job" ? "" : " (" + form + ")") << " of\n";
+      for (const auto& row : off["tried"]) {
         const std::string lead = row.contains("offload_lead")
                                      ? "lead " + std::to_string(row["offload_lead"].get<int>())
                                      : "";
-        std::snprintf(buf, sizeof buf, "  %-58s %-7s ",
-                      row["offload_modules"].get<std::string>().c_str(), lead.c_str());
+        // The form, and how many layers a per-layer plan offloads.
+        std::string how = row.contains("form") ? row["form"].get<std::string>() : "";
+        if (row.contains("offload_layers"))
+          how += (how.empty() ? "" : " ") + std::to_string(row["offload_layers"].get<int>()) +
+                 " layers";
+        std::snprintf(buf, sizeof buf, "  %-58s %-7s %-20s ",
+                      row["offload_modules"].get<std::string>().c_str(), lead.c_str(), how.c_str());
         std::cout << buf;
         if (row.contains("iteration_time_ms")) {
           std::snprintf(buf, sizeof buf, "%.3f ms\n", row["iteration_time_ms"].get<double>());

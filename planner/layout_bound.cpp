@@ -34,7 +34,9 @@ std::vector<SavePiece> save_pieces(const std::vector<LayerRow>& layers) {
     const LayerRow& row = layers[l];
     const double a0 = least_device_bytes(*row.modes[Recompute::none]);
     std::vector<std::pair<double, double>> pts;  // (saved, recompute)
-    for (Recompute r : kRecomputingModes)
+    // Offload saves bytes at no recompute: a piece of slope 0 (its copies' time is not
+    // charged, so the bound stays below any plan's).
+    for (Recompute r : {Recompute::selective, Recompute::full, Recompute::offload})
       if (row.has(r)) {
         const double saved = a0 - least_device_bytes(*row.modes[r]);
         if (saved > 0) pts.emplace_back(saved, static_cast<double>(row.modes[r]->recompute));
@@ -361,7 +363,7 @@ double order_term(const OrderGraph& g, const std::vector<LayerRow>& layers, cons
   ModeCosts mc;
   mc.rec.resize(L), mc.act.resize(L);
   for (int l = 0; l < L; ++l)
-    for (Recompute r : kAllRecompute)
+    for (Recompute r : kAllModes)
       if (layers[l].has(r)) {
         mc.rec[l].push_back(static_cast<double>(layers[l].modes[r]->recompute));
         mc.act[l].push_back(least_device_bytes(*layers[l].modes[r]));

@@ -33,7 +33,7 @@ namespace {
 /// activations, else every micro-batch (no offload).
 int offload_resident(const Experiment& e) {
   for (const LayerRow& row : e.layers.layers)
-    for (Recompute r : kAllRecompute)
+    for (Recompute r : kAllModes)
       if (row.modes[r] && row.modes[r]->offload_bytes > 0)
         return 2 + std::min(e.config.training.offload_lead, 1 << 20);
   return std::numeric_limits<int>::max();

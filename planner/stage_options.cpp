@@ -15,30 +15,48 @@ namespace {
 constexpr std::size_t kMaxOptions = 2048;
 
 bool same_modes(const LayerRow& a, const LayerRow& b) {
-  for (Recompute r : kAllRecompute) {
+  for (Recompute r : kAllModes) {
     if (a.modes[r].has_value() != b.modes[r].has_value()) return false;
     if (!a.modes[r]) continue;
     const LayerModeCost &x = *a.modes[r], &y = *b.modes[r];
     if (x.recompute != y.recompute || x.activation_bytes != y.activation_bytes ||
         x.weight_grad_retained_bytes != y.weight_grad_retained_bytes ||
-        x.offload_bytes != y.offload_bytes)
+        x.offload_bytes != y.offload_bytes || x.offload_copy != y.offload_copy)
       return false;
   }
   return true;
 }
 
-/// Keeps the options no other beats in recompute, A and R at once; sorts by recompute.
-/// Sorted by recompute, an option is beaten exactly when an earlier one has A and R no
-/// larger; the earlier ones are kept as a staircase (A increasing, R decreasing), so each
-/// test is one lookup. With activation offload A is read as A - O, what stays on the device
-/// for most micro-batches in flight (an estimate: every plan is simulated).
-void prune(std::vector<StageOption>& v) {
+/// Keeps the options no other beats in cost (recompute plus the offload price), A and R at
+/// once; sorts by cost. Sorted by cost, an option is beaten exactly when an earlier one has
+/// A and R no larger; the earlier ones are kept as a staircase (A increasing, R
+/// decreasing), so each test is one lookup. With activation offload A is read as A - O,
+/// what stays on the device for most micro-batches in flight (an estimate: every plan is
+/// simulated). With `per_layer` (a table with the offload mode) the test is exact for the
+/// memory model instead: a moment holds (full - min(full, resident)) (A - O) +
+/// min(full, resident) A + retained R (moment_bytes), a sum of A - O, A and R with
+/// non-negative weights, so an option is beaten when an earlier one has all three no
+/// larger; tested against every option kept (their number stays small).
+void prune(std::vector<StageOption>& v, bool per_layer) {
   const auto kept_on_device = [](const StageOption& o) { return o.activation - o.offload; };
   std::sort(v.begin(), v.end(), [&](const StageOption& a, const StageOption& b) {
-    if (a.recompute != b.recompute) return a.recompute < b.recompute;
+    if (a.cost() != b.cost()) return a.cost() < b.cost();
     if (kept_on_device(a) != kept_on_device(b)) return kept_on_device(a) < kept_on_device(b);
+    if (per_layer && a.activation != b.activation) return a.activation < b.activation;
     return a.retained < b.retained;
   });
+  if (per_layer) {
+    std::vector<StageOption> kept;
+    for (StageOption& o : v) {
+      const bool beaten = std::any_of(kept.begin(), kept.end(), [&](const StageOption& k) {
+        return kept_on_device(k) <= kept_on_device(o) && k.activation <= o.activation &&
+               k.retained <= o.retained;
+      });
+      if (!beaten) kept.push_back(std::move(o));
+    }
+    v = std::move(kept);
+    return;
+  }
   std::vector<StageOption> kept;
   std::map<std::int64_t, std::int64_t> stairs;  // A -> least R among kept with that A or less
   for (StageOption& o : v) {
@@ -73,10 +91,11 @@ int type_layer(const StageOptions& so, int t, int first) {
 }  // namespace
 
 StageOptionTable::StageOptionTable(const Experiment& experiment, bool first_n)
-    : e_(experiment), first_n_(first_n) {
+    : e_(experiment), first_n_(first_n), per_layer_(experiment.layers.has_offload_mode()) {
   prefix_static_.assign(1, 0);
   for (const LayerRow& row : e_.layers.layers)
     prefix_static_.push_back(prefix_static_.back() + row.static_bytes);
+
   if (first_n_) {
     decoder_.assign(e_.layers.layers.size(), 0);
     for (int l : decoder_layers(e_)) decoder_[l] = 1;
@@ -148,7 +167,7 @@ const StageOptions* StageOptionTable::make_first_n(int first, int count) const {
       o.counts[0][Recompute::none] = d - f - g;
       all.push_back(std::move(o));
     }
-  prune(all);
+  prune(all, false);
   if (all.size() > kMaxOptions) so.thinned = true;
   thin(all);
   so.options = std::move(all);
@@ -183,13 +202,17 @@ const StageOptions& StageOptionTable::get(int first, int count) const {
     while (t < types && !same_modes(e_.layers.layers[type_layer(prefix, t, first)], row)) ++t;
     so.type_of.push_back(t);
     std::vector<StageOption> next;
-    next.reserve(prefix.options.size() * kRecomputeModes);
+    next.reserve(prefix.options.size() * kLayerModes);
     for (const StageOption& base : prefix.options)
-      for (Recompute r : kAllRecompute) {
+      for (Recompute r : kAllModes) {
         if (!row.has(r)) continue;
         const LayerModeCost& c = *row.modes[r];
+        // An offload mode that moves nothing is none again.
+        if (r == Recompute::offload && c.offload_bytes == 0) continue;
         StageOption o = base;
         o.recompute += c.recompute;
+        // The offload mode's price: its copy out and its copy back, none hidden.
+        if (r == Recompute::offload) o.copy += 2 * c.offload_copy;
         o.activation += c.activation_bytes;
         o.retained += c.weight_grad_retained_bytes.value_or(c.activation_bytes);
         o.offload += c.offload_bytes;
@@ -197,7 +220,7 @@ const StageOptions& StageOptionTable::get(int first, int count) const {
         ++o.counts[t][r];
         next.push_back(std::move(o));
       }
-    prune(next);
+    prune(next, per_layer_);
     if (next.size() > kMaxOptions) so.thinned = true;
     thin(next);
     so.options = std::move(next);
@@ -213,6 +236,10 @@ Time RankChoice::total_recompute() const {
   return std::accumulate(recompute.begin(), recompute.end(), Time{0});
 }
 
+Time RankChoice::total_cost() const {
+  return std::accumulate(cost.begin(), cost.end(), Time{0});
+}
+
 namespace {
 
 struct Search {
@@ -226,7 +253,9 @@ struct Search {
   std::vector<std::vector<std::int64_t>> least_from;
   // Per stage j and moment k: the most bytes stages j, j + 1, ... can add to moment k.
   std::vector<std::vector<std::int64_t>> most_from;
-  // Per stage j: the least recompute time stages j, j + 1, ... can take.
+  // Per stage j: the least cost (StageOption::cost) stages j, j + 1, ... can take. The
+  // search minimises cost, recompute plus the offload price; below, "recompute" reads as
+  // that cost (the same without offload layers).
   std::vector<Time> least_recompute_from;
   Time partial_recompute{0};
   // Branch and bound on total recompute. Only the `limit` choices of least total recompute
@@ -246,7 +275,7 @@ struct Search {
     if (found.size() < limit) return;
     std::vector<Time> totals;
     totals.reserve(found.size());
-    for (const RankChoice& f : found) totals.push_back(f.total_recompute());
+    for (const RankChoice& f : found) totals.push_back(f.total_cost());
     std::nth_element(totals.begin(), totals.begin() + static_cast<std::ptrdiff_t>(limit - 1),
                      totals.end());
     cutoff = totals[limit - 1];
@@ -266,18 +295,20 @@ struct Search {
       std::int64_t peak = 0;
       for (std::size_t k = 0; k < moments; ++k) peak = std::max(peak, held[k]);
       c.peak = peak;
-      for (std::size_t s = 0; s < stages.size(); ++s)
+      for (std::size_t s = 0; s < stages.size(); ++s) {
         c.recompute.push_back(stages[s]->options[chosen[s]].recompute);
-      // Keep only choices no other found beats on every stage's recompute time.
+        c.cost.push_back(stages[s]->options[chosen[s]].cost());
+      }
+      // Keep only choices no other found beats on every stage's cost.
       for (const RankChoice& f : found) {
         bool better_or_equal = true;
         for (std::size_t s = 0; s < stages.size(); ++s)
-          better_or_equal = better_or_equal && f.recompute[s] <= c.recompute[s];
+          better_or_equal = better_or_equal && f.cost[s] <= c.cost[s];
         if (better_or_equal) return;
       }
       std::erase_if(found, [&](const RankChoice& f) {
         for (std::size_t s = 0; s < stages.size(); ++s)
-          if (c.recompute[s] > f.recompute[s]) return false;
+          if (c.cost[s] > f.cost[s]) return false;
         return true;
       });
       found.push_back(std::move(c));
@@ -286,9 +317,9 @@ struct Search {
     }
     const std::vector<StageOption>& options = stages[j]->options;
     for (std::size_t i = 0; i < options.size(); ++i) {
-      // Options come by increasing recompute time (prune sorts them, thin keeps the order),
+      // Options come by increasing cost (prune sorts them, thin keeps the order),
       // so once one is past the cutoff every later one is too.
-      if (partial_recompute + options[i].recompute + least_recompute_from[j + 1] > cutoff) break;
+      if (partial_recompute + options[i].cost() + least_recompute_from[j + 1] > cutoff) break;
       bool fits = true;
       for (std::size_t k = 0; k < moments && fits; ++k)
         fits = held[k] + add(k, j, options[i]) + least_from[j + 1][k] <= budget;
@@ -302,9 +333,9 @@ struct Search {
         fits_always = held[k] + add(k, j, options[i]) + most_from[j + 1][k] <= budget;
       for (std::size_t k = 0; k < moments; ++k) held[k] += add(k, j, options[i]);
       chosen[j] = static_cast<int>(i);
-      partial_recompute += options[i].recompute;
+      partial_recompute += options[i].cost();
       run(j + 1);
-      partial_recompute -= options[i].recompute;
+      partial_recompute -= options[i].cost();
       for (std::size_t k = 0; k < moments; ++k) held[k] -= add(k, j, options[i]);
       if (fits_always) break;
     }
@@ -338,15 +369,15 @@ std::vector<RankChoice> rank_choices(const RankMemory& memory,
       s.most_from[j][k] = s.most_from[j + 1][k] + worst;
     }
     Time least = std::numeric_limits<Time>::max();
-    for (const StageOption& o : stages[j]->options) least = std::min(least, o.recompute);
+    for (const StageOption& o : stages[j]->options) least = std::min(least, o.cost());
     s.least_recompute_from[j] =
         s.least_recompute_from[j + 1] + (stages[j]->options.empty() ? Time{0} : least);
   }
   s.run(0);
   std::sort(s.found.begin(), s.found.end(), [](const RankChoice& a, const RankChoice& b) {
-    const Time ta = a.total_recompute(), tb = b.total_recompute();
+    const Time ta = a.total_cost(), tb = b.total_cost();
     if (ta != tb) return ta < tb;
-    return a.recompute < b.recompute;
+    return a.cost < b.cost;
   });
   if (s.found.size() > limit) s.found.resize(limit);
   return s.found;
@@ -356,13 +387,13 @@ std::int64_t least_peak(const RankMemory& memory, const std::vector<const StageO
   // The least over choices of the max over moments: search with a growing budget would be
   // exact but slow; every stage at its least-memory option is exact when one option has
   // both the least A and the least R, which is the case for recompute modes (full keeps
-  // least of both).
+  // least of both). A counts as A - O, what stays on the device (offload layers).
   std::vector<std::int64_t> a, r, off;
   for (const StageOptions* st : stages) {
     const StageOption* best = &st->options.front();
+    const auto kept = [](const StageOption& o) { return o.activation - o.offload; };
     for (const StageOption& o : st->options)
-      if (o.activation < best->activation ||
-          (o.activation == best->activation && o.retained < best->retained))
+      if (kept(o) < kept(*best) || (kept(o) == kept(*best) && o.retained < best->retained))
         best = &o;
     a.push_back(best->activation);
     r.push_back(best->retained);
@@ -390,7 +421,7 @@ void apply_option(const StageOptions& stage, const StageOption& option, int firs
   for (std::size_t i = 0; i < stage.type_of.size(); ++i) {
     const int t = stage.type_of[i];
     Recompute mode = Recompute::none;
-    for (Recompute r : {Recompute::full, Recompute::selective, Recompute::none})
+    for (Recompute r : {Recompute::full, Recompute::selective, Recompute::offload, Recompute::none})
       if (used[t][r] < option.counts[t][r]) {
         mode = r;
         break;

@@ -14,6 +14,23 @@
 /// partition takes, on every rank, the option with the least recompute time that fits: a
 /// small knapsack, solved exactly here. With several stages per rank the answer is a small
 /// Pareto set of per-stage recompute times, and the search chooses among them.
+///
+/// The offload layer mode (Recompute::offload, a table with the per-layer form) is a fourth
+/// choice per layer: it keeps A (as none does) but takes its offload bytes O off the device
+/// for all but RankMemory::offload_resident micro-batches. Its time cost depends on what
+/// the copies overlap, which no per-stage sum knows, so the step prices it: both copies of
+/// O on the device's host-link share, none hidden (StageOption::copy), and minimises
+/// recompute + copy (StageOption::cost) in place of recompute. What that guarantees: for a
+/// fixed partition, with one stage per rank, every rank takes the option of least
+/// recompute + price that fits the memory model, exactly (the same knapsack; the price is
+/// a sum over layers, so the prefix construction stays exact for it, and the pruning keeps
+/// every option no other beats in price, A - O, A and R, what a moment's bytes weigh); with
+/// several stages per rank, the Pareto set of per-stage prices. It does not guarantee the
+/// least simulated time: a copy the schedule hides costs less than its price, one that
+/// queues behind others more. Every plan is simulated, and `plan --offload auto` keeps
+/// the fastest of the recompute-only, offload-only and joint plans (api::run_plan), so the
+/// plan it returns is never slower than the other two as planned. Without offload layers
+/// the price is 0 and the step is the recompute step above, unchanged.
 
 #include <cstdint>
 #include <map>
@@ -30,11 +47,18 @@ namespace bmpipe {
 
 /// One way a stage's layers can treat their activations.
 struct StageOption {
-  Time recompute = 0;                ///< extra backward time per micro-batch
+  Time recompute = 0;  ///< extra backward time per micro-batch
+  /// The price of its offload layers (Recompute::offload): both copies of their bytes on
+  /// the device's host-link share, as if none were hidden (2 x LayerModeCost::
+  /// offload_copy). 0 without
+  /// offload layers, so a job without the offload mode is planned as before.
+  Time copy = 0;
   std::int64_t activation = 0;       ///< A: bytes kept per micro-batch from F to I (or B)
   std::int64_t retained = 0;         ///< R: of those, bytes kept until W
   std::int64_t offload = 0;          ///< O: of A, bytes offloaded to the host
   std::vector<PerMode<int>> counts;  ///< per layer type of the range: layers per mode
+  /// What the step minimises: recompute plus the copies' price.
+  Time cost() const { return recompute + copy; }
 };
 
 /// The undominated options of one range of layers, by increasing recompute time.
@@ -69,6 +93,7 @@ class StageOptionTable {
   const StageOptions* make_first_n(int first, int count) const;
   const Experiment& e_;
   bool first_n_ = false;
+  bool per_layer_ = false;     ///< the table has the offload mode: prune exactly (see prune)
   std::vector<char> decoder_;  ///< per model layer (first_n tables)
   std::vector<std::int64_t> prefix_static_;
   mutable std::mutex mutex_;
@@ -79,8 +104,10 @@ class StageOptionTable {
 struct RankChoice {
   std::vector<int> option;      ///< per local stage, index into its StageOptions
   std::vector<Time> recompute;  ///< per local stage
+  std::vector<Time> cost;       ///< per local stage: StageOption::cost, what is minimised
   std::int64_t peak = 0;        ///< activation bytes at the peak
   Time total_recompute() const;
+  Time total_cost() const;
 };
 
 /// How many choices rank_choices() keeps for one rank at most: the planner's choice index
@@ -88,7 +115,8 @@ struct RankChoice {
 inline constexpr std::size_t kMaxRankChoices = 64;
 
 /// The undominated choices of a rank whose activations may use `budget` bytes, ordered by
-/// total recompute time (then by the stages' times, lexicographically). Empty when nothing
+/// total cost, recompute plus the offload price (then by the stages' costs,
+/// lexicographically). Empty when nothing
 /// fits. At most `limit` choices are returned.
 std::vector<RankChoice> rank_choices(const RankMemory& memory,
                                      const std::vector<const StageOptions*>& stages,
@@ -98,8 +126,8 @@ std::vector<RankChoice> rank_choices(const RankMemory& memory,
 std::int64_t least_peak(const RankMemory& memory, const std::vector<const StageOptions*>& stages);
 
 /// Writes the modes of layers [first, first + n) for `option` into `modes` (model order):
-/// within each layer type, full first, then selective, then none, so the recomputed layers
-/// are the first of the stage, as MindFormers' and Megatron-LM's per-stage counts mean.
+/// within each layer type, full first, then selective, then offload, then none, so the recomputed
+/// layers are the first of the stage, as MindFormers' and Megatron-LM's per-stage counts mean.
 /// (Across types they need not be: first_n_order in planner.hpp makes a plan's stages
 /// first-N; a first-N table's options are first-N over the stage's decoder layers.)
 void apply_option(const StageOptions& stage, const StageOption& option, int first,

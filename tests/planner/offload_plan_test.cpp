@@ -114,17 +114,22 @@ TEST(OffloadPlan, JointPlanIsNeverSlowerThanRecomputeAlone) {
   const nlohmann::json j =
       plan_at(lead_job(dir), 24, "--offload auto --set training.offload_lead=2");
   const auto& tried = j["offload"]["tried"];
-  // none once, then each module set at the config's lead (2), 0 and 1.
-  ASSERT_EQ(tried.size(), 7u);
+  // none once, then each module set at the config's lead (2), 0 and 1, job-wide; then the
+  // same six per layer, then six offload alone (offload_mode_plan_test.cpp).
+  ASSERT_EQ(tried.size(), 19u);
   EXPECT_EQ(tried[0]["offload_modules"], "none");
   EXPECT_FALSE(tried[0].contains("offload_lead"));
-  for (std::size_t i = 1; i < 7; ++i) {
+  for (std::size_t i = 1; i < 19; ++i) {
+    const std::size_t k = (i - 1) % 6;
     EXPECT_EQ(tried[i]["offload_modules"],
-              i < 4 ? "core_attn,attn_proj" : "qkv_linear,core_attn,attn_proj");
-    EXPECT_EQ(tried[i]["offload_lead"], std::vector<int>({2, 0, 1})[(i - 1) % 3]);
+              k < 3 ? "core_attn,attn_proj" : "qkv_linear,core_attn,attn_proj");
+    EXPECT_EQ(tried[i]["offload_lead"], std::vector<int>({2, 0, 1})[k % 3]);
+    EXPECT_EQ(tried[i]["form"], i < 7 ? "job" : i < 13 ? "per_layer" : "only");
   }
   double least = 1e300;
-  for (const auto& row : tried) least = std::min(least, row["iteration_time_ms"].get<double>());
+  for (const auto& row : tried)
+    if (row.contains("iteration_time_ms"))
+      least = std::min(least, row["iteration_time_ms"].get<double>());
   const double recompute_alone = tried[0]["iteration_time_ms"].get<double>();
   EXPECT_EQ(j["plan"]["iteration_time_ms"].get<double>(), least);
   EXPECT_LT(least, recompute_alone);
