@@ -90,9 +90,8 @@ class Builder {
   /// along the tokens (torchao's Float8Linear: grad_weight = to_fp8(x.t()) @ to_fp8(dy),
   /// each scaled along its rows).
   void casts(const std::string& gemm, double f_elements, double i_elements) {
-    const double w = st_.fp8_recipe == Fp8Recipe::rowwise
-                         ? fp8_cast(f_elements) + fp8_cast(i_elements)
-                         : 0.0;
+    const double w =
+        st_.fp8_recipe == Fp8Recipe::rowwise ? fp8_cast(f_elements) + fp8_cast(i_elements) : 0.0;
     add(gemm + "_cast", fp8_cast(f_elements), fp8_cast(i_elements), w, KernelClass::cast);
   }
   /// `n` kernel launches of the sub-op being added: none under a CUDA graph that captures
