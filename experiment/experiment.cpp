@@ -101,9 +101,10 @@ void size_host_memory(Experiment& e) {
   bool stage_offloads = spec.global == Recompute::offload;
   for (const auto& [stage, m] : spec.stages)
     stage_offloads = stage_offloads || m == Recompute::offload;
+  const Recompute job_mode = recompute_mode(e.config, 0, 0);
   double activations = 0;  // one micro-batch's, over the whole model
   for (std::size_t l = 0; l < e.layers.layers.size(); ++l) {
-    Recompute mode = recompute_mode(e.config, 0, 0);
+    Recompute mode = job_mode;
     if (spec.names_offload()) {
       const auto it = spec.layers.find(static_cast<int>(l));
       mode = it != spec.layers.end() ? it->second

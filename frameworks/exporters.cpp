@@ -224,15 +224,22 @@ std::string torchtitan_not_run(std::string_view schedule) {
          " (it runs 1F1B, Interleaved1F1B, GPipe, ZBVZeroBubble and DualPipeV)";
 }
 
-ExportStatement torchtitan_statement(const ExportLayout& layout) {
-  TorchTitanExport x = torchtitan_plan(layout);
+// What torchtitan's plan `x` states, written by `write` (its job TOML or its registry's
+// command line).
+using TorchTitanWriter = std::string (*)(const TorchTitanExport&, const ExportJob&,
+                                         std::string_view);
+ExportStatement torchtitan_statement_of(TorchTitanExport x, TorchTitanWriter write) {
   ExportStatement s;
   s.expressed = x.expressed;
   if (!x.exact) s.inexact = x.note;
-  s.write = [x = std::move(x)](const ExportJob& job, std::string_view schedule) {
-    return torchtitan_job_toml(x, job, schedule);
+  s.write = [x = std::move(x), write](const ExportJob& job, std::string_view schedule) {
+    return write(x, job, schedule);
   };
   return s;
+}
+
+ExportStatement torchtitan_statement(const ExportLayout& layout) {
+  return torchtitan_statement_of(torchtitan_plan(layout), torchtitan_job_toml);
 }
 
 // torchtitan's 2026 launch command: a registered function and its overrides
@@ -244,14 +251,7 @@ std::string torchtitan_registry_full_refusal(const Config& config) {
 }
 
 ExportStatement torchtitan_registry_statement(const ExportLayout& layout) {
-  TorchTitanExport x = torchtitan_registry_plan(layout);
-  ExportStatement s;
-  s.expressed = x.expressed;
-  if (!x.exact) s.inexact = x.note;
-  s.write = [x = std::move(x)](const ExportJob& job, std::string_view schedule) {
-    return torchtitan_registry_command(x, job, schedule);
-  };
-  return s;
+  return torchtitan_statement_of(torchtitan_registry_plan(layout), torchtitan_registry_command);
 }
 
 bool torchtitan_registry_states(const ExportLayout& layout) {
