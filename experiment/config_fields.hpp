@@ -717,7 +717,9 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
      .slot = &TrainingConfig::moe_overlap,
      .help = "1f1b/interleaved: pair each steady-state backward with the next forward so one "
              "hides the other's all-to-all (Megatron's --overlap-moe-expert-parallel-comm); "
-             "needs MoE layers and ep > 1",
+             "needs MoE layers and ep > 1 and, by Megatron-Core's rules, schedule 1f1b at pp 1 "
+             "or interleaved with vpp >= 2, no full recompute (the planner leaves it out), no "
+             "moe in recompute_modules and at most one MTP layer",
      .form = Form::analytic},
     {.name = "moe_dispatcher",
      .slot = &TrainingConfig::moe_dispatcher,

@@ -76,6 +76,9 @@ std::string given_key(const Config& c, std::initializer_list<const char*> keys) 
   return *keys.begin();
 }
 
+std::string recompute_mode_key(const Config& c, Recompute want);
+void check_moe_overlap(const Config& c);
+
 // Rules of the frameworks that no single key breaks: a job Megatron-LM would refuse to
 // start is refused here too, whichever way its keys arrived (the file, a preset, an
 // hf_config, --set, a Config changed by hand).
@@ -158,6 +161,7 @@ void check_framework_rules(const Config& c) {
                "parallelism and tensor parallelism for training, sequence parallelism must "
                "be used\"), and every tp rank would run the experts on the whole sequence "
                "(expected training.sequence_parallel: true, or training.tp 1)");
+  if (t.moe_overlap && t.ep > 1) check_moe_overlap(c);  // ep 1: check_expert_parallel
   // The router: top_k experts a token, inside router_group_top_k of router_groups equal
   // groups (DeepSeek-V3's MoEGate; Megatron-Core's group_limited_topk asserts the same).
   const MoeShape& moe = c.model.shape->moe;
@@ -194,18 +198,67 @@ void check_framework_rules(const Config& c) {
                std::to_string(offered) + ")");
 }
 
-// The first key of training.recompute that names the offload mode (the default's, then
-// the stages', then the layers'), or "" when none does.
-std::string offload_mode_key(const Config& c) {
+// The first key of training.recompute that names `mode` (the default's, then the stages',
+// then the layers'), or "" when none does.
+std::string recompute_mode_key(const Config& c, Recompute want) {
   const RecomputeSpec& r = c.training.recompute;
-  if (r.global == Recompute::offload)
+  if (r.global == want)
     return c.lines.count("training.recompute.default") ? "training.recompute.default"
                                                        : "training.recompute";
   for (const auto& [index, mode] : r.stages)
-    if (mode == Recompute::offload) return "training.recompute.stages." + std::to_string(index);
+    if (mode == want) return "training.recompute.stages." + std::to_string(index);
   for (const auto& [index, mode] : r.layers)
-    if (mode == Recompute::offload) return "training.recompute.layers." + std::to_string(index);
+    if (mode == want) return "training.recompute.layers." + std::to_string(index);
   return "";
+}
+
+std::string offload_mode_key(const Config& c) {
+  return recompute_mode_key(c, Recompute::offload);
+}
+
+// training.moe_overlap is Megatron-LM's --overlap-moe-expert-parallel-comm: the job is the
+// one Megatron-Core runs, so its TransformerConfig.__post_init__ rules apply (NVIDIA/
+// Megatron-LM d98e8a64, megatron/core/transformer/transformer_config.py:3002-3046; each
+// message below quotes its assertion). Called for MoE models with the overlap on.
+void check_moe_overlap(const Config& c) {
+  const TrainingConfig& t = c.training;
+  // Only 1F1B's and interleaved's steady states pair (experiment/make_schedule.cpp,
+  // schedules/fb_pairing.hpp): Megatron-Core's combined_1f1b schedules; under a pipeline only
+  // the interleaved one ("If enabling EP A2A overlap, virtual_pipeline_model_parallel_size
+  // must be specified when pipeline_model_parallel_size > 1").
+  if (t.schedule != "1f1b" && t.schedule != "interleaved")
+    c.fail(given_key(c, {"training.moe_overlap", "training.schedule"}),
+           "pairs the forwards and backwards of Megatron-LM's 1F1B and interleaved schedules, "
+           "but the schedule is " +
+               t.schedule +
+               " (expected schedule 1f1b at pp 1, interleaved with vpp 2 or more, or moe_overlap: "
+               "false)");
+  if (t.pp > 1 && t.vpp < 2)
+    c.fail(
+        given_key(c, {"training.moe_overlap", "training.schedule", "training.vpp", "training.pp"}),
+        "Megatron-LM's all-to-all overlap at pp " + std::to_string(t.pp) + " with schedule " +
+            t.schedule +
+            " and no virtual stages: Megatron-Core refuses it (\"If enabling EP A2A overlap, "
+            "virtual_pipeline_model_parallel_size must be specified when "
+            "pipeline_model_parallel_size > 1\"; expected schedule interleaved with vpp 2 or "
+            "more, or pp 1, or moe_overlap: false)");
+  if (const std::string full = recompute_mode_key(c, Recompute::full); !full.empty())
+    c.fail(full,
+           "full recomputes a whole layer, which Megatron-Core refuses beside "
+           "training.moe_overlap (\"disable full recomputation when enabling "
+           "overlap_moe_expert_parallel_comm\"; expected none, selective or offload, or "
+           "moe_overlap: false)");
+  if (has_module(parse_recompute_modules(t.recompute_modules, nullptr), RecomputeModule::moe))
+    c.fail("training.recompute_modules",
+           "names moe, which Megatron-Core refuses beside training.moe_overlap (\"disable moe in "
+           "recompute_modules when enabling overlap_moe_expert_parallel_comm\"; expected moe_act "
+           "or the other modules, or moe_overlap: false)");
+  if (c.model.shape->mtp_layers > 1)
+    c.fail(given_key(c, {"training.moe_overlap", "model.mtp_layers"}),
+           std::to_string(c.model.shape->mtp_layers) +
+               " MTP layers beside the all-to-all overlap: Megatron-Core refuses it (\"MTP "
+               "supports at most one layer when enabling overlap_moe_expert_parallel_comm.\"; "
+               "expected model.mtp_layers 0 or 1, or moe_overlap: false)");
 }
 
 void check_values(const Config& c) {

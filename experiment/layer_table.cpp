@@ -471,6 +471,10 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
     for (LayerRow& row : table.layers)
       for (Recompute r : kAllRecompute)
         if (r != Recompute::none) row.modes[r].reset();
+  // Nor beside the EP all-to-all overlap (training.moe_overlap) does Megatron-Core run full
+  // recomputation (check_moe_overlap quotes its assertion): the planner keeps to the rest.
+  if (c.training.moe_overlap)
+    for (LayerRow& row : table.layers) row.modes[Recompute::full].reset();
   // The offload layer mode (Recompute::offload) exists when training.recompute names it
   // (RecomputeSpec::names_offload): none's costs with none's offload_bytes on the host, its
   // copy timed on the device's share of its host link (HardwareSpec::host_link_GBps over

@@ -53,6 +53,53 @@ TEST(MoeOverlap, RefusedWithEp1) {
                ":11: training.moe_overlap: true, but ep = 1");
 }
 
+// Megatron-Core's rules beside --overlap-moe-expert-parallel-comm (NVIDIA/Megatron-LM
+// d98e8a64, megatron/core/transformer/transformer_config.py:3002-3046), each refused at the
+// key that breaks it. The job: Mixtral at pp 2, ep 8.
+TEST(MoeOverlap, MegatronCoresRulesAreRefusedAtTheirKeys) {
+  const std::string mixtral = kHfPresets + "mixtral-8x7b.json";
+  expect_exit2("pp_1f1b", yaml(mixtral, "  ep: 8\n  moe_overlap: true\n"),
+               ":12: training.moe_overlap: Megatron-LM's all-to-all overlap at pp 2 with "
+               "schedule 1f1b and no virtual stages: Megatron-Core refuses it (\"If enabling EP "
+               "A2A overlap, "
+               "virtual_pipeline_model_parallel_size must be specified when "
+               "pipeline_model_parallel_size > 1\"; expected schedule interleaved");
+  expect_exit2("pp_dualpipe",
+               yaml(mixtral, "  ep: 8\n  moe_overlap: true\n  schedule: dualpipe-v\n"),
+               ":12: training.moe_overlap: pairs the forwards and backwards of Megatron-LM's "
+               "1F1B and interleaved schedules, but the schedule is dualpipe-v");
+  const std::string interleaved =
+      "  ep: 8\n  moe_overlap: true\n  schedule: interleaved\n  vpp: 2\n";  // 11-14
+  expect_exit2("full", yaml(mixtral, interleaved + "  recompute: full\n"),
+               ":15: training.recompute: full recomputes a whole layer, which Megatron-Core "
+               "refuses beside training.moe_overlap (\"disable full recomputation when "
+               "enabling overlap_moe_expert_parallel_comm\"");
+  expect_exit2("full_layer",
+               yaml(mixtral, interleaved + "  recompute: {default: none, layers: {3: full}}\n"),
+               ":15: training.recompute.layers.3: full recomputes a whole layer");
+  expect_exit2("moe_module", yaml(mixtral, interleaved + "  recompute_modules: moe\n"),
+               ":15: training.recompute_modules: names moe, which Megatron-Core refuses beside "
+               "training.moe_overlap (\"disable moe in recompute_modules when enabling "
+               "overlap_moe_expert_parallel_comm\"");
+}
+
+TEST(MoeOverlap, InterleavedUnderAPipelineLoadsAndThePlannerKeepsFullRecomputeOut) {
+  const std::string mixtral = kHfPresets + "mixtral-8x7b.json";
+  const test::ScratchDir dir;
+  const std::string path = test::write_file(
+      dir.file("ok.yaml"),
+      yaml(mixtral, "  ep: 8\n  moe_overlap: true\n  schedule: interleaved\n  vpp: 2\n"));
+  const test::CliRun r = test::run_cli("simulate " + path);
+  EXPECT_EQ(r.code, 0) << r.all();
+  // Megatron-Core runs no full recomputation beside the overlap: no layer offers the mode.
+  const Config c = load_config(path);
+  const test::Prepared p = test::prepare_run(c);
+  for (const LayerRow& row : p.experiment->layers.layers) {
+    EXPECT_FALSE(row.has(Recompute::full)) << row.name;
+    EXPECT_TRUE(row.has(Recompute::none)) << row.name;
+  }
+}
+
 TEST(MoeOverlap, OneFOneBPairsAfterAWarmUpOfTwoPerRankDown) {
   // 1F1B, p 2, m 4. Rank 0 warms up with 2 (p - 0 - 1) + 1 = 3 forwards, rank 1 with 1;
   // then each backward goes with the next forward (schedules/fb_pairing.hpp).
@@ -81,7 +128,9 @@ TEST(MoeOverlap, InterleavedPairsAfterOneMoreWarmUpForward) {
 }
 
 TEST(MoeOverlap, MixtralIsFasterByNoMoreThanItsExposedAllToAll) {
-  const std::string base = test::examples() + "h100_mixtral_8x7b_ep8.yaml";
+  // Interleaved, vpp 2: Megatron-Core needs virtual stages for the overlap at pp 4.
+  const std::string base = test::examples() + "h100_mixtral_8x7b_ep8.yaml" +
+                           " --set training.schedule=interleaved --set training.vpp=2";
   const nlohmann::json cost = run_json("cost " + base + " --json --ops");
   double a2a_ms = 0;  // one exchange (dispatch or combine) of one MoE layer
   for (const auto& l : cost["layers"])
@@ -95,9 +144,11 @@ TEST(MoeOverlap, MixtralIsFasterByNoMoreThanItsExposedAllToAll) {
   const double t_off = off["iteration_time_ms"].get<double>();
   const double t_on = on["iteration_time_ms"].get<double>();
   EXPECT_LT(t_on, t_off);
-  // The bound: 1F1B's longest chain of ops holds m + p - 1 forwards and as many backwards
-  // (m = 16, p = 4), each stage 32 / 4 = 8 MoE layers of two a2a in F and two in B; a pair
-  // can hide at most its a2a, so the run gains at most the a2a on that chain:
+  // The bound: the longest chain of ops holds m micro-batches' forwards on one rank plus
+  // the warm-up's p - 1 hops of a micro-batch, as many backwards (m = 16, p = 4; interleaved
+  // splits a rank's 32 / 4 = 8 layers into 2 chunks of 4, and its warm-up's hops over v
+  // chunks come to the same p - 1 ranks' 8 layers), each MoE layer two a2a in F and two in
+  // B; a pair can hide at most its a2a, so the run gains at most the a2a on that chain:
   //   (16 + 4 - 1) x 2 x 8 x 2 x a2a.
   EXPECT_LE(t_off - t_on, (16 + 4 - 1) * 2.0 * 8 * 2 * a2a_ms);
 }
@@ -107,12 +158,14 @@ TEST(MoeOverlap, PairsOfTheRunAreTimedFromTheirParts) {
   // gives for its halves' parts, which hide a2a (shorter than F + B) but not computation.
   Overrides o;
   o.set.emplace_back("training.moe_overlap", "true");
+  o.set.emplace_back("training.schedule", "interleaved");
+  o.set.emplace_back("training.vpp", "2");
   const Config c = load_config(test::examples() + "h100_mixtral_8x7b_ep8.yaml", o);
   const test::Prepared p = test::prepare_run(c);
-  ASSERT_EQ(p.input.stage_parts.size(), 4u);
+  ASSERT_EQ(p.input.stage_parts.size(), 8u);  // pp 4 x vpp 2
   const auto& f = p.input.stage_parts[0].forward;
   const auto& b = p.input.stage_parts[1].backward;
-  ASSERT_EQ(f.size(), 2u * 2 * 8 + 1);  // 8 MoE layers: dispatch and combine each
+  ASSERT_EQ(f.size(), 2u * 2 * 4 + 1);  // 4 MoE layers: dispatch and combine each
   Time sum_f = 0, sum_b = 0, comm = 0;
   for (std::size_t k = 0; k < f.size(); ++k) sum_f += f[k], comm += k % 2 ? f[k] : 0;
   for (std::size_t k = 0; k < b.size(); ++k) sum_b += b[k], comm += k % 2 ? b[k] : 0;
