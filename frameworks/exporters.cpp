@@ -189,17 +189,22 @@ ExportStatement mindformers_statement(const ExportLayout& layout) {
 // torchtitan names a model by flavor, refused first (torchtitan_refusal); a flavor's shape
 // compared without the latent (same_model_shape in frameworks/torchtitan/flavors.cpp) is
 // refused after it.
-std::string torchtitan_full_refusal(const Config& config) {
-  if (std::string off = offload_refusal(config, "torchtitan's TOML"); !off.empty()) return off;
-  if (std::string cp = cp_hierarchy_refusal(config, "torchtitan's TOML"); !cp.empty()) return cp;
+// `form`: the text the refusal names, "torchtitan's TOML" or "torchtitan's config registry".
+std::string torchtitan_refusal_as(const Config& config, const std::string& form) {
+  if (std::string off = offload_refusal(config, form.c_str()); !off.empty()) return off;
+  if (std::string cp = cp_hierarchy_refusal(config, form.c_str()); !cp.empty()) return cp;
   if (!config.training.vocab_parallel && config.training.tp > 1)
-    return "torchtitan's TOML cannot state training.vocab_parallel: false: its tensor-parallel "
-           "plan splits the embedding and the output over the vocabulary";
+    return form +
+           " cannot state training.vocab_parallel: false: its tensor-parallel plan splits the "
+           "embedding and the output over the vocabulary";
   if (config.training.moe_capacity_factor > 0)
-    return "torchtitan's TOML cannot state training.moe_capacity_factor: its MoE layers are "
-           "dropless";
-  if (std::string why = torchtitan_refusal(config); !why.empty()) return why;
+    return form + " cannot state training.moe_capacity_factor: its MoE layers are dropless";
+  if (std::string why = torchtitan_refusal(config, form); !why.empty()) return why;
   return unstated_model_refusal(config, "the torchtitan");
+}
+
+std::string torchtitan_full_refusal(const Config& config) {
+  return torchtitan_refusal_as(config, "torchtitan's TOML");
 }
 
 // torchtitan: the schedules torch.distributed.pipelining names (frameworks/torchtitan/
@@ -247,7 +252,7 @@ ExportStatement torchtitan_statement(const ExportLayout& layout) {
 // back by the same importer.
 std::string torchtitan_registry_full_refusal(const Config& config) {
   if (std::string why = torchtitan_registry_refusal(config); !why.empty()) return why;
-  return torchtitan_full_refusal(config);
+  return torchtitan_refusal_as(config, "torchtitan's config registry");
 }
 
 ExportStatement torchtitan_registry_statement(const ExportLayout& layout) {

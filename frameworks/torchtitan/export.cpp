@@ -121,13 +121,13 @@ std::vector<std::vector<Recompute>> torchtitan_recompute_choices(
   return out;
 }
 
-std::string torchtitan_refusal(const Config& config) {
+std::string torchtitan_refusal(const Config& config, const std::string& form) {
   if (!config.model.shape)
-    return "torchtitan's TOML names a model by [model] name and flavor; a measured model has "
-           "none";
+    return form + " names a model by [model] name and flavor; a measured model has none";
   if (!torchtitan_flavor_of(*config.model.shape))
-    return "torchtitan's TOML names a model by [model] name and flavor, and this model is none "
-           "of the flavors bmpipe knows the shape of (" +
+    return form +
+           " names a model by [model] name and flavor, and this model is none of the flavors "
+           "bmpipe knows the shape of (" +
            torchtitan_flavor_names() + ")";
   const ParallelMesh mesh = config.mesh();
   if (config.model.shape->is_moe() && mesh.etp() != 1 && mesh.etp() != mesh.tp())

@@ -49,9 +49,10 @@ bool torchtitan_states(const ExportLayout& layout);
 /// selective, full, and full on every n-th layer a rank builds.
 std::vector<std::vector<Recompute>> torchtitan_recompute_choices(const std::vector<int>& partition);
 
-/// Why the TOML cannot state the model of `config` (an empty string when it can): torchtitan
-/// names a model by [model] name and flavor only.
-std::string torchtitan_refusal(const Config& config);
+/// Why `form` ("torchtitan's TOML", "torchtitan's config registry") cannot state the model of
+/// `config` (an empty string when it can): torchtitan names a model by [model] name and
+/// flavor only.
+std::string torchtitan_refusal(const Config& config, const std::string& form);
 
 /// `config` as torchtitan's TOML states it: what torchtitan cannot say is set to what it
 /// runs instead, one sentence each in `dropped` (ZeRO-1/2 and DDP of dp > 1 as FSDP,

@@ -151,6 +151,28 @@ TEST(TorchTitanRegistryExport, The405bFunctionInAnotherPrecisionIsRefused) {
       << r.err;
 }
 
+// What neither of torchtitan's forms can state is refused in the registry's own name, not
+// the TOML's.
+TEST(TorchTitanRegistryExport, RefusalsNameTheConfigRegistry) {
+  const test::CliRun vocab =
+      test::run_cli("export " + test::examples() +
+                    "h100_llama3_70b_fp8.yaml --format torchtitan-registry --set "
+                    "training.vocab_parallel=false");
+  EXPECT_EQ(vocab.code, 2) << vocab.all();
+  EXPECT_NE(vocab.err.find("--format: torchtitan's config registry cannot state "
+                           "training.vocab_parallel: false"),
+            std::string::npos)
+      << vocab.err;
+  const test::CliRun hcp = test::run_cli(
+      "export " + test::examples() + "h100_llama3_8b_32k_hcp.yaml --format torchtitan-registry");
+  EXPECT_EQ(hcp.code, 2) << hcp.all();
+  EXPECT_NE(hcp.err.find("--format: torchtitan's config registry cannot state "
+                         "training.cp_comm_type a2a+p2p"),
+            std::string::npos)
+      << hcp.err;
+  EXPECT_EQ(hcp.err.find("TOML"), std::string::npos) << hcp.err;
+}
+
 // Every shipped example the command can state goes out and comes back: export, import on
 // the example's own cluster, simulate; the time must be the exported one, to the digit. The
 // others are refused for their model (the tests above pin the registry's own messages).
