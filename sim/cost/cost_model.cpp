@@ -341,6 +341,17 @@ LayerDims layer_dims(const ModelShape& m, const CostSettings& st) {
     // (causal_attention_pairs), all of them while s <= k.
     D.dsa_share = causal_attention_pairs(D.s, D.kk) / causal_attention_pairs(D.s, 0);
   }
+  // Megatron-Core builds DSA's attention as AbsorbedMLASelfAttention (NVIDIA/Megatron-LM
+  // d98e8a64, megatron/core/models/gpt/experimental_attention_variant_module_specs.py:130;
+  // transformer_config.py:1514 "DSA uses AbsorbedMLASelfAttention"): the up projection of k
+  // is absorbed into q, the core runs in MQA form over the latent, and v's up projection
+  // follows it (experimental_attention_variant/absorbed_mla.py).
+  D.absorbed = D.dsa;
+  D.core_qk = D.absorbed ? D.kvl + D.dr : D.qk;
+  D.core_dv = D.absorbed ? D.kvl : D.dv;
+  D.core_q = D.heads * D.core_qk;
+  D.core_kv = D.absorbed ? D.kvl + D.dr : D.heads * (D.qk + D.dv);
+  D.core_out = D.heads * D.core_dv;
   D.add_f = (3 * D.e + (m.dropout ? 1 : 0)) * D.Hs;
   D.add_bias = D.llama ? 0.0 : D.h;
   const MoeShape& x = m.moe;
@@ -423,13 +434,26 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
       b.linear("q_b_proj", D.T, D.ql, D.heads * D.qk);
     else
       b.linear("q_proj", D.T, D.h, D.heads * D.qk);
-    b.linear("kv_b_proj", D.T, D.kvl, D.heads * (m.mla.qk_nope_head_dim + D.dv));
+    if (D.absorbed) {
+      // q_absorbed = q_nope . k_up per head (torch.einsum "...nd,ndk->...nk", in bf16
+      // whatever the run's FP8: not a TransformerEngine module). Taken as one GEMM of
+      // T x heads rows: the same FLOPs as the batched one; the per-head weights' bytes
+      // (heads x qk_nope x kvl) are read once, not once a head.
+      b.fp8_gemms(false);
+      b.linear("q_absorb", D.T * D.heads, m.mla.qk_nope_head_dim, D.kvl);
+      b.fp8_gemms(true);
+    } else {
+      b.linear("kv_b_proj", D.T, D.kvl, D.heads * (m.mla.qk_nope_head_dim + D.dv));
+    }
     // RoPE on the rope parts: q's heads x qk_rope_head_dim and the one shared k_pe.
     const double el = D.T * (D.heads * D.dr + D.dr);
     rope(el);
     // q = [q_nope, q_pe]; k = [k_nope, k_pe broadcast to every head]: read the parts,
-    // write q and k (backward: the slices back).
-    const double cat = D.e * D.T * (3 * D.heads * D.qk + D.heads * m.mla.qk_nope_head_dim + D.dr);
+    // write q and k (backward: the slices back). Absorbed: q' = [q_absorbed, q_pe] and the
+    // one k = [latent, k_pe], each read and written once.
+    const double cat =
+        D.absorbed ? 2 * D.e * D.T * (D.core_q + D.core_kv)
+                   : D.e * D.T * (3 * D.heads * D.qk + D.heads * m.mla.qk_nope_head_dim + D.dr);
     b.elementwise("qk_concat", cat, cat, 0, 2, 2, 0);
     b.set_modules(0);
   } else if (st.sequence_parallel)
@@ -472,10 +496,12 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
   if (D.is_mla) {
     // Flash attention with q/k heads of qk_nope + qk_rope and v heads of v_head_dim:
     // causal QK^T over qk columns and PV over dv columns, half the s x s computed each.
-    // DSA keeps min(i + 1, k) keys of query i (D.dsa_share of the causal pairs) at the same
-    // head widths, and reads each query's k indices (int64).
-    core_flops = 2 * D.T * D.s * D.heads * (D.qk + D.dv) * 0.5 * window_share * D.dsa_share;
-    const double io = D.e * D.T * D.heads * (2 * D.qk + 2 * D.dv) +  // q, k, v, output
+    // DSA keeps min(i + 1, k) keys of query i (D.dsa_share of the causal pairs), in the
+    // absorbed form at widths kvl + dr and kvl (D.core_qk, D.core_dv), and reads each
+    // query's k indices (int64).
+    core_flops =
+        2 * D.T * D.s * D.heads * (D.core_qk + D.core_dv) * 0.5 * window_share * D.dsa_share;
+    const double io = D.e * D.T * (D.core_q + D.core_kv + D.core_out) +  // q, k, v, output
                       (D.dsa ? 8 * D.T * D.kk : 0.0);
     core_f = b.roof(core_flops, io, hw.attention_efficiency) + b.launches(1);
     b.add("attention", core_f,
@@ -510,10 +536,17 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
   b.count_flops(core_flops);
   if (st.cp > 1)
     cp_exchange(b, hw, st, D.T, core_f, b.cost().ops.back().backward_input_s,
-                D.is_mla ? D.heads * (D.qk + D.dv) : 2 * D.kv_cols,
-                D.is_mla ? D.heads * (2 * D.qk + D.dv) : D.q_cols + 2 * D.kv_cols,
-                D.is_mla ? D.heads * D.dv : D.q_cols);
+                D.is_mla ? D.core_kv : 2 * D.kv_cols,
+                D.is_mla ? D.core_q + D.core_kv : D.q_cols + 2 * D.kv_cols,
+                D.is_mla ? D.core_out : D.q_cols);
   b.set_modules(0);
+  if (D.absorbed) {
+    // v's up projection of the core's latent output per head (the second einsum,
+    // _apply_absorbed_v_up_projection; bf16), outside the core attention module.
+    b.fp8_gemms(false);
+    b.linear("v_up", D.T * D.heads, D.kvl, D.dv);
+    b.fp8_gemms(true);
+  }
   if (m.attention_output_gate) {
     // Qwen3-Next: output x sigmoid(gate), one fused kernel each way (read both, write one;
     // backward read the gradient and both, write two).
@@ -623,10 +656,13 @@ void dsa_indexer(Builder& b, const LayerDims& D, const HardwareSpec& hw, const C
   b.count_flops(score_flops);
   b.elementwise("indexer_topk", 4 * T * s + 8 * T * kk, 0, 0, 1, 0, 0);
   if (loss) {
-    const double teacher = 2 * pairs * D.dsa_share * D.heads * D.qk;
+    // The main logits of the core's own q and k: in the absorbed form q' of heads x
+    // (kvl + dr) against the one shared k (compute_dsa_indexer_loss, dsa.py).
+    const double teacher = 2 * pairs * D.dsa_share * D.heads * D.core_qk;
     // q and k read, the fp32 logits at the selected keys written, then the head sum and
     // softmax over them (read, write).
-    const double tb = 2 * e * T * D.heads * D.qk + 3 * 4 * T * kk;
+    const double k_cols = D.absorbed ? D.core_qk : D.heads * D.qk;
+    const double tb = e * T * (D.core_q + k_cols) + 3 * 4 * T * kk;
     b.add("indexer_loss", b.roof(teacher, tb, hw.attention_efficiency) + b.launches(3), 0.0, 0.0,
           KernelClass::attention);
     b.count_flops(teacher);
@@ -907,8 +943,10 @@ double modules_freed(const LayerDims& D, const ModelShape& m, const CostSettings
     // Inside: the up projections' inputs, the latent norms' rstd; out: q, k, v. Kept: the
     // function's inputs, the latents (the norms' inputs, already counted) and k_pe.
     const double q_lat = D.ql > 0 ? D.ql : 0.0;
+    // Absorbed: q' and k, and inside, q_nope (the absorption's input).
     freed += gi * D.T * (q_lat + D.kvl) + 4 * D.Ts_att * (D.ql > 0 ? 2 : 1) +
-             D.e * D.T * D.heads * (2 * D.qk + D.dv) - D.e * D.Ts_att * D.dr;
+             D.e * D.T * (D.core_q + D.core_kv) - D.e * D.Ts_att * D.dr +
+             (D.absorbed ? D.e * D.T * D.heads * m.mla.qk_nope_head_dim : 0.0);
   }
   if (has_module(set, RecomputeModule::mlp) && mlp == MlpKind::dense) {
     // Everything the MLP keeps but its input (the fused norm's input): the norm's rstd,
@@ -1019,8 +1057,11 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
     saved += rms_norm_saved(D.eager, D.e) * D.Ts_att * (q_lat + D.kvl) +
              4 * D.Ts_att * (D.ql > 0 ? 2 : 1);
     saved += gi * D.T * (q_lat + D.kvl);
-    saved += D.e * D.T * D.heads * (2 * D.qk + D.dv);
-    saved += D.e * D.T * D.heads * D.dv;  // flash's output (also out_proj's input)
+    saved += D.e * D.T * (D.core_q + D.core_kv);
+    saved += D.e * D.T * D.core_out;  // flash's output (also out_proj's input)
+    // Absorbed: the einsums' inputs, q_nope and the core's latent output (counted above),
+    // and v_up's output, out_proj's input.
+    if (D.absorbed) saved += D.e * D.T * D.heads * (m.mla.qk_nope_head_dim + D.dv);
     if (fp8) fp8_copies += D.T * D.heads * D.dv;
   } else {
     saved += D.e * D.T * (D.q_cols + 2 * D.kv_cols);  // q, k, v (the core's inputs)
@@ -1105,8 +1146,8 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
     if (offloads(off, OffloadModule::qkv_linear) && !(sel && gone(RecomputeModule::layernorm)))
       bytes += gi * D.Hs;
     if (offloads(off, OffloadModule::core_attn) && !(sel && gone(RecomputeModule::mla_up_proj)))
-      bytes += D.is_mla ? D.e * D.T * D.heads * (2 * D.qk + D.dv)
-                        : D.e * D.T * (D.q_cols + 2 * D.kv_cols);
+      bytes +=
+          D.is_mla ? D.e * D.T * (D.core_q + D.core_kv) : D.e * D.T * (D.q_cols + 2 * D.kv_cols);
     if (offloads(off, OffloadModule::attn_proj))
       bytes += flash ? D.e * core_out + (fp8 ? gi * core_out : 0.0) : gi * core_out;
     if (moe_mlp) {

@@ -381,6 +381,13 @@ struct LayerDims {
   // tokens before the sequence-parallel gather.
   double ql = 0, kvl = 0, qk = 0, dr = 0, dv = 0, Ts_att = 0;
   double o_cols = 0;  // the output projection's input
+  // The MLA core's tensors a token, as its kernel sees them: q's columns, k's and v's
+  // together, the output's, and a head's q/k and v widths. Absorbed (Megatron-Core's
+  // AbsorbedMLASelfAttention, which DSA runs): MQA over the latent, q' heads x (kvl + dr)
+  // against one shared k = [latent, k_pe] of kvl + dr whose first kvl columns are v, the
+  // output heads x kvl; otherwise q heads x qk, k heads x qk, v heads x dv, output heads x dv.
+  bool absorbed = false;
+  double core_q = 0, core_kv = 0, core_out = 0, core_qk = 0, core_dv = 0;
   // DeepSeek sparse attention (ModelShape::dsa; dsa_indexer in cost_model.cpp): the
   // indexer's heads Hi of width di, the keys a query keeps kk = min(index_topk, s), the share
   // of the causal pairs the sparse core keeps, and whether the indexer trains (its KL loss).
