@@ -10,7 +10,7 @@
 
 #include "experiment/config_fields.hpp"
 #include "experiment/suggest.hpp"
-#include "frameworks/hf/hf_config.hpp"
+#include "experiment/hf_config.hpp"
 
 namespace bmpipe {
 

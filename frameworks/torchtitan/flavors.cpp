@@ -3,7 +3,7 @@
 #include <array>
 #include <tuple>
 
-#include "frameworks/hf/hf_config.hpp"
+#include "experiment/hf_config.hpp"
 
 // Sources (read, not copied), pytorch/torchtitan at v0.2.2 (73a0e6979dd1):
 //  [TT-llama]  torchtitan/models/llama3/__init__.py, llama3_args: "8B" dim 4096, n_layers 32,

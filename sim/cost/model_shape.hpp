@@ -2,7 +2,7 @@
 /// \file
 /// The shape of a decoder-only transformer: what the analytic cost model needs instead of
 /// measured layer timings. Comes from a preset, from explicit YAML fields, or from a
-/// HuggingFace config.json (frameworks/hf/hf_config.hpp reads those).
+/// HuggingFace config.json (experiment/hf_config.hpp reads those).
 
 #include <stdexcept>
 #include <string>

@@ -1,11 +1,11 @@
 // The layering the architecture promises, checked on the sources themselves: data flows one
 // way, so no folder includes a header of a folder above it.
 //   io (the bounded file reader)  <  schedules  <  sim (engine, cost model)
-//     <  frameworks/hf (HF config.json)  <  traces (outputs), experiment
+//     <  traces (outputs), experiment (the config layer, HF config.json included)
 //     <  frameworks (importers, exporters)  <  planner  <  api
 //     <  cli (the executable), python (the module)
-// frameworks/ is layered by subfolder: hf sits below the config layer, which reads a model
-// from an HF config; common (the shared vocabulary, the imported job) sits below each
+// frameworks/ is layered by subfolder: common (the shared vocabulary, the imported job) sits
+// below each
 // framework's folder, and no framework's folder includes another's; frameworks/'s own files
 // (the importer table) sit above them all. api/ is the library every front end calls; cli/
 // and python/ only parse, call and print.
@@ -24,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // What each layer may include besides itself. A layer is a top folder, except under
-// frameworks/, where it is the subfolder ("frameworks/hf"); "frameworks" alone is the files
+// frameworks/, where it is the subfolder ("frameworks/megatron"); "frameworks" alone is the files
 // directly in frameworks/.
 const std::set<std::string> kFrameworkFolders = {"frameworks/common", "frameworks/megatron",
                                                  "frameworks/mindformers", "frameworks/profile",
@@ -33,40 +33,33 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"io", {}},
     {"schedules", {"io"}},
     {"sim", {"io", "schedules"}},
-    {"frameworks/hf", {"io", "schedules", "sim"}},
     {"traces", {"io", "schedules", "sim"}},
-    {"experiment", {"io", "schedules", "sim", "frameworks/hf"}},
-    {"frameworks/common", {"io", "schedules", "sim", "frameworks/hf", "experiment"}},
-    {"frameworks/megatron",
-     {"io", "schedules", "sim", "frameworks/hf", "experiment", "frameworks/common"}},
-    {"frameworks/mindformers",
-     {"io", "schedules", "sim", "frameworks/hf", "experiment", "frameworks/common"}},
-    {"frameworks/profile",
-     {"io", "schedules", "sim", "frameworks/hf", "experiment", "frameworks/common"}},
-    {"frameworks/torchtitan",
-     {"io", "schedules", "sim", "frameworks/hf", "experiment", "frameworks/common"}},
+    {"experiment", {"io", "schedules", "sim"}},
+    {"frameworks/common", {"io", "schedules", "sim", "experiment"}},
+    {"frameworks/megatron", {"io", "schedules", "sim", "experiment", "frameworks/common"}},
+    {"frameworks/mindformers", {"io", "schedules", "sim", "experiment", "frameworks/common"}},
+    {"frameworks/profile", {"io", "schedules", "sim", "experiment", "frameworks/common"}},
+    {"frameworks/torchtitan", {"io", "schedules", "sim", "experiment", "frameworks/common"}},
     {"frameworks",
-     {"io", "schedules", "sim", "frameworks/hf", "experiment", "frameworks/common",
-      "frameworks/megatron", "frameworks/mindformers", "frameworks/profile",
-      "frameworks/torchtitan"}},
+     {"io", "schedules", "sim", "experiment", "frameworks/common", "frameworks/megatron",
+      "frameworks/mindformers", "frameworks/profile", "frameworks/torchtitan"}},
     {"planner",
-     {"io", "schedules", "sim", "frameworks/hf", "experiment", "frameworks/common",
-      "frameworks/megatron", "frameworks/mindformers", "frameworks/profile",
-      "frameworks/torchtitan", "frameworks"}},
+     {"io", "schedules", "sim", "experiment", "frameworks/common", "frameworks/megatron",
+      "frameworks/mindformers", "frameworks/profile", "frameworks/torchtitan", "frameworks"}},
     {"api",
-     {"io", "schedules", "sim", "traces", "frameworks/hf", "experiment", "frameworks/common",
-      "frameworks/megatron", "frameworks/mindformers", "frameworks/profile",
-      "frameworks/torchtitan", "frameworks", "planner"}},
+     {"io", "schedules", "sim", "traces", "experiment", "frameworks/common", "frameworks/megatron",
+      "frameworks/mindformers", "frameworks/profile", "frameworks/torchtitan", "frameworks",
+      "planner"}},
     {"cli",
-     {"io", "schedules", "sim", "traces", "frameworks/hf", "experiment", "frameworks/common",
-      "frameworks/megatron", "frameworks/mindformers", "frameworks/profile",
-      "frameworks/torchtitan", "frameworks", "planner", "api"}},
+     {"io", "schedules", "sim", "traces", "experiment", "frameworks/common", "frameworks/megatron",
+      "frameworks/mindformers", "frameworks/profile", "frameworks/torchtitan", "frameworks",
+      "planner", "api"}},
     // The module binds api/, lists the schedules and reads files with io/; nothing else below.
     {"python", {"io", "schedules", "api"}},
 };
 
-// The layer of a path relative to the source root ("frameworks/hf/hf_config.hpp" ->
-// "frameworks/hf", "sim/cost/cost_model.hpp" -> "sim").
+// The layer of a path relative to the source root ("experiment/hf_config.hpp" ->
+// "sim/cost/cost_model.hpp" -> "sim").
 std::string layer_of(const std::string& relative) {
   const auto first = relative.find('/');
   const std::string top = relative.substr(0, first);
@@ -77,7 +70,8 @@ std::string layer_of(const std::string& relative) {
 
 TEST(Layering, LayersAreNamedByTheirFolder) {
   EXPECT_EQ(layer_of("sim/cost/cost_model.hpp"), "sim");
-  EXPECT_EQ(layer_of("frameworks/hf/hf_config.hpp"), "frameworks/hf");
+  EXPECT_EQ(layer_of("frameworks/megatron/import.hpp"), "frameworks/megatron");
+  EXPECT_EQ(layer_of("experiment/hf_config.hpp"), "experiment");
   EXPECT_EQ(layer_of("frameworks/importers.hpp"), "frameworks");
   for (const std::string& f : kFrameworkFolders) {
     EXPECT_TRUE(kAllowed.count(f)) << f;
@@ -164,7 +158,7 @@ TEST(Layering, OnlyTheTorchTitanImporterReadsToml) {
 
 TEST(Layering, TheEngineLinksNoParserOrJsonLibrary) {
   // sim/ (the engine and the cost model) may not include yaml-cpp or nlohmann-json (the CMake
-  // targets do not link them): HF config.json files are read in frameworks/hf.
+  // targets do not link them): HF config.json files are read in experiment/hf_config.cpp.
   int files = 0;
   for (const auto& entry : fs::recursive_directory_iterator(fs::path(BMPIPE_SOURCE_DIR) / "sim")) {
     const std::string ext = entry.path().extension().string();

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "frameworks/hf/hf_config.hpp"
+#include "experiment/hf_config.hpp"
 #include "sim/cost/cost_model.hpp"
 #include "support/round_device.hpp"
 #include "support/support.hpp"

@@ -5,7 +5,7 @@
 
 #include "experiment/config_cases.hpp"
 #include "experiment/experiment.hpp"
-#include "frameworks/hf/hf_config.hpp"
+#include "experiment/hf_config.hpp"
 #include "support/run_config.hpp"
 
 namespace bmpipe {

@@ -22,7 +22,7 @@
 #include "experiment/config_cases.hpp"
 #include "experiment/experiment.hpp"
 #include "experiment/layer_table.hpp"
-#include "frameworks/hf/hf_config.hpp"
+#include "experiment/hf_config.hpp"
 #include "sim/cost/cost_model.hpp"
 #include "sim/cost/hardware.hpp"
 

@@ -6,7 +6,7 @@
 
 #include "experiment/config_cases.hpp"
 #include "experiment/experiment.hpp"
-#include "frameworks/hf/hf_config.hpp"
+#include "experiment/hf_config.hpp"
 #include "support/round_device.hpp"
 #include "support/sub_op.hpp"
 

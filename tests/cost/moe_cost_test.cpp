@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "frameworks/hf/hf_config.hpp"
+#include "experiment/hf_config.hpp"
 #include "sim/cost/cost_model.hpp"
 #include "support/round_device.hpp"
 #include "support/sub_op.hpp"

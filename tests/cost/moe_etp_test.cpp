@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "experiment/experiment.hpp"
-#include "frameworks/hf/hf_config.hpp"
+#include "experiment/hf_config.hpp"
 #include "sim/cost/cost_model.hpp"
 #include "sim/cost/hardware.hpp"
 

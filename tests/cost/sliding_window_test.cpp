@@ -8,7 +8,7 @@
 #include <string>
 
 #include "experiment/experiment.hpp"
-#include "frameworks/hf/hf_config.hpp"
+#include "experiment/hf_config.hpp"
 #include "sim/cost/cost_model.hpp"
 #include "sim/cost/hardware.hpp"
 #include "support/round_device.hpp"

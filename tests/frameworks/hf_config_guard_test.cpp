@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frameworks/hf/hf_config.hpp"
+#include "experiment/hf_config.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "frameworks/hf/hf_config.hpp"
+#include "experiment/hf_config.hpp"
 #include "support/hf_refusals.hpp"
 #include "support/support.hpp"
 

@@ -12,7 +12,7 @@
 
 #include "experiment/config.hpp"
 #include "frameworks/common/formats.hpp"
-#include "frameworks/hf/hf_config.hpp"
+#include "experiment/hf_config.hpp"
 #include "frameworks/megatron/formats.hpp"
 #include "support/framework_files.hpp"
 #include "support/support.hpp"

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "frameworks/hf/hf_config.hpp"
+#include "experiment/hf_config.hpp"
 #include "fuzz_run.hpp"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "frameworks/hf/hf_config.hpp"
+#include "experiment/hf_config.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe::test {

@@ -1,4 +1,4 @@
-#include "frameworks/hf/hf_config.hpp"
+#include "experiment/hf_config.hpp"
 #include "io/read_file.hpp"
 
 #include <algorithm>
