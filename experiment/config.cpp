@@ -9,8 +9,8 @@
 #include <limits>
 
 #include "experiment/config_fields.hpp"
-#include "experiment/suggest.hpp"
 #include "experiment/hf_config.hpp"
+#include "experiment/suggest.hpp"
 
 namespace bmpipe {
 

@@ -18,8 +18,8 @@ struct TorchTitanFlavor {
   std::string_view model;   ///< [model] name: "llama3"
   std::string_view flavor;  ///< [model] flavor: "8B"
   std::string_view label;   ///< model.name of an imported job: "llama3-8b"
-  /// torchtitan's model args as a HuggingFace config.json, which experiment/hf_config.cpp reads into a
-  /// shape (so that both spell the shape the same way).
+  /// torchtitan's model args as a HuggingFace config.json, which experiment/hf_config.cpp reads
+  /// into a shape (so that both spell the shape the same way).
   std::string_view hf_json;
   /// What bmpipe's cost model approximates of it, a sentence, or empty.
   std::string_view note;

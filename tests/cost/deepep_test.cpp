@@ -21,8 +21,8 @@
 
 #include "experiment/config_cases.hpp"
 #include "experiment/experiment.hpp"
-#include "experiment/layer_table.hpp"
 #include "experiment/hf_config.hpp"
+#include "experiment/layer_table.hpp"
 #include "sim/cost/cost_model.hpp"
 #include "sim/cost/hardware.hpp"
 

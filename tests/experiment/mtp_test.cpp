@@ -44,11 +44,13 @@ TEST(Mtp, ModuleCountsWhatModelShapeCounts) {
 
 TEST(Mtp, TheLastStageGrowsByTheModule) {
   const test::ScratchDir dir;
-  const std::string yaml = test::write_file(
-      dir.file("ds.yaml"),
-      "cluster: {nodes: 8, devices_per_node: 8, device: {preset: h800}}\n"
-      "model: {hf_config: \"" + kDeepSeek + "\"}\n"
-      "training: {pp: 4, ep: 8, seq_length: 4096, global_batch_size: 64}\n");
+  const std::string yaml =
+      test::write_file(dir.file("ds.yaml"),
+                       "cluster: {nodes: 8, devices_per_node: 8, device: {preset: h800}}\n"
+                       "model: {hf_config: \"" +
+                           kDeepSeek +
+                           "\"}\n"
+                           "training: {pp: 4, ep: 8, seq_length: 4096, global_batch_size: 64}\n");
   const Config with = load_config(yaml);
   Config without = with;
   without.model.shape->mtp_layers = 0;

@@ -133,8 +133,7 @@ TEST(HfFamilies, MixtureOfExpertsConfigsAreRefused) {
   const Case cases[] = {
       // Expert fields on a dense family, and MoE families bmpipe does not read (mixtral,
       // qwen2_moe, qwen3_moe, deepseek_v3 and gpt_oss it reads: hf_moe_test.cpp).
-      {"num_local_experts", 8, "phimoe"},
-      {"num_experts", 64, "olmoe"},
+      {"num_local_experts", 8, "phimoe"},       {"num_experts", 64, "olmoe"},
       {"n_routed_experts", 160, "deepseek_v2"}, {"moe_num_experts", 16, "llama"},
       {"num_experts_per_tok", 2, "llama"},
   };

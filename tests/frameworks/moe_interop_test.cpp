@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "experiment/config.hpp"
-#include "frameworks/common/formats.hpp"
 #include "experiment/hf_config.hpp"
+#include "frameworks/common/formats.hpp"
 #include "frameworks/megatron/formats.hpp"
 #include "support/framework_files.hpp"
 #include "support/support.hpp"
