@@ -388,6 +388,19 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
         nlohmann::json row = {{"offload_modules", modules}};
         if (modules != "none") row["offload_lead"] = lead;
         if (!only) row["form"] = form_name(form);
+        // --expressible: an offload choice the framework's text cannot state (Megatron-LM's
+        // flags have lead 1 alone; MindFormers and torchtitan no module offload) is not
+        // planned, so that the plan kept exports as planned.
+        if (r.expressible) {
+          const Exporter& x = *find_exporter(*r.expressible);
+          Config plain = config_in;
+          plain.training.offload_modules = "none";
+          if (const std::string why = x.refusal(c); !why.empty() && why != x.refusal(plain)) {
+            row["error"] = why;
+            tried.push_back(row);
+            continue;
+          }
+        }
         try {
           check_config(c);
           PlanResults one = plan_one(c, r, form);

@@ -393,9 +393,17 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   return out;
 }
 
-ExportOutcome export_plan(const Config& config, const PlanResults& planned,
+ExportOutcome export_plan(const Config& config_in, const PlanResults& planned,
                           const ExportRequest& request) {
   const PlanOutcome& top = planned.outcomes.front();
+  // plan --offload auto (and --baseline megatron-offload): the offload choice kept is part
+  // of the job planned, as `plan --out` writes it (training.offload_modules and
+  // offload_lead), so the text states it or the exporter refuses it (Exporter::refusal).
+  Config config = config_in;
+  if (!planned.offload_modules.empty()) {
+    config.training.offload_modules = planned.offload_modules;
+    if (planned.offload_lead) config.training.offload_lead = *planned.offload_lead;
+  }
   auto edits_of = [&](const PlanRun& r) {
     ConfigEdits edits{top.schedule,
                       r.schedule.num_ranks,
@@ -409,7 +417,20 @@ ExportOutcome export_plan(const Config& config, const PlanResults& planned,
     set_plan_keys(edits, planned.experiment->config, r.plan);
     return edits;
   };
-  ExportOutcome out = export_config(config_with_plan(config, edits_of(*planned.shown)), request);
+  const bool offloads = !planned.offload_modules.empty() && planned.offload_modules != "none";
+  ExportOutcome out;
+  try {
+    out = export_config(config_with_plan(config, edits_of(*planned.shown)), request);
+  } catch (const ConfigError& x) {
+    // An offload choice the text cannot state (a lead Megatron-LM's flags do not have, a
+    // framework without the keys): refused, with how to plan one it states.
+    if (!offloads || x.key() != "--format") throw;
+    throw ConfigError(x.file(), x.line(), x.key(),
+                      x.message() + " (the plan kept offloads " + planned.offload_modules +
+                          "; bmpipe plan --expressible " + request.format +
+                          " plans only the offload choices the " +
+                          std::string(find_exporter(request.format)->words) + " state)");
+  }
   if (out.exact || planned.shown != &top.best) return out;
   // Where the planner's plan is more than the framework states, the planner can be asked
   // for what it states instead.
@@ -439,7 +460,13 @@ ExportOutcome export_plan(const Config& config, const PlanResults& planned,
     if (!b.run || !b.run->fits()) continue;
     std::optional<ExportOutcome> x;
     try {
-      x = export_config(config_with_plan(config, edits_of(*b.run)), request);
+      // megatron-offload ran with its offload (at Megatron-Core's lead 1): stated with it.
+      Config own = config;
+      if (!b.offload_modules.empty()) {
+        own.training.offload_modules = b.offload_modules;
+        own.training.offload_lead = 1;
+      }
+      x = export_config(config_with_plan(own, edits_of(*b.run)), request);
     } catch (const ConfigError&) {
       continue;  // the framework's schedule refuses this layout: nothing to offer
     }

@@ -237,7 +237,8 @@ int run_plan(const std::vector<std::string>& args) {
        "plan only what this framework states exactly, on the schedules it runs: megatron "
        "(one recompute rule for all stages: none, selective, block N or uniform), "
        "mindformers (per stage, the first n layers in full and the next k selective) or "
-       "torchtitan (one rule for all layers: none, full, selective op or every n-th layer)")
+       "torchtitan (one rule for all layers: none, full, selective op or every n-th layer); "
+       "with --offload, only the offload choices it states")
       ("offload", po::value<std::string>()->value_name("auto|only|none"),
        "auto: plan once for each activation-offload choice (none; core_attn,attn_proj; with "
        "qkv_linear; with experts, expert_fc1,moe_act and all) at each prefetch lead (the "
@@ -337,7 +338,6 @@ int run_plan(const std::vector<std::string>& args) {
     set_plan_keys(edits, e->config, shown->plan);
     // --offload auto: the offload choice kept is part of the job written and exported.
     Overrides written = request.overrides;
-    const bool offloads = !planned.offload_modules.empty() && planned.offload_modules != "none";
     if (!planned.offload_modules.empty())
       written.set.emplace_back("training.offload_modules", planned.offload_modules);
     if (planned.offload_lead)
@@ -361,11 +361,6 @@ int run_plan(const std::vector<std::string>& args) {
     // --format: the plan as its --out file would state it, exported by the one function
     // `bmpipe export` calls, under the plan's memory limit.
     std::optional<api::ExportOutcome> exported;
-    if (format != "table" && offloads)
-      throw UsageError("--format", format + " cannot state the plan kept: it offloads " +
-                                       planned.offload_modules +
-                                       " to the host, which bmpipe does not export yet (plan "
-                                       "without --offload auto, or write it with --out)");
     if (format != "table")
       exported = api::export_plan(
           config, planned,
