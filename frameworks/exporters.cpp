@@ -136,10 +136,34 @@ std::string mindformers_not_run(std::string_view schedule) {
   return "MindFormers has no " + std::string(schedule) + " pipeline_scheduler";
 }
 
+// Activation offload in MindFormers' swap_config (frameworks/mindformers/import.cpp,
+// read_swap): op_swap of 'attention' states qkv_linear,core_attn,attn_proj and of
+// '.*\.flash_attention' core_attn,attn_proj, in Llama-family dense models (MindFormers'
+// docs), and bmpipe reads every backward_prefetch as lead 1.
+std::string mindformers_offload_refusal(const Config& config) {
+  const TrainingConfig& t = config.training;
+  const OffloadModules modules = parse_offload_modules(t.offload_modules, nullptr);
+  if (t.offload_layers > 0 || modules == 0) return offload_refusal(config, "MindFormers' keys");
+  const std::string set = offload_modules_text(modules);
+  if (set != "core_attn,attn_proj" && set != "qkv_linear,core_attn,attn_proj")
+    return "MindFormers' swap_config cannot state training.offload_modules (" + set +
+           "): its op_swap states core_attn,attn_proj (.*\\.flash_attention) and "
+           "qkv_linear,core_attn,attn_proj (attention)";
+  if (t.offload_lead != 1)
+    return "MindFormers' swap_config cannot state training.offload_lead " +
+           std::to_string(t.offload_lead) +
+           ": bmpipe reads its backward_prefetch as running one op ahead of the backward "
+           "(lead 1)";
+  if (config.model.shape && (config.model.shape->is_moe() || config.model.shape->is_mla()))
+    return "MindFormers' swap_config cannot state training.offload_modules here: its "
+           "fine-grained activation swap supports Llama-family dense models only";
+  return "";
+}
+
 // An export that cannot state the experts would hand the user another job (issue 17: never
 // a different job than the one they wrote).
 std::string mindformers_refusal(const Config& config) {
-  if (std::string off = offload_refusal(config, "MindFormers' keys"); !off.empty()) return off;
+  if (std::string off = mindformers_offload_refusal(config); !off.empty()) return off;
   if (std::string cp = cp_hierarchy_refusal(config, "MindFormers' keys"); !cp.empty()) return cp;
   if (!config.model.shape) return "";
   if (std::string unstated = unstated_model_refusal(config, "the MindFormers"); !unstated.empty())

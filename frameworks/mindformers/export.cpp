@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "frameworks/mindformers/formats.hpp"
+#include "sim/offload.hpp"
 
 // Sources (read, not copied), cited below by these short names:
 //  [MF-card]   MindFormers, docs/feature_cards/Offset_Recompute.md ("流水并行的负载偏置与重计算"),
@@ -47,6 +48,11 @@ MindFormersExport mindformers_plan(const ExportLayout& layout) {
   // stage of the form full*, selective*, none* — the order bmpipe's planner assigns — is
   // recompute = #full, select_recompute = #full + #selective; any other order is covered
   // by the shortest prefixes that hold every recomputed layer, which recompute more.
+  // A plan with offload layers is stated with swap_config (mindformers_job_yaml), under
+  // which MindFormers reads recompute and select_recompute as decoder-layer indices
+  // ([MF-swap]): every layer's mode is stated as it is, in any order.
+  const bool by_layer = std::find(layout.recompute.begin(), layout.recompute.end(),
+                                  Recompute::offload) != layout.recompute.end();
   std::vector<int> full(stages), select(stages);
   std::vector<int> out_of_order, empty;
   bool any_selective = false;
@@ -58,7 +64,7 @@ MindFormersExport mindformers_plan(const ExportLayout& layout) {
       const Recompute runs = k < full[s]     ? Recompute::full
                              : k < select[s] ? Recompute::selective
                                              : Recompute::none;
-      if (runs != layout.recompute[i]) {
+      if (!by_layer && runs != layout.recompute[i]) {
         out_of_order.push_back(s);
         break;
       }
@@ -108,6 +114,7 @@ MindFormersExport mindformers_plan(const ExportLayout& layout) {
   x.expressed = layout;
   for (int s = 0; s < stages; ++s) {
     x.expressed.stage_rank[s] = s % pp;
+    if (by_layer) continue;
     for (int i = starts[s]; i < starts[s + 1]; ++i) {
       const int k = i - starts[s];
       x.expressed.recompute[i] = k < full[s]     ? Recompute::full
@@ -205,8 +212,41 @@ std::string mindformers_job_yaml(const MindFormersExport& x, const ExportJob& jo
   out << "    pp_interleave_num: " << vpp << "\n";
   out << "    offset: " << mindformers_stage_list(x.offset, pp, vpp) << "\n";
   out << "recompute_config:\n";
-  out << "  recompute: " << mindformers_stage_list(x.full, pp, vpp) << "\n";
-  out << "  select_recompute: " << mindformers_stage_list(x.select, pp, vpp) << "\n";
+  // Activation offload: swap_config ([MF-swap], frameworks/mindformers/import.cpp read_swap).
+  // The layers that offload: the plan's offload layers, or, in the job-wide form (no offload
+  // layer: every none and selective layer moves training.offload_modules), every layer
+  // that does not recompute in full. Under swap True MindFormers reads recompute and
+  // select_recompute as decoder-layer indices.
+  const OffloadModules offloaded = parse_offload_modules(job.offload_modules, nullptr);
+  const bool per_layer =
+      std::find(l.recompute.begin(), l.recompute.end(), Recompute::offload) != l.recompute.end();
+  std::vector<int> full_layers, select_layers, swap_layers;
+  for (std::size_t i = 0; i < l.recompute.size(); ++i) {
+    const Recompute r = l.recompute[i];
+    const int at = static_cast<int>(i);
+    if (r == Recompute::full) full_layers.push_back(at);
+    if (r == Recompute::selective) select_layers.push_back(at);
+    if (r == Recompute::offload || (!per_layer && r != Recompute::full)) swap_layers.push_back(at);
+  }
+  if (offloaded != 0 && !swap_layers.empty()) {
+    auto indices = [](const std::vector<int>& v) {
+      if (v.empty()) return std::string("False");
+      std::string t = "[";
+      for (std::size_t i = 0; i < v.size(); ++i) t += (i ? ", " : "") + std::to_string(v[i]);
+      return t + "]";
+    };
+    out << "  recompute: " << indices(full_layers) << "\n";
+    out << "  select_recompute: " << indices(select_layers) << "\n";
+    // mindformers_refusal lets through only these two sets, at lead 1 (bmpipe reads every
+    // backward_prefetch as lead 1; 1 is MindFormers' default_prefetch).
+    const bool attention = offloads(offloaded, OffloadModule::qkv_linear);
+    out << "swap_config:\n  swap: True\n  op_swap:\n    - op_name: "
+        << (attention ? "'attention'" : R"('.*\.flash_attention')")
+        << "\n      backward_prefetch: 1\n      layers: " << indices(swap_layers) << "\n";
+  } else {
+    out << "  recompute: " << mindformers_stage_list(x.full, pp, vpp) << "\n";
+    out << "  select_recompute: " << mindformers_stage_list(x.select, pp, vpp) << "\n";
+  }
   if (moe) {
     // What frameworks/mindformers/import.cpp (read_moe_config) reads back; the shape is
     // one mindformers_moe_refusal accepts.

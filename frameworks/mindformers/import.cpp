@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <climits>
@@ -17,6 +18,7 @@
 #include "frameworks/mindformers/formats.hpp"
 #include "frameworks/mindformers/schedules.hpp"
 #include "schedules/registry.hpp"
+#include "sim/offload.hpp"
 
 // Sources (read, not copied), MindFormers (github.com/mindspore-lab/mindformers) at
 // fd4deebc1, cited by these short names:
@@ -40,6 +42,20 @@
 //               accumulation; without, gradient_accumulation_steps micro-batches.
 //  [MF-card]    docs/feature_cards/Offset_Recompute.md: pp_interleave_num only with
 //               pipeline_stage > 1; full recompute wins over select recompute.
+//  [MF-swap]    mindformers/modules/transformer/transformer.py, TransformerSwapConfig
+//               (_initialize_swap: swap True with neither layer_swap nor op_swap swaps
+//               r'.*\.flash_attention' in every layer at default_prefetch; layer_swap and
+//               op_swap a dict or a list of dicts; op_name a string or a list of them),
+//               mindformers/tools/register/template.py SwapConfig (swap False, layer_swap
+//               and op_swap None, default_prefetch 1), and [MF-layer] LayerSetting
+//               (set_swap: layer_swap offloads the whole layer cell, op_swap the cells or
+//               operators its pattern names, split on '\.'; per pattern the first entry
+//               naming a layer counts; with swap True recompute and select_recompute are
+//               True, False or decoder-layer indices, _format_recompute_list_select_layer_index;
+//               a layer or operator both recomputed and swapped is recomputed,
+//               _check_swap_recompute_conflict). MindSpore docs, "Fine-Grained Activations
+//               SWAP" (mindspore-ai/docs 156e3e40, docs/mindformers/docs/source_en/function/
+//               fine_grained_activations_swap.md): Llama-family dense models only.
 // and at r1.5.0 (ece44cc45, the last release shipping DeepSeek-V3's pretraining YAML):
 //  [MF-ds3]     research/deepseek3/deepseek3_config.py, DeepseekV3Config.__init__: the MLA
 //               widths' defaults (kv_lora_rank 512, q_lora_rank 1536, qk_rope_head_dim 64,
@@ -279,6 +295,9 @@ struct Reading {
   // interleave and offset
   int vpp = 1;
   std::vector<int> partition;
+  // swap_config.swap (template.py SwapConfig: False)
+  YAML::Node swap_node;
+  bool swap = false;
 };
 
 /// The document, which must be a mapping; its top-level keys bmpipe does not read are
@@ -301,14 +320,19 @@ YAML::Node load_root(const Mf& mf, const std::string& text) {
   return root;
 }
 
-/// moe_config and swap_config, checked against the key table (Mf::check_keys); swapping
-/// changes the job and is not modelled; the experts are read by read_moe_config.
-void check_moe_and_swap(const Reading& ctx) {
+/// moe_config and swap_config, checked against the key table (Mf::check_keys); the experts
+/// are read by read_moe_config, swap_config.swap here and the rest of it by read_swap.
+void check_moe_and_swap(Reading& ctx) {
   const Mf& mf = ctx.mf;
   mf.check_keys(mf.section(ctx.root, "moe_config", "moe_config"), "moe_config",
                 {"expert_num", "num_experts_chosen", "shared_expert_num", "first_k_dense_replace",
                  "moe_intermediate_size", "capacity_factor", "use_gmm"});
-  mf.check_keys(mf.section(ctx.root, "swap_config", "swap_config"), "swap_config", {});
+  const YAML::Node sc = mf.section(ctx.root, "swap_config", "swap_config");
+  mf.check_keys(sc, "swap_config", {"swap", "layer_swap", "op_swap", "default_prefetch"});
+  if (const YAML::Node n = Mf::child(sc, "swap"); n.IsDefined()) {
+    ctx.swap_node = n;
+    ctx.swap = mf.boolean(n, "swap_config.swap");
+  }
 }
 
 /// context, MindSpore's set_context: max_device_memory ("58GB") caps the memory of every
@@ -1074,6 +1098,255 @@ void read_schedule(const Reading& ctx) {
                            "parallel.pipeline_config.pipeline_scheduler", "MindSpore's 1F1B"));
 }
 
+/// With swap_config.swap True ([MF-swap]): True (every decoder layer), False (none) or a
+/// list of decoder-layer indices, each below `layers`; per layer whether it is named.
+std::vector<bool> layers_named(const Mf& mf, const YAML::Node& n, const std::string& key,
+                               int layers) {
+  const std::string expected = "expected True, False or a list of decoder-layer indices (0 to " +
+                               std::to_string(layers - 1) + ")";
+  if (n.IsScalar() && scalar_kind(n) == Scalar::boolean)
+    return std::vector<bool>(static_cast<std::size_t>(layers), n.as<bool>());
+  if (!n.IsSequence()) mf.fail(n, key, expected + ", got " + Mf::shown(n));
+  std::vector<bool> named(static_cast<std::size_t>(layers), false);
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const std::string k = key + "[" + std::to_string(i) + "]";
+    if (!n[i].IsScalar() || scalar_kind(n[i]) != Scalar::integer)
+      mf.fail(n[i], k, expected + ", got " + Mf::shown(n[i]));
+    const long long l = n[i].as<long long>();
+    if (l < 0 || l >= layers)
+      mf.fail(n[i], k,
+              "layer " + n[i].Scalar() + " is out of range: the model has " +
+                  std::to_string(layers) + " decoder layers (0 to " + std::to_string(layers - 1) +
+                  ")");
+    named[static_cast<std::size_t>(l)] = true;
+  }
+  return named;
+}
+
+/// recompute_config with swap_config.swap True ([MF-swap]): recompute and select_recompute
+/// (or each of its patterns) name decoder layers, stage-agnostic.
+void read_recompute_by_layer(const Reading& ctx) {
+  const Mf& mf = ctx.mf;
+  ImportedJob& job = ctx.job;
+  int layers = 0;
+  for (int c : ctx.partition) layers += c;
+  const std::string rk = "recompute_config";
+  const YAML::Node rc = Mf::child(ctx.root, "recompute_config");
+  std::vector<bool> full(static_cast<std::size_t>(layers), false), select = full;
+  Origin origin = mf.origin(ctx.root, rk, "no recompute_config: no recompute");
+  if (rc.IsDefined() && rc.IsScalar()) {
+    full = layers_named(mf, rc, rk, layers);
+    origin = mf.origin(rc, rk);
+  } else if (rc.IsDefined()) {
+    if (!rc.IsMap()) mf.fail(rc, rk, "expected a mapping (recompute, select_recompute, ...)");
+    mf.check_keys(rc, rk, {"recompute", "select_recompute"});
+    if (const YAML::Node r = Mf::child(rc, "recompute"); r.IsDefined()) {
+      full = layers_named(mf, r, rk + ".recompute", layers);
+      origin = mf.origin(r, rk + ".recompute", "layer indices, as with swap_config.swap True");
+    }
+    if (const YAML::Node sr = Mf::child(rc, "select_recompute"); sr.IsDefined()) {
+      const std::string sk = rk + ".select_recompute";
+      if (sr.IsMap()) {
+        for (const auto& kv : sr) {
+          const std::string pattern = kv.first.IsScalar() ? kv.first.Scalar() : "?";
+          const std::vector<bool> named = layers_named(mf, kv.second, sk + "." + pattern, layers);
+          for (std::size_t l = 0; l < named.size(); ++l) select[l] = select[l] || named[l];
+        }
+        job.notes.push_back(
+            "select_recompute names operator patterns; bmpipe's selective mode "
+            "re-runs the attention core on every layer any pattern covers.");
+      } else {
+        select = layers_named(mf, sr, sk, layers);
+      }
+      origin = mf.origin(sr, sk, "layer indices, as with swap_config.swap True");
+    }
+  }
+  job.recompute.assign(static_cast<std::size_t>(layers), Recompute::none);
+  for (std::size_t l = 0; l < job.recompute.size(); ++l)
+    job.recompute[l] = full[l]     ? Recompute::full
+                       : select[l] ? Recompute::selective
+                                   : Recompute::none;
+  if (std::count(job.recompute.begin(), job.recompute.end(), Recompute::selective) > 0 &&
+      !(rc.IsMap() && Mf::child(rc, "select_recompute").IsMap()))
+    job.notes.push_back(
+        "select_recompute recomputes MindFormers' default operators (the MLP activation), "
+        "while bmpipe's selective mode re-runs the attention core.");
+  job.from("training.recompute", origin);
+}
+
+/// MindFormers' swap op names and the offload modules (sim/offload.hpp) holding the same
+/// tensors: the attention cell saves its qkv projection's input, q, k and v and the core's
+/// output; flash attention its inputs q, k, v and its output.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kSwapOps = {{
+    {"attention", "qkv_linear,core_attn,attn_proj"},
+    {R"(.*\.flash_attention)", "core_attn,attn_proj"},
+    {R"(attention\.flash_attention)", "core_attn,attn_proj"},
+}};
+
+/// swap_config with swap True ([MF-swap]) as offload layers: each op_swap entry's layers
+/// offload the modules of its op_name (kSwapOps), or with neither layer_swap nor op_swap
+/// every layer offloads flash attention's (MindFormers' default strategy). bmpipe reads
+/// every backward_prefetch (how many operators ahead of the backward the copy back starts)
+/// as offload_lead 1, as it reads Megatron-Core's reloads: the copy back starts while the op
+/// before the backward runs. A layer recomputed in full keeps recomputing (MindFormers'
+/// recompute wins); one recomputed selectively and swapped is refused.
+void read_swap(const Reading& ctx) {
+  if (!ctx.swap) return;
+  const Mf& mf = ctx.mf;
+  ImportedJob& job = ctx.job;
+  const YAML::Node sc = Mf::child(ctx.root, "swap_config");
+  const std::string sk = "swap_config";
+  if (job.shape && (job.shape->is_moe() || job.shape->is_mla()))
+    mf.fail(ctx.swap_node, sk + ".swap",
+            "MindFormers' fine-grained activation swap supports Llama-family dense models "
+            "only (its docs); this model has " +
+                std::string(job.shape->is_moe() ? "experts" : "multi-latent attention"));
+  if (const YAML::Node ls = Mf::child(sc, "layer_swap"); ls.IsDefined())
+    mf.fail(ls, sk + ".layer_swap",
+            "swaps whole layers, the MLP's activations too, which bmpipe's offload modules "
+            "do not state; expected op_swap of attention (qkv_linear,core_attn,attn_proj) or "
+            R"(.*\.flash_attention (core_attn,attn_proj))");
+  const int layers = static_cast<int>(job.recompute.size());
+  auto positive = [&](const YAML::Node& n, const std::string& key, const YAML::Node& parent) {
+    if (!n.IsDefined() || n.IsNull())
+      mf.fail(parent, key,
+              "is missing: expected a positive integer (operators ahead of the backward)");
+    if (!n.IsScalar() || scalar_kind(n) != Scalar::integer || n.as<long long>() < 1)
+      mf.fail(n, key,
+              "expected a positive integer (operators ahead of the backward), got " + Mf::shown(n));
+  };
+  // Per layer, the modules it offloads.
+  std::vector<OffloadModules> modules(static_cast<std::size_t>(layers), 0);
+  YAML::Node where = ctx.swap_node;
+  std::string where_key = sk + ".swap";
+  const YAML::Node os = Mf::child(sc, "op_swap");
+  if (!os.IsDefined()) {
+    // [MF-swap] _initialize_swap: flash attention in every layer at default_prefetch.
+    if (const YAML::Node d = Mf::child(sc, "default_prefetch"); d.IsDefined())
+      positive(d, sk + ".default_prefetch", sc);
+    std::fill(modules.begin(), modules.end(),
+              parse_offload_modules("core_attn,attn_proj", nullptr));
+  } else {
+    where = os;
+    where_key = sk + ".op_swap";
+    if (!os.IsMap() && !os.IsSequence())
+      mf.fail(os, where_key, "expected a list of {op_name, backward_prefetch, layers}");
+    std::vector<YAML::Node> entries;
+    if (os.IsMap())
+      entries.push_back(os);
+    else
+      for (const auto& e : os) entries.push_back(e);
+    // [MF-layer] _set_op_swap: per op name, the first entry naming a layer counts.
+    std::vector<std::pair<std::string, std::vector<bool>>> taken;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const YAML::Node& e = entries[i];
+      const std::string ek =
+          where_key + (os.IsMap() ? std::string() : "[" + std::to_string(i) + "]");
+      if (!e.IsMap()) mf.fail(e, ek, "expected a mapping {op_name, backward_prefetch, layers}");
+      for (const auto& kv : e) {
+        const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : "?";
+        if (k != "op_name" && k != "backward_prefetch" && k != "layers")
+          mf.fail(kv.first, ek + "." + k,
+                  "unknown key: an op_swap entry has op_name, backward_prefetch and layers" +
+                      did_you_mean(
+                          k, std::vector<std::string>{"op_name", "backward_prefetch", "layers"}));
+      }
+      positive(e["backward_prefetch"], ek + ".backward_prefetch", e);
+      const YAML::Node ln = e["layers"];
+      if (!ln.IsDefined() || ln.IsNull())
+        mf.fail(e, ek + ".layers", "is missing: expected True or a list of decoder-layer indices");
+      const std::vector<bool> named = layers_named(mf, ln, ek + ".layers", layers);
+      const YAML::Node on = e["op_name"];
+      std::vector<YAML::Node> names;
+      if (on.IsDefined() && on.IsSequence())
+        for (const auto& n : on) names.push_back(n);
+      else
+        names.push_back(on);
+      for (std::size_t j = 0; j < names.size(); ++j) {
+        const YAML::Node& n = names[j];
+        const std::string nk =
+            ek + ".op_name" + (on.IsSequence() ? "[" + std::to_string(j) + "]" : "");
+        if (!n.IsDefined() || !n.IsScalar() || scalar_kind(n) != Scalar::string)
+          mf.fail(n.IsDefined() ? n : e, nk, "expected an operator name, got " + Mf::shown(n));
+        const auto op = std::find_if(kSwapOps.begin(), kSwapOps.end(),
+                                     [&](const auto& o) { return o.first == n.Scalar(); });
+        if (op == kSwapOps.end())
+          mf.fail(n, nk,
+                  "'" + n.Scalar() +
+                      "' is no operator whose tensors bmpipe's offload modules state: expected "
+                      "attention (qkv_linear,core_attn,attn_proj) or "
+                      R"(.*\.flash_attention)"
+                      " (core_attn,attn_proj)");
+        auto seen = std::find_if(taken.begin(), taken.end(),
+                                 [&](const auto& t) { return t.first == n.Scalar(); });
+        if (seen == taken.end()) {
+          taken.emplace_back(n.Scalar(), std::vector<bool>(static_cast<std::size_t>(layers)));
+          seen = std::prev(taken.end());
+        }
+        const OffloadModules set = parse_offload_modules(op->second, nullptr);
+        for (std::size_t l = 0; l < named.size(); ++l)
+          if (named[l] && !seen->second[l]) {
+            seen->second[l] = true;
+            modules[l] |= set;
+          }
+      }
+    }
+  }
+  // bmpipe offloads one module set (training.offload_modules) in every offload layer.
+  OffloadModules one = 0;
+  bool every_other = true;  // every layer not recomputed in full swaps
+  int swapped = 0;
+  for (int l = 0; l < layers; ++l) {
+    const OffloadModules m = modules[static_cast<std::size_t>(l)];
+    const Recompute mode = job.recompute[static_cast<std::size_t>(l)];
+    if (m == 0) {
+      every_other = every_other && mode == Recompute::full;
+      continue;
+    }
+    if (one != 0 && m != one)
+      mf.fail(where, where_key,
+              "swaps " + offload_modules_text(one) + " in some layers and " +
+                  offload_modules_text(m) + " in layer " + std::to_string(l) +
+                  "; bmpipe offloads one module set (training.offload_modules) in every "
+                  "offload layer: expected the same operators in every swapped layer");
+    one = m;
+    swapped += mode != Recompute::full;
+  }
+  if (swapped == 0) {
+    if (one != 0)
+      job.notes.push_back(
+          "swap_config.swap is True, but every swapped layer recomputes in full, which "
+          "MindFormers runs instead: nothing is offloaded.");
+    return;
+  }
+  // Every layer but the full ones swapping is bmpipe's job-wide form (training.offload_modules
+  // without an offload layer: selective layers move the modules too). Else each swapped layer
+  // not recomputed is an offload layer, and one that recomputes selectively is refused: a
+  // bmpipe layer has one mode.
+  if (!every_other)
+    for (int l = 0; l < layers; ++l) {
+      if (modules[static_cast<std::size_t>(l)] == 0) continue;
+      Recompute& mode = job.recompute[static_cast<std::size_t>(l)];
+      if (mode == Recompute::selective)
+        mf.fail(where, where_key,
+                "layer " + std::to_string(l) +
+                    " both recomputes selectively (recompute_config.select_recompute) and "
+                    "swaps, while other layers swap without it; a bmpipe layer does one of none, "
+                    "selective, full or offload (selective layers swap along only when every "
+                    "layer not recomputed in full swaps): expected the layer in one of them");
+      if (mode == Recompute::none) mode = Recompute::offload;
+    }
+  if (!every_other)
+    job.from("training.recompute",
+             mf.origin(where, where_key, "recompute_config with the swapped layers offloading"));
+  job.offload_modules = offload_modules_text(one);
+  job.from("training.offload_modules", mf.origin(where, where_key));
+  job.notes.push_back(
+      "swap_config: backward_prefetch (operators ahead of the backward) is read as "
+      "training.offload_lead 1, the copy back starting while the op before the backward "
+      "runs.");
+}
+
 /// recompute_config as a mode per layer.
 void read_recompute(const Reading& ctx) {
   const Mf& mf = ctx.mf;
@@ -1086,6 +1359,10 @@ void read_recompute(const Reading& ctx) {
   const std::string rk = "recompute_config";
   YAML::Node rc = Mf::child(root, "recompute_config");
   Origin recompute_origin = mf.origin(root, rk, "no recompute_config: no recompute");
+  if (ctx.swap) {
+    read_recompute_by_layer(ctx);
+    return;
+  }
   if (rc.IsDefined() && rc.IsScalar()) {
     full = recompute_counts(mf, rc, rk, partition, pp, vpp);
     recompute_origin = mf.origin(rc, rk);
@@ -1151,6 +1428,7 @@ ImportedJob read_mindformers_yaml(const std::string& text, const std::string& na
   read_partition(ctx);
   read_schedule(ctx);
   read_recompute(ctx);
+  read_swap(ctx);
   return job;
 }
 

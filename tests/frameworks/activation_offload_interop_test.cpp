@@ -81,12 +81,15 @@ TEST(ActivationOffloadInterop, ExportImportRoundTrip) {
       << trip.exported;
   EXPECT_EQ(trip.first["iteration_time_ms"], trip.second["iteration_time_ms"]);
   EXPECT_GT(trip.second["devices"][0]["peak_host_bytes"].get<std::int64_t>(), 0);
-  // MindFormers and torchtitan have no such keys: refused, not dropped.
-  for (const char* format : {"mindformers", "torchtitan"}) {
-    const auto r = run_cli("export " + yaml + " --format " + format);
-    EXPECT_EQ(r.code, 2) << format << r.all();
-    EXPECT_NE(r.err.find("cannot state training.offload_modules"), std::string::npos) << r.err;
-  }
+  // MindFormers states the same modules as flash attention's swap (mindformers_swap_test.cpp);
+  // torchtitan has no such keys: refused, not dropped.
+  const auto mf = run_cli("export " + yaml + " --format mindformers");
+  EXPECT_EQ(mf.code, 0) << mf.all();
+  EXPECT_NE(mf.out.find("    - op_name: '.*\\.flash_attention'\n"), std::string::npos) << mf.out;
+  const auto titan = run_cli("export " + yaml + " --format torchtitan");
+  EXPECT_EQ(titan.code, 2) << titan.all();
+  EXPECT_NE(titan.err.find("cannot state training.offload_modules"), std::string::npos)
+      << titan.err;
 }
 
 // Llama-2-7B's shape as Megatron-LM flags, 8 GB200 (NVLink-C2C), pp 8, 16 micro-batches of
@@ -125,7 +128,7 @@ std::string flags_of(const std::string& text) {
 // the same planner without offload; without it the text is the nearest recompute rule with
 // the offload, and still simulates to its quoted time. A lead Megatron-LM's flags do not
 // state (0, kept at 24 GiB) is refused naming it, and torchtitan, which has no offload
-// keys, refuses the plan rather than drop its offload.
+// keys, refuses the plan rather than drop its offload; MindFormers' swap_config states it.
 TEST(ActivationOffloadInterop, PlanOffloadAutoExportsTheOffloadKept) {
   ScratchDir dir;
   const std::string yaml = import_llama(dir, "job", "");
@@ -160,6 +163,11 @@ TEST(ActivationOffloadInterop, PlanOffloadAutoExportsTheOffloadKept) {
             std::string::npos)
       << lead0.err;
   EXPECT_NE(lead0.err.find("bmpipe plan --expressible megatron"), std::string::npos) << lead0.err;
+  // MindFormers states the attention's offload as swap_config (mindformers_swap_test.cpp).
+  const nlohmann::json mf = test::run_json(plan + "30 --offload auto --format mindformers");
+  EXPECT_TRUE(mf["export"]["exact"].get<bool>()) << mf["export"]["text"];
+  EXPECT_NE(mf["export"]["text"].get<std::string>().find("    - op_name: 'attention'\n"),
+            std::string::npos);
   const auto titan = run_cli(plan + "30 --offload auto --format torchtitan");
   EXPECT_EQ(titan.code, 2) << titan.all();
   EXPECT_NE(

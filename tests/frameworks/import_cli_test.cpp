@@ -198,11 +198,14 @@ TEST(ImportCli, UnmodelledFlagsExitTwoUnlessAllowed) {
     EXPECT_EQ(allowed.err.find("ignored: " + flag), std::string::npos) << allowed.err;
   }
   // A MindFormers key the same way.
-  const std::string mf =
-      test::write_file(f.out("swap.yaml"), kMindFormers + "swap_config: {swap: True}\n");
+  std::string comm = kMindFormers;
+  comm.replace(comm.find("{recompute: True}"), 17,
+               "{recompute: True, select_comm_recompute: True}");
+  const std::string mf = test::write_file(f.out("comm.yaml"), comm);
   const test::CliRun moe = test::run_cli("import mindformers " + q(mf) + " --preset ascend-910b");
   EXPECT_EQ(moe.code, 2);
-  EXPECT_NE(moe.err.find(mf + ":7: swap_config.swap: not modelled yet"), std::string::npos)
+  EXPECT_NE(moe.err.find(mf + ":5: recompute_config.select_comm_recompute: not modelled yet"),
+            std::string::npos)
       << moe.err;
   EXPECT_EQ(
       test::run_cli("import mindformers " + q(mf) + " --preset ascend-910b --allow-unmodelled")

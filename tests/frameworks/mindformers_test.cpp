@@ -414,7 +414,8 @@ TEST(MindFormersImport, KeysThatChangeTheJobAreUnmodelled) {
     int line;
   } cases[] = {
       {"vocab_emb_dp: False", "seq_split_num: 2", "parallel_config.seq_split_num: '2'", 19},
-      {"seed: 0", "swap_config:\n  swap: True", "swap_config.swap: 'True'", 2},
+      {"mp_comm_recompute: True", "select_comm_recompute: True",
+       "recompute_config.select_comm_recompute: 'True'", 23},
       {"rms_norm_eps: 1.0e-5", "num_hidden_layers: 32",
        "model.model_config.num_hidden_layers: '32'", 37},
       {"seed: 0", "context:\n  jit_config: {jit_level: O1}", "context.jit_config", 2},
