@@ -409,6 +409,10 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
   out.overlap_grad_reduce = overlap;
   out.tied_reduce.reset();
   std::vector<std::int64_t> expert_params(analytic ? p : 0, 0);  // of tail_time's counts
+  // What ZeRO-1/2's all-gather after the step moves of them (LayerRow::gather_bytes; the
+  // matrix copies in dtype bytes).
+  std::vector<double> gather_bytes(analytic ? p : 0, 0.0);
+  const double dtype_bytes = analytic ? e.analytic->settings.dtype_bytes : 0.0;
 
   const int last_layer = e.num_layers() - 1;
   // Separate ends: the kinds of row each rank holds, for the MTP layers' matrix copies.
@@ -443,8 +447,12 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
         params += e.layers.head_copy_params;
       }
       out.static_bytes[rank] += static_bytes;
-      if (analytic) out.tail_time[rank] += params;
-      if (analytic) expert_params[rank] += row.expert_param_count;
+      if (analytic) {
+        out.tail_time[rank] += params;
+        expert_params[rank] += row.expert_param_count;
+        gather_bytes[rank] +=
+            row.gather_bytes + static_cast<double>(params - row.param_count) * dtype_bytes;
+      }
       if (!kinds.empty())
         kinds[rank] |= static_cast<unsigned char>(1u << static_cast<int>(row.kind));
     }
@@ -541,7 +549,10 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
       out.static_bytes[r] += e.layers.mtp_head_copy_static_bytes;
       copy_params[r] += e.layers.mtp_head_copy_params;
     }
-    if (analytic) out.tail_time[r] += copy_params[r];
+    if (analytic) {
+      out.tail_time[r] += copy_params[r];
+      gather_bytes[r] += static_cast<double>(copy_params[r]) * dtype_bytes;
+    }
   }
   if (!analytic) return;
   // The forward op each rank runs first (its lowest stage's): what hides the post-step
@@ -564,8 +575,8 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
           stage_grad_reduce_time(e, rank, out.tail_time[rank], expert_params[rank]), 1.0, 1.0});
     }
     for (int r = 0; r < p; ++r)
-      out.tail_time[r] =
-          optimizer_tail_time(e, r, out.tail_time[r], expert_params[r], first_forward[r]);
+      out.tail_time[r] = optimizer_tail_time(e, r, out.tail_time[r], expert_params[r],
+                                             first_forward[r], gather_bytes[r]);
     return;
   }
   // Megatron-LM reduces in buckets of max(40M, 1M x dp) parameters
@@ -620,8 +631,8 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
     }
   }
   for (int r = 0; r < p; ++r)
-    out.tail_time[r] =
-        optimizer_tail_time(e, r, out.tail_time[r], expert_params[r], first_forward[r]);
+    out.tail_time[r] = optimizer_tail_time(e, r, out.tail_time[r], expert_params[r],
+                                           first_forward[r], gather_bytes[r]);
   // Tied embeddings with more than one stage: the first and the last stage each hold the
   // matrix and all-reduce its gradient after the dp reduction (Megatron-LM,
   // finalize_model_grads: _allreduce_word_embedding_grads). One rank holding both (a V
@@ -740,10 +751,12 @@ double grad_reduce_s(const AnalyticCosts& a, const HybridGroups& groups, std::in
                                    grads / groups.shard.size);
 }
 
-/// ZeRO-1's all-gather of the `params` updated parameters, over the shard group.
-double param_gather_s(const AnalyticCosts& a, const HybridGroups& groups, std::int64_t params) {
+/// ZeRO-1's all-gather of `params` updated parameters, `bytes_per_param` bytes each, over
+/// the shard group.
+double param_gather_s(const AnalyticCosts& a, const HybridGroups& groups, std::int64_t params,
+                      double bytes_per_param) {
   return collective_time_s(a.hardware, Collective::all_gather, groups.shard,
-                           static_cast<double>(params) * a.settings.dtype_bytes);
+                           static_cast<double>(params) * bytes_per_param);
 }
 
 }  // namespace
@@ -768,9 +781,13 @@ Time stage_grad_reduce_time(const Experiment& e, int rank, std::int64_t params,
 }
 
 Time optimizer_tail_time(const Experiment& e, int rank, std::int64_t params,
-                         std::int64_t expert_params, Time first_forward) {
+                         std::int64_t expert_params, Time first_forward,
+                         std::optional<double> gather_bytes) {
   if (!e.analytic) return 0;
   const AnalyticCosts& a = *e.analytic;
+  // The gather's bytes a parameter, taken alike over dense and experts (as ZeRO-3's are).
+  const double per_param = gather_bytes && params > 0 ? *gather_bytes / static_cast<double>(params)
+                                                      : static_cast<double>(a.settings.dtype_bytes);
   // ZeRO-1 and -2 gather the updated parameters after the step; ZeRO-3 in the layers.
   // Each device steps its shard: 1 / the shard group of the parameters.
   const bool gathers = a.optimizer.zero_stage == 1 || a.optimizer.zero_stage == 2;
@@ -782,14 +799,15 @@ Time optimizer_tail_time(const Experiment& e, int rank, std::int64_t params,
         optimizer_step_s(expert_params, a.settings.dtype_bytes, a.optimizer, a.edp_shard(),
                          a.hardware);
     if (gathers) {
-      if (a.dense_group() > 1) gather_dense = param_gather_s(a, dp_groups(e, rank), dense);
-      gather_experts = param_gather_s(a, edp_groups(e, rank), expert_params);
+      if (a.dense_group() > 1)
+        gather_dense = param_gather_s(a, dp_groups(e, rank), dense, per_param);
+      gather_experts = param_gather_s(a, edp_groups(e, rank), expert_params, per_param);
     }
   } else {
     step =
         optimizer_step_s(params, a.settings.dtype_bytes, a.optimizer, a.dense_shard(), a.hardware);
     if (a.dense_group() > 1 && gathers)
-      gather_dense = param_gather_s(a, dp_groups(e, rank), params);
+      gather_dense = param_gather_s(a, dp_groups(e, rank), params, per_param);
   }
   if (!a.optimizer.overlap_param_gather) {
     double seconds = step;  // summed in this order so the rounding stays as it was

@@ -169,9 +169,13 @@ Time stage_grad_reduce_time(const Experiment& e, int rank, std::int64_t params,
 /// neither: its layers gather and reduce-scatter inside their forward and backward.
 /// SimInput::tail_time. 0 for measured models.
 /// `expert_params` of them shard over edp under ZeRO-1 (and gather over it).
+/// `gather_bytes`: what the all-gather moves for the `params` (the rows' LayerRow::gather_bytes
+/// and the copies' bf16 bytes: FP8 weights in their own bytes under fp8_param_gather);
+/// unset, params x dtype_bytes.
 Time optimizer_tail_time(const Experiment& e, int rank, std::int64_t params,
                          std::int64_t expert_params = 0,
-                         Time first_forward = std::numeric_limits<Time>::max());
+                         Time first_forward = std::numeric_limits<Time>::max(),
+                         std::optional<double> gather_bytes = std::nullopt);
 
 /// The tied embedding's gradient all-reduce between pipeline ranks `rank_a` and `rank_b`
 /// (the first and the last stage's): vocab x hidden / tp parameters of gradient dtype over

@@ -222,6 +222,7 @@ struct Seconds {
   PerMode<double> recompute;
   PerMode<std::int64_t> activation, retained, offload;
   std::int64_t static_bytes = 0, params = 0, expert_params = 0;
+  double gather_bytes = 0;
 
   static Seconds of(const LayerCost& c, const AnalyticCosts& a, bool all_modes) {
     Seconds s;
@@ -261,6 +262,9 @@ struct Seconds {
     }
     s.params = c.param_count;
     s.expert_params = c.expert_param_count;
+    s.gather_bytes = param_gather_bytes(a.settings, ParamGatherer::distributed_optimizer,
+                                        static_cast<double>(c.param_count), c.fp8_gemm_params,
+                                        c.fp8_weight_bytes);
     return s;
   }
   void add(const Seconds& o) {
@@ -276,6 +280,7 @@ struct Seconds {
     static_bytes += o.static_bytes;
     params += o.params;
     expert_params += o.expert_params;
+    gather_bytes += o.gather_bytes;
   }
 };
 
@@ -377,6 +382,7 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
     row.static_bytes = s.static_bytes;
     row.param_count = s.params;
     row.expert_param_count = s.expert_params;
+    row.gather_bytes = s.gather_bytes;
     // The embedding and the head alone keep their activations whatever the mode: they run
     // none only, so that a plan's modes say what recomputes.
     const bool recomputes =

@@ -62,6 +62,9 @@ struct LayerRow {
   std::int64_t param_count = 0;   ///< parameters on one device (analytic models; else 0)
   /// Of param_count, routed-expert weights: reduced and sharded over edp, not dp.
   std::int64_t expert_param_count = 0;
+  /// Bytes of the param_count parameters as ZeRO-1/2's all-gather after the step moves
+  /// them (param_gather_bytes, ParamGatherer::distributed_optimizer); analytic models.
+  double gather_bytes = 0;
   /// ZeRO-3: what a stage op adds when this layer is the first it runs in forward (the
   /// stage's first layer) and in backward (its last): LayerCost::first_forward_s etc.
   Time first_forward = 0;

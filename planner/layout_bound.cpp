@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "planner/memory_model.hpp"
 #include "schedules/registry.hpp"
@@ -527,6 +528,9 @@ LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape,
   Time f_min = std::numeric_limits<Time>::max(), b_min = f_min, s_min = f_min;
   double work = 0, chain = 0;  // sum_l (f + b), sum_l (f + i)
   std::int64_t params_min = std::numeric_limits<std::int64_t>::max();
+  // The least bytes a parameter ZeRO-1/2's gather moves (LayerRow::gather_bytes): FP8
+  // weights under fp8_param_gather move fewer than dtype_bytes.
+  double gather_per_param_min = std::numeric_limits<double>::max();
   bool experts = false;
   for (const LayerRow& row : layers) {
     const Time b = row.backward_input + row.backward_weight;
@@ -536,6 +540,9 @@ LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape,
     work += static_cast<double>(row.forward + b);
     chain += static_cast<double>(row.forward + row.backward_input);
     params_min = std::min(params_min, row.param_count);
+    if (row.param_count > 0)
+      gather_per_param_min =
+          std::min(gather_per_param_min, row.gather_bytes / static_cast<double>(row.param_count));
     experts = experts || row.expert_param_count > 0;
   }
   // k_r (lowest stage of rank r) and c_r (its stages), from the placement.
@@ -719,8 +726,12 @@ LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape,
   if (e.analytic && !experts && c_min > 0 && c_min < std::numeric_limits<int>::max()) {
     const std::int64_t params = params_min * c_min;
     Time g = std::numeric_limits<Time>::max();
+    const std::optional<double> gather =
+        gather_per_param_min < std::numeric_limits<double>::max()
+            ? std::optional<double>(static_cast<double>(params) * gather_per_param_min)
+            : std::nullopt;
     for (int r = 0; r < p; ++r) {
-      Time t_r = optimizer_tail_time(e, r, params, 0);
+      Time t_r = optimizer_tail_time(e, r, params, 0, std::numeric_limits<Time>::max(), gather);
       if (!t.optimizer.overlap_grad_reduce) t_r += stage_grad_reduce_time(e, r, params, 0);
       g = std::min(g, t_r);
     }

@@ -159,6 +159,18 @@ double optimizer_step_s(std::int64_t params, int dtype_bytes, const OptimizerSet
   return to_host + std::max(device, host) + to_device;
 }
 
+double param_gather_bytes(const CostSettings& st, ParamGatherer by, double params,
+                          double fp8_gemm_params, double fp8_weight_bytes) {
+  const double e = st.dtype_bytes;
+  if (!st.fp8_param) return params * e;
+  double gemm = fp8_weight_bytes;  // the layers gather the copies as they are held
+  if (by == ParamGatherer::distributed_optimizer)
+    gemm = fp8_gemm_params * (st.fp8_recipe == Fp8Recipe::mxfp8   ? e
+                              : st.fp8_recipe == Fp8Recipe::nvfp4 ? 0.5
+                                                                  : 1.0);
+  return (params - fp8_gemm_params) * e + gemm;
+}
+
 void add_param_sharding_comm(LayerCost& c, const HardwareSpec& hw, const CostSettings& st) {
   if (st.param_shard_dp <= 1 && st.param_shard_edp <= 1) return;
   // Megatron-FSDP (NVIDIA/Megatron-LM, megatron/core/distributed/fsdp: prefetches the next
@@ -180,10 +192,10 @@ void add_param_sharding_comm(LayerCost& c, const HardwareSpec& hw, const CostSet
   // --fp8-param-gather: the GEMM weights are gathered in their low precision, the rest
   // (norms, embedding) in bf16; the GEMM weights taken alike over dense and experts.
   const double total = static_cast<double>(c.param_count);
-  const double ag_bytes =
-      st.fp8_param && total > 0
-          ? (st.dtype_bytes * (total - c.fp8_gemm_params) + c.fp8_weight_bytes) / total
-          : st.dtype_bytes;
+  const double ag_bytes = total > 0 ? param_gather_bytes(st, ParamGatherer::layers, total,
+                                                         c.fp8_gemm_params, c.fp8_weight_bytes) /
+                                          total
+                                    : st.dtype_bytes;
   const double ag = both(Collective::all_gather, ag_bytes);
   const double rs = both(Collective::reduce_scatter, st.grad_bytes);
   const double f = c.forward_s, b = c.backward_input_s + c.backward_weight_s;

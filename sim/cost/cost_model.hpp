@@ -161,8 +161,8 @@ struct CostSettings {
   Fp8 fp8 = Fp8::none;
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
   /// The GEMM weights held in the low precision alone (Megatron-LM's --fp8-param-gather):
-  /// no bf16 copy of them beside LayerCost::fp8_weight_bytes, and ZeRO-3 gathers them in
-  /// it (add_param_sharding_comm).
+  /// no bf16 copy of them beside LayerCost::fp8_weight_bytes, and the all-gathers move them
+  /// in it (param_gather_bytes: ZeRO-3's add_param_sharding_comm, ZeRO-1/2's after the step).
   bool fp8_param = false;
   /// ZeRO-3 / FSDP (OptimizerSettings::zero_stage 3): the parameters are sharded over the
   /// dp group (routed experts over the edp group), so every layer all-gathers them before
@@ -316,6 +316,34 @@ struct LayerCost {
   double first_backward_weight_s = 0;
   std::vector<SubOpCost> ops;
 };
+
+/// Who all-gathers the parameters (param_gather_bytes).
+enum class ParamGatherer {
+  /// Megatron-LM's distributed optimizer (ZeRO-1 and -2): the updated parameters, from its
+  /// parameter buffer, after the step (optimizer_tail_time).
+  distributed_optimizer,
+  /// The layers themselves (ZeRO-3: Megatron-FSDP, FSDP2), before their forward and
+  /// backward (add_param_sharding_comm).
+  layers,
+};
+
+/// Bytes an all-gather of `params` parameters moves, `fp8_gemm_params` of them GEMM weights
+/// whose low-precision copies take `fp8_weight_bytes` (LayerCost's). Without
+/// CostSettings::fp8_param: params x dtype_bytes. With it (--fp8-param-gather) the GEMM
+/// weights travel in their low precision, the rest (norms, embedding, head) in dtype_bytes:
+///   layers:                (params - G) x dtype_bytes + fp8_weight_bytes
+///   distributed_optimizer: (params - G) x dtype_bytes + G x v
+/// with G = fp8_gemm_params and v the bytes of a value without its scales: 1 (FP8), 0.5
+/// (NVFP4), and MXFP8 v = dtype_bytes. Megatron's distributed optimizer gathers its bucket's
+/// param_data, a uint8 buffer of one element per FP8 parameter (packed two a byte under
+/// NVFP4), the scales recomputed after the gather; MXFP8 parameters instead share a buffer
+/// with the gradients, viewed as bf16, and are quantized after the gather (NVIDIA/Megatron-LM
+/// d98e8a64, megatron/core/distributed/param_and_grad_buffer.py: group_params_for_buffers
+/// keys _param_uses_quantized_storage parameters to torch.uint8, _ParamAndGradBuffer
+/// allocates param_data of nvfp4_packed_numel, and shared_buffer for MXFP8;
+/// start_param_sync all-gathers bucket.param_data). One rule for ZeRO-1/2 and ZeRO-3.
+double param_gather_bytes(const CostSettings& settings, ParamGatherer by, double params,
+                          double fp8_gemm_params, double fp8_weight_bytes);
 
 /// ZeRO-3 / FSDP parameter traffic of one layer (Megatron-FSDP, torch FSDP2), added as two
 /// sub-ops when CostSettings::param_shard_dp or param_shard_edp is above 1. With

@@ -326,6 +326,56 @@ TEST(Fp8, Fp8ParamGatherGathersInFp8) {
   }
 }
 
+// ZeRO-1's all-gather after the step moves what Megatron's distributed optimizer holds in
+// its parameter buffer (param_gather_bytes, ParamGatherer::distributed_optimizer; Megatron-LM
+// d98e8a64, param_and_grad_buffer.py): under --fp8-param-gather the GEMM weights as uint8,
+// one byte each (tensorwise) or half a byte (NVFP4, packed), scales left out; MXFP8
+// weights as bf16 (the buffer shared with the gradients). Llama-2-7B on one node of 8
+// B200, pp 1, dp 8, NVLink 100 GB/s, no latency, no NVLS: a ring of 8 in one domain,
+// (8 - 1)/8 of the bytes over 100 GB/s. The rank holds all 32 layers' GEMM weights,
+// G = 32 x (4 x 4096^2 + 3 x 4096 x 11008) = 6,476,005,376 parameters (the embedding, the
+// head and the norms stay bf16). So the gather is shorter by G x (2 - v) x 7/8 / 100 GB/s:
+//   tensorwise (v = 1):   6,476,005,376 x 7/8 / 1e11 s = 56.66504704 ms
+//   NVFP4      (v = 0.5): 9,714,008,064 x 7/8 / 1e11 s = 84.99757056 ms
+//   MXFP8      (v = 2):   0
+// ZeRO-2 gathers alike. The Adam step is the same either way, so the tails differ by exactly
+// that. Before the rule the ZeRO-1/2 gather moved bf16 whatever the weights: 0 for all three.
+TEST(Fp8, ZeroOneGathersTheFp8WeightsAsTheDistributedOptimizerHoldsThem) {
+  const auto tail = [](int zero_stage, const std::string& precision, bool fp8_param) {
+    const std::string text =
+        "cluster:\n"
+        "  nodes: 1\n"
+        "  devices_per_node: 8\n"
+        "  device: {preset: b200, reserved_GiB: 0, collective_efficiency: 1, "
+        "nic_efficiency: 1, nvls_efficiency: 0}\n"
+        "  intra_node: {bandwidth_GBps: 100, latency_us: 0}\n"
+        "model: {preset: llama2-7b}\n"
+        "training:\n"
+        "  pp: 1\n"
+        "  seq_length: 4096\n"
+        "  global_batch_size: 16\n"
+        "  optimizer: {zero_stage: " +
+        std::to_string(zero_stage) + "}\n" + precision +
+        (fp8_param ? "  fp8_param_gather: true\n" : "");
+    const auto e = prepare(parse_config(text, "zero1_fp8.yaml"));
+    const Schedule schedule = make_schedule(*e);
+    const SimInput in = assemble(*e, config_plan(*e, schedule.num_stages), schedule);
+    return static_cast<double>(in.tail_time.at(0));
+  };
+  const struct {
+    std::string precision;
+    double shorter_ns;
+  } cases[] = {
+      {"  fp8: hybrid\n  fp8_recipe: tensorwise\n", 56'665'047.04},
+      {"  fp8: e4m3\n  fp8_recipe: nvfp4\n", 84'997'570.56},
+      {"  fp8: e4m3\n  fp8_recipe: mxfp8\n", 0.0},
+  };
+  for (const int stage : {1, 2})
+    for (const auto& c : cases)
+      EXPECT_NEAR(tail(stage, c.precision, false) - tail(stage, c.precision, true), c.shorter_ns, 2)
+          << "zero_stage " << stage << c.precision;
+}
+
 TEST(Fp8, Fp8ParamGatherNeedsFp8AndAShardedOptimizer) {
   ConfigError e = test::config_error(fp8_config("h100-sxm", "none", "delayed") +
                                      "  fp8_param_gather: true\n  optimizer: {zero_stage: 1}\n");
