@@ -210,6 +210,11 @@ struct TrainingConfig {
   /// ZeRO-3: false keeps each layer's gathered parameters from its forward to its backward,
   /// which then gathers nothing (Megatron-LM's --torch-fsdp2-no-reshard-after-forward).
   bool fsdp_reshard_after_forward = true;
+  /// Hybrid sharding at zero_stage 3 (fsdp_shard_group): true all-reduces each layer's
+  /// reduce-scattered gradient shard across the copies in every micro-batch's backward, as
+  /// FSDP2 does unless the trainer calls set_requires_all_reduce(False) (torchtitan does
+  /// not); false once an iteration, after the last micro-batch, as Megatron-FSDP does.
+  bool fsdp_all_reduce_every_microbatch = false;
   /// Megatron-LM's --overlap-moe-expert-parallel-comm: 1F1B and interleaved pair a
   /// steady-state backward with the next forward, one's computation hiding the other's
   /// all-to-all (schedules/fb_pairing.hpp, sim/fb_pair.hpp). Needs MoE layers and ep > 1.

@@ -713,6 +713,13 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
              "which gathers nothing again (Megatron-LM's "
              "--torch-fsdp2-no-reshard-after-forward); default true",
      .form = Form::analytic},
+    {.name = "fsdp_all_reduce_every_microbatch",
+     .slot = &TrainingConfig::fsdp_all_reduce_every_microbatch,
+     .help = "zero_stage 3 with fsdp_shard_group: true all-reduces each layer's gradient "
+             "shard across the copies in every micro-batch's backward (FSDP2, torchtitan); "
+             "false once an iteration after the last micro-batch (Megatron-FSDP); default "
+             "false",
+     .form = Form::analytic},
     {.name = "moe_overlap",
      .slot = &TrainingConfig::moe_overlap,
      .help = "1f1b/interleaved: pair each steady-state backward with the next forward so one "

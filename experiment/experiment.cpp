@@ -766,8 +766,11 @@ Time stage_grad_reduce_time(const Experiment& e, int rank, std::int64_t params,
   if (!e.analytic) return 0;
   const AnalyticCosts& a = *e.analytic;
   // ZeRO-3 reduce-scatters each layer's gradients in its backward (grad_reduce_scatter);
-  // only hybrid sharding's all-reduce across the copies is left for here.
-  if (a.optimizer.zero_stage >= 3 && a.shard_copies <= 1) return 0;
+  // only hybrid sharding's all-reduce across the copies is left for here, unless the layers
+  // run it in every micro-batch's backward too (FSDP2's HSDP).
+  if (a.optimizer.zero_stage >= 3 &&
+      (a.shard_copies <= 1 || e.config.training.fsdp_all_reduce_every_microbatch))
+    return 0;
   if (expert_params > 0) {
     // Dense gradients over dp, then the experts' over edp (Megatron-Core's
     // expert_data_parallel group), on the same stream one after the other, each on the

@@ -895,6 +895,11 @@ void check_hybrid_sharding(const Config& c, const ParallelMesh& mesh) {
            "false, but zero_stage is " + std::to_string(t.optimizer.zero_stage) +
                ": only sharded parameters (zero_stage 3, training.fsdp) are gathered and "
                "resharded (expected true, or zero_stage 3)");
+  if (t.fsdp_all_reduce_every_microbatch && t.optimizer.zero_stage < 3)
+    c.fail("training.fsdp_all_reduce_every_microbatch",
+           "true, but zero_stage is " + std::to_string(t.optimizer.zero_stage) +
+               ": only the layers of zero_stage 3 (training.fsdp) reduce their gradients in "
+               "every micro-batch's backward (expected false, or zero_stage 3)");
   const int shard = t.fsdp_shard_group;
   if (shard == 0) return;
   const int dense = mesh.size(MeshGroup::dp_cp);

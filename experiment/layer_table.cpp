@@ -149,6 +149,15 @@ AnalyticCosts analytic_costs(const Config& c) {
     a.settings.param_shard_dp_per_domain = dense.per_domain;
     a.settings.param_shard_edp_per_domain = experts.per_domain;
     a.settings.param_reshard_after_forward = t.fsdp_reshard_after_forward;
+    // FSDP2's HSDP all-reduces across the copies in every micro-batch's backward.
+    if (t.fsdp_all_reduce_every_microbatch && a.shard_copies > 1) {
+      const ParallelMesh::Part d = mesh.replica_part(MeshGroup::dp_cp, a.dense_shard(), -1);
+      const ParallelMesh::Part x = mesh.replica_part(MeshGroup::edp, a.edp_shard(), -1);
+      a.settings.param_replicas_dp = d.size;
+      a.settings.param_replicas_dp_per_domain = d.per_domain;
+      a.settings.param_replicas_edp = x.size;
+      a.settings.param_replicas_edp_per_domain = x.per_domain;
+    }
   }
   const ModelShape& m = *c.model.shape;
   if (m.is_hybrid()) {

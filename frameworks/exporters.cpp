@@ -186,8 +186,26 @@ std::string mindformers_refusal(const Config& config) {
 // MindFormers' YAML has no FP8 key (its GEMMs run in the compute_dtype, bf16 or fp16):
 // an FP8 job is stated as the bf16 one, whose time the export quotes (issue 41: "What the
 // format cannot state (FP8 in MindFormers ...) makes the export inexact").
+// FSDP2's all-reduce across the replicas in every micro-batch
+// (training.fsdp_all_reduce_every_microbatch): Megatron-FSDP's and MindFormers' run once an
+// iteration, so a job with it is stated without.
+void once_an_iteration(Config& c, const std::string& framework, std::vector<std::string>& dropped) {
+  if (!c.training.fsdp_all_reduce_every_microbatch) return;
+  dropped.push_back("training.fsdp_all_reduce_every_microbatch true: " + framework +
+                    " all-reduces the gradient shards across the copies once an iteration; "
+                    "stated so.");
+  c.training.fsdp_all_reduce_every_microbatch = false;
+}
+
+Config megatron_restated(const Config& config, std::vector<std::string>& dropped) {
+  Config c = config;
+  once_an_iteration(c, "Megatron-LM", dropped);
+  return c;
+}
+
 Config mindformers_restated(const Config& config, std::vector<std::string>& dropped) {
   Config c = config;
+  once_an_iteration(c, "MindFormers", dropped);
   if (c.training.fp8 != "none") {
     dropped.push_back("training.fp8 " + c.training.fp8 + " (" + c.training.fp8_recipe +
                       "): MindFormers' keys have no FP8; stated in bf16.");
@@ -299,7 +317,8 @@ const std::array kExporters = {
              .state = megatron_statement,
              .states = megatron_states,
              .recompute_rules = megatron_recompute_choices,
-             .recompute_stated = RecomputeStated::one_rule},
+             .recompute_stated = RecomputeStated::one_rule,
+             .restated = megatron_restated},
     Exporter{.name = "mindformers",
              .framework = "MindFormers",
              .words = "keys",

@@ -684,6 +684,10 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
   if (job.fsdp_reshard_after_forward)
     y.value(1, "fsdp_reshard_after_forward", *job.fsdp_reshard_after_forward ? "true" : "false",
             "training.fsdp_reshard_after_forward");
+  if (job.fsdp_all_reduce_every_microbatch)
+    y.value(1, "fsdp_all_reduce_every_microbatch",
+            *job.fsdp_all_reduce_every_microbatch ? "true" : "false",
+            "training.fsdp_all_reduce_every_microbatch");
   if (job.zero_stage || job.grad_dtype || job.overlap_grad_reduce || job.overlap_param_gather ||
       job.optimizer_offload_fraction) {
     y.raw("  optimizer:\n");

@@ -178,6 +178,8 @@ struct ImportedJob {
   std::optional<int> shard_copies;
   /// training.fsdp_reshard_after_forward; written when set.
   std::optional<bool> fsdp_reshard_after_forward;
+  /// training.fsdp_all_reduce_every_microbatch; written when set.
+  std::optional<bool> fsdp_all_reduce_every_microbatch;
   std::optional<bool> moe_overlap;            ///< training.moe_overlap; written when set
   std::optional<std::string> moe_dispatcher;  ///< training.moe_dispatcher; written when set
   std::optional<double> moe_capacity_factor;  ///< training.moe_capacity_factor; when set

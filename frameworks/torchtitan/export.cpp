@@ -179,6 +179,17 @@ Config torchtitan_restated(const Config& config, std::vector<std::string>& dropp
                         "data_parallel_replicate_degree must; stated without.");
     if (copies <= 1 || mesh.dp() % copies != 0) t.fsdp_shard_group = 0;
   }
+  // FSDP2's HSDP all-reduces in every micro-batch's backward (import.cpp, read_parallelism).
+  const bool every = zero == 3 && t.fsdp_shard_group > 0;
+  if (every && !t.fsdp_all_reduce_every_microbatch)
+    dropped.push_back(
+        "training.fsdp_all_reduce_every_microbatch false: torchtitan's FSDP2 all-reduces "
+        "across the replicas in every micro-batch's backward; stated so.");
+  if (!every && t.fsdp_all_reduce_every_microbatch)
+    dropped.push_back(
+        "training.fsdp_all_reduce_every_microbatch true: torchtitan shards this job as "
+        "ZeRO-1 or not at all, reducing once an iteration; stated so.");
+  t.fsdp_all_reduce_every_microbatch = every;
   if (!t.fsdp_reshard_after_forward && zero != 3) {
     dropped.push_back(
         "training.fsdp_reshard_after_forward false: torchtitan keeps the parameters gathered "

@@ -626,6 +626,14 @@ void read_parallelism(Reading& r) {
       o.why = "HSDP: the state sharded over dp x cp / " + std::to_string(r.replicate) +
               " ranks, replicated " + std::to_string(r.replicate) + " times";
       job.from("training.fsdp_shard_group", o);
+      if (job.fsdp && *job.fsdp) {
+        // FSDP2 all-reduces each backward's shard across the replicas (all_reduce_grads is
+        // True unless set_requires_all_reduce(False), which torchtitan's trainer does not
+        // call: every gradient-accumulation step's loss.backward() runs it).
+        job.fsdp_all_reduce_every_microbatch = true;
+        o.why = "HSDP under FSDP2: the replicas all-reduce every micro-batch's gradients";
+        job.from("training.fsdp_all_reduce_every_microbatch", o);
+      }
     }
     const std::string param = mp ? tt.text(mp, "training.mixed_precision_param") : "bfloat16";
     if (param != "bfloat16" && param != "float32")

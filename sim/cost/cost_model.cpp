@@ -197,7 +197,22 @@ void add_param_sharding_comm(LayerCost& c, const HardwareSpec& hw, const CostSet
                                           total
                                     : st.dtype_bytes;
   const double ag = both(Collective::all_gather, ag_bytes);
-  const double rs = both(Collective::reduce_scatter, st.grad_bytes);
+  // FSDP2's HSDP: each backward all-reduces the reduce-scattered shard across the copies
+  // (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, foreach_reduce: the
+  // all-reduce over the replicate group when all_reduce_grads, True by default in
+  // FSDPParamGroup).
+  double replicas = 0;
+  if (st.param_replicas_dp > 1 && st.param_shard_dp > 0)
+    replicas +=
+        collective_time_s(hw, Collective::all_reduce,
+                          CollectiveGroup{st.param_replicas_dp, st.param_replicas_dp_per_domain},
+                          dense * st.grad_bytes / st.param_shard_dp);
+  if (st.param_replicas_edp > 1 && st.param_shard_edp > 0 && experts > 0)
+    replicas +=
+        collective_time_s(hw, Collective::all_reduce,
+                          CollectiveGroup{st.param_replicas_edp, st.param_replicas_edp_per_domain},
+                          experts * st.grad_bytes / st.param_shard_edp);
+  const double rs = both(Collective::reduce_scatter, st.grad_bytes) + replicas;
   const double f = c.forward_s, b = c.backward_input_s + c.backward_weight_s;
   // Without resharding after forward the backward finds its parameters gathered.
   const double ag_back = st.param_reshard_after_forward ? ag : 0.0;

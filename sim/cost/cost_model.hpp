@@ -181,6 +181,15 @@ struct CostSettings {
   /// then all-gathers nothing (FSDP2's reshard_after_forward=False, Megatron-LM's
   /// --torch-fsdp2-no-reshard-after-forward); only the reduce-scatter is left to hide.
   bool param_reshard_after_forward = true;
+  /// Hybrid sharding with FSDP2's all-reduce in every micro-batch's backward: the replica
+  /// groups (one rank of each copy of the shard) of dp x cp and of edp, and their members in
+  /// one scale-up domain. Each layer all-reduces its reduce-scattered gradient shard over
+  /// them after the reduce-scatter (add_param_sharding_comm). 1: no such all-reduce in the
+  /// layers (Megatron-FSDP's, once an iteration, is the stage's end-of-iteration reduction).
+  int param_replicas_dp = 1;
+  int param_replicas_dp_per_domain = 1;
+  int param_replicas_edp = 1;
+  int param_replicas_edp_per_domain = 1;
 
   /// Context parallelism (Megatron-LM's --context-parallel-size): each of the cp ranks of
   /// a sequence holds seq_length / cp of its tokens, with the load-balanced causal split of
@@ -364,8 +373,12 @@ double param_gather_bytes(const CostSettings& settings, ParamGatherer by, double
 /// and FSDP2 expose them. Without resharding after forward
 /// (CostSettings::param_reshard_after_forward false) the backward gathers nothing: AG is 0
 /// in every backward term above (input-grad 0, weight-grad max(0, RS - B), first
-/// min(RS, B)). Under hybrid sharding dp and edp are the shard groups. Call it once, after
-/// the layer's compute sub-ops.
+/// min(RS, B)). Under hybrid sharding dp and edp are the shard groups; with
+/// CostSettings::param_replicas_dp (edp) above 1 (FSDP2's HSDP) RS also holds the all-reduce
+/// of the shard, P_d x grad_bytes / param_shard_dp (P_e x grad_bytes / param_shard_edp), over
+/// the replica group, after the reduce-scatter on the same chain (FSDP2 runs it on a stream
+/// of its own, which this takes as serial: an upper bound when the two use other links).
+/// Call it once, after the layer's compute sub-ops.
 void add_param_sharding_comm(LayerCost& cost, const HardwareSpec& hw, const CostSettings& settings);
 
 /// The query-key pairs of causal attention over `s` tokens when each query sees at most

@@ -118,6 +118,49 @@ TEST(HybridSharding, StageThreeGathersInsideTheNodeAndAllReducesTheShardAcross) 
   EXPECT_EQ(stage_grad_reduce_time(*flat, 0, params), 0);
 }
 
+// FSDP2's HSDP (training.fsdp_all_reduce_every_microbatch; pytorch/pytorch 62a45b6f,
+// torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py: all_reduce_grads True unless
+// set_requires_all_reduce(False), and foreach_reduce then all-reduces the reduce-scattered
+// shard over the replicate group after every backward; torchtitan b5bcd76c never turns it
+// off). 2 copies x a shard group of 8 per node, as above: each decoder layer's backward
+// reduce-scatters its fp32 gradients inside the node (7.0834176 ms) and then all-reduces its
+// shard, P x 4 / 8 = 101,191,680 bytes, with the peer copy in the other node (a ring of 2
+// domains on the 10 GB/s NIC): 101,191,680 x 2 (2 - 1)/2 / 10 GB/s = 10.119168 ms. So every
+// micro-batch moves 32 x 101,191,680 = 3,238,133,760 bytes across the nodes a rank, m of
+// them an iteration (Megatron-FSDP: once). The first layer of an op shows all of its
+// backward traffic: 3.5417088 (gather) + 7.0834176 + 10.119168 = 20.7442944 ms; nothing is
+// left for the end of the iteration. Refused below stage 3 (no layer reduces there).
+TEST(HybridSharding, Fsdp2AllReducesTheShardAcrossInEveryBackward) {
+  const auto every = experiment(llama_dp16("{zero_stage: 3}",
+                                           "  fsdp_shard_group: 8\n"
+                                           "  fsdp_all_reduce_every_microbatch: true\n"));
+  const auto once = experiment(llama_dp16("{zero_stage: 3}", "  fsdp_shard_group: 8\n"));
+  const CostSettings& st = every->analytic->settings;
+  EXPECT_EQ(st.param_replicas_dp, 2);
+  EXPECT_EQ(st.param_replicas_dp_per_domain, 1);
+  EXPECT_EQ(once->analytic->settings.param_replicas_dp, 1);
+  const auto backward = [](const LayerCost& d) {
+    return op(d, "param_all_gather").backward_input_s +
+           op(d, "grad_reduce_scatter").backward_weight_s + d.first_backward_input_s +
+           d.first_backward_weight_s;
+  };
+  EXPECT_NEAR(backward(every->analytic->decoder), 20.7442944e-3, 1e-12);
+  EXPECT_NEAR(backward(once->analytic->decoder), 3.5417088e-3 + 7.0834176e-3, 1e-12);
+  // The forward is untouched.
+  EXPECT_NEAR(op(every->analytic->decoder, "param_all_gather").forward_s +
+                  every->analytic->decoder.first_forward_s,
+              3.5417088e-3, 1e-12);
+  const std::int64_t params = 1'600'000'000;
+  EXPECT_EQ(stage_grad_reduce_time(*every, 0, params), 0);
+  EXPECT_NEAR(static_cast<double>(stage_grad_reduce_time(*once, 0, params)), 80e6, 2);
+  const ConfigError e =
+      test::config_error(llama_dp16("{zero_stage: 1}",
+                                    "  fsdp_shard_group: 8\n"
+                                    "  fsdp_all_reduce_every_microbatch: true\n"));
+  EXPECT_EQ(e.key(), "training.fsdp_all_reduce_every_microbatch");
+  EXPECT_TRUE(test::has(e.message(), "but zero_stage is 1")) << e.message();
+}
+
 // FSDP2 without resharding after forward, on the same shard group: the backward finds its
 // parameters gathered, so only the reduce-scatter is left, 7.0834176 ms for the first layer
 // and none of the gather; the forward keeps its 3.5417088 ms. Memory: the gathered copy

@@ -36,7 +36,8 @@ TEST(ConfigFields, UnknownKeyListsExactlyTheSectionsKeys) {
        "sequence_parallel, tp_comm_overlap, separate_ends, fp8, fp8_recipe, fp8_param_gather, "
        "optimizer, kernels, "
        "grad_accumulation, recompute, recompute_modules, offload_modules, offload_lead, "
-       "offload_layers, bpipe, fsdp, fsdp_shard_group, fsdp_reshard_after_forward, moe_overlap, "
+       "offload_layers, bpipe, fsdp, fsdp_shard_group, fsdp_reshard_after_forward, "
+       "fsdp_all_reduce_every_microbatch, moe_overlap, "
        "moe_dispatcher, moe_capacity_factor, vocab_parallel, cuda_graphs",
        "pp"},
       {"model:\n", "modle: 1\nmodel:\n", "modle", "cluster, model, training", "model"},

@@ -86,6 +86,8 @@ TEST(HsdpExport, BothRoundTrip) {
       export_of("--use-distributed-optimizer --num-distributed-optimizer-instances 2\n");
   EXPECT_NE(hsdp.find("--num-distributed-optimizer-instances 2\n"), std::string::npos) << hsdp;
   EXPECT_EQ(config_from(hsdp).training.fsdp_shard_group, 2);
+  // Megatron's copies all-reduce once an iteration.
+  EXPECT_FALSE(config_from(hsdp).training.fsdp_all_reduce_every_microbatch);
   const std::string kept = export_of("--use-torch-fsdp2 --torch-fsdp2-no-reshard-after-forward\n");
   EXPECT_NE(kept.find("--use-torch-fsdp2\n--torch-fsdp2-no-reshard-after-forward\n"),
             std::string::npos)
@@ -126,6 +128,10 @@ TEST(HsdpImport, TorchtitanReplicasAndNeverReshard) {
   EXPECT_EQ(c.training.optimizer.zero_stage, 3);
   EXPECT_EQ(c.training.fsdp_shard_group, 4);
   EXPECT_FALSE(c.training.fsdp_reshard_after_forward);
+  // FSDP2's HSDP all-reduces across the replicas in every backward (torchtitan b5bcd76c,
+  // torchtitan/trainer.py: each gradient-accumulation step calls loss.backward() and
+  // nothing calls set_requires_all_reduce).
+  EXPECT_TRUE(c.training.fsdp_all_reduce_every_microbatch);
 }
 
 // And back: `bmpipe export --format torchtitan` writes the replicas and "never".
