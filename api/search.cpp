@@ -52,6 +52,7 @@ SearchSetup prepare_search(Config config, const SearchRequest& request) {
   s.options.seed = request.seed;
   s.options.max_evals = request.layout_evals;
   s.options.threads = 1;  // parallelism is across layouts
+  s.options.report_baselines = false;
   // As plan's: the limit (the device's capacity unless --memory-limit-GiB) less the margin.
   if (request.memory_limit_GiB || request.margin_GiB > 0) {
     const double gib = request.memory_limit_GiB.value_or(config.device.memory_GiB);
@@ -69,6 +70,7 @@ SearchSetup prepare_search(Config config, const SearchRequest& request) {
         space.offload.emplace_back(modules, lead);
   }
   s.layouts = enumerate_layouts(config, space, &s.rejected);
+  s.topology = std::make_shared<const Topology>(config.cluster);
   s.config = std::move(config);
   return s;
 }

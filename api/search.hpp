@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -79,7 +80,12 @@ PlannerEffort planner_effort(const std::string& name);
 struct SearchSetup {
   Config config;
   SearchRequest request;
-  PlannerOptions options;              ///< one planner thread: parallelism is across layouts
+  /// One planner thread: parallelism is across layouts. report_baselines false: a layout
+  /// keeps only its plan, so the baselines that cannot be it are not run.
+  PlannerOptions options;
+  /// The cluster's Topology, shared by every layout's Experiment (its routes are found
+  /// once); nullptr: each layout builds its own (the same routes, found again).
+  std::shared_ptr<const Topology> topology;
   std::vector<Layout> layouts;         ///< to evaluate, in enumeration order
   std::vector<LayoutResult> rejected;  ///< refused by a divisibility rule while enumerating
 };

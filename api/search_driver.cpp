@@ -543,14 +543,14 @@ TaskOutcome run_task(const SearchSetup& s, const SearchPass& pass, const SearchT
                      int threads) {
   const Layout& layout = s.layouts.at(task.layout);
   PlannerOptions o = s.options;
-  if (pass.kind == SearchPass::Kind::bound) return screen_layout(s.config, layout, o);
+  if (pass.kind == SearchPass::Kind::bound) return screen_layout(s.config, layout, o, s.topology);
   o.time_limit_s = task.seconds;
   const SearchRequest& r = s.request;
   if (pass.kind == SearchPass::Kind::plan) {
     if (screens(r))
       return evaluate_layout(s.config, layout, PlannerEffort::quick, o, r.screen_evals,
-                             r.screen_evals + r.screen_evals / 2);
-    return evaluate_layout(s.config, layout, r.effort, o);
+                             r.screen_evals + r.screen_evals / 2, s.topology);
+    return evaluate_layout(s.config, layout, r.effort, o, kQuickEvals, std::nullopt, s.topology);
   }
   // Planned again: the planners share the threads when the pass has fewer layouts than
   // threads (a plan does not depend on its threads).
@@ -563,7 +563,7 @@ TaskOutcome run_task(const SearchSetup& s, const SearchPass& pass, const SearchT
     o.total_evals = *pass.share;
     quick = std::min(quick, *pass.share), quick_total = *pass.share;
   }
-  return evaluate_layout(s.config, layout, pass.effort, o, quick, quick_total);
+  return evaluate_layout(s.config, layout, pass.effort, o, quick, quick_total, s.topology);
 }
 
 std::string encode_share(const SearchPass& pass, const std::vector<SearchTask>& tasks) {

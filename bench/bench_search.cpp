@@ -9,6 +9,16 @@
 // (the winner's iteration time: equal across rows when the screen keeps the winner) and
 // wall_s. The issue's targets: on GPT-3 175B, screened at most 1/4 of the evaluations and
 // 1/3 of the wall time of today's (whole) search, with the same or a better winner.
+//
+// BM_SearchReuse (issue 38, "the search stays fast"): DeepSeek-V3 on 1024 H800s, the
+// default search over --schedules 1f1b,dualpipe-v (a scaled-down docs/search.md row, which
+// adds interleaved and --cp 1,2), run two ways in one binary:
+//   BM_SearchReuse/deepseek_v3/shared   the layouts share the cluster's Topology and skip
+//                                       the baseline that cannot be their plan (today)
+//   BM_SearchReuse/deepseek_v3/separate each layout builds its own Topology and runs every
+//                                       baseline (the search before issue 38's item)
+// Both report the same best_ms and evaluations (a counter differing is a bug); the ratio of
+// their times is the speed-up. Repetitions(3): read the medians.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -68,6 +78,32 @@ void register_search(const char* name, const std::string& file, bool with_no_bou
         ->Unit(benchmark::kSecond);
 }
 
+void BM_SearchReuse(benchmark::State& state, bool shared) {
+  const Config config =
+      load_config(std::string(BMPIPE_SOURCE_DIR) + "/configs/examples/h800_deepseek_v3.yaml");
+  api::SearchRequest request;
+  request.space.schedules = {"1f1b", "dualpipe-v"};
+  api::SearchRun run;
+  for (auto _ : state) {
+    api::SearchSetup setup = api::prepare_search(config, request);
+    if (!shared) {
+      setup.topology = nullptr;
+      setup.options.report_baselines = true;
+    }
+    api::ThreadExecutor threads(setup, 0);
+    run = api::drive_search(setup, threads);
+  }
+  std::int64_t evaluations = 0;
+  double best = 0;
+  for (const LayoutResult& r : run.results) {
+    evaluations += r.evaluations;
+    if (r.rejected.empty() && r.fits && (best == 0 || r.iteration_time < best))
+      best = static_cast<double>(r.iteration_time);
+  }
+  state.counters["evaluations"] = static_cast<double>(evaluations);
+  state.counters["best_ms"] = best / 1e6;
+}
+
 // The issue's three searches' configs with their default dimensions (the Llama-3-70B and
 // DeepSeek-V3 rows of docs/search.md add --schedules, --ep and --cp on the command line).
 const int kRegistered = [] {
@@ -76,6 +112,13 @@ const int kRegistered = [] {
   register_search("llama3_70b_1024", "bench/search/h100_llama3_70b_1024.yaml", false);
   // Blackwell, where the GEMM shape model prices every layout's GEMMs.
   register_search("b200_llama3_70b_256", "bench/search/b200_llama3_70b_256.yaml", false);
+  for (const bool shared : {true, false})
+    benchmark::RegisterBenchmark(
+        shared ? "BM_SearchReuse/deepseek_v3/shared" : "BM_SearchReuse/deepseek_v3/separate",
+        BM_SearchReuse, shared)
+        ->Iterations(1)
+        ->Repetitions(3)
+        ->Unit(benchmark::kSecond);
   return 0;
 }();
 

@@ -139,9 +139,14 @@ void size_host_memory(Experiment& e) {
 }  // namespace
 
 std::shared_ptr<const Experiment> prepare(const Config& config) {
+  return prepare(config, nullptr);
+}
+
+std::shared_ptr<const Experiment> prepare(const Config& config,
+                                          std::shared_ptr<const Topology> topology) {
   auto e = std::make_shared<Experiment>();
   e->config = config;
-  e->topology = std::make_shared<const Topology>(config.cluster);
+  e->topology = topology ? std::move(topology) : std::make_shared<const Topology>(config.cluster);
   if (config.model.analytic()) e->analytic = analytic_costs(config);
   e->layers = layer_costs(config, e->analytic ? &*e->analytic : nullptr);
   // Pipeline rank r's first device: pp runs slowest in Megatron's rank order, so each rank

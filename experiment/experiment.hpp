@@ -77,6 +77,11 @@ struct Experiment {
 /// Builds the experiment of a checked config (load_config, apply_overrides). Throws
 /// ConfigError when the cost model refuses the model.
 std::shared_ptr<const Experiment> prepare(const Config& config);
+/// The same on `topology`, a Topology of config.cluster shared with other experiments of
+/// that cluster (bmpipe search's layouts): its routes are computed once for all of them.
+/// nullptr: a topology of its own, as above.
+std::shared_ptr<const Experiment> prepare(const Config& config,
+                                          std::shared_ptr<const Topology> topology);
 
 /// `layers` split over `stages` as evenly as possible, the remainder going to the earliest
 /// stages: Megatron-LM's split, bmpipe's default, and the planner's baselines' start.

@@ -57,13 +57,14 @@ std::optional<LayoutResult> static_memory_refusal(const Experiment& e, const Lay
 
 }  // namespace
 
-LayoutScreen screen_layout(const Config& base, const Layout& l, const PlannerOptions& options) {
+LayoutScreen screen_layout(const Config& base, const Layout& l, const PlannerOptions& options,
+                           const std::shared_ptr<const Topology>& topology) {
   LayoutScreen out;
   std::shared_ptr<const Experiment> e;
   try {
     const Config c = layout_config(base, l);
     out.microbatches = c.training.microbatches;
-    e = prepare(c);
+    e = prepare(c, topology);
   } catch (const ConfigError& err) {
     out.refused = refused(l, "config", err.message());
     return out;
@@ -363,14 +364,15 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
 
 LayoutResult evaluate_layout(const Config& base, const Layout& l, PlannerEffort effort,
                              const PlannerOptions& options, std::int64_t quick_evals,
-                             std::optional<std::int64_t> quick_total) {
+                             std::optional<std::int64_t> quick_total,
+                             const std::shared_ptr<const Topology>& topology) {
   LayoutResult r;
   r.layout = l;
   std::shared_ptr<const Experiment> e;
   try {
     const Config c = layout_config(base, l);
     r.microbatches = c.training.microbatches;
-    e = prepare(c);
+    e = prepare(c, topology);
   } catch (const ConfigError& err) {
     return refused(l, "config", err.message());
   }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -110,9 +111,11 @@ inline constexpr std::int64_t kQuickEvals = 300;
 /// quick: the planner with `quick_evals` evaluations (and, when `quick_total` is set, at
 /// most that many with its final polish; unset, the polish has no budget of its own);
 /// full: with options.max_evals.
+/// `topology`, when given, is a Topology of base.cluster the layouts share (prepare).
 LayoutResult evaluate_layout(const Config& base, const Layout& layout, PlannerEffort effort,
                              const PlannerOptions& options, std::int64_t quick_evals = kQuickEvals,
-                             std::optional<std::int64_t> quick_total = std::nullopt);
+                             std::optional<std::int64_t> quick_total = std::nullopt,
+                             const std::shared_ptr<const Topology>& topology = nullptr);
 
 /// What is known of a layout before it is planned: its refusal, exactly as
 /// evaluate_layout would report it, by the config or the static-memory filter; else a
@@ -123,7 +126,8 @@ struct LayoutScreen {
   Time bound = 0;
   int microbatches = 0;
 };
-LayoutScreen screen_layout(const Config& base, const Layout& layout, const PlannerOptions& options);
+LayoutScreen screen_layout(const Config& base, const Layout& layout, const PlannerOptions& options,
+                           const std::shared_ptr<const Topology>& topology = nullptr);
 
 /// Ranks results: layouts that fit, fastest first; then the rest in enumeration order.
 void rank_layouts(std::vector<LayoutResult>& results);

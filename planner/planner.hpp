@@ -76,6 +76,11 @@ struct PlannerOptions {
   /// ("--baseline-layout", or the config's training.megatron_layout).
   std::string baseline_layout;
   std::string baseline_layout_source;
+  /// False: the baselines that can neither start the search nor be its answer
+  /// (megatron-offload, which runs another experiment) are not run; they are reported as
+  /// not run. The plan is the same (bmpipe search, where only the plan is
+  /// kept: megatron-offload was an eighth of a DeepSeek-V3 search's time).
+  bool report_baselines = true;
   /// Called from the calling thread after every batch.
   std::function<void(const PlannerProgress&)> progress;
 };

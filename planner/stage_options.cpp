@@ -37,18 +37,20 @@ bool same_modes(const LayerRow& a, const LayerRow& b) {
 /// min(full, resident) A + retained R (moment_bytes), a sum of A - O, A and R with
 /// non-negative weights, so an option is beaten when an earlier one has all three no
 /// larger; tested against every option kept (their number stays small).
-void prune(std::vector<StageOption>& v, bool per_layer) {
-  const auto kept_on_device = [](const StageOption& o) { return o.activation - o.offload; };
-  std::sort(v.begin(), v.end(), [&](const StageOption& a, const StageOption& b) {
+/// T: StageOption, or a Candidate (the same numbers, before its counts are written).
+template <class T>
+void prune(std::vector<T>& v, bool per_layer) {
+  const auto kept_on_device = [](const T& o) { return o.activation - o.offload; };
+  std::sort(v.begin(), v.end(), [&](const T& a, const T& b) {
     if (a.cost() != b.cost()) return a.cost() < b.cost();
     if (kept_on_device(a) != kept_on_device(b)) return kept_on_device(a) < kept_on_device(b);
     if (per_layer && a.activation != b.activation) return a.activation < b.activation;
     return a.retained < b.retained;
   });
   if (per_layer) {
-    std::vector<StageOption> kept;
-    for (StageOption& o : v) {
-      const bool beaten = std::any_of(kept.begin(), kept.end(), [&](const StageOption& k) {
+    std::vector<T> kept;
+    for (T& o : v) {
+      const bool beaten = std::any_of(kept.begin(), kept.end(), [&](const T& k) {
         return kept_on_device(k) <= kept_on_device(o) && k.activation <= o.activation &&
                k.retained <= o.retained;
       });
@@ -57,9 +59,9 @@ void prune(std::vector<StageOption>& v, bool per_layer) {
     v = std::move(kept);
     return;
   }
-  std::vector<StageOption> kept;
+  std::vector<T> kept;
   std::map<std::int64_t, std::int64_t> stairs;  // A -> least R among kept with that A or less
-  for (StageOption& o : v) {
+  for (T& o : v) {
     const std::int64_t a = kept_on_device(o);
     auto it = stairs.upper_bound(a);
     if (it != stairs.begin() && std::prev(it)->second <= o.retained) continue;  // beaten
@@ -72,14 +74,28 @@ void prune(std::vector<StageOption>& v, bool per_layer) {
   v = std::move(kept);
 }
 
-void thin(std::vector<StageOption>& v) {
+template <class T>
+void thin(std::vector<T>& v) {
   if (v.size() <= kMaxOptions) return;
-  std::vector<StageOption> out;
+  std::vector<T> out;
   out.reserve(kMaxOptions);
   for (std::size_t k = 0; k < kMaxOptions; ++k)
     out.push_back(std::move(v[k * (v.size() - 1) / (kMaxOptions - 1)]));
   v = std::move(out);
 }
+
+/// A StageOption of a range not made yet: a prefix option (`base`) with the range's last
+/// layer in mode `mode`, its numbers summed, its counts not yet written. Pruning and
+/// thinning read only the numbers, and std::sort moves elements by comparisons alone, so
+/// pruning these and writing the counts of the kept ones gives the options pruning whole
+/// StageOptions gave, without copying the counts of the many that are beaten.
+struct Candidate {
+  Time recompute = 0, copy = 0;
+  std::int64_t activation = 0, retained = 0, offload = 0;
+  std::size_t base = 0;
+  Recompute mode = Recompute::none;
+  Time cost() const { return recompute + copy; }
+};
 
 /// The index of the first layer of the range (starting at `first`) with local type `t`.
 int type_layer(const StageOptions& so, int t, int first) {
@@ -201,29 +217,42 @@ const StageOptions& StageOptionTable::get(int first, int count) const {
         prefix.options.empty() ? 0 : static_cast<int>(prefix.options[0].counts.size());
     while (t < types && !same_modes(e_.layers.layers[type_layer(prefix, t, first)], row)) ++t;
     so.type_of.push_back(t);
-    std::vector<StageOption> next;
+    std::vector<Candidate> next;
     next.reserve(prefix.options.size() * kLayerModes);
-    for (const StageOption& base : prefix.options)
+    for (std::size_t k = 0; k < prefix.options.size(); ++k) {
+      const StageOption& base = prefix.options[k];
       for (Recompute r : kAllModes) {
         if (!row.has(r)) continue;
         const LayerModeCost& c = *row.modes[r];
         // An offload mode that moves nothing is none again.
         if (r == Recompute::offload && c.offload_bytes == 0) continue;
-        StageOption o = base;
+        Candidate o{base.recompute, base.copy, base.activation, base.retained,
+                    base.offload,   k,         r};
         o.recompute += c.recompute;
         // The offload mode's price: its copy out and its copy back, none hidden.
         if (r == Recompute::offload) o.copy += 2 * c.offload_copy;
         o.activation += c.activation_bytes;
         o.retained += c.weight_grad_retained_bytes.value_or(c.activation_bytes);
         o.offload += c.offload_bytes;
-        if (t == types) o.counts.emplace_back();
-        ++o.counts[t][r];
-        next.push_back(std::move(o));
+        next.push_back(o);
       }
+    }
     prune(next, per_layer_);
     if (next.size() > kMaxOptions) so.thinned = true;
     thin(next);
-    so.options = std::move(next);
+    so.options.reserve(next.size());
+    for (const Candidate& c : next) {
+      StageOption o;
+      o.recompute = c.recompute;
+      o.copy = c.copy;
+      o.activation = c.activation;
+      o.retained = c.retained;
+      o.offload = c.offload;
+      o.counts = prefix.options[c.base].counts;
+      if (t == types) o.counts.emplace_back();
+      ++o.counts[t][c.mode];
+      so.options.push_back(std::move(o));
+    }
   } else {
     so.options.assign(1, StageOption{});
   }
