@@ -207,6 +207,66 @@ TEST(LayoutSearch, BoundHoldsForContextParallelLayouts) {
   }
 }
 
+// Issue 38 ("the search stays fast"): bmpipe search's layouts share one Topology of the
+// cluster and skip megatron-offload, the baseline plan_pipeline never keeps as the plan (its
+// runs are of another experiment). Neither may change a plan: on a GB200 node (a host link,
+// so megatron-offload does run when asked), every layout's result with both is the result
+// without them, field by field, and the skipped baseline says it was not run.
+TEST(LayoutSearch, SharedTopologyAndSkippedOffloadBaselineKeepEveryPlan) {
+  const Config base = parse_config(
+      "cluster: {nodes: 1, devices_per_node: 8, device: {preset: gb200}}\n"
+      "model: {preset: llama2-7b}\n"
+      "training: {schedule: 1f1b, pp: 2, seq_length: 4096, micro_batch_size: 1,\n"
+      "           global_batch_size: 16}\n",
+      "gb200.yaml");
+  LayoutSpace space;
+  space.tp = {1, 2};
+  space.pp = {2, 4};
+  space.micro_batch_size = {1};
+  space.schedules = {"1f1b", "interleaved"};
+  const std::vector<Layout> layouts = enumerate_layouts(base, space, nullptr);
+  ASSERT_GE(layouts.size(), 4u);
+  PlannerOptions every;
+  every.threads = 1;
+  every.memory_limit_bytes = std::int64_t{40} << 30;  // tight enough that recompute matters
+  PlannerOptions kept = every;
+  kept.report_baselines = false;
+  const auto topology = std::make_shared<const Topology>(base.cluster);
+  for (const Layout& l : layouts) {
+    const LayoutResult a = evaluate_layout(base, l, PlannerEffort::quick, every, 64, 96);
+    const LayoutResult b = evaluate_layout(base, l, PlannerEffort::quick, kept, 64, 96, topology);
+    EXPECT_EQ(a.rejected, b.rejected) << to_string(l);
+    EXPECT_EQ(a.iteration_time, b.iteration_time) << to_string(l);
+    EXPECT_EQ(a.plan, b.plan) << to_string(l);
+    EXPECT_EQ(a.max_peak_bytes, b.max_peak_bytes) << to_string(l);
+    EXPECT_EQ(a.evaluations, b.evaluations) << to_string(l);
+    const LayoutScreen sa = screen_layout(base, l, every);
+    const LayoutScreen sb = screen_layout(base, l, kept, topology);
+    EXPECT_EQ(sa.bound, sb.bound) << to_string(l);
+  }
+  // The baseline itself: run with report_baselines, "not run" without.
+  const std::shared_ptr<const Experiment> e = prepare(layout_config(base, layouts.front()));
+  PlannerOptions o = every;
+  o.schedule = layouts.front().schedule;
+  o.vpp = layouts.front().vpp;
+  o.exhaustive_limit = 0;
+  o.max_evals = 32;
+  const auto offload_row = [](const PlanOutcome& out) {
+    const BaselineRun* b = find_baseline(out, "megatron-offload");
+    EXPECT_NE(b, nullptr);
+    return b;
+  };
+  const PlanOutcome with = plan_pipeline(*e, o);
+  o.report_baselines = false;
+  const PlanOutcome without = plan_pipeline(*e, o);
+  ASSERT_TRUE(offload_row(with) && offload_row(without));
+  EXPECT_TRUE(offload_row(with)->run.has_value()) << offload_row(with)->error;
+  EXPECT_FALSE(offload_row(without)->run.has_value());
+  EXPECT_NE(offload_row(without)->error.find("not run"), std::string::npos);
+  EXPECT_EQ(with.best.plan, without.best.plan);
+  EXPECT_EQ(with.best.result.iteration_time, without.best.result.iteration_time);
+}
+
 LayoutResult off(const Config& c, const Layout& l, double limit_gib = 0) {
   PlannerOptions o;
   o.threads = 1;
