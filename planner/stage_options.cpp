@@ -226,8 +226,7 @@ const StageOptions& StageOptionTable::get(int first, int count) const {
         const LayerModeCost& c = *row.modes[r];
         // An offload mode that moves nothing is none again.
         if (r == Recompute::offload && c.offload_bytes == 0) continue;
-        Candidate o{base.recompute, base.copy, base.activation, base.retained,
-                    base.offload,   k,         r};
+        Candidate o{base.recompute, base.copy, base.activation, base.retained, base.offload, k, r};
         o.recompute += c.recompute;
         // The offload mode's price: its copy out and its copy back, none hidden.
         if (r == Recompute::offload) o.copy += 2 * c.offload_copy;
