@@ -230,11 +230,14 @@ INSTANTIATE_TEST_SUITE_P(Corpus, FuzzCorpusJournal, ::testing::ValuesIn(files_of
 // before its first evaluation (126 layers over 64 interleaved stages), past the 20 s promise
 // above under the sanitizers. A known finding, kept in sight here rather than in the corpus;
 // so are h100_nemotron_h_56b_pp4.yaml and h100_qwen3_next_80b.yaml, whose plan baselines
-// (118 and 96 unlike layers over 4 stages) take 3.4-3.7 s without the sanitizers.
+// (118 and 96 unlike layers over 4 stages) take 3.4-3.7 s without the sanitizers, and
+// h100_gemma3_27b.yaml, whose `plan --max-evals 50` takes 2.7 s without them and 28.9 s with
+// them (idle 2-core machine).
 bool seeded(const fs::path& example) {
   return example.filename() != "h100_llama31_405b_fp8_cp2.yaml" &&
          example.filename() != "h100_nemotron_h_56b_pp4.yaml" &&
-         example.filename() != "h100_qwen3_next_80b.yaml";
+         example.filename() != "h100_qwen3_next_80b.yaml" &&
+         example.filename() != "h100_gemma3_27b.yaml";
 }
 
 // The replay is only as good as its corpus: the seeds the README promises must be there.
