@@ -37,20 +37,19 @@ bool same_modes(const LayerRow& a, const LayerRow& b) {
 /// min(full, resident) A + retained R (moment_bytes), a sum of A - O, A and R with
 /// non-negative weights, so an option is beaten when an earlier one has all three no
 /// larger; tested against every option kept (their number stays small).
-/// T: StageOption, or a Candidate (the same numbers, before its counts are written).
-template <class T>
-void prune(std::vector<T>& v, bool per_layer) {
-  const auto kept_on_device = [](const T& o) { return o.activation - o.offload; };
-  std::sort(v.begin(), v.end(), [&](const T& a, const T& b) {
+void prune(std::vector<StageOption>& v, bool per_layer) {
+  const auto kept_on_device = [](const StageOption& o) { return o.activation - o.offload; };
+  std::sort(v.begin(), v.end(), [&](const StageOption& a, const StageOption& b) {
     if (a.cost() != b.cost()) return a.cost() < b.cost();
     if (kept_on_device(a) != kept_on_device(b)) return kept_on_device(a) < kept_on_device(b);
     if (per_layer && a.activation != b.activation) return a.activation < b.activation;
     return a.retained < b.retained;
   });
   if (per_layer) {
-    std::vector<T> kept;
-    for (T& o : v) {
-      const bool beaten = std::any_of(kept.begin(), kept.end(), [&](const T& k) {
+    std::vector<StageOption> kept;
+    kept.reserve(v.size());
+    for (StageOption& o : v) {
+      const bool beaten = std::any_of(kept.begin(), kept.end(), [&](const StageOption& k) {
         return kept_on_device(k) <= kept_on_device(o) && k.activation <= o.activation &&
                k.retained <= o.retained;
       });
@@ -59,9 +58,10 @@ void prune(std::vector<T>& v, bool per_layer) {
     v = std::move(kept);
     return;
   }
-  std::vector<T> kept;
+  std::vector<StageOption> kept;
+  kept.reserve(v.size());
   std::map<std::int64_t, std::int64_t> stairs;  // A -> least R among kept with that A or less
-  for (T& o : v) {
+  for (StageOption& o : v) {
     const std::int64_t a = kept_on_device(o);
     auto it = stairs.upper_bound(a);
     if (it != stairs.begin() && std::prev(it)->second <= o.retained) continue;  // beaten
@@ -74,28 +74,14 @@ void prune(std::vector<T>& v, bool per_layer) {
   v = std::move(kept);
 }
 
-template <class T>
-void thin(std::vector<T>& v) {
+void thin(std::vector<StageOption>& v) {
   if (v.size() <= kMaxOptions) return;
-  std::vector<T> out;
+  std::vector<StageOption> out;
   out.reserve(kMaxOptions);
   for (std::size_t k = 0; k < kMaxOptions; ++k)
     out.push_back(std::move(v[k * (v.size() - 1) / (kMaxOptions - 1)]));
   v = std::move(out);
 }
-
-/// A StageOption of a range not made yet: a prefix option (`base`) with the range's last
-/// layer in mode `mode`, its numbers summed, its counts not yet written. Pruning and
-/// thinning read only the numbers, and std::sort moves elements by comparisons alone, so
-/// pruning these and writing the counts of the kept ones gives the options pruning whole
-/// StageOptions gave, without copying the counts of the many that are beaten.
-struct Candidate {
-  Time recompute = 0, copy = 0;
-  std::int64_t activation = 0, retained = 0, offload = 0;
-  std::size_t base = 0;
-  Recompute mode = Recompute::none;
-  Time cost() const { return recompute + copy; }
-};
 
 /// The index of the first layer of the range (starting at `first`) with local type `t`.
 int type_layer(const StageOptions& so, int t, int first) {
@@ -138,7 +124,6 @@ const StageOptions* StageOptionTable::make_first_n(int first, int count) const {
       base.retained += c.weight_grad_retained_bytes.value_or(c.activation_bytes);
       base.offload += c.offload_bytes;
     }
-  base.counts.assign(1, PerMode<int>{});
   // Per mode, prefix sums over the decoder layers (and how many of them lack the mode), so
   // each (f, g) costs O(1).
   struct Sums {
@@ -178,9 +163,8 @@ const StageOptions* StageOptionTable::make_first_n(int first, int count) const {
         o.offload += x.offload[b] - x.offload[a];
       }
       if (!possible) continue;
-      o.counts[0][Recompute::full] = f;
-      o.counts[0][Recompute::selective] = g;
-      o.counts[0][Recompute::none] = d - f - g;
+      o.first_n_full = f;
+      o.first_n_selective = g;
       all.push_back(std::move(o));
     }
   prune(all, false);
@@ -213,20 +197,22 @@ const StageOptions& StageOptionTable::get(int first, int count) const {
     so.thinned = prefix.thinned;
     // The new layer's type: one the prefix already has with the same modes, or a new one.
     int t = 0;
-    const int types =
-        prefix.options.empty() ? 0 : static_cast<int>(prefix.options[0].counts.size());
+    const int types = prefix.types;
     while (t < types && !same_modes(e_.layers.layers[type_layer(prefix, t, first)], row)) ++t;
     so.type_of.push_back(t);
-    std::vector<Candidate> next;
+    so.types = std::max(types, t + 1);
+    so.prefix = &prefix;
+    std::vector<StageOption> next;
     next.reserve(prefix.options.size() * kLayerModes);
     for (std::size_t k = 0; k < prefix.options.size(); ++k) {
-      const StageOption& base = prefix.options[k];
       for (Recompute r : kAllModes) {
         if (!row.has(r)) continue;
         const LayerModeCost& c = *row.modes[r];
         // An offload mode that moves nothing is none again.
         if (r == Recompute::offload && c.offload_bytes == 0) continue;
-        Candidate o{base.recompute, base.copy, base.activation, base.retained, base.offload, k, r};
+        StageOption o = prefix.options[k];
+        o.base = static_cast<std::uint32_t>(k);
+        o.mode = r;
         o.recompute += c.recompute;
         // The offload mode's price: its copy out and its copy back, none hidden.
         if (r == Recompute::offload) o.copy += 2 * c.offload_copy;
@@ -239,19 +225,7 @@ const StageOptions& StageOptionTable::get(int first, int count) const {
     prune(next, per_layer_);
     if (next.size() > kMaxOptions) so.thinned = true;
     thin(next);
-    so.options.reserve(next.size());
-    for (const Candidate& c : next) {
-      StageOption o;
-      o.recompute = c.recompute;
-      o.copy = c.copy;
-      o.activation = c.activation;
-      o.retained = c.retained;
-      o.offload = c.offload;
-      o.counts = prefix.options[c.base].counts;
-      if (t == types) o.counts.emplace_back();
-      ++o.counts[t][c.mode];
-      so.options.push_back(std::move(o));
-    }
+    so.options = std::move(next);
   } else {
     so.options.assign(1, StageOption{});
   }
@@ -433,8 +407,8 @@ std::int64_t least_peak(const RankMemory& memory, const std::vector<const StageO
 void apply_option(const StageOptions& stage, const StageOption& option, int first,
                   std::vector<Recompute>& modes) {
   if (stage.first_n) {
-    const int f = option.counts[0][Recompute::full];
-    const int g = option.counts[0][Recompute::selective];
+    const int f = option.first_n_full;
+    const int g = option.first_n_selective;
     for (int i = 0, k = 0; i < static_cast<int>(stage.decoder.size()); ++i) {
       Recompute mode = Recompute::none;
       if (stage.decoder[i]) {
@@ -445,12 +419,19 @@ void apply_option(const StageOptions& stage, const StageOption& option, int firs
     }
     return;
   }
-  std::vector<PerMode<int>> used(option.counts.size());
+  // The option's layers per type and mode, from its links back to the empty range.
+  std::vector<PerMode<int>> counts(stage.types);
+  const StageOptions* range = &stage;
+  for (const StageOption* o = &option; range->prefix; range = range->prefix) {
+    ++counts[range->type_of.back()][o->mode];
+    o = &range->prefix->options[o->base];
+  }
+  std::vector<PerMode<int>> used(counts.size());
   for (std::size_t i = 0; i < stage.type_of.size(); ++i) {
     const int t = stage.type_of[i];
     Recompute mode = Recompute::none;
     for (Recompute r : {Recompute::full, Recompute::selective, Recompute::offload, Recompute::none})
-      if (used[t][r] < option.counts[t][r]) {
+      if (used[t][r] < counts[t][r]) {
         mode = r;
         break;
       }

@@ -53,21 +53,33 @@ struct StageOption {
   /// offload_copy). 0 without
   /// offload layers, so a job without the offload mode is planned as before.
   Time copy = 0;
-  std::int64_t activation = 0;       ///< A: bytes kept per micro-batch from F to I (or B)
-  std::int64_t retained = 0;         ///< R: of those, bytes kept until W
-  std::int64_t offload = 0;          ///< O: of A, bytes offloaded to the host
-  std::vector<PerMode<int>> counts;  ///< per layer type of the range: layers per mode
+  std::int64_t activation = 0;  ///< A: bytes kept per micro-batch from F to I (or B)
+  std::int64_t retained = 0;    ///< R: of those, bytes kept until W
+  std::int64_t offload = 0;     ///< O: of A, bytes offloaded to the host
+  /// Which layers run in which mode, as a link to the one-layer-shorter prefix range
+  /// (StageOptions::prefix): this option is that range's option `base` with the range's
+  /// last layer in `mode`. A link, not a per-type count, so building a range copies no
+  /// counts (apply_option walks the links back).
+  std::uint32_t base = 0;
+  Recompute mode = Recompute::none;
+  /// A first-N table's option (StageOptions::first_n): its first `first_n_full` decoder
+  /// layers in full, the next `first_n_selective` selective, the rest none.
+  int first_n_full = 0, first_n_selective = 0;
   /// What the step minimises: recompute plus the copies' price.
   Time cost() const { return recompute + copy; }
 };
 
 /// The undominated options of one range of layers, by increasing recompute time.
 struct StageOptions {
-  std::vector<int> type_of;  ///< per layer of the range, its type (index into counts)
+  std::vector<int> type_of;  ///< per layer of the range, its type
+  int types = 0;             ///< how many types the range's layers have
+  /// The range one layer shorter, whose options this range's options extend
+  /// (StageOption::base); null for the empty range and first-N tables.
+  const StageOptions* prefix = nullptr;
   std::vector<StageOption> options;
   bool thinned = false;  ///< the set was too large and was thinned (see stage_options.cpp)
-  /// A first-N table's range (StageOptionTable's `first_n`): one type, counts[0] holds the
-  /// decoder layers in full and in selective, which are the range's first decoder layers;
+  /// A first-N table's range (StageOptionTable's `first_n`): its options state the decoder
+  /// layers in full and in selective, which are the range's first decoder layers;
   /// `decoder` marks the range's decoder layers (the others stay none).
   bool first_n = false;
   std::vector<char> decoder;
