@@ -466,9 +466,7 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
       // whatever the run's FP8: not a TransformerEngine module). Taken as one GEMM of
       // T x heads rows: the same FLOPs as the batched one; the per-head weights' bytes
       // (heads x qk_nope x kvl) are read once, not once a head.
-      b.fp8_gemms(false);
-      b.linear("q_absorb", D.T * D.heads, m.mla.qk_nope_head_dim, D.kvl);
-      b.fp8_gemms(true);
+      b.bf16_linear("q_absorb", D.T * D.heads, m.mla.qk_nope_head_dim, D.kvl);
     } else {
       b.linear("kv_b_proj", D.T, D.kvl, D.heads * (m.mla.qk_nope_head_dim + D.dv));
     }
@@ -570,9 +568,7 @@ double attention_block(Builder& b, const LayerDims& D, const ModelShape& m, cons
   if (D.absorbed) {
     // v's up projection of the core's latent output per head (the second einsum,
     // _apply_absorbed_v_up_projection; bf16), outside the core attention module.
-    b.fp8_gemms(false);
-    b.linear("v_up", D.T * D.heads, D.kvl, D.dv);
-    b.fp8_gemms(true);
+    b.bf16_linear("v_up", D.T * D.heads, D.kvl, D.dv);
   }
   if (m.attention_output_gate) {
     // Qwen3-Next: output x sigmoid(gate), one fused kernel each way (read both, write one;
@@ -735,9 +731,7 @@ std::size_t mlp_block(Builder& b, const LayerDims& D, const ModelShape& m, const
   std::size_t moe_last_saving_op = 0;
   if (moe_mlp) {
     b.set_scope(GraphScope::moe_router);
-    b.fp8_gemms(false);  // Megatron's router GEMM stays in bf16/fp32
-    b.linear("router", D.Tm, D.h, D.E);
-    b.fp8_gemms(true);
+    b.bf16_linear("router", D.Tm, D.h, D.E);  // Megatron's router stays in bf16/fp32
     // Softmax (or sigmoid) over fp32 logits, then top-k: read and write T x E fp32, write
     // the T x top_k indices (int64) and weights (fp32); backward the same over the probs.
     b.elementwise("router_topk", 8 * D.Tm * D.E + 12 * D.Tk, 8 * D.Tm * D.E + 4 * D.Tk, 0, 2, 2, 0);

@@ -69,9 +69,17 @@ class Builder {
   double fp8_roof(double flops, double bytes, double efficiency) const {
     return std::max(flops / (fp8_peak_ * efficiency), bytes / bw_);
   }
-  /// Turns FP8 off for the GEMMs that follow (Megatron keeps the router and the output
-  /// layer in bf16) and back on.
+  /// Turns FP8 off for the GEMMs that follow (Megatron keeps the output layer in bf16)
+  /// and back on.
   void fp8_gemms(bool on) { fp8_ = on && st_.fp8 != Fp8::none; }
+  /// One `linear` in the run's dtype whatever its FP8: a GEMM that is not a Transformer
+  /// Engine module (Megatron's router, MLA's absorbed einsums).
+  void bf16_linear(const std::string& name, double m, double k, double n) {
+    const bool fp8 = fp8_;
+    fp8_ = false;
+    linear(name, m, k, n);
+    fp8_ = fp8;
+  }
   /// The memory-bound cast of `elements` bf16 values to FP8 (read dtype bytes, write
   /// lp_bytes_) with its scale; tensorwise and rowwise (current) scaling and NVFP4 (whose
   /// per-tensor fp32 scale is a current amax) first read the tensor once more for its amax,
