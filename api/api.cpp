@@ -12,6 +12,7 @@
 #include "api/summary.hpp"
 #include "experiment/output_work.hpp"
 #include "experiment/suggest.hpp"
+#include "frameworks/framework_rules.hpp"
 #include "frameworks/megatron/formats.hpp"
 #include "planner/baselines.hpp"
 #include "planner/export_layout.hpp"
@@ -474,6 +475,12 @@ PlanResults plan_one(const Config& config_in, const PlanRequest& r, OffloadForm 
   po.max_evals = r.max_evals;
   po.time_limit_s = r.time_limit_s;
   if (r.expressible) po.expressible = find_exporter(*r.expressible);
+  // --expressible: every plan is of this job, so it is one the framework runs or none is
+  // (frameworks/framework_rules.hpp; the job its text states, as the exporter checks it).
+  if (po.expressible)
+    if (const auto refused =
+            framework_refusal(*po.expressible, stated_job(*po.expressible, config)))
+      config.fail(refused->breach.key, refused->breach.message);
   // The megatron-layout baseline's layout: the option's, else the one the config was
   // imported with. One whose decoder or MTP layers are not the model's is refused here
   // (exit 2); one bmpipe cannot run as written (an empty stage, MTP before the last stage),

@@ -15,6 +15,7 @@
 #include "experiment/experiment.hpp"
 #include "experiment/suggest.hpp"
 #include "frameworks/exporters.hpp"
+#include "frameworks/framework_rules.hpp"
 #include "planner/export_layout.hpp"
 #include "schedules/registry.hpp"
 #include "sim/units.hpp"
@@ -194,6 +195,11 @@ ExportOutcome export_config(const Config& config, const ExportRequest& request) 
   // different job than the one they wrote).
   if (const std::string why = exporter.refusal(config); !why.empty())
     throw ConfigError(config.file, 0, "--format", why);
+  // Nor is an export ever a job its framework refuses (frameworks/framework_rules.hpp): the
+  // job its text states passes the framework's own rules, else the config is refused
+  // against the key the rule blames.
+  if (const auto refused = framework_refusal(exporter, stated_job(exporter, config)))
+    config.fail(refused->breach.key, refused->breach.message);
   const std::shared_ptr<const Experiment> experiment = prepare(config);
   const Experiment& e = *experiment;
   RunOptions limited;

@@ -122,7 +122,8 @@ ImportOutcome run_import(const ImportRequest& r) {
     }
   }
   ImportOutcome out;
-  out.yaml = imported_yaml(job, cluster, r.out);
+  out.yaml = imported_yaml(job, cluster, r.out,
+                           importer.rules ? importer.rules() : std::span<const FrameworkRule>{});
   // Flag names and values are the user's bytes: shown as ConfigError shows them.
   auto shown = [](const std::string& s) { return ConfigError("", 0, "", s).message(); };
   for (const std::string& i : job.ignored) out.ignored.push_back(shown(i));

@@ -10,9 +10,11 @@
 
 #include "experiment/config.hpp"
 #include "experiment/config_fields.hpp"
+#include "experiment/framework_rules.hpp"
 #include "experiment/layer_table.hpp"
 #include "experiment/output_work.hpp"
 #include "experiment/parallel_mesh.hpp"
+#include "experiment/rules_megatron.hpp"
 #include "experiment/suggest.hpp"
 #include "schedules/registry.hpp"
 #include "sim/cost/kernels.hpp"
@@ -68,43 +70,11 @@ void check_table(const Config& c, const std::string& key,
   });
 }
 
-// The first of `keys` the file (or the command line) set, else the first: the key a
-// rule between several keys blames.
-std::string given_key(const Config& c, std::initializer_list<const char*> keys) {
-  for (const char* k : keys)
-    if (c.lines.count(k)) return k;
-  return *keys.begin();
-}
-
-std::string recompute_mode_key(const Config& c, Recompute want);
-void check_moe_overlap(const Config& c);
-
-// Rules of the frameworks that no single key breaks: a job Megatron-LM would refuse to
-// start is refused here too, whichever way its keys arrived (the file, a preset, an
-// hf_config, --set, a Config changed by hand).
-void check_framework_rules(const Config& c) {
+// What no framework rule says but the device and the model must give, checked after
+// Megatron-LM's rules (experiment/rules_megatron.cpp): a host for the optimizer offload,
+// and a router whose groups can offer top_k experts.
+void check_host_and_router(const Config& c) {
   const TrainingConfig& t = c.training;
-  // megatron/training/arguments.py: --overlap-param-gather asserts the distributed
-  // optimizer (or Megatron-FSDP): without a sharded optimizer there is no gather after
-  // the step to overlap.
-  if (t.optimizer.overlap_param_gather && t.optimizer.zero_stage < 1)
-    c.fail("training.optimizer.overlap_param_gather",
-           "true needs a sharded optimizer, as Megatron-LM's --overlap-param-gather needs "
-           "--use-distributed-optimizer: without one no parameters are gathered after the "
-           "step (expected false, or training.optimizer.zero_stage 1 or more, or "
-           "training.fsdp: true)");
-  // Optimizer offload: megatron/training/arguments.py (d98e8a64) asserts
-  // --use-precision-aware-optimizer beside --optimizer-cpu-offload ("The optimizer cpu
-  // offload must be used in conjunction with `--use-precision-aware-optimizer`"), and
-  // megatron/core/optimizer/__init__.py refuses that without the distributed optimizer
-  // ("--use-precision-aware-optimizer only supported with distributed optimizer").
-  if (t.optimizer.offload_fraction > 0 && t.optimizer.zero_stage < 1)
-    c.fail("training.optimizer.offload_fraction",
-           detail::format_number(t.optimizer.offload_fraction) +
-               " needs the distributed optimizer, as Megatron-LM's --optimizer-cpu-offload "
-               "needs --use-precision-aware-optimizer, which is \"only supported with "
-               "distributed optimizer\" (expected 0, or training.optimizer.zero_stage 1 or "
-               "more)");
   if (t.optimizer.offload_fraction > 0 && c.device.hardware) {
     const HardwareSpec& hw = *c.device.hardware;
     const char* missing = !(hw.host_link_GBps > 0)            ? "host_link_GBps"
@@ -119,49 +89,7 @@ void check_framework_rules(const Config& c) {
                  "cluster.device." +
                  missing + ")");
   }
-  // megatron/training/arguments.py at d98e8a64, validate_args: "Must use
-  // --overlap-param-gather with --overlap-grad-reduce".
-  if (t.optimizer.overlap_param_gather && !t.optimizer.overlap_grad_reduce)
-    c.fail("training.optimizer.overlap_param_gather",
-           "true needs training.optimizer.overlap_grad_reduce: true, as Megatron-LM's "
-           "--overlap-param-gather needs --overlap-grad-reduce (\"Must use "
-           "--overlap-param-gather with --overlap-grad-reduce\"; expected false, or "
-           "overlap_grad_reduce: true)");
-  // Megatron-LM turns sequence parallelism off at tp 1, and then --tp-comm-overlap's
-  // assertion that it is on fails: there are no tp collectives to overlap.
-  if (t.tp_comm_overlap && t.tp == 1)
-    c.fail("training.tp_comm_overlap",
-           "true at tp 1: there are no tensor-parallel collectives to overlap, and Megatron-LM "
-           "(which turns --sequence-parallel off at tp 1) refuses --tp-comm-overlap then "
-           "(expected false, or training.tp 2 or more)");
   if (!c.model.shape || !c.model.shape->is_moe()) return;
-  // Megatron-LM at d98e8a64ddf34856e74b24714e3bedb2f5a39553 refuses a mixture-of-experts
-  // layer under tensor parallelism without sequence parallelism, whatever ep is:
-  //   megatron/core/transformer/moe/moe_layer.py:636, MoELayer.forward:
-  //     if self.training and self.attn_tp_group.size() > 1 and not self.config.sequence_parallel:
-  //         raise ValueError(
-  //             "During training, performance may degrade if MoE and tensor parallelism"
-  //             "are enabled without also enabling sequence parallelism.")
-  //   megatron/core/model_parallel_config.py:560, ModelParallelConfig.__post_init__ (for
-  //   ep > 1 with tp > 1 a warning only since 28c8dd71f0, which moved the refusal above):
-  //     "When using expert parallelism and tensor parallelism for training, sequence
-  //     parallelism must be used"
-  // (Quoted below with the space the two literals lack restored. megatron/training/
-  // arguments.py and transformer_config.py at that commit hold no such assertion.) Without sequence
-  // parallelism every tp rank would route the whole sequence through the experts: the same expert
-  // work tp times over.
-  if (t.tp > 1 && !t.sequence_parallel)
-    c.fail(t.ep > 1 ? given_key(c, {"training.sequence_parallel", "training.ep", "training.tp"})
-                    : given_key(c, {"training.sequence_parallel", "training.tp"}),
-           "sequence parallelism is off with tp = " + std::to_string(t.tp) +
-               (t.ep > 1 ? " and ep = " : "") + (t.ep > 1 ? std::to_string(t.ep) : std::string()) +
-               " for a mixture-of-experts model: Megatron-LM refuses to train it (\"During "
-               "training, performance may degrade if MoE and tensor parallelism are enabled "
-               "without also enabling sequence parallelism.\"; \"When using expert "
-               "parallelism and tensor parallelism for training, sequence parallelism must "
-               "be used\"), and every tp rank would run the experts on the whole sequence "
-               "(expected training.sequence_parallel: true, or training.tp 1)");
-  if (t.moe_overlap && t.ep > 1) check_moe_overlap(c);  // ep 1: check_expert_parallel
   // The router: top_k experts a token, inside router_group_top_k of router_groups equal
   // groups (DeepSeek-V3's MoEGate; Megatron-Core's group_limited_topk asserts the same).
   const MoeShape& moe = c.model.shape->moe;
@@ -198,67 +126,8 @@ void check_framework_rules(const Config& c) {
                std::to_string(offered) + ")");
 }
 
-// The first key of training.recompute that names `mode` (the default's, then the stages',
-// then the layers'), or "" when none does.
-std::string recompute_mode_key(const Config& c, Recompute want) {
-  const RecomputeSpec& r = c.training.recompute;
-  if (r.global == want)
-    return c.lines.count("training.recompute.default") ? "training.recompute.default"
-                                                       : "training.recompute";
-  for (const auto& [index, mode] : r.stages)
-    if (mode == want) return "training.recompute.stages." + std::to_string(index);
-  for (const auto& [index, mode] : r.layers)
-    if (mode == want) return "training.recompute.layers." + std::to_string(index);
-  return "";
-}
-
 std::string offload_mode_key(const Config& c) {
   return recompute_mode_key(c, Recompute::offload);
-}
-
-// training.moe_overlap is Megatron-LM's --overlap-moe-expert-parallel-comm: the job is the
-// one Megatron-Core runs, so its TransformerConfig.__post_init__ rules apply (NVIDIA/
-// Megatron-LM d98e8a64, megatron/core/transformer/transformer_config.py:3002-3046; each
-// message below quotes its assertion). Called for MoE models with the overlap on.
-void check_moe_overlap(const Config& c) {
-  const TrainingConfig& t = c.training;
-  // Only 1F1B's and interleaved's steady states pair (experiment/make_schedule.cpp,
-  // schedules/fb_pairing.hpp): Megatron-Core's combined_1f1b schedules; under a pipeline only
-  // the interleaved one ("If enabling EP A2A overlap, virtual_pipeline_model_parallel_size
-  // must be specified when pipeline_model_parallel_size > 1").
-  if (t.schedule != "1f1b" && t.schedule != "interleaved")
-    c.fail(given_key(c, {"training.moe_overlap", "training.schedule"}),
-           "pairs the forwards and backwards of Megatron-LM's 1F1B and interleaved schedules, "
-           "but the schedule is " +
-               t.schedule +
-               " (expected schedule 1f1b at pp 1, interleaved with vpp 2 or more, or moe_overlap: "
-               "false)");
-  if (t.pp > 1 && t.vpp < 2)
-    c.fail(
-        given_key(c, {"training.moe_overlap", "training.schedule", "training.vpp", "training.pp"}),
-        "Megatron-LM's all-to-all overlap at pp " + std::to_string(t.pp) + " with schedule " +
-            t.schedule +
-            " and no virtual stages: Megatron-Core refuses it (\"If enabling EP A2A overlap, "
-            "virtual_pipeline_model_parallel_size must be specified when "
-            "pipeline_model_parallel_size > 1\"; expected schedule interleaved with vpp 2 or "
-            "more, or pp 1, or moe_overlap: false)");
-  if (const std::string full = recompute_mode_key(c, Recompute::full); !full.empty())
-    c.fail(full,
-           "full recomputes a whole layer, which Megatron-Core refuses beside "
-           "training.moe_overlap (\"disable full recomputation when enabling "
-           "overlap_moe_expert_parallel_comm\"; expected none, selective or offload, or "
-           "moe_overlap: false)");
-  if (has_module(parse_recompute_modules(t.recompute_modules, nullptr), RecomputeModule::moe))
-    c.fail("training.recompute_modules",
-           "names moe, which Megatron-Core refuses beside training.moe_overlap (\"disable moe in "
-           "recompute_modules when enabling overlap_moe_expert_parallel_comm\"; expected moe_act "
-           "or the other modules, or moe_overlap: false)");
-  if (c.model.shape->mtp_layers > 1)
-    c.fail(given_key(c, {"training.moe_overlap", "model.mtp_layers"}),
-           std::to_string(c.model.shape->mtp_layers) +
-               " MTP layers beside the all-to-all overlap: Megatron-Core refuses it (\"MTP "
-               "supports at most one layer when enabling overlap_moe_expert_parallel_comm.\"; "
-               "expected model.mtp_layers 0 or 1, or moe_overlap: false)");
 }
 
 void check_values(const Config& c) {
@@ -425,48 +294,16 @@ void check_values(const Config& c) {
                       " device has no host link figure (expected none, or give "
                       "cluster.device.host_link_GBps)");
   }
-  if (const int k = c.training.offload_layers; k > 0) {
-    // Whole-layer offload (sim/layer_offload.hpp), by Megatron-Core's own rules
-    // (NVIDIA/Megatron-LM d98e8a64, megatron/core/transformer/transformer_config.py,
-    // TransformerConfig.__post_init__): fewer layers than the model's, no pipeline
-    // parallelism, no recomputation, not beside fine-grained offload.
-    const char* const key = "training.offload_layers";
-    const std::string what = std::to_string(k) + ": ";
-    const ModelShape* shape = c.model.shape ? &*c.model.shape : nullptr;
-    if (shape && k >= shape->num_layers)
-      c.fail(key, what + "\"CPU offloading can be done only for layers less than " +
-                      std::to_string(shape->num_layers) +
-                      "\" (Megatron-Core; expected fewer than the model's decoder layers)");
-    if (c.training.pp > 1)
-      c.fail(key, what +
-                      "\"Currently there is no support for Pipeline parallelism with CPU "
-                      "offloading\" (Megatron-Core; expected pp 1, or training.offload_"
-                      "modules, which pipelines offload)");
-    const RecomputeSpec& r = c.training.recompute;
-    bool recomputes = r.global != Recompute::none;
-    for (const auto& [index, mode] : r.stages) recomputes = recomputes || mode != Recompute::none;
-    for (const auto& [index, mode] : r.layers) recomputes = recomputes || mode != Recompute::none;
-    if (recomputes)
-      c.fail(key, what +
-                      "\"CPU offloading does not work when activation recomputation is "
-                      "enabled\" (Megatron-Core; expected training.recompute: none)");
-    if (parse_offload_modules(c.training.offload_modules, nullptr) != 0)
-      c.fail(key, what +
-                      "\"fine_grained_activation_offloading cannot be enabled with "
-                      "cpu_offloading\" (Megatron-Core; expected training.offload_modules: "
-                      "none)");
-    if (c.device.hardware && !(c.device.hardware->host_link_GBps > 0))
-      c.fail(key, what + "offloads to the host, but the " + c.device.hardware->name +
-                      " device has no host link figure (expected 0, or give "
-                      "cluster.device.host_link_GBps)");
-  }
-  // Megatron-LM's validate_args (megatron/training/arguments.py): "Tensor parallel
-  // communication/GEMM overlap can happen only when sequence parallelism is enabled".
-  if (c.training.tp_comm_overlap && !c.training.sequence_parallel)
-    c.fail("training.tp_comm_overlap",
-           "true needs training.sequence_parallel: true, as Megatron-LM's --tp-comm-overlap "
-           "needs --sequence-parallel (expected false, or sequence_parallel: true)");
-  check_framework_rules(c);
+  // Megatron-LM's rules (experiment/rules_megatron.cpp): whole-layer offload, the overlaps,
+  // sequence parallelism under MoE, the all-to-all overlap.
+  apply_rules(megatron_rules(), c);
+  if (const int k = c.training.offload_layers;
+      k > 0 && c.device.hardware && !(c.device.hardware->host_link_GBps > 0))
+    c.fail("training.offload_layers", std::to_string(k) + ": offloads to the host, but the " +
+                                          c.device.hardware->name +
+                                          " device has no host link figure (expected 0, or give "
+                                          "cluster.device.host_link_GBps)");
+  check_host_and_router(c);
   if (c.training.kernels == "eager" && c.model.shape &&
       c.model.shape->architecture == Architecture::gpt)
     c.fail("training.kernels",

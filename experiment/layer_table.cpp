@@ -487,7 +487,8 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
       for (Recompute r : kAllRecompute)
         if (r != Recompute::none) row.modes[r].reset();
   // Nor beside the EP all-to-all overlap (training.moe_overlap) does Megatron-Core run full
-  // recomputation (check_moe_overlap quotes its assertion): the planner keeps to the rest.
+  // recomputation (megatron.moe-overlap-full-recompute in experiment/rules_megatron.cpp quotes it):
+  // the planner keeps to the rest.
   if (c.training.moe_overlap)
     for (LayerRow& row : table.layers) row.modes[Recompute::full].reset();
   // The offload layer mode (Recompute::offload) exists when training.recompute names it

@@ -3,19 +3,30 @@
 #include <array>
 #include <utility>
 
+#include "experiment/rules_megatron.hpp"
 #include "frameworks/megatron/export.hpp"
 #include "frameworks/megatron/schedules.hpp"
 #include "frameworks/mindformers/export.hpp"
+#include "frameworks/mindformers/rules.hpp"
 #include "frameworks/mindformers/schedules.hpp"
 #include "frameworks/torchtitan/export.hpp"
 #include "frameworks/torchtitan/formats.hpp"
 #include "frameworks/torchtitan/registry_export.hpp"
+#include "frameworks/torchtitan/rules.hpp"
 #include "schedules/registry.hpp"
 #include "sim/offload.hpp"
 
 namespace bmpipe {
 
 namespace {
+
+// The message of the framework rule `id` of `rules` if it refuses `config`, else "": a
+// refusal consults the framework's table where the rule stands among its format limits.
+std::string rule_message(std::span<const FrameworkRule> rules, std::string_view id,
+                         const Config& config) {
+  const std::optional<RuleBreach> b = rule_by_id(rules, id).check(config);
+  return b ? b->message : "";
+}
 
 // Megatron-LM: 1F1B, or interleaved 1F1B with virtual stages; its flags.
 
@@ -154,10 +165,7 @@ std::string mindformers_offload_refusal(const Config& config) {
            std::to_string(t.offload_lead) +
            ": bmpipe reads its backward_prefetch as running one op ahead of the backward "
            "(lead 1)";
-  if (config.model.shape && (config.model.shape->is_moe() || config.model.shape->is_mla()))
-    return "MindFormers' swap_config cannot state training.offload_modules here: its "
-           "fine-grained activation swap supports Llama-family dense models only";
-  return "";
+  return rule_message(mindformers_rules(), "mindformers.swap-dense-only", config);
 }
 
 // An export that cannot state the experts would hand the user another job (issue 17: never
@@ -170,9 +178,10 @@ std::string mindformers_refusal(const Config& config) {
     return unstated;
   // MindFormers' build_parallel_config resets vocab_emb_dp to False with pipeline stages
   // (frameworks/mindformers/import.cpp, read_vocab_emb_dp).
-  if (!config.training.vocab_parallel && config.training.tp > 1 && config.training.pp > 1)
-    return "MindFormers' keys cannot state training.vocab_parallel: false with pp > 1: it "
-           "resets parallel_config.vocab_emb_dp to False when pipeline_stage > 1";
+  if (std::string reset =
+          rule_message(mindformers_rules(), "mindformers.vocab-emb-dp-pipeline", config);
+      !reset.empty())
+    return reset;
   if (const std::string layers = mindformers_shape_refusal(*config.model.shape); !layers.empty())
     return "the model has layers MindFormers' keys cannot state: " + layers;
   const std::string why = mindformers_moe_refusal(*config.model.shape, config.training.etp);
@@ -318,7 +327,8 @@ const std::array kExporters = {
              .states = megatron_states,
              .recompute_rules = megatron_recompute_choices,
              .recompute_stated = RecomputeStated::one_rule,
-             .restated = megatron_restated},
+             .restated = megatron_restated,
+             .rules = megatron_rules},
     Exporter{.name = "mindformers",
              .framework = "MindFormers",
              .words = "keys",
@@ -331,7 +341,8 @@ const std::array kExporters = {
              // Its per-stage recompute and select_recompute lists state Megatron-LM's rules too.
              .recompute_rules = megatron_recompute_choices,
              .recompute_stated = RecomputeStated::first_n,
-             .restated = mindformers_restated},
+             .restated = mindformers_restated,
+             .rules = mindformers_rules},
     Exporter{.name = "torchtitan",
              .framework = "torchtitan",
              .words = "TOML keys",
@@ -343,7 +354,8 @@ const std::array kExporters = {
              .states = torchtitan_states,
              .recompute_rules = torchtitan_recompute_choices,
              .recompute_stated = RecomputeStated::one_rule,
-             .restated = torchtitan_restated},
+             .restated = torchtitan_restated,
+             .rules = torchtitan_rules},
     Exporter{.name = "torchtitan-registry",
              .framework = "torchtitan",
              .words = "command-line options",
@@ -356,7 +368,8 @@ const std::array kExporters = {
              .states = torchtitan_registry_states,
              .recompute_rules = torchtitan_recompute_choices,
              .recompute_stated = RecomputeStated::one_rule,
-             .restated = torchtitan_registry_restated},
+             .restated = torchtitan_registry_restated,
+             .rules = torchtitan_rules},
 };
 
 }  // namespace

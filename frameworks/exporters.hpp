@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "experiment/config.hpp"
+#include "experiment/framework_rules.hpp"
 #include "frameworks/common/export_layout.hpp"  // ExportLayout, ExportJob
 
 namespace bmpipe {
@@ -72,6 +73,9 @@ struct Exporter {
   /// settings set to what the framework runs instead, one sentence each in `dropped`. The
   /// export then quotes the time of the job its text states (none: the config itself).
   Config (*restated)(const Config& config, std::vector<std::string>& dropped) = nullptr;
+  /// The framework's own rules (frameworks/framework_rules.hpp): the job its text states
+  /// (`restated`) must pass them, and `refusal` refuses by those it cannot state around.
+  std::span<const FrameworkRule> (*rules)() = nullptr;
 };
 
 /// The exporters, in the order --help lists them.

@@ -4,10 +4,13 @@
 #include <array>
 #include <cstddef>
 
+#include "experiment/rules_megatron.hpp"
 #include "frameworks/megatron/import.hpp"
 #include "frameworks/mindformers/import.hpp"
+#include "frameworks/mindformers/rules.hpp"
 #include "frameworks/profile/import.hpp"
 #include "frameworks/torchtitan/registry.hpp"
+#include "frameworks/torchtitan/rules.hpp"
 
 namespace bmpipe {
 
@@ -19,16 +22,16 @@ constexpr std::array kImporters = {
              "a Megatron-LM launch script's arguments (flags as\n"
              "megatron/training/arguments.py spells them, one or many per line,\n"
              "'\\' continuations and '#' comments allowed; '-' reads stdin)",
-             read_megatron_args},
+             read_megatron_args, false, false, megatron_rules},
     Importer{"mindformers", "YAML", "a MindFormers training config (Llama family, DeepSeek-V3)",
-             read_mindformers_yaml, false, true},
+             read_mindformers_yaml, false, true, mindformers_rules},
     Importer{"torchtitan", "FILE",
              "a torchtitan job TOML (its form up to v0.2.2; llama3 and\n"
              "deepseek_v3 flavors), or a command line of its 2026 config\n"
              "registry (--module llama3 --config llama3_8b --section.option\n"
              "VALUE ...); data_parallel_shard_degree -1 takes what --devices\n"
              "leaves",
-             read_torchtitan, false, true},
+             read_torchtitan, false, true, torchtitan_rules},
     Importer{"profile", "CSV",
              "measured per-layer costs, one row per run of identical layers\n"
              "(columns: see docs/import.md)",

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "experiment/framework_rules.hpp"
 #include "frameworks/common/import_common.hpp"
 
 namespace bmpipe {
@@ -23,6 +24,9 @@ struct Importer {
   /// --preset without --devices: the input says how many devices the job runs on (dp x tp
   /// x pp of its parallel settings).
   bool counts_devices = false;
+  /// The framework's own rules (experiment/framework_rules.hpp): the imported config must
+  /// pass them, as it must pass the loader's (none for a profile).
+  std::span<const FrameworkRule> (*rules)() = nullptr;
 };
 
 /// The importers, in the order the help lists them.

@@ -117,7 +117,7 @@ Config layout_config(const Config& base, const Layout& l) {
   // it, as its export writes it.
   if (l.tp == 1) t.tp_comm_overlap = false;
   // Megatron-LM refuses a mixture-of-experts model at tp > 1 without sequence parallelism
-  // (check_framework_rules in experiment/field_checks.cpp quotes it), and without it every
+  // (experiment/rules_megatron.cpp quotes it), and without it every
   // tp rank would run the experts on the whole sequence. Such a layout is the job Megatron
   // runs, with --sequence-parallel (its export writes the flag), not a refused one.
   if (l.tp > 1 && c.model.shape && c.model.shape->is_moe()) t.sequence_parallel = true;

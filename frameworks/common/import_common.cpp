@@ -477,7 +477,7 @@ ImportCluster cluster_from_preset(const std::string& name, long long devices) {
 // ---- the YAML ------------------------------------------------------------------------------
 
 std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
-                          const std::string& out_name) {
+                          const std::string& out_name, std::span<const FrameworkRule> rules) {
   const std::string source = shown_path(job.source);
   if (job.shape && !cluster.has_compute)
     throw ImportError(cluster.origin.file, cluster.origin.line, 0, "cluster.device",
@@ -748,6 +748,8 @@ std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
   };
   try {
     const Config c = parse_config(text, out_name);
+    // The framework's own rules, beside the loader's (Megatron-LM's, in check_config).
+    apply_rules(rules, c);
     const ScheduleInfo& info = require_schedule(c, c.training.schedule, "training.schedule");
     try {
       check_params(info,

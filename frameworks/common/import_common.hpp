@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "experiment/config.hpp"
+#include "experiment/framework_rules.hpp"
 
 namespace bmpipe {
 
@@ -211,8 +212,10 @@ struct ImportedJob {
 /// messages of the final check (parse_config), which are reported against the origin of
 /// the key they name. Throws ImportError for an analytic job on a cluster without compute
 /// figures.
+/// The framework's own `rules` (experiment/framework_rules.hpp) are applied to the config
+/// as the loader's are, and reported the same way.
 std::string imported_yaml(const ImportedJob& job, const ImportCluster& cluster,
-                          const std::string& out_name);
+                          const std::string& out_name, std::span<const FrameworkRule> rules = {});
 
 /// The text of `path`, or of standard input for "-"; at most `max_bytes`. Errors name the
 /// file.

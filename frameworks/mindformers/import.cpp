@@ -16,6 +16,7 @@
 #include "experiment/suggest.hpp"
 #include "experiment/yaml_reader.hpp"
 #include "frameworks/mindformers/formats.hpp"
+#include "frameworks/mindformers/rules.hpp"
 #include "frameworks/mindformers/schedules.hpp"
 #include "schedules/registry.hpp"
 #include "sim/offload.hpp"
@@ -945,8 +946,11 @@ void read_partition(Reading& ctx) {
     else
       vpp = asked;
   }
-  // [MF-card]: interleaving needs pipeline stages.
-  if (vpp > 1 && pp < 2)
+  // [MF-card]: interleaving needs pipeline stages (frameworks/mindformers/rules.cpp).
+  Config probe;
+  probe.training.vpp = vpp;
+  probe.training.pp = pp;
+  if (rule_by_id(mindformers_rules(), "mindformers.interleave-pipeline").check(probe))
     mf.fail(pin, mk + "pp_interleave_num", "needs parallel_config.pipeline_stage > 1");
   job.vpp = vpp;
   job.from("training.vpp", pin.IsDefined() ? mf.origin(pin, mk + "pp_interleave_num")

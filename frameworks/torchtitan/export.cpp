@@ -6,6 +6,7 @@
 
 #include "frameworks/torchtitan/flavors.hpp"
 #include "frameworks/torchtitan/formats.hpp"
+#include "frameworks/torchtitan/rules.hpp"
 
 // Sources (read, not copied): pytorch/torchtitan at v0.2.2 (73a0e6979dd1), the same as
 // frameworks/torchtitan/import.cpp cites: torchtitan/config/job_config.py (the keys),
@@ -129,10 +130,9 @@ std::string torchtitan_refusal(const Config& config, const std::string& form) {
            " names a model by [model] name and flavor, and this model is none of the flavors "
            "bmpipe knows the shape of (" +
            torchtitan_flavor_names() + ")";
-  const ParallelMesh mesh = config.mesh();
-  if (config.model.shape->is_moe() && mesh.etp() != 1 && mesh.etp() != mesh.tp())
-    return "torchtitan's expert_tensor_parallel_degree is 1 or tensor_parallel_degree, not " +
-           std::to_string(mesh.etp());
+  // torchtitan's ParallelDims (frameworks/torchtitan/rules.cpp).
+  if (const auto b = rule_by_id(torchtitan_rules(), "torchtitan.etp-one-or-tp").check(config))
+    return b->message;
   return {};
 }
 

@@ -15,6 +15,7 @@
 #include "experiment/suggest.hpp"
 #include "frameworks/torchtitan/flavors.hpp"
 #include "frameworks/torchtitan/formats.hpp"
+#include "frameworks/torchtitan/rules.hpp"
 
 // Sources (read, not copied), pytorch/torchtitan (github.com/pytorch/torchtitan) at v0.2.2
 // (73a0e6979dd1) unless said otherwise, cited by these short names:
@@ -689,7 +690,11 @@ void read_parallelism(Reading& r) {
   }
   if (const toml::node* atp = value(p, "enable_async_tensor_parallel");
       atp && tt.boolean(atp, "parallelism.enable_async_tensor_parallel")) {
-    if (!r.compiled)  // [TT-atp]
+    // [TT-atp], torchtitan's rule (frameworks/torchtitan/rules.cpp) on the TOML's key.
+    Config probe;
+    probe.training.tp_comm_overlap = true;
+    probe.training.kernels = r.compiled ? "fused" : "eager";
+    if (rule_by_id(torchtitan_rules(), "torchtitan.async-tp-compile").check(probe))
       tt.fail(atp, "parallelism.enable_async_tensor_parallel",
               "Async TP requires 'model' in --compile.components and --compile.enable "
               "(torchtitan's check)");
@@ -726,8 +731,13 @@ void read_experts(Reading& r) {
   }
   job.ep = ep;
   job.from("training.ep", o_ep);
-  // torchtitan's expert_tensor_parallel_degree is 1 or tp (ParallelDims).
-  if (etp != 1 && etp != job.tp)
+  // torchtitan's expert_tensor_parallel_degree is 1 or tp (ParallelDims): its rule
+  // (frameworks/torchtitan/rules.cpp), blamed on the TOML's key.
+  Config probe;
+  probe.model.shape = *job.shape;
+  probe.training.tp = job.tp;
+  probe.training.etp = etp;
+  if (rule_by_id(torchtitan_rules(), "torchtitan.etp-one-or-tp").check(probe))
     tt.fail(value(p, "expert_tensor_parallel_degree"), "parallelism.expert_tensor_parallel_degree",
             "must be 1 or tensor_parallel_degree (" + std::to_string(job.tp) + "), got " +
                 std::to_string(etp));

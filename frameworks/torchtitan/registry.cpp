@@ -11,6 +11,7 @@
 #include "experiment/suggest.hpp"
 #include "frameworks/common/shell_words.hpp"
 #include "frameworks/torchtitan/import.hpp"
+#include "frameworks/torchtitan/rules.hpp"
 
 // Sources (read, not copied): pytorch/torchtitan (github.com/pytorch/torchtitan) at
 // b5bcd76c66d0 (2026-08-21, "Introduce a storage seam in BaseCheckpointManager (#4186)"),
@@ -335,12 +336,19 @@ class Command {
                  ? graphs_from_
                  : settings_.at(key).from;
     };
-    if (pp > 1)
+    // torchtitan's rule (frameworks/torchtitan/rules.cpp), blamed on the command's flags.
+    const FrameworkRule& rule = rule_by_id(torchtitan_rules(), "torchtitan.cuda-graphs");
+    Config probe;
+    probe.training.cuda_graphs = "full_iteration";
+    probe.training.pp = pp;
+    if (rule.check(probe))
       fail(blame("parallelism.pipeline_parallel_degree").line,
            blame("parallelism.pipeline_parallel_degree").key,
            "CUDA graphs do not support pipeline parallelism yet. Set "
            "--training.disable_cuda_graphs (torchtitan's check, trainer.py)");
-    if (ep > 1)
+    probe.training.pp = 1;
+    probe.training.ep = ep;  // the registry's dispatcher is the standard one
+    if (rule.check(probe))
       fail(blame("parallelism.expert_parallel_degree").line,
            blame("parallelism.expert_parallel_degree").key,
            "CUDA graphs support only expert parallel token dispatcher configurations without "

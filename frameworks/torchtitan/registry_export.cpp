@@ -176,7 +176,10 @@ Config torchtitan_registry_restated(const Config& config, std::vector<std::strin
   const ParallelMesh mesh = config.mesh();
   const std::string graphs = config.training.cuda_graphs;
   if (!graphs.empty() && graphs != "none") {
-    const bool standard_ep = mesh.ep() > 1 && t.moe_dispatcher != "deepep";
+    // The command line states the standard token dispatcher whatever the config's (deepep
+    // is dropped below): torchtitan's rule (frameworks/torchtitan/rules.cpp) refuses its
+    // graphs at ep > 1.
+    const bool standard_ep = mesh.ep() > 1;
     if (graphs != "full_iteration")
       dropped.push_back("training.cuda_graphs " + graphs +
                         ": torchtitan captures the whole forward and backward step or nothing; "

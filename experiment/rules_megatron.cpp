@@ -1,0 +1,321 @@
+// Megatron-LM's rules, one function each, in the order check_config applies them. Every
+// message quotes the assertion it stands for; the sources are NVIDIA/Megatron-LM at
+// d98e8a64ddf34856e74b24714e3bedb2f5a39553 unless a rule says otherwise.
+#include "experiment/rules_megatron.hpp"
+
+#include <array>
+#include <string>
+
+#include "experiment/config_fields.hpp"
+#include "sim/offload.hpp"
+
+namespace bmpipe {
+
+namespace {
+
+using Breach = std::optional<RuleBreach>;
+
+// Whole-layer CPU offload (training.offload_layers, sim/layer_offload.hpp), by
+// Megatron-Core's own rules (megatron/core/transformer/transformer_config.py,
+// TransformerConfig.__post_init__): fewer layers than the model's, no pipeline
+// parallelism, no recomputation, not beside fine-grained offload.
+std::string offload_layers_what(const Config& c) {
+  return std::to_string(c.training.offload_layers) + ": ";
+}
+
+Breach offload_layers_fewer(const Config& c) {
+  const int k = c.training.offload_layers;
+  if (k <= 0 || !c.model.shape || k < c.model.shape->num_layers) return std::nullopt;
+  return RuleBreach{"training.offload_layers",
+                    offload_layers_what(c) +
+                        "\"CPU offloading can be done only for layers less than " +
+                        std::to_string(c.model.shape->num_layers) +
+                        "\" (Megatron-Core; expected fewer than the model's decoder layers)"};
+}
+
+Breach offload_layers_no_pipeline(const Config& c) {
+  if (c.training.offload_layers <= 0 || c.training.pp <= 1) return std::nullopt;
+  return RuleBreach{"training.offload_layers",
+                    offload_layers_what(c) +
+                        "\"Currently there is no support for Pipeline parallelism with CPU "
+                        "offloading\" (Megatron-Core; expected pp 1, or training.offload_"
+                        "modules, which pipelines offload)"};
+}
+
+Breach offload_layers_no_recompute(const Config& c) {
+  if (c.training.offload_layers <= 0) return std::nullopt;
+  const RecomputeSpec& r = c.training.recompute;
+  bool recomputes = r.global != Recompute::none;
+  for (const auto& [index, mode] : r.stages) recomputes = recomputes || mode != Recompute::none;
+  for (const auto& [index, mode] : r.layers) recomputes = recomputes || mode != Recompute::none;
+  if (!recomputes) return std::nullopt;
+  return RuleBreach{"training.offload_layers",
+                    offload_layers_what(c) +
+                        "\"CPU offloading does not work when activation recomputation is "
+                        "enabled\" (Megatron-Core; expected training.recompute: none)"};
+}
+
+Breach offload_layers_not_fine_grained(const Config& c) {
+  if (c.training.offload_layers <= 0 ||
+      parse_offload_modules(c.training.offload_modules, nullptr) == 0)
+    return std::nullopt;
+  return RuleBreach{"training.offload_layers",
+                    offload_layers_what(c) +
+                        "\"fine_grained_activation_offloading cannot be enabled with "
+                        "cpu_offloading\" (Megatron-Core; expected training.offload_modules: "
+                        "none)"};
+}
+
+// megatron/training/arguments.py, validate_args: "Tensor parallel communication/GEMM
+// overlap can happen only when sequence parallelism is enabled".
+Breach tp_comm_overlap_sequence_parallel(const Config& c) {
+  if (!c.training.tp_comm_overlap || c.training.sequence_parallel) return std::nullopt;
+  return RuleBreach{"training.tp_comm_overlap",
+                    "true needs training.sequence_parallel: true, as Megatron-LM's "
+                    "--tp-comm-overlap needs --sequence-parallel (expected false, or "
+                    "sequence_parallel: true)"};
+}
+
+// megatron/training/arguments.py: --overlap-param-gather asserts the distributed
+// optimizer (or Megatron-FSDP): without a sharded optimizer there is no gather after the
+// step to overlap.
+Breach overlap_param_gather_sharded(const Config& c) {
+  const OptimizerSettings& o = c.training.optimizer;
+  if (!o.overlap_param_gather || o.zero_stage >= 1) return std::nullopt;
+  return RuleBreach{"training.optimizer.overlap_param_gather",
+                    "true needs a sharded optimizer, as Megatron-LM's --overlap-param-gather "
+                    "needs --use-distributed-optimizer: without one no parameters are gathered "
+                    "after the step (expected false, or training.optimizer.zero_stage 1 or "
+                    "more, or training.fsdp: true)"};
+}
+
+// Optimizer offload: megatron/training/arguments.py asserts --use-precision-aware-optimizer
+// beside --optimizer-cpu-offload ("The optimizer cpu offload must be used in conjunction
+// with `--use-precision-aware-optimizer`"), and megatron/core/optimizer/__init__.py refuses
+// that without the distributed optimizer ("--use-precision-aware-optimizer only supported
+// with distributed optimizer").
+Breach optimizer_offload_distributed(const Config& c) {
+  const OptimizerSettings& o = c.training.optimizer;
+  if (!(o.offload_fraction > 0) || o.zero_stage >= 1) return std::nullopt;
+  return RuleBreach{"training.optimizer.offload_fraction",
+                    detail::format_number(o.offload_fraction) +
+                        " needs the distributed optimizer, as Megatron-LM's "
+                        "--optimizer-cpu-offload needs --use-precision-aware-optimizer, which is "
+                        "\"only supported with distributed optimizer\" (expected 0, or "
+                        "training.optimizer.zero_stage 1 or more)"};
+}
+
+// megatron/training/arguments.py, validate_args: "Must use --overlap-param-gather with
+// --overlap-grad-reduce".
+Breach overlap_param_gather_grad_reduce(const Config& c) {
+  const OptimizerSettings& o = c.training.optimizer;
+  if (!o.overlap_param_gather || o.overlap_grad_reduce) return std::nullopt;
+  return RuleBreach{"training.optimizer.overlap_param_gather",
+                    "true needs training.optimizer.overlap_grad_reduce: true, as Megatron-LM's "
+                    "--overlap-param-gather needs --overlap-grad-reduce (\"Must use "
+                    "--overlap-param-gather with --overlap-grad-reduce\"; expected false, or "
+                    "overlap_grad_reduce: true)"};
+}
+
+// Megatron-LM turns sequence parallelism off at tp 1, and then --tp-comm-overlap's
+// assertion that it is on fails: there are no tp collectives to overlap.
+Breach tp_comm_overlap_tp1(const Config& c) {
+  if (!c.training.tp_comm_overlap || c.training.tp != 1) return std::nullopt;
+  return RuleBreach{"training.tp_comm_overlap",
+                    "true at tp 1: there are no tensor-parallel collectives to overlap, and "
+                    "Megatron-LM (which turns --sequence-parallel off at tp 1) refuses "
+                    "--tp-comm-overlap then (expected false, or training.tp 2 or more)"};
+}
+
+bool is_moe(const Config& c) {
+  return c.model.shape && c.model.shape->is_moe();
+}
+
+// Megatron-LM refuses a mixture-of-experts layer under tensor parallelism without sequence
+// parallelism, whatever ep is:
+//   megatron/core/transformer/moe/moe_layer.py:636, MoELayer.forward:
+//     if self.training and self.attn_tp_group.size() > 1 and not self.config.sequence_parallel:
+//         raise ValueError(
+//             "During training, performance may degrade if MoE and tensor parallelism"
+//             "are enabled without also enabling sequence parallelism.")
+//   megatron/core/model_parallel_config.py:560, ModelParallelConfig.__post_init__ (for
+//   ep > 1 with tp > 1 a warning only since 28c8dd71f0, which moved the refusal above):
+//     "When using expert parallelism and tensor parallelism for training, sequence
+//     parallelism must be used"
+// (Quoted below with the space the two literals lack restored. megatron/training/
+// arguments.py and transformer_config.py at that commit hold no such assertion.) Without
+// sequence parallelism every tp rank would route the whole sequence through the experts: the
+// same expert work tp times over.
+Breach moe_tp_sequence_parallel(const Config& c) {
+  const TrainingConfig& t = c.training;
+  if (!is_moe(c) || t.tp <= 1 || t.sequence_parallel) return std::nullopt;
+  return RuleBreach{
+      t.ep > 1 ? given_key(c, {"training.sequence_parallel", "training.ep", "training.tp"})
+               : given_key(c, {"training.sequence_parallel", "training.tp"}),
+      "sequence parallelism is off with tp = " + std::to_string(t.tp) +
+          (t.ep > 1 ? " and ep = " : "") + (t.ep > 1 ? std::to_string(t.ep) : std::string()) +
+          " for a mixture-of-experts model: Megatron-LM refuses to train it (\"During "
+          "training, performance may degrade if MoE and tensor parallelism are enabled "
+          "without also enabling sequence parallelism.\"; \"When using expert "
+          "parallelism and tensor parallelism for training, sequence parallelism must "
+          "be used\"), and every tp rank would run the experts on the whole sequence "
+          "(expected training.sequence_parallel: true, or training.tp 1)"};
+}
+
+// training.moe_overlap is Megatron-LM's --overlap-moe-expert-parallel-comm: the job is the
+// one Megatron-Core runs, so its TransformerConfig.__post_init__ rules apply
+// (megatron/core/transformer/transformer_config.py:3002-3046; each message below quotes its
+// assertion). For MoE models with the overlap on at ep > 1 (at ep 1 check_expert_parallel
+// refuses the overlap itself).
+bool moe_overlap(const Config& c) {
+  return is_moe(c) && c.training.moe_overlap && c.training.ep > 1;
+}
+
+// Only 1F1B's and interleaved's steady states pair (experiment/make_schedule.cpp,
+// schedules/fb_pairing.hpp): Megatron-Core's combined_1f1b schedules.
+Breach moe_overlap_schedule(const Config& c) {
+  const TrainingConfig& t = c.training;
+  if (!moe_overlap(c) || t.schedule == "1f1b" || t.schedule == "interleaved") return std::nullopt;
+  return RuleBreach{given_key(c, {"training.moe_overlap", "training.schedule"}),
+                    "pairs the forwards and backwards of Megatron-LM's 1F1B and interleaved "
+                    "schedules, but the schedule is " +
+                        t.schedule +
+                        " (expected schedule 1f1b at pp 1, interleaved with vpp 2 or more, or "
+                        "moe_overlap: false)"};
+}
+
+Breach moe_overlap_virtual_stages(const Config& c) {
+  const TrainingConfig& t = c.training;
+  if (!moe_overlap(c) || t.pp <= 1 || t.vpp >= 2) return std::nullopt;
+  return RuleBreach{
+      given_key(c, {"training.moe_overlap", "training.schedule", "training.vpp", "training.pp"}),
+      "Megatron-LM's all-to-all overlap at pp " + std::to_string(t.pp) + " with schedule " +
+          t.schedule +
+          " and no virtual stages: Megatron-Core refuses it (\"If enabling EP A2A overlap, "
+          "virtual_pipeline_model_parallel_size must be specified when "
+          "pipeline_model_parallel_size > 1\"; expected schedule interleaved with vpp 2 or "
+          "more, or pp 1, or moe_overlap: false)"};
+}
+
+Breach moe_overlap_full_recompute(const Config& c) {
+  if (!moe_overlap(c)) return std::nullopt;
+  const std::string full = recompute_mode_key(c, Recompute::full);
+  if (full.empty()) return std::nullopt;
+  return RuleBreach{full,
+                    "full recomputes a whole layer, which Megatron-Core refuses beside "
+                    "training.moe_overlap (\"disable full recomputation when enabling "
+                    "overlap_moe_expert_parallel_comm\"; expected none, selective or offload, or "
+                    "moe_overlap: false)"};
+}
+
+Breach moe_overlap_recompute_moe(const Config& c) {
+  if (!moe_overlap(c) || !has_module(parse_recompute_modules(c.training.recompute_modules, nullptr),
+                                     RecomputeModule::moe))
+    return std::nullopt;
+  return RuleBreach{"training.recompute_modules",
+                    "names moe, which Megatron-Core refuses beside training.moe_overlap "
+                    "(\"disable moe in recompute_modules when enabling "
+                    "overlap_moe_expert_parallel_comm\"; expected moe_act or the other modules, "
+                    "or moe_overlap: false)"};
+}
+
+Breach moe_overlap_mtp(const Config& c) {
+  if (!moe_overlap(c) || c.model.shape->mtp_layers <= 1) return std::nullopt;
+  return RuleBreach{given_key(c, {"training.moe_overlap", "model.mtp_layers"}),
+                    std::to_string(c.model.shape->mtp_layers) +
+                        " MTP layers beside the all-to-all overlap: Megatron-Core refuses it "
+                        "(\"MTP supports at most one layer when enabling "
+                        "overlap_moe_expert_parallel_comm.\"; expected model.mtp_layers 0 or 1, "
+                        "or moe_overlap: false)"};
+}
+
+constexpr std::string_view kMegatron = "Megatron-LM";
+constexpr std::string_view kTransformerConfig =
+    "NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/transformer_config.py, "
+    "TransformerConfig.__post_init__";
+constexpr std::string_view kArguments =
+    "NVIDIA/Megatron-LM d98e8a64 megatron/training/arguments.py, validate_args";
+
+const std::array kRules = {
+    FrameworkRule{"megatron.offload-layers-fewer", kMegatron, "training.offload_layers",
+                  "\"CPU offloading can be done only for layers less than "
+                  "{num_layers}\"",
+                  kTransformerConfig, offload_layers_fewer},
+    FrameworkRule{"megatron.offload-layers-pipeline", kMegatron, "training.offload_layers",
+                  "\"Currently there is no support for Pipeline parallelism with CPU "
+                  "offloading\"",
+                  kTransformerConfig, offload_layers_no_pipeline},
+    FrameworkRule{"megatron.offload-layers-recompute", kMegatron, "training.offload_layers",
+                  "\"CPU offloading does not work when activation recomputation is enabled\"",
+                  kTransformerConfig, offload_layers_no_recompute},
+    FrameworkRule{"megatron.offload-layers-fine-grained", kMegatron, "training.offload_layers",
+                  "\"fine_grained_activation_offloading cannot be enabled with "
+                  "cpu_offloading\"",
+                  kTransformerConfig, offload_layers_not_fine_grained},
+    FrameworkRule{"megatron.tp-comm-overlap-sequence-parallel", kMegatron,
+                  "training.tp_comm_overlap",
+                  "\"Tensor parallel communication/GEMM overlap can happen only when sequence "
+                  "parallelism is enabled\"",
+                  kArguments, tp_comm_overlap_sequence_parallel},
+    FrameworkRule{"megatron.overlap-param-gather-sharded", kMegatron,
+                  "training.optimizer.overlap_param_gather",
+                  "--overlap-param-gather asserts --use-distributed-optimizer (or "
+                  "Megatron-FSDP)",
+                  kArguments, overlap_param_gather_sharded},
+    FrameworkRule{"megatron.optimizer-offload-distributed", kMegatron,
+                  "training.optimizer.offload_fraction",
+                  "\"The optimizer cpu offload must be used in conjunction with "
+                  "`--use-precision-aware-optimizer`\"; \"--use-precision-aware-optimizer only "
+                  "supported with distributed optimizer\"",
+                  "NVIDIA/Megatron-LM d98e8a64 megatron/training/arguments.py and "
+                  "megatron/core/optimizer/__init__.py",
+                  optimizer_offload_distributed},
+    FrameworkRule{"megatron.overlap-param-gather-grad-reduce", kMegatron,
+                  "training.optimizer.overlap_param_gather",
+                  "\"Must use --overlap-param-gather with --overlap-grad-reduce\"", kArguments,
+                  overlap_param_gather_grad_reduce},
+    FrameworkRule{"megatron.tp-comm-overlap-tp1", kMegatron, "training.tp_comm_overlap",
+                  "--sequence-parallel is turned off at tp 1, and then \"Tensor parallel "
+                  "communication/GEMM overlap can happen only when sequence parallelism is "
+                  "enabled\"",
+                  kArguments, tp_comm_overlap_tp1},
+    FrameworkRule{"megatron.moe-tp-sequence-parallel", kMegatron,
+                  "training.sequence_parallel, training.ep, training.tp",
+                  "\"During training, performance may degrade if MoE and tensor parallelism "
+                  "are enabled without also enabling sequence parallelism.\"; \"When using "
+                  "expert parallelism and tensor parallelism for training, sequence "
+                  "parallelism must be used\"",
+                  "NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/moe/moe_layer.py:636, "
+                  "MoELayer.forward (and megatron/core/model_parallel_config.py:560 before "
+                  "28c8dd71f0)",
+                  moe_tp_sequence_parallel},
+    FrameworkRule{"megatron.moe-overlap-schedule", kMegatron,
+                  "training.moe_overlap, training.schedule",
+                  "--overlap-moe-expert-parallel-comm runs in the combined_1f1b schedules "
+                  "only (1F1B, interleaved 1F1B)",
+                  kTransformerConfig, moe_overlap_schedule},
+    FrameworkRule{"megatron.moe-overlap-virtual-stages", kMegatron,
+                  "training.moe_overlap, training.schedule, training.vpp, training.pp",
+                  "\"If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be "
+                  "specified when pipeline_model_parallel_size > 1\"",
+                  kTransformerConfig, moe_overlap_virtual_stages},
+    FrameworkRule{"megatron.moe-overlap-full-recompute", kMegatron, "training.recompute",
+                  "\"disable full recomputation when enabling overlap_moe_expert_parallel_comm\"",
+                  kTransformerConfig, moe_overlap_full_recompute},
+    FrameworkRule{"megatron.moe-overlap-recompute-moe", kMegatron, "training.recompute_modules",
+                  "\"disable moe in recompute_modules when enabling "
+                  "overlap_moe_expert_parallel_comm\"",
+                  kTransformerConfig, moe_overlap_recompute_moe},
+    FrameworkRule{"megatron.moe-overlap-mtp", kMegatron, "training.moe_overlap, model.mtp_layers",
+                  "\"MTP supports at most one layer when enabling "
+                  "overlap_moe_expert_parallel_comm.\"",
+                  kTransformerConfig, moe_overlap_mtp},
+};
+
+}  // namespace
+
+std::span<const FrameworkRule> megatron_rules() {
+  return kRules;
+}
+
+}  // namespace bmpipe

@@ -1,0 +1,73 @@
+// MindFormers' rules. Sources: mindspore-lab/mindformers at fd4deebc1 (as
+// frameworks/mindformers/import.cpp cites it) and MindSpore's docs at 156e3e40.
+#include "frameworks/mindformers/rules.hpp"
+
+#include <array>
+
+#include "sim/offload.hpp"
+
+namespace bmpipe {
+
+namespace {
+
+using Breach = std::optional<RuleBreach>;
+
+// MindSpore docs, "Fine-Grained Activations SWAP" (mindspore-ai/docs 156e3e40,
+// docs/mindformers/docs/source_en/function/fine_grained_activations_swap.md): the swap is
+// for Llama-family dense models only.
+Breach swap_dense_only(const Config& c) {
+  if (parse_offload_modules(c.training.offload_modules, nullptr) == 0 || !c.model.shape ||
+      !(c.model.shape->is_moe() || c.model.shape->is_mla()))
+    return std::nullopt;
+  return RuleBreach{"training.offload_modules",
+                    "MindFormers' swap_config cannot state training.offload_modules here: its "
+                    "fine-grained activation swap supports Llama-family dense models only"};
+}
+
+// mindformers/core/parallel_config.py, build_parallel_config: with pipeline stages,
+// vocab_emb_dp "will be reset to False" (frameworks/mindformers/import.cpp,
+// read_vocab_emb_dp): the embedding is split over model_parallel whatever the YAML says.
+Breach vocab_emb_dp_pipeline(const Config& c) {
+  const TrainingConfig& t = c.training;
+  if (t.vocab_parallel || t.tp <= 1 || t.pp <= 1) return std::nullopt;
+  return RuleBreach{"training.vocab_parallel",
+                    "MindFormers' keys cannot state training.vocab_parallel: false with pp > 1: "
+                    "it resets parallel_config.vocab_emb_dp to False when pipeline_stage > 1"};
+}
+
+// docs/feature_cards/Offset_Recompute.md: pp_interleave_num only with pipeline_stage > 1.
+Breach interleave_pipeline(const Config& c) {
+  const TrainingConfig& t = c.training;
+  if (t.vpp <= 1 || t.pp > 1) return std::nullopt;
+  return RuleBreach{"training.vpp", "vpp = " + std::to_string(t.vpp) +
+                                        " at pp 1: MindFormers' pp_interleave_num needs "
+                                        "parallel_config.pipeline_stage > 1 (expected vpp 1)"};
+}
+
+constexpr std::string_view kMindFormers = "MindFormers";
+
+const std::array kRules = {
+    FrameworkRule{"mindformers.swap-dense-only", kMindFormers, "training.offload_modules",
+                  "fine-grained activation swap (swap_config op_swap) supports Llama-family "
+                  "dense models only (the docs' statement, no assertion)",
+                  "mindspore-ai/docs 156e3e40 docs/mindformers/docs/source_en/function/"
+                  "fine_grained_activations_swap.md",
+                  swap_dense_only},
+    FrameworkRule{"mindformers.vocab-emb-dp-pipeline", kMindFormers, "training.vocab_parallel",
+                  "\"vocab_emd_dp will be reset to False\" when pipeline_stage > 1",
+                  "mindspore-lab/mindformers fd4deebc1 mindformers/core/parallel_config.py, "
+                  "build_parallel_config",
+                  vocab_emb_dp_pipeline},
+    FrameworkRule{"mindformers.interleave-pipeline", kMindFormers, "training.vpp",
+                  "pp_interleave_num only with pipeline_stage > 1",
+                  "mindspore-lab/mindformers fd4deebc1 docs/feature_cards/Offset_Recompute.md",
+                  interleave_pipeline},
+};
+
+}  // namespace
+
+std::span<const FrameworkRule> mindformers_rules() {
+  return kRules;
+}
+
+}  // namespace bmpipe
