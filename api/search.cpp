@@ -9,6 +9,7 @@
 #include "api/contracts.hpp"
 #include "api/errors.hpp"
 #include "api/search_driver.hpp"
+#include "frameworks/framework_rules.hpp"
 #include "sim/time.hpp"
 #include "sim/units.hpp"
 
@@ -70,6 +71,25 @@ SearchSetup prepare_search(Config config, const SearchRequest& request) {
         space.offload.emplace_back(modules, lead);
   }
   s.layouts = enumerate_layouts(config, space, &s.rejected);
+  // --format F: only jobs F's framework runs are ranked, so that the best is one it exports.
+  if (const Exporter* x = request.framework ? find_exporter(*request.framework) : nullptr)
+    std::erase_if(s.layouts, [&](const Layout& l) {
+      std::optional<RuleRefusal> refused;
+      try {
+        refused = framework_refusal(*x, stated_job(*x, layout_config(config, l)));
+      } catch (const ConfigError&) {
+        return false;  // the layout's own refusal, reported when it is run
+      }
+      if (!refused) return false;
+      LayoutResult r;
+      r.layout = l;
+      r.filter = "framework";
+      r.rejected = std::string(refused->rule->framework) + " refuses it (" +
+                   std::string(refused->rule->id) + "): " + refused->breach.key + ": " +
+                   refused->breach.message;
+      s.rejected.push_back(std::move(r));
+      return true;
+    });
   s.topology = std::make_shared<const Topology>(config.cluster);
   s.config = std::move(config);
   return s;

@@ -59,6 +59,9 @@ struct SearchRequest {
   /// with the rest; the config needs an analytic model and a host link. None or "none":
   /// the config's own offload.
   std::optional<std::string> offload;
+  /// An exporter's name (search --format): a layout its framework refuses to run (its rule
+  /// table, frameworks/framework_rules.hpp) is rejected by filter "framework", not ranked.
+  std::optional<std::string> framework;
 };
 
 /// Whether `request` screens with a short plan first (SearchRequest::screen_evals).

@@ -180,6 +180,7 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   if (vm.count("format")) {
     c.format = vm["format"].as<std::string>();
     api::check_export_request(api::ExportRequest{*c.format, {}});
+    request.framework = c.format;  // rank only the layouts the framework runs
   }
   request.seed = vm["seed"].as<std::uint64_t>();
   if (vm.count("max-evals")) request.max_evals = vm["max-evals"].as<std::int64_t>();

@@ -7,6 +7,8 @@
 // job its framework refuses; docs/export.md lists the tables as they are.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -340,6 +342,41 @@ TEST(FrameworkRulesTables, PlanExpressibleRefusesAJobTheFrameworkRefuses) {
         test::run_cli("plan " + path + " --expressible " + f + " --max-evals 200 --threads 1");
     EXPECT_EQ(ok.code, 0) << f << ": " << ok.all();
   }
+}
+
+// `search --format F` ranks no layout F's framework refuses: MindFormers resets vocab_emb_dp
+// with pipeline stages, so a replicated embedding is refused at tp 2 x pp 2 (filter
+// "framework"), and every other layout is ranked as it is without --format.
+TEST(FrameworkRulesTables, SearchFormatRanksNoLayoutTheFrameworkRefuses) {
+  const test::ScratchDir dir;
+  const std::string path = test::write_file(
+      dir.file("job.yaml"), kDense + "  vocab_parallel: false\n  recompute: selective\n");
+  const std::string args =
+      path + " --tp 1,2 --pp 1,2 --schedules 1f1b --micro-batch-size 1 --planner off";
+  int ranked_by[2] = {0, 0};
+  for (const bool format : {false, true}) {
+    SCOPED_TRACE(format ? "--format mindformers" : "no --format");
+    const test::CliRun r =
+        test::run_cli("search " + args + (format ? " --format mindformers" : "") + " --json");
+    ASSERT_EQ(r.code, 0) << r.all();
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    int ranked = 0, refused = 0;
+    for (const nlohmann::json& l : j["layouts"]) {
+      const bool both = l["tp"] == 2 && l["pp"] == 2;
+      if (l.contains("filter") && l["filter"] == "framework") {
+        ++refused;
+        EXPECT_TRUE(both) << l.dump();
+        EXPECT_TRUE(has(l["rejected"].get<std::string>(), "mindformers.vocab-emb-dp-pipeline"));
+      } else if (l["rejected"].is_null()) {
+        ++ranked;
+        EXPECT_TRUE(!format || !both) << l.dump();
+      }
+    }
+    EXPECT_EQ(refused, format ? 1 : 0);
+    ranked_by[format] = ranked;
+  }
+  EXPECT_EQ(ranked_by[1], ranked_by[0] - 1);  // tp 2 x pp 2 ran without --format
+  EXPECT_GT(ranked_by[1], 0);
 }
 
 // The plan kept under --expressible megatron for a job with the expert all-to-all overlap is
