@@ -62,6 +62,9 @@ struct SearchRequest {
   /// An exporter's name (search --format): a layout its framework refuses to run (its rule
   /// table, frameworks/framework_rules.hpp) is rejected by filter "framework", not ranked.
   std::optional<std::string> framework;
+  /// --global-batch-size, --seq-length and --set, in that order (Overrides::set; the rest
+  /// of it is unused): the config is read with them, and --out writes them in.
+  Overrides overrides;
 };
 
 /// Whether `request` screens with a short plan first (SearchRequest::screen_evals).

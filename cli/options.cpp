@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <iostream>
+#include <sstream>
+#include <type_traits>
 #include <utility>
 
 #include "experiment/suggest.hpp"
@@ -19,65 +21,102 @@ void add_config_options(po::options_description& opts) {
 }
 
 void add_override_options(po::options_description& opts, const char* vpp_help) {
-  const WorkLimits defaults;
-  // clang-format off
-  opts.add_options()
-      ("pp", po::value<int>()->value_name("N"), "pipeline devices, overriding training.pp")
-      ("vpp", po::value<int>()->value_name("N"), vpp_help)
-      ("microbatches", po::value<int>()->value_name("N"),
-       "micro-batches per iteration, overriding training.microbatches")
-      ("max-ops", po::value<std::int64_t>()->value_name("N"),
-       ("refuse runs of more ops than this (stages x micro-batches x ops per micro-batch; "
-        "about 50 bytes each; default " + std::to_string(defaults.max_ops) + ")").c_str())
-      ("max-devices", po::value<int>()->value_name("N"),
-       ("refuse clusters of more devices than this (default " +
-        std::to_string(defaults.max_devices) + ")").c_str())
-      ("tp", po::value<std::string>()->value_name("N"), "tensor-parallel size (training.tp)")
-      ("dp", po::value<std::string>()->value_name("N"), "data-parallel size (training.dp)")
-      ("micro-batch-size", po::value<std::string>()->value_name("N"),
-       "samples per micro-batch (training.micro_batch_size)");
-  // clang-format on
-  add_batch_options(opts);
-  // clang-format off
-  opts.add_options()
-      ("recompute", po::value<std::string>()->value_name("MODE"),
-       "none, selective or full for every layer (training.recompute)")
-      ("partition", po::value<std::string>()->value_name("LIST"),
-       "layers per stage, e.g. 9,9,8,6 (training.partition)");
-  // clang-format on
-  add_set_option(opts);
+  add_request_options(opts, api::override_options(vpp_help));
 }
 
-void add_batch_options(po::options_description& opts) {
-  // clang-format off
-  opts.add_options()
-      ("global-batch-size", po::value<std::string>()->value_name("N"),
-       "samples per iteration (training.global_batch_size; wins over the file's microbatches)")
-      ("seq-length", po::value<std::string>()->value_name("N"), "tokens per sample (training.seq_length)");
-  // clang-format on
-}
-
-void add_set_option(po::options_description& opts) {
-  opts.add_options()(
-      "set", po::value<std::vector<std::string>>()->value_name("KEY=VALUE")->composing(),
-      "set any config key, e.g. --set training.sequence_parallel=true (repeatable; values "
-      "are YAML)");
-}
-
-void append_batch_and_sets(const po::variables_map& vm,
-                           std::vector<std::pair<std::string, std::string>>& set) {
-  for (const auto& [option, key] :
-       {std::pair<const char*, const char*>{"global-batch-size", "training.global_batch_size"},
-        {"seq-length", "training.seq_length"}})
-    if (vm.count(option)) set.emplace_back(key, vm[option].as<std::string>());
-  if (vm.count("set"))
-    for (const std::string& kv : vm["set"].as<std::vector<std::string>>()) {
-      const std::size_t eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0)
-        throw UsageError(
-            "--set", "expected KEY=VALUE, e.g. training.sequence_parallel=true, got '" + kv + "'");
-      set.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+void add_request_option(po::options_description& opts, const api::OptionSpec& o) {
+  using K = api::OptionKind;
+  const std::string shown = api::default_shown(o);
+  // The value type of the option's kind, with the request's default shown by --help (a
+  // default is never read back: given_value skips it, the request has it already).
+  auto typed = [&]<class T>(po::typed_value<T>* v) -> po::value_semantic* {
+    v->value_name(o.value_name);
+    if (o.default_value) {
+      if constexpr (std::is_same_v<T, std::vector<std::string>>)
+        v->default_value({}, shown);
+      else if constexpr (std::is_same_v<T, std::string>)
+        v->default_value(shown, shown);
+      else
+        v->default_value(std::get<T>(*o.default_value), shown);
     }
+    return v;
+  };
+  po::value_semantic* semantic = nullptr;
+  switch (o.kind) {
+    case K::flag:
+      semantic = po::bool_switch();
+      break;
+    case K::int32:
+      semantic = typed(po::value<int>());
+      break;
+    case K::int64:
+      semantic = typed(po::value<std::int64_t>());
+      break;
+    case K::uint64:
+      semantic = typed(po::value<std::uint64_t>());
+      break;
+    case K::number:
+      semantic = typed(po::value<double>());
+      break;
+    case K::repeated:
+      semantic = typed(po::value<std::vector<std::string>>()->composing());
+      break;
+    default:  // text, yaml and the lists, parsed by given_value
+      semantic = typed(po::value<std::string>());
+  }
+  opts.add_options()(o.name.c_str(), semantic, o.help.c_str());
+}
+
+namespace {
+
+std::vector<int> int_list(const std::string& option, const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    std::size_t used = 0;
+    int v = 0;
+    try {
+      v = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size())
+      throw UsageError("--" + option,
+                       "expected a comma-separated list of integers, got '" + text + "'");
+    out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<api::OptionValue> given_value(const po::variables_map& vm, const api::OptionSpec& o) {
+  using K = api::OptionKind;
+  if (!vm.count(o.name) || vm[o.name].defaulted()) return std::nullopt;
+  const po::variable_value& v = vm[o.name];
+  switch (o.kind) {
+    case K::flag:
+      return v.as<bool>() ? std::optional<api::OptionValue>(true) : std::nullopt;
+    case K::int32:
+      return v.as<int>();
+    case K::int64:
+      return v.as<std::int64_t>();
+    case K::uint64:
+      return v.as<std::uint64_t>();
+    case K::number:
+      return v.as<double>();
+    case K::repeated:
+      return v.as<std::vector<std::string>>();
+    case K::int_list:
+      return int_list(o.name, v.as<std::string>());
+    case K::name_list:
+      return split_names(v.as<std::string>());
+    case K::text:
+    case K::yaml:
+      break;
+  }
+  return v.as<std::string>();
 }
 
 namespace {
@@ -159,27 +198,7 @@ std::optional<int> parse_command_line(const std::string& command,
 
 Overrides overrides_from(const po::variables_map& vm) {
   Overrides o;
-  if (vm.count("pp")) o.pp = vm["pp"].as<int>();
-  if (vm.count("vpp")) o.vpp = vm["vpp"].as<int>();
-  if (vm.count("microbatches")) o.microbatches = vm["microbatches"].as<int>();
-  // The knobs are config keys: they go into the document and are checked like it. --set
-  // comes last, so that it wins over a knob of the same key.
-  for (const auto& [option, key] : {std::pair<const char*, const char*>{"tp", "training.tp"},
-                                    {"dp", "training.dp"},
-                                    {"micro-batch-size", "training.micro_batch_size"},
-                                    {"recompute", "training.recompute"}})
-    if (vm.count(option)) o.set.emplace_back(key, vm[option].as<std::string>());
-  if (vm.count("partition"))
-    o.set.emplace_back("training.partition", "[" + vm["partition"].as<std::string>() + "]");
-  append_batch_and_sets(vm, o.set);
-  if (vm.count("max-ops") || vm.count("max-devices")) {
-    WorkLimits limits;
-    if (vm.count("max-ops")) limits.max_ops = vm["max-ops"].as<std::int64_t>();
-    if (vm.count("max-devices")) limits.max_devices = vm["max-devices"].as<int>();
-    if (limits.max_ops < 1) throw UsageError("--max-ops", "must be at least 1");
-    if (limits.max_devices < 1) throw UsageError("--max-devices", "must be at least 1");
-    o.limits = limits;
-  }
+  fill_request(api::override_options(""), vm, o);
   return o;
 }
 

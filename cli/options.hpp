@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/request_table.hpp"
 #include "cli/ticker.hpp"
 #include "experiment/config.hpp"
 
@@ -24,21 +25,33 @@ class UsageError : public std::runtime_error {
 /// Adds --help and the positional CONFIG to `opts`.
 void add_config_options(boost::program_options::options_description& opts);
 
-/// Adds --pp, --vpp, --microbatches, --max-ops and --max-devices; `vpp_help` says what vpp
-/// means for the command.
+/// Adds the options of a request table (api/request_table.hpp) to `opts`, each with its
+/// kind's value type, its value name and the default --help shows.
+void add_request_option(boost::program_options::options_description& opts,
+                        const api::OptionSpec& option);
+template <class R>
+void add_request_options(boost::program_options::options_description& opts,
+                         const api::RequestTable<R>& table) {
+  for (const api::OptionSpec& option : table) add_request_option(opts, option);
+}
+
+/// The value of `option` given in `vm`; none when not given (or only its default). Throws
+/// UsageError for a list that is not one ("--tp: expected a comma-separated list of
+/// integers, got 'x'").
+std::optional<api::OptionValue> given_value(const boost::program_options::variables_map& vm,
+                                            const api::OptionSpec& option);
+
+/// Sets `request` from the options of `table` given in `vm` (api::apply_options).
+template <class R>
+void fill_request(const api::RequestTable<R>& table,
+                  const boost::program_options::variables_map& vm, R& request) {
+  api::apply_options<R>(
+      table, [&vm](const api::OptionSpec& option) { return given_value(vm, option); }, request);
+}
+
+/// Adds --pp, --vpp, --microbatches, --max-ops, --max-devices and the config keys
+/// (api::override_options); `vpp_help` says what vpp means for the command.
 void add_override_options(boost::program_options::options_description& opts, const char* vpp_help);
-
-/// Adds --global-batch-size and --seq-length (training.global_batch_size, seq_length):
-/// add_override_options has them, and so has search, whose other knobs are lists.
-void add_batch_options(boost::program_options::options_description& opts);
-
-/// Adds --set KEY=VALUE (repeatable): add_override_options has it, and so has search.
-void add_set_option(boost::program_options::options_description& opts);
-
-/// Appends to `set` (Overrides::set) the keys that --global-batch-size, --seq-length and
-/// --set give in `vm`, in that order. Throws UsageError for a --set without '='.
-void append_batch_and_sets(const boost::program_options::variables_map& vm,
-                           std::vector<std::pair<std::string, std::string>>& set);
 
 /// Adds --quiet and --progress-interval-s (default 5), as every command that can run for
 /// long takes them; `carries` lists what a progress line says, for --help.
@@ -77,8 +90,8 @@ void store_exact(const std::vector<std::string>& args,
 std::string parse_error_line(const boost::program_options::error& e,
                              const boost::program_options::options_description& opts);
 
-/// The --pp/--vpp/--microbatches/--max-ops/--max-devices values present in `vm`. Throws
-/// UsageError for a limit below 1.
+/// The overrides (api::override_options) present in `vm`. Throws RequestError for a limit
+/// below 1 or a --set without '='.
 Overrides overrides_from(const boost::program_options::variables_map& vm);
 
 }  // namespace bmpipe::cli

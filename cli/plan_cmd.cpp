@@ -191,61 +191,18 @@ class ProgressLine {
   Clock::time_point started_ = Clock::now();
 };
 
-/// "1f1b, interleaved (v 2, 3, 4), zb-h1 and zb-v": what `--schedule auto` plans for,
-/// read off the schedule table (auto_candidates).
-std::string auto_names() {
-  std::vector<std::string> names;
-  for (const ScheduleInfo& info : builtin_schedules())
-    if (info.auto_candidate)
-      names.push_back(std::string(info.name) +
-                      (info.placement == Placement::kLoop ? " (v 2, 3, 4)" : ""));
-  std::string out;
-  for (std::size_t i = 0; i < names.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
-  return out;
-}
-
 }  // namespace
 
 int run_plan(const std::vector<std::string>& args) {
   po::options_description opts("bmpipe plan CONFIG [options]\n\nOptions");
   add_config_options(opts);
+  const api::RequestTable<api::PlanRequest> table = api::plan_options();
+  // The request's options up to the overrides, then the command's own, then the overrides.
+  const auto overrides_from_row =
+      table.begin() + static_cast<std::ptrdiff_t>(table.size() - api::override_options("").size());
+  for (auto row = table.begin(); row != overrides_from_row; ++row) add_request_option(opts, *row);
   // clang-format off
   opts.add_options()
-      ("schedule", po::value<std::string>()->value_name("NAME"),
-       ("schedule to plan for, or 'auto' to plan for " + auto_names() + " and rank them (" +
-        schedule_names() + ")").c_str())
-      ("memory-limit-GiB", po::value<double>()->value_name("GiB"), "GiB a device may use (replaces its capacity)")
-      ("margin-GiB", po::value<double>()->value_name("GiB")->default_value(0.0, "0"),
-       "GiB kept free below the limit")
-      ("threads", po::value<int>()->value_name("N")->default_value(0, "all cores"), "threads that simulate")
-      ("seed", po::value<std::uint64_t>()->value_name("N")->default_value(1), "seed of the search")
-      ("max-evals", po::value<std::int64_t>()->value_name("N")->default_value(20000),
-       "simulations the search may run (the baselines come on top); with --schedule auto, "
-       "of all the schedules together (JSON: schedules_search)")
-      ("time-limit-s", po::value<double>()->value_name("SECONDS"),
-       "stop the search after this many seconds (results then depend on the machine's speed); "
-       "with --schedule auto, all the schedules together")
-      ("baseline", po::value<std::string>()->value_name("NAME"),
-       ("print (and --out / --format) this baseline's plan instead: " +
-        comma_list(baseline_names())).c_str())
-      ("baseline-layout", po::value<std::string>()->value_name("STRING"),
-       "a Megatron-LM --pipeline-model-parallel-layout (\"Et*9|t*9|t*8|t*6L\") for the "
-       "megatron-layout baseline, under the fastest fitting recompute rule (default: the "
-       "config's training.megatron_layout, which import megatron writes)")
-      ("expressible", po::value<std::string>()->value_name("FRAMEWORK"),
-       "plan only what this framework states exactly, on the schedules it runs: megatron "
-       "(one recompute rule for all stages: none, selective, block N or uniform), "
-       "mindformers (per stage, the first n layers in full and the next k selective) or "
-       "torchtitan (one rule for all layers: none, full, selective op or every n-th layer); "
-       "with --offload, only the offload choices it states")
-      ("offload", po::value<std::string>()->value_name("auto|only|none"),
-       "auto: plan once for each activation-offload choice (none; core_attn,attn_proj; with "
-       "qkv_linear; with experts, expert_fc1,moe_act and all) at each prefetch lead (the "
-       "config's training.offload_lead, 0, 1, 2), for every layer (recompute chosen under "
-       "each) and per layer (none, selective, full or offload per layer), and keep the "
-       "fastest fitting; only: per layer none or offload, no recompute; needs a host link "
-       "(default: none, the config's offload_modules and offload_lead only)")
       ("format", po::value<std::string>()->value_name("FORMAT")->default_value("table"),
        "table, or the plan exported as `bmpipe export` does: megatron (flags), mindformers (YAML), "
        "torchtitan (TOML) or torchtitan-registry (its 2026 launch command)")
@@ -254,7 +211,7 @@ int run_plan(const std::vector<std::string>& args) {
       ("out", po::value<std::string>()->value_name("FILE"), "write the config with the plan filled in to FILE");
   // clang-format on
   add_progress_options(opts, "schedule, phase, evaluations, best so far, ETA");
-  add_override_options(opts, "chunks per device for interleaved");
+  for (auto row = overrides_from_row; row != table.end(); ++row) add_request_option(opts, *row);
   // Parsed so that it is refused with its reason, but not listed: plan does not take it.
   po::options_description refused;
   refused.add_options()("schedule-file", po::value<std::string>(), "");
@@ -289,21 +246,8 @@ int run_plan(const std::vector<std::string>& args) {
     // config and plans every schedule asked for, as the Python module does.
     const std::string path = vm["config"].as<std::string>();
     api::PlanRequest request;
-    request.overrides = overrides_from(vm);
-    const std::string given = vm.count("schedule") ? vm["schedule"].as<std::string>() : "";
-    if (!given.empty()) request.overrides.schedule = given;
-    if (vm.count("memory-limit-GiB"))
-      request.memory_limit_GiB = vm["memory-limit-GiB"].as<double>();
-    request.margin_GiB = vm["margin-GiB"].as<double>();
-    request.threads = vm["threads"].as<int>();
-    request.seed = vm["seed"].as<std::uint64_t>();
-    request.max_evals = vm["max-evals"].as<std::int64_t>();
-    if (vm.count("time-limit-s")) request.time_limit_s = vm["time-limit-s"].as<double>();
-    if (vm.count("baseline")) request.baseline = vm["baseline"].as<std::string>();
-    if (vm.count("expressible")) request.expressible = vm["expressible"].as<std::string>();
-    if (vm.count("baseline-layout"))
-      request.baseline_layout = vm["baseline-layout"].as<std::string>();
-    if (vm.count("offload")) request.offload = vm["offload"].as<std::string>();
+    fill_request(table, vm, request);
+    const std::string given = request.overrides.schedule.value_or("");
     const std::string baseline = request.baseline.value_or("");
     const double interval_s = progress_interval_s(vm);
     ProgressLine line(!vm["quiet"].as<bool>(), isatty(STDERR_FILENO) != 0, interval_s,

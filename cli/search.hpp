@@ -20,9 +20,6 @@ namespace bmpipe::cli {
 /// from and how to print.
 struct SearchCommand {
   std::string path;
-  /// --global-batch-size, --seq-length and --set (Overrides::set): the config was loaded
-  /// with them, and --out writes them in.
-  Overrides overrides;
   api::SearchSetup setup;
   int top = 10;
   bool json = false;

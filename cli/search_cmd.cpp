@@ -31,36 +31,6 @@ namespace bmpipe::cli {
 
 namespace {
 
-std::vector<int> int_list(const po::variables_map& vm, const char* option) {
-  std::vector<int> out;
-  if (!vm.count(option)) return out;
-  const std::string text = vm[option].as<std::string>();
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    std::size_t used = 0;
-    int v = 0;
-    try {
-      v = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size())
-      throw UsageError(std::string("--") + option,
-                       "expected a comma-separated list of integers, got '" + text + "'");
-    out.push_back(v);
-  }
-  if (out.empty()) throw UsageError(std::string("--") + option, "the list is empty");
-  return out;
-}
-
-std::vector<std::string> name_list(const po::variables_map& vm, const char* option) {
-  if (!vm.count(option)) return {};
-  std::vector<std::string> out = split_names(vm[option].as<std::string>());
-  if (out.empty()) throw UsageError(std::string("--") + option, "the list is empty");
-  return out;
-}
-
 std::string ms(Time t) {
   return format_ms(t, 1);
 }
@@ -71,61 +41,12 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   SearchCommand c;
   po::options_description opts("bmpipe search CONFIG [options]\n\nOptions");
   add_config_options(opts);
+  const api::RequestTable<api::SearchRequest> table = api::search_options();
+  // The request's options, the command's own before the config keys, as --help lists them.
+  const auto keys = table.end() - static_cast<std::ptrdiff_t>(api::batch_and_set_options().size());
+  for (auto row = table.begin(); row != keys; ++row) add_request_option(opts, *row);
   // clang-format off
   opts.add_options()
-      ("tp", po::value<std::string>()->value_name("LIST"), "tensor-parallel sizes, e.g. 1,2,4,8 (default: powers of two "
-                                       "up to a node that divide the heads and the FFN)")
-      ("pp", po::value<std::string>()->value_name("LIST"), "pipeline sizes (default: every divisor of devices / tp up to "
-                                       "the layers)")
-      ("vpp", po::value<std::string>()->value_name("LIST"), "chunks per device for interleaved (default: 2, 3, 4 while "
-                                        "pp x vpp <= layers, as plan --schedule auto)")
-      ("micro-batch-size", po::value<std::string>()->value_name("LIST"), "micro-batch sizes (default 1,2,4)")
-      ("ep", po::value<std::string>()->value_name("LIST"), "expert-parallel sizes of a mixture-of-experts model "
-                                       "(default: every divisor of the routed experts; 1 for dense "
-                                       "models). Layouts whose etp x ep does not divide the stage's "
-                                       "tp x dp devices are rejected by filter 'experts'")
-      ("etp", po::value<std::string>()->value_name("LIST"), "expert tensor-parallel sizes (default 1)")
-      ("cp", po::value<std::string>()->value_name("LIST"), "context-parallel sizes (default 1; measured "
-                                       "layers: the config's): dp = devices / (tp pp cp), each cp "
-                                       "cutting seq_length into 2 cp chunks")
-      ("schedules", po::value<std::string>()->value_name("LIST"), ("schedules (default 1f1b,interleaved; " +
-                                               schedule_names() + ")").c_str())
-      ("offload", po::value<std::string>()->value_name("auto|none"),
-       "auto: every layout under each activation-offload choice at each prefetch lead, as "
-       "plan --offload auto tries them, ranked with the rest; needs a host link (default: "
-       "none, the config's offload_modules only)")
-      ("planner", po::value<std::string>()->value_name("EFFORT")->default_value("quick"),
-       "off (uniform partition, the config's recompute), quick (planner, 300 evaluations, "
-       "after the screen below) or full (planner, --layout-evals)")
-      ("screen-evals", po::value<std::int64_t>()->value_name("N")->default_value(64),
-       "with --planner quick: plan every layout first with N evaluations (and at most N/2 "
-       "more polishing), then only those within --screen-margin-pct of the fastest with the "
-       "whole quick budget, each keeping the faster of its two plans (0: every layout with "
-       "the whole budget)")
-      ("screen-margin-pct", po::value<double>()->value_name("PCT")->default_value(5.0, "5"),
-       "percent above the fastest screened time within which a layout is planned again")
-      ("max-evals", po::value<std::int64_t>()->value_name("N"),
-       "evaluations of the whole search (default: no bound). Layouts are kept in enumeration "
-       "order while their evaluations fit; the rest are reported as cut by 'evaluation limit'. "
-       "Deterministic: the answer does not depend on --threads")
-      ("layout-evals", po::value<std::int64_t>()->value_name("N")->default_value(20000),
-       "planner budget per layout with --planner full (and --refine)")
-      ("no-bound", po::bool_switch(),
-       "plan every layout. By default (--planner quick or full) layouts are planned in the "
-       "order of a lower bound on their time that needs no simulation, and one whose bound "
-       "exceeds the best time planned before it is skipped (filter 'bound'): the same best "
-       "layout, fewer evaluations, the same answer under any --threads or mpirun")
-      ("refine", po::value<int>()->value_name("K")->default_value(0),
-       "then plan the best K layouts again with the full planner (--layout-evals each), each "
-       "keeping the faster of its two plans")
-      ("time-limit-s", po::value<double>()->value_name("S"),
-       "wall-clock seconds of the whole search: no layout starts after it, and a layout's "
-       "planner gets what is left (results then depend on the machine)")
-      ("memory-limit-GiB", po::value<double>()->value_name("GiB"), "GiB a device may use (replaces its capacity)")
-      ("margin-GiB", po::value<double>()->value_name("GiB")->default_value(0.0, "0"),
-       "GiB kept free below the limit (the capacity or --memory-limit-GiB), as plan's")
-      ("seed", po::value<std::uint64_t>()->value_name("N")->default_value(1), "planner seed")
-      ("threads", po::value<int>()->value_name("N")->default_value(0, "all cores"), "layouts evaluated at once per process")
       ("top", po::value<int>()->value_name("N")->default_value(10), "rows of the table")
       ("json", po::bool_switch(), "print {layouts, search} as JSON (with --format: and 'export')")
       ("format", po::value<std::string>()->value_name("FORMAT"),
@@ -141,8 +62,7 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
        "differ between runs. Under mpirun rank 0 alone reads and writes it");
   // clang-format on
   // The config keys simulate and plan take too (their other knobs are search dimensions).
-  add_batch_options(opts);
-  add_set_option(opts);
+  for (auto row = keys; row != table.end(); ++row) add_request_option(opts, *row);
   add_progress_options(opts, "phase, layouts done, evaluations, best so far, ETA");
   po::variables_map vm;
   if (auto stop = parse_command_line(
@@ -165,16 +85,7 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   c.top = vm["top"].as<int>();
   if (c.top < 1) throw UsageError("--top", "must be at least 1");
   api::SearchRequest request;
-  request.effort = api::planner_effort(vm["planner"].as<std::string>());
-  request.space.tp = int_list(vm, "tp");
-  request.space.pp = int_list(vm, "pp");
-  request.space.vpp = int_list(vm, "vpp");
-  request.space.micro_batch_size = int_list(vm, "micro-batch-size");
-  request.space.ep = int_list(vm, "ep");
-  request.space.etp = int_list(vm, "etp");
-  request.space.cp = int_list(vm, "cp");
-  request.space.schedules = name_list(vm, "schedules");
-  if (vm.count("offload")) request.offload = vm["offload"].as<std::string>();
+  fill_request(table, vm, request);
   if (vm.count("csv")) c.csv = vm["csv"].as<std::string>();
   if (vm.count("out")) c.out = vm["out"].as<std::string>();
   if (vm.count("format")) {
@@ -182,28 +93,8 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
     api::check_export_request(api::ExportRequest{*c.format, {}});
     request.framework = c.format;  // rank only the layouts the framework runs
   }
-  request.seed = vm["seed"].as<std::uint64_t>();
-  if (vm.count("max-evals")) request.max_evals = vm["max-evals"].as<std::int64_t>();
-  request.layout_evals = vm["layout-evals"].as<std::int64_t>();
-  if (vm.count("time-limit-s")) request.time_limit_s = vm["time-limit-s"].as<double>();
-  request.margin_GiB = vm["margin-GiB"].as<double>();
-  request.threads = vm["threads"].as<int>();
-  request.bound = !vm["no-bound"].as<bool>();
-  request.refine = vm["refine"].as<int>();
-  request.screen_evals = vm["screen-evals"].as<std::int64_t>();
-  request.screen_margin = vm["screen-margin-pct"].as<double>() / 100.0;
-  // The screen is a pass of the quick planner: asked for with another, it would do nothing.
-  for (const char* option : {"screen-evals", "screen-margin-pct"})
-    if (!vm[option].defaulted() && request.effort != PlannerEffort::quick)
-      throw UsageError(std::string("--") + option,
-                       "applies to --planner quick only (got --planner " +
-                           vm["planner"].as<std::string>() + ")");
-  if (vm.count("memory-limit-GiB")) request.memory_limit_GiB = vm["memory-limit-GiB"].as<double>();
   api::check_search_request(request);  // a typo in an option fails before the file is read
   c.path = vm["config"].as<std::string>();
-  // --global-batch-size, --seq-length and --set go into the document before it is read,
-  // as for simulate and plan; --out writes them in.
-  append_batch_and_sets(vm, c.overrides.set);
   // The config read once, under load_config's bound (a config is a few KiB; a wrong path
   // such as /dev/zero fails at 16 MiB): the bytes parsed are the bytes a --journal hashes,
   // standard input ("-") included.
@@ -213,13 +104,14 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   } catch (const ReadFileError& e) {
     throw ConfigError(c.path, 0, "", e.what());
   }
-  c.setup = api::prepare_search(parse_config(text, c.path, c.overrides), request);
+  c.setup = api::prepare_search(parse_config(text, c.path, request.overrides), request);
   if (vm.count("journal")) {
     c.journal = vm["journal"].as<std::string>();
     // The inputs: the config's bytes and every option that can change a layout's result,
     // spelt as Python's search() spells them, so either resumes the other's journal.
     c.inputs_hash = api::journal_inputs_hash(
-        text, api::journal_options(request, vm["screen-margin-pct"].as<double>(), c.overrides.set));
+        text,
+        api::journal_options(request, vm["screen-margin-pct"].as<double>(), request.overrides.set));
   }
   return c;
 }
@@ -336,7 +228,7 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
     // layout: that fixed another pp x vpp, and with the plan's partition would be a second
     // one.
     // --offload auto: the offload choice is the layout's too.
-    Overrides written = c.overrides;
+    Overrides written = c.setup.request.overrides;
     if (!best.layout.offload.empty())
       written.set.emplace_back("training.offload_modules", best.layout.offload);
     if (best.layout.offload_lead >= 0)
