@@ -8,6 +8,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -16,8 +17,10 @@
 #include "api/api.hpp"
 #include "api/export.hpp"
 #include "api/import.hpp"
+#include "api/request_table.hpp"
 #include "api/search.hpp"
 #include "api/search_journal.hpp"
+#include "experiment/suggest.hpp"
 #include "io/read_file.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
@@ -173,27 +176,130 @@ std::vector<std::pair<std::string, std::string>> sets_of(const py::handle& h) {
   return out;
 }
 
-Config load(const py::handle& source, const py::handle& set) {
+Config load_with(const py::handle& source, std::vector<std::pair<std::string, std::string>> sets) {
   // A str may be a path or YAML text; anything path-like is a path.
   const bool text = py::isinstance<py::str>(source);
   const std::string s = text ? source.cast<std::string>() : path_string(source);
   bmpipe::Overrides o;
-  o.set = sets_of(set);
+  o.set = std::move(sets);
   py::gil_scoped_release nogil;
   return text ? api::load_config_source(s, o) : bmpipe::load_config(s, o);
 }
 
+Config load(const py::handle& source, const py::handle& set) {
+  return load_with(source, sets_of(set));
+}
+
 /// The config argument of every command: a Config, or anything load() takes, read with
-/// `set` (the keyword). A Config was read already, so it takes no `set`.
-Config config_of(const py::handle& h, const py::handle& set = py::none()) {
+/// `sets` (the keywords that set config keys: set, and tp, dp, ... where the command takes
+/// them). A Config was read already, so it takes none.
+Config config_with(const py::handle& h,
+                   const std::vector<std::pair<std::string, std::string>>& sets) {
   if (py::isinstance<Config>(h)) {
-    if (!sets_of(set).empty())
+    if (!sets.empty())
       throw api::RequestError("--set",
                               "applies while the config is read: give the path or YAML text, "
                               "or load(..., set=...), not a loaded Config");
     return h.cast<Config>();
   }
-  return load(h, set);
+  return load_with(h, sets);
+}
+
+Config config_of(const py::handle& h, const py::handle& set = py::none()) {
+  return config_with(h, sets_of(set));
+}
+
+// ---- keyword arguments from a request table ------------------------------------------------
+
+/// A Python value as an option of its kind (api/request_table.hpp). Throws TypeError.
+api::OptionValue python_value(const api::OptionSpec& o, const py::handle& v) {
+  using K = api::OptionKind;
+  const std::string name = api::python_name(o.name);
+  auto as = [&]<class T>(const char* expected, T*) -> api::OptionValue {
+    py::detail::make_caster<T> caster;
+    if (!caster.load(v, true))
+      throw py::type_error(name + ": expected " + expected + ", got " +
+                           py::str(py::type::handle_of(v).attr("__name__")).cast<std::string>());
+    return api::OptionValue(py::detail::cast_op<T>(std::move(caster)));
+  };
+  switch (o.kind) {
+    case K::flag:
+      return as("a bool", static_cast<bool*>(nullptr));
+    case K::int32:
+      return as("an int", static_cast<int*>(nullptr));
+    case K::int64:
+      return as("an int", static_cast<std::int64_t*>(nullptr));
+    case K::uint64:
+      return as("a non-negative int", static_cast<std::uint64_t*>(nullptr));
+    case K::number:
+      return as("a number", static_cast<double*>(nullptr));
+    case K::text:
+      return as("a str", static_cast<std::string*>(nullptr));
+    case K::int_list:
+      return as("a list of ints", static_cast<std::vector<int>*>(nullptr));
+    case K::name_list:
+      return as("a list of strs", static_cast<std::vector<std::string>*>(nullptr));
+    case K::repeated: {
+      std::vector<std::string> kvs;
+      for (const auto& [key, value] : sets_of(v)) kvs.push_back(key + "=" + value);
+      return kvs;
+    }
+    case K::yaml:
+      break;
+  }
+  // A config key's value: YAML text, or a bool, int or float; a list (partition) as the
+  // command line's comma-separated one.
+  auto text = [&](const py::handle& x) -> std::string {
+    if (py::isinstance<py::bool_>(x)) return x.cast<bool>() ? "true" : "false";
+    if (py::isinstance<py::str>(x) || py::isinstance<py::int_>(x) || py::isinstance<py::float_>(x))
+      return py::str(x).cast<std::string>();
+    throw py::type_error(name + ": expected a str (YAML), bool, int or float, got " +
+                         py::str(py::type::handle_of(x).attr("__name__")).cast<std::string>());
+  };
+  if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+    std::string joined;
+    for (const py::handle& item : v.cast<py::sequence>())
+      joined += (joined.empty() ? "" : ",") + text(item);
+    return joined;
+  }
+  return text(v);
+}
+
+/// The request `function` is called with: each keyword an option of `table` (None: not
+/// given), set as the command line sets it. Throws TypeError for an unknown keyword (with
+/// "did you mean") or a value of the wrong type, RequestError for a bad value.
+template <class R>
+R request_of(const api::RequestTable<R>& table, const py::kwargs& kwargs, const char* function) {
+  std::vector<std::string> names;
+  for (const api::OptionSpec& o : table) names.push_back(api::python_name(o.name));
+  for (const auto& item : kwargs) {
+    const std::string k = py::str(item.first);
+    if (std::find(names.begin(), names.end(), k) == names.end())
+      throw py::type_error(std::string(function) + "() got an unexpected keyword argument '" + k +
+                           "'" + bmpipe::did_you_mean(k, names));
+  }
+  R r;
+  api::apply_options<R>(
+      table,
+      [&](const api::OptionSpec& o) -> std::optional<api::OptionValue> {
+        const py::str key(api::python_name(o.name));
+        if (!kwargs.contains(key) || kwargs[key].is_none()) return std::nullopt;
+        return python_value(o, kwargs[key]);
+      },
+      r);
+  return r;
+}
+
+/// The keywords of a table for a docstring: "name (default D): help", one a line.
+template <class R>
+std::string keywords_doc(const api::RequestTable<R>& table) {
+  std::string doc = "\n\nKeyword arguments (the command's options; None: not given):\n";
+  for (const api::OptionSpec& o : table) {
+    const std::string shown = api::default_shown(o);
+    doc += "  " + api::python_name(o.name) + (shown.empty() ? "" : " (default " + shown + ")") +
+           ": " + o.help + (o.applies.empty() ? "" : " [applies with " + o.applies + "]") + "\n";
+  }
+  return doc;
 }
 
 /// The bytes a journal's header hashes for the config argument `h`, as `bmpipe search`
@@ -344,28 +450,20 @@ PYBIND11_MODULE(bmpipe, m) {
       "The analytic cost model's per-layer table, as `bmpipe cost --json` prints it (with "
       "every layer's sub-ops when ops=True). Raises ConfigError for measured layers.");
 
+  const std::string plan_doc =
+      "Searches the layers of every stage and the recompute mode of every layer for the "
+      "fastest simulated iteration that fits, and returns what `bmpipe plan --json` prints. "
+      "The keywords are the command's options (schedule may be 'auto'; set is --set "
+      "KEY=VALUE, as load() takes it; tp, dp, micro_batch_size, global_batch_size, "
+      "seq_length, recompute and partition are config keys, read with the config). Raises "
+      "NoPlanFitsError when nothing fits, ValueError for a bad option, TypeError for an "
+      "unknown keyword." +
+      keywords_doc(api::plan_options());
   m.def(
       "plan",
-      [](const py::handle& config, std::optional<std::string> schedule,
-         std::optional<double> memory_limit_GiB, double margin_GiB, int threads, std::uint64_t seed,
-         std::int64_t max_evals, std::optional<double> time_limit_s, std::optional<int> pp,
-         std::optional<int> vpp, std::optional<int> microbatches,
-         std::optional<std::string> baseline, std::optional<std::string> expressible,
-         std::optional<std::string> baseline_layout, std::optional<std::string> offload,
-         const py::object& set) {
-        const Config c = config_of(config, set);
-        api::PlanRequest r;
-        r.overrides = overrides(std::move(schedule), pp, vpp, microbatches);
-        r.memory_limit_GiB = memory_limit_GiB;
-        r.margin_GiB = margin_GiB;
-        r.threads = threads;
-        r.seed = seed;
-        r.max_evals = max_evals;
-        r.time_limit_s = time_limit_s;
-        r.baseline = std::move(baseline);
-        r.expressible = std::move(expressible);
-        r.baseline_layout = std::move(baseline_layout);
-        r.offload = std::move(offload);
+      [](const py::handle& config, const py::kwargs& kwargs) {
+        const api::PlanRequest r = request_of(api::plan_options(), kwargs, "plan");
+        const Config c = config_with(config, r.overrides.set);
         nlohmann::json summary;
         {
           py::gil_scoped_release nogil;
@@ -373,85 +471,48 @@ PYBIND11_MODULE(bmpipe, m) {
         }
         return to_python(summary);
       },
-      py::arg("config"), py::kw_only(), py::arg("schedule") = py::none(),
-      py::arg("memory_limit_GiB") = py::none(), py::arg("margin_GiB") = 0.0, py::arg("threads") = 0,
-      py::arg("seed") = 1, py::arg("max_evals") = 20000, py::arg("time_limit_s") = py::none(),
-      py::arg("pp") = py::none(), py::arg("vpp") = py::none(), py::arg("microbatches") = py::none(),
-      py::arg("baseline") = py::none(), py::arg("expressible") = py::none(),
-      py::arg("baseline_layout") = py::none(), py::arg("offload") = py::none(),
-      py::arg("set") = py::none(),
-      "Searches the layers of every stage and the recompute mode of every layer for the "
-      "fastest simulated iteration that fits, and returns what `bmpipe plan --json` prints. "
-      "The options are the command's (schedule may be 'auto'; threads=0: every core; "
-      "expressible='megatron' or 'mindformers' is --expressible; baseline_layout, a "
-      "Megatron --pipeline-model-parallel-layout string, is --baseline-layout; offload='auto' "
-      "is --offload auto (activation offload chosen with recompute); set is "
-      "--set KEY=VALUE, as load() takes it). Raises NoPlanFitsError when nothing fits, ValueError "
-      "for a bad option.");
+      py::arg("config"), py::kw_only(), plan_doc.c_str());
 
+  const std::string search_doc =
+      "Finds the fastest parallel layout and returns what `bmpipe search --json` prints: "
+      "{layouts, search}, every layout ranked. The keywords are the command's options: tp, "
+      "pp, vpp, micro_batch_size, schedules, ep, etp and cp are lists (None: the command's "
+      "default range); max_evals and time_limit_s bound the whole search (search.stopped_by "
+      "says which stopped it); set is --set KEY=VALUE, as load() takes it. journal (a path) "
+      "is --journal FILE: every planned layout is appended to it, and a journal of the same "
+      "search (this call's or `bmpipe search`'s) is read back instead of planning its "
+      "layouts again, with the same result; a journal of other inputs raises ValueError, a "
+      "torn last line is dropped with a UserWarning ('note: ...'). resume (a path) is "
+      "journal by another name: resume='FILE' finishes a search a budget, a kill or `bmpipe "
+      "search --journal FILE` left. Raises ConfigError for the config, ValueError for a bad "
+      "option, TypeError for an unknown keyword, OSError when the journal cannot be written." +
+      keywords_doc(api::search_options());
   m.def(
       "search",
-      [](const py::handle& config, const std::string& planner, std::optional<std::vector<int>> tp,
-         std::optional<std::vector<int>> pp, std::optional<std::vector<int>> vpp,
-         std::optional<std::vector<int>> micro_batch_size,
-         std::optional<std::vector<std::string>> schedules, std::optional<double> memory_limit_GiB,
-         std::uint64_t seed, std::optional<std::int64_t> max_evals, std::int64_t layout_evals,
-         std::optional<double> time_limit_s, double margin_GiB, int threads,
-         std::optional<std::vector<int>> ep, std::optional<std::vector<int>> etp,
-         std::optional<std::vector<int>> cp, std::optional<std::int64_t> screen_evals,
-         std::optional<double> screen_margin_pct, const py::object& set,
-         std::optional<py::object> journal, std::optional<py::object> resume,
-         std::optional<std::string> offload) {
+      [](const py::handle& config, std::optional<py::object> journal,
+         std::optional<py::object> resume, const py::kwargs& kwargs) {
         // resume= is journal= by the name of what it is for: read back what an interrupted
         // search finished, plan the rest, record them.
         if (resume && journal)
           throw api::RequestError("--journal",
                                   "resume= and journal= name the same file: give one of them");
         if (resume) journal = std::move(resume);
-        const Config c = config_of(config, set);
-        api::SearchRequest r;
-        r.effort = api::planner_effort(planner);
-        // None is the command's default range; an empty list is refused as the command's
-        // empty --tp "" is.
-        auto list = [](const char* option, auto& into, auto given) {
-          if (!given) return;
-          if (given->empty())
-            throw api::RequestError(std::string("--") + option, "the list is empty");
-          into = std::move(*given);
-        };
-        list("tp", r.space.tp, std::move(tp));
-        list("pp", r.space.pp, std::move(pp));
-        list("vpp", r.space.vpp, std::move(vpp));
-        list("micro-batch-size", r.space.micro_batch_size, std::move(micro_batch_size));
-        list("schedules", r.space.schedules, std::move(schedules));
-        list("ep", r.space.ep, std::move(ep));
-        list("etp", r.space.etp, std::move(etp));
-        list("cp", r.space.cp, std::move(cp));
-        r.memory_limit_GiB = memory_limit_GiB;
-        r.seed = seed;
-        r.max_evals = max_evals;
-        r.layout_evals = layout_evals;
-        r.time_limit_s = time_limit_s;
-        r.margin_GiB = margin_GiB;
-        r.threads = threads;
-        r.offload = std::move(offload);
-        // As the command: the screen is a pass of the quick planner, so asking for it with
-        // another is refused rather than ignored.
-        if (screen_evals && r.effort != bmpipe::PlannerEffort::quick)
-          throw api::RequestError("--screen-evals", "applies to planner 'quick' only");
-        if (screen_margin_pct && r.effort != bmpipe::PlannerEffort::quick)
-          throw api::RequestError("--screen-margin-pct", "applies to planner 'quick' only");
-        if (screen_evals) r.screen_evals = *screen_evals;
-        if (screen_margin_pct) r.screen_margin = *screen_margin_pct / 100.0;
+        const api::SearchRequest r = request_of(api::search_options(), kwargs, "search");
+        const Config c = config_with(config, r.overrides.set);
         nlohmann::json document;
         if (journal) {
           // The inputs as `bmpipe search CONFIG ... --journal` hashes them, so either
-          // resumes the other's journal.
+          // resumes the other's journal: the margin as given (or the request's default).
+          const py::object pct =
+              kwargs.contains("screen_margin_pct") ? kwargs["screen_margin_pct"] : py::none();
           const api::JournalRequest j{
               path_string(*journal),
               api::journal_inputs_hash(
                   config_bytes(config),
-                  api::journal_options(r, screen_margin_pct.value_or(5.0), sets_of(set)))};
+                  api::journal_options(
+                      r,
+                      pct.is_none() ? api::SearchRequest{}.screen_margin * 100 : pct.cast<double>(),
+                      r.overrides.set))};
           std::vector<std::string> notes;
           {
             py::gil_scoped_release nogil;
@@ -467,35 +528,8 @@ PYBIND11_MODULE(bmpipe, m) {
         }
         return to_python(document);
       },
-      py::arg("config"), py::kw_only(), py::arg("planner") = "quick", py::arg("tp") = py::none(),
-      py::arg("pp") = py::none(), py::arg("vpp") = py::none(),
-      py::arg("micro_batch_size") = py::none(), py::arg("schedules") = py::none(),
-      py::arg("memory_limit_GiB") = py::none(), py::arg("seed") = 1,
-      py::arg("max_evals") = py::none(), py::arg("layout_evals") = 20000,
-      py::arg("time_limit_s") = py::none(), py::arg("margin_GiB") = 0.0, py::arg("threads") = 0,
-      py::arg("ep") = py::none(), py::arg("etp") = py::none(), py::arg("cp") = py::none(),
-      py::arg("screen_evals") = py::none(), py::arg("screen_margin_pct") = py::none(),
-      py::arg("set") = py::none(), py::arg("journal") = py::none(), py::arg("resume") = py::none(),
-      py::arg("offload") = py::none(),
-      "Finds the fastest parallel layout and returns what `bmpipe search --json` prints: "
-      "{layouts, search}, every layout ranked. planner is 'off', 'quick' or 'full' "
-      "(layout_evals per layout); max_evals and time_limit_s bound the whole search "
-      "(search.stopped_by says which stopped it); margin_GiB is kept free; tp, pp, vpp, "
-      "micro_batch_size, schedules, ep, etp and cp are lists (None: the command's default "
-      "range; ep and etp for mixture-of-experts models); threads=0: every core; with planner "
-      "'quick', every layout is first planned with screen_evals evaluations (None: 64) and "
-      "those within screen_margin_pct (None: 5) of the fastest again with the whole budget "
-      "(screen_evals=0: every layout with the whole budget; either with another planner: "
-      "ValueError); set is --set KEY=VALUE, as load() takes it. journal (a path) is "
-      "--journal FILE: every planned layout is appended to it, and a journal of the same "
-      "search (this call's or `bmpipe search`'s) is read back instead of planning its "
-      "layouts again, with the same result; a journal of other inputs raises ValueError, a "
-      "torn last line is dropped with a UserWarning ('note: ...'). resume (a path) is journal "
-      "by another name: resume='FILE' finishes a search a budget, a kill or `bmpipe search "
-      "--journal FILE` left. offload='auto' is --offload auto (every layout under each "
-      "activation-offload choice and lead). Raises ConfigError for "
-      "the config, ValueError for a bad option, OSError when the journal cannot be "
-      "written.");
+      py::arg("config"), py::kw_only(), py::arg("journal") = py::none(),
+      py::arg("resume") = py::none(), search_doc.c_str());
 
   m.def(
       "export_config",
