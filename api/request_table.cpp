@@ -1,6 +1,7 @@
 #include "api/request_table.hpp"
 
 #include <cstdio>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -365,6 +366,54 @@ RequestTable<SearchRequest> search_options() {
   t.back().default_text = "all cores";
   append_on(t, batch_and_set_options(), &R::overrides);
   return t;
+}
+
+// ---- the docs' lists ---------------------------------------------------------------------
+
+std::string options_markdown(const std::vector<OptionSpec>& options, bool python) {
+  std::string out = python ? "| keyword | default | applies | what |\n|---|---|---|---|\n"
+                           : "| option | default | applies | what |\n|---|---|---|---|\n";
+  for (const OptionSpec& o : options) {
+    // A '|' in a cell (auto|none), even in code, would end it.
+    auto cell = [](std::string text) {
+      for (std::size_t at = 0; (at = text.find('|', at)) != std::string::npos; at += 2)
+        text.replace(at, 1, "\\|");
+      return text;
+    };
+    out += "| `" +
+           cell(python ? python_name(o.name)
+                       : "--" + o.name + (o.value_name.empty() ? "" : " " + o.value_name)) +
+           "` | " + default_shown(o) + " | " +
+           (o.applies.empty() ? "" : "with `" + o.applies + "`") + " | " + cell(o.help) + " |\n";
+  }
+  return out;
+}
+
+std::string with_option_tables(const std::string& page) {
+  const std::string open = "<!-- options: ", close = "<!-- /options -->";
+  std::string out;
+  std::size_t at = 0;
+  while (true) {
+    const std::size_t start = page.find(open, at);
+    if (start == std::string::npos) break;
+    const std::size_t name_end = page.find(" -->\n", start);
+    const std::size_t end = page.find(close, start);
+    if (name_end == std::string::npos || end == std::string::npos || end < name_end)
+      throw std::invalid_argument("an options block is not closed by " + close);
+    const std::string name = page.substr(start + open.size(), name_end - start - open.size());
+    std::string table;
+    if (name == "plan" || name == "python-plan")
+      table = options_markdown(specs(plan_options()), name != "plan");
+    else if (name == "search" || name == "python-search")
+      table = options_markdown(specs(search_options()), name != "search");
+    else
+      throw std::invalid_argument("unknown options block '" + name +
+                                  "' (plan, search, python-plan, python-search)");
+    out += page.substr(at, name_end + 5 - at) + table;
+    out += close;
+    at = end + close.size();
+  }
+  return out + page.substr(at);
 }
 
 }  // namespace bmpipe::api

@@ -118,4 +118,21 @@ RequestTable<PlanRequest> plan_options();
 /// the bound, --refine, the limits, then batch_and_set_options.
 RequestTable<SearchRequest> search_options();
 
+/// The rows of `table` as front ends and docs see them.
+template <class R>
+std::vector<OptionSpec> specs(const RequestTable<R>& table) {
+  return std::vector<OptionSpec>(table.begin(), table.end());
+}
+
+/// `options` as a Markdown table: option (as `--name` or, with `python`, the keyword),
+/// default, when it applies, what it does.
+std::string options_markdown(const std::vector<OptionSpec>& options, bool python);
+
+/// `page` with every block between a line "<!-- options: NAME -->" and a line
+/// "<!-- /options -->" replaced by the table of NAME (plan, search, python-plan,
+/// python-search): how docs/plan.md, docs/search.md and docs/python.md list the options
+/// (bmpipe_options_reference rewrites them; tests/docs/options_reference_test.cpp checks
+/// them). Throws std::invalid_argument for an unknown NAME or a block left open.
+std::string with_option_tables(const std::string& page);
+
 }  // namespace bmpipe::api

@@ -2,6 +2,8 @@
 file, the 1-based line and the key path, as the CLI's message does; a keyword argument
 that caused it is named as the keyword. Bad arguments are ValueError or TypeError;
 nothing crashes and nothing falls back to a default silently."""
+import json
+
 import pytest
 
 import bmpipe
@@ -130,3 +132,28 @@ def test_wrong_argument_types_are_type_errors():
         bmpipe.load(42)
     with pytest.raises(TypeError):
         bmpipe.Config()
+
+
+def test_unknown_keywords_name_the_closest_option():
+    # plan() and search() take the command's options from the request tables
+    # (api/request_table.hpp): a typo is a TypeError naming the keyword meant.
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'memory_limit_gib' "
+                                        r"\(did you mean 'memory_limit_GiB'\?\)"):
+        bmpipe.plan(str(TINY), memory_limit_gib=3)
+    with pytest.raises(TypeError, match=r"'screen_eval' \(did you mean 'screen_evals'\?\)"):
+        bmpipe.search(str(TINY), screen_eval=8)
+    with pytest.raises(TypeError, match="tp: expected a list of ints, got str"):
+        bmpipe.search(str(TINY), tp="8")
+
+
+def test_plan_takes_the_commands_overrides():
+    # --microbatches 4 on the command line and microbatches=4 here plan the same job, and
+    # --set wins over a knob of the same key (set=... after microbatches).
+    fast = dict(max_evals=50, threads=1)
+    got = bmpipe.plan(str(TINY), microbatches=4, set={"training.microbatches": 8}, **fast)
+    rc, out, _ = run_cli("plan", str(TINY), "--microbatches", "4", "--set",
+                         "training.microbatches=8", "--max-evals", "50", "--threads", "1",
+                         "--json", "--quiet")
+    assert rc == 0
+    cli = json.loads(out)
+    assert got["plan"] == cli["plan"]
