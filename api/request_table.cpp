@@ -18,6 +18,10 @@ std::string python_name(const std::string& option) {
   return name;
 }
 
+std::string did_you_mean_option(const std::string& name, const std::vector<std::string>& names) {
+  return did_you_mean(name, names);
+}
+
 std::string default_shown(const OptionSpec& option) {
   if (!option.default_text.empty() || !option.default_value) return option.default_text;
   return std::visit(

@@ -77,6 +77,10 @@ using RequestTable = std::vector<RequestOption<R>>;
 /// The Python keyword of an option: "memory-limit-GiB" -> "memory_limit_GiB".
 std::string python_name(const std::string& option);
 
+/// " (did you mean 'x'?)" for the name of `names` closest to `name`, or "" (the front ends'
+/// message for an unknown option, as experiment/suggest.hpp's did_you_mean).
+std::string did_you_mean_option(const std::string& name, const std::vector<std::string>& names);
+
 /// The default as --help shows it: default_text, else the value ("64", "5", "quick").
 std::string default_shown(const OptionSpec& option);
 

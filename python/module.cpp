@@ -20,7 +20,6 @@
 #include "api/request_table.hpp"
 #include "api/search.hpp"
 #include "api/search_journal.hpp"
-#include "experiment/suggest.hpp"
 #include "io/read_file.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
@@ -276,7 +275,7 @@ R request_of(const api::RequestTable<R>& table, const py::kwargs& kwargs, const 
     const std::string k = py::str(item.first);
     if (std::find(names.begin(), names.end(), k) == names.end())
       throw py::type_error(std::string(function) + "() got an unexpected keyword argument '" + k +
-                           "'" + bmpipe::did_you_mean(k, names));
+                           "'" + api::did_you_mean_option(k, names));
   }
   R r;
   api::apply_options<R>(
