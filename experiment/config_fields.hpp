@@ -280,8 +280,9 @@ inline constexpr auto kDeviceFields = std::to_array<Field<HardwareSpec>>({
      .form = Form::compute},
     {.name = "host_link",
      .slot = &HardwareSpec::host_link,
-     .help = "the link between the device and its host's memory: pcie4_x16, pcie5_x16 or "
-             "nvlink_c2c (shown in outputs; host_link_GBps is its speed)",
+     .help = "the link between the device and its host's memory: pcie4_x16, pcie5_x16, "
+             "nvlink_c2c or ub (Huawei's Unified Bus) (shown in outputs; host_link_GBps is "
+             "its speed)",
      .choices = kHostLinkKinds,
      .form = Form::compute},
     {.name = "host_link_GBps",

@@ -426,6 +426,11 @@ HardwareSpec make_ascend_910b() {
   h.devices_per_node = 8;
   // Host link: no figure for the link between a 910B and the Atlas 800T A2's Kunpeng 920
   // hosts (its generation, lanes, bandwidth) nor for the host memory was found: unknown.
+  // Searched (2026-12): hiascend.com's Atlas A2 documents (CANN installation guides, HCCL
+  // rank tables, MindCluster affinity pages: none gives the NPU-CPU link or the DIMMs),
+  // Huawei support's Kunpeng server manuals (riser cards and PCIe slots of TaiShan servers,
+  // not of the 800T A2), the Atlas 300T (model 9000, the 910's PCIe card) white paper, and
+  // third-party overviews of the Atlas line; none states the 800T A2's figures.
   unknown_host(h);
   return h;
 }
@@ -457,9 +462,29 @@ HardwareSpec make_ascend_910c() {
   h.inter_node = {50, 20};  // RDMA plane: 2 x 200 Gb/s RoCE per package = 50 GB/s (paper)
   h.devices_per_node = 8;   // 48 nodes x 8 NPUs = 384 (paper, sec. 3.2)
   h.scale_up_domain = 384;  // the whole SuperPoD on one UB fabric
-  // Host link: CloudMatrix384 puts its Kunpeng CPUs on the UB fabric too, but no per-NPU
-  // host bandwidth or host memory figure was found: unknown (as ascend-910b, whose
-  // unknown_host this preset carries over).
+  // Host link: the Unified Bus. Zuo et al. (above), sec. 3, its description of the Ascend
+  // 910C node: each node has 8 NPUs, 4 Kunpeng CPUs and 7 on-board UB switch chips, all 12
+  // processors on the switches by UB links; each NPU has up to 392 GB/s of UB one way and
+  // each Kunpeng CPU socket about 160 GB/s; the four sockets form a full-mesh NUMA, so an
+  // NPU reaches all of the node's CPU-attached DRAM. A device's path to host memory is
+  // thus bounded by the CPU side: 160 GB/s one way a socket for 8 / 4 = 2 NPUs
+  // (host_link_devices 2: 80 GB/s each when all copy at once), and the node's 4 sockets
+  // are one host for its 8 NPUs (host_devices 8). Read through copies of the paper's text,
+  // not the paper itself: emergentmind.com's "CloudMatrix Datacenter Architecture" topic
+  // page ("4 Kunpeng CPUs (each providing approximately 160 GB/s of UB bandwidth)", citing
+  // Zuo et al.) and 10100.com/article/50957727 (the full-mesh NUMA paragraph, verbatim);
+  // to be checked against the paper. Host memory: no DRAM capacity of a node was found
+  // (the paper's copies above, hiascend.com's Atlas 900 A3 SuperPoD pages, third-party
+  // descriptions of the SuperPoD): unknown (0), so activation and optimizer offload are
+  // refused until cluster.device.host_memory_GiB gives it. CPU Adam: ZeRO-Offload's
+  // figure is a Xeon host's; none was found for Kunpeng: unknown.
+  h.host_link =
+      std::string(kHostLinkKinds[3]);  // "ub" (a literal trips GCC 12's -Wmaybe-uninitialized)
+  h.host_link_GBps = 160;
+  h.host_link_devices = 2;
+  h.host_memory_GiB = 0;
+  h.host_devices = 8;
+  h.host_adam_Gparams_per_s = 0;
   return h;
 }
 

@@ -99,8 +99,8 @@ struct HardwareSpec {
 
   /// The host link: the path between a device and its host's memory that offloading uses
   /// (the optimizer step on the host, training.optimizer.offload_fraction). `host_link` is
-  /// its kind (kHostLinkKinds: "pcie4_x16", "pcie5_x16", "nvlink_c2c"; "" when no figure is
-  /// known, as for the Ascend presets); host_link_GBps its bandwidth one way, 1e9 bytes/s,
+  /// its kind (kHostLinkKinds: "pcie4_x16", "pcie5_x16", "nvlink_c2c", "ub"; "" when no figure
+  /// is known, as for ascend-910b); host_link_GBps its bandwidth one way, 1e9 bytes/s,
   /// which host_link_devices devices share (1: a link of its own; a Grace's NVLink-C2C
   /// serves its two Blackwell GPUs). 0 GB/s: no host link known, so offloading is refused
   /// until cluster.device.host_link_GBps gives one.
@@ -129,9 +129,10 @@ struct HardwareSpec {
   }
 };
 
-/// HardwareSpec::host_link's kinds: PCIe 4.0 x16, PCIe 5.0 x16, NVLink-C2C.
-inline constexpr std::array<std::string_view, 3> kHostLinkKinds{"pcie4_x16", "pcie5_x16",
-                                                                "nvlink_c2c"};
+/// HardwareSpec::host_link's kinds: PCIe 4.0 x16, PCIe 5.0 x16, NVLink-C2C, Huawei's
+/// Unified Bus (CloudMatrix384: NPUs and Kunpeng CPUs on one UB switch fabric).
+inline constexpr std::array<std::string_view, 4> kHostLinkKinds{"pcie4_x16", "pcie5_x16",
+                                                                "nvlink_c2c", "ub"};
 
 /// The preset called `name` (ascend-910b, ascend-910c, a100-80g, b200, b300, gb200, gb300,
 /// h100-sxm, h200, h800), or nullptr.

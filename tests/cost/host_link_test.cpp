@@ -33,13 +33,17 @@ struct HostRow {
 //   NF5488A5): 16 x 64 GB = 1024 GiB for 8.
 //   GB200 / GB300: NVLink-C2C 900 GB/s both ways = 450 one way per Grace, shared by its 2
 //   GPUs; 480 GB LPDDR5X = 447 GiB per Grace (480e9 / 2^30 = 447.03).
-//   Ascend 910B / 910C, B300: no figure found, so none (offloading refused).
+//   Ascend 910C (Zuo et al., "Serving Large Language Models on Huawei CloudMatrix384",
+//   arXiv 2506.12708, sec. 3, the 910C node): 4 Kunpeng sockets of about 160 GB/s of UB
+//   one way each for 8 NPUs: 160 shared by 2, the node's 8 NPUs one host; no host DRAM
+//   figure (0: offload needs cluster.device.host_memory_GiB).
+//   Ascend 910B, B300: no figure found, so none (offloading refused).
 const HostRow kRows[] = {
     {"h100-sxm", "pcie5_x16", 64, 1, 2048, 8}, {"h200", "pcie5_x16", 64, 1, 2048, 8},
     {"h800", "pcie5_x16", 64, 1, 2048, 8},     {"b200", "pcie5_x16", 64, 1, 2048, 8},
     {"a100-80g", "pcie4_x16", 32, 1, 1024, 8}, {"gb200", "nvlink_c2c", 450, 2, 447, 2},
     {"gb300", "nvlink_c2c", 450, 2, 447, 2},   {"b300", "", 0, 1, 0, 1},
-    {"ascend-910b", "", 0, 1, 0, 1},           {"ascend-910c", "", 0, 1, 0, 1},
+    {"ascend-910b", "", 0, 1, 0, 1},           {"ascend-910c", "ub", 160, 2, 0, 8},
 };
 
 TEST(HostLink, EveryPresetPinnedToItsSource) {
@@ -59,10 +63,11 @@ TEST(HostLink, EveryPresetPinnedToItsSource) {
 }
 
 TEST(HostLink, CpuAdamIsZeroOffloadsPerHostFigure) {
-  // ZeRO-Offload: 10e9 parameters in 2.57 s on one host = 3.891e9 parameters/s.
+  // ZeRO-Offload: 10e9 parameters in 2.57 s on one (Xeon) host = 3.891e9 parameters/s, for
+  // the x86 and Grace hosts; none for a Kunpeng host (ascend-910c) nor where no link is known.
   for (const HostRow& r : kRows) {
     SCOPED_TRACE(r.preset);
-    const double expected = r.link_GBps > 0 ? 10.0 / 2.57 : 0.0;
+    const double expected = r.link_GBps > 0 && r.memory_GiB > 0 ? 10.0 / 2.57 : 0.0;
     EXPECT_NEAR(preset(r.preset).host_adam_Gparams_per_s, expected, 1e-12);
   }
   EXPECT_NEAR(preset("h200").host_adam_Gparams_per_s, 3.891, 0.001);

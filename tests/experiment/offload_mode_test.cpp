@@ -86,6 +86,38 @@ TEST(OffloadMode, EveryLayerInOffloadSimulatesAsTheJobWideForm) {
   EXPECT_GT(ja["devices"][0]["peak_host_bytes"].get<std::int64_t>(), 0);
 }
 
+TEST(OffloadMode, Ascend910cCopiesOnItsShareOfAKunpengSocketsUnifiedBus) {
+  // ascend-910c's host link (sim/cost/hardware.cpp; Zuo et al., arXiv 2506.12708, sec. 3, the
+  // 910C node): about 160 GB/s of UB one way a Kunpeng socket, 4 sockets for 8 NPUs, so
+  // L = 160e9 / 2 = 80e9 B/s a device. Stage 1's two layers move 33 554 432 bytes (as on
+  // h200 above: the bytes do not depend on the device), one copy 33 554 432 / 80e9 s =
+  // 419 430.4 ns, rounded to 419 430. The preset knows no host memory: the config gives one.
+  const char* const device = "{preset: ascend-910c, host_memory_GiB: 1024}";
+  const SimInput in =
+      test::prepare_run(
+          parse_config(job(device, "core_attn,attn_proj", "{layers: {2: offload}}"), "job.yaml"))
+          .input;
+  EXPECT_EQ(in.stages[1].offload_bytes, 16'777'216);
+  EXPECT_EQ(in.stages[1].offload_time, 209'715);  // 16 777 216 / 80e9 s = 209 715.2 ns
+  const SimInput all =
+      test::prepare_run(parse_config(job(device, "core_attn,attn_proj", "none"), "job.yaml")).input;
+  EXPECT_EQ(all.stages[1].offload_bytes, 33'554'432);
+  EXPECT_EQ(all.stages[1].offload_time, 419'430);
+  // And it simulates, with the copies' bytes on the host.
+  ScratchDir dir;
+  const CliRun r = run_cli(
+      "simulate " + write_file(dir.file("a.yaml"), job(device, "core_attn,attn_proj", "none")) +
+      " --json");
+  ASSERT_EQ(r.code, 0) << r.all();
+  EXPECT_GT(nlohmann::json::parse(r.out)["devices"][0]["peak_host_bytes"].get<std::int64_t>(), 0);
+  // Without host memory it is refused, naming the key to give.
+  const std::string bare = write_file(dir.file("bare.yaml"),
+                                      job("{preset: ascend-910c}", "core_attn,attn_proj", "none"));
+  const CliRun refused = run_cli("simulate " + bare);
+  EXPECT_EQ(refused.code, 2) << refused.all();
+  EXPECT_NE(refused.err.find("cluster.device.host_memory_GiB"), std::string::npos) << refused.err;
+}
+
 void expect_refused(const ScratchDir& dir, const std::string& text, const std::string& key,
                     const std::string& says) {
   const std::string path = write_file(dir.file("bad.yaml"), text);
