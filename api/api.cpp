@@ -384,8 +384,7 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
         c.training.offload_modules = modules;
         c.training.offload_lead = lead;
         // The per-layer forms: a table with the offload mode (every layer may take it).
-        if (form != OffloadForm::job)
-          c.training.recompute = RecomputeSpec{Recompute::offload, {}, {}};
+        if (form != OffloadForm::job) c.training.recompute = RecomputeSpec::per_layer_offload();
         nlohmann::json row = {{"offload_modules", modules}};
         if (modules != "none") row["offload_lead"] = lead;
         if (!only) row["form"] = form_name(form);

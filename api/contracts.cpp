@@ -334,6 +334,7 @@ nlohmann::json search_document(const SearchReport& report) {
       layouts.back()["offload_lead"] = r.layout.offload_lead >= 0
                                            ? nlohmann::json(r.layout.offload_lead)
                                            : nlohmann::json(nullptr);
+      layouts.back()["offload_form"] = r.layout.offload_per_layer ? "per_layer" : "job";
     }
   }
   nlohmann::json filters;
@@ -366,7 +367,7 @@ std::string search_table(const SearchReport& report, const std::string& file, in
   out += buf;
   if (report.experts) out += "   ep  etp";
   if (report.context) out += "   cp";
-  if (report.offload) out += "  offload (lead)";
+  if (report.offload) out += "  offload (lead, form)";
   out += '\n';
   const std::vector<LayoutResult>& ranked = report.layouts;
   int shown = 0, fitting = 0;
@@ -391,8 +392,11 @@ std::string search_table(const SearchReport& report, const std::string& file, in
       out += buf;
     }
     if (report.offload)
-      out += "  " + r.layout.offload +
-             (r.layout.offload_lead >= 0 ? " (" + std::to_string(r.layout.offload_lead) + ")" : "");
+      out +=
+          "  " + r.layout.offload +
+          (r.layout.offload_lead >= 0 ? " (" + std::to_string(r.layout.offload_lead) + ", " +
+                                            (r.layout.offload_per_layer ? "per layer" : "job") + ")"
+                                      : "");
     out += "\n";
   }
   std::snprintf(buf, sizeof buf, "\n%d of %zu layouts fit", fitting, ranked.size());
@@ -427,7 +431,7 @@ std::string search_csv(const SearchReport& report) {
   std::string out = "tp,pp,dp,vpp,micro_batch_size,schedule,";
   if (report.experts) out += "ep,etp,";
   if (report.context) out += "cp,";
-  if (report.offload) out += "offload_modules,offload_lead,";
+  if (report.offload) out += "offload_modules,offload_lead,offload_form,";
   out +=
       "microbatches,fits,iteration_time_ms,tokens_per_s,mfu,tflops_per_device,bubble_ratio,"
       "max_peak_memory_bytes,capacity_bytes,rejected\n";
@@ -441,7 +445,8 @@ std::string search_csv(const SearchReport& report) {
     if (report.context) out += std::to_string(r.layout.cp) + ",";
     if (report.offload)
       out += '"' + r.layout.offload + "\"," +
-             (r.layout.offload_lead >= 0 ? std::to_string(r.layout.offload_lead) : "") + ",";
+             (r.layout.offload_lead >= 0 ? std::to_string(r.layout.offload_lead) : "") + "," +
+             (r.layout.offload_per_layer ? "per_layer" : "job") + ",";
     std::snprintf(buf, sizeof buf, "%d,%s,", r.microbatches,
                   r.rejected.empty() && r.fits ? "true" : "false");
     out += buf;

@@ -1,5 +1,6 @@
 #include "api/search.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
@@ -65,10 +66,19 @@ SearchSetup prepare_search(Config config, const SearchRequest& request) {
   LayoutSpace space = request.space;
   if (request.offload == "auto") {
     require_offload_auto(config);
-    // No lead matters when nothing is offloaded: "none" once, at the config's lead.
-    for (const std::string& modules : offload_choices(config))
+    // As plan --offload auto: the job-wide form (with "none": recompute alone, once, at the
+    // config's lead, since no lead matters when nothing is offloaded), then the per-layer
+    // form, where the planner picks each layer's mode (RecomputeSpec::per_layer_offload).
+    // The per-layer form needs the planner: --planner off runs the config's recompute.
+    const std::vector<std::string> choices = offload_choices(config);
+    for (const std::string& modules : choices)
       for (const int lead : modules == "none" ? std::vector<int>{-1} : offload_leads(config))
-        space.offload.emplace_back(modules, lead);
+        space.offload.push_back({modules, lead, false});
+    if (request.effort != PlannerEffort::off)
+      for (const std::string& modules : choices)
+        if (modules != "none")
+          for (const int lead : offload_leads(config))
+            space.offload.push_back({modules, lead, true});
   }
   s.layouts = enumerate_layouts(config, space, &s.rejected);
   // --format F: only jobs F's framework runs are ranked, so that the best is one it exports.
@@ -137,6 +147,7 @@ LayoutResult layout_from_json(const nlohmann::json& j) {
   r.layout.cp = j.value("cp", 1);
   r.layout.offload = j.value("offload_modules", std::string());
   r.layout.offload_lead = j.value("offload_lead", -1);
+  r.layout.offload_per_layer = j.value("offload_per_layer", false);
   r.microbatches = j.at("microbatches");
   r.fits = j.at("fits");
   if (!j.at("rejected").is_null()) r.rejected = j.at("rejected");
@@ -166,6 +177,18 @@ LayoutResult layout_from_json(const nlohmann::json& j) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, std::string>> offload_keys(const LayoutResult& best) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const std::vector<Recompute>& modes = best.plan.recompute;
+  const bool moves = !best.layout.offload_per_layer ||
+                     std::find(modes.begin(), modes.end(), Recompute::offload) != modes.end();
+  if (!best.layout.offload.empty())
+    out.emplace_back("training.offload_modules", moves ? best.layout.offload : "none");
+  if (best.layout.offload_lead >= 0 && moves)
+    out.emplace_back("training.offload_lead", std::to_string(best.layout.offload_lead));
+  return out;
+}
+
 std::string encode_result(const LayoutResult& r) {
   nlohmann::json j = layout_json(r);
   j["iteration_time_ns"] = r.iteration_time;
@@ -175,6 +198,7 @@ std::string encode_result(const LayoutResult& r) {
   j["cp"] = r.layout.cp;
   if (!r.layout.offload.empty()) j["offload_modules"] = r.layout.offload;
   if (r.layout.offload_lead >= 0) j["offload_lead"] = r.layout.offload_lead;
+  if (r.layout.offload_per_layer) j["offload_per_layer"] = true;
   if (r.bound > 0) j["bound_ns"] = r.bound;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "experiment/config.hpp"
@@ -55,9 +56,10 @@ struct SearchRequest {
   std::int64_t screen_evals = 64;
   double screen_margin = 0.05;
   /// "auto": every layout under each activation-offload choice at each lead, as `plan
-  /// --offload auto` tries them (offload_choices, offload_leads in api/api.hpp), ranked
-  /// with the rest; the config needs an analytic model and a host link. None or "none":
-  /// the config's own offload.
+  /// --offload auto` tries them (offload_choices, offload_leads in api/api.hpp), in the
+  /// job-wide form and (with the planner) the per-layer form, ranked with the rest; the
+  /// config needs an analytic model and a host link. None or "none": the config's own
+  /// offload.
   std::optional<std::string> offload;
   /// An exporter's name (search --format): a layout its framework refuses to run (its rule
   /// table, frameworks/framework_rules.hpp) is rejected by filter "framework", not ranked.
@@ -129,7 +131,7 @@ struct SearchReport {
   /// Some layout of the search has cp other than 1 (--cp): every layout carries cp.
   bool context = false;
   /// The search tried offload choices (--offload auto): every layout carries its
-  /// offload_modules and offload_lead (null for none).
+  /// offload_modules, offload_lead (null for none) and offload_form (job or per_layer).
   bool offload = false;
 };
 
@@ -139,6 +141,13 @@ SearchReport rank_search(const SearchSetup& s, std::vector<LayoutResult> results
                          std::size_t confirmed = 0);
 
 /// One result as text and back, exactly (a journal's lines, the MPI transport's messages).
+/// The offload keys a layout's --out file states (search --offload auto), as --set pairs:
+/// training.offload_modules and training.offload_lead of its choice; in the per-layer form
+/// a plan with no offload layer offloads nothing, so "none" and no lead (as plan --offload
+/// auto writes it); the layers' modes themselves are the plan's (set_plan_keys). Empty
+/// without an offload choice.
+std::vector<std::pair<std::string, std::string>> offload_keys(const LayoutResult& best);
+
 std::string encode_result(const LayoutResult& r);
 LayoutResult decode_result(const std::string& text);
 

@@ -314,7 +314,9 @@ LayoutResult read_result(const std::string& path, std::size_t line, const nlohma
   if (f.has("offload_lead"))
     l.offload_lead = static_cast<int>(
         f.integer("offload_lead", 0, std::numeric_limits<int>::max(), "a lead of 0 or more"));
-  if (expected && (l.offload != expected->offload || l.offload_lead != expected->offload_lead))
+  if (f.has("offload_per_layer")) l.offload_per_layer = f.boolean("offload_per_layer");
+  if (expected && (l.offload != expected->offload || l.offload_lead != expected->offload_lead ||
+                   l.offload_per_layer != expected->offload_per_layer))
     f.fail("offload_modules", "is " + to_string(l) + ", but layout " + std::to_string(index) +
                                   " of this search is " + to_string(*expected) +
                                   ": a line no run of it writes");

@@ -229,10 +229,7 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
     // one.
     // --offload auto: the offload choice is the layout's too.
     Overrides written = c.setup.request.overrides;
-    if (!best.layout.offload.empty())
-      written.set.emplace_back("training.offload_modules", best.layout.offload);
-    if (best.layout.offload_lead >= 0)
-      written.set.emplace_back("training.offload_lead", std::to_string(best.layout.offload_lead));
+    for (auto& kv : api::offload_keys(best)) written.set.push_back(std::move(kv));
     write_edited_config(c.path, *c.out, written, {"training.megatron_layout"}, *best_edits,
                         "Written by bmpipe search from " + c.path + ": the fastest layout, " +
                             to_string(best.layout) + ", " + ms(best.iteration_time) +

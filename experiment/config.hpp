@@ -124,6 +124,10 @@ struct RecomputeSpec {
     for (const auto& [index, mode] : layers) any = any || mode == Recompute::offload;
     return any;
   }
+  /// The per-layer offload form a planner starts from: offload the default, so that every
+  /// layer's row has the offload mode beside none, selective and full, and the planner picks
+  /// each layer's (plan --offload auto and search --offload auto both plan it so).
+  static RecomputeSpec per_layer_offload() { return {Recompute::offload, {}, {}}; }
 };
 
 struct TrainingConfig {

@@ -89,6 +89,7 @@ std::string to_string(const Layout& l) {
   if (l.cp != 1) out += " cp " + std::to_string(l.cp);
   if (!l.offload.empty()) out += " offload " + l.offload;
   if (!l.offload.empty() && l.offload_lead >= 0) out += " lead " + std::to_string(l.offload_lead);
+  if (l.offload_per_layer) out += " per layer";
   return out;
 }
 
@@ -129,6 +130,11 @@ Config layout_config(const Config& base, const Layout& l) {
   // Per-stage and per-layer recompute keys belong to another layout's stages.
   t.recompute.stages.clear();
   t.recompute.layers.clear();
+  // The per-layer offload form: as plan --offload auto plans it.
+  if (l.offload_per_layer) {
+    t.recompute = RecomputeSpec::per_layer_offload();
+    c.lines["training.recompute"] = 0;
+  }
   for (const char* key :
        {"training.tp", "training.pp", "training.dp", "training.vpp", "training.micro_batch_size",
         "training.schedule", "training.ep", "training.etp", "training.cp"})
@@ -340,9 +346,10 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
                     }
                   }
                   if (space.offload.empty()) out.push_back(x);
-                  for (const auto& [modules, lead] : space.offload) {
-                    x.offload = modules;
-                    x.offload_lead = lead;
+                  for (const LayoutSpace::OffloadChoice& o : space.offload) {
+                    x.offload = o.modules;
+                    x.offload_lead = o.lead;
+                    x.offload_per_layer = o.per_layer;
                     out.push_back(x);
                   }
                 }

@@ -30,10 +30,15 @@ struct LayoutSpace {
   /// Context-parallel sizes (training.cp; empty: 1 only).
   std::vector<int> cp;
   std::vector<std::string> schedules;
-  /// Activation-offload choices (training.offload_modules, training.offload_lead; a lead
-  /// below 0: the config's), each layout tried under each, in this order (search --offload
-  /// auto: api::offload_choices at api::offload_leads). Empty: the config's own only.
-  std::vector<std::pair<std::string, int>> offload;
+  /// Activation-offload choices (Layout::offload, offload_lead, offload_per_layer), each
+  /// layout tried under each, in this order (search --offload auto: api::offload_choices at
+  /// api::offload_leads, job-wide then per layer). Empty: the config's own only.
+  struct OffloadChoice {
+    std::string modules;
+    int lead = -1;
+    bool per_layer = false;
+  };
+  std::vector<OffloadChoice> offload;
 };
 
 struct Layout {
@@ -46,11 +51,16 @@ struct Layout {
   /// training.offload_lead (below 0: the config's own).
   std::string offload = "";
   int offload_lead = -1;
+  /// The per-layer form (RecomputeSpec::per_layer_offload): the planner picks none,
+  /// selective, full or offload for each layer, and only the offload layers move the
+  /// modules; false: the job-wide form, every none and selective layer moves them.
+  bool offload_per_layer = false;
   friend bool operator==(const Layout&, const Layout&) = default;
 };
 
 /// "tp 8 pp 16 dp 8 vpp 1 mbs 1 1f1b", " ep 8 etp 1" after it when ep or etp is not 1,
 /// " cp 2" when cp is not 1, and " offload core_attn,attn_proj lead 1" with an offload choice
+/// (" per layer" after it in the per-layer form)
 std::string to_string(const Layout& l);
 
 enum class PlannerEffort { off, quick, full };

@@ -3,9 +3,11 @@
 // counts offloaded bytes as the engine holds them (memory_model.hpp, moment_bytes).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 
+#include "api/search.hpp"
 #include "planner/memory_model.hpp"
 #include "support/support.hpp"
 
@@ -191,59 +193,143 @@ TEST(OffloadPlan, MegatronOffloadNeedsAHostLink) {
   EXPECT_NE(off["error"].get<std::string>().find("host link"), std::string::npos) << off.dump();
 }
 
-// search --offload auto: each layout under each offload choice, ranked with the rest. On
-// Llama-2-7B, 8 GB200, 24 GiB, tp 1 or 2, pp 4 or 8, recompute alone does best at tp 2 pp 4;
-// offloading the attention's inputs at lead 0 makes tp 1 pp 8 faster than that. Checked
-// against a search per offload choice (the choice in the file): the fastest of those is
-// the one kept, and it is faster than recompute alone. --screen-evals 0: each layout gets
-// the whole quick planner, whatever the others do.
-TEST(OffloadSearch, AnOffloadLayoutRecomputeAloneCannotMatchIsKept) {
+// search --offload auto: each layout under each offload choice, job-wide and per layer,
+// ranked with the rest. On Llama-2-7B, 8 GB200, 24 GiB, tp 1 or 2, pp 4 or 8, recompute
+// alone does best at tp 2 pp 4. Checked against a search per offload choice (the choice in
+// the file; the per-layer form as the file states it, training.recompute: offload, where
+// the planner picks each layer's mode): the fastest of those is the one kept, and it is
+// faster than recompute alone. --screen-evals 0: each layout gets the whole quick planner,
+// whatever the others do.
+struct SearchChoice {
+  std::string modules;
+  int lead;
+  bool per_layer;
+};
+
+const std::vector<SearchChoice> kSearchChoices = {{"none", -1, false},
+                                                  {"core_attn,attn_proj", 1, false},
+                                                  {"core_attn,attn_proj", 0, false},
+                                                  {"core_attn,attn_proj", 2, false},
+                                                  {"qkv_linear,core_attn,attn_proj", 1, false},
+                                                  {"qkv_linear,core_attn,attn_proj", 0, false},
+                                                  {"qkv_linear,core_attn,attn_proj", 2, false},
+                                                  {"core_attn,attn_proj", 1, true},
+                                                  {"core_attn,attn_proj", 0, true},
+                                                  {"core_attn,attn_proj", 2, true},
+                                                  {"qkv_linear,core_attn,attn_proj", 1, true},
+                                                  {"qkv_linear,core_attn,attn_proj", 0, true},
+                                                  {"qkv_linear,core_attn,attn_proj", 2, true}};
+
+std::string search_args(const std::string& job, int limit_GiB) {
+  return "search " + job + " --quiet --json --threads 2 --memory-limit-GiB " +
+         std::to_string(limit_GiB) +
+         " --tp 1,2 --pp 4,8 --schedules 1f1b --micro-batch-size 1 --screen-evals 0 ";
+}
+
+TEST(OffloadSearch, TheFastestOfEveryChoiceAndFormIsKept) {
   const test::ScratchDir dir;
   const std::string job = lead_job(dir);
-  const std::string args = "search " + job +
-                           " --quiet --json --threads 2 --memory-limit-GiB 24 --tp 1,2 --pp 4,8 "
-                           "--schedules 1f1b --micro-batch-size 1 --screen-evals 0 ";
+  const std::string args = search_args(job, 24);
   const std::string out = dir.file("best.yaml");
   const nlohmann::json got = test::run_json(args + "--offload auto --out " + out);
   const nlohmann::json& best = got["layouts"][0];
+  // 4 layouts (tp 1 or 2, pp 4 or 8) under 13 choices.
+  // 4 layouts (tp 1 or 2, pp 4 or 8): tp 2 pp 8 needs 16 devices, refused once by
+  // divisibility; the other 3 under each of the 13 choices.
+  EXPECT_EQ(got["layouts"].size(), 3 * kSearchChoices.size() + 1);
   // Brute force over the choices --offload auto tries.
   double least = 1e300;
-  std::string best_modules;
-  nlohmann::json best_lead;
+  const SearchChoice* kept = nullptr;
   double recompute_alone = 0;
-  for (const auto& [modules, lead] :
-       std::vector<std::pair<std::string, int>>{{"none", -1},
-                                                {"core_attn,attn_proj", 1},
-                                                {"core_attn,attn_proj", 0},
-                                                {"core_attn,attn_proj", 2},
-                                                {"qkv_linear,core_attn,attn_proj", 1},
-                                                {"qkv_linear,core_attn,attn_proj", 0},
-                                                {"qkv_linear,core_attn,attn_proj", 2}}) {
-    std::string set = "--set training.offload_modules=" + modules;
-    if (lead >= 0) set += " --set training.offload_lead=" + std::to_string(lead);
+  for (const SearchChoice& c : kSearchChoices) {
+    std::string set = "--set training.offload_modules=" + c.modules;
+    if (c.lead >= 0) set += " --set training.offload_lead=" + std::to_string(c.lead);
+    if (c.per_layer) set += " --set training.recompute=offload";
     const nlohmann::json one = test::run_json(args + set);
     const double t = one["layouts"][0]["iteration_time_ms"].get<double>();
     EXPECT_FALSE(one["layouts"][0].contains("offload_modules"));  // no --offload auto
-    if (modules == "none") recompute_alone = t;
+    if (c.modules == "none") recompute_alone = t;
     if (t < least) {
       least = t;
-      best_modules = modules;
-      best_lead = lead >= 0 ? nlohmann::json(lead) : nlohmann::json(nullptr);
+      kept = &c;
     }
   }
+  ASSERT_NE(kept, nullptr);
   EXPECT_EQ(best["iteration_time_ms"].get<double>(), least);
-  EXPECT_EQ(best["offload_modules"], best_modules);
-  EXPECT_EQ(best["offload_lead"], best_lead);
-  EXPECT_EQ(best_modules, "core_attn,attn_proj");
-  EXPECT_EQ(best_lead, 0);
-  EXPECT_EQ(best["tp"], 1);
-  EXPECT_EQ(best["pp"], 8);
+  EXPECT_EQ(best["offload_modules"], kept->modules);
+  EXPECT_EQ(best["offload_lead"], kept->lead >= 0 ? nlohmann::json(kept->lead) : nlohmann::json());
+  EXPECT_EQ(best["offload_form"], kept->per_layer ? "per_layer" : "job");
   EXPECT_LT(least, recompute_alone);
   // Every layout carries its choice; none of them the config's own.
-  for (const auto& l : got["layouts"]) EXPECT_TRUE(l.contains("offload_modules")) << l.dump();
+  for (const auto& l : got["layouts"]) {
+    EXPECT_TRUE(l.contains("offload_modules")) << l.dump();
+    EXPECT_TRUE(l.contains("offload_form")) << l.dump();
+  }
   // --out writes the choice with the layout: the file simulates to its time.
   EXPECT_EQ(test::run_json("simulate " + out + " --json")["iteration_time_ms"],
             best["iteration_time_ms"]);
+}
+
+// A per-layer layout's plan offloads some layers and recomputes others. Llama-2-7B at
+// 8 192 tokens on 8 GB200, tp 1 pp 8, 30 GiB: under core_attn,attn_proj at lead 1 in the
+// per-layer form the planner offloads at least one layer, and that layout's time in
+// --offload auto is the time of the job written with the form stated (training.recompute:
+// offload and the choice, by --set): its --out file states the layers' modes, offload among
+// them, and simulates to that time.
+TEST(OffloadSearch, APerLayerLayoutIsWrittenWithItsOffloadLayers) {
+  const test::ScratchDir dir;
+  const std::string job = test::write_file(
+      dir.file("job.yaml"),
+      "cluster: {nodes: 1, devices_per_node: 8, device: {preset: gb200}}\n"
+      "model: {preset: llama2-7b}\n"
+      "training: {schedule: 1f1b, pp: 8, tp: 1, seq_length: 8192, micro_batch_size: 1, "
+      "microbatches: 16}\n");
+  const std::string args = "search " + job +
+                           " --quiet --json --threads 2 --memory-limit-GiB 30 --tp 1 --pp 8 "
+                           "--schedules 1f1b --micro-batch-size 1 --screen-evals 0 ";
+  const nlohmann::json all = test::run_json(args + "--offload auto");
+  const nlohmann::json* row = nullptr;
+  for (const auto& l : all["layouts"])
+    if (l["offload_form"] == "per_layer" && l["offload_modules"] == "core_attn,attn_proj" &&
+        l["offload_lead"] == 1)
+      row = &l;
+  ASSERT_NE(row, nullptr) << all.dump();
+  const auto& modes = (*row)["layer_recompute"];
+  EXPECT_NE(std::find(modes.begin(), modes.end(), "offload"), modes.end()) << modes.dump();
+  EXPECT_NE(std::find(modes.begin(), modes.end(), "full"), modes.end()) << modes.dump();
+  const std::string out = dir.file("per_layer.yaml");
+  const nlohmann::json one = test::run_json(
+      args +
+      "--set training.recompute=offload --set training.offload_modules=core_attn,attn_proj "
+      "--set training.offload_lead=1 --out " +
+      out);
+  EXPECT_EQ(one["layouts"][0]["iteration_time_ms"], (*row)["iteration_time_ms"]);
+  EXPECT_EQ(one["layouts"][0]["layer_recompute"], modes);
+  const std::string written = test::slurp(out);
+  EXPECT_NE(written.find(": offload"), std::string::npos) << written;
+  EXPECT_NE(written.find("offload_modules: \"core_attn,attn_proj\""), std::string::npos) << written;
+  EXPECT_EQ(test::run_json("simulate " + out + " --json")["iteration_time_ms"],
+            (*row)["iteration_time_ms"]);
+}
+
+// What search --offload auto --out writes of the offload choice (api::offload_keys):
+// hand-built layouts and plans.
+TEST(OffloadSearch, TheWrittenOffloadKeysFollowTheForm) {
+  using Keys = std::vector<std::pair<std::string, std::string>>;
+  LayoutResult r;
+  EXPECT_EQ(api::offload_keys(r), Keys{});  // no --offload auto: the config's own
+  r.layout.offload = "none";                // recompute alone
+  EXPECT_EQ(api::offload_keys(r), (Keys{{"training.offload_modules", "none"}}));
+  r.layout.offload = "core_attn,attn_proj";
+  r.layout.offload_lead = 0;
+  r.plan.recompute = {Recompute::full, Recompute::none};
+  const Keys both = {{"training.offload_modules", "core_attn,attn_proj"},
+                     {"training.offload_lead", "0"}};
+  EXPECT_EQ(api::offload_keys(r), both);  // job-wide: the none layer moves the modules
+  r.layout.offload_per_layer = true;      // per layer, no offload layer: nothing moves
+  EXPECT_EQ(api::offload_keys(r), (Keys{{"training.offload_modules", "none"}}));
+  r.plan.recompute = {Recompute::full, Recompute::offload};
+  EXPECT_EQ(api::offload_keys(r), both);
 }
 
 // plan and search alike.
