@@ -477,7 +477,8 @@ HardwareSpec make_ascend_910c() {
   // (the paper's copies above, hiascend.com's Atlas 900 A3 SuperPoD pages, third-party
   // descriptions of the SuperPoD): unknown (0), so activation and optimizer offload are
   // refused until cluster.device.host_memory_GiB gives it. CPU Adam: ZeRO-Offload's
-  // figure is a Xeon host's; none was found for Kunpeng: unknown.
+  // figure is a Xeon host's; none was found for Kunpeng: unknown (optimizer offload also
+  // needs cluster.device.host_adam_Gparams_per_s).
   h.host_link =
       std::string(kHostLinkKinds[3]);  // "ub" (a literal trips GCC 12's -Wmaybe-uninitialized)
   h.host_link_GBps = 160;
