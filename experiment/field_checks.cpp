@@ -126,10 +126,6 @@ void check_host_and_router(const Config& c) {
                std::to_string(offered) + ")");
 }
 
-std::string offload_mode_key(const Config& c) {
-  return recompute_mode_key(c, Recompute::offload);
-}
-
 void check_values(const Config& c) {
   check_table(c, "cluster", detail::kClusterFields, c.cluster);
   HardwareSpec device = c.device.hardware.value_or(HardwareSpec{});
@@ -276,7 +272,7 @@ void check_values(const Config& c) {
              "recompute_modules instead of moe, or no expert offload)");
     // The offload layer mode (training.recompute: offload, per layer): such a layer moves
     // the modules above, so it needs some, and a host link to move them on.
-    if (const std::string mode_key = offload_mode_key(c); !mode_key.empty()) {
+    if (const std::string mode_key = recompute_mode_key(c, Recompute::offload); !mode_key.empty()) {
       if (off == 0)
         c.fail(mode_key,
                "offload moves the inputs of training.offload_modules to the host, "
