@@ -20,7 +20,8 @@ TEST(OptionsReference, CheckedInPagesAreTheGeneratorsOutput) {
   for (const char* doc : {"docs/plan.md", "docs/search.md", "docs/python.md"}) {
     const std::string page = test::slurp(std::string(BMPIPE_SOURCE_DIR) + "/" + doc);
     EXPECT_NE(page.find("<!-- options: "), std::string::npos) << doc << " lists no options";
-    EXPECT_EQ(api::with_option_tables(page), page) << doc << " is stale: run " << kRegenerateOptions;
+    EXPECT_EQ(api::with_option_tables(page), page)
+        << doc << " is stale: run " << kRegenerateOptions;
   }
 }
 
