@@ -51,7 +51,8 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
       ("json", po::bool_switch(), "print {layouts, search} as JSON (with --format: and 'export')")
       ("format", po::value<std::string>()->value_name("FORMAT"),
        "print the best layout as `bmpipe export` does: megatron (flags), mindformers (YAML), "
-       "torchtitan (TOML) or torchtitan-registry (its 2026 launch command)")
+       "torchtitan (TOML) or torchtitan-registry (its 2026 launch command); only layouts that "
+       "framework runs are ranked (its rules: docs/export.md)")
       ("csv", po::value<std::string>()->value_name("FILE"), "write every layout as CSV to FILE")
       ("out", po::value<std::string>()->value_name("FILE"), "write the best layout, planned, as a config to FILE")
       ("journal", po::value<std::string>()->value_name("FILE"),
