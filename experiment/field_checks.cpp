@@ -232,11 +232,11 @@ void check_values(const Config& c) {
              "moe, moe_act and shared_experts need a mixture of experts (model.moe)");
   }
   {
-    // Activation offload (sim/offload.hpp): Megatron-Core's TransformerConfig.__post_init__
-    // (NVIDIA/Megatron-LM d98e8a64, megatron/core/transformer/transformer_config.py) refuses
-    // attn_proj without core_attn and expert_fc1 / moe_act while selective recompute
-    // re-runs the whole MoE; a norm Megatron fuses into the next linear is an IdentityOp
-    // it skips, so bmpipe refuses to offload one the layers do not have.
+    // Activation offload (sim/offload.hpp). Megatron-Core's own module rules (attn_proj
+    // needs core_attn; no expert offload while selective recompute re-runs the whole MoE)
+    // are in its table (experiment/rules_megatron.cpp); here, what bmpipe cannot offload: a
+    // norm Megatron fuses into the next linear is an IdentityOp it skips, so bmpipe refuses
+    // to offload one the layers do not have.
     std::string unknown;
     const OffloadModules off = parse_offload_modules(c.training.offload_modules, &unknown);
     const char* const key = "training.offload_modules";
@@ -244,11 +244,6 @@ void check_values(const Config& c) {
       c.fail(key, "'" + unknown +
                       "' is not an offload module (expected a comma-separated list of attn_norm, "
                       "qkv_linear, core_attn, attn_proj, mlp_norm, expert_fc1, moe_act, or none)");
-    if (offloads(off, OffloadModule::attn_proj) && !offloads(off, OffloadModule::core_attn))
-      c.fail(key,
-             "attn_proj needs core_attn beside it: \"the input of attn_proj is the output of "
-             "core_attn, which is needed in core_attn.backward()\" (Megatron-Core's "
-             "TransformerConfig)");
     const ModelShape* shape = c.model.shape ? &*c.model.shape : nullptr;
     if (shape && offloads(off, OffloadModule::attn_norm) && !shape->is_mla())
       c.fail(key,
@@ -262,14 +257,6 @@ void check_values(const Config& c) {
       c.fail(key,
              "mlp_norm, expert_fc1 and moe_act need a mixture of experts (model.moe): a dense "
              "MLP's norm is fused into its first linear and it has no experts");
-    if ((offloads(off, OffloadModule::expert_fc1) || offloads(off, OffloadModule::moe_act)) &&
-        has_module(parse_recompute_modules(c.training.recompute_modules, nullptr),
-                   RecomputeModule::moe))
-      c.fail(key,
-             "expert_fc1 and moe_act cannot be offloaded while training.recompute_modules "
-             "re-runs the whole MoE (moe): \"Cannot offload ... while recomputing the entire "
-             "MoE layer\" (Megatron-Core's TransformerConfig; expected moe_act in "
-             "recompute_modules instead of moe, or no expert offload)");
     // The offload layer mode (training.recompute: offload, per layer): such a layer moves
     // the modules above, so it needs some, and a host link to move them on.
     if (const std::string mode_key = recompute_mode_key(c, Recompute::offload); !mode_key.empty()) {

@@ -229,6 +229,32 @@ Breach moe_overlap_mtp(const Config& c) {
                         "or moe_overlap: false)"};
 }
 
+// Fine-grained activation offload (training.offload_modules, Megatron-Core's
+// --offload-modules): TransformerConfig.__post_init__'s module rules.
+Breach offload_attn_proj_core_attn(const Config& c) {
+  const OffloadModules off = parse_offload_modules(c.training.offload_modules, nullptr);
+  if (!offloads(off, OffloadModule::attn_proj) || offloads(off, OffloadModule::core_attn))
+    return std::nullopt;
+  return RuleBreach{"training.offload_modules",
+                    "attn_proj needs core_attn beside it: \"the input of attn_proj is the output "
+                    "of core_attn, which is needed in core_attn.backward()\" (Megatron-Core's "
+                    "TransformerConfig)"};
+}
+
+Breach offload_experts_moe_recompute(const Config& c) {
+  const OffloadModules off = parse_offload_modules(c.training.offload_modules, nullptr);
+  if (!offloads(off, OffloadModule::expert_fc1) && !offloads(off, OffloadModule::moe_act))
+    return std::nullopt;
+  if (!has_module(parse_recompute_modules(c.training.recompute_modules, nullptr),
+                  RecomputeModule::moe))
+    return std::nullopt;
+  return RuleBreach{"training.offload_modules",
+                    "expert_fc1 and moe_act cannot be offloaded while training.recompute_modules "
+                    "re-runs the whole MoE (moe): \"Cannot offload ... while recomputing the "
+                    "entire MoE layer\" (Megatron-Core's TransformerConfig; expected moe_act in "
+                    "recompute_modules instead of moe, or no expert offload)"};
+}
+
 constexpr std::string_view kMegatron = "Megatron-LM";
 constexpr std::string_view kTransformerConfig =
     "NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/transformer_config.py, "
@@ -252,6 +278,13 @@ const std::array kRules = {
                   "\"fine_grained_activation_offloading cannot be enabled with "
                   "cpu_offloading\"",
                   kTransformerConfig, offload_layers_not_fine_grained},
+    FrameworkRule{"megatron.offload-attn-proj-core-attn", kMegatron, "training.offload_modules",
+                  "\"the input of attn_proj is the output of core_attn, which is needed in "
+                  "core_attn.backward()\"",
+                  kTransformerConfig, offload_attn_proj_core_attn},
+    FrameworkRule{"megatron.offload-experts-moe-recompute", kMegatron, "training.offload_modules",
+                  "\"Cannot offload ... while recomputing the entire MoE layer\"",
+                  kTransformerConfig, offload_experts_moe_recompute},
     FrameworkRule{"megatron.tp-comm-overlap-sequence-parallel", kMegatron,
                   "training.tp_comm_overlap",
                   "\"Tensor parallel communication/GEMM overlap can happen only when sequence "

@@ -101,6 +101,17 @@ std::vector<Case> megatron_cases() {
   c.training.offload_modules = "core_attn";
   add("megatron.offload-layers-fine-grained", c, "training.offload_layers",
       "\"fine_grained_activation_offloading cannot be enabled with cpu_offloading\"");
+  // Megatron-Core's fine-grained offload rules (transformer_config.py, __post_init__).
+  c = dense();
+  c.training.offload_modules = "attn_proj";
+  add("megatron.offload-attn-proj-core-attn", c, "training.offload_modules",
+      "\"the input of attn_proj is the output of core_attn, which is needed in "
+      "core_attn.backward()\"");
+  c = moe();
+  c.training.offload_modules = "expert_fc1";
+  c.training.recompute_modules = "moe";
+  add("megatron.offload-experts-moe-recompute", c, "training.offload_modules",
+      "\"Cannot offload ... while recomputing the entire MoE layer\"");
   c = dense();
   c.training.tp_comm_overlap = true;
   c.training.sequence_parallel = false;
