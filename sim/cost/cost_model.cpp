@@ -200,24 +200,31 @@ void add_param_sharding_comm(LayerCost& c, const HardwareSpec& hw, const CostSet
   // FSDP2's HSDP: each backward all-reduces the reduce-scattered shard across the copies
   // (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, foreach_reduce: the
   // all-reduce over the replicate group when all_reduce_grads, True by default in
-  // FSDPParamGroup).
-  double replicas = 0;
+  // FSDPParamGroup). It runs on a stream of its own, all_reduce_stream, which waits for the
+  // reduce-scatter stream and nothing else (pytorch/pytorch 010ae4a8, same file: "the next
+  // layer's reduce-scatter can reuse the same physical block while this layer's AR is
+  // still in flight"): layer i's all-reduce overlaps layer i-1's gather and reduce-scatter.
+  double ar = 0;
   if (st.param_replicas_dp > 1 && st.param_shard_dp > 0)
-    replicas +=
-        collective_time_s(hw, Collective::all_reduce,
-                          CollectiveGroup{st.param_replicas_dp, st.param_replicas_dp_per_domain},
-                          dense * st.grad_bytes / st.param_shard_dp);
+    ar += collective_time_s(hw, Collective::all_reduce,
+                            CollectiveGroup{st.param_replicas_dp, st.param_replicas_dp_per_domain},
+                            dense * st.grad_bytes / st.param_shard_dp);
   if (st.param_replicas_edp > 1 && st.param_shard_edp > 0 && experts > 0)
-    replicas +=
+    ar +=
         collective_time_s(hw, Collective::all_reduce,
                           CollectiveGroup{st.param_replicas_edp, st.param_replicas_edp_per_domain},
                           experts * st.grad_bytes / st.param_shard_edp);
-  const double rs = both(Collective::reduce_scatter, st.grad_bytes) + replicas;
+  const double rs = both(Collective::reduce_scatter, st.grad_bytes);
   const double f = c.forward_s, b = c.backward_input_s + c.backward_weight_s;
   // Without resharding after forward the backward finds its parameters gathered.
   const double ag_back = st.param_reshard_after_forward ? ag : 0.0;
   const double ag_b = std::max(0.0, ag_back - b);
-  const double both_b = std::max(0.0, ag_back + rs - b);
+  // A layer's backward keeps two chains busy beside the compute: the gather and the
+  // reduce-scatter on one (they share the shard group's communicator, which runs them in
+  // the order they are issued), the all-reduce on the other. In a run of alike layers the
+  // longer chain sets the pace: C = max(AG + RS, AR) a layer under its B.
+  const double chain = std::max(ag_back + rs, ar);
+  const double both_b = std::max(0.0, chain - b);
   c.ops.push_back(
       {"param_all_gather", std::max(0.0, ag - f), ag_b, 0.0, {}, KernelClass::collective});
   c.ops.push_back({"grad_reduce_scatter", 0.0, 0.0, both_b - ag_b, {}, KernelClass::collective});
@@ -225,8 +232,13 @@ void add_param_sharding_comm(LayerCost& c, const HardwareSpec& hw, const CostSet
   c.backward_input_s += ag_b;
   c.backward_weight_s += both_b - ag_b;
   c.first_forward_s = std::min(ag, f);
+  // An op's backward shows its first layer's gather whole (no backward before it to hide
+  // it) and its last layer's reduce-scatter and all-reduce (none after them): X = AG + RS
+  // + AR, the layers being alike, carried by the first layer (the first_ terms) less what
+  // its sub-ops already hold, max(0, C - B).
   c.first_backward_input_s = std::min(ag_back, b);
-  c.first_backward_weight_s = std::min(ag_back + rs, b) - std::min(ag_back, b);
+  const double all = ag_back + rs + ar;  // X - max(0, C - B), with C = X exactly min(X, B)
+  c.first_backward_weight_s = std::min(all, all - chain + b) - std::min(ag_back, b);
 }
 
 namespace layer_parts {

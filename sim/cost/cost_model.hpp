@@ -362,22 +362,26 @@ double param_gather_bytes(const CostSettings& settings, ParamGatherer by, double
 ///   RS = reduce-scatter of P_d x grad_bytes + of P_e x grad_bytes
 /// The frameworks prefetch one layer ahead on a communication stream, so a layer's traffic
 /// runs under the compute of the layer before it; layers of a model being alike, that
-/// compute is taken as the layer's own (F forward, B = input-grad + weight-grad):
+/// compute is taken as the layer's own (F forward, B = input-grad + weight-grad). In
+/// backward the gather and the reduce-scatter share one chain (one communicator, which
+/// runs them in the order issued); FSDP2's HSDP all-reduce AR (below) runs on a chain of
+/// its own, so a layer's backward traffic paces at C = max(AG + RS, AR):
 ///   param_all_gather   forward      max(0, AG - F)
 ///                      input-grad   max(0, AG - B)
-///   grad_reduce_scatter weight-grad max(0, AG + RS - B) - max(0, AG - B)
-/// and the first layer an op runs has nothing before it: first_forward_s = min(AG, F),
-/// first_backward_input_s = min(AG, B), first_backward_weight_s = min(AG + RS, B) -
-/// min(AG, B), which bring its exposed time to AG (forward) and AG + RS (backward). So a
-/// stage op of n alike layers exposes AG + (n-1) max(0, AG - F) in forward, as Megatron-FSDP
-/// and FSDP2 expose them. Without resharding after forward
+///   grad_reduce_scatter weight-grad max(0, C - B) - max(0, AG - B)
+/// An op's first layer has nothing before it to hide its gather, nor its last anything
+/// after it to hide its reduce-scatter and all-reduce: first_forward_s = min(AG, F),
+/// first_backward_input_s = min(AG, B), first_backward_weight_s = X - max(0, C - B) -
+/// min(AG, B) with X = AG + RS + AR (min(X, B) - min(AG, B) when C = X), which bring the
+/// first layer's exposed time to AG (forward) and X (backward). So a stage op of n alike
+/// layers exposes AG + (n-1) max(0, AG - F) in forward and X + (n-1) max(0, C - B) in
+/// backward, as Megatron-FSDP and FSDP2 expose them. Without resharding after forward
 /// (CostSettings::param_reshard_after_forward false) the backward gathers nothing: AG is 0
-/// in every backward term above (input-grad 0, weight-grad max(0, RS - B), first
-/// min(RS, B)). Under hybrid sharding dp and edp are the shard groups; with
-/// CostSettings::param_replicas_dp (edp) above 1 (FSDP2's HSDP) RS also holds the all-reduce
-/// of the shard, P_d x grad_bytes / param_shard_dp (P_e x grad_bytes / param_shard_edp), over
-/// the replica group, after the reduce-scatter on the same chain (FSDP2 runs it on a stream
-/// of its own, which this takes as serial: an upper bound when the two use other links).
+/// in every backward term above. Under hybrid sharding dp and edp are the shard groups;
+/// with CostSettings::param_replicas_dp (edp) above 1 (FSDP2's HSDP) AR is the all-reduce
+/// of the shard, P_d x grad_bytes / param_shard_dp (P_e x grad_bytes / param_shard_edp),
+/// over the replica group, on FSDP2's all_reduce_stream after the layer's reduce-scatter
+/// (0 otherwise: Megatron-FSDP's, once an iteration, is the stage's reduction).
 /// Call it once, after the layer's compute sub-ops.
 void add_param_sharding_comm(LayerCost& cost, const HardwareSpec& hw, const CostSettings& settings);
 
