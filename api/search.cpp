@@ -10,6 +10,8 @@
 #include "api/contracts.hpp"
 #include "api/errors.hpp"
 #include "api/search_driver.hpp"
+#include "experiment/suggest.hpp"
+#include "frameworks/exporters.hpp"
 #include "frameworks/framework_rules.hpp"
 #include "sim/time.hpp"
 #include "sim/units.hpp"
@@ -38,6 +40,10 @@ void check_search_request(const SearchRequest& r) {
     throw RequestError("--offload", "'" + *r.offload +
                                         "' is not a choice (expected auto: every layout under "
                                         "each activation-offload choice; or none)");
+  if (r.framework && !find_exporter(*r.framework))
+    throw RequestError("--expressible", "unknown framework '" + *r.framework + "'" +
+                                            did_you_mean(*r.framework, exporter_names()) + " (" +
+                                            comma_list(exporter_names()) + ")");
 }
 
 PlannerEffort planner_effort(const std::string& name) {

@@ -61,8 +61,10 @@ struct SearchRequest {
   /// config needs an analytic model and a host link. None or "none": the config's own
   /// offload.
   std::optional<std::string> offload;
-  /// An exporter's name (search --format): a layout its framework refuses to run (its rule
-  /// table, frameworks/framework_rules.hpp) is rejected by filter "framework", not ranked.
+  /// An exporter's name (search --format or --expressible, Python's expressible=): a layout
+  /// its framework refuses to run (its rule table, frameworks/framework_rules.hpp) is
+  /// rejected by filter "framework", not ranked. check_search_request refuses an unknown
+  /// name ("--expressible", with did-you-mean).
   std::optional<std::string> framework;
   /// --global-batch-size, --seq-length and --set, in that order (Overrides::set; the rest
   /// of it is unused): the config is read with them, and --out writes them in.

@@ -109,6 +109,8 @@ std::map<std::string, std::string> journal_options(
   if (request.memory_limit_GiB) o["memory-limit-GiB"] = number(*request.memory_limit_GiB);
   o["margin-GiB"] = number(request.margin_GiB);
   if (request.offload == "auto") o["offload"] = "auto";
+  // A framework changes which layouts are planned (and so what a line's index names).
+  if (request.framework) o["expressible"] = *request.framework;
   o["seed"] = std::to_string(request.seed);
   if (!sets.empty()) {
     std::string text;
