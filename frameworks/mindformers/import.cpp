@@ -872,10 +872,17 @@ void read_moe_config(Reading& ctx) {
                                   ? mf.origin(chosen, "moe_config.num_experts_chosen")
                                   : mf.origin(moe, "moe_config.num_experts_chosen",
                                               "moe_config.num_experts_chosen: default 1"));
+  // MindFormers at fd4deebc1, mindformers/modules/transformer/moe.py:162-164,
+  // MoEConfig.__init__: raise ValueError("'num_experts_chosen' must not be larger than
+  // 'expert_num', but got {num_experts_chosen}.").
   if (e.top_k > e.num_experts)
     mf.fail(chosen, "moe_config.num_experts_chosen",
             std::to_string(e.top_k) + " experts per token, but expert_num is " +
-                std::to_string(e.num_experts) + " (MindFormers refuses it)");
+                std::to_string(e.num_experts) +
+                ": MindFormers refuses it (\"'num_experts_chosen' must not be larger than "
+                "'expert_num'\", mindformers/modules/transformer/moe.py:162 at fd4deebc1; "
+                "expected at most " +
+                std::to_string(e.num_experts) + ")");
   e.expert_ffn = m.ffn_hidden_size;
   job.from("model.moe.expert_ffn_hidden_size",
            mf.origin(ctx.mc, "model.model_config.intermediate_size",

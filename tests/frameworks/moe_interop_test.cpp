@@ -345,7 +345,10 @@ TEST(MindFormersMoe, BadKeysNameFileLineAndKey) {
   };
   const Case cases[] = {
       {"num_experts_chosen: 2", "num_experts_chosen: 9",
-       ":25: moe_config.num_experts_chosen: 9 experts per token, but expert_num is 8"},
+       // MindFormers' own message (fd4deebc1, mindformers/modules/transformer/moe.py:162-164).
+       ":25: moe_config.num_experts_chosen: 9 experts per token, but expert_num is 8: "
+       "MindFormers refuses it (\"'num_experts_chosen' must not be larger than "
+       "'expert_num'\""},
       {"expert_num: 8", "expert_num: 0", ":24: moe_config.expert_num: must be at least 1"},
       {"expert_num: 8", "expert_num: 1",
        ":19: parallel_config.expert_parallel: is more than 1, but the model has no experts"},
