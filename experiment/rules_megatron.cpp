@@ -66,34 +66,38 @@ Breach offload_layers_not_fine_grained(const Config& c) {
                         "none)"};
 }
 
-// megatron/training/arguments.py, validate_args: "Tensor parallel communication/GEMM
-// overlap can happen only when sequence parallelism is enabled".
+// megatron/training/arguments.py:1441-1442, validate_args: "Tensor parallel
+// communication/GEMM overlap can happen only when sequence parallelism is enabled".
 Breach tp_comm_overlap_sequence_parallel(const Config& c) {
   if (!c.training.tp_comm_overlap || c.training.sequence_parallel) return std::nullopt;
   return RuleBreach{"training.tp_comm_overlap",
                     "true needs training.sequence_parallel: true, as Megatron-LM's "
-                    "--tp-comm-overlap needs --sequence-parallel (expected false, or "
-                    "sequence_parallel: true)"};
+                    "--tp-comm-overlap needs --sequence-parallel (\"Tensor parallel "
+                    "communication/GEMM overlap can happen only when sequence parallelism is "
+                    "enabled\"; expected false, or sequence_parallel: true)"};
 }
 
-// megatron/training/arguments.py: --overlap-param-gather asserts the distributed
-// optimizer (or Megatron-FSDP): without a sharded optimizer there is no gather after the
+// megatron/training/arguments.py:1024-1027, validate_args: "--overlap-param-gather only
+// supported with distributed optimizer, megatron fsdp, or dist_muon" (bmpipe models neither
+// Muon nor its distributed form): without a sharded optimizer there is no gather after the
 // step to overlap.
 Breach overlap_param_gather_sharded(const Config& c) {
   const OptimizerSettings& o = c.training.optimizer;
   if (!o.overlap_param_gather || o.zero_stage >= 1) return std::nullopt;
   return RuleBreach{"training.optimizer.overlap_param_gather",
-                    "true needs a sharded optimizer, as Megatron-LM's --overlap-param-gather "
-                    "needs --use-distributed-optimizer: without one no parameters are gathered "
+                    "true needs a sharded optimizer: Megatron-LM refuses it otherwise "
+                    "(\"--overlap-param-gather only supported with distributed optimizer, "
+                    "megatron fsdp, or dist_muon\"): without one no parameters are gathered "
                     "after the step (expected false, or training.optimizer.zero_stage 1 or "
                     "more, or training.fsdp: true)"};
 }
 
-// Optimizer offload: megatron/training/arguments.py asserts --use-precision-aware-optimizer
-// beside --optimizer-cpu-offload ("The optimizer cpu offload must be used in conjunction
-// with `--use-precision-aware-optimizer`"), and megatron/core/optimizer/__init__.py refuses
-// that without the distributed optimizer ("--use-precision-aware-optimizer only supported
-// with distributed optimizer").
+// Optimizer offload: megatron/training/arguments.py:1884-1888 (validate_args) asserts
+// --use-precision-aware-optimizer beside --optimizer-cpu-offload ("The optimizer cpu offload
+// must be used in conjunction with `--use-precision-aware-optimizer`"), and
+// megatron/core/optimizer/__init__.py:1057-1060 (get_megatron_optimizer) refuses that
+// without the distributed optimizer ("--use-precision-aware-optimizer only supported with
+// distributed optimizer").
 Breach optimizer_offload_distributed(const Config& c) {
   const OptimizerSettings& o = c.training.optimizer;
   if (!(o.offload_fraction > 0) || o.zero_stage >= 1) return std::nullopt;
@@ -105,8 +109,8 @@ Breach optimizer_offload_distributed(const Config& c) {
                         "training.optimizer.zero_stage 1 or more)"};
 }
 
-// megatron/training/arguments.py, validate_args: "Must use --overlap-param-gather with
-// --overlap-grad-reduce".
+// megatron/training/arguments.py:1028-1029, validate_args: "Must use --overlap-param-gather
+// with --overlap-grad-reduce".
 Breach overlap_param_gather_grad_reduce(const Config& c) {
   const OptimizerSettings& o = c.training.optimizer;
   if (!o.overlap_param_gather || o.overlap_grad_reduce) return std::nullopt;
@@ -117,14 +121,19 @@ Breach overlap_param_gather_grad_reduce(const Config& c) {
                     "overlap_grad_reduce: true)"};
 }
 
-// Megatron-LM turns sequence parallelism off at tp 1, and then --tp-comm-overlap's
-// assertion that it is on fails: there are no tp collectives to overlap.
+// megatron/training/arguments.py:1433-1442, validate_args: at tp 1 Megatron-LM turns
+// sequence parallelism off ("Disabling sequence parallelism because tensor model
+// parallelism is disabled"), and then --tp-comm-overlap's assertion that it is on fails
+// ("Tensor parallel communication/GEMM overlap can happen only when sequence parallelism is
+// enabled"): there are no tp collectives to overlap.
 Breach tp_comm_overlap_tp1(const Config& c) {
   if (!c.training.tp_comm_overlap || c.training.tp != 1) return std::nullopt;
   return RuleBreach{"training.tp_comm_overlap",
                     "true at tp 1: there are no tensor-parallel collectives to overlap, and "
-                    "Megatron-LM (which turns --sequence-parallel off at tp 1) refuses "
-                    "--tp-comm-overlap then (expected false, or training.tp 2 or more)"};
+                    "Megatron-LM refuses it (\"Disabling sequence parallelism because tensor "
+                    "model parallelism is disabled\", then \"Tensor parallel communication/GEMM "
+                    "overlap can happen only when sequence parallelism is enabled\"; expected "
+                    "false, or training.tp 2 or more)"};
 }
 
 bool is_moe(const Config& c) {
@@ -138,8 +147,10 @@ bool is_moe(const Config& c) {
 //         raise ValueError(
 //             "During training, performance may degrade if MoE and tensor parallelism"
 //             "are enabled without also enabling sequence parallelism.")
-//   megatron/core/model_parallel_config.py:560, ModelParallelConfig.__post_init__ (for
-//   ep > 1 with tp > 1 a warning only since 28c8dd71f0, which moved the refusal above):
+//   (added by 28c8dd71f0, 2024-05-30, in place of validate_args' "When using MoE and tensor
+//   parallelism, sequence parallelism must be used.")
+//   megatron/core/model_parallel_config.py:560-565, ModelParallelConfig.__post_init__, for
+//   ep > 1 with tp > 1 (a ValueError until 0532e92748, 2025-08-22; a warning since):
 //     "When using expert parallelism and tensor parallelism for training, sequence
 //     parallelism must be used"
 // (Quoted below with the space the two literals lack restored. megatron/training/
@@ -165,14 +176,18 @@ Breach moe_tp_sequence_parallel(const Config& c) {
 // training.moe_overlap is Megatron-LM's --overlap-moe-expert-parallel-comm: the job is the
 // one Megatron-Core runs, so its TransformerConfig.__post_init__ rules apply
 // (megatron/core/transformer/transformer_config.py:3002-3046; each message below quotes its
-// assertion). For MoE models with the overlap on at ep > 1 (at ep 1 check_expert_parallel
-// refuses the overlap itself).
+// assertion), and its schedules run the pairing in two of their three functions only. For MoE
+// models with the overlap on at ep > 1 (at ep 1 check_expert_parallel refuses the overlap itself).
 bool moe_overlap(const Config& c) {
   return is_moe(c) && c.training.moe_overlap && c.training.ep > 1;
 }
 
 // Only 1F1B's and interleaved's steady states pair (experiment/make_schedule.cpp,
-// schedules/fb_pairing.hpp): Megatron-Core's combined_1f1b schedules.
+// schedules/fb_pairing.hpp): Megatron-Core's combined_1f1b schedules. In
+// megatron/core/pipeline_parallel/schedules.py, forward_backward_no_pipelining (pp 1, line
+// 778) and forward_backward_pipelining_with_interleaving (line 1485) take the combined_1f1b
+// path "if config.overlap_moe_expert_parallel_comm and not forward_only"; Megatron-LM has no
+// other schedule, and the non-interleaved pipeline needs virtual stages (the next rule).
 Breach moe_overlap_schedule(const Config& c) {
   const TrainingConfig& t = c.training;
   if (!moe_overlap(c) || t.schedule == "1f1b" || t.schedule == "interleaved") return std::nullopt;
@@ -245,73 +260,100 @@ Breach offload_experts_moe_recompute(const Config& c) {
   const OffloadModules off = parse_offload_modules(c.training.offload_modules, nullptr);
   if (!offloads(off, OffloadModule::expert_fc1) && !offloads(off, OffloadModule::moe_act))
     return std::nullopt;
+  // Megatron-Core asks it of selective recomputation only ("if self.recompute_granularity ==
+  // \"selective\" and \"moe\" in self.recompute_modules", transformer_config.py:2165): the
+  // modules name what a selective layer re-runs, and a job with no selective layer
+  // (Megatron-LM's --recompute-granularity full, or none) re-runs none of them.
   if (!has_module(parse_recompute_modules(c.training.recompute_modules, nullptr),
-                  RecomputeModule::moe))
+                  RecomputeModule::moe) ||
+      recompute_mode_key(c, Recompute::selective).empty())
     return std::nullopt;
   return RuleBreach{"training.offload_modules",
                     "expert_fc1 and moe_act cannot be offloaded while training.recompute_modules "
-                    "re-runs the whole MoE (moe): \"Cannot offload ... while recomputing the "
+                    "re-runs the whole MoE (moe) in the selective layers: \"Cannot offload ... "
+                    "while recomputing the "
                     "entire MoE layer\" (Megatron-Core's TransformerConfig; expected moe_act in "
                     "recompute_modules instead of moe, or no expert offload)"};
 }
 
 constexpr std::string_view kMegatron = "Megatron-LM";
-constexpr std::string_view kTransformerConfig =
-    "NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/transformer_config.py, "
-    "TransformerConfig.__post_init__";
-constexpr std::string_view kArguments =
-    "NVIDIA/Megatron-LM d98e8a64 megatron/training/arguments.py, validate_args";
 
 const std::array kRules = {
-    FrameworkRule{"megatron.offload-layers-fewer", kMegatron, "training.offload_layers",
-                  "\"CPU offloading can be done only for layers less than "
-                  "{num_layers}\"",
-                  kTransformerConfig, offload_layers_fewer},
-    FrameworkRule{"megatron.offload-layers-pipeline", kMegatron, "training.offload_layers",
-                  "\"Currently there is no support for Pipeline parallelism with CPU "
-                  "offloading\"",
-                  kTransformerConfig, offload_layers_no_pipeline},
-    FrameworkRule{"megatron.offload-layers-recompute", kMegatron, "training.offload_layers",
-                  "\"CPU offloading does not work when activation recomputation is enabled\"",
-                  kTransformerConfig, offload_layers_no_recompute},
-    FrameworkRule{"megatron.offload-layers-fine-grained", kMegatron, "training.offload_layers",
-                  "\"fine_grained_activation_offloading cannot be enabled with "
-                  "cpu_offloading\"",
-                  kTransformerConfig, offload_layers_not_fine_grained},
-    FrameworkRule{"megatron.offload-attn-proj-core-attn", kMegatron, "training.offload_modules",
-                  "\"the input of attn_proj is the output of core_attn, which is needed in "
-                  "core_attn.backward()\"",
-                  kTransformerConfig, offload_attn_proj_core_attn},
-    FrameworkRule{"megatron.offload-experts-moe-recompute", kMegatron, "training.offload_modules",
-                  "\"Cannot offload ... while recomputing the entire MoE layer\"",
-                  kTransformerConfig, offload_experts_moe_recompute},
-    FrameworkRule{"megatron.tp-comm-overlap-sequence-parallel", kMegatron,
-                  "training.tp_comm_overlap",
-                  "\"Tensor parallel communication/GEMM overlap can happen only when sequence "
-                  "parallelism is enabled\"",
-                  kArguments, tp_comm_overlap_sequence_parallel},
-    FrameworkRule{"megatron.overlap-param-gather-sharded", kMegatron,
-                  "training.optimizer.overlap_param_gather",
-                  "--overlap-param-gather asserts --use-distributed-optimizer (or "
-                  "Megatron-FSDP)",
-                  kArguments, overlap_param_gather_sharded},
+    FrameworkRule{
+        "megatron.offload-layers-fewer", kMegatron, "training.offload_layers",
+        "\"CPU offloading can be done only for layers less than "
+        "{num_layers}\"",
+        "NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/transformer_config.py:1884-1889, "
+        "TransformerConfig.__post_init__",
+        offload_layers_fewer},
+    FrameworkRule{
+        "megatron.offload-layers-pipeline", kMegatron, "training.offload_layers",
+        "\"Currently there is no support for Pipeline parallelism with CPU "
+        "offloading\"",
+        "NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/transformer_config.py:1891-1894, "
+        "TransformerConfig.__post_init__",
+        offload_layers_no_pipeline},
+    FrameworkRule{
+        "megatron.offload-layers-recompute", kMegatron, "training.offload_layers",
+        "\"CPU offloading does not work when activation recomputation is enabled\"",
+        "NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/transformer_config.py:1896-1899, "
+        "TransformerConfig.__post_init__",
+        offload_layers_no_recompute},
+    FrameworkRule{
+        "megatron.offload-layers-fine-grained", kMegatron, "training.offload_layers",
+        "\"fine_grained_activation_offloading cannot be enabled with "
+        "cpu_offloading\"",
+        "NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/transformer_config.py:2127-2130, "
+        "TransformerConfig.__post_init__",
+        offload_layers_not_fine_grained},
+    FrameworkRule{
+        "megatron.offload-attn-proj-core-attn", kMegatron, "training.offload_modules",
+        "\"the input of attn_proj is the output of core_attn, which is needed in "
+        "core_attn.backward()\"",
+        "NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/transformer_config.py:2148-2153, "
+        "TransformerConfig.__post_init__",
+        offload_attn_proj_core_attn},
+    FrameworkRule{
+        "megatron.offload-experts-moe-recompute", kMegatron, "training.offload_modules",
+        "\"Cannot offload ... while recomputing the entire MoE layer\"",
+        "NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/transformer_config.py:2165-2175, "
+        "TransformerConfig.__post_init__",
+        offload_experts_moe_recompute},
+    FrameworkRule{
+        "megatron.tp-comm-overlap-sequence-parallel", kMegatron, "training.tp_comm_overlap",
+        "\"Tensor parallel communication/GEMM overlap can happen only when sequence "
+        "parallelism is enabled\"",
+        "NVIDIA/Megatron-LM d98e8a64 megatron/training/arguments.py:1441-1442, validate_args",
+        tp_comm_overlap_sequence_parallel},
+    FrameworkRule{
+        "megatron.overlap-param-gather-sharded", kMegatron,
+        "training.optimizer.overlap_param_gather",
+        "\"--overlap-param-gather only supported with distributed optimizer, "
+        "megatron fsdp, or dist_muon\"",
+        "NVIDIA/Megatron-LM d98e8a64 megatron/training/arguments.py:1024-1027, validate_args",
+        overlap_param_gather_sharded},
     FrameworkRule{"megatron.optimizer-offload-distributed", kMegatron,
                   "training.optimizer.offload_fraction",
                   "\"The optimizer cpu offload must be used in conjunction with "
                   "`--use-precision-aware-optimizer`\"; \"--use-precision-aware-optimizer only "
                   "supported with distributed optimizer\"",
-                  "NVIDIA/Megatron-LM d98e8a64 megatron/training/arguments.py and "
-                  "megatron/core/optimizer/__init__.py",
+                  "NVIDIA/Megatron-LM d98e8a64 megatron/training/arguments.py:1884-1888, "
+                  "validate_args, and megatron/core/optimizer/__init__.py:1057-1060, "
+                  "get_megatron_optimizer",
                   optimizer_offload_distributed},
-    FrameworkRule{"megatron.overlap-param-gather-grad-reduce", kMegatron,
-                  "training.optimizer.overlap_param_gather",
-                  "\"Must use --overlap-param-gather with --overlap-grad-reduce\"", kArguments,
-                  overlap_param_gather_grad_reduce},
-    FrameworkRule{"megatron.tp-comm-overlap-tp1", kMegatron, "training.tp_comm_overlap",
-                  "--sequence-parallel is turned off at tp 1, and then \"Tensor parallel "
-                  "communication/GEMM overlap can happen only when sequence parallelism is "
-                  "enabled\"",
-                  kArguments, tp_comm_overlap_tp1},
+    FrameworkRule{
+        "megatron.overlap-param-gather-grad-reduce", kMegatron,
+        "training.optimizer.overlap_param_gather",
+        "\"Must use --overlap-param-gather with --overlap-grad-reduce\"",
+        "NVIDIA/Megatron-LM d98e8a64 megatron/training/arguments.py:1028-1029, validate_args",
+        overlap_param_gather_grad_reduce},
+    FrameworkRule{
+        "megatron.tp-comm-overlap-tp1", kMegatron, "training.tp_comm_overlap",
+        "\"Disabling sequence parallelism because tensor model parallelism is "
+        "disabled\" (at tp 1), then \"Tensor parallel communication/GEMM overlap can "
+        "happen only when sequence parallelism is enabled\"",
+        "NVIDIA/Megatron-LM d98e8a64 megatron/training/arguments.py:1433-1442, validate_args",
+        tp_comm_overlap_tp1},
     FrameworkRule{"megatron.moe-tp-sequence-parallel", kMegatron,
                   "training.sequence_parallel, training.ep, training.tp",
                   "\"During training, performance may degrade if MoE and tensor parallelism "
@@ -319,30 +361,46 @@ const std::array kRules = {
                   "expert parallelism and tensor parallelism for training, sequence "
                   "parallelism must be used\"",
                   "NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/moe/moe_layer.py:636, "
-                  "MoELayer.forward (and megatron/core/model_parallel_config.py:560 before "
-                  "28c8dd71f0)",
+                  "MoELayer.forward (since 28c8dd71f0), and "
+                  "megatron/core/model_parallel_config.py:560-565, "
+                  "ModelParallelConfig.__post_init__ (a warning since 0532e92748)",
                   moe_tp_sequence_parallel},
     FrameworkRule{"megatron.moe-overlap-schedule", kMegatron,
                   "training.moe_overlap, training.schedule",
-                  "--overlap-moe-expert-parallel-comm runs in the combined_1f1b schedules "
-                  "only (1F1B, interleaved 1F1B)",
-                  kTransformerConfig, moe_overlap_schedule},
-    FrameworkRule{"megatron.moe-overlap-virtual-stages", kMegatron,
-                  "training.moe_overlap, training.schedule, training.vpp, training.pp",
-                  "\"If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be "
-                  "specified when pipeline_model_parallel_size > 1\"",
-                  kTransformerConfig, moe_overlap_virtual_stages},
-    FrameworkRule{"megatron.moe-overlap-full-recompute", kMegatron, "training.recompute",
-                  "\"disable full recomputation when enabling overlap_moe_expert_parallel_comm\"",
-                  kTransformerConfig, moe_overlap_full_recompute},
-    FrameworkRule{"megatron.moe-overlap-recompute-moe", kMegatron, "training.recompute_modules",
-                  "\"disable moe in recompute_modules when enabling "
-                  "overlap_moe_expert_parallel_comm\"",
-                  kTransformerConfig, moe_overlap_recompute_moe},
-    FrameworkRule{"megatron.moe-overlap-mtp", kMegatron, "training.moe_overlap, model.mtp_layers",
-                  "\"MTP supports at most one layer when enabling "
-                  "overlap_moe_expert_parallel_comm.\"",
-                  kTransformerConfig, moe_overlap_mtp},
+                  "\"if config.overlap_moe_expert_parallel_comm and not forward_only\": the "
+                  "combined_1f1b schedules, in forward_backward_no_pipelining and "
+                  "forward_backward_pipelining_with_interleaving only",
+                  "NVIDIA/Megatron-LM d98e8a64 megatron/core/pipeline_parallel/schedules.py:778 "
+                  "and :1485",
+                  moe_overlap_schedule},
+    FrameworkRule{
+        "megatron.moe-overlap-virtual-stages", kMegatron,
+        "training.moe_overlap, training.schedule, training.vpp, training.pp",
+        "\"If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be "
+        "specified when pipeline_model_parallel_size > 1\"",
+        "NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/transformer_config.py:3007-3011, "
+        "TransformerConfig.__post_init__",
+        moe_overlap_virtual_stages},
+    FrameworkRule{
+        "megatron.moe-overlap-full-recompute", kMegatron, "training.recompute",
+        "\"disable full recomputation when enabling overlap_moe_expert_parallel_comm\"",
+        "NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/transformer_config.py:3021-3023, "
+        "TransformerConfig.__post_init__",
+        moe_overlap_full_recompute},
+    FrameworkRule{
+        "megatron.moe-overlap-recompute-moe", kMegatron, "training.recompute_modules",
+        "\"disable moe in recompute_modules when enabling "
+        "overlap_moe_expert_parallel_comm\"",
+        "NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/transformer_config.py:3030-3032, "
+        "TransformerConfig.__post_init__",
+        moe_overlap_recompute_moe},
+    FrameworkRule{
+        "megatron.moe-overlap-mtp", kMegatron, "training.moe_overlap, model.mtp_layers",
+        "\"MTP supports at most one layer when enabling "
+        "overlap_moe_expert_parallel_comm.\"",
+        "NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/transformer_config.py:3042-3046, "
+        "TransformerConfig.__post_init__",
+        moe_overlap_mtp},
 };
 
 }  // namespace

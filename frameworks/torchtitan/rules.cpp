@@ -11,7 +11,7 @@ namespace {
 
 using Breach = std::optional<RuleBreach>;
 
-// torchtitan/distributed/parallel_dims.py, ParallelDims._validate:
+// torchtitan/distributed/parallel_dims.py:58-59, ParallelDims._validate:
 //   if ep > 1:
 //       assert etp == tp or etp == 1, "Currently we only support ETP=TP or ETP=1"
 // (bmpipe holds every MoE job to it, as its exporter always has.)
@@ -25,7 +25,7 @@ Breach etp_one_or_tp(const Config& c) {
                         std::to_string(t.etp)};
 }
 
-// torchtitan/distributed/tensor_parallel.py, maybe_enable_async_tp: "Async TP requires
+// torchtitan/distributed/tensor_parallel.py:20-23, maybe_enable_async_tp: "Async TP requires
 // 'model' in --compile.components and --compile.enable". bmpipe reads compiled layers as
 // fused kernels (frameworks/torchtitan/import.cpp [TT-atp]).
 Breach async_tp_compile(const Config& c) {
@@ -37,7 +37,7 @@ Breach async_tp_compile(const Config& c) {
                     "expected training.kernels: fused, or tp_comm_overlap: false)"};
 }
 
-// torchtitan/trainer.py, _validate_cuda_graphs (the registry's trainer): the step captured
+// torchtitan/trainer.py:168-199, _validate_cuda_graphs (the registry's trainer): the step captured
 // as one CUDA graph refuses pipeline parallelism ("CUDA graphs do not support pipeline
 // parallelism yet") and expert parallelism with the standard token dispatcher ("CUDA graphs
 // support only expert parallel token dispatcher configurations without CPU
@@ -67,18 +67,19 @@ const std::array kRules = {
     FrameworkRule{"torchtitan.etp-one-or-tp", kTorchTitan, "training.etp",
                   "\"Currently we only support ETP=TP or ETP=1\"",
                   "pytorch/torchtitan v0.2.2 (73a0e6979dd1) torchtitan/distributed/"
-                  "parallel_dims.py, ParallelDims._validate",
+                  "parallel_dims.py:58-59, ParallelDims._validate",
                   etp_one_or_tp},
     FrameworkRule{"torchtitan.async-tp-compile", kTorchTitan, "training.tp_comm_overlap",
                   "\"Async TP requires 'model' in --compile.components and --compile.enable\"",
                   "pytorch/torchtitan v0.2.2 (73a0e6979dd1) torchtitan/distributed/"
-                  "tensor_parallel.py, maybe_enable_async_tp",
+                  "tensor_parallel.py:20-23, maybe_enable_async_tp",
                   async_tp_compile, /*export_restates=*/true},
     FrameworkRule{"torchtitan.cuda-graphs", kTorchTitan, "training.cuda_graphs",
                   "\"CUDA graphs do not support pipeline parallelism yet\"; \"CUDA graphs "
                   "support only expert parallel token dispatcher configurations without CPU "
                   "synchronization\"",
-                  "pytorch/torchtitan b5bcd76c66d0 torchtitan/trainer.py, _validate_cuda_graphs",
+                  "pytorch/torchtitan b5bcd76c66d0 torchtitan/trainer.py:168-199, "
+                  "_validate_cuda_graphs",
                   cuda_graphs, /*export_restates=*/true},
 };
 

@@ -116,13 +116,17 @@ std::vector<Case> megatron_cases() {
   c.training.tp_comm_overlap = true;
   c.training.sequence_parallel = false;
   add("megatron.tp-comm-overlap-sequence-parallel", c, "training.tp_comm_overlap",
-      "--tp-comm-overlap needs --sequence-parallel");
+      // NVIDIA/Megatron-LM d98e8a64 megatron/training/arguments.py:1441-1442.
+      "\"Tensor parallel communication/GEMM overlap can happen only when sequence parallelism "
+      "is enabled\"");
   c = dense();
   c.training.optimizer.zero_stage = 0;
   c.training.optimizer.overlap_param_gather = true;
   c.training.optimizer.overlap_grad_reduce = true;
   add("megatron.overlap-param-gather-sharded", c, "training.optimizer.overlap_param_gather",
-      "--overlap-param-gather needs --use-distributed-optimizer");
+      // NVIDIA/Megatron-LM d98e8a64 megatron/training/arguments.py:1024-1027.
+      "\"--overlap-param-gather only supported with distributed optimizer, megatron fsdp, or "
+      "dist_muon\"");
   c = dense();
   c.training.optimizer.zero_stage = 0;
   c.training.optimizer.offload_fraction = 0.5;
@@ -137,7 +141,9 @@ std::vector<Case> megatron_cases() {
   c.training.tp = 1;
   c.training.tp_comm_overlap = true;
   add("megatron.tp-comm-overlap-tp1", c, "training.tp_comm_overlap",
-      "refuses --tp-comm-overlap then");
+      // NVIDIA/Megatron-LM d98e8a64 megatron/training/arguments.py:1433-1442.
+      "\"Disabling sequence parallelism because tensor model parallelism is disabled\", then "
+      "\"Tensor parallel communication/GEMM overlap");
   c = moe();
   c.training.tp = 2;
   c.training.sequence_parallel = false;
@@ -176,16 +182,21 @@ std::vector<Case> mindformers_cases() {
   Config c = moe();
   c.training.offload_modules = "core_attn,attn_proj";
   out.push_back({"mindformers.swap-dense-only", c, "training.offload_modules",
-                 "fine-grained activation swap supports Llama-family dense models only"});
+                 // mindspore-ai/docs 156e3e40, fine_grained_activations_swap.md.
+                 "\"Compatible with LLama-family dense models, MoE sparse models to be supported "
+                 "in future updates\""});
   c = dense();
   c.training.vocab_parallel = false;
   out.push_back({"mindformers.vocab-emb-dp-pipeline", c, "training.vocab_parallel",
-                 "resets parallel_config.vocab_emb_dp to False when pipeline_stage > 1"});
+                 // mindspore-lab/mindformers fd4deebc1 mindformers/core/parallel_config.py:64.
+                 "\"vocab_emd_dp will be reset to False\""});
   c = dense();
   c.training.pp = 1;
   c.training.vpp = 2;
   out.push_back({"mindformers.interleave-pipeline", c, "training.vpp",
-                 "pp_interleave_num needs parallel_config.pipeline_stage > 1"});
+                 // mindspore-lab/mindformers 6be67890 docs/feature_cards/Offset_Recompute.md:14,
+                 // translated.
+                 "\"has an effect only where pipeline stage > 1\""});
   return out;
 }
 
@@ -242,6 +253,26 @@ TEST(FrameworkRulesTables, EveryMindFormersRuleRefusesWithItsOwnMessage) {
 
 TEST(FrameworkRulesTables, EveryTorchtitanRuleRefusesWithItsOwnMessage) {
   expect_refused(torchtitan_rules(), torchtitan_cases());
+}
+
+// Megatron-Core refuses expert offload beside recompute_modules' moe under selective
+// recomputation only (NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/
+// transformer_config.py:2165: if self.recompute_granularity == "selective" and "moe" in
+// self.recompute_modules): with no selective layer the modules re-run nothing, and it runs.
+TEST(FrameworkRulesTables, ExpertOffloadBesideMoeRecomputeOnlyUnderSelective) {
+  Config c = moe();  // recompute: selective
+  c.training.offload_modules = "expert_fc1";
+  c.training.recompute_modules = "moe";
+  const std::optional<RuleRefusal> selective = first_refusal(megatron_rules(), c);
+  ASSERT_TRUE(selective.has_value());
+  EXPECT_EQ(selective->rule->id, "megatron.offload-experts-moe-recompute");
+  for (const Recompute mode : {Recompute::none, Recompute::full}) {
+    c.training.recompute = RecomputeSpec{mode, {}, {}};
+    EXPECT_FALSE(first_refusal(megatron_rules(), c)) << static_cast<int>(mode);
+  }
+  // One selective stage is enough: Megatron-LM's --recompute-granularity is selective.
+  c.training.recompute = RecomputeSpec{Recompute::none, {{1, Recompute::selective}}, {}};
+  ASSERT_TRUE(first_refusal(megatron_rules(), c).has_value());
 }
 
 TEST(FrameworkRulesTables, TheBaseJobsBreakNoRule) {
