@@ -315,9 +315,10 @@ RequestTable<SearchRequest> search_options() {
                      "lead, as plan --offload auto tries them, ranked with the rest; needs a "
                      "host link (default: none, the config's offload_modules only)"));
   t.push_back(member("expressible", &R::framework, "FRAMEWORK",
-                     "rank only the layouts this framework runs, by its rules (docs/export.md): "
-                     "megatron, mindformers, torchtitan or torchtitan-registry; the others are "
-                     "rejected by filter 'framework' (as search --format does)"));
+                     "rank only the layouts this framework runs, on its schedules and by its "
+                     "rules (docs/export.md): megatron, mindformers, torchtitan or "
+                     "torchtitan-registry; the others are rejected by filter 'framework' (as "
+                     "search --format does)"));
   t.push_back(
       setter<R>("planner", OptionKind::text, "EFFORT",
                 "off (uniform partition, the config's recompute), quick (planner, 300 "

@@ -87,9 +87,19 @@ SearchSetup prepare_search(Config config, const SearchRequest& request) {
             space.offload.push_back({modules, lead, true});
   }
   s.layouts = enumerate_layouts(config, space, &s.rejected);
-  // --format F: only jobs F's framework runs are ranked, so that the best is one it exports.
+  // --format F (--expressible F): only jobs F's framework runs are ranked, so that the best
+  // is one it exports: on a schedule it runs (as plan --expressible plans only those), and
+  // by its rules.
   if (const Exporter* x = request.framework ? find_exporter(*request.framework) : nullptr)
     std::erase_if(s.layouts, [&](const Layout& l) {
+      LayoutResult r;
+      r.layout = l;
+      r.filter = "framework";
+      if (x->runs && !x->runs(l.schedule)) {
+        r.rejected = x->not_run(l.schedule);
+        s.rejected.push_back(std::move(r));
+        return true;
+      }
       std::optional<RuleRefusal> refused;
       try {
         refused = framework_refusal(*x, stated_job(*x, layout_config(config, l)));
@@ -97,9 +107,6 @@ SearchSetup prepare_search(Config config, const SearchRequest& request) {
         return false;  // the layout's own refusal, reported when it is run
       }
       if (!refused) return false;
-      LayoutResult r;
-      r.layout = l;
-      r.filter = "framework";
       r.rejected = std::string(refused->rule->framework) + " refuses it (" +
                    std::string(refused->rule->id) + "): " + refused->breach.key + ": " +
                    refused->breach.message;

@@ -63,6 +63,22 @@ def test_each_framework_as_the_executable(framework):
     assert text(got) == text(expected)
 
 
+def test_a_schedule_the_framework_does_not_run_is_not_ranked():
+    # Megatron-LM runs 1F1B and interleaved 1F1B only (frameworks/exporters.cpp,
+    # megatron_not_run), as plan --expressible plans only those: zb-h1 is rejected.
+    args = ["--planner", "off", "--tp", "8", "--pp", "4", "--micro-batch-size", "1",
+            "--schedules", "1f1b,zb-h1"]
+    got = bmpipe.search(CONFIG, planner="off", tp=[8], pp=[4], micro_batch_size=[1],
+                        schedules=["1f1b", "zb-h1"], expressible="megatron")
+    assert [(l["schedule"], l.get("filter")) for l in got["layouts"]] == [
+        ("1f1b", None), ("zb-h1", "framework")]
+    assert got["layouts"][1]["rejected"].startswith("Megatron-LM does not run zb-h1")
+    assert text(got) == text(cli_search(*args, "--expressible", "megatron"))
+    ranked = bmpipe.search(CONFIG, planner="off", tp=[8], pp=[4], micro_batch_size=[1],
+                           schedules=["1f1b", "zb-h1"])
+    assert {l["schedule"] for l in ranked["layouts"] if "filter" not in l} == {"1f1b", "zb-h1"}
+
+
 def test_an_unknown_framework_names_the_keyword_and_the_closest_name():
     with pytest.raises(ValueError) as e:
         bmpipe.search(CONFIG, **KWARGS, expressible="mindformer")
