@@ -85,9 +85,10 @@ Breach overlap_param_gather_sharded(const Config& c) {
   const OptimizerSettings& o = c.training.optimizer;
   if (!o.overlap_param_gather || o.zero_stage >= 1) return std::nullopt;
   return RuleBreach{"training.optimizer.overlap_param_gather",
-                    "true needs a sharded optimizer: Megatron-LM refuses it otherwise "
-                    "(\"--overlap-param-gather only supported with distributed optimizer, "
-                    "megatron fsdp, or dist_muon\"): without one no parameters are gathered "
+                    "true needs a sharded optimizer, as Megatron-LM's --overlap-param-gather "
+                    "needs --use-distributed-optimizer (\"--overlap-param-gather only "
+                    "supported with distributed optimizer, megatron fsdp, or dist_muon\"): "
+                    "without one no parameters are gathered "
                     "after the step (expected false, or training.optimizer.zero_stage 1 or "
                     "more, or training.fsdp: true)"};
 }
