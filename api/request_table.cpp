@@ -377,6 +377,176 @@ RequestTable<SearchRequest> search_options() {
   return t;
 }
 
+RequestTable<SimulateRequest> simulate_options() {
+  using R = SimulateRequest;
+  RequestTable<R> t;
+  t.push_back(setter<R>(
+      "schedule", OptionKind::text, "NAME",
+      "schedule to run, overriding training.schedule (" + schedule_names() + ")",
+      [](R& r, OptionValue v) { r.overrides.schedule = std::get<std::string>(std::move(v)); }));
+  t.push_back(member("schedule-file", &R::schedule_file, "FILE",
+                     "replay the op order in FILE (torch.distributed.pipelining compute-only CSV: "
+                     "one row per rank, e.g. 0F0,0F1,0I0,0W0); pp becomes the number of rows"));
+  append_on(t, override_options("chunks per device, overriding training.vpp"), &R::overrides);
+  return t;
+}
+
+RequestTable<CompareRequest> compare_options() {
+  using R = CompareRequest;
+  RequestTable<R> t;
+  t.push_back(member("schedules", &R::schedules, "LIST",
+                     "comma-separated schedules to run (" + schedule_names() + ")"));
+  t.back().default_value.reset();  // required: no default
+  append_on(t, override_options("chunks per device for schedules that take vpp (interleaved)"),
+            &R::overrides);
+  return t;
+}
+
+RequestTable<ExportCommandRequest> export_options() {
+  using R = ExportCommandRequest;
+  RequestTable<R> t;
+  t.push_back(setter<R>(
+      "format", OptionKind::text, "FORMAT",
+      "required: " + comma_list(export_formats()) +
+          " (flags to append to a launch script, a YAML fragment to merge, a whole TOML, or a "
+          "launch command)",
+      [](R& r, OptionValue v) { r.request.format = std::get<std::string>(std::move(v)); }));
+  t.push_back(setter<R>(
+      "schedule", OptionKind::text, "NAME",
+      "the config's schedule, overriding training.schedule (" + schedule_names() + ")",
+      [](R& r, OptionValue v) { r.overrides.schedule = std::get<std::string>(std::move(v)); }));
+  t.push_back(
+      setter<R>("memory-limit-GiB", OptionKind::number, "GiB",
+                "GiB a device may use when a recompute rule is chosen (default: its capacity)",
+                [](R& r, OptionValue v) { r.request.memory_limit_GiB = std::get<double>(v); }));
+  append_on(t, override_options("chunks per device, overriding training.vpp"), &R::overrides);
+  return t;
+}
+
+RequestTable<ReportRequest> report_options() {
+  using R = ReportRequest;
+  RequestTable<R> t;
+  // --schedule is the run's, and with --plan the schedule planned for ("auto" too):
+  // finish_report_request gives it to the plan.
+  t.push_back(
+      setter<R>("schedule", OptionKind::text, "NAME",
+                "schedule to run (and, with --plan, to plan for; 'auto' plans every schedule plan "
+                "--schedule auto plans, and the run then keeps training.schedule), overriding "
+                "training.schedule (" +
+                    schedule_names() + ")",
+                [](R& r, OptionValue v) {
+                  r.simulate.overrides.schedule = std::get<std::string>(std::move(v));
+                }));
+  t.back().refuses = [](const R& r) -> std::optional<std::string> {
+    if (r.simulate.overrides.schedule == "auto" && !r.plan)
+      return "'auto' plans every schedule: it needs --plan";
+    return std::nullopt;
+  };
+  t.push_back(setter<R>(
+      "schedule-file", OptionKind::text, "FILE",
+      "replay the op order in FILE, as simulate does (not with --plan)",
+      [](R& r, OptionValue v) { r.simulate.schedule_file = std::get<std::string>(std::move(v)); }));
+  t.back().refuses = [](const R& r) -> std::optional<std::string> {
+    if (!r.plan) return std::nullopt;
+    return "a schedule file fixes an op order made for another partition: it cannot be "
+           "planned for (drop --plan or the file)";
+  };
+  t.push_back(setter<R>("compare", OptionKind::name_list, "LIST",
+                        "add the comparison of these schedules (as `bmpipe compare --schedules "
+                        "LIST`): the table and a bar chart, fastest first",
+                        [](R& r, OptionValue v) {
+                          r.compare.emplace();
+                          r.compare->schedules = std::get<std::vector<std::string>>(std::move(v));
+                        }));
+  t.push_back(setter<R>("plan", OptionKind::flag, "",
+                        "add a plan (as `bmpipe plan`): plan against the baselines, each stage's "
+                        "layers and recompute as a strip, and the Megatron-LM and MindFormers "
+                        "export snippets",
+                        [](R& r, OptionValue v) {
+                          if (std::get<bool>(v)) r.plan.emplace();
+                        }));
+  t.push_back(setter<R>("search", OptionKind::flag, "",
+                        "add a layout search (as `bmpipe search`, every default layout): a "
+                        "scatter of time against peak memory, coloured by schedule, the winner "
+                        "marked",
+                        [](R& r, OptionValue v) {
+                          if (std::get<bool>(v)) r.search.emplace();
+                        }));
+  // The budgets after --plan and --search (the table's order is the order they are set
+  // in): each goes to those of the two asked for, and is ignored without either.
+  auto both = [](R& r, auto set) {
+    if (r.plan) set(*r.plan);
+    if (r.search) set(*r.search);
+  };
+  t.push_back(setter<R>("memory-limit-GiB", OptionKind::number, "GiB",
+                        "--plan and --search: GiB a device may use (replaces its capacity)",
+                        [both](R& r, OptionValue v) {
+                          both(r, [&](auto& q) { q.memory_limit_GiB = std::get<double>(v); });
+                        }));
+  t.push_back(setter<R>("margin-GiB", OptionKind::number, "GiB",
+                        "--plan and --search: GiB kept free below the limit",
+                        [both](R& r, OptionValue v) {
+                          both(r, [&](auto& q) { q.margin_GiB = std::get<double>(v); });
+                        }));
+  t.back().default_value = OptionValue(PlanRequest{}.margin_GiB);
+  t.push_back(setter<R>("max-evals", OptionKind::int64, "N",
+                        "--plan: simulations the plan search may run (default " +
+                            std::to_string(PlanRequest{}.max_evals) +
+                            "); --search: evaluations of the whole search (default: no bound)",
+                        [both](R& r, OptionValue v) {
+                          both(r, [&](auto& q) { q.max_evals = std::get<std::int64_t>(v); });
+                        }));
+  t.push_back(setter<R>("time-limit-s", OptionKind::number, "SECONDS",
+                        "--plan and --search: stop each after this many seconds (results then "
+                        "depend on the machine)",
+                        [both](R& r, OptionValue v) {
+                          both(r, [&](auto& q) { q.time_limit_s = std::get<double>(v); });
+                        }));
+  t.push_back(setter<R>("planner", OptionKind::text, "EFFORT",
+                        "--search: off, quick or full, as search --planner",
+                        [](R& r, OptionValue v) {
+                          if (r.search) r.search->effort = planner_effort(std::get<std::string>(v));
+                        }));
+  t.back().default_value = OptionValue(std::string(effort_name(SearchRequest{}.effort)));
+  t.push_back(setter<R>("seed", OptionKind::uint64, "N", "--plan and --search: seed of the planner",
+                        [both](R& r, OptionValue v) {
+                          both(r, [&](auto& q) { q.seed = std::get<std::uint64_t>(v); });
+                        }));
+  t.back().default_value = OptionValue(PlanRequest{}.seed);
+  t.push_back(setter<R>(
+      "threads", OptionKind::int32, "N", "--plan and --search: threads that simulate",
+      [both](R& r, OptionValue v) { both(r, [&](auto& q) { q.threads = std::get<int>(v); }); }));
+  t.back().default_value = OptionValue(PlanRequest{}.threads);
+  t.back().default_text = "all cores";
+  RequestTable<Overrides> overrides =
+      override_options("chunks per device, overriding training.vpp");
+  for (RequestOption<Overrides>& row : overrides) {
+    RequestOption<R> o;
+    static_cast<OptionSpec&>(o) = row;
+    o.set = [set = row.set](R& r, OptionValue v) { set(r.simulate.overrides, std::move(v)); };
+    t.push_back(std::move(o));
+  }
+  return t;
+}
+
+void finish_report_request(ReportRequest& request) {
+  Overrides& run = request.simulate.overrides;
+  if (request.compare) {
+    request.compare->overrides = run;
+    request.compare->overrides.schedule.reset();
+  }
+  if (request.plan) request.plan->overrides = run;   // the schedule planned for, "auto" too
+  if (run.schedule == "auto") run.schedule.reset();  // the run keeps training.schedule
+  check_simulate_request(request.simulate);
+  if (request.compare) try {
+      check_compare_request(*request.compare);
+    } catch (const RequestError& e) {
+      throw RequestError("--compare", e.message());  // report's name for the list
+    }
+  if (request.plan) check_plan_request(*request.plan);
+  if (request.search) check_search_request(*request.search);
+}
+
 // ---- the docs' lists ---------------------------------------------------------------------
 
 std::string options_markdown(const std::vector<OptionSpec>& options, bool python) {

@@ -19,6 +19,8 @@
 
 #include "api/api.hpp"
 #include "api/errors.hpp"
+#include "api/export.hpp"
+#include "api/report.hpp"
 #include "api/search.hpp"
 
 namespace bmpipe::api {
@@ -121,6 +123,35 @@ RequestTable<PlanRequest> plan_options();
 /// bmpipe search's request: the dimensions (lists), --offload, the planner and its budgets,
 /// the bound, --refine, the limits, then batch_and_set_options.
 RequestTable<SearchRequest> search_options();
+
+/// bmpipe simulate's request: --schedule, --schedule-file, then override_options.
+RequestTable<SimulateRequest> simulate_options();
+
+/// bmpipe compare's request: --schedules, then override_options.
+RequestTable<CompareRequest> compare_options();
+
+/// What bmpipe export is asked: the export, and the overrides of the config it is made
+/// from (ExportRequest holds no config).
+struct ExportCommandRequest {
+  ExportRequest request;
+  Overrides overrides;
+};
+
+/// bmpipe export's request: --format, --schedule, --memory-limit-GiB, then
+/// override_options.
+RequestTable<ExportCommandRequest> export_options();
+
+/// bmpipe report's request: --schedule and --schedule-file (the run's, and with --plan the
+/// schedule planned for: "auto" is refused without --plan), --compare, --plan, --search,
+/// the limits and budgets both the plan and the search take, then override_options (the
+/// run's). finish_report_request then shares them out.
+RequestTable<ReportRequest> report_options();
+
+/// After report_options has set `request`: the run's overrides become the comparison's
+/// (without the schedule) and the plan's; the plan gets --schedule ("auto" included: the
+/// run then keeps training.schedule); then each part is checked as its command checks it
+/// (a bad --compare list is named "--compare"). Throws RequestError.
+void finish_report_request(ReportRequest& request);
 
 /// The rows of `table` as front ends and docs see them.
 template <class R>

@@ -70,10 +70,11 @@ int print_compare(const std::string& file, const api::CompareOutcome& outcome, b
 int run_compare(const std::vector<std::string>& args) {
   po::options_description opts("bmpipe compare CONFIG --schedules a,b,c [options]\n\nOptions");
   add_config_options(opts);
+  const api::RequestTable<api::CompareRequest> table = api::compare_options();
+  const std::size_t overrides = rows_before_overrides(table);
+  add_request_options(opts, table, 0, overrides);  // --schedules
   // clang-format off
   opts.add_options()
-      ("schedules", po::value<std::string>()->value_name("LIST"),
-       ("comma-separated schedules to run (" + schedule_names() + ")").c_str())
       ("json", po::bool_switch(), "print a JSON list of summaries, sorted by iteration time")
       ("svg", po::value<std::string>()->value_name("FILE"),
        "write the timelines, stacked on one time scale, as SVG to FILE ('-': stdout, the table "
@@ -82,7 +83,7 @@ int run_compare(const std::vector<std::string>& args) {
   add_progress_options(opts,
                        "schedule, what runs, seconds so far; a run shorter than that "
                        "prints none");
-  add_override_options(opts, "chunks per device for schedules that take vpp (interleaved)");
+  add_request_options(opts, table, overrides);
   po::variables_map vm;
   if (auto stop = parse_command_line(
           "compare", args, opts,
@@ -103,13 +104,14 @@ int run_compare(const std::vector<std::string>& args) {
   // With --svg, each run is recorded for the picture (in the order asked for).
   const bool svg = vm.count("svg") > 0;
   return guarded("compare", [&] {
-    const Overrides o = overrides_from(vm);
-    api::CompareRequest request{split_names(vm["schedules"].as<std::string>()), o, svg, {}};
+    api::CompareRequest request;
+    fill_request(table, vm, request);
+    request.record_timelines = svg;
     api::check_compare_request(request);  // a misspelt schedule fails before the file is read
     Ticker ticker = progress_ticker("compare", vm);
     ticker.phase("reading the config");
     request.on_phase = [&](const std::string& what) { ticker.phase(what); };
-    const Config base = load_config(vm["config"].as<std::string>(), o);
+    const Config base = load_config(vm["config"].as<std::string>(), request.overrides);
     const api::CompareOutcome outcome = api::run_compare(base, request);
     ticker.stop();
     if (svg) {

@@ -19,21 +19,12 @@ namespace bmpipe::cli {
 int run_export(const std::vector<std::string>& args) {
   po::options_description opts("bmpipe export CONFIG --format FORMAT [options]\n\nOptions");
   add_config_options(opts);
-  // clang-format off
-  opts.add_options()
-      ("format", po::value<std::string>()->value_name("FORMAT"),
-       ("required: " + comma_list(api::export_formats()) +
-        " (flags to append to a launch script, a YAML fragment to merge, a whole TOML, or a "
-        "launch command)")
-           .c_str())
-      ("json", po::bool_switch(),
-       "print {format, text, schedule, vpp, iteration_time_ms, fits, exact, ...} as JSON")
-      ("schedule", po::value<std::string>()->value_name("NAME"),
-       ("the config's schedule, overriding training.schedule (" + schedule_names() + ")").c_str())
-      ("memory-limit-GiB", po::value<double>()->value_name("GiB"),
-       "GiB a device may use when a recompute rule is chosen (default: its capacity)");
-  // clang-format on
-  add_override_options(opts, "chunks per device, overriding training.vpp");
+  const api::RequestTable<api::ExportCommandRequest> table = api::export_options();
+  add_request_options(opts, table, 0, 1);  // --format
+  opts.add_options()(
+      "json", po::bool_switch(),
+      "print {format, text, schedule, vpp, iteration_time_ms, fits, exact, ...} as JSON");
+  add_request_options(opts, table, 1);
   po::variables_map vm;
   if (auto stop = parse_command_line(
           "export", args, opts,
@@ -58,15 +49,11 @@ int run_export(const std::vector<std::string>& args) {
   return guarded("export", [&] {
     if (!vm.count("format"))
       throw UsageError("--format", "is required (" + comma_list(api::export_formats()) + ")");
-    api::ExportRequest request;
-    request.format = vm["format"].as<std::string>();
-    if (vm.count("memory-limit-GiB"))
-      request.memory_limit_GiB = vm["memory-limit-GiB"].as<double>();
-    api::check_export_request(request);  // a typo in an option fails before the file is read
-    Overrides overrides = overrides_from(vm);
-    if (vm.count("schedule")) overrides.schedule = vm["schedule"].as<std::string>();
-    const Config config = load_config(vm["config"].as<std::string>(), overrides);
-    const api::ExportOutcome x = api::export_config(config, request);
+    api::ExportCommandRequest request;
+    fill_request(table, vm, request);
+    api::check_export_request(request.request);  // a typo fails before the file is read
+    const Config config = load_config(vm["config"].as<std::string>(), request.overrides);
+    const api::ExportOutcome x = api::export_config(config, request.request);
     if (json)
       std::cout << json_text(x.summary) << "\n";
     else

@@ -2,7 +2,9 @@
 // What every subcommand that takes a CONFIG shares: the positional CONFIG, --help, the
 // messages for bad options, and the --pp/--vpp/--microbatches overrides.
 
+#include <algorithm>
 #include <boost/program_options.hpp>
+#include <cstddef>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -29,10 +31,21 @@ void add_config_options(boost::program_options::options_description& opts);
 /// kind's value type, its value name and the default --help shows.
 void add_request_option(boost::program_options::options_description& opts,
                         const api::OptionSpec& option);
+/// Rows [from, to) of `table` (to: past the end by default), for a command whose --help
+/// lists its own options between the request's.
 template <class R>
 void add_request_options(boost::program_options::options_description& opts,
-                         const api::RequestTable<R>& table) {
-  for (const api::OptionSpec& option : table) add_request_option(opts, option);
+                         const api::RequestTable<R>& table, std::size_t from = 0,
+                         std::size_t to = static_cast<std::size_t>(-1)) {
+  for (std::size_t i = from; i < std::min(to, table.size()); ++i)
+    add_request_option(opts, table[i]);
+}
+
+/// The rows of `table` before its last override_options ("rows after which the config's
+/// overrides start"), for add_request_options.
+template <class R>
+std::size_t rows_before_overrides(const api::RequestTable<R>& table) {
+  return table.size() - api::override_options("").size();
 }
 
 /// The value of `option` given in `vm`; none when not given (or only its default). Throws

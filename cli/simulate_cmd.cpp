@@ -25,6 +25,7 @@ namespace bmpipe::cli {
 int run_simulate(const std::vector<std::string>& args) {
   po::options_description opts("bmpipe simulate CONFIG [options]\n\nOptions");
   add_config_options(opts);
+  const api::RequestTable<api::SimulateRequest> table = api::simulate_options();
   // clang-format off
   opts.add_options()
       ("json", po::bool_switch(), "print the summary as JSON on stdout instead of a table")
@@ -33,17 +34,14 @@ int run_simulate(const std::vector<std::string>& args) {
       ("svg", po::value<std::string>()->value_name("FILE"),
        "write an SVG timeline of the run (ops, bubbles, memory per device) to FILE ('-': stdout)")
       ("memory-svg", po::value<std::string>()->value_name("FILE"),
-       "write every device's memory over time, against its capacity, as SVG to FILE ('-': stdout)")
-      ("schedule", po::value<std::string>()->value_name("NAME"),
-       ("schedule to run, overriding training.schedule (" + schedule_names() + ")").c_str())
-      ("schedule-file", po::value<std::string>()->value_name("FILE"),
-       "replay the op order in FILE (torch.distributed.pipelining compute-only CSV: one row per "
-       "rank, e.g. 0F0,0F1,0I0,0W0); pp becomes the number of rows")
-      ("export-schedule", po::value<std::string>()->value_name("FILE"),
-       "write the schedule that runs to FILE in the same CSV format");
+       "write every device's memory over time, against its capacity, as SVG to FILE ('-': stdout)");
   // clang-format on
+  const std::size_t overrides = rows_before_overrides(table);
+  add_request_options(opts, table, 0, overrides);  // --schedule, --schedule-file
+  opts.add_options()("export-schedule", po::value<std::string>()->value_name("FILE"),
+                     "write the schedule that runs to FILE in the same CSV format");
   add_progress_options(opts, "what runs, seconds so far; a run shorter than that prints none");
-  add_override_options(opts, "chunks per device, overriding training.vpp");
+  add_request_options(opts, table, overrides);
   po::variables_map vm;
   if (auto stop = parse_command_line(
           "simulate", args, opts,
@@ -54,9 +52,7 @@ int run_simulate(const std::vector<std::string>& args) {
   const bool json = vm["json"].as<bool>();
   return guarded("simulate", [&] {
     api::SimulateRequest request;
-    request.overrides = overrides_from(vm);
-    if (vm.count("schedule")) request.overrides.schedule = vm["schedule"].as<std::string>();
-    if (vm.count("schedule-file")) request.schedule_file = vm["schedule-file"].as<std::string>();
+    fill_request(table, vm, request);
     api::check_simulate_request(request);  // before the file is read
     // Overrides (and --set values) go in before the file's checks; prepare_simulation
     // applies the scalar ones again, which changes nothing.
