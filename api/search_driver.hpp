@@ -3,9 +3,9 @@
 /// The search's one driver: the bound's screen, the first pass, the screen's second pass and
 /// --refine, in that order, written once (drive_search). Where the layouts are evaluated is
 /// an executor's business: this process's threads (ThreadExecutor), a journal in front of
-/// another executor (api/search_journal.hpp: resume), or processes under mpirun (the
-/// executable's transport, cli/search_mpi.cpp). An executor only runs the tasks a feed hands
-/// out; every decision (order, bound skips, budgets, which layouts are planned again) is the
+/// another executor (api/search_journal.hpp: resume), or processes (api/search_remote.hpp;
+/// under mpirun the executable's MPI carries its messages, cli/search_mpi.cpp). An executor
+/// only runs the tasks a feed hands out; every decision (order, bound skips, budgets, which layouts are planned again) is the
 /// driver's, so every executor gives the same answer.
 
 #include <cstddef>

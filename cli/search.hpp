@@ -1,7 +1,7 @@
 #pragma once
 // bmpipe search's command line, shared by the single-process path (search_cmd.cpp) and the
-// MPI transport (search_mpi.cpp). The search itself, every pass of it, is the library's
-// (api/search_driver.hpp).
+// MPI transport (search_mpi.cpp). The search itself, every pass of it, and its spreading
+// over processes are the library's (api/search_driver.hpp, api/search_remote.hpp).
 
 #include <chrono>
 #include <cstdint>

@@ -1,8 +1,6 @@
-// bmpipe search under MPI (Open MPI from Debian), a transport only: rank 0 runs the
-// library's search driver (api/search_driver.hpp) with an executor that hands each pass's
-// tasks out in chunks as workers ask for them, runs tasks itself on a second thread
-// meanwhile, and puts back every outcome; workers loop running what they are sent. Each
-// outcome depends only on its layout and pass, so the answer is the one the single-process
+// bmpipe search under MPI (Open MPI from Debian), a transport only: MPI carries the
+// messages of the library's search over processes (api/search_remote.hpp): rank 0 drives
+// with a RemoteExecutor, the others serve tasks. The answer is the one the single-process
 // search gives, whatever the number of processes.
 //
 // Failure behaviour: every rank reads the config; a rank that cannot is reported by rank 0,
@@ -12,17 +10,16 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
-#include <thread>
 
 #include "api/errors.hpp"
 #include "api/search_journal.hpp"
+#include "api/search_remote.hpp"
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
@@ -47,158 +44,45 @@ extern "C" void stopped_by_mpirun(int) {
   _exit(143);
 }
 
-enum Tag : int { kRequest = 1, kAssign = 2, kResults = 3, kFailure = 4 };
-
-/// MPI_Probe without the spin: Open MPI's blocking probe polls at full speed, so a worker
-/// waiting for its next share took a core from rank 0's planning thread.
-void probe(int from, int tag, MPI_Status* status) {
-  int flag = 0;
-  while (MPI_Iprobe(from, tag, MPI_COMM_WORLD, &flag, status), !flag) usleep(100);
-}
-
-void send_text(const std::string& text, int to, int tag) {
-  MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, to, tag, MPI_COMM_WORLD);
-}
-
-std::string receive_text(int from, int tag, MPI_Status* status) {
-  probe(from, tag, status);
-  int size = 0;
-  MPI_Get_count(status, MPI_CHAR, &size);
-  std::string text(static_cast<std::size_t>(size), '\0');
-  MPI_Recv(text.data(), size, MPI_CHAR, status->MPI_SOURCE, status->MPI_TAG, MPI_COMM_WORLD,
-           MPI_STATUS_IGNORE);
-  return text;
-}
-
-[[noreturn]] void abort_job(int from, const std::string& what) {
-  std::cerr << "bmpipe search: " << (from == 0 ? "" : "process " + std::to_string(from) + ": ")
-            << "internal error: " << what << "\n";
-  MPI_Abort(MPI_COMM_WORLD, 70);
-  std::exit(70);  // not reached: MPI_Abort ends the job
-}
-
-/// What rank 0 sends a worker that asks when the search is over.
-const char* const kEnd = "end";
-
-/// Rank 0's executor: every pass's tasks go to whoever asks first, workers by message and
-/// rank 0's own threads meanwhile. Only the main thread calls MPI.
-class MpiExecutor : public api::SearchExecutor {
+/// MPI_COMM_WORLD as the search's transport; only the main thread calls it.
+class MpiTransport : public api::TaskTransport {
  public:
-  MpiExecutor(const api::SearchSetup& s, int size, int threads) : size_(size), own_(s, threads) {}
+  explicit MpiTransport(int size) : size_(size) {}
   int processes() const override { return size_; }
-
-  /// A failure here (a task on rank 0's threads, a journal that cannot be written) stops
-  /// the feed; the tasks out with workers are drained, then it is thrown for the command
-  /// to report (cli/guard.hpp), and finish() still ends the workers. A worker's failure
-  /// ends the job (exit 70).
-  void run(const api::SearchPass& pass, api::TaskFeed& feed) override {
-    std::atomic<bool> own_done{false};
-    std::exception_ptr own_error, error;  // own_error: written once, before own_done is set
-    std::thread own([&] {
-      try {
-        own_.run(pass, feed);
-      } catch (...) {
-        own_error = std::current_exception();
-      }
-      own_done.store(true);
-    });
-    // Workers that asked while a pass had nothing left (or between passes) are served
-    // first; the others as their requests arrive.
-    std::vector<int> asking;
-    asking.swap(waiting_);
-    std::size_t out = 0;  // tasks handed to workers and not yet put back
-    for (;;) {
-      for (const int w : asking) out += assign(pass, feed, w);
-      asking.clear();
-      if (own_done.load() && out == 0) break;
-      int flag = 0;
-      MPI_Status status;
-      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
-      if (!flag) {
-        // A request waits at most 200 us. Alone, nobody asks: waking 5,000 times a second
-        // cost one process bound to one core (mpirun's default for -np 1 and 2) 8 % of the
-        // GPT-3 search, --threads 1 (6.37 s -> 5.86 s, medians of 3 and 2).
-        usleep(size_ > 1 ? 200 : 20000);
-        continue;
-      }
-      const std::string text = receive_text(status.MPI_SOURCE, status.MPI_TAG, &status);
-      if (status.MPI_TAG == kFailure) abort_job(status.MPI_SOURCE, text);
-      if (status.MPI_TAG == kRequest) {
-        asking.push_back(status.MPI_SOURCE);
-        continue;
-      }
-      for (const auto& item : nlohmann::json::parse(text)) {
-        --out;
-        if (error) continue;  // drained
-        try {
-          feed.put(item[0].get<std::size_t>(), api::decode_outcome(item[1].get<std::string>()));
-        } catch (...) {
-          error = std::current_exception();
-          feed.stop();
-        }
-      }
-    }
-    own.join();
-    if (error) std::rethrow_exception(error);
-    if (own_error) std::rethrow_exception(own_error);
+  void send(int to, int tag, const std::string& text) override {
+    MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, to, tag, MPI_COMM_WORLD);
   }
-
-  /// After the search: every worker is told it is over, once it asks.
-  void finish() {
-    for (int w : waiting_) send_text(kEnd, w, kAssign);
-    for (std::size_t told = waiting_.size(); told < static_cast<std::size_t>(size_ - 1); ++told) {
-      MPI_Status status;
-      receive_text(MPI_ANY_SOURCE, kRequest, &status);
-      send_text(kEnd, status.MPI_SOURCE, kAssign);
-    }
-    waiting_.clear();
+  std::optional<Message> poll() override {
+    int flag = 0;
+    MPI_Status status;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
+    if (!flag) return std::nullopt;
+    return receive(status.MPI_SOURCE, status.MPI_TAG);
+  }
+  Message receive(int from, int tag) override {
+    // MPI_Probe without the spin: Open MPI's blocking probe polls at full speed, so a
+    // worker waiting for its next share took a core from rank 0's planning thread.
+    MPI_Status status;
+    int flag = 0;
+    while (MPI_Iprobe(from < 0 ? MPI_ANY_SOURCE : from, tag, MPI_COMM_WORLD, &flag, &status), !flag)
+      usleep(100);
+    int size = 0;
+    MPI_Get_count(&status, MPI_CHAR, &size);
+    Message m{status.MPI_SOURCE, status.MPI_TAG, std::string(static_cast<std::size_t>(size), '\0')};
+    MPI_Recv(m.text.data(), size, MPI_CHAR, status.MPI_SOURCE, status.MPI_TAG, MPI_COMM_WORLD,
+             MPI_STATUS_IGNORE);
+    return m;
+  }
+  [[noreturn]] void abort(int from, const std::string& what) override {
+    std::cerr << "bmpipe search: " << (from == 0 ? "" : "process " + std::to_string(from) + ": ")
+              << "internal error: " << what << "\n";
+    MPI_Abort(MPI_COMM_WORLD, 70);
+    std::exit(70);  // not reached: MPI_Abort ends the job
   }
 
  private:
-  /// Hands worker `w` its next chunk of `pass`; when there is none, it waits for the next
-  /// pass (or the end). Returns the tasks handed out.
-  std::size_t assign(const api::SearchPass& pass, api::TaskFeed& feed, int w) {
-    std::vector<api::SearchTask> tasks;
-    const std::size_t want = feed.chunk(size_);
-    while (tasks.size() < want)
-      if (const std::optional<api::SearchTask> task = feed.take())
-        tasks.push_back(*task);
-      else
-        break;
-    if (tasks.empty())
-      waiting_.push_back(w);
-    else
-      send_text(api::encode_share(pass, tasks), w, kAssign);
-    return tasks.size();
-  }
-
   int size_;
-  api::ThreadExecutor own_;
-  std::vector<int> waiting_;  ///< workers that asked and have nothing yet
 };
-
-/// A worker: asks rank 0 for tasks, runs them on its threads, sends their outcomes, until
-/// rank 0 says the search is over.
-void serve(const api::SearchSetup& s, int threads) {
-  for (;;) {
-    send_text("", 0, kRequest);
-    MPI_Status status;
-    const std::string text = receive_text(0, kAssign, &status);
-    if (text == kEnd) return;
-    nlohmann::json items = nlohmann::json::array();
-    try {
-      const auto [pass, tasks] = api::decode_share(text);
-      const std::vector<api::TaskOutcome> got = api::run_tasks(s, pass, tasks, threads);
-      for (std::size_t k = 0; k < tasks.size(); ++k)
-        items.push_back({tasks[k].layout, api::encode_outcome(got[k])});
-    } catch (const std::exception& e) {
-      send_text(e.what(), 0, kFailure);
-      MPI_Finalize();
-      std::exit(70);
-    }
-    send_text(items.dump(), 0, kResults);
-  }
-}
 
 /// Setup on every rank; returns the exit code all must use if any rank failed.
 std::optional<int> agree_on_setup(int rank, int size, const std::string& error, int code) {
@@ -278,10 +162,16 @@ int run_search_mpi(const std::vector<std::string>& args) {
     return *failed;
   }
   int rc = 0;
+  MpiTransport transport(size);
   if (rank != 0) {
-    serve(c.setup, c.setup.request.threads);
+    try {
+      api::serve_tasks(c.setup, transport, c.setup.request.threads);
+    } catch (const std::exception&) {  // sent to rank 0, which ends the job
+      MPI_Finalize();
+      std::exit(70);
+    }
   } else {
-    MpiExecutor executor(c.setup, size, c.setup.request.threads);
+    api::RemoteExecutor executor(c.setup, transport, c.setup.request.threads);
     rc = guarded("search", [&] { return search_and_report(c, executor, journal, start); });
     executor.finish();
   }
