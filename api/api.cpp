@@ -237,6 +237,26 @@ CostOutcome run_cost(const Config& config, bool with_ops) {
 
 // ---- plan -------------------------------------------------------------------------------
 
+PlannedJob planned_job(const PlanResults& planned, const PlanRequest& request) {
+  const PlanRun& shown = *planned.shown;
+  PlannedJob job{request.overrides, ConfigEdits{planned.outcomes.front().schedule,
+                                                shown.schedule.num_ranks,
+                                                shown.schedule.chunks_per_device(),
+                                                shown.schedule.num_microbatches,
+                                                {},
+                                                {},
+                                                {},
+                                                {},
+                                                {}}};
+  set_plan_keys(job.edits, planned.experiment->config, shown.plan);
+  // --offload auto: the offload choice kept is part of the job written and exported.
+  if (!planned.offload_modules.empty())
+    job.overrides.set.emplace_back("training.offload_modules", planned.offload_modules);
+  if (planned.offload_lead)
+    job.overrides.set.emplace_back("training.offload_lead", std::to_string(*planned.offload_lead));
+  return job;
+}
+
 std::int64_t plan_memory_limit_bytes(const Config& config, const PlanRequest& r) {
   if (!(r.margin_GiB >= 0) || !std::isfinite(r.margin_GiB))
     throw RequestError("--margin-GiB", "must be 0 or more GiB");

@@ -211,6 +211,15 @@ struct PlanResults {
 /// RequestError for values out of range.
 std::int64_t plan_memory_limit_bytes(const Config& config, const PlanRequest& request);
 
+/// The job a plan's --out file states over its config: the request's overrides (--set,
+/// --global-batch-size, ...) with the offload choice --offload auto kept, and the edits of
+/// the plan shown (schedule, pp, vpp, micro-batches, partition, recompute).
+struct PlannedJob {
+  Overrides overrides;
+  ConfigEdits edits;
+};
+PlannedJob planned_job(const PlanResults& planned, const PlanRequest& request);
+
 /// The request's own values (limits, counts, baseline name, expressible framework), checked
 /// before any config is read. Throws RequestError naming the option (with "did you mean",
 /// and the new name of a renamed baseline). run_plan calls it first.

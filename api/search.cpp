@@ -10,6 +10,7 @@
 #include "api/contracts.hpp"
 #include "api/errors.hpp"
 #include "api/search_driver.hpp"
+#include "experiment/experiment.hpp"
 #include "experiment/suggest.hpp"
 #include "frameworks/exporters.hpp"
 #include "frameworks/framework_rules.hpp"
@@ -189,6 +190,38 @@ LayoutResult layout_from_json(const nlohmann::json& j) {
 }
 
 }  // namespace
+
+std::optional<ConfigEdits> best_layout_edits(const Config& config, const SearchReport& report) {
+  const std::vector<LayoutResult>& ranked = report.layouts;
+  if (ranked.empty() || !ranked.front().rejected.empty() || !ranked.front().fits)
+    return std::nullopt;
+  const LayoutResult& best = ranked.front();
+  ConfigEdits edits{best.layout.schedule,
+                    best.layout.pp,
+                    best.layout.vpp,
+                    best.microbatches,
+                    {},
+                    {},
+                    best.layout.tp,
+                    best.layout.dp,
+                    best.layout.micro_batch_size};
+  // The plan's rows are those of the layout's own config (separate ends or not).
+  const Config own = layout_config(config, best.layout);
+  set_plan_keys(edits, own, best.plan);
+  // Keys layout_config changes with the layout (sequence parallelism for MoE at tp > 1,
+  // the tp overlap at tp 1): the file says them when they differ from the source's.
+  if (own.training.sequence_parallel != config.training.sequence_parallel)
+    edits.sequence_parallel = own.training.sequence_parallel;
+  if (own.training.tp_comm_overlap != config.training.tp_comm_overlap)
+    edits.tp_comm_overlap = own.training.tp_comm_overlap;
+  // The experts' folding and the context split are the layout's too (layout_config).
+  if (report.experts) {
+    edits.ep = best.layout.ep;
+    edits.etp = best.layout.etp;
+  }
+  if (report.context || best.layout.cp != config.training.cp) edits.cp = best.layout.cp;
+  return edits;
+}
 
 std::vector<std::pair<std::string, std::string>> offload_keys(const LayoutResult& best) {
   std::vector<std::pair<std::string, std::string>> out;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "experiment/config.hpp"
+#include "experiment/write_config.hpp"
 #include "planner/layout_search.hpp"
 
 namespace bmpipe::api {
@@ -149,6 +150,13 @@ SearchReport rank_search(const SearchSetup& s, std::vector<LayoutResult> results
 /// auto writes it); the layers' modes themselves are the plan's (set_plan_keys). Empty
 /// without an offload choice.
 std::vector<std::pair<std::string, std::string>> offload_keys(const LayoutResult& best);
+
+/// What a --out file of the fastest layout of `report` (searched on `config`) states over
+/// the config: the layout, its micro-batches and its plan (the rows of the layout's own
+/// config), the keys layout_config changes with the layout when they differ from the
+/// config's, and the experts' folding and cp when the search varied them. None when no
+/// layout fits.
+std::optional<ConfigEdits> best_layout_edits(const Config& config, const SearchReport& report);
 
 std::string encode_result(const LayoutResult& r);
 LayoutResult decode_result(const std::string& text);

@@ -8,6 +8,7 @@
 
 #include "api/api.hpp"
 #include "api/summary.hpp"
+#include "api/tables.hpp"
 #include "cli/commands.hpp"
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
@@ -23,45 +24,14 @@ namespace bmpipe::cli {
 
 namespace {
 
-std::int64_t max_peak(const SimResult& r) {
-  std::int64_t peak = 0;
-  for (const auto& d : r.devices) peak = std::max(peak, d.peak_bytes);
-  return peak;
-}
-
 /// The table (or --json list) of a comparison; the exit code: 0, or 1 when a schedule that
 /// ran deadlocked (a schedule refusing the config is a result, not a failure).
 int print_compare(const std::string& file, const api::CompareOutcome& outcome, bool json,
                   std::ostream& out) {
-  const std::vector<api::CompareRow>& rows = outcome.rows;
-  // Exit code: a schedule that refuses the config is a result (exit 0); 1 if a listed
-  // schedule deadlocked.
   int rc = 0;
-  for (const auto& r : rows)
+  for (const auto& r : outcome.rows)
     if (r.refused.empty() && !r.result.ok) rc = 1;
-  if (json) {
-    out << json_text(outcome.summary) << "\n";
-    return rc;
-  }
-  out << "bmpipe compare " << file << "\n";
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%-12s %4s %16s %10s %14s %5s\n", "schedule", "vpp",
-                "iteration ms", "bubble %", "max peak mem", "fits");
-  out << buf;
-  for (const auto& r : rows) {
-    if (!r.refused.empty()) {
-      out << r.info.schedule << "  REFUSED: " << r.refused << "\n";
-      continue;
-    }
-    if (!r.result.ok) {
-      out << r.info.schedule << "  FAILED: " << r.result.error << "\n";
-      continue;
-    }
-    std::snprintf(buf, sizeof buf, "%-12s %4d %16.3f %10.2f %14s %5s\n", r.info.schedule.c_str(),
-                  r.info.vpp, ns_to_ms(r.result.iteration_time), 100.0 * r.result.bubble_ratio,
-                  format_gib(max_peak(r.result)).c_str(), r.result.fits ? "yes" : "NO");
-    out << buf;
-  }
+  out << (json ? json_text(outcome.summary) + "\n" : api::compare_text(file, outcome));
   return rc;
 }
 

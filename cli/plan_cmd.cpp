@@ -15,6 +15,7 @@
 #include "api/api.hpp"
 #include "api/export.hpp"
 #include "api/summary.hpp"
+#include "api/tables.hpp"
 #include "cli/commands.hpp"
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
@@ -34,93 +35,6 @@ namespace {
 
 std::string ms(Time t) {
   return format_ms(t, 3);
-}
-
-/// The run as a table: one row per stage, then the totals.
-std::string plan_table(const Experiment& e, const PlanRun& run, std::int64_t limit) {
-  std::ostringstream out;
-  const std::vector<StageInfo> stages = stage_info(e, run.plan);
-  const SimInput in = assemble(e, run.plan, run.schedule);
-  char buf[256];
-  // Layers per recompute mode, one column each.
-  std::snprintf(buf, sizeof buf, "%5s %4s %11s", "stage", "rank", "layers");
-  out << buf;
-  const std::vector<Recompute> modes = e.layers.modes();
-  for (Recompute r : modes) {
-    std::snprintf(buf, sizeof buf, " %5s", std::string(recompute_column(r)).c_str());
-    out << buf;
-  }
-  std::snprintf(buf, sizeof buf, " %10s %10s %24s\n", "F ms/mb", "B ms/mb", "peak mem / limit");
-  out << buf;
-  for (std::size_t s = 0; s < stages.size(); ++s) {
-    const StageInfo& st = stages[s];
-    const int rank = run.schedule.stage_rank[s];
-    const StageCost& c = in.stages[s];
-    const std::string layers = st.num_layers == 0
-                                   ? "-"
-                                   : std::to_string(st.first_layer) + "-" +
-                                         std::to_string(st.first_layer + st.num_layers - 1);
-    const std::string mem =
-        run.result.ok ? format_gib(run.result.devices[rank].peak_bytes) + " / " + format_gib(limit)
-                      : "-";
-    std::snprintf(buf, sizeof buf, "%5zu %4d %11s", s, rank, layers.c_str());
-    out << buf;
-    for (Recompute r : modes) {
-      std::snprintf(buf, sizeof buf, " %5d", st.modes[r]);
-      out << buf;
-    }
-    std::snprintf(buf, sizeof buf, " %10s %10s %24s\n", ms(c.forward).c_str(),
-                  ms(c.backward_full() + c.recompute).c_str(), mem.c_str());
-    out << buf;
-  }
-  if (run.result.ok) {
-    std::snprintf(buf, sizeof buf, "iteration time   %s ms   bubble ratio %.2f %%   %s\n",
-                  ms(run.result.iteration_time).c_str(), 100.0 * run.result.bubble_ratio,
-                  run.result.fits ? "fits" : "DOES NOT FIT");
-    out << buf;
-  } else {
-    out << "simulation failed: " << run.result.error << "\n";
-  }
-  return out.str();
-}
-
-std::string baselines_table(const PlanOutcome& o, const PlanRun& run) {
-  std::ostringstream out;
-  char buf[512];
-  std::snprintf(buf, sizeof buf, "\n%-23s %14s %6s %9s\n", "baseline", "iteration ms", "fits",
-                "speedup");
-  out << buf;
-  for (const BaselineRun& b : o.baselines) {
-    if (!b.run) {
-      out << "  " << b.name << ": " << b.error << "\n";
-      continue;
-    }
-    const double speedup = run.result.iteration_time > 0
-                               ? static_cast<double>(b.run->result.iteration_time) /
-                                     static_cast<double>(run.result.iteration_time)
-                               : 0.0;
-    std::string note = b.error;
-    if (!b.offload_modules.empty())
-      note +=
-          (note.empty() ? "" : "; ") + std::string("offloads ") + b.offload_modules + " at lead 1";
-    if (!b.expressible)
-      note += (note.empty() ? "" : "; ") + std::string("the framework cannot state it");
-    std::snprintf(buf, sizeof buf, "%-23s %14s %6s %8.3fx%s\n", b.name.c_str(),
-                  ms(b.run->result.iteration_time).c_str(), b.run->fits() ? "yes" : "NO", speedup,
-                  note.empty() ? "" : ("   (" + note + ")").c_str());
-    out << buf;
-  }
-  if (const BaselineRun* ref = megatron_reference(o); ref && run.result.iteration_time > 0) {
-    std::snprintf(buf, sizeof buf,
-                  "speedup over Megatron-LM: %.3fx against %s (the fastest megatron-* baseline "
-                  "that fits)\n",
-                  static_cast<double>(ref->run->result.iteration_time) /
-                      static_cast<double>(run.result.iteration_time),
-                  ref->name.c_str());
-    out << buf;
-  } else
-    out << "speedup over Megatron-LM: none of the megatron-* baselines fits\n";
-  return out.str();
 }
 
 /// Progress on stderr. On a terminal, one live line: evaluations, best so far, elapsed.
@@ -198,9 +112,8 @@ int run_plan(const std::vector<std::string>& args) {
   add_config_options(opts);
   const api::RequestTable<api::PlanRequest> table = api::plan_options();
   // The request's options up to the overrides, then the command's own, then the overrides.
-  const auto overrides_from_row =
-      table.begin() + static_cast<std::ptrdiff_t>(table.size() - api::override_options("").size());
-  for (auto row = table.begin(); row != overrides_from_row; ++row) add_request_option(opts, *row);
+  const std::size_t overrides = rows_before_overrides(table);
+  add_request_options(opts, table, 0, overrides);
   // clang-format off
   opts.add_options()
       ("format", po::value<std::string>()->value_name("FORMAT")->default_value("table"),
@@ -211,7 +124,7 @@ int run_plan(const std::vector<std::string>& args) {
       ("out", po::value<std::string>()->value_name("FILE"), "write the config with the plan filled in to FILE");
   // clang-format on
   add_progress_options(opts, "schedule, phase, evaluations, best so far, ETA");
-  for (auto row = overrides_from_row; row != table.end(); ++row) add_request_option(opts, *row);
+  add_request_options(opts, table, overrides);
   // Parsed so that it is refused with its reason, but not listed: plan does not take it.
   po::options_description refused;
   refused.add_options()("schedule-file", po::value<std::string>(), "");
@@ -264,33 +177,14 @@ int run_plan(const std::vector<std::string>& args) {
     api::PlanResults planned = api::run_plan(config, request);  // NoPlanFits: exit 2
     line.clear();
     const std::int64_t memory_limit = api::plan_memory_limit_bytes(config, request);
-    const std::shared_ptr<const Experiment> e = planned.experiment;
-    const std::vector<PlanOutcome>& outcomes = planned.outcomes;
-    const PlanOutcome& top = outcomes.front();
+    const PlanOutcome& top = planned.outcomes.front();
     const PlanRun* shown = planned.shown;
-    const int shown_vpp = shown->schedule.chunks_per_device();
-
-    ConfigEdits edits{top.schedule,
-                      shown->schedule.num_ranks,
-                      shown_vpp,
-                      shown->schedule.num_microbatches,
-                      {},
-                      {},
-                      {},
-                      {},
-                      {}};
-    set_plan_keys(edits, e->config, shown->plan);
-    // --offload auto: the offload choice kept is part of the job written and exported.
-    Overrides written = request.overrides;
-    if (!planned.offload_modules.empty())
-      written.set.emplace_back("training.offload_modules", planned.offload_modules);
-    if (planned.offload_lead)
-      written.set.emplace_back("training.offload_lead", std::to_string(*planned.offload_lead));
+    const api::PlannedJob job = api::planned_job(planned, request);
     if (vm.count("out"))
       // The job planned: the command line's overrides (--set, --global-batch-size, ...)
       // are written in with the plan.
       write_edited_config(
-          path, vm["out"].as<std::string>(), written, {}, edits,
+          path, vm["out"].as<std::string>(), job.overrides, {}, job.edits,
           "Written by bmpipe plan from " + path + ": " +
               (baseline.empty() ? "the plan found" : "the " + baseline + " baseline's plan") +
               " for " + top.schedule + ", " + ms(shown->result.iteration_time) +
@@ -319,60 +213,7 @@ int run_plan(const std::vector<std::string>& args) {
       std::cout << exported->text;
       return 0;
     }
-    std::cout << "bmpipe plan " << config.file << "\n";
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "schedule %s   pp %d   vpp %d   micro-batches %d   memory limit %s per device\n",
-                  top.schedule.c_str(), shown->schedule.num_ranks, shown_vpp,
-                  shown->schedule.num_microbatches, format_gib(memory_limit).c_str());
-    std::cout << buf;
-    if (!baseline.empty()) std::cout << "showing the " << baseline << " baseline\n";
-    if (request.offload && *request.offload != "none") {
-      const nlohmann::json& off = planned.summary["offload"];
-      const std::string form = off["form"].get<std::string>();
-      std::cout << "activation offload: kept " << planned.offload_modules
-                << (planned.offload_lead ? ", lead " + std::to_string(*planned.offload_lead) : "")
-                << (form == "job" ? "" : " (" + form + ")") << " of\n";
-      for (const auto& row : off["tried"]) {
-        const std::string lead = row.contains("offload_lead")
-                                     ? "lead " + std::to_string(row["offload_lead"].get<int>())
-                                     : "";
-        // The form, and how many layers a per-layer plan offloads.
-        std::string how = row.contains("form") ? row["form"].get<std::string>() : "";
-        if (row.contains("offload_layers"))
-          how += (how.empty() ? "" : " ") + std::to_string(row["offload_layers"].get<int>()) +
-                 " layers";
-        std::snprintf(buf, sizeof buf, "  %-58s %-7s %-20s ",
-                      row["offload_modules"].get<std::string>().c_str(), lead.c_str(), how.c_str());
-        std::cout << buf;
-        if (row.contains("iteration_time_ms")) {
-          std::snprintf(buf, sizeof buf, "%.3f ms\n", row["iteration_time_ms"].get<double>());
-          std::cout << buf;
-        } else {
-          std::cout << row["error"].get<std::string>() << "\n";
-        }
-      }
-    }
-    std::cout << "\n" << plan_table(*e, *shown, memory_limit);
-    std::cout << baselines_table(top, *shown);
-    if (outcomes.size() > 1) {
-      std::cout << "\nschedules planned (fastest first):\n";
-      for (const PlanOutcome& oc : outcomes) {
-        std::snprintf(buf, sizeof buf, "  %-12s vpp %d  ", oc.schedule.c_str(), oc.vpp);
-        std::cout << buf
-                  << (oc.best.fits() ? ms(oc.best.result.iteration_time) + " ms"
-                                     : "no fitting plan: " + oc.infeasible)
-                  << "\n";
-      }
-    }
-    const SearchStats& s = top.stats;
-    std::snprintf(buf, sizeof buf,
-                  "\nsearch: %lld evaluations, %lld cache hits, %lld filtered, %.2f s, %d threads, "
-                  "seed %llu, stopped by %s\n",
-                  static_cast<long long>(s.evaluations), static_cast<long long>(s.cache_hits),
-                  static_cast<long long>(s.filtered), s.wall_s, s.threads,
-                  static_cast<unsigned long long>(s.seed), s.stopped_by.c_str());
-    std::cout << buf;
+    std::cout << api::plan_text(config.file, request, planned, memory_limit);
     return 0;
   });
 }

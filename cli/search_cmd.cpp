@@ -43,8 +43,8 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   add_config_options(opts);
   const api::RequestTable<api::SearchRequest> table = api::search_options();
   // The request's options, the command's own before the config keys, as --help lists them.
-  const auto keys = table.end() - static_cast<std::ptrdiff_t>(api::batch_and_set_options().size());
-  for (auto row = table.begin(); row != keys; ++row) add_request_option(opts, *row);
+  const std::size_t keys = table.size() - api::batch_and_set_options().size();
+  add_request_options(opts, table, 0, keys);
   // clang-format off
   opts.add_options()
       ("top", po::value<int>()->value_name("N")->default_value(10), "rows of the table")
@@ -63,7 +63,7 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
        "differ between runs. Under mpirun rank 0 alone reads and writes it");
   // clang-format on
   // The config keys simulate and plan take too (their other knobs are search dimensions).
-  for (auto row = keys; row != table.end(); ++row) add_request_option(opts, *row);
+  add_request_options(opts, table, keys);
   add_progress_options(opts, "phase, layouts done, evaluations, best so far, ETA");
   po::variables_map vm;
   if (auto stop = parse_command_line(
@@ -193,35 +193,9 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
                                                     wall_s, run.stopped_by, run.confirmed);
   const std::vector<LayoutResult>& ranked = report.layouts;
   const Config& config = c.setup.config;
-  const bool best_fits = !ranked.empty() && ranked.front().rejected.empty() && ranked.front().fits;
-  std::optional<ConfigEdits> best_edits;
-  if (best_fits) {
-    const LayoutResult& best = ranked.front();
-    best_edits = ConfigEdits{best.layout.schedule,
-                             best.layout.pp,
-                             best.layout.vpp,
-                             best.microbatches,
-                             {},
-                             {},
-                             best.layout.tp,
-                             best.layout.dp,
-                             best.layout.micro_batch_size};
-    // The plan's rows are those of the layout's own config (separate ends or not).
-    const Config own = layout_config(config, best.layout);
-    set_plan_keys(*best_edits, own, best.plan);
-    // Keys layout_config changes with the layout (sequence parallelism for MoE at tp > 1,
-    // the tp overlap at tp 1): the file says them when they differ from the source's.
-    if (own.training.sequence_parallel != config.training.sequence_parallel)
-      best_edits->sequence_parallel = own.training.sequence_parallel;
-    if (own.training.tp_comm_overlap != config.training.tp_comm_overlap)
-      best_edits->tp_comm_overlap = own.training.tp_comm_overlap;
-    // The experts' folding and the context split are the layout's too (layout_config).
-    if (report.experts) {
-      best_edits->ep = best.layout.ep;
-      best_edits->etp = best.layout.etp;
-    }
-    if (report.context || best.layout.cp != config.training.cp) best_edits->cp = best.layout.cp;
-  }
+  // None when no layout fits.
+  const std::optional<ConfigEdits> best_edits = api::best_layout_edits(config, report);
+  const bool best_fits = best_edits.has_value();
   if (c.out) {
     if (!best_fits) throw ConfigError(config.file, 0, "--out", "no layout fits: nothing to write");
     const LayoutResult& best = ranked.front();
