@@ -208,6 +208,10 @@ void add_progress_options(po::options_description& opts, const std::string& carr
       ("when stderr is not a terminal: seconds between progress lines (" + carries + ")").c_str());
 }
 
+void print_to_stderr(const std::string& text) {
+  std::cerr << text << std::flush;
+}
+
 double progress_interval_s(const po::variables_map& vm) {
   const double s = vm["progress-interval-s"].as<double>();
   if (!(s >= 0) || !std::isfinite(s))

@@ -71,6 +71,9 @@ void add_override_options(boost::program_options::options_description& opts, con
 void add_progress_options(boost::program_options::options_description& opts,
                           const std::string& carries);
 
+/// Writes `text` to stderr at once (a progress line of api/progress_lines.hpp).
+void print_to_stderr(const std::string& text);
+
 /// --progress-interval-s from `vm`. Throws UsageError when it is negative or not finite.
 double progress_interval_s(const boost::program_options::variables_map& vm);
 

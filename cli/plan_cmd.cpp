@@ -14,6 +14,7 @@
 
 #include "api/api.hpp"
 #include "api/export.hpp"
+#include "api/progress_lines.hpp"
 #include "api/summary.hpp"
 #include "api/tables.hpp"
 #include "cli/commands.hpp"
@@ -36,74 +37,6 @@ namespace {
 std::string ms(Time t) {
   return format_ms(t, 3);
 }
-
-/// Progress on stderr. On a terminal, one live line: evaluations, best so far, elapsed.
-/// Off a terminal (a log file, a CI job), one line every `interval_s` seconds: the
-/// schedule and phase, the command's evaluations so far, the best so far, elapsed and an
-/// ETA bounded by the evaluation budget (the planner may stop sooner, when it converges;
-/// it never runs past --max-evals or --time-limit-s).
-class ProgressLine {
- public:
-  ProgressLine(bool on, bool tty, double interval_s, std::int64_t budget,
-               std::optional<double> time_limit_s)
-      : on_(on), tty_(tty), interval_s_(interval_s), budget_(budget), limit_s_(time_limit_s) {}
-  ~ProgressLine() { clear(); }
-  void show(const std::string& what, const PlannerProgress& p) {
-    if (!on_) return;
-    // Each schedule's planner counts from 0: the command's total adds the ones before.
-    if (what != label_) {
-      done_before_ += last_evaluations_;
-      label_ = what;
-    }
-    last_evaluations_ = p.evaluations;
-    const std::string best = p.best ? ms(*p.best) + " ms" : "none fits yet";
-    char buf[240];
-    // Seconds since the command started: the planner's own clock starts after the schedule
-    // and the baselines, which take seconds for zb-v at thousands of micro-batches.
-    const double now = std::chrono::duration<double>(Clock::now() - started_).count();
-    if (tty_) {
-      std::snprintf(buf, sizeof buf, "\r%s: %s, %lld evaluations, best %s, %.1f s  ", what.c_str(),
-                    p.phase.c_str(), static_cast<long long>(p.evaluations), best.c_str(), now);
-      std::cerr << buf << std::flush;
-      shown_ = true;
-      return;
-    }
-    // The first line after one interval too: a plan shorter than that prints none, and an
-    // error stays the first line of stderr.
-    if (now - last_line_s_ < interval_s_) return;
-    last_line_s_ = now;
-    const std::int64_t total = done_before_ + p.evaluations;
-    std::string eta = "ETA unknown";
-    if (total > 0 && now > 0) {
-      double left = static_cast<double>(std::max<std::int64_t>(0, budget_ - total)) *
-                    (now / static_cast<double>(total));
-      if (limit_s_) left = std::min(left, std::max(0.0, *limit_s_ - now));
-      char b[64];
-      std::snprintf(b, sizeof b, left < 1 ? "ETA <1 s" : "ETA at most %.0f s", std::ceil(left));
-      eta = b;
-    }
-    std::snprintf(buf, sizeof buf, "plan: %s: %s, %lld evaluations, best %s, %.1f s, %s\n",
-                  what.c_str(), p.phase.c_str(), static_cast<long long>(total), best.c_str(), now,
-                  eta.c_str());
-    std::cerr << buf << std::flush;
-  }
-  void clear() {
-    if (on_ && tty_ && shown_) std::cerr << "\r" << std::string(100, ' ') << "\r" << std::flush;
-    shown_ = false;
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  bool on_, tty_;
-  double interval_s_;
-  std::int64_t budget_;
-  std::optional<double> limit_s_;
-  bool shown_ = false;
-  double last_line_s_ = 0;
-  std::string label_;
-  std::int64_t done_before_ = 0, last_evaluations_ = 0;
-  Clock::time_point started_ = Clock::now();
-};
 
 }  // namespace
 
@@ -163,8 +96,9 @@ int run_plan(const std::vector<std::string>& args) {
     const std::string given = request.overrides.schedule.value_or("");
     const std::string baseline = request.baseline.value_or("");
     const double interval_s = progress_interval_s(vm);
-    ProgressLine line(!vm["quiet"].as<bool>(), isatty(STDERR_FILENO) != 0, interval_s,
-                      request.max_evals, request.time_limit_s);
+    api::PlanProgressLines line(print_to_stderr, !vm["quiet"].as<bool>(),
+                                isatty(STDERR_FILENO) != 0, interval_s, request.max_evals,
+                                request.time_limit_s);
     request.progress = [&line](const std::string& label, const PlannerProgress& p) {
       line.show(label, p);
     };

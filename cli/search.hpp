@@ -38,27 +38,6 @@ struct SearchCommand {
 /// api::RequestError and ConfigError for bad input.
 SearchCommand setup_search(const std::vector<std::string>& args, std::optional<int>* exit_code);
 
-/// A search's lines on stderr. The first pass: layouts done, evaluations, best so far,
-/// seconds (and the processes under mpirun) and the library's ETA. The passes after it
-/// (the screen's second pass, --refine): one line when a pass starts, then `search: planned
-/// again K / N layouts, T s, ETA E`. On a terminal one line redrawn in place; off it one
-/// every --progress-interval-s and the last. Nothing with --quiet.
-class SearchLines : public api::SearchObserver {
- public:
-  SearchLines(const SearchCommand& c, int processes);
-  void layout(const LayoutResult& r, const api::SearchProgress& p) override;
-  void pass_started(const api::SearchPass& pass) override;
-  void pass_progress(const api::SearchPass& pass, const api::PassProgress& p) override;
-  /// On a terminal, erases the line.
-  void clear() const;
-
- private:
-  const SearchCommand& c_;
-  int processes_;
-  bool tty_;
-  double last_line_ = -1e300;
-};
-
 /// Opens --journal FILE for the search `c` into `journal` (api::SearchJournal; its notes
 /// as lines on stderr); nothing without --journal.
 void open_journal(const SearchCommand& c, std::optional<api::SearchJournal>& journal);

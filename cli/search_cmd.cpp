@@ -13,6 +13,7 @@
 
 #include "api/contracts.hpp"
 #include "api/export.hpp"
+#include "api/progress_lines.hpp"
 #include "api/search_journal.hpp"
 #include "api/summary.hpp"
 #include "cli/commands.hpp"
@@ -119,75 +120,6 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
 
 namespace {
 
-/// "ETA <1 s" or "ETA N s" (N rounded up) for `seconds` of work left.
-std::string eta_text(double seconds) {
-  char b[64];
-  if (seconds < 1)
-    std::snprintf(b, sizeof b, "ETA <1 s");
-  else
-    std::snprintf(b, sizeof b, "ETA %.0f s", std::ceil(seconds));
-  return b;
-}
-
-}  // namespace
-
-SearchLines::SearchLines(const SearchCommand& c, int processes)
-    : c_(c), processes_(processes), tty_(isatty(STDERR_FILENO) != 0) {}
-
-void SearchLines::layout(const LayoutResult&, const api::SearchProgress& p) {
-  if (c_.quiet) return;
-  if (!tty_ && p.elapsed_s - last_line_ < c_.progress_interval_s && p.done < p.total) return;
-  last_line_ = p.elapsed_s;
-  const std::string eta = p.done >= p.total ? "ETA 0 s"
-                          : p.eta_s         ? eta_text(*p.eta_s)
-                                            : "ETA unknown";
-  const std::string processes =
-      processes_ > 1 ? ", " + std::to_string(processes_) + " processes" : std::string();
-  std::fprintf(stderr,
-               "%ssearch: planning, %zu / %zu layouts, %lld evaluations, best %s, %.1f s%s, %s%s",
-               tty_ ? "\r" : "", p.done, p.total, static_cast<long long>(p.evaluations),
-               p.best ? (ms(*p.best) + " ms").c_str() : "none yet", p.elapsed_s, processes.c_str(),
-               eta.c_str(), tty_ ? "   " : "\n");
-}
-
-void SearchLines::clear() const {
-  if (!c_.quiet && tty_) std::fprintf(stderr, "\r%120s\r", "");
-}
-
-void SearchLines::pass_started(const api::SearchPass& pass) {
-  last_line_ = -1e300;
-  if (c_.quiet) return;
-  clear();
-  const std::size_t n = pass.layouts;
-  const char* s = n == 1 ? "" : "s";
-  std::string line;
-  if (pass.effort == PlannerEffort::quick) {
-    char margin[32];
-    std::snprintf(margin, sizeof margin, "%g", c_.setup.request.screen_margin * 100);
-    line = "search: planning the " + std::to_string(n) + " layout" + s + " within " + margin +
-           " % of the fastest screened time again, with the whole quick budget (" +
-           std::to_string(kQuickEvals) + " evaluations and the polish)";
-  } else {
-    line = "search: planning the " + std::to_string(n) + " fastest layout" + s +
-           " again with the full planner (--refine, " +
-           std::to_string(c_.setup.request.layout_evals) + " evaluations each)";
-  }
-  if (pass.share) line += ", at most " + std::to_string(*pass.share) + " evaluations each";
-  std::fprintf(stderr, "%s\n", line.c_str());
-}
-
-void SearchLines::pass_progress(const api::SearchPass&, const api::PassProgress& p) {
-  if (c_.quiet) return;
-  if (!tty_ && p.elapsed_s - last_line_ < c_.progress_interval_s && p.done < p.total) return;
-  last_line_ = p.elapsed_s;
-  std::fprintf(stderr, "%ssearch: planned again %zu / %zu layouts, %.1f s, %s%s", tty_ ? "\r" : "",
-               p.done, p.total, p.elapsed_s,
-               (p.done >= p.total ? std::string("ETA 0 s") : eta_text(p.eta_s)).c_str(),
-               tty_ ? "   " : "\n");
-}
-
-namespace {
-
 int report_search(const SearchCommand& c, api::SearchRun run, int processes, double wall_s) {
   const api::SearchReport report = api::rank_search(c.setup, std::move(run.results), processes,
                                                     wall_s, run.stopped_by, run.confirmed);
@@ -259,7 +191,8 @@ int search_and_report(const SearchCommand& c, api::SearchExecutor& executor,
   std::optional<api::JournalExecutor> resumed;
   if (journal) resumed.emplace(executor, *journal);
   api::SearchExecutor& e = resumed ? static_cast<api::SearchExecutor&>(*resumed) : executor;
-  SearchLines lines(c, e.processes());
+  api::SearchProgressLines lines(print_to_stderr, c.quiet, isatty(STDERR_FILENO) != 0,
+                                 c.progress_interval_s, c.setup.request, e.processes());
   api::SearchRun run = api::drive_search(c.setup, e, &lines);
   lines.clear();
   const double wall =
