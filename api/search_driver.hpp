@@ -5,8 +5,8 @@
 /// an executor's business: this process's threads (ThreadExecutor), a journal in front of
 /// another executor (api/search_journal.hpp: resume), or processes (api/search_remote.hpp;
 /// under mpirun the executable's MPI carries its messages, cli/search_mpi.cpp). An executor
-/// only runs the tasks a feed hands out; every decision (order, bound skips, budgets, which layouts are planned again) is the
-/// driver's, so every executor gives the same answer.
+/// only runs the tasks a feed hands out; every decision (order, bound skips, budgets, which
+/// layouts are planned again) is the driver's, so every executor gives the same answer.
 
 #include <cstddef>
 #include <cstdint>
