@@ -33,6 +33,8 @@ TEST(Guard, EveryCommandReportsBadInputTheSameWay) {
       {"plan " + tiny + " --max-evals 0", "bmpipe plan: --max-evals: "},
       {"search " + tiny + " --max-evals 0 --quiet", "bmpipe search: --max-evals: "},
       {"search " + tiny + " --planner fast --quiet", "bmpipe search: --planner: "},
+      {"search " + tiny + " --quiet --expressible mindformers --format megatron",
+       "bmpipe search: --expressible: 'mindformers' beside --format 'megatron'"},
       {"compare " + tiny + " --schedules ,", "bmpipe compare: --schedules: the list is empty"},
       // an output that cannot be written (OutputError)
       {"simulate " + tiny + " --trace " + unwritable, "bmpipe simulate: " + unwritable},
