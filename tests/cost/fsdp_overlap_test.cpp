@@ -10,6 +10,7 @@
 #include "experiment/config_cases.hpp"
 #include "experiment/experiment.hpp"
 #include "support/run_config.hpp"
+#include "support/sharding_cases.hpp"
 #include "support/sub_op.hpp"
 #include "support/support.hpp"
 
@@ -17,16 +18,7 @@ namespace bmpipe {
 namespace fsdp_overlap_test {
 
 using test::op;
-
-// A node whose links move every byte at 100 GB/s inside and 10 GB/s on the NIC, no latency:
-// ring collectives take f x bytes / bandwidth (f = (k-1)/k, all-reduce 2 (k-1)/k).
-HardwareSpec round_links() {
-  HardwareSpec hw;
-  hw.intra_node = {100, 0};
-  hw.inter_node = {10, 0};
-  hw.collective_efficiency = 1.0;
-  return hw;
-}
+using test::round_links;
 
 // 1e9 parameters, bf16 weights and bf16 gradients, sharded over the 4 of a node:
 //   AG = 3/4 x 2e9 bytes / 100 GB/s = 15 ms, RS the same 15 ms.
@@ -125,25 +117,9 @@ TEST(FsdpOverlap, Fsdp2AllReducesOnItsOwnStreamBesideTheReduceScatter) {
   EXPECT_NEAR(one.first_backward_input_s + one.first_backward_weight_s, 0.030, 1e-15);
 }
 
-// Llama-2-7B (a decoder layer holds P = 202,383,360 parameters) on 2 nodes of 8, pp 1:
-// dp 16 = 2 copies of a shard group of the 8 of a node, NVLink 100 GB/s, the NIC 10 GB/s,
-// no latency, every byte reached.
+// test::llama_dp16 as 2 copies of a shard group of the 8 of a node, at ZeRO-3.
 std::string llama_hsdp(const std::string& extra = "") {
-  return "cluster:\n"
-         "  nodes: 2\n"
-         "  devices_per_node: 8\n"
-         "  device: {preset: h200, reserved_GiB: 0, collective_efficiency: 1, nic_efficiency: 1, "
-         "nvls_efficiency: 0}\n"
-         "  intra_node: {bandwidth_GBps: 100, latency_us: 0}\n"
-         "  inter_node: {bandwidth_GBps: 10, latency_us: 0}\n"
-         "model: {preset: llama2-7b}\n"
-         "training:\n"
-         "  pp: 1\n"
-         "  seq_length: 4096\n"
-         "  global_batch_size: 16\n"
-         "  fsdp_shard_group: 8\n"
-         "  optimizer: {zero_stage: 3}\n" +
-         extra;
+  return test::llama_dp16("{zero_stage: 3}", "  fsdp_shard_group: 8\n" + extra);
 }
 
 // Megatron-FSDP's HSDP all-reduces across the copies once an iteration, in the last

@@ -7,33 +7,15 @@
 #include "experiment/config_cases.hpp"
 #include "experiment/experiment.hpp"
 #include "support/run_config.hpp"
+#include "support/sharding_cases.hpp"
 #include "support/sub_op.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
 namespace hybrid_sharding_test {
 
+using test::llama_dp16;
 using test::op;
-
-// Llama-2-7B (a decoder layer holds P = 4 x 4096^2 + 3 x 4096 x 11008 + 2 x 4096 =
-// 202,383,360 parameters) on 2 nodes of 8, pp 1 tp 1: dp 16. NVLink 100 GB/s, the NIC
-// 10 GB/s, no latency, every byte of both reached, no NVLink SHARP: ring collectives.
-std::string llama_dp16(const std::string& optimizer, const std::string& extra = "") {
-  return "cluster:\n"
-         "  nodes: 2\n"
-         "  devices_per_node: 8\n"
-         "  device: {preset: h200, reserved_GiB: 0, collective_efficiency: 1, nic_efficiency: 1, "
-         "nvls_efficiency: 0}\n"
-         "  intra_node: {bandwidth_GBps: 100, latency_us: 0}\n"
-         "  inter_node: {bandwidth_GBps: 10, latency_us: 0}\n"
-         "model: {preset: llama2-7b}\n"
-         "training:\n"
-         "  pp: 1\n"
-         "  seq_length: 4096\n"
-         "  global_batch_size: 16\n"
-         "  optimizer: " +
-         optimizer + "\n" + extra;
-}
 
 std::shared_ptr<const Experiment> experiment(const std::string& text) {
   return prepare(parse_config(text, "hsdp.yaml"));

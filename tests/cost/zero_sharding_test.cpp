@@ -7,22 +7,15 @@
 #include "experiment/config_cases.hpp"
 #include "experiment/experiment.hpp"
 #include "support/run_config.hpp"
+#include "support/sharding_cases.hpp"
 #include "support/sub_op.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
 namespace zero_sharding_test {
 
-// A switched node at 100 GB/s, every byte of it reached, no latency.
-HardwareSpec round_links() {
-  HardwareSpec hw;
-  hw.intra_node = {100, 0};
-  hw.inter_node = {10, 0};
-  hw.collective_efficiency = 1.0;
-  return hw;
-}
-
 using test::op;
+using test::round_links;
 
 // 1e9 parameters of bf16 over dp 4: the all-gather moves (4-1)/4 x 2e9 = 1.5e9 bytes per
 // device, 15 ms at 100 GB/s; the reduce-scatter of fp32 gradients 3e9 bytes, 30 ms.
