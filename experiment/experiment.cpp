@@ -370,6 +370,10 @@ std::string check_plan(const Experiment& e, const Plan& plan, int num_stages) {
   return {};
 }
 
+bool grad_reduce_overlapped(const OptimizerSettings& optimizer) {
+  return optimizer.overlap_grad_reduce || optimizer.zero_stage >= 3;
+}
+
 void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, SimInput& out) {
   const int num_stages = schedule.num_stages;
   const int p = schedule.num_ranks;
@@ -408,16 +412,7 @@ void assemble(const Experiment& e, const Plan& plan, const Schedule& schedule, S
   // the rank's optimizer step (tail_time). Parameters per rank are gathered in tail_time's
   // slots, then turned into the optimizer's time.
   const bool analytic = e.analytic.has_value();
-  // Megatron-FSDP at ZeRO-3 reduces every FSDP unit's gradients as its backward ends, on
-  // the last micro-batch across the copies too (hybrid sharding), on streams of their own,
-  // whatever --overlap-grad-reduce says (NVIDIA/Megatron-LM d98e8a64, megatron/core/
-  // distributed/fsdp/src/megatron_fsdp/megatron_fsdp.py, _process_post_backward_gradients:
-  // grad_reduce_every_bprop for optim_grads_params, outer_fsdp_group_grad_reduce on
-  // is_last_microbatch; param_and_grad_buffer.py, _bucket_group_gradient_reduce: the
-  // outer-DP all-reduce on outer_fsdp_group_grad_reduce_stream after the reduce-scatter;
-  // synchronize_gradient_reduce refuses ZeRO-3 without overlap_grad_reduce). So stage 3's
-  // reductions are overlapped buckets.
-  const bool overlap = analytic && (t.optimizer.overlap_grad_reduce || t.optimizer.zero_stage >= 3);
+  const bool overlap = analytic && grad_reduce_overlapped(t.optimizer);
   out.tail_time.assign(analytic ? p : 0, 0);
   out.grad_buckets.clear();
   out.overlap_grad_reduce = overlap;

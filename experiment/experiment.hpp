@@ -165,6 +165,19 @@ std::vector<std::string> stage_recompute_counts(const std::vector<StageInfo>& st
 Time stage_grad_reduce_time(const Experiment& e, int rank, std::int64_t params,
                             std::int64_t expert_params = 0);
 
+/// Whether those reductions run as buckets during the last backward:
+/// training.optimizer.overlap_grad_reduce, or ZeRO-3, whatever that flag says. Megatron-FSDP
+/// at ZeRO-3 reduces every FSDP unit's gradients as its backward ends, on the last
+/// micro-batch across the copies too (hybrid sharding), on streams of their own
+/// (NVIDIA/Megatron-LM d98e8a64, megatron/core/distributed/fsdp/src/megatron_fsdp/
+/// megatron_fsdp.py, _process_post_backward_gradients: grad_reduce_every_bprop for
+/// optim_grads_params, outer_fsdp_group_grad_reduce on is_last_microbatch;
+/// param_and_grad_buffer.py, _bucket_group_gradient_reduce: the outer-DP all-reduce on
+/// outer_fsdp_group_grad_reduce_stream after the reduce-scatter; synchronize_gradient_reduce
+/// refuses ZeRO-3 without overlap_grad_reduce). assemble and the planner's layout bound
+/// both ask here.
+bool grad_reduce_overlapped(const OptimizerSettings& optimizer);
+
 /// What follows rank `rank`'s reductions, holding `params` parameters: the Adam step and,
 /// with ZeRO-1 or ZeRO-2, the all-gather of the updated parameters. Under
 /// training.optimizer.overlap_param_gather (Megatron-LM's --overlap-param-gather) that

@@ -732,9 +732,8 @@ LayoutBound layout_lower_bound(const Experiment& e, const Schedule& shape,
             : std::nullopt;
     for (int r = 0; r < p; ++r) {
       Time t_r = optimizer_tail_time(e, r, params, 0, std::numeric_limits<Time>::max(), gather);
-      // Overlapped (stage 3 always: assemble, experiment.cpp) the reductions may hide.
-      if (!t.optimizer.overlap_grad_reduce && t.optimizer.zero_stage < 3)
-        t_r += stage_grad_reduce_time(e, r, params, 0);
+      // Overlapped (grad_reduce_overlapped) the reductions may hide.
+      if (!grad_reduce_overlapped(t.optimizer)) t_r += stage_grad_reduce_time(e, r, params, 0);
       g = std::min(g, t_r);
     }
     out.tail = std::max<Time>(0, g);
