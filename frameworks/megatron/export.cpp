@@ -29,6 +29,8 @@
 //              refused beside it, and first/last counts beside '|'), hybrid_builders.py (the
 //              hybrid stack from --spec) and megatron/core/ssm/mamba_mixer.py (d_conv 4 and
 //              chunk_size 128, no flags).
+//  [MG-lm]     megatron/core/models/common/language_module/language_module.py
+//              (_set_attention_backend).
 
 namespace bmpipe {
 
@@ -617,6 +619,12 @@ std::string megatron_job_flags(const MegatronExport& x, const ExportJob& job) {
   out += megatron_sharding_flags(job);
   out += megatron_cp_fp8_flags(job);
   out += model_flags;
+  // The unfused attention core bmpipe costed (model.flash_attention false) as the flag import
+  // reads back ([MG-lm] _set_attention_backend): unfused is TransformerEngine's
+  // UnfusedDotProductAttention, which needs no --spec (local is Megatron-Core's own core, which
+  // validate_args allows only with --spec local). A flash-attention job keeps Megatron's
+  // default, auto.
+  if (job.shape && !job.shape->flash_attention) out += "--attention-backend unfused\n";
   if (job.moe_overlap) out += "--overlap-moe-expert-parallel-comm\n";
   return out;
 }

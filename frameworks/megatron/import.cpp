@@ -40,6 +40,9 @@
 //              the hidden size, no expand passed).
 //  [MG-moe]    megatron/core/transformer/moe/ (moe_utils.py, router.py, token_dispatcher.py)
 //              with transformer_config.py's MoE checks.
+//  [MG-lm]     megatron/core/models/common/language_module/language_module.py:
+//              _set_attention_backend (the TransformerEngine attention switches each
+//              --attention-backend sets).
 
 namespace bmpipe {
 
@@ -79,6 +82,9 @@ constexpr std::string_view kPositionEmbedding[] = {"learned_absolute", "rope", "
 // --normalization: TransformerConfig.normalization's Literal at d98e8a64, which the parser's
 // choices come from ([MG-au]).
 constexpr std::string_view kNormalization[] = {"LayerNorm", "RMSNorm"};
+// --attention-backend: AttnBackend's names at d98e8a64 (megatron/core/transformer/enums.py),
+// which the parser takes (AttnBackend[name]).
+constexpr std::string_view kAttentionBackend[] = {"flash", "fused", "unfused", "local", "auto"};
 
 // The flags bmpipe reads; [MG-args] and [MG-au] give their kinds. Every other flag is
 // treated as frameworks/megatron/flags.tsv says (its modelled rows are these).
@@ -102,6 +108,7 @@ constexpr FlagSpec kFlags[] = {
     {"--attention-dropout", Kind::real},
     {"--hidden-dropout", Kind::real},
     {"--use-flash-attn", Kind::boolean},
+    {"--attention-backend", Kind::choice, kAttentionBackend},
     // mixture of experts, multi-latent attention, multi-token prediction
     {"--num-experts", Kind::integer},
     {"--moe-router-topk", Kind::integer},
@@ -1448,6 +1455,16 @@ void read_model(const Reading& ctx) {
   if (a.boolean("--use-flash-attn")) {
     job.flash_attention = true;
     job.from("model.flash_attention", a.origin("--use-flash-attn"));
+  }
+  // [MG-lm] LanguageModule._set_attention_backend at d98e8a64: flash, fused and auto leave
+  // TransformerEngine a fused kernel (NVTE_FLASH_ATTN / NVTE_FUSED_ATTN 1), which bmpipe
+  // costs as one flash-attention core; unfused (NVTE_UNFUSED_ATTN 1 alone: TE's
+  // UnfusedDotProductAttention) and local (all three 0: Megatron-Core's DotProductAttention)
+  // form the s x s scores, softmax them and keep the probabilities: model.flash_attention
+  // false, Megatron's unfused core.
+  if (const auto backend = a.choice("--attention-backend")) {
+    job.flash_attention = *backend != "unfused" && *backend != "local";
+    job.from("model.flash_attention", a.origin("--attention-backend"));
   }
   job.shape = m;
   job.from("model.name", Origin{file, 0, 0, "", "the arguments file's name"});

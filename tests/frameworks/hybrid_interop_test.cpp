@@ -41,15 +41,15 @@ TEST(MegatronHybridImport, NemotronNanoScriptIsItsHfConfigsModel) {
       run_cli("import megatron '" + kNanoArgs +
               "' --preset h100-sxm --devices 16 --allow-unmodelled --out '" + job + "'");
   ASSERT_EQ(r.code, 0) << r.err;
-  // What is left unmodelled is kernels and fusions, none of the hybrid flags.
-  for (const char* flag :
-       {"--enable-experimental", "--moe-permute-fusion", "--use-fused-weighted-squared-relu",
-        "--cross-entropy-loss-fusion", "--attention-backend flash"})
+  // What is left unmodelled is kernels and fusions, none of the hybrid flags
+  // (--attention-backend flash is the flash-attention core bmpipe costs).
+  for (const char* flag : {"--enable-experimental", "--moe-permute-fusion",
+                           "--use-fused-weighted-squared-relu", "--cross-entropy-loss-fusion"})
     EXPECT_NE(r.err.find(std::string("warning: ") + flag + " is not modelled"), std::string::npos)
         << flag << "\n"
         << r.err;
-  for (const char* flag :
-       {"--hybrid-layer-pattern", "--mamba-", "--squared-relu", "--kv-channels", "--normalization"})
+  for (const char* flag : {"--hybrid-layer-pattern", "--mamba-", "--squared-relu", "--kv-channels",
+                           "--normalization", "--attention-backend"})
     EXPECT_EQ(r.err.find(std::string("warning: ") + flag), std::string::npos) << r.err;
 
   const Config a = load_config(job), hf = load_config(kNanoExample);
@@ -70,6 +70,7 @@ TEST(MegatronHybridImport, NemotronNanoScriptIsItsHfConfigsModel) {
   EXPECT_EQ(m.moe.expert_ffn, h.moe.expert_ffn);
   EXPECT_EQ(m.moe.shared_ffn, h.moe.shared_ffn);
   EXPECT_EQ(a.training.kernels, "fused");
+  EXPECT_TRUE(m.flash_attention);
   EXPECT_EQ(a.training.ep, 8);
   // The parameters, as `bmpipe cost` counts them, within 0.01 %: only the router's
   // expert-score bias (--moe-router-enable-expert-bias, inert) is the HF config's alone.

@@ -84,7 +84,6 @@ TEST(MegatronDefaults, TheParsersDefaultsAreInert) {
       {"--moe-dispatch-fwd-dtype", "bf16"},          // moe_dispatch_fwd_dtype = 'bf16'
       {"--transformer-impl", "transformer_engine"},  // transformer_impl = "transformer_engine"
       {"--activation-offload-fraction", "1"},        // activation_offload_fraction: float = 1.0
-      {"--attention-backend", "auto"},               // attention_backend = AttnBackend.auto
       // megatron/core/model_parallel_config.py
       {"--cross-entropy-fusion-impl", "native"},  // cross_entropy_fusion_impl = 'native'
       {"--wgrad-deferral-limit", "0"},            // wgrad_deferral_limit: int = 0
@@ -140,7 +139,7 @@ TEST(MegatronDefaults, EveryDefaultInTheTableIsInertAndNothingElse) {
 TEST(MegatronDefaults, AValueThatIsNotTheDefaultIsStillRefused) {
   for (const char* given :
        {"--fp8-margin 1", "--fp8-amax-compute-algo max", "--fp8-amax-history-len 1024",
-        "--transformer-impl local", "--attention-backend flash", "--wgrad-deferral-limit 2",
+        "--transformer-impl local", "--kitchen-attention-backend fa", "--wgrad-deferral-limit 2",
         "--exp-avg-dtype bf16", "--optimizer sgd", "--activation-offload-fraction 0.5",
         "--cross-entropy-fusion-impl te"}) {
     const ImportedJob job = import(kModel + given + "\n");
