@@ -188,6 +188,15 @@ Expressed express(const PublishedRun& run, const std::string& source_dir,
   } else if (run.family == "kimi_k2") {
     y << "  hf_config: " << hf << "kimi-k2.json\n  moe: {load_imbalance: 1}\n";
   } else if (run.family == "gpt_oss_120b") {
+    // Fused attention (model.flash_attention's default), not the unfused core: the recipes
+    // leave attention_backend None (recipes/gpt_oss/gpt_oss.py at v0.4.0, 2026-04-16, and
+    // recipes/gpt_oss/h100/gpt_oss.py at 067f987d), TransformerEngine's auto choice; the
+    // provider's fallback to AttnBackend.local applied below TE 2.8 alone (aa5cf7964,
+    // gpt_oss_provider.py) and went with the provider (217de1a2e, 2026-03-16), while the
+    // releases pin TE 2.14-2.17 (uv.lock at v0.4.0, v0.5.0, v0.6.0), whose cuDNN path runs
+    // sink attention (TE 2.8, NVIDIA/TransformerEngine#2148). The unfused core would also
+    // keep each layer's 4 x 64 x 4096 x 4096 bf16 probabilities, 8 GiB, 36 of them on one
+    // 179 GiB B200.
     y << "  hf_config: " << hf << "gpt-oss-120b.json\n  moe: {load_imbalance: 1}\n";
   } else if (run.family == "nemotron_3_nano") {
     // nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B: 23 Mamba-2, 6 attention and 23 MoE layers.
