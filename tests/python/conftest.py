@@ -29,10 +29,15 @@ def example(name):
     return str(EXAMPLES / name)
 
 
+# The sanitizer runtimes ctest preloads for the interpreter (LD_PRELOAD) are not passed on:
+# a clang-built executable carries its own, and refuses to start beside a second copy.
+CLI_ENV = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+
+
 def run_cli(*args):
     """Runs `bmpipe ARGS...`; returns (exit code, stdout, stderr)."""
     r = subprocess.run([str(BINARY), *map(str, args)], capture_output=True, text=True,
-                       timeout=600, check=False)
+                       timeout=600, check=False, env=CLI_ENV)
     return r.returncode, r.stdout, r.stderr
 
 

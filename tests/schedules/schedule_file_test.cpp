@@ -172,7 +172,8 @@ TEST(ScheduleFile, EveryBuiltinRoundTripsToIdenticalJson) {
       EXPECT_EQ(schedule_to_csv(replayed), csv);
       // Non-uniform costs and real transfers, so a reordering would show.
       const Topology topo(ClusterSpec{1, p, LinkSpec{100, 2}, LinkSpec{}});
-      auto input = [&](const Schedule& s) {
+      // clang 14 cannot capture a structured binding (P1091 came in clang 16): copy it.
+      auto input = [&, ranks = p](const Schedule& s) {
         SimInput in;
         in.topology = &topo;
         for (int st = 0; st < s.num_stages; ++st) {
@@ -185,7 +186,7 @@ TEST(ScheduleFile, EveryBuiltinRoundTripsToIdenticalJson) {
           c.output_bytes = 1 << 16;
           in.stages.push_back(c);
         }
-        for (int r = 0; r < p; ++r) in.rank_device.push_back(r);
+        for (int r = 0; r < ranks; ++r) in.rank_device.push_back(r);
         in.fb_overlap_factor = 0.8;
         return in;
       };
