@@ -361,8 +361,8 @@ namespace {
 
 /// How a plan of run_plan treats offload (PlanRequest::offload): the job-wide form (every
 /// none and selective layer offloads the modules), the per-layer form (the planner picks
-/// none, selective, full or offload per layer), or offload only (none or offload per
-/// layer: the per-layer form without the recompute modes).
+/// none, selective, full, offload or selective_offload per layer), or offload only (none or
+/// offload per layer: the per-layer form without the recompute modes).
 enum class OffloadForm { job, per_layer, only };
 
 constexpr std::string_view form_name(OffloadForm f) {
@@ -429,7 +429,7 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
           for (const DeviceResult& d : one.shown->result.devices)
             peak = std::max(peak, d.peak_bytes);
           const auto& modes = one.shown->plan.recompute;
-          const auto offloaded = std::count(modes.begin(), modes.end(), Recompute::offload);
+          const auto offloaded = std::count_if(modes.begin(), modes.end(), is_offload_mode);
           row["iteration_time_ms"] = ns_to_ms(t);
           row["peak_memory_bytes"] = peak;
           if (form != OffloadForm::job) row["offload_layers"] = offloaded;
@@ -482,7 +482,8 @@ PlanResults plan_one(const Config& config_in, const PlanRequest& r, OffloadForm 
     // starting points and the baselines run none or offload only.
     auto offload_only = std::make_shared<Experiment>(*out.experiment);
     for (LayerRow& row : offload_only->layers.layers)
-      for (Recompute m : kRecomputingModes) row.modes[m].reset();
+      for (Recompute m : kAllModes)
+        if (m != Recompute::none && m != Recompute::offload) row.modes[m].reset();
     out.experiment = std::move(offload_only);
   }
   const Experiment& e = *out.experiment;

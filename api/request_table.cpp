@@ -266,9 +266,10 @@ RequestTable<PlanRequest> plan_options() {
              "auto: plan once for each activation-offload choice (none; core_attn,attn_proj; with "
              "qkv_linear; with experts, expert_fc1,moe_act and all) at each prefetch lead (the "
              "config's training.offload_lead, 0, 1, 2), for every layer (recompute chosen under "
-             "each) and per layer (none, selective, full or offload per layer), and keep the "
-             "fastest fitting; only: per layer none or offload, no recompute; needs a host link "
-             "(default: none, the config's offload_modules and offload_lead only)"));
+             "each) and per layer (none, selective, full, offload or selective_offload per "
+             "layer), and keep the fastest fitting; only: per layer none or offload, no "
+             "recompute; needs a host link (default: none, the config's offload_modules and "
+             "offload_lead only)"));
   append_on(t, override_options("chunks per device for interleaved"), &R::overrides);
   return t;
 }

@@ -226,8 +226,8 @@ std::optional<ConfigEdits> best_layout_edits(const Config& config, const SearchR
 std::vector<std::pair<std::string, std::string>> offload_keys(const LayoutResult& best) {
   std::vector<std::pair<std::string, std::string>> out;
   const std::vector<Recompute>& modes = best.plan.recompute;
-  const bool moves = !best.layout.offload_per_layer ||
-                     std::find(modes.begin(), modes.end(), Recompute::offload) != modes.end();
+  const bool moves =
+      !best.layout.offload_per_layer || std::any_of(modes.begin(), modes.end(), is_offload_mode);
   if (!best.layout.offload.empty())
     out.emplace_back("training.offload_modules", moves ? best.layout.offload : "none");
   if (best.layout.offload_lead >= 0 && moves)

@@ -690,12 +690,13 @@ void read_model(Reader& rd, const YAML::Node& root, Config& c) {
 }
 
 Recompute recompute_value(Reader& rd, const YAML::Node& v, const std::string& path) {
-  if (!v.IsScalar()) rd.fail(v, path, "expected none, selective, full or offload");
+  if (!v.IsScalar())
+    rd.fail(v, path, "expected none, selective, full, offload or selective_offload");
   const auto r = parse_recompute(v.Scalar());
   if (!r)
     rd.fail(v, path,
             "unknown recompute mode " + Reader::shown(v) +
-                " (expected none, selective, full or offload)");
+                " (expected none, selective, full, offload or selective_offload)");
   rd.mark(v, path);
   return *r;
 }

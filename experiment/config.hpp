@@ -114,14 +114,15 @@ struct RecomputeSpec {
   std::map<int, Recompute> stages;  ///< stage index (0 .. pp*vpp-1) -> mode
   /// layer index (0 .. num_layers-1; every layer of every group, in model order) -> mode
   std::map<int, Recompute> layers;
-  /// Whether the spec names the offload mode anywhere (default, a stage or a layer). Then
-  /// training.offload_modules move in the offload layers only, and none and selective
-  /// layers keep theirs (the per-layer form); else every none and selective layer moves
-  /// them (the job-wide form, Megatron-Core's --offload-modules, as before the mode).
+  /// Whether the spec names an offload mode (offload or selective_offload) anywhere
+  /// (default, a stage or a layer). Then training.offload_modules move in the offload
+  /// layers only, and none and selective layers keep theirs (the per-layer form); else every
+  /// none and selective layer moves them (the job-wide form, Megatron-Core's
+  /// --offload-modules, as before the modes).
   bool names_offload() const {
-    bool any = global == Recompute::offload;
-    for (const auto& [index, mode] : stages) any = any || mode == Recompute::offload;
-    for (const auto& [index, mode] : layers) any = any || mode == Recompute::offload;
+    bool any = is_offload_mode(global);
+    for (const auto& [index, mode] : stages) any = any || is_offload_mode(mode);
+    for (const auto& [index, mode] : layers) any = any || is_offload_mode(mode);
     return any;
   }
   /// The per-layer offload form a planner starts from: offload the default, so that every

@@ -650,9 +650,10 @@ inline constexpr auto kTrainingFields = std::to_array<Field<TrainingConfig>>({
      .choices = kGradAccumulations,
      .form = Form::analytic},
     {.name = "recompute",
-     .help = "a mode (none, selective, full, or offload: none's activations with "
-             "offload_modules' inputs on the host), or {default, stages: {s: mode}, layers: "
-             "{l: mode}}"},
+     .help = "a mode (none, selective, full, offload: none's activations with "
+             "offload_modules' inputs on the host, or selective_offload: selective's, with "
+             "the inputs selective keeps on the host), or {default, stages: {s: mode}, "
+             "layers: {l: mode}}"},
     {.name = "recompute_modules",
      .slot = &TrainingConfig::recompute_modules,
      .help = "what the selective mode re-runs, comma-separated: core_attn, layernorm (an MoE "

@@ -96,23 +96,31 @@ void size_host_memory(Experiment& e) {
   }
   // The job-wide form: every layer in layer 0's mode. The per-layer form
   // (RecomputeSpec::names_offload): every layer the config may offload, a stage's offload
-  // mode counted for every layer (the stages' layers are the plan's).
+  // modes counted for every layer (the stages' layers are the plan's), the larger of two.
   const RecomputeSpec& spec = e.config.training.recompute;
-  bool stage_offloads = spec.global == Recompute::offload;
+  std::vector<Recompute> stage_modes;  // the offload modes the default and the stages name
+  if (is_offload_mode(spec.global)) stage_modes.push_back(spec.global);
   for (const auto& [stage, m] : spec.stages)
-    stage_offloads = stage_offloads || m == Recompute::offload;
+    if (is_offload_mode(m)) stage_modes.push_back(m);
   const Recompute job_mode = recompute_mode(e.config, 0, 0);
   double activations = 0;  // one micro-batch's, over the whole model
   for (std::size_t l = 0; l < e.layers.layers.size(); ++l) {
-    Recompute mode = job_mode;
-    if (spec.names_offload()) {
-      const auto it = spec.layers.find(static_cast<int>(l));
-      mode = it != spec.layers.end() ? it->second
-             : stage_offloads        ? Recompute::offload
-                                     : Recompute::none;
+    const LayerRow& row = e.layers.layers[l];
+    const auto moved = [&](Recompute mode) {
+      const auto& m = row.modes[mode];
+      return m ? static_cast<double>(m->offload_bytes) : 0.0;
+    };
+    if (!spec.names_offload()) {
+      activations += moved(job_mode);
+      continue;
     }
-    if (const auto& m = e.layers.layers[l].modes[mode])
-      activations += static_cast<double>(m->offload_bytes);
+    if (const auto it = spec.layers.find(static_cast<int>(l)); it != spec.layers.end()) {
+      activations += moved(it->second);
+      continue;
+    }
+    double most = 0;
+    for (Recompute mode : stage_modes) most = std::max(most, moved(mode));
+    activations += most;
   }
   if (activations == 0) return;
   if (!(hw.host_memory_GiB > 0))

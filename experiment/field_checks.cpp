@@ -257,20 +257,23 @@ void check_values(const Config& c) {
       c.fail(key,
              "mlp_norm, expert_fc1 and moe_act need a mixture of experts (model.moe): a dense "
              "MLP's norm is fused into its first linear and it has no experts");
-    // The offload layer mode (training.recompute: offload, per layer): such a layer moves
-    // the modules above, so it needs some, and a host link to move them on.
-    if (const std::string mode_key = recompute_mode_key(c, Recompute::offload); !mode_key.empty()) {
-      if (off == 0)
-        c.fail(mode_key,
-               "offload moves the inputs of training.offload_modules to the host, "
-               "but offload_modules is none (expected offload_modules, e.g. "
-               "core_attn,attn_proj, or none, selective or full)");
-      if (c.device.hardware && !(c.device.hardware->host_link_GBps > 0))
-        c.fail(mode_key, "offload moves activations to the host, but the " +
-                             c.device.hardware->name +
-                             " device has no host link figure (expected none, selective or "
-                             "full, or give cluster.device.host_link_GBps)");
-    }
+    // The offload layer modes (training.recompute: offload or selective_offload, per
+    // layer): such a layer moves the modules above, so it needs some, and a host link to
+    // move them on.
+    for (Recompute mode : kOffloadModes)
+      if (const std::string mode_key = recompute_mode_key(c, mode); !mode_key.empty()) {
+        const std::string name(recompute_name(mode));
+        if (off == 0)
+          c.fail(mode_key, name +
+                               " moves the inputs of training.offload_modules to the host, "
+                               "but offload_modules is none (expected offload_modules, e.g. "
+                               "core_attn,attn_proj, or none, selective or full)");
+        if (c.device.hardware && !(c.device.hardware->host_link_GBps > 0))
+          c.fail(mode_key, name + " moves activations to the host, but the " +
+                               c.device.hardware->name +
+                               " device has no host link figure (expected none, selective or "
+                               "full, or give cluster.device.host_link_GBps)");
+      }
     if (off != 0 && c.device.hardware && !(c.device.hardware->host_link_GBps > 0))
       c.fail(key, offload_modules_text(off) + " offloads to the host, but the " +
                       c.device.hardware->name +

@@ -484,26 +484,36 @@ LayerTable layer_costs(const Config& c, const AnalyticCosts* a) {
   // together): a planner may not pick a mode the job cannot run.
   if (c.training.offload_layers > 0)
     for (LayerRow& row : table.layers)
-      for (Recompute r : kAllRecompute)
+      for (Recompute r : kAllModes)
         if (r != Recompute::none) row.modes[r].reset();
   // Nor beside the EP all-to-all overlap (training.moe_overlap) does Megatron-Core run full
   // recomputation (megatron.moe-overlap-full-recompute in experiment/rules_megatron.cpp quotes it):
   // the planner keeps to the rest.
   if (c.training.moe_overlap)
     for (LayerRow& row : table.layers) row.modes[Recompute::full].reset();
-  // The offload layer mode (Recompute::offload) exists when training.recompute names it
-  // (RecomputeSpec::names_offload): none's costs with none's offload_bytes on the host, its
-  // copy timed on the device's share of its host link (HardwareSpec::host_link_GBps over
-  // host_link_devices, as the engine copies a stage's bytes); none and selective layers
-  // then keep all of theirs. Otherwise the table is the job-wide form, as before the mode:
-  // every none and selective layer offloads.
+  // The offload layer modes (Recompute::offload and selective_offload) exist when
+  // training.recompute names one (RecomputeSpec::names_offload): offload is none's costs
+  // with none's offload_bytes on the host, selective_offload selective's with selective's,
+  // each copy timed on the device's share of its host link (HardwareSpec::host_link_GBps
+  // over host_link_devices, as the engine copies a stage's bytes); none and selective
+  // layers then keep all of theirs. Otherwise the table is the job-wide form, as before
+  // the modes: every none and selective layer offloads. selective_offload is left out where
+  // Megatron-Core refuses it: expert offload while recompute_modules re-runs the whole MoE
+  // (megatron.offload-experts-moe-recompute, experiment/rules_megatron.cpp).
   if (c.training.recompute.names_offload()) {
     const HardwareSpec& hw = a->hardware;
     const double link = hw.host_link_GBps * 1e9 / std::max(hw.host_link_devices, 1);
+    const OffloadModules off = a->settings.offload_modules;
+    const bool experts_refused =
+        has_module(a->settings.recompute_modules, RecomputeModule::moe) &&
+        (offloads(off, OffloadModule::expert_fc1) || offloads(off, OffloadModule::moe_act));
     for (LayerRow& row : table.layers) {
-      if (!row.has(Recompute::none)) continue;
-      LayerModeCost& off = row.modes[Recompute::offload].emplace(*row.modes[Recompute::none]);
-      if (link > 0) off.offload_copy = s_to_ns(static_cast<double>(off.offload_bytes) / link);
+      for (Recompute mode : kOffloadModes) {
+        const Recompute kept = device_mode(mode);
+        if (!row.has(kept) || (mode == Recompute::selective_offload && experts_refused)) continue;
+        LayerModeCost& moved = row.modes[mode].emplace(*row.modes[kept]);
+        if (link > 0) moved.offload_copy = s_to_ns(static_cast<double>(moved.offload_bytes) / link);
+      }
       for (Recompute r : {Recompute::none, Recompute::selective})
         if (row.modes[r]) row.modes[r]->offload_bytes = 0;
     }

@@ -113,16 +113,23 @@ struct LayerTable {
   bool separate_ends = false;
 
   int size() const { return static_cast<int>(layers.size()); }
-  /// Some row can run the offload mode (the per-layer form, RecomputeSpec::names_offload).
-  bool has_offload_mode() const {
+  /// Some row can run `mode`.
+  bool has_mode(Recompute mode) const {
     return std::any_of(layers.begin(), layers.end(),
-                       [](const LayerRow& r) { return r.has(Recompute::offload); });
+                       [mode](const LayerRow& r) { return r.has(mode); });
   }
-  /// The modes a plan on this table can name: kAllRecompute, and offload with the
-  /// per-layer form. What tables and documents list, so a job without it reads as before.
+  /// Some row can run an offload mode (the per-layer form, RecomputeSpec::names_offload).
+  bool has_offload_mode() const {
+    return std::any_of(kOffloadModes.begin(), kOffloadModes.end(),
+                       [this](Recompute m) { return has_mode(m); });
+  }
+  /// The modes a plan on this table can name: kAllRecompute, and the offload modes some row
+  /// has (the per-layer form). What tables and documents list, so a job without them reads
+  /// as before.
   std::vector<Recompute> modes() const {
     std::vector<Recompute> out(kAllRecompute.begin(), kAllRecompute.end());
-    if (has_offload_mode()) out.push_back(Recompute::offload);
+    for (Recompute m : kOffloadModes)
+      if (has_mode(m)) out.push_back(m);
     return out;
   }
 };

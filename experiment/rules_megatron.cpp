@@ -265,9 +265,11 @@ Breach offload_experts_moe_recompute(const Config& c) {
   // \"selective\" and \"moe\" in self.recompute_modules", transformer_config.py:2165): the
   // modules name what a selective layer re-runs, and a job with no selective layer
   // (Megatron-LM's --recompute-granularity full, or none) re-runs none of them.
+  // (selective_offload layers recompute selectively too.)
   if (!has_module(parse_recompute_modules(c.training.recompute_modules, nullptr),
                   RecomputeModule::moe) ||
-      recompute_mode_key(c, Recompute::selective).empty())
+      (recompute_mode_key(c, Recompute::selective).empty() &&
+       recompute_mode_key(c, Recompute::selective_offload).empty()))
     return std::nullopt;
   return RuleBreach{"training.offload_modules",
                     "expert_fc1 and moe_act cannot be offloaded while training.recompute_modules "

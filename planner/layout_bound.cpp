@@ -36,9 +36,9 @@ std::vector<SavePiece> save_pieces(const std::vector<LayerRow>& layers) {
     const double a0 = least_device_bytes(*row.modes[Recompute::none]);
     std::vector<std::pair<double, double>> pts;  // (saved, recompute)
     // Offload saves bytes at no recompute: a piece of slope 0 (its copies' time is not
-    // charged, so the bound stays below any plan's).
-    for (Recompute r : {Recompute::selective, Recompute::full, Recompute::offload})
-      if (row.has(r)) {
+    // charged, so the bound stays below any plan's); selective_offload at selective's.
+    for (Recompute r : kAllModes)
+      if (r != Recompute::none && row.has(r)) {
         const double saved = a0 - least_device_bytes(*row.modes[r]);
         if (saved > 0) pts.emplace_back(saved, static_cast<double>(row.modes[r]->recompute));
       }

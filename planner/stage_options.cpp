@@ -208,14 +208,14 @@ const StageOptions& StageOptionTable::get(int first, int count) const {
       for (Recompute r : kAllModes) {
         if (!row.has(r)) continue;
         const LayerModeCost& c = *row.modes[r];
-        // An offload mode that moves nothing is none again.
-        if (r == Recompute::offload && c.offload_bytes == 0) continue;
+        // An offload mode that moves nothing is none (or selective) again.
+        if (is_offload_mode(r) && c.offload_bytes == 0) continue;
         StageOption o = prefix.options[k];
         o.base = static_cast<std::uint32_t>(k);
         o.mode = r;
         o.recompute += c.recompute;
-        // The offload mode's price: its copy out and its copy back, none hidden.
-        if (r == Recompute::offload) o.copy += 2 * c.offload_copy;
+        // An offload mode's price: its copy out and its copy back, none hidden.
+        if (is_offload_mode(r)) o.copy += 2 * c.offload_copy;
         o.activation += c.activation_bytes;
         o.retained += c.weight_grad_retained_bytes.value_or(c.activation_bytes);
         o.offload += c.offload_bytes;
@@ -430,7 +430,8 @@ void apply_option(const StageOptions& stage, const StageOption& option, int firs
   for (std::size_t i = 0; i < stage.type_of.size(); ++i) {
     const int t = stage.type_of[i];
     Recompute mode = Recompute::none;
-    for (Recompute r : {Recompute::full, Recompute::selective, Recompute::offload, Recompute::none})
+    for (Recompute r : {Recompute::full, Recompute::selective_offload, Recompute::selective,
+                        Recompute::offload, Recompute::none})
       if (used[t][r] < counts[t][r]) {
         mode = r;
         break;

@@ -15,9 +15,10 @@
 /// small knapsack, solved exactly here. With several stages per rank the answer is a small
 /// Pareto set of per-stage recompute times, and the search chooses among them.
 ///
-/// The offload layer mode (Recompute::offload, a table with the per-layer form) is a fourth
-/// choice per layer: it keeps A (as none does) but takes its offload bytes O off the device
-/// for all but RankMemory::offload_resident micro-batches. Its time cost depends on what
+/// The offload layer modes (a table with the per-layer form) are a fourth and a fifth
+/// choice per layer: offload keeps A as none does, selective_offload A and the recompute time
+/// as selective does, and each takes its offload bytes O off the device for all but
+/// RankMemory::offload_resident micro-batches. Their time cost depends on what
 /// the copies overlap, which no per-stage sum knows, so the step prices it: both copies of
 /// O on the device's host-link share, none hidden (StageOption::copy), and minimises
 /// recompute + copy (StageOption::cost) in place of recompute. What that guarantees: for a
@@ -48,7 +49,8 @@ namespace bmpipe {
 /// One way a stage's layers can treat their activations.
 struct StageOption {
   Time recompute = 0;  ///< extra backward time per micro-batch
-  /// The price of its offload layers (Recompute::offload): both copies of their bytes on
+  /// The price of its offload layers (offload and selective_offload): both copies of their
+  /// bytes on
   /// the device's host-link share, as if none were hidden (2 x LayerModeCost::
   /// offload_copy). 0 without
   /// offload layers, so a job without the offload mode is planned as before.
@@ -138,7 +140,8 @@ std::vector<RankChoice> rank_choices(const RankMemory& memory,
 std::int64_t least_peak(const RankMemory& memory, const std::vector<const StageOptions*>& stages);
 
 /// Writes the modes of layers [first, first + n) for `option` into `modes` (model order):
-/// within each layer type, full first, then selective, then offload, then none, so the recomputed
+/// within each layer type, full first, then selective_offload, selective, offload, none, so the
+/// recomputed
 /// layers are the first of the stage, as MindFormers' and Megatron-LM's per-stage counts mean.
 /// (Across types they need not be: first_n_order in planner.hpp makes a plan's stages
 /// first-N; a first-N table's options are first-N over the stage's decoder layers.)

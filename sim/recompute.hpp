@@ -16,6 +16,19 @@
 ///              computes the three recompute modes (kAllRecompute); the layer table adds
 ///              offload from none when training.recompute names it (layer_costs,
 ///              RecomputeSpec::names_offload in experiment/config.hpp).
+///   selective_offload
+///              keep what selective keeps, and move to host memory the inputs of
+///              training.offload_modules' modules that selective still keeps: Megatron-Core
+///              runs both at once (--recompute-granularity selective with
+///              --fine-grained-activation-offloading; NVIDIA/Megatron-LM d98e8a64ddf3,
+///              docs/user-guide/features/fine_grained_activation_offloading.md, "--recompute-
+///              modules layernorm moe_act ... --offload-modules core_attn attn_proj
+///              expert_fc1"). A checkpointed module's offload does nothing there: with
+///              core_attn in recompute_modules, Attention.forward (megatron/core/transformer/
+///              attention.py:1555-1606 at d98e8a64) runs the checkpoint outside the core_attn
+///              offload context, so q, k and v stay (LayerCost::offload_bytes[selective]
+///              counts what moves). The layer table adds it from selective as offload from
+///              none (layer_costs).
 
 #include <algorithm>
 #include <array>
@@ -28,32 +41,57 @@
 
 namespace bmpipe {
 
-enum class Recompute : unsigned char { none = 0, selective = 1, full = 2, offload = 3 };
+enum class Recompute : unsigned char {
+  none = 0,
+  selective = 1,
+  full = 2,
+  offload = 3,
+  selective_offload = 4
+};
 /// The recompute modes the cost model computes (none, selective, full).
 inline constexpr std::size_t kRecomputeModes = 3;
-/// Every layer mode, the three recompute modes and offload (PerMode's size).
-inline constexpr std::size_t kLayerModes = 4;
+/// Every layer mode, the three recompute modes and the two offload modes (PerMode's size).
+inline constexpr std::size_t kLayerModes = 5;
 /// Every recompute mode, in order from the most memory to the least.
 inline constexpr std::array<Recompute, kRecomputeModes> kAllRecompute = {
     Recompute::none, Recompute::selective, Recompute::full};
-/// Every layer mode: kAllRecompute, then offload.
+/// Every layer mode: kAllRecompute, then offload and selective_offload.
 inline constexpr std::array<Recompute, kLayerModes> kAllModes = {
-    Recompute::none, Recompute::selective, Recompute::full, Recompute::offload};
+    Recompute::none, Recompute::selective, Recompute::full, Recompute::offload,
+    Recompute::selective_offload};
+/// The layer modes that move activations to the host (kOffloadModes[k] keeps what
+/// kOffloadModes[k]'s device_mode keeps).
+inline constexpr std::array<Recompute, 2> kOffloadModes = {Recompute::offload,
+                                                           Recompute::selective_offload};
+/// Whether the mode moves offload modules' inputs to the host (offload, selective_offload).
+constexpr bool is_offload_mode(Recompute r) {
+  return r == Recompute::offload || r == Recompute::selective_offload;
+}
+/// The recompute mode a layer mode runs on the device: none for offload, selective for
+/// selective_offload, the mode itself for the others.
+constexpr Recompute device_mode(Recompute r) {
+  return r == Recompute::offload             ? Recompute::none
+         : r == Recompute::selective_offload ? Recompute::selective
+                                             : r;
+}
 /// The modes that recompute something (every recompute mode but none), in the same order:
 /// the ones that carry recompute costs. Code that lists them loops over this, so a new mode
 /// is found everywhere it must be.
 inline constexpr std::array<Recompute, kRecomputeModes - 1> kRecomputingModes = {
     Recompute::selective, Recompute::full};
 
-/// "none", "selective", "full" or "offload".
+/// "none", "selective", "full", "offload" or "selective_offload".
 constexpr std::string_view recompute_name(Recompute r) {
   constexpr std::array<std::string_view, kLayerModes> kNames = {"none", "selective", "full",
-                                                                "offload"};
+                                                                "offload", "selective_offload"};
   return kNames[static_cast<std::size_t>(r)];
 }
-/// The mode's name in a table's narrow column: "none", "sel", "full" or "off".
+/// The mode's name in a table's narrow column: "none", "sel", "full", "off" or "s+off".
 constexpr std::string_view recompute_column(Recompute r) {
-  return r == Recompute::selective ? "sel" : r == Recompute::offload ? "off" : recompute_name(r);
+  return r == Recompute::selective           ? "sel"
+         : r == Recompute::offload           ? "off"
+         : r == Recompute::selective_offload ? "s+off"
+                                             : recompute_name(r);
 }
 /// The mode called `text`, or nullopt.
 constexpr std::optional<Recompute> parse_recompute(std::string_view text) {

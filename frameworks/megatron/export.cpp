@@ -338,20 +338,21 @@ MegatronExport export_megatron(const ExportLayout& layout) {
   //    with N = 1 that is full recompute of every layer, one layer input kept per layer.
   // One rule for all stages, and never selective beside full: a plan outside that gets the
   // smallest rule that recomputes every layer at least as much as the plan does.
-  // An offload layer recomputes nothing: to the rules below it is none. Megatron-Core's
-  // --offload-modules (written from the job, megatron_job_flags) offloads in every layer
-  // that does not recompute in full ([MG-config] offload_modules: a list of modules, no
-  // layer list), so a plan with offload layers beside none or selective ones is stated
-  // with every such layer offloading.
+  // An offload layer recomputes nothing: to the rules below it is none, and a
+  // selective_offload layer is selective. Megatron-Core's --offload-modules (written from the
+  // job, megatron_job_flags) offloads in every layer that does not recompute in full
+  // ([MG-config] offload_modules: a list of modules, no layer list), beside selective
+  // recompute too (a selective layer is then selective_offload), so a plan with offload
+  // layers beside none or selective ones is stated with every such layer offloading.
   std::vector<Recompute> modes = layout.recompute;  // the recompute rules' view
-  std::replace(modes.begin(), modes.end(), Recompute::offload, Recompute::none);
+  std::transform(modes.begin(), modes.end(), modes.begin(), device_mode);
   bool any_full = false, any_selective = false, any_none = false, any_offload = false,
        any_kept = false;
   for (Recompute r : layout.recompute) {
     any_full = any_full || r == Recompute::full;
-    any_selective = any_selective || r == Recompute::selective;
-    any_none = any_none || r == Recompute::none || r == Recompute::offload;
-    any_offload = any_offload || r == Recompute::offload;
+    any_selective = any_selective || device_mode(r) == Recompute::selective;
+    any_none = any_none || device_mode(r) == Recompute::none;
+    any_offload = any_offload || is_offload_mode(r);
     any_kept = any_kept || r == Recompute::none || r == Recompute::selective;
   }
   e.recompute = modes;
@@ -362,7 +363,8 @@ MegatronExport export_megatron(const ExportLayout& layout) {
     why.push_back(
         "Megatron-LM offloads the modules of --offload-modules in every layer that "
         "does not recompute in full; the plan offloads " +
-        std::to_string(count(Recompute::offload)) + " layers and keeps those of " +
+        std::to_string(count(Recompute::offload) + count(Recompute::selective_offload)) +
+        " layers and keeps those of " +
         std::to_string(count(Recompute::none) + count(Recompute::selective)) +
         " others, so the flags offload in those too.");
   }
@@ -387,7 +389,7 @@ MegatronExport export_megatron(const ExportLayout& layout) {
       for (int s = 0; s < stages; ++s)
         for (int i = starts[s]; i < starts[s + 1]; ++i) {
           if (layout.recompute[i] == Recompute::full) ++full_counts[s];
-          if (layout.recompute[i] == Recompute::selective) ++selective_counts[s];
+          if (modes[i] == Recompute::selective) ++selective_counts[s];
         }
       why.push_back(
           "Megatron-LM recomputes in full the same first N layers of every stage and cannot mix "
@@ -411,9 +413,13 @@ MegatronExport export_megatron(const ExportLayout& layout) {
     }
   }
 
-  // With offload layers the flags offload in every layer the rules leave without recompute.
-  if (any_offload)
+  // With offload layers the flags offload in every layer the rules leave without full
+  // recompute: none layers become offload, selective ones selective_offload.
+  if (any_offload) {
     std::replace(e.recompute.begin(), e.recompute.end(), Recompute::none, Recompute::offload);
+    std::replace(e.recompute.begin(), e.recompute.end(), Recompute::selective,
+                 Recompute::selective_offload);
+  }
 
   result.exact = why.empty();
   for (const std::string& w : why) result.note += (result.note.empty() ? "" : " ") + w;

@@ -51,8 +51,8 @@ MindFormersExport mindformers_plan(const ExportLayout& layout) {
   // A plan with offload layers is stated with swap_config (mindformers_job_yaml), under
   // which MindFormers reads recompute and select_recompute as decoder-layer indices
   // ([MF-swap]): every layer's mode is stated as it is, in any order.
-  const bool by_layer = std::find(layout.recompute.begin(), layout.recompute.end(),
-                                  Recompute::offload) != layout.recompute.end();
+  const bool by_layer =
+      std::any_of(layout.recompute.begin(), layout.recompute.end(), is_offload_mode);
   std::vector<int> full(stages), select(stages);
   std::vector<int> out_of_order, empty;
   bool any_selective = false;
@@ -70,7 +70,7 @@ MindFormersExport mindformers_plan(const ExportLayout& layout) {
       }
     }
     for (int i = starts[s]; i < starts[s + 1]; ++i)
-      any_selective = any_selective || layout.recompute[i] == Recompute::selective;
+      any_selective = any_selective || device_mode(layout.recompute[i]) == Recompute::selective;
     if (layout.partition[s] == 0) empty.push_back(s);
   }
 
@@ -218,15 +218,15 @@ std::string mindformers_job_yaml(const MindFormersExport& x, const ExportJob& jo
   // that does not recompute in full. Under swap True MindFormers reads recompute and
   // select_recompute as decoder-layer indices.
   const OffloadModules offloaded = parse_offload_modules(job.offload_modules, nullptr);
-  const bool per_layer =
-      std::find(l.recompute.begin(), l.recompute.end(), Recompute::offload) != l.recompute.end();
+  const bool per_layer = std::any_of(l.recompute.begin(), l.recompute.end(), is_offload_mode);
   std::vector<int> full_layers, select_layers, swap_layers;
   for (std::size_t i = 0; i < l.recompute.size(); ++i) {
     const Recompute r = l.recompute[i];
     const int at = static_cast<int>(i);
     if (r == Recompute::full) full_layers.push_back(at);
-    if (r == Recompute::selective) select_layers.push_back(at);
-    if (r == Recompute::offload || (!per_layer && r != Recompute::full)) swap_layers.push_back(at);
+    // A selective_offload layer is in both lists: selective and swapped.
+    if (device_mode(r) == Recompute::selective) select_layers.push_back(at);
+    if (is_offload_mode(r) || (!per_layer && r != Recompute::full)) swap_layers.push_back(at);
   }
   if (offloaded != 0 && !swap_layers.empty()) {
     auto indices = [](const std::vector<int>& v) {

@@ -1332,19 +1332,13 @@ void read_swap(const Reading& ctx) {
   }
   // Every layer but the full ones swapping is bmpipe's job-wide form (training.offload_modules
   // without an offload layer: selective layers move the modules too). Else each swapped layer
-  // not recomputed is an offload layer, and one that recomputes selectively is refused: a
-  // bmpipe layer has one mode.
+  // not recomputed is an offload layer, and each swapped layer that recomputes selectively a
+  // selective_offload layer.
   if (!every_other)
     for (int l = 0; l < layers; ++l) {
       if (modules[static_cast<std::size_t>(l)] == 0) continue;
       Recompute& mode = job.recompute[static_cast<std::size_t>(l)];
-      if (mode == Recompute::selective)
-        mf.fail(where, where_key,
-                "layer " + std::to_string(l) +
-                    " both recomputes selectively (recompute_config.select_recompute) and "
-                    "swaps, while other layers swap without it; a bmpipe layer does one of none, "
-                    "selective, full or offload (selective layers swap along only when every "
-                    "layer not recomputed in full swaps): expected the layer in one of them");
+      if (mode == Recompute::selective) mode = Recompute::selective_offload;
       if (mode == Recompute::none) mode = Recompute::offload;
     }
   if (!every_other)

@@ -1178,11 +1178,21 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
     if (offloads(off, OffloadModule::attn_norm) && D.is_mla) bytes += norm_in;
     if (offloads(off, OffloadModule::qkv_linear) && !(sel && gone(RecomputeModule::layernorm)))
       bytes += gi * D.Hs;
-    if (offloads(off, OffloadModule::core_attn) && !(sel && gone(RecomputeModule::mla_up_proj)))
+    // A checkpointed core moves nothing: Megatron-Core enters the core_attn offload context
+    // only when the core is not recomputed (Attention.forward, megatron/core/transformer/
+    // attention.py:1552-1606, and MLASelfAttention's, multi_latent_attention.py:380-432, at
+    // d98e8a64ddf3), so q, k and v stay as the checkpoint's inputs.
+    const bool core_checkpointed =
+        sel && has_module(st.recompute_modules, RecomputeModule::core_attn);
+    if (offloads(off, OffloadModule::core_attn) && !core_checkpointed &&
+        !(sel && gone(RecomputeModule::mla_up_proj)))
       bytes +=
           D.is_mla ? D.e * D.T * (D.core_q + D.core_kv) : D.e * D.T * (D.q_cols + 2 * D.kv_cols);
+    // attn_proj: out_proj's input; flash attention's backward keeps the core's output
+    // too, unless the core is checkpointed (its output then is out_proj's alone).
     if (offloads(off, OffloadModule::attn_proj))
-      bytes += flash ? D.e * core_out + (fp8 ? gi * core_out : 0.0) : gi * core_out;
+      bytes += flash && !core_checkpointed ? D.e * core_out + (fp8 ? gi * core_out : 0.0)
+                                           : gi * core_out;
     if (moe_mlp) {
       if (offloads(off, OffloadModule::mlp_norm)) bytes += norm_in;
       if (offloads(off, OffloadModule::expert_fc1)) bytes += gi * D.Tg * D.X;

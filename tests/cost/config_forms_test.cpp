@@ -293,7 +293,8 @@ TEST(ConfigErrors, RecomputeValuesAndIndices) {
   const ConfigError mode = error_of(
       yaml("model: {preset: llama2-7b}", "  global_batch_size: 64\n  recompute: partial\n"));
   EXPECT_EQ(mode.key(), "training.recompute");
-  EXPECT_NE(mode.message().find("none, selective, full or offload"), std::string::npos);
+  EXPECT_NE(mode.message().find("none, selective, full, offload or selective_offload"),
+            std::string::npos);
   const ConfigError stage = error_of(yaml(
       "model: {preset: llama2-7b}", "  global_batch_size: 64\n  recompute: {stages: {4: full}}\n"));
   EXPECT_EQ(stage.key(), "training.recompute.stages.4");

@@ -63,8 +63,16 @@ TEST(OffloadModules, AttentionInputsOfADenseLayer) {
   EXPECT_EQ(dense("core_attn"), 192);
   EXPECT_EQ(dense("core_attn,attn_proj"), 192 + 64);
   EXPECT_EQ(dense("qkv_linear,core_attn,attn_proj"), 64 + 192 + 64);
-  // Selective recompute of the core keeps its inputs (the checkpoint's): the same bytes.
-  EXPECT_EQ(dense("qkv_linear,core_attn,attn_proj", Recompute::selective), 64 + 192 + 64);
+  // Selective recompute of the core keeps its inputs as the checkpoint's, outside the
+  // core_attn offload context: Megatron-Core enters that context only when the core is not
+  // checkpointed (Attention.forward, megatron/core/transformer/attention.py:1552-1606 at
+  // NVIDIA/Megatron-LM d98e8a64ddf3), so q, k and v stay and qkv_linear and attn_proj move.
+  EXPECT_EQ(dense("qkv_linear,core_attn,attn_proj", Recompute::selective), 64 + 0 + 64);
+  // Without core_attn among the recompute modules the core is not checkpointed: all move.
+  EXPECT_EQ(
+      decoder_layer_cost(tiny(0), unit_device(), settings("qkv_linear,core_attn,attn_proj", "none"))
+          .offload_bytes[Recompute::selective],
+      64 + 192 + 64);
   // Full recompute keeps the layer input alone: nothing of a module's to move.
   EXPECT_EQ(dense("qkv_linear,core_attn,attn_proj", Recompute::full), 0);
   // A dense layer has no pre-MLP norm of its own and no experts.

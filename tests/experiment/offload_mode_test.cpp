@@ -139,7 +139,7 @@ TEST(OffloadMode, BadInputsExit2WithFileLineAndKey) {
   expect_refused(dir, job("{preset: ascend-910b}", "core_attn", "{layers: {2: offload}}"),
                  "training.recompute.layers.2", "has no host link figure");
   expect_refused(dir, job(kDevice, "core_attn", "offlaod"), "training.recompute",
-                 "expected none, selective, full or offload");
+                 "expected none, selective, full, offload or selective_offload");
 }
 
 TEST(OffloadMode, MegatronStatesAPerLayerMixInexactly) {

@@ -15,17 +15,20 @@
 namespace bmpipe {
 namespace offload_mode_plan_test {
 
-// Random layers with the four modes: none, selective and full as planner_support's kinds,
-// offload keeping none's bytes with 30-90 % of them offloaded, each copy 0-7 us. Checked
-// on each rank of 1F1B (pp 4, one stage a rank) and interleaved (pp 2, v 2: two stages a
-// rank), 3 layers a stage, offloaded bytes resident for 2 micro-batches (lead 0): every one
-// of the 4^6 mode assignments of a rank is tried, and the step's first choice must have the
-// least total price (recompute + both copies of the offload layers' bytes) of those that fit
-// under the memory model (peak_activation with the offloaded bytes), and every fitting
-// assignment must be matched or beaten on each stage's price by some choice returned.
-TEST(OffloadModeStep, MatchesExhaustiveEnumerationOfTheFourModes) {
+// Random layers with the five modes: none, selective and full as planner_support's kinds,
+// offload keeping none's bytes with 30-90 % of them offloaded, each copy 0-7 us, and
+// selective_offload keeping selective's bytes and recompute with 20-80 % of them offloaded,
+// each copy 0-7 us. Checked on each rank of 1F1B (pp 4, one stage a rank) and interleaved
+// (pp 2, v 2: two stages a rank), 3 layers a stage, offloaded bytes resident for 2
+// micro-batches (lead 0): every one of the 5^6 mode assignments of a rank is tried, and the
+// step's first choice must have the least total price (recompute + both copies of the
+// offload layers' bytes) of those that fit under the memory model (peak_activation with the
+// offloaded bytes), and every fitting assignment must be matched or beaten on each stage's
+// price by some choice returned.
+TEST(OffloadModeStep, MatchesExhaustiveEnumerationOfTheFiveModes) {
   std::mt19937_64 rng(43);
-  int checked = 0, offloading = 0;  // ranks where something fits; where the best offloads
+  // Ranks where something fits; layers the best choices offload, in each offload mode.
+  int checked = 0, offloading = 0, selective_offloading = 0;
   for (int trial = 0; trial < 12; ++trial) {
     const bool interleaved = trial % 2 == 1;
     const int pp = interleaved ? 2 : 4, v = interleaved ? 2 : 1, m = 8;
@@ -41,6 +44,11 @@ TEST(OffloadModeStep, MatchesExhaustiveEnumerationOfTheFourModes) {
       off.offload_bytes = off.activation_bytes * static_cast<std::int64_t>(3 + rng() % 7) / 10;
       off.offload_copy = static_cast<Time>(rng() % 8) * 1000;
       row.modes[Recompute::offload] = off;
+      LayerModeCost sel_off = *row.modes[Recompute::selective];
+      sel_off.offload_bytes =
+          sel_off.activation_bytes * static_cast<std::int64_t>(2 + rng() % 7) / 10;
+      sel_off.offload_copy = static_cast<Time>(rng() % 8) * 1000;
+      row.modes[Recompute::selective_offload] = sel_off;
     }
     const Schedule sch = test::generate(interleaved ? "interleaved" : "1f1b", pp, m, v);
     const std::vector<RankMemory> memory = memory_profile(sch, 2);
@@ -110,12 +118,99 @@ TEST(OffloadModeStep, MatchesExhaustiveEnumerationOfTheFourModes) {
       }
       EXPECT_EQ(priced, best) << name;
       ++checked;
-      for (int l : rank_layers) offloading += written[l] == Recompute::offload ? 1 : 0;
+      for (int l : rank_layers) {
+        offloading += written[l] == Recompute::offload ? 1 : 0;
+        selective_offloading += written[l] == Recompute::selective_offload ? 1 : 0;
+      }
     }
   }
-  // The cases are not vacuous: many ranks fit, and the best choices offload some layers.
+  // The cases are not vacuous: many ranks fit, and the best choices offload some layers in
+  // each offload mode.
   EXPECT_GE(checked, 10);
   EXPECT_GT(offloading, 0);
+  EXPECT_GT(selective_offloading, 0);
+}
+
+// A case built so that selective_offload strictly beats the four other modes. One kind of
+// layer, 3 a stage, 1F1B at pp 4 and 8 micro-batches, offloaded bytes resident for 2
+// micro-batches; rank 0 holds 4 micro-batches in flight, 2 of them with their offloaded
+// bytes on the host. Per layer (A: bytes kept, O: of them offloaded, price: recompute + both
+// copies):
+//   none               A 100 000                       price      0
+//   selective          A  60 000                       price  2 000
+//   full               A  10 000                       price 10 000
+//   offload            A 100 000, O 60 000, copy 1 500 price  3 000
+//   selective_offload  A  60 000, O 40 000, copy 1 000 price  4 000 (2 000 + 2 x 1 000)
+// A moment of rank 0 holds about 2 A + 2 (A - O) a layer: 400 000, 240 000, 40 000, 280 000
+// and 160 000. The budget is rank 0's peak with all three layers in selective_offload
+// (12 000 in price), so nothing holding more fits: every other mix without full is cheaper
+// but holds more, and one full layer with two selective_offload ones already costs 18 000.
+// The test does not rely on this arithmetic: it tries all 5^3 assignments under the memory
+// model (peak_activation) and
+// requires the least price to be reached by all-selective_offload alone, strictly below
+// every assignment that leaves selective_offload out, and the step to pick it.
+TEST(OffloadModeStep, PicksSelectiveOffloadWhereItStrictlyBeatsTheOtherFourModes) {
+  test::LayerKind k;
+  k.f = 10'000, k.i = 10'000, k.w = 5'000;
+  k.recompute[Recompute::none] = 0;
+  k.recompute[Recompute::selective] = 2'000;
+  k.recompute[Recompute::full] = 10'000;
+  k.act[Recompute::none] = 100'000;
+  k.act[Recompute::selective] = 60'000;
+  k.act[Recompute::full] = 10'000;
+  k.static_bytes = 10'000;
+  const int pp = 4, m = 8, per_stage = 3, layers = pp * per_stage;
+  auto e = std::make_shared<Experiment>(
+      *test::instance({k}, std::vector<int>(static_cast<std::size_t>(layers), 0), pp, m, 1 << 30));
+  for (LayerRow& row : e->layers.layers) {
+    row.modes[Recompute::offload] = LayerModeCost{0, 100'000, {}, 60'000, 1'500};
+    row.modes[Recompute::selective_offload] = LayerModeCost{2'000, 60'000, {}, 40'000, 1'000};
+  }
+  const Schedule sch = test::generate("1f1b", pp, m, 1);
+  const std::vector<RankMemory> memory = memory_profile(sch, 2);
+  const RankMemory& mem = memory[0];
+  ASSERT_EQ(mem.stages, std::vector<int>{0});
+  const auto price_and_peak = [&](const std::vector<Recompute>& modes) {
+    std::int64_t a = 0, off = 0;
+    Time price = 0;
+    for (Recompute r : modes) {
+      const LayerModeCost& c = *e->layers.layers[0].modes[r];
+      a += c.activation_bytes, off += c.offload_bytes;
+      price += c.recompute + 2 * c.offload_copy;
+    }
+    return std::make_pair(price, peak_activation(mem, {a}, {a}, {off}));
+  };
+  const std::int64_t budget =
+      price_and_peak(std::vector<Recompute>(3, Recompute::selective_offload)).second;
+  // Exhaustive: every assignment of the stage's three layers.
+  Time best = std::numeric_limits<Time>::max(), best_without = best;
+  int best_count = 0;
+  std::vector<Recompute> best_modes;
+  for (Recompute a : kAllModes)
+    for (Recompute b : kAllModes)
+      for (Recompute c : kAllModes) {
+        const std::vector<Recompute> modes = {a, b, c};
+        const auto [price, peak] = price_and_peak(modes);
+        if (peak > budget) continue;
+        if (price < best) best = price, best_count = 0, best_modes = modes;
+        if (price == best) ++best_count;
+        if (std::count(modes.begin(), modes.end(), Recompute::selective_offload) == 0)
+          best_without = std::min(best_without, price);
+      }
+  EXPECT_EQ(best, 12'000);
+  EXPECT_EQ(best_count, 1);
+  EXPECT_EQ(best_modes, std::vector<Recompute>(3, Recompute::selective_offload));
+  EXPECT_GT(best_without, best);  // strictly: no plan of the other four modes comes close
+  // The step finds it.
+  const StageOptionTable table(*e);
+  const StageOptions& opts = table.get(0, per_stage);
+  const std::vector<RankChoice> choices = rank_choices(mem, {&opts}, budget);
+  ASSERT_FALSE(choices.empty());
+  EXPECT_EQ(choices.front().total_cost(), best);
+  std::vector<Recompute> written(layers, Recompute::none);
+  apply_option(opts, opts.options[choices.front().option[0]], 0, written);
+  for (int l = 0; l < per_stage; ++l)
+    EXPECT_EQ(written[l], Recompute::selective_offload) << "layer " << l;
 }
 
 // Llama-2-7B on 8 GB200, pp 8, 16 micro-batches of 4 096 tokens (offload_plan_test's job):
