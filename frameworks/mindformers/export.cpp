@@ -317,6 +317,9 @@ namespace {
 
 /// 0 for full, 1 for selective, 2 for none: the first-N order.
 int first_n_rank(Recompute r) {
+  // (An offload mode ranks with the recompute mode it runs: selective_offload with
+  // selective, offload with none.)
+  r = device_mode(r);
   return r == Recompute::full ? 0 : r == Recompute::selective ? 1 : 2;
 }
 
