@@ -708,7 +708,7 @@ std::vector<std::string> stage_recompute_counts(const std::vector<StageInfo>& st
   out.reserve(stages.size());
   for (const StageInfo& st : stages) {
     std::string text;
-    for (Recompute r : kAllRecompute)
+    for (Recompute r : kAllModes)  // the offload modes too: a stage of them has layers
       if (st.modes[r] > 0)
         text += (text.empty() ? "" : ", ") + std::string(recompute_name(r)) + " " +
                 std::to_string(st.modes[r]);

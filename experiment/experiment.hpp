@@ -147,7 +147,8 @@ struct StageInfo {
 };
 std::vector<StageInfo> stage_info(const Experiment& e, const Plan& plan);
 
-/// Per stage: "none", "selective" or "full" when all its layers agree, else "mixed".
+/// Per stage: the mode's name ("none", "selective", "full", "offload", "selective_offload")
+/// when all its layers agree, else "mixed".
 std::vector<std::string> stage_recompute_labels(const std::vector<StageInfo>& stages);
 /// Per stage: its layers per mode, e.g. "none 2, full 1" (modes without layers left out).
 std::vector<std::string> stage_recompute_counts(const std::vector<StageInfo>& stages);

@@ -125,6 +125,15 @@ TEST(Labels, EveryStageNamesItsRecomputeModeAndMixedStagesCountThem) {
   EXPECT_EQ(stage_recompute_counts(stages)[1], "none 7, full 1");
   EXPECT_EQ(stages[1].first_layer, 8);
   EXPECT_EQ(stages[1].modes[Recompute::full], 1);
+  // The offload modes count as layers too: a stage of 2 selective_offload and 1 offload
+  // layers, and one of 3 selective_offload layers.
+  std::vector<StageInfo> off(2);
+  off[0].num_layers = 3, off[0].modes[Recompute::selective_offload] = 2;
+  off[0].modes[Recompute::offload] = 1;
+  off[1].num_layers = 3, off[1].modes[Recompute::selective_offload] = 3;
+  EXPECT_EQ(stage_recompute_counts(off),
+            (std::vector<std::string>{"offload 1, selective_offload 2", "selective_offload 3"}));
+  EXPECT_EQ(stage_recompute_labels(off), (std::vector<std::string>{"mixed", "selective_offload"}));
 }
 
 TEST(RunInfo, VppComesFromTheScheduleThatRan) {
