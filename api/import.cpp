@@ -2,7 +2,9 @@
 
 #include "api/errors.hpp"
 #include "experiment/config.hpp"
+#include "experiment/suggest.hpp"
 #include "frameworks/importers.hpp"
+#include "sim/cost/hardware.hpp"
 
 namespace bmpipe::api {
 
@@ -10,14 +12,50 @@ namespace {
 
 constexpr std::size_t kMaxInput = 8u << 20;
 
+/// The names in a list such as "megatron, mindformers or profile", for did_you_mean.
+std::vector<std::string> split_or_list(const std::string& text) {
+  std::vector<std::string> names;
+  std::string word;
+  for (char c : text + ",") {
+    if (c == ',' || c == ' ') {
+      if (!word.empty() && word != "or" && word != "and") names.push_back(word);
+      word.clear();
+    } else {
+      word += c;
+    }
+  }
+  return names;
+}
+
 const Importer& importer_of(const std::string& format) {
-  const Importer* importer = find_importer(format);
-  if (!importer)
-    throw RequestError("FORMAT", "unknown format '" + format + "' (" + importer_names() + ")");
-  return *importer;
+  check_import_format(format);
+  return *find_importer(format);
 }
 
 }  // namespace
+
+void check_import_format(const std::string& format) {
+  if (!find_importer(format))
+    throw RequestError("FORMAT", "unknown format '" + format + "'" +
+                                     did_you_mean(format, split_or_list(importer_names())) + " (" +
+                                     importer_names() + ")");
+}
+
+std::string preset_suggestion(const std::string& name) {
+  const std::vector<std::string> names = split_or_list(hardware_preset_names());
+  std::vector<std::string> extended;
+  for (const std::string& n : names)
+    if (!name.empty() && n.rfind(name, 0) == 0) extended.push_back(n);
+  if (extended.size() == 1) return " (did you mean '" + extended[0] + "'?)";
+  return did_you_mean(name, names);
+}
+
+void check_import_preset(const ImportRequest& r) {
+  if (r.preset && !find_hardware_preset(*r.preset))
+    throw RequestError("--preset", "unknown hardware preset '" + *r.preset + "'" +
+                                       preset_suggestion(*r.preset) +
+                                       " (known: " + hardware_preset_names() + ")");
+}
 
 void check_import_request(const ImportRequest& r) {
   const Importer& importer = importer_of(r.format);
@@ -54,6 +92,7 @@ Origin dp_origin(const ImportedJob& job) {
 }  // namespace
 
 ImportOutcome run_import(const ImportRequest& r) {
+  check_import_preset(r);
   check_import_request(r);
   const Importer& importer = importer_of(r.format);
   ImportedJob job = importer.read(read_input(r.input, kMaxInput), r.input);

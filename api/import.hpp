@@ -37,12 +37,28 @@ struct ImportOutcome {
   std::vector<std::string> warnings;
 };
 
+/// The format named by `format` is an importer's: else RequestError("FORMAT", "unknown
+/// format 'megatorn' (did you mean 'megatron'?) (megatron, mindformers, torchtitan or
+/// profile)"), the closest name offered as a typo's correction.
+void check_import_format(const std::string& format);
+
+/// " (did you mean 'h100-sxm'?)" for a hardware preset's name: the one preset that `name`
+/// begins ("h100" is h100-sxm, not h200 one edit away), else the closest by edits (as
+/// did_you_mean), else "".
+std::string preset_suggestion(const std::string& name);
+
+/// The request's preset, when it names one, is a hardware preset: else RequestError(
+/// "--preset", "unknown hardware preset 'h100' (did you mean 'h100-sxm'?) (known: ...)").
+/// Checked before anything else of the request: a misspelt preset is the first thing to fix.
+void check_import_preset(const ImportRequest& request);
+
 /// The request's own values, checked before the input is read: a known format, exactly one
 /// way to give the cluster, --pp/--microbatches only where the input has no layout and at
 /// least 1. Throws RequestError naming the option (its message is what the command prints).
 void check_import_request(const ImportRequest& request);
 
-/// Reads the input and writes the config. Throws RequestError, and ConfigError for the
+/// Checks the preset (check_import_preset) and the request, reads the input and writes the
+/// config. Throws RequestError, and ConfigError for the
 /// input (among them an ImportError for flags or keys bmpipe does not model, unless
 /// allow_unmodelled), the cluster file or the preset.
 ImportOutcome run_import(const ImportRequest& request);

@@ -1,7 +1,6 @@
 // bmpipe import megatron|mindformers|torchtitan|profile INPUT: a job in a framework's own words (or
 // a profile CSV) as a bmpipe YAML config.
 #include <boost/program_options.hpp>
-#include <fstream>
 #include <iostream>
 
 #include "api/errors.hpp"
@@ -10,7 +9,6 @@
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
-#include "experiment/suggest.hpp"
 #include "frameworks/importers.hpp"
 #include "sim/cost/hardware.hpp"
 
@@ -43,32 +41,6 @@ int usage_error(const std::string& message, const po::options_description& opts)
   return 2;
 }
 
-/// The names in a list such as "megatron, mindformers or profile", for did_you_mean.
-std::vector<std::string> split_or_list(const std::string& text) {
-  std::vector<std::string> names;
-  std::string word;
-  for (char c : text + ",") {
-    if (c == ',' || c == ' ') {
-      if (!word.empty() && word != "or" && word != "and") names.push_back(word);
-      word.clear();
-    } else {
-      word += c;
-    }
-  }
-  return names;
-}
-
-/// " (did you mean 'h100-sxm'?)" for a preset name: the one preset that `name` begins
-/// ("h100" is h100-sxm, not the one edit away h200), or else the closest by edits.
-std::string preset_suggestion(const std::string& name) {
-  const std::vector<std::string> names = split_or_list(hardware_preset_names());
-  std::vector<std::string> extended;
-  for (const std::string& n : names)
-    if (!name.empty() && n.rfind(name, 0) == 0) extended.push_back(n);
-  if (extended.size() == 1) return " (did you mean '" + extended[0] + "'?)";
-  return did_you_mean(name, names);
-}
-
 }  // namespace
 
 int run_import(const std::vector<std::string>& args) {
@@ -97,12 +69,11 @@ int run_import(const std::vector<std::string>& args) {
     return 0;
   }
   const std::string format = args[0];
-  const Importer* importer = find_importer(format);
-  if (!importer)
-    return usage_error("unknown format '" + format + "'" +
-                           did_you_mean(format, split_or_list(importer_names())) + " (" +
-                           importer_names() + ")",
-                       opts);
+  try {
+    api::check_import_format(format);
+  } catch (const api::RequestError& e) {
+    return usage_error(e.message(), opts);
+  }
 
   po::options_description all;
   all.add(opts).add_options()("input", po::value<std::string>(), "");
@@ -124,22 +95,20 @@ int run_import(const std::vector<std::string>& args) {
   request.format = format;
   request.input = vm["input"].as<std::string>();
   if (vm.count("cluster")) request.cluster = vm["cluster"].as<std::string>();
-  if (vm.count("preset")) {
-    request.preset = vm["preset"].as<std::string>();
-    // Before the input is read: a misspelt preset is the first thing to fix.
-    if (!find_hardware_preset(*request.preset)) {
-      std::cerr << "bmpipe import " << format << ": --preset: unknown hardware preset '"
-                << *request.preset << "'" << preset_suggestion(*request.preset)
-                << " (known: " << hardware_preset_names() << ")\n";
-      return 2;
-    }
-  }
+  if (vm.count("preset")) request.preset = vm["preset"].as<std::string>();
   if (vm.count("devices")) request.devices = vm["devices"].as<long long>();
   if (vm.count("pp")) request.pp = vm["pp"].as<int>();
   if (vm.count("microbatches")) request.microbatches = vm["microbatches"].as<int>();
   request.allow_unmodelled = vm.count("allow-unmodelled") > 0;
   const std::string out = vm.count("out") ? vm["out"].as<std::string>() : "";
   if (!out.empty()) request.out = out;
+  try {
+    // Before the input is read: a misspelt preset is the first thing to fix.
+    api::check_import_preset(request);
+  } catch (const api::RequestError& e) {
+    std::cerr << "bmpipe import " << format << ": " << e.what() << "\n";  // one line
+    return 2;
+  }
   try {
     api::check_import_request(request);
   } catch (const api::RequestError& e) {

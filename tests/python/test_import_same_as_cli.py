@@ -68,6 +68,19 @@ def test_import_unknown_format_lists_the_known_ones():
     assert "megatron, mindformers, torchtitan or profile" in str(e.value)
 
 
+def test_import_unknown_preset_gives_the_commands_text():
+    """A misspelt preset is checked first, by the one function both call
+    (api::check_import_preset): the same suggestion and list; only the option's spelling
+    differs (--preset on the command line, preset here)."""
+    rc, out, err = run_cli("import", "megatron", MEGATRON, "--preset", "h100", "--devices", "16")
+    assert rc == 2 and out == ""
+    with pytest.raises(ValueError) as e:
+        bmpipe.import_config("megatron", MEGATRON, preset="h100", devices=16)
+    assert str(e.value).startswith("preset: unknown hardware preset 'h100' "
+                                   "(did you mean 'h100-sxm'?) (known: ")
+    assert err == f"bmpipe import megatron: --{e.value}\n"
+
+
 def test_import_unmodelled_flags_refused_unless_allowed(tmp_path):
     """A flag that changes time or memory in a way bmpipe does not model (issue 17): a
     ConfigError naming the file, the line and the flag, as the command exits 2; with
