@@ -645,6 +645,31 @@ void SearchJournal::append(std::size_t index, const LayoutResult& r) {
   write_all(fd_, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", path_);
 }
 
+std::string read_config_bytes(const std::string& path) {
+  try {
+    return read_untrusted_file(path, std::size_t{16} << 20, "config");
+  } catch (const ReadFileError& e) {
+    throw ConfigError(path, 0, "", e.what());
+  }
+}
+
+std::uint64_t search_inputs_hash(std::string_view config_text, const SearchRequest& request,
+                                 std::optional<double> screen_margin_pct) {
+  return journal_inputs_hash(
+      config_text,
+      journal_options(request, screen_margin_pct.value_or(SearchRequest{}.screen_margin * 100),
+                      request.overrides.set));
+}
+
+FileSearch prepare_file_search(const std::string& path, const SearchRequest& request,
+                               std::optional<double> screen_margin_pct) {
+  const std::string text = read_config_bytes(path);
+  FileSearch f;
+  f.setup = prepare_search(parse_config(text, path, request.overrides), request);
+  f.inputs_hash = search_inputs_hash(text, request, screen_margin_pct);
+  return f;
+}
+
 nlohmann::json run_search(const Config& config, const SearchRequest& request,
                           const JournalRequest& journal,
                           const std::function<void(const std::string&)>& note) {

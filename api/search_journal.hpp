@@ -70,6 +70,32 @@ std::map<std::string, std::string> journal_options(
     const SearchRequest& request, double screen_margin_pct,
     const std::vector<std::pair<std::string, std::string>>& sets);
 
+/// The bytes of the config file at `path` ("-": standard input) as a search reads and a
+/// journal hashes them, under load_config's bound (a config is a few KiB; a wrong path such
+/// as /dev/zero fails at 16 MiB). Throws ConfigError(path, 0, "", why).
+std::string read_config_bytes(const std::string& path);
+
+/// The inputs hash of a journal of a search of `config_text` under `request`:
+/// journal_inputs_hash of journal_options(request, screen_margin_pct,
+/// request.overrides.set), `screen_margin_pct` the percentage as given (none: the option's
+/// default, SearchRequest{}.screen_margin * 100), as both front ends hash it.
+std::uint64_t search_inputs_hash(std::string_view config_text, const SearchRequest& request,
+                                 std::optional<double> screen_margin_pct);
+
+/// A search of a config file, as `bmpipe search CONFIG` makes it: the setup and the inputs
+/// hash of its journal.
+struct FileSearch {
+  SearchSetup setup;
+  std::uint64_t inputs_hash = 0;
+};
+
+/// Reads the config at `path` once (read_config_bytes: the bytes parsed are the bytes
+/// hashed, standard input included), parses it with the request's overrides and prepares
+/// the search (prepare_search); search_inputs_hash of those bytes. Throws ConfigError and
+/// RequestError.
+FileSearch prepare_file_search(const std::string& path, const SearchRequest& request,
+                               std::optional<double> screen_margin_pct);
+
 class SearchJournal {
  public:
   /// Opens (or creates) `path` for the layouts of `setup`, of inputs hashed to `hash`.

@@ -23,7 +23,6 @@
 #include "cli/search.hpp"
 #include "experiment/suggest.hpp"
 #include "experiment/write_config.hpp"
-#include "io/read_file.hpp"
 #include "sim/units.hpp"
 
 namespace po = boost::program_options;
@@ -103,24 +102,11 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   }
   api::check_search_request(request);  // a typo in an option fails before the file is read
   c.path = vm["config"].as<std::string>();
-  // The config read once, under load_config's bound (a config is a few KiB; a wrong path
-  // such as /dev/zero fails at 16 MiB): the bytes parsed are the bytes a --journal hashes,
-  // standard input ("-") included.
-  std::string text;
-  try {
-    text = read_untrusted_file(c.path, std::size_t{16} << 20, "config");
-  } catch (const ReadFileError& e) {
-    throw ConfigError(c.path, 0, "", e.what());
-  }
-  c.setup = api::prepare_search(parse_config(text, c.path, request.overrides), request);
-  if (vm.count("journal")) {
-    c.journal = vm["journal"].as<std::string>();
-    // The inputs: the config's bytes and every option that can change a layout's result,
-    // spelt as Python's search() spells them, so either resumes the other's journal.
-    c.inputs_hash = api::journal_inputs_hash(
-        text,
-        api::journal_options(request, vm["screen-margin-pct"].as<double>(), request.overrides.set));
-  }
+  const double margin_pct = vm["screen-margin-pct"].as<double>();
+  api::FileSearch search = api::prepare_file_search(c.path, request, margin_pct);
+  c.setup = std::move(search.setup);
+  c.inputs_hash = search.inputs_hash;
+  if (vm.count("journal")) c.journal = vm["journal"].as<std::string>();
   return c;
 }
 

@@ -20,7 +20,6 @@
 #include "api/request_table.hpp"
 #include "api/search.hpp"
 #include "api/search_journal.hpp"
-#include "io/read_file.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
 
@@ -320,9 +319,9 @@ std::string config_bytes(const py::handle& h) {
     path = path_string(h);
   }
   try {
-    return bmpipe::read_untrusted_file(path, std::size_t{16} << 20, "config");
-  } catch (const bmpipe::ReadFileError& e) {
-    throw api::RequestError("--journal", path + ": " + e.what());
+    return api::read_config_bytes(path);  // as `bmpipe search` reads its CONFIG
+  } catch (const bmpipe::ConfigError& e) {
+    throw api::RequestError("--journal", path + ": " + e.message());
   }
 }
 
@@ -507,12 +506,9 @@ PYBIND11_MODULE(bmpipe, m) {
               kwargs.contains("screen_margin_pct") ? kwargs["screen_margin_pct"] : py::none();
           const api::JournalRequest j{
               path_string(*journal),
-              api::journal_inputs_hash(
-                  config_bytes(config),
-                  api::journal_options(
-                      r,
-                      pct.is_none() ? api::SearchRequest{}.screen_margin * 100 : pct.cast<double>(),
-                      r.overrides.set))};
+              api::search_inputs_hash(
+                  config_bytes(config), r,
+                  pct.is_none() ? std::nullopt : std::optional<double>(pct.cast<double>()))};
           std::vector<std::string> notes;
           {
             py::gil_scoped_release nogil;
