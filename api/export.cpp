@@ -11,6 +11,7 @@
 
 #include "api/api.hpp"
 #include "api/contracts.hpp"
+#include "api/search.hpp"
 #include "api/summary.hpp"
 #include "experiment/experiment.hpp"
 #include "experiment/suggest.hpp"
@@ -78,6 +79,15 @@ void check_export_request(const ExportRequest& r) {
   if (r.memory_limit_GiB && (!(*r.memory_limit_GiB > 0) || !std::isfinite(*r.memory_limit_GiB) ||
                              *r.memory_limit_GiB > 1e6))
     throw RequestError("--memory-limit-GiB", "must be a positive number of GiB");
+}
+
+void check_plan_format(const std::string& format) {
+  std::vector<std::string> formats = {"table"};
+  for (const std::string& f : export_formats()) formats.push_back(f);
+  if (std::find(formats.begin(), formats.end(), format) == formats.end())
+    throw RequestError("--format", "unknown format '" + format + "'" +
+                                       did_you_mean(format, formats) + " (" + comma_list(formats) +
+                                       ")");
 }
 
 Config config_with_plan(Config c, const ConfigEdits& edits) {
@@ -505,6 +515,58 @@ ExportOutcome export_plan(const Config& config_in, const PlanResults& planned,
            x.text.substr(after_lines(x.text, 3));
   with_hint(x);
   return std::move(x);
+}
+
+std::string planned_config(const std::string& config_path, const std::string& out_path,
+                           const PlanResults& planned, const PlanRequest& request) {
+  const PlannedJob job = planned_job(planned, request);
+  const std::string baseline = request.baseline.value_or("");
+  // The job planned: the command line's overrides (--set, --global-batch-size, ...) are
+  // written in with the plan.
+  return written_config(
+      config_path, out_path, job.overrides, {}, job.edits,
+      "Written by bmpipe plan from " + config_path + ": " +
+          (baseline.empty() ? "the plan found" : "the " + baseline + " baseline's plan") + " for " +
+          planned.outcomes.front().schedule + ", " +
+          format_ms(planned.shown->result.iteration_time, 3) + " ms per iteration as simulated.\n" +
+          (request.memory_limit_GiB
+               ? "cluster.device.memory_GiB is --memory-limit-GiB, the limit it was planned "
+                 "for.\n"
+               : "") +
+          "`bmpipe simulate` on this file reproduces it.",
+      request.memory_limit_GiB);
+}
+
+std::string best_layout_config(const SearchSetup& setup, const SearchReport& report,
+                               const std::string& out_path) {
+  const Config& config = setup.config;
+  const std::optional<ConfigEdits> edits = best_layout_edits(config, report);
+  if (!edits) throw ConfigError(config.file, 0, "--out", "no layout fits: nothing to write");
+  const LayoutResult& best = report.layouts.front();
+  // --offload auto: the offload choice is the layout's too.
+  Overrides written = setup.request.overrides;
+  for (auto& kv : offload_keys(best)) written.set.push_back(std::move(kv));
+  return written_config(config.file, out_path, written, {"training.megatron_layout"}, *edits,
+                        "Written by bmpipe search from " + config.file + ": the fastest layout, " +
+                            to_string(best.layout) + ", " + format_ms(best.iteration_time, 1) +
+                            " ms per iteration as simulated.\n" +
+                            (setup.request.memory_limit_GiB
+                                 ? "cluster.device.memory_GiB is --memory-limit-GiB, the limit "
+                                   "it was searched for.\n"
+                                 : "") +
+                            "`bmpipe simulate` on this file reproduces it.",
+                        setup.request.memory_limit_GiB);
+}
+
+ExportOutcome export_best_layout(const SearchSetup& setup, const SearchReport& report,
+                                 const std::string& format) {
+  const Config& config = setup.config;
+  const std::optional<ConfigEdits> edits = best_layout_edits(config, report);
+  if (!edits) throw ConfigError(config.file, 0, "--format", "no layout fits: nothing to export");
+  // The best layout as its --out file would state it, under the search's memory limit.
+  return export_config(
+      config_with_plan(layout_config(config, report.layouts.front().layout), *edits),
+      ExportRequest{format, setup.request.memory_limit_GiB});
 }
 
 }  // namespace bmpipe::api

@@ -37,6 +37,10 @@ const std::vector<std::string>& export_formats();
 /// --memory-limit-GiB.
 void check_export_request(const ExportRequest& request);
 
+/// `plan --format`'s value: "table", or one of export_formats (the plan exported). Throws
+/// RequestError("--format", "unknown format 'x' (did you mean ...) (table, megatron, ...)").
+void check_plan_format(const std::string& format);
+
 struct ExportOutcome {
   std::string format;
   /// The flags (one per line) or the YAML fragment, after `#` lines that say what the
@@ -67,6 +71,9 @@ struct ExportOutcome {
 ExportOutcome export_config(const Config& config, const ExportRequest& request);
 
 struct PlanResults;
+struct PlanRequest;
+struct SearchSetup;
+struct SearchReport;
 
 /// `plan --format`: the shown plan (PlanResults::shown) as `--out` would write it, exported
 /// by export_config. When that export is not exact, every baseline of the same run that fits
@@ -93,5 +100,28 @@ std::string written_config(const std::string& config_path, const std::string& ou
                            const Overrides& overrides, const std::vector<std::string>& dropped,
                            const ConfigEdits& edits, const std::string& header,
                            std::optional<double> device_memory_GiB = std::nullopt);
+
+/// What `plan --out FILE` writes: written_config of `config_path` as the job planned
+/// (planned_job: the request's overrides and the shown plan's edits), under a header naming
+/// the plan (the one found, or the --baseline's), its schedule and its simulated time in
+/// ms, and --memory-limit-GiB as the device's memory when given. Throws ConfigError.
+std::string planned_config(const std::string& config_path, const std::string& out_path,
+                           const PlanResults& planned, const PlanRequest& request);
+
+/// What `search --out FILE` writes: written_config of the searched config file
+/// (setup.config.file) as the fastest layout of `report` states it (best_layout_edits),
+/// with the request's overrides and the layout's offload keys, without
+/// training.megatron_layout (it fixed another pp x vpp, and with the layout's partition
+/// would be a second one), under a header naming the layout and its time. Throws
+/// ConfigError(file, 0, "--out", "no layout fits: nothing to write") when none fits.
+std::string best_layout_config(const SearchSetup& setup, const SearchReport& report,
+                               const std::string& out_path);
+
+/// `search --format`: the fastest layout of `report` as best_layout_config states it,
+/// exported by export_config under the search's memory limit. Throws ConfigError(file, 0,
+/// "--format", "no layout fits: nothing to export") when none fits, and what export_config
+/// throws.
+ExportOutcome export_best_layout(const SearchSetup& setup, const SearchReport& report,
+                                 const std::string& format);
 
 }  // namespace bmpipe::api

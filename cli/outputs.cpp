@@ -85,15 +85,6 @@ void write_output(const std::string& path, const std::string& option, const std:
   out.close();
 }
 
-void write_edited_config(const std::string& config_path, const std::string& out_path,
-                         const Overrides& overrides, const std::vector<std::string>& dropped,
-                         const ConfigEdits& edits, const std::string& header,
-                         std::optional<double> device_memory_GiB) {
-  write_output(out_path, "--out",
-               api::written_config(config_path, out_path, overrides, dropped, edits, header,
-                                   device_memory_GiB));
-}
-
 std::string json_text(const nlohmann::json& j) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -54,15 +54,6 @@ class OutputFile {
 /// Writes `text` to `path` through an OutputFile (atomically).
 void write_output(const std::string& path, const std::string& option, const std::string& text);
 
-/// Writes to `out_path` (option --out) the config read from `config_path` as the job the
-/// command computed on: with `overrides` (the command line's), without the key paths
-/// `dropped`, and with `edits` under `header` (api::written_config). Throws OutputError and
-/// ConfigError.
-void write_edited_config(const std::string& config_path, const std::string& out_path,
-                         const Overrides& overrides, const std::vector<std::string>& dropped,
-                         const ConfigEdits& edits, const std::string& header,
-                         std::optional<double> device_memory_GiB = std::nullopt);
-
 /// `j` as indented text; bytes that are not UTF-8 (a path, say) become U+FFFD instead of
 /// throwing.
 std::string json_text(const nlohmann::json& j);

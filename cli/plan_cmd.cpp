@@ -2,43 +2,23 @@
 // with the simulator in the loop, beside the baselines people run today.
 #include <unistd.h>
 
-#include <algorithm>
 #include <boost/program_options.hpp>
-#include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <optional>
-#include <sstream>
 
 #include "api/api.hpp"
 #include "api/export.hpp"
 #include "api/progress_lines.hpp"
-#include "api/summary.hpp"
 #include "api/tables.hpp"
 #include "cli/commands.hpp"
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
-#include "experiment/experiment.hpp"
-#include "experiment/suggest.hpp"
-#include "experiment/write_config.hpp"
 #include "planner/planner.hpp"
-#include "schedules/registry.hpp"
-#include "sim/units.hpp"
 
 namespace po = boost::program_options;
 
 namespace bmpipe::cli {
-
-namespace {
-
-std::string ms(Time t) {
-  return format_ms(t, 3);
-}
-
-}  // namespace
 
 int run_plan(const std::vector<std::string>& args) {
   po::options_description opts("bmpipe plan CONFIG [options]\n\nOptions");
@@ -81,20 +61,13 @@ int run_plan(const std::vector<std::string>& args) {
       throw ConfigError(vm["schedule-file"].as<std::string>(), 0, "--schedule-file",
                         "bmpipe plan builds its own schedule: a schedule file fixes an op order "
                         "made for another partition; use --schedule NAME");
-    // table, or an exporter's name (frameworks/exporters.hpp, through api::export_formats).
-    std::vector<std::string> formats = {"table"};
-    for (const std::string& f : api::export_formats()) formats.push_back(f);
-    if (std::find(formats.begin(), formats.end(), format) == formats.end())
-      throw UsageError("--format", "unknown format '" + format + "'" +
-                                       did_you_mean(format, formats) + " (" + comma_list(formats) +
-                                       ")");
+    api::check_plan_format(format);  // table, or an exporter's name
     // parse -> prepare -> run -> print: api::run_plan checks the options, prepares the
     // config and plans every schedule asked for, as the Python module does.
     const std::string path = vm["config"].as<std::string>();
     api::PlanRequest request;
     fill_request(table, vm, request);
     const std::string given = request.overrides.schedule.value_or("");
-    const std::string baseline = request.baseline.value_or("");
     const double interval_s = progress_interval_s(vm);
     api::PlanProgressLines line(print_to_stderr, !vm["quiet"].as<bool>(),
                                 isatty(STDERR_FILENO) != 0, interval_s, request.max_evals,
@@ -111,24 +84,10 @@ int run_plan(const std::vector<std::string>& args) {
     api::PlanResults planned = api::run_plan(config, request);  // NoPlanFits: exit 2
     line.clear();
     const std::int64_t memory_limit = api::plan_memory_limit_bytes(config, request);
-    const PlanOutcome& top = planned.outcomes.front();
-    const PlanRun* shown = planned.shown;
-    const api::PlannedJob job = api::planned_job(planned, request);
-    if (vm.count("out"))
-      // The job planned: the command line's overrides (--set, --global-batch-size, ...)
-      // are written in with the plan.
-      write_edited_config(
-          path, vm["out"].as<std::string>(), job.overrides, {}, job.edits,
-          "Written by bmpipe plan from " + path + ": " +
-              (baseline.empty() ? "the plan found" : "the " + baseline + " baseline's plan") +
-              " for " + top.schedule + ", " + ms(shown->result.iteration_time) +
-              " ms per iteration as simulated.\n" +
-              (request.memory_limit_GiB
-                   ? "cluster.device.memory_GiB is --memory-limit-GiB, the limit it was planned "
-                     "for.\n"
-                   : "") +
-              "`bmpipe simulate` on this file reproduces it.",
-          request.memory_limit_GiB);
+    if (vm.count("out")) {
+      const std::string out = vm["out"].as<std::string>();
+      write_output(out, "--out", api::planned_config(path, out, planned, request));
+    }
 
     // --format: the plan as its --out file would state it, exported by the one function
     // `bmpipe export` calls, under the plan's memory limit.

@@ -5,37 +5,22 @@
 
 #include <boost/program_options.hpp>
 #include <chrono>
-#include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <sstream>
 
 #include "api/contracts.hpp"
 #include "api/export.hpp"
 #include "api/progress_lines.hpp"
 #include "api/search_journal.hpp"
-#include "api/summary.hpp"
 #include "cli/commands.hpp"
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
 #include "cli/search.hpp"
-#include "experiment/suggest.hpp"
-#include "experiment/write_config.hpp"
-#include "sim/units.hpp"
 
 namespace po = boost::program_options;
 
 namespace bmpipe::cli {
-
-namespace {
-
-std::string ms(Time t) {
-  return format_ms(t, 1);
-}
-
-}  // namespace
 
 SearchCommand setup_search(const std::vector<std::string>& args, std::optional<int>* exit_code) {
   SearchCommand c;
@@ -115,41 +100,10 @@ namespace {
 int report_search(const SearchCommand& c, api::SearchRun run, int processes, double wall_s) {
   const api::SearchReport report = api::rank_search(c.setup, std::move(run.results), processes,
                                                     wall_s, run.stopped_by, run.confirmed);
-  const std::vector<LayoutResult>& ranked = report.layouts;
-  const Config& config = c.setup.config;
-  // None when no layout fits.
-  const std::optional<ConfigEdits> best_edits = api::best_layout_edits(config, report);
-  const bool best_fits = best_edits.has_value();
-  if (c.out) {
-    if (!best_fits) throw ConfigError(config.file, 0, "--out", "no layout fits: nothing to write");
-    const LayoutResult& best = ranked.front();
-    // The layout's own config (layout_config) has the command line's keys and no Megatron
-    // layout: that fixed another pp x vpp, and with the plan's partition would be a second
-    // one.
-    // --offload auto: the offload choice is the layout's too.
-    Overrides written = c.setup.request.overrides;
-    for (auto& kv : api::offload_keys(best)) written.set.push_back(std::move(kv));
-    write_edited_config(c.path, *c.out, written, {"training.megatron_layout"}, *best_edits,
-                        "Written by bmpipe search from " + c.path + ": the fastest layout, " +
-                            to_string(best.layout) + ", " + ms(best.iteration_time) +
-                            " ms per iteration as simulated.\n" +
-                            (c.setup.request.memory_limit_GiB
-                                 ? "cluster.device.memory_GiB is --memory-limit-GiB, the limit "
-                                   "it was searched for.\n"
-                                 : "") +
-                            "`bmpipe simulate` on this file reproduces it.",
-                        c.setup.request.memory_limit_GiB);
-  }
-  // --format: the best layout as its --out file would state it, exported by the one
-  // function `bmpipe export` calls, under the search's memory limit.
+  if (c.out) write_output(*c.out, "--out", api::best_layout_config(c.setup, report, *c.out));
+  // --format: the best layout exported by the one function `bmpipe export` calls.
   std::optional<api::ExportOutcome> exported;
-  if (c.format) {
-    if (!best_fits)
-      throw ConfigError(config.file, 0, "--format", "no layout fits: nothing to export");
-    exported = api::export_config(
-        api::config_with_plan(layout_config(config, ranked.front().layout), *best_edits),
-        api::ExportRequest{*c.format, c.setup.request.memory_limit_GiB});
-  }
+  if (c.format) exported = api::export_best_layout(c.setup, report, *c.format);
   if (c.csv) {
     write_output(*c.csv, "--csv", api::search_csv(report));
   }
@@ -164,7 +118,7 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
     std::cout << exported->text;
     return 0;
   }
-  std::cout << api::search_table(report, config.file, c.top);
+  std::cout << api::search_table(report, c.setup.config.file, c.top);
   return 0;
 }
 

@@ -1,0 +1,144 @@
+// What `plan --out`, `search --out` and `search --format` write, as library calls
+// (api::planned_config, api::best_layout_config, api::export_best_layout; issue 38), and
+// plan --format's check (api::check_plan_format). On
+// tiny.yaml, whose time is worked out by hand in the file: 1F1B with p = 4, m = 8, F = 1 ms
+// and B = 2 ms per stage is (m + p - 1)(F + B) = 11 x 3 ms = 33 ms per iteration. Each
+// written config must simulate to that time, which its header states.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "api/api.hpp"
+#include "api/errors.hpp"
+#include "api/export.hpp"
+#include "api/search.hpp"
+#include "api/search_driver.hpp"
+#include "support/support.hpp"
+
+namespace bmpipe::written_outputs_test {
+namespace {
+
+using test::kTiny;
+
+constexpr Time k33ms = 33 * kNsPerMs;
+
+/// The iteration time `bmpipe simulate` gives the config text `yaml`.
+Time simulated(const std::string& yaml) {
+  return api::run_simulate(parse_config(yaml, "<written>"), api::SimulateRequest{})
+      .report.result.iteration_time;
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+/// The search of tiny.yaml's one layout of pp 4 (4 devices, tp 1, dp 1), ranked.
+struct TinySearch {
+  api::SearchSetup setup;
+  api::SearchReport report;
+  explicit TinySearch(std::optional<double> memory_limit_GiB = std::nullopt) {
+    api::SearchRequest r;
+    r.space.tp = {1};
+    r.space.pp = {4};
+    r.space.vpp = {1};
+    r.space.micro_batch_size = {1};
+    r.space.schedules = {"1f1b"};
+    r.memory_limit_GiB = memory_limit_GiB;
+    r.threads = 1;
+    setup = api::prepare_search(load_config(kTiny), r);
+    api::ThreadExecutor threads(setup, 1);
+    api::SearchRun run = api::drive_search(setup, threads);
+    report = api::rank_search(setup, std::move(run.results), 1, 0, run.stopped_by, run.confirmed);
+  }
+};
+
+/// The ConfigError `f` throws as "key|message"; "none" when it throws nothing.
+template <class F>
+std::string config_error(F f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.key() + "|" + e.message();
+  }
+  return "none";
+}
+
+TEST(WrittenOutputs, APlansConfigStatesItsTimeAndSimulatesToIt) {
+  api::PlanRequest request;
+  request.threads = 1;
+  const api::PlanResults planned = api::run_plan(load_config(kTiny), request);
+  const std::string text = api::planned_config(kTiny, "out.yaml", planned, request);
+  EXPECT_TRUE(starts_with(text, "# Written by bmpipe plan from " + kTiny +
+                                    ": the plan found for 1f1b, 33.000 ms per iteration as "
+                                    "simulated.\n# `bmpipe simulate` on this file reproduces "
+                                    "it.\n"))
+      << text;
+  EXPECT_EQ(simulated(text), k33ms);
+}
+
+TEST(WrittenOutputs, APlanUnderAMemoryLimitWritesTheLimitAsTheDevicesMemory) {
+  api::PlanRequest request;
+  request.threads = 1;
+  request.memory_limit_GiB = 0.5;  // tiny's peak is about 0.01 GiB: the same plan fits
+  const api::PlanResults planned = api::run_plan(load_config(kTiny), request);
+  const std::string text = api::planned_config(kTiny, "out.yaml", planned, request);
+  EXPECT_NE(text.find("\n# cluster.device.memory_GiB is --memory-limit-GiB, the limit it was "
+                      "planned for.\n"),
+            std::string::npos)
+      << text;
+  const Config written = parse_config(text, "<written>");
+  EXPECT_EQ(written.device.memory_GiB, 0.5);
+  EXPECT_EQ(simulated(text), k33ms);
+}
+
+TEST(WrittenOutputs, TheFastestLayoutsConfigStatesItAndSimulatesToIt) {
+  const TinySearch s;
+  const std::string text = api::best_layout_config(s.setup, s.report, "out.yaml");
+  EXPECT_TRUE(starts_with(text, "# Written by bmpipe search from " + kTiny +
+                                    ": the fastest layout, tp 1 pp 4 dp 1 vpp 1 mbs 1 1f1b, "
+                                    "33.0 ms per iteration as simulated.\n# `bmpipe simulate` "
+                                    "on this file reproduces it.\n"))
+      << text;
+  EXPECT_EQ(simulated(text), k33ms);
+}
+
+TEST(WrittenOutputs, TheFastestLayoutExportsWithTheFrameworksTime) {
+  const TinySearch s;
+  // Megatron-LM's 1F1B on the same job: the same 33 ms, stated exactly.
+  const api::ExportOutcome x = api::export_best_layout(s.setup, s.report, "megatron");
+  EXPECT_EQ(x.summary["format"], "megatron");
+  EXPECT_DOUBLE_EQ(x.summary["iteration_time_ms"].get<double>(), 33.0);
+  EXPECT_TRUE(x.summary["exact"].get<bool>());
+}
+
+TEST(WrittenOutputs, WhenNoLayoutFitsNothingIsWrittenOrExported) {
+  // 1 MiB of weights per layer, two layers a stage, plus their gradients and optimizer
+  // state: more than 0.001 GiB (about 1 MiB) on every device.
+  const TinySearch s(0.001);
+  EXPECT_EQ(config_error([&] { api::best_layout_config(s.setup, s.report, "out.yaml"); }),
+            "--out|no layout fits: nothing to write");
+  EXPECT_EQ(config_error([&] { api::export_best_layout(s.setup, s.report, "megatron"); }),
+            "--format|no layout fits: nothing to export");
+}
+
+TEST(WrittenOutputs, PlanFormatIsTheTableOrAnExportersName) {
+  auto refusal = [](const std::string& format) -> std::string {
+    try {
+      api::check_plan_format(format);
+    } catch (const api::RequestError& e) {
+      return e.key() + "|" + e.message();
+    }
+    return "none";
+  };
+  EXPECT_EQ(refusal("table"), "none");
+  EXPECT_EQ(refusal("torchtitan-registry"), "none");
+  EXPECT_EQ(refusal("megatrn"),
+            "--format|unknown format 'megatrn' (did you mean 'megatron'?) (table, megatron, "
+            "mindformers, torchtitan, torchtitan-registry)");
+  EXPECT_EQ(refusal("json"),
+            "--format|unknown format 'json' (table, megatron, mindformers, torchtitan, "
+            "torchtitan-registry)");
+}
+
+}  // namespace
+}  // namespace bmpipe::written_outputs_test
