@@ -581,14 +581,23 @@ std::string with_option_tables(const std::string& page) {
     if (name_end == std::string::npos || end == std::string::npos || end < name_end)
       throw std::invalid_argument("an options block is not closed by " + close);
     const std::string name = page.substr(start + open.size(), name_end - start - open.size());
-    std::string table;
-    if (name == "plan" || name == "python-plan")
-      table = options_markdown(specs(plan_options()), name != "plan");
-    else if (name == "search" || name == "python-search")
-      table = options_markdown(specs(search_options()), name != "search");
-    else
+    // NAME is a command, or python-COMMAND for its keywords (Python's export_config is
+    // python-export).
+    const bool python = name.rfind("python-", 0) == 0;
+    const std::string command = python ? name.substr(7) : name;
+    std::optional<std::vector<OptionSpec>> rows;
+    if (command == "plan") rows = specs(plan_options());
+    if (command == "search") rows = specs(search_options());
+    if (command == "simulate") rows = specs(simulate_options());
+    if (command == "compare") rows = specs(compare_options());
+    if (command == "export") rows = specs(export_options());
+    if (command == "report") rows = specs(report_options());
+    if (command == "cost") rows = specs(override_options(kCostVppHelp));
+    if (!rows)
       throw std::invalid_argument("unknown options block '" + name +
-                                  "' (plan, search, python-plan, python-search)");
+                                  "' (a command: plan, search, simulate, compare, export, "
+                                  "report or cost, or python-COMMAND)");
+    const std::string table = options_markdown(*rows, python);
     out += page.substr(at, name_end + 5 - at) + table;
     out += close;
     at = end + close.size();

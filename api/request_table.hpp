@@ -112,6 +112,9 @@ void apply_options(const RequestTable<R>& table,
 /// means for the command.
 RequestTable<Overrides> override_options(const std::string& vpp_help);
 
+/// What --vpp means for bmpipe cost, whose options are override_options(kCostVppHelp).
+inline constexpr const char* kCostVppHelp = "chunks per device, overriding training.vpp";
+
 /// --global-batch-size, --seq-length and --set alone (search's: its other knobs are
 /// dimensions of the search), into Overrides::set.
 RequestTable<Overrides> batch_and_set_options();
@@ -164,10 +167,11 @@ std::vector<OptionSpec> specs(const RequestTable<R>& table) {
 std::string options_markdown(const std::vector<OptionSpec>& options, bool python);
 
 /// `page` with every block between a line "<!-- options: NAME -->" and a line
-/// "<!-- /options -->" replaced by the table of NAME (plan, search, python-plan,
-/// python-search): how docs/plan.md, docs/search.md and docs/python.md list the options
-/// (bmpipe_options_reference rewrites them; tests/docs/options_reference_test.cpp checks
-/// them). Throws std::invalid_argument for an unknown NAME or a block left open.
+/// "<!-- /options -->" replaced by the table of NAME (a command: plan, search, simulate,
+/// compare, export, report or cost; python-COMMAND: its keywords): how docs/plan.md, docs/search.md
+/// and docs/python.md list the options (bmpipe_options_reference rewrites them;
+/// tests/docs/options_reference_test.cpp checks them). Throws std::invalid_argument for an unknown
+/// NAME or a block left open.
 std::string with_option_tables(const std::string& page);
 
 }  // namespace bmpipe::api

@@ -25,7 +25,7 @@ int run_cost(const std::vector<std::string>& args) {
       ("json", po::bool_switch(), "print JSON on stdout instead of a table")
       ("ops", po::bool_switch(), "also break every layer down into its sub-ops");
   // clang-format on
-  add_override_options(opts, "chunks per device, overriding training.vpp");
+  add_override_options(opts, api::kCostVppHelp);
   po::variables_map vm;
   if (auto stop = parse_command_line(
           "cost", args, opts,

@@ -17,9 +17,11 @@
 #include "api/api.hpp"
 #include "api/export.hpp"
 #include "api/import.hpp"
+#include "api/report.hpp"
 #include "api/request_table.hpp"
 #include "api/search.hpp"
 #include "api/search_journal.hpp"
+#include "experiment/suggest.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
 
@@ -174,37 +176,37 @@ std::vector<std::pair<std::string, std::string>> sets_of(const py::handle& h) {
   return out;
 }
 
-Config load_with(const py::handle& source, std::vector<std::pair<std::string, std::string>> sets) {
-  // A str may be a path or YAML text; anything path-like is a path.
+/// A Config from a path (str, bytes or os.PathLike) or YAML text (a str that names no
+/// file), read with `o` as the command reads its CONFIG: a file valid only with pp=2 loads.
+Config load_with(const py::handle& source, const bmpipe::Overrides& o) {
   const bool text = py::isinstance<py::str>(source);
   const std::string s = text ? source.cast<std::string>() : path_string(source);
-  bmpipe::Overrides o;
-  o.set = std::move(sets);
   py::gil_scoped_release nogil;
   return text ? api::load_config_source(s, o) : bmpipe::load_config(s, o);
 }
 
 Config load(const py::handle& source, const py::handle& set) {
-  return load_with(source, sets_of(set));
+  bmpipe::Overrides o;
+  o.set = sets_of(set);
+  return load_with(source, o);
 }
 
 /// The config argument of every command: a Config, or anything load() takes, read with
-/// `sets` (the keywords that set config keys: set, and tp, dp, ... where the command takes
-/// them). A Config was read already, so it takes none.
-Config config_with(const py::handle& h,
-                   const std::vector<std::pair<std::string, std::string>>& sets) {
-  if (py::isinstance<Config>(h)) {
-    if (!sets.empty())
-      throw api::RequestError("--set",
-                              "applies while the config is read: give the path or YAML text, "
-                              "or load(..., set=...), not a loaded Config");
-    return h.cast<Config>();
+/// the request's overrides `o`. A Config was read already: it takes no set (the keywords
+/// that set config keys: set, and tp, dp, ... where the command takes them), and the other
+/// overrides are applied to a copy.
+Config config_for(const py::handle& h, const bmpipe::Overrides& o) {
+  if (!py::isinstance<Config>(h)) return load_with(h, o);
+  if (!o.set.empty())
+    throw api::RequestError("--set",
+                            "applies while the config is read: give the path or YAML text, "
+                            "or load(..., set=...), not a loaded Config");
+  Config c = h.cast<Config>();
+  if (o.schedule || o.pp || o.vpp || o.microbatches || o.limits) {
+    py::gil_scoped_release nogil;
+    bmpipe::apply_overrides(c, o);
   }
-  return load_with(h, sets);
-}
-
-Config config_of(const py::handle& h, const py::handle& set = py::none()) {
-  return config_with(h, sets_of(set));
+  return c;
 }
 
 // ---- keyword arguments from a request table ------------------------------------------------
@@ -267,7 +269,7 @@ api::OptionValue python_value(const api::OptionSpec& o, const py::handle& v) {
 /// given), set as the command line sets it. Throws TypeError for an unknown keyword (with
 /// "did you mean") or a value of the wrong type, RequestError for a bad value.
 template <class R>
-R request_of(const api::RequestTable<R>& table, const py::kwargs& kwargs, const char* function) {
+R request_of(const api::RequestTable<R>& table, const py::dict& kwargs, const char* function) {
   std::vector<std::string> names;
   for (const api::OptionSpec& o : table) names.push_back(api::python_name(o.name));
   for (const auto& item : kwargs) {
@@ -325,14 +327,25 @@ std::string config_bytes(const py::handle& h) {
   }
 }
 
-bmpipe::Overrides overrides(std::optional<std::string> schedule, std::optional<int> pp,
-                            std::optional<int> vpp, std::optional<int> microbatches) {
-  bmpipe::Overrides o;
-  o.schedule = std::move(schedule);
-  o.pp = pp;
-  o.vpp = vpp;
-  o.microbatches = microbatches;
-  return o;
+/// `kwargs` with the arguments a function takes by position (schedule, pp, ... of
+/// simulate) put in by their keywords; None ones are left out.
+py::dict with_positional(const py::kwargs& kwargs,
+                         std::initializer_list<std::pair<const char*, py::object>> named) {
+  py::dict all(kwargs);
+  for (const auto& [name, value] : named)
+    if (!value.is_none()) all[py::str(name)] = value;
+  return all;
+}
+
+/// Runs `f` without the GIL and returns its JSON as Python objects.
+template <class F>
+py::object released(F f) {
+  nlohmann::json document;
+  {
+    py::gil_scoped_release nogil;
+    document = f();
+  }
+  return to_python(document);
 }
 
 }  // namespace
@@ -390,63 +403,62 @@ PYBIND11_MODULE(bmpipe, m) {
       },
       "The names of the built-in schedules, in the order `bmpipe schedules` lists them.");
 
+  const std::string simulate_doc =
+      "Simulates one iteration and returns the summary `bmpipe simulate --json` prints "
+      "(ok is False, with error and blocked, when the schedule deadlocks). The keywords are "
+      "the command's options (schedule, pp, vpp and microbatches may be given by position; "
+      "schedule_file, a path, replays a schedule CSV instead; set is --set KEY=VALUE, as "
+      "load() takes it). Raises ConfigError for the config, ValueError for a bad option, "
+      "TypeError for an unknown keyword." +
+      keywords_doc(api::simulate_options());
   m.def(
       "simulate",
-      [](const py::handle& config, std::optional<std::string> schedule, std::optional<int> pp,
-         std::optional<int> vpp, std::optional<int> microbatches,
-         std::optional<py::object> schedule_file, const py::object& set) {
-        const Config c = config_of(config, set);
-        api::SimulateRequest r;
-        r.overrides = overrides(std::move(schedule), pp, vpp, microbatches);
-        if (schedule_file) r.schedule_file = path_string(*schedule_file);
-        nlohmann::json summary;
-        {
-          py::gil_scoped_release nogil;
-          summary = api::run_simulate(c, r).report.summary;
-        }
-        return to_python(summary);
+      [](const py::handle& config, const py::object& schedule, const py::object& pp,
+         const py::object& vpp, const py::object& microbatches, const py::kwargs& kwargs) {
+        py::dict all = with_positional(
+            kwargs,
+            {{"schedule", schedule}, {"pp", pp}, {"vpp", vpp}, {"microbatches", microbatches}});
+        // A path as os.PathLike too, as the other paths.
+        if (all.contains("schedule_file") && !all["schedule_file"].is_none())
+          all["schedule_file"] = py::str(path_string(all["schedule_file"]));
+        const api::SimulateRequest r = request_of(api::simulate_options(), all, "simulate");
+        api::check_simulate_request(r);  // before the file is read, as the command
+        const Config c = config_for(config, r.overrides);
+        return released([&] { return api::run_simulate(c, r).report.summary; });
       },
       py::arg("config"), py::arg("schedule") = py::none(), py::arg("pp") = py::none(),
-      py::arg("vpp") = py::none(), py::arg("microbatches") = py::none(), py::kw_only(),
-      py::arg("schedule_file") = py::none(), py::arg("set") = py::none(),
-      "Simulates one iteration and returns the summary `bmpipe simulate --json` prints "
-      "(ok is False, with error and blocked, when the schedule deadlocks). schedule, pp, vpp "
-      "and microbatches override the config; schedule_file replays a schedule CSV instead; "
-      "set is the command's --set KEY=VALUE (as load() takes it).");
+      py::arg("vpp") = py::none(), py::arg("microbatches") = py::none(), simulate_doc.c_str());
 
-  m.def(
-      "compare",
-      [](const py::handle& config, const std::vector<std::string>& schedules, std::optional<int> pp,
-         std::optional<int> vpp, std::optional<int> microbatches) {
-        const Config c = config_of(config);
-        const api::CompareRequest r{schedules, overrides({}, pp, vpp, microbatches), false, {}};
-        nlohmann::json summary;
-        {
-          py::gil_scoped_release nogil;
-          summary = api::run_compare(c, r).summary;
-        }
-        return to_python(summary);
-      },
-      py::arg("config"), py::arg("schedules"), py::kw_only(), py::arg("pp") = py::none(),
-      py::arg("vpp") = py::none(), py::arg("microbatches") = py::none(),
+  const std::string compare_doc =
       "Runs each schedule (a list of names) on the config and returns the list `bmpipe "
       "compare --json` prints: fastest first; a schedule that refuses the config is "
-      "{schedule, ok: False, error}.");
+      "{schedule, ok: False, error}. The keywords are the command's options." +
+      keywords_doc(api::compare_options());
+  m.def(
+      "compare",
+      [](const py::handle& config, const py::object& schedules, const py::kwargs& kwargs) {
+        const api::CompareRequest r = request_of(
+            api::compare_options(), with_positional(kwargs, {{"schedules", schedules}}), "compare");
+        api::check_compare_request(r);  // a misspelt schedule fails before the file is read
+        const Config c = config_for(config, r.overrides);
+        return released([&] { return api::run_compare(c, r).summary; });
+      },
+      py::arg("config"), py::arg("schedules"), compare_doc.c_str());
 
+  const std::string cost_doc =
+      "The analytic cost model's per-layer table, as `bmpipe cost --json` prints it (with "
+      "every layer's sub-ops when ops=True). The other keywords are the command's overrides. "
+      "Raises ConfigError for measured layers." +
+      keywords_doc(api::override_options(api::kCostVppHelp));
   m.def(
       "cost",
-      [](const py::handle& config, bool ops) {
-        const Config c = config_of(config);
-        nlohmann::json summary;
-        {
-          py::gil_scoped_release nogil;
-          summary = api::run_cost(c, ops).summary;
-        }
-        return to_python(summary);
+      [](const py::handle& config, bool ops, const py::kwargs& kwargs) {
+        const bmpipe::Overrides o =
+            request_of(api::override_options(api::kCostVppHelp), kwargs, "cost");
+        const Config c = config_for(config, o);
+        return released([&] { return api::run_cost(c, ops).summary; });
       },
-      py::arg("config"), py::kw_only(), py::arg("ops") = false,
-      "The analytic cost model's per-layer table, as `bmpipe cost --json` prints it (with "
-      "every layer's sub-ops when ops=True). Raises ConfigError for measured layers.");
+      py::arg("config"), py::kw_only(), py::arg("ops") = false, cost_doc.c_str());
 
   const std::string plan_doc =
       "Searches the layers of every stage and the recompute mode of every layer for the "
@@ -461,13 +473,12 @@ PYBIND11_MODULE(bmpipe, m) {
       "plan",
       [](const py::handle& config, const py::kwargs& kwargs) {
         const api::PlanRequest r = request_of(api::plan_options(), kwargs, "plan");
-        const Config c = config_with(config, r.overrides.set);
-        nlohmann::json summary;
-        {
-          py::gil_scoped_release nogil;
-          summary = api::run_plan(c, r).summary;
-        }
-        return to_python(summary);
+        // Read with the overrides, as the command reads its CONFIG; "auto" is not a
+        // schedule the file's checks know, so it stays for run_plan alone.
+        bmpipe::Overrides o = r.overrides;
+        if (o.schedule == "auto") o.schedule.reset();
+        const Config c = config_for(config, o);
+        return released([&] { return api::run_plan(c, r).summary; });
       },
       py::arg("config"), py::kw_only(), plan_doc.c_str());
 
@@ -497,7 +508,7 @@ PYBIND11_MODULE(bmpipe, m) {
                                   "resume= and journal= name the same file: give one of them");
         if (resume) journal = std::move(resume);
         const api::SearchRequest r = request_of(api::search_options(), kwargs, "search");
-        const Config c = config_with(config, r.overrides.set);
+        const Config c = config_for(config, r.overrides);  // its set alone
         nlohmann::json document;
         if (journal) {
           // The inputs as `bmpipe search CONFIG ... --journal` hashes them, so either
@@ -527,26 +538,46 @@ PYBIND11_MODULE(bmpipe, m) {
       py::arg("config"), py::kw_only(), py::arg("journal") = py::none(),
       py::arg("resume") = py::none(), search_doc.c_str());
 
-  m.def(
-      "export_config",
-      [](const py::handle& config, const std::string& format,
-         std::optional<double> memory_limit_GiB) {
-        const Config c = config_of(config);
-        const api::ExportRequest r{format, memory_limit_GiB};
-        nlohmann::json summary;
-        {
-          py::gil_scoped_release nogil;
-          summary = api::export_config(c, r).summary;
-        }
-        return to_python(summary);
-      },
-      py::arg("config"), py::arg("format"), py::kw_only(), py::arg("memory_limit_GiB") = py::none(),
+  const std::string export_doc =
       "The config as the framework's settings, and the time the framework gets as bmpipe "
       "simulates them: the dict `bmpipe export CONFIG --format FORMAT --json` prints "
-      "({format, text, schedule, vpp, iteration_time_ms, fits, exact, ...}). format: "
-      "'megatron' (flags) or 'mindformers' (a YAML fragment). No planning: give a plan's or "
-      "a search's output config. Raises ConfigError for the config, ValueError for a bad "
-      "format.");
+      "({format, text, schedule, vpp, iteration_time_ms, fits, exact, ...}). format: " +
+      bmpipe::comma_list(api::export_formats()) +
+      ". No planning: give a plan's or a search's output config. The keywords are the "
+      "command's options. Raises ConfigError for the config, ValueError for a bad format." +
+      keywords_doc(api::export_options());
+  m.def(
+      "export_config",
+      [](const py::handle& config, const py::object& format, const py::kwargs& kwargs) {
+        const api::ExportCommandRequest r = request_of(
+            api::export_options(), with_positional(kwargs, {{"format", format}}), "export_config");
+        api::check_export_request(r.request);  // a typo fails before the file is read
+        const Config c = config_for(config, r.overrides);
+        return released([&] { return api::export_config(c, r.request).summary; });
+      },
+      py::arg("config"), py::arg("format"), export_doc.c_str());
+
+  const std::string report_doc =
+      "The self-contained HTML page `bmpipe report CONFIG --out FILE.html` writes, as a str: "
+      "the run's summary, timeline and memory, and with compare (a list of schedules), "
+      "plan=True and search=True those too. The keywords are the command's options (set is "
+      "--set KEY=VALUE, as load() takes it). Raises ConfigError for the config, ValueError "
+      "for a bad option, NoPlanFitsError when plan=True finds nothing that fits." +
+      keywords_doc(api::report_options());
+  m.def(
+      "report",
+      [](const py::handle& config, const py::kwargs& kwargs) {
+        api::ReportRequest r = request_of(api::report_options(), kwargs, "report");
+        api::finish_report_request(r);
+        const Config c = config_for(config, r.simulate.overrides);
+        std::string page;
+        {
+          py::gil_scoped_release nogil;
+          page = api::report_html(api::report_data(c, r));
+        }
+        return utf8(page);
+      },
+      py::arg("config"), py::kw_only(), report_doc.c_str());
 
   m.def(
       "import_config",

@@ -38,6 +38,19 @@ TEST(OptionsReference, RowsAreHandWorked) {
   EXPECT_NE(python.find("| `memory_limit_GiB` |  |  | GiB a device may use"), std::string::npos)
       << python;
   EXPECT_NE(python.find("| `threads` | all cores |  |"), std::string::npos) << python;
+  // The other commands' blocks (Python's keywords of simulate, export_config, cost).
+  const std::string page = api::with_option_tables(
+      "<!-- options: python-export -->\n<!-- /options -->\n<!-- options: cost -->\n"
+      "<!-- /options -->\n<!-- options: python-simulate -->\n<!-- /options -->\n");
+  EXPECT_NE(page.find("| `memory_limit_GiB` |  |  | GiB a device may use when a recompute rule "
+                      "is chosen (default: its capacity) |"),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("| `--vpp N` |  |  | chunks per device, overriding training.vpp |"),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("| `schedule_file` |  |  | replay the op order in FILE"), std::string::npos)
+      << page;
 }
 
 TEST(OptionsReference, BadBlocksAreRefused) {
