@@ -52,6 +52,12 @@ Config load_config_source(const std::string& source, const Overrides& overrides)
 
 // ---- simulate ---------------------------------------------------------------------------
 
+TraceLabels trace_labels(const PreparedSimulation& run) {
+  const std::vector<StageInfo> stages = stage_info(*run.experiment, run.plan);
+  return TraceLabels{layer_range_labels(run.plan.partition), stage_recompute_labels(stages),
+                     stage_recompute_counts(stages)};
+}
+
 void check_simulate_request(const SimulateRequest& request) {
   const Overrides& o = request.overrides;
   if (request.schedule_file && (o.schedule || o.pp || o.vpp || o.microbatches))

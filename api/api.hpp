@@ -29,6 +29,7 @@
 #include "experiment/experiment.hpp"
 #include "planner/planner.hpp"
 #include "sim/bubbles.hpp"
+#include "traces/chrome_trace.hpp"
 #include "traces/timeline.hpp"
 
 namespace bmpipe::api {
@@ -65,6 +66,10 @@ struct PreparedSimulation {
   Plan plan;
   SimInput input;
 };
+
+/// The labels a trace of `run` carries: each stage's layer range, recompute modes and
+/// their counts (traces/chrome_trace.hpp).
+TraceLabels trace_labels(const PreparedSimulation& run);
 
 /// What one run produced. `bubbles` is set when the run succeeded.
 struct SimulationReport {

@@ -85,7 +85,7 @@ int run_compare(const std::vector<std::string>& args) {
     const api::CompareOutcome outcome = api::run_compare(base, request);
     ticker.stop();
     if (svg) {
-      OutputFile out(vm["svg"].as<std::string>(), "--svg");
+      api::OutputFile out(vm["svg"].as<std::string>(), "--svg");
       write_compare_svg(out.stream(), outcome.timelines);
       out.close();
     }

@@ -26,7 +26,7 @@ int guarded(const std::string& command, const std::function<int()>& body) {
     return fail(e);
   } catch (const api::NoPlanFits& e) {
     return fail(e);
-  } catch (const OutputError& e) {
+  } catch (const api::OutputError& e) {
     return fail(e);
   } catch (const ConfigError& e) {
     return fail(e);

@@ -122,7 +122,7 @@ int run_import(const std::vector<std::string>& args) {
     if (out.empty()) {
       std::cout << imported.yaml;
     } else {
-      write_output(out, "--out", imported.yaml);
+      api::write_output(out, "--out", imported.yaml);
     }
     return 0;
   });

@@ -86,7 +86,7 @@ int run_plan(const std::vector<std::string>& args) {
     const std::int64_t memory_limit = api::plan_memory_limit_bytes(config, request);
     if (vm.count("out")) {
       const std::string out = vm["out"].as<std::string>();
-      write_output(out, "--out", api::planned_config(path, out, planned, request));
+      api::write_output(out, "--out", api::planned_config(path, out, planned, request));
     }
 
     // --format: the plan as its --out file would state it, exported by the one function

@@ -49,7 +49,7 @@ int run_report(const std::vector<std::string>& args) {
     fill_request(table, vm, request);
     api::finish_report_request(request);
     // The output is opened before the runs, so that a bad path fails fast.
-    OutputFile out(vm["out"].as<std::string>(), "--out");
+    api::OutputFile out(vm["out"].as<std::string>(), "--out");
     // A report with --plan or --search runs for minutes: say what runs.
     Ticker ticker = progress_ticker("report", vm);
     ticker.phase("reading the config");

@@ -100,12 +100,12 @@ namespace {
 int report_search(const SearchCommand& c, api::SearchRun run, int processes, double wall_s) {
   const api::SearchReport report = api::rank_search(c.setup, std::move(run.results), processes,
                                                     wall_s, run.stopped_by, run.confirmed);
-  if (c.out) write_output(*c.out, "--out", api::best_layout_config(c.setup, report, *c.out));
+  if (c.out) api::write_output(*c.out, "--out", api::best_layout_config(c.setup, report, *c.out));
   // --format: the best layout exported by the one function `bmpipe export` calls.
   std::optional<api::ExportOutcome> exported;
   if (c.format) exported = api::export_best_layout(c.setup, report, *c.format);
   if (c.csv) {
-    write_output(*c.csv, "--csv", api::search_csv(report));
+    api::write_output(*c.csv, "--csv", api::search_csv(report));
   }
   if (c.json) {
     nlohmann::json document = api::search_document(report);

@@ -81,8 +81,8 @@ int run_simulate(const std::vector<std::string>& args) {
     const api::PreparedSimulation run = api::prepare_simulation(config, request);
     if (vm.count("export-schedule")) {
       ticker.phase("writing the schedule");
-      write_output(vm["export-schedule"].as<std::string>(), "--export-schedule",
-                   schedule_to_csv(run.schedule));
+      api::write_output(vm["export-schedule"].as<std::string>(), "--export-schedule",
+                        schedule_to_csv(run.schedule));
     }
     // Optional outputs are opened before the run so that a bad path fails fast. One of
     // them may be standard output ("-"); the summary then goes to stderr.
@@ -91,13 +91,12 @@ int run_simulate(const std::vector<std::string>& args) {
       if (vm.count(option) && vm[option].as<std::string>() == "-") ++to_stdout;
     if (to_stdout > 1)
       throw UsageError("--trace/--svg/--memory-svg", "only one of them can be '-' (stdout)");
-    std::optional<OutputFile> trace_out, svg_out, memory_out;
+    std::optional<api::OutputFile> trace_out, svg_out, memory_out;
     std::optional<ChromeTraceWriter> trace;
     std::optional<TimelineRecorder> recorder;
     if (vm.count("trace")) {
       trace_out.emplace(vm["trace"].as<std::string>(), "--trace");
-      trace.emplace(trace_out->stream(), run.input, run.schedule,
-                    trace_labels(*run.experiment, run.plan));
+      trace.emplace(trace_out->stream(), run.input, run.schedule, api::trace_labels(run));
     }
     if (vm.count("svg")) svg_out.emplace(vm["svg"].as<std::string>(), "--svg");
     if (vm.count("memory-svg"))

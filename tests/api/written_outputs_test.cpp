@@ -1,6 +1,6 @@
 // What `plan --out`, `search --out` and `search --format` write, as library calls
 // (api::planned_config, api::best_layout_config, api::export_best_layout; issue 38), and
-// plan --format's check (api::check_plan_format). On
+// plan --format's check (api::check_plan_format), and a trace's labels (api::trace_labels). On
 // tiny.yaml, whose time is worked out by hand in the file: 1F1B with p = 4, m = 8, F = 1 ms
 // and B = 2 ms per stage is (m + p - 1)(F + B) = 11 x 3 ms = 33 ms per iteration. Each
 // written config must simulate to that time, which its header states.
@@ -138,6 +138,21 @@ TEST(WrittenOutputs, PlanFormatIsTheTableOrAnExportersName) {
   EXPECT_EQ(refusal("json"),
             "--format|unknown format 'json' (table, megatron, mindformers, torchtitan, "
             "torchtitan-registry)");
+}
+
+TEST(WrittenOutputs, ATracesLabelsAreThePlansStages) {
+  // tiny.yaml: 8 layers on pp 4, two a stage, no recompute (its layers define none);
+  // --partition 3,1,2,2 moves them (a stage of one layer reads "layer N").
+  Overrides o;
+  o.set = {{"training.partition", "[3, 1, 2, 2]"}};
+  const Config config = load_config(kTiny, o);
+  const TraceLabels labels =
+      api::trace_labels(api::prepare_simulation(config, api::SimulateRequest{}));
+  EXPECT_EQ(labels.stage_layers,
+            (std::vector<std::string>{"layers 0-2", "layer 3", "layers 4-5", "layers 6-7"}));
+  EXPECT_EQ(labels.stage_recompute, (std::vector<std::string>(4, "none")));
+  EXPECT_EQ(labels.stage_recompute_layers,
+            (std::vector<std::string>{"none 3", "none 1", "none 2", "none 2"}));
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Output files are written to a temporary file beside them and renamed over the target only
-// when complete (cli/outputs.hpp, OutputFile): a killed or failing run leaves the old file
+// when complete (api/output_file.hpp, OutputFile): a killed or failing run leaves the old file
 // byte-identical and, after a normal error, no temporary file behind.
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,15 +1,12 @@
-#include "cli/outputs.hpp"
+#include "api/output_file.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <sstream>
 
-#include "api/export.hpp"
-
-namespace bmpipe::cli {
+namespace bmpipe::api {
 
 namespace {
 
@@ -85,14 +82,4 @@ void write_output(const std::string& path, const std::string& option, const std:
   out.close();
 }
 
-std::string json_text(const nlohmann::json& j) {
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-TraceLabels trace_labels(const Experiment& e, const Plan& plan) {
-  const std::vector<StageInfo> stages = stage_info(e, plan);
-  return TraceLabels{layer_range_labels(plan.partition), stage_recompute_labels(stages),
-                     stage_recompute_counts(stages)};
-}
-
-}  // namespace bmpipe::cli
+}  // namespace bmpipe::api
