@@ -13,7 +13,6 @@
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
-#include "cli/ticker.hpp"
 #include "experiment/suggest.hpp"
 #include "schedules/registry.hpp"
 #include "traces/svg.hpp"
@@ -78,7 +77,7 @@ int run_compare(const std::vector<std::string>& args) {
     fill_request(table, vm, request);
     request.record_timelines = svg;
     api::check_compare_request(request);  // a misspelt schedule fails before the file is read
-    Ticker ticker = progress_ticker("compare", vm);
+    api::Ticker ticker = progress_ticker("compare", vm);
     ticker.phase("reading the config");
     request.on_phase = [&](const std::string& what) { ticker.phase(what); };
     const Config base = load_config(vm["config"].as<std::string>(), request.overrides);

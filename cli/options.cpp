@@ -219,9 +219,9 @@ double progress_interval_s(const po::variables_map& vm) {
   return s;
 }
 
-Ticker progress_ticker(std::string command, const po::variables_map& vm) {
-  return Ticker(std::move(command), !vm["quiet"].as<bool>(), isatty(STDERR_FILENO) != 0,
-                progress_interval_s(vm));
+api::Ticker progress_ticker(std::string command, const po::variables_map& vm) {
+  return api::Ticker(std::move(command), print_to_stderr, !vm["quiet"].as<bool>(),
+                     isatty(STDERR_FILENO) != 0, progress_interval_s(vm));
 }
 
 }  // namespace bmpipe::cli

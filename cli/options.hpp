@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "api/request_table.hpp"
-#include "cli/ticker.hpp"
+#include "api/ticker.hpp"
 #include "experiment/config.hpp"
 
 namespace bmpipe::cli {
@@ -79,7 +79,7 @@ double progress_interval_s(const boost::program_options::variables_map& vm);
 
 /// The progress line of `command` as its options ask: none with --quiet, redrawn when
 /// stderr is a terminal, else one line per --progress-interval-s.
-Ticker progress_ticker(std::string command, const boost::program_options::variables_map& vm);
+api::Ticker progress_ticker(std::string command, const boost::program_options::variables_map& vm);
 
 /// Parses `args` for `bmpipe <command>`. Returns an exit code when the command should stop
 /// now: 0 after printing --help (followed by `epilogue`), 2 after a usage error: a bad

@@ -8,7 +8,6 @@
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
-#include "cli/ticker.hpp"
 #include "experiment/suggest.hpp"
 #include "schedules/registry.hpp"
 
@@ -51,7 +50,7 @@ int run_report(const std::vector<std::string>& args) {
     // The output is opened before the runs, so that a bad path fails fast.
     api::OutputFile out(vm["out"].as<std::string>(), "--out");
     // A report with --plan or --search runs for minutes: say what runs.
-    Ticker ticker = progress_ticker("report", vm);
+    api::Ticker ticker = progress_ticker("report", vm);
     ticker.phase("reading the config");
     request.on_phase = [&ticker](const std::string& what) { ticker.phase(what); };
     if (request.plan) {

@@ -10,7 +10,6 @@
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
-#include "cli/ticker.hpp"
 #include "experiment/output_work.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
@@ -69,7 +68,7 @@ int run_simulate(const std::vector<std::string>& args) {
     // A long run says what it is doing: making the schedule (zb-auto and zb-v simulate
     // candidates then, and draw the chosen one), simulating, the bubble breakdown. At
     // 65,536 micro-batches and pp 64 zb-v takes seconds in each (issue 20, item 7).
-    Ticker ticker = progress_ticker("simulate", vm);
+    api::Ticker ticker = progress_ticker("simulate", vm);
     const std::string making = request.schedule_file
                                    ? "reading the schedule file"
                                    : "making the " + config.training.schedule + " schedule";

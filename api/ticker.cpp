@@ -1,13 +1,15 @@
-#include "cli/ticker.hpp"
+#include "api/ticker.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <utility>
 
-namespace bmpipe::cli {
+namespace bmpipe::api {
 
-Ticker::Ticker(std::string command, bool enabled, bool terminal, double interval_s)
+Ticker::Ticker(std::string command, std::function<void(const std::string&)> print, bool enabled,
+               bool terminal, double interval_s)
     : command_(std::move(command)),
+      print_(std::move(print)),
       terminal_(terminal),
       interval_s_(interval_s),
       start_(std::chrono::steady_clock::now()) {
@@ -19,9 +21,7 @@ void Ticker::note(const std::string& text) {
   if (!enabled_) return;
   const std::lock_guard<std::mutex> lock(m_);
   // On a terminal the progress line is overwritten, then drawn again at its next tick.
-  std::fprintf(stderr, "%s%s: %s\n", terminal_ && shown_ ? "\r\033[K" : "", command_.c_str(),
-               text.c_str());
-  std::fflush(stderr);
+  print_(std::string(terminal_ && shown_ ? "\r\033[K" : "") + command_ + ": " + text + "\n");
 }
 
 Ticker::~Ticker() {
@@ -41,7 +41,7 @@ void Ticker::stop() {
   }
   wake_.notify_all();
   thread_.join();
-  if (terminal_ && shown_) std::fprintf(stderr, "\r%100s\r", "");
+  if (terminal_ && shown_) print_("\r" + std::string(100, ' ') + "\r");
 }
 
 void Ticker::run() {
@@ -55,11 +55,12 @@ void Ticker::run() {
     if (wake_.wait_until(lock, due, [this] { return stopping_; })) return;
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    std::fprintf(stderr, "%s%s: %s, %.1f s%s", terminal_ ? "\r" : "", command_.c_str(),
-                 phase_.c_str(), s, terminal_ ? "   " : "\n");
-    std::fflush(stderr);
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.1f", s);
+    print_((terminal_ ? "\r" : "") + command_ + ": " + phase_ + ", " + seconds + " s" +
+           (terminal_ ? "   " : "\n"));
     shown_ = true;
   }
 }
 
-}  // namespace bmpipe::cli
+}  // namespace bmpipe::api
