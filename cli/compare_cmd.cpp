@@ -1,10 +1,6 @@
 // bmpipe compare: the same config under several schedules, side by side.
-#include <algorithm>
 #include <boost/program_options.hpp>
-#include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "api/api.hpp"
 #include "api/summary.hpp"
@@ -13,7 +9,6 @@
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
-#include "experiment/suggest.hpp"
 #include "schedules/registry.hpp"
 #include "traces/svg.hpp"
 

@@ -1,7 +1,5 @@
 // bmpipe cost CONFIG [--json]: the analytic cost model's per-layer table for a config.
-#include <algorithm>
 #include <boost/program_options.hpp>
-#include <cstdio>
 #include <iostream>
 
 #include "api/api.hpp"
@@ -11,7 +9,6 @@
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
-#include "experiment/experiment.hpp"
 
 namespace po = boost::program_options;
 

@@ -10,7 +10,6 @@
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
 #include "experiment/suggest.hpp"
-#include "schedules/registry.hpp"
 
 namespace po = boost::program_options;
 

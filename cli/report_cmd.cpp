@@ -8,8 +8,6 @@
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
-#include "experiment/suggest.hpp"
-#include "schedules/registry.hpp"
 
 namespace po = boost::program_options;
 

@@ -1,6 +1,4 @@
 #include <boost/program_options.hpp>
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <optional>
 
