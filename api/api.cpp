@@ -52,6 +52,21 @@ Config load_config_source(const std::string& source, const Overrides& overrides)
 
 // ---- simulate ---------------------------------------------------------------------------
 
+std::vector<OutputWork> simulation_outputs_work(bool trace, bool svg, bool memory_svg) {
+  std::vector<OutputWork> outputs;
+  if (svg || memory_svg)
+    outputs.push_back({svg && memory_svg ? "--svg and --memory-svg"
+                       : svg             ? "--svg"
+                                         : "--memory-svg",
+                       kTimelineBytesPerOp});
+  if (trace) outputs.push_back({"--trace", kTraceBytesPerOp});
+  return outputs;
+}
+
+void check_simulation_outputs(const Config& config, bool trace, bool svg, bool memory_svg) {
+  check_output_work(config, simulation_outputs_work(trace, svg, memory_svg));
+}
+
 TraceLabels trace_labels(const PreparedSimulation& run) {
   const std::vector<StageInfo> stages = stage_info(*run.experiment, run.plan);
   return TraceLabels{layer_range_labels(run.plan.partition), stage_recompute_labels(stages),

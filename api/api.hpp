@@ -27,6 +27,7 @@
 #include "api/errors.hpp"
 #include "experiment/config.hpp"
 #include "experiment/experiment.hpp"
+#include "experiment/output_work.hpp"
 #include "planner/planner.hpp"
 #include "sim/bubbles.hpp"
 #include "traces/chrome_trace.hpp"
@@ -66,6 +67,15 @@ struct PreparedSimulation {
   Plan plan;
   SimInput input;
 };
+
+/// What the outputs of `bmpipe simulate` keep per op while they are made, for the work
+/// limit (experiment/output_work.hpp): one timeline for --svg and --memory-svg together
+/// (named by the options given), then --trace.
+std::vector<OutputWork> simulation_outputs_work(bool trace, bool svg, bool memory_svg);
+
+/// check_output_work of simulation_outputs_work on `config`: before the run allocates,
+/// a ConfigError when the outputs would take the run past its work limit.
+void check_simulation_outputs(const Config& config, bool trace, bool svg, bool memory_svg);
 
 /// The labels a trace of `run` carries: each stage's layer range, recompute modes and
 /// their counts (traces/chrome_trace.hpp).

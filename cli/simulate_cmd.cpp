@@ -8,7 +8,6 @@
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
-#include "experiment/output_work.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
 #include "sim/observer.hpp"
@@ -55,14 +54,8 @@ int run_simulate(const std::vector<std::string>& args) {
     // applies the scalar ones again, which changes nothing.
     const Config config = load_config(vm["config"].as<std::string>(), request.overrides);
     // What the outputs keep per op counts against the work limit, before the run allocates.
-    std::vector<OutputWork> outputs;
-    if (vm.count("svg") || vm.count("memory-svg"))
-      outputs.push_back({vm.count("svg") && vm.count("memory-svg") ? "--svg and --memory-svg"
-                         : vm.count("svg")                         ? "--svg"
-                                                                   : "--memory-svg",
-                         kTimelineBytesPerOp});
-    if (vm.count("trace")) outputs.push_back({"--trace", kTraceBytesPerOp});
-    check_output_work(config, outputs);
+    api::check_simulation_outputs(config, vm.count("trace") > 0, vm.count("svg") > 0,
+                                  vm.count("memory-svg") > 0);
     // A long run says what it is doing: making the schedule (zb-auto and zb-v simulate
     // candidates then, and draw the chosen one), simulating, the bubble breakdown. At
     // 65,536 micro-batches and pp 64 zb-v takes seconds in each (issue 20, item 7).

@@ -1,6 +1,7 @@
 // What `plan --out`, `search --out` and `search --format` write, as library calls
 // (api::planned_config, api::best_layout_config, api::export_best_layout; issue 38), and
-// plan --format's check (api::check_plan_format), and a trace's labels (api::trace_labels). On
+// plan --format's check (api::check_plan_format), a trace's labels (api::trace_labels) and
+// what simulate's outputs count against the work limit (api::simulation_outputs_work). On
 // tiny.yaml, whose time is worked out by hand in the file: 1F1B with p = 4, m = 8, F = 1 ms
 // and B = 2 ms per stage is (m + p - 1)(F + B) = 11 x 3 ms = 33 ms per iteration. Each
 // written config must simulate to that time, which its header states.
@@ -153,6 +154,34 @@ TEST(WrittenOutputs, ATracesLabelsAreThePlansStages) {
   EXPECT_EQ(labels.stage_recompute, (std::vector<std::string>(4, "none")));
   EXPECT_EQ(labels.stage_recompute_layers,
             (std::vector<std::string>{"none 3", "none 1", "none 2", "none 2"}));
+}
+
+TEST(WrittenOutputs, SimulatesOutputsCountOneTimelineAndTheTrace) {
+  // The figures each output declares beside its code: 75 bytes per op for a timeline
+  // (traces/timeline.hpp kTimelineBytesPerOp), 15 for a trace (traces/chrome_trace.hpp).
+  auto listed = [](bool trace, bool svg, bool memory_svg) {
+    std::string out;
+    for (const OutputWork& w : api::simulation_outputs_work(trace, svg, memory_svg))
+      out += w.option + "=" + std::to_string(w.bytes_per_op) + ";";
+    return out;
+  };
+  EXPECT_EQ(listed(false, false, false), "");
+  EXPECT_EQ(listed(false, true, false), "--svg=75;");
+  EXPECT_EQ(listed(false, false, true), "--memory-svg=75;");
+  EXPECT_EQ(listed(false, true, true), "--svg and --memory-svg=75;");  // one timeline
+  EXPECT_EQ(listed(true, true, false), "--svg=75;--trace=15;");
+  EXPECT_EQ(listed(true, false, false), "--trace=15;");
+  // tiny.yaml with its limit at the simulation's own ops: admitted without outputs, and
+  // refused with a trace (15 more bytes on each op's 50), which the message names.
+  Config config = load_config(kTiny);
+  config.limits.max_ops = weighted_op_bound(config, {});
+  EXPECT_NO_THROW(api::check_simulation_outputs(config, false, false, false));
+  try {
+    api::check_simulation_outputs(config, true, false, false);
+    ADD_FAILURE() << "a trace past the work limit was admitted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(e.message().find("--trace"), std::string::npos) << e.message();
+  }
 }
 
 }  // namespace
