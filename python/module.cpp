@@ -21,7 +21,6 @@
 #include "api/request_table.hpp"
 #include "api/search.hpp"
 #include "api/search_journal.hpp"
-#include "experiment/suggest.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
 
@@ -541,10 +540,10 @@ PYBIND11_MODULE(bmpipe, m) {
   const std::string export_doc =
       "The config as the framework's settings, and the time the framework gets as bmpipe "
       "simulates them: the dict `bmpipe export CONFIG --format FORMAT --json` prints "
-      "({format, text, schedule, vpp, iteration_time_ms, fits, exact, ...}). format: " +
-      bmpipe::comma_list(api::export_formats()) +
-      ". No planning: give a plan's or a search's output config. The keywords are the "
-      "command's options. Raises ConfigError for the config, ValueError for a bad format." +
+      "({format, text, schedule, vpp, iteration_time_ms, fits, exact, ...}); format is its "
+      "--format, as listed below. No planning: give a plan's or a search's output config. "
+      "The keywords are the command's options. Raises ConfigError for the config, "
+      "ValueError for a bad format." +
       keywords_doc(api::export_options());
   m.def(
       "export_config",
