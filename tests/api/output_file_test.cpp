@@ -17,17 +17,10 @@
 namespace bmpipe::output_file_test {
 namespace {
 
+using test::names_in;
 using test::ScratchDir;
 using test::slurp;
 using test::write_file;
-
-std::vector<std::string> names_in(const std::filesystem::path& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 TEST(OutputFile, TheTargetChangesOnlyAtClose) {
   ScratchDir dir;

@@ -23,15 +23,8 @@ using bmpipe::test::slurp;
 using bmpipe::test::write_file;
 
 using bmpipe::test::kTiny;
+using bmpipe::test::names_in;
 const std::string kOld = "the old bytes\n";
-
-std::vector<std::string> names_in(const std::filesystem::path& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 /// Bytes in the folder's temporary files (".NAME.bmpipe-XXXXXX").
 std::uintmax_t temp_bytes(const std::filesystem::path& dir) {

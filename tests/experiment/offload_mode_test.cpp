@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "experiment/experiment.hpp"
+#include "support/offload_cases.hpp"
 #include "support/run_config.hpp"
 #include "support/support.hpp"
 
@@ -16,33 +17,13 @@ using test::run_cli;
 using test::ScratchDir;
 using test::write_file;
 
-// Llama-2-7B at tp 2 on 32 H200 with a 64 GB/s host link a device, pp 16: two decoder
-// layers a stage, 4 micro-batches of 1 x 1024 tokens. `recompute` is line 15.
-std::string job(const std::string& device, const std::string& modules,
-                const std::string& recompute) {
-  return "cluster:\n"               // 1
-         "  nodes: 4\n"             // 2
-         "  devices_per_node: 8\n"  // 3
-         "  device: " +
-         device + "\n" +                 // 4
-         "model: {preset: llama2-7b}\n"  // 5
-         "training:\n"                   // 6
-         "  schedule: 1f1b\n"            // 7
-         "  pp: 16\n"                    // 8
-         "  tp: 2\n"                     // 9
-         "  seq_length: 1024\n"          // 10
-         "  micro_batch_size: 1\n"       // 11
-         "  microbatches: 4\n"           // 12
-         "  offload_lead: 1\n"           // 13
-         "  offload_modules: " +
-         modules + "\n" +                     // 14
-         "  recompute: " + recompute + "\n";  // 15
-}
+// The job: test::offload_job (support/offload_cases.hpp), on the device given.
 
 const char* const kDevice = "{preset: h200, host_link_GBps: 64}";
 
 SimInput stages_of(const std::string& recompute) {
-  return test::prepare_run(parse_config(job(kDevice, "core_attn,attn_proj", recompute), "job.yaml"))
+  return test::prepare_run(
+             parse_config(test::offload_job(kDevice, "core_attn,attn_proj", recompute), "job.yaml"))
       .input;
 }
 
@@ -73,10 +54,12 @@ TEST(OffloadMode, OneOfTwoLayersOffloadsHalfTheStagesBytesAndCopyTime) {
 TEST(OffloadMode, EveryLayerInOffloadSimulatesAsTheJobWideForm) {
   ScratchDir dir;
   const CliRun a = run_cli(
-      "simulate " + write_file(dir.file("a.yaml"), job(kDevice, "core_attn,attn_proj", "none")) +
+      "simulate " +
+      write_file(dir.file("a.yaml"), test::offload_job(kDevice, "core_attn,attn_proj", "none")) +
       " --json");
   const CliRun b = run_cli(
-      "simulate " + write_file(dir.file("b.yaml"), job(kDevice, "core_attn,attn_proj", "offload")) +
+      "simulate " +
+      write_file(dir.file("b.yaml"), test::offload_job(kDevice, "core_attn,attn_proj", "offload")) +
       " --json");
   ASSERT_EQ(a.code, 0) << a.all();
   ASSERT_EQ(b.code, 0) << b.all();
@@ -95,24 +78,29 @@ TEST(OffloadMode, Ascend910cCopiesOnItsShareOfAKunpengSocketsUnifiedBus) {
   const char* const device = "{preset: ascend-910c, host_memory_GiB: 1024}";
   const SimInput in =
       test::prepare_run(
-          parse_config(job(device, "core_attn,attn_proj", "{layers: {2: offload}}"), "job.yaml"))
+          parse_config(test::offload_job(device, "core_attn,attn_proj", "{layers: {2: offload}}"),
+                       "job.yaml"))
           .input;
   EXPECT_EQ(in.stages[1].offload_bytes, 16'777'216);
   EXPECT_EQ(in.stages[1].offload_time, 209'715);  // 16 777 216 / 80e9 s = 209 715.2 ns
   const SimInput all =
-      test::prepare_run(parse_config(job(device, "core_attn,attn_proj", "none"), "job.yaml")).input;
+      test::prepare_run(
+          parse_config(test::offload_job(device, "core_attn,attn_proj", "none"), "job.yaml"))
+          .input;
   EXPECT_EQ(all.stages[1].offload_bytes, 33'554'432);
   EXPECT_EQ(all.stages[1].offload_time, 419'430);
   // And it simulates, with the copies' bytes on the host.
   ScratchDir dir;
   const CliRun r = run_cli(
-      "simulate " + write_file(dir.file("a.yaml"), job(device, "core_attn,attn_proj", "none")) +
+      "simulate " +
+      write_file(dir.file("a.yaml"), test::offload_job(device, "core_attn,attn_proj", "none")) +
       " --json");
   ASSERT_EQ(r.code, 0) << r.all();
   EXPECT_GT(nlohmann::json::parse(r.out)["devices"][0]["peak_host_bytes"].get<std::int64_t>(), 0);
   // Without host memory it is refused, naming the key to give.
-  const std::string bare = write_file(dir.file("bare.yaml"),
-                                      job("{preset: ascend-910c}", "core_attn,attn_proj", "none"));
+  const std::string bare =
+      write_file(dir.file("bare.yaml"),
+                 test::offload_job("{preset: ascend-910c}", "core_attn,attn_proj", "none"));
   const CliRun refused = run_cli("simulate " + bare);
   EXPECT_EQ(refused.code, 2) << refused.all();
   EXPECT_NE(refused.err.find("cluster.device.host_memory_GiB"), std::string::npos) << refused.err;
@@ -129,16 +117,17 @@ void expect_refused(const ScratchDir& dir, const std::string& text, const std::s
 
 TEST(OffloadMode, BadInputsExit2WithFileLineAndKey) {
   ScratchDir dir;
-  expect_refused(dir, job(kDevice, "none", "{default: none, layers: {2: offload}}"),
+  expect_refused(dir, test::offload_job(kDevice, "none", "{default: none, layers: {2: offload}}"),
                  "training.recompute.layers.2", "but offload_modules is none");
-  expect_refused(dir, job(kDevice, "none", "offload"), "training.recompute",
+  expect_refused(dir, test::offload_job(kDevice, "none", "offload"), "training.recompute",
                  "but offload_modules is none");
-  expect_refused(dir, job(kDevice, "none", "{stages: {3: offload}}"), "training.recompute.stages.3",
-                 "but offload_modules is none");
+  expect_refused(dir, test::offload_job(kDevice, "none", "{stages: {3: offload}}"),
+                 "training.recompute.stages.3", "but offload_modules is none");
   // Ascend 910B has no host link figure in bmpipe's presets.
-  expect_refused(dir, job("{preset: ascend-910b}", "core_attn", "{layers: {2: offload}}"),
+  expect_refused(dir,
+                 test::offload_job("{preset: ascend-910b}", "core_attn", "{layers: {2: offload}}"),
                  "training.recompute.layers.2", "has no host link figure");
-  expect_refused(dir, job(kDevice, "core_attn", "offlaod"), "training.recompute",
+  expect_refused(dir, test::offload_job(kDevice, "core_attn", "offlaod"), "training.recompute",
                  "expected none, selective, full, offload or selective_offload");
 }
 
@@ -147,11 +136,11 @@ TEST(OffloadMode, MegatronStatesAPerLayerMixInexactly) {
   // that does not recompute in full, and the export says so; every layer in offload says
   // nothing of it.
   ScratchDir dir;
-  const CliRun mix =
-      run_cli("export " +
-              write_file(dir.file("mix.yaml"), job(kDevice, "core_attn,attn_proj",
-                                                   "{default: none, layers: {2: offload}}")) +
-              " --format megatron");
+  const CliRun mix = run_cli(
+      "export " +
+      write_file(dir.file("mix.yaml"), test::offload_job(kDevice, "core_attn,attn_proj",
+                                                         "{default: none, layers: {2: offload}}")) +
+      " --format megatron");
   ASSERT_EQ(mix.code, 0) << mix.all();
   EXPECT_NE(mix.out.find("Not exact:"), std::string::npos) << mix.out;
   EXPECT_NE(mix.out.find("in every layer that does not recompute in full"), std::string::npos)
@@ -160,9 +149,11 @@ TEST(OffloadMode, MegatronStatesAPerLayerMixInexactly) {
             std::string::npos)
       << mix.out;
   EXPECT_NE(mix.out.find("--offload-modules core_attn attn_proj"), std::string::npos) << mix.out;
-  const CliRun all = run_cli(
-      "export " + write_file(dir.file("all.yaml"), job(kDevice, "core_attn,attn_proj", "offload")) +
-      " --format megatron");
+  const CliRun all =
+      run_cli("export " +
+              write_file(dir.file("all.yaml"),
+                         test::offload_job(kDevice, "core_attn,attn_proj", "offload")) +
+              " --format megatron");
   ASSERT_EQ(all.code, 0) << all.all();
   // (Not exact for another reason: the config's eager kernels, which Megatron-LM fuses.)
   EXPECT_EQ(all.out.find("in every layer that does not recompute in full"), std::string::npos)

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "experiment/experiment.hpp"
+#include "support/offload_cases.hpp"
 #include "support/run_config.hpp"
 #include "support/support.hpp"
 
@@ -21,28 +22,7 @@ using test::run_cli;
 using test::ScratchDir;
 using test::write_file;
 
-// Llama-2-7B at tp 2 on 32 H200, pp 16: two decoder layers a stage, 4 micro-batches of
-// 1 x 1024 tokens, recompute_modules core_attn (the default). `recompute` is line 15.
-std::string job(const std::string& device, const std::string& modules,
-                const std::string& recompute) {
-  return "cluster:\n"               // 1
-         "  nodes: 4\n"             // 2
-         "  devices_per_node: 8\n"  // 3
-         "  device: " +
-         device + "\n" +                 // 4
-         "model: {preset: llama2-7b}\n"  // 5
-         "training:\n"                   // 6
-         "  schedule: 1f1b\n"            // 7
-         "  pp: 16\n"                    // 8
-         "  tp: 2\n"                     // 9
-         "  seq_length: 1024\n"          // 10
-         "  micro_batch_size: 1\n"       // 11
-         "  microbatches: 4\n"           // 12
-         "  offload_lead: 1\n"           // 13
-         "  offload_modules: " +
-         modules + "\n" +                     // 14
-         "  recompute: " + recompute + "\n";  // 15
-}
+// The job: test::offload_job (support/offload_cases.hpp), on the device given.
 
 std::string device(double link_GBps) {
   return "{preset: h200, host_link_GBps: " + std::to_string(link_GBps) + "}";
@@ -50,7 +30,8 @@ std::string device(double link_GBps) {
 
 SimInput stages_of(const std::string& modules, const std::string& recompute,
                    double link_GBps = 64) {
-  return test::prepare_run(parse_config(job(device(link_GBps), modules, recompute), "job.yaml"))
+  return test::prepare_run(
+             parse_config(test::offload_job(device(link_GBps), modules, recompute), "job.yaml"))
       .input;
 }
 
@@ -87,10 +68,11 @@ TEST(SelectiveOffload, KeepsSelectivesBytesLessWhatSelectiveStillOffloads) {
             none_kept.stages[1].activation_bytes / 2 + kept.stages[1].activation_bytes / 2);
   // Without core_attn among the recompute modules nothing is checkpointed: selective
   // recomputes nothing and both modules move, 16 777 216 bytes, as offload's.
-  Config plain = parse_config(job(device(64), "core_attn,attn_proj",
-                                  "{default: selective, layers: {2: selective_offload}}") +
-                                  "  recompute_modules: none\n",
-                              "job.yaml");
+  Config plain =
+      parse_config(test::offload_job(device(64), "core_attn,attn_proj",
+                                     "{default: selective, layers: {2: selective_offload}}") +
+                       "  recompute_modules: none\n",
+                   "job.yaml");
   EXPECT_EQ(test::prepare_run(plain).input.stages[1].offload_bytes, 16'777'216);
 }
 
@@ -108,11 +90,13 @@ TEST(SelectiveOffload, HiddenOnAFastLinkExposedOnASlowOne) {
   // 0.25e9 s = 33.554 ms, and stage 0's first backward waits for its copy out and its copy
   // back, one after the other: the iteration takes at least 2 x 33.554 = 67.109 ms.
   ScratchDir dir;
-  const double selective = iteration_ms(dir, "sel.yaml", job(device(900), "none", "selective"));
-  const double fast =
-      iteration_ms(dir, "fast.yaml", job(device(900), "core_attn,attn_proj", "selective_offload"));
+  const double selective =
+      iteration_ms(dir, "sel.yaml", test::offload_job(device(900), "none", "selective"));
+  const double fast = iteration_ms(
+      dir, "fast.yaml", test::offload_job(device(900), "core_attn,attn_proj", "selective_offload"));
   const double slow =
-      iteration_ms(dir, "slow.yaml", job(device(0.25), "core_attn,attn_proj", "selective_offload"));
+      iteration_ms(dir, "slow.yaml",
+                   test::offload_job(device(0.25), "core_attn,attn_proj", "selective_offload"));
   EXPECT_GT(selective, 0);
   EXPECT_EQ(fast, selective);
   EXPECT_GE(slow, 2 * 33.554432);
@@ -139,13 +123,15 @@ void expect_refused(const ScratchDir& dir, const std::string& text, const std::s
 
 TEST(SelectiveOffload, BadInputsExit2WithFileLineAndKey) {
   ScratchDir dir;
-  expect_refused(dir, job(device(64), "none", "{default: none, layers: {2: selective_offload}}"),
-                 "training.recompute.layers.2",
-                 "selective_offload moves the inputs of training.offload_modules to the host, but "
-                 "offload_modules is none");
-  expect_refused(dir, job("{preset: ascend-910b}", "core_attn", "selective_offload"),
+  expect_refused(
+      dir, test::offload_job(device(64), "none", "{default: none, layers: {2: selective_offload}}"),
+      "training.recompute.layers.2",
+      "selective_offload moves the inputs of training.offload_modules to the host, but "
+      "offload_modules is none");
+  expect_refused(dir, test::offload_job("{preset: ascend-910b}", "core_attn", "selective_offload"),
                  "training.recompute", "selective_offload moves activations to the host, but");
-  expect_refused(dir, job(device(64), "core_attn", "selective_offlaod"), "training.recompute",
+  expect_refused(dir, test::offload_job(device(64), "core_attn", "selective_offlaod"),
+                 "training.recompute",
                  "expected none, selective, full, offload or selective_offload");
 }
 
@@ -153,22 +139,23 @@ TEST(SelectiveOffload, MegatronStatesAJobOfThemExactlyAndAMixInexactly) {
   ScratchDir dir;
   // Every layer selective_offload: selective recompute and the offload modules, the job-wide
   // flags, with no note about offloading in other layers.
-  const CliRun all = run_cli("export " +
-                             write_file(dir.file("all.yaml"), job(device(64), "core_attn,attn_proj",
-                                                                  "selective_offload")) +
-                             " --format megatron");
+  const CliRun all =
+      run_cli("export " +
+              write_file(dir.file("all.yaml"), test::offload_job(device(64), "core_attn,attn_proj",
+                                                                 "selective_offload")) +
+              " --format megatron");
   ASSERT_EQ(all.code, 0) << all.all();
   EXPECT_NE(all.out.find("--recompute-granularity selective"), std::string::npos) << all.out;
   EXPECT_NE(all.out.find("--offload-modules core_attn attn_proj"), std::string::npos) << all.out;
   EXPECT_EQ(all.out.find("in every layer that does not recompute in full"), std::string::npos)
       << all.out;
   // One selective_offload layer among selective ones: the flags offload in all 32.
-  const CliRun mix =
-      run_cli("export " +
-              write_file(dir.file("mix.yaml"),
-                         job(device(64), "core_attn,attn_proj",
-                             "{default: selective, layers: {2: selective_offload}}")) +
-              " --format megatron");
+  const CliRun mix = run_cli(
+      "export " +
+      write_file(dir.file("mix.yaml"),
+                 test::offload_job(device(64), "core_attn,attn_proj",
+                                   "{default: selective, layers: {2: selective_offload}}")) +
+      " --format megatron");
   ASSERT_EQ(mix.code, 0) << mix.all();
   EXPECT_NE(mix.out.find("Not exact:"), std::string::npos) << mix.out;
   EXPECT_NE(mix.out.find("the plan offloads 1 layers and keeps those of 31 others"),

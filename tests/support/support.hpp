@@ -186,6 +186,15 @@ inline std::string write_file(const std::string& path, const std::string& text) 
   return path;
 }
 
+/// The names of the entries of `dir`, sorted.
+inline std::vector<std::string> names_in(const std::filesystem::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 /// What one run of the executable did.
 struct CliRun {
   int code = -1;  ///< exit code; -1 if it did not exit normally (signal)
