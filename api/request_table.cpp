@@ -213,7 +213,8 @@ RequestTable<Overrides> override_options(const std::string& vpp_help) {
   t.push_back(key("micro-batch-size", "training.micro_batch_size", "N",
                   "samples per micro-batch (training.micro_batch_size)"));
   t.push_back(key("recompute", "training.recompute", "MODE",
-                  "none, selective or full for every layer (training.recompute)"));
+                  "every layer's mode: none, selective, full, offload or selective_offload "
+                  "(training.recompute)"));
   t.push_back(key("partition", "training.partition", "LIST",
                   "layers per stage, e.g. 9,9,8,6 (training.partition)", true));
   append_batch_and_set(t);
