@@ -106,29 +106,23 @@ TEST(OffloadMode, Ascend910cCopiesOnItsShareOfAKunpengSocketsUnifiedBus) {
   EXPECT_NE(refused.err.find("cluster.device.host_memory_GiB"), std::string::npos) << refused.err;
 }
 
-void expect_refused(const ScratchDir& dir, const std::string& text, const std::string& key,
-                    const std::string& says) {
-  const std::string path = write_file(dir.file("bad.yaml"), text);
-  const CliRun r = run_cli("simulate " + path);
-  EXPECT_EQ(r.code, 2) << r.all();
-  EXPECT_NE(r.err.find(path + ":15: " + key + ": "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
-}
-
 TEST(OffloadMode, BadInputsExit2WithFileLineAndKey) {
   ScratchDir dir;
-  expect_refused(dir, test::offload_job(kDevice, "none", "{default: none, layers: {2: offload}}"),
-                 "training.recompute.layers.2", "but offload_modules is none");
-  expect_refused(dir, test::offload_job(kDevice, "none", "offload"), "training.recompute",
-                 "but offload_modules is none");
-  expect_refused(dir, test::offload_job(kDevice, "none", "{stages: {3: offload}}"),
-                 "training.recompute.stages.3", "but offload_modules is none");
+  test::expect_offload_job_refused(
+      dir, test::offload_job(kDevice, "none", "{default: none, layers: {2: offload}}"),
+      "training.recompute.layers.2", "but offload_modules is none");
+  test::expect_offload_job_refused(dir, test::offload_job(kDevice, "none", "offload"),
+                                   "training.recompute", "but offload_modules is none");
+  test::expect_offload_job_refused(dir,
+                                   test::offload_job(kDevice, "none", "{stages: {3: offload}}"),
+                                   "training.recompute.stages.3", "but offload_modules is none");
   // Ascend 910B has no host link figure in bmpipe's presets.
-  expect_refused(dir,
-                 test::offload_job("{preset: ascend-910b}", "core_attn", "{layers: {2: offload}}"),
-                 "training.recompute.layers.2", "has no host link figure");
-  expect_refused(dir, test::offload_job(kDevice, "core_attn", "offlaod"), "training.recompute",
-                 "expected none, selective, full, offload or selective_offload");
+  test::expect_offload_job_refused(
+      dir, test::offload_job("{preset: ascend-910b}", "core_attn", "{layers: {2: offload}}"),
+      "training.recompute.layers.2", "has no host link figure");
+  test::expect_offload_job_refused(dir, test::offload_job(kDevice, "core_attn", "offlaod"),
+                                   "training.recompute",
+                                   "expected none, selective, full, offload or selective_offload");
 }
 
 TEST(OffloadMode, MegatronStatesAPerLayerMixInexactly) {

@@ -112,27 +112,19 @@ TEST(SelectiveOffload, HiddenOnAFastLinkExposedOnASlowOne) {
   }
 }
 
-void expect_refused(const ScratchDir& dir, const std::string& text, const std::string& key,
-                    const std::string& says) {
-  const std::string path = write_file(dir.file("bad.yaml"), text);
-  const CliRun r = run_cli("simulate " + path);
-  EXPECT_EQ(r.code, 2) << r.all();
-  EXPECT_NE(r.err.find(path + ":15: " + key + ": "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
-}
-
 TEST(SelectiveOffload, BadInputsExit2WithFileLineAndKey) {
   ScratchDir dir;
-  expect_refused(
+  test::expect_offload_job_refused(
       dir, test::offload_job(device(64), "none", "{default: none, layers: {2: selective_offload}}"),
       "training.recompute.layers.2",
       "selective_offload moves the inputs of training.offload_modules to the host, but "
       "offload_modules is none");
-  expect_refused(dir, test::offload_job("{preset: ascend-910b}", "core_attn", "selective_offload"),
-                 "training.recompute", "selective_offload moves activations to the host, but");
-  expect_refused(dir, test::offload_job(device(64), "core_attn", "selective_offlaod"),
-                 "training.recompute",
-                 "expected none, selective, full, offload or selective_offload");
+  test::expect_offload_job_refused(
+      dir, test::offload_job("{preset: ascend-910b}", "core_attn", "selective_offload"),
+      "training.recompute", "selective_offload moves activations to the host, but");
+  test::expect_offload_job_refused(
+      dir, test::offload_job(device(64), "core_attn", "selective_offlaod"), "training.recompute",
+      "expected none, selective, full, offload or selective_offload");
 }
 
 TEST(SelectiveOffload, MegatronStatesAJobOfThemExactlyAndAMixInexactly) {

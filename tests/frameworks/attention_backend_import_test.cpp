@@ -11,6 +11,7 @@
 #include <string>
 
 #include "experiment/config.hpp"
+#include "support/megatron_script.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
@@ -18,22 +19,12 @@ namespace {
 
 using test::run_cli;
 
-// Lines 1-3; the case's flags go on line 4.
-const std::string kBase =
-    "--num-layers 4 --hidden-size 1024 --num-attention-heads 8 --swiglu \\\n"  // 1
-    "  --seq-length 1024 --vocab-size 32000 --micro-batch-size 1 --bf16 \\\n"  // 2
-    "  --pipeline-model-parallel-size 2 --global-batch-size 16 \\\n";          // 3
-
-test::CliRun import(const test::ScratchDir& dir, const std::string& name, const std::string& flags,
-                    const std::string& job) {
-  const std::string script = test::write_file(dir.file(name + ".txt"), kBase + flags);
-  return run_cli("import megatron '" + script + "' --preset h100-sxm --devices 8 --out '" + job +
-                 "'");
-}
+// The script: test::kSmallMegatronScript (support/megatron_script.hpp), the case's
+// flags on line 4.
 
 bool flash_of(const test::ScratchDir& dir, const std::string& name, const std::string& flags) {
   const std::string job = dir.file(name + ".yaml");
-  const test::CliRun r = import(dir, name, flags, job);
+  const test::CliRun r = test::import_small_megatron(dir, name, flags, job);
   EXPECT_EQ(r.code, 0) << flags << r.err;
   // Modelled: no "is not modelled" warning, and nothing needs --allow-unmodelled.
   EXPECT_EQ(r.err.find("--attention-backend"), std::string::npos) << r.err;
@@ -53,7 +44,8 @@ TEST(MegatronAttentionBackendImport, EachBackendIsFusedOrUnfusedAttention) {
 TEST(MegatronAttentionBackendImport, UnknownBackendNamesFileLineAndFlag) {
   test::ScratchDir dir;
   const std::string script = dir.file("bad.txt");
-  const test::CliRun r = import(dir, "bad", "  --attention-backend cudnn\n", dir.file("bad.yaml"));
+  const test::CliRun r = test::import_small_megatron(dir, "bad", "  --attention-backend cudnn\n",
+                                                     dir.file("bad.yaml"));
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.err.find(script + ":4: --attention-backend: unknown value 'cudnn' (expected flash, "
                                 "fused, unfused, local, auto)"),

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "experiment/config.hpp"
+#include "support/megatron_script.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe {
@@ -15,17 +16,12 @@ namespace {
 
 using test::run_cli;
 
-// Lines 1-3; the case's flags go on line 4.
-const std::string kBase =
-    "--num-layers 4 --hidden-size 1024 --num-attention-heads 8 --swiglu \\\n"  // 1
-    "  --seq-length 1024 --vocab-size 32000 --micro-batch-size 1 --bf16 \\\n"  // 2
-    "  --pipeline-model-parallel-size 2 --global-batch-size 16 \\\n";          // 3
+// The script: test::kSmallMegatronScript (support/megatron_script.hpp), the case's
+// flags on line 4.
 
 Config imported(const test::ScratchDir& dir, const std::string& name, const std::string& flags) {
-  const std::string script = test::write_file(dir.file(name + ".txt"), kBase + flags);
   const std::string job = dir.file(name + ".yaml");
-  const test::CliRun r =
-      run_cli("import megatron '" + script + "' --preset h100-sxm --devices 8 --out '" + job + "'");
+  const test::CliRun r = test::import_small_megatron(dir, name, flags, job);
   EXPECT_EQ(r.code, 0) << flags << r.err;
   return load_config(job);
 }
@@ -82,11 +78,9 @@ TEST(MegatronWindowImport, BadFlagsNameFileLineAndFlag) {
   };
   int n = 0;
   for (const Case& c : cases) {
-    const std::string path =
-        test::write_file(dir.file(std::to_string(n++) + ".txt"), kBase + c.flags);
-    const test::CliRun r =
-        run_cli("import megatron '" + path + "' --preset h100-sxm --devices 8 --out '" +
-                dir.file("out.yaml") + "'");
+    const std::string name = std::to_string(n++);
+    const std::string path = dir.file(name + ".txt");
+    const test::CliRun r = test::import_small_megatron(dir, name, c.flags, dir.file("out.yaml"));
     EXPECT_EQ(r.code, 2) << c.flags << r.out;
     EXPECT_NE(r.err.find(path + c.expect), std::string::npos) << c.flags << r.err;
   }

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "support/support.hpp"
+
 namespace bmpipe::test {
 
 /// Llama-2-7B at tp 2 on 32 devices (4 nodes of 8), pp 16: two decoder layers a stage,
@@ -30,6 +32,17 @@ inline std::string offload_job(const std::string& device, const std::string& mod
          "  offload_modules: " +
          modules + "\n" +                     // 14
          "  recompute: " + recompute + "\n";  // 15
+}
+
+/// `bmpipe simulate` of `text` (an offload_job whose line 15, training.recompute, is wrong)
+/// exits 2 naming the file, line 15 and `key`, and saying `says`.
+inline void expect_offload_job_refused(const ScratchDir& dir, const std::string& text,
+                                       const std::string& key, const std::string& says) {
+  const std::string path = write_file(dir.file("bad.yaml"), text);
+  const CliRun r = run_cli("simulate " + path);
+  EXPECT_EQ(r.code, 2) << r.all();
+  EXPECT_NE(r.err.find(path + ":15: " + key + ": "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
 }
 
 }  // namespace bmpipe::test
