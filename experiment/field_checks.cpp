@@ -750,44 +750,32 @@ void check_hybrid_sharding(const Config& c, const ParallelMesh& mesh) {
                group + " over a divisor of " + std::to_string(mesh.edp()) + ")");
 }
 
-// training.cp_hierarchy against cp_comm_type, cp and the heads: Megatron-LM's own checks
-// (NVIDIA/Megatron-LM d98e8a64, megatron/training/arguments.py:580-585) and
-// TransformerEngine's (NVIDIA/TransformerEngine d0067d0d, transformer_engine/pytorch/
-// attention/dot_product_attention/context_parallel.py, attn_forward_func_with_cp), with
-// their messages.
+// training.cp_hierarchy against cp_comm_type, cp and the heads. Megatron-LM's own checks
+// (the sizes multiply to cp; a2a+p2p needs them) are in its table (experiment/
+// rules_megatron.cpp), applied before these; here TransformerEngine's (NVIDIA/
+// TransformerEngine d0067d0d, transformer_engine/pytorch/attention/dot_product_attention/
+// context_parallel.py, attn_forward_func_with_cp), with its message, and bmpipe's own: the
+// sizes are read by a2a+p2p alone, and at cp 1 there is no group to split.
 void check_cp_hierarchy(const Config& c) {
   const TrainingConfig& t = c.training;
   const std::vector<int>& h = t.cp_hierarchy;
   const std::string key = "training.cp_hierarchy";
-  const bool hierarchical = t.cp_comm() == CpComm::a2a_p2p;
-  if (hierarchical && h.empty())
-    c.fail("training.cp_comm_type",
-           "a2a+p2p needs training.cp_hierarchy (Megatron-LM: \"--hierarchical-context-"
-           "parallel-sizes must be set when a2a+p2p is used in cp comm\"; expected "
-           "cp_hierarchy: [a2a ranks, ring ranks] multiplying to cp)");
   if (h.empty()) return;
-  if (!hierarchical)
+  if (t.cp_comm() != CpComm::a2a_p2p)
     c.fail(key, "is read with cp_comm_type a2a+p2p only (cp_comm_type is " + t.cp_comm_type +
                     ": Megatron-LM builds the hierarchical groups, and only a2a+p2p attention "
                     "uses them); expected cp_comm_type a2a+p2p, or no cp_hierarchy");
-  std::string sizes;
-  long long product = 1;
-  for (int n : h) {
-    sizes.append(sizes.empty() ? "[" : ", ").append(std::to_string(n));
-    product *= n;
-  }
-  sizes += "]";
+  const std::string sizes = cp_hierarchy_text(h);
   if (h.size() != 2)
     c.fail(key, sizes + " has " + std::to_string(h.size()) +
                     " levels (TransformerEngine: \"CP implementation a2a+p2p requires cp_group = "
                     "[a2a_cp_group, p2p_cp_group]!\"; expected two sizes, [a2a ranks, ring "
                     "ranks])");
-  if (product != t.cp)
-    c.fail(key, sizes + " multiplies to " + std::to_string(product) +
-                    ", not training.cp = " + std::to_string(t.cp) +
-                    " (Megatron-LM asserts context_parallel_size == "
-                    "prod(hierarchical_context_parallel_sizes); expected sizes multiplying to "
-                    "cp)");
+  if (t.cp <= 1)
+    c.fail(key, sizes +
+                    " at training.cp 1: there is no context-parallel group to split into "
+                    "levels (expected training.cp 2 or more with sizes multiplying to it, "
+                    "or no cp_hierarchy and cp_comm_type p2p)");
   if (const auto problem =
           ulysses_heads_problem(c.model.shape->num_attention_heads, t.tp, h.front()))
     c.fail(key, "its a2a level: " + *problem +

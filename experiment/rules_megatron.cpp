@@ -3,8 +3,10 @@
 // d98e8a64ddf34856e74b24714e3bedb2f5a39553 unless a rule says otherwise.
 #include "experiment/rules_megatron.hpp"
 
+#include <algorithm>
 #include <array>
 #include <string>
+#include <vector>
 
 #include "experiment/config_fields.hpp"
 #include "sim/offload.hpp"
@@ -279,6 +281,37 @@ Breach offload_experts_moe_recompute(const Config& c) {
                     "recompute_modules instead of moe, or no expert offload)"};
 }
 
+// Hierarchical context parallelism (training.cp_hierarchy, Megatron-LM's
+// --hierarchical-context-parallel-sizes with --cp-comm-type a2a+p2p): validate_args' two
+// checks, megatron/training/arguments.py:580-585. The first asserts without a message.
+Breach cp_hierarchy_product(const Config& c) {
+  const TrainingConfig& t = c.training;
+  if (t.cp_hierarchy.empty()) return std::nullopt;
+  // The product, held just above 2^40 (more than any int cp): levels of up to INT_MAX
+  // ranks would overflow it. (A level below 1, which the reader refuses, counts as 0.)
+  constexpr long long kCap = 1LL << 40;
+  long long product = 1;
+  for (int n : t.cp_hierarchy) product = n < 1 ? 0 : product > kCap / n ? kCap + 1 : product * n;
+  if (product == t.cp) return std::nullopt;
+  return RuleBreach{
+      "training.cp_hierarchy",
+      cp_hierarchy_text(t.cp_hierarchy) + " multiplies to " +
+          (product > kCap ? "more than " + std::to_string(kCap) : std::to_string(product)) +
+          ", not training.cp = " + std::to_string(t.cp) +
+          " (Megatron-LM asserts context_parallel_size == "
+          "prod(hierarchical_context_parallel_sizes); expected sizes multiplying "
+          "to cp)"};
+}
+
+Breach cp_hierarchy_given(const Config& c) {
+  const TrainingConfig& t = c.training;
+  if (t.cp_comm() != CpComm::a2a_p2p || !t.cp_hierarchy.empty()) return std::nullopt;
+  return RuleBreach{"training.cp_comm_type",
+                    "a2a+p2p needs training.cp_hierarchy (Megatron-LM: \"--hierarchical-context-"
+                    "parallel-sizes must be set when a2a+p2p is used in cp comm\"; expected "
+                    "cp_hierarchy: [a2a ranks, ring ranks] multiplying to cp)"};
+}
+
 constexpr std::string_view kMegatron = "Megatron-LM";
 
 const std::array kRules = {
@@ -404,12 +437,30 @@ const std::array kRules = {
         "NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/transformer_config.py:3042-3046, "
         "TransformerConfig.__post_init__",
         moe_overlap_mtp},
+    FrameworkRule{"megatron.cp-hierarchy-product", kMegatron, "training.cp_hierarchy",
+                  "assert args.context_parallel_size == "
+                  "prod(args.hierarchical_context_parallel_sizes) (no message)",
+                  "NVIDIA/Megatron-LM d98e8a64 megatron/training/arguments.py:580-582, "
+                  "validate_args",
+                  cp_hierarchy_product},
+    FrameworkRule{"megatron.cp-hierarchy-given", kMegatron, "training.cp_comm_type",
+                  "\"--hierarchical-context-parallel-sizes must be set when a2a+p2p is used in "
+                  "cp comm\"",
+                  "NVIDIA/Megatron-LM d98e8a64 megatron/training/arguments.py:583-585, "
+                  "validate_args",
+                  cp_hierarchy_given},
 };
 
 }  // namespace
 
 std::span<const FrameworkRule> megatron_rules() {
   return kRules;
+}
+
+std::string cp_hierarchy_text(const std::vector<int>& sizes) {
+  std::string out;
+  for (int n : sizes) out.append(out.empty() ? "[" : ", ").append(std::to_string(n));
+  return out.empty() ? "[]" : out + "]";
 }
 
 }  // namespace bmpipe

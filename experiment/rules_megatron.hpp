@@ -9,6 +9,8 @@
 /// consult it through frameworks/framework_rules.hpp.
 
 #include <span>
+#include <string>
+#include <vector>
 
 #include "experiment/framework_rules.hpp"
 
@@ -16,5 +18,8 @@ namespace bmpipe {
 
 /// The table, in the order check_config applies it.
 std::span<const FrameworkRule> megatron_rules();
+
+/// Hierarchical cp's sizes (training.cp_hierarchy) as the config writes them: "[2, 4]".
+std::string cp_hierarchy_text(const std::vector<int>& sizes);
 
 }  // namespace bmpipe

@@ -238,6 +238,24 @@ TEST(CpConfig, BadHierarchiesNameFileLineAndKey) {
     all_a2a.replace(all_a2a.find(plain), plain.size(), windowed);
     EXPECT_NO_THROW(parse_config(all_a2a, "w.yaml"));
   }
+  {  // A hierarchy at cp 1 (bmpipe's rule: no group to split, a setting that changes
+     // nothing); [1, 1] meets Megatron-LM's product assertion, so bmpipe's own check says it.
+    const ConfigError e = config_error(cp_config(1, 2, 1, 1, 32, hcp("[1, 1]")));
+    EXPECT_EQ(e.key(), "training.cp_hierarchy");
+    EXPECT_EQ(e.line(), 14);
+    EXPECT_TRUE(has(e.message(), "[1, 1] at training.cp 1: there is no context-parallel group"))
+        << e.message();
+    // [2, 2] at cp 1 breaks Megatron-LM's product assertion first.
+    EXPECT_TRUE(has(config_error(cp_config(1, 2, 1, 1, 32, hcp("[2, 2]"))).message(),
+                    "[2, 2] multiplies to 4, not training.cp = 1"));
+  }
+  {  // Levels of INT_MAX ranks: the product is held, not overflowed, and refused.
+    const ConfigError e =
+        config_error(cp_config(1, 2, 1, 4, 32, hcp("[2147483647, 2147483647, 2147483647]")));
+    EXPECT_EQ(e.key(), "training.cp_hierarchy");
+    EXPECT_TRUE(has(e.message(), "multiplies to more than 1099511627776, not training.cp = 4"))
+        << e.message();
+  }
   // The CLI exits 2 with FILE:LINE: key.
   const test::ScratchDir dir;
   const std::string path =

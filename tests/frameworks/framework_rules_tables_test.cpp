@@ -174,6 +174,18 @@ std::vector<Case> megatron_cases() {
   c.model.shape->mtp_layers = 2;
   add("megatron.moe-overlap-mtp", c, "training.moe_overlap",
       "\"MTP supports at most one layer when enabling overlap_moe_expert_parallel_comm.\"");
+  // Hierarchical cp: NVIDIA/Megatron-LM d98e8a64 megatron/training/arguments.py:580-585.
+  // The product's assertion has no message: the refusal names the expression.
+  c = dense();
+  c.training.pp = 1;
+  c.training.cp = 4;
+  c.training.cp_comm_type = "a2a+p2p";
+  c.training.cp_hierarchy = {2, 4};
+  add("megatron.cp-hierarchy-product", c, "training.cp_hierarchy",
+      "context_parallel_size == prod(hierarchical_context_parallel_sizes)");
+  c.training.cp_hierarchy.clear();
+  add("megatron.cp-hierarchy-given", c, "training.cp_comm_type",
+      "\"--hierarchical-context-parallel-sizes must be set when a2a+p2p is used in cp comm\"");
   return out;
 }
 
