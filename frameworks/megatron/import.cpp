@@ -1828,15 +1828,27 @@ void read_context_parallel_and_fp8(const Reading& ctx) {
       if (r.ec != std::errc() || r.ptr != text.data() + text.size() || v < 1)
         a.fail(hcp, "expected sizes of at least 1, got " + shown(text));
       job.cp_hierarchy.push_back(v);
-      product = std::min(product * v, 1LL << 40);
+      // Held just above 2^40, more than any --context-parallel-size: levels of up to
+      // INT_MAX ranks would overflow it.
+      product = product > (1LL << 40) / v ? (1LL << 40) + 1 : product * v;
     }
     // Asserted whatever the exchange (arguments.py:580-582).
     if (product != job.cp.value_or(1))
-      a.fail(hcp, "multiply to " + std::to_string(product) + ", not --context-parallel-size " +
-                      std::to_string(job.cp.value_or(1)) +
+      a.fail(hcp, "multiply to " +
+                      (product > (1LL << 40) ? "more than " + std::to_string(1LL << 40)
+                                             : std::to_string(product)) +
+                      ", not --context-parallel-size " + std::to_string(job.cp.value_or(1)) +
                       " (Megatron-LM asserts context_parallel_size == "
                       "prod(hierarchical_context_parallel_sizes))");
-    if (hierarchical) {
+    if (hierarchical && job.cp.value_or(1) <= 1) {
+      // Sizes multiplying to cp 1: Megatron-LM runs no context parallelism, and bmpipe
+      // refuses a hierarchy at cp 1 (a setting that changes nothing): the job is cp 1.
+      job.cp_hierarchy.clear();
+      job.cp_comm_type.reset();
+      job.origin.erase("training.cp_comm_type");
+      job.ignore("--cp-comm-type a2a+p2p and " + hcp +
+                 " (no context parallelism at --context-parallel-size 1)");
+    } else if (hierarchical) {
       job.from("training.cp_hierarchy", a.origin(hcp));
     } else {  // the groups are built and no attention reads them
       job.cp_hierarchy.clear();

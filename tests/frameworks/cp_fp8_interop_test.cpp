@@ -206,6 +206,10 @@ TEST(CpFp8Interop, BadHierarchiesAreRefusedWithMegatronsMessages) {
        "--hierarchical-context-parallel-sizes 2 4",
        "--hierarchical-context-parallel-sizes",
        "multiply to 8, not --context-parallel-size 4 (Megatron-LM asserts"},
+      // Levels of INT_MAX ranks: the product is held, not overflowed.
+      {"--context-parallel-size 4 --cp-comm-type a2a+p2p "
+       "--hierarchical-context-parallel-sizes 2147483647 2147483647 2147483647",
+       "--hierarchical-context-parallel-sizes", "multiply to more than 1099511627776, not"},
       // Asserted whatever the exchange.
       {"--context-parallel-size 4 --hierarchical-context-parallel-sizes 2 4",
        "--hierarchical-context-parallel-sizes", "multiply to 8"},
@@ -230,6 +234,19 @@ TEST(CpFp8Interop, BadHierarchiesAreRefusedWithMegatronsMessages) {
             std::string::npos)
       << p2p.err;
   EXPECT_TRUE(load_config(dir.file("job.yaml")).training.cp_hierarchy.empty());
+  // At cp 1 sizes multiplying to 1 meet Megatron-LM's checks and run no context
+  // parallelism: both flags are ignored with the reason, and the job is cp 1, p2p.
+  const test::CliRun one = import(
+      dir, script("--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 1 1"), "one.txt");
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.err.find("--cp-comm-type a2a+p2p and --hierarchical-context-parallel-sizes "
+                         "(no context parallelism at --context-parallel-size 1)"),
+            std::string::npos)
+      << one.err;
+  const Config c1 = load_config(dir.file("job.yaml"));
+  EXPECT_TRUE(c1.training.cp_hierarchy.empty());
+  EXPECT_EQ(c1.training.cp_comm(), CpComm::p2p);
+  EXPECT_EQ(c1.training.cp, 1);
 }
 
 const std::string kMindFormers =
