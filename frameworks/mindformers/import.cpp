@@ -55,7 +55,7 @@
 //               True, False or decoder-layer indices, _format_recompute_list_select_layer_index;
 //               a layer or operator both recomputed and swapped is recomputed,
 //               _check_swap_recompute_conflict). MindSpore docs, "Fine-Grained Activations
-//               SWAP" (mindspore-ai/docs 156e3e40, docs/mindformers/docs/source_en/function/
+//               SWAP" (mindspore-ai/docs 156e3e403eb9, docs/mindformers/docs/source_en/function/
 //               fine_grained_activations_swap.md): Llama-family dense models only.
 // and at r1.5.0 (ece44cc45, the last release shipping DeepSeek-V3's pretraining YAML):
 //  [MF-ds3]     research/deepseek3/deepseek3_config.py, DeepseekV3Config.__init__: the MLA

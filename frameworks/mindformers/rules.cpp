@@ -1,6 +1,7 @@
 // MindFormers' rules. Sources: mindspore-lab/mindformers at fd4deebc1 (as
 // frameworks/mindformers/import.cpp cites it; a feature card it no longer holds at
-// 6be67890, its last commit with the card) and MindSpore's docs at 156e3e40.
+// 6be67890, its last commit with the card) and MindSpore's docs at 156e3e403eb9 (read there
+// with git show: the commit "modify swap doc", 2025-04-16).
 #include "frameworks/mindformers/rules.hpp"
 
 #include <array>
@@ -13,12 +14,13 @@ namespace {
 
 using Breach = std::optional<RuleBreach>;
 
-// MindSpore docs, "Fine-Grained Activations SWAP" (mindspore-ai/docs 156e3e40,
-// docs/mindformers/docs/source_en/function/fine_grained_activations_swap.md, "Constraint
-// Scenarios"; published as
+// MindSpore docs, "Fine-Grained Activations SWAP" (mindspore-ai/docs 156e3e403eb9,
+// docs/mindformers/docs/source_en/function/fine_grained_activations_swap.md:18, under
+// "Constraint Scenarios"; published as
 // https://www.mindspore.cn/mindformers/docs/en/r1.5.0/function/fine_grained_activations_swap.html):
 // "Compatible with LLama-family dense models, MoE sparse models to be supported in future
-// updates".
+// updates". It is the docs' word only: mindspore-lab/mindformers at fd4deebc1 asserts nothing
+// of the kind (mindformers/tools/check_rules.py checks only swap_config's types).
 Breach swap_dense_only(const Config& c) {
   if (parse_offload_modules(c.training.offload_modules, nullptr) == 0 || !c.model.shape ||
       !(c.model.shape->is_moe() || c.model.shape->is_mla()))
@@ -64,8 +66,8 @@ const std::array kRules = {
     FrameworkRule{"mindformers.swap-dense-only", kMindFormers, "training.offload_modules",
                   "\"Compatible with LLama-family dense models, MoE sparse models to be supported "
                   "in future updates\" (the docs' constraint for swap_config; no assertion)",
-                  "mindspore-ai/docs 156e3e40 docs/mindformers/docs/source_en/function/"
-                  "fine_grained_activations_swap.md, \"Constraint Scenarios\" "
+                  "mindspore-ai/docs 156e3e403eb9 docs/mindformers/docs/source_en/function/"
+                  "fine_grained_activations_swap.md:18, \"Constraint Scenarios\" "
                   "(https://www.mindspore.cn/mindformers/docs/en/r1.5.0/function/"
                   "fine_grained_activations_swap.html)",
                   swap_dense_only},

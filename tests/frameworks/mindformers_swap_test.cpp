@@ -4,7 +4,7 @@
 // utils.py LayerSetting): op_swap swaps the named cells or operators in the listed decoder
 // layers; swap True with neither layer_swap nor op_swap swaps r'.*\.flash_attention' in every
 // layer; with swap True, recompute and select_recompute are decoder-layer indices. The
-// MindSpore docs' cases (mindspore-ai/docs 156e3e40, fine_grained_activations_swap.md) are
+// MindSpore docs' cases (mindspore-ai/docs 156e3e403eb9, fine_grained_activations_swap.md) are
 // the YAML shapes below.
 #include <gtest/gtest.h>
 
