@@ -191,6 +191,8 @@ bool moe_overlap(const Config& c) {
 // 778) and forward_backward_pipelining_with_interleaving (line 1485) take the combined_1f1b
 // path "if config.overlap_moe_expert_parallel_comm and not forward_only"; Megatron-LM has no
 // other schedule, and the non-interleaved pipeline needs virtual stages (the next rule).
+// So Megatron-LM has no message of its own for this rule (it cannot be given another
+// schedule to refuse); the message says so and quotes none.
 Breach moe_overlap_schedule(const Config& c) {
   const TrainingConfig& t = c.training;
   if (!moe_overlap(c) || t.schedule == "1f1b" || t.schedule == "interleaved") return std::nullopt;
@@ -198,8 +200,10 @@ Breach moe_overlap_schedule(const Config& c) {
                     "pairs the forwards and backwards of Megatron-LM's 1F1B and interleaved "
                     "schedules, but the schedule is " +
                         t.schedule +
-                        " (expected schedule 1f1b at pp 1, interleaved with vpp 2 or more, or "
-                        "moe_overlap: false)"};
+                        " (Megatron-Core runs the overlap only in those two, its combined_1f1b "
+                        "paths, and has no other schedule, so no message of its own refuses "
+                        "this; expected schedule 1f1b at pp 1, interleaved with vpp 2 or more, "
+                        "or moe_overlap: false)"};
 }
 
 Breach moe_overlap_virtual_stages(const Config& c) {
@@ -403,9 +407,10 @@ const std::array kRules = {
                   moe_tp_sequence_parallel},
     FrameworkRule{"megatron.moe-overlap-schedule", kMegatron,
                   "training.moe_overlap, training.schedule",
-                  "\"if config.overlap_moe_expert_parallel_comm and not forward_only\": the "
-                  "combined_1f1b schedules, in forward_backward_no_pipelining and "
-                  "forward_backward_pipelining_with_interleaving only",
+                  "no message (what it does, unquoted): the overlap runs only in the "
+                  "combined_1f1b paths of forward_backward_no_pipelining and "
+                  "forward_backward_pipelining_with_interleaving, and Megatron-LM has no other "
+                  "schedule to refuse",
                   "NVIDIA/Megatron-LM d98e8a64 megatron/core/pipeline_parallel/schedules.py:778 "
                   "and :1485",
                   moe_overlap_schedule},

@@ -154,8 +154,13 @@ std::vector<Case> megatron_cases() {
   c = overlapped();
   c.training.schedule = "gpipe";
   c.training.vpp = 1;
+  // Megatron-Core has no assertion to quote here (NVIDIA/Megatron-LM d98e8a64
+  // megatron/core/pipeline_parallel/schedules.py:778 and :1485: the overlap's only paths):
+  // the message must say so rather than dress a condition up as a message.
   add("megatron.moe-overlap-schedule", c, "training.schedule",
-      "1F1B and interleaved schedules, but the schedule is gpipe");
+      "1F1B and interleaved schedules, but the schedule is gpipe (Megatron-Core runs the "
+      "overlap only in those two, its combined_1f1b paths, and has no other schedule, so no "
+      "message of its own refuses this;");
   c = overlapped();
   c.training.schedule = "1f1b";
   c.training.vpp = 1;
@@ -194,7 +199,7 @@ std::vector<Case> mindformers_cases() {
   Config c = moe();
   c.training.offload_modules = "core_attn,attn_proj";
   out.push_back({"mindformers.swap-dense-only", c, "training.offload_modules",
-                 // mindspore-ai/docs 156e3e40, fine_grained_activations_swap.md.
+                 // mindspore-ai/docs 156e3e403eb9, fine_grained_activations_swap.md.
                  "\"Compatible with LLama-family dense models, MoE sparse models to be supported "
                  "in future updates\""});
   c = dense();
