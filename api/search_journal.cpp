@@ -477,7 +477,8 @@ std::string key_before(const std::string& line, std::size_t at) {
 }  // namespace
 
 SearchJournal::SearchJournal(std::string path, std::uint64_t hash, const SearchSetup& setup,
-                             const std::function<void(const std::string&)>& note)
+                             const std::function<void(const std::string&)>& note,
+                             const std::optional<InputsBeforeFramework>& before_framework)
     : SearchJournal(
           std::move(path), hash,
           Expected{setup.layouts.size(), &setup.layouts,
@@ -491,10 +492,11 @@ SearchJournal::SearchJournal(std::string path, std::uint64_t hash, const SearchS
                    journal_bound(setup.layouts.size(),
                                  static_cast<std::size_t>(setup.config.model.num_layers())),
                    global_batch(setup.config)},
-          note) {}
+          note, before_framework) {}
 
 SearchJournal::SearchJournal(std::string path, std::uint64_t hash, const Expected& expected,
-                             const std::function<void(const std::string&)>& note)
+                             const std::function<void(const std::string&)>& note,
+                             const std::optional<InputsBeforeFramework>& before_framework)
     : path_(std::move(path)), known_(expected.layouts) {
   const std::size_t layouts = expected.layouts;
   const nlohmann::json header{{"format", kFormat},
@@ -560,6 +562,21 @@ SearchJournal::SearchJournal(std::string path, std::uint64_t hash, const Expecte
     const std::int64_t count = h.integer("layouts", 0, std::numeric_limits<std::int64_t>::max(),
                                          "the number of layouts, 0 or more");
     h.no_others();
+    // Its inputs are this search's less the framework: a journal from before the framework
+    // was one of them (or of a search for none). Which, its lines cannot tell: a search for
+    // none ranks the layouts the framework refuses. Not resumed, and not restarted over it.
+    if (before_framework && inputs == hex(before_framework->hash) && version == BMPIPE_VERSION)
+      h.fail("inputs",
+             "this journal's inputs are this search's without the framework " +
+                 shown(before_framework->framework) +
+                 ": it predates the framework (--format or --expressible, Python's "
+                 "expressible=) being one of a journal's inputs, or was written by a search "
+                 "for no framework, and it may rank layouts " +
+                 before_framework->framework +
+                 " refuses, so it is not resumed under it. To resume it as it was written, "
+                 "run the search without the framework; to search for " +
+                 before_framework->framework +
+                 ", remove it or name another file (its layouts are then planned again)");
     if (inputs != hex(hash) || version != BMPIPE_VERSION)
       throw JournalError(path_, 1, "",
                          "written for other inputs (the config, an option that changes "
@@ -661,12 +678,23 @@ std::uint64_t search_inputs_hash(std::string_view config_text, const SearchReque
                       request.overrides.set));
 }
 
+std::optional<InputsBeforeFramework> inputs_before_framework(
+    std::string_view config_text, const SearchRequest& request,
+    std::optional<double> screen_margin_pct) {
+  if (!request.framework) return std::nullopt;
+  SearchRequest without = request;
+  without.framework.reset();
+  return InputsBeforeFramework{search_inputs_hash(config_text, without, screen_margin_pct),
+                               *request.framework};
+}
+
 FileSearch prepare_file_search(const std::string& path, const SearchRequest& request,
                                std::optional<double> screen_margin_pct) {
   const std::string text = read_config_bytes(path);
   FileSearch f;
   f.setup = prepare_search(parse_config(text, path, request.overrides), request);
   f.inputs_hash = search_inputs_hash(text, request, screen_margin_pct);
+  f.before_framework = inputs_before_framework(text, request, screen_margin_pct);
   return f;
 }
 
@@ -675,7 +703,7 @@ nlohmann::json run_search(const Config& config, const SearchRequest& request,
                           const std::function<void(const std::string&)>& note) {
   const auto start = std::chrono::steady_clock::now();
   const SearchSetup s = prepare_search(config, request);
-  SearchJournal j(journal.path, journal.inputs, s, note);
+  SearchJournal j(journal.path, journal.inputs, s, note, journal.before_framework);
   ThreadExecutor threads(s, request.threads);
   JournalExecutor resumed(threads, j);
   SearchRun run = drive_search(s, resumed);

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "api/errors.hpp"
@@ -82,11 +83,28 @@ std::string read_config_bytes(const std::string& path);
 std::uint64_t search_inputs_hash(std::string_view config_text, const SearchRequest& request,
                                  std::optional<double> screen_margin_pct);
 
+/// A search for a framework (request.framework: --format or --expressible F, Python's
+/// expressible=F), hashed as bmpipe hashed it before the framework joined a journal's inputs
+/// (15a2f66): the same inputs without it. A journal of that hash predates the framework's
+/// place in the header and cannot say which framework it was searched for, or whether any
+/// was, so SearchJournal refuses it with the way out rather than as one of other inputs.
+struct InputsBeforeFramework {
+  std::uint64_t hash = 0;
+  std::string framework;
+};
+
+/// The inputs of `config_text` under `request` without its framework, as search_inputs_hash
+/// hashed them before the framework was one of them; none when the request names none.
+std::optional<InputsBeforeFramework> inputs_before_framework(
+    std::string_view config_text, const SearchRequest& request,
+    std::optional<double> screen_margin_pct);
+
 /// A search of a config file, as `bmpipe search CONFIG` makes it: the setup and the inputs
-/// hash of its journal.
+/// hash of its journal (and that hash before the framework joined it).
 struct FileSearch {
   SearchSetup setup;
   std::uint64_t inputs_hash = 0;
+  std::optional<InputsBeforeFramework> before_framework;
 };
 
 /// Reads the config at `path` once (read_config_bytes: the bytes parsed are the bytes
@@ -104,9 +122,12 @@ class SearchJournal {
   /// journal that is not a regular file, cannot be read or written, is larger than a
   /// search of setup's layouts writes, is of other inputs, or has a line no run of them
   /// writes; OutputError when the header cannot be written. When it drops a torn last line
-  /// it tells `note` (a line "--journal PATH: line N was torn ...") before returning.
+  /// it tells `note` (a line "--journal PATH: line N was torn ...") before returning. A
+  /// journal of `before_framework`'s hash is refused as one written before the framework
+  /// joined the inputs, saying how to proceed.
   SearchJournal(std::string path, std::uint64_t hash, const SearchSetup& setup,
-                const std::function<void(const std::string&)>& note = {});
+                const std::function<void(const std::string&)>& note = {},
+                const std::optional<InputsBeforeFramework>& before_framework = std::nullopt);
   ~SearchJournal();
   SearchJournal(const SearchJournal&) = delete;
   SearchJournal& operator=(const SearchJournal&) = delete;
@@ -118,7 +139,8 @@ class SearchJournal {
  private:
   struct Expected;  // what a run of these layouts writes (search_journal.cpp)
   SearchJournal(std::string path, std::uint64_t hash, const Expected& expected,
-                const std::function<void(const std::string&)>& note);
+                const std::function<void(const std::string&)>& note,
+                const std::optional<InputsBeforeFramework>& before_framework);
   std::string path_;
   int fd_ = -1;
   std::vector<std::optional<LayoutResult>> known_;
@@ -146,8 +168,13 @@ class JournalExecutor : public SearchExecutor {
 
 /// Where a search keeps its journal: the file and its inputs (journal_inputs_hash).
 struct JournalRequest {
+  JournalRequest() = default;
+  JournalRequest(std::string p, std::uint64_t hash,
+                 std::optional<InputsBeforeFramework> before = std::nullopt)
+      : path(std::move(p)), inputs(hash), before_framework(std::move(before)) {}
   std::string path;
   std::uint64_t inputs = 0;
+  std::optional<InputsBeforeFramework> before_framework;  ///< inputs_before_framework
 };
 
 /// run_search (api/search.hpp) with a journal: the layouts `journal` holds are taken as

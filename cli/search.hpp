@@ -30,6 +30,8 @@ struct SearchCommand {
   /// FNV-1a of the config's text and the options that change a layout's result (the
   /// journal's header; the version is added by the journal).
   std::uint64_t inputs_hash = 0;
+  /// The same without the framework, as journals before 15a2f66 hashed it.
+  std::optional<api::InputsBeforeFramework> before_framework;
   std::optional<std::string> format;  ///< --format: export the best layout (api/export.hpp)
 };
 

@@ -91,6 +91,7 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   api::FileSearch search = api::prepare_file_search(c.path, request, margin_pct);
   c.setup = std::move(search.setup);
   c.inputs_hash = search.inputs_hash;
+  c.before_framework = std::move(search.before_framework);
   if (vm.count("journal")) c.journal = vm["journal"].as<std::string>();
   return c;
 }
@@ -126,9 +127,10 @@ int report_search(const SearchCommand& c, api::SearchRun run, int processes, dou
 
 void open_journal(const SearchCommand& c, std::optional<api::SearchJournal>& journal) {
   if (c.journal)
-    journal.emplace(*c.journal, c.inputs_hash, c.setup, [](const std::string& note) {
-      std::cerr << "bmpipe search: note: " << note << "\n";
-    });
+    journal.emplace(
+        *c.journal, c.inputs_hash, c.setup,
+        [](const std::string& note) { std::cerr << "bmpipe search: note: " << note << "\n"; },
+        c.before_framework);
 }
 
 int search_and_report(const SearchCommand& c, api::SearchExecutor& executor,

@@ -514,11 +514,12 @@ PYBIND11_MODULE(bmpipe, m) {
           // resumes the other's journal: the margin as given (or the request's default).
           const py::object pct =
               kwargs.contains("screen_margin_pct") ? kwargs["screen_margin_pct"] : py::none();
-          const api::JournalRequest j{
-              path_string(*journal),
-              api::search_inputs_hash(
-                  config_bytes(config), r,
-                  pct.is_none() ? std::nullopt : std::optional<double>(pct.cast<double>()))};
+          const std::optional<double> margin =
+              pct.is_none() ? std::nullopt : std::optional<double>(pct.cast<double>());
+          const std::string bytes = config_bytes(config);
+          const api::JournalRequest j{path_string(*journal),
+                                      api::search_inputs_hash(bytes, r, margin),
+                                      api::inputs_before_framework(bytes, r, margin)};
           std::vector<std::string> notes;
           {
             py::gil_scoped_release nogil;

@@ -346,5 +346,76 @@ TEST(SearchJournalRefusal, TheExecutableRefusesWithExit2AndFileLineField) {
   }
 }
 
+// A journal from before the framework joined a journal's inputs (15a2f66): `search --format F
+// --journal` hashed its inputs without F then, as a search for no framework still does, so
+// the header a search without a framework writes today is such a journal's. Under --format
+// or --expressible megatron it is refused, exit 2, saying why and how to proceed, and left as
+// it was: neither resumed (it may rank layouts megatron refuses) nor silently restarted.
+TEST(SearchJournalRefusal, AJournalFromBeforeTheFrameworkInputSaysHowToProceed) {
+  ScratchDir dir;
+  const std::string path = dir.file("before_framework.jsonl");
+  const std::string search = "search " + test::kTiny + " --quiet --threads 1 --journal " + path;
+  ASSERT_EQ(test::run_cli(search).code, 0);
+  const std::string written = slurp(path);
+  for (const char* framework : {" --format megatron", " --expressible megatron"}) {
+    SCOPED_TRACE(framework);
+    const test::CliRun r = test::run_cli(search + framework);
+    EXPECT_EQ(r.code, 2) << r.all();
+    EXPECT_NE(r.err.find("bmpipe search: --journal: " + path +
+                         ":1: inputs: this journal's inputs are this search's without the "
+                         "framework \"megatron\": it predates the framework (--format or "
+                         "--expressible, Python's expressible=) being one of a journal's inputs"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("To resume it as it was written, run the search without the framework; "
+                         "to search for megatron, remove it or name another file"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(slurp(path), written);
+  }
+  // As written, without a framework, it resumes.
+  const test::CliRun resumed = test::run_cli(search);
+  EXPECT_EQ(resumed.code, 0) << resumed.all();
+  // A journal of another framework is one of other inputs, as before.
+  const std::string megatron = dir.file("megatron.jsonl");
+  const std::string for_megatron =
+      "search " + test::kTiny + " --quiet --threads 1 --format megatron --journal " + megatron;
+  ASSERT_EQ(test::run_cli(for_megatron).code, 0);
+  EXPECT_EQ(test::run_cli(for_megatron).code, 0);  // its own framework resumes it
+  const test::CliRun other = test::run_cli(
+      "search " + test::kTiny + " --quiet --threads 1 --format mindformers --journal " + megatron);
+  EXPECT_EQ(other.code, 2);
+  EXPECT_NE(other.err.find(megatron + ":1: written for other inputs"), std::string::npos)
+      << other.err;
+}
+
+// The library refuses it alike (Python's search(expressible=..., journal=...) comes here):
+// JournalError at line 1, field "inputs", for the hash the inputs had without the framework.
+TEST(ApiSearchJournalRefusal, AJournalFromBeforeTheFrameworkInputIsRefusedAtItsInputs) {
+  ScratchDir dir;
+  const std::string path = test::write_file(dir.file("before.jsonl"), kHeader + kPlanned);
+  api::SearchRequest request = tiny_request();
+  request.framework = "megatron";
+  try {
+    api::run_search(load_config(test::kTiny), request,
+                    api::JournalRequest{path, 43, api::InputsBeforeFramework{42, "megatron"}});
+    ADD_FAILURE() << "resumed a journal from before the framework input";
+  } catch (const api::JournalError& e) {
+    EXPECT_EQ(e.line(), 1u);
+    EXPECT_EQ(e.field(), "inputs");
+    EXPECT_NE(std::string(e.what()).find("predates the framework"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(slurp(path), kHeader + kPlanned);
+  // inputs_before_framework is the request's hash less the framework, and none without one.
+  EXPECT_FALSE(api::inputs_before_framework("x", tiny_request(), std::nullopt));
+  const std::optional<api::InputsBeforeFramework> before =
+      api::inputs_before_framework("x", request, std::nullopt);
+  ASSERT_TRUE(before);
+  EXPECT_EQ(before->framework, "megatron");
+  EXPECT_EQ(before->hash, api::search_inputs_hash("x", tiny_request(), std::nullopt));
+  EXPECT_NE(before->hash, api::search_inputs_hash("x", request, std::nullopt));
+}
+
 }  // namespace
 }  // namespace bmpipe::search_journal_refusal_test

@@ -108,3 +108,19 @@ def test_a_journal_of_format_resumes_with_expressible_and_not_without(tmp_path):
     assert len(journal.read_text().splitlines()) > lines
     with pytest.raises(ValueError, match="journal"):
         bmpipe.search(CONFIG, **kwargs, resume=journal)
+
+
+def test_a_journal_from_before_the_framework_input_says_how_to_proceed(tmp_path):
+    # Before the framework joined a journal's inputs (15a2f66) a search for one hashed its
+    # inputs as a search for none still does: such a journal is refused under expressible=,
+    # saying why and how to proceed, and left as it was (not resumed, not restarted over).
+    kwargs = {"planner": "off", "tp": [8], "pp": [1, 2], "micro_batch_size": [1]}
+    journal = tmp_path / "journal"
+    bmpipe.search(CONFIG, **kwargs, journal=journal)
+    written = journal.read_text()
+    with pytest.raises(ValueError) as e:
+        bmpipe.search(CONFIG, **kwargs, expressible="megatron", resume=journal)
+    assert ":1: inputs: this journal's inputs are this search's without the framework " \
+           "\"megatron\": it predates the framework" in str(e.value)
+    assert "to search for megatron, remove it or name another file" in str(e.value)
+    assert journal.read_text() == written
