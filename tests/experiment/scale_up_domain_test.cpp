@@ -113,6 +113,18 @@ TEST(ScaleUpDomain, BadDomainsNameTheKeyAndLine) {
   EXPECT_TRUE(has(e.message(), "give cluster.scale_up_domain"));
 }
 
+// Issue 41: the Ascend 910C's domain message names what the user gave. The preset's domain
+// is a CloudMatrix384 SuperPoD, 384 NPUs of 48 nodes of 8 (arXiv 2506.12708, sec. 3); 100
+// nodes of 8 = 800 NPUs are not whole SuperPoDs.
+TEST(ScaleUpDomain, The910cDomainMessageNamesTheNodesGiven) {
+  const ConfigError e = config_error(tp16("ascend-910c", 100));
+  EXPECT_EQ(e.key(), "cluster.scale_up_domain");
+  EXPECT_EQ(e.line(), 3);
+  EXPECT_TRUE(has(e.message(), "absent, so the ascend-910c preset's domain of 384 devices"));
+  EXPECT_TRUE(has(e.message(), "expected a divisor of nodes x devices_per_node = 100 x 8 = 800"));
+  EXPECT_TRUE(has(e.message(), "give cluster.scale_up_domain"));
+}
+
 TEST(ScaleUpDomain, TheCliExitsTwoWithFileLineAndKey) {
   test::ScratchDir dir;
   const std::string yaml =

@@ -147,11 +147,13 @@ TEST(TorchTitanImport, Llama3_8bAndDeepSeekReadTheirCheckpointingAndExperts) {
 
 TEST(TorchTitanImport, TheStockTomlsSimulateOnTheDevicesGiven) {
   test::ScratchDir dir;
-  for (const char* name : {"llama3_8b", "llama3_70b", "llama3_405b", "deepseek_v3_16b"}) {
+  for (const char* name :
+       {"llama3_8b", "llama3_70b", "llama3_405b", "deepseek_v3_16b", "deepseek_v3_671b"}) {
     const std::string out = dir.file(std::string(name) + ".yaml");
     const test::CliRun imported = run_cli("import torchtitan '" + stock(name) +
                                           "' --preset h100-sxm --devices 64 --out '" + out + "'");
     ASSERT_EQ(imported.code, 0) << name << ": " << imported.err;
+    EXPECT_EQ(imported.err.find("warning:"), std::string::npos) << name << ": " << imported.err;
     const test::CliRun sim = run_cli("simulate '" + out + "' --json");
     ASSERT_EQ(sim.code, 0) << name << ": " << sim.err;
     const nlohmann::json j = nlohmann::json::parse(sim.out);
