@@ -377,7 +377,8 @@ std::map<std::string, Use> flags_of(const std::string& text, const std::string& 
   std::map<std::string, Use> unmodelled;
   std::string current;  // the flag whose values follow; empty: none
   std::map<std::string, Use>* current_map = nullptr;
-  std::string expansion;  // the first shell expansion outside a flag, for the note
+  std::string expansion;       // the first shell expansion outside a flag, for the note
+  int step_schedule_line = 0;  // --step-batch-size-schedule's line, 0 if not given
   const std::vector<ShellWord> words = split_shell_words(text, name);
   const auto [launcher_from, script] = launcher_words(words);
   // The flag whose values are being counted: Megatron-LM's parser (argparse) stops with
@@ -453,6 +454,7 @@ std::map<std::string, Use> flags_of(const std::string& text, const std::string& 
         u.lines.push_back(w.line);
         if (inline_value) u.values.push_back(*inline_value);
       } else {
+        if (flag == "--step-batch-size-schedule") step_schedule_line = w.line;
         job.ignore(flag + " (not modelled)");
       }
       // "--flag=value" holds its value; what follows is not its.
@@ -473,6 +475,17 @@ std::map<std::string, Use> flags_of(const std::string& text, const std::string& 
         it->second.values.push_back(w);
   }
   settle(nullptr);
+  // [MG-args] validate_args (arguments.py:698-701 at d98e8a64): a batch size schedule beside
+  // a global batch size given is a ValueError, so the job never starts. Megatron-LM's own
+  // examples/gpt3/train_gpt3_175b_distributed.sh gives both there (tests/data/megatron).
+  if (step_schedule_line > 0 && used.count("--global-batch-size"))
+    throw ImportError(file, step_schedule_line, 0, "--step-batch-size-schedule",
+                      "given beside --global-batch-size (line " +
+                          std::to_string(used.at("--global-batch-size").line) +
+                          "), which Megatron-LM refuses (\"Cannot specify both "
+                          "--step-batch-size-schedule and --global-batch-size\"), so the job "
+                          "would not start; expected one of them (bmpipe times the one global "
+                          "batch: give --global-batch-size alone)");
   for (const std::string& flag : unmodelled_order) {
     const Use& u = unmodelled.at(flag);
     const VocabularyEntry& entry = *vocabulary.find(flag);

@@ -1,0 +1,65 @@
+// Issue 41, "public launch scripts import without --allow-unmodelled and simulate": Megatron-LM's
+// own GPT example, examples/gpt3/train_gpt3_175b_distributed.sh at NVIDIA/Megatron-LM
+// d98e8a64ddf3 (tests/data/megatron/gpt3_175b_args.txt, with its source). As shipped there it
+// gives --step-batch-size-schedule beside --global-batch-size, which Megatron-LM's
+// validate_args refuses (megatron/training/arguments.py:698-701: "Cannot specify both
+// --step-batch-size-schedule and --global-batch-size"), so the import refuses it too, with
+// that message; without the schedule line it imports with no --allow-unmodelled and
+// simulates on the 8 x 16 = 128 GPUs its tp and pp ask for.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "support/support.hpp"
+
+namespace bmpipe {
+namespace megatron_stock_scripts_test {
+
+const std::string kGpt3 = std::string(BMPIPE_TEST_DATA_DIR) + "/megatron/gpt3_175b_args.txt";
+
+TEST(MegatronStockScripts, Gpt3AsShippedIsRefusedAsMegatronLmRefusesIt) {
+  const test::CliRun r =
+      test::run_cli("import megatron '" + kGpt3 + "' --preset h100-sxm --devices 128");
+  EXPECT_EQ(r.code, 2) << r.all();
+  // The schedule is on line 20 of the copy, the global batch on line 19.
+  EXPECT_NE(
+      r.err.find(kGpt3 + ":20: --step-batch-size-schedule: given beside --global-batch-size (line "
+                         "19), which Megatron-LM refuses (\"Cannot specify both "
+                         "--step-batch-size-schedule and --global-batch-size\")"),
+      std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(MegatronStockScripts, Gpt3WithoutItsScheduleImportsAsItIsAndSimulates) {
+  std::stringstream in(test::slurp(kGpt3));
+  std::string text;
+  int dropped = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("    --step-batch-size-schedule ") == 0) {
+      ++dropped;
+      continue;
+    }
+    text += line + "\n";
+  }
+  ASSERT_EQ(dropped, 1);
+  test::ScratchDir dir;
+  const std::string script = test::write_file(dir.file("gpt3.txt"), text);
+  const std::string out = dir.file("gpt3.yaml");
+  const test::CliRun imported = test::run_cli(
+      "import megatron '" + script + "' --preset h100-sxm --devices 128 --out '" + out + "'");
+  ASSERT_EQ(imported.code, 0) << imported.all();
+  EXPECT_EQ(imported.err.find("warning:"), std::string::npos) << imported.err;
+  const nlohmann::json sim = test::run_json("simulate '" + out + "' --json");
+  EXPECT_EQ(sim["ok"], true);
+  // The script's layout: tp 8, pp 16 on 128 GPUs leave dp 1.
+  EXPECT_EQ(sim["tp"], 8);
+  EXPECT_EQ(sim["pp"], 16);
+  EXPECT_EQ(sim["dp"], 1);
+  EXPECT_GT(sim["iteration_time_ms"].get<double>(), 0.0);
+}
+
+}  // namespace megatron_stock_scripts_test
+}  // namespace bmpipe
