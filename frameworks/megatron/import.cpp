@@ -496,6 +496,21 @@ std::map<std::string, Use> flags_of(const std::string& text, const std::string& 
       job.ignore(given + " (Megatron-LM's default)");
       continue;
     }
+    // masked_softmax_fusion is read by Megatron-Core's own DotProductAttention alone
+    // (megatron/core/transformer/dot_product_attention.py:104 at d98e8a64, its
+    // FusedScaleMaskSoftmax); TransformerEngine's attention (--transformer-impl
+    // transformer_engine, the default, with any --attention-backend but local, which
+    // megatron/training/models/gpt.py:302 swaps for DotProductAttention) never reads it.
+    if (flag == "--no-masked-softmax-fusion" && !used.count("--spec") &&
+        !(used.count("--attention-backend") && !used.at("--attention-backend").values.empty() &&
+          used.at("--attention-backend").values.back().text == "local")) {
+      const auto impl = unmodelled.find("--transformer-impl");
+      if (impl == unmodelled.end() || (impl->second.values.size() == 1 &&
+                                       impl->second.values[0].text == "transformer_engine")) {
+        job.ignore(given + " (no effect: TransformerEngine's attention does not read it)");
+        continue;
+      }
+    }
     job.unmodelled.push_back(Unmodelled{Origin{file, u.line, 0, flag, ""}, given, entry.reason});
   }
   for (const auto& [flag, u] : used)

@@ -1,7 +1,7 @@
 // Issue 41, "public launch scripts import without --allow-unmodelled and simulate": Megatron-LM's
-// own GPT example, examples/gpt3/train_gpt3_175b_distributed.sh at NVIDIA/Megatron-LM
-// d98e8a64ddf3 (tests/data/megatron/gpt3_175b_args.txt, with its source). As shipped there it
-// gives --step-batch-size-schedule beside --global-batch-size, which Megatron-LM's
+// own GPT and Mixtral examples. The GPT one, examples/gpt3/train_gpt3_175b_distributed.sh at
+// NVIDIA/Megatron-LM d98e8a64ddf3 (tests/data/megatron/gpt3_175b_args.txt, with its source). As
+// shipped there it gives --step-batch-size-schedule beside --global-batch-size, which Megatron-LM's
 // validate_args refuses (megatron/training/arguments.py:698-701: "Cannot specify both
 // --step-batch-size-schedule and --global-batch-size"), so the import refuses it too, with
 // that message; without the schedule line it imports with no --allow-unmodelled and
@@ -59,6 +59,51 @@ TEST(MegatronStockScripts, Gpt3WithoutItsScheduleImportsAsItIsAndSimulates) {
   EXPECT_EQ(sim["pp"], 16);
   EXPECT_EQ(sim["dp"], 1);
   EXPECT_GT(sim["iteration_time_ms"].get<double>(), 0.0);
+}
+
+// examples/mixtral/train_mixtral_8x7b_distributed.sh at d98e8a64
+// (tests/data/megatron/mixtral_8x7b_shipped_args.txt, with its source): its one flag that
+// was refused, --no-masked-softmax-fusion, is read by Megatron-Core's own DotProductAttention
+// alone (megatron/core/transformer/dot_product_attention.py:104), never by
+// TransformerEngine's, which the script runs (the default --transformer-impl). So it imports
+// with no --allow-unmodelled and simulates on 64 GPUs: tp 1, pp 4, ep 8, dp 16.
+const std::string kMixtral =
+    std::string(BMPIPE_TEST_DATA_DIR) + "/megatron/mixtral_8x7b_shipped_args.txt";
+
+TEST(MegatronStockScripts, MixtralAsShippedImportsAsItIsAndSimulates) {
+  test::ScratchDir dir;
+  const std::string out = dir.file("mixtral.yaml");
+  const test::CliRun imported = test::run_cli(
+      "import megatron '" + kMixtral + "' --preset h100-sxm --devices 64 --out '" + out + "'");
+  ASSERT_EQ(imported.code, 0) << imported.all();
+  EXPECT_EQ(imported.err.find("warning:"), std::string::npos) << imported.err;
+  EXPECT_NE(imported.err.find("ignored: --no-masked-softmax-fusion (no effect: "
+                              "TransformerEngine's attention does not read it)"),
+            std::string::npos)
+      << imported.err;
+  const nlohmann::json sim = test::run_json("simulate '" + out + "' --json");
+  EXPECT_EQ(sim["ok"], true);
+  EXPECT_EQ(sim["tp"], 1);
+  EXPECT_EQ(sim["pp"], 4);
+  EXPECT_EQ(sim["dp"], 16);
+  EXPECT_EQ(sim["job"]["ep"], 8);
+}
+
+// Where Megatron-Core's own attention runs, the flag is its fused softmax switched off, which
+// bmpipe does not cost: refused as before.
+TEST(MegatronStockScripts, MaskedSoftmaxFusionCountsUnderMegatronCoresOwnAttention) {
+  std::string text = test::slurp(kMixtral);
+  const std::string last = "--vocab-size 32000\n";
+  ASSERT_EQ(text.substr(text.size() - last.size()), last);
+  text.insert(text.size() - 1, " \\\n    --transformer-impl local");
+  test::ScratchDir dir;
+  const std::string script = test::write_file(dir.file("mixtral_local.txt"), text);
+  const test::CliRun r =
+      test::run_cli("import megatron '" + script + "' --preset h100-sxm --devices 64");
+  EXPECT_EQ(r.code, 2) << r.all();
+  EXPECT_NE(r.err.find(script + ":27: --no-masked-softmax-fusion: not modelled yet"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace megatron_stock_scripts_test
