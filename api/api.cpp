@@ -28,6 +28,16 @@ RequestError::RequestError(std::string key, std::string message)
       key_(std::move(key)),
       message_(std::move(message)) {}
 
+std::string schedule_help_text() {
+  return schedule_help();
+}
+
+std::vector<std::string> schedule_name_list() {
+  std::vector<std::string> names;
+  for (const ScheduleInfo& info : builtin_schedules()) names.emplace_back(info.name);
+  return names;
+}
+
 const ScheduleInfo& require_schedule(std::string_view name, const std::string& key) {
   const ScheduleInfo* info = find_schedule(name);
   if (!info) throw RequestError(key, unknown_schedule_message(name));

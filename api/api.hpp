@@ -29,6 +29,7 @@
 #include "experiment/experiment.hpp"
 #include "experiment/output_work.hpp"
 #include "planner/planner.hpp"
+#include "schedules/schedule_file.hpp"  // ScheduleFileError: prepare_simulation throws it
 #include "sim/bubbles.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/timeline.hpp"
@@ -37,6 +38,13 @@ namespace bmpipe::api {
 
 /// The built-in schedule `name`, or RequestError(key, unknown_schedule_message(name)).
 const ScheduleInfo& require_schedule(std::string_view name, const std::string& key);
+
+/// The built-in schedules as `bmpipe schedules` lists them: each name, its placement and
+/// what it is (schedules/registry.hpp).
+std::string schedule_help_text();
+
+/// The built-in schedules' names, in the registry's order.
+std::vector<std::string> schedule_name_list();
 
 /// A config from `source`: the file it names if one exists there, else `source` itself
 /// as YAML text (named "<string>" in messages; relative paths in it are relative to the

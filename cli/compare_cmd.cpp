@@ -3,14 +3,13 @@
 #include <iostream>
 
 #include "api/api.hpp"
+#include "api/simulation_outputs.hpp"
 #include "api/summary.hpp"
 #include "api/tables.hpp"
 #include "cli/commands.hpp"
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
-#include "schedules/registry.hpp"
-#include "traces/svg.hpp"
 
 namespace po = boost::program_options;
 
@@ -57,7 +56,7 @@ int run_compare(const std::vector<std::string>& args) {
           "as REFUSED with the reason, and the others still run.\n"
           "Exit codes: 0 success (REFUSED rows included), 1 a listed schedule deadlocked,\n"
           "2 bad input.\n\nSchedules:\n" +
-              schedule_help(),
+              api::schedule_help_text(),
           vm))
     return *stop;
   if (!vm.count("schedules")) {
@@ -78,11 +77,7 @@ int run_compare(const std::vector<std::string>& args) {
     const Config base = load_config(vm["config"].as<std::string>(), request.overrides);
     const api::CompareOutcome outcome = api::run_compare(base, request);
     ticker.stop();
-    if (svg) {
-      api::OutputFile out(vm["svg"].as<std::string>(), "--svg");
-      write_compare_svg(out.stream(), outcome.timelines);
-      out.close();
-    }
+    if (svg) api::write_compare_svg_file(vm["svg"].as<std::string>(), outcome);
     return print_compare(base.file, outcome, json,
                          svg && vm["svg"].as<std::string>() == "-" ? std::cerr : std::cout);
   });

@@ -1,18 +1,15 @@
 #include <boost/program_options.hpp>
 #include <iostream>
 #include <optional>
+#include <utility>
 
 #include "api/api.hpp"
+#include "api/simulation_outputs.hpp"
 #include "api/summary.hpp"
 #include "cli/commands.hpp"
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
-#include "schedules/registry.hpp"
-#include "schedules/schedule_file.hpp"
-#include "sim/observer.hpp"
-#include "traces/chrome_trace.hpp"
-#include "traces/svg.hpp"
 
 namespace po = boost::program_options;
 
@@ -50,12 +47,17 @@ int run_simulate(const std::vector<std::string>& args) {
     api::SimulateRequest request;
     fill_request(table, vm, request);
     api::check_simulate_request(request);  // before the file is read
+    api::SimulationOutputs outputs;
+    for (auto [option, path] : {std::pair{"export-schedule", &outputs.schedule_csv},
+                                {"trace", &outputs.trace},
+                                {"svg", &outputs.svg},
+                                {"memory-svg", &outputs.memory_svg}})
+      if (vm.count(option)) *path = vm[option].as<std::string>();
     // Overrides (and --set values) go in before the file's checks; prepare_simulation
     // applies the scalar ones again, which changes nothing.
     const Config config = load_config(vm["config"].as<std::string>(), request.overrides);
     // What the outputs keep per op counts against the work limit, before the run allocates.
-    api::check_simulation_outputs(config, vm.count("trace") > 0, vm.count("svg") > 0,
-                                  vm.count("memory-svg") > 0);
+    api::check_simulation_outputs(config, outputs);
     // A long run says what it is doing: making the schedule (zb-auto and zb-v simulate
     // candidates then, and draw the chosen one), simulating, the bubble breakdown. At
     // 65,536 micro-batches and pp 64 zb-v takes seconds in each (issue 20, item 7).
@@ -67,52 +69,13 @@ int run_simulate(const std::vector<std::string>& args) {
     request.on_candidate = [&](int n) {
       ticker.phase(making + ", " + std::to_string(n) + " candidates simulated");
     };
-    // parse -> prepare -> run -> print
+    // parse -> prepare -> run (writing the outputs) -> print
     const api::PreparedSimulation run = api::prepare_simulation(config, request);
-    if (vm.count("export-schedule")) {
-      ticker.phase("writing the schedule");
-      api::write_output(vm["export-schedule"].as<std::string>(), "--export-schedule",
-                        schedule_to_csv(run.schedule));
-    }
-    // Optional outputs are opened before the run so that a bad path fails fast. One of
-    // them may be standard output ("-"); the summary then goes to stderr.
-    int to_stdout = 0;
-    for (const char* option : {"trace", "svg", "memory-svg"})
-      if (vm.count(option) && vm[option].as<std::string>() == "-") ++to_stdout;
-    if (to_stdout > 1)
-      throw UsageError("--trace/--svg/--memory-svg", "only one of them can be '-' (stdout)");
-    std::optional<api::OutputFile> trace_out, svg_out, memory_out;
-    std::optional<ChromeTraceWriter> trace;
-    std::optional<TimelineRecorder> recorder;
-    if (vm.count("trace")) {
-      trace_out.emplace(vm["trace"].as<std::string>(), "--trace");
-      trace.emplace(trace_out->stream(), run.input, run.schedule, api::trace_labels(run));
-    }
-    if (vm.count("svg")) svg_out.emplace(vm["svg"].as<std::string>(), "--svg");
-    if (vm.count("memory-svg"))
-      memory_out.emplace(vm["memory-svg"].as<std::string>(), "--memory-svg");
-    if (svg_out || memory_out) recorder.emplace(run.input, run.schedule, run.schedule.name);
-    TeeObserver observers({trace ? &*trace : nullptr, recorder ? &*recorder : nullptr});
-    const api::SimulationReport report = api::run_prepared(
-        run, observers.get(), [&](const std::string& what) { ticker.phase(what); });
-    ticker.phase("writing the outputs");
-    if (trace) {
-      trace->finish();
-      trace_out->close();
-    }
-    if (recorder) {
-      const Timeline timeline = recorder->take(report.result);
-      if (svg_out) {
-        write_timeline_svg(svg_out->stream(), timeline);
-        svg_out->close();
-      }
-      if (memory_out) {
-        write_memory_svg(memory_out->stream(), timeline);
-        memory_out->close();
-      }
-    }
+    const api::SimulationReport report =
+        api::run_with_outputs(run, outputs, [&](const std::string& what) { ticker.phase(what); });
     ticker.stop();
-    std::ostream& summary = to_stdout ? std::cerr : std::cout;
+    // One output may be standard output ("-"); the summary then goes to stderr.
+    std::ostream& summary = outputs.to_stdout() ? std::cerr : std::cout;
     if (json)
       summary << json_text(report.summary) << "\n";
     else
@@ -125,14 +88,14 @@ int run_simulate(const std::vector<std::string>& args) {
 
 int run_schedules(const std::vector<std::string>& args) {
   if (args.size() == 1 && args[0] == "--names") {  // for scripts: one name per line
-    for (const ScheduleInfo& info : builtin_schedules()) std::cout << info.name << "\n";
+    for (const std::string& name : api::schedule_name_list()) std::cout << name << "\n";
     return 0;
   }
   if (!args.empty() && args[0] != "--help" && args[0] != "-h") {
     std::cerr << "bmpipe schedules: takes no arguments but --names (one name per line)\n";
     return 2;
   }
-  std::cout << schedule_help();
+  std::cout << api::schedule_help_text();
   if (!args.empty())  // --help: the list, then how to call it
     std::cout << "\nbmpipe schedules [--names]: the list above; --names prints one name per "
                  "line.\nExit codes: 0 success, 2 bad usage.\n";

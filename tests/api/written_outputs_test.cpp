@@ -8,12 +8,14 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "api/api.hpp"
 #include "api/errors.hpp"
 #include "api/export.hpp"
 #include "api/search.hpp"
 #include "api/search_driver.hpp"
+#include "api/simulation_outputs.hpp"
 #include "support/support.hpp"
 
 namespace bmpipe::written_outputs_test {
@@ -154,6 +156,46 @@ TEST(WrittenOutputs, ATracesLabelsAreThePlansStages) {
   EXPECT_EQ(labels.stage_recompute, (std::vector<std::string>(4, "none")));
   EXPECT_EQ(labels.stage_recompute_layers,
             (std::vector<std::string>{"none 3", "none 1", "none 2", "none 2"}));
+}
+
+TEST(WrittenOutputs, SimulateWritesItsScheduleTraceAndPicturesAroundTheRun) {
+  // api::run_with_outputs, as `bmpipe simulate --export-schedule --trace --svg
+  // --memory-svg` calls it: the run is tiny.yaml's 33 ms, and the schedule file is 1F1B's,
+  // whose last of 4 ranks alternates from the first micro-batch (F0 B0 F1 B1 ... F7 B7).
+  test::ScratchDir dir;
+  const api::PreparedSimulation run =
+      api::prepare_simulation(load_config(kTiny), api::SimulateRequest{});
+  api::SimulationOutputs outputs;
+  outputs.schedule_csv = dir.file("s.csv");
+  outputs.trace = dir.file("t.json");
+  outputs.svg = dir.file("t.svg");
+  outputs.memory_svg = dir.file("m.svg");
+  std::vector<std::string> phases;
+  const api::SimulationReport report = api::run_with_outputs(
+      run, outputs, [&phases](const std::string& what) { phases.push_back(what); });
+  EXPECT_EQ(report.result.iteration_time, k33ms);
+  const std::string csv = test::slurp(dir.file("s.csv"));
+  EXPECT_NE(csv.find("\n3F0,3B0,3F1,3B1,3F2,3B2,3F3,3B3,3F4,3B4,3F5,3B5,3F6,3B6,3F7,3B7"),
+            std::string::npos)
+      << csv;
+  EXPECT_TRUE(starts_with(test::slurp(dir.file("t.json")), "{\"displayTimeUnit\""));
+  EXPECT_TRUE(starts_with(test::slurp(dir.file("t.svg")), "<?xml"));
+  EXPECT_TRUE(starts_with(test::slurp(dir.file("m.svg")), "<?xml"));
+  ASSERT_GE(phases.size(), 3u);
+  EXPECT_EQ(phases.front(), "writing the schedule");
+  EXPECT_EQ(phases.back(), "writing the outputs");
+  // Standard output takes one of them at most: refused before the run, as the command says.
+  api::SimulationOutputs both;
+  both.trace = "-";
+  both.svg = "-";
+  EXPECT_EQ(both.to_stdout(), 2);
+  try {
+    api::run_with_outputs(run, both);
+    ADD_FAILURE() << "two outputs on stdout were taken";
+  } catch (const api::RequestError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--trace/--svg/--memory-svg: only one of them can be '-' (stdout)");
+  }
 }
 
 TEST(WrittenOutputs, SimulatesOutputsCountOneTimelineAndTheTrace) {
