@@ -8,6 +8,32 @@
 
 namespace bmpipe::api {
 
+// The formats come from the importer table (frameworks/importers.hpp).
+std::string import_help() {
+  return "bmpipe import FORMAT INPUT [options]\n\nFormats:\n" + importer_help() +
+         R"(
+The YAML goes to stdout (or --out) and loads with `bmpipe simulate`; each value carries
+a comment naming the flag or key it came from. Every flag or key is checked against the
+framework's own list: an unknown one is an error (with the closest known name). Those
+that cannot change time or memory (logging, checkpoints, data paths) are listed on stderr
+as "ignored: ...", approximations as "note: ...". Those that change time or memory in a
+way bmpipe does not model (context parallelism, FP8, mixture of experts, FSDP,
+offloading, ...) are an error, or with --allow-unmodelled a "warning: ..." each.
+
+Exit codes: 0 success (with ignored/note/warning lines on stderr), 2 bad input (an
+unknown format, flag, key or preset, a file that cannot be read, an unmodelled feature
+without --allow-unmodelled), 70 internal error.
+)";
+}
+
+std::string import_format_names() {
+  return importer_names();
+}
+
+std::string hardware_preset_names_text() {
+  return hardware_preset_names();
+}
+
 namespace {
 
 constexpr std::size_t kMaxInput = 8u << 20;

@@ -37,6 +37,18 @@ struct ImportOutcome {
   std::vector<std::string> warnings;
 };
 
+/// What `bmpipe import --help` says above its options: the usage line, each format (from
+/// the importer table), what is written, how unknown and unmodelled flags or keys are
+/// treated, and the exit codes.
+std::string import_help();
+
+/// The importers' names, "megatron, mindformers, torchtitan, profile" (the importer table's
+/// order), for messages.
+std::string import_format_names();
+
+/// The hardware presets' names, comma-separated, for --preset's help and its messages.
+std::string hardware_preset_names_text();
+
 /// The format named by `format` is an importer's: else RequestError("FORMAT", "unknown
 /// format 'megatorn' (did you mean 'megatron'?) (megatron, mindformers, torchtitan or
 /// profile)"), the closest name offered as a typo's correction.

@@ -9,8 +9,6 @@
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
-#include "frameworks/importers.hpp"
-#include "sim/cost/hardware.hpp"
 
 namespace po = boost::program_options;
 
@@ -18,26 +16,8 @@ namespace bmpipe::cli {
 
 namespace {
 
-// The formats come from the importer table (frameworks/importers.hpp).
-std::string import_help() {
-  return "bmpipe import FORMAT INPUT [options]\n\nFormats:\n" + importer_help() +
-         R"(
-The YAML goes to stdout (or --out) and loads with `bmpipe simulate`; each value carries
-a comment naming the flag or key it came from. Every flag or key is checked against the
-framework's own list: an unknown one is an error (with the closest known name). Those
-that cannot change time or memory (logging, checkpoints, data paths) are listed on stderr
-as "ignored: ...", approximations as "note: ...". Those that change time or memory in a
-way bmpipe does not model (context parallelism, FP8, mixture of experts, FSDP,
-offloading, ...) are an error, or with --allow-unmodelled a "warning: ..." each.
-
-Exit codes: 0 success (with ignored/note/warning lines on stderr), 2 bad input (an
-unknown format, flag, key or preset, a file that cannot be read, an unmodelled feature
-without --allow-unmodelled), 70 internal error.
-)";
-}
-
 int usage_error(const std::string& message, const po::options_description& opts) {
-  std::cerr << "bmpipe import: " << message << "\n\n" << import_help() << "\n" << opts;
+  std::cerr << "bmpipe import: " << message << "\n\n" << api::import_help() << "\n" << opts;
   return 2;
 }
 
@@ -51,7 +31,7 @@ int run_import(const std::vector<std::string>& args) {
       ("cluster", po::value<std::string>()->value_name("FILE"),
        "the cluster: a YAML file with only a cluster: section")
       ("preset", po::value<std::string>()->value_name("NAME"),
-       ("or a hardware preset (" + hardware_preset_names() + ")").c_str())
+       ("or a hardware preset (" + api::hardware_preset_names_text() + ")").c_str())
       ("devices", po::value<long long>()->value_name("N"),
        "with --preset: the number of devices (whole nodes of the preset's size, or fewer); "
        "mindformers defaults to data_parallel x model_parallel x context_parallel x "
@@ -63,9 +43,9 @@ int run_import(const std::vector<std::string>& args) {
       ("allow-unmodelled", "import flags or keys that change time or memory in ways bmpipe does "
        "not model, with a warning each, instead of refusing them");
   // clang-format on
-  if (args.empty()) return usage_error("missing FORMAT (" + importer_names() + ")", opts);
+  if (args.empty()) return usage_error("missing FORMAT (" + api::import_format_names() + ")", opts);
   if (args[0] == "--help" || args[0] == "-h") {
-    std::cout << import_help() << "\n" << opts;
+    std::cout << api::import_help() << "\n" << opts;
     return 0;
   }
   const std::string format = args[0];
@@ -87,7 +67,7 @@ int run_import(const std::vector<std::string>& args) {
     return 2;
   }
   if (vm.count("help")) {
-    std::cout << import_help() << "\n" << opts;
+    std::cout << api::import_help() << "\n" << opts;
     return 0;
   }
   if (!vm.count("input")) return usage_error("missing INPUT (a file, or - for stdin)", opts);
