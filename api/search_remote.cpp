@@ -2,10 +2,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <thread>
+
+#include "api/errors.hpp"
+#include "experiment/config.hpp"
 
 namespace bmpipe::api {
 
@@ -92,6 +97,39 @@ std::size_t RemoteExecutor::assign(const SearchPass& pass, TaskFeed& feed, int w
   else
     transport_.send(w, TaskTransport::assign, encode_share(pass, tasks));
   return tasks.size();
+}
+
+SetupState setup_state(const std::function<void()>& setup) {
+  try {
+    setup();
+  } catch (const RequestError& e) {
+    return {2, e.what()};
+  } catch (const ConfigError& e) {
+    return {2, e.what()};
+  } catch (const std::exception& e) {
+    return {70, std::string("internal error: ") + e.what()};
+  }
+  return {};
+}
+
+SetupVerdict agree_on_setup(TaskTransport& transport, int rank, const SetupState& mine) {
+  if (rank != 0) {
+    // "CODE\nERROR"; the answer is the worst code.
+    transport.send(0, TaskTransport::setup, std::to_string(mine.code) + "\n" + mine.error);
+    return {std::stoi(transport.receive(0, TaskTransport::setup).text), {}};
+  }
+  SetupVerdict verdict{mine.code, mine.error};
+  for (int r = 1; r < transport.processes(); ++r) {
+    const std::string text = transport.receive(r, TaskTransport::setup).text;
+    const std::size_t newline = text.find('\n');
+    verdict.code = std::max(verdict.code, std::stoi(text.substr(0, newline)));
+    const std::string error = text.substr(newline + 1);
+    if (verdict.message.empty() && !error.empty())
+      verdict.message = "process " + std::to_string(r) + ": " + error;
+  }
+  for (int r = 1; r < transport.processes(); ++r)
+    transport.send(r, TaskTransport::setup, std::to_string(verdict.code));
+  return verdict;
 }
 
 void serve_tasks(const SearchSetup& s, TaskTransport& transport, int threads) {

@@ -8,6 +8,7 @@
 /// whatever the number of processes. The executable's MPI (cli/search_mpi.cpp) is one
 /// TaskTransport; the library has no MPI.
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@ class TaskTransport {
     assign = 2,   ///< process 0 sends a share (encode_share) or "end"
     results = 3,  ///< a worker's outcomes: a JSON array of [layout, encode_outcome]
     failure = 4,  ///< a worker's task threw: the text says what
+    setup = 5,    ///< agree_on_setup: a process's code and error, then process 0's verdict
   };
   struct Message {
     int from = 0;
@@ -42,6 +44,30 @@ class TaskTransport {
   /// A worker failed (`what`): ends the job; does not return.
   [[noreturn]] virtual void abort(int from, const std::string& what) = 0;
 };
+
+/// What one process's setup (its command line, the config, the layouts) came to before a
+/// search over processes: code 0 (ready), 2 (bad input) or 70 (internal error), and why.
+struct SetupState {
+  int code = 0;
+  std::string error;  ///< empty when the reason was printed already (a usage message)
+};
+
+/// Runs `setup` and says how it went: RequestError and ConfigError are bad input (2, their
+/// text), any other exception an internal error (70, "internal error: " and its text).
+SetupState setup_state(const std::function<void()>& setup);
+
+/// What every process must use after agree_on_setup: the worst code of them all (0: every
+/// process is ready), and, on process 0, the first failing process's error, "process R: "
+/// before another's than its own (empty when none gave one, or off process 0).
+struct SetupVerdict {
+  int code = 0;
+  std::string message;
+};
+
+/// Every process calls this with its own setup state before searching, since a process
+/// whose setup failed would leave the others waiting for it: the others send theirs to
+/// process 0, which answers each with the worst code. Only process 0 learns the messages.
+SetupVerdict agree_on_setup(TaskTransport& transport, int rank, const SetupState& mine);
 
 /// Process 0's executor: every pass's tasks go to whoever asks first, workers by message
 /// and this process's threads meanwhile. Only the calling thread uses the transport.

@@ -84,34 +84,6 @@ class MpiTransport : public api::TaskTransport {
   int size_;
 };
 
-/// Setup on every rank; returns the exit code all must use if any rank failed.
-std::optional<int> agree_on_setup(int rank, int size, const std::string& error, int code) {
-  int worst = code;
-  MPI_Allreduce(&code, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (worst == 0) return std::nullopt;
-  // Rank 0 says why: its own message, or the first failing rank's.
-  int length = static_cast<int>(error.size());
-  std::vector<int> lengths(rank == 0 ? size : 0);
-  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-  std::vector<int> offsets;
-  std::string all;
-  if (rank == 0) {
-    int total = 0;
-    for (int l : lengths) offsets.push_back(total), total += l;
-    all.resize(static_cast<std::size_t>(total));
-  }
-  MPI_Gatherv(error.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
-              0, MPI_COMM_WORLD);
-  if (rank == 0)
-    for (int r = 0; r < size; ++r)
-      if (lengths[r] > 0) {
-        std::cerr << "bmpipe search: " << (r == 0 ? "" : "process " + std::to_string(r) + ": ")
-                  << all.substr(offsets[r], lengths[r]) << "\n";
-        break;
-      }
-  return worst;
-}
-
 }  // namespace
 
 int run_search_mpi(const std::vector<std::string>& args) {
@@ -134,35 +106,28 @@ int run_search_mpi(const std::vector<std::string>& args) {
   // Processes on one node share its cores: by default each takes its share.
   int local = 1;
   if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local = std::max(1, std::atoi(v));
-  std::string error;
-  int code = 0;
-  try {
-    std::optional<int> stop;
+  std::optional<int> stop;
+  api::SetupState state = api::setup_state([&] {
     c = setup_search(args, &stop);
-    if (stop) code = *stop == 0 ? -1 : *stop;  // -1: --help, a success that stops here
     int& threads = c.setup.request.threads;
     if (threads == 0) threads = std::max(1, api::available_cores() / local);
     // The journal is rank 0's alone: it reads it back and appends every result settled.
-    if (code == 0 && rank == 0) open_journal(c, journal);
-  } catch (const UsageError& e) {
-    error = e.what(), code = 2;
-  } catch (const api::RequestError& e) {
-    error = e.what(), code = 2;
-  } catch (const ConfigError& e) {
-    error = e.what(), code = 2;
-  } catch (const std::exception& e) {
-    error = std::string("internal error: ") + e.what(), code = 70;
-  }
-  if (code == -1) {
+    if (!stop && rank == 0) open_journal(c, journal);
+  });
+  if (stop && *stop == 0) {  // --help, on every rank alike: a success that stops here
     MPI_Finalize();
     return 0;
   }
-  if (const std::optional<int> failed = agree_on_setup(rank, size, error, code)) {
+  if (stop) state.code = *stop;  // a usage error, printed already
+  // Every rank says how its setup went; rank 0 says why, once, if any failed.
+  MpiTransport transport(size);
+  const api::SetupVerdict verdict = api::agree_on_setup(transport, rank, state);
+  if (verdict.code != 0) {
+    if (!verdict.message.empty()) std::cerr << "bmpipe search: " << verdict.message << "\n";
     MPI_Finalize();
-    return *failed;
+    return verdict.code;
   }
   int rc = 0;
-  MpiTransport transport(size);
   if (rank != 0) {
     try {
       api::serve_tasks(c.setup, transport, c.setup.request.threads);

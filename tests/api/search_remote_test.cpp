@@ -122,5 +122,65 @@ TEST(SearchRemote, AWorkersFailureReachesProcessZero) {
   EXPECT_FALSE(failure.text.empty());
 }
 
+TEST(SearchRemote, EveryProcessAgreesOnTheWorstSetupAndProcessZeroSaysTheFirstWhy) {
+  // Three processes on threads: process 1 failed with an internal error, process 2 with
+  // bad input, process 0 was ready. All three must leave with 70, the worst; process 0
+  // alone learns a message, the first failing process's (1), named as such.
+  Mailboxes boxes(3);
+  const api::SetupState states[3] = {{0, ""}, {70, "internal error: x"}, {2, "--tp: bad"}};
+  api::SetupVerdict verdicts[3];
+  std::vector<std::thread> others;
+  for (int r = 1; r < 3; ++r)
+    others.emplace_back([&, r] {
+      MemoryTransport t(boxes, r);
+      verdicts[r] = api::agree_on_setup(t, r, states[r]);
+    });
+  MemoryTransport zero(boxes, 0);
+  verdicts[0] = api::agree_on_setup(zero, 0, states[0]);
+  for (std::thread& t : others) t.join();
+  for (const api::SetupVerdict& v : verdicts) EXPECT_EQ(v.code, 70);
+  EXPECT_EQ(verdicts[0].message, "process 1: internal error: x");
+  EXPECT_EQ(verdicts[1].message, "");
+  EXPECT_EQ(verdicts[2].message, "");
+
+  // Process 0's own error comes first, without a process number; a code without a message
+  // (a usage error printed already) still counts; all ready is 0 and no message.
+  Mailboxes two(2);
+  std::thread one([&] {
+    MemoryTransport t(two, 1);
+    EXPECT_EQ(api::agree_on_setup(t, 1, {2, ""}).code, 2);
+  });
+  MemoryTransport z(two, 0);
+  const api::SetupVerdict v = api::agree_on_setup(z, 0, {2, "--top: must be at least 1"});
+  one.join();
+  EXPECT_EQ(v.code, 2);
+  EXPECT_EQ(v.message, "--top: must be at least 1");
+  Mailboxes ready(2);
+  std::thread other([&] {
+    MemoryTransport t(ready, 1);
+    EXPECT_EQ(api::agree_on_setup(t, 1, {}).code, 0);
+  });
+  MemoryTransport r0(ready, 0);
+  const api::SetupVerdict ok = api::agree_on_setup(r0, 0, {});
+  other.join();
+  EXPECT_EQ(ok.code, 0);
+  EXPECT_EQ(ok.message, "");
+}
+
+TEST(SearchRemote, ASetupsErrorsAreSortedIntoBadInputAndBugs) {
+  EXPECT_EQ(api::setup_state([] {}).code, 0);
+  const api::SetupState request =
+      api::setup_state([] { throw api::RequestError("--top", "must be at least 1"); });
+  EXPECT_EQ(request.code, 2);
+  EXPECT_EQ(request.error, "--top: must be at least 1");
+  const api::SetupState config =
+      api::setup_state([] { throw ConfigError("c.yaml", 3, "training.pp", "must be >= 1"); });
+  EXPECT_EQ(config.code, 2);
+  EXPECT_EQ(config.error, "c.yaml:3: training.pp: must be >= 1");  // FILE:LINE: key: what
+  const api::SetupState bug = api::setup_state([] { throw std::logic_error("oops"); });
+  EXPECT_EQ(bug.code, 70);
+  EXPECT_EQ(bug.error, "internal error: oops");
+}
+
 }  // namespace
 }  // namespace bmpipe::search_remote_test
