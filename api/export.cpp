@@ -70,6 +70,10 @@ const std::vector<std::string>& export_formats() {
   return formats;
 }
 
+std::string export_format_names() {
+  return comma_list(export_formats());
+}
+
 void check_export_request(const ExportRequest& r) {
   const std::vector<std::string>& formats = export_formats();
   if (std::find(formats.begin(), formats.end(), r.format) == formats.end())

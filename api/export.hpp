@@ -32,6 +32,9 @@ struct ExportRequest {
 /// The formats export_config writes, in the order --help lists them.
 const std::vector<std::string>& export_formats();
 
+/// export_formats as messages list them: "megatron, mindformers, ...".
+std::string export_format_names();
+
 /// The request's own values, checked before any config is read: a known format (did you
 /// mean), a positive memory limit. Throws RequestError naming --format or
 /// --memory-limit-GiB.

@@ -1,6 +1,7 @@
 #include "api/request_table.hpp"
 
 #include <cstdio>
+#include <sstream>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
@@ -20,6 +21,75 @@ std::string python_name(const std::string& option) {
 
 std::string did_you_mean_option(const std::string& name, const std::vector<std::string>& names) {
   return did_you_mean(name, names);
+}
+
+namespace {
+
+/// `text` read whole by `parse` (std::stoi and the like), else none.
+template <class Parse>
+auto whole(const std::string& text, Parse parse) -> std::optional<decltype(parse(text, nullptr))> {
+  std::size_t used = 0;
+  try {
+    auto value = parse(text, &used);
+    if (!text.empty() && used == text.size()) return value;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+OptionValue option_value_from_text(const OptionSpec& option, const std::string& text) {
+  using K = OptionKind;
+  auto expected = [&](const std::string& what) {
+    return RequestError("--" + option.name, "expected " + what + ", got '" + text + "'");
+  };
+  auto as_int = [](const std::string& t, std::size_t* used) { return std::stoi(t, used); };
+  switch (option.kind) {
+    case K::flag:
+      if (text == "true" || text == "false") return text == "true";
+      throw expected("true or false");
+    case K::int32:
+      if (auto v = whole(text, as_int)) return *v;
+      throw expected("an integer");
+    case K::int64:
+      if (auto v = whole(text, [](const std::string& t, std::size_t* used) {
+            return static_cast<std::int64_t>(std::stoll(t, used));
+          }))
+        return *v;
+      throw expected("an integer");
+    case K::uint64:
+      if (text.find('-') == std::string::npos)
+        if (auto v = whole(text, [](const std::string& t, std::size_t* used) {
+              return static_cast<std::uint64_t>(std::stoull(t, used));
+            }))
+          return *v;
+      throw expected("a non-negative integer");
+    case K::number:
+      if (auto v = whole(
+              text, [](const std::string& t, std::size_t* used) { return std::stod(t, used); }))
+        return *v;
+      throw expected("a number");
+    case K::int_list: {
+      std::vector<int> out;
+      std::stringstream in(text);
+      std::string item;
+      while (std::getline(in, item, ',')) {
+        const std::optional<int> v = whole(item, as_int);
+        if (!v) throw expected("a comma-separated list of integers");
+        out.push_back(*v);
+      }
+      return out;
+    }
+    case K::name_list:
+      return split_names(text);
+    case K::repeated:
+      return std::vector<std::string>{text};
+    case K::text:
+    case K::yaml:
+      break;
+  }
+  return text;
 }
 
 std::string default_shown(const OptionSpec& option) {

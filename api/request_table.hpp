@@ -83,6 +83,14 @@ std::string python_name(const std::string& option);
 /// message for an unknown option, as experiment/suggest.hpp's did_you_mean).
 std::string did_you_mean_option(const std::string& name, const std::vector<std::string>& names);
 
+/// The value of `option` from its text as a command line spells it: an int_list from
+/// "1,2,4", a name_list from "a, b" (split_names: blanks around names dropped), a number
+/// or an integer of the option's kind, "true" or "false" for a flag, the text itself for
+/// text and yaml, one item for repeated. Throws RequestError("--NAME", "expected a
+/// comma-separated list of integers, got '1,x'") (or "an integer", "a non-negative
+/// integer", "a number", "true or false") for text that is not one.
+OptionValue option_value_from_text(const OptionSpec& option, const std::string& text);
+
 /// The default as --help shows it: default_text, else the value ("64", "5", "quick").
 std::string default_shown(const OptionSpec& option);
 

@@ -9,7 +9,6 @@
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
-#include "experiment/suggest.hpp"
 
 namespace po = boost::program_options;
 
@@ -47,7 +46,7 @@ int run_export(const std::vector<std::string>& args) {
   const bool json = vm["json"].as<bool>();
   return guarded("export", [&] {
     if (!vm.count("format"))
-      throw UsageError("--format", "is required (" + comma_list(api::export_formats()) + ")");
+      throw api::RequestError("--format", "is required (" + api::export_format_names() + ")");
     api::ExportCommandRequest request;
     fill_request(table, vm, request);
     api::check_export_request(request.request);  // a typo fails before the file is read

@@ -2,11 +2,8 @@
 
 #include <iostream>
 
+#include "api/api.hpp"
 #include "api/errors.hpp"
-#include "cli/options.hpp"
-#include "cli/outputs.hpp"
-#include "experiment/config.hpp"
-#include "schedules/schedule_file.hpp"
 
 namespace bmpipe::cli {
 
@@ -20,8 +17,6 @@ int guarded(const std::string& command, const std::function<int()>& body) {
   } catch (const ScheduleFileError& e) {
     std::cerr << e.what() << "\n";  // "FILE:ROW:COLUMN: message"
     return 2;
-  } catch (const UsageError& e) {
-    return fail(e);
   } catch (const api::RequestError& e) {
     return fail(e);
   } catch (const api::NoPlanFits& e) {

@@ -7,8 +7,8 @@
 
 namespace bmpipe::cli {
 
-/// Runs `body` and returns its exit code. Bad input of every kind (UsageError,
-/// api::RequestError, api::NoPlanFits, OutputError, ConfigError, ScheduleFileError) is
+/// Runs `body` and returns its exit code. Bad input of every kind (api::RequestError,
+/// api::NoPlanFits, OutputError, ConfigError, ScheduleFileError) is
 /// printed on stderr as "bmpipe <command>: <what>" (a ScheduleFileError names its file
 /// itself, as a compiler does) and returns 2. Anything else propagates to main(), which
 /// reports it as an internal error (exit 70).

@@ -5,14 +5,15 @@
 #endif
 
 #include <iostream>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "api/contracts.hpp"
+#include "api/errors.hpp"
+#include "api/request_table.hpp"
 #include "cli/commands.hpp"
-#include "cli/options.hpp"
-#include "experiment/suggest.hpp"
 
 namespace {
 
@@ -68,7 +69,9 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "export") return bmpipe::cli::run_export(args);
   if (command == "report") return bmpipe::cli::run_report(args);
   std::cerr << "bmpipe: unknown command '" << command << "'"
-            << bmpipe::did_you_mean(command, kCommands) << "\n\n"
+            << bmpipe::api::did_you_mean_option(
+                   command, std::vector<std::string>(std::begin(kCommands), std::end(kCommands)))
+            << "\n\n"
             << kUsage;
   return 2;
 }
@@ -106,7 +109,7 @@ int main(int argc, char** argv) {
   }
   try {
     return dispatch(command, std::vector<std::string>(argv + 2, argv + argc));
-  } catch (const bmpipe::cli::UsageError& e) {
+  } catch (const bmpipe::api::RequestError& e) {
     // A command-line value no command caught itself: still bad input, not a bug.
     std::cerr << "bmpipe " << command << ": " << e.what() << "\n";
     return 2;

@@ -4,11 +4,8 @@
 
 #include <cmath>
 #include <iostream>
-#include <sstream>
 #include <type_traits>
 #include <utility>
-
-#include "experiment/suggest.hpp"
 
 namespace po = boost::program_options;
 
@@ -67,30 +64,6 @@ void add_request_option(po::options_description& opts, const api::OptionSpec& o)
   opts.add_options()(o.name.c_str(), semantic, o.help.c_str());
 }
 
-namespace {
-
-std::vector<int> int_list(const std::string& option, const std::string& text) {
-  std::vector<int> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    std::size_t used = 0;
-    int v = 0;
-    try {
-      v = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size())
-      throw UsageError("--" + option,
-                       "expected a comma-separated list of integers, got '" + text + "'");
-    out.push_back(v);
-  }
-  return out;
-}
-
-}  // namespace
-
 std::optional<api::OptionValue> given_value(const po::variables_map& vm, const api::OptionSpec& o) {
   using K = api::OptionKind;
   if (!vm.count(o.name) || vm[o.name].defaulted()) return std::nullopt;
@@ -108,15 +81,9 @@ std::optional<api::OptionValue> given_value(const po::variables_map& vm, const a
       return v.as<double>();
     case K::repeated:
       return v.as<std::vector<std::string>>();
-    case K::int_list:
-      return int_list(o.name, v.as<std::string>());
-    case K::name_list:
-      return split_names(v.as<std::string>());
-    case K::text:
-    case K::yaml:
-      break;
+    default:  // text, yaml and the lists
+      return api::option_value_from_text(o, v.as<std::string>());
   }
-  return v.as<std::string>();
 }
 
 namespace {
@@ -151,7 +118,7 @@ std::string parse_error_line(const po::error& e, const po::options_description& 
     std::vector<std::string> names;
     for (const auto& option : opts.options())
       if (!option->long_name().empty()) names.push_back("--" + option->long_name());
-    return std::string(e.what()) + did_you_mean(unknown->get_option_name(), names);
+    return std::string(e.what()) + api::did_you_mean_option(unknown->get_option_name(), names);
   }
   if (const auto* bad = dynamic_cast<const po::invalid_option_value*>(&e)) {
     // Boost's text is "the argument ('VALUE') for option '--NAME' is invalid": the value is
@@ -215,7 +182,7 @@ void print_to_stderr(const std::string& text) {
 double progress_interval_s(const po::variables_map& vm) {
   const double s = vm["progress-interval-s"].as<double>();
   if (!(s >= 0) || !std::isfinite(s))
-    throw UsageError("--progress-interval-s", "must be 0 or more seconds");
+    throw api::RequestError("--progress-interval-s", "must be 0 or more seconds");
   return s;
 }
 

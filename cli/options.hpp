@@ -6,23 +6,16 @@
 #include <boost/program_options.hpp>
 #include <cstddef>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "api/api.hpp"
+#include "api/errors.hpp"
 #include "api/request_table.hpp"
 #include "api/ticker.hpp"
-#include "experiment/config.hpp"
 
 namespace bmpipe::cli {
-
-/// A command-line value that makes no sense (not a file's): prints as "--option: message".
-class UsageError : public std::runtime_error {
- public:
-  UsageError(const std::string& option, const std::string& message)
-      : std::runtime_error(option + ": " + message) {}
-};
 
 /// Adds --help and the positional CONFIG to `opts`.
 void add_config_options(boost::program_options::options_description& opts);
@@ -49,7 +42,7 @@ std::size_t rows_before_overrides(const api::RequestTable<R>& table) {
 }
 
 /// The value of `option` given in `vm`; none when not given (or only its default). Throws
-/// UsageError for a list that is not one ("--tp: expected a comma-separated list of
+/// api::RequestError for a list that is not one ("--tp: expected a comma-separated list of
 /// integers, got 'x'").
 std::optional<api::OptionValue> given_value(const boost::program_options::variables_map& vm,
                                             const api::OptionSpec& option);
@@ -74,7 +67,7 @@ void add_progress_options(boost::program_options::options_description& opts,
 /// Writes `text` to stderr at once (a progress line of api/progress_lines.hpp).
 void print_to_stderr(const std::string& text);
 
-/// --progress-interval-s from `vm`. Throws UsageError when it is negative or not finite.
+/// --progress-interval-s from `vm`. Throws api::RequestError when it is negative or not finite.
 double progress_interval_s(const boost::program_options::variables_map& vm);
 
 /// The progress line of `command` as its options ask: none with --quiet, redrawn when

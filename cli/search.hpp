@@ -36,7 +36,7 @@ struct SearchCommand {
 };
 
 /// Parses the command line and the config and enumerates the layouts. Sets `exit_code`
-/// when the command should stop now (--help, a usage error). Throws UsageError,
+/// when the command should stop now (--help, a usage error). Throws
 /// api::RequestError and ConfigError for bad input.
 SearchCommand setup_search(const std::vector<std::string>& args, std::optional<int>* exit_code);
 

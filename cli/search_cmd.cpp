@@ -69,7 +69,7 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   c.quiet = vm["quiet"].as<bool>();
   c.progress_interval_s = progress_interval_s(vm);
   c.top = vm["top"].as<int>();
-  if (c.top < 1) throw UsageError("--top", "must be at least 1");
+  if (c.top < 1) throw api::RequestError("--top", "must be at least 1");
   api::SearchRequest request;
   fill_request(table, vm, request);
   if (vm.count("csv")) c.csv = vm["csv"].as<std::string>();
@@ -80,9 +80,10 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
     // --format F ranks only the layouts F runs, as --expressible F does: another
     // --expressible beside it would be silently overruled.
     if (request.framework && *request.framework != *c.format)
-      throw UsageError("--expressible", "'" + *request.framework + "' beside --format '" +
-                                            *c.format + "': --format ranks only the layouts " +
-                                            "its framework runs; give one framework");
+      throw api::RequestError("--expressible", "'" + *request.framework + "' beside --format '" +
+                                                   *c.format +
+                                                   "': --format ranks only the layouts " +
+                                                   "its framework runs; give one framework");
     request.framework = c.format;  // rank only the layouts the framework runs
   }
   api::check_search_request(request);  // a typo in an option fails before the file is read

@@ -109,6 +109,47 @@ TEST(RequestTable, DefaultsShownAreTheStructs) {
   EXPECT_EQ(python_name("memory-limit-GiB"), "memory_limit_GiB");
 }
 
+TEST(RequestTable, OptionTextIsReadAsTheCommandLineSpellsIt) {
+  // Each kind from its command-line text, and the message for text that is not one.
+  const auto value = [](OptionKind kind, const std::string& text) {
+    OptionSpec o;
+    o.name = "x";
+    o.kind = kind;
+    return option_value_from_text(o, text);
+  };
+  EXPECT_EQ(std::get<std::vector<int>>(value(OptionKind::int_list, "1,2,4")),
+            (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(std::get<std::vector<std::string>>(value(OptionKind::name_list, "1f1b, zb-v")),
+            (std::vector<std::string>{"1f1b", "zb-v"}));
+  EXPECT_EQ(std::get<int>(value(OptionKind::int32, "-3")), -3);
+  EXPECT_EQ(std::get<std::int64_t>(value(OptionKind::int64, "8589934592")), 8589934592);
+  EXPECT_EQ(std::get<std::uint64_t>(value(OptionKind::uint64, "7")), 7u);
+  EXPECT_EQ(std::get<double>(value(OptionKind::number, "0.5")), 0.5);
+  EXPECT_EQ(std::get<bool>(value(OptionKind::flag, "true")), true);
+  EXPECT_EQ(std::get<std::string>(value(OptionKind::yaml, "a,b")), "a,b");
+  EXPECT_EQ(std::get<std::vector<std::string>>(value(OptionKind::repeated, "k=v")),
+            (std::vector<std::string>{"k=v"}));
+  const std::pair<OptionKind, std::string> bad[] = {
+      {OptionKind::int_list, "1,,2"}, {OptionKind::int_list, "1,x"}, {OptionKind::int32, "3x"},
+      {OptionKind::int32, ""},        {OptionKind::uint64, "-1"},    {OptionKind::number, "n"},
+      {OptionKind::flag, "yes"}};
+  const std::string expected[] = {"--x: expected a comma-separated list of integers, got '1,,2'",
+                                  "--x: expected a comma-separated list of integers, got '1,x'",
+                                  "--x: expected an integer, got '3x'",
+                                  "--x: expected an integer, got ''",
+                                  "--x: expected a non-negative integer, got '-1'",
+                                  "--x: expected a number, got 'n'",
+                                  "--x: expected true or false, got 'yes'"};
+  for (std::size_t i = 0; i < std::size(bad); ++i) {
+    try {
+      value(bad[i].first, bad[i].second);
+      ADD_FAILURE() << bad[i].second << " was taken";
+    } catch (const RequestError& e) {
+      EXPECT_EQ(std::string(e.what()), expected[i]);
+    }
+  }
+}
+
 TEST(RequestTable, BadValuesAndOptionsThatDoNotApplyAreRefused) {
   auto message = [](const std::map<std::string, OptionValue>& given) {
     try {
