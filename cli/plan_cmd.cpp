@@ -14,7 +14,6 @@
 #include "cli/guard.hpp"
 #include "cli/options.hpp"
 #include "cli/outputs.hpp"
-#include "planner/planner.hpp"
 
 namespace po = boost::program_options;
 
