@@ -19,6 +19,15 @@
 
 namespace bmpipe::api {
 
+void rank_for_format(SearchRequest& request, const std::string& format) {
+  check_export_request(ExportRequest{format, {}});
+  if (request.framework && *request.framework != format)
+    throw RequestError("--expressible", "'" + *request.framework + "' beside --format '" + format +
+                                            "': --format ranks only the layouts " +
+                                            "its framework runs; give one framework");
+  request.framework = format;
+}
+
 void check_search_request(const SearchRequest& r) {
   if (r.layout_evals < 1) throw RequestError("--layout-evals", "must be at least 1");
   if (r.max_evals && *r.max_evals < 1) throw RequestError("--max-evals", "must be at least 1");

@@ -83,6 +83,12 @@ bool uses_bound(const SearchRequest& request);
 /// "--memory-limit-GiB", "--margin-GiB").
 void check_search_request(const SearchRequest& request);
 
+/// `search --format FORMAT` (an exporter's name, checked as check_export_request does): only
+/// the layouts its framework runs are ranked, so `request.framework` becomes FORMAT. Throws
+/// RequestError("--expressible") when the request names another framework already: the
+/// format would silently overrule it.
+void rank_for_format(SearchRequest& request, const std::string& format);
+
 /// "off", "quick" or "full"; throws RequestError("--planner") for anything else.
 PlannerEffort planner_effort(const std::string& name);
 

@@ -76,15 +76,7 @@ SearchCommand setup_search(const std::vector<std::string>& args, std::optional<i
   if (vm.count("out")) c.out = vm["out"].as<std::string>();
   if (vm.count("format")) {
     c.format = vm["format"].as<std::string>();
-    api::check_export_request(api::ExportRequest{*c.format, {}});
-    // --format F ranks only the layouts F runs, as --expressible F does: another
-    // --expressible beside it would be silently overruled.
-    if (request.framework && *request.framework != *c.format)
-      throw api::RequestError("--expressible", "'" + *request.framework + "' beside --format '" +
-                                                   *c.format +
-                                                   "': --format ranks only the layouts " +
-                                                   "its framework runs; give one framework");
-    request.framework = c.format;  // rank only the layouts the framework runs
+    api::rank_for_format(request, *c.format);  // as --expressible FORMAT
   }
   api::check_search_request(request);  // a typo in an option fails before the file is read
   c.path = vm["config"].as<std::string>();

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "api/search_journal.hpp"
@@ -25,6 +26,30 @@ std::string config_error(F f) {
     return e.file() + "|" + std::to_string(e.line()) + "|" + e.key() + "|" + e.message();
   }
   return "none";
+}
+
+TEST(SearchSetup, AFormatRanksOnlyItsFrameworksLayoutsAndNoOther) {
+  // search --format F is --expressible F; F beside another --expressible is refused, and
+  // an unknown F is named as --format.
+  api::SearchRequest r;
+  api::rank_for_format(r, "megatron");
+  EXPECT_EQ(r.framework, std::optional<std::string>("megatron"));
+  api::rank_for_format(r, "megatron");  // the same framework twice is one
+  try {
+    api::rank_for_format(r, "mindformers");
+    ADD_FAILURE() << "two frameworks were taken";
+  } catch (const api::RequestError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--expressible: 'megatron' beside --format 'mindformers': --format ranks only the "
+              "layouts its framework runs; give one framework");
+  }
+  api::SearchRequest fresh;
+  try {
+    api::rank_for_format(fresh, "megatorn");
+    ADD_FAILURE() << "an unknown format was taken";
+  } catch (const api::RequestError& e) {
+    EXPECT_EQ(e.key(), "--format");
+  }
 }
 
 TEST(SearchSetup, TheConfigsBytesAreReadAsTheyAre) {
