@@ -442,7 +442,7 @@ LayoutResult read_result(const std::string& path, std::size_t line, const nlohma
           modes[k].is_string() ? parse_recompute(modes[k].get<std::string>()) : std::nullopt;
       if (!m)
         f.fail("layer_recompute[" + std::to_string(k) + "]",
-               "unknown recompute mode " + shown(modes[k]) + " (none, selective, full)");
+               "unknown recompute mode " + shown(modes[k]) + " (" + recompute_names() + ")");
       r.plan.recompute.push_back(*m);
     }
   } else {

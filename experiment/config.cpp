@@ -690,13 +690,12 @@ void read_model(Reader& rd, const YAML::Node& root, Config& c) {
 }
 
 Recompute recompute_value(Reader& rd, const YAML::Node& v, const std::string& path) {
-  if (!v.IsScalar())
-    rd.fail(v, path, "expected none, selective, full, offload or selective_offload");
+  if (!v.IsScalar()) rd.fail(v, path, "expected " + recompute_names(" or "));
   const auto r = parse_recompute(v.Scalar());
   if (!r)
     rd.fail(v, path,
-            "unknown recompute mode " + Reader::shown(v) +
-                " (expected none, selective, full, offload or selective_offload)");
+            "unknown recompute mode " + Reader::shown(v) + " (expected " + recompute_names(" or ") +
+                ")");
   rd.mark(v, path);
   return *r;
 }

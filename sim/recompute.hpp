@@ -93,6 +93,17 @@ constexpr std::string_view recompute_column(Recompute r) {
          : r == Recompute::selective_offload ? "s+off"
                                              : recompute_name(r);
 }
+/// Every layer mode's name in kAllModes' order, joined: "none, selective, full, offload,
+/// selective_offload" (with `last` ", " between the last two unless given, e.g. " or "), for
+/// messages that list what a mode may be, so that a new mode is listed everywhere.
+inline std::string recompute_names(std::string_view last = ", ") {
+  std::string out;
+  for (std::size_t k = 0; k < kAllModes.size(); ++k) {
+    if (k > 0) out += k + 1 == kAllModes.size() ? last : std::string_view(", ");
+    out += recompute_name(kAllModes[k]);
+  }
+  return out;
+}
 /// The mode called `text`, or nullopt.
 constexpr std::optional<Recompute> parse_recompute(std::string_view text) {
   for (Recompute r : kAllModes)

@@ -200,7 +200,8 @@ TEST(ApiSearchJournalRefusal, UnknownNamesAndImpossiblePlansAreRefused) {
   expect_refused(kHeader + forged(kPlanned, R"(["none","none","none","none")",
                                   R"(["none","none","none","most")"),
                  2, "result.layer_recompute[3]",
-                 "unknown recompute mode \"most\" (none, selective, full)");
+                 "unknown recompute mode \"most\" (none, selective, full, offload, "
+                 "selective_offload)");
   expect_refused(kHeader + forged(kPlanned, R"(["none",)", R"([2,)"), 2,
                  "result.layer_recompute[0]", "unknown recompute mode 2");
   expect_refused(kHeader + forged(kPlanned, R"("schedule":"1f1b")", R"("schedule":"2f2b")"), 2,
