@@ -16,6 +16,7 @@
 #include "frameworks/megatron/formats.hpp"
 #include "planner/baselines.hpp"
 #include "planner/export_layout.hpp"
+#include "planner/layout_search.hpp"
 #include "planner/schedules_plan.hpp"
 #include "schedules/registry.hpp"
 #include "schedules/schedule_file.hpp"
@@ -390,16 +391,8 @@ std::vector<int> offload_leads(const Config& config) {
 
 namespace {
 
-/// How a plan of run_plan treats offload (PlanRequest::offload): the job-wide form (every
-/// none and selective layer offloads the modules), the per-layer form (the planner picks
-/// none, selective, full, offload or selective_offload per layer), or offload only (none or
-/// offload per layer: the per-layer form without the recompute modes).
-enum class OffloadForm { job, per_layer, only };
-
-constexpr std::string_view form_name(OffloadForm f) {
-  return f == OffloadForm::job ? "job" : f == OffloadForm::per_layer ? "per_layer" : "only";
-}
-
+// How a plan of run_plan treats offload (PlanRequest::offload): OffloadForm
+// (planner/layout_search.hpp), as search plans its layouts.
 PlanResults plan_one(const Config& config_in, const PlanRequest& r,
                      OffloadForm form = OffloadForm::job);
 
@@ -438,7 +431,7 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
         if (form != OffloadForm::job) c.training.recompute = RecomputeSpec::per_layer_offload();
         nlohmann::json row = {{"offload_modules", modules}};
         if (modules != "none") row["offload_lead"] = lead;
-        if (!only) row["form"] = form_name(form);
+        if (!only) row["form"] = offload_form_name(form);
         // --expressible: an offload choice the framework's text cannot state (Megatron-LM's
         // flags have lead 1 alone; MindFormers and torchtitan no module offload) is not
         // planned, so that the plan kept exports as planned.
@@ -492,7 +485,7 @@ PlanResults run_plan(const Config& config_in, const PlanRequest& r) {
   best->summary["offload"] = {
       {"chosen", best->offload_modules},
       {"lead", best->offload_lead ? nlohmann::json(*best->offload_lead) : nlohmann::json(nullptr)},
-      {"form", form_name(best_form)},
+      {"form", offload_form_name(best_form)},
       {"tried", tried}};
   return std::move(*best);
 }
@@ -508,15 +501,8 @@ PlanResults plan_one(const Config& config_in, const PlanRequest& r, OffloadForm 
   apply_overrides(config, o);
   PlanResults out;
   out.experiment = prepare(config);
-  if (form == OffloadForm::only) {
-    // Offload alone: the table without the recompute modes, so that the search, its
-    // starting points and the baselines run none or offload only.
-    auto offload_only = std::make_shared<Experiment>(*out.experiment);
-    for (LayerRow& row : offload_only->layers.layers)
-      for (Recompute m : kAllModes)
-        if (m != Recompute::none && m != Recompute::offload) row.modes[m].reset();
-    out.experiment = std::move(offload_only);
-  }
+  // Offload alone: the table without the recompute modes (as search's offload-only layouts).
+  if (form == OffloadForm::only) out.experiment = offload_only(*out.experiment);
   const Experiment& e = *out.experiment;
 
   PlannerOptions po;

@@ -334,7 +334,7 @@ nlohmann::json search_document(const SearchReport& report) {
       layouts.back()["offload_lead"] = r.layout.offload_lead >= 0
                                            ? nlohmann::json(r.layout.offload_lead)
                                            : nlohmann::json(nullptr);
-      layouts.back()["offload_form"] = r.layout.offload_per_layer ? "per_layer" : "job";
+      layouts.back()["offload_form"] = offload_form_name(r.layout.offload_form);
     }
   }
   nlohmann::json filters;
@@ -356,6 +356,15 @@ nlohmann::json search_document(const SearchReport& report) {
                                     {"confirmed", report.confirmed}};
   return document;
 }
+
+namespace {
+
+/// The form in the table's offload column: "job", "per layer" or "only".
+std::string form_label(OffloadForm f) {
+  return f == OffloadForm::per_layer ? "per layer" : std::string(offload_form_name(f));
+}
+
+}  // namespace
 
 std::string search_table(const SearchReport& report, const std::string& file, int top) {
   std::string out = "bmpipe search ";
@@ -392,11 +401,10 @@ std::string search_table(const SearchReport& report, const std::string& file, in
       out += buf;
     }
     if (report.offload)
-      out +=
-          "  " + r.layout.offload +
-          (r.layout.offload_lead >= 0 ? " (" + std::to_string(r.layout.offload_lead) + ", " +
-                                            (r.layout.offload_per_layer ? "per layer" : "job") + ")"
-                                      : "");
+      out += "  " + r.layout.offload +
+             (r.layout.offload_lead >= 0 ? " (" + std::to_string(r.layout.offload_lead) + ", " +
+                                               form_label(r.layout.offload_form) + ")"
+                                         : "");
     out += "\n";
   }
   std::snprintf(buf, sizeof buf, "\n%d of %zu layouts fit", fitting, ranked.size());
@@ -446,7 +454,7 @@ std::string search_csv(const SearchReport& report) {
     if (report.offload)
       out += '"' + r.layout.offload + "\"," +
              (r.layout.offload_lead >= 0 ? std::to_string(r.layout.offload_lead) : "") + "," +
-             (r.layout.offload_per_layer ? "per_layer" : "job") + ",";
+             std::string(offload_form_name(r.layout.offload_form)) + ",";
     std::snprintf(buf, sizeof buf, "%d,%s,", r.microbatches,
                   r.rejected.empty() && r.fits ? "true" : "false");
     out += buf;

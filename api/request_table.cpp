@@ -382,10 +382,12 @@ RequestTable<SearchRequest> search_options() {
   t.push_back(dimension(
       "schedules", "schedules (default 1f1b,interleaved; " + schedule_names() + ")",
       [](R & r) -> auto& { return r.space.schedules; }));
-  t.push_back(member("offload", &R::offload, "auto|none",
+  t.push_back(member("offload", &R::offload, "auto|only|none",
                      "auto: every layout under each activation-offload choice at each prefetch "
-                     "lead, as plan --offload auto tries them, ranked with the rest; needs a "
-                     "host link (default: none, the config's offload_modules only)"));
+                     "lead, as plan --offload auto tries them (job-wide, per layer, offload "
+                     "alone), ranked with the rest; only: offload alone, each layer none or "
+                     "offload, as plan --offload only (needs the planner); needs a host link "
+                     "(default: none, the config's offload_modules only)"));
   t.push_back(member("expressible", &R::framework, "FRAMEWORK",
                      "rank only the layouts this framework runs, on its schedules and by its "
                      "rules (docs/export.md): megatron, mindformers, torchtitan or "

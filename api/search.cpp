@@ -46,10 +46,15 @@ void check_search_request(const SearchRequest& r) {
   if (r.memory_limit_GiB && (!(*r.memory_limit_GiB > 0) || !std::isfinite(*r.memory_limit_GiB) ||
                              *r.memory_limit_GiB > 1e6))
     throw RequestError("--memory-limit-GiB", "must be a positive number of GiB");
-  if (r.offload && *r.offload != "auto" && *r.offload != "none")
+  if (r.offload && *r.offload != "auto" && *r.offload != "none" && *r.offload != "only")
     throw RequestError("--offload", "'" + *r.offload +
                                         "' is not a choice (expected auto: every layout under "
-                                        "each activation-offload choice; or none)");
+                                        "each activation-offload choice; only: under each "
+                                        "offload without recompute; or none)");
+  if (r.offload == "only" && r.effort == PlannerEffort::off)
+    throw RequestError("--offload",
+                       "only needs the planner to pick each layer's offload (expected --planner "
+                       "quick or full with it)");
   if (r.framework && !find_exporter(*r.framework))
     throw RequestError("--expressible", "unknown framework '" + *r.framework + "'" +
                                             did_you_mean(*r.framework, exporter_names()) + " (" +
@@ -80,21 +85,27 @@ SearchSetup prepare_search(Config config, const SearchRequest& request) {
       throw RequestError("--margin-GiB", "leaves no memory below the limit");
   }
   LayoutSpace space = request.space;
-  if (request.offload == "auto") {
+  if (request.offload == "auto" || request.offload == "only") {
     require_offload_auto(config);
     // As plan --offload auto: the job-wide form (with "none": recompute alone, once, at the
     // config's lead, since no lead matters when nothing is offloaded), then the per-layer
-    // form, where the planner picks each layer's mode (RecomputeSpec::per_layer_offload).
-    // The per-layer form needs the planner: --planner off runs the config's recompute.
+    // form, where the planner picks each layer's mode (RecomputeSpec::per_layer_offload),
+    // then offload alone (none or offload per layer: offload_only). The per-layer forms need
+    // the planner: --planner off runs the config's recompute. --offload only: as plan
+    // --offload only, the last form alone.
+    const bool only = request.offload == "only";
     const std::vector<std::string> choices = offload_choices(config);
-    for (const std::string& modules : choices)
-      for (const int lead : modules == "none" ? std::vector<int>{-1} : offload_leads(config))
-        space.offload.push_back({modules, lead, false});
+    std::vector<OffloadForm> forms;
+    if (!only) forms.push_back(OffloadForm::job);
     if (request.effort != PlannerEffort::off)
-      for (const std::string& modules : choices)
-        if (modules != "none")
-          for (const int lead : offload_leads(config))
-            space.offload.push_back({modules, lead, true});
+      for (const OffloadForm f : {OffloadForm::per_layer, OffloadForm::only})
+        if (!only || f == OffloadForm::only) forms.push_back(f);
+    for (const OffloadForm form : forms)
+      for (const std::string& modules : choices) {
+        if (modules == "none" && form != OffloadForm::job) continue;
+        for (const int lead : modules == "none" ? std::vector<int>{-1} : offload_leads(config))
+          space.offload.push_back({modules, lead, form});
+      }
   }
   s.layouts = enumerate_layouts(config, space, &s.rejected);
   // --format F (--expressible F): only jobs F's framework runs are ranked, so that the best
@@ -149,7 +160,7 @@ SearchReport rank_search(const SearchSetup& s, std::vector<LayoutResult> results
   report.experts = s.config.model.analytic() && s.config.model.shape->is_moe();
   for (const LayoutResult& r : results) report.context = report.context || r.layout.cp != 1;
   for (const LayoutResult& r : s.rejected) report.context = report.context || r.layout.cp != 1;
-  report.offload = s.request.offload == "auto";
+  report.offload = s.request.offload == "auto" || s.request.offload == "only";
   for (const LayoutResult& r : results) report.evaluations += r.evaluations;
   for (const LayoutResult& r : s.rejected) results.push_back(r);
   for (const LayoutResult& r : results)
@@ -170,7 +181,12 @@ LayoutResult layout_from_json(const nlohmann::json& j) {
   r.layout.cp = j.value("cp", 1);
   r.layout.offload = j.value("offload_modules", std::string());
   r.layout.offload_lead = j.value("offload_lead", -1);
-  r.layout.offload_per_layer = j.value("offload_per_layer", false);
+  if (j.contains("offload_form")) {
+    const std::optional<OffloadForm> form =
+        parse_offload_form(j.at("offload_form").get<std::string>());
+    if (!form) throw std::logic_error("decode_result: unknown offload form " + j.dump());
+    r.layout.offload_form = *form;
+  }
   r.microbatches = j.at("microbatches");
   r.fits = j.at("fits");
   if (!j.at("rejected").is_null()) r.rejected = j.at("rejected");
@@ -235,8 +251,8 @@ std::optional<ConfigEdits> best_layout_edits(const Config& config, const SearchR
 std::vector<std::pair<std::string, std::string>> offload_keys(const LayoutResult& best) {
   std::vector<std::pair<std::string, std::string>> out;
   const std::vector<Recompute>& modes = best.plan.recompute;
-  const bool moves =
-      !best.layout.offload_per_layer || std::any_of(modes.begin(), modes.end(), is_offload_mode);
+  const bool moves = best.layout.offload_form == OffloadForm::job ||
+                     std::any_of(modes.begin(), modes.end(), is_offload_mode);
   if (!best.layout.offload.empty())
     out.emplace_back("training.offload_modules", moves ? best.layout.offload : "none");
   if (best.layout.offload_lead >= 0 && moves)
@@ -253,7 +269,8 @@ std::string encode_result(const LayoutResult& r) {
   j["cp"] = r.layout.cp;
   if (!r.layout.offload.empty()) j["offload_modules"] = r.layout.offload;
   if (r.layout.offload_lead >= 0) j["offload_lead"] = r.layout.offload_lead;
-  if (r.layout.offload_per_layer) j["offload_per_layer"] = true;
+  if (r.layout.offload_form != OffloadForm::job)
+    j["offload_form"] = offload_form_name(r.layout.offload_form);
   if (r.bound > 0) j["bound_ns"] = r.bound;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -108,7 +108,7 @@ std::map<std::string, std::string> journal_options(
   o["refine"] = std::to_string(request.refine);
   if (request.memory_limit_GiB) o["memory-limit-GiB"] = number(*request.memory_limit_GiB);
   o["margin-GiB"] = number(request.margin_GiB);
-  if (request.offload == "auto") o["offload"] = "auto";
+  if (request.offload == "auto" || request.offload == "only") o["offload"] = *request.offload;
   // A framework changes which layouts are planned (and so what a line's index names).
   if (request.framework) o["expressible"] = *request.framework;
   o["seed"] = std::to_string(request.seed);
@@ -310,18 +310,27 @@ LayoutResult read_result(const std::string& path, std::size_t line, const nlohma
   l.ep = f.count("ep", 1, "an expert-parallel size of at least 1");
   l.etp = f.count("etp", 1, "an expert tensor-parallel size of at least 1");
   l.cp = f.count("cp", 1, "a context-parallel size of at least 1");
-  // With --offload auto only (encode_result).
+  // With --offload auto or only (encode_result).
   if (f.has("offload_modules"))
     l.offload = f.string("offload_modules", "an activation-offload module set");
   if (f.has("offload_lead"))
     l.offload_lead = static_cast<int>(
         f.integer("offload_lead", 0, std::numeric_limits<int>::max(), "a lead of 0 or more"));
-  if (f.has("offload_per_layer")) l.offload_per_layer = f.boolean("offload_per_layer");
+  if (f.has("offload_form")) {
+    const std::string form = f.string("offload_form", "an offload form");
+    const std::optional<OffloadForm> parsed = parse_offload_form(form);
+    // A run writes the key for the per-layer forms only (job is its absence).
+    if (!parsed || *parsed == OffloadForm::job)
+      f.fail("offload_form", "unknown offload form " + shown(form) + " (per_layer, only)");
+    l.offload_form = *parsed;
+  }
   if (expected && (l.offload != expected->offload || l.offload_lead != expected->offload_lead ||
-                   l.offload_per_layer != expected->offload_per_layer))
-    f.fail("offload_modules", "is " + to_string(l) + ", but layout " + std::to_string(index) +
-                                  " of this search is " + to_string(*expected) +
-                                  ": a line no run of it writes");
+                   l.offload_form != expected->offload_form))
+    f.fail(l.offload != expected->offload             ? "offload_modules"
+           : l.offload_lead != expected->offload_lead ? "offload_lead"
+                                                      : "offload_form",
+           "is " + to_string(l) + ", but layout " + std::to_string(index) + " of this search is " +
+               to_string(*expected) + ": a line no run of it writes");
   if (expected && l != *expected) {
     // The layout the index names, as the search enumerates it: name the first field off.
     const Layout& e = *expected;

@@ -55,16 +55,34 @@ std::optional<LayoutResult> static_memory_refusal(const Experiment& e, const Lay
   return std::nullopt;
 }
 
+/// The experiment of one layout (layout_config, prepared): offload alone keeps the none
+/// and offload modes only (offload_only). `microbatches` gets the layout's.
+std::shared_ptr<const Experiment> prepare_layout(const Config& base, const Layout& l,
+                                                 const std::shared_ptr<const Topology>& topology,
+                                                 int* microbatches) {
+  const Config c = layout_config(base, l);
+  *microbatches = c.training.microbatches;
+  std::shared_ptr<const Experiment> e = prepare(c, topology);
+  if (l.offload_form == OffloadForm::only) e = offload_only(*e);
+  return e;
+}
+
 }  // namespace
+
+std::shared_ptr<const Experiment> offload_only(const Experiment& e) {
+  auto out = std::make_shared<Experiment>(e);
+  for (LayerRow& row : out->layers.layers)
+    for (const Recompute m : kAllModes)
+      if (m != Recompute::none && m != Recompute::offload) row.modes[m].reset();
+  return out;
+}
 
 LayoutScreen screen_layout(const Config& base, const Layout& l, const PlannerOptions& options,
                            const std::shared_ptr<const Topology>& topology) {
   LayoutScreen out;
   std::shared_ptr<const Experiment> e;
   try {
-    const Config c = layout_config(base, l);
-    out.microbatches = c.training.microbatches;
-    e = prepare(c, topology);
+    e = prepare_layout(base, l, topology, &out.microbatches);
   } catch (const ConfigError& err) {
     out.refused = refused(l, "config", err.message());
     return out;
@@ -89,7 +107,8 @@ std::string to_string(const Layout& l) {
   if (l.cp != 1) out += " cp " + std::to_string(l.cp);
   if (!l.offload.empty()) out += " offload " + l.offload;
   if (!l.offload.empty() && l.offload_lead >= 0) out += " lead " + std::to_string(l.offload_lead);
-  if (l.offload_per_layer) out += " per layer";
+  if (l.offload_form == OffloadForm::per_layer) out += " per layer";
+  if (l.offload_form == OffloadForm::only) out += " only";
   return out;
 }
 
@@ -130,8 +149,9 @@ Config layout_config(const Config& base, const Layout& l) {
   // Per-stage and per-layer recompute keys belong to another layout's stages.
   t.recompute.stages.clear();
   t.recompute.layers.clear();
-  // The per-layer offload form: as plan --offload auto plans it.
-  if (l.offload_per_layer) {
+  // The per-layer offload forms: as plan --offload auto plans them (offload alone drops the
+  // recompute modes from the prepared rows: prepare_layout).
+  if (l.offload_form != OffloadForm::job) {
     t.recompute = RecomputeSpec::per_layer_offload();
     c.lines["training.recompute"] = 0;
   }
@@ -349,7 +369,7 @@ std::vector<Layout> enumerate_layouts(const Config& c, const LayoutSpace& space,
                   for (const LayoutSpace::OffloadChoice& o : space.offload) {
                     x.offload = o.modules;
                     x.offload_lead = o.lead;
-                    x.offload_per_layer = o.per_layer;
+                    x.offload_form = o.form;
                     out.push_back(x);
                   }
                 }
@@ -377,9 +397,7 @@ LayoutResult evaluate_layout(const Config& base, const Layout& l, PlannerEffort 
   r.layout = l;
   std::shared_ptr<const Experiment> e;
   try {
-    const Config c = layout_config(base, l);
-    r.microbatches = c.training.microbatches;
-    e = prepare(c, topology);
+    e = prepare_layout(base, l, topology, &r.microbatches);
   } catch (const ConfigError& err) {
     return refused(l, "config", err.message());
   }

@@ -15,12 +15,42 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "experiment/config.hpp"
 #include "planner/planner.hpp"
 
 namespace bmpipe {
+
+/// How an activation-offload choice is planned (plan --offload's forms, api/api.cpp):
+///   job        the job-wide form: the layout's recompute as planned, and every none and
+///              selective layer moves the modules (Megatron-Core's --offload-modules)
+///   per_layer  the per-layer form (RecomputeSpec::per_layer_offload): the planner picks none,
+///              selective, full, offload or selective_offload for each layer, and only the
+///              offload layers move the modules
+///   only       offload alone: the per-layer form without the recompute modes, so each layer
+///              is none or offload (offload_only)
+enum class OffloadForm { job, per_layer, only };
+
+/// "job", "per_layer" or "only": the form's name in JSON, CSV, journals and plan's summary.
+constexpr std::string_view offload_form_name(OffloadForm f) {
+  return f == OffloadForm::job ? "job" : f == OffloadForm::per_layer ? "per_layer" : "only";
+}
+
+/// The form called `text`, or nullopt.
+constexpr std::optional<OffloadForm> parse_offload_form(std::string_view text) {
+  for (const OffloadForm f : {OffloadForm::job, OffloadForm::per_layer, OffloadForm::only})
+    if (offload_form_name(f) == text) return f;
+  return std::nullopt;
+}
+
+/// Offload alone (OffloadForm::only): `e` with every layer's modes but none and offload
+/// removed, so that a planner's search, its starting points and its baselines run none or
+/// offload only. `e` is prepared from a config whose training.recompute names offload
+/// (RecomputeSpec::per_layer_offload), so each row has both. What plan --offload only and
+/// search's offload-only layouts plan.
+std::shared_ptr<const Experiment> offload_only(const Experiment& e);
 
 /// What to try; an empty list means the default range (see enumerate_layouts).
 struct LayoutSpace {
@@ -30,13 +60,14 @@ struct LayoutSpace {
   /// Context-parallel sizes (training.cp; empty: 1 only).
   std::vector<int> cp;
   std::vector<std::string> schedules;
-  /// Activation-offload choices (Layout::offload, offload_lead, offload_per_layer), each
-  /// layout tried under each, in this order (search --offload auto: api::offload_choices at
-  /// api::offload_leads, job-wide then per layer). Empty: the config's own only.
+  /// Activation-offload choices (Layout::offload, offload_lead, offload_form), each layout
+  /// tried under each, in this order (search --offload auto: api::offload_choices at
+  /// api::offload_leads, job-wide, then per layer, then offload alone; --offload only: the
+  /// last). Empty: the config's own only.
   struct OffloadChoice {
     std::string modules;
     int lead = -1;
-    bool per_layer = false;
+    OffloadForm form = OffloadForm::job;
   };
   std::vector<OffloadChoice> offload;
 };
@@ -51,16 +82,14 @@ struct Layout {
   /// training.offload_lead (below 0: the config's own).
   std::string offload = "";
   int offload_lead = -1;
-  /// The per-layer form (RecomputeSpec::per_layer_offload): the planner picks none,
-  /// selective, full or offload for each layer, and only the offload layers move the
-  /// modules; false: the job-wide form, every none and selective layer moves them.
-  bool offload_per_layer = false;
+  /// How the choice is planned (OffloadForm): job-wide, per layer, or offload alone.
+  OffloadForm offload_form = OffloadForm::job;
   friend bool operator==(const Layout&, const Layout&) = default;
 };
 
 /// "tp 8 pp 16 dp 8 vpp 1 mbs 1 1f1b", " ep 8 etp 1" after it when ep or etp is not 1,
 /// " cp 2" when cp is not 1, and " offload core_attn,attn_proj lead 1" with an offload choice
-/// (" per layer" after it in the per-layer form)
+/// (" per layer" after it in the per-layer form, " only" in the offload-only form)
 std::string to_string(const Layout& l);
 
 enum class PlannerEffort { off, quick, full };

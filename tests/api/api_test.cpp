@@ -130,6 +130,28 @@ TEST(ApiSearch, WireFormatRoundTripsEveryField) {
   EXPECT_TRUE(planned);
 }
 
+// The MPI wire and the journal carry a layout's offload form: job as no key, the others
+// by name (the JSON's offload_form column).
+TEST(ApiSearch, WireFormatCarriesTheOffloadForm) {
+  for (const OffloadForm form : {OffloadForm::job, OffloadForm::per_layer, OffloadForm::only}) {
+    LayoutResult r;
+    r.layout = Layout{1, 8, 1, 1, 1, "1f1b"};
+    r.layout.offload = "core_attn,attn_proj";
+    r.layout.offload_lead = 2;
+    r.layout.offload_form = form;
+    r.rejected = "static";
+    r.filter = "static-memory";
+    const std::string text = api::encode_result(r);
+    EXPECT_EQ(text.find("\"offload_form\":\"per_layer\"") != std::string::npos,
+              form == OffloadForm::per_layer)
+        << text;
+    EXPECT_EQ(text.find("\"offload_form\":\"only\"") != std::string::npos,
+              form == OffloadForm::only)
+        << text;
+    EXPECT_EQ(api::decode_result(text).layout, r.layout) << text;
+  }
+}
+
 TEST(ApiSearch, RequestIsCheckedBeforeAnyConfig) {
   api::SearchRequest r;
   r.max_evals = 0;

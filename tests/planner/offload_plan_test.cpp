@@ -233,10 +233,10 @@ TEST(OffloadSearch, TheFastestOfEveryChoiceAndFormIsKept) {
   const std::string out = dir.file("best.yaml");
   const nlohmann::json got = test::run_json(args + "--offload auto --out " + out);
   const nlohmann::json& best = got["layouts"][0];
-  // 4 layouts (tp 1 or 2, pp 4 or 8) under 13 choices.
   // 4 layouts (tp 1 or 2, pp 4 or 8): tp 2 pp 8 needs 16 devices, refused once by
-  // divisibility; the other 3 under each of the 13 choices.
-  EXPECT_EQ(got["layouts"].size(), 3 * kSearchChoices.size() + 1);
+  // divisibility; the other 3 under each of the 13 choices a config states, and under the
+  // 6 of offload alone (each module set at each lead).
+  EXPECT_EQ(got["layouts"].size(), 3 * (kSearchChoices.size() + 6) + 1);
   // Brute force over the choices --offload auto tries.
   double least = 1e300;
   const SearchChoice* kept = nullptr;
@@ -255,6 +255,22 @@ TEST(OffloadSearch, TheFastestOfEveryChoiceAndFormIsKept) {
     }
   }
   ASSERT_NE(kept, nullptr);
+  // Offload alone, which no config states: its layouts are those of --offload only, and
+  // none of them is faster here (at 24 GiB offload alone fits no layout: the planner's
+  // least-memory check refuses each).
+  const nlohmann::json only = test::run_json(args + "--offload only");
+  std::vector<nlohmann::json> only_rows;
+  for (const auto& l : got["layouts"])
+    if (l["offload_form"] == "only") only_rows.push_back(l);
+  // (and the layout divisibility refuses, once, without a choice)
+  ASSERT_EQ(only_rows.size() + 1, only["layouts"].size());
+  for (const auto& l : only["layouts"]) {
+    if (l["filter"] == "divisibility") continue;
+    EXPECT_NE(std::find(only_rows.begin(), only_rows.end(), l), only_rows.end()) << l.dump();
+    if (!l["iteration_time_ms"].is_null() && l["fits"] == true) {
+      EXPECT_GT(l["iteration_time_ms"].get<double>(), least) << l.dump();
+    }
+  }
   EXPECT_EQ(best["iteration_time_ms"].get<double>(), least);
   EXPECT_EQ(best["offload_modules"], kept->modules);
   EXPECT_EQ(best["offload_lead"], kept->lead >= 0 ? nlohmann::json(kept->lead) : nlohmann::json());
@@ -312,6 +328,99 @@ TEST(OffloadSearch, APerLayerLayoutIsWrittenWithItsOffloadLayers) {
             (*row)["iteration_time_ms"]);
 }
 
+// search --offload only: each layout under each offload choice at each lead with offload
+// alone (each layer none or offload), planned by plan --offload only's code
+// (bmpipe::offload_only). One layout, Llama-2-7B at 4 096 tokens on 8 GB200, tp 1 pp 8,
+// 36 GiB (24 GiB fits no offload-only plan), with the planner at 300 evaluations in both:
+// each (modules, lead) layout's time is the one plan --offload only reports having tried
+// for that choice, and the kept layout is plan's plan, layer for layer. Its --out file
+// simulates to its time.
+TEST(OffloadSearch, OffloadOnlyLayoutsArePlanOffloadOnlysPlans) {
+  const test::ScratchDir dir;
+  const std::string job = lead_job(dir);
+  const std::string out = dir.file("only.yaml");
+  const nlohmann::json got = test::run_json(
+      "search " + job +
+      " --quiet --json --threads 2 --memory-limit-GiB 36 --tp 1 --pp 8 --schedules 1f1b "
+      "--micro-batch-size 1 --planner full --layout-evals 300 --offload only --out " +
+      out);
+  const nlohmann::json plan = test::run_json(
+      "plan " + job + " --quiet --json --threads 2 --max-evals 300 --memory-limit-GiB 36 " +
+      "--offload only");
+  // Two module sets at leads 1, 0 and 2: plan's six tries, search's six layouts.
+  const auto& tried = plan["offload"]["tried"];
+  ASSERT_EQ(tried.size(), 6u);
+  ASSERT_EQ(got["layouts"].size(), 6u);
+  for (const auto& row : tried) {
+    const nlohmann::json* layout = nullptr;
+    for (const auto& l : got["layouts"])
+      if (l["offload_modules"] == row["offload_modules"] &&
+          l["offload_lead"] == row["offload_lead"])
+        layout = &l;
+    ASSERT_NE(layout, nullptr) << row.dump();
+    EXPECT_EQ((*layout)["offload_form"], "only");
+    EXPECT_EQ((*layout)["iteration_time_ms"], row["iteration_time_ms"]) << row.dump();
+    EXPECT_EQ((*layout)["max_peak_memory_bytes"], row["peak_memory_bytes"]) << row.dump();
+  }
+  const nlohmann::json& best = got["layouts"][0];
+  EXPECT_EQ(best["iteration_time_ms"], plan["plan"]["iteration_time_ms"]);
+  EXPECT_EQ(best["partition"], plan["plan"]["partition"]);
+  EXPECT_EQ(best["layer_recompute"], plan["plan"]["layer_recompute"]);
+  EXPECT_EQ(best["offload_modules"], plan["offload"]["chosen"]);
+  EXPECT_EQ(best["offload_lead"], plan["offload"]["lead"]);
+  // Offload alone: no layer recomputes, and some offload.
+  const auto& modes = best["layer_recompute"];
+  for (const auto& m : modes) EXPECT_TRUE(m == "none" || m == "offload") << modes.dump();
+  EXPECT_NE(std::find(modes.begin(), modes.end(), "offload"), modes.end()) << modes.dump();
+  // The table names the form.
+  const test::CliRun table = run_cli("search " + job +
+                                     " --memory-limit-GiB 36 --tp 1 --pp 8 --schedules 1f1b "
+                                     "--micro-batch-size 1 --planner full --layout-evals 300 "
+                                     "--offload only --quiet --top 1");
+  EXPECT_EQ(table.code, 0) << table.all();
+  EXPECT_NE(table.out.find(best["offload_modules"].get<std::string>() + " (" +
+                           std::to_string(best["offload_lead"].get<int>()) + ", only)"),
+            std::string::npos)
+      << table.out;
+  // --out: the layers' modes and the choice; the file simulates to the layout's time.
+  const std::string written = test::slurp(out);
+  EXPECT_NE(written.find(": offload"), std::string::npos) << written;
+  EXPECT_EQ(test::run_json("simulate " + out + " --json")["iteration_time_ms"],
+            best["iteration_time_ms"]);
+  // A journal carries the form: resumed, the search is the same; a line of another form is
+  // refused, naming the field.
+  const std::string journal = dir.file("only.jsonl");
+  const std::string journaled = "search " + job +
+                                " --quiet --json --threads 2 --memory-limit-GiB 36 --tp 1 --pp 8 "
+                                "--schedules 1f1b --micro-batch-size 1 --planner full "
+                                "--layout-evals 300 --offload only --journal ";
+  EXPECT_EQ(test::run_json(journaled + journal)["layouts"], got["layouts"]);
+  const std::string lines = test::slurp(journal);
+  EXPECT_NE(lines.find("\"offload_form\":\"only\""), std::string::npos) << lines;
+  EXPECT_EQ(test::run_json(journaled + journal)["layouts"], got["layouts"]);  // resumed
+  std::string forged = lines;
+  forged.replace(forged.find("\"offload_form\":\"only\""), 21, "\"offload_form\":\"job\"");
+  const std::string other = test::write_file(dir.file("forged.jsonl"), forged);
+  const test::CliRun refused = run_cli(journaled + other);
+  EXPECT_EQ(refused.code, 2) << refused.all();
+  EXPECT_NE(refused.err.find("result.offload_form: unknown offload form \"job\""),
+            std::string::npos)
+      << refused.err;
+}
+
+// search --offload only needs the planner (each layer's choice is the plan), and a host
+// link as auto does.
+TEST(OffloadSearch, OffloadOnlyNeedsThePlanner) {
+  const test::ScratchDir dir;
+  const test::CliRun off =
+      run_cli("search " + lead_job(dir) + " --offload only --planner off --quiet");
+  EXPECT_EQ(off.code, 2) << off.all();
+  EXPECT_NE(off.err.find("--offload: only needs the planner"), std::string::npos) << off.err;
+  const test::CliRun hostless = run_cli("search " + test::kTiny + " --offload only --quiet");
+  EXPECT_EQ(hostless.code, 2) << hostless.all();
+  EXPECT_NE(hostless.err.find("--offload"), std::string::npos) << hostless.err;
+}
+
 // What search --offload auto --out writes of the offload choice (api::offload_keys):
 // hand-built layouts and plans.
 TEST(OffloadSearch, TheWrittenOffloadKeysFollowTheForm) {
@@ -325,10 +434,15 @@ TEST(OffloadSearch, TheWrittenOffloadKeysFollowTheForm) {
   r.plan.recompute = {Recompute::full, Recompute::none};
   const Keys both = {{"training.offload_modules", "core_attn,attn_proj"},
                      {"training.offload_lead", "0"}};
-  EXPECT_EQ(api::offload_keys(r), both);  // job-wide: the none layer moves the modules
-  r.layout.offload_per_layer = true;      // per layer, no offload layer: nothing moves
+  EXPECT_EQ(api::offload_keys(r), both);           // job-wide: the none layer moves the modules
+  r.layout.offload_form = OffloadForm::per_layer;  // per layer, no offload layer: nothing moves
   EXPECT_EQ(api::offload_keys(r), (Keys{{"training.offload_modules", "none"}}));
   r.plan.recompute = {Recompute::full, Recompute::offload};
+  EXPECT_EQ(api::offload_keys(r), both);
+  r.layout.offload_form = OffloadForm::only;  // offload alone: as per layer
+  r.plan.recompute = {Recompute::none, Recompute::none};
+  EXPECT_EQ(api::offload_keys(r), (Keys{{"training.offload_modules", "none"}}));
+  r.plan.recompute = {Recompute::none, Recompute::offload};
   EXPECT_EQ(api::offload_keys(r), both);
 }
 
@@ -338,7 +452,8 @@ TEST(OffloadPlan, BadChoicesAndHostlessDevicesAreRefused) {
     SCOPED_TRACE(command);
     const test::CliRun bad = run_cli(command + test::kTiny + " --offload sometimes --quiet");
     EXPECT_EQ(bad.code, 2) << bad.all();
-    EXPECT_NE(bad.err.find("--offload"), std::string::npos) << bad.err;
+    EXPECT_NE(bad.err.find("--offload: 'sometimes' is not a choice"), std::string::npos) << bad.err;
+    EXPECT_NE(bad.err.find("only: "), std::string::npos) << bad.err;  // names the choices
     // The tiny example has measured layers and no host link.
     const test::CliRun hostless = run_cli(command + test::kTiny + " --offload auto --quiet");
     EXPECT_EQ(hostless.code, 2) << hostless.all();
