@@ -1031,6 +1031,21 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
   const bool fp8 = st.fp8 != Fp8::none;
   const double gi = fp8 ? Builder::low_precision_bytes(st.fp8_recipe) : D.e;
   double fp8_copies = 0;
+  // out_proj's saved input, the core's output, an element: Megatron-Core sets
+  // save_original_input on linear_proj for FP8 recipes but delayed (TE >= 2.6) and for FP4
+  // (NVIDIA/Megatron-LM d98e8a64ddf3, megatron/core/transformer/attention.py:428-444,
+  // multi_latent_attention.py:235-251: "the output of the fused core_attn is saved by
+  // itself, and linear_proj also saves the quantized tensor of this output. Here we set
+  // the linear_proj to save the original input tensors"), so it keeps the bf16 output
+  // (e), the very tensor flash attention keeps, and no FP8 copy; under delayed scaling (and
+  // torchao's rowwise, whose Float8Linear saves its casts) it keeps its FP8 cast (gi). With
+  // the core checkpointed (selective, core_attn) flash's own copy is dropped with the
+  // checkpoint's insides (tensor_parallel.checkpoint, attention.py:446-495), so the output
+  // costs proj_in alone.
+  const bool proj_original =
+      fp8 && st.fp8_recipe != Fp8Recipe::delayed && st.fp8_recipe != Fp8Recipe::rowwise;
+  const double proj_in = proj_original ? D.e : gi;
+  double core_out_kept = 0;  // flash's bf16 output and out_proj's copy (none), per layer
   // The layer input and the two RMSNorms (what rms_norm_saved says, and an fp32 rsqrt per
   // token). A fused norm keeps only its input, and the first one's is the layer input.
   // ModelShape::post_norms: two more, each keeping its input as a norm does (and no
@@ -1095,16 +1110,20 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
     // Absorbed: the einsums' inputs, q_nope and the core's latent output (counted above),
     // and v_up's output, out_proj's input.
     if (D.absorbed) saved += D.e * D.T * D.heads * (m.mla.qk_nope_head_dim + D.dv);
-    if (fp8) fp8_copies += D.T * D.heads * D.dv;
+    if (fp8 && !proj_original) fp8_copies += D.T * D.heads * D.dv;
+    if (!D.absorbed)
+      core_out_kept =
+          D.e * D.T * D.core_out + (fp8 && !proj_original ? gi * D.T * D.heads * D.dv : 0.0);
   } else {
     saved += D.e * D.T * (D.q_cols + 2 * D.kv_cols);  // q, k, v (the core's inputs)
     // Core output = out_proj input: flash attention keeps it too (bf16), the unfused
     // core's batched GEMM does not.
     if (m.flash_attention) {
       saved += D.e * D.T * D.q_cols;
-      if (fp8) fp8_copies += D.T * D.q_cols;
+      if (fp8 && !proj_original) fp8_copies += D.T * D.q_cols;
+      core_out_kept = D.e * D.T * D.q_cols + (fp8 && !proj_original ? gi * D.T * D.q_cols : 0.0);
     } else {
-      saved += gi * D.T * D.q_cols;
+      saved += proj_in * D.T * D.q_cols;
     }
   }
   if (m.flash_attention || D.is_mla) {
@@ -1115,8 +1134,13 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
   }
   saved += gi * fp8_copies;  // (elements; gi bytes each under fp8)
   c.activation_bytes[Recompute::none] = to_bytes(saved + core_only);
+  // A checkpointed core keeps its output through out_proj's saved input alone (proj_in).
+  const double core_out_freed =
+      has_module(st.recompute_modules, RecomputeModule::core_attn) && core_out_kept > 0
+          ? core_out_kept - proj_in * D.T * (D.is_mla ? D.heads * D.dv : D.q_cols)
+          : 0.0;
   c.activation_bytes[Recompute::selective] =
-      to_bytes(saved + core_only -
+      to_bytes(saved + core_only - core_out_freed -
                modules_freed(D, m, st, moe_mlp ? MlpKind::moe : MlpKind::dense, core_only));
   c.activation_bytes[Recompute::full] = to_bytes(D.e * D.Hs);  // only the layer input
   // W needs the inputs of the four projections (qkv and MLP-in: gi Hs each, the router's
@@ -1124,10 +1148,10 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
   // fp8), and, for the norm scales, the normalized tensors (llama) or the LayerNorm inputs
   // (gpt): e Hs each.
   const double proj_inputs =
-      moe_mlp ? gi * D.Hs + D.e * D.Hs + gi * D.T * D.o_cols + gi * D.Tg * (D.X + D.ef) +
+      moe_mlp ? gi * D.Hs + D.e * D.Hs + proj_in * D.T * D.o_cols + gi * D.Tg * (D.X + D.ef) +
                     (x.shared_ffn > 0 ? gi * D.T * D.sf + (fp8 ? gi * D.T * D.h : 0.0) : 0.0) +
                     latent_saved(D, st)
-              : 2 * gi * D.Hs + gi * D.T * D.o_cols + gi * D.F;
+              : 2 * gi * D.Hs + proj_in * D.T * D.o_cols + gi * D.F;
   // A trained DSA indexer's weight-grads read the hidden state it gathered under sequence
   // parallelism (without it, the input norm's output counted below).
   const double indexer_inputs =
@@ -1191,8 +1215,9 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
     // attn_proj: out_proj's input; flash attention's backward keeps the core's output
     // too, unless the core is checkpointed (its output then is out_proj's alone).
     if (offloads(off, OffloadModule::attn_proj))
-      bytes += flash && !core_checkpointed ? D.e * core_out + (fp8 ? gi * core_out : 0.0)
-                                           : gi * core_out;
+      bytes += flash && !core_checkpointed
+                   ? D.e * core_out + (fp8 && !proj_original ? gi * core_out : 0.0)
+                   : proj_in * core_out;
     if (moe_mlp) {
       if (offloads(off, OffloadModule::mlp_norm)) bytes += norm_in;
       if (offloads(off, OffloadModule::expert_fc1)) bytes += gi * D.Tg * D.X;

@@ -136,24 +136,77 @@ TEST(Fp8, TheLayerHoldsAnFp8CopyOfItsGemmWeights) {
 
 // FP8 saved activations (issue 19): a GEMM run in FP8 keeps the FP8 cast of its input for
 // its weight-grad (TransformerEngine's Linear), one byte an element instead of two; the
-// other saved tensors stay bf16. Llama 3 8B at s 4096, tp 1 (flash attention): the tensors
-// only a GEMM keeps are the qkv and gate/up inputs (4096 x 4096 each) and down_proj's
-// (4096 x 14336): 2 x (2 x 16,777,216 + 58,720,256) = 184,549,376 bf16 bytes, halved:
-// 92,274,688 fewer. Flash attention keeps its bf16 output, out_proj's input, so out_proj's
-// FP8 copy (4096 x 4096 = 16,777,216 bytes) comes beside it: 75,497,472 fewer in all.
+// other saved tensors stay bf16. Llama 3 8B at s 4096, tp 1 (flash attention), delayed
+// scaling: the tensors only a GEMM keeps are the qkv and gate/up inputs (4096 x 4096 each)
+// and down_proj's (4096 x 14336): 2 x (2 x 16,777,216 + 58,720,256) = 184,549,376 bf16
+// bytes, halved: 92,274,688 fewer. Flash attention keeps its bf16 output, out_proj's input,
+// so out_proj's FP8 copy (4096 x 4096 = 16,777,216 bytes) comes beside it: 75,497,472 fewer
+// in all. With the core checkpointed (selective) flash's copy goes with the checkpoint and
+// out_proj's FP8 copy alone keeps the output: 16,777,216 more fewer than bf16's 2-byte
+// output, 109,051,904 (FP8CoreOutput below).
 TEST(Fp8, SavedGemmInputsAreKeptAsTheirFp8Casts) {
   const ModelShape& m = *find_model_preset("llama3-8b");
   ASSERT_TRUE(m.flash_attention);
   const LayerCost bf16 = decoder_layer_cost(m, round_device(), llama_4096(Fp8::none));
   const LayerCost fp8 = decoder_layer_cost(m, round_device(), llama_4096(Fp8::hybrid));
-  for (Recompute r : {Recompute::none, Recompute::selective})
-    EXPECT_EQ(bf16.activation_bytes[r] - fp8.activation_bytes[r], 75'497'472) << recompute_name(r);
+  EXPECT_EQ(bf16.activation_bytes[Recompute::none] - fp8.activation_bytes[Recompute::none],
+            75'497'472);
+  EXPECT_EQ(
+      bf16.activation_bytes[Recompute::selective] - fp8.activation_bytes[Recompute::selective],
+      109'051'904);
   // Full recompute keeps the layer input only, a bf16 residual.
   EXPECT_EQ(fp8.activation_bytes[Recompute::full], bf16.activation_bytes[Recompute::full]);
   // What the weight-grad pass still needs: the four projections' inputs, now their FP8
   // casts: (2 x 16,777,216 + 16,777,216 + 58,720,256) bytes fewer = 109,051,904.
   EXPECT_EQ(bf16.weight_grad_bytes[Recompute::none] - fp8.weight_grad_bytes[Recompute::none],
             109'051'904);
+}
+
+// The attention core's output (out_proj's input) under FP8, with and without the core
+// checkpointed, as Megatron-Core keeps it (NVIDIA/Megatron-LM d98e8a64ddf3):
+//   - megatron/core/transformer/attention.py:428-444: for FP8 with a recipe other than
+//     delayed (TE >= 2.6) and for FP4, set_save_original_input(self.linear_proj), "the
+//     output of the fused core_attn is saved by itself, and linear_proj also saves the
+//     quantized tensor of this output ... save the original input tensors to avoid the extra
+//     memory usage": out_proj keeps the bf16 output itself, no FP8 copy;
+//   - attention.py:446-495 and 1555-1563: a checkpointed core runs in
+//     tensor_parallel.checkpoint, which keeps q, k, v and none of flash's own tensors, its
+//     output included.
+// Llama 3 8B, s 4096, tp 1: the output is 4096 x 4096 = 16,777,216 elements, 33,554,432
+// bf16 bytes; its FP8 cast 16,777,216 (delayed and tensorwise: 1 byte, one scale a tensor).
+//   delayed, none:         flash's bf16 + out_proj's FP8 = 33,554,432 + 16,777,216
+//   delayed, selective:    out_proj's FP8 alone          = 16,777,216
+//   tensorwise, none:      the bf16 output, kept by both = 33,554,432
+//   tensorwise, selective: out_proj's bf16 original      = 33,554,432
+// The rest is the same under both recipes (the other GEMM inputs at 1 byte an element), so
+// tensorwise - delayed is -16,777,216 (none) and +16,777,216 (selective), and selective
+// frees the output's 33,554,432 under delayed beside what it frees in bf16 (the fp32
+// logsumexp), nothing more under tensorwise.
+TEST(Fp8CoreOutput, KeptAsMegatronKeepsItPerRecipeAndCheckpoint) {
+  const ModelShape& m = *find_model_preset("llama3-8b");
+  ASSERT_TRUE(m.flash_attention);
+  const LayerCost bf16 = decoder_layer_cost(m, round_device(), llama_4096(Fp8::none));
+  const LayerCost delayed = decoder_layer_cost(m, round_device(), llama_4096(Fp8::hybrid));
+  const LayerCost current =
+      decoder_layer_cost(m, round_device(), llama_4096(Fp8::hybrid, Fp8Recipe::tensorwise));
+  const auto freed = [](const LayerCost& c) {
+    return c.activation_bytes[Recompute::none] - c.activation_bytes[Recompute::selective];
+  };
+  EXPECT_EQ(current.activation_bytes[Recompute::none] - delayed.activation_bytes[Recompute::none],
+            -16'777'216);
+  EXPECT_EQ(current.activation_bytes[Recompute::selective] -
+                delayed.activation_bytes[Recompute::selective],
+            16'777'216);
+  EXPECT_EQ(freed(delayed) - freed(bf16), 33'554'432);
+  EXPECT_EQ(freed(current), freed(bf16));
+  // Against bf16: the other GEMM inputs' 92,274,688 fewer bytes alone under tensorwise.
+  for (Recompute r : {Recompute::none, Recompute::selective})
+    EXPECT_EQ(bf16.activation_bytes[r] - current.activation_bytes[r], 92'274'688)
+        << recompute_name(r);
+  // The weight-grad pass reads out_proj's saved input: its FP8 copy under delayed, the bf16
+  // original under tensorwise (16,777,216 bytes more).
+  EXPECT_EQ(current.weight_grad_bytes[Recompute::none] - delayed.weight_grad_bytes[Recompute::none],
+            16'777'216);
 }
 
 // GPT-3 175B's layer at s 2048, tp 1, Megatron's unfused core (nothing else keeps its
