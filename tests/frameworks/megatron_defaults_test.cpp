@@ -79,8 +79,7 @@ TEST(MegatronDefaults, TheParsersDefaultsAreInert) {
   } defaults[] = {
       // megatron/core/transformer/transformer_config.py
       {"--fp8-margin", "0"},                         // fp8_margin: int = 0
-      {"--fp8-amax-history-len", "1"},               // fp8_amax_history_len: int = 1
-      {"--fp8-amax-compute-algo", "most_recent"},    // Literal[...] = "most_recent"
+      {"--fp8-interval", "1"},                       // fp8_interval: int = 1
       {"--moe-dispatch-fwd-dtype", "bf16"},          // moe_dispatch_fwd_dtype = 'bf16'
       {"--transformer-impl", "transformer_engine"},  // transformer_impl = "transformer_engine"
       {"--activation-offload-fraction", "1"},        // activation_offload_fraction: float = 1.0
@@ -131,14 +130,16 @@ TEST(MegatronDefaults, EveryDefaultInTheTableIsInertAndNothingElse) {
     EXPECT_FALSE(listed(job.ignored, other + " (Megatron-LM's default)")) << other;
   }
   // The column is filled for every flag whose default is a value (104 filled from the
-  // parser, besides those set before), not for a handful.
-  EXPECT_GE(checked, 100);
+  // parser, besides those set before, less the three since found of negligible cost and
+  // made inert: --fp8-amax-history-len, --fp8-amax-compute-algo,
+  // --empty-unused-memory-level), not for a handful.
+  EXPECT_GE(checked, 97);
 }
 
 // The same flags at other values, as a user would write them: refused, naming the flag.
 TEST(MegatronDefaults, AValueThatIsNotTheDefaultIsStillRefused) {
   for (const char* given :
-       {"--fp8-margin 1", "--fp8-amax-compute-algo max", "--fp8-amax-history-len 1024",
+       {"--fp8-margin 1", "--fp8-interval 2", "--num-layers-at-start-in-bf16 2",
         "--transformer-impl local", "--kitchen-attention-backend fa", "--wgrad-deferral-limit 2",
         "--exp-avg-dtype bf16", "--optimizer sgd", "--activation-offload-fraction 0.5",
         "--cross-entropy-fusion-impl te"}) {
@@ -213,6 +214,35 @@ TEST(MegatronRouterFlags, NegligibleOnesAreInertWithTheirReason) {
   // What changes the MoE layer's kernels stays refused.
   for (const char* given : {"--moe-permute-fusion", "--moe-router-fusion"})
     EXPECT_EQ(unmodelled_flags(import(kMoe + given + "\n")), std::set<std::string>{given});
+}
+
+// The delayed FP8 recipe's amax history and the allocator's cache (issue 41: Megatron-LM's
+// Llama 3 8B FP8 example gives all three): inert at any value, each with the reason its cost
+// is negligible, citing Megatron-LM's source, above its row.
+TEST(MegatronNegligibleFlags, AmaxHistoryAndEmptyCacheAreInertWithTheirReason) {
+  const struct {
+    const char* given;
+    const char* cites;  // the file the reason cites
+  } flags[] = {
+      {"--fp8-amax-history-len 1024", "transformer_engine.py:3360"},
+      {"--fp8-amax-compute-algo max", "transformer_engine.py:3360"},
+      {"--empty-unused-memory-level 2", "training.py:3229"},
+  };
+  for (const auto& f : flags) {
+    const std::string flag = std::string(f.given).substr(0, std::string(f.given).find(' '));
+    const VocabularyEntry* e = megatron_vocabulary().find(flag);
+    ASSERT_NE(e, nullptr) << flag;
+    EXPECT_EQ(e->treatment, Treatment::inert) << flag;
+    EXPECT_NE(negligible_reason(flag).find(f.cites), std::string::npos) << flag;
+    const ImportedJob job = import(kModel + f.given + "\n");
+    EXPECT_TRUE(job.unmodelled.empty()) << f.given;
+    EXPECT_TRUE(listed(job.ignored, flag + " (not modelled)")) << f.given;
+  }
+  // The cross-entropy fusion beside them is a change of kernels, 3.6 % of the Llama 3 8B
+  // example's iteration in bmpipe's own cost (tests/frameworks/megatron_stock_scripts_test.cpp):
+  // still refused.
+  EXPECT_EQ(unmodelled_flags(import(kModel + "--cross-entropy-loss-fusion\n")),
+            std::set<std::string>{"--cross-entropy-loss-fusion"});
 }
 
 // ---- the DeepSeek-V3 script Megatron-LM ships ----------------------------------------------
