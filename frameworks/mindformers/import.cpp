@@ -892,7 +892,29 @@ void read_moe_config(Reading& ctx) {
     job.from("model.moe.expert_ffn_hidden_size", mf.origin(w, "moe_config.moe_intermediate_size"));
   }
   if (const YAML::Node sh = Mf::child(moe, "shared_expert_num"); sh.IsDefined()) {
-    const long long shared = mf.integer(sh, "moe_config.shared_expert_num", 0) * e.expert_ffn;
+    // MindFormers r1.5.0 (ece44cc4) keeps the value as written (MoEConfig.__init__,
+    // mindformers/modules/transformer/moe.py:187, with no check) and multiplies it in:
+    // int(intermediate_size * moe_config.shared_expert_num) (mindformers/models/llama/
+    // llama_layer.py:821). Its own Qwen2-57B YAML writes 8.0 (research/qwen2/qwen2_57b/
+    // pretrain_qwen2_57b.yaml:42), which is 8 experts' width; a fraction (8.5) is a width
+    // no whole number of experts makes, which bmpipe's import and export do not state.
+    long long count = 0;
+    double given = 0;
+    if (sh.IsScalar() && sh.Tag() != "!" && scalar_kind(sh) == Scalar::string &&
+        YAML::convert<double>::decode(sh, given) && std::isfinite(given) && given >= 0 &&
+        given <= INT_MAX) {
+      if (given != std::floor(given))
+        mf.fail(sh, "moe_config.shared_expert_num",
+                "expected a whole number of experts (8 or 8.0), got '" + sh.Scalar() +
+                    "': MindFormers would build a shared FFN of int(intermediate_size x " +
+                    sh.Scalar() +
+                    ") (mindformers/models/llama/llama_layer.py:821 at r1.5.0), which bmpipe's "
+                    "MindFormers import does not read");
+      count = static_cast<long long>(given);
+    } else {
+      count = mf.integer(sh, "moe_config.shared_expert_num", 0);
+    }
+    const long long shared = count * e.expert_ffn;
     if (shared > INT_MAX) mf.fail(sh, "moe_config.shared_expert_num", "is too large");
     e.shared_ffn = static_cast<int>(shared);
     job.from("model.moe.shared_expert_ffn_hidden_size",
