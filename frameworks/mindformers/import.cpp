@@ -1438,6 +1438,37 @@ const Vocabulary& mindformers_vocabulary() {
   return table;
 }
 
+/// Unmodelled keys that the rest of the YAML leaves without effect, listed as ignored with
+/// the reason (mindspore-lab/mindformers r1.5.0, ece44cc4):
+/// - model.model_config.softmax_compute_type is the dtype of the softmax of the attention's
+///   own score path, _attn (mindformers/models/llama/llama_transformer.py:734,
+///   llama_interleave.py:538), which use_flash_attention: True replaces by the
+///   FlashAttentionScore op (llama_transformer.py:551, llama_interleave.py:443);
+/// - recompute_config.recompute_slice_activation is passed to layer.recompute() only when
+///   recompute is the boolean True (mindformers/models/utils.py:403-405 and 428-430); a
+///   list of layers recomputes without it, and False recomputes nothing.
+void ignore_keys_without_effect(const Reading& ctx) {
+  ImportedJob& job = ctx.job;
+  const YAML::Node rc = Mf::child(ctx.root, "recompute_config");
+  const YAML::Node full = rc.IsMap() ? Mf::child(rc, "recompute") : YAML::Node();
+  const bool recompute_all = full.IsDefined() && full.IsScalar() &&
+                             scalar_kind(full) == Scalar::boolean && full.as<bool>();
+  std::vector<Unmodelled> kept;
+  for (Unmodelled& u : job.unmodelled) {
+    if (u.origin.key == "model.model_config.softmax_compute_type" && job.flash_attention &&
+        *job.flash_attention) {
+      job.ignore(u.given + " (no effect: use_flash_attention runs FlashAttentionScore)");
+      continue;
+    }
+    if (u.origin.key == "recompute_config.recompute_slice_activation" && !recompute_all) {
+      job.ignore(u.given + " (no effect: recompute_config.recompute is not True)");
+      continue;
+    }
+    kept.push_back(std::move(u));
+  }
+  job.unmodelled = std::move(kept);
+}
+
 ImportedJob read_mindformers_yaml(const std::string& text, const std::string& name) {
   ImportedJob job;
   job.source = name;
@@ -1456,6 +1487,7 @@ ImportedJob read_mindformers_yaml(const std::string& text, const std::string& na
   read_schedule(ctx);
   read_recompute(ctx);
   read_swap(ctx);
+  ignore_keys_without_effect(ctx);
   return job;
 }
 
