@@ -33,7 +33,8 @@ TEST(OptionsReference, RowsAreHandWorked) {
                        "quick: plan every layout first with N evaluations"),
             std::string::npos)
       << table;
-  EXPECT_NE(table.find("| `--offload auto\\|none` |  |  | auto: "), std::string::npos) << table;
+  EXPECT_NE(table.find("| `--offload auto\\|only\\|none` |  |  | auto: "), std::string::npos)
+      << table;
   const std::string python = api::options_markdown(api::specs(api::plan_options()), true);
   EXPECT_NE(python.find("| `memory_limit_GiB` |  |  | GiB a device may use"), std::string::npos)
       << python;
