@@ -1045,7 +1045,9 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
   const bool proj_original =
       fp8 && st.fp8_recipe != Fp8Recipe::delayed && st.fp8_recipe != Fp8Recipe::rowwise;
   const double proj_in = proj_original ? D.e : gi;
-  double core_out_kept = 0;  // flash's bf16 output and out_proj's copy (none), per layer
+  // out_proj's input (the core's output), elements, and of them the FP8 copy it keeps.
+  const double proj_elems = D.T * (D.is_mla ? D.heads * D.dv : D.q_cols);
+  const double proj_fp8_copy = fp8 && !proj_original ? proj_elems : 0.0;
   // The layer input and the two RMSNorms (what rms_norm_saved says, and an fp32 rsqrt per
   // token). A fused norm keeps only its input, and the first one's is the layer input.
   // ModelShape::post_norms: two more, each keeping its input as a norm does (and no
@@ -1110,20 +1112,16 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
     // Absorbed: the einsums' inputs, q_nope and the core's latent output (counted above),
     // and v_up's output, out_proj's input.
     if (D.absorbed) saved += D.e * D.T * D.heads * (m.mla.qk_nope_head_dim + D.dv);
-    if (fp8 && !proj_original) fp8_copies += D.T * D.heads * D.dv;
-    if (!D.absorbed)
-      core_out_kept =
-          D.e * D.T * D.core_out + (fp8 && !proj_original ? gi * D.T * D.heads * D.dv : 0.0);
+    fp8_copies += proj_fp8_copy;
   } else {
     saved += D.e * D.T * (D.q_cols + 2 * D.kv_cols);  // q, k, v (the core's inputs)
     // Core output = out_proj input: flash attention keeps it too (bf16), the unfused
     // core's batched GEMM does not.
     if (m.flash_attention) {
       saved += D.e * D.T * D.q_cols;
-      if (fp8 && !proj_original) fp8_copies += D.T * D.q_cols;
-      core_out_kept = D.e * D.T * D.q_cols + (fp8 && !proj_original ? gi * D.T * D.q_cols : 0.0);
+      fp8_copies += proj_fp8_copy;
     } else {
-      saved += proj_in * D.T * D.q_cols;
+      saved += proj_in * proj_elems;
     }
   }
   if (m.flash_attention || D.is_mla) {
@@ -1134,10 +1132,13 @@ void saved_activations(LayerCost& c, const LayerDims& D, const ModelShape& m,
   }
   saved += gi * fp8_copies;  // (elements; gi bytes each under fp8)
   c.activation_bytes[Recompute::none] = to_bytes(saved + core_only);
-  // A checkpointed core keeps its output through out_proj's saved input alone (proj_in).
+  // Where flash attention keeps the core's output (bf16, beside out_proj's FP8 copy), a
+  // checkpointed core keeps it through out_proj's saved input alone (proj_in).
+  const bool flash_keeps_output = D.is_mla ? !D.absorbed : m.flash_attention;
   const double core_out_freed =
-      has_module(st.recompute_modules, RecomputeModule::core_attn) && core_out_kept > 0
-          ? core_out_kept - proj_in * D.T * (D.is_mla ? D.heads * D.dv : D.q_cols)
+      flash_keeps_output && has_module(st.recompute_modules, RecomputeModule::core_attn)
+          ? D.e * D.T * (D.is_mla ? D.core_out : D.q_cols) + gi * proj_fp8_copy -
+                proj_in * proj_elems
           : 0.0;
   c.activation_bytes[Recompute::selective] =
       to_bytes(saved + core_only - core_out_freed -
